@@ -1,0 +1,1 @@
+//! # calibrate — real-hardware timing (not built yet).

@@ -1,0 +1,25 @@
+//! # models — what a GPT-style transformer is, in numbers
+//!
+//! This crate knows nothing of time, GPUs or events. It answers:
+//! - what a model is ([`ModelSpec`], read from JSON or a built-in [`preset`]);
+//! - how many parameters it has and how many FLOPs an iteration costs
+//!   ([`formulas`], Megatron-LM SC21 Eq. 2 and Eq. 3);
+//! - which kernels one transformer layer runs forward and backward for a
+//!   tensor-parallel degree `t` and microbatch `b`, with FLOPs and bytes moved
+//!   ([`ops`]);
+//! - how much memory weights, optimizer states and activations take ([`memory`]).
+//!
+//! ```
+//! let gpt3 = models::preset("gpt3-175b").unwrap();
+//! let params = models::formulas::parameter_count(&gpt3);
+//! assert!((params as f64 - 174.6e9).abs() < 0.5e9);
+//! ```
+
+pub mod formulas;
+pub mod memory;
+pub mod ops;
+mod presets;
+mod spec;
+
+pub use presets::{preset, preset_names};
+pub use spec::{ModelError, ModelSpec};

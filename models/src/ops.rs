@@ -1,0 +1,273 @@
+//! The kernels one transformer layer runs, in order, for tensor-parallel
+//! degree `t` and microbatch size `b` (Megatron-LM's layer: Shoeybi et al.
+//! 2019 Fig. 3; Korthikanti et al. 2022 Fig. 4 for the memory-bound ops).
+//!
+//! Each [`Step`] is either a kernel with its FLOPs and the bytes it moves
+//! through HBM, or a tensor-parallel all-reduce with its payload. FLOPs count
+//! only matrix multiplications, as Megatron's Eq. 3 does; elementwise kernels
+//! are costed by bytes. All tensors are fp16 (2 bytes) unless noted; dropout
+//! masks are 1 byte per element. Without sequence parallelism, LayerNorm,
+//! dropout and residual adds run replicated on every tensor rank over the full
+//! `b·s·h` activation.
+
+use crate::ModelSpec;
+use serde::Serialize;
+
+/// Bytes per fp16 element.
+pub const FP16_BYTES: u64 = 2;
+
+/// A (batched) matrix multiplication C[m,n] = A[m,k]·B[k,n], `batch` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct GemmShape {
+    pub batch: u64,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+}
+
+impl GemmShape {
+    /// 2·batch·m·n·k multiply-add FLOPs.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+    /// fp16 bytes read (A, B) and written (C), assuming each is touched once.
+    pub fn bytes(&self) -> f64 {
+        let (b, m, n, k) = (self.batch as f64, self.m as f64, self.n as f64, self.k as f64);
+        b * (m * k + k * n + m * n) * FP16_BYTES as f64
+    }
+    /// Shape of the input-gradient GEMM dA[m,k] = dC[m,n]·Bᵀ.
+    pub fn data_gradient(&self) -> GemmShape {
+        GemmShape { batch: self.batch, m: self.m, n: self.k, k: self.n }
+    }
+    /// Shape of the weight-gradient GEMM dB[k,n] = Aᵀ·dC.
+    pub fn weight_gradient(&self) -> GemmShape {
+        GemmShape { batch: self.batch, m: self.k, n: self.n, k: self.m }
+    }
+}
+
+/// What a kernel is, for the cost model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum KernelClass {
+    /// A tensor-core GEMM (cost: FLOPs at shape-dependent efficiency, or bytes if memory-bound).
+    Gemm(GemmShape),
+    /// An elementwise or reduction kernel (cost: bytes at achieved HBM bandwidth).
+    MemoryBound,
+}
+
+/// One kernel launch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Kernel {
+    /// Stable name, e.g. "qkv_gemm", "qkv_gemm.dgrad", "softmax.bwd".
+    pub name: &'static str,
+    pub class: KernelClass,
+    /// Matrix-multiply FLOPs (0 for memory-bound kernels).
+    pub flops: f64,
+    /// Bytes read plus written in device memory.
+    pub bytes: f64,
+}
+
+/// One step of a layer's forward or backward pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Step {
+    Kernel(Kernel),
+    /// A blocking all-reduce over the tensor-parallel group of this many bytes.
+    TensorAllReduce { bytes: u64 },
+}
+
+impl Step {
+    fn gemm(name: &'static str, shape: GemmShape) -> Step {
+        Step::Kernel(Kernel { name, class: KernelClass::Gemm(shape), flops: shape.flops(), bytes: shape.bytes() })
+    }
+    fn memory(name: &'static str, bytes: f64) -> Step {
+        Step::Kernel(Kernel { name, class: KernelClass::MemoryBound, flops: 0.0, bytes })
+    }
+}
+
+/// Forward and backward steps of one piece of the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct PassSteps {
+    pub forward: Vec<Step>,
+    pub backward: Vec<Step>,
+}
+
+impl PassSteps {
+    /// Sum of matrix FLOPs over the given steps.
+    pub fn flops(steps: &[Step]) -> f64 {
+        steps.iter().map(|step| match step {
+            Step::Kernel(kernel) => kernel.flops,
+            Step::TensorAllReduce { .. } => 0.0,
+        }).sum()
+    }
+}
+
+/// Appends the forward GEMM and its two backward GEMMs.
+fn linear(pass: &mut PassSteps, name: &'static str, dgrad: &'static str, wgrad: &'static str, shape: GemmShape, backward: &mut Vec<Step>) {
+    pass.forward.push(Step::gemm(name, shape));
+    backward.push(Step::gemm(dgrad, shape.data_gradient()));
+    backward.push(Step::gemm(wgrad, shape.weight_gradient()));
+}
+
+/// Kernels of one transformer layer on one tensor-parallel rank.
+pub fn transformer_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
+    let (b, s, h, t) = (microbatch, model.seq_len, model.hidden, tensor_parallel);
+    let heads_per_rank = model.heads / t;
+    let head_dim = model.head_dim();
+    let ffn_per_rank = model.ffn() / t;
+    let tokens = b * s;
+    let hidden_elems = (tokens * h) as f64;
+    let score_elems = (b * heads_per_rank * s * s) as f64;
+    let ffn_elems = (tokens * ffn_per_rank) as f64;
+    let allreduce_bytes = tokens * h * FP16_BYTES;
+
+    let mut pass = PassSteps::default();
+    // Backward steps are collected in forward order per block, then reversed
+    // block by block so the backward runs in reverse layer order.
+    let mut attention_bwd = Vec::new();
+    let mut mlp_bwd = Vec::new();
+
+    // --- attention block ---
+    pass.forward.push(Step::memory("layernorm_1", 4.0 * hidden_elems));
+    attention_bwd.push(vec![Step::memory("layernorm_1.bwd", 6.0 * hidden_elems)]);
+    let mut qkv_bwd = Vec::new();
+    linear(&mut pass, "qkv_gemm", "qkv_gemm.dgrad", "qkv_gemm.wgrad",
+        GemmShape { batch: 1, m: tokens, n: 3 * h / t, k: h }, &mut qkv_bwd);
+    // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
+    qkv_bwd.push(Step::TensorAllReduce { bytes: allreduce_bytes });
+    attention_bwd.push(qkv_bwd);
+    let mut scores_bwd = Vec::new();
+    linear(&mut pass, "attention_scores", "attention_scores.dgrad_q", "attention_scores.dgrad_k",
+        GemmShape { batch: b * heads_per_rank, m: s, n: s, k: head_dim }, &mut scores_bwd);
+    attention_bwd.push(scores_bwd);
+    pass.forward.push(Step::memory("softmax", 4.0 * score_elems));
+    attention_bwd.push(vec![Step::memory("softmax.bwd", 6.0 * score_elems)]);
+    pass.forward.push(Step::memory("attention_dropout", 5.0 * score_elems));
+    attention_bwd.push(vec![Step::memory("attention_dropout.bwd", 5.0 * score_elems)]);
+    let mut values_bwd = Vec::new();
+    linear(&mut pass, "attention_over_values", "attention_over_values.dgrad_probs", "attention_over_values.dgrad_values",
+        GemmShape { batch: b * heads_per_rank, m: s, n: head_dim, k: s }, &mut values_bwd);
+    attention_bwd.push(values_bwd);
+    let mut proj_bwd = Vec::new();
+    linear(&mut pass, "output_projection", "output_projection.dgrad", "output_projection.wgrad",
+        GemmShape { batch: 1, m: tokens, n: h, k: h / t }, &mut proj_bwd);
+    attention_bwd.push(proj_bwd);
+    // Row-parallel output: partial sums all-reduced (Megatron's `g`).
+    pass.forward.push(Step::TensorAllReduce { bytes: allreduce_bytes });
+    pass.forward.push(Step::memory("dropout_residual_1", 7.0 * hidden_elems));
+    attention_bwd.push(vec![Step::memory("dropout_residual_1.bwd", 5.0 * hidden_elems)]);
+
+    // --- MLP block ---
+    pass.forward.push(Step::memory("layernorm_2", 4.0 * hidden_elems));
+    mlp_bwd.push(vec![Step::memory("layernorm_2.bwd", 6.0 * hidden_elems)]);
+    let mut fc1_bwd = Vec::new();
+    linear(&mut pass, "mlp_fc1", "mlp_fc1.dgrad", "mlp_fc1.wgrad",
+        GemmShape { batch: 1, m: tokens, n: ffn_per_rank, k: h }, &mut fc1_bwd);
+    fc1_bwd.push(Step::TensorAllReduce { bytes: allreduce_bytes });
+    mlp_bwd.push(fc1_bwd);
+    pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
+    mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
+    let mut fc2_bwd = Vec::new();
+    linear(&mut pass, "mlp_fc2", "mlp_fc2.dgrad", "mlp_fc2.wgrad",
+        GemmShape { batch: 1, m: tokens, n: h, k: ffn_per_rank }, &mut fc2_bwd);
+    mlp_bwd.push(fc2_bwd);
+    pass.forward.push(Step::TensorAllReduce { bytes: allreduce_bytes });
+    pass.forward.push(Step::memory("dropout_residual_2", 7.0 * hidden_elems));
+    mlp_bwd.push(vec![Step::memory("dropout_residual_2.bwd", 5.0 * hidden_elems)]);
+
+    for block in mlp_bwd.into_iter().rev().chain(attention_bwd.into_iter().rev()) {
+        pass.backward.extend(block);
+    }
+    pass
+}
+
+/// Kernels the first pipeline stage runs before its layers: vocab-parallel
+/// word-embedding lookup (output all-reduced across tensor ranks), position
+/// embedding add and embedding dropout; backward scatters gradients into the
+/// embedding tables.
+pub fn embedding(model: &ModelSpec, microbatch: u64) -> PassSteps {
+    let hidden_elems = (microbatch * model.seq_len * model.hidden) as f64;
+    PassSteps {
+        forward: vec![
+            Step::memory("embedding_lookup", 4.0 * hidden_elems),
+            Step::TensorAllReduce { bytes: microbatch * model.seq_len * model.hidden * FP16_BYTES },
+            Step::memory("embedding_position_dropout", 7.0 * hidden_elems),
+        ],
+        backward: vec![
+            Step::memory("embedding_position_dropout.bwd", 5.0 * hidden_elems),
+            Step::memory("embedding_lookup.bwd", 6.0 * hidden_elems),
+        ],
+    }
+}
+
+/// Kernels the last pipeline stage runs after its layers: final LayerNorm,
+/// the vocab-parallel logits GEMM (weights tied with the embedding) and the
+/// vocab-parallel cross-entropy in fp32 (Megatron's `vocab_parallel_cross_entropy`:
+/// max, exp, sum and normalisation passes over b·s·V/t logits, with two small
+/// all-reduces of b·s fp32 values).
+pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
+    let tokens = microbatch * model.seq_len;
+    let hidden_elems = (tokens * model.hidden) as f64;
+    let logit_elems = (tokens * model.vocab / tensor_parallel) as f64;
+    let logits = GemmShape { batch: 1, m: tokens, n: model.vocab / tensor_parallel, k: model.hidden };
+    let reduction_bytes = tokens * 4;
+    PassSteps {
+        forward: vec![
+            Step::memory("final_layernorm", 4.0 * hidden_elems),
+            Step::gemm("logits_gemm", logits),
+            Step::memory("cross_entropy_max", 2.0 * logit_elems),
+            Step::TensorAllReduce { bytes: reduction_bytes },
+            Step::memory("cross_entropy_exp_sum", 20.0 * logit_elems),
+            Step::TensorAllReduce { bytes: reduction_bytes },
+            Step::memory("cross_entropy_normalize", 8.0 * logit_elems),
+        ],
+        backward: vec![
+            Step::memory("cross_entropy.bwd", 14.0 * logit_elems),
+            Step::gemm("logits_gemm.dgrad", logits.data_gradient()),
+            Step::gemm("logits_gemm.wgrad", logits.weight_gradient()),
+            // Column-parallel input: gradient all-reduced across tensor ranks.
+            Step::TensorAllReduce { bytes: tokens * model.hidden * FP16_BYTES },
+            Step::memory("final_layernorm.bwd", 6.0 * hidden_elems),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formulas;
+
+    fn per_iteration_flops(model: &ModelSpec, t: u64, b: u64, global_batch: u64, recompute: bool) -> f64 {
+        let layer = transformer_layer(model, b, t);
+        let head = head(model, b, t);
+        let microbatches = (global_batch / b) as f64;
+        let layer_fwd = PassSteps::flops(&layer.forward);
+        let layer_bwd = PassSteps::flops(&layer.backward);
+        let per_rank_microbatch = model.layers as f64 * (layer_fwd * if recompute { 2.0 } else { 1.0 } + layer_bwd)
+            + PassSteps::flops(&head.forward) + PassSteps::flops(&head.backward);
+        per_rank_microbatch * t as f64 * microbatches
+    }
+
+    #[test]
+    fn kernel_flops_sum_to_megatron_eq3_with_and_without_recompute() {
+        let model = crate::preset("gpt-1t").unwrap();
+        for t in [1, 8] {
+            let with = per_iteration_flops(&model, t, 1, 3072, true);
+            let eq3 = formulas::flops_per_iteration_full_recompute(&model, 3072);
+            assert!((with - eq3).abs() / eq3 < 1e-12, "t={t}: {with} vs {eq3}");
+            let without = per_iteration_flops(&model, t, 1, 3072, false);
+            let eq = formulas::flops_per_iteration_no_recompute(&model, 3072);
+            assert!((without - eq).abs() / eq < 1e-12, "t={t}: {without} vs {eq}");
+        }
+    }
+
+    #[test]
+    fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
+        let model = crate::preset("gpt3-175b").unwrap();
+        let layer = transformer_layer(&model, 1, 8);
+        let count = |steps: &[Step]| steps.iter().filter(|s| matches!(s, Step::TensorAllReduce { .. })).count();
+        assert_eq!(count(&layer.forward), 2);
+        assert_eq!(count(&layer.backward), 2);
+        // Every forward GEMM has a data- and a weight-gradient GEMM.
+        let gemms = |steps: &[Step]| steps.iter().filter(|s| matches!(s, Step::Kernel(Kernel { class: KernelClass::Gemm(_), .. }))).count();
+        assert_eq!(gemms(&layer.forward) * 2, gemms(&layer.backward));
+    }
+}

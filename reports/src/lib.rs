@@ -1,0 +1,1 @@
+//! # reports — pictures and traces from a Timeline (not built yet).

@@ -1,0 +1,201 @@
+//! Built-in clusters, from the datasheet figures in shared/HARDWARE.md:
+//! - `selene`: DGX A100 80 GB nodes, 8 × HDR 200 Gb/s compute NICs per node,
+//!   three-level fat tree of 40-port HDR switches (QM8700: 130 ns port to port),
+//!   560 nodes = 4480 GPUs (Megatron-LM SC21 uses up to 3072).
+//! - `dgx-a100`: one such node.
+//! - `dgx2-v100`: one DGX-2 (16 × V100 32 GB on NVSwitch, PCIe Gen3, 2 × Xeon 8168),
+//!   the ZeRO-Offload paper's machine; `dgx2-v100-x8`: 8 of them on 8 × EDR 100 Gb/s per node.
+//! - `h200`: the single-H200 lab machine (16 cores, 128 GiB).
+
+use crate::spec::*;
+
+const GB: f64 = 1e9;
+const GIB: u64 = 1 << 30;
+
+fn a100_80gb() -> GpuSpec {
+    GpuSpec {
+        name: "A100-SXM4-80GB".into(),
+        peak: PeakFlops {
+            fp16_flops_per_s: 312e12,
+            bf16_flops_per_s: 312e12,
+            tf32_flops_per_s: 156e12,
+            fp32_flops_per_s: 19.5e12,
+        },
+        hbm_bytes: 80 * GIB,
+        hbm_bandwidth_bytes_per_s: 2039.0 * GB,
+        sm_count: 108,
+        l2_cache_bytes: 40 << 20,
+        boost_clock_mhz: 1410,
+    }
+}
+
+fn dgx_a100(name: &str, nodes: u32) -> TopologySpec {
+    TopologySpec {
+        name: name.into(),
+        nodes,
+        gpu: a100_80gb(),
+        node: NodeSpec {
+            gpus_per_node: 8,
+            nvlink_bandwidth_bytes_per_s: 300.0 * GB,
+            nvlink_latency_ns: 1000,
+            nvswitch_count: 6,
+        },
+        fabric: FabricSpec {
+            nics_per_node: 8,
+            nic_bandwidth_bytes_per_s: 25.0 * GB, // HDR 200 Gb/s line rate
+            nic_latency_ns: 600,                  // ConnectX-6 datasheet: sub-600 ns
+            fat_tree_levels: 3,
+            switch_radix: 40,
+            switch_hop_latency_ns: 130,
+        },
+        pcie: PcieSpec {
+            generation: "Gen4 x16".into(),
+            bandwidth_bytes_per_s: 31.5 * GB,
+            gpus_per_host_link: 2, // DGX A100: two GPUs per PCIe switch
+            latency_ns: 1000,
+        },
+        host_cpu: HostCpuSpec {
+            name: "2 x AMD EPYC 7742".into(),
+            cores: 128,
+            memory_bytes: 2048 * GIB,
+            memory_bandwidth_bytes_per_s: 2.0 * 204.8 * GB, // 8 × DDR4-3200 per socket
+        },
+    }
+}
+
+fn dgx2_v100(name: &str, nodes: u32) -> TopologySpec {
+    TopologySpec {
+        name: name.into(),
+        nodes,
+        gpu: GpuSpec {
+            name: "V100-SXM3-32GB".into(),
+            peak: PeakFlops {
+                fp16_flops_per_s: 125e12,
+                bf16_flops_per_s: 125e12, // no bf16 tensor cores: the fp16 rate is the best case
+                tf32_flops_per_s: 15.7e12,
+                fp32_flops_per_s: 15.7e12,
+            },
+            hbm_bytes: 32 * GIB,
+            hbm_bandwidth_bytes_per_s: 900.0 * GB,
+            sm_count: 80,
+            l2_cache_bytes: 6 << 20,
+            boost_clock_mhz: 1530,
+        },
+        node: NodeSpec {
+            gpus_per_node: 16,
+            nvlink_bandwidth_bytes_per_s: 150.0 * GB,
+            nvlink_latency_ns: 1000,
+            nvswitch_count: 12,
+        },
+        fabric: FabricSpec {
+            nics_per_node: 8,
+            nic_bandwidth_bytes_per_s: 12.5 * GB, // 100 Gb/s
+            nic_latency_ns: 600,
+            fat_tree_levels: 2,
+            switch_radix: 36,
+            switch_hop_latency_ns: 130,
+        },
+        pcie: PcieSpec {
+            generation: "Gen3 x16".into(),
+            bandwidth_bytes_per_s: 16.0 * GB,
+            gpus_per_host_link: 2,
+            latency_ns: 1000,
+        },
+        host_cpu: HostCpuSpec {
+            name: "2 x Intel Xeon Platinum 8168".into(),
+            cores: 48,
+            memory_bytes: 1536 * GIB,
+            memory_bandwidth_bytes_per_s: 2.0 * 127.968 * GB, // 6 × DDR4-2666 per socket
+        },
+    }
+}
+
+fn h200() -> TopologySpec {
+    TopologySpec {
+        name: "h200".into(),
+        nodes: 1,
+        gpu: GpuSpec {
+            name: "H200".into(),
+            peak: PeakFlops {
+                fp16_flops_per_s: 989e12,
+                bf16_flops_per_s: 989e12,
+                tf32_flops_per_s: 494e12,
+                fp32_flops_per_s: 67e12,
+            },
+            hbm_bytes: 141_000_000_000,
+            hbm_bandwidth_bytes_per_s: 4800.0 * GB,
+            sm_count: 132,
+            l2_cache_bytes: 60 << 20,
+            boost_clock_mhz: 1980,
+        },
+        node: NodeSpec {
+            gpus_per_node: 1,
+            nvlink_bandwidth_bytes_per_s: 450.0 * GB,
+            nvlink_latency_ns: 1000,
+            nvswitch_count: 0,
+        },
+        fabric: FabricSpec {
+            nics_per_node: 0,
+            nic_bandwidth_bytes_per_s: 0.0,
+            nic_latency_ns: 0,
+            fat_tree_levels: 0,
+            switch_radix: 0,
+            switch_hop_latency_ns: 0,
+        },
+        pcie: PcieSpec {
+            generation: "Gen5 x16".into(),
+            bandwidth_bytes_per_s: 63.0 * GB,
+            gpus_per_host_link: 1,
+            latency_ns: 1000,
+        },
+        host_cpu: HostCpuSpec {
+            name: "lab host (16 cores)".into(),
+            cores: 16,
+            memory_bytes: 128 * GIB,
+            memory_bandwidth_bytes_per_s: 200.0 * GB,
+        },
+    }
+}
+
+fn all() -> Vec<TopologySpec> {
+    vec![
+        dgx_a100("selene", 560),
+        dgx_a100("dgx-a100", 1),
+        dgx2_v100("dgx2-v100", 1),
+        dgx2_v100("dgx2-v100-x8", 8),
+        h200(),
+    ]
+}
+
+/// The preset with this name, if any.
+pub fn preset(name: &str) -> Option<TopologySpec> {
+    all().into_iter().find(|spec| spec.name == name)
+}
+
+/// Names of all presets.
+pub fn preset_names() -> Vec<String> {
+    all().into_iter().map(|spec| spec.name).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_validates_and_round_trips_through_json() {
+        for name in preset_names() {
+            let spec = preset(&name).unwrap();
+            spec.validate().unwrap();
+            let text = serde_json::to_string_pretty(&spec).unwrap();
+            assert_eq!(TopologySpec::from_json_str(&text, "test").unwrap(), spec);
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let mut value = serde_json::to_value(preset("h200").unwrap()).unwrap();
+        value["gpu"]["hbm_gigabytes"] = 141.into();
+        let err = TopologySpec::from_json_str(&value.to_string(), "x.json").unwrap_err();
+        assert!(err.to_string().contains("hbm_gigabytes"), "{err}");
+    }
+}

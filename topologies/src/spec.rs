@@ -1,0 +1,179 @@
+//! Topology data types and their validation.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Dense peak throughput per datatype, from the datasheet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeakFlops {
+    pub fp16_flops_per_s: f64,
+    pub bf16_flops_per_s: f64,
+    pub tf32_flops_per_s: f64,
+    pub fp32_flops_per_s: f64,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSpec {
+    /// e.g. "A100-SXM4-80GB".
+    pub name: String,
+    pub peak: PeakFlops,
+    pub hbm_bytes: u64,
+    /// Datasheet HBM bandwidth.
+    pub hbm_bandwidth_bytes_per_s: f64,
+    pub sm_count: u32,
+    pub l2_cache_bytes: u64,
+    pub boost_clock_mhz: u32,
+}
+
+/// One node: its GPUs and the NVLink/NVSwitch domain between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub gpus_per_node: u32,
+    /// NVLink bandwidth per GPU per direction (all links together).
+    pub nvlink_bandwidth_bytes_per_s: f64,
+    /// One-way latency of an NVLink/NVSwitch transfer.
+    pub nvlink_latency_ns: u64,
+    /// NVSwitch chips; with at least one, every GPU pair talks at full rate.
+    pub nvswitch_count: u32,
+}
+
+/// Inter-node fabric: NICs and a fat tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FabricSpec {
+    /// Compute NICs per node (one rail per GPU on DGX A100).
+    pub nics_per_node: u32,
+    /// Line rate per NIC per direction.
+    pub nic_bandwidth_bytes_per_s: f64,
+    /// NIC injection latency.
+    pub nic_latency_ns: u64,
+    /// Switch levels of the fat tree (leaf, spine, core = 3).
+    pub fat_tree_levels: u32,
+    /// Ports of each switch (a radix-k switch gives k/2 down, k/2 up).
+    pub switch_radix: u32,
+    /// Port-to-port latency of one switch hop.
+    pub switch_hop_latency_ns: u64,
+}
+
+/// The PCIe link between each GPU and its host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcieSpec {
+    /// e.g. "Gen4 x16".
+    pub generation: String,
+    /// Line rate per direction.
+    pub bandwidth_bytes_per_s: f64,
+    /// GPUs behind one PCIe switch sharing its uplink to the CPU.
+    pub gpus_per_host_link: u32,
+    pub latency_ns: u64,
+}
+
+/// The host CPU(s) of one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostCpuSpec {
+    pub name: String,
+    /// Physical cores, all sockets together.
+    pub cores: u32,
+    pub memory_bytes: u64,
+    /// Datasheet DRAM bandwidth, all channels together.
+    pub memory_bandwidth_bytes_per_s: f64,
+}
+
+/// A homogeneous cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    pub name: String,
+    pub nodes: u32,
+    pub gpu: GpuSpec,
+    pub node: NodeSpec,
+    pub fabric: FabricSpec,
+    pub pcie: PcieSpec,
+    pub host_cpu: HostCpuSpec,
+}
+
+/// Everything that can be wrong with a topology or its file.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    #[error("cannot read topology file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("topology file {path} is not a valid topology: {source}")]
+    Parse { path: String, source: serde_json::Error },
+    #[error("unknown topology '{name}': not a preset ({presets}) and no such file")]
+    Unknown { name: String, presets: String },
+    /// Values that cannot describe hardware; every problem is listed.
+    #[error("invalid topology '{name}': {}", problems.join("; "))]
+    Invalid { name: String, problems: Vec<String> },
+}
+
+impl TopologySpec {
+    /// GPUs in the whole cluster.
+    pub fn total_gpus(&self) -> u64 {
+        self.nodes as u64 * self.node.gpus_per_node as u64
+    }
+
+    /// Checks every quantity is usable; reports all problems at once.
+    pub fn validate(&self) -> Result<(), TopologyError> {
+        let mut problems = Vec::new();
+        let mut positive = |key: &str, value: f64| {
+            if !(value.is_finite() && value > 0.0) {
+                problems.push(format!("{key} must be a positive number (got {value})"));
+            }
+        };
+        positive("nodes", self.nodes as f64);
+        positive("gpu.peak.fp16_flops_per_s", self.gpu.peak.fp16_flops_per_s);
+        positive("gpu.peak.bf16_flops_per_s", self.gpu.peak.bf16_flops_per_s);
+        positive("gpu.hbm_bytes", self.gpu.hbm_bytes as f64);
+        positive("gpu.hbm_bandwidth_bytes_per_s", self.gpu.hbm_bandwidth_bytes_per_s);
+        positive("gpu.sm_count", self.gpu.sm_count as f64);
+        positive("node.gpus_per_node", self.node.gpus_per_node as f64);
+        positive("pcie.bandwidth_bytes_per_s", self.pcie.bandwidth_bytes_per_s);
+        positive("pcie.gpus_per_host_link", self.pcie.gpus_per_host_link as f64);
+        positive("host_cpu.cores", self.host_cpu.cores as f64);
+        positive("host_cpu.memory_bytes", self.host_cpu.memory_bytes as f64);
+        if self.node.gpus_per_node > 1 {
+            positive("node.nvlink_bandwidth_bytes_per_s", self.node.nvlink_bandwidth_bytes_per_s);
+        }
+        if self.nodes > 1 {
+            positive("fabric.nics_per_node", self.fabric.nics_per_node as f64);
+            positive("fabric.nic_bandwidth_bytes_per_s", self.fabric.nic_bandwidth_bytes_per_s);
+            positive("fabric.fat_tree_levels", self.fabric.fat_tree_levels as f64);
+            positive("fabric.switch_radix", self.fabric.switch_radix as f64);
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(TopologyError::Invalid { name: self.name.clone(), problems })
+        }
+    }
+
+    /// Parses and validates a topology from JSON text; `origin` names the source in errors.
+    pub fn from_json_str(text: &str, origin: &str) -> Result<Self, TopologyError> {
+        let spec: TopologySpec = serde_json::from_str(text)
+            .map_err(|source| TopologyError::Parse { path: origin.to_string(), source })?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// A preset name or a path to a topology JSON file.
+    pub fn resolve(name_or_path: &str) -> Result<Self, TopologyError> {
+        if let Some(spec) = crate::preset(name_or_path) {
+            return Ok(spec);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(TopologyError::Unknown {
+                name: name_or_path.to_string(),
+                presets: crate::preset_names().join(", "),
+            });
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| TopologyError::Read { path: path.display().to_string(), source })?;
+        Self::from_json_str(&text, &path.display().to_string())
+    }
+}

@@ -31,7 +31,12 @@ pub fn parameter_count(model: &ModelSpec) -> u64 {
 
 /// Eq. 2 evaluated literally in floating point, for cross-checking.
 pub fn parameter_count_eq2(model: &ModelSpec) -> f64 {
-    let (l, h, v, s) = (model.layers as f64, model.hidden as f64, model.vocab as f64, model.seq_len as f64);
+    let (l, h, v, s) = (
+        model.layers as f64,
+        model.hidden as f64,
+        model.vocab as f64,
+        model.seq_len as f64,
+    );
     12.0 * l * h * h * (1.0 + 13.0 / (12.0 * h) + (v + s) / (12.0 * l * h))
 }
 
@@ -68,7 +73,10 @@ mod tests {
             let model = crate::preset(name).unwrap();
             let exact = parameter_count(&model) as f64;
             let eq2 = parameter_count_eq2(&model);
-            assert!((exact - eq2).abs() / eq2 < 1e-12, "{name}: {exact} vs {eq2}");
+            assert!(
+                (exact - eq2).abs() / eq2 < 1e-12,
+                "{name}: {exact} vs {eq2}"
+            );
         }
     }
 

@@ -32,16 +32,31 @@ impl GemmShape {
     }
     /// fp16 bytes read (A, B) and written (C), assuming each is touched once.
     pub fn bytes(&self) -> f64 {
-        let (b, m, n, k) = (self.batch as f64, self.m as f64, self.n as f64, self.k as f64);
+        let (b, m, n, k) = (
+            self.batch as f64,
+            self.m as f64,
+            self.n as f64,
+            self.k as f64,
+        );
         b * (m * k + k * n + m * n) * FP16_BYTES as f64
     }
     /// Shape of the input-gradient GEMM dA[m,k] = dC[m,n]·Bᵀ.
     pub fn data_gradient(&self) -> GemmShape {
-        GemmShape { batch: self.batch, m: self.m, n: self.k, k: self.n }
+        GemmShape {
+            batch: self.batch,
+            m: self.m,
+            n: self.k,
+            k: self.n,
+        }
     }
     /// Shape of the weight-gradient GEMM dB[k,n] = Aᵀ·dC.
     pub fn weight_gradient(&self) -> GemmShape {
-        GemmShape { batch: self.batch, m: self.k, n: self.n, k: self.m }
+        GemmShape {
+            batch: self.batch,
+            m: self.k,
+            n: self.n,
+            k: self.m,
+        }
     }
 }
 
@@ -71,15 +86,27 @@ pub struct Kernel {
 pub enum Step {
     Kernel(Kernel),
     /// A blocking all-reduce over the tensor-parallel group of this many bytes.
-    TensorAllReduce { bytes: u64 },
+    TensorAllReduce {
+        bytes: u64,
+    },
 }
 
 impl Step {
     fn gemm(name: &'static str, shape: GemmShape) -> Step {
-        Step::Kernel(Kernel { name, class: KernelClass::Gemm(shape), flops: shape.flops(), bytes: shape.bytes() })
+        Step::Kernel(Kernel {
+            name,
+            class: KernelClass::Gemm(shape),
+            flops: shape.flops(),
+            bytes: shape.bytes(),
+        })
     }
     fn memory(name: &'static str, bytes: f64) -> Step {
-        Step::Kernel(Kernel { name, class: KernelClass::MemoryBound, flops: 0.0, bytes })
+        Step::Kernel(Kernel {
+            name,
+            class: KernelClass::MemoryBound,
+            flops: 0.0,
+            bytes,
+        })
     }
 }
 
@@ -93,15 +120,25 @@ pub struct PassSteps {
 impl PassSteps {
     /// Sum of matrix FLOPs over the given steps.
     pub fn flops(steps: &[Step]) -> f64 {
-        steps.iter().map(|step| match step {
-            Step::Kernel(kernel) => kernel.flops,
-            Step::TensorAllReduce { .. } => 0.0,
-        }).sum()
+        steps
+            .iter()
+            .map(|step| match step {
+                Step::Kernel(kernel) => kernel.flops,
+                Step::TensorAllReduce { .. } => 0.0,
+            })
+            .sum()
     }
 }
 
 /// Appends the forward GEMM and its two backward GEMMs.
-fn linear(pass: &mut PassSteps, name: &'static str, dgrad: &'static str, wgrad: &'static str, shape: GemmShape, backward: &mut Vec<Step>) {
+fn linear(
+    pass: &mut PassSteps,
+    name: &'static str,
+    dgrad: &'static str,
+    wgrad: &'static str,
+    shape: GemmShape,
+    backward: &mut Vec<Step>,
+) {
     pass.forward.push(Step::gemm(name, shape));
     backward.push(Step::gemm(dgrad, shape.data_gradient()));
     backward.push(Step::gemm(wgrad, shape.weight_gradient()));
@@ -126,54 +163,147 @@ pub fn transformer_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u6
     let mut mlp_bwd = Vec::new();
 
     // --- attention block ---
-    pass.forward.push(Step::memory("layernorm_1", 4.0 * hidden_elems));
+    pass.forward
+        .push(Step::memory("layernorm_1", 4.0 * hidden_elems));
     attention_bwd.push(vec![Step::memory("layernorm_1.bwd", 6.0 * hidden_elems)]);
     let mut qkv_bwd = Vec::new();
-    linear(&mut pass, "qkv_gemm", "qkv_gemm.dgrad", "qkv_gemm.wgrad",
-        GemmShape { batch: 1, m: tokens, n: 3 * h / t, k: h }, &mut qkv_bwd);
+    linear(
+        &mut pass,
+        "qkv_gemm",
+        "qkv_gemm.dgrad",
+        "qkv_gemm.wgrad",
+        GemmShape {
+            batch: 1,
+            m: tokens,
+            n: 3 * h / t,
+            k: h,
+        },
+        &mut qkv_bwd,
+    );
     // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
-    qkv_bwd.push(Step::TensorAllReduce { bytes: allreduce_bytes });
+    qkv_bwd.push(Step::TensorAllReduce {
+        bytes: allreduce_bytes,
+    });
     attention_bwd.push(qkv_bwd);
     let mut scores_bwd = Vec::new();
-    linear(&mut pass, "attention_scores", "attention_scores.dgrad_q", "attention_scores.dgrad_k",
-        GemmShape { batch: b * heads_per_rank, m: s, n: s, k: head_dim }, &mut scores_bwd);
+    linear(
+        &mut pass,
+        "attention_scores",
+        "attention_scores.dgrad_q",
+        "attention_scores.dgrad_k",
+        GemmShape {
+            batch: b * heads_per_rank,
+            m: s,
+            n: s,
+            k: head_dim,
+        },
+        &mut scores_bwd,
+    );
     attention_bwd.push(scores_bwd);
-    pass.forward.push(Step::memory("softmax", 4.0 * score_elems));
+    pass.forward
+        .push(Step::memory("softmax", 4.0 * score_elems));
     attention_bwd.push(vec![Step::memory("softmax.bwd", 6.0 * score_elems)]);
-    pass.forward.push(Step::memory("attention_dropout", 5.0 * score_elems));
-    attention_bwd.push(vec![Step::memory("attention_dropout.bwd", 5.0 * score_elems)]);
+    pass.forward
+        .push(Step::memory("attention_dropout", 5.0 * score_elems));
+    attention_bwd.push(vec![Step::memory(
+        "attention_dropout.bwd",
+        5.0 * score_elems,
+    )]);
     let mut values_bwd = Vec::new();
-    linear(&mut pass, "attention_over_values", "attention_over_values.dgrad_probs", "attention_over_values.dgrad_values",
-        GemmShape { batch: b * heads_per_rank, m: s, n: head_dim, k: s }, &mut values_bwd);
+    linear(
+        &mut pass,
+        "attention_over_values",
+        "attention_over_values.dgrad_probs",
+        "attention_over_values.dgrad_values",
+        GemmShape {
+            batch: b * heads_per_rank,
+            m: s,
+            n: head_dim,
+            k: s,
+        },
+        &mut values_bwd,
+    );
     attention_bwd.push(values_bwd);
     let mut proj_bwd = Vec::new();
-    linear(&mut pass, "output_projection", "output_projection.dgrad", "output_projection.wgrad",
-        GemmShape { batch: 1, m: tokens, n: h, k: h / t }, &mut proj_bwd);
+    linear(
+        &mut pass,
+        "output_projection",
+        "output_projection.dgrad",
+        "output_projection.wgrad",
+        GemmShape {
+            batch: 1,
+            m: tokens,
+            n: h,
+            k: h / t,
+        },
+        &mut proj_bwd,
+    );
     attention_bwd.push(proj_bwd);
     // Row-parallel output: partial sums all-reduced (Megatron's `g`).
-    pass.forward.push(Step::TensorAllReduce { bytes: allreduce_bytes });
-    pass.forward.push(Step::memory("dropout_residual_1", 7.0 * hidden_elems));
-    attention_bwd.push(vec![Step::memory("dropout_residual_1.bwd", 5.0 * hidden_elems)]);
+    pass.forward.push(Step::TensorAllReduce {
+        bytes: allreduce_bytes,
+    });
+    pass.forward
+        .push(Step::memory("dropout_residual_1", 7.0 * hidden_elems));
+    attention_bwd.push(vec![Step::memory(
+        "dropout_residual_1.bwd",
+        5.0 * hidden_elems,
+    )]);
 
     // --- MLP block ---
-    pass.forward.push(Step::memory("layernorm_2", 4.0 * hidden_elems));
+    pass.forward
+        .push(Step::memory("layernorm_2", 4.0 * hidden_elems));
     mlp_bwd.push(vec![Step::memory("layernorm_2.bwd", 6.0 * hidden_elems)]);
     let mut fc1_bwd = Vec::new();
-    linear(&mut pass, "mlp_fc1", "mlp_fc1.dgrad", "mlp_fc1.wgrad",
-        GemmShape { batch: 1, m: tokens, n: ffn_per_rank, k: h }, &mut fc1_bwd);
-    fc1_bwd.push(Step::TensorAllReduce { bytes: allreduce_bytes });
+    linear(
+        &mut pass,
+        "mlp_fc1",
+        "mlp_fc1.dgrad",
+        "mlp_fc1.wgrad",
+        GemmShape {
+            batch: 1,
+            m: tokens,
+            n: ffn_per_rank,
+            k: h,
+        },
+        &mut fc1_bwd,
+    );
+    fc1_bwd.push(Step::TensorAllReduce {
+        bytes: allreduce_bytes,
+    });
     mlp_bwd.push(fc1_bwd);
     pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
     mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
     let mut fc2_bwd = Vec::new();
-    linear(&mut pass, "mlp_fc2", "mlp_fc2.dgrad", "mlp_fc2.wgrad",
-        GemmShape { batch: 1, m: tokens, n: h, k: ffn_per_rank }, &mut fc2_bwd);
+    linear(
+        &mut pass,
+        "mlp_fc2",
+        "mlp_fc2.dgrad",
+        "mlp_fc2.wgrad",
+        GemmShape {
+            batch: 1,
+            m: tokens,
+            n: h,
+            k: ffn_per_rank,
+        },
+        &mut fc2_bwd,
+    );
     mlp_bwd.push(fc2_bwd);
-    pass.forward.push(Step::TensorAllReduce { bytes: allreduce_bytes });
-    pass.forward.push(Step::memory("dropout_residual_2", 7.0 * hidden_elems));
-    mlp_bwd.push(vec![Step::memory("dropout_residual_2.bwd", 5.0 * hidden_elems)]);
+    pass.forward.push(Step::TensorAllReduce {
+        bytes: allreduce_bytes,
+    });
+    pass.forward
+        .push(Step::memory("dropout_residual_2", 7.0 * hidden_elems));
+    mlp_bwd.push(vec![Step::memory(
+        "dropout_residual_2.bwd",
+        5.0 * hidden_elems,
+    )]);
 
-    for block in mlp_bwd.into_iter().rev().chain(attention_bwd.into_iter().rev()) {
+    for block in mlp_bwd
+        .into_iter()
+        .rev()
+        .chain(attention_bwd.into_iter().rev())
+    {
         pass.backward.extend(block);
     }
     pass
@@ -188,7 +318,9 @@ pub fn embedding(model: &ModelSpec, microbatch: u64) -> PassSteps {
     PassSteps {
         forward: vec![
             Step::memory("embedding_lookup", 4.0 * hidden_elems),
-            Step::TensorAllReduce { bytes: microbatch * model.seq_len * model.hidden * FP16_BYTES },
+            Step::TensorAllReduce {
+                bytes: microbatch * model.seq_len * model.hidden * FP16_BYTES,
+            },
             Step::memory("embedding_position_dropout", 7.0 * hidden_elems),
         ],
         backward: vec![
@@ -207,16 +339,25 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
     let tokens = microbatch * model.seq_len;
     let hidden_elems = (tokens * model.hidden) as f64;
     let logit_elems = (tokens * model.vocab / tensor_parallel) as f64;
-    let logits = GemmShape { batch: 1, m: tokens, n: model.vocab / tensor_parallel, k: model.hidden };
+    let logits = GemmShape {
+        batch: 1,
+        m: tokens,
+        n: model.vocab / tensor_parallel,
+        k: model.hidden,
+    };
     let reduction_bytes = tokens * 4;
     PassSteps {
         forward: vec![
             Step::memory("final_layernorm", 4.0 * hidden_elems),
             Step::gemm("logits_gemm", logits),
             Step::memory("cross_entropy_max", 2.0 * logit_elems),
-            Step::TensorAllReduce { bytes: reduction_bytes },
+            Step::TensorAllReduce {
+                bytes: reduction_bytes,
+            },
             Step::memory("cross_entropy_exp_sum", 20.0 * logit_elems),
-            Step::TensorAllReduce { bytes: reduction_bytes },
+            Step::TensorAllReduce {
+                bytes: reduction_bytes,
+            },
             Step::memory("cross_entropy_normalize", 8.0 * logit_elems),
         ],
         backward: vec![
@@ -224,7 +365,9 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
             Step::gemm("logits_gemm.dgrad", logits.data_gradient()),
             Step::gemm("logits_gemm.wgrad", logits.weight_gradient()),
             // Column-parallel input: gradient all-reduced across tensor ranks.
-            Step::TensorAllReduce { bytes: tokens * model.hidden * FP16_BYTES },
+            Step::TensorAllReduce {
+                bytes: tokens * model.hidden * FP16_BYTES,
+            },
             Step::memory("final_layernorm.bwd", 6.0 * hidden_elems),
         ],
     }
@@ -235,14 +378,22 @@ mod tests {
     use super::*;
     use crate::formulas;
 
-    fn per_iteration_flops(model: &ModelSpec, t: u64, b: u64, global_batch: u64, recompute: bool) -> f64 {
+    fn per_iteration_flops(
+        model: &ModelSpec,
+        t: u64,
+        b: u64,
+        global_batch: u64,
+        recompute: bool,
+    ) -> f64 {
         let layer = transformer_layer(model, b, t);
         let head = head(model, b, t);
         let microbatches = (global_batch / b) as f64;
         let layer_fwd = PassSteps::flops(&layer.forward);
         let layer_bwd = PassSteps::flops(&layer.backward);
-        let per_rank_microbatch = model.layers as f64 * (layer_fwd * if recompute { 2.0 } else { 1.0 } + layer_bwd)
-            + PassSteps::flops(&head.forward) + PassSteps::flops(&head.backward);
+        let per_rank_microbatch = model.layers as f64
+            * (layer_fwd * if recompute { 2.0 } else { 1.0 } + layer_bwd)
+            + PassSteps::flops(&head.forward)
+            + PassSteps::flops(&head.backward);
         per_rank_microbatch * t as f64 * microbatches
     }
 
@@ -255,7 +406,10 @@ mod tests {
             assert!((with - eq3).abs() / eq3 < 1e-12, "t={t}: {with} vs {eq3}");
             let without = per_iteration_flops(&model, t, 1, 3072, false);
             let eq = formulas::flops_per_iteration_no_recompute(&model, 3072);
-            assert!((without - eq).abs() / eq < 1e-12, "t={t}: {without} vs {eq}");
+            assert!(
+                (without - eq).abs() / eq < 1e-12,
+                "t={t}: {without} vs {eq}"
+            );
         }
     }
 
@@ -263,11 +417,29 @@ mod tests {
     fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
         let model = crate::preset("gpt3-175b").unwrap();
         let layer = transformer_layer(&model, 1, 8);
-        let count = |steps: &[Step]| steps.iter().filter(|s| matches!(s, Step::TensorAllReduce { .. })).count();
+        let count = |steps: &[Step]| {
+            steps
+                .iter()
+                .filter(|s| matches!(s, Step::TensorAllReduce { .. }))
+                .count()
+        };
         assert_eq!(count(&layer.forward), 2);
         assert_eq!(count(&layer.backward), 2);
         // Every forward GEMM has a data- and a weight-gradient GEMM.
-        let gemms = |steps: &[Step]| steps.iter().filter(|s| matches!(s, Step::Kernel(Kernel { class: KernelClass::Gemm(_), .. }))).count();
+        let gemms = |steps: &[Step]| {
+            steps
+                .iter()
+                .filter(|s| {
+                    matches!(
+                        s,
+                        Step::Kernel(Kernel {
+                            class: KernelClass::Gemm(_),
+                            ..
+                        })
+                    )
+                })
+                .count()
+        };
         assert_eq!(gemms(&layer.forward) * 2, gemms(&layer.backward));
     }
 }

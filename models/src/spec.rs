@@ -29,10 +29,16 @@ pub struct ModelSpec {
 pub enum ModelError {
     /// The file could not be read.
     #[error("cannot read model file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     /// The file is not a valid model JSON (syntax, unknown key, wrong type).
     #[error("model file {path} is not a valid model: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
     /// The name is neither a preset nor an existing file.
     #[error("unknown model '{name}': not a preset ({presets}) and no such file")]
     Unknown { name: String, presets: String },
@@ -78,22 +84,29 @@ impl ModelSpec {
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(ModelError::Invalid { name: self.name.clone(), problems })
+            Err(ModelError::Invalid {
+                name: self.name.clone(),
+                problems,
+            })
         }
     }
 
     /// Parses and validates a model from JSON text; `origin` names the source in errors.
     pub fn from_json_str(text: &str, origin: &str) -> Result<Self, ModelError> {
-        let spec: ModelSpec = serde_json::from_str(text)
-            .map_err(|source| ModelError::Parse { path: origin.to_string(), source })?;
+        let spec: ModelSpec = serde_json::from_str(text).map_err(|source| ModelError::Parse {
+            path: origin.to_string(),
+            source,
+        })?;
         spec.validate()?;
         Ok(spec)
     }
 
     /// Reads and validates a model JSON file.
     pub fn from_file(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ModelError::Read { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
         Self::from_json_str(&text, &path.display().to_string())
     }
 

@@ -101,9 +101,15 @@ pub struct TopologySpec {
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
     #[error("cannot read topology file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("topology file {path} is not a valid topology: {source}")]
-    Parse { path: String, source: serde_json::Error },
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
     #[error("unknown topology '{name}': not a preset ({presets}) and no such file")]
     Unknown { name: String, presets: String },
     /// Values that cannot describe hardware; every problem is listed.
@@ -129,33 +135,54 @@ impl TopologySpec {
         positive("gpu.peak.fp16_flops_per_s", self.gpu.peak.fp16_flops_per_s);
         positive("gpu.peak.bf16_flops_per_s", self.gpu.peak.bf16_flops_per_s);
         positive("gpu.hbm_bytes", self.gpu.hbm_bytes as f64);
-        positive("gpu.hbm_bandwidth_bytes_per_s", self.gpu.hbm_bandwidth_bytes_per_s);
+        positive(
+            "gpu.hbm_bandwidth_bytes_per_s",
+            self.gpu.hbm_bandwidth_bytes_per_s,
+        );
         positive("gpu.sm_count", self.gpu.sm_count as f64);
         positive("node.gpus_per_node", self.node.gpus_per_node as f64);
-        positive("pcie.bandwidth_bytes_per_s", self.pcie.bandwidth_bytes_per_s);
-        positive("pcie.gpus_per_host_link", self.pcie.gpus_per_host_link as f64);
+        positive(
+            "pcie.bandwidth_bytes_per_s",
+            self.pcie.bandwidth_bytes_per_s,
+        );
+        positive(
+            "pcie.gpus_per_host_link",
+            self.pcie.gpus_per_host_link as f64,
+        );
         positive("host_cpu.cores", self.host_cpu.cores as f64);
         positive("host_cpu.memory_bytes", self.host_cpu.memory_bytes as f64);
         if self.node.gpus_per_node > 1 {
-            positive("node.nvlink_bandwidth_bytes_per_s", self.node.nvlink_bandwidth_bytes_per_s);
+            positive(
+                "node.nvlink_bandwidth_bytes_per_s",
+                self.node.nvlink_bandwidth_bytes_per_s,
+            );
         }
         if self.nodes > 1 {
             positive("fabric.nics_per_node", self.fabric.nics_per_node as f64);
-            positive("fabric.nic_bandwidth_bytes_per_s", self.fabric.nic_bandwidth_bytes_per_s);
+            positive(
+                "fabric.nic_bandwidth_bytes_per_s",
+                self.fabric.nic_bandwidth_bytes_per_s,
+            );
             positive("fabric.fat_tree_levels", self.fabric.fat_tree_levels as f64);
             positive("fabric.switch_radix", self.fabric.switch_radix as f64);
         }
         if problems.is_empty() {
             Ok(())
         } else {
-            Err(TopologyError::Invalid { name: self.name.clone(), problems })
+            Err(TopologyError::Invalid {
+                name: self.name.clone(),
+                problems,
+            })
         }
     }
 
     /// Parses and validates a topology from JSON text; `origin` names the source in errors.
     pub fn from_json_str(text: &str, origin: &str) -> Result<Self, TopologyError> {
-        let spec: TopologySpec = serde_json::from_str(text)
-            .map_err(|source| TopologyError::Parse { path: origin.to_string(), source })?;
+        let spec: TopologySpec =
+            serde_json::from_str(text).map_err(|source| TopologyError::Parse {
+                path: origin.to_string(),
+                source,
+            })?;
         spec.validate()?;
         Ok(spec)
     }
@@ -172,8 +199,10 @@ impl TopologySpec {
                 presets: crate::preset_names().join(", "),
             });
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| TopologyError::Read { path: path.display().to_string(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
         Self::from_json_str(&text, &path.display().to_string())
     }
 }

@@ -1,0 +1,384 @@
+//! The calibration profile: what the hardware *achieves*, as opposed to what
+//! the datasheet (topology) says it could. Versioned JSON; every quantity says
+//! where it comes from (`measured` by `clustersim calibrate`, `datasheet` or a
+//! published measurement, or `model`: an assumption stated in its note).
+//!
+//! Embedded defaults for A100-80GB, V100-32GB and H200 live in
+//! `sim/profiles/*.json`, built from shared/HARDWARE.md; `calibrate` writes the
+//! same schema from real timings. Measured entries win over the model.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Version of the profile schema this build reads and writes.
+pub const PROFILE_SCHEMA_VERSION: u32 = 1;
+
+/// Where a number comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// Timed on real hardware by `clustersim calibrate`.
+    Measured,
+    /// A datasheet figure or a published measurement (the note cites it).
+    Datasheet,
+    /// An assumption or derivation (the note says which).
+    Model,
+}
+
+/// A number with its provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quantity {
+    pub value: f64,
+    pub source: Source,
+    pub note: String,
+}
+
+/// Who made the profile, on what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// e.g. "clustersim 0.1.0".
+    pub tool: String,
+    /// ISO-8601 date or "embedded default".
+    pub created: String,
+    /// How the numbers were obtained.
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cublas_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
+    /// Statistic reported per measured entry, e.g. "median".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistic: Option<String>,
+}
+
+/// A timed GEMM (fp16/bf16 in, fp32 accumulate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GemmMeasurement {
+    pub batch: u64,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub dtype: String,
+    pub time_ns: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_ns: Option<u64>,
+    pub source: Source,
+}
+
+/// GEMM cost model parameters and measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GemmProfile {
+    /// Fraction of the datasheet peak a large, well-shaped GEMM reaches.
+    pub large_gemm_efficiency: Quantity,
+    /// Output tile shapes [rows, cols] the library chooses among; the cost
+    /// model takes the one with the least tile+wave quantization waste.
+    pub tile_shapes: Vec<[u64; 2]>,
+    /// Fixed cost of every kernel launch (launch gap, prologue, tail).
+    pub kernel_overhead_ns: Quantity,
+    #[serde(default)]
+    pub measured: Vec<GemmMeasurement>,
+}
+
+/// A timed memory-bound kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryMeasurement {
+    /// Kernel name as in the model's decomposition (e.g. "softmax") or "copy".
+    pub kernel: String,
+    pub bytes: u64,
+    pub time_ns: u64,
+    pub source: Source,
+}
+
+/// Memory-bound kernel costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryProfile {
+    /// Fraction of datasheet HBM bandwidth memory-bound kernels achieve.
+    pub hbm_efficiency: Quantity,
+    #[serde(default)]
+    pub measured: Vec<MemoryMeasurement>,
+}
+
+/// A timed collective or point-to-point transfer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectiveMeasurement {
+    /// "all_reduce", "reduce_scatter", "all_gather", "send_recv".
+    pub op: String,
+    pub group_size: u32,
+    pub bytes: u64,
+    pub time_ns: u64,
+    pub source: Source,
+}
+
+/// Achieved communication rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommunicationProfile {
+    /// Ring bus bandwidth NCCL reaches inside one NVLink/NVSwitch domain.
+    pub nvlink_bus_bandwidth_bytes_per_s: Quantity,
+    /// Fixed cost of one ring step inside a node.
+    pub nvlink_step_latency_ns: Quantity,
+    /// What one NIC achieves per direction.
+    pub nic_bandwidth_bytes_per_s: Quantity,
+    /// Fixed cost of one ring step that crosses the network.
+    pub network_step_latency_ns: Quantity,
+    #[serde(default)]
+    pub measured: Vec<CollectiveMeasurement>,
+}
+
+/// Host ↔ device copies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcieProfile {
+    pub host_to_device_bytes_per_s: Quantity,
+    pub device_to_host_bytes_per_s: Quantity,
+}
+
+/// A timed CPU Adam step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuAdamMeasurement {
+    pub params: u64,
+    pub threads: u32,
+    pub time_ns: u64,
+    pub source: Source,
+}
+
+/// The CPU optimizer (ZeRO-Offload).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuAdamProfile {
+    /// Parameters updated per second using every core of the host.
+    pub params_per_s: Quantity,
+    #[serde(default)]
+    pub measured: Vec<CpuAdamMeasurement>,
+}
+
+/// A calibration profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub schema_version: u32,
+    pub id: String,
+    /// GPU name this profile describes (must match the topology's GPU).
+    pub gpu: String,
+    pub provenance: Provenance,
+    pub gemm: GemmProfile,
+    pub memory: MemoryProfile,
+    pub communication: CommunicationProfile,
+    pub pcie: PcieProfile,
+    pub cpu_adam: CpuAdamProfile,
+}
+
+/// Problems loading a profile.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read profile {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("profile {path} is not a valid calibration profile: {source}")]
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("profile {path} has schema version {found}; this build reads version {PROFILE_SCHEMA_VERSION}")]
+    Version { path: String, found: u32 },
+    #[error("unknown profile '{name}': not a built-in ({builtins}) and no such file")]
+    Unknown { name: String, builtins: String },
+    #[error("invalid profile {path}: {}", problems.join("; "))]
+    Invalid { path: String, problems: Vec<String> },
+}
+
+const EMBEDDED: [(&str, &str); 3] = [
+    ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
+    ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
+    ("h200", include_str!("../profiles/h200.json")),
+];
+
+impl Profile {
+    /// Names of the embedded default profiles.
+    pub fn builtin_names() -> Vec<&'static str> {
+        EMBEDDED.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// An embedded default profile.
+    pub fn builtin(name: &str) -> Option<Profile> {
+        let (_, text) = EMBEDDED.iter().find(|(id, _)| *id == name)?;
+        Some(Self::from_json_str(text, name).expect("embedded profiles are valid (tested)"))
+    }
+
+    /// The embedded default for a GPU name from a topology, if there is one.
+    pub fn default_for_gpu(gpu_name: &str) -> Option<Profile> {
+        EMBEDDED
+            .iter()
+            .filter_map(|(name, _)| Self::builtin(name))
+            .find(|profile| profile.gpu == gpu_name)
+    }
+
+    /// Parses and checks a profile; `origin` names it in errors.
+    pub fn from_json_str(text: &str, origin: &str) -> Result<Profile, ProfileError> {
+        let version = serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|value| value.get("schema_version").and_then(|v| v.as_u64()));
+        if let Some(found) = version {
+            if found != PROFILE_SCHEMA_VERSION as u64 {
+                return Err(ProfileError::Version {
+                    path: origin.into(),
+                    found: found as u32,
+                });
+            }
+        }
+        let profile: Profile =
+            serde_json::from_str(text).map_err(|source| ProfileError::Parse {
+                path: origin.into(),
+                source,
+            })?;
+        profile.validate(origin)?;
+        Ok(profile)
+    }
+
+    /// A built-in name or a path to a profile file.
+    pub fn resolve(name_or_path: &str) -> Result<Profile, ProfileError> {
+        if let Some(profile) = Self::builtin(name_or_path) {
+            return Ok(profile);
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(ProfileError::Unknown {
+                name: name_or_path.into(),
+                builtins: Self::builtin_names().join(", "),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: name_or_path.into(),
+            source,
+        })?;
+        Self::from_json_str(&text, name_or_path)
+    }
+
+    /// Every rate positive, every efficiency in (0, 1]; all problems at once.
+    pub fn validate(&self, origin: &str) -> Result<(), ProfileError> {
+        let mut problems = Vec::new();
+        let mut fraction = |key: &str, q: &Quantity| {
+            if !(q.value > 0.0 && q.value <= 1.0) {
+                problems.push(format!("{key} must be in (0, 1], got {}", q.value));
+            }
+        };
+        fraction(
+            "gemm.large_gemm_efficiency",
+            &self.gemm.large_gemm_efficiency,
+        );
+        fraction("memory.hbm_efficiency", &self.memory.hbm_efficiency);
+        let mut positive = |key: &str, q: &Quantity| {
+            if !(q.value.is_finite() && q.value > 0.0) {
+                problems.push(format!("{key} must be positive, got {}", q.value));
+            }
+        };
+        positive(
+            "communication.nvlink_bus_bandwidth_bytes_per_s",
+            &self.communication.nvlink_bus_bandwidth_bytes_per_s,
+        );
+        positive(
+            "communication.nic_bandwidth_bytes_per_s",
+            &self.communication.nic_bandwidth_bytes_per_s,
+        );
+        positive(
+            "pcie.host_to_device_bytes_per_s",
+            &self.pcie.host_to_device_bytes_per_s,
+        );
+        positive(
+            "pcie.device_to_host_bytes_per_s",
+            &self.pcie.device_to_host_bytes_per_s,
+        );
+        positive("cpu_adam.params_per_s", &self.cpu_adam.params_per_s);
+        for (key, q) in [
+            ("gemm.kernel_overhead_ns", &self.gemm.kernel_overhead_ns),
+            (
+                "communication.nvlink_step_latency_ns",
+                &self.communication.nvlink_step_latency_ns,
+            ),
+            (
+                "communication.network_step_latency_ns",
+                &self.communication.network_step_latency_ns,
+            ),
+        ] {
+            if !(q.value.is_finite() && q.value >= 0.0) {
+                problems.push(format!("{key} must be ≥ 0, got {}", q.value));
+            }
+        }
+        if self.gemm.tile_shapes.is_empty()
+            || self.gemm.tile_shapes.iter().any(|t| t[0] == 0 || t[1] == 0)
+        {
+            problems
+                .push("gemm.tile_shapes must list at least one non-zero [rows, cols] tile".into());
+        }
+        for (index, entry) in self.gemm.measured.iter().enumerate() {
+            if entry.batch == 0
+                || entry.m == 0
+                || entry.n == 0
+                || entry.k == 0
+                || entry.time_ns == 0
+            {
+                problems.push(format!(
+                    "gemm.measured[{index}] needs non-zero batch, m, n, k and time_ns"
+                ));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ProfileError::Invalid {
+                path: origin.into(),
+                problems,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_profile_parses_and_validates() {
+        for name in Profile::builtin_names() {
+            let profile = Profile::builtin(name).unwrap();
+            assert_eq!(profile.id, name);
+            assert!(profile
+                .gemm
+                .measured
+                .iter()
+                .all(|m| m.source != Source::Measured));
+        }
+    }
+
+    #[test]
+    fn wrong_schema_version_is_named() {
+        let mut value = serde_json::to_value(Profile::builtin("h200").unwrap()).unwrap();
+        value["schema_version"] = 99.into();
+        let err = Profile::from_json_str(&value.to_string(), "p.json").unwrap_err();
+        assert!(err.to_string().contains("schema version 99"), "{err}");
+    }
+}

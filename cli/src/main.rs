@@ -1,1 +1,37 @@
-fn main() {}
+//! `clustersim`: simulate GPU clusters training large transformers before
+//! buying time on them. This binary only parses arguments and wires crates
+//! together; every subcommand lives in `commands/`.
+
+mod commands;
+mod exit;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Discrete-event simulator of GPU clusters training large transformer models.
+///
+/// Start with `clustersim simulate` (GPT-3 175B on 1024 Selene GPUs), then vary
+/// the model, topology, layout and schedule with flags or a scenario file.
+#[derive(Debug, Parser)]
+#[command(name = "clustersim", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Simulate one training iteration and report time, TFLOP/s, bubble, communication and memory.
+    Simulate(commands::simulate::SimulateArgs),
+    /// List the built-in models, topologies and calibration profiles.
+    Presets,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Simulate(args) => commands::simulate::run(args),
+        Command::Presets => commands::presets::run(),
+    };
+    exit::report(result)
+}

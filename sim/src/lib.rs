@@ -1,7 +1,42 @@
-//! # sim — from a scenario to a timeline (being built; see ARCHITECTURE.md)
+//! # sim — from a scenario to a timeline
+//!
+//! The simulator's core, in the order data flows through it:
+//! 1. [`scenario`]: model + topology + layout + schedule + options, validated
+//!    (every problem reported at once, naming the field);
+//! 2. [`placement`]: Megatron rank order (tensor innermost, then data, then pipeline);
+//! 3. [`schedule`]: GPipe, 1F1B and interleaved 1F1B as per-rank action lists
+//!    (data, with a compact text form that parses back);
+//! 4. [`lowering`]: actions → a [`task_graph::TaskGraph`] (petgraph DAG of
+//!    compute, tensor/pipeline/data-parallel communication and optimizer tasks,
+//!    with data-dependency and per-stream program-order edges);
+//! 5. [`cost`]: the duration of every distinct piece of work, from the
+//!    calibration [`profile`] (measured entries win) and the topology;
+//! 6. [`engine`]: a deterministic discrete-event simulation in integer
+//!    nanoseconds producing a [`timeline::Timeline`];
+//! 7. [`metrics`]: iteration time, TFLOP/s, bubble fraction, exposed
+//!    communication, memory — computed from the Timeline alone.
+//!
+//! ```
+//! use sim::scenario::ScenarioFile;
+//! let scenario = ScenarioFile::tiny_example().resolve().unwrap();
+//! let report = sim::simulate(&scenario).unwrap();
+//! assert!(report.metrics.iteration_time_s > 0.0);
+//! ```
 
+pub mod cost;
+pub mod engine;
 pub mod ids;
+pub mod lowering;
+pub mod memory;
+pub mod metrics;
+pub mod placement;
 pub mod profile;
+pub mod scenario;
+pub mod schedule;
+mod simulate;
 pub mod task;
+pub mod task_graph;
 pub mod time;
 pub mod timeline;
+
+pub use simulate::{build_graph, run_graph, simulate, uniform_costs, SimulationReport};

@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod presets;
+pub mod scenario_args;
+pub mod simulate;

@@ -1,0 +1,83 @@
+//! The scenario flags shared by every command that takes a scenario
+//! (`simulate`, later `execute` and `sweep`): a scenario file, overridden by flags.
+
+use crate::exit::user_error;
+use clap::Args;
+use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Args)]
+pub struct ScenarioArgs {
+    /// Scenario JSON file (every key optional; flags below override it). Without
+    /// one, the embedded default is used: GPT-3 175B on 1024 Selene GPUs,
+    /// t=8 p=16 d=8, b=1, B=1536, 1F1B, full recompute.
+    pub scenario: Option<PathBuf>,
+    /// Model: a preset (see `clustersim presets`) or a model JSON file.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON file.
+    #[arg(long)]
+    pub topology: Option<String>,
+    /// Calibration profile: a built-in (a100-80gb, v100-32gb, h200) or a file written by
+    /// `clustersim calibrate`. Default: the built-in for the topology's GPU.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Tensor-parallel degree t (ranks inside a node).
+    #[arg(long)]
+    pub tp: Option<u32>,
+    /// Pipeline-parallel degree p (stages).
+    #[arg(long)]
+    pub pp: Option<u32>,
+    /// Data-parallel degree d.
+    #[arg(long)]
+    pub dp: Option<u32>,
+    /// Model chunks per stage v (interleaved schedule only).
+    #[arg(long)]
+    pub chunks: Option<u32>,
+    /// Microbatch size b.
+    #[arg(long)]
+    pub microbatch_size: Option<u32>,
+    /// Global batch size B; microbatches per pipeline m = B/(b·d).
+    #[arg(long)]
+    pub global_batch: Option<u32>,
+    /// Pipeline schedule: gpipe, 1f1b or interleaved.
+    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved"])]
+    pub schedule: Option<String>,
+    /// Activation recomputation: none or full.
+    #[arg(long, value_parser = ["none", "full"])]
+    pub recompute: Option<String>,
+    /// Send whole activations on one NIC per rank instead of Megatron's scatter/gather over the t NICs.
+    #[arg(long)]
+    pub no_scatter_gather: bool,
+    /// Seed recorded in outputs.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl ScenarioArgs {
+    /// File (or default) overridden by flags, then validated.
+    pub fn resolve(&self) -> anyhow::Result<Scenario> {
+        let base = match &self.scenario {
+            Some(path) => ScenarioFile::from_file(path)
+                .map_err(user_error)?
+                .or(ScenarioFile::default()),
+            None => ScenarioFile::embedded_default(),
+        };
+        let flags = ScenarioFile {
+            model: self.model.clone().map(Into::into),
+            topology: self.topology.clone().map(Into::into),
+            profile: self.profile.clone(),
+            tp: self.tp,
+            pp: self.pp,
+            dp: self.dp,
+            chunks: self.chunks,
+            microbatch_size: self.microbatch_size,
+            global_batch: self.global_batch,
+            schedule: self.schedule.as_deref().and_then(ScheduleKind::parse),
+            recompute: self.recompute.as_deref().and_then(Recompute::parse),
+            pipeline_scatter_gather: self.no_scatter_gather.then_some(false),
+            seed: self.seed,
+        };
+        flags.or(base).resolve().map_err(user_error)
+    }
+}

@@ -1,0 +1,188 @@
+//! `clustersim simulate`: one iteration of a scenario through the event engine.
+
+use super::scenario_args::ScenarioArgs;
+use crate::exit::user_error;
+use anyhow::Context;
+use clap::Args;
+use sim::placement::Placement;
+use sim::scenario::Scenario;
+use sim::SimulationReport;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  clustersim simulate\n  clustersim simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072\n  clustersim simulate --model gpt3-175b --pp 8 --dp 1 --schedule interleaved --chunks 3 --global-batch 64 --json\n  clustersim simulate scenario.json --timeline run.timeline.json"
+)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Print one JSON object instead of the human-readable summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the Timeline (every task's start and end) to FILE (.json, or .jsonl for JSON lines).
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    /// Also print the rank placement and stage 0's schedule.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
+    let scenario = args.scenario.resolve()?;
+    let started = Instant::now();
+    let report = sim::simulate(&scenario).map_err(|e| anyhow::anyhow!(e))?;
+    let elapsed_s = started.elapsed().as_secs_f64();
+    if let Some(path) = &args.timeline {
+        write_timeline(&report, path)?;
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &json_summary(&scenario, &report))?;
+        writeln!(out)?;
+    } else {
+        write_summary(&mut out, &scenario, &report, elapsed_s)?;
+        if args.explain {
+            write_explain(&mut out, &scenario)?;
+        }
+    }
+    Ok(())
+}
+
+fn write_timeline(report: &SimulationReport, path: &PathBuf) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path)
+        .map_err(|e| user_error(format!("cannot create {}: {e}", path.display())))?;
+    let writer = std::io::BufWriter::new(file);
+    if path.extension().is_some_and(|ext| ext == "jsonl") {
+        report.timeline.write_json_lines(writer)
+    } else {
+        report.timeline.write_json(writer)
+    }
+    .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The `--json` object (stable keys).
+pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_json::Value {
+    let m = &report.metrics;
+    let peak = report.peak_memory();
+    serde_json::json!({
+        "scenario": scenario.title(),
+        "iteration_time_s": m.iteration_time_s,
+        "samples_per_s": m.samples_per_s,
+        "tflops_per_gpu": m.tflops_per_gpu,
+        "model_tflops_per_gpu": m.model_tflops_per_gpu,
+        "percent_of_peak": m.percent_of_peak,
+        "bubble_fraction": m.bubble_fraction,
+        "bubble_fraction_per_stage": m.bubble_fraction_per_stage,
+        "compute_time_s": m.compute_time_s,
+        "exposed_communication_s": m.exposed_communication,
+        "peak_memory_bytes": peak.total_bytes,
+        "peak_memory_stage": peak.stage,
+        "memory_capacity_bytes": peak.capacity_bytes,
+        "fits_in_memory": report.memory.iter().all(|s| s.fits),
+        "memory_per_stage": report.memory,
+        "n_gpus": scenario.layout.gpus(),
+        "n_tasks": report.n_tasks,
+        "n_edges": report.n_edges,
+        "n_events": report.n_events,
+        "profile": scenario.profile.id,
+    })
+}
+
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
+fn write_summary(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    report: &SimulationReport,
+    elapsed_s: f64,
+) -> anyhow::Result<()> {
+    let m = &report.metrics;
+    let layout = &scenario.layout;
+    let gpus = layout.gpus();
+    let nodes = gpus.div_ceil(scenario.topology.node.gpus_per_node);
+    let peak = report.peak_memory();
+    let (min_stage, max_stage) = m
+        .bubble_fraction_per_stage
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), &b| (lo.min(b), hi.max(b)));
+    writeln!(out, "clustersim · {}", scenario.title())?;
+    writeln!(
+        out,
+        "  GPUs                {gpus} ({nodes} nodes of {}), m = {} microbatches per pipeline",
+        scenario.topology.node.gpus_per_node, layout.microbatches
+    )?;
+    writeln!(out, "  iteration time      {:.3} s", m.iteration_time_s)?;
+    writeln!(
+        out,
+        "  throughput          {:.2} samples/s",
+        m.samples_per_s
+    )?;
+    writeln!(
+        out,
+        "  TFLOP/s per GPU     {:.1} ({:.1}% of {:.0} peak); model TFLOP/s {:.1} (without recompute)",
+        m.tflops_per_gpu,
+        m.percent_of_peak,
+        scenario.topology.gpu.peak.fp16_flops_per_s / 1e12,
+        m.model_tflops_per_gpu
+    )?;
+    writeln!(
+        out,
+        "  bubble fraction     {:.4} mean (stages {:.4} … {:.4}); compute {:.3} s per GPU",
+        m.bubble_fraction, min_stage, max_stage, m.compute_time_s
+    )?;
+    let e = &m.exposed_communication;
+    writeln!(
+        out,
+        "  exposed comm        TP {:.3} s · PP {:.3} s · DP {:.3} s (mean per GPU)",
+        e.tensor_s, e.pipeline_s, e.data_parallel_s
+    )?;
+    writeln!(
+        out,
+        "  peak memory / GPU   {:.1} GiB of {:.1} GiB (stage {}: weights+grads+Adam {:.1}, activations {:.1}, {} microbatches in flight) — {}",
+        gib(peak.total_bytes),
+        gib(peak.capacity_bytes),
+        peak.stage,
+        gib(peak.weight_bytes + peak.gradient_bytes + peak.optimizer_state_bytes),
+        gib(peak.activation_bytes),
+        peak.peak_microbatches_in_flight,
+        if report.memory.iter().all(|s| s.fits) { "fits" } else { "DOES NOT FIT" }
+    )?;
+    writeln!(
+        out,
+        "  simulation          {} tasks, {} edges, {} events in {:.3} s (profile {})",
+        report.n_tasks, report.n_edges, report.n_events, elapsed_s, scenario.profile.id
+    )?;
+    Ok(())
+}
+
+fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
+    let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
+    writeln!(
+        out,
+        "\nplacement (Megatron order: tensor innermost, then data, then pipeline):"
+    )?;
+    write!(out, "{}", placement.explain(32))?;
+    let (schedule, _) = sim::build_graph(scenario);
+    let first: Vec<String> = schedule.actions[0]
+        .iter()
+        .take(40)
+        .map(|a| a.to_string())
+        .collect();
+    writeln!(
+        out,
+        "\nstage 0 program ({} actions): {}{}",
+        schedule.actions[0].len(),
+        first.join(" "),
+        if schedule.actions[0].len() > 40 {
+            " …"
+        } else {
+            ""
+        }
+    )?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! Exit codes: 0 success, 2 bad input (a [`UserError`]: a clear one-line
+//! message naming what is wrong), 1 anything else. Never a backtrace.
+
+use std::process::ExitCode;
+
+/// An error caused by the user's input (flags, files, layouts, missing GPU).
+#[derive(Debug)]
+pub struct UserError(pub String);
+
+impl std::fmt::Display for UserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UserError {}
+
+/// Shorthand for a user error from anything printable.
+pub fn user_error(message: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::Error::new(UserError(message.to_string()))
+}
+
+/// Prints the error (if any) and picks the exit code.
+pub fn report(result: anyhow::Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            let is_user = error.downcast_ref::<UserError>().is_some();
+            eprintln!("error: {error:#}");
+            if is_user {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Kernel durations on one GPU.
+//!
+//! GEMM model: time = max(FLOPs ÷ (peak × e_large × e_quant), bytes ÷ (HBM × e_hbm))
+//! + launch overhead, where e_quant is tile and wave quantization: the output
+//! is cut into tiles (the profile lists the candidate tile shapes), tiles run
+//! in waves of one per SM, and e_quant = useful output ÷ (waves × SMs × tile
+//! area), taking the best candidate tile as cuBLAS's heuristics would.
+//! Measured profile entries win: an exact shape match is used as is; a shape
+//! differing from measured ones in one dimension is interpolated linearly
+//! between the nearest measured neighbours on that dimension.
+
+use crate::profile::{GemmMeasurement, Profile};
+use models::ops::{GemmShape, Kernel, KernelClass};
+use topologies::GpuSpec;
+
+/// Tile + wave quantization efficiency of a GEMM for one tile shape.
+fn tile_efficiency(shape: &GemmShape, tile: [u64; 2], sm_count: u64) -> f64 {
+    let tiles_m = shape.m.div_ceil(tile[0]);
+    let tiles_n = shape.n.div_ceil(tile[1]);
+    let tiles = shape.batch * tiles_m * tiles_n;
+    let waves = tiles.div_ceil(sm_count);
+    let useful = (shape.batch * shape.m * shape.n) as f64;
+    useful / (waves * sm_count * tile[0] * tile[1]) as f64
+}
+
+/// The best tile+wave quantization efficiency over the candidate tiles.
+pub fn quantization_efficiency(shape: &GemmShape, tiles: &[[u64; 2]], sm_count: u32) -> f64 {
+    tiles
+        .iter()
+        .map(|&tile| tile_efficiency(shape, tile, sm_count as u64))
+        .fold(0.0, f64::max)
+}
+
+/// Seconds for a memory-bound transfer of `bytes` at achieved HBM bandwidth.
+pub fn memory_bound_seconds(bytes: f64, gpu: &GpuSpec, profile: &Profile) -> f64 {
+    bytes / (gpu.hbm_bandwidth_bytes_per_s * profile.memory.hbm_efficiency.value)
+}
+
+/// Modeled seconds of one GEMM (without launch overhead).
+pub fn gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {
+    let efficiency = profile.gemm.large_gemm_efficiency.value
+        * quantization_efficiency(shape, &profile.gemm.tile_shapes, gpu.sm_count);
+    let compute = shape.flops() / (gpu.peak.fp16_flops_per_s * efficiency);
+    compute.max(memory_bound_seconds(shape.bytes(), gpu, profile))
+}
+
+/// Kernel costs for one GPU type and profile.
+pub struct KernelCostModel<'a> {
+    gpu: &'a GpuSpec,
+    profile: &'a Profile,
+    overhead_s: f64,
+    /// Measured GEMMs sorted by (batch, m, n, k) for lookup.
+    measured: Vec<GemmMeasurement>,
+}
+
+impl<'a> KernelCostModel<'a> {
+    pub fn new(gpu: &'a GpuSpec, profile: &'a Profile) -> KernelCostModel<'a> {
+        let mut measured = profile.gemm.measured.clone();
+        measured.sort_by_key(|e| (e.batch, e.m, e.n, e.k));
+        KernelCostModel {
+            gpu,
+            profile,
+            overhead_s: profile.gemm.kernel_overhead_ns.value * 1e-9,
+            measured,
+        }
+    }
+
+    /// Seconds of one kernel including launch overhead.
+    pub fn kernel_seconds(&self, kernel: &Kernel) -> f64 {
+        match kernel.class {
+            KernelClass::Gemm(shape) => match self.measured_gemm_seconds(&shape) {
+                Some(seconds) => seconds,
+                None => gemm_seconds(&shape, self.gpu, self.profile) + self.overhead_s,
+            },
+            KernelClass::MemoryBound => self.memory_seconds(kernel.bytes),
+        }
+    }
+
+    /// Seconds of a memory-bound kernel moving `bytes`, including launch overhead.
+    pub fn memory_seconds(&self, bytes: f64) -> f64 {
+        memory_bound_seconds(bytes, self.gpu, self.profile) + self.overhead_s
+    }
+
+    /// Measured time of a GEMM shape: exact, or interpolated along one dimension.
+    pub fn measured_gemm_seconds(&self, shape: &GemmShape) -> Option<f64> {
+        if self.measured.is_empty() {
+            return None;
+        }
+        if let Some(entry) = self
+            .measured
+            .iter()
+            .find(|e| (e.batch, e.m, e.n, e.k) == (shape.batch, shape.m, shape.n, shape.k))
+        {
+            return Some(entry.time_ns as f64 * 1e-9);
+        }
+        type Key = fn(&GemmMeasurement) -> (u64, [u64; 3]);
+        let dimensions: [(Key, u64, [u64; 3]); 3] = [
+            (
+                |e| (e.m, [e.batch, e.n, e.k]),
+                shape.m,
+                [shape.batch, shape.n, shape.k],
+            ),
+            (
+                |e| (e.n, [e.batch, e.m, e.k]),
+                shape.n,
+                [shape.batch, shape.m, shape.k],
+            ),
+            (
+                |e| (e.k, [e.batch, e.m, e.n]),
+                shape.k,
+                [shape.batch, shape.m, shape.n],
+            ),
+        ];
+        for (key, value, others) in dimensions {
+            let line: Vec<(u64, f64)> = self
+                .measured
+                .iter()
+                .filter(|e| key(e).1 == others)
+                .map(|e| (key(e).0, e.time_ns as f64))
+                .collect();
+            let below = line
+                .iter()
+                .filter(|(x, _)| *x < value)
+                .max_by_key(|(x, _)| *x);
+            let above = line
+                .iter()
+                .filter(|(x, _)| *x > value)
+                .min_by_key(|(x, _)| *x);
+            if let (Some(&(x0, y0)), Some(&(x1, y1))) = (below, above) {
+                let fraction = (value - x0) as f64 / (x1 - x0) as f64;
+                return Some((y0 + fraction * (y1 - y0)) * 1e-9);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Source;
+
+    fn a100() -> (GpuSpec, Profile) {
+        (
+            topologies::preset("selene").unwrap().gpu,
+            Profile::builtin("a100-80gb").unwrap(),
+        )
+    }
+
+    #[test]
+    fn quantization_penalises_a_partial_last_wave() {
+        // 108 SMs: 108 tiles of 128x128 fill one wave exactly; 109 need two.
+        let full = GemmShape {
+            batch: 1,
+            m: 128 * 108,
+            n: 128,
+            k: 4096,
+        };
+        let spill = GemmShape {
+            batch: 1,
+            m: 128 * 109,
+            n: 128,
+            k: 4096,
+        };
+        assert_eq!(quantization_efficiency(&full, &[[128, 128]], 108), 1.0);
+        let e = quantization_efficiency(&spill, &[[128, 128]], 108);
+        assert!((e - 109.0 / 216.0).abs() < 1e-12, "{e}");
+    }
+
+    #[test]
+    fn large_square_gemm_runs_at_the_profile_efficiency() {
+        let (gpu, profile) = a100();
+        let shape = GemmShape {
+            batch: 1,
+            m: 128 * 108 * 4,
+            n: 128 * 8,
+            k: 8192,
+        };
+        let achieved = shape.flops() / gemm_seconds(&shape, &gpu, &profile);
+        assert!((achieved / 312e12 - 0.80).abs() < 1e-9, "{achieved}");
+    }
+
+    #[test]
+    fn measured_entries_win_and_are_interpolated_between_shapes() {
+        let (gpu, mut profile) = a100();
+        let entry = |m: u64, time_ns: u64| GemmMeasurement {
+            batch: 1,
+            m,
+            n: 1024,
+            k: 1024,
+            dtype: "fp16".into(),
+            time_ns,
+            spread_ns: None,
+            source: Source::Measured,
+        };
+        profile.gemm.measured = vec![entry(1024, 10_000), entry(3072, 30_000)];
+        let model = KernelCostModel::new(&gpu, &profile);
+        let exact = model
+            .measured_gemm_seconds(&GemmShape {
+                batch: 1,
+                m: 1024,
+                n: 1024,
+                k: 1024,
+            })
+            .unwrap();
+        assert!((exact - 10e-6).abs() < 1e-15);
+        let between = model
+            .measured_gemm_seconds(&GemmShape {
+                batch: 1,
+                m: 2048,
+                n: 1024,
+                k: 1024,
+            })
+            .unwrap();
+        assert!((between - 20e-6).abs() < 1e-12, "{between}");
+        assert!(model
+            .measured_gemm_seconds(&GemmShape {
+                batch: 1,
+                m: 4096,
+                n: 1024,
+                k: 1024
+            })
+            .is_none());
+        assert!(model
+            .measured_gemm_seconds(&GemmShape {
+                batch: 1,
+                m: 2048,
+                n: 512,
+                k: 1024
+            })
+            .is_none());
+    }
+}

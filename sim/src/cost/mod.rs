@@ -1,0 +1,170 @@
+//! The cost model: how long each distinct [`Work`] takes on this hardware.
+//!
+//! Compute work is the sum of its kernels ([`kernels`]): GEMMs from measured
+//! profile entries when present (interpolated between measured shapes), else
+//! peak × large-GEMM efficiency × tile/wave quantization, bounded below by
+//! their HBM traffic; memory-bound kernels at achieved HBM bandwidth; a fixed
+//! launch overhead per kernel. Communication goes through one interface,
+//! [`NetworkModel`], so the contention-aware fabric can replace the closed-form
+//! NCCL formulas without touching anything else.
+
+mod kernels;
+mod network;
+
+pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
+pub use network::{ClosedFormNetwork, NetworkModel};
+
+use crate::scenario::Scenario;
+use crate::task_graph::{ComputePass, Work};
+use crate::time::SimDuration;
+use models::ops::{self, PassSteps, Step};
+
+/// Bytes of HBM traffic per parameter in the optimizer step: Adam reads and
+/// writes fp32 master weights, momentum and variance (24), reads the fp16
+/// gradient (2) and writes the fp16 weight (2); the gradient-norm pass reads
+/// the gradient once more (2).
+pub const OPTIMIZER_BYTES_PER_PARAM: f64 = 30.0;
+
+/// The cost of one work: its duration and what it moves or computes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkCost {
+    pub duration: SimDuration,
+    /// Bytes communicated (communication) or moved through HBM (compute).
+    pub bytes: u64,
+    /// Matrix FLOPs per rank.
+    pub flops: f64,
+}
+
+/// The steps of one pass over `layers` layers plus embedding/head.
+pub fn pass_steps(
+    scenario: &Scenario,
+    pass: ComputePass,
+    layers: u32,
+    embedding: bool,
+    head: bool,
+) -> Vec<Step> {
+    let model = &scenario.model;
+    let b = scenario.layout.microbatch_size as u64;
+    let t = scenario.layout.tensor_parallel as u64;
+    let pick = |steps: PassSteps| match pass {
+        ComputePass::Forward | ComputePass::Recompute => steps.forward,
+        ComputePass::Backward => steps.backward,
+    };
+    let layer = pick(ops::transformer_layer(model, b, t));
+    let mut steps = Vec::new();
+    if embedding && pass == ComputePass::Forward {
+        steps.extend(pick(ops::embedding(model, b)));
+    }
+    if head && pass == ComputePass::Backward {
+        steps.extend(pick(ops::head(model, b, t)));
+    }
+    for _ in 0..layers {
+        steps.extend(layer.iter().cloned());
+    }
+    if head && pass == ComputePass::Forward {
+        steps.extend(pick(ops::head(model, b, t)));
+    }
+    if embedding && pass == ComputePass::Backward {
+        steps.extend(pick(ops::embedding(model, b)));
+    }
+    steps
+}
+
+/// Costs every work of a task graph, in `WorkId` order.
+pub fn cost_works(
+    scenario: &Scenario,
+    works: &[Work],
+    network: &dyn NetworkModel,
+) -> Vec<WorkCost> {
+    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile);
+    works
+        .iter()
+        .map(|work| cost_work(scenario, work, &kernels, network))
+        .collect()
+}
+
+fn cost_work(
+    scenario: &Scenario,
+    work: &Work,
+    kernels: &KernelCostModel,
+    network: &dyn NetworkModel,
+) -> WorkCost {
+    match *work {
+        Work::Compute {
+            pass,
+            layers,
+            embedding,
+            head,
+        } => {
+            let mut seconds = 0.0;
+            let mut bytes = 0.0;
+            let mut flops = 0.0;
+            for step in pass_steps(scenario, pass, layers, embedding, head) {
+                if let Step::Kernel(kernel) = step {
+                    seconds += kernels.kernel_seconds(&kernel);
+                    bytes += kernel.bytes;
+                    flops += kernel.flops;
+                }
+            }
+            WorkCost {
+                duration: SimDuration::from_seconds_ceil(seconds),
+                bytes: bytes as u64,
+                flops,
+            }
+        }
+        Work::TensorAllReduce {
+            pass,
+            layers,
+            embedding,
+            head,
+            group_size,
+            nodes,
+        } => {
+            let mut duration = SimDuration::ZERO;
+            let mut bytes = 0;
+            for step in pass_steps(scenario, pass, layers, embedding, head) {
+                if let Step::TensorAllReduce { bytes: payload } = step {
+                    duration += network.all_reduce(payload, group_size, nodes);
+                    bytes += payload;
+                }
+            }
+            WorkCost {
+                duration,
+                bytes,
+                flops: 0.0,
+            }
+        }
+        Work::PipelineTransfer {
+            bytes,
+            tensor_parallel,
+            crosses_nodes,
+            scatter_gather,
+        } => WorkCost {
+            duration: network.pipeline_transfer(
+                bytes,
+                tensor_parallel,
+                crosses_nodes,
+                scatter_gather,
+            ),
+            bytes,
+            flops: 0.0,
+        },
+        Work::DataParallelAllReduce {
+            bytes,
+            group_size,
+            nodes,
+        } => WorkCost {
+            duration: network.all_reduce(bytes, group_size, nodes),
+            bytes,
+            flops: 0.0,
+        },
+        Work::OptimizerStep { params } => {
+            let bytes = params as f64 * OPTIMIZER_BYTES_PER_PARAM;
+            WorkCost {
+                duration: SimDuration::from_seconds_ceil(kernels.memory_seconds(bytes)),
+                bytes: bytes as u64,
+                flops: 0.0,
+            }
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! Lowering: a pipeline schedule on a placement becomes a task graph.
+//!
+//! For every tensor-parallel group (one per stage and data-parallel index) the
+//! stage's actions are walked in program order. Each action becomes, per
+//! pass (recompute inserts a `Recompute` before every `Backward`):
+//! - one compute task per rank of the tensor group (on its compute stream), then
+//! - one `TensorAllReduce` group task holding the pass's blocking all-reduces
+//!   (Megatron issues them synchronously between kernels, so they occupy the
+//!   compute stream; the pass is split into "kernels" and "all-reduces" rather
+//!   than layer by layer: the sum is the same because nothing overlaps them).
+//!
+//! Pipeline transfers are group tasks on the sender's `PipelineSendNext` /
+//! `PipelineSendPrevious` streams: they depend on the sender's pass and feed
+//! the receiver's pass (the gradient feeds the recompute when there is one).
+//! Sends are blocking as in Megatron's `send_forward_recv_backward`: the
+//! sender's next compute waits for its send. After the last action, the
+//! data-parallel all-reduce (when d > 1; not overlapped, as in Megatron SC21)
+//! and the optimizer step follow.
+//!
+//! Program order is encoded as edges, so a stream never runs two tasks at once
+//! and the engine needs no resource queues.
+
+use crate::ids::TaskId;
+use crate::memory::parameters_on_rank;
+use crate::placement::Placement;
+use crate::scenario::{Recompute, Scenario};
+use crate::schedule::{Pass, PipelineSchedule};
+use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use crate::task_graph::{ComputePass, Dependency, TaskGraph, TaskGraphBuilder, Work};
+
+/// The tasks a tensor group's stream ends with: either one group task, or one
+/// task per rank with consecutive ids.
+#[derive(Debug, Clone, Copy)]
+struct Tail {
+    first: TaskId,
+    count: u32,
+}
+
+impl Tail {
+    /// Adds edges from this tail to `count` consecutive tasks starting at `first`.
+    fn precede(self, builder: &mut TaskGraphBuilder, first: TaskId, count: u32, why: Dependency) {
+        if self.count == 1 {
+            for i in 0..count {
+                builder.add_edge(self.first, TaskId(first.0 + i), why);
+            }
+        } else {
+            debug_assert_eq!(self.count, count);
+            for i in 0..count {
+                builder.add_edge(TaskId(self.first.0 + i), TaskId(first.0 + i), why);
+            }
+        }
+    }
+}
+
+/// Where one pass of one (data index, virtual stage, microbatch) begins:
+/// the first of its t per-rank compute tasks (consecutive ids).
+#[derive(Debug, Clone, Copy)]
+struct PassTasks {
+    first: TaskId,
+}
+
+const PASSES: usize = 3;
+
+fn pass_slot(pass: ComputePass) -> usize {
+    match pass {
+        ComputePass::Forward => 0,
+        ComputePass::Recompute => 1,
+        ComputePass::Backward => 2,
+    }
+}
+
+fn task_kind(pass: ComputePass) -> TaskKind {
+    match pass {
+        ComputePass::Forward => TaskKind::Forward,
+        ComputePass::Recompute => TaskKind::Recompute,
+        ComputePass::Backward => TaskKind::Backward,
+    }
+}
+
+/// Builds the task graph of one iteration.
+pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
+    let layout = scenario.layout;
+    let (t, p, d, m) = (
+        layout.tensor_parallel,
+        layout.pipeline_parallel,
+        layout.data_parallel,
+        layout.microbatches,
+    );
+    let virtual_stages = layout.virtual_stages();
+    let layers_per_chunk = (scenario.model.layers / virtual_stages as u64) as u32;
+    let placement = Placement::new(layout, scenario.topology.node.gpus_per_node);
+    let recompute = scenario.recompute == Recompute::Full;
+
+    let passes_per_microbatch: u64 = if recompute { 3 } else { 2 };
+    let estimated_tasks = (d as u64
+        * p as u64
+        * layout.chunks as u64
+        * m as u64
+        * passes_per_microbatch
+        * (t as u64 + 1)) as usize;
+    let mut builder = TaskGraphBuilder::with_capacity(estimated_tasks, estimated_tasks * 2);
+
+    let slot = |data_index: u32, virtual_stage: u32, microbatch: u32, pass: ComputePass| -> usize {
+        ((data_index as usize * virtual_stages as usize + virtual_stage as usize) * m as usize
+            + microbatch as usize)
+            * PASSES
+            + pass_slot(pass)
+    };
+    let mut pass_tasks: Vec<Option<PassTasks>> =
+        vec![None; d as usize * virtual_stages as usize * m as usize * PASSES];
+    // Transfers whose receiving pass may not exist yet: (transfer, receiver slot).
+    let mut pending_receives: Vec<(TaskId, usize)> = Vec::new();
+    // Final compute-stream tail of each (data index, stage) tensor group, and
+    // the sends still in flight after its last pass (the optimizer waits for them).
+    let mut stage_tails: Vec<Option<Tail>> = vec![None; d as usize * p as usize];
+    let mut trailing_sends: Vec<Vec<TaskId>> = vec![Vec::new(); d as usize * p as usize];
+
+    for data_index in 0..d {
+        for stage in 0..p {
+            let tensor_ranks = placement.tensor_group(stage, data_index);
+            let tensor_group = builder.group(&tensor_ranks);
+            let rank_groups: Vec<_> = tensor_ranks.iter().map(|&r| builder.group(&[r])).collect();
+            let tensor_nodes = placement.nodes_spanned(&tensor_ranks);
+            let mut tail: Option<Tail> = None;
+            // Sends the next compute pass must wait for (blocking p2p).
+            let mut blocking_sends: Vec<TaskId> = Vec::new();
+            let mut last_send = [None::<TaskId>; 2];
+
+            for action in &schedule.actions[stage as usize] {
+                let virtual_stage = action.chunk * p + stage;
+                let embedding = virtual_stage == 0;
+                let head = virtual_stage == virtual_stages - 1;
+                let passes: &[ComputePass] = match (action.pass, recompute) {
+                    (Pass::Forward, _) => &[ComputePass::Forward],
+                    (Pass::Backward, true) => &[ComputePass::Recompute, ComputePass::Backward],
+                    (Pass::Backward, false) => &[ComputePass::Backward],
+                };
+                for &pass in passes {
+                    // The recompute pass re-runs the layers only (not embedding or head).
+                    let (with_embedding, with_head) = if pass == ComputePass::Recompute {
+                        (false, false)
+                    } else {
+                        (embedding, head)
+                    };
+                    let compute_work = builder.work(Work::Compute {
+                        pass,
+                        layers: layers_per_chunk,
+                        embedding: with_embedding,
+                        head: with_head,
+                    });
+                    let mut first = None;
+                    for &group in &rank_groups {
+                        let id = builder.add_task(Task {
+                            kind: task_kind(pass),
+                            stream: StreamKind::Compute,
+                            chunk: action.chunk as u16,
+                            stage,
+                            microbatch: action.microbatch,
+                            group,
+                            work: compute_work,
+                        });
+                        first.get_or_insert(id);
+                    }
+                    let first = first.expect("tensor groups are non-empty");
+                    if let Some(previous) = tail {
+                        previous.precede(&mut builder, first, t, Dependency::ProgramOrder);
+                    }
+                    for send in blocking_sends.drain(..) {
+                        Tail {
+                            first: send,
+                            count: 1,
+                        }
+                        .precede(
+                            &mut builder,
+                            first,
+                            t,
+                            Dependency::ProgramOrder,
+                        );
+                    }
+                    let mut last = Tail { first, count: t };
+                    if t > 1 {
+                        let work = builder.work(Work::TensorAllReduce {
+                            pass,
+                            layers: layers_per_chunk,
+                            embedding: with_embedding,
+                            head: with_head,
+                            group_size: t,
+                            nodes: tensor_nodes,
+                        });
+                        let all_reduce = builder.add_task(Task {
+                            kind: TaskKind::TensorAllReduce,
+                            stream: StreamKind::Compute,
+                            chunk: action.chunk as u16,
+                            stage,
+                            microbatch: action.microbatch,
+                            group: tensor_group,
+                            work,
+                        });
+                        for i in 0..t {
+                            builder.add_edge(
+                                TaskId(first.0 + i),
+                                all_reduce,
+                                Dependency::ProgramOrder,
+                            );
+                        }
+                        last = Tail {
+                            first: all_reduce,
+                            count: 1,
+                        };
+                    }
+                    tail = Some(last);
+                    pass_tasks[slot(data_index, virtual_stage, action.microbatch, pass)] =
+                        Some(PassTasks { first });
+                }
+
+                // Sends produced by this action.
+                let send = match action.pass {
+                    Pass::Forward if virtual_stage + 1 < virtual_stages => Some((
+                        TaskKind::PipelineActivation,
+                        StreamKind::PipelineSendNext,
+                        virtual_stage + 1,
+                        ComputePass::Forward,
+                    )),
+                    Pass::Backward if virtual_stage > 0 => Some((
+                        TaskKind::PipelineGradient,
+                        StreamKind::PipelineSendPrevious,
+                        virtual_stage - 1,
+                        if recompute {
+                            ComputePass::Recompute
+                        } else {
+                            ComputePass::Backward
+                        },
+                    )),
+                    _ => None,
+                };
+                if let Some((kind, stream, peer_virtual_stage, peer_pass)) = send {
+                    let peer_stage = peer_virtual_stage % p;
+                    let peer_first = placement.tensor_group(peer_stage, data_index)[0];
+                    let crosses_nodes =
+                        placement.node(tensor_ranks[0]) != placement.node(peer_first);
+                    let bytes = layout.microbatch_size as u64
+                        * scenario.model.seq_len
+                        * scenario.model.hidden
+                        * models::ops::FP16_BYTES;
+                    let work = builder.work(Work::PipelineTransfer {
+                        bytes,
+                        tensor_parallel: t,
+                        crosses_nodes,
+                        scatter_gather: scenario.pipeline_scatter_gather && crosses_nodes && t > 1,
+                    });
+                    let transfer = builder.add_task(Task {
+                        kind,
+                        stream,
+                        chunk: action.chunk as u16,
+                        stage,
+                        microbatch: action.microbatch,
+                        group: tensor_group,
+                        work,
+                    });
+                    let source = tail.expect("a pass was just added");
+                    match source.count {
+                        1 => builder.add_edge(source.first, transfer, Dependency::Data),
+                        count => (0..count).for_each(|i| {
+                            builder.add_edge(TaskId(source.first.0 + i), transfer, Dependency::Data)
+                        }),
+                    }
+                    let stream_slot = (stream == StreamKind::PipelineSendPrevious) as usize;
+                    if let Some(previous) = last_send[stream_slot].replace(transfer) {
+                        builder.add_edge(previous, transfer, Dependency::ProgramOrder);
+                    }
+                    blocking_sends.push(transfer);
+                    pending_receives.push((
+                        transfer,
+                        slot(data_index, peer_virtual_stage, action.microbatch, peer_pass),
+                    ));
+                }
+            }
+            let index = (data_index * p + stage) as usize;
+            stage_tails[index] = Some(tail.expect("every stage runs at least one action"));
+            trailing_sends[index] = blocking_sends;
+        }
+    }
+
+    // Wire every transfer to the pass that receives it.
+    for (transfer, receiver) in pending_receives {
+        let received =
+            pass_tasks[receiver].expect("every receiving pass exists in a valid schedule");
+        Tail {
+            first: transfer,
+            count: 1,
+        }
+        .precede(&mut builder, received.first, t, Dependency::Data);
+    }
+
+    // Data-parallel all-reduce and optimizer step.
+    for stage in 0..p {
+        let params = parameters_on_rank(&scenario.model, &layout, stage);
+        let mut data_all_reduces = Vec::with_capacity(t as usize);
+        if d > 1 {
+            for tensor_index in 0..t {
+                let ranks = placement.data_group(stage, tensor_index);
+                let group = builder.group(&ranks);
+                let nodes = placement.nodes_spanned(&ranks);
+                let work = builder.work(Work::DataParallelAllReduce {
+                    bytes: params * 2,
+                    group_size: d,
+                    nodes,
+                });
+                let all_reduce = builder.add_task(Task {
+                    kind: TaskKind::DataParallelAllReduce,
+                    stream: StreamKind::DataParallel,
+                    chunk: 0,
+                    stage,
+                    microbatch: NO_MICROBATCH,
+                    group,
+                    work,
+                });
+                for data_index in 0..d {
+                    let tail = stage_tails[(data_index * p + stage) as usize]
+                        .expect("set for every stage");
+                    let source = if tail.count == 1 {
+                        tail.first
+                    } else {
+                        TaskId(tail.first.0 + tensor_index)
+                    };
+                    builder.add_edge(source, all_reduce, Dependency::Data);
+                    for &send in &trailing_sends[(data_index * p + stage) as usize] {
+                        builder.add_edge(send, all_reduce, Dependency::ProgramOrder);
+                    }
+                }
+                data_all_reduces.push(all_reduce);
+            }
+        }
+        let optimizer_work = builder.work(Work::OptimizerStep { params });
+        for data_index in 0..d {
+            let tail = stage_tails[(data_index * p + stage) as usize].expect("set for every stage");
+            let ranks = placement.tensor_group(stage, data_index);
+            let mut first = None;
+            for &rank in &ranks {
+                let group = builder.group(&[rank]);
+                let id = builder.add_task(Task {
+                    kind: TaskKind::OptimizerStep,
+                    stream: StreamKind::Compute,
+                    chunk: 0,
+                    stage,
+                    microbatch: NO_MICROBATCH,
+                    group,
+                    work: optimizer_work,
+                });
+                first.get_or_insert(id);
+            }
+            let first = first.expect("non-empty");
+            tail.precede(&mut builder, first, t, Dependency::ProgramOrder);
+            for (tensor_index, &all_reduce) in data_all_reduces.iter().enumerate() {
+                builder.add_edge(
+                    all_reduce,
+                    TaskId(first.0 + tensor_index as u32),
+                    Dependency::Data,
+                );
+            }
+            for &send in &trailing_sends[(data_index * p + stage) as usize] {
+                Tail {
+                    first: send,
+                    count: 1,
+                }
+                .precede(&mut builder, first, t, Dependency::ProgramOrder);
+            }
+        }
+    }
+    builder.finish(layout.gpus())
+}

@@ -1,0 +1,216 @@
+//! Metrics computed from a [`Timeline`] alone, so simulated and measured
+//! timelines are judged the same way.
+//!
+//! - iteration time: the latest task end;
+//! - TFLOP/s per GPU: matrix FLOPs of every compute task (recompute included,
+//!   as Megatron's Eq. 3 counts them) ÷ (iteration time × GPUs); model TFLOP/s
+//!   leaves the recompute out;
+//! - bubble fraction: compute-stream idle time ÷ iteration time, per rank,
+//!   averaged per stage and overall (tensor all-reduces run on the compute
+//!   stream, so they are busy time, reported as exposed TP communication);
+//! - exposed communication per class: for TP the all-reduce time; for PP and
+//!   DP the time a rank's compute stream is idle while that class's transfers
+//!   of the rank are in flight (averaged over ranks).
+
+use crate::task::{CommClass, StreamKind, TaskKind};
+use crate::timeline::Timeline;
+use serde::Serialize;
+
+/// Seconds of communication not hidden behind compute, per class (mean per rank).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ExposedCommunication {
+    pub tensor_s: f64,
+    pub pipeline_s: f64,
+    pub data_parallel_s: f64,
+}
+
+/// Headline numbers of one iteration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metrics {
+    pub iteration_time_s: f64,
+    pub samples_per_s: f64,
+    pub tflops_per_gpu: f64,
+    pub model_tflops_per_gpu: f64,
+    pub percent_of_peak: f64,
+    pub bubble_fraction: f64,
+    pub bubble_fraction_per_stage: Vec<f64>,
+    /// Mean per rank: forward, recompute, backward and optimizer kernels.
+    pub compute_time_s: f64,
+    pub exposed_communication: ExposedCommunication,
+}
+
+/// Sum of lengths of the intersection of two sorted, disjoint interval lists.
+fn overlap_ns(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
+    let (mut i, mut j, mut total) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let lo = a[i].0.max(b[j].0);
+        let hi = a[i].1.min(b[j].1);
+        if hi > lo {
+            total += hi - lo;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    total
+}
+
+/// Sorts and merges overlapping intervals.
+fn union(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    intervals.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
+    for (start, end) in intervals {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+/// Gaps of `busy` (sorted, disjoint) within [0, horizon).
+fn gaps(busy: &[(u64, u64)], horizon: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::with_capacity(busy.len() + 1);
+    let mut cursor = 0;
+    for &(start, end) in busy {
+        if start > cursor {
+            out.push((cursor, start));
+        }
+        cursor = cursor.max(end);
+    }
+    if horizon > cursor {
+        out.push((cursor, horizon));
+    }
+    out
+}
+
+/// Computes the metrics; `peak_flops_per_s` is the GPU's dense fp16 peak.
+pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
+    let header = &timeline.header;
+    let n_ranks = header.n_gpus as usize;
+    let layout = &header.layout;
+    let ranks_per_stage = (layout.tensor_parallel * layout.data_parallel) as usize;
+    let iteration_ns = timeline.makespan_ns();
+
+    // Tasks of each rank (groups expanded), in CSR form.
+    let mut counts = vec![0usize; n_ranks + 1];
+    for task in &timeline.tasks {
+        for &rank in &header.groups[task.group as usize] {
+            counts[rank as usize + 1] += 1;
+        }
+    }
+    for i in 0..n_ranks {
+        counts[i + 1] += counts[i];
+    }
+    let mut fill = counts.clone();
+    let mut by_rank = vec![0u32; counts[n_ranks]];
+    for (index, task) in timeline.tasks.iter().enumerate() {
+        for &rank in &header.groups[task.group as usize] {
+            by_rank[fill[rank as usize]] = index as u32;
+            fill[rank as usize] += 1;
+        }
+    }
+
+    let mut total_flops = 0.0;
+    let mut model_flops = 0.0;
+    for task in &timeline.tasks {
+        if task.kind.is_compute() {
+            let ranks = header.groups[task.group as usize].len() as f64;
+            total_flops += task.flops * ranks;
+            if task.kind != TaskKind::Recompute {
+                model_flops += task.flops * ranks;
+            }
+        }
+    }
+
+    let mut idle_sum_ns = 0u128;
+    let mut compute_sum_ns = 0u128;
+    let mut exposed_sum_ns = [0u128; 3];
+    let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
+    for rank in 0..n_ranks {
+        let tasks = &by_rank[counts[rank]..counts[rank + 1]];
+        let mut busy = Vec::new();
+        let mut comm: [Vec<(u64, u64)>; 3] = Default::default();
+        for &index in tasks {
+            let task = &timeline.tasks[index as usize];
+            if task.stream == StreamKind::Compute {
+                busy.push((task.start_ns, task.end_ns));
+                if task.kind.is_compute() {
+                    compute_sum_ns += task.duration_ns() as u128;
+                }
+            }
+            match task.kind.communication_class() {
+                Some(CommClass::Tensor) => exposed_sum_ns[0] += task.duration_ns() as u128,
+                Some(CommClass::Pipeline) => comm[1].push((task.start_ns, task.end_ns)),
+                Some(CommClass::DataParallel) => comm[2].push((task.start_ns, task.end_ns)),
+                None => {}
+            }
+        }
+        let busy = union(busy);
+        let busy_ns: u64 = busy.iter().map(|(s, e)| e - s).sum();
+        let idle_ns = iteration_ns.saturating_sub(busy_ns);
+        idle_sum_ns += idle_ns as u128;
+        stage_idle_ns[rank / ranks_per_stage] += idle_ns as u128;
+        let idle = gaps(&busy, iteration_ns);
+        for class in 1..3 {
+            let intervals = union(std::mem::take(&mut comm[class]));
+            exposed_sum_ns[class] += overlap_ns(&idle, &intervals) as u128;
+        }
+    }
+
+    let iteration_s = iteration_ns as f64 * 1e-9;
+    let per_rank = |sum: u128| sum as f64 * 1e-9 / n_ranks.max(1) as f64;
+    let tflops_per_gpu = if iteration_s > 0.0 {
+        total_flops / (iteration_s * n_ranks as f64) / 1e12
+    } else {
+        0.0
+    };
+    let fraction = |idle: u128, ranks: usize| {
+        if iteration_ns == 0 {
+            0.0
+        } else {
+            idle as f64 / (ranks as f64 * iteration_ns as f64)
+        }
+    };
+    Metrics {
+        iteration_time_s: iteration_s,
+        samples_per_s: if iteration_s > 0.0 {
+            layout.global_batch as f64 / iteration_s
+        } else {
+            0.0
+        },
+        tflops_per_gpu,
+        model_tflops_per_gpu: if iteration_s > 0.0 {
+            model_flops / (iteration_s * n_ranks as f64) / 1e12
+        } else {
+            0.0
+        },
+        percent_of_peak: 100.0 * tflops_per_gpu * 1e12 / peak_flops_per_s,
+        bubble_fraction: fraction(idle_sum_ns, n_ranks),
+        bubble_fraction_per_stage: stage_idle_ns
+            .iter()
+            .map(|&idle| fraction(idle, ranks_per_stage))
+            .collect(),
+        compute_time_s: per_rank(compute_sum_ns),
+        exposed_communication: ExposedCommunication {
+            tensor_s: per_rank(exposed_sum_ns[0]),
+            pipeline_s: per_rank(exposed_sum_ns[1]),
+            data_parallel_s: per_rank(exposed_sum_ns[2]),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_helpers_measure_overlaps() {
+        let merged = union(vec![(5, 8), (0, 2), (1, 3), (8, 9)]);
+        assert_eq!(merged, vec![(0, 3), (5, 9)]);
+        assert_eq!(gaps(&merged, 12), vec![(3, 5), (9, 12)]);
+        assert_eq!(overlap_ns(&[(3, 5), (9, 12)], &[(4, 10)]), 2);
+    }
+}

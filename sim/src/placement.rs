@@ -1,0 +1,151 @@
+//! Placement of ranks on GPUs, in Megatron-LM's order: tensor-parallel ranks
+//! innermost (consecutive GPUs of a node), then data-parallel, then pipeline:
+//! `rank = stage·(t·d) + data_index·t + tensor_index`, and rank r sits on node
+//! `r / gpus_per_node`, GPU `r % gpus_per_node`.
+
+use crate::ids::Rank;
+use crate::scenario::Layout;
+
+/// Coordinates of one rank in the (pipeline, data, tensor) grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Coordinates {
+    pub stage: u32,
+    pub data_index: u32,
+    pub tensor_index: u32,
+}
+
+/// The mapping between ranks, grid coordinates and nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub layout: Layout,
+    pub gpus_per_node: u32,
+}
+
+impl Placement {
+    pub fn new(layout: Layout, gpus_per_node: u32) -> Placement {
+        Placement {
+            layout,
+            gpus_per_node,
+        }
+    }
+
+    pub fn rank(&self, coordinates: Coordinates) -> Rank {
+        let t = self.layout.tensor_parallel;
+        let d = self.layout.data_parallel;
+        Rank(coordinates.stage * t * d + coordinates.data_index * t + coordinates.tensor_index)
+    }
+
+    pub fn coordinates(&self, rank: Rank) -> Coordinates {
+        let t = self.layout.tensor_parallel;
+        let d = self.layout.data_parallel;
+        Coordinates {
+            stage: rank.0 / (t * d),
+            data_index: (rank.0 / t) % d,
+            tensor_index: rank.0 % t,
+        }
+    }
+
+    pub fn node(&self, rank: Rank) -> u32 {
+        rank.0 / self.gpus_per_node
+    }
+
+    /// The tensor-parallel group of (stage, data_index), in tensor order.
+    pub fn tensor_group(&self, stage: u32, data_index: u32) -> Vec<Rank> {
+        (0..self.layout.tensor_parallel)
+            .map(|tensor_index| {
+                self.rank(Coordinates {
+                    stage,
+                    data_index,
+                    tensor_index,
+                })
+            })
+            .collect()
+    }
+
+    /// The data-parallel group of (stage, tensor_index), in data order.
+    pub fn data_group(&self, stage: u32, tensor_index: u32) -> Vec<Rank> {
+        (0..self.layout.data_parallel)
+            .map(|data_index| {
+                self.rank(Coordinates {
+                    stage,
+                    data_index,
+                    tensor_index,
+                })
+            })
+            .collect()
+    }
+
+    /// Distinct nodes a set of ranks spans.
+    pub fn nodes_spanned(&self, ranks: &[Rank]) -> u32 {
+        let mut nodes: Vec<u32> = ranks.iter().map(|&r| self.node(r)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.len() as u32
+    }
+
+    /// A human-readable table of the placement (for `--explain`), truncated after `max_rows` ranks.
+    pub fn explain(&self, max_rows: usize) -> String {
+        let total = self.layout.gpus();
+        let mut out = String::from("rank  node/gpu  stage  data  tensor\n");
+        for rank in (0..total).take(max_rows) {
+            let c = self.coordinates(Rank(rank));
+            out.push_str(&format!(
+                "{rank:>4}  {:>4}/{:<3}  {:>5}  {:>4}  {:>6}\n",
+                rank / self.gpus_per_node,
+                rank % self.gpus_per_node,
+                c.stage,
+                c.data_index,
+                c.tensor_index
+            ));
+        }
+        if total as usize > max_rows {
+            out.push_str(&format!("… {} more ranks\n", total as usize - max_rows));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(t: u32, p: u32, d: u32) -> Layout {
+        Layout {
+            tensor_parallel: t,
+            pipeline_parallel: p,
+            data_parallel: d,
+            chunks: 1,
+            microbatch_size: 1,
+            global_batch: d,
+            microbatches: 1,
+        }
+    }
+
+    #[test]
+    fn megatron_order_puts_tensor_ranks_in_one_node_then_data_then_pipeline() {
+        let placement = Placement::new(layout(8, 64, 6), 8);
+        assert_eq!(
+            placement.tensor_group(0, 0),
+            (0..8).map(Rank).collect::<Vec<_>>()
+        );
+        assert_eq!(placement.nodes_spanned(&placement.tensor_group(3, 2)), 1);
+        assert_eq!(
+            placement.data_group(0, 1),
+            vec![Rank(1), Rank(9), Rank(17), Rank(25), Rank(33), Rank(41)]
+        );
+        assert_eq!(
+            placement.rank(Coordinates {
+                stage: 1,
+                data_index: 0,
+                tensor_index: 0
+            }),
+            Rank(48)
+        );
+        for rank in 0..3072 {
+            assert_eq!(
+                placement.rank(placement.coordinates(Rank(rank))),
+                Rank(rank)
+            );
+        }
+    }
+}

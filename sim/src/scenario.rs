@@ -1,0 +1,551 @@
+//! A scenario: model + topology + profile + parallel layout + schedule +
+//! options. Parsed in two phases, as ripgrep does: a raw [`ScenarioFile`]
+//! (every key optional, unknown keys rejected; CLI flags override it) is
+//! resolved into a validated [`Scenario`]. Resolution reports every problem at
+//! once, each naming its field.
+
+use crate::profile::Profile;
+use models::ModelSpec;
+use serde::{Deserialize, Serialize};
+use topologies::TopologySpec;
+
+/// Pipeline schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleKind {
+    /// All forwards, then all backwards (Huang et al. 2019).
+    Gpipe,
+    /// PipeDream-Flush: warm-up forwards, steady one-forward-one-backward, cool-down.
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// Megatron's interleaved 1F1B over `chunks` model chunks per stage.
+    Interleaved,
+}
+
+impl ScheduleKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScheduleKind::Gpipe => "gpipe",
+            ScheduleKind::OneFOneB => "1f1b",
+            ScheduleKind::Interleaved => "interleaved",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ScheduleKind> {
+        match text {
+            "gpipe" => Some(ScheduleKind::Gpipe),
+            "1f1b" => Some(ScheduleKind::OneFOneB),
+            "interleaved" => Some(ScheduleKind::Interleaved),
+            _ => None,
+        }
+    }
+}
+
+/// Activation recomputation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recompute {
+    /// Keep every activation.
+    None,
+    /// Keep only each layer's input; recompute the forward before each backward.
+    Full,
+}
+
+impl Recompute {
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Full => "full",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Recompute> {
+        match text {
+            "none" => Some(Recompute::None),
+            "full" => Some(Recompute::Full),
+            _ => None,
+        }
+    }
+}
+
+/// The scenario file as written: every key optional (defaults fill in),
+/// unknown keys rejected. `model` and `topology` are a preset name, a path to a
+/// JSON file, or an inline object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<serde_json::Value>,
+    /// Profile name or path; default: the embedded profile of the topology's GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tp: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pp: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microbatch_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_batch: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recompute: Option<Recompute>,
+    /// Megatron's pipeline scatter/gather: split each p2p transfer across the
+    /// t NICs of a node, then all-gather over NVLink (default true, as in SC21).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_scatter_gather: Option<bool>,
+    /// Seed recorded in the timeline (the engine itself draws no random numbers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// The parallel layout, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layout {
+    /// Tensor-parallel degree t.
+    pub tensor_parallel: u32,
+    /// Pipeline stages p.
+    pub pipeline_parallel: u32,
+    /// Data-parallel degree d.
+    pub data_parallel: u32,
+    /// Model chunks per stage v (interleaved schedule), 1 otherwise.
+    pub chunks: u32,
+    /// Microbatch size b.
+    pub microbatch_size: u32,
+    /// Global batch B.
+    pub global_batch: u32,
+    /// Microbatches per pipeline per iteration, m = B/(b·d).
+    pub microbatches: u32,
+}
+
+impl Layout {
+    pub fn gpus(&self) -> u32 {
+        self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+    }
+    /// Virtual stages p·v.
+    pub fn virtual_stages(&self) -> u32 {
+        self.pipeline_parallel * self.chunks
+    }
+}
+
+/// A resolved, validated scenario: everything the simulator needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub model: ModelSpec,
+    pub topology: TopologySpec,
+    pub profile: Profile,
+    pub layout: Layout,
+    pub schedule: ScheduleKind,
+    pub recompute: Recompute,
+    pub pipeline_scatter_gather: bool,
+    pub seed: u64,
+}
+
+/// Problems with a scenario, all reported together.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("scenario file {path} is not a valid scenario: {source}")]
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error("invalid scenario:\n  - {}", problems.join("\n  - "))]
+    Invalid { problems: Vec<String> },
+}
+
+impl ScenarioFile {
+    /// Reads a scenario JSON file (unknown keys are errors).
+    pub fn from_file(path: &std::path::Path) -> Result<ScenarioFile, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| ScenarioError::Parse {
+            path: path.display().to_string(),
+            source,
+        })
+    }
+
+    /// The embedded default: GPT-3 175B on 1024 Selene GPUs with Megatron-LM's
+    /// SC21 Table 1 layout (t=8, p=16, d=8, b=1, B=1536), 1F1B, full recompute.
+    pub fn embedded_default() -> ScenarioFile {
+        ScenarioFile {
+            model: Some("gpt3-175b".into()),
+            topology: Some("selene".into()),
+            tp: Some(8),
+            pp: Some(16),
+            dp: Some(8),
+            chunks: Some(1),
+            microbatch_size: Some(1),
+            global_batch: Some(1536),
+            schedule: Some(ScheduleKind::OneFOneB),
+            recompute: Some(Recompute::Full),
+            ..ScenarioFile::default()
+        }
+    }
+
+    /// A small scenario for tests and examples: the `tiny` model on one DGX A100.
+    pub fn tiny_example() -> ScenarioFile {
+        ScenarioFile {
+            model: Some("tiny".into()),
+            topology: Some("dgx-a100".into()),
+            tp: Some(2),
+            pp: Some(4),
+            dp: Some(1),
+            chunks: Some(1),
+            microbatch_size: Some(1),
+            global_batch: Some(8),
+            schedule: Some(ScheduleKind::OneFOneB),
+            recompute: Some(Recompute::None),
+            ..ScenarioFile::default()
+        }
+    }
+
+    /// Fills unset keys of `self` from `base`.
+    pub fn or(self, base: ScenarioFile) -> ScenarioFile {
+        ScenarioFile {
+            model: self.model.or(base.model),
+            topology: self.topology.or(base.topology),
+            profile: self.profile.or(base.profile),
+            tp: self.tp.or(base.tp),
+            pp: self.pp.or(base.pp),
+            dp: self.dp.or(base.dp),
+            chunks: self.chunks.or(base.chunks),
+            microbatch_size: self.microbatch_size.or(base.microbatch_size),
+            global_batch: self.global_batch.or(base.global_batch),
+            schedule: self.schedule.or(base.schedule),
+            recompute: self.recompute.or(base.recompute),
+            pipeline_scatter_gather: self
+                .pipeline_scatter_gather
+                .or(base.pipeline_scatter_gather),
+            seed: self.seed.or(base.seed),
+        }
+    }
+
+    /// Validates and resolves; every problem is reported at once.
+    pub fn resolve(&self) -> Result<Scenario, ScenarioError> {
+        let mut problems = Vec::new();
+        let model = match &self.model {
+            None => {
+                problems.push(
+                    "model: missing (a preset name, a model JSON file, or an inline object)".into(),
+                );
+                None
+            }
+            Some(value) => resolve_model(value)
+                .map_err(|e| problems.push(format!("model: {e}")))
+                .ok(),
+        };
+        let topology = match &self.topology {
+            None => {
+                problems.push(
+                    "topology: missing (a preset name, a topology JSON file, or an inline object)"
+                        .into(),
+                );
+                None
+            }
+            Some(value) => resolve_topology(value)
+                .map_err(|e| problems.push(format!("topology: {e}")))
+                .ok(),
+        };
+        let profile = match (&self.profile, &topology) {
+            (Some(name), _) => Profile::resolve(name)
+                .map_err(|e| problems.push(format!("profile: {e}")))
+                .ok(),
+            (None, Some(topology)) => {
+                let found = Profile::default_for_gpu(&topology.gpu.name);
+                if found.is_none() {
+                    problems.push(format!(
+                        "profile: no embedded profile for GPU '{}'; pass --profile (built-ins: {})",
+                        topology.gpu.name,
+                        Profile::builtin_names().join(", ")
+                    ));
+                }
+                found
+            }
+            (None, None) => None,
+        };
+        if let (Some(profile), Some(topology)) = (&profile, &topology) {
+            if profile.gpu != topology.gpu.name {
+                problems.push(format!(
+                    "profile: '{}' describes {} but topology '{}' has {}",
+                    profile.id, profile.gpu, topology.name, topology.gpu.name
+                ));
+            }
+        }
+
+        let schedule = self.schedule.unwrap_or(ScheduleKind::OneFOneB);
+        let recompute = self.recompute.unwrap_or(Recompute::None);
+        let mut positive = |key: &str, value: Option<u32>, default: Option<u32>| -> u32 {
+            match value.or(default) {
+                None => {
+                    problems.push(format!("{key}: missing"));
+                    1
+                }
+                Some(0) => {
+                    problems.push(format!("{key}: must be at least 1"));
+                    1
+                }
+                Some(v) => v,
+            }
+        };
+        let t = positive("tp", self.tp, Some(1));
+        let p = positive("pp", self.pp, Some(1));
+        let d = positive("dp", self.dp, Some(1));
+        let v = positive("chunks", self.chunks, Some(1));
+        let b = positive("microbatch_size", self.microbatch_size, Some(1));
+        let global_batch = positive("global_batch", self.global_batch, None);
+        let m = global_batch / (b * d).max(1);
+
+        if global_batch % (b * d) != 0 {
+            problems.push(format!(
+                "global_batch: {global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {}",
+                b * d
+            ));
+        } else if m == 0 {
+            problems.push("global_batch: gives zero microbatches".into());
+        }
+        match schedule {
+            ScheduleKind::Interleaved => {
+                if v < 2 {
+                    problems.push(format!(
+                        "chunks: the interleaved schedule needs chunks ≥ 2 (got {v})"
+                    ));
+                }
+                if p < 2 {
+                    problems.push(
+                        "pp: the interleaved schedule needs at least 2 pipeline stages".into(),
+                    );
+                }
+                if m > 0 && m % p != 0 {
+                    problems.push(format!(
+                        "global_batch: the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p}"
+                    ));
+                }
+            }
+            _ => {
+                if v != 1 {
+                    problems.push(format!(
+                        "chunks: {v} model chunks need --schedule interleaved ({} uses one chunk per stage)",
+                        schedule.name()
+                    ));
+                }
+            }
+        }
+        if let Some(model) = &model {
+            if model.heads % t as u64 != 0 {
+                problems.push(format!(
+                    "tp: heads ({}) must be divisible by tp ({t})",
+                    model.heads
+                ));
+            }
+            if model.ffn() % t as u64 != 0 {
+                problems.push(format!(
+                    "tp: ffn_hidden ({}) must be divisible by tp ({t})",
+                    model.ffn()
+                ));
+            }
+            if model.vocab % t as u64 != 0 {
+                problems.push(format!(
+                    "tp: vocab ({}) must be divisible by tp ({t}) (pad the vocabulary)",
+                    model.vocab
+                ));
+            }
+            if model.layers % (p as u64 * v as u64) != 0 {
+                problems.push(format!(
+                    "pp: layers ({}) must be divisible by pp × chunks = {p} × {v} = {}",
+                    model.layers,
+                    p * v
+                ));
+            }
+        }
+        if let Some(topology) = &topology {
+            let needed = t as u64 * p as u64 * d as u64;
+            if needed > topology.total_gpus() {
+                problems.push(format!(
+                    "tp × pp × dp = {t} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
+                    topology.name,
+                    topology.total_gpus()
+                ));
+            }
+            let per_node = topology.node.gpus_per_node;
+            if per_node % t != 0 && t % per_node != 0 {
+                problems.push(format!(
+                    "tp: {t} neither divides nor is a multiple of the {per_node} GPUs per node, so tensor groups would straddle nodes unevenly"
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ScenarioError::Invalid { problems });
+        }
+        Ok(Scenario {
+            model: model.expect("checked"),
+            topology: topology.expect("checked"),
+            profile: profile.expect("checked"),
+            layout: Layout {
+                tensor_parallel: t,
+                pipeline_parallel: p,
+                data_parallel: d,
+                chunks: v,
+                microbatch_size: b,
+                global_batch,
+                microbatches: m,
+            },
+            schedule,
+            recompute,
+            pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
+            seed: self.seed.unwrap_or(0),
+        })
+    }
+}
+
+fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
+    match value {
+        serde_json::Value::String(name) => ModelSpec::resolve(name).map_err(|e| e.to_string()),
+        serde_json::Value::Object(_) => {
+            ModelSpec::from_json_str(&value.to_string(), "inline model").map_err(|e| e.to_string())
+        }
+        other => Err(format!("expected a name, a path or an object, got {other}")),
+    }
+}
+
+fn resolve_topology(value: &serde_json::Value) -> Result<TopologySpec, String> {
+    match value {
+        serde_json::Value::String(name) => TopologySpec::resolve(name).map_err(|e| e.to_string()),
+        serde_json::Value::Object(_) => {
+            TopologySpec::from_json_str(&value.to_string(), "inline topology")
+                .map_err(|e| e.to_string())
+        }
+        other => Err(format!("expected a name, a path or an object, got {other}")),
+    }
+}
+
+impl Scenario {
+    /// One-line description used as chart and report titles.
+    pub fn title(&self) -> String {
+        let l = &self.layout;
+        format!(
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}",
+            self.model.name,
+            self.topology.name,
+            l.tensor_parallel,
+            l.pipeline_parallel,
+            l.data_parallel,
+            l.chunks,
+            l.microbatch_size,
+            l.global_batch,
+            self.schedule.name(),
+            self.recompute.name()
+        )
+    }
+
+    /// The resolved scenario as JSON (model and topology inline), for timeline headers.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "title": self.title(),
+            "model": self.model,
+            "topology": self.topology,
+            "profile": self.profile.id,
+            "layout": self.layout,
+            "schedule": self.schedule,
+            "recompute": self.recompute,
+            "pipeline_scatter_gather": self.pipeline_scatter_gather,
+            "seed": self.seed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_and_tiny_scenarios_resolve() {
+        ScenarioFile::embedded_default().resolve().unwrap();
+        ScenarioFile::tiny_example().resolve().unwrap();
+    }
+
+    #[test]
+    fn every_layout_problem_is_reported_at_once() {
+        let file = ScenarioFile {
+            tp: Some(5),
+            pp: Some(5),
+            dp: Some(4),
+            chunks: Some(2),
+            global_batch: Some(10),
+            schedule: Some(ScheduleKind::Interleaved),
+            ..ScenarioFile::embedded_default()
+        };
+        let text = file.resolve().unwrap_err().to_string();
+        for needle in [
+            "heads (96) must be divisible by tp (5)",
+            "layers (96) must be divisible by pp × chunks",
+            "global_batch: 10 is not divisible",
+            "tp: 5 neither divides",
+        ] {
+            assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn too_many_gpus_and_interleaving_rules_are_named() {
+        let file = ScenarioFile {
+            dp: Some(64),
+            global_batch: Some(1536),
+            ..ScenarioFile::embedded_default()
+        };
+        assert!(file
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("8192 GPUs, but topology 'selene' has 4480"));
+        let file = ScenarioFile {
+            schedule: Some(ScheduleKind::Interleaved),
+            chunks: Some(2),
+            global_batch: Some(8 * 20),
+            ..ScenarioFile::embedded_default()
+        };
+        assert!(file
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("multiple of pp = 16"));
+        let file = ScenarioFile {
+            chunks: Some(2),
+            ..ScenarioFile::embedded_default()
+        };
+        assert!(file
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("need --schedule interleaved"));
+    }
+
+    #[test]
+    fn unknown_keys_and_mismatched_profiles_are_rejected() {
+        let err =
+            serde_json::from_str::<ScenarioFile>(r#"{"tp": 8, "tensor_parallel": 8}"#).unwrap_err();
+        assert!(err.to_string().contains("tensor_parallel"));
+        let file = ScenarioFile {
+            profile: Some("h200".into()),
+            ..ScenarioFile::embedded_default()
+        };
+        assert!(file
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("describes H200"));
+    }
+}

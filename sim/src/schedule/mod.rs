@@ -1,0 +1,268 @@
+//! Pipeline schedules as data: for each pipeline stage, the ordered list of
+//! [`Action`]s it runs in one iteration. Generators produce data, never
+//! events; lowering turns actions into tasks.
+//!
+//! - GPipe (Huang et al. 2019): all forwards, then all backwards.
+//! - 1F1B / PipeDream-Flush (Narayanan et al. 2021): stage s runs
+//!   min(p−s−1, m) warm-up forwards, then alternates one forward and one
+//!   backward, then drains the remaining backwards (Megatron-LM
+//!   `forward_backward_pipelining_without_interleaving`).
+//! - Interleaved 1F1B (Megatron-LM SC21 Sec. 2.2.2): each stage holds v model
+//!   chunks; warm-up (p−s−1)·2 + (v−1)·p virtual microbatches; the k-th forward
+//!   runs chunk (k mod p·v) div p on microbatch (k div p·v)·p + k mod p, the
+//!   k-th backward the mirrored chunk v−1−… (Megatron-LM
+//!   `forward_backward_pipelining_with_interleaving`, `get_model_chunk_id`).
+
+mod action;
+
+pub use action::{Action, ActionParseError, Pass};
+
+use crate::scenario::ScheduleKind;
+
+/// Per-stage action lists of one iteration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineSchedule {
+    pub kind: ScheduleKind,
+    pub stages: u32,
+    pub chunks: u32,
+    pub microbatches: u32,
+    /// `actions[s]` is stage s's program, in order.
+    pub actions: Vec<Vec<Action>>,
+}
+
+impl PipelineSchedule {
+    /// Generates the schedule; the caller has validated (p, v, m).
+    pub fn generate(
+        kind: ScheduleKind,
+        stages: u32,
+        chunks: u32,
+        microbatches: u32,
+    ) -> PipelineSchedule {
+        let actions = (0..stages)
+            .map(|stage| match kind {
+                ScheduleKind::Gpipe => gpipe(stage, microbatches),
+                ScheduleKind::OneFOneB => one_f_one_b(stage, stages, microbatches),
+                ScheduleKind::Interleaved => interleaved(stage, stages, chunks, microbatches),
+            })
+            .collect();
+        PipelineSchedule {
+            kind,
+            stages,
+            chunks,
+            microbatches,
+            actions,
+        }
+    }
+
+    /// Compact text: one line per stage, actions separated by spaces.
+    pub fn to_text(&self) -> String {
+        self.actions
+            .iter()
+            .map(|list| {
+                list.iter()
+                    .map(Action::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Parses the text form back into per-stage lists (stage numbers are taken from the actions).
+    pub fn parse_actions(text: &str) -> Result<Vec<Vec<Action>>, ActionParseError> {
+        text.lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| line.split_whitespace().map(str::parse).collect())
+            .collect()
+    }
+
+    /// The largest number of microbatches whose activations stage `stage`
+    /// holds at once (forwards done whose backward has not run yet), summed over chunks.
+    pub fn peak_in_flight(&self, stage: u32) -> u32 {
+        let mut in_flight: i64 = 0;
+        let mut peak: i64 = 0;
+        for action in &self.actions[stage as usize] {
+            match action.pass {
+                Pass::Forward => in_flight += 1,
+                Pass::Backward => in_flight -= 1,
+            }
+            peak = peak.max(in_flight);
+        }
+        peak as u32
+    }
+}
+
+fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
+    Action {
+        stage,
+        pass: Pass::Forward,
+        microbatch,
+        chunk,
+    }
+}
+
+fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
+    Action {
+        stage,
+        pass: Pass::Backward,
+        microbatch,
+        chunk,
+    }
+}
+
+fn gpipe(stage: u32, microbatches: u32) -> Vec<Action> {
+    let forwards = (0..microbatches).map(|mb| forward(stage, mb, 0));
+    let backwards = (0..microbatches).map(|mb| backward(stage, mb, 0));
+    forwards.chain(backwards).collect()
+}
+
+fn one_f_one_b(stage: u32, stages: u32, microbatches: u32) -> Vec<Action> {
+    let warmup = (stages - stage - 1).min(microbatches);
+    let steady = microbatches - warmup;
+    let mut list = Vec::with_capacity(2 * microbatches as usize);
+    list.extend((0..warmup).map(|mb| forward(stage, mb, 0)));
+    for i in 0..steady {
+        list.push(forward(stage, warmup + i, 0));
+        list.push(backward(stage, i, 0));
+    }
+    list.extend((steady..microbatches).map(|mb| backward(stage, mb, 0)));
+    list
+}
+
+/// (microbatch, chunk) of the k-th virtual microbatch in Megatron's interleaved order.
+fn interleaved_slot(k: u32, stages: u32, chunks: u32, pass: Pass) -> (u32, u32) {
+    let group = stages * chunks;
+    let in_group = k % group;
+    let forward_chunk = in_group / stages;
+    let chunk = match pass {
+        Pass::Forward => forward_chunk,
+        Pass::Backward => chunks - 1 - forward_chunk,
+    };
+    let microbatch = (k / group) * stages + k % stages;
+    (microbatch, chunk)
+}
+
+fn interleaved(stage: u32, stages: u32, chunks: u32, microbatches: u32) -> Vec<Action> {
+    let total = microbatches * chunks;
+    let warmup = if microbatches == stages {
+        total
+    } else {
+        ((stages - stage - 1) * 2 + (chunks - 1) * stages).min(total)
+    };
+    let steady = total - warmup;
+    let fwd = |k: u32| {
+        let (mb, chunk) = interleaved_slot(k, stages, chunks, Pass::Forward);
+        forward(stage, mb, chunk)
+    };
+    let bwd = |k: u32| {
+        let (mb, chunk) = interleaved_slot(k, stages, chunks, Pass::Backward);
+        backward(stage, mb, chunk)
+    };
+    let mut list = Vec::with_capacity(2 * total as usize);
+    list.extend((0..warmup).map(fwd));
+    for i in 0..steady {
+        list.push(fwd(warmup + i));
+        list.push(bwd(i));
+    }
+    list.extend((steady..total).map(bwd));
+    list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_f_one_b_for_four_stages_reads_as_in_the_paper() {
+        let schedule = PipelineSchedule::generate(ScheduleKind::OneFOneB, 4, 1, 8);
+        assert_eq!(
+            schedule.actions[0]
+                .iter()
+                .take(6)
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            "s0F0 s0F1 s0F2 s0F3 s0B0 s0F4"
+        );
+        assert_eq!(
+            schedule.actions[3]
+                .iter()
+                .take(4)
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            "s3F0 s3B0 s3F1 s3B1"
+        );
+    }
+
+    #[test]
+    fn text_form_parses_back() {
+        for kind in [
+            ScheduleKind::Gpipe,
+            ScheduleKind::OneFOneB,
+            ScheduleKind::Interleaved,
+        ] {
+            let schedule = PipelineSchedule::generate(
+                kind,
+                4,
+                if kind == ScheduleKind::Interleaved {
+                    2
+                } else {
+                    1
+                },
+                8,
+            );
+            assert_eq!(
+                PipelineSchedule::parse_actions(&schedule.to_text()).unwrap(),
+                schedule.actions
+            );
+        }
+    }
+
+    #[test]
+    fn every_stage_runs_each_forward_and_backward_exactly_once() {
+        for (kind, v) in [
+            (ScheduleKind::Gpipe, 1),
+            (ScheduleKind::OneFOneB, 1),
+            (ScheduleKind::Interleaved, 3),
+        ] {
+            for (p, m) in [(4, 8), (8, 8), (4, 12), (2, 2)] {
+                let schedule = PipelineSchedule::generate(kind, p, v, m);
+                for list in &schedule.actions {
+                    let mut seen: Vec<_> = list
+                        .iter()
+                        .map(|a| (a.pass, a.microbatch, a.chunk))
+                        .collect();
+                    seen.sort();
+                    seen.dedup();
+                    assert_eq!(seen.len() as u32, 2 * m * v, "{kind:?} p={p} m={m}");
+                    assert_eq!(list.len() as u32, 2 * m * v);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_f_one_b_limits_in_flight_microbatches_and_gpipe_holds_all() {
+        let (p, m) = (8, 32);
+        let one_f = PipelineSchedule::generate(ScheduleKind::OneFOneB, p, 1, m);
+        let gpipe = PipelineSchedule::generate(ScheduleKind::Gpipe, p, 1, m);
+        for stage in 0..p {
+            assert_eq!(one_f.peak_in_flight(stage), p - stage);
+            assert_eq!(gpipe.peak_in_flight(stage), m);
+        }
+    }
+
+    #[test]
+    fn interleaved_chunk_order_matches_megatron() {
+        // p=2, v=2: virtual microbatches k=0..3 run chunk 0 on mb 0,1 then chunk 1 on mb 0,1.
+        let order: Vec<_> = (0..4)
+            .map(|k| interleaved_slot(k, 2, 2, Pass::Forward))
+            .collect();
+        assert_eq!(order, vec![(0, 0), (1, 0), (0, 1), (1, 1)]);
+        let order: Vec<_> = (0..4)
+            .map(|k| interleaved_slot(k, 2, 2, Pass::Backward))
+            .collect();
+        assert_eq!(order, vec![(0, 1), (1, 1), (0, 0), (1, 0)]);
+    }
+}

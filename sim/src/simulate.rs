@@ -1,0 +1,139 @@
+//! One call from a resolved scenario to a report: schedule → lowering →
+//! costs → engine → timeline → metrics and memory.
+
+use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
+use crate::engine::{self, DeadlockError};
+use crate::lowering::lower;
+use crate::memory::{memory_per_stage, MemoryBreakdown};
+use crate::metrics::{self, Metrics};
+use crate::scenario::Scenario;
+use crate::schedule::PipelineSchedule;
+use crate::task::NO_MICROBATCH;
+use crate::task_graph::TaskGraph;
+use crate::time::SimDuration;
+use crate::timeline::{
+    Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout, TIMELINE_FORMAT_VERSION,
+};
+
+/// Everything one simulation produces.
+#[derive(Debug, Clone)]
+pub struct SimulationReport {
+    pub metrics: Metrics,
+    pub memory: Vec<MemoryBreakdown>,
+    pub timeline: Timeline,
+    pub n_tasks: usize,
+    pub n_edges: usize,
+    pub n_events: u64,
+}
+
+impl SimulationReport {
+    /// The peak over stages.
+    pub fn peak_memory(&self) -> &MemoryBreakdown {
+        self.memory
+            .iter()
+            .max_by_key(|m| (m.total_bytes, std::cmp::Reverse(m.stage)))
+            .expect("at least one stage")
+    }
+}
+
+/// Builds the schedule and task graph of a scenario (no costs).
+pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
+    let layout = scenario.layout;
+    let schedule = PipelineSchedule::generate(
+        scenario.schedule,
+        layout.pipeline_parallel,
+        layout.chunks,
+        layout.microbatches,
+    );
+    let graph = lower(scenario, &schedule);
+    (schedule, graph)
+}
+
+/// Runs a graph with given per-work costs and packages the timeline.
+pub fn run_graph(
+    scenario: &Scenario,
+    graph: &TaskGraph,
+    costs: &[WorkCost],
+) -> Result<(Timeline, u64), DeadlockError> {
+    let outcome = engine::run(graph, |id| costs[graph.task(id).work.index()].duration)?;
+    let tasks = graph
+        .graph
+        .node_weights()
+        .enumerate()
+        .map(|(index, task)| {
+            let cost = &costs[task.work.index()];
+            TaskRecord {
+                id: index as u32,
+                kind: task.kind,
+                stream: task.stream,
+                group: task.group.0,
+                stage: task.stage,
+                chunk: task.chunk,
+                microbatch: (task.microbatch != NO_MICROBATCH).then_some(task.microbatch),
+                start_ns: outcome.start[index].as_nanos(),
+                end_ns: outcome.end[index].as_nanos(),
+                bytes: cost.bytes,
+                flops: cost.flops,
+            }
+        })
+        .collect();
+    let layout = scenario.layout;
+    let header = TimelineHeader {
+        format_version: TIMELINE_FORMAT_VERSION,
+        producer: Producer::Sim,
+        executor_mode: None,
+        scenario: scenario.to_json(),
+        profile_id: scenario.profile.id.clone(),
+        seed: scenario.seed,
+        n_gpus: layout.gpus(),
+        layout: TimelineLayout {
+            tensor_parallel: layout.tensor_parallel,
+            pipeline_parallel: layout.pipeline_parallel,
+            data_parallel: layout.data_parallel,
+            chunks: layout.chunks,
+            microbatches: layout.microbatches,
+            microbatch_size: layout.microbatch_size,
+            global_batch: layout.global_batch,
+            gpus_per_node: scenario.topology.node.gpus_per_node,
+        },
+        groups: graph
+            .groups
+            .iter()
+            .map(|ranks| ranks.iter().map(|r| r.0).collect())
+            .collect(),
+    };
+    Ok((Timeline { header, tasks }, outcome.events))
+}
+
+/// Simulates one iteration of a scenario.
+pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, DeadlockError> {
+    let (schedule, graph) = build_graph(scenario);
+    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let costs = cost_works(scenario, &graph.works, &network);
+    let (timeline, n_events) = run_graph(scenario, &graph, &costs)?;
+    let metrics = metrics::compute(&timeline, scenario.topology.gpu.peak.fp16_flops_per_s);
+    Ok(SimulationReport {
+        metrics,
+        memory: memory_per_stage(scenario, &schedule),
+        n_tasks: graph.task_count(),
+        n_edges: graph.graph.edge_count(),
+        n_events,
+        timeline,
+    })
+}
+
+/// Durations for tests: every work of a kind gets the same duration.
+pub fn uniform_costs(
+    graph: &TaskGraph,
+    duration_of: impl Fn(&crate::task_graph::Work) -> SimDuration,
+) -> Vec<WorkCost> {
+    graph
+        .works
+        .iter()
+        .map(|work| WorkCost {
+            duration: duration_of(work),
+            bytes: 0,
+            flops: 0.0,
+        })
+        .collect()
+}

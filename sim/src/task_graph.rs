@@ -1,0 +1,221 @@
+//! The task graph: a petgraph DAG whose nodes are [`Task`]s and whose edges
+//! are data dependencies and per-stream program order, plus the side tables
+//! tasks index (rank groups, distinct works). Built by [`crate::lowering`],
+//! replayed by [`crate::engine`] and (later) by the GPU executor.
+
+use crate::ids::{GroupId, Rank, TaskId, WorkId};
+use crate::schedule::Pass;
+use crate::task::Task;
+use petgraph::graph::{DiGraph, NodeIndex};
+use std::collections::BTreeMap;
+
+/// What a piece of work is; many tasks share one, so each is costed once.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Work {
+    /// The kernels of one pass over a model chunk: `layers` transformer layers,
+    /// plus the embedding (first virtual stage) and/or head (last virtual stage).
+    Compute {
+        pass: ComputePass,
+        layers: u32,
+        embedding: bool,
+        head: bool,
+    },
+    /// The blocking tensor-parallel all-reduces of that pass, over `group_size` ranks.
+    TensorAllReduce {
+        pass: ComputePass,
+        layers: u32,
+        embedding: bool,
+        head: bool,
+        group_size: u32,
+        nodes: u32,
+    },
+    /// Activations or gradients between consecutive stages' tensor groups.
+    PipelineTransfer {
+        bytes: u64,
+        tensor_parallel: u32,
+        crosses_nodes: bool,
+        scatter_gather: bool,
+    },
+    /// Data-parallel gradient all-reduce of `bytes` per rank over the group.
+    DataParallelAllReduce {
+        bytes: u64,
+        group_size: u32,
+        nodes: u32,
+    },
+    /// The optimizer step over `params` parameters on one GPU.
+    OptimizerStep { params: u64 },
+}
+
+/// Which pass a compute task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ComputePass {
+    Forward,
+    Recompute,
+    Backward,
+}
+
+impl From<Pass> for ComputePass {
+    fn from(pass: Pass) -> ComputePass {
+        match pass {
+            Pass::Forward => ComputePass::Forward,
+            Pass::Backward => ComputePass::Backward,
+        }
+    }
+}
+
+/// Why an edge exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dependency {
+    /// The target needs the source's output.
+    Data,
+    /// The source precedes the target on a stream of some rank.
+    ProgramOrder,
+}
+
+/// A sealed task graph with its side tables.
+#[derive(Debug, Clone)]
+pub struct TaskGraph {
+    pub graph: DiGraph<Task, Dependency, u32>,
+    /// Ranks of each group.
+    pub groups: Vec<Vec<Rank>>,
+    /// Distinct works, indexed by `WorkId`.
+    pub works: Vec<Work>,
+    pub n_ranks: u32,
+}
+
+/// A cycle: the graph cannot be executed; these tasks wait on each other.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the task graph has a cycle (deadlock) through {} tasks, e.g. {}", tasks.len(), describe_tasks(tasks))]
+pub struct CycleError {
+    pub tasks: Vec<String>,
+}
+
+fn describe_tasks(tasks: &[String]) -> String {
+    tasks
+        .iter()
+        .take(8)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+/// Incremental builder used by lowering.
+#[derive(Debug, Default)]
+pub struct TaskGraphBuilder {
+    graph: DiGraph<Task, Dependency, u32>,
+    groups: Vec<Vec<Rank>>,
+    group_index: BTreeMap<Vec<Rank>, GroupId>,
+    works: Vec<Work>,
+    work_index: BTreeMap<Work, WorkId>,
+}
+
+impl TaskGraphBuilder {
+    pub fn with_capacity(nodes: usize, edges: usize) -> TaskGraphBuilder {
+        TaskGraphBuilder {
+            graph: DiGraph::with_capacity(nodes, edges),
+            ..TaskGraphBuilder::default()
+        }
+    }
+
+    /// The id of this group of ranks, interning it on first use.
+    pub fn group(&mut self, ranks: &[Rank]) -> GroupId {
+        if let Some(&id) = self.group_index.get(ranks) {
+            return id;
+        }
+        let id = GroupId(self.groups.len() as u32);
+        self.groups.push(ranks.to_vec());
+        self.group_index.insert(ranks.to_vec(), id);
+        id
+    }
+
+    /// The id of this work, interning it on first use.
+    pub fn work(&mut self, work: Work) -> WorkId {
+        if let Some(&id) = self.work_index.get(&work) {
+            return id;
+        }
+        let id = WorkId(self.works.len() as u32);
+        self.works.push(work.clone());
+        self.work_index.insert(work, id);
+        id
+    }
+
+    pub fn add_task(&mut self, task: Task) -> TaskId {
+        TaskId(self.graph.add_node(task).index() as u32)
+    }
+
+    pub fn add_edge(&mut self, from: TaskId, to: TaskId, why: Dependency) {
+        self.graph.add_edge(
+            NodeIndex::new(from.index()),
+            NodeIndex::new(to.index()),
+            why,
+        );
+    }
+
+    pub fn task(&self, id: TaskId) -> &Task {
+        &self.graph[NodeIndex::new(id.index())]
+    }
+
+    pub fn finish(self, n_ranks: u32) -> TaskGraph {
+        TaskGraph {
+            graph: self.graph,
+            groups: self.groups,
+            works: self.works,
+            n_ranks,
+        }
+    }
+}
+
+impl TaskGraph {
+    pub fn task_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn task(&self, id: TaskId) -> &Task {
+        &self.graph[NodeIndex::new(id.index())]
+    }
+
+    /// Fails with the tasks of one cycle if the graph is not a DAG.
+    pub fn check_acyclic(&self) -> Result<(), CycleError> {
+        match petgraph::algo::toposort(&self.graph, None) {
+            Ok(_) => Ok(()),
+            Err(cycle) => {
+                let sccs = petgraph::algo::tarjan_scc(&self.graph);
+                let members = sccs
+                    .into_iter()
+                    .find(|component| component.len() > 1 || component.contains(&cycle.node_id()))
+                    .unwrap_or_else(|| vec![cycle.node_id()]);
+                Err(CycleError {
+                    tasks: members
+                        .iter()
+                        .map(|&n| self.describe(TaskId(n.index() as u32)))
+                        .collect(),
+                })
+            }
+        }
+    }
+
+    /// "forward s3 mb5 c0 on ranks [24..31]"-style description of a task.
+    pub fn describe(&self, id: TaskId) -> String {
+        let task = self.task(id);
+        let ranks = &self.groups[task.group.index()];
+        let ranks = match ranks.as_slice() {
+            [one] => format!("rank {}", one.0),
+            [first, .., last] => format!("ranks {}..{}", first.0, last.0),
+            [] => "no ranks".into(),
+        };
+        let microbatch = if task.microbatch == crate::task::NO_MICROBATCH {
+            String::new()
+        } else {
+            format!(" mb{}", task.microbatch)
+        };
+        format!(
+            "#{} {} s{}{} c{} on {}",
+            id.0,
+            task.kind.name(),
+            task.stage,
+            microbatch,
+            task.chunk,
+            ranks
+        )
+    }
+}

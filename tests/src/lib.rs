@@ -1,1 +1,38 @@
 //! Shared helpers for the integration tests in `tests/tests/`.
+
+use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
+
+/// A small 48-layer model on Selene with the given layout (48 divides every p·v the tests use).
+pub fn small_scenario(
+    schedule: ScheduleKind,
+    tp: u32,
+    pp: u32,
+    dp: u32,
+    chunks: u32,
+    microbatches: u32,
+) -> Scenario {
+    ScenarioFile {
+        model: Some(serde_json::json!({
+            "name": "test-48", "layers": 48, "hidden": 512, "heads": 8, "seq_len": 256, "vocab": 51200
+        })),
+        topology: Some("selene".into()),
+        tp: Some(tp),
+        pp: Some(pp),
+        dp: Some(dp),
+        chunks: Some(chunks),
+        microbatch_size: Some(1),
+        global_batch: Some(microbatches * dp),
+        schedule: Some(schedule),
+        recompute: Some(Recompute::None),
+        ..ScenarioFile::default()
+    }
+    .resolve()
+    .expect("valid small scenario")
+}
+
+/// Path of the shared validation set, if this checkout has `../shared` beside it.
+pub fn dev_set_path() -> Option<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    let path = root.parent()?.join("shared/validation/dev-set.json");
+    path.exists().then_some(path)
+}

@@ -1,0 +1,168 @@
+//! Properties every simulated timeline must have, checked on a spread of
+//! layouts and schedules with the real cost model: every task runs exactly
+//! once, after all its predecessors; no stream of any rank runs two tasks at
+//! once; the makespan is at least the critical path; same inputs give
+//! byte-identical timelines.
+
+use petgraph::visit::EdgeRef;
+use sim::scenario::{Recompute, ScenarioFile, ScheduleKind};
+use std::collections::BTreeMap;
+use tests::small_scenario;
+
+fn scenarios() -> Vec<sim::scenario::Scenario> {
+    let mut list = vec![
+        small_scenario(ScheduleKind::Gpipe, 2, 4, 2, 1, 8),
+        small_scenario(ScheduleKind::OneFOneB, 4, 4, 2, 1, 8),
+        small_scenario(ScheduleKind::OneFOneB, 8, 2, 3, 1, 5),
+        small_scenario(ScheduleKind::Interleaved, 2, 4, 2, 2, 8),
+        small_scenario(ScheduleKind::Interleaved, 1, 4, 1, 3, 12),
+        small_scenario(ScheduleKind::OneFOneB, 1, 1, 4, 1, 3),
+    ];
+    let mut recompute = small_scenario(ScheduleKind::Interleaved, 8, 4, 2, 2, 8);
+    recompute.recompute = Recompute::Full;
+    list.push(recompute);
+    list
+}
+
+#[test]
+fn every_task_runs_once_after_all_its_predecessors() {
+    for scenario in scenarios() {
+        let (_, graph) = sim::build_graph(&scenario);
+        let report = sim::simulate(&scenario).unwrap();
+        let tasks = &report.timeline.tasks;
+        assert_eq!(tasks.len(), graph.task_count());
+        for (index, task) in tasks.iter().enumerate() {
+            assert_eq!(task.id as usize, index, "one record per task, in id order");
+        }
+        for edge in graph.graph.edge_references() {
+            let (from, to) = (&tasks[edge.source().index()], &tasks[edge.target().index()]);
+            assert!(
+                from.end_ns <= to.start_ns,
+                "{}: task {} starts before predecessor {} ends",
+                scenario.title(),
+                to.id,
+                from.id
+            );
+        }
+        // Makespan ≥ longest path by durations (a DAG lower bound).
+        let order = petgraph::algo::toposort(&graph.graph, None).unwrap();
+        let mut finish = vec![0u64; tasks.len()];
+        for node in order {
+            let ready = graph
+                .graph
+                .neighbors_directed(node, petgraph::Direction::Incoming)
+                .map(|p| finish[p.index()])
+                .max()
+                .unwrap_or(0);
+            finish[node.index()] = ready + tasks[node.index()].duration_ns();
+        }
+        assert_eq!(
+            report.timeline.makespan_ns(),
+            *finish.iter().max().unwrap(),
+            "{}: with dependency-only starts the makespan equals the critical path",
+            scenario.title()
+        );
+    }
+}
+
+#[test]
+fn no_stream_of_any_rank_runs_two_tasks_at_once() {
+    for scenario in scenarios() {
+        let report = sim::simulate(&scenario).unwrap();
+        let timeline = &report.timeline;
+        let mut per_stream: BTreeMap<(u32, sim::task::StreamKind), Vec<(u64, u64)>> =
+            BTreeMap::new();
+        for task in &timeline.tasks {
+            for &rank in &timeline.header.groups[task.group as usize] {
+                per_stream
+                    .entry((rank, task.stream))
+                    .or_default()
+                    .push((task.start_ns, task.end_ns));
+            }
+        }
+        for ((rank, stream), mut intervals) in per_stream {
+            intervals.sort_unstable();
+            for pair in intervals.windows(2) {
+                assert!(
+                    pair[0].1 <= pair[1].0,
+                    "{}: rank {rank} {stream:?} overlaps {pair:?}",
+                    scenario.title()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn same_inputs_give_byte_identical_timelines() {
+    let scenario = ScenarioFile {
+        dp: Some(2),
+        global_batch: Some(64),
+        ..ScenarioFile::embedded_default()
+    }
+    .resolve()
+    .unwrap();
+    let bytes = || {
+        let mut out = Vec::new();
+        sim::simulate(&scenario)
+            .unwrap()
+            .timeline
+            .write_json_lines(&mut out)
+            .unwrap();
+        out
+    };
+    let (first, second) = (bytes(), bytes());
+    assert!(first.len() > 1000);
+    assert!(first == second, "two runs of the same scenario differ");
+}
+
+#[test]
+fn timelines_round_trip_through_both_file_forms() {
+    let scenario = small_scenario(ScheduleKind::Interleaved, 2, 4, 2, 2, 8);
+    let timeline = sim::simulate(&scenario).unwrap().timeline;
+    let dir = std::env::temp_dir().join(format!("clustersim-roundtrip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["t.json", "t.jsonl"] {
+        let path = dir.join(name);
+        let file = std::fs::File::create(&path).unwrap();
+        if name.ends_with(".jsonl") {
+            timeline.write_json_lines(file).unwrap();
+        } else {
+            timeline.write_json(file).unwrap();
+        }
+        assert_eq!(
+            sim::timeline::Timeline::read(&path).unwrap(),
+            timeline,
+            "{name}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn tflops_count_equals_megatron_eq3_for_the_1t_model_layout() {
+    // Small global batch keeps the test fast; FLOPs scale linearly in B.
+    let scenario = ScenarioFile {
+        model: Some("gpt-1t".into()),
+        tp: Some(8),
+        pp: Some(4),
+        dp: Some(1),
+        global_batch: Some(8),
+        recompute: Some(Recompute::Full),
+        ..ScenarioFile::embedded_default()
+    };
+    // 128 layers on 4 stages (the layout only has to be valid; FLOPs do not depend on it).
+    let scenario = scenario.resolve().unwrap();
+    let report = sim::simulate(&scenario).unwrap();
+    let m = &report.metrics;
+    let total_flops = m.tflops_per_gpu * 1e12 * m.iteration_time_s * scenario.layout.gpus() as f64;
+    let eq3 = models::formulas::flops_per_iteration_full_recompute(&scenario.model, 8);
+    assert!(
+        (total_flops - eq3).abs() / eq3 < 1e-9,
+        "{total_flops} vs {eq3}"
+    );
+    let model_flops =
+        m.model_tflops_per_gpu * 1e12 * m.iteration_time_s * scenario.layout.gpus() as f64;
+    let no_recompute = models::formulas::flops_per_iteration_no_recompute(&scenario.model, 8);
+    assert!((model_flops - no_recompute).abs() / no_recompute < 1e-9);
+}

@@ -23,6 +23,8 @@ struct Cli {
 enum Command {
     /// Simulate one training iteration and report time, TFLOP/s, bubble, communication and memory.
     Simulate(commands::simulate::SimulateArgs),
+    /// Run published measurements (e.g. shared/validation/dev-set.json) through the simulator.
+    Validate(commands::validate::ValidateArgs),
     /// List the built-in models, topologies and calibration profiles.
     Presets,
 }
@@ -31,6 +33,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Simulate(args) => commands::simulate::run(args),
+        Command::Validate(args) => commands::validate::run(args),
         Command::Presets => commands::presets::run(),
     };
     exit::report(result)

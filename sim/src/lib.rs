@@ -38,5 +38,6 @@ pub mod task;
 pub mod task_graph;
 pub mod time;
 pub mod timeline;
+pub mod validation;
 
 pub use simulate::{build_graph, run_graph, simulate, uniform_costs, SimulationReport};

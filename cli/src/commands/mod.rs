@@ -3,3 +3,4 @@
 pub mod presets;
 pub mod scenario_args;
 pub mod simulate;
+pub mod validate;

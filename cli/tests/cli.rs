@@ -1,0 +1,131 @@
+//! The binary as a user meets it: the default run works, `--json` has the
+//! promised keys, and every class of bad input gives one clear message and
+//! exit code 2, never a panic.
+
+use std::process::{Command, Output};
+
+fn clustersim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_clustersim"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn default_simulation_prints_a_summary() {
+    let output = clustersim(&["simulate", "--global-batch", "128"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("gpt3-175b on selene"), "{text}");
+    assert!(text.contains("TFLOP/s per GPU"), "{text}");
+}
+
+#[test]
+fn json_output_has_the_documented_keys() {
+    let output = clustersim(&[
+        "simulate",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--dp",
+        "2",
+        "--global-batch",
+        "8",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for key in [
+        "iteration_time_s",
+        "tflops_per_gpu",
+        "model_tflops_per_gpu",
+        "percent_of_peak",
+        "bubble_fraction",
+        "peak_memory_bytes",
+        "fits_in_memory",
+        "n_gpus",
+        "n_tasks",
+        "n_events",
+    ] {
+        assert!(value.get(key).is_some(), "missing {key} in {value}");
+    }
+    assert_eq!(value["n_gpus"], 8);
+}
+
+fn assert_user_error(args: &[&str], needle: &str) {
+    let output = clustersim(args);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+    assert!(
+        message.contains(needle),
+        "{args:?}: expected '{needle}' in: {message}"
+    );
+    assert!(
+        !message.contains("panicked") && !message.contains("RUST_BACKTRACE"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_input_of_every_kind_exits_2_with_a_clear_message() {
+    let dir = std::env::temp_dir().join(format!("clustersim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let malformed = dir.join("malformed.json");
+    std::fs::write(&malformed, "{\"tp\": 8,").unwrap();
+    let unknown = dir.join("unknown.json");
+    std::fs::write(
+        &unknown,
+        r#"{"model": "gpt3-175b", "topology": "selene", "global_batch": 8, "tensor_parallel": 8}"#,
+    )
+    .unwrap();
+    let bad_model = dir.join("model.json");
+    std::fs::write(
+        &bad_model,
+        r#"{"name": "x", "layers": 0, "hidden": 100, "heads": 3, "seq_len": 8, "vocab": 8}"#,
+    )
+    .unwrap();
+
+    assert_user_error(&["simulate", malformed.to_str().unwrap()], "malformed.json");
+    assert_user_error(&["simulate", unknown.to_str().unwrap()], "tensor_parallel");
+    assert_user_error(
+        &["simulate", "/no/such/scenario.json"],
+        "/no/such/scenario.json",
+    );
+    assert_user_error(&["simulate", "--model", "gpt-7"], "unknown model 'gpt-7'");
+    assert_user_error(
+        &["simulate", "--model", bad_model.to_str().unwrap()],
+        "layers must be positive",
+    );
+    assert_user_error(
+        &["simulate", "--topology", "cray"],
+        "unknown topology 'cray'",
+    );
+    assert_user_error(
+        &["simulate", "--profile", "nope.json"],
+        "unknown profile 'nope.json'",
+    );
+    assert_user_error(
+        &["simulate", "--tp", "5", "--pp", "7"],
+        "heads (96) must be divisible by tp (5)",
+    );
+    assert_user_error(
+        &["simulate", "--dp", "100"],
+        "GPUs, but topology 'selene' has 4480",
+    );
+    assert_user_error(
+        &["simulate", "--schedule", "interleaved", "--chunks", "1"],
+        "chunks ≥ 2",
+    );
+    assert_user_error(&["simulate", "--schedule", "zigzag"], "zigzag");
+    assert_user_error(&["simulate", "--tp", "0"], "tp: must be at least 1");
+    std::fs::remove_dir_all(dir).ok();
+}

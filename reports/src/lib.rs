@@ -30,6 +30,7 @@ pub mod colors;
 mod error;
 mod font;
 mod output;
+mod perfetto;
 mod selection;
 mod time_axis;
 mod timeline_chart;
@@ -38,4 +39,5 @@ mod timeline_chart;
 mod fixtures;
 
 pub use error::ReportError;
+pub use perfetto::{write_perfetto_trace, TraceOptions, TraceSummary};
 pub use timeline_chart::{render_timeline, ChartSummary, TimelineChartOptions};

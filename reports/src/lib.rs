@@ -26,6 +26,7 @@
 //! # }
 //! ```
 
+mod bubble_chart;
 pub mod colors;
 mod error;
 mod font;
@@ -38,6 +39,7 @@ mod timeline_chart;
 #[cfg(test)]
 mod fixtures;
 
+pub use bubble_chart::{analytical_bubble_fraction, render_bubble_chart, BubbleSeries};
 pub use error::ReportError;
 pub use perfetto::{write_perfetto_trace, TraceOptions, TraceSummary};
 pub use timeline_chart::{render_timeline, ChartSummary, TimelineChartOptions};

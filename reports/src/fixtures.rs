@@ -101,9 +101,7 @@ fn build(p: u32, m: u32, t: u32, d: u32, recompute: bool) -> Timeline {
     // Time the input of (stage, microbatch) arrives.
     let mut forward_input_ns = vec![vec![unknown; m as usize]; p as usize];
     let mut backward_input_ns = vec![vec![unknown; m as usize]; p as usize];
-    for microbatch in 0..m as usize {
-        forward_input_ns[0][microbatch] = 0;
-    }
+    forward_input_ns[0].fill(0);
     let mut next_action = vec![0usize; p as usize];
     let mut compute_free_ns = vec![0u64; p as usize];
     // Send streams are per (stage, replica); replicas run in lockstep.

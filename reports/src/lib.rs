@@ -28,6 +28,7 @@
 
 mod bubble_chart;
 pub mod colors;
+mod comparison;
 mod error;
 mod font;
 mod output;
@@ -40,6 +41,10 @@ mod timeline_chart;
 mod fixtures;
 
 pub use bubble_chart::{analytical_bubble_fraction, render_bubble_chart, BubbleSeries};
+pub use comparison::{
+    comparison_table, format_comparison_table, render_comparison, ComparisonRow, ComparisonSide,
+    ITERATION_METRIC,
+};
 pub use error::ReportError;
 pub use perfetto::{write_perfetto_trace, TraceOptions, TraceSummary};
 pub use timeline_chart::{render_timeline, ChartSummary, TimelineChartOptions};

@@ -1,0 +1,120 @@
+//! Colours and display names of task kinds and streams.
+//!
+//! Kinds are looked up by their JSON name with a grey fallback, so kinds added
+//! to `sim::task::TaskKind` later (ZeRO-Offload's `pcie_d2h`, `pcie_h2d`,
+//! `cpu_adam` are already listed) still draw. The palette is Tableau 10, which
+//! stays distinguishable for common colour-vision deficiencies.
+
+use plotters::style::RGBColor;
+use sim::task::TaskKind;
+
+/// Colour of kinds this module does not know yet.
+pub const FALLBACK_COLOR: RGBColor = RGBColor(0xba, 0xb0, 0xac);
+
+/// The fill colour of a task kind.
+pub fn kind_color(kind: TaskKind) -> RGBColor {
+    color_for_kind_name(kind.name())
+}
+
+/// The fill colour for a kind's JSON name; unknown names get [`FALLBACK_COLOR`].
+pub fn color_for_kind_name(name: &str) -> RGBColor {
+    match name {
+        "forward" => RGBColor(0x4e, 0x79, 0xa7),
+        "recompute" => RGBColor(0x9e, 0xc9, 0xe9),
+        "backward" => RGBColor(0xf2, 0x8e, 0x2b),
+        "tensor_all_reduce" => RGBColor(0xe1, 0x57, 0x59),
+        "pipeline_activation" => RGBColor(0x59, 0xa1, 0x4f),
+        "pipeline_gradient" => RGBColor(0xed, 0xc9, 0x48),
+        "data_parallel_all_reduce" => RGBColor(0xb0, 0x7a, 0xa1),
+        "optimizer_step" => RGBColor(0x9c, 0x75, 0x5f),
+        "pcie_d2h" => RGBColor(0x76, 0xb7, 0xb2),
+        "pcie_h2d" => RGBColor(0xff, 0x9d, 0xa7),
+        "cpu_adam" => RGBColor(0x5c, 0x5c, 0x5c),
+        _ => FALLBACK_COLOR,
+    }
+}
+
+/// A short human label for a kind (legends, axis categories).
+pub fn kind_label(kind: TaskKind) -> &'static str {
+    label_for_kind_name(kind.name())
+}
+
+/// A short human label for a kind's JSON name; unknown names are shown as they are.
+pub fn label_for_kind_name(name: &str) -> &str {
+    match name {
+        "forward" => "forward",
+        "recompute" => "recompute",
+        "backward" => "backward",
+        "tensor_all_reduce" => "TP all-reduce",
+        "pipeline_activation" => "PP activation",
+        "pipeline_gradient" => "PP gradient",
+        "data_parallel_all_reduce" => "DP all-reduce",
+        "optimizer_step" => "optimizer",
+        "pcie_d2h" => "PCIe D2H",
+        "pcie_h2d" => "PCIe H2D",
+        "cpu_adam" => "CPU Adam",
+        other => other,
+    }
+}
+
+/// Black or white, whichever reads better on `background`.
+pub fn text_color_on(background: RGBColor) -> RGBColor {
+    let RGBColor(r, g, b) = background;
+    // Rec. 601 luma, 0..=255.
+    let luma = 0.299 * f64::from(r) + 0.587 * f64::from(g) + 0.114 * f64::from(b);
+    if luma > 140.0 {
+        RGBColor(0, 0, 0)
+    } else {
+        RGBColor(255, 255, 255)
+    }
+}
+
+/// A darker shade of `color` for block outlines.
+pub fn darker(color: RGBColor) -> RGBColor {
+    let RGBColor(r, g, b) = color;
+    let scale = |channel: u8| (f64::from(channel) * 0.65).round() as u8;
+    RGBColor(scale(r), scale(g), scale(b))
+}
+
+/// Colours of the two sides of a comparison.
+pub const COMPARISON_COLORS: [RGBColor; 2] =
+    [RGBColor(0x4e, 0x79, 0xa7), RGBColor(0xf2, 0x8e, 0x2b)];
+
+/// Colours of bubble-chart series, cycled.
+pub const SERIES_COLORS: [RGBColor; 6] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0x9c, 0x75, 0x5f),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_known_kind_has_its_own_colour() {
+        let colors: BTreeSet<(u8, u8, u8)> = TaskKind::ALL
+            .iter()
+            .map(|&kind| {
+                let RGBColor(r, g, b) = kind_color(kind);
+                (r, g, b)
+            })
+            .collect();
+        assert_eq!(colors.len(), TaskKind::ALL.len());
+        assert!(!colors.contains(&(FALLBACK_COLOR.0, FALLBACK_COLOR.1, FALLBACK_COLOR.2)));
+    }
+
+    #[test]
+    fn unknown_kinds_fall_back_to_grey_and_their_name() {
+        let RGBColor(r, g, b) = color_for_kind_name("nvme_swap");
+        assert_eq!(
+            (r, g, b),
+            (FALLBACK_COLOR.0, FALLBACK_COLOR.1, FALLBACK_COLOR.2)
+        );
+        assert_eq!(label_for_kind_name("nvme_swap"), "nvme_swap");
+    }
+}

@@ -118,6 +118,7 @@ pub fn adam_step(config: &AdamConfig, state: &mut AdamState, grads: &[f32]) {
 
 /// The textbook scalar step (m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ),
 /// p −= lr·m̂/(√v̂ + ε)), in f64 arithmetic: the reference for tests.
+#[allow(clippy::needless_range_loop)] // indexed like the paper's algorithm
 pub fn adam_step_reference(config: &AdamConfig, state: &mut AdamState, grads: &[f32]) {
     state.step += 1;
     let t = state.step as i32;

@@ -185,6 +185,13 @@ fn run_memory(
     let (warmup, repeats) = (options.effective_warmup(), options.effective_repeats());
     let mut stage = StageProgress::start("memory copy", sizes.len(), progress);
     let copies = memory_bandwidth::time_copies(device, &sizes, warmup, repeats, || stage.step())?;
+    if copies.len() < sizes.len() {
+        findings.remarks.push(format!(
+            "{} of {} copy sizes not timed for lack of free GPU memory",
+            sizes.len() - copies.len(),
+            sizes.len()
+        ));
+    }
     findings.memory.extend(copies);
     findings.stages.push("device-to-device copies".into());
     let progress = stage.sink;

@@ -3,7 +3,7 @@
 //! (`CUBLAS_COMPUTE_32F`), on the exact shapes a model layout produces plus a
 //! grid for interpolation.
 //!
-//! Shapes follow `models::ops`: C[m,n] = A[m,k]·B[k,n], row-major, `batch`
+//! Shapes follow `models::ops`: `C[m,n] = A[m,k]·B[k,n]`, row-major, `batch`
 //! times. cuBLAS is column-major, so each call computes Cᵀ = Bᵀ·Aᵀ with no
 //! transposes (the layout PyTorch uses for a row-major `A @ B`); the backward
 //! GEMMs are timed in the same NN layout as their listed shapes.

@@ -1,0 +1,289 @@
+//! The calibration run: checks for a GPU before touching CUDA, runs each
+//! stage in a fixed order (GEMM, kernel overhead, memory, PCIe, collectives,
+//! CPU Adam), reports progress, and hands the findings to the profile writer.
+
+use crate::error::{CalibrateError, CublasContextExt};
+use crate::gpu_detect::{self, CudaLibrary, Device};
+use crate::options::{CalibrateOptions, Progress};
+use crate::profile_writer::{self, Findings};
+use crate::{collectives, cpu_adam, gemm, memory_bandwidth, pcie, provenance};
+use cudarc::cublas::CudaBlas;
+use half::{bf16, f16};
+use sim::profile::{Profile, Provenance};
+
+/// Launches averaged per kernel-overhead sample.
+const KERNEL_OVERHEAD_LAUNCHES: u32 = 200;
+
+/// Runs a calibration and returns the profile; `progress` is called as each
+/// step of each stage finishes (starting with `done: 0`).
+///
+/// Without a loadable CUDA driver this returns [`CalibrateError::NoGpu`]
+/// before any CUDA call, unless `options.cpu_only`.
+pub fn run(
+    options: &CalibrateOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Profile, CalibrateError> {
+    options.validate()?;
+    if options.cpu_only {
+        let base = profile_writer::base_profile(None, options.base_profile.as_deref())?;
+        let mut findings = Findings::default();
+        run_cpu_adam(options, &mut findings, progress)?;
+        findings
+            .remarks
+            .push("CPU-only run: no GPU quantity was measured".into());
+        let provenance = Provenance {
+            host_cpu: provenance::host_cpu(),
+            repeats: Some(options.cpu_adam_repeats()),
+            ..Provenance::default()
+        };
+        return profile_writer::write_profile(
+            base,
+            findings,
+            provenance,
+            options.effective_warmup(),
+        );
+    }
+
+    let device_count = gpu_detect::require_gpu()?;
+    CudaLibrary::Cublas.require("GEMM timing")?;
+    let devices = (0..device_count)
+        .map(gpu_detect::open_device)
+        .collect::<Result<Vec<Device>, CalibrateError>>()?;
+    let primary = &devices[0];
+    let base =
+        profile_writer::base_profile(Some(&primary.info.name), options.base_profile.as_deref())?;
+    let mut findings = Findings::default();
+    if devices.iter().any(|d| d.info.name != primary.info.name) {
+        findings.remarks.push(format!(
+            "local GPUs differ ({}); single-GPU stages ran on GPU 0",
+            devices
+                .iter()
+                .map(|d| d.info.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+
+    let blas =
+        CudaBlas::new(primary.stream.clone()).cublas(|| "creating a cuBLAS handle".into())?;
+    run_gemm(options, primary, &blas, &mut findings, progress)?;
+    let cublas_version = gemm::cublas_version();
+    drop(blas);
+    run_memory(options, primary, &mut findings, progress)?;
+    run_pcie(options, primary, &mut findings, progress)?;
+    let nccl_version = run_collectives(options, &devices, &mut findings, progress)?;
+    run_cpu_adam(options, &mut findings, progress)?;
+
+    let provenance = Provenance {
+        gpu_name: Some(primary.info.name.clone()),
+        sm_count: Some(primary.info.sm_count),
+        clock_mhz: Some(primary.info.clock_mhz),
+        driver_version: provenance::nvidia_driver_version(),
+        cuda_version: provenance::cuda_driver_api_version().map(|v| format!("{v} (driver API)")),
+        cublas_version,
+        nccl_version,
+        host_cpu: provenance::host_cpu(),
+        repeats: Some(options.effective_repeats()),
+        ..Provenance::default()
+    };
+    profile_writer::write_profile(base, findings, provenance, options.effective_warmup())
+}
+
+/// Reports progress of one stage as a counter.
+struct StageProgress<'a> {
+    stage: &'static str,
+    done: u64,
+    total: u64,
+    sink: &'a mut dyn FnMut(Progress),
+}
+
+impl<'a> StageProgress<'a> {
+    fn start(stage: &'static str, total: usize, sink: &'a mut dyn FnMut(Progress)) -> Self {
+        let mut this = Self {
+            stage,
+            done: 0,
+            total: total as u64,
+            sink,
+        };
+        this.report();
+        this
+    }
+    fn report(&mut self) {
+        (self.sink)(Progress {
+            stage: self.stage.into(),
+            done: self.done,
+            total: self.total,
+        });
+    }
+    fn step(&mut self) {
+        self.done = (self.done + 1).min(self.total);
+        self.report();
+    }
+}
+
+fn run_gemm(
+    options: &CalibrateOptions,
+    device: &Device,
+    blas: &CudaBlas,
+    findings: &mut Findings,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), CalibrateError> {
+    let mut shapes = gemm::grid_shapes(options.quick);
+    if let Some(model) = &options.model {
+        shapes.extend(gemm::model_gemm_shapes(
+            model,
+            options.microbatch_size as u64,
+            options.tensor_parallel as u64,
+        ));
+        shapes.sort();
+        shapes.dedup();
+    }
+    let sweep = gemm::GemmSweep {
+        warmup: options.effective_warmup(),
+        repeats: options.effective_repeats(),
+        max_buffer_sets: 8,
+    };
+    let mut stage = StageProgress::start("gemm bf16", shapes.len(), progress);
+    let bf16_timings = gemm::time_shapes::<bf16>(device, blas, &shapes, sweep, || stage.step())?;
+    let progress = stage.sink;
+    let mut stage = StageProgress::start("gemm fp16", shapes.len(), progress);
+    let fp16_timings = gemm::time_shapes::<f16>(device, blas, &shapes, sweep, || stage.step())?;
+    let progress = stage.sink;
+    for timings in [bf16_timings, fp16_timings] {
+        findings.gemm.extend(timings.measured);
+        if !timings.skipped.is_empty() {
+            findings.remarks.push(format!(
+                "GEMMs not timed for lack of memory: {}",
+                timings.skipped.join(", ")
+            ));
+        }
+    }
+    let mut stage = StageProgress::start("kernel overhead", 1, progress);
+    findings.kernel_overhead_ns = Some(gemm::kernel_overhead_ns(
+        device,
+        blas,
+        KERNEL_OVERHEAD_LAUNCHES,
+    )?);
+    findings.kernel_overhead_launches = KERNEL_OVERHEAD_LAUNCHES;
+    stage.step();
+    findings.stages.push(if options.model.is_some() {
+        "gemm (model shapes + grid, bf16 and fp16)".into()
+    } else {
+        "gemm (grid, bf16 and fp16)".into()
+    });
+    findings.stages.push("kernel overhead".into());
+    Ok(())
+}
+
+fn run_memory(
+    options: &CalibrateOptions,
+    device: &Device,
+    findings: &mut Findings,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), CalibrateError> {
+    let sizes = memory_bandwidth::copy_sizes_bytes(options.quick);
+    let (warmup, repeats) = (options.effective_warmup(), options.effective_repeats());
+    let mut stage = StageProgress::start("memory copy", sizes.len(), progress);
+    let copies = memory_bandwidth::time_copies(device, &sizes, warmup, repeats, || stage.step())?;
+    if copies.len() < sizes.len() {
+        findings.remarks.push(format!(
+            "{} of {} copy sizes not timed for lack of free GPU memory",
+            sizes.len() - copies.len(),
+            sizes.len()
+        ));
+    }
+    findings.memory.extend(copies);
+    findings.stages.push("device-to-device copies".into());
+    let progress = stage.sink;
+    let mut stage = StageProgress::start("memory gelu", sizes.len(), progress);
+    // The elementwise kernel is a bonus: without NVRTC, or if it fails to
+    // compile, the run goes on and says so.
+    match memory_bandwidth::time_gelu(device, &sizes, warmup, repeats, || stage.step()) {
+        Ok(gelu) => {
+            findings.memory.extend(gelu);
+            findings.stages.push("NVRTC bf16 GeLU".into());
+        }
+        Err(error) => findings
+            .remarks
+            .push(format!("elementwise GeLU kernel not timed: {error}")),
+    }
+    Ok(())
+}
+
+fn run_pcie(
+    options: &CalibrateOptions,
+    device: &Device,
+    findings: &mut Findings,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), CalibrateError> {
+    let sizes = pcie::sizes_bytes(options.quick);
+    let mut stage = StageProgress::start("pcie", sizes.len() * 5, progress);
+    findings.pcie = pcie::time_transfers(
+        device,
+        &sizes,
+        options.effective_warmup(),
+        options.effective_repeats(),
+        || stage.step(),
+    )?;
+    findings.stages.push("PCIe copies".into());
+    Ok(())
+}
+
+/// Returns the NCCL version when NCCL was loaded.
+fn run_collectives(
+    options: &CalibrateOptions,
+    devices: &[Device],
+    findings: &mut Findings,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Option<String>, CalibrateError> {
+    if let Err(missing) = CudaLibrary::Nccl.require("collectives") {
+        findings
+            .remarks
+            .push(format!("collectives not timed: {missing}"));
+        return Ok(None);
+    }
+    let sizes = collectives::sizes_bytes(options.quick);
+    let mut stage = StageProgress::start(
+        "collectives",
+        sizes.len() * collectives::Collective::ALL.len(),
+        progress,
+    );
+    let measured = collectives::time_collectives(
+        devices,
+        &sizes,
+        options.effective_warmup(),
+        options.effective_repeats(),
+        || stage.step(),
+    )?;
+    findings.collectives.extend(measured);
+    findings
+        .stages
+        .push(format!("NCCL collectives on {} GPU(s)", devices.len()));
+    if devices.len() == 1 {
+        findings.remarks.push(
+            "one local GPU: collectives were timed with group_size 1 (a local copy); multi-GPU NVLink and network rates are the base profile's (from the topology and published measurements)".into(),
+        );
+    }
+    Ok(collectives::nccl_version())
+}
+
+fn run_cpu_adam(
+    options: &CalibrateOptions,
+    findings: &mut Findings,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), CalibrateError> {
+    let threads = cpu_adam::thread_counts(
+        options
+            .max_cpu_threads
+            .unwrap_or_else(cpu_adam::host_threads),
+    );
+    let params = options.cpu_adam_params() as usize;
+    let mut stage = StageProgress::start("cpu adam", threads.len(), progress);
+    findings.cpu_adam = cpu_adam::measure(params, &threads, options.cpu_adam_repeats(), || {
+        stage.step()
+    })?;
+    findings
+        .stages
+        .push(format!("CPU Adam over {params} parameters"));
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! Timing: CUDA-event timing of repeated launches on one stream, host-clock
+//! timing of work that blocks the host, and the
+//! summary statistic every measured entry reports (median, with the
+//! interquartile range as its spread).
+//!
+//! Events are created with timing enabled (`CU_EVENT_DEFAULT`; cudarc's
+//! default is `CU_EVENT_DISABLE_TIMING`), one start/end pair per repeat, all
+//! recorded before the single synchronisation at the end so the host never
+//! stalls the GPU between repeats.
+
+use crate::error::{CalibrateError, CudaContextExt};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use std::sync::Arc;
+
+/// Median and spread of repeated timings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// Median of the samples (the mean of the two middle ones when even).
+    pub median_ns: u64,
+    /// Interquartile range (75th − 25th percentile, nearest-rank).
+    pub spread_ns: u64,
+    /// Fastest sample.
+    pub min_ns: u64,
+}
+
+impl Summary {
+    /// Summarises samples; `None` when there are none.
+    pub fn from_samples(samples: &[u64]) -> Option<Summary> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        let n = sorted.len();
+        let median_ns = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2
+        };
+        let rank = |q: f64| sorted[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Some(Summary {
+            median_ns,
+            spread_ns: rank(0.75) - rank(0.25),
+            min_ns: sorted[0],
+        })
+    }
+}
+
+/// Milliseconds from `cuEventElapsedTime` to whole nanoseconds (≥ 1).
+pub fn ms_to_ns(elapsed_ms: f32) -> u64 {
+    ((elapsed_ms as f64) * 1e6).round().max(1.0) as u64
+}
+
+/// A timing-enabled event.
+pub fn timing_event(ctx: &Arc<CudaContext>, what: &str) -> Result<CudaEvent, CalibrateError> {
+    ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .cuda(|| format!("creating a timing event for {what}"))
+}
+
+/// Runs `launch(i)` for `warmup` untimed and then `repeats` timed iterations
+/// (i counts on across both, so callers can rotate buffers with `i % sets`),
+/// each timed by its own event pair on `stream`; returns one sample per
+/// timed repeat in nanoseconds.
+pub fn time_launches(
+    stream: &Arc<CudaStream>,
+    warmup: u32,
+    repeats: u32,
+    what: &str,
+    mut launch: impl FnMut(usize) -> Result<(), CalibrateError>,
+) -> Result<Vec<u64>, CalibrateError> {
+    let ctx = stream.context();
+    for i in 0..warmup as usize {
+        launch(i)?;
+    }
+    let mut pairs = Vec::with_capacity(repeats as usize);
+    for r in 0..repeats as usize {
+        let start = timing_event(ctx, what)?;
+        let end = timing_event(ctx, what)?;
+        start
+            .record(stream)
+            .cuda(|| format!("recording the start event of {what}"))?;
+        launch(warmup as usize + r)?;
+        end.record(stream)
+            .cuda(|| format!("recording the end event of {what}"))?;
+        pairs.push((start, end));
+    }
+    stream
+        .synchronize()
+        .cuda(|| format!("waiting for {what} to finish"))?;
+    pairs
+        .iter()
+        .map(|(start, end)| {
+            start
+                .elapsed_ms(end)
+                .map(ms_to_ns)
+                .cuda(|| format!("reading the elapsed time of {what}"))
+        })
+        .collect()
+}
+
+/// Runs `work(i)` for `warmup` untimed and `repeats` timed iterations,
+/// timing each with the host's monotonic clock (for work that blocks the
+/// host: pageable copies, the CPU optimizer). Returns nanoseconds (≥ 1).
+pub fn time_on_host<E>(
+    warmup: u32,
+    repeats: u32,
+    mut work: impl FnMut(usize) -> Result<(), E>,
+) -> Result<Vec<u64>, E> {
+    for i in 0..warmup as usize {
+        work(i)?;
+    }
+    (0..repeats as usize)
+        .map(|r| {
+            let start = std::time::Instant::now();
+            work(warmup as usize + r)?;
+            Ok((start.elapsed().as_nanos() as u64).max(1))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_reports_median_and_interquartile_range() {
+        let s = Summary::from_samples(&[50, 10, 40, 20, 30]).unwrap();
+        assert_eq!(s.median_ns, 30);
+        assert_eq!(s.min_ns, 10);
+        // Nearest rank: p25 = 2nd of 5 = 20, p75 = 4th of 5 = 40.
+        assert_eq!(s.spread_ns, 20);
+        let even = Summary::from_samples(&[4, 1, 3, 2]).unwrap();
+        assert_eq!(even.median_ns, 2); // (2 + 3) / 2, integer
+        assert_eq!(Summary::from_samples(&[7]).unwrap().spread_ns, 0);
+        assert!(Summary::from_samples(&[]).is_none());
+    }
+
+    #[test]
+    fn host_timing_returns_one_positive_sample_per_repeat() {
+        let mut calls = Vec::new();
+        let samples = time_on_host::<()>(2, 3, |i| {
+            calls.push(i);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, vec![0, 1, 2, 3, 4]);
+        assert_eq!(samples.len(), 3);
+        assert!(samples.iter().all(|&ns| ns >= 1));
+    }
+
+    #[test]
+    fn elapsed_milliseconds_become_at_least_one_nanosecond() {
+        assert_eq!(ms_to_ns(1.5), 1_500_000);
+        assert_eq!(ms_to_ns(0.0), 1);
+    }
+}

@@ -23,6 +23,14 @@ struct Cli {
 enum Command {
     /// Simulate one training iteration and report time, TFLOP/s, bubble, communication and memory.
     Simulate(commands::simulate::SimulateArgs),
+    /// Draw or trace a saved Timeline (Gantt chart SVG/PNG, Perfetto trace).
+    Timeline(commands::timeline::TimelineArgs),
+    /// Charts over many simulations (bubble fraction vs microbatches).
+    Plot(commands::plot::PlotArgs),
+    /// Compare two timelines (simulated vs measured): iteration, bubble, per-kind medians, worst tasks.
+    Compare(commands::compare::CompareArgs),
+    /// Time GEMMs, HBM, PCIe, NCCL and CPU Adam on this machine and write a calibration profile.
+    Calibrate(commands::calibrate::CalibrateArgs),
     /// Run published measurements (e.g. shared/validation/dev-set.json) through the simulator.
     Validate(commands::validate::ValidateArgs),
     /// List the built-in models, topologies and calibration profiles.
@@ -33,6 +41,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Simulate(args) => commands::simulate::run(args),
+        Command::Timeline(args) => commands::timeline::run(args),
+        Command::Plot(args) => commands::plot::run(args),
+        Command::Compare(args) => commands::compare::run(args),
+        Command::Calibrate(args) => commands::calibrate::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Presets => commands::presets::run(),
     };

@@ -23,6 +23,7 @@
 //! assert!(report.metrics.iteration_time_s > 0.0);
 //! ```
 
+pub mod compare;
 pub mod cost;
 pub mod engine;
 pub mod ids;

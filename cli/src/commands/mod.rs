@@ -1,6 +1,11 @@
-//! One module per subcommand.
+//! One module per subcommand, plus the argument groups they share.
 
+pub mod calibrate;
+pub mod compare;
+pub mod pictures;
+pub mod plot;
 pub mod presets;
 pub mod scenario_args;
 pub mod simulate;
+pub mod timeline;
 pub mod validate;

@@ -27,6 +27,8 @@ pub struct SimulateArgs {
     /// Also print the rank placement and stage 0's schedule.
     #[arg(long)]
     pub explain: bool,
+    #[command(flatten)]
+    pub pictures: super::pictures::PictureArgs,
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
@@ -37,6 +39,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.timeline {
         write_timeline(&report, path)?;
     }
+    let notes = args.pictures.write(&report.timeline)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
@@ -46,6 +49,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         write_summary(&mut out, &scenario, &report, elapsed_s)?;
         if args.explain {
             write_explain(&mut out, &scenario)?;
+        }
+        for note in notes {
+            writeln!(out, "  {note}")?;
         }
     }
     Ok(())

@@ -1,0 +1,86 @@
+//! `clustersim calibrate`: time GEMMs, HBM copies, PCIe, NCCL collectives and
+//! the CPU Adam step on this machine and write a calibration profile.
+
+use crate::exit::user_error;
+use calibrate::{CalibrateError, CalibrateOptions, Progress};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  clustersim calibrate --quick --out my-gpu.json && clustersim simulate --profile my-gpu.json\n  clustersim calibrate --model gpt3-175b --tp 8 --microbatch-size 1 --out a100.json\n  clustersim calibrate --cpu-only --out cpu.json   # no GPU needed: times the CPU Adam step\n\nCUDA and NCCL from Python wheels: NCCL's wheel ships libnccl.so.2 only; make a directory with\n`ln -s /path/to/nvidia/nccl/lib/libnccl.so.2 libnccl.so` (likewise for libcublas/libcublasLt if needed)\nand put it on LD_LIBRARY_PATH. See calibrate/README.md."
+)]
+pub struct CalibrateArgs {
+    /// Few shapes, sizes and repeats: under two minutes on one GPU.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also time the exact GEMM shapes of this model (preset or JSON file).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Tensor-parallel degree of the model's shapes.
+    #[arg(long, default_value_t = 1)]
+    pub tp: u32,
+    /// Microbatch size of the model's shapes.
+    #[arg(long, default_value_t = 1)]
+    pub microbatch_size: u32,
+    /// Timed repeats per entry (the median is recorded).
+    #[arg(long, default_value_t = 20)]
+    pub repeats: u32,
+    /// Time only the CPU Adam step (no GPU needed).
+    #[arg(long)]
+    pub cpu_only: bool,
+    /// Profile to start from (built-in name or file); default: the built-in for the detected GPU.
+    #[arg(long)]
+    pub base_profile: Option<String>,
+    /// Where to write the profile.
+    #[arg(long, default_value = "profile.json")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
+    let model = match &args.model {
+        Some(name) => Some(models::ModelSpec::resolve(name).map_err(user_error)?),
+        None => None,
+    };
+    let options = CalibrateOptions {
+        quick: args.quick,
+        model,
+        tensor_parallel: args.tp,
+        microbatch_size: args.microbatch_size,
+        repeats: args.repeats,
+        cpu_only: args.cpu_only,
+        base_profile: args.base_profile.clone(),
+        ..CalibrateOptions::default()
+    };
+    let bar = ProgressBar::new(1);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg:<28} [{bar:30}] {pos}/{len} {elapsed}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut on_progress = |progress: Progress| {
+        bar.set_message(progress.stage.clone());
+        bar.set_length(progress.total.max(1));
+        bar.set_position(progress.done);
+    };
+    let profile = calibrate::run(&options, &mut on_progress);
+    bar.finish_and_clear();
+    let profile = profile.map_err(|error| match error {
+        CalibrateError::NoGpu(_)
+        | CalibrateError::MissingLibrary { .. }
+        | CalibrateError::InvalidOptions { .. }
+        | CalibrateError::Profile(_) => user_error(error),
+        other => anyhow::anyhow!(other),
+    })?;
+    let text = serde_json::to_string_pretty(&profile)?;
+    std::fs::write(&args.out, text + "\n")
+        .map_err(|e| user_error(format!("cannot write {}: {e}", args.out.display())))?;
+    println!(
+        "profile {} written to {} (use it with: clustersim simulate --profile {})",
+        profile.id,
+        args.out.display(),
+        args.out.display()
+    );
+    Ok(())
+}

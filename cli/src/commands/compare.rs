@@ -1,0 +1,87 @@
+//! `clustersim compare REFERENCE OTHER`: regression-check two timelines of the
+//! same scenario (simulated vs measured, or before vs after a change).
+
+use crate::exit::user_error;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 within --max-error, 1 above it, 2 on bad input.\n\nExample:\n  clustersim compare sim.json measured.json --max-error 5 --plot compare.png"
+)]
+pub struct CompareArgs {
+    /// Reference timeline (usually the simulation).
+    pub reference: PathBuf,
+    /// Timeline to check against it (usually measured by the executor).
+    pub other: PathBuf,
+    /// Fail (exit 1) when the iteration-time error exceeds PCT percent.
+    #[arg(long, value_name = "PCT")]
+    pub max_error: Option<f64>,
+    /// Draw per-kind medians and iteration times side by side to FILE (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// How many most-different tasks to list.
+    #[arg(long, default_value_t = 5)]
+    pub worst: usize,
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    let read = |path: &PathBuf| sim::timeline::Timeline::read(path).map_err(user_error);
+    let (reference, other) = (read(&args.reference)?, read(&args.other)?);
+    let labels = [label(&reference), label(&other)];
+    let labels = [labels[0].as_str(), labels[1].as_str()];
+    let result = sim::compare::compare(&reference, &other, args.worst);
+    println!(
+        "iteration time  {:.6} s vs {:.6} s ({:+.2}%)",
+        result.reference_iteration_s, result.other_iteration_s, result.iteration_error_percent
+    );
+    println!(
+        "bubble fraction {:.4} vs {:.4} ({:+.4})",
+        result.reference_bubble_fraction,
+        result.other_bubble_fraction,
+        result.other_bubble_fraction - result.reference_bubble_fraction
+    );
+    println!(
+        "\n{}",
+        reports::format_comparison_table(&reports::comparison_table(&reference, &other, labels))
+    );
+    if let Some(why) = &result.unmatched {
+        println!("{why}");
+    }
+    if !result.worst_tasks.is_empty() {
+        println!("most different tasks:");
+        for task in &result.worst_tasks {
+            println!(
+                "  #{:<8} {:<26} stage {:<3} mb {:<5} {:>12} ns vs {:>12} ns ({:+.1}%)",
+                task.id,
+                task.kind,
+                task.stage,
+                task.microbatch.map(|m| m.to_string()).unwrap_or("-".into()),
+                task.reference_ns,
+                task.other_ns,
+                task.error_percent
+            );
+        }
+    }
+    if let Some(path) = &args.plot {
+        reports::render_comparison(&reference, &other, labels, path).map_err(user_error)?;
+        println!("comparison chart: {}", path.display());
+    }
+    if let Some(limit) = args.max_error {
+        if result.iteration_error_percent.abs() > limit {
+            anyhow::bail!(
+                "iteration-time error {:+.2}% exceeds --max-error {limit}%",
+                result.iteration_error_percent
+            );
+        }
+    }
+    Ok(())
+}
+
+fn label(timeline: &sim::timeline::Timeline) -> String {
+    match (&timeline.header.producer, &timeline.header.executor_mode) {
+        (sim::timeline::Producer::Sim, _) => "sim".into(),
+        (sim::timeline::Producer::Executor, Some(mode)) => format!("executor ({mode})"),
+        (sim::timeline::Producer::Executor, None) => "executor".into(),
+    }
+}

@@ -1,0 +1,100 @@
+//! Picture and trace options shared by `simulate` and `timeline`: a Gantt
+//! chart (SVG/PNG) and a Perfetto trace of a Timeline, limited to chosen ranks.
+
+use crate::exit::user_error;
+use clap::Args;
+use sim::timeline::Timeline;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Args)]
+pub struct PictureArgs {
+    /// Draw the schedule timeline to FILE (.svg or .png): one lane per stage of
+    /// pipeline 0 (tensor rank 0) unless --ranks selects others.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Ranks to draw or trace, e.g. 0,8,16 or 0-7 (comma-separated, ranges allowed).
+    #[arg(long, value_name = "LIST", value_parser = parse_ranks)]
+    pub ranks: Option<Vec<u32>>,
+    /// One lane per stream (compute, pipeline sends, data-parallel) instead of one per rank.
+    #[arg(long)]
+    pub lanes_per_stream: bool,
+}
+
+fn parse_ranks(text: &str) -> Result<Vec<u32>, String> {
+    let mut ranks = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let number = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("'{s}' is not a rank number"))
+        };
+        match part.split_once('-') {
+            Some((lo, hi)) => {
+                let (lo, hi) = (number(lo)?, number(hi)?);
+                if lo > hi {
+                    return Err(format!("range {part} is empty"));
+                }
+                ranks.extend(lo..=hi);
+            }
+            None => ranks.push(number(part)?),
+        }
+    }
+    if ranks.is_empty() {
+        return Err("no ranks given".into());
+    }
+    Ok(ranks)
+}
+
+impl PictureArgs {
+    /// Writes whatever was asked for; returns lines to print.
+    pub fn write(&self, timeline: &Timeline) -> anyhow::Result<Vec<String>> {
+        let mut notes = Vec::new();
+        if let Some(path) = &self.plot {
+            let options = reports::TimelineChartOptions {
+                ranks: self.ranks.clone(),
+                lanes_per_stream: self.lanes_per_stream,
+                ..reports::TimelineChartOptions::default()
+            };
+            let summary = reports::render_timeline(timeline, &options, path).map_err(user_error)?;
+            notes.push(format!(
+                "timeline chart: {} ({} lanes, {} blocks)",
+                path.display(),
+                summary.lanes,
+                summary.blocks
+            ));
+        }
+        if let Some(path) = &self.trace {
+            let file = std::fs::File::create(path)
+                .map_err(|e| user_error(format!("cannot create {}: {e}", path.display())))?;
+            let options = reports::TraceOptions {
+                ranks: self.ranks.clone(),
+            };
+            let summary =
+                reports::write_perfetto_trace(timeline, &options, std::io::BufWriter::new(file))
+                    .map_err(user_error)?;
+            notes.push(format!(
+                "perfetto trace: {} ({} events, {} threads)",
+                path.display(),
+                summary.events,
+                summary.threads
+            ));
+        }
+        Ok(notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ranks;
+
+    #[test]
+    fn rank_lists_accept_ranges_and_reject_garbage() {
+        assert_eq!(parse_ranks("0,8-10, 3").unwrap(), vec![0, 8, 9, 10, 3]);
+        assert!(parse_ranks("a").is_err());
+        assert!(parse_ranks("5-2").is_err());
+        assert!(parse_ranks("").is_err());
+    }
+}

@@ -1,0 +1,96 @@
+//! `clustersim plot bubble`: simulated pipeline-bubble fractions vs the number
+//! of microbatches for GPipe, 1F1B and interleaved (v = 2, 4), over the
+//! analytical curves (p−1)/m and (p−1)/(v·m).
+
+use super::scenario_args::ScenarioArgs;
+use crate::exit::user_error;
+use clap::{Args, Subcommand};
+use sim::scenario::ScheduleKind;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    #[command(subcommand)]
+    pub chart: Chart,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Chart {
+    /// Bubble time ÷ ideal compute time vs microbatches, simulated with the full
+    /// cost model (so communication and embedding/head imbalance show) over the formulas.
+    #[command(after_help = "Example:\n  clustersim plot bubble --pp 4 --out bubble.png")]
+    Bubble(BubbleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BubbleArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Microbatch counts m to simulate (multiples of pp for interleaved).
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16,32,64")]
+    pub microbatches: Vec<u32>,
+    /// Output image (.svg or .png).
+    #[arg(long, default_value = "bubble.svg")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: PlotArgs) -> anyhow::Result<()> {
+    match args.chart {
+        Chart::Bubble(args) => bubble(args),
+    }
+}
+
+fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
+    let base = args.scenario.resolve()?;
+    let p = base.layout.pipeline_parallel;
+    if p < 2 {
+        return Err(user_error("plot bubble needs --pp ≥ 2"));
+    }
+    let mut series = Vec::new();
+    for (schedule, chunks, label) in [
+        (ScheduleKind::Gpipe, 1, "GPipe"),
+        (ScheduleKind::OneFOneB, 1, "1F1B"),
+        (ScheduleKind::Interleaved, 2, "interleaved v=2"),
+        (ScheduleKind::Interleaved, 4, "interleaved v=4"),
+    ] {
+        let mut points = Vec::new();
+        for &m in &args.microbatches {
+            let mut scenario = base.clone();
+            scenario.schedule = schedule;
+            scenario.layout.chunks = chunks;
+            scenario.layout.microbatches = m;
+            scenario.layout.global_batch =
+                m * scenario.layout.microbatch_size * scenario.layout.data_parallel;
+            if scenario.model.layers % (p as u64 * chunks as u64) != 0 || (chunks > 1 && m % p != 0)
+            {
+                continue;
+            }
+            let report = sim::simulate(&scenario).map_err(|e| anyhow::anyhow!(e))?;
+            let idle = report.metrics.bubble_fraction * report.metrics.iteration_time_s;
+            points.push((m, idle / (report.metrics.iteration_time_s - idle)));
+        }
+        if !points.is_empty() {
+            series.push(reports::BubbleSeries {
+                label: label.into(),
+                chunks,
+                points,
+            });
+        }
+    }
+    reports::render_bubble_chart(&series, p, &args.out).map_err(user_error)?;
+    for s in &series {
+        let cells: Vec<String> = s
+            .points
+            .iter()
+            .map(|(m, y)| {
+                format!(
+                    "m={m}: {y:.4} (formula {:.4})",
+                    reports::analytical_bubble_fraction(p, s.chunks, *m)
+                )
+            })
+            .collect();
+        println!("{:<16} {}", s.label, cells.join(", "));
+    }
+    println!("bubble chart: {}", args.out.display());
+    Ok(())
+}

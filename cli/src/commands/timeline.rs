@@ -1,0 +1,30 @@
+//! `clustersim timeline FILE`: draw or trace a saved Timeline (simulated or measured).
+
+use super::pictures::PictureArgs;
+use crate::exit::user_error;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  clustersim simulate --timeline run.json && clustersim timeline run.json --plot run.svg --trace run.trace.json"
+)]
+pub struct TimelineArgs {
+    /// A Timeline written by `simulate --timeline` (.json or .jsonl).
+    pub timeline: PathBuf,
+    #[command(flatten)]
+    pub pictures: PictureArgs,
+}
+
+pub fn run(args: TimelineArgs) -> anyhow::Result<()> {
+    let timeline = sim::timeline::Timeline::read(&args.timeline).map_err(user_error)?;
+    if args.pictures.plot.is_none() && args.pictures.trace.is_none() {
+        return Err(user_error(
+            "nothing to do: give --plot FILE and/or --trace FILE",
+        ));
+    }
+    for note in args.pictures.write(&timeline)? {
+        println!("{note}");
+    }
+    Ok(())
+}

@@ -1,0 +1,1 @@
+//! Flow-level network (being built).

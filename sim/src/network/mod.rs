@@ -32,6 +32,8 @@ mod water_fill;
 
 #[cfg(test)]
 mod property_tests;
+#[cfg(test)]
+mod ring_step_tests;
 
 use serde::{Deserialize, Serialize};
 

@@ -23,6 +23,7 @@
 //! assert!(report.metrics.iteration_time_s > 0.0);
 //! ```
 
+pub mod collective;
 pub mod compare;
 pub mod cost;
 pub mod engine;
@@ -30,6 +31,7 @@ pub mod ids;
 pub mod lowering;
 pub mod memory;
 pub mod metrics;
+pub mod network;
 pub mod placement;
 pub mod profile;
 pub mod scenario;

@@ -1,0 +1,143 @@
+//! Predicted nccl-tests tables (`all_reduce_perf -b 1M -e 1G -f 2` and friends):
+//! the rows a `clustersim collective` command prints, in nccl-tests' columns, so
+//! a prediction can be laid next to a real run.
+
+use super::estimate::{estimate, CollectiveEstimate};
+use super::shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};
+use std::fmt::Write;
+
+/// Element size of nccl-tests' default datatype (`float`).
+pub const FLOAT_BYTES: u64 = 4;
+
+/// One row of a predicted nccl-tests table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NcclTestsRow {
+    /// nccl-tests "size": the buffer per rank, in bytes.
+    pub size_bytes: u64,
+    /// Elements of `float` in that buffer (size ÷ 4).
+    pub count: u64,
+    pub estimate: CollectiveEstimate,
+}
+
+/// One row per size, each with [`estimate`]'s choice (or the forced algorithm).
+pub fn nccl_tests_table(
+    op: CollectiveOp,
+    sizes_bytes: &[u64],
+    group: &GroupShape,
+    rates: &LinkRates,
+    algorithm: Option<Algorithm>,
+) -> Vec<NcclTestsRow> {
+    sizes_bytes
+        .iter()
+        .map(|&size_bytes| NcclTestsRow {
+            size_bytes,
+            count: size_bytes / FLOAT_BYTES,
+            estimate: estimate(op, size_bytes, group, rates, algorithm),
+        })
+        .collect()
+}
+
+/// Sizes from `min_bytes` to `max_bytes` multiplying by `factor` (nccl-tests `-b -e -f`).
+pub fn size_sweep(min_bytes: u64, max_bytes: u64, factor: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut size = min_bytes.max(1);
+    while size <= max_bytes {
+        sizes.push(size);
+        match size.checked_mul(factor.max(2)) {
+            Some(next) => size = next,
+            None => break,
+        }
+    }
+    sizes
+}
+
+/// Formats rows with nccl-tests' columns (size, count, type, time in µs, algbw
+/// and busbw in GB/s = 1e9 B/s) plus the algorithm the model used.
+pub fn format_nccl_tests_table(
+    op: CollectiveOp,
+    group: &GroupShape,
+    rows: &[NcclTestsRow],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# {} predicted by clustersim: {} ranks on {} node(s), {} per node",
+        op.name(),
+        group.ranks,
+        group.nodes,
+        group.ranks_per_node
+    );
+    let _ = writeln!(
+        out,
+        "# {:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>6}",
+        "size", "count", "type", "time", "algbw", "busbw", "algo"
+    );
+    let _ = writeln!(
+        out,
+        "# {:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>6}",
+        "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)", ""
+    );
+    for row in rows {
+        let e = &row.estimate;
+        let _ = writeln!(
+            out,
+            "  {:>10} {:>12} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>6}",
+            row.size_bytes,
+            row.count,
+            "float",
+            e.duration.as_nanos() as f64 / 1e3,
+            e.algbw_bytes_per_s / 1e9,
+            e.busbw_bytes_per_s / 1e9,
+            e.algorithm.name()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_sweep_doubles_like_nccl_tests() {
+        assert_eq!(
+            size_sweep(1 << 20, 8 << 20, 2),
+            vec![1 << 20, 2 << 20, 4 << 20, 8 << 20]
+        );
+        assert_eq!(size_sweep(8, 8, 2), vec![8]);
+    }
+
+    #[test]
+    fn table_has_one_row_per_size_and_the_nccl_tests_columns() {
+        let rates = LinkRates {
+            nvlink_bus_bytes_per_s: 100e9,
+            nvlink_step_latency_ns: 1000.0,
+            nic_bytes_per_s: 10e9,
+            nics_per_node: 8,
+            gpus_per_node: 8,
+            network_step_latency_ns: 3000.0,
+        };
+        let group = GroupShape::single_node(8);
+        let rows = nccl_tests_table(
+            CollectiveOp::AllReduce,
+            &[1_000_100, 4 << 20],
+            &group,
+            &rates,
+            None,
+        );
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].count, 250_025);
+        let text = format_nccl_tests_table(CollectiveOp::AllReduce, &group, &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5, "{text}");
+        for column in ["size", "count", "type", "time", "algbw", "busbw"] {
+            assert!(lines[1].contains(column), "{text}");
+        }
+        // 31 502 ns; algbw 1 000 100 B ÷ 31.502 µs = 31.75 GB/s; busbw × 1.75 = 55.56.
+        let first: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(
+            first,
+            ["1000100", "250025", "float", "31.50", "31.75", "55.56", "ring"]
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! The vocabulary of the collective model: which operation, which algorithm,
+//! the shape of the group of ranks, and the achieved link rates it runs on.
+
+use crate::profile::Profile;
+use std::collections::BTreeMap;
+use topologies::TopologySpec;
+
+/// A collective (or point-to-point) operation, as NCCL and nccl-tests name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CollectiveOp {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    Broadcast,
+    /// One send matched by one receive between two ranks (nccl-tests `sendrecv_perf`).
+    SendRecv,
+}
+
+impl CollectiveOp {
+    pub const ALL: [CollectiveOp; 5] = [
+        CollectiveOp::AllReduce,
+        CollectiveOp::ReduceScatter,
+        CollectiveOp::AllGather,
+        CollectiveOp::Broadcast,
+        CollectiveOp::SendRecv,
+    ];
+
+    /// Snake-case name, as in profiles (`all_reduce`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveOp::AllReduce => "all_reduce",
+            CollectiveOp::ReduceScatter => "reduce_scatter",
+            CollectiveOp::AllGather => "all_gather",
+            CollectiveOp::Broadcast => "broadcast",
+            CollectiveOp::SendRecv => "send_recv",
+        }
+    }
+
+    /// nccl-tests' bus-bandwidth factor for `ranks` ranks: busbw = algbw × factor.
+    /// All-reduce 2(n−1)/n; reduce-scatter and all-gather (n−1)/n; broadcast and
+    /// send/recv 1. Zero for a single rank (nothing crosses a link).
+    pub fn bus_factor(self, ranks: u32) -> f64 {
+        if ranks <= 1 {
+            return 0.0;
+        }
+        let n = ranks as f64;
+        match self {
+            CollectiveOp::AllReduce => 2.0 * (n - 1.0) / n,
+            CollectiveOp::ReduceScatter | CollectiveOp::AllGather => (n - 1.0) / n,
+            CollectiveOp::Broadcast | CollectiveOp::SendRecv => 1.0,
+        }
+    }
+}
+
+/// How a collective moves its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Algorithm {
+    /// Rings (one per channel, one NIC rail each across nodes).
+    Ring,
+    /// NCCL's double binary tree across nodes, a chain inside each node; all-reduce only.
+    Tree,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ring => "ring",
+            Algorithm::Tree => "tree",
+        }
+    }
+}
+
+/// A group of ranks spread evenly over `nodes` nodes, `ranks_per_node` on each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GroupShape {
+    pub ranks: u32,
+    pub nodes: u32,
+    pub ranks_per_node: u32,
+}
+
+impl GroupShape {
+    /// `nodes` nodes with `ranks_per_node` ranks on each.
+    pub fn new(nodes: u32, ranks_per_node: u32) -> GroupShape {
+        GroupShape {
+            ranks: nodes * ranks_per_node,
+            nodes,
+            ranks_per_node,
+        }
+    }
+
+    /// `ranks` ranks inside one node.
+    pub fn single_node(ranks: u32) -> GroupShape {
+        GroupShape::new(1, ranks)
+    }
+
+    /// The shape of a group given its GPUs' global indices (node = gpu / gpus_per_node).
+    /// An uneven group is described by its most crowded node (`ranks_per_node` is the
+    /// maximum), which is the node that limits a ring. Duplicates count once.
+    pub fn from_ranks(gpus: &[u32], gpus_per_node: u32) -> GroupShape {
+        let per_node = gpus_per_node.max(1);
+        let mut distinct: Vec<u32> = gpus.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+        for gpu in &distinct {
+            *counts.entry(gpu / per_node).or_default() += 1;
+        }
+        GroupShape {
+            ranks: distinct.len() as u32,
+            nodes: counts.len() as u32,
+            ranks_per_node: counts.values().copied().max().unwrap_or(0),
+        }
+    }
+}
+
+/// Achieved rates a collective runs at (from the calibration profile, capped by
+/// the topology's line rates) and the node layout they apply to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkRates {
+    /// Ring bus bandwidth inside one NVLink/NVSwitch domain (what nccl-tests
+    /// reports as busbw for a large intra-node all-reduce).
+    pub nvlink_bus_bytes_per_s: f64,
+    /// Fixed cost of one ring step whose hop stays inside a node.
+    pub nvlink_step_latency_ns: f64,
+    /// What one NIC achieves per direction.
+    pub nic_bytes_per_s: f64,
+    pub nics_per_node: u32,
+    pub gpus_per_node: u32,
+    /// Fixed cost of one ring step whose hop crosses the network.
+    pub network_step_latency_ns: f64,
+}
+
+impl LinkRates {
+    /// Rates from a topology and a profile. Each bandwidth is the profile's achieved
+    /// figure, capped by the topology's line rate where the topology has one (a
+    /// profile for a faster GPU cannot make a slower cluster faster).
+    pub fn from(topology: &TopologySpec, profile: &Profile) -> LinkRates {
+        let comm = &profile.communication;
+        let cap = |achieved: f64, line_rate: f64| {
+            if line_rate > 0.0 {
+                achieved.min(line_rate)
+            } else {
+                achieved
+            }
+        };
+        LinkRates {
+            nvlink_bus_bytes_per_s: cap(
+                comm.nvlink_bus_bandwidth_bytes_per_s.value,
+                topology.node.nvlink_bandwidth_bytes_per_s,
+            ),
+            nvlink_step_latency_ns: comm.nvlink_step_latency_ns.value,
+            nic_bytes_per_s: cap(
+                comm.nic_bandwidth_bytes_per_s.value,
+                topology.fabric.nic_bandwidth_bytes_per_s,
+            ),
+            nics_per_node: topology.fabric.nics_per_node,
+            gpus_per_node: topology.node.gpus_per_node,
+            network_step_latency_ns: comm.network_step_latency_ns.value,
+        }
+    }
+
+    /// NIC rails a group with `ranks_per_node` ranks on each node may use per node:
+    /// each GPU owns `nics_per_node / gpus_per_node` of its node's NICs (one rail
+    /// per GPU on DGX A100, half a NIC per GPU on DGX-2).
+    pub fn rails_per_node(&self, ranks_per_node: u32) -> f64 {
+        ranks_per_node as f64 * self.nics_per_node as f64 / self.gpus_per_node.max(1) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_ranks_counts_nodes_and_the_most_crowded_node() {
+        assert_eq!(
+            GroupShape::from_ranks(&[0, 1, 2, 3, 4, 5, 6, 7], 8),
+            GroupShape::single_node(8)
+        );
+        // A data-parallel group with t = 8: one rank per node.
+        assert_eq!(
+            GroupShape::from_ranks(&[3, 11, 19, 27], 8),
+            GroupShape::new(4, 1)
+        );
+        let uneven = GroupShape::from_ranks(&[0, 1, 2, 8], 8);
+        assert_eq!(
+            (uneven.ranks, uneven.nodes, uneven.ranks_per_node),
+            (4, 2, 3)
+        );
+        assert_eq!(GroupShape::from_ranks(&[], 8).ranks, 0);
+    }
+
+    #[test]
+    fn bus_factors_follow_nccl_tests() {
+        assert_eq!(CollectiveOp::AllReduce.bus_factor(8), 1.75);
+        assert_eq!(CollectiveOp::AllGather.bus_factor(8), 0.875);
+        assert_eq!(CollectiveOp::ReduceScatter.bus_factor(4), 0.75);
+        assert_eq!(CollectiveOp::Broadcast.bus_factor(8), 1.0);
+        assert_eq!(CollectiveOp::SendRecv.bus_factor(2), 1.0);
+        assert_eq!(CollectiveOp::AllReduce.bus_factor(1), 0.0);
+    }
+
+    #[test]
+    fn selene_rates_come_from_the_profile_capped_by_line_rates() {
+        let topology = topologies::preset("selene").unwrap();
+        let profile = Profile::builtin("a100-80gb").unwrap();
+        let rates = LinkRates::from(&topology, &profile);
+        assert_eq!(rates.nvlink_bus_bytes_per_s, 230e9);
+        assert_eq!(rates.nic_bytes_per_s, 24e9);
+        assert_eq!(rates.nics_per_node, 8);
+        assert_eq!(rates.rails_per_node(8), 8.0);
+        assert_eq!(rates.rails_per_node(1), 1.0);
+    }
+}

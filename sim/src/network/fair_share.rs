@@ -1,0 +1,337 @@
+//! The fast flow-level model: flows over routes share link bandwidth max-min
+//! fairly; rates change only when a flow starts or ends, and only for the flows
+//! connected to it.
+//!
+//! - Max-min fair rates decompose over connected components of the flow–link graph,
+//!   so a start or an end re-runs water-filling (`water_fill.rs`) only on the
+//!   component of the changed flow; every other flow keeps its rate, its remaining
+//!   bytes as of its last rate change, and its pending completion.
+//! - Each flow has one pending completion in a min-heap ordered by (time, `FlowId`),
+//!   tagged with the flow's generation; re-arming a flow bumps its generation, and
+//!   stale entries are dropped when they surface (lazy cancellation).
+//! - Remaining bytes are `f64`; a completion time is `last change + ceil(remaining ÷
+//!   rate)` via `SimDuration::from_seconds_ceil`. A flow holds its rate until that
+//!   rounded instant. Flows due at the instant of a recomputation are finishing: they
+//!   take no share, and keep their completion time.
+//!
+//! Contract: calls come in non-decreasing time, and no later than
+//! [`FairShareNetwork::next_completion`]'s time; complete due flows (e.g. with
+//! [`FairShareNetwork::advance`]) before starting new ones at a later instant.
+//! Propagation latency (`Route::latency_ns`) is not added here.
+
+use super::utilization::LinkUtilization;
+use super::water_fill::WaterFill;
+use super::{FlowId, LinkId};
+use crate::time::{SimDuration, SimTime};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// A completion that never comes (no flow is ever due then).
+const NEVER: SimTime = SimTime(u64::MAX);
+
+#[derive(Debug, Clone)]
+struct Flow {
+    route: Vec<LinkId>,
+    bytes: u64,
+    remaining_bytes: f64,
+    rate_bytes_per_s: f64,
+    /// When `remaining_bytes` was last brought up to date.
+    updated: SimTime,
+    due: SimTime,
+    generation: u64,
+    active: bool,
+}
+
+/// Max-min fair sharing of link bandwidth among flows, updated incrementally.
+#[derive(Debug, Clone)]
+pub struct FairShareNetwork {
+    capacities_bytes_per_s: Vec<f64>,
+    flows: Vec<Flow>,
+    /// Active flows on each link, in start order.
+    flows_on_link: Vec<Vec<FlowId>>,
+    pending: BinaryHeap<Reverse<(SimTime, FlowId, u64)>>,
+    carried_bytes: Vec<u64>,
+    water_fill: WaterFill,
+    /// Visit marks for component search: flow/link visited iff mark == epoch.
+    flow_mark: Vec<u64>,
+    link_mark: Vec<u64>,
+    epoch: u64,
+    now: SimTime,
+}
+
+impl FairShareNetwork {
+    /// A network of links with these capacities, indexed by `LinkId`.
+    pub fn new(capacities_bytes_per_s: Vec<f64>) -> FairShareNetwork {
+        let links = capacities_bytes_per_s.len();
+        FairShareNetwork {
+            capacities_bytes_per_s,
+            flows: Vec::new(),
+            flows_on_link: vec![Vec::new(); links],
+            pending: BinaryHeap::new(),
+            carried_bytes: vec![0; links],
+            water_fill: WaterFill::new(links),
+            flow_mark: Vec::new(),
+            link_mark: vec![0; links],
+            epoch: 0,
+            now: SimTime::ZERO,
+        }
+    }
+
+    /// Starts a flow of `bytes` over `route` (distinct links) at `now`.
+    pub fn start_flow(&mut self, now: SimTime, route: &[LinkId], bytes: u64) -> FlowId {
+        self.set_now(now);
+        let id = FlowId(self.flows.len() as u32);
+        debug_assert!(
+            {
+                let mut links = route.to_vec();
+                links.sort();
+                links.dedup();
+                links.len() == route.len()
+            },
+            "a route crosses each link once"
+        );
+        self.flows.push(Flow {
+            route: route.to_vec(),
+            bytes,
+            remaining_bytes: bytes as f64,
+            rate_bytes_per_s: 0.0,
+            updated: now,
+            due: NEVER,
+            generation: 0,
+            active: true,
+        });
+        self.flow_mark.push(0);
+        for &link in route {
+            self.flows_on_link[link.index()].push(id);
+        }
+        self.recompute(now, &[id]);
+        id
+    }
+
+    /// The earliest pending completion (ties: lowest `FlowId`).
+    pub fn next_completion(&mut self) -> Option<(SimTime, FlowId)> {
+        while let Some(&Reverse((due, id, generation))) = self.pending.peek() {
+            let flow = &self.flows[id.index()];
+            if flow.active && flow.generation == generation {
+                return Some((due, id));
+            }
+            self.pending.pop();
+        }
+        None
+    }
+
+    /// Ends flow `id` at `now`, its completion time; re-shares its links.
+    pub fn complete(&mut self, now: SimTime, id: FlowId) {
+        self.set_now(now);
+        let flow = &mut self.flows[id.index()];
+        assert!(flow.active, "flow {id:?} completed twice");
+        debug_assert!(flow.due <= now, "flow {id:?} completed before it was due");
+        flow.active = false;
+        flow.generation += 1;
+        let route = std::mem::take(&mut flow.route);
+        let bytes = flow.bytes;
+        let mut neighbours = Vec::new();
+        for &link in &route {
+            self.carried_bytes[link.index()] += bytes;
+            let on_link = &mut self.flows_on_link[link.index()];
+            on_link.retain(|&other| other != id);
+            neighbours.extend_from_slice(on_link);
+        }
+        self.flows[id.index()].route = route;
+        neighbours.sort_unstable();
+        neighbours.dedup();
+        self.recompute(now, &neighbours);
+    }
+
+    /// Completes every flow due at or before `now`, in (time, `FlowId`) order.
+    pub fn advance(&mut self, now: SimTime) -> Vec<(SimTime, FlowId)> {
+        let mut done = Vec::new();
+        while let Some((due, id)) = self.next_completion() {
+            if due > now {
+                break;
+            }
+            self.complete(due, id);
+            done.push((due, id));
+        }
+        done
+    }
+
+    /// Current rate of a flow (0 once it has completed).
+    pub fn rate_bytes_per_s(&self, id: FlowId) -> f64 {
+        let flow = &self.flows[id.index()];
+        if flow.active {
+            flow.rate_bytes_per_s
+        } else {
+            0.0
+        }
+    }
+
+    /// Flows started and not yet completed.
+    pub fn active_flows(&self) -> usize {
+        self.flows.iter().filter(|flow| flow.active).count()
+    }
+
+    /// Bytes per link of the completed flows.
+    pub fn link_utilization(&self) -> LinkUtilization {
+        LinkUtilization {
+            carried_bytes: self.carried_bytes.clone(),
+            capacity_bytes_per_s: self.capacities_bytes_per_s.clone(),
+        }
+    }
+
+    fn set_now(&mut self, now: SimTime) {
+        debug_assert!(
+            now >= self.now,
+            "time went backwards: {now:?} < {:?}",
+            self.now
+        );
+        self.now = now;
+    }
+
+    /// Re-shares the connected component(s) of `seeds` at `now`.
+    fn recompute(&mut self, now: SimTime, seeds: &[FlowId]) {
+        let component = self.component(seeds);
+        // Bring every flow of the component up to `now`; split off those finishing now.
+        let mut sharing: Vec<FlowId> = Vec::with_capacity(component.len());
+        for &id in &component {
+            let flow = &mut self.flows[id.index()];
+            if flow.updated < now && flow.rate_bytes_per_s.is_finite() {
+                let elapsed_s = (now.0 - flow.updated.0) as f64 * 1e-9;
+                flow.remaining_bytes -= flow.rate_bytes_per_s * elapsed_s;
+            }
+            flow.updated = now;
+            if flow.due > now {
+                sharing.push(id);
+            }
+        }
+        let routes: Vec<&[LinkId]> = sharing
+            .iter()
+            .map(|id| self.flows[id.index()].route.as_slice())
+            .collect();
+        let rates = self.water_fill.rates(&routes, &self.capacities_bytes_per_s);
+        for (&id, rate_bytes_per_s) in sharing.iter().zip(rates) {
+            let flow = &mut self.flows[id.index()];
+            flow.rate_bytes_per_s = rate_bytes_per_s;
+            let due = now + SimDuration::from_seconds_ceil(flow.remaining_bytes / rate_bytes_per_s);
+            if due != flow.due {
+                flow.due = due;
+                flow.generation += 1;
+                self.pending.push(Reverse((due, id, flow.generation)));
+            }
+        }
+    }
+
+    /// Active flows connected to `seeds` through shared links, sorted by id.
+    fn component(&mut self, seeds: &[FlowId]) -> Vec<FlowId> {
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let mut found = Vec::new();
+        let mut stack: Vec<FlowId> = Vec::new();
+        for &seed in seeds {
+            if self.flows[seed.index()].active && self.flow_mark[seed.index()] != epoch {
+                self.flow_mark[seed.index()] = epoch;
+                stack.push(seed);
+            }
+        }
+        while let Some(id) = stack.pop() {
+            found.push(id);
+            for &link in &self.flows[id.index()].route {
+                if self.link_mark[link.index()] == epoch {
+                    continue;
+                }
+                self.link_mark[link.index()] = epoch;
+                for &other in &self.flows_on_link[link.index()] {
+                    if self.flow_mark[other.index()] != epoch {
+                        self.flow_mark[other.index()] = epoch;
+                        stack.push(other);
+                    }
+                }
+            }
+        }
+        found.sort_unstable();
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn links(ids: &[u32]) -> Vec<LinkId> {
+        ids.iter().map(|&l| LinkId(l)).collect()
+    }
+
+    #[test]
+    fn two_flows_sharing_a_link_each_get_half_and_finish_together() {
+        let mut net = FairShareNetwork::new(vec![1e9]);
+        let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
+        let b = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
+        assert_eq!(net.rate_bytes_per_s(a), 0.5e9);
+        assert_eq!(net.rate_bytes_per_s(b), 0.5e9);
+        let done = net.advance(SimTime(u64::MAX - 1));
+        assert_eq!(done, [(SimTime(2_000_000), a), (SimTime(2_000_000), b)]);
+    }
+
+    #[test]
+    fn a_finished_flow_releases_its_share() {
+        // 1 GB/s link: A (1 MB) and B (3 MB) share it until A ends at 2 ms,
+        // then B alone: 2 MB left at 1 GB/s → done at 4 ms.
+        let mut net = FairShareNetwork::new(vec![1e9]);
+        let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
+        let b = net.start_flow(SimTime(0), &links(&[0]), 3_000_000);
+        assert_eq!(net.next_completion(), Some((SimTime(2_000_000), a)));
+        net.complete(SimTime(2_000_000), a);
+        assert_eq!(net.rate_bytes_per_s(b), 1e9);
+        assert_eq!(net.advance(SimTime(10_000_000)), [(SimTime(4_000_000), b)]);
+    }
+
+    #[test]
+    fn a_flow_bottlenecked_elsewhere_releases_capacity_to_others() {
+        // Link 0: 10 GB/s, shared by A and B. Link 1: 2 GB/s, B only.
+        // Max-min: B = 2 (its bottleneck is link 1), A = 8, not 5.
+        let mut net = FairShareNetwork::new(vec![10e9, 2e9]);
+        let a = net.start_flow(SimTime(0), &links(&[0]), 8_000_000);
+        let b = net.start_flow(SimTime(0), &links(&[0, 1]), 8_000_000);
+        assert_eq!(net.rate_bytes_per_s(a), 8e9);
+        assert_eq!(net.rate_bytes_per_s(b), 2e9);
+        // A: 8 MB at 8 GB/s = 1 ms; B: 8 MB at 2 GB/s = 4 ms.
+        let done = net.advance(SimTime(u64::MAX - 1));
+        assert_eq!(done, [(SimTime(1_000_000), a), (SimTime(4_000_000), b)]);
+    }
+
+    #[test]
+    fn unconnected_flows_keep_their_pending_completion() {
+        let mut net = FairShareNetwork::new(vec![1e9, 1e9]);
+        let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
+        let generation = net.flows[a.index()].generation;
+        net.start_flow(SimTime(10), &links(&[1]), 1_000_000);
+        assert_eq!(net.flows[a.index()].generation, generation);
+        assert_eq!(net.flows[a.index()].updated, SimTime(0));
+    }
+
+    #[test]
+    fn empty_routes_and_empty_flows_finish_at_once() {
+        let mut net = FairShareNetwork::new(vec![1e9]);
+        let local = net.start_flow(SimTime(5), &[], 1_000);
+        let empty = net.start_flow(SimTime(5), &links(&[0]), 0);
+        assert_eq!(
+            net.advance(SimTime(5)),
+            [(SimTime(5), local), (SimTime(5), empty)]
+        );
+        assert_eq!(net.active_flows(), 0);
+    }
+
+    #[test]
+    fn utilization_counts_completed_bytes_per_link() {
+        let mut net = FairShareNetwork::new(vec![1e9, 2e9, 1e9]);
+        net.start_flow(SimTime(0), &links(&[0, 1]), 1_000);
+        net.start_flow(SimTime(0), &links(&[1, 2]), 3_000);
+        net.advance(SimTime(u64::MAX - 1));
+        let utilization = net.link_utilization();
+        assert_eq!(utilization.carried_bytes, [1_000, 4_000, 3_000]);
+        let busiest = utilization.busiest(2, SimDuration(4_000));
+        assert_eq!(busiest[0].link, LinkId(1));
+        assert!((busiest[0].utilization - 0.5).abs() < 1e-12);
+        assert_eq!(busiest[1].link, LinkId(2));
+    }
+}

@@ -1,0 +1,173 @@
+//! Geometry of the fat tree: a k-ary n-tree (Petrini & Vanneschi) of radix-k
+//! switches, arity a = k/2 (a ports down, a up), n levels (0 = leaf), holding up
+//! to aⁿ endpoints (NIC ports). Numbering and routing only; no capacities.
+//!
+//! - Endpoint e sits on leaf e / a, port e % a.
+//! - A level-ℓ switch is (s, r): s = e / a^(ℓ+1) is the subtree of a^(ℓ+1)
+//!   endpoints it serves, r ∈ [0, a^ℓ) its replica; its index in the level is
+//!   w = s·a^ℓ + r ∈ [0, a^(n−1)).
+//! - Up port j of (ℓ, s, r) is cable w·a + j to (ℓ+1, s / a, r + j·a^ℓ); there are
+//!   aⁿ cables between two adjacent levels. Top-level switches use only a ports.
+//!
+//! Routing: up to the lowest level h whose subtree holds both endpoints, choosing
+//! each up port by ECMP (a fixed hash, below); down is then determined (the
+//! replica keeps its low digits). Every route between two endpoints of one subtree
+//! at level h passes 2h + 1 switches.
+//!
+//! ECMP: up port at level ℓ = SplitMix64(src·2³² + dst + (ℓ+1)·φ) mod a, with src and
+//! dst the GPUs' global indices and φ = 0x9E3779B97F4A7C15: deterministic, the same
+//! for every flow between the same pair of GPUs, spread evenly over ports.
+
+/// A direction on one fat-tree cable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TreeHop {
+    /// Lower level of the cable (0: between leaves and level-1 switches).
+    pub level: u32,
+    /// Cable index within that level, in [0, aⁿ).
+    pub cable: u64,
+    /// True when going towards the root.
+    pub up: bool,
+}
+
+/// A k-ary n-tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FatTree {
+    /// a = radix / 2.
+    pub arity: u64,
+    /// n switch levels.
+    pub levels: u32,
+}
+
+/// SplitMix64 finalizer: a fixed, well-mixed 64-bit hash.
+pub fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+impl FatTree {
+    pub fn new(radix: u32, levels: u32) -> FatTree {
+        FatTree {
+            arity: (radix / 2).max(1) as u64,
+            levels: levels.max(1),
+        }
+    }
+
+    /// aⁿ: endpoints the tree can hold (saturating).
+    pub fn max_endpoints(&self) -> u64 {
+        self.arity.saturating_pow(self.levels)
+    }
+
+    /// Cables between level ℓ and ℓ + 1 (aⁿ for every ℓ < n − 1).
+    pub fn cables_per_level(&self) -> u64 {
+        self.max_endpoints()
+    }
+
+    /// Cable boundaries: levels − 1.
+    pub fn cable_levels(&self) -> u32 {
+        self.levels - 1
+    }
+
+    fn pow(&self, exponent: u32) -> u64 {
+        self.arity.pow(exponent)
+    }
+
+    /// Lowest level whose subtree holds both endpoints (0 = same leaf).
+    pub fn common_level(&self, src: u64, dst: u64) -> u32 {
+        (0..self.levels)
+            .find(|&level| src / self.pow(level + 1) == dst / self.pow(level + 1))
+            .unwrap_or(self.levels - 1)
+    }
+
+    /// Switch-to-switch hops from leaf of `src` to leaf of `dst`, with ECMP by `ecmp_key`.
+    pub fn route(&self, src: u64, dst: u64, ecmp_key: u64) -> Vec<TreeHop> {
+        let top = self.common_level(src, dst);
+        let mut hops = Vec::with_capacity(2 * top as usize);
+        let mut replica = 0u64;
+        for level in 0..top {
+            let subtree = src / self.pow(level + 1);
+            let switch = subtree * self.pow(level) + replica;
+            let salt = u64::from(level + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let port = splitmix64(ecmp_key.wrapping_add(salt)) % self.arity;
+            hops.push(TreeHop {
+                level,
+                cable: switch * self.arity + port,
+                up: true,
+            });
+            replica += port * self.pow(level);
+        }
+        for level in (1..=top).rev() {
+            let child_subtree = dst / self.pow(level);
+            let child_replica = replica % self.pow(level - 1);
+            let port = replica / self.pow(level - 1);
+            let child = child_subtree * self.pow(level - 1) + child_replica;
+            hops.push(TreeHop {
+                level: level - 1,
+                cable: child * self.arity + port,
+                up: false,
+            });
+            replica = child_replica;
+        }
+        hops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_level_follows_subtrees() {
+        let tree = FatTree::new(8, 3); // a = 4: leaves of 4, pods of 16, 64 endpoints
+        assert_eq!(tree.max_endpoints(), 64);
+        assert_eq!(tree.common_level(0, 3), 0);
+        assert_eq!(tree.common_level(0, 4), 1);
+        assert_eq!(tree.common_level(0, 15), 1);
+        assert_eq!(tree.common_level(0, 16), 2);
+    }
+
+    #[test]
+    fn routes_climb_to_the_common_level_and_come_back_down_symmetrically() {
+        let tree = FatTree::new(8, 3);
+        for (src, dst) in [(0u64, 1u64), (0, 5), (3, 60), (17, 47)] {
+            for key in 0..20 {
+                let hops = tree.route(src, dst, key);
+                let top = tree.common_level(src, dst) as usize;
+                assert_eq!(hops.len(), 2 * top);
+                // Up cables leave src's switches; down cables reach dst's leaf.
+                for (i, hop) in hops.iter().enumerate() {
+                    assert_eq!(hop.up, i < top);
+                    assert!(hop.cable < tree.cables_per_level());
+                }
+                if top > 0 {
+                    // The first up cable leaves src's leaf; the last down cable enters dst's.
+                    assert_eq!(hops[0].cable / tree.arity, src / tree.arity);
+                    assert_eq!(hops.last().unwrap().cable / tree.arity, dst / tree.arity);
+                    // Up and down meet at one top switch: the parent of the last up cable
+                    // is the parent of the first down cable.
+                    let parent = |hop: &TreeHop| {
+                        let level = hop.level;
+                        let child = hop.cable / tree.arity;
+                        let port = hop.cable % tree.arity;
+                        let pow = tree.arity.pow(level);
+                        let (subtree, replica) = (child / pow, child % pow);
+                        (subtree / tree.arity, replica + port * pow)
+                    };
+                    assert_eq!(parent(&hops[top - 1]), parent(&hops[top]));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ecmp_spreads_over_up_ports() {
+        let tree = FatTree::new(8, 2);
+        let mut used = [0u32; 4];
+        for key in 0..400 {
+            let hops = tree.route(0, 15, splitmix64(key));
+            used[(hops[0].cable % 4) as usize] += 1;
+        }
+        assert!(used.iter().all(|&count| count > 60), "{used:?}");
+    }
+}

@@ -1,1 +1,71 @@
-fn main() {}
+//! Engine benchmarks: lowering and whole simulations at 64, 1024 and 3072
+//! GPUs, with throughput in events per second. Run with
+//! `cargo bench -p sim --bench engine` (add `-- whole_run/3072` to pick one).
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use sim::scenario::{Recompute, ScenarioFile, ScheduleKind};
+use std::hint::black_box;
+use std::time::Duration;
+
+/// (label, scenario): GPT-3 175B on 64 and 1024 GPUs, the 1T model on 3072.
+fn cases() -> Vec<(&'static str, sim::scenario::Scenario)> {
+    let base = ScenarioFile::embedded_default();
+    let gpt3_64 = ScenarioFile { pp: Some(8), dp: Some(1), global_batch: Some(64), ..base.clone() };
+    let gpt3_1024 = base.clone();
+    let gpt1t_3072 = ScenarioFile {
+        model: Some("gpt-1t".into()),
+        tp: Some(8),
+        pp: Some(64),
+        dp: Some(6),
+        global_batch: Some(3072),
+        schedule: Some(ScheduleKind::OneFOneB),
+        recompute: Some(Recompute::Full),
+        ..base
+    };
+    vec![
+        ("64", gpt3_64.resolve().unwrap()),
+        ("1024", gpt3_1024.resolve().unwrap()),
+        ("3072", gpt1t_3072.resolve().unwrap()),
+    ]
+}
+
+fn lowering(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lowering");
+    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    for (label, scenario) in cases() {
+        let tasks = sim::build_graph(&scenario).1.task_count() as u64;
+        group.throughput(Throughput::Elements(tasks));
+        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| b.iter(|| black_box(sim::build_graph(s))));
+    }
+    group.finish();
+}
+
+fn whole_run(c: &mut Criterion) {
+    let mut group = c.benchmark_group("whole_run");
+    group.sample_size(10).measurement_time(Duration::from_secs(20));
+    for (label, scenario) in cases() {
+        let events = sim::simulate(&scenario).unwrap().n_events;
+        group.throughput(Throughput::Elements(events));
+        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| b.iter(|| black_box(sim::simulate(s).unwrap())));
+    }
+    group.finish();
+}
+
+fn engine_only(c: &mut Criterion) {
+    let mut group = c.benchmark_group("engine_only");
+    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    for (label, scenario) in cases() {
+        let (_, graph) = sim::build_graph(&scenario);
+        let network = sim::cost::ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+        let costs = sim::cost::cost_works(&scenario, &graph.works, &network);
+        let events = 2 * graph.task_count() as u64;
+        group.throughput(Throughput::Elements(events));
+        group.bench_function(BenchmarkId::from_parameter(label), |b| {
+            b.iter(|| black_box(sim::engine::run(&graph, |id| costs[graph.task(id).work.index()].duration).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, lowering, engine_only, whole_run);
+criterion_main!(benches);

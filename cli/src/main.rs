@@ -23,6 +23,8 @@ struct Cli {
 enum Command {
     /// Simulate one training iteration and report time, TFLOP/s, bubble, communication and memory.
     Simulate(commands::simulate::SimulateArgs),
+    /// Predicted time and bus bandwidth of a collective over a size range (nccl-tests columns).
+    Collective(commands::collective::CollectiveArgs),
     /// Draw or trace a saved Timeline (Gantt chart SVG/PNG, Perfetto trace).
     Timeline(commands::timeline::TimelineArgs),
     /// Charts over many simulations (bubble fraction vs microbatches).
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Simulate(args) => commands::simulate::run(args),
+        Command::Collective(args) => commands::collective::run(args),
         Command::Timeline(args) => commands::timeline::run(args),
         Command::Plot(args) => commands::plot::run(args),
         Command::Compare(args) => commands::compare::run(args),

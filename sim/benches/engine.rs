@@ -10,7 +10,12 @@ use std::time::Duration;
 /// (label, scenario): GPT-3 175B on 64 and 1024 GPUs, the 1T model on 3072.
 fn cases() -> Vec<(&'static str, sim::scenario::Scenario)> {
     let base = ScenarioFile::embedded_default();
-    let gpt3_64 = ScenarioFile { pp: Some(8), dp: Some(1), global_batch: Some(64), ..base.clone() };
+    let gpt3_64 = ScenarioFile {
+        pp: Some(8),
+        dp: Some(1),
+        global_batch: Some(64),
+        ..base.clone()
+    };
     let gpt3_1024 = base.clone();
     let gpt1t_3072 = ScenarioFile {
         model: Some("gpt-1t".into()),
@@ -31,29 +36,39 @@ fn cases() -> Vec<(&'static str, sim::scenario::Scenario)> {
 
 fn lowering(c: &mut Criterion) {
     let mut group = c.benchmark_group("lowering");
-    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
     for (label, scenario) in cases() {
         let tasks = sim::build_graph(&scenario).1.task_count() as u64;
         group.throughput(Throughput::Elements(tasks));
-        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| b.iter(|| black_box(sim::build_graph(s))));
+        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| {
+            b.iter(|| black_box(sim::build_graph(s)))
+        });
     }
     group.finish();
 }
 
 fn whole_run(c: &mut Criterion) {
     let mut group = c.benchmark_group("whole_run");
-    group.sample_size(10).measurement_time(Duration::from_secs(20));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
     for (label, scenario) in cases() {
         let events = sim::simulate(&scenario).unwrap().n_events;
         group.throughput(Throughput::Elements(events));
-        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| b.iter(|| black_box(sim::simulate(s).unwrap())));
+        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| {
+            b.iter(|| black_box(sim::simulate(s).unwrap()))
+        });
     }
     group.finish();
 }
 
 fn engine_only(c: &mut Criterion) {
     let mut group = c.benchmark_group("engine_only");
-    group.sample_size(10).measurement_time(Duration::from_secs(10));
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
     for (label, scenario) in cases() {
         let (_, graph) = sim::build_graph(&scenario);
         let network = sim::cost::ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
@@ -61,7 +76,12 @@ fn engine_only(c: &mut Criterion) {
         let events = 2 * graph.task_count() as u64;
         group.throughput(Throughput::Elements(events));
         group.bench_function(BenchmarkId::from_parameter(label), |b| {
-            b.iter(|| black_box(sim::engine::run(&graph, |id| costs[graph.task(id).work.index()].duration).unwrap()))
+            b.iter(|| {
+                black_box(
+                    sim::engine::run(&graph, |id| costs[graph.task(id).work.index()].duration)
+                        .unwrap(),
+                )
+            })
         });
     }
     group.finish();

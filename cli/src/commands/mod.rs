@@ -1,6 +1,7 @@
 //! One module per subcommand, plus the argument groups they share.
 
 pub mod calibrate;
+pub mod collective;
 pub mod compare;
 pub mod pictures;
 pub mod plot;

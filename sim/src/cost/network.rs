@@ -1,14 +1,11 @@
 //! Communication durations behind one interface.
 //!
-//! [`ClosedFormNetwork`] is the first-version model: NCCL ring formulas with
-//! the profile's achieved rates and no contention. A ring all-reduce over n
-//! ranks takes 2(n−1) steps of fixed cost α plus 2(n−1)/n · bytes ÷ busbw
-//! (nccl-tests' bus-bandwidth definition). Inside one node busbw is the
-//! profile's NVLink ring bandwidth; across nodes each rank drives the NIC
-//! bandwidth of its node share, so busbw = min(NVLink busbw, ranks per node ×
-//! NICs per GPU × NIC bandwidth) — 8 × 24 GB/s = 192 GB/s for a full DGX A100
-//! node, 24 GB/s for one rank per node.
+//! [`ClosedFormNetwork`] costs every collective with NCCL's algorithms in
+//! closed form ([`crate::collective`]: ring or tree by NCCL's tuner rule,
+//! hierarchical bandwidth over NVLink and the NIC rails) using the profile's
+//! achieved rates, each as if alone on the fabric (no contention).
 
+use crate::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
 use crate::profile::Profile;
 use crate::time::SimDuration;
 use topologies::TopologySpec;
@@ -30,64 +27,37 @@ pub trait NetworkModel {
     ) -> SimDuration;
 }
 
-/// NCCL ring formulas with achieved rates, no contention.
+/// NCCL's algorithms in closed form ([`crate::collective`]) with achieved
+/// rates and no contention: each collective is costed as if alone on the fabric.
 #[derive(Debug, Clone)]
 pub struct ClosedFormNetwork {
-    nvlink_bus_bytes_per_s: f64,
-    nvlink_step_s: f64,
-    nic_bytes_per_s: f64,
-    network_step_s: f64,
-    nics_per_gpu: f64,
-    gpus_per_node: u32,
+    rates: LinkRates,
 }
 
 impl ClosedFormNetwork {
     pub fn new(topology: &TopologySpec, profile: &Profile) -> ClosedFormNetwork {
-        let comm = &profile.communication;
         ClosedFormNetwork {
-            nvlink_bus_bytes_per_s: comm.nvlink_bus_bandwidth_bytes_per_s.value,
-            nvlink_step_s: comm.nvlink_step_latency_ns.value * 1e-9,
-            nic_bytes_per_s: comm.nic_bandwidth_bytes_per_s.value,
-            network_step_s: comm.network_step_latency_ns.value * 1e-9,
-            nics_per_gpu: topology.fabric.nics_per_node as f64 / topology.node.gpus_per_node as f64,
-            gpus_per_node: topology.node.gpus_per_node,
+            rates: LinkRates::from(topology, profile),
         }
     }
 
-    /// (bus bandwidth, step cost) for a group spanning `nodes` nodes.
-    fn ring(&self, group_size: u32, nodes: u32) -> (f64, f64) {
-        if nodes <= 1 {
-            (self.nvlink_bus_bytes_per_s, self.nvlink_step_s)
-        } else {
-            let ranks_per_node = group_size.div_ceil(nodes).min(self.gpus_per_node) as f64;
-            let network = ranks_per_node * self.nics_per_gpu * self.nic_bytes_per_s;
-            (
-                network.min(self.nvlink_bus_bytes_per_s),
-                self.network_step_s,
-            )
+    fn collective(&self, op: CollectiveOp, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
+        if group_size <= 1 || bytes == 0 {
+            return SimDuration::ZERO;
         }
+        let nodes = nodes.max(1);
+        let group = GroupShape::new(nodes, group_size.div_ceil(nodes));
+        estimate(op, bytes, &group, &self.rates, None).duration
     }
 }
 
 impl NetworkModel for ClosedFormNetwork {
     fn all_reduce(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
-        if group_size <= 1 || bytes == 0 {
-            return SimDuration::ZERO;
-        }
-        let n = group_size as f64;
-        let (bus, step) = self.ring(group_size, nodes);
-        SimDuration::from_seconds_ceil(
-            2.0 * (n - 1.0) * step + 2.0 * (n - 1.0) / n * bytes as f64 / bus,
-        )
+        self.collective(CollectiveOp::AllReduce, bytes, group_size, nodes)
     }
 
     fn all_gather(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
-        if group_size <= 1 || bytes == 0 {
-            return SimDuration::ZERO;
-        }
-        let n = group_size as f64;
-        let (bus, step) = self.ring(group_size, nodes);
-        SimDuration::from_seconds_ceil((n - 1.0) * step + (n - 1.0) / n * bytes as f64 / bus)
+        self.collective(CollectiveOp::AllGather, bytes, group_size, nodes)
     }
 
     fn pipeline_transfer(
@@ -100,19 +70,19 @@ impl NetworkModel for ClosedFormNetwork {
         if bytes == 0 {
             return SimDuration::ZERO;
         }
-        if !crosses_nodes {
-            return SimDuration::from_seconds_ceil(
-                self.nvlink_step_s + bytes as f64 / self.nvlink_bus_bytes_per_s,
-            );
-        }
-        // Each tensor rank sends over its own NIC rail: the full tensor, or 1/t of it then an NVLink all-gather.
-        let nic_bytes_per_s = self.nic_bytes_per_s * self.nics_per_gpu.min(1.0);
-        if scatter_gather && tensor_parallel > 1 {
-            let slice = bytes as f64 / tensor_parallel as f64;
-            SimDuration::from_seconds_ceil(self.network_step_s + slice / nic_bytes_per_s)
+        let pair = if crosses_nodes {
+            GroupShape::new(2, 1)
+        } else {
+            GroupShape::single_node(2)
+        };
+        if crosses_nodes && scatter_gather && tensor_parallel > 1 {
+            // Each tensor rank sends 1/t over its own NIC rail, then the receivers all-gather over NVLink.
+            let slice = bytes.div_ceil(tensor_parallel as u64);
+            estimate(CollectiveOp::SendRecv, slice, &pair, &self.rates, None).duration
                 + self.all_gather(bytes, tensor_parallel, 1)
         } else {
-            SimDuration::from_seconds_ceil(self.network_step_s + bytes as f64 / nic_bytes_per_s)
+            // Every tensor rank sends the whole activation over its own rail, in parallel.
+            estimate(CollectiveOp::SendRecv, bytes, &pair, &self.rates, None).duration
         }
     }
 }

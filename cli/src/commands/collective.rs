@@ -1,0 +1,122 @@
+//! `clustersim collective`: predicted time, algorithm bandwidth and bus
+//! bandwidth of one collective over a size range, in nccl-tests' columns.
+
+use crate::exit::user_error;
+use clap::Args;
+use sim::collective::{
+    format_nccl_tests_table, nccl_tests_table, size_sweep, Algorithm, CollectiveOp, GroupShape,
+    LinkRates,
+};
+use sim::profile::Profile;
+use topologies::TopologySpec;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples (compare with nccl-tests' all_reduce_perf -b 8 -e 1G -f 2 -g 8):\n  clustersim collective --gpus 8\n  clustersim collective --op all_reduce --gpus 64 --min-bytes 1M --max-bytes 8G\n  clustersim collective --op all_gather --gpus 16 --gpus-per-node 2 --algorithm ring"
+)]
+pub struct CollectiveArgs {
+    /// all_reduce, reduce_scatter, all_gather, broadcast or send_recv.
+    #[arg(long, default_value = "all_reduce", value_parser = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"])]
+    pub op: String,
+    /// Topology preset or file.
+    #[arg(long, default_value = "selene")]
+    pub topology: String,
+    /// Calibration profile (default: the built-in for the topology's GPU).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// GPUs in the group (consecutive ranks, filling nodes in order).
+    #[arg(long, default_value_t = 8)]
+    pub gpus: u32,
+    /// GPUs of the group on each node (default: the node's size).
+    #[arg(long)]
+    pub gpus_per_node: Option<u32>,
+    /// Smallest size in bytes (suffixes K, M, G allowed).
+    #[arg(long, default_value = "8", value_parser = parse_bytes)]
+    pub min_bytes: u64,
+    /// Largest size in bytes (suffixes K, M, G allowed).
+    #[arg(long, default_value = "1G", value_parser = parse_bytes)]
+    pub max_bytes: u64,
+    /// Size multiplication factor between rows.
+    #[arg(long, default_value_t = 2)]
+    pub factor: u64,
+    /// Force ring or tree instead of NCCL's tuner rule.
+    #[arg(long, value_parser = ["ring", "tree"])]
+    pub algorithm: Option<String>,
+}
+
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let (digits, scale) = match text.trim().chars().last() {
+        Some('K' | 'k') => (&text[..text.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&text[..text.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    let value: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a byte count like 8, 64K, 1M or 1G"))?;
+    value
+        .checked_mul(scale)
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("'{text}' is out of range"))
+}
+
+pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
+    let topology = TopologySpec::resolve(&args.topology).map_err(user_error)?;
+    let profile = match &args.profile {
+        Some(name) => Profile::resolve(name).map_err(user_error)?,
+        None => Profile::default_for_gpu(&topology.gpu.name).ok_or_else(|| {
+            user_error(format!(
+                "no built-in profile for {}; pass --profile",
+                topology.gpu.name
+            ))
+        })?,
+    };
+    let op = CollectiveOp::ALL
+        .into_iter()
+        .find(|op| op.name() == args.op)
+        .expect("clap restricts --op");
+    let per_node = args.gpus_per_node.unwrap_or(topology.node.gpus_per_node);
+    let mut problems = Vec::new();
+    if args.gpus == 0 {
+        problems.push("--gpus must be at least 1".to_string());
+    }
+    if per_node == 0 || per_node > topology.node.gpus_per_node {
+        problems.push(format!(
+            "--gpus-per-node must be 1..={} for {}",
+            topology.node.gpus_per_node, topology.name
+        ));
+    } else if args.gpus % per_node != 0 && args.gpus > per_node {
+        problems.push(format!(
+            "--gpus {} is not a multiple of --gpus-per-node {per_node}",
+            args.gpus
+        ));
+    }
+    let nodes = args.gpus.div_ceil(per_node.max(1));
+    if nodes > topology.nodes {
+        problems.push(format!(
+            "{} GPUs at {per_node} per node need {nodes} nodes; {} has {}",
+            args.gpus, topology.name, topology.nodes
+        ));
+    }
+    if args.min_bytes > args.max_bytes {
+        problems.push("--min-bytes is larger than --max-bytes".into());
+    }
+    if !problems.is_empty() {
+        return Err(user_error(problems.join("; ")));
+    }
+    let group = GroupShape::new(nodes, args.gpus.min(per_node));
+    let rates = LinkRates::from(&topology, &profile);
+    let algorithm = args.algorithm.as_deref().map(|a| {
+        if a == "tree" {
+            Algorithm::Tree
+        } else {
+            Algorithm::Ring
+        }
+    });
+    let sizes = size_sweep(args.min_bytes, args.max_bytes, args.factor);
+    let rows = nccl_tests_table(op, &sizes, &group, &rates, algorithm);
+    println!("# topology {} · profile {}", topology.name, profile.id);
+    print!("{}", format_nccl_tests_table(op, &group, &rows));
+    Ok(())
+}

@@ -8,14 +8,20 @@
 //! the graph as program-order edges) and finishes `duration` later. The engine
 //! owns all its state in dense `Vec`s indexed by task id; no allocation per
 //! event beyond the heap's amortized growth.
+//!
+//! With a fabric ([`run_with_fabric`]), tasks a [`FlowPlanner`] turns into
+//! flows (cross-node communication) share link bandwidth max-min fairly in
+//! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
+//! completes plus its fixed tail. Everything else keeps its fixed duration.
 
 use crate::ids::TaskId;
+use crate::network::{Fabric, FairShareNetwork, LinkUtilization};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
 use petgraph::graph::NodeIndex;
 use petgraph::Direction;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// What happens at an instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -77,6 +83,10 @@ impl EventQueue {
         self.heap.len()
     }
 
+    fn peek_time(&self) -> Option<SimTime> {
+        self.heap.peek().map(|Reverse((time, ..))| *time)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
@@ -100,11 +110,43 @@ pub struct DeadlockError {
     pub first: String,
 }
 
-/// Runs the graph with a duration per task.
+/// How a communication task runs on a shared fabric: flows between GPUs,
+/// then a fixed tail (per-step latencies, intra-node phases) once the last flow ends.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlowPlan {
+    /// (source GPU, destination GPU, bytes).
+    pub flows: Vec<(u32, u32, u64)>,
+    pub tail: SimDuration,
+}
+
+/// Tasks that contend for a fabric: the engine asks for each task's plan when it
+/// starts; `None` means the task's duration is fixed.
+pub trait FlowPlanner {
+    fn plan(&self, task: TaskId) -> Option<FlowPlan>;
+}
+
+/// The fabric and its fair-share state during a run.
+pub struct SharedFabric<'a> {
+    pub fabric: &'a Fabric,
+    pub planner: &'a dyn FlowPlanner,
+}
+
+/// Runs the graph with a fixed duration per task.
 pub fn run(
     graph: &TaskGraph,
     duration_of: impl Fn(TaskId) -> SimDuration,
 ) -> Result<Schedule, DeadlockError> {
+    run_with_fabric(graph, duration_of, None).map(|(schedule, _)| schedule)
+}
+
+/// Runs the graph; tasks the planner turns into flows share the fabric's links
+/// max-min fairly (contention), the others take their fixed duration. Network
+/// completions at an instant are processed before other events at that instant.
+pub fn run_with_fabric(
+    graph: &TaskGraph,
+    duration_of: impl Fn(TaskId) -> SimDuration,
+    fabric: Option<SharedFabric<'_>>,
+) -> Result<(Schedule, Option<LinkUtilization>), DeadlockError> {
     let g = &graph.graph;
     let n = g.node_count();
     let mut remaining: Vec<u32> = vec![0; n];
@@ -119,19 +161,60 @@ pub fn run(
             queue.push(SimTime::ZERO, EventKind::Start, index as u32);
         }
     }
+    let mut network = fabric
+        .as_ref()
+        .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s()));
+    // Per flow: the task it belongs to. Per flow task: flows still running and its tail.
+    let mut flow_owner: Vec<u32> = Vec::new();
+    let mut flows_left: BTreeMap<u32, (u32, SimDuration)> = BTreeMap::new();
     let mut events = 0u64;
     let mut finished = 0usize;
-    while let Some(event) = queue.pop() {
+    loop {
+        if let Some(network) = network.as_mut() {
+            if let Some((due, flow)) = network.next_completion() {
+                if queue.peek_time().is_none_or(|next| due <= next) {
+                    network.complete(due, flow);
+                    events += 1;
+                    let task = flow_owner[flow.index()];
+                    let entry = flows_left.get_mut(&task).expect("a running flow task");
+                    entry.0 -= 1;
+                    if entry.0 == 0 {
+                        let tail = entry.1;
+                        flows_left.remove(&task);
+                        queue.push(due + tail, EventKind::Finish, task);
+                    }
+                    continue;
+                }
+            }
+        }
+        let Some(event) = queue.pop() else { break };
         events += 1;
         let task = event.task as usize;
         match event.kind {
             EventKind::Start => {
                 start[task] = event.time;
-                queue.push(
-                    event.time + duration_of(TaskId(event.task)),
-                    EventKind::Finish,
-                    event.task,
-                );
+                let plan = fabric
+                    .as_ref()
+                    .and_then(|f| f.planner.plan(TaskId(event.task)));
+                match (plan, network.as_mut(), fabric.as_ref()) {
+                    (Some(plan), Some(network), Some(shared)) if !plan.flows.is_empty() => {
+                        flows_left.insert(event.task, (plan.flows.len() as u32, plan.tail));
+                        for &(source, destination, bytes) in &plan.flows {
+                            let route = shared.fabric.route(source, destination);
+                            let id = network.start_flow(event.time, &route.links, bytes);
+                            debug_assert_eq!(id.index(), flow_owner.len());
+                            flow_owner.push(event.task);
+                        }
+                    }
+                    (Some(plan), _, _) => {
+                        queue.push(event.time + plan.tail, EventKind::Finish, event.task)
+                    }
+                    (None, _, _) => queue.push(
+                        event.time + duration_of(TaskId(event.task)),
+                        EventKind::Finish,
+                        event.task,
+                    ),
+                }
             }
             EventKind::Finish => {
                 end[task] = event.time;
@@ -160,7 +243,10 @@ pub fn run(
             first: graph.describe(TaskId(first as u32)),
         });
     }
-    Ok(Schedule { start, end, events })
+    Ok((
+        Schedule { start, end, events },
+        network.map(|network| network.link_utilization()),
+    ))
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod collective;
 pub mod compare;
 pub mod cost;
 pub mod engine;
+pub mod flows;
 pub mod ids;
 pub mod lowering;
 pub mod memory;
@@ -43,4 +44,6 @@ pub mod time;
 pub mod timeline;
 pub mod validation;
 
-pub use simulate::{build_graph, run_graph, simulate, uniform_costs, SimulationReport};
+pub use simulate::{
+    build_graph, run_graph, simulate, uniform_costs, LinkLoad, SimulationError, SimulationReport,
+};

@@ -36,7 +36,10 @@ pub struct Metrics {
     pub bubble_fraction_per_stage: Vec<f64>,
     /// Mean per rank: forward, recompute, backward and optimizer kernels.
     pub compute_time_s: f64,
+    /// Seconds not hidden behind compute, per class (mean per rank).
     pub exposed_communication: ExposedCommunication,
+    /// Seconds each class was in flight on a rank (mean per rank); overlapped = this − exposed.
+    pub communication: ExposedCommunication,
 }
 
 /// Sum of lengths of the intersection of two sorted, disjoint interval lists.
@@ -128,6 +131,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
     let mut idle_sum_ns = 0u128;
     let mut compute_sum_ns = 0u128;
     let mut exposed_sum_ns = [0u128; 3];
+    let mut in_flight_sum_ns = [0u128; 3];
     let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
     for rank in 0..n_ranks {
         let tasks = &by_rank[counts[rank]..counts[rank + 1]];
@@ -157,6 +161,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
         for class in 1..3 {
             let intervals = union(std::mem::take(&mut comm[class]));
             exposed_sum_ns[class] += overlap_ns(&idle, &intervals) as u128;
+            in_flight_sum_ns[class] += intervals.iter().map(|(s, e)| (e - s) as u128).sum::<u128>();
         }
     }
 
@@ -198,6 +203,11 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
             tensor_s: per_rank(exposed_sum_ns[0]),
             pipeline_s: per_rank(exposed_sum_ns[1]),
             data_parallel_s: per_rank(exposed_sum_ns[2]),
+        },
+        communication: ExposedCommunication {
+            tensor_s: per_rank(exposed_sum_ns[0]),
+            pipeline_s: per_rank(in_flight_sum_ns[1]),
+            data_parallel_s: per_rank(in_flight_sum_ns[2]),
         },
     }
 }

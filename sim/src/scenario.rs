@@ -104,6 +104,10 @@ pub struct ScenarioFile {
     /// Seed recorded in the timeline (the engine itself draws no random numbers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Run cross-node communication as flows sharing the fat tree's links
+    /// (max-min fair) instead of closed-form times (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_contention: Option<bool>,
 }
 
 /// The parallel layout, validated.
@@ -146,6 +150,8 @@ pub struct Scenario {
     pub recompute: Recompute,
     pub pipeline_scatter_gather: bool,
     pub seed: u64,
+    /// Cross-node communication shares the fabric's links (flow-level contention).
+    pub network_contention: bool,
 }
 
 /// Problems with a scenario, all reported together.
@@ -231,6 +237,7 @@ impl ScenarioFile {
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
             seed: self.seed.or(base.seed),
+            network_contention: self.network_contention.or(base.network_contention),
         }
     }
 
@@ -407,6 +414,7 @@ impl ScenarioFile {
             recompute,
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             seed: self.seed.unwrap_or(0),
+            network_contention: self.network_contention.unwrap_or(false),
         })
     }
 }
@@ -437,7 +445,7 @@ impl Scenario {
     pub fn title(&self) -> String {
         let l = &self.layout;
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}",
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -447,7 +455,12 @@ impl Scenario {
             l.microbatch_size,
             l.global_batch,
             self.schedule.name(),
-            self.recompute.name()
+            self.recompute.name(),
+            if self.network_contention {
+                " · contention"
+            } else {
+                ""
+            }
         )
     }
 
@@ -462,6 +475,7 @@ impl Scenario {
             "schedule": self.schedule,
             "recompute": self.recompute,
             "pipeline_scatter_gather": self.pipeline_scatter_gather,
+            "network_contention": self.network_contention,
             "seed": self.seed,
         })
     }

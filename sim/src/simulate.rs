@@ -2,10 +2,12 @@
 //! costs → engine → timeline → metrics and memory.
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
-use crate::engine::{self, DeadlockError};
+use crate::engine::{self, DeadlockError, SharedFabric};
+use crate::flows::CrossNodePlanner;
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::metrics::{self, Metrics};
+use crate::network::{Fabric, FabricError};
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::task::NO_MICROBATCH;
@@ -24,6 +26,26 @@ pub struct SimulationReport {
     pub n_tasks: usize,
     pub n_edges: usize,
     pub n_events: u64,
+    /// The most loaded links, with `--contention` (empty otherwise).
+    pub busiest_links: Vec<LinkLoad>,
+}
+
+/// How much one link carried over the iteration.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LinkLoad {
+    pub link: String,
+    pub carried_bytes: u64,
+    /// carried ÷ (capacity × iteration time).
+    pub utilization: f64,
+}
+
+/// Why a simulation could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulationError {
+    #[error(transparent)]
+    Deadlock(#[from] DeadlockError),
+    #[error("cannot build the network fabric for contention: {0}")]
+    Fabric(#[from] FabricError),
 }
 
 impl SimulationReport {
@@ -56,6 +78,15 @@ pub fn run_graph(
     costs: &[WorkCost],
 ) -> Result<(Timeline, u64), DeadlockError> {
     let outcome = engine::run(graph, |id| costs[graph.task(id).work.index()].duration)?;
+    Ok(package(scenario, graph, costs, &outcome))
+}
+
+fn package(
+    scenario: &Scenario,
+    graph: &TaskGraph,
+    costs: &[WorkCost],
+    outcome: &engine::Schedule,
+) -> (Timeline, u64) {
     let tasks = graph
         .graph
         .node_weights()
@@ -102,15 +133,46 @@ pub fn run_graph(
             .map(|ranks| ranks.iter().map(|r| r.0).collect())
             .collect(),
     };
-    Ok((Timeline { header, tasks }, outcome.events))
+    (Timeline { header, tasks }, outcome.events)
 }
 
+/// How many of the busiest links a report lists.
+const BUSIEST_LINKS: usize = 10;
+
 /// Simulates one iteration of a scenario.
-pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, DeadlockError> {
+pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError> {
     let (schedule, graph) = build_graph(scenario);
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
     let costs = cost_works(scenario, &graph.works, &network);
-    let (timeline, n_events) = run_graph(scenario, &graph, &costs)?;
+    let duration_of = |id: crate::ids::TaskId| costs[graph.task(id).work.index()].duration;
+    let (timeline, n_events, busiest_links) = if scenario.network_contention {
+        let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
+        let planner = CrossNodePlanner::new(scenario, &graph, &network, &costs);
+        let (outcome, utilization) = engine::run_with_fabric(
+            &graph,
+            duration_of,
+            Some(SharedFabric {
+                fabric: &fabric,
+                planner: &planner,
+            }),
+        )?;
+        let (timeline, events) = package(scenario, &graph, &costs, &outcome);
+        let elapsed = SimDuration(timeline.makespan_ns());
+        let busiest = utilization
+            .map(|u| u.busiest(BUSIEST_LINKS, elapsed))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|busy| LinkLoad {
+                link: fabric.describe(busy.link),
+                carried_bytes: busy.carried_bytes,
+                utilization: busy.utilization,
+            })
+            .collect();
+        (timeline, events, busiest)
+    } else {
+        let (timeline, events) = run_graph(scenario, &graph, &costs)?;
+        (timeline, events, Vec::new())
+    };
     let metrics = metrics::compute(&timeline, scenario.topology.gpu.peak.fp16_flops_per_s);
     Ok(SimulationReport {
         metrics,
@@ -119,6 +181,7 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, DeadlockError> 
         n_edges: graph.graph.edge_count(),
         n_events,
         timeline,
+        busiest_links,
     })
 }
 

@@ -49,6 +49,10 @@ pub struct ScenarioArgs {
     /// Send whole activations on one NIC per rank instead of Megatron's scatter/gather over the t NICs.
     #[arg(long)]
     pub no_scatter_gather: bool,
+    /// Share the fat tree's links among concurrent cross-node transfers (flow-level,
+    /// max-min fair) instead of costing each alone; adds the busiest links to --json.
+    #[arg(long)]
+    pub contention: bool,
     /// Seed recorded in outputs.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -77,6 +81,7 @@ impl ScenarioArgs {
             recompute: self.recompute.as_deref().and_then(Recompute::parse),
             pipeline_scatter_gather: self.no_scatter_gather.then_some(false),
             seed: self.seed,
+            network_contention: self.contention.then_some(true),
         };
         flags.or(base).resolve().map_err(user_error)
     }

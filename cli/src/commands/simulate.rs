@@ -84,6 +84,8 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         "bubble_fraction_per_stage": m.bubble_fraction_per_stage,
         "compute_time_s": m.compute_time_s,
         "exposed_communication_s": m.exposed_communication,
+        "communication_s": m.communication,
+        "busiest_links": report.busiest_links,
         "peak_memory_bytes": peak.total_bytes,
         "peak_memory_stage": peak.stage,
         "memory_capacity_bytes": peak.capacity_bytes,

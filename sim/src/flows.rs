@@ -1,0 +1,149 @@
+//! Which tasks become flows on the shared fabric, and which flows.
+//!
+//! Only traffic that leaves a node contends in this model (GPU NVSwitch
+//! ports are private to their GPU, and tensor groups are disjoint):
+//! - a pipeline transfer between nodes: one flow per tensor rank, from the
+//!   sender to the receiver with the same tensor index (same rail), carrying
+//!   1/t of the activation with Megatron's scatter/gather (then an NVLink
+//!   all-gather, costed in closed form as the task's tail) or all of it
+//!   without; tail = one network step latency;
+//! - an all-reduce whose group spans nodes: NCCL's rings, one per rail of the
+//!   group (ranks per node × NICs per GPU), each carrying 1/rails of the data;
+//!   only the node-to-node hops are flows (each ring's hop leaves node k from
+//!   the ring's rail and enters node k+1 on the same rail), each carrying the
+//!   ring's bus factor 2(n−1)/n of its share; tail = the ring's per-step
+//!   latencies. With these flows alone on the fabric the task takes exactly
+//!   the closed-form ring time; with other traffic it takes longer.
+//!
+//! Everything else keeps its closed-form duration.
+
+use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
+use crate::cost::{NetworkModel, WorkCost};
+use crate::engine::{FlowPlan, FlowPlanner};
+use crate::ids::{Rank, TaskId};
+use crate::placement::{Coordinates, Placement};
+use crate::scenario::Scenario;
+use crate::task::TaskKind;
+use crate::task_graph::{TaskGraph, Work};
+use crate::time::SimDuration;
+
+/// Plans flows for the cross-node communication tasks of one graph.
+pub struct CrossNodePlanner<'a> {
+    graph: &'a TaskGraph,
+    placement: Placement,
+    rates: LinkRates,
+    network: &'a dyn NetworkModel,
+    costs: &'a [WorkCost],
+}
+
+impl<'a> CrossNodePlanner<'a> {
+    pub fn new(
+        scenario: &'a Scenario,
+        graph: &'a TaskGraph,
+        network: &'a dyn NetworkModel,
+        costs: &'a [WorkCost],
+    ) -> Self {
+        CrossNodePlanner {
+            graph,
+            placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
+            rates: LinkRates::from(&scenario.topology, &scenario.profile),
+            network,
+            costs,
+        }
+    }
+
+    fn pipeline_flows(
+        &self,
+        task: TaskId,
+        bytes: u64,
+        tensor_parallel: u32,
+        scatter_gather: bool,
+    ) -> FlowPlan {
+        let t = self.graph.task(task);
+        let p = self.placement.layout.pipeline_parallel;
+        let virtual_stage = t.chunk as u32 * p + t.stage;
+        let peer_stage = match t.kind {
+            TaskKind::PipelineActivation => (virtual_stage + 1) % p,
+            _ => (virtual_stage + p - 1) % p,
+        };
+        let per_rank_bytes = if scatter_gather {
+            bytes.div_ceil(tensor_parallel as u64)
+        } else {
+            bytes
+        };
+        let flows = self.graph.groups[t.group.index()]
+            .iter()
+            .map(|&rank| {
+                let c = self.placement.coordinates(rank);
+                let peer = self.placement.rank(Coordinates {
+                    stage: peer_stage,
+                    ..c
+                });
+                (rank.0, peer.0, per_rank_bytes)
+            })
+            .collect();
+        let gather = if scatter_gather {
+            self.network.all_gather(bytes, tensor_parallel, 1)
+        } else {
+            SimDuration::ZERO
+        };
+        let step = SimDuration::from_seconds_ceil(self.rates.network_step_latency_ns * 1e-9);
+        FlowPlan {
+            flows,
+            tail: step + gather,
+        }
+    }
+
+    fn ring_flows(&self, ranks: &[Rank], bytes: u64) -> FlowPlan {
+        let gpus_per_node = self.placement.gpus_per_node;
+        // Ranks grouped by node, in rank order.
+        let mut nodes: Vec<Vec<u32>> = Vec::new();
+        for &rank in ranks {
+            match nodes.last_mut() {
+                Some(node) if node[0] / gpus_per_node == rank.0 / gpus_per_node => {
+                    node.push(rank.0)
+                }
+                _ => nodes.push(vec![rank.0]),
+            }
+        }
+        let ranks_per_node = nodes.iter().map(Vec::len).min().unwrap_or(1) as u32;
+        let group = GroupShape::new(nodes.len() as u32, ranks_per_node);
+        let rails =
+            (self.rates.rails_per_node(ranks_per_node).floor() as u32).clamp(1, ranks_per_node);
+        let bus_factor = CollectiveOp::AllReduce.bus_factor(group.ranks);
+        let hop_bytes = (bus_factor * bytes as f64 / rails as f64).ceil() as u64;
+        let mut flows = Vec::with_capacity(rails as usize * nodes.len());
+        for rail in 0..rails as usize {
+            for (index, node) in nodes.iter().enumerate() {
+                let next = &nodes[(index + 1) % nodes.len()];
+                flows.push((node[rail % node.len()], next[rail % next.len()], hop_bytes));
+            }
+        }
+        let latency = ring_terms(CollectiveOp::AllReduce, bytes, &group, &self.rates).latency_ns;
+        FlowPlan {
+            flows,
+            tail: SimDuration::from_seconds_ceil(latency * 1e-9),
+        }
+    }
+}
+
+impl FlowPlanner for CrossNodePlanner<'_> {
+    fn plan(&self, task: TaskId) -> Option<FlowPlan> {
+        let t = self.graph.task(task);
+        match self.graph.works[t.work.index()] {
+            Work::PipelineTransfer {
+                bytes,
+                tensor_parallel,
+                crosses_nodes: true,
+                scatter_gather,
+            } => Some(self.pipeline_flows(task, bytes, tensor_parallel, scatter_gather)),
+            Work::DataParallelAllReduce { nodes, .. } | Work::TensorAllReduce { nodes, .. }
+                if nodes > 1 =>
+            {
+                let bytes = self.costs[t.work.index()].bytes;
+                Some(self.ring_flows(&self.graph.groups[t.group.index()], bytes))
+            }
+            _ => None,
+        }
+    }
+}

@@ -92,6 +92,44 @@ impl EventQueue {
     }
 }
 
+/// Successor lists in compressed-sparse-row form: one pass over petgraph's
+/// edges, then contiguous slices (petgraph's linked edge lists are slow to walk
+/// at millions of tasks). Successors keep petgraph's per-node order.
+struct Successors {
+    offsets: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Successors {
+    fn new(graph: &TaskGraph) -> Successors {
+        let g = &graph.graph;
+        let n = g.node_count();
+        let mut offsets = vec![0u32; n + 1];
+        for edge in g.raw_edges() {
+            offsets[edge.source().index() + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut targets = vec![0u32; g.edge_count()];
+        for node in 0..n {
+            let mut at = offsets[node] as usize;
+            let mut walk = g
+                .neighbors_directed(NodeIndex::new(node), Direction::Outgoing)
+                .detach();
+            while let Some(next) = walk.next_node(g) {
+                targets[at] = next.index() as u32;
+                at += 1;
+            }
+        }
+        Successors { offsets, targets }
+    }
+
+    fn of(&self, task: usize) -> &[u32] {
+        &self.targets[self.offsets[task] as usize..self.offsets[task + 1] as usize]
+    }
+}
+
 /// When every task ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
@@ -147,10 +185,10 @@ pub fn run_with_fabric(
     duration_of: impl Fn(TaskId) -> SimDuration,
     fabric: Option<SharedFabric<'_>>,
 ) -> Result<(Schedule, Option<LinkUtilization>), DeadlockError> {
-    let g = &graph.graph;
-    let n = g.node_count();
+    let n = graph.graph.node_count();
+    let successors = Successors::new(graph);
     let mut remaining: Vec<u32> = vec![0; n];
-    for edge in g.raw_edges() {
+    for edge in graph.graph.raw_edges() {
         remaining[edge.target().index()] += 1;
     }
     let mut start = vec![SimTime::ZERO; n];
@@ -219,14 +257,11 @@ pub fn run_with_fabric(
             EventKind::Finish => {
                 end[task] = event.time;
                 finished += 1;
-                let mut successors = g
-                    .neighbors_directed(NodeIndex::new(task), Direction::Outgoing)
-                    .detach();
-                while let Some(successor) = successors.next_node(g) {
-                    let slot = &mut remaining[successor.index()];
+                for &successor in successors.of(task) {
+                    let slot = &mut remaining[successor as usize];
                     *slot -= 1;
                     if *slot == 0 {
-                        queue.push(event.time, EventKind::Start, successor.index() as u32);
+                        queue.push(event.time, EventKind::Start, successor);
                     }
                 }
             }

@@ -45,7 +45,10 @@ pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
         layout.chunks,
         layout.microbatches,
     );
-    let graph = lower(scenario, &schedule);
+    let graph = match scenario.offload {
+        Some(_) => crate::offload::lower(scenario, &schedule),
+        None => lower(scenario, &schedule),
+    };
     (schedule, graph)
 }
 
@@ -74,6 +77,7 @@ pub fn run_graph(
                 end_ns: outcome.end[index].as_nanos(),
                 bytes: cost.bytes,
                 flops: cost.flops,
+                iteration: (scenario.iterations > 1).then_some(task.iteration as u32),
             }
         })
         .collect();
@@ -105,7 +109,7 @@ pub fn run_graph(
     Ok((Timeline { header, tasks }, outcome.events))
 }
 
-/// Simulates one iteration of a scenario.
+/// Simulates one iteration of a scenario (or `scenario.iterations` consecutive ones).
 pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, DeadlockError> {
     let (schedule, graph) = build_graph(scenario);
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);

@@ -16,7 +16,10 @@
 //!
 //! When the timeline records several consecutive iterations (ZeRO-Offload with
 //! the delayed parameter update), every metric describes the steady state:
-//! the last iteration, from the previous iteration's last task end to its own.
+//! the window from the end of iteration n−3 to the end of iteration n−2 (of
+//! n, 0-based; the end of an iteration is its last task's end), i.e. the last
+//! iteration that another one follows, because with DPU the next iteration's
+//! forward and backward overlap it (with two iterations, the last one).
 //! `iteration_time_s` is that span; FLOPs and compute time are per iteration
 //! (all iterations do the same work); idle and exposed times are measured
 //! inside that window. `iteration_times_s` lists every iteration's span.
@@ -110,8 +113,11 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
     let ranks_per_stage = (layout.tensor_parallel * layout.data_parallel) as usize;
     let ends = timeline.iteration_ends_ns();
     let n_iterations = ends.len();
+    // The steady-state window: the last iteration that another one follows
+    // (with DPU the next iteration's forward and backward overlap it).
     let (window_start, window_end) = match ends.as_slice() {
-        [.., previous, last] => (*previous, *last),
+        [.., before, measured, _last] => (*before, *measured),
+        [previous, last] => (*previous, *last),
         _ => (0, timeline.makespan_ns()),
     };
     let iteration_ns = window_end - window_start;

@@ -115,8 +115,9 @@ pub struct ScenarioFile {
     /// Iterations run without delay before the delayed update starts (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dpu_warmup_iterations: Option<u32>,
-    /// Consecutive iterations simulated (default 1; warm-up + 3 with delayed_update).
-    /// Metrics then describe the last one (the steady state).
+    /// Consecutive iterations simulated (default 1; warm-up + 3, the minimum,
+    /// with delayed_update). Metrics then describe the steady state (the last
+    /// iteration that another one follows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u32>,
     /// Gradient bucket size in parameters for the offload stream (default
@@ -507,10 +508,10 @@ impl ScenarioFile {
                 "iterations: several consecutive iterations are simulated only with zero_offload (every other iteration is identical)"
                     .into(),
             );
-        } else if delayed_update && iterations < warmup + 2 {
+        } else if delayed_update && iterations < warmup + 3 {
             problems.push(format!(
-                "iterations: {iterations} cannot reach the delayed steady state; with dpu_warmup_iterations = {warmup} simulate at least {}",
-                warmup + 2
+                "iterations: {iterations} cannot show the delayed steady state (warm-up, a first delayed iteration, the measured one and one after it); with dpu_warmup_iterations = {warmup} simulate at least {}",
+                warmup + 3
             ));
         }
         let offload = zero_offload.then_some(Offload {
@@ -709,10 +710,10 @@ mod tests {
                 zero_offload: Some(true),
                 delayed_update: Some(true),
                 dpu_warmup_iterations: Some(2),
-                iterations: Some(3),
+                iterations: Some(4),
                 ..single_gpu.clone()
             },
-            "simulate at least 4",
+            "simulate at least 5",
         );
         expect(
             ScenarioFile {

@@ -30,6 +30,7 @@ pub mod cost;
 pub mod engine;
 pub mod ids;
 pub mod lowering;
+pub mod max_model;
 pub mod memory;
 pub mod metrics;
 pub mod network;

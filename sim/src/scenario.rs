@@ -494,7 +494,11 @@ impl ScenarioFile {
         let warmup = self
             .dpu_warmup_iterations
             .unwrap_or(DEFAULT_DPU_WARMUP_ITERATIONS);
-        let default_iterations = if delayed_update { warmup + 3 } else { 1 };
+        let default_iterations = if delayed_update && zero_offload {
+            warmup + 3
+        } else {
+            1
+        };
         let iterations = self.iterations.unwrap_or(default_iterations);
         if iterations == 0 {
             problems.push("iterations: must be at least 1".into());
@@ -508,7 +512,7 @@ impl ScenarioFile {
                 "iterations: several consecutive iterations are simulated only with zero_offload (every other iteration is identical)"
                     .into(),
             );
-        } else if delayed_update && iterations < warmup + 3 {
+        } else if delayed_update && zero_offload && iterations < warmup + 3 {
             problems.push(format!(
                 "iterations: {iterations} cannot show the delayed steady state (warm-up, a first delayed iteration, the measured one and one after it); with dpu_warmup_iterations = {warmup} simulate at least {}",
                 warmup + 3

@@ -300,3 +300,27 @@ fn unsupported_combinations_are_rejected_with_their_reason() {
         "{text}"
     );
 }
+
+#[test]
+fn pcie_and_cpu_get_their_own_lanes_in_the_timeline_chart() {
+    let scenario = ScenarioFile {
+        delayed_update: Some(true),
+        ..offload_file(1, 1, 1)
+    }
+    .resolve()
+    .unwrap();
+    let report = sim::simulate(&scenario).unwrap();
+    let path = std::env::temp_dir().join(format!("offload-lanes-{}.svg", std::process::id()));
+    let options = reports::TimelineChartOptions {
+        lanes_per_stream: true,
+        ..reports::TimelineChartOptions::default()
+    };
+    let summary = reports::render_timeline(&report.timeline, &options, &path).unwrap();
+    let svg = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    assert_eq!(summary.lanes, 4, "compute, pcie_d2h, pcie_h2d, cpu");
+    for lane in ["rank 0 · pcie_d2h", "rank 0 · pcie_h2d", "rank 0 · cpu"] {
+        assert!(svg.contains(lane), "missing lane {lane}");
+    }
+    assert_eq!(summary.blocks, report.timeline.tasks.len());
+}

@@ -3,7 +3,8 @@
 //! Kinds are looked up by their JSON name with a grey fallback, so kinds added
 //! to `sim::task::TaskKind` later (ZeRO-Offload's `pcie_d2h`, `pcie_h2d`,
 //! `cpu_adam` are already listed) still draw. The palette is Tableau 10, which
-//! stays distinguishable for common colour-vision deficiencies.
+//! stays distinguishable for common colour-vision deficiencies; ZeRO-2's
+//! reduce-scatter and all-gather take Tableau 20's light purple and pink.
 
 use plotters::style::RGBColor;
 use sim::task::TaskKind;
@@ -26,6 +27,8 @@ pub fn color_for_kind_name(name: &str) -> RGBColor {
         "pipeline_activation" => RGBColor(0x59, 0xa1, 0x4f),
         "pipeline_gradient" => RGBColor(0xed, 0xc9, 0x48),
         "data_parallel_all_reduce" => RGBColor(0xb0, 0x7a, 0xa1),
+        "data_parallel_reduce_scatter" => RGBColor(0xd4, 0xa6, 0xc8),
+        "data_parallel_all_gather" => RGBColor(0xd3, 0x72, 0x95),
         "optimizer_step" => RGBColor(0x9c, 0x75, 0x5f),
         "pcie_d2h" => RGBColor(0x76, 0xb7, 0xb2),
         "pcie_h2d" => RGBColor(0xff, 0x9d, 0xa7),
@@ -49,6 +52,8 @@ pub fn label_for_kind_name(name: &str) -> &str {
         "pipeline_activation" => "PP activation",
         "pipeline_gradient" => "PP gradient",
         "data_parallel_all_reduce" => "DP all-reduce",
+        "data_parallel_reduce_scatter" => "DP reduce-scatter",
+        "data_parallel_all_gather" => "DP all-gather",
         "optimizer_step" => "optimizer",
         "pcie_d2h" => "PCIe D2H",
         "pcie_h2d" => "PCIe H2D",

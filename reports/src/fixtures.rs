@@ -58,6 +58,7 @@ impl Builder {
             end_ns: start_ns + duration_ns,
             bytes: if kind.is_compute() { 0 } else { 1 << 20 },
             flops: if kind.is_compute() { 1e12 } else { 0.0 },
+            iteration: None,
         });
         start_ns + duration_ns
     }

@@ -8,7 +8,8 @@
 //!    (data, with a compact text form that parses back);
 //! 4. [`lowering`]: actions → a [`task_graph::TaskGraph`] (petgraph DAG of
 //!    compute, tensor/pipeline/data-parallel communication and optimizer tasks,
-//!    with data-dependency and per-stream program-order edges);
+//!    with data-dependency and per-stream program-order edges); [`offload`]
+//!    lowers ZeRO-Offload scenarios (PCIe copies, CPU Adam, delayed update);
 //! 5. [`cost`]: the duration of every distinct piece of work, from the
 //!    calibration [`profile`] (measured entries win) and the topology;
 //! 6. [`engine`]: a deterministic discrete-event simulation in integer
@@ -30,9 +31,11 @@ pub mod engine;
 pub mod flows;
 pub mod ids;
 pub mod lowering;
+pub mod max_model;
 pub mod memory;
 pub mod metrics;
 pub mod network;
+pub mod offload;
 pub mod placement;
 pub mod profile;
 pub mod scenario;

@@ -158,6 +158,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                             microbatch: action.microbatch,
                             group,
                             work: compute_work,
+                            iteration: 0,
                         });
                         first.get_or_insert(id);
                     }
@@ -195,6 +196,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                             microbatch: action.microbatch,
                             group: tensor_group,
                             work,
+                            iteration: 0,
                         });
                         for i in 0..t {
                             builder.add_edge(
@@ -256,6 +258,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                         microbatch: action.microbatch,
                         group: tensor_group,
                         work,
+                        iteration: 0,
                     });
                     let source = tail.expect("a pass was just added");
                     match source.count {
@@ -314,6 +317,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                     microbatch: NO_MICROBATCH,
                     group,
                     work,
+                    iteration: 0,
                 });
                 for data_index in 0..d {
                     let tail = stage_tails[(data_index * p + stage) as usize]
@@ -346,6 +350,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                     microbatch: NO_MICROBATCH,
                     group,
                     work: optimizer_work,
+                    iteration: 0,
                 });
                 first.get_or_insert(id);
             }

@@ -3,6 +3,15 @@
 //! the microbatches in flight (the schedule's own peak, counted from its action
 //! list), the head's logits, and pipeline buffers. Allocator fragmentation and
 //! library workspaces are not modeled; the report says so.
+//!
+//! Under ZeRO-Offload (paper Sec. 4.1) the GPU keeps only fp16 parameters
+//! (2 bytes per parameter), activations and two gradient-bucket buffers (one
+//! filling while the other drains over PCIe); the CPU keeps each rank's
+//! 1/d shard of fp16 gradients (2) and fp32 master weights, momentum and
+//! variance (12): 14 bytes per shard parameter, plus a second gradient buffer
+//! (2) with the delayed parameter update, whose next backward lands while the
+//! CPU still reads the previous gradients. CPU capacity per GPU is the host's
+//! memory divided by the job's GPUs on that node.
 
 use crate::scenario::{Layout, Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
@@ -48,10 +57,20 @@ pub struct MemoryBreakdown {
     pub optimizer_state_bytes: u64,
     pub activation_bytes: u64,
     pub peak_microbatches_in_flight: u32,
+    /// GPU bytes: weights + gradients + optimizer states + activations.
     pub total_bytes: u64,
     pub capacity_bytes: u64,
+    /// GPU and CPU both fit.
     pub fits: bool,
+    /// Host memory this rank uses (ZeRO-Offload's gradients and optimizer states; 0 otherwise).
+    pub cpu_bytes: u64,
+    /// This rank's share of its node's host memory.
+    pub cpu_capacity_bytes: u64,
+    pub cpu_fits: bool,
 }
+
+/// Host bytes per offloaded parameter: fp16 gradient (2) + fp32 weight, momentum, variance (12).
+pub const OFFLOAD_CPU_BYTES_PER_PARAM: u64 = 14;
 
 /// Peak memory of one rank of every stage.
 pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec<MemoryBreakdown> {
@@ -92,11 +111,37 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 + logits
                 + pipeline_buffers) as u64;
             let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM;
-            let gradient_bytes = parameters * GRADIENT_BYTES_PER_PARAM;
-            let optimizer_state_bytes = parameters * OPTIMIZER_BYTES_PER_PARAM;
+            let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.offload {
+                None => (
+                    parameters * GRADIENT_BYTES_PER_PARAM,
+                    parameters * OPTIMIZER_BYTES_PER_PARAM,
+                    0,
+                ),
+                Some(offload) => {
+                    let plan = crate::offload::OffloadPlan::new(scenario);
+                    let buffers = (2 * plan.largest_bucket_params()).min(parameters);
+                    let per_param = OFFLOAD_CPU_BYTES_PER_PARAM
+                        + if offload.delayed_update {
+                            GRADIENT_BYTES_PER_PARAM
+                        } else {
+                            0
+                        };
+                    (
+                        buffers * GRADIENT_BYTES_PER_PARAM,
+                        0,
+                        plan.shard_params * per_param,
+                    )
+                }
+            };
             let total_bytes =
                 weight_bytes + gradient_bytes + optimizer_state_bytes + activation_bytes;
             let capacity_bytes = scenario.topology.gpu.hbm_bytes;
+            let gpus_on_node = layout
+                .gpus()
+                .min(scenario.topology.node.gpus_per_node)
+                .max(1);
+            let cpu_capacity_bytes = scenario.topology.host_cpu.memory_bytes / gpus_on_node as u64;
+            let cpu_fits = cpu_bytes <= cpu_capacity_bytes;
             MemoryBreakdown {
                 stage,
                 parameters,
@@ -107,7 +152,10 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 peak_microbatches_in_flight: in_flight,
                 total_bytes,
                 capacity_bytes,
-                fits: total_bytes <= capacity_bytes,
+                fits: total_bytes <= capacity_bytes && cpu_fits,
+                cpu_bytes,
+                cpu_capacity_bytes,
+                cpu_fits,
             }
         })
         .collect()
@@ -133,5 +181,43 @@ mod tests {
             + model.seq_len * model.hidden * (layout.tensor_parallel as u64 - 1) // replicated position embeddings
             + 2 * model.hidden * layout.tensor_parallel as u64; // final LayerNorm, replicated
         assert_eq!(total, expected);
+    }
+}
+
+#[cfg(test)]
+mod offload_tests {
+    use super::*;
+    use crate::scenario::ScenarioFile;
+
+    #[test]
+    fn offload_keeps_two_bytes_of_model_state_per_parameter_on_the_gpu() {
+        let file = ScenarioFile {
+            model: Some("gpt2-10b".into()),
+            topology: Some("dgx2-v100".into()),
+            tp: Some(1),
+            pp: Some(1),
+            dp: Some(1),
+            microbatch_size: Some(1),
+            global_batch: Some(1),
+            ..ScenarioFile::default()
+        };
+        let memory = |file: ScenarioFile| {
+            let scenario = file.resolve().unwrap();
+            let (schedule, _) = crate::build_graph(&scenario);
+            memory_per_stage(&scenario, &schedule).remove(0)
+        };
+        let plain = memory(file.clone());
+        let offload = memory(ScenarioFile {
+            zero_offload: Some(true),
+            offload_bucket_params: Some(1),
+            ..file
+        });
+        let states = |m: &MemoryBreakdown| m.weight_bytes + m.optimizer_state_bytes;
+        assert_eq!(states(&plain) + plain.gradient_bytes, 16 * plain.parameters);
+        assert_eq!(states(&offload), 2 * offload.parameters);
+        assert_eq!(offload.cpu_bytes, 14 * offload.parameters);
+        assert_eq!(plain.cpu_bytes, 0);
+        assert_eq!(offload.cpu_capacity_bytes, 1536 << 30);
+        assert!(!plain.fits && offload.fits);
     }
 }

@@ -10,7 +10,19 @@
 //!   stream, so they are busy time, reported as exposed TP communication);
 //! - exposed communication per class: for TP the all-reduce time; for PP and
 //!   DP the time a rank's compute stream is idle while that class's transfers
-//!   of the rank are in flight (averaged over ranks).
+//!   of the rank are in flight (averaged over ranks);
+//! - exposed offload time (ZeRO-Offload): the time a rank's compute stream is
+//!   idle while its PCIe copies or CPU Adam run.
+//!
+//! When the timeline records several consecutive iterations (ZeRO-Offload with
+//! the delayed parameter update), every metric describes the steady state:
+//! the window from the end of iteration n−3 to the end of iteration n−2 (of
+//! n, 0-based; the end of an iteration is its last task's end), i.e. the last
+//! iteration that another one follows, because with DPU the next iteration's
+//! forward and backward overlap it (with two iterations, the last one).
+//! `iteration_time_s` is that span; FLOPs and compute time are per iteration
+//! (all iterations do the same work); idle and exposed times are measured
+//! inside that window. `iteration_times_s` lists every iteration's span.
 
 use crate::task::{CommClass, StreamKind, TaskKind};
 use crate::timeline::Timeline;
@@ -22,12 +34,19 @@ pub struct ExposedCommunication {
     pub tensor_s: f64,
     pub pipeline_s: f64,
     pub data_parallel_s: f64,
+    /// ZeRO-Offload: compute idle while PCIe copies or CPU Adam of the rank run.
+    pub offload_s: f64,
 }
 
 /// Headline numbers of one iteration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Metrics {
+    /// The (last, steady-state) iteration's span.
     pub iteration_time_s: f64,
+    /// Iterations recorded (1 unless several consecutive ones were simulated).
+    pub iterations: u32,
+    /// Span of each recorded iteration: its last task end minus the previous one's.
+    pub iteration_times_s: Vec<f64>,
     pub samples_per_s: f64,
     pub tflops_per_gpu: f64,
     pub model_tflops_per_gpu: f64,
@@ -73,10 +92,10 @@ fn union(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     merged
 }
 
-/// Gaps of `busy` (sorted, disjoint) within [0, horizon).
-fn gaps(busy: &[(u64, u64)], horizon: u64) -> Vec<(u64, u64)> {
+/// Gaps of `busy` (sorted, disjoint, inside the window) within [start, horizon).
+fn gaps(busy: &[(u64, u64)], start: u64, horizon: u64) -> Vec<(u64, u64)> {
     let mut out = Vec::with_capacity(busy.len() + 1);
-    let mut cursor = 0;
+    let mut cursor = start;
     for &(start, end) in busy {
         if start > cursor {
             out.push((cursor, start));
@@ -95,7 +114,20 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
     let n_ranks = header.n_gpus as usize;
     let layout = &header.layout;
     let ranks_per_stage = (layout.tensor_parallel * layout.data_parallel) as usize;
-    let iteration_ns = timeline.makespan_ns();
+    let ends = timeline.iteration_ends_ns();
+    let n_iterations = ends.len();
+    // The steady-state window: the last iteration that another one follows
+    // (with DPU the next iteration's forward and backward overlap it).
+    let (window_start, window_end) = match ends.as_slice() {
+        [.., before, measured, _last] => (*before, *measured),
+        [previous, last] => (*previous, *last),
+        _ => (0, timeline.makespan_ns()),
+    };
+    let iteration_ns = window_end - window_start;
+    let clip = |(start, end): (u64, u64)| -> Option<(u64, u64)> {
+        let (start, end) = (start.max(window_start), end.min(window_end));
+        (end > start).then_some((start, end))
+    };
 
     // Tasks of each rank (groups expanded), in CSR form.
     let mut counts = vec![0usize; n_ranks + 1];
@@ -130,25 +162,27 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
 
     let mut idle_sum_ns = 0u128;
     let mut compute_sum_ns = 0u128;
-    let mut exposed_sum_ns = [0u128; 3];
-    let mut in_flight_sum_ns = [0u128; 3];
+    let mut exposed_sum_ns = [0u128; 4];
+    let mut in_flight_sum_ns = [0u128; 4];
     let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
     for rank in 0..n_ranks {
         let tasks = &by_rank[counts[rank]..counts[rank + 1]];
         let mut busy = Vec::new();
-        let mut comm: [Vec<(u64, u64)>; 3] = Default::default();
+        let mut comm: [Vec<(u64, u64)>; 4] = Default::default();
         for &index in tasks {
             let task = &timeline.tasks[index as usize];
+            let in_window = clip((task.start_ns, task.end_ns));
             if task.stream == StreamKind::Compute {
-                busy.push((task.start_ns, task.end_ns));
+                busy.extend(in_window);
                 if task.kind.is_compute() {
                     compute_sum_ns += task.duration_ns() as u128;
                 }
             }
             match task.kind.communication_class() {
                 Some(CommClass::Tensor) => exposed_sum_ns[0] += task.duration_ns() as u128,
-                Some(CommClass::Pipeline) => comm[1].push((task.start_ns, task.end_ns)),
-                Some(CommClass::DataParallel) => comm[2].push((task.start_ns, task.end_ns)),
+                Some(CommClass::Pipeline) => comm[1].extend(in_window),
+                Some(CommClass::DataParallel) => comm[2].extend(in_window),
+                Some(CommClass::Offload) => comm[3].extend(in_window),
                 None => {}
             }
         }
@@ -157,14 +191,19 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
         let idle_ns = iteration_ns.saturating_sub(busy_ns);
         idle_sum_ns += idle_ns as u128;
         stage_idle_ns[rank / ranks_per_stage] += idle_ns as u128;
-        let idle = gaps(&busy, iteration_ns);
-        for class in 1..3 {
+        let idle = gaps(&busy, window_start, window_end);
+        for class in 1..4 {
             let intervals = union(std::mem::take(&mut comm[class]));
             exposed_sum_ns[class] += overlap_ns(&idle, &intervals) as u128;
             in_flight_sum_ns[class] += intervals.iter().map(|(s, e)| (e - s) as u128).sum::<u128>();
         }
     }
 
+    // Work totals are per iteration; the TP all-reduce sum counts every iteration too.
+    total_flops /= n_iterations as f64;
+    model_flops /= n_iterations as f64;
+    compute_sum_ns /= n_iterations as u128;
+    exposed_sum_ns[0] /= n_iterations as u128;
     let iteration_s = iteration_ns as f64 * 1e-9;
     let per_rank = |sum: u128| sum as f64 * 1e-9 / n_ranks.max(1) as f64;
     let tflops_per_gpu = if iteration_s > 0.0 {
@@ -181,6 +220,15 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
     };
     Metrics {
         iteration_time_s: iteration_s,
+        iterations: n_iterations as u32,
+        iteration_times_s: ends
+            .iter()
+            .scan(0u64, |previous, &end| {
+                let span = end.saturating_sub(*previous);
+                *previous = end;
+                Some(span as f64 * 1e-9)
+            })
+            .collect(),
         samples_per_s: if iteration_s > 0.0 {
             layout.global_batch as f64 / iteration_s
         } else {
@@ -203,11 +251,13 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
             tensor_s: per_rank(exposed_sum_ns[0]),
             pipeline_s: per_rank(exposed_sum_ns[1]),
             data_parallel_s: per_rank(exposed_sum_ns[2]),
+            offload_s: per_rank(exposed_sum_ns[3]),
         },
         communication: ExposedCommunication {
             tensor_s: per_rank(exposed_sum_ns[0]),
             pipeline_s: per_rank(in_flight_sum_ns[1]),
             data_parallel_s: per_rank(in_flight_sum_ns[2]),
+            offload_s: per_rank(in_flight_sum_ns[3]),
         },
     }
 }
@@ -220,7 +270,8 @@ mod tests {
     fn interval_helpers_measure_overlaps() {
         let merged = union(vec![(5, 8), (0, 2), (1, 3), (8, 9)]);
         assert_eq!(merged, vec![(0, 3), (5, 9)]);
-        assert_eq!(gaps(&merged, 12), vec![(3, 5), (9, 12)]);
+        assert_eq!(gaps(&merged, 0, 12), vec![(3, 5), (9, 12)]);
+        assert_eq!(gaps(&[(4, 6)], 2, 8), vec![(2, 4), (6, 8)]);
         assert_eq!(overlap_ns(&[(3, 5), (9, 12)], &[(4, 10)]), 2);
     }
 }

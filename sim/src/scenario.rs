@@ -108,6 +108,44 @@ pub struct ScenarioFile {
     /// (max-min fair) instead of closed-form times (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_contention: Option<bool>,
+    /// ZeRO-Offload: fp16 parameters and activations on the GPU; gradients,
+    /// fp32 master weights and Adam on the CPU (default false; pp must be 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_offload: Option<bool>,
+    /// ZeRO-Offload's delayed parameter update: step N's CPU update overlaps
+    /// step N+1's forward and backward (default false; needs zero_offload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delayed_update: Option<bool>,
+    /// Iterations run without delay before the delayed update starts (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpu_warmup_iterations: Option<u32>,
+    /// Consecutive iterations simulated (default 1; warm-up + 3, the minimum,
+    /// with delayed_update). Metrics then describe the steady state (the last
+    /// iteration that another one follows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// Gradient bucket size in parameters for the offload stream (default
+    /// 500,000,000: DeepSpeed's `reduce_bucket_size`); rounded to whole layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload_bucket_params: Option<u64>,
+}
+
+/// DeepSpeed's default `reduce_bucket_size` (elements), used as the offload bucket.
+pub const DEFAULT_OFFLOAD_BUCKET_PARAMS: u64 = 500_000_000;
+/// Default warm-up iterations before the delayed parameter update starts. The
+/// paper warms up for N−1 steps to protect early training; for timing one
+/// undelayed iteration is enough to show the transition.
+pub const DEFAULT_DPU_WARMUP_ITERATIONS: u32 = 1;
+
+/// ZeRO-Offload options, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offload {
+    /// Delayed parameter update (DPU).
+    pub delayed_update: bool,
+    /// Iterations without delay before DPU starts.
+    pub dpu_warmup_iterations: u32,
+    /// Target gradient bucket size in parameters (rounded down to whole layers, at least one).
+    pub bucket_params: u64,
 }
 
 /// The parallel layout, validated.
@@ -152,6 +190,10 @@ pub struct Scenario {
     pub seed: u64,
     /// Cross-node communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
+    /// ZeRO-Offload placement, when enabled.
+    pub offload: Option<Offload>,
+    /// Consecutive iterations simulated (1 unless offload asks for more).
+    pub iterations: u32,
 }
 
 /// Problems with a scenario, all reported together.
@@ -238,6 +280,11 @@ impl ScenarioFile {
                 .or(base.pipeline_scatter_gather),
             seed: self.seed.or(base.seed),
             network_contention: self.network_contention.or(base.network_contention),
+            zero_offload: self.zero_offload.or(base.zero_offload),
+            delayed_update: self.delayed_update.or(base.delayed_update),
+            dpu_warmup_iterations: self.dpu_warmup_iterations.or(base.dpu_warmup_iterations),
+            iterations: self.iterations.or(base.iterations),
+            offload_bucket_params: self.offload_bucket_params.or(base.offload_bucket_params),
         }
     }
 
@@ -394,6 +441,7 @@ impl ScenarioFile {
                 ));
             }
         }
+        let (offload, iterations) = self.resolve_offload(p, &mut problems);
         if !problems.is_empty() {
             return Err(ScenarioError::Invalid { problems });
         }
@@ -415,7 +463,78 @@ impl ScenarioFile {
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             seed: self.seed.unwrap_or(0),
             network_contention: self.network_contention.unwrap_or(false),
+            offload,
+            iterations,
         })
+    }
+
+    /// The ZeRO-Offload keys and the iteration count; problems are appended.
+    fn resolve_offload(
+        &self,
+        pipeline_parallel: u32,
+        problems: &mut Vec<String>,
+    ) -> (Option<Offload>, u32) {
+        let zero_offload = self.zero_offload.unwrap_or(false);
+        let delayed_update = self.delayed_update.unwrap_or(false);
+        if delayed_update && !zero_offload {
+            problems.push(
+                "delayed_update: needs zero_offload (the delayed parameter update overlaps ZeRO-Offload's CPU optimizer step; add --zero-offload)"
+                    .into(),
+            );
+        }
+        if self.dpu_warmup_iterations.is_some() && !delayed_update {
+            problems.push(
+                "dpu_warmup_iterations: only meaningful with delayed_update (--delayed-update)"
+                    .into(),
+            );
+        }
+        if self.offload_bucket_params.is_some() && !zero_offload {
+            problems.push("offload_bucket_params: only meaningful with zero_offload".into());
+        }
+        if self.offload_bucket_params == Some(0) {
+            problems.push("offload_bucket_params: must be at least 1".into());
+        }
+        if zero_offload && pipeline_parallel > 1 {
+            problems.push(format!(
+                "zero_offload: pipeline parallelism is not supported with ZeRO-Offload (pp = {pipeline_parallel}); it composes with data and tensor parallelism, as in the paper: use --pp 1"
+            ));
+        }
+        let warmup = self
+            .dpu_warmup_iterations
+            .unwrap_or(DEFAULT_DPU_WARMUP_ITERATIONS);
+        let default_iterations = if delayed_update && zero_offload {
+            warmup + 3
+        } else {
+            1
+        };
+        let iterations = self.iterations.unwrap_or(default_iterations);
+        if iterations == 0 {
+            problems.push("iterations: must be at least 1".into());
+        } else if iterations > u16::MAX as u32 {
+            problems.push(format!(
+                "iterations: at most {} can be simulated (got {iterations})",
+                u16::MAX
+            ));
+        } else if iterations > 1 && !zero_offload {
+            problems.push(
+                "iterations: several consecutive iterations are simulated only with zero_offload (every other iteration is identical)"
+                    .into(),
+            );
+        } else if delayed_update && zero_offload && iterations < warmup + 3 {
+            problems.push(format!(
+                "iterations: {iterations} cannot show the delayed steady state (warm-up, a first delayed iteration, the measured one and one after it); with dpu_warmup_iterations = {warmup} simulate at least {}",
+                warmup + 3
+            ));
+        }
+        let offload = zero_offload.then_some(Offload {
+            delayed_update,
+            dpu_warmup_iterations: warmup,
+            bucket_params: self
+                .offload_bucket_params
+                .unwrap_or(DEFAULT_OFFLOAD_BUCKET_PARAMS)
+                .max(1),
+        });
+        (offload, iterations.max(1))
     }
 }
 
@@ -444,8 +563,28 @@ impl Scenario {
     /// One-line description used as chart and report titles.
     pub fn title(&self) -> String {
         let l = &self.layout;
+        let offload = match self.offload {
+            None => String::new(),
+            Some(Offload {
+                delayed_update: false,
+                ..
+            }) => " · ZeRO-Offload".into(),
+            Some(Offload {
+                delayed_update: true,
+                dpu_warmup_iterations,
+                ..
+            }) => format!(
+                " · ZeRO-Offload + DPU (warm-up {dpu_warmup_iterations}, {} iterations)",
+                self.iterations
+            ),
+        };
+        let contention = if self.network_contention {
+            " · contention"
+        } else {
+            ""
+        };
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{}",
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{offload}{contention}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -456,17 +595,12 @@ impl Scenario {
             l.global_batch,
             self.schedule.name(),
             self.recompute.name(),
-            if self.network_contention {
-                " · contention"
-            } else {
-                ""
-            }
         )
     }
 
     /// The resolved scenario as JSON (model and topology inline), for timeline headers.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut value = serde_json::json!({
             "title": self.title(),
             "model": self.model,
             "topology": self.topology,
@@ -477,7 +611,12 @@ impl Scenario {
             "pipeline_scatter_gather": self.pipeline_scatter_gather,
             "network_contention": self.network_contention,
             "seed": self.seed,
-        })
+        });
+        if let Some(offload) = &self.offload {
+            value["zero_offload"] = serde_json::json!(offload);
+            value["iterations"] = self.iterations.into();
+        }
+        value
     }
 }
 
@@ -545,6 +684,72 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("need --schedule interleaved"));
+    }
+
+    #[test]
+    fn bad_offload_combinations_are_named() {
+        let single_gpu = ScenarioFile {
+            model: Some("gpt2-1b".into()),
+            topology: Some("dgx2-v100".into()),
+            tp: Some(1),
+            pp: Some(1),
+            dp: Some(1),
+            microbatch_size: Some(10),
+            global_batch: Some(10),
+            ..ScenarioFile::default()
+        };
+        let expect = |file: ScenarioFile, needle: &str| {
+            let text = file.resolve().unwrap_err().to_string();
+            assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
+        };
+        expect(
+            ScenarioFile {
+                delayed_update: Some(true),
+                ..single_gpu.clone()
+            },
+            "delayed_update: needs zero_offload",
+        );
+        expect(
+            ScenarioFile {
+                zero_offload: Some(true),
+                ..ScenarioFile::embedded_default()
+            },
+            "pipeline parallelism is not supported with ZeRO-Offload (pp = 16)",
+        );
+        expect(
+            ScenarioFile {
+                iterations: Some(3),
+                ..single_gpu.clone()
+            },
+            "only with zero_offload",
+        );
+        expect(
+            ScenarioFile {
+                zero_offload: Some(true),
+                delayed_update: Some(true),
+                dpu_warmup_iterations: Some(2),
+                iterations: Some(4),
+                ..single_gpu.clone()
+            },
+            "simulate at least 5",
+        );
+        expect(
+            ScenarioFile {
+                dpu_warmup_iterations: Some(2),
+                zero_offload: Some(true),
+                ..single_gpu.clone()
+            },
+            "dpu_warmup_iterations: only meaningful with delayed_update",
+        );
+        let scenario = ScenarioFile {
+            zero_offload: Some(true),
+            delayed_update: Some(true),
+            ..single_gpu
+        }
+        .resolve()
+        .unwrap();
+        assert_eq!(scenario.iterations, DEFAULT_DPU_WARMUP_ITERATIONS + 3);
+        assert!(scenario.title().contains("ZeRO-Offload + DPU"));
     }
 
     #[test]

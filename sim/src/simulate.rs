@@ -67,7 +67,10 @@ pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
         layout.chunks,
         layout.microbatches,
     );
-    let graph = lower(scenario, &schedule);
+    let graph = match scenario.offload {
+        Some(_) => crate::offload::lower(scenario, &schedule),
+        None => lower(scenario, &schedule),
+    };
     (schedule, graph)
 }
 
@@ -105,6 +108,7 @@ fn package(
                 end_ns: outcome.end[index].as_nanos(),
                 bytes: cost.bytes,
                 flops: cost.flops,
+                iteration: (scenario.iterations > 1).then_some(task.iteration as u32),
             }
         })
         .collect();
@@ -139,7 +143,7 @@ fn package(
 /// How many of the busiest links a report lists.
 const BUSIEST_LINKS: usize = 10;
 
-/// Simulates one iteration of a scenario.
+/// Simulates one iteration of a scenario (or `scenario.iterations` consecutive ones).
 pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError> {
     let (schedule, graph) = build_graph(scenario);
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);

@@ -24,10 +24,22 @@ pub enum TaskKind {
     DataParallelAllReduce,
     /// The optimizer step on the GPU.
     OptimizerStep,
+    /// ZeRO-2 reduce-scatter of one gradient bucket over the data-parallel group (ZeRO-Offload).
+    DataParallelReduceScatter,
+    /// ZeRO-2 all-gather of the updated fp16 parameters over the data-parallel group (ZeRO-Offload).
+    DataParallelAllGather,
+    /// fp16 gradients of one bucket copied GPU → CPU over PCIe (ZeRO-Offload).
+    #[serde(rename = "pcie_d2h")]
+    PcieDeviceToHost,
+    /// Updated fp16 parameters of one tile copied CPU → GPU over PCIe (ZeRO-Offload).
+    #[serde(rename = "pcie_h2d")]
+    PcieHostToDevice,
+    /// Adam on the CPU over one tile of fp32 master weights, momentum and variance (ZeRO-Offload).
+    CpuAdam,
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 8] = [
+    pub const ALL: [TaskKind; 13] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -36,6 +48,11 @@ impl TaskKind {
         TaskKind::PipelineGradient,
         TaskKind::DataParallelAllReduce,
         TaskKind::OptimizerStep,
+        TaskKind::DataParallelReduceScatter,
+        TaskKind::DataParallelAllGather,
+        TaskKind::PcieDeviceToHost,
+        TaskKind::PcieHostToDevice,
+        TaskKind::CpuAdam,
     ];
 
     /// Kernels that do math (the compute stream's useful work).
@@ -51,7 +68,12 @@ impl TaskKind {
         match self {
             TaskKind::TensorAllReduce => Some(CommClass::Tensor),
             TaskKind::PipelineActivation | TaskKind::PipelineGradient => Some(CommClass::Pipeline),
-            TaskKind::DataParallelAllReduce => Some(CommClass::DataParallel),
+            TaskKind::DataParallelAllReduce
+            | TaskKind::DataParallelReduceScatter
+            | TaskKind::DataParallelAllGather => Some(CommClass::DataParallel),
+            TaskKind::PcieDeviceToHost | TaskKind::PcieHostToDevice | TaskKind::CpuAdam => {
+                Some(CommClass::Offload)
+            }
             _ => None,
         }
     }
@@ -67,6 +89,11 @@ impl TaskKind {
             TaskKind::PipelineGradient => "pipeline_gradient",
             TaskKind::DataParallelAllReduce => "data_parallel_all_reduce",
             TaskKind::OptimizerStep => "optimizer_step",
+            TaskKind::DataParallelReduceScatter => "data_parallel_reduce_scatter",
+            TaskKind::DataParallelAllGather => "data_parallel_all_gather",
+            TaskKind::PcieDeviceToHost => "pcie_d2h",
+            TaskKind::PcieHostToDevice => "pcie_h2d",
+            TaskKind::CpuAdam => "cpu_adam",
         }
     }
 }
@@ -78,6 +105,8 @@ pub enum CommClass {
     Tensor,
     Pipeline,
     DataParallel,
+    /// ZeRO-Offload traffic and work off the GPU: PCIe copies and the CPU optimizer.
+    Offload,
 }
 
 /// A stream of a GPU: tasks on one (rank, stream) run one at a time, in program order.
@@ -92,14 +121,25 @@ pub enum StreamKind {
     PipelineSendPrevious,
     /// Data-parallel gradient communication.
     DataParallel,
+    /// The GPU's PCIe host link, device → host direction (ZeRO-Offload gradients).
+    #[serde(rename = "pcie_d2h")]
+    PcieDeviceToHost,
+    /// The GPU's PCIe host link, host → device direction (ZeRO-Offload parameters).
+    #[serde(rename = "pcie_h2d")]
+    PcieHostToDevice,
+    /// This GPU's share of the host CPU cores (ZeRO-Offload's CPU Adam).
+    Cpu,
 }
 
 impl StreamKind {
-    pub const ALL: [StreamKind; 4] = [
+    pub const ALL: [StreamKind; 7] = [
         StreamKind::Compute,
         StreamKind::PipelineSendNext,
         StreamKind::PipelineSendPrevious,
         StreamKind::DataParallel,
+        StreamKind::PcieDeviceToHost,
+        StreamKind::PcieHostToDevice,
+        StreamKind::Cpu,
     ];
 
     pub fn index(self) -> usize {
@@ -112,11 +152,14 @@ impl StreamKind {
             StreamKind::PipelineSendNext => "pp_send_next",
             StreamKind::PipelineSendPrevious => "pp_send_prev",
             StreamKind::DataParallel => "dp",
+            StreamKind::PcieDeviceToHost => "pcie_d2h",
+            StreamKind::PcieHostToDevice => "pcie_h2d",
+            StreamKind::Cpu => "cpu",
         }
     }
 }
 
-/// One node of the task graph. 24 bytes; millions of these exist at 3072 GPUs.
+/// One node of the task graph. 24 bytes (a test checks it); millions of these exist at 3072 GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
     pub kind: TaskKind,
@@ -127,6 +170,9 @@ pub struct Task {
     pub stage: u32,
     /// Microbatch, or `u32::MAX` for per-iteration tasks (DP all-reduce, optimizer).
     pub microbatch: u32,
+    /// Training iteration (0 unless several consecutive iterations are simulated, as
+    /// ZeRO-Offload's delayed parameter update needs); fits the struct's padding.
+    pub iteration: u16,
     /// The ranks that run it; the task occupies `stream` on each.
     pub group: GroupId,
     /// What it does (its cost is computed once per work).
@@ -135,3 +181,41 @@ pub struct Task {
 
 /// Microbatch value of tasks that are not tied to one microbatch.
 pub const NO_MICROBATCH: u32 = u32::MAX;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_stays_24_bytes() {
+        assert_eq!(std::mem::size_of::<Task>(), 24);
+    }
+
+    #[test]
+    fn offload_kinds_and_streams_serialise_as_reports_expect() {
+        for (kind, name) in [
+            (TaskKind::PcieDeviceToHost, "pcie_d2h"),
+            (TaskKind::PcieHostToDevice, "pcie_h2d"),
+            (TaskKind::CpuAdam, "cpu_adam"),
+        ] {
+            assert_eq!(kind.name(), name);
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            assert!(!kind.is_compute());
+            assert_eq!(kind.communication_class(), Some(CommClass::Offload));
+        }
+        for stream in StreamKind::ALL {
+            assert_eq!(StreamKind::ALL[stream.index()], stream);
+        }
+        for (stream, name) in [
+            (StreamKind::PcieDeviceToHost, "pcie_d2h"),
+            (StreamKind::PcieHostToDevice, "pcie_h2d"),
+            (StreamKind::Cpu, "cpu"),
+        ] {
+            assert_eq!(stream.name(), name);
+            assert_eq!(serde_json::to_value(stream).unwrap(), name);
+        }
+        for kind in TaskKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+    }
+}

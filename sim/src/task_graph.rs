@@ -44,6 +44,39 @@ pub enum Work {
     },
     /// The optimizer step over `params` parameters on one GPU.
     OptimizerStep { params: u64 },
+    /// ZeRO-2 reduce-scatter of a `bytes` gradient bucket (the input per rank) over the group.
+    DataParallelReduceScatter {
+        bytes: u64,
+        group_size: u32,
+        nodes: u32,
+    },
+    /// ZeRO-2 all-gather producing `bytes` of parameters per rank over the group.
+    DataParallelAllGather {
+        bytes: u64,
+        group_size: u32,
+        nodes: u32,
+    },
+    /// One copy of `bytes` over a GPU's PCIe host link, shared by `sharing_gpus`
+    /// GPUs that transfer at the same time.
+    PcieTransfer {
+        direction: PcieDirection,
+        bytes: u64,
+        sharing_gpus: u32,
+    },
+    /// CPU Adam over `params` parameters (one tile) of a GPU whose whole step
+    /// updates `step_params`, while `sharing_gpus` GPUs of the node step at once.
+    CpuAdam {
+        params: u64,
+        step_params: u64,
+        sharing_gpus: u32,
+    },
+}
+
+/// Direction of a PCIe copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PcieDirection {
+    DeviceToHost,
+    HostToDevice,
 }
 
 /// Which pass a compute task runs.
@@ -234,6 +267,7 @@ mod tests {
             chunk: 0,
             stage: 0,
             microbatch,
+            iteration: 0,
             group,
             work,
         })

@@ -74,6 +74,10 @@ pub struct TaskRecord {
     pub bytes: u64,
     /// Matrix FLOPs done by each rank of the group.
     pub flops: f64,
+    /// Training iteration, when several consecutive ones were recorded
+    /// (ZeRO-Offload's delayed update); absent means iteration 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<u32>,
 }
 
 impl TaskRecord {
@@ -114,6 +118,23 @@ impl Timeline {
     /// Latest end time over all tasks (the iteration time).
     pub fn makespan_ns(&self) -> u64 {
         self.tasks.iter().map(|task| task.end_ns).max().unwrap_or(0)
+    }
+
+    /// Latest end time of each recorded iteration's tasks (one entry when
+    /// records carry no iteration).
+    pub fn iteration_ends_ns(&self) -> Vec<u64> {
+        let count = self
+            .tasks
+            .iter()
+            .map(|task| task.iteration.unwrap_or(0) as usize + 1)
+            .max()
+            .unwrap_or(1);
+        let mut ends = vec![0u64; count];
+        for task in &self.tasks {
+            let end = &mut ends[task.iteration.unwrap_or(0) as usize];
+            *end = (*end).max(task.end_ns);
+        }
+        ends
     }
 
     /// Writes one pretty-printed JSON object.

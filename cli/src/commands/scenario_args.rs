@@ -56,6 +56,26 @@ pub struct ScenarioArgs {
     /// Seed recorded in outputs.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// ZeRO-Offload: fp16 parameters and activations on the GPU; gradients streamed
+    /// to the CPU over PCIe, Adam on the CPU, parameters copied back (needs --pp 1;
+    /// with --dp > 1, ZeRO-2 partitioning).
+    #[arg(long)]
+    pub zero_offload: bool,
+    /// ZeRO-Offload's delayed parameter update: step N's CPU update overlaps step
+    /// N+1's forward and backward (needs --zero-offload).
+    #[arg(long)]
+    pub delayed_update: bool,
+    /// Iterations without delay before the delayed update starts (default 1).
+    #[arg(long, value_name = "N")]
+    pub dpu_warmup_iterations: Option<u32>,
+    /// Consecutive iterations to simulate (ZeRO-Offload only; default 1, or
+    /// warm-up + 3 with --delayed-update). Metrics describe the steady state.
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u32>,
+    /// Gradient bucket size in parameters for the offload stream (default 500000000,
+    /// DeepSpeed's reduce_bucket_size), rounded to whole layers.
+    #[arg(long, value_name = "PARAMS")]
+    pub offload_bucket_params: Option<u64>,
 }
 
 impl ScenarioArgs {
@@ -82,6 +102,11 @@ impl ScenarioArgs {
             pipeline_scatter_gather: self.no_scatter_gather.then_some(false),
             seed: self.seed,
             network_contention: self.contention.then_some(true),
+            zero_offload: self.zero_offload.then_some(true),
+            delayed_update: self.delayed_update.then_some(true),
+            dpu_warmup_iterations: self.dpu_warmup_iterations,
+            iterations: self.iterations,
+            offload_bucket_params: self.offload_bucket_params,
         };
         flags.or(base).resolve().map_err(user_error)
     }

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  clustersim simulate\n  clustersim simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072\n  clustersim simulate --model gpt3-175b --pp 8 --dp 1 --schedule interleaved --chunks 3 --global-batch 64 --json\n  clustersim simulate scenario.json --timeline run.timeline.json"
+    after_help = "Examples:\n  clustersim simulate\n  clustersim simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072\n  clustersim simulate --model gpt3-175b --pp 8 --dp 1 --schedule interleaved --chunks 3 --global-batch 64 --json\n  clustersim simulate scenario.json --timeline run.timeline.json\n  clustersim simulate --model gpt2-10b --topology dgx2-v100 --tp 1 --pp 1 --dp 1 --microbatch-size 10 --global-batch 10 --zero-offload --delayed-update\n  clustersim simulate --model gpt2-10b --topology dgx2-v100 --tp 1 --pp 1 --dp 1 --microbatch-size 10 --global-batch 10 --zero-offload --max-model-size"
 )]
 pub struct SimulateArgs {
     #[command(flatten)]
@@ -27,12 +27,20 @@ pub struct SimulateArgs {
     /// Also print the rank placement and stage 0's schedule.
     #[arg(long)]
     pub explain: bool,
+    /// Instead of simulating, find the largest model that fits in memory: the most
+    /// layers at the scenario's hidden size, heads, sequence, layout and placement
+    /// (GPU memory, and host memory under --zero-offload).
+    #[arg(long)]
+    pub max_model_size: bool,
     #[command(flatten)]
     pub pictures: super::pictures::PictureArgs,
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let scenario = args.scenario.resolve()?;
+    if args.max_model_size {
+        return super::max_model::run(&scenario, args.json);
+    }
     let started = Instant::now();
     let report = sim::simulate(&scenario).map_err(|e| anyhow::anyhow!(e))?;
     let elapsed_s = started.elapsed().as_secs_f64();
@@ -96,6 +104,12 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         "n_edges": report.n_edges,
         "n_events": report.n_events,
         "profile": scenario.profile.id,
+        "zero_offload": scenario.offload.is_some(),
+        "delayed_update": scenario.offload.is_some_and(|o| o.delayed_update),
+        "iterations": m.iterations,
+        "iteration_times_s": m.iteration_times_s,
+        "cpu_memory_bytes": peak.cpu_bytes,
+        "cpu_memory_capacity_bytes": peak.cpu_capacity_bytes,
     })
 }
 
@@ -160,6 +174,9 @@ fn write_summary(
         peak.peak_microbatches_in_flight,
         if report.memory.iter().all(|s| s.fits) { "fits" } else { "DOES NOT FIT" }
     )?;
+    if scenario.offload.is_some() {
+        super::max_model::write_offload_summary(out, report)?;
+    }
     writeln!(
         out,
         "  simulation          {} tasks, {} edges, {} events in {:.3} s (profile {})",

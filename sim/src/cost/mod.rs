@@ -6,16 +6,21 @@
 //! their HBM traffic; memory-bound kernels at achieved HBM bandwidth; a fixed
 //! launch overhead per kernel. Communication goes through one interface,
 //! [`NetworkModel`], so the contention-aware fabric can replace the closed-form
-//! NCCL formulas without touching anything else.
+//! NCCL formulas without touching anything else. ZeRO-Offload's PCIe copies
+//! and CPU Adam are costed in [`offload`]; a ZeRO-2 reduce-scatter is costed
+//! as an all-gather of the same bytes (NCCL's ring moves (n−1)/n of the
+//! buffer in n−1 steps for both, so the formulas are identical).
 
 mod kernels;
 mod network;
+mod offload;
 
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
+pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 
 use crate::scenario::Scenario;
-use crate::task_graph::{ComputePass, Work};
+use crate::task_graph::{ComputePass, PcieDirection, Work};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
 
@@ -163,6 +168,57 @@ fn cost_work(
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(kernels.memory_seconds(bytes)),
                 bytes: bytes as u64,
+                flops: 0.0,
+            }
+        }
+        Work::DataParallelReduceScatter {
+            bytes,
+            group_size,
+            nodes,
+        }
+        | Work::DataParallelAllGather {
+            bytes,
+            group_size,
+            nodes,
+        } => WorkCost {
+            duration: network.all_gather(bytes, group_size, nodes),
+            bytes,
+            flops: 0.0,
+        },
+        Work::PcieTransfer {
+            direction,
+            bytes,
+            sharing_gpus,
+        } => {
+            let pcie = &scenario.profile.pcie;
+            let rate = match direction {
+                PcieDirection::DeviceToHost => pcie.device_to_host_bytes_per_s.value,
+                PcieDirection::HostToDevice => pcie.host_to_device_bytes_per_s.value,
+            };
+            let seconds =
+                pcie_seconds(bytes, rate, sharing_gpus, scenario.topology.pcie.latency_ns);
+            WorkCost {
+                duration: SimDuration::from_seconds_ceil(seconds),
+                bytes,
+                flops: 0.0,
+            }
+        }
+        Work::CpuAdam {
+            params,
+            step_params,
+            sharing_gpus,
+        } => {
+            let seconds = cpu_adam_tile_seconds(
+                &scenario.profile.cpu_adam,
+                scenario.topology.host_cpu.cores,
+                params,
+                step_params,
+                sharing_gpus,
+            );
+            WorkCost {
+                duration: SimDuration::from_seconds_ceil(seconds),
+                // fp32 master weight, momentum and variance read and written, fp16 gradient read.
+                bytes: params * 26,
                 flops: 0.0,
             }
         }

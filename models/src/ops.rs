@@ -144,14 +144,31 @@ fn linear(
     backward.push(Step::gemm(wgrad, shape.weight_gradient()));
 }
 
-/// Kernels of one transformer layer on one tensor-parallel rank.
+/// Kernels of one transformer layer on one tensor-parallel rank (no sequence parallelism).
 pub fn transformer_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
+    transformer_layer_with(model, microbatch, tensor_parallel, false)
+}
+
+/// Kernels of one transformer layer on one tensor-parallel rank. With
+/// `sequence_parallel` (Korthikanti et al. 2022, Sec. 4.2.2) LayerNorm,
+/// dropout and residual adds run on 1/t of the sequence, and each all-reduce
+/// becomes a reduce-scatter plus an all-gather of the same tensor — listed here
+/// still as one `TensorAllReduce`, which a ring costs identically (RS + AG = AR:
+/// the same steps and the same bytes on the wire).
+pub fn transformer_layer_with(
+    model: &ModelSpec,
+    microbatch: u64,
+    tensor_parallel: u64,
+    sequence_parallel: bool,
+) -> PassSteps {
     let (b, s, h, t) = (microbatch, model.seq_len, model.hidden, tensor_parallel);
     let heads_per_rank = model.heads / t;
     let head_dim = model.head_dim();
     let ffn_per_rank = model.ffn() / t;
     let tokens = b * s;
-    let hidden_elems = (tokens * h) as f64;
+    // Elementwise work on the full hidden activation, replicated on every tensor
+    // rank unless the sequence is split across them.
+    let hidden_elems = (tokens * h) as f64 / if sequence_parallel { t as f64 } else { 1.0 };
     let score_elems = (b * heads_per_rank * s * s) as f64;
     let ffn_elems = (tokens * ffn_per_rank) as f64;
     let allreduce_bytes = tokens * h * FP16_BYTES;

@@ -89,7 +89,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let virtual_stages = layout.virtual_stages();
     let layers_per_chunk = (scenario.model.layers / virtual_stages as u64) as u32;
     let placement = Placement::new(layout, scenario.topology.node.gpus_per_node);
-    let recompute = scenario.recompute == Recompute::Full;
+    let recompute = scenario.recompute != Recompute::None;
 
     let passes_per_microbatch: u64 = if recompute { 3 } else { 2 };
     let estimated_tasks = (d as u64

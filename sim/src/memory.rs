@@ -16,7 +16,7 @@
 use crate::scenario::{Layout, Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
 use models::memory::{
-    activation_bytes_per_layer, checkpoint_bytes_per_layer, GRADIENT_BYTES_PER_PARAM,
+    stored_activation_bytes_per_layer, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
     OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
 };
 use models::{formulas, ModelSpec};
@@ -78,14 +78,18 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     let layout = &scenario.layout;
     let (b, t) = (layout.microbatch_size as u64, layout.tensor_parallel as u64);
     let layers_per_chunk = model.layers / layout.virtual_stages() as u64;
-    let per_microbatch_chunk = match scenario.recompute {
-        Recompute::None => layers_per_chunk as f64 * activation_bytes_per_layer(model, b, t),
-        Recompute::Full => layers_per_chunk as f64 * checkpoint_bytes_per_layer(model, b),
+    let kind = match scenario.recompute {
+        Recompute::None => RecomputeKind::None,
+        Recompute::Selective => RecomputeKind::Selective,
+        Recompute::Full => RecomputeKind::Full,
     };
-    // Working set while one layer's activations are live (full recompute keeps only one at a time).
+    let stored =
+        |kind| stored_activation_bytes_per_layer(model, b, t, scenario.sequence_parallel, kind);
+    let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
+    // Working set while one layer's recomputed activations are live (one layer at a time).
     let working_layer = match scenario.recompute {
         Recompute::None => 0.0,
-        Recompute::Full => activation_bytes_per_layer(model, b, t),
+        Recompute::Selective | Recompute::Full => stored(RecomputeKind::None) - stored(kind),
     };
     let hidden_bytes = (b * model.seq_len * model.hidden * 2) as f64;
     (0..layout.pipeline_parallel)

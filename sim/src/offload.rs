@@ -523,7 +523,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
         params_ready: vec![vec![None; n_ranks]; scenario.iterations as usize],
         plan,
     };
-    let recompute = scenario.recompute == Recompute::Full;
+    let recompute = scenario.recompute != Recompute::None;
     let layers = scenario.model.layers as u32;
     let buckets = state.plan.buckets.clone();
     let d = layout.data_parallel;

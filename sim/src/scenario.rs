@@ -47,6 +47,9 @@ impl ScheduleKind {
 pub enum Recompute {
     /// Keep every activation.
     None,
+    /// Recompute only the attention core (scores, softmax, dropout, attention
+    /// over values) before each backward (Korthikanti et al. 2022, Sec. 5).
+    Selective,
     /// Keep only each layer's input; recompute the forward before each backward.
     Full,
 }
@@ -55,6 +58,7 @@ impl Recompute {
     pub fn name(self) -> &'static str {
         match self {
             Recompute::None => "none",
+            Recompute::Selective => "selective",
             Recompute::Full => "full",
         }
     }
@@ -62,6 +66,7 @@ impl Recompute {
     pub fn parse(text: &str) -> Option<Recompute> {
         match text {
             "none" => Some(Recompute::None),
+            "selective" => Some(Recompute::Selective),
             "full" => Some(Recompute::Full),
             _ => None,
         }
@@ -104,6 +109,10 @@ pub struct ScenarioFile {
     /// Seed recorded in the timeline (the engine itself draws no random numbers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Megatron's sequence parallelism: LayerNorm and dropout split across the
+    /// tensor ranks; all-reduces become reduce-scatter + all-gather (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_parallel: Option<bool>,
     /// Run cross-node communication as flows sharing the fat tree's links
     /// (max-min fair) instead of closed-form times (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -190,6 +199,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Cross-node communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
+    /// LayerNorm/dropout split across tensor ranks (Megatron sequence parallelism).
+    pub sequence_parallel: bool,
     /// ZeRO-Offload placement, when enabled.
     pub offload: Option<Offload>,
     /// Consecutive iterations simulated (1 unless offload asks for more).
@@ -280,6 +291,7 @@ impl ScenarioFile {
                 .or(base.pipeline_scatter_gather),
             seed: self.seed.or(base.seed),
             network_contention: self.network_contention.or(base.network_contention),
+            sequence_parallel: self.sequence_parallel.or(base.sequence_parallel),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
             dpu_warmup_iterations: self.dpu_warmup_iterations.or(base.dpu_warmup_iterations),
@@ -463,6 +475,7 @@ impl ScenarioFile {
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             seed: self.seed.unwrap_or(0),
             network_contention: self.network_contention.unwrap_or(false),
+            sequence_parallel: self.sequence_parallel.unwrap_or(false),
             offload,
             iterations,
         })
@@ -583,8 +596,13 @@ impl Scenario {
         } else {
             ""
         };
+        let sequence_parallel = if self.sequence_parallel {
+            " · sequence parallel"
+        } else {
+            ""
+        };
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{offload}{contention}",
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{offload}{contention}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -610,6 +628,7 @@ impl Scenario {
             "recompute": self.recompute,
             "pipeline_scatter_gather": self.pipeline_scatter_gather,
             "network_contention": self.network_contention,
+            "sequence_parallel": self.sequence_parallel,
             "seed": self.seed,
         });
         if let Some(offload) = &self.offload {

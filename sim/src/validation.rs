@@ -9,8 +9,8 @@
 //! - `model` + `layout` + `measured.tflops_per_gpu`: throughput, counted with Eq. 3;
 //! - `measured.forward_ms` / `backward_ms_*` without a model: one layer of the
 //!   22B model (Korthikanti Table 4), t=8, b=4;
-//! - anything else (selective recompute, sequence parallelism) is listed as
-//!   not modeled, with the reason.
+//! - `measured.iteration_time_s_sequence_parallel_selective_recompute`: the
+//!   same layout with sequence parallelism and selective recompute.
 
 use crate::cost::{cost_works, ClosedFormNetwork};
 use crate::scenario::{Recompute, ScenarioFile, ScheduleKind};
@@ -107,67 +107,67 @@ pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
             recompute: Some(Recompute::Full),
             ..ScenarioFile::default()
         };
-        let wants_time = number("iteration_time_s_full_recompute");
-        let wants_tflops = number("tflops_per_gpu");
-        if wants_time.is_none() && wants_tflops.is_none() {
-            if let Some(seconds) = number("iteration_time_s_sequence_parallel_selective_recompute")
-            {
-                rows.push(skipped(
-                    id,
-                    "iteration_time_s",
-                    seconds,
-                    "needs sequence parallelism and selective recompute, which are not modeled yet",
-                ));
-            }
-            continue;
-        }
-        let scenario = match file.resolve() {
-            Ok(scenario) => scenario,
-            Err(error) => {
-                rows.push(skipped(
-                    id,
-                    "iteration_time_s",
-                    wants_time.or(wants_tflops).unwrap_or(0.0),
-                    &error.to_string(),
-                ));
-                continue;
-            }
-        };
-        let report = match crate::simulate(&scenario) {
-            Ok(report) => report,
-            Err(error) => {
-                rows.push(skipped(id, "iteration_time_s", 0.0, &error.to_string()));
-                continue;
-            }
-        };
-        let m = &report.metrics;
-        let e = &m.exposed_communication;
-        let breakdown = format!(
-            "compute {:.2} s, bubble {:.3} ({:.2} s), exposed TP {:.2} s, PP {:.2} s, DP {:.2} s",
-            m.compute_time_s,
-            m.bubble_fraction,
-            m.bubble_fraction * m.iteration_time_s,
-            e.tensor_s,
-            e.pipeline_s,
-            e.data_parallel_s
-        );
-        if let Some(seconds) = wants_time {
-            rows.push(row(
-                id,
-                "iteration_time_s",
-                seconds,
-                m.iteration_time_s,
-                breakdown.clone(),
-            ));
-        }
-        if let Some(tflops) = wants_tflops {
-            rows.push(row(
-                id,
+        // (measured key, quantity, recompute, sequence parallel)
+        let targets = [
+            (
+                "iteration_time_s_full_recompute",
+                "iteration_time_s (full recompute)",
+                Recompute::Full,
+                false,
+            ),
+            (
                 "tflops_per_gpu",
-                tflops,
-                m.tflops_per_gpu,
-                breakdown,
-            ));
+                "tflops_per_gpu (full recompute)",
+                Recompute::Full,
+                false,
+            ),
+            (
+                "iteration_time_s_sequence_parallel_selective_recompute",
+                "iteration_time_s (SP + selective)",
+                Recompute::Selective,
+                true,
+            ),
+        ];
+        for (key, quantity, recompute, sequence_parallel) in targets {
+            let Some(published) = number(key) else {
+                continue;
+            };
+            let file = ScenarioFile {
+                recompute: Some(recompute),
+                sequence_parallel: Some(sequence_parallel),
+                ..file.clone()
+            };
+            let scenario = match file.resolve() {
+                Ok(scenario) => scenario,
+                Err(error) => {
+                    rows.push(skipped(id, quantity, published, &error.to_string()));
+                    continue;
+                }
+            };
+            let report = match crate::simulate(&scenario) {
+                Ok(report) => report,
+                Err(error) => {
+                    rows.push(skipped(id, quantity, published, &error.to_string()));
+                    continue;
+                }
+            };
+            let m = &report.metrics;
+            let e = &m.exposed_communication;
+            let breakdown = format!(
+                "compute {:.2} s, bubble {:.3} ({:.2} s), exposed TP {:.2} s, PP {:.2} s, DP {:.2} s",
+                m.compute_time_s,
+                m.bubble_fraction,
+                m.bubble_fraction * m.iteration_time_s,
+                e.tensor_s,
+                e.pipeline_s,
+                e.data_parallel_s
+            );
+            let predicted = if key == "tflops_per_gpu" {
+                m.tflops_per_gpu
+            } else {
+                m.iteration_time_s
+            };
+            rows.push(row(id, quantity, published, predicted, breakdown));
         }
     }
     Ok(rows)

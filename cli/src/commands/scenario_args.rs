@@ -43,12 +43,15 @@ pub struct ScenarioArgs {
     /// Pipeline schedule: gpipe, 1f1b or interleaved.
     #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved"])]
     pub schedule: Option<String>,
-    /// Activation recomputation: none or full.
-    #[arg(long, value_parser = ["none", "full"])]
+    /// Activation recomputation: none, selective (attention core only) or full.
+    #[arg(long, value_parser = ["none", "selective", "full"])]
     pub recompute: Option<String>,
     /// Send whole activations on one NIC per rank instead of Megatron's scatter/gather over the t NICs.
     #[arg(long)]
     pub no_scatter_gather: bool,
+    /// Megatron's sequence parallelism (LayerNorm/dropout split across tensor ranks).
+    #[arg(long)]
+    pub sequence_parallel: bool,
     /// Share the fat tree's links among concurrent cross-node transfers (flow-level,
     /// max-min fair) instead of costing each alone; adds the busiest links to --json.
     #[arg(long)]
@@ -102,6 +105,7 @@ impl ScenarioArgs {
             pipeline_scatter_gather: self.no_scatter_gather.then_some(false),
             seed: self.seed,
             network_contention: self.contention.then_some(true),
+            sequence_parallel: self.sequence_parallel.then_some(true),
             zero_offload: self.zero_offload.then_some(true),
             delayed_update: self.delayed_update.then_some(true),
             dpu_warmup_iterations: self.dpu_warmup_iterations,

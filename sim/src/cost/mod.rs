@@ -19,7 +19,7 @@ pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, K
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 
-use crate::scenario::Scenario;
+use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::{ComputePass, PcieDirection, Work};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
@@ -40,7 +40,18 @@ pub struct WorkCost {
     pub flops: f64,
 }
 
-/// The steps of one pass over `layers` layers plus embedding/head.
+/// Kernels re-run by selective recompute: the attention core, whose
+/// activations are large (5·a·s/h per element of the hidden state) but cheap to
+/// recompute (Korthikanti et al. 2022, Sec. 5). No tensor all-reduce is involved.
+pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 4] = [
+    "attention_scores",
+    "softmax",
+    "attention_dropout",
+    "attention_over_values",
+];
+
+/// The steps of one pass over `layers` layers plus embedding/head (the
+/// recompute pass: the layers' forward, or its attention core when selective).
 pub fn pass_steps(
     scenario: &Scenario,
     pass: ComputePass,
@@ -55,7 +66,15 @@ pub fn pass_steps(
         ComputePass::Forward | ComputePass::Recompute => steps.forward,
         ComputePass::Backward => steps.backward,
     };
-    let layer = pick(ops::transformer_layer(model, b, t));
+    let mut layer = pick(ops::transformer_layer_with(
+        model,
+        b,
+        t,
+        scenario.sequence_parallel,
+    ));
+    if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
+        layer.retain(|step| matches!(step, Step::Kernel(kernel) if SELECTIVE_RECOMPUTE_KERNELS.contains(&kernel.name)));
+    }
     let mut steps = Vec::new();
     if embedding && pass == ComputePass::Forward {
         steps.extend(pick(ops::embedding(model, b)));
@@ -222,5 +241,93 @@ fn cost_work(
                 flops: 0.0,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ScenarioFile;
+
+    fn scenario(recompute: Recompute, sequence_parallel: bool) -> Scenario {
+        ScenarioFile {
+            recompute: Some(recompute),
+            sequence_parallel: Some(sequence_parallel),
+            ..ScenarioFile::embedded_default()
+        }
+        .resolve()
+        .unwrap()
+    }
+
+    #[test]
+    fn selective_recompute_reruns_only_the_attention_core_without_all_reduces() {
+        let steps = pass_steps(
+            &scenario(Recompute::Selective, true),
+            ComputePass::Recompute,
+            2,
+            false,
+            false,
+        );
+        let names: Vec<&str> = steps
+            .iter()
+            .map(|step| match step {
+                Step::Kernel(kernel) => kernel.name,
+                Step::TensorAllReduce { .. } => "all_reduce",
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [SELECTIVE_RECOMPUTE_KERNELS, SELECTIVE_RECOMPUTE_KERNELS].concat()
+        );
+        let full = pass_steps(
+            &scenario(Recompute::Full, false),
+            ComputePass::Recompute,
+            2,
+            false,
+            false,
+        );
+        assert_eq!(
+            full,
+            pass_steps(
+                &scenario(Recompute::Full, false),
+                ComputePass::Forward,
+                2,
+                false,
+                false
+            )
+        );
+    }
+
+    #[test]
+    fn sequence_parallelism_splits_elementwise_bytes_but_not_gemm_flops() {
+        let plain = pass_steps(
+            &scenario(Recompute::None, false),
+            ComputePass::Forward,
+            1,
+            false,
+            false,
+        );
+        let split = pass_steps(
+            &scenario(Recompute::None, true),
+            ComputePass::Forward,
+            1,
+            false,
+            false,
+        );
+        assert_eq!(PassSteps::flops(&plain), PassSteps::flops(&split));
+        let bytes_of = |steps: &[Step], name: &str| {
+            steps
+                .iter()
+                .find_map(|s| match s {
+                    Step::Kernel(k) if k.name == name => Some(k.bytes),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert_eq!(
+            bytes_of(&plain, "layernorm_1"),
+            8.0 * bytes_of(&split, "layernorm_1")
+        );
+        assert_eq!(bytes_of(&plain, "softmax"), bytes_of(&split, "softmax"));
     }
 }

@@ -13,12 +13,40 @@ pub fn rank(results: &mut [SweepRecord]) {
     results.sort_by_key(|r| (r.iteration_time_ns, r.index));
 }
 
-/// Why `results[0]` (ranked) beats `results[1]`; `None` when empty.
+/// Why `results[0]` (ranked) beats the runner-up (the first layout with a
+/// strictly longer iteration; exact ties are named); `None` when empty.
 pub fn explain_best(results: &[SweepRecord]) -> Option<String> {
     let best = results.first()?;
-    let Some(runner_up) = results.get(1) else {
+    if results.len() == 1 {
         return Some(format!(
             "{} is the only layout that fits, at {:.2} samples/s.",
+            best.layout.label(),
+            best.samples_per_s
+        ));
+    }
+    // Layouts with exactly the best iteration time are ties (e.g. GPipe and
+    // 1F1B with one stage); the comparison is with the first strictly slower one.
+    let ties: Vec<&SweepRecord> = results[1..]
+        .iter()
+        .take_while(|r| r.iteration_time_ns == best.iteration_time_ns)
+        .collect();
+    let tie_note = if ties.is_empty() {
+        String::new()
+    } else {
+        let labels: Vec<String> = ties.iter().take(3).map(|r| r.layout.label()).collect();
+        format!(
+            " It ties with {}{} (same iteration time to the nanosecond; listed first by enumeration order).",
+            labels.join(", "),
+            if ties.len() > 3 {
+                format!(" and {} more", ties.len() - 3)
+            } else {
+                String::new()
+            }
+        )
+    };
+    let Some(runner_up) = results.get(1 + ties.len()) else {
+        return Some(format!(
+            "Best: {} at {:.2} samples/s.{tie_note}",
             best.layout.label(),
             best.samples_per_s
         ));
@@ -42,7 +70,7 @@ pub fn explain_best(results: &[SweepRecord]) -> Option<String> {
         .filter(|(_, delta)| delta.abs() > threshold_s)
         .map(|(name, delta)| {
             let word = if *delta > 0.0 { "less" } else { "more" };
-            format!("{:.3} s {word} {name}", delta.abs())
+            format!("{} {word} {name}", duration(delta.abs()))
         })
         .collect();
     let breakdown = if parts.is_empty() {
@@ -55,13 +83,13 @@ pub fn explain_best(results: &[SweepRecord]) -> Option<String> {
     let delta_pp_dp = exposed_pp_dp(runner_up) - exposed_pp_dp(best);
     if delta_pp_dp.abs() > threshold_s {
         pp_dp = format!(
-            " (of the bubble, exposed PP+DP communication: {:.3} s {})",
-            delta_pp_dp.abs(),
+            " (of the bubble, exposed PP+DP communication: {} {})",
+            duration(delta_pp_dp.abs()),
             if delta_pp_dp > 0.0 { "less" } else { "more" }
         );
     }
     Some(format!(
-        "Best: {} at {:.2} samples/s, {:.1}% ahead of the runner-up {} ({}); per GPU per iteration the best spends {}{}.",
+        "Best: {} at {:.2} samples/s, {:.1}% ahead of the runner-up {} ({}); per GPU per iteration the best spends {}{}.{tie_note}",
         best.layout.label(),
         best.samples_per_s,
         ahead_percent,
@@ -74,6 +102,17 @@ pub fn explain_best(results: &[SweepRecord]) -> Option<String> {
         breakdown,
         pp_dp
     ))
+}
+
+/// A duration with a readable unit (s, ms or µs).
+fn duration(seconds: f64) -> String {
+    if seconds >= 1.0 {
+        format!("{seconds:.3} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} µs", seconds * 1e6)
+    }
 }
 
 /// "field best vs runner-up" for every field that differs.

@@ -10,6 +10,7 @@ use crate::memory::memory_per_stage;
 use crate::schedule::PipelineSchedule;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One simulated layout.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,11 +83,12 @@ pub struct RunOutcome {
     pub dropped: Vec<DroppedRecord>,
 }
 
-/// Drops what does not fit, simulates the rest in parallel; `on_simulated`
-/// is called once per finished simulation (from any thread).
+/// Drops what does not fit, simulates the rest in parallel;
+/// `on_simulated(done, total)` is called after each finished simulation (from
+/// any thread; `total` is the number of layouts that fit).
 pub fn run_candidates(
     candidates: &[ValidCandidate],
-    on_simulated: &(dyn Fn() + Sync),
+    on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
     let checked: Vec<Option<DroppedRecord>> = candidates.par_iter().map(check_memory).collect();
     let mut outcome = RunOutcome::default();
@@ -97,12 +99,13 @@ pub fn run_candidates(
             None => fitting.push(candidate),
         }
     }
+    let done = AtomicUsize::new(0);
     let simulated: Vec<Result<SweepRecord, SweepError>> = fitting
         .par_iter()
         .with_max_len(1)
         .map(|candidate| {
             let record = simulate_one(candidate);
-            on_simulated();
+            on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len());
             record
         })
         .collect();

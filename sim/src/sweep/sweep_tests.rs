@@ -19,7 +19,7 @@ fn sweep(space: &SweepSpace, shard: Option<Shard>) -> SweepOutput {
         Some(shard) => shard.select(&enumeration.candidates),
         None => enumeration.candidates.clone(),
     };
-    let outcome = run_candidates(&candidates, &|| {}).unwrap();
+    let outcome = run_candidates(&candidates, &|_, _| {}).unwrap();
     SweepOutput::new(space, &enumeration, shard, outcome)
 }
 

@@ -198,6 +198,7 @@ mod tests {
             exposed_data_parallel_s: 0.0,
             peak_memory_bytes: 1 << 30,
             memory_capacity_bytes: 80 << 30,
+            fits_in_memory: true,
             events: 100,
         }
     }

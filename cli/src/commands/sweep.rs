@@ -72,6 +72,9 @@ pub struct SweepArgs {
     /// Only these recompute modes (comma-separated; default both).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "full"])]
     pub recompute: Vec<String>,
+    /// Simulate layouts that do not fit in GPU memory too (marked `*` in the table) instead of dropping them.
+    #[arg(long)]
+    pub ignore_memory: bool,
     /// Only this tensor-parallel degree.
     #[arg(long)]
     pub tp: Option<u32>,
@@ -134,7 +137,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<()> {
         None => enumeration.candidates.clone(),
     };
     let bar = progress_bar();
-    let outcome = sweep::run_candidates(&candidates, &|_, total| {
+    let outcome = sweep::run_candidates(&candidates, space.ignore_memory, &|_, total| {
         bar.set_length(total as u64);
         bar.inc(1);
     })
@@ -171,6 +174,7 @@ fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.max_microbatch = args.max_microbatch;
     space.max_chunks = args.max_chunks;
     space.allow_cross_node_tp = args.allow_cross_node_tp;
+    space.ignore_memory = args.ignore_memory;
     space.tensor_parallel = args.tp;
     space.pipeline_parallel = args.pp;
     if !args.schedule.is_empty() {
@@ -332,7 +336,7 @@ fn write_report(
         let l = &r.layout;
         writeln!(
             out,
-            "{:>4} {:>3} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}",
+            "{:>4} {:>3} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
             position + 1,
             l.tensor_parallel,
             l.pipeline_parallel,
@@ -349,7 +353,8 @@ fn write_report(
             r.exposed_tensor_s,
             r.exposed_pipeline_s,
             r.exposed_data_parallel_s,
-            gib(r.peak_memory_bytes)
+            gib(r.peak_memory_bytes),
+            if r.fits_in_memory { "" } else { " *" }
         )?;
     }
     if output.results.len() > top {
@@ -363,6 +368,12 @@ fn write_report(
         out,
         "  (TFLOP/s per GPU counts recompute as Megatron does; TP/PP/DP s: exposed communication per GPU; GiB: peak memory per GPU)"
     )?;
+    if output.results.iter().any(|r| !r.fits_in_memory) {
+        writeln!(
+            out,
+            "  * does not fit in GPU memory (simulated because of --ignore-memory)"
+        )?;
+    }
     if let Some(sentence) = sweep::explain_best(&output.results) {
         writeln!(out)?;
         writeln!(out, "{sentence}")?;

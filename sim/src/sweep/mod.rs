@@ -21,7 +21,7 @@
 //! use sim::sweep::{enumerate, run_candidates, SweepOutput, SweepSpace};
 //! let space = SweepSpace::new("tiny", "dgx-a100", 8, 16);
 //! let enumeration = enumerate(&space).unwrap();
-//! let outcome = run_candidates(&enumeration.candidates, &|_, _| {}).unwrap();
+//! let outcome = run_candidates(&enumeration.candidates, false, &|_, _| {}).unwrap();
 //! let output = SweepOutput::new(&space, &enumeration, None, outcome);
 //! assert!(output.results[0].samples_per_s > 0.0);
 //! ```

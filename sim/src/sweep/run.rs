@@ -37,6 +37,8 @@ pub struct SweepRecord {
     /// Peak over stages of one rank's memory.
     pub peak_memory_bytes: u64,
     pub memory_capacity_bytes: u64,
+    /// Every stage fits in HBM (false only in sweeps that ignore memory).
+    pub fits_in_memory: bool,
     pub events: u64,
 }
 
@@ -83,14 +85,19 @@ pub struct RunOutcome {
     pub dropped: Vec<DroppedRecord>,
 }
 
-/// Drops what does not fit, simulates the rest in parallel;
-/// `on_simulated(done, total)` is called after each finished simulation (from
-/// any thread; `total` is the number of layouts that fit).
+/// Drops what does not fit (unless `ignore_memory`), simulates the rest in
+/// parallel; `on_simulated(done, total)` is called after each finished
+/// simulation (from any thread; `total` is the number to simulate).
 pub fn run_candidates(
     candidates: &[ValidCandidate],
+    ignore_memory: bool,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
-    let checked: Vec<Option<DroppedRecord>> = candidates.par_iter().map(check_memory).collect();
+    let checked: Vec<Option<DroppedRecord>> = if ignore_memory {
+        vec![None; candidates.len()]
+    } else {
+        candidates.par_iter().map(check_memory).collect()
+    };
     let mut outcome = RunOutcome::default();
     let mut fitting = Vec::new();
     for (candidate, dropped) in candidates.iter().zip(checked) {
@@ -173,6 +180,7 @@ fn simulate_one(candidate: &ValidCandidate) -> Result<SweepRecord, SweepError> {
         exposed_data_parallel_s: m.exposed_communication.data_parallel_s,
         peak_memory_bytes: peak.total_bytes,
         memory_capacity_bytes: peak.capacity_bytes,
+        fits_in_memory: report.memory.iter().all(|stage| stage.fits),
         events: report.n_events,
     })
 }

@@ -46,6 +46,9 @@ pub struct SweepSpace {
     pub tensor_parallel: Option<u32>,
     /// Only this pipeline-parallel degree, if set.
     pub pipeline_parallel: Option<u32>,
+    /// Simulate layouts that do not fit in memory too (flagged in their records)
+    /// instead of dropping them.
+    pub ignore_memory: bool,
 }
 
 impl SweepSpace {
@@ -68,6 +71,7 @@ impl SweepSpace {
             recompute: vec![Recompute::None, Recompute::Full],
             tensor_parallel: None,
             pipeline_parallel: None,
+            ignore_memory: false,
         }
     }
 

@@ -19,7 +19,7 @@ fn sweep(space: &SweepSpace, shard: Option<Shard>) -> SweepOutput {
         Some(shard) => shard.select(&enumeration.candidates),
         None => enumeration.candidates.clone(),
     };
-    let outcome = run_candidates(&candidates, &|_, _| {}).unwrap();
+    let outcome = run_candidates(&candidates, space.ignore_memory, &|_, _| {}).unwrap();
     SweepOutput::new(space, &enumeration, shard, outcome)
 }
 
@@ -140,4 +140,19 @@ fn layouts_that_do_not_fit_are_dropped_with_their_reason() {
         .collect();
     assert!(reasons.contains(&DropReason::ActivationsExceedMemory));
     assert!(reasons.len() < enumeration.candidates.len(), "some fit");
+}
+
+#[test]
+fn ignore_memory_simulates_layouts_that_do_not_fit_and_flags_them() {
+    let space = SweepSpace {
+        schedules: vec![ScheduleKind::OneFOneB],
+        tensor_parallel: Some(8),
+        max_microbatch: 1,
+        ignore_memory: true,
+        ..SweepSpace::new("gpt3-175b", "dgx-a100", 8, 8)
+    };
+    let output = sweep(&space, None);
+    assert!(output.dropped.is_empty());
+    assert_eq!(output.counts.simulated, output.counts.valid);
+    assert!(output.results.iter().all(|r| !r.fits_in_memory));
 }

@@ -27,6 +27,8 @@ enum Command {
     Collective(commands::collective::CollectiveArgs),
     /// Draw or trace a saved Timeline (Gantt chart SVG/PNG, Perfetto trace).
     Timeline(commands::timeline::TimelineArgs),
+    /// Every valid layout for N GPUs, memory-checked, simulated in parallel and ranked; shardable.
+    Sweep(commands::sweep::SweepArgs),
     /// Charts over many simulations (bubble fraction vs microbatches).
     Plot(commands::plot::PlotArgs),
     /// Compare two timelines (simulated vs measured): iteration, bubble, per-kind medians, worst tasks.
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
         Command::Simulate(args) => commands::simulate::run(args),
         Command::Collective(args) => commands::collective::run(args),
         Command::Timeline(args) => commands::timeline::run(args),
+        Command::Sweep(args) => commands::sweep::run(args),
         Command::Plot(args) => commands::plot::run(args),
         Command::Compare(args) => commands::compare::run(args),
         Command::Calibrate(args) => commands::calibrate::run(args),

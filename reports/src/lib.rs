@@ -9,6 +9,8 @@
 //!   process per node and one thread per (rank, stream).
 //! - [`render_bubble_chart`]: simulated pipeline-bubble fractions over the
 //!   analytical curves (p−1)/m and (p−1)/(v·m).
+//! - [`render_sweep_chart`]: throughput of every layout of a sweep, ranked,
+//!   coloured by schedule, the best named.
 //! - [`render_comparison`] and [`comparison_table`]: two timelines side by side
 //!   (median task duration per kind, iteration time).
 //!
@@ -34,6 +36,7 @@ mod font;
 mod output;
 mod perfetto;
 mod selection;
+mod sweep_chart;
 mod time_axis;
 mod timeline_chart;
 
@@ -47,4 +50,5 @@ pub use comparison::{
 };
 pub use error::ReportError;
 pub use perfetto::{write_perfetto_trace, TraceOptions, TraceSummary};
+pub use sweep_chart::render_sweep_chart;
 pub use timeline_chart::{render_timeline, ChartSummary, TimelineChartOptions};

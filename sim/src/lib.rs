@@ -15,7 +15,9 @@
 //! 6. [`engine`]: a deterministic discrete-event simulation in integer
 //!    nanoseconds producing a [`timeline::Timeline`];
 //! 7. [`metrics`]: iteration time, TFLOP/s, bubble fraction, exposed
-//!    communication, memory — computed from the Timeline alone.
+//!    communication, memory — computed from the Timeline alone;
+//! 8. [`sweep`]: every valid layout of a model on N GPUs, memory-filtered,
+//!    simulated in parallel, ranked; shardable and mergeable.
 //!
 //! ```
 //! use sim::scenario::ScenarioFile;
@@ -41,6 +43,7 @@ pub mod profile;
 pub mod scenario;
 pub mod schedule;
 mod simulate;
+pub mod sweep;
 pub mod task;
 pub mod task_graph;
 pub mod time;

@@ -9,5 +9,6 @@ pub mod plot;
 pub mod presets;
 pub mod scenario_args;
 pub mod simulate;
+pub mod sweep;
 pub mod timeline;
 pub mod validate;

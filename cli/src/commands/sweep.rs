@@ -1,0 +1,382 @@
+//! `clustersim sweep`: every valid layout of a model on N GPUs, memory-checked,
+//! simulated in parallel and ranked (`sim::sweep`); `--shard i/n` runs 1/n of
+//! the candidates and `clustersim sweep merge` combines the shard files into
+//! exactly what the unsharded sweep writes. This module parses flags, draws
+//! the progress bar and prints the table.
+
+use crate::exit::user_error;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sim::scenario::{Recompute, ScheduleKind};
+use sim::sweep::{self, Shard, SweepError, SweepOutput, SweepSpace};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+const AFTER_HELP: &str = "\
+Examples:
+  clustersim sweep --model gpt3-175b --topology selene --gpus 1024 --global-batch 1536
+  clustersim sweep --model gpt-22b --gpus 8 --global-batch 4 --top 5 --csv sweep.csv --plot sweep.svg
+  clustersim sweep --model gpt-1t --gpus 512 --global-batch 512 --tp 8 --schedule 1f1b,interleaved --json sweep.json
+
+Sharding: candidate k (valid layouts numbered in enumeration order) belongs to shard k mod n.
+`sweep merge` checks that shards 0..n-1 of one sweep are all there and writes exactly what the
+unsharded sweep writes (same bytes). A Slurm job array of 16 shards:
+
+  #!/bin/bash
+  #SBATCH --array=0-15 --cpus-per-task=32
+  clustersim sweep --model gpt3-175b --gpus 3072 --global-batch 1536 \\
+      --shard ${SLURM_ARRAY_TASK_ID}/16 --json shard-${SLURM_ARRAY_TASK_ID}.json
+
+  # then, once the array is done (sbatch --dependency=afterok:<array job id>):
+  clustersim sweep merge shard-*.json --json sweep.json --csv sweep.csv --plot sweep.svg
+
+Threads: one simulation per core (rayon); set RAYON_NUM_THREADS to change it.";
+
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = AFTER_HELP
+)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub command: Option<SweepCommand>,
+    /// Model: a preset (see `clustersim presets`) or a model JSON file.
+    #[arg(long, default_value = "gpt3-175b")]
+    pub model: String,
+    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON file.
+    #[arg(long, default_value = "selene")]
+    pub topology: String,
+    /// Calibration profile (default: the built-in for the topology's GPU).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// GPUs N: every layout has tp × pp × dp = N.
+    #[arg(long, required = true)]
+    pub gpus: Option<u32>,
+    /// Global batch size B (B must be a multiple of microbatch size × dp).
+    #[arg(long, required = true)]
+    pub global_batch: Option<u32>,
+    /// Largest microbatch size b; powers of two up to it are tried.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_microbatch: u32,
+    /// Largest number of model chunks v tried for the interleaved schedule.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_chunks: u32,
+    /// Also try tensor parallelism across nodes (t a multiple of the GPUs per node).
+    #[arg(long)]
+    pub allow_cross_node_tp: bool,
+    /// Only these schedules (comma-separated; default all).
+    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved"])]
+    pub schedule: Vec<String>,
+    /// Only these recompute modes (comma-separated; default both).
+    #[arg(long, value_delimiter = ',', value_parser = ["none", "full"])]
+    pub recompute: Vec<String>,
+    /// Simulate layouts that do not fit in GPU memory too (marked `*` in the table) instead of dropping them.
+    #[arg(long)]
+    pub ignore_memory: bool,
+    /// Only this tensor-parallel degree.
+    #[arg(long)]
+    pub tp: Option<u32>,
+    /// Only this pipeline-parallel degree.
+    #[arg(long)]
+    pub pp: Option<u32>,
+    /// Run shard i of n (0 ≤ i < n): the candidates k with k mod n = i.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SweepCommand {
+    /// Combine shard files (`--shard i/n --json FILE`) into the unsharded sweep's output.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard files, one per shard 0..n-1, in any order.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Rows of the ranked table.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Write every result (ranked) as JSON to FILE (`-`: stdout, and the table goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write every result as CSV to FILE (simulated ranked, then dropped).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Draw throughput per layout, coloured by schedule, to FILE (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+}
+
+pub fn run(args: SweepArgs) -> anyhow::Result<()> {
+    if let Some(SweepCommand::Merge(merge)) = args.command {
+        return run_merge(merge);
+    }
+    let shard = args
+        .shard
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()
+        .map_err(user_error)?;
+    let space = space_from(&args)?;
+    let started = Instant::now();
+    let enumeration = sweep::enumerate(&space).map_err(sweep_error)?;
+    let candidates = match shard {
+        Some(shard) => shard.select(&enumeration.candidates),
+        None => enumeration.candidates.clone(),
+    };
+    let bar = progress_bar();
+    let outcome = sweep::run_candidates(&candidates, space.ignore_memory, &|_, total| {
+        bar.set_length(total as u64);
+        bar.inc(1);
+    })
+    .map_err(sweep_error)?;
+    bar.finish_and_clear();
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let output = SweepOutput::new(&space, &enumeration, shard, outcome);
+    let timing = format!(
+        "{} simulated in {elapsed_s:.1} s ({:.1} layouts/s, {} threads)",
+        output.counts.simulated,
+        output.counts.simulated as f64 / elapsed_s.max(1e-9),
+        rayon::current_num_threads()
+    );
+    present(&output, &args.output, Some(&timing))
+}
+
+fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
+    let shards = args
+        .files
+        .iter()
+        .map(|path| SweepOutput::read(path))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(user_error)?;
+    let output = sweep::merge(shards).map_err(user_error)?;
+    present(&output, &args.output, None)
+}
+
+/// Flags → the sweep space (flag errors exit 2).
+fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
+    let gpus = args.gpus.expect("clap requires --gpus");
+    let global_batch = args.global_batch.expect("clap requires --global-batch");
+    let mut space = SweepSpace::new(&args.model, &args.topology, gpus, global_batch);
+    space.profile = args.profile.clone();
+    space.max_microbatch = args.max_microbatch;
+    space.max_chunks = args.max_chunks;
+    space.allow_cross_node_tp = args.allow_cross_node_tp;
+    space.ignore_memory = args.ignore_memory;
+    space.tensor_parallel = args.tp;
+    space.pipeline_parallel = args.pp;
+    if !args.schedule.is_empty() {
+        space.schedules = args
+            .schedule
+            .iter()
+            .filter_map(|s| ScheduleKind::parse(s))
+            .collect();
+    }
+    if !args.recompute.is_empty() {
+        space.recompute = args
+            .recompute
+            .iter()
+            .filter_map(|s| Recompute::parse(s))
+            .collect();
+    }
+    Ok(space.normalized())
+}
+
+/// Every sweep error comes from the user's flags or files except a deadlock (a bug).
+fn sweep_error(error: SweepError) -> anyhow::Error {
+    match error {
+        SweepError::Deadlock { .. } => anyhow::Error::new(error),
+        other => user_error(other),
+    }
+}
+
+fn progress_bar() -> ProgressBar {
+    // Hidden when stderr is not a terminal.
+    let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "simulating [{bar:40}] {pos}/{len} layouts · {per_sec} · ETA {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Writes the files and prints the summary, table and explanation.
+fn present(output: &SweepOutput, args: &OutputArgs, timing: Option<&str>) -> anyhow::Result<()> {
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    if let Some(path) = &args.json {
+        if json_to_stdout {
+            std::io::stdout().write_all(output.to_json_string().as_bytes())?;
+        } else {
+            write_file(path, &output.to_json_string())?;
+        }
+    }
+    if let Some(path) = &args.csv {
+        write_file(path, &output.to_csv_string())?;
+    }
+    let mut notes = Vec::new();
+    if let Some(path) = &args.plot {
+        if !output.results.is_empty() {
+            let s = &output.sweep;
+            let title = format!(
+                "{} on {} · {} GPUs · B = {}",
+                s.model, s.topology, s.gpus, s.global_batch
+            );
+            reports::render_sweep_chart(&output.results, &title, path).map_err(user_error)?;
+            notes.push(format!("chart written to {}", path.display()));
+        }
+    }
+    let mut text = Vec::new();
+    write_report(&mut text, output, args.top, timing)?;
+    for note in notes {
+        writeln!(text, "{note}")?;
+    }
+    if json_to_stdout {
+        std::io::stderr().write_all(&text)?;
+    } else {
+        std::io::stdout().write_all(&text)?;
+    }
+    if output.shard.is_none() && output.results.is_empty() {
+        return Err(user_error(format!(
+            "none of the {} valid layouts fits in GPU memory; try more GPUs, a larger --max-chunks or recompute",
+            output.counts.valid
+        )));
+    }
+    Ok(())
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text)
+        .map_err(|e| user_error(format!("cannot write {}: {e}", path.display())))
+}
+
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
+fn write_report(
+    out: &mut impl Write,
+    output: &SweepOutput,
+    top: usize,
+    timing: Option<&str>,
+) -> anyhow::Result<()> {
+    let s = &output.sweep;
+    let c = &output.counts;
+    writeln!(
+        out,
+        "clustersim sweep · {} on {} · {} GPUs · B = {}{}",
+        s.model,
+        s.topology,
+        s.gpus,
+        s.global_batch,
+        output
+            .shard
+            .map(|shard| format!(" · shard {shard}"))
+            .unwrap_or_default()
+    )?;
+    writeln!(
+        out,
+        "  {} layouts examined: {} rejected by validation (problems by field: {}), {} valid",
+        c.examined,
+        c.rejected,
+        sweep::enumerate::summarize(&output.rejections),
+        c.valid
+    )?;
+    if let Some(shard) = output.shard {
+        writeln!(
+            out,
+            "  this shard ({shard}) holds {} of them",
+            c.dropped_out_of_memory + c.simulated
+        )?;
+    }
+    if c.dropped_out_of_memory > 0 {
+        let capacity = output.dropped[0].memory_capacity_bytes;
+        let reasons: Vec<String> = output
+            .dropped_by_reason()
+            .iter()
+            .map(|(reason, count)| format!("{count}: {}", reason.describe()))
+            .collect();
+        writeln!(
+            out,
+            "  {} dropped, do not fit in {:.1} GiB per GPU ({})",
+            c.dropped_out_of_memory,
+            gib(capacity),
+            reasons.join("; ")
+        )?;
+    }
+    match timing {
+        Some(timing) => writeln!(out, "  {timing}")?,
+        None => writeln!(out, "  {} simulated", c.simulated)?,
+    }
+    if output.results.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:>4} {:>3} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}",
+        "rank", "t", "p", "d", "v", "b", "m", "schedule", "rc", "samples/s", "TFLOP/s", "iter s",
+        "bubble", "TP s", "PP s", "DP s", "GiB"
+    )?;
+    for (position, r) in output.results.iter().take(top).enumerate() {
+        let l = &r.layout;
+        writeln!(
+            out,
+            "{:>4} {:>3} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
+            position + 1,
+            l.tensor_parallel,
+            l.pipeline_parallel,
+            l.data_parallel,
+            l.chunks,
+            l.microbatch_size,
+            r.microbatches,
+            l.schedule.name(),
+            l.recompute.name(),
+            r.samples_per_s,
+            r.tflops_per_gpu,
+            r.iteration_time_s,
+            r.bubble_fraction,
+            r.exposed_tensor_s,
+            r.exposed_pipeline_s,
+            r.exposed_data_parallel_s,
+            gib(r.peak_memory_bytes),
+            if r.fits_in_memory { "" } else { " *" }
+        )?;
+    }
+    if output.results.len() > top {
+        writeln!(
+            out,
+            "  … {} more (--top N, --csv, --json)",
+            output.results.len() - top
+        )?;
+    }
+    writeln!(
+        out,
+        "  (TFLOP/s per GPU counts recompute as Megatron does; TP/PP/DP s: exposed communication per GPU; GiB: peak memory per GPU)"
+    )?;
+    if output.results.iter().any(|r| !r.fits_in_memory) {
+        writeln!(
+            out,
+            "  * does not fit in GPU memory (simulated because of --ignore-memory)"
+        )?;
+    }
+    if let Some(sentence) = sweep::explain_best(&output.results) {
+        writeln!(out)?;
+        writeln!(out, "{sentence}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,186 @@
+//! Running candidates: the memory model first (schedule + `memory_per_stage`,
+//! no simulation), dropping layouts that do not fit; then one simulation per
+//! remaining layout, in parallel with rayon. Each simulation is independent
+//! and deterministic, so the parallelism cannot change any result.
+
+use super::enumerate::ValidCandidate;
+use super::space::Candidate;
+use super::SweepError;
+use crate::memory::memory_per_stage;
+use crate::schedule::PipelineSchedule;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One simulated layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepRecord {
+    /// Candidate index (generation order among valid layouts).
+    pub index: u32,
+    pub layout: Candidate,
+    /// Microbatches per pipeline m = B/(b·d).
+    pub microbatches: u32,
+    /// Iteration time in integer nanoseconds (the ranking key).
+    pub iteration_time_ns: u64,
+    pub iteration_time_s: f64,
+    pub samples_per_s: f64,
+    pub tflops_per_gpu: f64,
+    pub model_tflops_per_gpu: f64,
+    pub percent_of_peak: f64,
+    pub bubble_fraction: f64,
+    /// Mean compute time per GPU.
+    pub compute_time_s: f64,
+    pub exposed_tensor_s: f64,
+    pub exposed_pipeline_s: f64,
+    pub exposed_data_parallel_s: f64,
+    /// Peak over stages of one rank's memory.
+    pub peak_memory_bytes: u64,
+    pub memory_capacity_bytes: u64,
+    /// Every stage fits in HBM (false only in sweeps that ignore memory).
+    pub fits_in_memory: bool,
+    pub events: u64,
+}
+
+/// Why a valid layout was not simulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// Weights, gradients and Adam states alone exceed HBM on some stage.
+    ModelStatesExceedMemory,
+    /// Model states fit, but with the activations of the microbatches in flight they do not.
+    ActivationsExceedMemory,
+}
+
+impl DropReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            DropReason::ModelStatesExceedMemory => {
+                "weights + gradients + Adam states alone exceed HBM"
+            }
+            DropReason::ActivationsExceedMemory => {
+                "activations of the microbatches in flight push past HBM"
+            }
+        }
+    }
+}
+
+/// A valid layout dropped by the memory model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DroppedRecord {
+    pub index: u32,
+    pub layout: Candidate,
+    pub reason: DropReason,
+    /// The stage with the most memory, and that memory.
+    pub peak_stage: u32,
+    pub peak_memory_bytes: u64,
+    pub memory_capacity_bytes: u64,
+}
+
+/// Simulated and dropped layouts, each in candidate order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOutcome {
+    pub results: Vec<SweepRecord>,
+    pub dropped: Vec<DroppedRecord>,
+}
+
+/// Drops what does not fit (unless `ignore_memory`), simulates the rest in
+/// parallel; `on_simulated(done, total)` is called after each finished
+/// simulation (from any thread; `total` is the number to simulate).
+pub fn run_candidates(
+    candidates: &[ValidCandidate],
+    ignore_memory: bool,
+    on_simulated: &(dyn Fn(usize, usize) + Sync),
+) -> Result<RunOutcome, SweepError> {
+    let checked: Vec<Option<DroppedRecord>> = if ignore_memory {
+        vec![None; candidates.len()]
+    } else {
+        candidates.par_iter().map(check_memory).collect()
+    };
+    let mut outcome = RunOutcome::default();
+    let mut fitting = Vec::new();
+    for (candidate, dropped) in candidates.iter().zip(checked) {
+        match dropped {
+            Some(record) => outcome.dropped.push(record),
+            None => fitting.push(candidate),
+        }
+    }
+    let done = AtomicUsize::new(0);
+    let simulated: Vec<Result<SweepRecord, SweepError>> = fitting
+        .par_iter()
+        .with_max_len(1)
+        .map(|candidate| {
+            let record = simulate_one(candidate);
+            on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len());
+            record
+        })
+        .collect();
+    outcome.results = simulated.into_iter().collect::<Result<_, _>>()?;
+    Ok(outcome)
+}
+
+/// `Some` when the layout does not fit on some stage.
+pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
+    let scenario = &candidate.scenario;
+    let layout = scenario.layout;
+    let schedule = PipelineSchedule::generate(
+        scenario.schedule,
+        layout.pipeline_parallel,
+        layout.chunks,
+        layout.microbatches,
+    );
+    let stages = memory_per_stage(scenario, &schedule);
+    if stages.iter().all(|stage| stage.fits) {
+        return None;
+    }
+    let peak = stages
+        .iter()
+        .max_by_key(|m| (m.total_bytes, std::cmp::Reverse(m.stage)))
+        .expect("at least one stage");
+    let states_too_big = stages
+        .iter()
+        .any(|m| m.weight_bytes + m.gradient_bytes + m.optimizer_state_bytes > m.capacity_bytes);
+    Some(DroppedRecord {
+        index: candidate.index,
+        layout: candidate.candidate,
+        reason: if states_too_big {
+            DropReason::ModelStatesExceedMemory
+        } else {
+            DropReason::ActivationsExceedMemory
+        },
+        peak_stage: peak.stage,
+        peak_memory_bytes: peak.total_bytes,
+        memory_capacity_bytes: peak.capacity_bytes,
+    })
+}
+
+fn simulate_one(candidate: &ValidCandidate) -> Result<SweepRecord, SweepError> {
+    let scenario = &candidate.scenario;
+    let report = crate::simulate(scenario).map_err(|error| SweepError::Deadlock {
+        layout: candidate.candidate.label(),
+        message: error.to_string(),
+    })?;
+    let m = &report.metrics;
+    let peak = report.peak_memory();
+    Ok(SweepRecord {
+        index: candidate.index,
+        layout: candidate.candidate,
+        microbatches: scenario.layout.microbatches,
+        iteration_time_ns: report.timeline.makespan_ns(),
+        iteration_time_s: m.iteration_time_s,
+        samples_per_s: m.samples_per_s,
+        tflops_per_gpu: m.tflops_per_gpu,
+        model_tflops_per_gpu: m.model_tflops_per_gpu,
+        percent_of_peak: m.percent_of_peak,
+        bubble_fraction: m.bubble_fraction,
+        compute_time_s: m.compute_time_s,
+        exposed_tensor_s: m.exposed_communication.tensor_s,
+        exposed_pipeline_s: m.exposed_communication.pipeline_s,
+        exposed_data_parallel_s: m.exposed_communication.data_parallel_s,
+        peak_memory_bytes: peak.total_bytes,
+        memory_capacity_bytes: peak.capacity_bytes,
+        fits_in_memory: report.memory.iter().all(|stage| stage.fits),
+        events: report.n_events,
+    })
+}

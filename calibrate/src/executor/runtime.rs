@@ -142,11 +142,12 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
     let spin = SpinKernel::load(&device)?;
     let mut gpu = GpuState::new(&device, plan)?;
     for _ in 0..options.warmup_iterations {
-        gpu.issue(&device, plan, &spin, 0)?;
+        let warm_up = gpu.issue(&device, plan, &spin, 0)?;
         device
             .ctx
             .synchronize()
             .cuda(|| "waiting for the warm-up iteration".into())?;
+        drop(warm_up);
     }
     let gate_ns = GATE_MIN_NS
         + plan.tasks.len() as u64 * GATE_PER_TASK_NS

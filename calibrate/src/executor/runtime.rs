@@ -10,6 +10,10 @@
 //! (cuBLAS heuristics, module loading) the timed one is synchronised once and
 //! every event is read relative to the gate.
 //!
+//! The driver is asked for 32 hardware work queues
+//! (`CUDA_DEVICE_MAX_CONNECTIONS`, unless set) so that streams do not share
+//! queues and block one another behind an event wait.
+//!
 //! Scratch is shared by all tasks (contents are irrelevant for timing): GEMM
 //! buffer sets sized for the largest shape, rotated so that together they are
 //! at least four times L2 (as calibration does), and a copy pool through
@@ -47,6 +51,25 @@ const MAX_GEMM_SETS: u64 = 4;
 const GATE_MIN_NS: u64 = 20_000_000;
 const GATE_PER_TASK_NS: u64 = 30_000;
 const GATE_PER_LAUNCH_NS: u64 = 15_000;
+
+/// Hardware work queues asked of the driver (`CUDA_DEVICE_MAX_CONNECTIONS`,
+/// default 8, at most 32). With fewer queues than busy streams, streams share
+/// a queue and a stream blocked on an event holds back the others behind it
+/// (false dependencies the simulator does not have).
+const HARDWARE_QUEUES: &str = "32";
+
+/// Sets `CUDA_DEVICE_MAX_CONNECTIONS` to [`HARDWARE_QUEUES`] unless the user
+/// set it; must run before the driver initialises. Returns the value in effect.
+fn widen_hardware_queues() -> String {
+    const NAME: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
+    match std::env::var(NAME) {
+        Ok(value) => value,
+        Err(_) => {
+            std::env::set_var(NAME, HARDWARE_QUEUES);
+            HARDWARE_QUEUES.into()
+        }
+    }
+}
 
 /// How to execute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +142,7 @@ pub fn require_driver() -> Result<usize, ExecuteError> {
 
 /// Plans, checks and runs one iteration of `scenario`, returning the measured Timeline.
 pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Execution, ExecuteError> {
+    let hardware_queues = widen_hardware_queues();
     let devices = require_driver()?;
     let prepared = prepare(scenario, options)?;
     let plan = &prepared.plan;
@@ -169,7 +193,7 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
         elapsed_ms[planned.task as usize] = (read(start)?, read(end)?);
     }
     let spans = spans_from_ms(&elapsed_ms);
-    let notes = notes(
+    let mut notes = notes(
         &device,
         plan,
         &spin,
@@ -177,6 +201,7 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
         gate_ns,
         issued.host_outran_gate,
     );
+    notes["cuda_device_max_connections"] = hardware_queues.into();
     let timeline = measured_timeline(
         scenario,
         &prepared.graph,

@@ -190,7 +190,7 @@ impl GemmElement for half::bf16 {
 }
 
 /// Elements in the random chunk that is tiled over every input buffer.
-const RANDOM_CHUNK_ELEMS: usize = 1 << 22;
+pub(crate) const RANDOM_CHUNK_ELEMS: usize = 1 << 22;
 
 /// Fills `buffer` with the random `chunk`, uploading it once and doubling the
 /// filled prefix with device-to-device copies.
@@ -225,11 +225,11 @@ pub fn fill_tiled<T: DeviceRepr>(
     Ok(())
 }
 
-/// One set of A, B, C buffers for a shape.
-struct BufferSet<T> {
-    a: CudaSlice<T>,
-    b: CudaSlice<T>,
-    c: CudaSlice<T>,
+/// One set of A, B, C buffers for a shape (also the executor's GEMM scratch).
+pub(crate) struct BufferSet<T> {
+    pub(crate) a: CudaSlice<T>,
+    pub(crate) b: CudaSlice<T>,
+    pub(crate) c: CudaSlice<T>,
 }
 
 /// Launches one GEMM (no synchronisation).
@@ -237,7 +237,7 @@ struct BufferSet<T> {
 /// # Safety
 /// The buffers must hold at least `batch·m·k`, `batch·k·n`, `batch·m·n`
 /// elements for the shape `call` was built from.
-unsafe fn launch<T: GemmElement>(
+pub(crate) unsafe fn launch<T: GemmElement>(
     blas: &CudaBlas,
     call: &ColumnMajorCall,
     set: &mut BufferSet<T>,

@@ -14,6 +14,9 @@
 //! | collectives | NCCL all-reduce, reduce-scatter, all-gather on all local GPUs | [`collectives`] |
 //! | CPU Adam | a real multi-threaded fp32 Adam step vs thread count | [`cpu_adam`] |
 //!
+//! The crate also holds the GPU [`executor`], which runs the simulator's task
+//! graph on real GPUs and records a Timeline (`clustersim execute`).
+//!
 //! GPU work is timed with CUDA events (timing enabled), after warm-up runs,
 //! reporting the median of `repeats` (and the interquartile range for GEMMs).
 //!
@@ -82,6 +85,7 @@
 pub mod collectives;
 pub mod cpu_adam;
 mod error;
+pub mod executor;
 pub mod gemm;
 pub mod gpu_detect;
 pub mod memory_bandwidth;

@@ -33,6 +33,8 @@ enum Command {
     Plot(commands::plot::PlotArgs),
     /// Compare two timelines (simulated vs measured): iteration, bubble, per-kind medians, worst tasks.
     Compare(commands::compare::CompareArgs),
+    /// Run the scenario's task graph on a real GPU (real kernels or calibrated spins) and record a Timeline.
+    Execute(commands::execute::ExecuteArgs),
     /// Time GEMMs, HBM, PCIe, NCCL and CPU Adam on this machine and write a calibration profile.
     Calibrate(commands::calibrate::CalibrateArgs),
     /// Run published measurements (e.g. shared/validation/dev-set.json) through the simulator.
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => commands::sweep::run(args),
         Command::Plot(args) => commands::plot::run(args),
         Command::Compare(args) => commands::compare::run(args),
+        Command::Execute(args) => commands::execute::run(args),
         Command::Calibrate(args) => commands::calibrate::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Presets => commands::presets::run(),

@@ -51,5 +51,6 @@ pub mod timeline;
 pub mod validation;
 
 pub use simulate::{
-    build_graph, run_graph, simulate, uniform_costs, LinkLoad, SimulationError, SimulationReport,
+    build_graph, run_graph, simulate, timeline_from_spans, uniform_costs, LinkLoad,
+    SimulationError, SimulationReport,
 };

@@ -90,12 +90,33 @@ fn package(
     costs: &[WorkCost],
     outcome: &engine::Schedule,
 ) -> (Timeline, u64) {
+    let timeline = timeline_from_spans(scenario, graph, costs, Producer::Sim, None, |index| {
+        (
+            outcome.start[index].as_nanos(),
+            outcome.end[index].as_nanos(),
+        )
+    });
+    (timeline, outcome.events)
+}
+
+/// The Timeline of a graph whose task `index` ran over `span(index)` = (start_ns, end_ns):
+/// one record per task in id order and the header every producer writes
+/// (the engine here, the GPU executor in `calibrate`).
+pub fn timeline_from_spans(
+    scenario: &Scenario,
+    graph: &TaskGraph,
+    costs: &[WorkCost],
+    producer: Producer,
+    executor_mode: Option<String>,
+    span: impl Fn(usize) -> (u64, u64),
+) -> Timeline {
     let tasks = graph
         .graph
         .node_weights()
         .enumerate()
         .map(|(index, task)| {
             let cost = &costs[task.work.index()];
+            let (start_ns, end_ns) = span(index);
             TaskRecord {
                 id: index as u32,
                 kind: task.kind,
@@ -104,8 +125,8 @@ fn package(
                 stage: task.stage,
                 chunk: task.chunk,
                 microbatch: (task.microbatch != NO_MICROBATCH).then_some(task.microbatch),
-                start_ns: outcome.start[index].as_nanos(),
-                end_ns: outcome.end[index].as_nanos(),
+                start_ns,
+                end_ns,
                 bytes: cost.bytes,
                 flops: cost.flops,
                 iteration: (scenario.iterations > 1).then_some(task.iteration as u32),
@@ -115,8 +136,8 @@ fn package(
     let layout = scenario.layout;
     let header = TimelineHeader {
         format_version: TIMELINE_FORMAT_VERSION,
-        producer: Producer::Sim,
-        executor_mode: None,
+        producer,
+        executor_mode,
         scenario: scenario.to_json(),
         profile_id: scenario.profile.id.clone(),
         seed: scenario.seed,
@@ -137,7 +158,7 @@ fn package(
             .map(|ranks| ranks.iter().map(|r| r.0).collect())
             .collect(),
     };
-    (Timeline { header, tasks }, outcome.events)
+    Timeline { header, tasks }
 }
 
 /// How many of the busiest links a report lists.

@@ -1,0 +1,42 @@
+//! Everything that can stop `clustersim execute`, each naming what was being
+//! done. GPU failures reuse [`CalibrateError`] (the executor shares
+//! calibrate's cudarc wrappers); the executor adds its own no-driver line,
+//! unsupported layouts and plan-check failures.
+
+use crate::CalibrateError;
+
+/// Why a task graph could not be executed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteError {
+    /// No usable CUDA driver or device; one line for the user.
+    #[error("{0}")]
+    NoGpu(String),
+    /// The plan asks for something this executor does not run yet (e.g. NCCL
+    /// across several GPUs); the string says what and what to do instead.
+    #[error("cannot execute this plan: {0}")]
+    Unsupported(String),
+    /// The execution plan violates an invariant (a bug in planning or
+    /// lowering): every problem is listed.
+    #[error("the execution plan is inconsistent: {}", problems.join("; "))]
+    InvalidPlan { problems: Vec<String> },
+    /// The simulator could not order the graph (a cycle: a lowering bug).
+    #[error("cannot order the task graph: {0}")]
+    Graph(String),
+    /// A CUDA, cuBLAS or NVRTC call failed, or a library is missing.
+    #[error(transparent)]
+    Gpu(#[from] CalibrateError),
+}
+
+impl ExecuteError {
+    /// True when the cause is the machine or the input, not a bug or a
+    /// failing GPU call: no driver, a missing library, an unsupported plan.
+    pub fn is_user_error(&self) -> bool {
+        matches!(
+            self,
+            ExecuteError::NoGpu(_)
+                | ExecuteError::Unsupported(_)
+                | ExecuteError::Gpu(CalibrateError::NoGpu(_))
+                | ExecuteError::Gpu(CalibrateError::MissingLibrary { .. })
+        )
+    }
+}

@@ -1,0 +1,133 @@
+//! What one task launches on the GPU, per execution mode.
+//!
+//! Real mode:
+//! - a compute pass: its kernels from [`sim::cost::pass_steps`] — every GEMM
+//!   as a cuBLAS call of the same shape, every memory-bound kernel as a
+//!   device-to-device copy moving the same HBM bytes (a copy of `n` bytes
+//!   reads `n` and writes `n`, so it copies half the kernel's bytes);
+//! - the optimizer step: a memory-bound kernel of its bytes (a copy, as above);
+//! - communication (tensor all-reduces of a pass, a pipeline transfer, the
+//!   data-parallel all-reduce): an NCCL call when the ranks involved sit on
+//!   several devices, else a device-to-device copy of the payload.
+//!
+//! Synthetic mode: one spin of the simulator's duration for every task whose
+//! duration is nonzero (nothing for zero-cost work).
+
+use super::plan::ExecutionMode;
+use models::ops::{GemmShape, KernelClass, Step};
+use serde::Serialize;
+use sim::cost::{pass_steps, WorkCost, OPTIMIZER_BYTES_PER_PARAM};
+use sim::scenario::Scenario;
+use sim::task_graph::Work;
+
+/// The NCCL operation of a [`Launch::Collective`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveKind {
+    /// Sum all-reduce of `bytes` per rank.
+    AllReduce,
+    /// A point-to-point transfer of `bytes` (pipeline send/receive).
+    SendReceive,
+}
+
+/// One launch on the task's stream.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Launch {
+    /// A cuBLAS fp16 GEMM (fp32 accumulate) of this row-major shape.
+    Gemm { shape: GemmShape },
+    /// A device-to-device copy of `bytes` (2 × bytes through HBM).
+    DeviceCopy { bytes: u64 },
+    /// A single-block kernel spinning on `clock64()` for this long.
+    Spin { duration_ns: u64 },
+    /// An NCCL collective over the devices `gpus`.
+    Collective {
+        op: CollectiveKind,
+        bytes: u64,
+        gpus: Vec<u32>,
+    },
+}
+
+/// The launches of one task doing `work`, whose ranks (and receivers) sit on `gpus`.
+pub fn work_launches(
+    scenario: &Scenario,
+    work: &Work,
+    cost: &WorkCost,
+    mode: ExecutionMode,
+    gpus: &[u32],
+) -> Vec<Launch> {
+    if mode == ExecutionMode::Synthetic {
+        let duration_ns = cost.duration.as_nanos();
+        return if duration_ns == 0 {
+            Vec::new()
+        } else {
+            vec![Launch::Spin { duration_ns }]
+        };
+    }
+    let communication = |op: CollectiveKind, bytes: u64| -> Option<Launch> {
+        if bytes == 0 {
+            None
+        } else if gpus.len() > 1 {
+            Some(Launch::Collective {
+                op,
+                bytes,
+                gpus: gpus.to_vec(),
+            })
+        } else {
+            Some(Launch::DeviceCopy { bytes })
+        }
+    };
+    match *work {
+        Work::Compute {
+            pass,
+            layers,
+            embedding,
+            head,
+        } => pass_steps(scenario, pass, layers, embedding, head)
+            .into_iter()
+            .filter_map(|step| match step {
+                Step::Kernel(kernel) => match kernel.class {
+                    KernelClass::Gemm(shape) => Some(Launch::Gemm { shape }),
+                    KernelClass::MemoryBound => memory_bound(kernel.bytes),
+                },
+                Step::TensorAllReduce { .. } => None,
+            })
+            .collect(),
+        Work::TensorAllReduce {
+            pass,
+            layers,
+            embedding,
+            head,
+            ..
+        } => pass_steps(scenario, pass, layers, embedding, head)
+            .into_iter()
+            .filter_map(|step| match step {
+                Step::TensorAllReduce { bytes } => communication(CollectiveKind::AllReduce, bytes),
+                Step::Kernel(_) => None,
+            })
+            .collect(),
+        Work::PipelineTransfer { bytes, .. } => communication(CollectiveKind::SendReceive, bytes)
+            .into_iter()
+            .collect(),
+        Work::DataParallelAllReduce { bytes, .. } => {
+            communication(CollectiveKind::AllReduce, bytes)
+                .into_iter()
+                .collect()
+        }
+        Work::OptimizerStep { params } => memory_bound(params as f64 * OPTIMIZER_BYTES_PER_PARAM)
+            .into_iter()
+            .collect(),
+        // ZeRO-Offload works: `plan` refuses offload scenarios before launches are built.
+        Work::DataParallelReduceScatter { .. }
+        | Work::DataParallelAllGather { .. }
+        | Work::PcieTransfer { .. }
+        | Work::CpuAdam { .. } => Vec::new(),
+    }
+}
+
+/// A memory-bound kernel moving `hbm_bytes` (read + written) as a copy of half
+/// of them, rounded up; nothing for zero bytes.
+fn memory_bound(hbm_bytes: f64) -> Option<Launch> {
+    let bytes = (hbm_bytes / 2.0).ceil() as u64;
+    (bytes > 0).then_some(Launch::DeviceCopy { bytes })
+}

@@ -1,0 +1,63 @@
+//! # The GPU executor: run the simulator's task graph on real GPUs
+//!
+//! `clustersim execute` builds the same sealed task graph `simulate` replays
+//! ([`sim::build_graph`]), turns it into an [`ExecutionPlan`] (pure data,
+//! checked on a CPU) and issues it on a GPU, recording one CUDA event pair per
+//! task. The result is a [`sim::timeline::Timeline`] in the simulator's format
+//! with `producer = executor`, so `clustersim compare` can check the
+//! simulator against the hardware.
+//!
+//! | step | module |
+//! |---|---|
+//! | graph → plan: streams, cross-stream waits, launches, issue order | [`plan`], [`launches`] |
+//! | plan invariants (every task once, every cross-stream edge a wait, …) | [`check`] |
+//! | the synthetic spin kernel and its clock calibration | [`spin`] |
+//! | streams, scratch, gate, event timing | [`runtime`] |
+//! | measured spans → Timeline | [`record`] |
+//!
+//! ## One GPU, many ranks
+//!
+//! Ranks are folded onto the available devices in contiguous blocks (with
+//! `--gpus 1`, the default, every rank shares GPU 0), each rank on its own
+//! CUDA streams (one per (rank, [`sim::task::StreamKind`])). Two honest modes,
+//! written to the header's `executor_mode`:
+//! - `real`: tasks run their real kernels (cuBLAS GEMMs of the pass's shapes,
+//!   memory-bound kernels as copies of their bytes); ranks sharing a GPU
+//!   contend for it, and communication between ranks on one GPU is a
+//!   device-to-device copy of the same bytes;
+//! - `synthetic`: every task is a single-block `clock64()` spin of the
+//!   simulator's duration for it, so ranks do not contend: the run checks the
+//!   schedule, dependency and overlap semantics on hardware.
+//!
+//! How the run was done (device, ranks per GPU, spin clock, what stood in for
+//! communication) is written under `header.scenario["executor"]`.
+//!
+//! ## Not yet
+//!
+//! Spreading ranks over several GPUs plans NCCL launches
+//! ([`Launch::Collective`]) but the runtime refuses such plans with
+//! [`ExecuteError::Unsupported`].
+//!
+//! ```
+//! use calibrate::executor::{prepare, ExecuteOptions, ExecutionMode};
+//! let scenario = sim::scenario::ScenarioFile::tiny_example().resolve().unwrap();
+//! let options = ExecuteOptions { mode: ExecutionMode::Synthetic, ..Default::default() };
+//! let prepared = prepare(&scenario, &options).unwrap(); // no GPU needed
+//! assert_eq!(prepared.plan.tasks.len(), prepared.graph.task_count());
+//! ```
+
+pub mod check;
+mod error;
+pub mod launches;
+pub mod plan;
+pub mod record;
+pub mod runtime;
+pub mod spin;
+#[cfg(test)]
+mod tests;
+
+pub use check::{check, PlanCheck};
+pub use error::ExecuteError;
+pub use launches::{CollectiveKind, Launch};
+pub use plan::{plan, ExecutionMode, ExecutionPlan, PlannedTask, StreamSlot};
+pub use runtime::{execute, prepare, require_driver, ExecuteOptions, Execution, Prepared};

@@ -1,11 +1,13 @@
 //! The event engine: a deterministic discrete-event simulation in integer
 //! nanoseconds.
 //!
-//! Events live in a binary heap ordered by (time, sequence number): equal
-//! times pop in the order they were pushed (FIFO tie-break, as NeXosim does),
-//! so the run is a pure function of the task graph and the durations. A task
-//! starts when its last predecessor finishes (stream exclusivity is already in
-//! the graph as program-order edges) and finishes `duration` later. The engine
+//! Task finishes live in a binary heap ordered by (time, sequence number):
+//! equal times pop in the order they were pushed (FIFO tie-break, as NeXosim
+//! does), so the run is a pure function of the task graph and the durations.
+//! A task starts the moment its last predecessor finishes (stream exclusivity
+//! is already in the graph as program-order edges), without a trip through the
+//! heap, and finishes `duration` later. `events` counts starts, finishes and
+//! (with a fabric) flow completions. The engine
 //! owns all its state in dense `Vec`s indexed by task id; no allocation per
 //! event beyond the heap's amortized growth.
 //!
@@ -23,26 +25,18 @@ use petgraph::Direction;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-/// What happens at an instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum EventKind {
-    Start,
-    Finish,
-}
-
-/// A heap entry: ordered by time, then insertion sequence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// A task finishing at `time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Event {
     time: SimTime,
-    sequence: u64,
-    kind: EventKind,
     task: u32,
 }
 
-/// Min-heap of events with FIFO tie-break among equal times.
+/// Min-heap of task finishes with FIFO tie-break among equal times (a
+/// sequence number breaks ties in insertion order, so the run is deterministic).
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(SimTime, u64, u32, bool)>>,
+    heap: BinaryHeap<Reverse<(SimTime, u64, u32)>>,
     next_sequence: u64,
 }
 
@@ -54,29 +48,15 @@ impl EventQueue {
         }
     }
 
-    fn push(&mut self, time: SimTime, kind: EventKind, task: u32) {
-        self.heap.push(Reverse((
-            time,
-            self.next_sequence,
-            task,
-            kind == EventKind::Finish,
-        )));
+    fn push(&mut self, time: SimTime, task: u32) {
+        self.heap.push(Reverse((time, self.next_sequence, task)));
         self.next_sequence += 1;
     }
 
     fn pop(&mut self) -> Option<Event> {
         self.heap
             .pop()
-            .map(|Reverse((time, sequence, task, finish))| Event {
-                time,
-                sequence,
-                kind: if finish {
-                    EventKind::Finish
-                } else {
-                    EventKind::Start
-                },
-                task,
-            })
+            .map(|Reverse((time, _, task))| Event { time, task })
     }
 
     pub fn len(&self) -> usize {
@@ -169,6 +149,45 @@ pub struct SharedFabric<'a> {
     pub planner: &'a dyn FlowPlanner,
 }
 
+/// The engine's mutable state while it runs.
+struct RunState {
+    start: Vec<SimTime>,
+    queue: EventQueue,
+    network: Option<FairShareNetwork>,
+    /// Per flow: the task it belongs to.
+    flow_owner: Vec<u32>,
+    /// Per running flow task: flows still running and the fixed tail after them.
+    flows_left: BTreeMap<u32, (u32, SimDuration)>,
+}
+
+impl RunState {
+    /// Starts `task` at `now`: its flows join the fabric, or its finish is scheduled.
+    fn start_task(
+        &mut self,
+        task: u32,
+        now: SimTime,
+        fabric: Option<&SharedFabric<'_>>,
+        duration_of: &impl Fn(TaskId) -> SimDuration,
+    ) {
+        self.start[task as usize] = now;
+        let plan = fabric.and_then(|f| f.planner.plan(TaskId(task)));
+        match (plan, self.network.as_mut(), fabric) {
+            (Some(plan), Some(network), Some(shared)) if !plan.flows.is_empty() => {
+                self.flows_left
+                    .insert(task, (plan.flows.len() as u32, plan.tail));
+                for &(source, destination, bytes) in &plan.flows {
+                    let route = shared.fabric.route(source, destination);
+                    let id = network.start_flow(now, &route.links, bytes);
+                    debug_assert_eq!(id.index(), self.flow_owner.len());
+                    self.flow_owner.push(task);
+                }
+            }
+            (Some(plan), _, _) => self.queue.push(now + plan.tail, task),
+            (None, _, _) => self.queue.push(now + duration_of(TaskId(task)), task),
+        }
+    }
+}
+
 /// Runs the graph with a fixed duration per task.
 pub fn run(
     graph: &TaskGraph,
@@ -191,79 +210,60 @@ pub fn run_with_fabric(
     for edge in graph.graph.raw_edges() {
         remaining[edge.target().index()] += 1;
     }
-    let mut start = vec![SimTime::ZERO; n];
+    let mut state = RunState {
+        start: vec![SimTime::ZERO; n],
+        queue: EventQueue::with_capacity(1024),
+        network: fabric
+            .as_ref()
+            .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s())),
+        flow_owner: Vec::new(),
+        flows_left: BTreeMap::new(),
+    };
     let mut end = vec![SimTime::ZERO; n];
-    let mut queue = EventQueue::with_capacity(1024);
+    let mut events = 0u64;
     for (index, &count) in remaining.iter().enumerate() {
         if count == 0 {
-            queue.push(SimTime::ZERO, EventKind::Start, index as u32);
+            state.start_task(index as u32, SimTime::ZERO, fabric.as_ref(), &duration_of);
+            events += 1;
         }
     }
-    let mut network = fabric
-        .as_ref()
-        .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s()));
-    // Per flow: the task it belongs to. Per flow task: flows still running and its tail.
-    let mut flow_owner: Vec<u32> = Vec::new();
-    let mut flows_left: BTreeMap<u32, (u32, SimDuration)> = BTreeMap::new();
-    let mut events = 0u64;
     let mut finished = 0usize;
     loop {
-        if let Some(network) = network.as_mut() {
+        if let Some(network) = state.network.as_mut() {
             if let Some((due, flow)) = network.next_completion() {
-                if queue.peek_time().is_none_or(|next| due <= next) {
+                if state.queue.peek_time().is_none_or(|next| due <= next) {
                     network.complete(due, flow);
                     events += 1;
-                    let task = flow_owner[flow.index()];
-                    let entry = flows_left.get_mut(&task).expect("a running flow task");
+                    let task = state.flow_owner[flow.index()];
+                    let entry = state
+                        .flows_left
+                        .get_mut(&task)
+                        .expect("a running flow task");
                     entry.0 -= 1;
                     if entry.0 == 0 {
                         let tail = entry.1;
-                        flows_left.remove(&task);
-                        queue.push(due + tail, EventKind::Finish, task);
+                        state.flows_left.remove(&task);
+                        state.queue.push(due + tail, task);
                     }
                     continue;
                 }
             }
         }
-        let Some(event) = queue.pop() else { break };
+        let Some(event) = state.queue.pop() else {
+            break;
+        };
         events += 1;
         let task = event.task as usize;
-        match event.kind {
-            EventKind::Start => {
-                start[task] = event.time;
-                let plan = fabric
-                    .as_ref()
-                    .and_then(|f| f.planner.plan(TaskId(event.task)));
-                match (plan, network.as_mut(), fabric.as_ref()) {
-                    (Some(plan), Some(network), Some(shared)) if !plan.flows.is_empty() => {
-                        flows_left.insert(event.task, (plan.flows.len() as u32, plan.tail));
-                        for &(source, destination, bytes) in &plan.flows {
-                            let route = shared.fabric.route(source, destination);
-                            let id = network.start_flow(event.time, &route.links, bytes);
-                            debug_assert_eq!(id.index(), flow_owner.len());
-                            flow_owner.push(event.task);
-                        }
-                    }
-                    (Some(plan), _, _) => {
-                        queue.push(event.time + plan.tail, EventKind::Finish, event.task)
-                    }
-                    (None, _, _) => queue.push(
-                        event.time + duration_of(TaskId(event.task)),
-                        EventKind::Finish,
-                        event.task,
-                    ),
-                }
-            }
-            EventKind::Finish => {
-                end[task] = event.time;
-                finished += 1;
-                for &successor in successors.of(task) {
-                    let slot = &mut remaining[successor as usize];
-                    *slot -= 1;
-                    if *slot == 0 {
-                        queue.push(event.time, EventKind::Start, successor);
-                    }
-                }
+        end[task] = event.time;
+        finished += 1;
+        // Successors whose last predecessor this was start now, in successor order
+        // (each start counts as an event; it needs no trip through the heap).
+        for &successor in successors.of(task) {
+            let slot = &mut remaining[successor as usize];
+            *slot -= 1;
+            if *slot == 0 {
+                state.start_task(successor, event.time, fabric.as_ref(), &duration_of);
+                events += 1;
             }
         }
     }
@@ -279,8 +279,12 @@ pub fn run_with_fabric(
         });
     }
     Ok((
-        Schedule { start, end, events },
-        network.map(|network| network.link_utilization()),
+        Schedule {
+            start: state.start,
+            end,
+            events,
+        },
+        state.network.map(|network| network.link_utilization()),
     ))
 }
 
@@ -292,9 +296,9 @@ mod tests {
     fn equal_times_pop_in_insertion_order() {
         let mut queue = EventQueue::with_capacity(4);
         for task in [7, 3, 9, 1] {
-            queue.push(SimTime(5), EventKind::Start, task);
+            queue.push(SimTime(5), task);
         }
-        queue.push(SimTime(2), EventKind::Finish, 42);
+        queue.push(SimTime(2), 42);
         let order: Vec<u32> = std::iter::from_fn(|| queue.pop()).map(|e| e.task).collect();
         assert_eq!(order, vec![42, 7, 3, 9, 1]);
     }

@@ -75,7 +75,7 @@ impl ModelSpec {
         if self.ffn_hidden == Some(0) {
             problems.push("ffn_hidden must be positive when given".into());
         }
-        if self.heads > 0 && self.hidden % self.heads != 0 {
+        if self.heads > 0 && !self.hidden.is_multiple_of(self.heads) {
             problems.push(format!(
                 "hidden ({}) must be divisible by heads ({})",
                 self.hidden, self.heads

@@ -92,8 +92,8 @@ impl Successors {
             offsets[i + 1] += offsets[i];
         }
         let mut targets = vec![0u32; g.edge_count()];
-        for node in 0..n {
-            let mut at = offsets[node] as usize;
+        for (node, &offset) in offsets.iter().take(n).enumerate() {
+            let mut at = offset as usize;
             let mut walk = g
                 .neighbors_directed(NodeIndex::new(node), Direction::Outgoing)
                 .detach();

@@ -28,7 +28,8 @@ impl SimDuration {
     /// Rounds `seconds` up to whole nanoseconds; positive work takes ≥ 1 ns.
     /// Negative or NaN input is a bug in the caller and becomes zero.
     pub fn from_seconds_ceil(seconds: f64) -> SimDuration {
-        if !(seconds > 0.0) {
+        // `seconds > 0.0` is false for NaN too, so NaN becomes zero.
+        if seconds.is_nan() || seconds <= 0.0 {
             return SimDuration::ZERO;
         }
         let nanos = (seconds * 1e9).ceil();

@@ -86,7 +86,7 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
             "--gpus-per-node must be 1..={} for {}",
             topology.node.gpus_per_node, topology.name
         ));
-    } else if args.gpus % per_node != 0 && args.gpus > per_node {
+    } else if !args.gpus.is_multiple_of(per_node) && args.gpus > per_node {
         problems.push(format!(
             "--gpus {} is not a multiple of --gpus-per-node {per_node}",
             args.gpus

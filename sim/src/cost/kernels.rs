@@ -1,7 +1,7 @@
 //! Kernel durations on one GPU.
 //!
-//! GEMM model: time = max(FLOPs ÷ (peak × e_large × e_quant), bytes ÷ (HBM × e_hbm))
-//! + launch overhead, where e_quant is tile and wave quantization: the output
+//! GEMM model: time = max(FLOPs ÷ (peak × e_large × e_quant), bytes ÷ (HBM ×
+//! e_hbm)) plus the launch overhead, where e_quant is tile and wave quantization: the output
 //! is cut into tiles (the profile lists the candidate tile shapes), tiles run
 //! in waves of one per SM, and e_quant = useful output ÷ (waves × SMs × tile
 //! area), taking the best candidate tile as cuBLAS's heuristics would.

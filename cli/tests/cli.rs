@@ -129,3 +129,33 @@ fn bad_input_of_every_kind_exits_2_with_a_clear_message() {
     assert_user_error(&["simulate", "--tp", "0"], "tp: must be at least 1");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn absurd_sizes_are_refused_before_anything_is_built() {
+    assert_user_error(
+        &["simulate", "--global-batch", "4000000000", "--dp", "1"],
+        "the limit is 60000000",
+    );
+    assert_user_error(
+        &[
+            "simulate",
+            "--microbatch-size",
+            "4294967295",
+            "--dp",
+            "4294967295",
+        ],
+        "GPUs, but topology 'selene'",
+    );
+    assert_user_error(
+        &[
+            "simulate",
+            "--pp",
+            "4294967295",
+            "--chunks",
+            "4294967295",
+            "--schedule",
+            "interleaved",
+        ],
+        "layers (96) must be divisible",
+    );
+}

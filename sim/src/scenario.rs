@@ -157,6 +157,10 @@ pub struct Offload {
     pub bucket_params: u64,
 }
 
+/// Largest task graph a simulation will build (the 1T model on 3072 GPUs
+/// needs 5.7 million tasks and ~1 GB).
+pub const MAX_TASKS: u64 = 60_000_000;
+
 /// The parallel layout, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layout {
@@ -373,12 +377,13 @@ impl ScenarioFile {
         let v = positive("chunks", self.chunks, Some(1));
         let b = positive("microbatch_size", self.microbatch_size, Some(1));
         let global_batch = positive("global_batch", self.global_batch, None);
-        let m = global_batch / (b * d).max(1);
+        // u64 arithmetic throughout: flags are u32 and their products can overflow.
+        let samples_per_step = b as u64 * d as u64;
+        let m = (global_batch as u64 / samples_per_step) as u32;
 
-        if global_batch % (b * d) != 0 {
+        if global_batch as u64 % samples_per_step != 0 {
             problems.push(format!(
-                "global_batch: {global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {}",
-                b * d
+                "global_batch: {global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {samples_per_step}"
             ));
         } else if m == 0 {
             problems.push("global_batch: gives zero microbatches".into());
@@ -433,7 +438,7 @@ impl ScenarioFile {
                 problems.push(format!(
                     "pp: layers ({}) must be divisible by pp × chunks = {p} × {v} = {}",
                     model.layers,
-                    p * v
+                    p as u64 * v as u64
                 ));
             }
         }
@@ -454,6 +459,29 @@ impl ScenarioFile {
             }
         }
         let (offload, iterations) = self.resolve_offload(p, &mut problems);
+        // Every task is held in memory (~170 bytes with its edges and timeline
+        // record): refuse graphs that would not fit a workstation, before building them.
+        let passes = if self.recompute.unwrap_or(Recompute::None) == Recompute::None {
+            2
+        } else {
+            3
+        };
+        let estimated_tasks = [
+            d as u64,
+            p as u64,
+            v as u64,
+            m as u64,
+            passes,
+            t as u64 + 1,
+            iterations.max(1) as u64,
+        ]
+        .into_iter()
+        .fold(1u64, u64::saturating_mul);
+        if estimated_tasks > MAX_TASKS {
+            problems.push(format!(
+                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {MAX_TASKS} (~10 GB); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
+            ));
+        }
         if !problems.is_empty() {
             return Err(ScenarioError::Invalid { problems });
         }

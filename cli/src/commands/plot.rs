@@ -5,7 +5,7 @@
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
 use clap::{Args, Subcommand};
-use sim::scenario::ScheduleKind;
+use sim::scenario::{ScenarioFile, ScheduleKind};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -41,12 +41,15 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
 }
 
 fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
-    let base = args.scenario.resolve()?;
+    let file = args.scenario.file()?;
+    let base = file.resolve().map_err(user_error)?;
     let p = base.layout.pipeline_parallel;
     if p < 2 {
         return Err(user_error("plot bubble needs --pp ≥ 2"));
     }
+    let samples_per_microbatch = base.layout.microbatch_size * base.layout.data_parallel;
     let mut series = Vec::new();
+    let mut skipped = Vec::new();
     for (schedule, chunks, label) in [
         (ScheduleKind::Gpipe, 1, "GPipe"),
         (ScheduleKind::OneFOneB, 1, "1F1B"),
@@ -55,16 +58,22 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
     ] {
         let mut points = Vec::new();
         for &m in &args.microbatches {
-            let mut scenario = base.clone();
-            scenario.schedule = schedule;
-            scenario.layout.chunks = chunks;
-            scenario.layout.microbatches = m;
-            scenario.layout.global_batch =
-                m * scenario.layout.microbatch_size * scenario.layout.data_parallel;
-            if scenario.model.layers % (p as u64 * chunks as u64) != 0 || (chunks > 1 && m % p != 0)
-            {
-                continue;
-            }
+            let candidate = ScenarioFile {
+                schedule: Some(schedule),
+                chunks: Some(chunks),
+                global_batch: Some(m.saturating_mul(samples_per_microbatch)),
+                ..file.clone()
+            };
+            let scenario = match candidate.resolve() {
+                Ok(scenario) => scenario,
+                Err(error) => {
+                    skipped.push(format!(
+                        "{label} m={m}: {}",
+                        error.to_string().replace('\n', " ")
+                    ));
+                    continue;
+                }
+            };
             let report = sim::simulate(&scenario).map_err(|e| anyhow::anyhow!(e))?;
             let idle = report.metrics.bubble_fraction * report.metrics.iteration_time_s;
             points.push((m, idle / (report.metrics.iteration_time_s - idle)));
@@ -76,6 +85,14 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
                 points,
             });
         }
+    }
+    for line in &skipped {
+        eprintln!("skipped {line}");
+    }
+    if series.is_empty() {
+        return Err(user_error(
+            "no (schedule, microbatches) combination is valid for this scenario",
+        ));
     }
     reports::render_bubble_chart(&series, p, &args.out).map_err(user_error)?;
     for s in &series {

@@ -84,6 +84,11 @@ pub struct ScenarioArgs {
 impl ScenarioArgs {
     /// File (or default) overridden by flags, then validated.
     pub fn resolve(&self) -> anyhow::Result<Scenario> {
+        self.file()?.resolve().map_err(user_error)
+    }
+
+    /// The scenario file (or default) with the flags applied, not yet validated.
+    pub fn file(&self) -> anyhow::Result<ScenarioFile> {
         let base = match &self.scenario {
             Some(path) => ScenarioFile::from_file(path)
                 .map_err(user_error)?
@@ -112,6 +117,6 @@ impl ScenarioArgs {
             iterations: self.iterations,
             offload_bucket_params: self.offload_bucket_params,
         };
-        flags.or(base).resolve().map_err(user_error)
+        Ok(flags.or(base))
     }
 }

@@ -21,7 +21,7 @@
 //! and the engine needs no resource queues.
 
 use crate::ids::TaskId;
-use crate::memory::parameters_on_rank;
+use crate::memory::{parameters_of_chunk, parameters_on_rank};
 use crate::placement::Placement;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::{Pass, PipelineSchedule};
@@ -113,6 +113,11 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     // Final compute-stream tail of each (data index, stage) tensor group, and
     // the sends still in flight after its last pass (the optimizer waits for them).
     let mut stage_tails: Vec<Option<Tail>> = vec![None; d as usize * p as usize];
+    // With overlapped gradient reduction: the last backward pass of every
+    // (data index, stage, chunk), and the order in which chunks finish.
+    let chunks = layout.chunks as usize;
+    let mut last_backward: Vec<Option<Tail>> = vec![None; d as usize * p as usize * chunks];
+    let mut chunk_finish_order: Vec<Vec<u32>> = vec![Vec::new(); p as usize];
     let mut trailing_sends: Vec<Vec<TaskId>> = vec![Vec::new(); d as usize * p as usize];
 
     for data_index in 0..d {
@@ -213,6 +218,15 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                     tail = Some(last);
                     pass_tasks[slot(data_index, virtual_stage, action.microbatch, pass)] =
                         Some(PassTasks { first });
+                    if pass == ComputePass::Backward {
+                        last_backward[((data_index * p + stage) as usize) * chunks
+                            + action.chunk as usize] = Some(last);
+                        if data_index == 0 {
+                            let order = &mut chunk_finish_order[stage as usize];
+                            order.retain(|&c| c != action.chunk);
+                            order.push(action.chunk);
+                        }
+                    }
                 }
 
                 // Sends produced by this action.
@@ -298,41 +312,69 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     // Data-parallel all-reduce and optimizer step.
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, &layout, stage);
-        let mut data_all_reduces = Vec::with_capacity(t as usize);
+        let mut data_all_reduces: Vec<Vec<TaskId>> = vec![Vec::new(); t as usize];
         if d > 1 {
+            // Without overlap: one all-reduce of all the stage's gradients after
+            // the last pass. With overlap: one per chunk, as soon as that chunk's
+            // last backward is done, in the order chunks finish.
+            let reductions: Vec<(Option<u32>, u64)> = if scenario.overlap_grad_reduce {
+                chunk_finish_order[stage as usize]
+                    .iter()
+                    .map(|&chunk| {
+                        (
+                            Some(chunk),
+                            parameters_of_chunk(&scenario.model, &layout, stage, chunk) * 2,
+                        )
+                    })
+                    .collect()
+            } else {
+                vec![(None, params * 2)]
+            };
             for tensor_index in 0..t {
                 let ranks = placement.data_group(stage, tensor_index);
                 let group = builder.group(&ranks);
                 let nodes = placement.nodes_spanned(&ranks);
-                let work = builder.work(Work::DataParallelAllReduce {
-                    bytes: params * 2,
-                    group_size: d,
-                    nodes,
-                });
-                let all_reduce = builder.add_task(Task {
-                    kind: TaskKind::DataParallelAllReduce,
-                    stream: StreamKind::DataParallel,
-                    chunk: 0,
-                    stage,
-                    microbatch: NO_MICROBATCH,
-                    group,
-                    work,
-                    iteration: 0,
-                });
-                for data_index in 0..d {
-                    let tail = stage_tails[(data_index * p + stage) as usize]
-                        .expect("set for every stage");
-                    let source = if tail.count == 1 {
-                        tail.first
-                    } else {
-                        TaskId(tail.first.0 + tensor_index)
-                    };
-                    builder.add_edge(source, all_reduce, Dependency::Data);
-                    for &send in &trailing_sends[(data_index * p + stage) as usize] {
-                        builder.add_edge(send, all_reduce, Dependency::ProgramOrder);
+                let mut previous: Option<TaskId> = None;
+                for &(chunk, bytes) in &reductions {
+                    let work = builder.work(Work::DataParallelAllReduce {
+                        bytes,
+                        group_size: d,
+                        nodes,
+                    });
+                    let all_reduce = builder.add_task(Task {
+                        kind: TaskKind::DataParallelAllReduce,
+                        stream: StreamKind::DataParallel,
+                        chunk: chunk.unwrap_or(0) as u16,
+                        stage,
+                        microbatch: NO_MICROBATCH,
+                        group,
+                        work,
+                        iteration: 0,
+                    });
+                    if let Some(previous) = previous.replace(all_reduce) {
+                        builder.add_edge(previous, all_reduce, Dependency::ProgramOrder);
                     }
+                    for data_index in 0..d {
+                        let index = (data_index * p + stage) as usize;
+                        let ready = match chunk {
+                            Some(chunk) => last_backward[index * chunks + chunk as usize]
+                                .expect("every chunk runs a backward"),
+                            None => stage_tails[index].expect("set for every stage"),
+                        };
+                        let source = if ready.count == 1 {
+                            ready.first
+                        } else {
+                            TaskId(ready.first.0 + tensor_index)
+                        };
+                        builder.add_edge(source, all_reduce, Dependency::Data);
+                        if chunk.is_none() {
+                            for &send in &trailing_sends[index] {
+                                builder.add_edge(send, all_reduce, Dependency::ProgramOrder);
+                            }
+                        }
+                    }
+                    data_all_reduces[tensor_index as usize].push(all_reduce);
                 }
-                data_all_reduces.push(all_reduce);
             }
         }
         let optimizer_work = builder.work(Work::OptimizerStep { params });
@@ -356,12 +398,14 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
             }
             let first = first.expect("non-empty");
             tail.precede(&mut builder, first, t, Dependency::ProgramOrder);
-            for (tensor_index, &all_reduce) in data_all_reduces.iter().enumerate() {
-                builder.add_edge(
-                    all_reduce,
-                    TaskId(first.0 + tensor_index as u32),
-                    Dependency::Data,
-                );
+            for (tensor_index, reductions) in data_all_reduces.iter().enumerate() {
+                for &all_reduce in reductions {
+                    builder.add_edge(
+                        all_reduce,
+                        TaskId(first.0 + tensor_index as u32),
+                        Dependency::Data,
+                    );
+                }
             }
             for &send in &trailing_sends[(data_index * p + stage) as usize] {
                 Tail {

@@ -27,22 +27,26 @@ use serde::Serialize;
 /// position embeddings, replicated), and the tied output embedding copy plus
 /// final LayerNorm on the last virtual stage.
 pub fn parameters_on_rank(model: &ModelSpec, layout: &Layout, stage: u32) -> u64 {
+    (0..layout.chunks)
+        .map(|chunk| parameters_of_chunk(model, layout, stage, chunk))
+        .sum()
+}
+
+/// Parameters of one model chunk on one rank of pipeline stage `stage`.
+pub fn parameters_of_chunk(model: &ModelSpec, layout: &Layout, stage: u32, chunk: u32) -> u64 {
     let t = layout.tensor_parallel as u64;
     let virtual_stages = layout.virtual_stages();
     let layers_per_chunk = model.layers / virtual_stages as u64;
-    let mut params = 0;
-    for chunk in 0..layout.chunks {
-        let virtual_stage = chunk * layout.pipeline_parallel + stage;
-        params += layers_per_chunk * formulas::layer_parameters(model) / t;
-        if virtual_stage == 0 {
-            params += model.vocab * model.hidden / t + model.seq_len * model.hidden;
+    let virtual_stage = chunk * layout.pipeline_parallel + stage;
+    let mut params = layers_per_chunk * formulas::layer_parameters(model) / t;
+    if virtual_stage == 0 {
+        params += model.vocab * model.hidden / t + model.seq_len * model.hidden;
+    }
+    if virtual_stage == virtual_stages - 1 {
+        if virtual_stages > 1 {
+            params += model.vocab * model.hidden / t;
         }
-        if virtual_stage == virtual_stages - 1 {
-            if virtual_stages > 1 {
-                params += model.vocab * model.hidden / t;
-            }
-            params += 2 * model.hidden;
-        }
+        params += 2 * model.hidden;
     }
     params
 }

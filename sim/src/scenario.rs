@@ -109,6 +109,11 @@ pub struct ScenarioFile {
     /// Seed recorded in the timeline (the engine itself draws no random numbers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Start each model chunk's data-parallel gradient all-reduce as soon as its
+    /// last backward is done, overlapping the remaining backwards (default false,
+    /// as in Megatron SC21).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_grad_reduce: Option<bool>,
     /// Megatron's sequence parallelism: LayerNorm and dropout split across the
     /// tensor ranks; all-reduces become reduce-scatter + all-gather (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -205,6 +210,8 @@ pub struct Scenario {
     pub network_contention: bool,
     /// LayerNorm/dropout split across tensor ranks (Megatron sequence parallelism).
     pub sequence_parallel: bool,
+    /// Per-chunk data-parallel all-reduces start as each chunk's backward ends.
+    pub overlap_grad_reduce: bool,
     /// ZeRO-Offload placement, when enabled.
     pub offload: Option<Offload>,
     /// Consecutive iterations simulated (1 unless offload asks for more).
@@ -296,6 +303,7 @@ impl ScenarioFile {
             seed: self.seed.or(base.seed),
             network_contention: self.network_contention.or(base.network_contention),
             sequence_parallel: self.sequence_parallel.or(base.sequence_parallel),
+            overlap_grad_reduce: self.overlap_grad_reduce.or(base.overlap_grad_reduce),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
             dpu_warmup_iterations: self.dpu_warmup_iterations.or(base.dpu_warmup_iterations),
@@ -504,6 +512,7 @@ impl ScenarioFile {
             seed: self.seed.unwrap_or(0),
             network_contention: self.network_contention.unwrap_or(false),
             sequence_parallel: self.sequence_parallel.unwrap_or(false),
+            overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
             offload,
             iterations,
         })
@@ -624,10 +633,11 @@ impl Scenario {
         } else {
             ""
         };
-        let sequence_parallel = if self.sequence_parallel {
-            " · sequence parallel"
-        } else {
-            ""
+        let sequence_parallel = match (self.sequence_parallel, self.overlap_grad_reduce) {
+            (false, false) => "",
+            (true, false) => " · sequence parallel",
+            (false, true) => " · overlapped grad reduce",
+            (true, true) => " · sequence parallel · overlapped grad reduce",
         };
         format!(
             "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{offload}{contention}",
@@ -657,6 +667,7 @@ impl Scenario {
             "pipeline_scatter_gather": self.pipeline_scatter_gather,
             "network_contention": self.network_contention,
             "sequence_parallel": self.sequence_parallel,
+            "overlap_grad_reduce": self.overlap_grad_reduce,
             "seed": self.seed,
         });
         if let Some(offload) = &self.offload {

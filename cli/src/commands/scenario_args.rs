@@ -49,6 +49,10 @@ pub struct ScenarioArgs {
     /// Send whole activations on one NIC per rank instead of Megatron's scatter/gather over the t NICs.
     #[arg(long)]
     pub no_scatter_gather: bool,
+    /// Start each model chunk's data-parallel gradient all-reduce when its last
+    /// backward ends (overlapping later backwards) instead of after the last pass.
+    #[arg(long)]
+    pub overlap_grad_reduce: bool,
     /// Megatron's sequence parallelism (LayerNorm/dropout split across tensor ranks).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -111,6 +115,7 @@ impl ScenarioArgs {
             seed: self.seed,
             network_contention: self.contention.then_some(true),
             sequence_parallel: self.sequence_parallel.then_some(true),
+            overlap_grad_reduce: self.overlap_grad_reduce.then_some(true),
             zero_offload: self.zero_offload.then_some(true),
             delayed_update: self.delayed_update.then_some(true),
             dpu_warmup_iterations: self.dpu_warmup_iterations,

@@ -1,0 +1,73 @@
+//! How a resolved scenario describes itself: chart titles and the JSON
+//! stored in timeline headers.
+
+use super::{Offload, Scenario};
+
+impl Scenario {
+    /// One-line description used as chart and report titles.
+    pub fn title(&self) -> String {
+        let l = &self.layout;
+        let offload = match self.offload {
+            None => String::new(),
+            Some(Offload {
+                delayed_update: false,
+                ..
+            }) => " · ZeRO-Offload".into(),
+            Some(Offload {
+                delayed_update: true,
+                dpu_warmup_iterations,
+                ..
+            }) => format!(
+                " · ZeRO-Offload + DPU (warm-up {dpu_warmup_iterations}, {} iterations)",
+                self.iterations
+            ),
+        };
+        let contention = if self.network_contention {
+            " · contention"
+        } else {
+            ""
+        };
+        let sequence_parallel = match (self.sequence_parallel, self.overlap_grad_reduce) {
+            (false, false) => "",
+            (true, false) => " · sequence parallel",
+            (false, true) => " · overlapped grad reduce",
+            (true, true) => " · sequence parallel · overlapped grad reduce",
+        };
+        format!(
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{offload}{contention}",
+            self.model.name,
+            self.topology.name,
+            l.tensor_parallel,
+            l.pipeline_parallel,
+            l.data_parallel,
+            l.chunks,
+            l.microbatch_size,
+            l.global_batch,
+            self.schedule.name(),
+            self.recompute.name(),
+        )
+    }
+
+    /// The resolved scenario as JSON (model and topology inline), for timeline headers.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = serde_json::json!({
+            "title": self.title(),
+            "model": self.model,
+            "topology": self.topology,
+            "profile": self.profile.id,
+            "layout": self.layout,
+            "schedule": self.schedule,
+            "recompute": self.recompute,
+            "pipeline_scatter_gather": self.pipeline_scatter_gather,
+            "network_contention": self.network_contention,
+            "sequence_parallel": self.sequence_parallel,
+            "overlap_grad_reduce": self.overlap_grad_reduce,
+            "seed": self.seed,
+        });
+        if let Some(offload) = &self.offload {
+            value["zero_offload"] = serde_json::json!(offload);
+            value["iterations"] = self.iterations.into();
+        }
+        value
+    }
+}

@@ -1,0 +1,67 @@
+//! The schedule and recompute choices of a scenario, with their names.
+
+use serde::{Deserialize, Serialize};
+
+/// Pipeline schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleKind {
+    /// All forwards, then all backwards (Huang et al. 2019).
+    Gpipe,
+    /// PipeDream-Flush: warm-up forwards, steady one-forward-one-backward, cool-down.
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// Megatron's interleaved 1F1B over `chunks` model chunks per stage.
+    Interleaved,
+}
+
+impl ScheduleKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScheduleKind::Gpipe => "gpipe",
+            ScheduleKind::OneFOneB => "1f1b",
+            ScheduleKind::Interleaved => "interleaved",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ScheduleKind> {
+        match text {
+            "gpipe" => Some(ScheduleKind::Gpipe),
+            "1f1b" => Some(ScheduleKind::OneFOneB),
+            "interleaved" => Some(ScheduleKind::Interleaved),
+            _ => None,
+        }
+    }
+}
+
+/// Activation recomputation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recompute {
+    /// Keep every activation.
+    None,
+    /// Recompute only the attention core (scores, softmax, dropout, attention
+    /// over values) before each backward (Korthikanti et al. 2022, Sec. 5).
+    Selective,
+    /// Keep only each layer's input; recompute the forward before each backward.
+    Full,
+}
+
+impl Recompute {
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Recompute> {
+        match text {
+            "none" => Some(Recompute::None),
+            "selective" => Some(Recompute::Selective),
+            "full" => Some(Recompute::Full),
+            _ => None,
+        }
+    }
+}

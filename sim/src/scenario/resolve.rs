@@ -1,0 +1,233 @@
+//! Resolution of a raw scenario file into a validated [`Scenario`]: every
+//! problem is collected and reported at once, each naming its field.
+
+use super::*;
+
+impl ScenarioFile {
+    /// Validates and resolves; every problem is reported at once.
+    pub fn resolve(&self) -> Result<Scenario, ScenarioError> {
+        let mut problems = Vec::new();
+        let model = match &self.model {
+            None => {
+                problems.push(
+                    "model: missing (a preset name, a model JSON file, or an inline object)".into(),
+                );
+                None
+            }
+            Some(value) => resolve_model(value)
+                .map_err(|e| problems.push(format!("model: {e}")))
+                .ok(),
+        };
+        let topology = match &self.topology {
+            None => {
+                problems.push(
+                    "topology: missing (a preset name, a topology JSON file, or an inline object)"
+                        .into(),
+                );
+                None
+            }
+            Some(value) => resolve_topology(value)
+                .map_err(|e| problems.push(format!("topology: {e}")))
+                .ok(),
+        };
+        let profile = match (&self.profile, &topology) {
+            (Some(name), _) => Profile::resolve(name)
+                .map_err(|e| problems.push(format!("profile: {e}")))
+                .ok(),
+            (None, Some(topology)) => {
+                let found = Profile::default_for_gpu(&topology.gpu.name);
+                if found.is_none() {
+                    problems.push(format!(
+                        "profile: no embedded profile for GPU '{}'; pass --profile (built-ins: {})",
+                        topology.gpu.name,
+                        Profile::builtin_names().join(", ")
+                    ));
+                }
+                found
+            }
+            (None, None) => None,
+        };
+        if let (Some(profile), Some(topology)) = (&profile, &topology) {
+            if profile.gpu != topology.gpu.name {
+                problems.push(format!(
+                    "profile: '{}' describes {} but topology '{}' has {}",
+                    profile.id, profile.gpu, topology.name, topology.gpu.name
+                ));
+            }
+        }
+
+        let schedule = self.schedule.unwrap_or(ScheduleKind::OneFOneB);
+        let recompute = self.recompute.unwrap_or(Recompute::None);
+        let mut positive = |key: &str, value: Option<u32>, default: Option<u32>| -> u32 {
+            match value.or(default) {
+                None => {
+                    problems.push(format!("{key}: missing"));
+                    1
+                }
+                Some(0) => {
+                    problems.push(format!("{key}: must be at least 1"));
+                    1
+                }
+                Some(v) => v,
+            }
+        };
+        let t = positive("tp", self.tp, Some(1));
+        let p = positive("pp", self.pp, Some(1));
+        let d = positive("dp", self.dp, Some(1));
+        let v = positive("chunks", self.chunks, Some(1));
+        let b = positive("microbatch_size", self.microbatch_size, Some(1));
+        let global_batch = positive("global_batch", self.global_batch, None);
+        // u64 arithmetic throughout: flags are u32 and their products can overflow.
+        let samples_per_step = b as u64 * d as u64;
+        let m = (global_batch as u64 / samples_per_step) as u32;
+
+        if !(global_batch as u64).is_multiple_of(samples_per_step) {
+            problems.push(format!(
+                "global_batch: {global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {samples_per_step}"
+            ));
+        } else if m == 0 {
+            problems.push("global_batch: gives zero microbatches".into());
+        }
+        match schedule {
+            ScheduleKind::Interleaved => {
+                if v < 2 {
+                    problems.push(format!(
+                        "chunks: the interleaved schedule needs chunks ≥ 2 (got {v})"
+                    ));
+                }
+                if p < 2 {
+                    problems.push(
+                        "pp: the interleaved schedule needs at least 2 pipeline stages".into(),
+                    );
+                }
+                if m > 0 && !m.is_multiple_of(p) {
+                    problems.push(format!(
+                        "global_batch: the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p}"
+                    ));
+                }
+            }
+            _ => {
+                if v != 1 {
+                    problems.push(format!(
+                        "chunks: {v} model chunks need --schedule interleaved ({} uses one chunk per stage)",
+                        schedule.name()
+                    ));
+                }
+            }
+        }
+        if let Some(model) = &model {
+            if model.heads % t as u64 != 0 {
+                problems.push(format!(
+                    "tp: heads ({}) must be divisible by tp ({t})",
+                    model.heads
+                ));
+            }
+            if model.ffn() % t as u64 != 0 {
+                problems.push(format!(
+                    "tp: ffn_hidden ({}) must be divisible by tp ({t})",
+                    model.ffn()
+                ));
+            }
+            if model.vocab % t as u64 != 0 {
+                problems.push(format!(
+                    "tp: vocab ({}) must be divisible by tp ({t}) (pad the vocabulary)",
+                    model.vocab
+                ));
+            }
+            if model.layers % (p as u64 * v as u64) != 0 {
+                problems.push(format!(
+                    "pp: layers ({}) must be divisible by pp × chunks = {p} × {v} = {}",
+                    model.layers,
+                    p as u64 * v as u64
+                ));
+            }
+        }
+        if let Some(topology) = &topology {
+            let needed = t as u64 * p as u64 * d as u64;
+            if needed > topology.total_gpus() {
+                problems.push(format!(
+                    "tp × pp × dp = {t} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
+                    topology.name,
+                    topology.total_gpus()
+                ));
+            }
+            let per_node = topology.node.gpus_per_node;
+            if per_node % t != 0 && t % per_node != 0 {
+                problems.push(format!(
+                    "tp: {t} neither divides nor is a multiple of the {per_node} GPUs per node, so tensor groups would straddle nodes unevenly"
+                ));
+            }
+        }
+        let (offload, iterations) = self.resolve_offload(p, &mut problems);
+        // Every task is held in memory (~170 bytes with its edges and timeline
+        // record): refuse graphs that would not fit a workstation, before building them.
+        let passes = if self.recompute.unwrap_or(Recompute::None) == Recompute::None {
+            2
+        } else {
+            3
+        };
+        let estimated_tasks = [
+            d as u64,
+            p as u64,
+            v as u64,
+            m as u64,
+            passes,
+            t as u64 + 1,
+            iterations.max(1) as u64,
+        ]
+        .into_iter()
+        .fold(1u64, u64::saturating_mul);
+        if estimated_tasks > MAX_TASKS {
+            problems.push(format!(
+                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {MAX_TASKS} (~10 GB); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
+            ));
+        }
+        if !problems.is_empty() {
+            return Err(ScenarioError::Invalid { problems });
+        }
+        Ok(Scenario {
+            model: model.expect("checked"),
+            topology: topology.expect("checked"),
+            profile: profile.expect("checked"),
+            layout: Layout {
+                tensor_parallel: t,
+                pipeline_parallel: p,
+                data_parallel: d,
+                chunks: v,
+                microbatch_size: b,
+                global_batch,
+                microbatches: m,
+            },
+            schedule,
+            recompute,
+            pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
+            seed: self.seed.unwrap_or(0),
+            network_contention: self.network_contention.unwrap_or(false),
+            sequence_parallel: self.sequence_parallel.unwrap_or(false),
+            overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
+            offload,
+            iterations,
+        })
+    }
+}
+
+fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
+    match value {
+        serde_json::Value::String(name) => ModelSpec::resolve(name).map_err(|e| e.to_string()),
+        serde_json::Value::Object(_) => {
+            ModelSpec::from_json_str(&value.to_string(), "inline model").map_err(|e| e.to_string())
+        }
+        other => Err(format!("expected a name, a path or an object, got {other}")),
+    }
+}
+
+fn resolve_topology(value: &serde_json::Value) -> Result<TopologySpec, String> {
+    match value {
+        serde_json::Value::String(name) => TopologySpec::resolve(name).map_err(|e| e.to_string()),
+        serde_json::Value::Object(_) => {
+            TopologySpec::from_json_str(&value.to_string(), "inline topology")
+                .map_err(|e| e.to_string())
+        }
+        other => Err(format!("expected a name, a path or an object, got {other}")),
+    }
+}

@@ -191,10 +191,8 @@ impl Candidate {
 }
 
 /// Divisors of `n`, ascending.
-// `u32::is_multiple_of` needs Rust 1.87; the workspace's rust-version is 1.85.
-#[allow(clippy::manual_is_multiple_of)]
 pub fn divisors(n: u32) -> Vec<u32> {
-    (1..=n).filter(|k| n % k == 0).collect()
+    (1..=n).filter(|&k| n.is_multiple_of(k)).collect()
 }
 
 /// 1, 2, 4, … up to `max` inclusive.

@@ -92,7 +92,8 @@ pub enum Step {
 }
 
 impl Step {
-    fn gemm(name: &'static str, shape: GemmShape) -> Step {
+    /// A GEMM kernel of this shape.
+    pub fn gemm(name: &'static str, shape: GemmShape) -> Step {
         Step::Kernel(Kernel {
             name,
             class: KernelClass::Gemm(shape),
@@ -100,7 +101,8 @@ impl Step {
             bytes: shape.bytes(),
         })
     }
-    fn memory(name: &'static str, bytes: f64) -> Step {
+    /// A memory-bound kernel moving `bytes` through HBM.
+    pub fn memory(name: &'static str, bytes: f64) -> Step {
         Step::Kernel(Kernel {
             name,
             class: KernelClass::MemoryBound,
@@ -144,6 +146,24 @@ fn linear(
     backward.push(Step::gemm(wgrad, shape.weight_gradient()));
 }
 
+/// A linear layer with a bias: its backward also reduces the output gradient
+/// over the tokens for the bias gradient (`grad_output.sum(0)`, a separate
+/// kernel reading the m×n fp16 output gradient, whether the bias was added in
+/// the GEMM or in a fused bias-GeLU / bias-dropout-add kernel).
+fn linear_with_bias(
+    pass: &mut PassSteps,
+    names: [&'static str; 4],
+    shape: GemmShape,
+    backward: &mut Vec<Step>,
+) {
+    let [name, dgrad, wgrad, bias_grad] = names;
+    linear(pass, name, dgrad, wgrad, shape, backward);
+    backward.push(Step::memory(
+        bias_grad,
+        (shape.batch * shape.m * shape.n * FP16_BYTES) as f64,
+    ));
+}
+
 /// Kernels of one transformer layer on one tensor-parallel rank (no sequence parallelism).
 pub fn transformer_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
     transformer_layer_with(model, microbatch, tensor_parallel, false)
@@ -184,11 +204,14 @@ pub fn transformer_layer_with(
         .push(Step::memory("layernorm_1", 4.0 * hidden_elems));
     attention_bwd.push(vec![Step::memory("layernorm_1.bwd", 6.0 * hidden_elems)]);
     let mut qkv_bwd = Vec::new();
-    linear(
+    linear_with_bias(
         &mut pass,
-        "qkv_gemm",
-        "qkv_gemm.dgrad",
-        "qkv_gemm.wgrad",
+        [
+            "qkv_gemm",
+            "qkv_gemm.dgrad",
+            "qkv_gemm.wgrad",
+            "qkv_gemm.bias_grad",
+        ],
         GemmShape {
             batch: 1,
             m: tokens,
@@ -242,11 +265,14 @@ pub fn transformer_layer_with(
     );
     attention_bwd.push(values_bwd);
     let mut proj_bwd = Vec::new();
-    linear(
+    linear_with_bias(
         &mut pass,
-        "output_projection",
-        "output_projection.dgrad",
-        "output_projection.wgrad",
+        [
+            "output_projection",
+            "output_projection.dgrad",
+            "output_projection.wgrad",
+            "output_projection.bias_grad",
+        ],
         GemmShape {
             batch: 1,
             m: tokens,
@@ -272,11 +298,14 @@ pub fn transformer_layer_with(
         .push(Step::memory("layernorm_2", 4.0 * hidden_elems));
     mlp_bwd.push(vec![Step::memory("layernorm_2.bwd", 6.0 * hidden_elems)]);
     let mut fc1_bwd = Vec::new();
-    linear(
+    linear_with_bias(
         &mut pass,
-        "mlp_fc1",
-        "mlp_fc1.dgrad",
-        "mlp_fc1.wgrad",
+        [
+            "mlp_fc1",
+            "mlp_fc1.dgrad",
+            "mlp_fc1.wgrad",
+            "mlp_fc1.bias_grad",
+        ],
         GemmShape {
             batch: 1,
             m: tokens,
@@ -292,11 +321,14 @@ pub fn transformer_layer_with(
     pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
     mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
     let mut fc2_bwd = Vec::new();
-    linear(
+    linear_with_bias(
         &mut pass,
-        "mlp_fc2",
-        "mlp_fc2.dgrad",
-        "mlp_fc2.wgrad",
+        [
+            "mlp_fc2",
+            "mlp_fc2.dgrad",
+            "mlp_fc2.wgrad",
+            "mlp_fc2.bias_grad",
+        ],
         GemmShape {
             batch: 1,
             m: tokens,
@@ -324,6 +356,61 @@ pub fn transformer_layer_with(
         pass.backward.extend(block);
     }
     pass
+}
+
+/// The parameter tensors of one transformer layer on one tensor-parallel rank,
+/// as Megatron-LM registers them (each gets its own gradient hook): the
+/// column-parallel QKV and MLP-in weights and biases are split by t; the
+/// row-parallel projection and MLP-out weights are split by t but their biases
+/// are replicated, as are both LayerNorms. Element counts.
+pub fn layer_parameter_tensors(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+) -> [(&'static str, u64); 12] {
+    let (h, t) = (model.hidden, tensor_parallel);
+    let f = model.ffn();
+    [
+        ("layernorm_1.weight", h),
+        ("layernorm_1.bias", h),
+        ("qkv.weight", 3 * h * h / t),
+        ("qkv.bias", 3 * h / t),
+        ("output_projection.weight", h * h / t),
+        ("output_projection.bias", h),
+        ("layernorm_2.weight", h),
+        ("layernorm_2.bias", h),
+        ("mlp_fc1.weight", h * f / t),
+        ("mlp_fc1.bias", f / t),
+        ("mlp_fc2.weight", f * h / t),
+        ("mlp_fc2.bias", h),
+    ]
+}
+
+/// Parameter tensors of the embedding (first stage) on one tensor-parallel
+/// rank: the vocab-parallel word embedding and the replicated position embedding.
+pub fn embedding_parameter_tensors(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+) -> [(&'static str, u64); 2] {
+    [
+        (
+            "word_embedding.weight",
+            model.vocab * model.hidden / tensor_parallel,
+        ),
+        ("position_embedding.weight", model.seq_len * model.hidden),
+    ]
+}
+
+/// Parameter tensors of the head (last stage) on one tensor-parallel rank: the
+/// final LayerNorm and the output layer's copy of the (tied) word embedding.
+pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> [(&'static str, u64); 3] {
+    [
+        ("final_layernorm.weight", model.hidden),
+        ("final_layernorm.bias", model.hidden),
+        (
+            "word_embedding.weight",
+            model.vocab * model.hidden / tensor_parallel,
+        ),
+    ]
 }
 
 /// Kernels the first pipeline stage runs before its layers: vocab-parallel
@@ -428,6 +515,27 @@ mod tests {
                 "t={t}: {without} vs {eq}"
             );
         }
+    }
+
+    #[test]
+    fn layer_parameter_tensors_sum_to_eq2_per_layer_without_tensor_parallelism() {
+        let model = crate::preset("gpt3-175b").unwrap();
+        let total: u64 = layer_parameter_tensors(&model, 1)
+            .iter()
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(total, formulas::layer_parameters(&model));
+        // With t = 8 only the split weights and column-parallel biases shrink:
+        // 6h replicated elements (two LayerNorms, two row-parallel biases) remain.
+        let split: u64 = layer_parameter_tensors(&model, 8)
+            .iter()
+            .map(|(_, n)| n)
+            .sum();
+        let h = model.hidden;
+        assert_eq!(
+            split,
+            (formulas::layer_parameters(&model) - 6 * h) / 8 + 6 * h
+        );
     }
 
     #[test]

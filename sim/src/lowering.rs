@@ -20,6 +20,7 @@
 //! Program order is encoded as edges, so a stream never runs two tasks at once
 //! and the engine needs no resource queues.
 
+use crate::cost::gradients;
 use crate::ids::TaskId;
 use crate::memory::{parameters_of_chunk, parameters_on_rank};
 use crate::placement::Placement;
@@ -312,6 +313,8 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     // Data-parallel all-reduce and optimizer step.
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, &layout, stage);
+        let gradient_bytes =
+            gradients::main_grad_bytes_per_param(scenario.gradient_accumulation_fusion);
         let mut data_all_reduces: Vec<Vec<TaskId>> = vec![Vec::new(); t as usize];
         if d > 1 {
             // Without overlap: one all-reduce of all the stage's gradients after
@@ -323,12 +326,13 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                     .map(|&chunk| {
                         (
                             Some(chunk),
-                            parameters_of_chunk(&scenario.model, &layout, stage, chunk) * 2,
+                            parameters_of_chunk(&scenario.model, &layout, stage, chunk)
+                                * gradient_bytes,
                         )
                     })
                     .collect()
             } else {
-                vec![(None, params * 2)]
+                vec![(None, params * gradient_bytes)]
             };
             for tensor_index in 0..t {
                 let ranks = placement.data_group(stage, tensor_index);

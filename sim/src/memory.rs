@@ -13,6 +13,7 @@
 //! CPU still reads the previous gradients. CPU capacity per GPU is the host's
 //! memory divided by the job's GPUs on that node.
 
+use crate::cost::gradients;
 use crate::scenario::{Layout, Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
 use models::memory::{
@@ -121,7 +122,10 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM;
             let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.offload {
                 None => (
-                    parameters * GRADIENT_BYTES_PER_PARAM,
+                    parameters
+                        * gradients::main_grad_bytes_per_param(
+                            scenario.gradient_accumulation_fusion,
+                        ),
                     parameters * OPTIMIZER_BYTES_PER_PARAM,
                     0,
                 ),

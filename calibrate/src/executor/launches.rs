@@ -16,7 +16,7 @@
 use super::plan::ExecutionMode;
 use models::ops::{GemmShape, KernelClass, Step};
 use serde::Serialize;
-use sim::cost::{pass_steps, WorkCost, OPTIMIZER_BYTES_PER_PARAM};
+use sim::cost::{gradients, pass_steps, WorkCost};
 use sim::scenario::Scenario;
 use sim::task_graph::Work;
 
@@ -114,9 +114,12 @@ pub fn work_launches(
                 .into_iter()
                 .collect()
         }
-        Work::OptimizerStep { params } => memory_bound(params as f64 * OPTIMIZER_BYTES_PER_PARAM)
-            .into_iter()
-            .collect(),
+        Work::OptimizerStep { params } => memory_bound(
+            params as f64
+                * gradients::optimizer_bytes_per_param(scenario.gradient_accumulation_fusion),
+        )
+        .into_iter()
+        .collect(),
         // ZeRO-Offload works: `plan` refuses offload scenarios before launches are built.
         Work::DataParallelReduceScatter { .. }
         | Work::DataParallelAllGather { .. }

@@ -56,6 +56,12 @@ pub struct ScenarioArgs {
     /// Megatron's sequence parallelism (LayerNorm/dropout split across tensor ranks).
     #[arg(long)]
     pub sequence_parallel: bool,
+    /// Megatron's gradient-accumulation fusion with fp32 main gradients: weight
+    /// gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are
+    /// all-reduced in fp32. Default: unfused fp16 accumulation, as in the SC21 and
+    /// Korthikanti et al. 2022 fp16 runs.
+    #[arg(long)]
+    pub grad_accumulation_fusion: bool,
     /// Share the fat tree's links among concurrent cross-node transfers (flow-level,
     /// max-min fair) instead of costing each alone; adds the busiest links to --json.
     #[arg(long)]
@@ -115,6 +121,7 @@ impl ScenarioArgs {
             seed: self.seed,
             network_contention: self.contention.then_some(true),
             sequence_parallel: self.sequence_parallel.then_some(true),
+            gradient_accumulation_fusion: self.grad_accumulation_fusion.then_some(true),
             overlap_grad_reduce: self.overlap_grad_reduce.then_some(true),
             zero_offload: self.zero_offload.then_some(true),
             delayed_update: self.delayed_update.then_some(true),

@@ -11,6 +11,7 @@
 //! as an all-gather of the same bytes (NCCL's ring moves (n−1)/n of the
 //! buffer in n−1 steps for both, so the formulas are identical).
 
+pub mod gradients;
 mod kernels;
 mod network;
 mod offload;
@@ -23,12 +24,6 @@ use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::{ComputePass, PcieDirection, Work};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
-
-/// Bytes of HBM traffic per parameter in the optimizer step: Adam reads and
-/// writes fp32 master weights, momentum and variance (24), reads the fp16
-/// gradient (2) and writes the fp16 weight (2); the gradient-norm pass reads
-/// the gradient once more (2).
-pub const OPTIMIZER_BYTES_PER_PARAM: f64 = 30.0;
 
 /// The cost of one work: its duration and what it moves or computes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +47,10 @@ pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 4] = [
 
 /// The steps of one pass over `layers` layers plus embedding/head (the
 /// recompute pass: the layers' forward, or its attention core when selective).
+/// Backward passes end each layer (and the embedding and head) with
+/// Megatron's unfused gradient-accumulation kernels unless the scenario fuses
+/// them ([`gradients`]); ZeRO-Offload's gradient path is DeepSpeed's, costed
+/// in [`offload`], so it has none.
 pub fn pass_steps(
     scenario: &Scenario,
     pass: ComputePass,
@@ -75,12 +74,21 @@ pub fn pass_steps(
     if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
         layer.retain(|step| matches!(step, Step::Kernel(kernel) if SELECTIVE_RECOMPUTE_KERNELS.contains(&kernel.name)));
     }
+    let accumulate = pass == ComputePass::Backward
+        && !scenario.gradient_accumulation_fusion
+        && scenario.offload.is_none();
+    if accumulate {
+        layer.extend(gradients::layer_accumulation(model, t));
+    }
     let mut steps = Vec::new();
     if embedding && pass == ComputePass::Forward {
         steps.extend(pick(ops::embedding(model, b)));
     }
     if head && pass == ComputePass::Backward {
         steps.extend(pick(ops::head(model, b, t)));
+        if accumulate {
+            steps.extend(gradients::head_accumulation(model, t));
+        }
     }
     for _ in 0..layers {
         steps.extend(layer.iter().cloned());
@@ -90,6 +98,9 @@ pub fn pass_steps(
     }
     if embedding && pass == ComputePass::Backward {
         steps.extend(pick(ops::embedding(model, b)));
+        if accumulate {
+            steps.extend(gradients::embedding_accumulation(model, t));
+        }
     }
     steps
 }
@@ -183,7 +194,8 @@ fn cost_work(
             flops: 0.0,
         },
         Work::OptimizerStep { params } => {
-            let bytes = params as f64 * OPTIMIZER_BYTES_PER_PARAM;
+            let bytes = params as f64
+                * gradients::optimizer_bytes_per_param(scenario.gradient_accumulation_fusion);
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(kernels.memory_seconds(bytes)),
                 bytes: bytes as u64,
@@ -296,6 +308,94 @@ mod tests {
                 false
             )
         );
+    }
+
+    fn accumulation_kernels(scenario: &Scenario, embedding: bool, head: bool) -> usize {
+        pass_steps(scenario, ComputePass::Backward, 3, embedding, head)
+            .iter()
+            .filter(|step| matches!(step, Step::Kernel(k) if k.name == "main_grad_accumulate"))
+            .count()
+    }
+
+    #[test]
+    fn unfused_backward_accumulates_every_parameter_tensor_once_per_microbatch() {
+        let unfused = scenario(Recompute::Full, false);
+        assert!(!unfused.gradient_accumulation_fusion, "the default is unfused");
+        // 12 tensors per layer, 3 layers; the embedding adds 2, the head 3.
+        assert_eq!(accumulation_kernels(&unfused, false, false), 36);
+        assert_eq!(accumulation_kernels(&unfused, true, true), 41);
+        let fused = ScenarioFile {
+            gradient_accumulation_fusion: Some(true),
+            ..ScenarioFile::embedded_default()
+        }
+        .resolve()
+        .unwrap();
+        assert_eq!(accumulation_kernels(&fused, true, true), 0);
+        // The forward never accumulates.
+        assert!(pass_steps(&unfused, ComputePass::Forward, 3, true, true)
+            .iter()
+            .all(|step| !matches!(step, Step::Kernel(k) if k.name == "main_grad_accumulate")));
+    }
+
+    #[test]
+    fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes() {
+        let file = |fused: bool| ScenarioFile {
+            model: Some("gpt3-175b".into()),
+            tp: Some(8),
+            pp: Some(8),
+            dp: Some(2),
+            global_batch: Some(16),
+            gradient_accumulation_fusion: Some(fused),
+            ..ScenarioFile::embedded_default()
+        };
+        let cost = |fused: bool, work: Work| {
+            let scenario = file(fused).resolve().unwrap();
+            let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+            cost_works(&scenario, &[work], &network)[0]
+        };
+        let backward = Work::Compute {
+            pass: ComputePass::Backward,
+            layers: 12,
+            embedding: false,
+            head: false,
+        };
+        let (unfused, fused) = (cost(false, backward.clone()), cost(true, backward));
+        let scenario = file(false).resolve().unwrap();
+        let params_per_layer: u64 = ops::layer_parameter_tensors(&scenario.model, 8)
+            .iter()
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(
+            unfused.bytes - fused.bytes,
+            12 * 6 * params_per_layer,
+            "6 bytes per parameter of the 12 layers"
+        );
+        let optimizer = Work::OptimizerStep {
+            params: 1_000_000_000,
+        };
+        assert_eq!(cost(false, optimizer.clone()).bytes, 54_000_000_000);
+        assert_eq!(cost(true, optimizer).bytes, 50_000_000_000);
+        let data_parallel_bytes = |fused: bool| -> Vec<u64> {
+            let scenario = file(fused).resolve().unwrap();
+            let l = scenario.layout;
+            let schedule = crate::schedule::PipelineSchedule::generate(
+                scenario.schedule,
+                l.pipeline_parallel,
+                l.chunks,
+                l.microbatches,
+            );
+            crate::lowering::lower(&scenario, &schedule)
+                .works
+                .iter()
+                .filter_map(|work| match work {
+                    Work::DataParallelAllReduce { bytes, .. } => Some(*bytes),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (fp16, fp32) = (data_parallel_bytes(false), data_parallel_bytes(true));
+        assert!(!fp16.is_empty());
+        assert_eq!(fp32, fp16.iter().map(|b| 2 * b).collect::<Vec<_>>());
     }
 
     #[test]

@@ -22,6 +22,11 @@ impl Scenario {
                 self.iterations
             ),
         };
+        let fusion = if self.gradient_accumulation_fusion {
+            " · fused grad accumulation"
+        } else {
+            ""
+        };
         let contention = if self.network_contention {
             " · contention"
         } else {
@@ -34,7 +39,7 @@ impl Scenario {
             (true, true) => " · sequence parallel · overlapped grad reduce",
         };
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{offload}{contention}",
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{fusion}{offload}{contention}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -62,6 +67,7 @@ impl Scenario {
             "network_contention": self.network_contention,
             "sequence_parallel": self.sequence_parallel,
             "overlap_grad_reduce": self.overlap_grad_reduce,
+            "gradient_accumulation_fusion": self.gradient_accumulation_fusion,
             "seed": self.seed,
         });
         if let Some(offload) = &self.offload {

@@ -64,6 +64,12 @@ pub struct ScenarioFile {
     /// tensor ranks; all-reduces become reduce-scatter + all-gather (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence_parallel: Option<bool>,
+    /// Megatron's gradient-accumulation fusion with fp32 main gradients: weight
+    /// gradients accumulate inside the GEMM and are all-reduced in fp32
+    /// (default false: the fp16 runs of SC21 and Korthikanti et al. 2022 add
+    /// each microbatch's fp16 gradient in a separate kernel; see `cost::gradients`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gradient_accumulation_fusion: Option<bool>,
     /// Run cross-node communication as flows sharing the fat tree's links
     /// (max-min fair) instead of closed-form times (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,6 +146,9 @@ pub struct Scenario {
     pub sequence_parallel: bool,
     /// Per-chunk data-parallel all-reduces start as each chunk's backward ends.
     pub overlap_grad_reduce: bool,
+    /// Weight gradients accumulate in fp32 inside the GEMMs (no per-microbatch
+    /// accumulation kernel; fp32 data-parallel all-reduce).
+    pub gradient_accumulation_fusion: bool,
     /// ZeRO-Offload placement, when enabled.
     pub offload: Option<Offload>,
     /// Consecutive iterations simulated (1 unless offload asks for more).
@@ -231,6 +240,9 @@ impl ScenarioFile {
             seed: self.seed.or(base.seed),
             network_contention: self.network_contention.or(base.network_contention),
             sequence_parallel: self.sequence_parallel.or(base.sequence_parallel),
+            gradient_accumulation_fusion: self
+                .gradient_accumulation_fusion
+                .or(base.gradient_accumulation_fusion),
             overlap_grad_reduce: self.overlap_grad_reduce.or(base.overlap_grad_reduce),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),

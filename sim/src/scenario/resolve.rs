@@ -159,6 +159,11 @@ impl ScenarioFile {
             }
         }
         let (offload, iterations) = self.resolve_offload(p, &mut problems);
+        if offload.is_some() && self.gradient_accumulation_fusion == Some(true) {
+            problems.push(
+                "gradient_accumulation_fusion: Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)".into(),
+            );
+        }
         // Every task is held in memory (~170 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.
         let passes = if self.recompute.unwrap_or(Recompute::None) == Recompute::None {
@@ -205,6 +210,7 @@ impl ScenarioFile {
             network_contention: self.network_contention.unwrap_or(false),
             sequence_parallel: self.sequence_parallel.unwrap_or(false),
             overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
+            gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
             offload,
             iterations,
         })

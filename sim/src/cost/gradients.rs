@@ -1,0 +1,121 @@
+//! Megatron-LM's gradient path outside the GEMMs: where weight gradients are
+//! accumulated across microbatches, what the data-parallel all-reduce moves,
+//! and how much HBM traffic the optimizer step makes. Read from Megatron-LM's
+//! code of the time of the published runs (`megatron/model/distributed.py`,
+//! `megatron/optimizer/optimizer.py`, `megatron/arguments.py`; SC21 scripts of
+//! Aug 2021 and the code of May 2022).
+//!
+//! - **Unfused** (fp16 training as in SC21 and Korthikanti et al. 2022): the
+//!   local DDP keeps an fp16 `main_grad` buffer; each parameter's backward hook
+//!   runs `main_grad.add_(grad)` once per microbatch — one memory-bound kernel
+//!   per parameter tensor reading the fresh fp16 gradient (2 B) and reading and
+//!   writing the fp16 main gradient (4 B). Gradient-accumulation fusion arrived
+//!   on 2022-02-13 and until 2022-09-27 only with fp32 accumulation, which
+//!   `--fp16` runs did not request, so they ran unfused.
+//! - **Fused** (`--accumulate-allreduce-grads-in-fp32` with fusion, Megatron's
+//!   later default): the weight-gradient GEMM accumulates straight into an
+//!   fp32 `main_grad`; no extra kernel, but gradients are all-reduced in fp32.
+
+use models::ops::{self, Step};
+use models::ModelSpec;
+
+/// Bytes per element of one unfused accumulation `main_grad.add_(grad)`:
+/// fp16 gradient read (2), fp16 main gradient read and written (4).
+pub const UNFUSED_ACCUMULATION_BYTES_PER_PARAM: f64 = 6.0;
+
+/// HBM bytes per parameter of Megatron's fp16 optimizer step
+/// (`Float16OptimizerWithFloat16Params.step` with local DDP), unfused:
+/// zero the fp16 gradient buffer (2), `main_grad.float()` copy to fp32 (2 + 4),
+/// unscale and inf check (4 + 4), gradient-norm read (4), fused Adam reading
+/// fp32 weight, gradient, momentum and variance and writing weight, momentum
+/// and variance (16 + 12), fp32 → fp16 weight copy (4 + 2). Gradient clipping
+/// adds a scale pass (8) only when the norm exceeds the threshold; not counted.
+pub const OPTIMIZER_BYTES_PER_PARAM_UNFUSED: f64 = 54.0;
+
+/// The same with fp32 main gradients (fused accumulation): the buffer zeroing
+/// writes 4 bytes and the fp16 → fp32 gradient copy disappears.
+pub const OPTIMIZER_BYTES_PER_PARAM_FUSED: f64 = 50.0;
+
+/// HBM bytes per parameter of the optimizer step.
+pub fn optimizer_bytes_per_param(fused_accumulation: bool) -> f64 {
+    if fused_accumulation {
+        OPTIMIZER_BYTES_PER_PARAM_FUSED
+    } else {
+        OPTIMIZER_BYTES_PER_PARAM_UNFUSED
+    }
+}
+
+/// Bytes per parameter of the `main_grad` buffer — what the data-parallel
+/// all-reduce moves and what gradients occupy in memory: fp16 unfused, fp32 fused.
+pub fn main_grad_bytes_per_param(fused_accumulation: bool) -> u64 {
+    if fused_accumulation {
+        4
+    } else {
+        2
+    }
+}
+
+fn accumulation_steps(tensors: &[(&'static str, u64)]) -> Vec<Step> {
+    tensors
+        .iter()
+        .map(|&(_, elements)| {
+            Step::memory(
+                "main_grad_accumulate",
+                UNFUSED_ACCUMULATION_BYTES_PER_PARAM * elements as f64,
+            )
+        })
+        .collect()
+}
+
+/// The unfused accumulation kernels after one layer's backward, one per parameter tensor.
+pub fn layer_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<Step> {
+    accumulation_steps(&ops::layer_parameter_tensors(model, tensor_parallel))
+}
+
+/// The unfused accumulation kernels after the embedding's backward.
+pub fn embedding_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<Step> {
+    accumulation_steps(&ops::embedding_parameter_tensors(model, tensor_parallel))
+}
+
+/// The unfused accumulation kernels after the head's backward (the output
+/// layer's copy of the tied word embedding and the final LayerNorm; with one
+/// stage autograd first sums the head's and the embedding's contributions to
+/// the shared weight, which costs the same add).
+pub fn head_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<Step> {
+    accumulation_steps(&ops::head_parameter_tensors(model, tensor_parallel))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use models::ops::Kernel;
+
+    #[test]
+    fn layer_accumulation_moves_six_bytes_per_parameter_of_the_rank() {
+        let model = models::preset("gpt3-175b").unwrap();
+        let steps = layer_accumulation(&model, 8);
+        assert_eq!(steps.len(), 12);
+        let bytes: f64 = steps
+            .iter()
+            .map(|step| match step {
+                Step::Kernel(Kernel { bytes, .. }) => *bytes,
+                Step::TensorAllReduce { .. } => panic!("no communication"),
+            })
+            .sum();
+        let params: u64 = ops::layer_parameter_tensors(&model, 8)
+            .iter()
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(bytes, 6.0 * params as f64);
+    }
+
+    #[test]
+    fn fused_accumulation_all_reduces_fp32_and_skips_the_gradient_copy() {
+        assert_eq!(main_grad_bytes_per_param(false), 2);
+        assert_eq!(main_grad_bytes_per_param(true), 4);
+        assert_eq!(
+            optimizer_bytes_per_param(false) - optimizer_bytes_per_param(true),
+            4.0
+        );
+    }
+}

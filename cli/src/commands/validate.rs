@@ -24,7 +24,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<26} {:<28} {:>10} {:>10} {:>8}  breakdown",
+        "{:<26} {:<48} {:>10} {:>10} {:>8}  breakdown",
         "case", "quantity", "published", "predicted", "error"
     );
     let mut errors = Vec::new();
@@ -33,12 +33,12 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
             (Some(predicted), Some(error)) => {
                 errors.push(error.abs());
                 println!(
-                    "{:<26} {:<28} {:>10.2} {:>10.2} {:>+7.1}%  {}",
+                    "{:<26} {:<48} {:>10.2} {:>10.2} {:>+7.1}%  {}",
                     row.case, row.quantity, row.published, predicted, error, row.note
                 )
             }
             _ => println!(
-                "{:<26} {:<28} {:>10.2} {:>10} {:>8}  {}",
+                "{:<26} {:<48} {:>10.2} {:>10} {:>8}  {}",
                 row.case, row.quantity, row.published, "—", "—", row.note
             ),
         }

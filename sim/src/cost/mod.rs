@@ -320,7 +320,10 @@ mod tests {
     #[test]
     fn unfused_backward_accumulates_every_parameter_tensor_once_per_microbatch() {
         let unfused = scenario(Recompute::Full, false);
-        assert!(!unfused.gradient_accumulation_fusion, "the default is unfused");
+        assert!(
+            !unfused.gradient_accumulation_fusion,
+            "the default is unfused"
+        );
         // 12 tensors per layer, 3 layers; the embedding adds 2, the head 3.
         assert_eq!(accumulation_kernels(&unfused, false, false), 36);
         assert_eq!(accumulation_kernels(&unfused, true, true), 41);

@@ -1,0 +1,478 @@
+//! Runs published measurements (a "dev set" file like
+//! shared/validation/dev-set.json) through the simulator and lines the
+//! predictions up against them. Nothing here tunes anything: every case runs
+//! with the default profile of its topology.
+//!
+//! A case with `model` and `layout` is simulated once per variant its
+//! measured keys ask for ([`keys`] has the grammar: iteration time, TFLOP/s
+//! per GPU, percent of peak, MFU, aggregate PFLOP/s, samples/s, each with or
+//! without a recompute/sequence-parallel suffix). The layout's `tp`, `pp`,
+//! `dp`, `chunks`, `microbatch_size`, `global_batch` are required; `schedule`
+//! (default: interleaved when chunks > 1, else 1F1B), `recompute`,
+//! `sequence_parallel`, `zero_offload` and `delayed_update` are optional.
+//! The topology is the case's `topology` preset when given, else read from
+//! the hardware text: DGX-2 / V100 → `dgx2-v100` (16 GPUs) or `dgx2-v100-x8`,
+//! otherwise Selene.
+//!
+//! A case with `measured.forward_ms` / `backward_ms_*` is one transformer
+//! layer (Korthikanti et al. 2022, Table 4): the case's model and layout when
+//! given, else the 22B model at t=8, b=4 that table measured.
+//!
+//! Every numeric measured key yields a row: a prediction, or the reason there
+//! is none (an unknown key, a figure restating another, an invalid layout).
+
+mod keys;
+
+pub use keys::{MeasuredKey, Quantity, Variant};
+
+use crate::cost::{cost_works, ClosedFormNetwork};
+use crate::metrics::Metrics;
+use crate::scenario::{Recompute, ScenarioFile, ScheduleKind};
+use crate::task_graph::{ComputePass, Work};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One prediction against one published figure.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ValidationRow {
+    pub case: String,
+    pub quantity: String,
+    pub published: f64,
+    /// None when the case cannot be modeled; `note` says why.
+    pub predicted: Option<f64>,
+    pub error_percent: Option<f64>,
+    /// Breakdown or reason.
+    pub note: String,
+}
+
+/// Problems with the dev-set file itself.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidationError {
+    #[error("dev set is not valid JSON: {0}")]
+    Parse(#[from] serde_json::Error),
+    #[error("dev set has no `cases` array")]
+    NoCases,
+}
+
+fn row(case: &str, quantity: &str, published: f64, predicted: f64, note: String) -> ValidationRow {
+    ValidationRow {
+        case: case.into(),
+        quantity: quantity.into(),
+        published,
+        predicted: Some(predicted),
+        error_percent: Some(100.0 * (predicted - published) / published),
+        note,
+    }
+}
+
+fn skipped(case: &str, quantity: &str, published: f64, why: &str) -> ValidationRow {
+    ValidationRow {
+        case: case.into(),
+        quantity: quantity.into(),
+        published,
+        predicted: None,
+        error_percent: None,
+        // One line per row: multi-problem scenario errors are joined.
+        note: why.replace(":\n  - ", ": ").replace("\n  - ", "; "),
+    }
+}
+
+/// Runs every case of a dev-set JSON text.
+pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
+    let value: serde_json::Value = serde_json::from_str(text)?;
+    let cases = value
+        .get("cases")
+        .and_then(|c| c.as_array())
+        .ok_or(ValidationError::NoCases)?;
+    let file_hardware = value.get("hardware").and_then(|h| h.as_str()).unwrap_or("");
+    let mut rows = Vec::new();
+    for case in cases {
+        let id = case.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+        let measured = case
+            .get("measured")
+            .and_then(|m| m.as_object())
+            .cloned()
+            .unwrap_or_default();
+        let hardware = [
+            file_hardware,
+            case.get("hardware").and_then(|h| h.as_str()).unwrap_or(""),
+            case.get("source").and_then(|h| h.as_str()).unwrap_or(""),
+        ]
+        .join(" ");
+        let case_file = case_scenario(id, case, &hardware);
+        if measured.contains_key("forward_ms") {
+            rows.extend(layer_rows(id, &measured, case_file.as_ref().ok()));
+            continue;
+        }
+        let numbers = measured
+            .iter()
+            .filter_map(|(key, value)| value.as_f64().map(|v| (key.as_str(), v)));
+        let (file, default_variant, ignored) = match case_file {
+            Ok(parsed) => parsed,
+            Err(why) => {
+                rows.extend(numbers.map(|(key, published)| skipped(id, key, published, &why)));
+                continue;
+            }
+        };
+        let mut simulated: BTreeMap<Variant, Result<Simulated, String>> = BTreeMap::new();
+        for (key, published) in numbers {
+            let (quantity, variant) = match keys::parse(key, default_variant) {
+                MeasuredKey::Predict(quantity, variant) => (quantity, variant),
+                MeasuredKey::Restated => {
+                    rows.push(skipped(
+                        id,
+                        key,
+                        published,
+                        "restates another figure of this case; not predicted separately",
+                    ));
+                    continue;
+                }
+                MeasuredKey::Unknown => {
+                    rows.push(skipped(
+                        id,
+                        key,
+                        published,
+                        "not modeled: unknown measured quantity (see `sim::validation::keys`)",
+                    ));
+                    continue;
+                }
+            };
+            let label = format!("{} ({})", quantity.name(), variant.label());
+            let outcome = simulated
+                .entry(variant)
+                .or_insert_with(|| simulate_variant(&file, variant));
+            match outcome {
+                Ok(simulated) => rows.push(row(
+                    id,
+                    &label,
+                    published,
+                    simulated.predict(quantity),
+                    breakdown(&simulated.metrics) + &ignored,
+                )),
+                Err(why) => rows.push(skipped(id, &label, published, why)),
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The scenario a case describes (recompute and sequence parallelism are set
+/// per variant later), its default variant, and a note naming layout keys
+/// that were not understood.
+fn case_scenario(
+    id: &str,
+    case: &serde_json::Value,
+    hardware: &str,
+) -> Result<(ScenarioFile, Variant, String), String> {
+    let (Some(model), Some(layout)) = (case.get("model"), case.get("layout")) else {
+        return Err("needs `model` and `layout` to be simulated".into());
+    };
+    let mut model = model.clone();
+    if model.get("name").is_none() {
+        model["name"] = id.into();
+    }
+    let layout = layout.as_object().ok_or("`layout` is not an object")?;
+    let get = |key: &str| layout.get(key).and_then(|v| v.as_u64()).map(|v| v as u32);
+    let flag = |key: &str| layout.get(key).and_then(|v| v.as_bool());
+    let chunks = get("chunks").unwrap_or(1);
+    let schedule = match layout.get("schedule").and_then(|v| v.as_str()) {
+        Some(name) => Some(
+            ScheduleKind::parse(name)
+                .ok_or(format!("layout.schedule: unknown schedule '{name}'"))?,
+        ),
+        None if chunks > 1 => Some(ScheduleKind::Interleaved),
+        None => Some(ScheduleKind::OneFOneB),
+    };
+    let recompute = match layout.get("recompute").and_then(|v| v.as_str()) {
+        Some(name) => {
+            Recompute::parse(name).ok_or(format!("layout.recompute: unknown mode '{name}'"))?
+        }
+        None => Recompute::Full,
+    };
+    let default_variant = Variant {
+        recompute,
+        sequence_parallel: flag("sequence_parallel").unwrap_or(false),
+    };
+    let gpus = [get("tp"), get("pp"), get("dp")]
+        .into_iter()
+        .map(|d| d.unwrap_or(1) as u64)
+        .product::<u64>();
+    let topology = match case.get("topology").and_then(|t| t.as_str()) {
+        Some(name) => name.to_string(),
+        None => topology_for_hardware(hardware, gpus).to_string(),
+    };
+    const KNOWN: [&str; 11] = [
+        "tp",
+        "pp",
+        "dp",
+        "chunks",
+        "microbatch_size",
+        "global_batch",
+        "schedule",
+        "recompute",
+        "sequence_parallel",
+        "zero_offload",
+        "delayed_update",
+    ];
+    let unknown: Vec<&str> = layout
+        .keys()
+        .map(String::as_str)
+        .filter(|key| !KNOWN.contains(key))
+        .collect();
+    let ignored = if unknown.is_empty() {
+        String::new()
+    } else {
+        format!(" (ignored layout keys: {})", unknown.join(", "))
+    };
+    let file = ScenarioFile {
+        model: Some(model),
+        topology: Some(topology.into()),
+        tp: get("tp"),
+        pp: get("pp"),
+        dp: get("dp"),
+        chunks: Some(chunks),
+        microbatch_size: get("microbatch_size"),
+        global_batch: get("global_batch"),
+        schedule,
+        zero_offload: flag("zero_offload"),
+        delayed_update: flag("delayed_update"),
+        ..ScenarioFile::default()
+    };
+    Ok((file, default_variant, ignored))
+}
+
+/// The topology preset for a case's hardware description.
+fn topology_for_hardware(hardware: &str, gpus: u64) -> &'static str {
+    if hardware.contains("DGX-2") || hardware.contains("V100") {
+        if gpus <= 16 {
+            "dgx2-v100"
+        } else {
+            "dgx2-v100-x8"
+        }
+    } else {
+        "selene"
+    }
+}
+
+/// What is kept of one simulated variant (not its timeline).
+struct Simulated {
+    metrics: Metrics,
+    peak_flops_per_s: f64,
+    gpus: u32,
+}
+
+impl Simulated {
+    fn predict(&self, quantity: Quantity) -> f64 {
+        let m = &self.metrics;
+        match quantity {
+            Quantity::IterationTimeS => m.iteration_time_s,
+            Quantity::TflopsPerGpu => m.tflops_per_gpu,
+            Quantity::PercentOfPeak => m.percent_of_peak,
+            Quantity::ModelFlopsUtilizationPercent => {
+                100.0 * m.model_tflops_per_gpu * 1e12 / self.peak_flops_per_s
+            }
+            Quantity::AggregatePflops => m.tflops_per_gpu * self.gpus as f64 / 1e3,
+            Quantity::SamplesPerS => m.samples_per_s,
+        }
+    }
+}
+
+/// Simulates one variant.
+fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, String> {
+    let scenario = ScenarioFile {
+        recompute: Some(variant.recompute),
+        sequence_parallel: Some(variant.sequence_parallel),
+        ..file.clone()
+    }
+    .resolve()
+    .map_err(|e| e.to_string())?;
+    let report = crate::simulate(&scenario).map_err(|e| e.to_string())?;
+    Ok(Simulated {
+        metrics: report.metrics,
+        peak_flops_per_s: scenario.topology.gpu.peak.fp16_flops_per_s,
+        gpus: scenario.layout.gpus(),
+    })
+}
+
+fn breakdown(m: &Metrics) -> String {
+    let e = &m.exposed_communication;
+    format!(
+        "compute {:.2} s, bubble {:.3} ({:.2} s), exposed TP {:.2} s, PP {:.2} s, DP {:.2} s",
+        m.compute_time_s,
+        m.bubble_fraction,
+        m.bubble_fraction * m.iteration_time_s,
+        e.tensor_s,
+        e.pipeline_s,
+        e.data_parallel_s
+    )
+}
+
+/// One transformer layer's forward and backward in ms, each its kernels
+/// plus its two blocking tensor all-reduces (Korthikanti et al. 2022, Table 4).
+/// The case's model, `tp` and `microbatch_size` when given, else the 22B
+/// model (h=6144, a=64, s=2048) at t=8, b=4 that table measured.
+fn layer_rows(
+    id: &str,
+    measured: &serde_json::Map<String, serde_json::Value>,
+    case: Option<&(ScenarioFile, Variant, String)>,
+) -> Vec<ValidationRow> {
+    let file = match case {
+        Some((file, _, _)) => ScenarioFile {
+            model: file.model.clone(),
+            topology: file.topology.clone(),
+            tp: file.tp,
+            microbatch_size: file.microbatch_size,
+            ..ScenarioFile::default()
+        },
+        None => ScenarioFile {
+            model: Some("gpt-22b".into()),
+            topology: Some("selene".into()),
+            tp: Some(8),
+            microbatch_size: Some(4),
+            ..ScenarioFile::default()
+        },
+    };
+    let b = file.microbatch_size.unwrap_or(1);
+    let scenario = match (ScenarioFile {
+        pp: Some(1),
+        dp: Some(1),
+        global_batch: Some(b),
+        recompute: Some(Recompute::Selective),
+        ..file
+    })
+    .resolve()
+    {
+        Ok(scenario) => scenario,
+        Err(error) => {
+            return measured
+                .iter()
+                .filter_map(|(key, value)| value.as_f64().map(|v| (key, v)))
+                .map(|(key, published)| skipped(id, key, published, &error.to_string()))
+                .collect();
+        }
+    };
+    let t = scenario.layout.tensor_parallel;
+    let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
+    let works: Vec<Work> = [ComputePass::Forward, ComputePass::Backward]
+        .into_iter()
+        .flat_map(|pass| {
+            [
+                Work::Compute {
+                    pass,
+                    layers: 1,
+                    embedding: false,
+                    head: false,
+                },
+                Work::TensorAllReduce {
+                    pass,
+                    layers: 1,
+                    embedding: false,
+                    head: false,
+                    group_size: t,
+                    nodes,
+                },
+            ]
+        })
+        // The selective recompute pass: the attention core only, no all-reduce.
+        .chain([Work::Compute {
+            pass: ComputePass::Recompute,
+            layers: 1,
+            embedding: false,
+            head: false,
+        }])
+        .collect();
+    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let costs = cost_works(&scenario, &works, &network);
+    let ms = |i: usize| costs[i].duration.as_seconds() * 1e3;
+    let (fwd_kernels, fwd_comm, bwd_kernels, bwd_comm) = (ms(0), ms(1), ms(2), ms(3));
+    let attention_core = ms(4);
+    let (forward, backward) = (fwd_kernels + fwd_comm, bwd_kernels + bwd_comm);
+    measured
+        .iter()
+        .filter_map(|(key, value)| value.as_f64().map(|v| (key.as_str(), v)))
+        .map(|(key, published)| match key {
+            "forward_ms" => row(
+                id,
+                key,
+                published,
+                forward,
+                format!("kernels {fwd_kernels:.2} ms + TP all-reduce {fwd_comm:.2} ms"),
+            ),
+            "backward_ms_no_recompute" => row(
+                id,
+                key,
+                published,
+                backward,
+                format!("kernels {bwd_kernels:.2} ms + TP all-reduce {bwd_comm:.2} ms"),
+            ),
+            "backward_ms_full_recompute" => row(
+                id,
+                key,
+                published,
+                forward + backward,
+                "recomputed forward + backward".into(),
+            ),
+            "backward_ms_selective_recompute" => row(
+                id,
+                key,
+                published,
+                attention_core + backward,
+                format!("recomputed attention core {attention_core:.2} ms + backward"),
+            ),
+            _ => skipped(
+                id,
+                key,
+                published,
+                "not modeled: unknown per-layer quantity",
+            ),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_numeric_measured_key_yields_a_row_with_a_prediction_or_a_reason() {
+        let text = r#"{"hardware": "Selene", "cases": [
+            {"id": "small", "model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_len": 1024, "vocab": 51200},
+             "layout": {"tp": 2, "pp": 2, "dp": 2, "microbatch_size": 1, "global_batch": 8, "colour": "red"},
+             "measured": {"iteration_time_s_full_recompute": 0.1, "tflops_per_gpu": 50,
+                          "aggregate_pflops": 0.4, "bubble_depth": 3, "iteration_time_s_derived": 0.1,
+                          "note": "text is not a figure"}},
+            {"id": "odd-layers", "model": {"layers": 5, "hidden": 1024, "heads": 16, "seq_len": 1024, "vocab": 51200},
+             "layout": {"tp": 2, "pp": 2, "dp": 1, "microbatch_size": 1, "global_batch": 8},
+             "measured": {"iteration_time_s_full_recompute": 0.1}},
+            {"id": "no-model", "measured": {"tflops_per_gpu": 30}}
+        ]}"#;
+        let rows = run_dev_set(text).unwrap();
+        let find = |case: &str, quantity: &str| {
+            rows.iter()
+                .find(|r| r.case == case && r.quantity.starts_with(quantity))
+                .unwrap_or_else(|| panic!("no row {case} {quantity}: {rows:?}"))
+        };
+        assert_eq!(rows.len(), 7, "{rows:?}");
+        let time = find("small", "iteration_time_s (full recompute)");
+        let tflops = find("small", "tflops_per_gpu (full recompute)");
+        let aggregate = find("small", "aggregate_pflops");
+        // One simulation feeds all three: aggregate = per-GPU × 8 GPUs.
+        let (t, a) = (tflops.predicted.unwrap(), aggregate.predicted.unwrap());
+        assert!((a - t * 8.0 / 1e3).abs() < 1e-9, "{t} {a}");
+        assert!(time.predicted.unwrap() > 0.0);
+        assert!(time.note.contains("ignored layout keys: colour"), "{}", time.note);
+        assert!(find("small", "bubble_depth").note.contains("unknown"));
+        assert!(find("small", "iteration_time_s_derived").note.contains("restates"));
+        let invalid = find("odd-layers", "iteration_time_s");
+        assert!(invalid.predicted.is_none());
+        assert!(invalid.note.contains("pp: layers (5)") && !invalid.note.contains('\n'));
+        assert!(find("no-model", "tflops_per_gpu").note.contains("needs `model`"));
+    }
+
+    #[test]
+    fn hardware_text_picks_the_topology() {
+        assert_eq!(topology_for_hardware("Selene, DGX A100 80GB", 3072), "selene");
+        assert_eq!(topology_for_hardware("one DGX-2 (16 x V100)", 1), "dgx2-v100");
+        assert_eq!(topology_for_hardware("DGX-2 cluster", 128), "dgx2-v100-x8");
+    }
+}

@@ -12,7 +12,7 @@
 //! event beyond the heap's amortized growth.
 //!
 //! With a fabric ([`run_with_fabric`]), tasks a [`FlowPlanner`] turns into
-//! flows (cross-node communication) share link bandwidth max-min fairly in
+//! flows (pipeline transfers and all-reduce rings, inside and across nodes) share link bandwidth max-min fairly in
 //! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
 //! completes plus its fixed tail. Everything else keeps its fixed duration.
 

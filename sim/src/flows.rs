@@ -1,21 +1,32 @@
 //! Which tasks become flows on the shared fabric, and which flows.
 //!
-//! Only traffic that leaves a node contends in this model (GPU NVSwitch
-//! ports are private to their GPU, and tensor groups are disjoint):
+//! Under `--contention` every communication task the fabric can carry runs as
+//! flows (the engine shares link bandwidth among them max-min fairly); the
+//! rest keep their closed-form durations. Each plan is built so that, alone on
+//! the fabric, the task takes its closed-form time (to within a nanosecond of
+//! rounding); with other traffic on its links it takes longer.
 //! - a pipeline transfer between nodes: one flow per tensor rank, from the
 //!   sender to the receiver with the same tensor index (same rail), carrying
 //!   1/t of the activation with Megatron's scatter/gather (then an NVLink
 //!   all-gather, costed in closed form as the task's tail) or all of it
 //!   without; tail = one network step latency;
+//! - a pipeline transfer inside a node: one flow per tensor rank over its
+//!   NVSwitch ports (NVLink up, NVLink down) carrying the whole activation;
 //! - an all-reduce whose group spans nodes: NCCL's rings, one per rail of the
 //!   group (ranks per node × NICs per GPU), each carrying 1/rails of the data;
 //!   only the node-to-node hops are flows (each ring's hop leaves node k from
 //!   the ring's rail and enters node k+1 on the same rail), each carrying the
 //!   ring's bus factor 2(n−1)/n of its share; tail = the ring's per-step
-//!   latencies. With these flows alone on the fabric the task takes exactly
-//!   the closed-form ring time; with other traffic it takes longer.
+//!   latencies;
+//! - an all-reduce inside one node (tensor-parallel groups, data-parallel
+//!   groups that fit in a node): the ring's hops GPU i → GPU i+1 over the
+//!   NVSwitch, each carrying 2(n−1)/n of the bytes; tail = the closed-form
+//!   time minus that transfer alone (the per-step latencies of every
+//!   all-reduce the task stands for).
 //!
-//! Everything else keeps its closed-form duration.
+//! Not flows: ZeRO-Offload's PCIe copies and ZeRO-2 collectives (their
+//! closed form already divides each host link among the GPUs sharing it) and
+//! the NVLink all-gather after a scattered pipeline transfer.
 
 use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use crate::cost::{NetworkModel, WorkCost};
@@ -27,8 +38,8 @@ use crate::task::TaskKind;
 use crate::task_graph::{TaskGraph, Work};
 use crate::time::SimDuration;
 
-/// Plans flows for the cross-node communication tasks of one graph.
-pub struct CrossNodePlanner<'a> {
+/// Plans fabric flows for the communication tasks of one graph.
+pub struct FabricFlowPlanner<'a> {
     graph: &'a TaskGraph,
     placement: Placement,
     rates: LinkRates,
@@ -36,14 +47,14 @@ pub struct CrossNodePlanner<'a> {
     costs: &'a [WorkCost],
 }
 
-impl<'a> CrossNodePlanner<'a> {
+impl<'a> FabricFlowPlanner<'a> {
     pub fn new(
         scenario: &'a Scenario,
         graph: &'a TaskGraph,
         network: &'a dyn NetworkModel,
         costs: &'a [WorkCost],
     ) -> Self {
-        CrossNodePlanner {
+        FabricFlowPlanner {
             graph,
             placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
             rates: LinkRates::from(&scenario.topology, &scenario.profile),
@@ -59,28 +70,15 @@ impl<'a> CrossNodePlanner<'a> {
         tensor_parallel: u32,
         scatter_gather: bool,
     ) -> FlowPlan {
-        let t = self.graph.task(task);
-        let p = self.placement.layout.pipeline_parallel;
-        let virtual_stage = t.chunk as u32 * p + t.stage;
-        let peer_stage = match t.kind {
-            TaskKind::PipelineActivation => (virtual_stage + 1) % p,
-            _ => (virtual_stage + p - 1) % p,
-        };
         let per_rank_bytes = if scatter_gather {
             bytes.div_ceil(tensor_parallel as u64)
         } else {
             bytes
         };
-        let flows = self.graph.groups[t.group.index()]
-            .iter()
-            .map(|&rank| {
-                let c = self.placement.coordinates(rank);
-                let peer = self.placement.rank(Coordinates {
-                    stage: peer_stage,
-                    ..c
-                });
-                (rank.0, peer.0, per_rank_bytes)
-            })
+        let flows = self
+            .pipeline_pairs(task)
+            .into_iter()
+            .map(|(from, to)| (from, to, per_rank_bytes))
             .collect();
         let gather = if scatter_gather {
             self.network.all_gather(bytes, tensor_parallel, 1)
@@ -91,6 +89,58 @@ impl<'a> CrossNodePlanner<'a> {
         FlowPlan {
             flows,
             tail: step + gather,
+        }
+    }
+
+    /// Peers of a pipeline transfer task's ranks: (sender, receiver) per tensor rank.
+    fn pipeline_pairs(&self, task: TaskId) -> Vec<(u32, u32)> {
+        let t = self.graph.task(task);
+        let p = self.placement.layout.pipeline_parallel;
+        let virtual_stage = t.chunk as u32 * p + t.stage;
+        let peer_stage = match t.kind {
+            TaskKind::PipelineActivation => (virtual_stage + 1) % p,
+            _ => (virtual_stage + p - 1) % p,
+        };
+        self.graph.groups[t.group.index()]
+            .iter()
+            .map(|&rank| {
+                let c = self.placement.coordinates(rank);
+                let peer = self.placement.rank(Coordinates {
+                    stage: peer_stage,
+                    ..c
+                });
+                (rank.0, peer.0)
+            })
+            .collect()
+    }
+
+    /// A pipeline transfer between stages on one node: every tensor rank sends
+    /// the whole activation to its peer through the NVSwitch.
+    fn nvlink_pipeline_flows(&self, task: TaskId, bytes: u64) -> FlowPlan {
+        let flows = self
+            .pipeline_pairs(task)
+            .into_iter()
+            .map(|(from, to)| (from, to, bytes))
+            .collect();
+        FlowPlan {
+            flows,
+            tail: SimDuration::from_seconds_ceil(self.rates.nvlink_step_latency_ns * 1e-9),
+        }
+    }
+
+    /// An all-reduce ring inside one node: GPU i sends to GPU i+1 (in rank
+    /// order) over the NVSwitch, each hop carrying the bus factor of the bytes.
+    fn nvlink_ring_flows(&self, ranks: &[Rank], bytes: u64, duration: SimDuration) -> FlowPlan {
+        let bus_factor = CollectiveOp::AllReduce.bus_factor(ranks.len() as u32);
+        let hop_bytes = (bus_factor * bytes as f64).ceil() as u64;
+        let flows = (0..ranks.len())
+            .map(|i| (ranks[i].0, ranks[(i + 1) % ranks.len()].0, hop_bytes))
+            .collect();
+        let alone =
+            SimDuration::from_seconds_ceil(hop_bytes as f64 / self.rates.nvlink_bus_bytes_per_s);
+        FlowPlan {
+            flows,
+            tail: SimDuration(duration.0.saturating_sub(alone.0)),
         }
     }
 
@@ -127,7 +177,7 @@ impl<'a> CrossNodePlanner<'a> {
     }
 }
 
-impl FlowPlanner for CrossNodePlanner<'_> {
+impl FlowPlanner for FabricFlowPlanner<'_> {
     fn plan(&self, task: TaskId) -> Option<FlowPlan> {
         let t = self.graph.task(task);
         match self.graph.works[t.work.index()] {
@@ -137,11 +187,27 @@ impl FlowPlanner for CrossNodePlanner<'_> {
                 crosses_nodes: true,
                 scatter_gather,
             } => Some(self.pipeline_flows(task, bytes, tensor_parallel, scatter_gather)),
-            Work::DataParallelAllReduce { nodes, .. } | Work::TensorAllReduce { nodes, .. }
-                if nodes > 1 =>
-            {
-                let bytes = self.costs[t.work.index()].bytes;
-                Some(self.ring_flows(&self.graph.groups[t.group.index()], bytes))
+            Work::PipelineTransfer {
+                bytes,
+                crosses_nodes: false,
+                ..
+            } => Some(self.nvlink_pipeline_flows(task, bytes)),
+            Work::DataParallelAllReduce {
+                nodes, group_size, ..
+            }
+            | Work::TensorAllReduce {
+                nodes, group_size, ..
+            } if group_size > 1 => {
+                let cost = self.costs[t.work.index()];
+                if cost.bytes == 0 {
+                    return None;
+                }
+                let ranks = &self.graph.groups[t.group.index()];
+                Some(if nodes > 1 {
+                    self.ring_flows(ranks, cost.bytes)
+                } else {
+                    self.nvlink_ring_flows(ranks, cost.bytes, cost.duration)
+                })
             }
             _ => None,
         }

@@ -3,7 +3,7 @@
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
 use crate::engine::{self, DeadlockError, SharedFabric};
-use crate::flows::CrossNodePlanner;
+use crate::flows::FabricFlowPlanner;
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::metrics::{self, Metrics};
@@ -172,7 +172,7 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
     let duration_of = |id: crate::ids::TaskId| costs[graph.task(id).work.index()].duration;
     let (timeline, n_events, busiest_links) = if scenario.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
-        let planner = CrossNodePlanner::new(scenario, &graph, &network, &costs);
+        let planner = FabricFlowPlanner::new(scenario, &graph, &network, &costs);
         let (outcome, utilization) = engine::run_with_fabric(
             &graph,
             duration_of,

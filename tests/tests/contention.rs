@@ -1,6 +1,6 @@
-//! Flow-level contention in the engine (`--contention`): cross-node
-//! transfers alone on the fabric take their closed-form time; transfers that
-//! share a NIC split its bandwidth.
+//! Flow-level contention in the engine (`--contention`): transfers alone on
+//! the fabric take their closed-form time, across nodes and inside one;
+//! transfers that share a NIC or an NVSwitch port split its bandwidth.
 
 use sim::scenario::{Recompute, ScenarioFile, ScheduleKind};
 use sim::task::TaskKind;
@@ -29,15 +29,112 @@ fn shared_nic_scenario(contention: bool) -> sim::scenario::Scenario {
     .unwrap()
 }
 
-fn data_parallel_durations(scenario: &sim::scenario::Scenario) -> Vec<(u64, u64, u64)> {
+fn durations_of(scenario: &sim::scenario::Scenario, kind: TaskKind) -> Vec<(u64, u64, u64)> {
     let report = sim::simulate(scenario).unwrap();
     report
         .timeline
         .tasks
         .iter()
-        .filter(|t| t.kind == TaskKind::DataParallelAllReduce)
+        .filter(|t| t.kind == kind)
         .map(|t| (t.start_ns, t.duration_ns(), t.bytes))
         .collect()
+}
+
+fn data_parallel_durations(scenario: &sim::scenario::Scenario) -> Vec<(u64, u64, u64)> {
+    durations_of(scenario, TaskKind::DataParallelAllReduce)
+}
+
+/// One DGX A100 node: everything inside the NVSwitch domain.
+fn one_node(file: ScenarioFile, contention: bool) -> sim::scenario::Scenario {
+    ScenarioFile {
+        topology: Some("dgx-a100".into()),
+        network_contention: Some(contention),
+        ..file
+    }
+    .resolve()
+    .unwrap()
+}
+
+#[test]
+fn lone_nvlink_rings_and_transfers_take_their_closed_form_time() {
+    // t=2, p=4: tensor rings of two GPUs and pipeline sends between stages, all
+    // inside one node. With GPipe and blocking sends no two of them use the
+    // same NVSwitch port at the same instant, so each keeps its closed form.
+    let file = ScenarioFile {
+        model: Some("tiny".into()),
+        tp: Some(2),
+        pp: Some(4),
+        dp: Some(1),
+        global_batch: Some(4),
+        schedule: Some(ScheduleKind::Gpipe),
+        recompute: Some(Recompute::Full),
+        ..ScenarioFile::default()
+    };
+    for kind in [
+        TaskKind::TensorAllReduce,
+        TaskKind::PipelineActivation,
+        TaskKind::PipelineGradient,
+    ] {
+        let with = durations_of(&one_node(file.clone(), true), kind);
+        assert!(!with.is_empty(), "{kind:?} tasks exist");
+        let without = durations_of(&one_node(file.clone(), false), kind);
+        assert_eq!(with.len(), without.len());
+        for (a, b) in with.iter().zip(&without) {
+            assert!(
+                (a.1 as i64 - b.1 as i64).abs() <= 1,
+                "{kind:?}: contention {a:?} vs closed form {b:?}"
+            );
+        }
+    }
+    // They did run on the fabric: only NVSwitch ports carried bytes.
+    let report = sim::simulate(&one_node(file, true)).unwrap();
+    assert!(!report.busiest_links.is_empty());
+    assert!(
+        report
+            .busiest_links
+            .iter()
+            .all(|l| l.link.starts_with("nvlink")),
+        "{:?}",
+        report.busiest_links
+    );
+}
+
+#[test]
+fn an_overlapped_gradient_ring_shares_nvswitch_ports_with_tensor_rings() {
+    // t=2, p=2, d=2 interleaved on one node: with --overlap-grad-reduce, chunk 1's
+    // data-parallel ring (GPUs 0→2→0, …) runs while chunk 0's backward runs its
+    // tensor rings (0→1→0, …) through the same NVSwitch ports.
+    let file = ScenarioFile {
+        model: Some("gpt-22b".into()),
+        tp: Some(2),
+        pp: Some(2),
+        dp: Some(2),
+        chunks: Some(2),
+        schedule: Some(ScheduleKind::Interleaved),
+        global_batch: Some(8),
+        recompute: Some(Recompute::Full),
+        overlap_grad_reduce: Some(true),
+        ..ScenarioFile::default()
+    };
+    let total = |durations: Vec<(u64, u64, u64)>| durations.iter().map(|d| d.1).sum::<u64>();
+    let with = durations_of(
+        &one_node(file.clone(), true),
+        TaskKind::DataParallelAllReduce,
+    );
+    let without = durations_of(
+        &one_node(file.clone(), false),
+        TaskKind::DataParallelAllReduce,
+    );
+    assert_eq!(with.len(), without.len());
+    assert!(
+        total(with.clone()) > total(without.clone()),
+        "contention {with:?} vs closed form {without:?}"
+    );
+    // Every byte still moves: the same tasks carry the same payloads.
+    assert_eq!(
+        with.iter().map(|d| d.2).collect::<Vec<_>>(),
+        without.iter().map(|d| d.2).collect::<Vec<_>>()
+    );
 }
 
 #[test]

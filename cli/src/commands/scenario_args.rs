@@ -62,8 +62,9 @@ pub struct ScenarioArgs {
     /// Korthikanti et al. 2022 fp16 runs.
     #[arg(long)]
     pub grad_accumulation_fusion: bool,
-    /// Share the fat tree's links among concurrent cross-node transfers (flow-level,
-    /// max-min fair) instead of costing each alone; adds the busiest links to --json.
+    /// Run pipeline transfers and all-reduce rings as flows sharing the fabric's links
+    /// (NVSwitch ports, NICs, fat-tree cables; max-min fair) instead of costing each
+    /// alone; adds the busiest links to --json.
     #[arg(long)]
     pub contention: bool,
     /// Seed recorded in outputs.

@@ -70,8 +70,9 @@ pub struct ScenarioFile {
     /// each microbatch's fp16 gradient in a separate kernel; see `cost::gradients`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradient_accumulation_fusion: Option<bool>,
-    /// Run cross-node communication as flows sharing the fat tree's links
-    /// (max-min fair) instead of closed-form times (default false).
+    /// Run pipeline transfers and all-reduce rings as flows sharing the
+    /// fabric's links — NVSwitch ports, NICs, fat-tree cables — max-min fairly,
+    /// instead of closed-form times (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_contention: Option<bool>,
     /// ZeRO-Offload: fp16 parameters and activations on the GPU; gradients,
@@ -140,7 +141,7 @@ pub struct Scenario {
     pub recompute: Recompute,
     pub pipeline_scatter_gather: bool,
     pub seed: u64,
-    /// Cross-node communication shares the fabric's links (flow-level contention).
+    /// Communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
     /// LayerNorm/dropout split across tensor ranks (Megatron sequence parallelism).
     pub sequence_parallel: bool,

@@ -460,19 +460,33 @@ mod tests {
         let (t, a) = (tflops.predicted.unwrap(), aggregate.predicted.unwrap());
         assert!((a - t * 8.0 / 1e3).abs() < 1e-9, "{t} {a}");
         assert!(time.predicted.unwrap() > 0.0);
-        assert!(time.note.contains("ignored layout keys: colour"), "{}", time.note);
+        assert!(
+            time.note.contains("ignored layout keys: colour"),
+            "{}",
+            time.note
+        );
         assert!(find("small", "bubble_depth").note.contains("unknown"));
-        assert!(find("small", "iteration_time_s_derived").note.contains("restates"));
+        assert!(find("small", "iteration_time_s_derived")
+            .note
+            .contains("restates"));
         let invalid = find("odd-layers", "iteration_time_s");
         assert!(invalid.predicted.is_none());
         assert!(invalid.note.contains("pp: layers (5)") && !invalid.note.contains('\n'));
-        assert!(find("no-model", "tflops_per_gpu").note.contains("needs `model`"));
+        assert!(find("no-model", "tflops_per_gpu")
+            .note
+            .contains("needs `model`"));
     }
 
     #[test]
     fn hardware_text_picks_the_topology() {
-        assert_eq!(topology_for_hardware("Selene, DGX A100 80GB", 3072), "selene");
-        assert_eq!(topology_for_hardware("one DGX-2 (16 x V100)", 1), "dgx2-v100");
+        assert_eq!(
+            topology_for_hardware("Selene, DGX A100 80GB", 3072),
+            "selene"
+        );
+        assert_eq!(
+            topology_for_hardware("one DGX-2 (16 x V100)", 1),
+            "dgx2-v100"
+        );
         assert_eq!(topology_for_hardware("DGX-2 cluster", 128), "dgx2-v100-x8");
     }
 }

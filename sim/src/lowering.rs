@@ -15,14 +15,18 @@
 //! Sends are blocking as in Megatron's `send_forward_recv_backward`: the
 //! sender's next compute waits for its send. After the last action, the
 //! data-parallel all-reduce (when d > 1; not overlapped, as in Megatron SC21)
-//! and the optimizer step follow.
+//! and the optimizer step follow. With `overlap_grad_reduce` the all-reduce
+//! is one per chunk, after the chunk's last backward; with
+//! `grad_reduce_bucket_params` that last backward is emitted as several
+//! pieces of whole layers (gradient buckets), each with its own all-reduce.
 //!
 //! Program order is encoded as edges, so a stream never runs two tasks at once
 //! and the engine needs no resource queues.
 
 use crate::cost::gradients;
+use crate::ids::GroupId;
 use crate::ids::TaskId;
-use crate::memory::{parameters_of_chunk, parameters_on_rank};
+use crate::memory::{parameters_of_layers, parameters_on_rank};
 use crate::placement::Placement;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::{Pass, PipelineSchedule};
@@ -78,6 +82,118 @@ fn task_kind(pass: ComputePass) -> TaskKind {
     }
 }
 
+/// The groups of one tensor-parallel group's tasks.
+struct TensorGroupContext {
+    /// One single-rank group per rank (its compute tasks).
+    rank_groups: Vec<GroupId>,
+    /// The whole tensor group (its all-reduce task).
+    tensor_group: GroupId,
+    tensor_nodes: u32,
+    stage: u32,
+}
+
+/// A pass, or a gradient bucket of one, over some layers of a chunk.
+struct PassPiece {
+    pass: ComputePass,
+    chunk: u32,
+    microbatch: u32,
+    layers: u32,
+    embedding: bool,
+    head: bool,
+}
+
+/// Adds one pass (piece) of a tensor group: a compute task per rank, then a
+/// tensor all-reduce group task when t > 1, after `tail` and the blocking
+/// sends; moves `tail` to its end and returns its first compute task.
+fn emit_pass(
+    builder: &mut TaskGraphBuilder,
+    group: &TensorGroupContext,
+    piece: PassPiece,
+    tail: &mut Option<Tail>,
+    blocking_sends: &mut Vec<TaskId>,
+) -> TaskId {
+    let t = group.rank_groups.len() as u32;
+    let compute_work = builder.work(Work::Compute {
+        pass: piece.pass,
+        layers: piece.layers,
+        embedding: piece.embedding,
+        head: piece.head,
+    });
+    let mut first = None;
+    for &rank_group in &group.rank_groups {
+        let id = builder.add_task(Task {
+            kind: task_kind(piece.pass),
+            stream: StreamKind::Compute,
+            chunk: piece.chunk as u16,
+            stage: group.stage,
+            microbatch: piece.microbatch,
+            group: rank_group,
+            work: compute_work,
+            iteration: 0,
+        });
+        first.get_or_insert(id);
+    }
+    let first = first.expect("tensor groups are non-empty");
+    if let Some(previous) = *tail {
+        previous.precede(builder, first, t, Dependency::ProgramOrder);
+    }
+    for send in blocking_sends.drain(..) {
+        Tail {
+            first: send,
+            count: 1,
+        }
+        .precede(builder, first, t, Dependency::ProgramOrder);
+    }
+    let mut last = Tail { first, count: t };
+    if t > 1 {
+        let work = builder.work(Work::TensorAllReduce {
+            pass: piece.pass,
+            layers: piece.layers,
+            embedding: piece.embedding,
+            head: piece.head,
+            group_size: t,
+            nodes: group.tensor_nodes,
+        });
+        let all_reduce = builder.add_task(Task {
+            kind: TaskKind::TensorAllReduce,
+            stream: StreamKind::Compute,
+            chunk: piece.chunk as u16,
+            stage: group.stage,
+            microbatch: piece.microbatch,
+            group: group.tensor_group,
+            work,
+            iteration: 0,
+        });
+        for i in 0..t {
+            builder.add_edge(TaskId(first.0 + i), all_reduce, Dependency::ProgramOrder);
+        }
+        last = Tail {
+            first: all_reduce,
+            count: 1,
+        };
+    }
+    *tail = Some(last);
+    first
+}
+
+/// The gradient buckets of a chunk's last backward, in the order the backward
+/// runs them: `per_bucket` layers each from the top (the head's parameters
+/// join the first, the embedding's the last), the remainder last.
+fn backward_buckets(
+    layers: u32,
+    per_bucket: u32,
+    embedding: bool,
+    head: bool,
+) -> Vec<(u32, bool, bool)> {
+    let count = layers.div_ceil(per_bucket).max(1);
+    (0..count)
+        .map(|i| {
+            let size = per_bucket.min(layers - i * per_bucket);
+            (size, embedding && i + 1 == count, head && i == 0)
+        })
+        .collect()
+}
+
 /// Builds the task graph of one iteration.
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let layout = scenario.layout;
@@ -114,10 +230,17 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     // Final compute-stream tail of each (data index, stage) tensor group, and
     // the sends still in flight after its last pass (the optimizer waits for them).
     let mut stage_tails: Vec<Option<Tail>> = vec![None; d as usize * p as usize];
-    // With overlapped gradient reduction: the last backward pass of every
-    // (data index, stage, chunk), and the order in which chunks finish.
+    // With overlapped gradient reduction: where the gradients of every (data
+    // index, stage, chunk) become ready — the tail of its last backward, or of
+    // each gradient bucket of it — with their parameters, and the order in
+    // which chunks finish.
     let chunks = layout.chunks as usize;
-    let mut last_backward: Vec<Option<Tail>> = vec![None; d as usize * p as usize * chunks];
+    let mut gradients_ready: Vec<Vec<(Tail, u64)>> =
+        vec![Vec::new(); d as usize * p as usize * chunks];
+    let bucket_layers = scenario.grad_reduce_bucket_params.map(|bucket| {
+        let per_layer = parameters_of_layers(&scenario.model, &layout, 1, false, false).max(1);
+        bucket.div_ceil(per_layer).clamp(1, layers_per_chunk as u64) as u32
+    });
     let mut chunk_finish_order: Vec<Vec<u32>> = vec![Vec::new(); p as usize];
     let mut trailing_sends: Vec<Vec<TaskId>> = vec![Vec::new(); d as usize * p as usize];
 
@@ -127,6 +250,12 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
             let tensor_group = builder.group(&tensor_ranks);
             let rank_groups: Vec<_> = tensor_ranks.iter().map(|&r| builder.group(&[r])).collect();
             let tensor_nodes = placement.nodes_spanned(&tensor_ranks);
+            let group_context = TensorGroupContext {
+                rank_groups: rank_groups.clone(),
+                tensor_group,
+                tensor_nodes,
+                stage,
+            };
             let mut tail: Option<Tail> = None;
             // Sends the next compute pass must wait for (blocking p2p).
             let mut blocking_sends: Vec<TaskId> = Vec::new();
@@ -148,80 +277,55 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                     } else {
                         (embedding, head)
                     };
-                    let compute_work = builder.work(Work::Compute {
-                        pass,
-                        layers: layers_per_chunk,
-                        embedding: with_embedding,
-                        head: with_head,
-                    });
-                    let mut first = None;
-                    for &group in &rank_groups {
-                        let id = builder.add_task(Task {
-                            kind: task_kind(pass),
-                            stream: StreamKind::Compute,
-                            chunk: action.chunk as u16,
-                            stage,
-                            microbatch: action.microbatch,
-                            group,
-                            work: compute_work,
-                            iteration: 0,
-                        });
-                        first.get_or_insert(id);
-                    }
-                    let first = first.expect("tensor groups are non-empty");
-                    if let Some(previous) = tail {
-                        previous.precede(&mut builder, first, t, Dependency::ProgramOrder);
-                    }
-                    for send in blocking_sends.drain(..) {
-                        Tail {
-                            first: send,
-                            count: 1,
+                    // The chunk's last backward is split into gradient buckets
+                    // when they are all-reduced as they become ready.
+                    let pieces = match bucket_layers {
+                        Some(per_bucket)
+                            if pass == ComputePass::Backward && action.microbatch + 1 == m =>
+                        {
+                            backward_buckets(
+                                layers_per_chunk,
+                                per_bucket,
+                                with_embedding,
+                                with_head,
+                            )
                         }
-                        .precede(
+                        _ => vec![(layers_per_chunk, with_embedding, with_head)],
+                    };
+                    let mut pass_first = None;
+                    let mut ready = Vec::with_capacity(pieces.len());
+                    for (layers, with_embedding, with_head) in pieces {
+                        let first = emit_pass(
                             &mut builder,
-                            first,
-                            t,
-                            Dependency::ProgramOrder,
+                            &group_context,
+                            PassPiece {
+                                pass,
+                                chunk: action.chunk,
+                                microbatch: action.microbatch,
+                                layers,
+                                embedding: with_embedding,
+                                head: with_head,
+                            },
+                            &mut tail,
+                            &mut blocking_sends,
                         );
+                        pass_first.get_or_insert(first);
+                        let params = parameters_of_layers(
+                            &scenario.model,
+                            &layout,
+                            layers as u64,
+                            with_embedding,
+                            with_head,
+                        );
+                        ready.push((tail.expect("a pass was just added"), params));
                     }
-                    let mut last = Tail { first, count: t };
-                    if t > 1 {
-                        let work = builder.work(Work::TensorAllReduce {
-                            pass,
-                            layers: layers_per_chunk,
-                            embedding: with_embedding,
-                            head: with_head,
-                            group_size: t,
-                            nodes: tensor_nodes,
-                        });
-                        let all_reduce = builder.add_task(Task {
-                            kind: TaskKind::TensorAllReduce,
-                            stream: StreamKind::Compute,
-                            chunk: action.chunk as u16,
-                            stage,
-                            microbatch: action.microbatch,
-                            group: tensor_group,
-                            work,
-                            iteration: 0,
-                        });
-                        for i in 0..t {
-                            builder.add_edge(
-                                TaskId(first.0 + i),
-                                all_reduce,
-                                Dependency::ProgramOrder,
-                            );
-                        }
-                        last = Tail {
-                            first: all_reduce,
-                            count: 1,
-                        };
-                    }
-                    tail = Some(last);
                     pass_tasks[slot(data_index, virtual_stage, action.microbatch, pass)] =
-                        Some(PassTasks { first });
+                        Some(PassTasks {
+                            first: pass_first.expect("a pass has at least one piece"),
+                        });
                     if pass == ComputePass::Backward {
-                        last_backward[((data_index * p + stage) as usize) * chunks
-                            + action.chunk as usize] = Some(last);
+                        gradients_ready[((data_index * p + stage) as usize) * chunks
+                            + action.chunk as usize] = ready;
                         if data_index == 0 {
                             let order = &mut chunk_finish_order[stage as usize];
                             order.retain(|&c| c != action.chunk);
@@ -320,15 +424,17 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
             // Without overlap: one all-reduce of all the stage's gradients after
             // the last pass. With overlap: one per chunk, as soon as that chunk's
             // last backward is done, in the order chunks finish.
-            let reductions: Vec<(Option<u32>, u64)> = if scenario.overlap_grad_reduce {
+            let reductions: Vec<(Option<(u32, usize)>, u64)> = if scenario.overlap_grad_reduce {
+                let index = stage as usize * chunks;
                 chunk_finish_order[stage as usize]
                     .iter()
-                    .map(|&chunk| {
-                        (
-                            Some(chunk),
-                            parameters_of_chunk(&scenario.model, &layout, stage, chunk)
-                                * gradient_bytes,
-                        )
+                    .flat_map(|&chunk| {
+                        gradients_ready[index + chunk as usize]
+                            .iter()
+                            .enumerate()
+                            .map(move |(bucket, &(_, params))| {
+                                (Some((chunk, bucket)), params * gradient_bytes)
+                            })
                     })
                     .collect()
             } else {
@@ -339,7 +445,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                 let group = builder.group(&ranks);
                 let nodes = placement.nodes_spanned(&ranks);
                 let mut previous: Option<TaskId> = None;
-                for &(chunk, bytes) in &reductions {
+                for &(bucket, bytes) in &reductions {
                     let work = builder.work(Work::DataParallelAllReduce {
                         bytes,
                         group_size: d,
@@ -348,7 +454,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                     let all_reduce = builder.add_task(Task {
                         kind: TaskKind::DataParallelAllReduce,
                         stream: StreamKind::DataParallel,
-                        chunk: chunk.unwrap_or(0) as u16,
+                        chunk: bucket.map_or(0, |(chunk, _)| chunk) as u16,
                         stage,
                         microbatch: NO_MICROBATCH,
                         group,
@@ -360,9 +466,10 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                     }
                     for data_index in 0..d {
                         let index = (data_index * p + stage) as usize;
-                        let ready = match chunk {
-                            Some(chunk) => last_backward[index * chunks + chunk as usize]
-                                .expect("every chunk runs a backward"),
+                        let ready = match bucket {
+                            Some((chunk, bucket)) => {
+                                gradients_ready[index * chunks + chunk as usize][bucket].0
+                            }
                             None => stage_tails[index].expect("set for every stage"),
                         };
                         let source = if ready.count == 1 {
@@ -371,7 +478,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                             TaskId(ready.first.0 + tensor_index)
                         };
                         builder.add_edge(source, all_reduce, Dependency::Data);
-                        if chunk.is_none() {
+                        if bucket.is_none() {
                             for &send in &trailing_sends[index] {
                                 builder.add_edge(send, all_reduce, Dependency::ProgramOrder);
                             }

@@ -35,16 +35,35 @@ pub fn parameters_on_rank(model: &ModelSpec, layout: &Layout, stage: u32) -> u64
 
 /// Parameters of one model chunk on one rank of pipeline stage `stage`.
 pub fn parameters_of_chunk(model: &ModelSpec, layout: &Layout, stage: u32, chunk: u32) -> u64 {
-    let t = layout.tensor_parallel as u64;
     let virtual_stages = layout.virtual_stages();
     let layers_per_chunk = model.layers / virtual_stages as u64;
     let virtual_stage = chunk * layout.pipeline_parallel + stage;
-    let mut params = layers_per_chunk * formulas::layer_parameters(model) / t;
-    if virtual_stage == 0 {
+    parameters_of_layers(
+        model,
+        layout,
+        layers_per_chunk,
+        virtual_stage == 0,
+        virtual_stage == virtual_stages - 1,
+    )
+}
+
+/// Parameters on one rank of `layers` layers plus, optionally, the embedding
+/// (word and position tables) and the head (final LayerNorm, and the output
+/// layer's copy of the word embedding when it sits on another stage).
+pub fn parameters_of_layers(
+    model: &ModelSpec,
+    layout: &Layout,
+    layers: u64,
+    embedding: bool,
+    head: bool,
+) -> u64 {
+    let t = layout.tensor_parallel as u64;
+    let mut params = layers * formulas::layer_parameters(model) / t;
+    if embedding {
         params += model.vocab * model.hidden / t + model.seq_len * model.hidden;
     }
-    if virtual_stage == virtual_stages - 1 {
-        if virtual_stages > 1 {
+    if head {
+        if layout.virtual_stages() > 1 {
             params += model.vocab * model.hidden / t;
         }
         params += 2 * model.hidden;

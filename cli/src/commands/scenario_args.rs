@@ -53,6 +53,11 @@ pub struct ScenarioArgs {
     /// backward ends (overlapping later backwards) instead of after the last pass.
     #[arg(long)]
     pub overlap_grad_reduce: bool,
+    /// With --overlap-grad-reduce: split each chunk's last backward into gradient
+    /// buckets of at least PARAMS parameters (whole layers), each all-reduced as soon
+    /// as its layers are done, as PyTorch DDP does (its 25 MB buckets: 12500000).
+    #[arg(long, value_name = "PARAMS")]
+    pub grad_reduce_bucket_params: Option<u64>,
     /// Megatron's sequence parallelism (LayerNorm/dropout split across tensor ranks).
     #[arg(long)]
     pub sequence_parallel: bool,
@@ -124,6 +129,7 @@ impl ScenarioArgs {
             sequence_parallel: self.sequence_parallel.then_some(true),
             gradient_accumulation_fusion: self.grad_accumulation_fusion.then_some(true),
             overlap_grad_reduce: self.overlap_grad_reduce.then_some(true),
+            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             zero_offload: self.zero_offload.then_some(true),
             delayed_update: self.delayed_update.then_some(true),
             dpu_warmup_iterations: self.dpu_warmup_iterations,

@@ -32,14 +32,18 @@ impl Scenario {
         } else {
             ""
         };
-        let sequence_parallel = match (self.sequence_parallel, self.overlap_grad_reduce) {
-            (false, false) => "",
-            (true, false) => " · sequence parallel",
-            (false, true) => " · overlapped grad reduce",
-            (true, true) => " · sequence parallel · overlapped grad reduce",
+        let sequence_parallel = if self.sequence_parallel {
+            " · sequence parallel"
+        } else {
+            ""
+        };
+        let overlap = match (self.overlap_grad_reduce, self.grad_reduce_bucket_params) {
+            (false, _) => String::new(),
+            (true, None) => " · overlapped grad reduce".into(),
+            (true, Some(bucket)) => format!(" · overlapped grad reduce ({bucket}-param buckets)"),
         };
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{fusion}{offload}{contention}",
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{overlap}{fusion}{offload}{contention}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -67,6 +71,7 @@ impl Scenario {
             "network_contention": self.network_contention,
             "sequence_parallel": self.sequence_parallel,
             "overlap_grad_reduce": self.overlap_grad_reduce,
+            "grad_reduce_bucket_params": self.grad_reduce_bucket_params,
             "gradient_accumulation_fusion": self.gradient_accumulation_fusion,
             "seed": self.seed,
         });

@@ -159,6 +159,21 @@ impl ScenarioFile {
             }
         }
         let (offload, iterations) = self.resolve_offload(p, &mut problems);
+        if let Some(bucket) = self.grad_reduce_bucket_params {
+            if bucket == 0 {
+                problems.push("grad_reduce_bucket_params: must be at least 1".into());
+            }
+            if self.overlap_grad_reduce != Some(true) {
+                problems.push(
+                    "grad_reduce_bucket_params: needs overlap_grad_reduce (buckets only matter when the all-reduce overlaps the backward)".into(),
+                );
+            }
+            if offload.is_some() {
+                problems.push(
+                    "grad_reduce_bucket_params: zero_offload buckets its gradients with offload_bucket_params instead".into(),
+                );
+            }
+        }
         if offload.is_some() && self.gradient_accumulation_fusion == Some(true) {
             problems.push(
                 "gradient_accumulation_fusion: Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)".into(),
@@ -210,6 +225,7 @@ impl ScenarioFile {
             network_contention: self.network_contention.unwrap_or(false),
             sequence_parallel: self.sequence_parallel.unwrap_or(false),
             overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
+            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
             offload,
             iterations,

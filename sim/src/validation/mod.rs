@@ -12,7 +12,9 @@
 //! `sequence_parallel`, `zero_offload` and `delayed_update` are optional.
 //! The topology is the case's `topology` preset when given, else read from
 //! the hardware text: DGX-2 / V100 → `dgx2-v100` (16 GPUs) or `dgx2-v100-x8`,
-//! otherwise Selene.
+//! otherwise Selene. Cases from Megatron-LM's SC21 runs without pipeline
+//! parallelism run as NVIDIA's script ran them, with PyTorch DDP: gradient
+//! buckets of 25 MB all-reduced during the last backward.
 //!
 //! A case with `measured.forward_ms` / `backward_ms_*` is one transformer
 //! layer (Korthikanti et al. 2022, Table 4): the case's model and layout when
@@ -238,7 +240,28 @@ fn case_scenario(
         delayed_update: flag("delayed_update"),
         ..ScenarioFile::default()
     };
+    let source = case.get("source").and_then(|s| s.as_str()).unwrap_or("");
+    let file = if runs_pytorch_ddp(source, get("pp").unwrap_or(1)) {
+        ScenarioFile {
+            overlap_grad_reduce: Some(true),
+            grad_reduce_bucket_params: Some(PYTORCH_DDP_BUCKET_PARAMS),
+            ..file
+        }
+    } else {
+        file
+    };
     Ok((file, default_variant, ignored))
+}
+
+/// PyTorch DDP's default gradient bucket, 25 MB (`bucket_cap_mb`), in fp16 parameters.
+pub const PYTORCH_DDP_BUCKET_PARAMS: u64 = 25_000_000 / 2;
+
+/// Whether a case ran Megatron-LM with `--DDP-impl torch`: NVIDIA's SC21
+/// script (`examples/sc21/run_table_1.sh`) uses it for every configuration
+/// without pipeline parallelism and the local DDP otherwise. PyTorch DDP
+/// all-reduces gradient buckets during the last microbatch's backward.
+fn runs_pytorch_ddp(source: &str, pipeline_parallel: u32) -> bool {
+    (source.contains("SC21") || source.contains("run_table_1.sh")) && pipeline_parallel == 1
 }
 
 /// The topology preset for a case's hardware description.
@@ -475,6 +498,28 @@ mod tests {
         assert!(find("no-model", "tflops_per_gpu")
             .note
             .contains("needs `model`"));
+    }
+
+    #[test]
+    fn sc21_runs_without_pipelining_overlap_bucketed_gradient_all_reduces() {
+        assert!(runs_pytorch_ddp(
+            "Narayanan et al. SC21 (Megatron-LM), Table 1",
+            1
+        ));
+        assert!(!runs_pytorch_ddp(
+            "Narayanan et al. SC21 (Megatron-LM), Table 1",
+            8
+        ));
+        assert!(!runs_pytorch_ddp("Korthikanti et al. 2022", 1));
+        let case = serde_json::json!({
+            "source": "Narayanan et al. SC21, examples/sc21/run_table_1.sh",
+            "model": {"layers": 4, "hidden": 1024, "heads": 16, "seq_len": 1024, "vocab": 51200},
+            "layout": {"tp": 2, "pp": 1, "dp": 4, "microbatch_size": 1, "global_batch": 8}
+        });
+        let (file, _, _) = case_scenario("sc21", &case, "Selene").unwrap();
+        assert_eq!(file.overlap_grad_reduce, Some(true));
+        assert_eq!(file.grad_reduce_bucket_params, Some(12_500_000));
+        assert!(file.resolve().is_ok());
     }
 
     #[test]

@@ -146,21 +146,25 @@ fn linear(
     backward.push(Step::gemm(wgrad, shape.weight_gradient()));
 }
 
-/// A linear layer with a bias: its backward also reduces the output gradient
-/// over the tokens for the bias gradient (`grad_output.sum(0)`, a separate
-/// kernel reading the m×n fp16 output gradient, whether the bias was added in
-/// the GEMM or in a fused bias-GeLU / bias-dropout-add kernel).
+/// A linear layer with a bias: its backward also reduces the gradient of the
+/// biased output over the tokens (`grad_output.sum(0)`, a separate kernel
+/// reading `bias_output_elems` fp16 elements, whether the bias was added in the
+/// GEMM or in a fused bias-GeLU / bias-dropout-add kernel). A column-parallel
+/// layer's bias is added to its m×n output; a row-parallel layer's after the
+/// all-reduce, to the full hidden activation (its 1/t sequence shard with
+/// sequence parallelism).
 fn linear_with_bias(
     pass: &mut PassSteps,
     names: [&'static str; 4],
     shape: GemmShape,
+    bias_output_elems: f64,
     backward: &mut Vec<Step>,
 ) {
     let [name, dgrad, wgrad, bias_grad] = names;
     linear(pass, name, dgrad, wgrad, shape, backward);
     backward.push(Step::memory(
         bias_grad,
-        (shape.batch * shape.m * shape.n * FP16_BYTES) as f64,
+        bias_output_elems * FP16_BYTES as f64,
     ));
 }
 
@@ -218,6 +222,7 @@ pub fn transformer_layer_with(
             n: 3 * h / t,
             k: h,
         },
+        (tokens * 3 * h / t) as f64,
         &mut qkv_bwd,
     );
     // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
@@ -279,6 +284,7 @@ pub fn transformer_layer_with(
             n: h,
             k: h / t,
         },
+        hidden_elems,
         &mut proj_bwd,
     );
     attention_bwd.push(proj_bwd);
@@ -312,6 +318,7 @@ pub fn transformer_layer_with(
             n: ffn_per_rank,
             k: h,
         },
+        ffn_elems,
         &mut fc1_bwd,
     );
     fc1_bwd.push(Step::TensorAllReduce {
@@ -335,6 +342,7 @@ pub fn transformer_layer_with(
             n: h,
             k: ffn_per_rank,
         },
+        hidden_elems,
         &mut fc2_bwd,
     );
     mlp_bwd.push(fc2_bwd);

@@ -24,8 +24,7 @@
 //! and the engine needs no resource queues.
 
 use crate::cost::gradients;
-use crate::ids::GroupId;
-use crate::ids::TaskId;
+use crate::ids::{GroupId, TaskId};
 use crate::memory::{parameters_of_layers, parameters_on_rank};
 use crate::placement::Placement;
 use crate::scenario::{Recompute, Scenario};
@@ -248,10 +247,9 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
         for stage in 0..p {
             let tensor_ranks = placement.tensor_group(stage, data_index);
             let tensor_group = builder.group(&tensor_ranks);
-            let rank_groups: Vec<_> = tensor_ranks.iter().map(|&r| builder.group(&[r])).collect();
             let tensor_nodes = placement.nodes_spanned(&tensor_ranks);
             let group_context = TensorGroupContext {
-                rank_groups: rank_groups.clone(),
+                rank_groups: tensor_ranks.iter().map(|&r| builder.group(&[r])).collect(),
                 tensor_group,
                 tensor_nodes,
                 stage,

@@ -46,6 +46,7 @@ mod simulate;
 pub mod sweep;
 pub mod task;
 pub mod task_graph;
+pub mod tensor_pass;
 pub mod time;
 pub mod timeline;
 pub mod validation;

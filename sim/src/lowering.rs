@@ -24,37 +24,16 @@
 //! and the engine needs no resource queues.
 
 use crate::cost::gradients;
-use crate::ids::{GroupId, TaskId};
+use crate::ids::TaskId;
 use crate::memory::{parameters_of_layers, parameters_on_rank};
 use crate::placement::Placement;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::{Pass, PipelineSchedule};
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{ComputePass, Dependency, TaskGraph, TaskGraphBuilder, Work};
-
-/// The tasks a tensor group's stream ends with: either one group task, or one
-/// task per rank with consecutive ids.
-#[derive(Debug, Clone, Copy)]
-struct Tail {
-    first: TaskId,
-    count: u32,
-}
-
-impl Tail {
-    /// Adds edges from this tail to `count` consecutive tasks starting at `first`.
-    fn precede(self, builder: &mut TaskGraphBuilder, first: TaskId, count: u32, why: Dependency) {
-        if self.count == 1 {
-            for i in 0..count {
-                builder.add_edge(self.first, TaskId(first.0 + i), why);
-            }
-        } else {
-            debug_assert_eq!(self.count, count);
-            for i in 0..count {
-                builder.add_edge(TaskId(self.first.0 + i), TaskId(first.0 + i), why);
-            }
-        }
-    }
-}
+use crate::tensor_pass::{
+    backward_buckets, emit_pass, layers_per_bucket, BucketLayers, PassPiece, Tail, TensorGroup,
+};
 
 /// Where one pass of one (data index, virtual stage, microbatch) begins:
 /// the first of its t per-rank compute tasks (consecutive ids).
@@ -71,126 +50,6 @@ fn pass_slot(pass: ComputePass) -> usize {
         ComputePass::Recompute => 1,
         ComputePass::Backward => 2,
     }
-}
-
-fn task_kind(pass: ComputePass) -> TaskKind {
-    match pass {
-        ComputePass::Forward => TaskKind::Forward,
-        ComputePass::Recompute => TaskKind::Recompute,
-        ComputePass::Backward => TaskKind::Backward,
-    }
-}
-
-/// The groups of one tensor-parallel group's tasks.
-struct TensorGroupContext {
-    /// One single-rank group per rank (its compute tasks).
-    rank_groups: Vec<GroupId>,
-    /// The whole tensor group (its all-reduce task).
-    tensor_group: GroupId,
-    tensor_nodes: u32,
-    stage: u32,
-}
-
-/// A pass, or a gradient bucket of one, over some layers of a chunk.
-struct PassPiece {
-    pass: ComputePass,
-    chunk: u32,
-    microbatch: u32,
-    layers: u32,
-    embedding: bool,
-    head: bool,
-}
-
-/// Adds one pass (piece) of a tensor group: a compute task per rank, then a
-/// tensor all-reduce group task when t > 1, after `tail` and the blocking
-/// sends; moves `tail` to its end and returns its first compute task.
-fn emit_pass(
-    builder: &mut TaskGraphBuilder,
-    group: &TensorGroupContext,
-    piece: PassPiece,
-    tail: &mut Option<Tail>,
-    blocking_sends: &mut Vec<TaskId>,
-) -> TaskId {
-    let t = group.rank_groups.len() as u32;
-    let compute_work = builder.work(Work::Compute {
-        pass: piece.pass,
-        layers: piece.layers,
-        embedding: piece.embedding,
-        head: piece.head,
-    });
-    let mut first = None;
-    for &rank_group in &group.rank_groups {
-        let id = builder.add_task(Task {
-            kind: task_kind(piece.pass),
-            stream: StreamKind::Compute,
-            chunk: piece.chunk as u16,
-            stage: group.stage,
-            microbatch: piece.microbatch,
-            group: rank_group,
-            work: compute_work,
-            iteration: 0,
-        });
-        first.get_or_insert(id);
-    }
-    let first = first.expect("tensor groups are non-empty");
-    if let Some(previous) = *tail {
-        previous.precede(builder, first, t, Dependency::ProgramOrder);
-    }
-    for send in blocking_sends.drain(..) {
-        Tail {
-            first: send,
-            count: 1,
-        }
-        .precede(builder, first, t, Dependency::ProgramOrder);
-    }
-    let mut last = Tail { first, count: t };
-    if t > 1 {
-        let work = builder.work(Work::TensorAllReduce {
-            pass: piece.pass,
-            layers: piece.layers,
-            embedding: piece.embedding,
-            head: piece.head,
-            group_size: t,
-            nodes: group.tensor_nodes,
-        });
-        let all_reduce = builder.add_task(Task {
-            kind: TaskKind::TensorAllReduce,
-            stream: StreamKind::Compute,
-            chunk: piece.chunk as u16,
-            stage: group.stage,
-            microbatch: piece.microbatch,
-            group: group.tensor_group,
-            work,
-            iteration: 0,
-        });
-        for i in 0..t {
-            builder.add_edge(TaskId(first.0 + i), all_reduce, Dependency::ProgramOrder);
-        }
-        last = Tail {
-            first: all_reduce,
-            count: 1,
-        };
-    }
-    *tail = Some(last);
-    first
-}
-
-/// The gradient buckets of a chunk's last backward, in the order the backward
-/// runs them: `per_bucket` layers each from the top (the head's parameters
-/// join the first, the embedding's the last), the remainder last.
-fn backward_buckets(
-    layers: u32,
-    per_bucket: u32,
-    embedding: bool,
-    head: bool,
-) -> Vec<(u32, bool, bool)> {
-    let count = layers.div_ceil(per_bucket).max(1);
-    (0..count)
-        .map(|i| {
-            let size = per_bucket.min(layers - i * per_bucket);
-            (size, embedding && i + 1 == count, head && i == 0)
-        })
-        .collect()
 }
 
 /// Builds the task graph of one iteration.
@@ -237,8 +96,8 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let mut gradients_ready: Vec<Vec<(Tail, u64)>> =
         vec![Vec::new(); d as usize * p as usize * chunks];
     let bucket_layers = scenario.grad_reduce_bucket_params.map(|bucket| {
-        let per_layer = parameters_of_layers(&scenario.model, &layout, 1, false, false).max(1);
-        bucket.div_ceil(per_layer).clamp(1, layers_per_chunk as u64) as u32
+        let per_layer = parameters_of_layers(&scenario.model, &layout, 1, false, false);
+        layers_per_bucket(bucket, per_layer, layers_per_chunk)
     });
     let mut chunk_finish_order: Vec<Vec<u32>> = vec![Vec::new(); p as usize];
     let mut trailing_sends: Vec<Vec<TaskId>> = vec![Vec::new(); d as usize * p as usize];
@@ -246,14 +105,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     for data_index in 0..d {
         for stage in 0..p {
             let tensor_ranks = placement.tensor_group(stage, data_index);
-            let tensor_group = builder.group(&tensor_ranks);
-            let tensor_nodes = placement.nodes_spanned(&tensor_ranks);
-            let group_context = TensorGroupContext {
-                rank_groups: tensor_ranks.iter().map(|&r| builder.group(&[r])).collect(),
-                tensor_group,
-                tensor_nodes,
-                stage,
-            };
+            let tensor_group = TensorGroup::new(&mut builder, &placement, stage, data_index);
             let mut tail: Option<Tail> = None;
             // Sends the next compute pass must wait for (blocking p2p).
             let mut blocking_sends: Vec<TaskId> = Vec::new();
@@ -288,21 +140,26 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                                 with_head,
                             )
                         }
-                        _ => vec![(layers_per_chunk, with_embedding, with_head)],
+                        _ => vec![BucketLayers {
+                            layers: layers_per_chunk,
+                            embedding: with_embedding,
+                            head: with_head,
+                        }],
                     };
                     let mut pass_first = None;
                     let mut ready = Vec::with_capacity(pieces.len());
-                    for (layers, with_embedding, with_head) in pieces {
+                    for piece in pieces {
                         let first = emit_pass(
                             &mut builder,
-                            &group_context,
+                            &tensor_group,
                             PassPiece {
                                 pass,
                                 chunk: action.chunk,
                                 microbatch: action.microbatch,
-                                layers,
-                                embedding: with_embedding,
-                                head: with_head,
+                                iteration: 0,
+                                layers: piece.layers,
+                                embedding: piece.embedding,
+                                head: piece.head,
                             },
                             &mut tail,
                             &mut blocking_sends,
@@ -311,9 +168,9 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                         let params = parameters_of_layers(
                             &scenario.model,
                             &layout,
-                            layers as u64,
-                            with_embedding,
-                            with_head,
+                            piece.layers as u64,
+                            piece.embedding,
+                            piece.head,
                         );
                         ready.push((tail.expect("a pass was just added"), params));
                     }
@@ -373,7 +230,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                         chunk: action.chunk as u16,
                         stage,
                         microbatch: action.microbatch,
-                        group: tensor_group,
+                        group: tensor_group.tensor_group,
                         work,
                         iteration: 0,
                     });

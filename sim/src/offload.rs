@@ -41,6 +41,9 @@ use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{
     ComputePass, Dependency, PcieDirection, TaskGraph, TaskGraphBuilder, Work,
 };
+use crate::tensor_pass::{
+    backward_buckets, emit_pass, layers_per_bucket, PassPiece, Tail, TensorGroup,
+};
 use models::formulas;
 
 /// Parameters per CPU Adam tile: DeepSpeed's `TILE` (128 Mi elements) in
@@ -94,22 +97,17 @@ impl OffloadPlan {
         let params_per_rank = parameters_on_rank(model, layout, 0);
         let layer_params = formulas::layer_parameters(model) / t;
         let layers = model.layers as u32;
-        let per_bucket = ((bucket_target / layer_params.max(1)) as u32).clamp(1, layers.max(1));
-        let mut buckets = Vec::new();
-        let mut done = 0;
-        while done < layers {
-            let n = per_bucket.min(layers - done);
-            buckets.push(Bucket {
-                layers: n,
-                head: done == 0,
-                embedding: false,
-                params: n as u64 * layer_params,
+        let per_bucket = layers_per_bucket(bucket_target, layer_params, layers);
+        let mut buckets: Vec<Bucket> = backward_buckets(layers, per_bucket, true, true)
+            .into_iter()
+            .map(|b| Bucket {
+                layers: b.layers,
+                head: b.head,
+                embedding: b.embedding,
+                params: b.layers as u64 * layer_params,
                 shard_params: 0,
-            });
-            done += n;
-        }
-        let last = buckets.last_mut().expect("a model has at least one layer");
-        last.embedding = true;
+            })
+            .collect();
         let others: u64 = buckets.iter().map(|b| b.params).sum::<u64>()
             - buckets.last().expect("non-empty").params;
         let last = buckets.last_mut().expect("non-empty");
@@ -159,31 +157,14 @@ impl OffloadPlan {
     }
 }
 
-/// The last task(s) on a tensor group's compute stream: one group task
-/// (the TP all-reduce) or one task per tensor rank with consecutive ids.
-#[derive(Debug, Clone, Copy)]
-struct Tail {
-    first: TaskId,
-    count: u32,
-}
-
-impl Tail {
-    /// The task tensor rank `index` waits on.
-    fn of(self, index: u32) -> TaskId {
-        if self.count == 1 {
-            self.first
-        } else {
-            TaskId(self.first.0 + index)
-        }
-    }
-}
-
 /// Mutable lowering state shared by the helpers below.
 struct Lowering<'a> {
     scenario: &'a Scenario,
     plan: OffloadPlan,
     placement: Placement,
     builder: TaskGraphBuilder,
+    /// Each data-parallel replica's tensor group (by data index).
+    tensor_groups: Vec<TensorGroup>,
     /// Compute-stream tail of each tensor group (by data index).
     compute_tails: Vec<Option<Tail>>,
     /// Last task on each rank's D2H, CPU and H2D streams (by rank).
@@ -234,87 +215,23 @@ impl Lowering<'_> {
     }
 
     /// One pass (or one bucket of a backward) on every tensor rank of a
-    /// tensor group, plus its TP all-reduces when t > 1; returns the new tail.
-    #[allow(clippy::too_many_arguments)]
-    fn add_pass(
-        &mut self,
-        data_index: u32,
-        pass: ComputePass,
-        layers: u32,
-        embedding: bool,
-        head: bool,
-        microbatch: u32,
-        iteration: u16,
-        waits_for: &[Option<TaskId>],
-    ) -> Tail {
-        let t = self.t();
-        let compute = Work::Compute {
-            pass,
-            layers,
-            embedding,
-            head,
-        };
-        let kind = match pass {
-            ComputePass::Forward => TaskKind::Forward,
-            ComputePass::Recompute => TaskKind::Recompute,
-            ComputePass::Backward => TaskKind::Backward,
-        };
-        let previous = self.compute_tails[data_index as usize];
-        let mut first = None;
-        for tensor_index in 0..t {
+    /// tensor group, plus its TP all-reduces when t > 1; the compute tasks
+    /// also wait for `waits_for` (by rank) when given.
+    fn add_pass(&mut self, data_index: u32, piece: PassPiece, waits_for: &[Option<TaskId>]) {
+        let first = emit_pass(
+            &mut self.builder,
+            &self.tensor_groups[data_index as usize],
+            piece,
+            &mut self.compute_tails[data_index as usize],
+            &mut Vec::new(),
+        );
+        for tensor_index in 0..self.t() {
             let rank = self.rank(data_index, tensor_index);
-            let id = self.rank_task(
-                rank,
-                kind,
-                StreamKind::Compute,
-                compute.clone(),
-                microbatch,
-                iteration,
-            );
-            first.get_or_insert(id);
-            if let Some(previous) = previous {
-                self.builder
-                    .add_edge(previous.of(tensor_index), id, Dependency::ProgramOrder);
-            }
             if let Some(ready) = waits_for.get(rank.index()).copied().flatten() {
-                self.builder.add_edge(ready, id, Dependency::Data);
-            }
-        }
-        let first = first.expect("tensor groups are non-empty");
-        let mut tail = Tail { first, count: t };
-        if t > 1 {
-            let ranks = self.placement.tensor_group(0, data_index);
-            let nodes = self.placement.nodes_spanned(&ranks);
-            let group = self.builder.group(&ranks);
-            let work = self.builder.work(Work::TensorAllReduce {
-                pass,
-                layers,
-                embedding,
-                head,
-                group_size: t,
-                nodes,
-            });
-            let all_reduce = self.builder.add_task(Task {
-                kind: TaskKind::TensorAllReduce,
-                stream: StreamKind::Compute,
-                chunk: 0,
-                stage: 0,
-                microbatch,
-                group,
-                work,
-                iteration,
-            });
-            for i in 0..t {
                 self.builder
-                    .add_edge(TaskId(first.0 + i), all_reduce, Dependency::ProgramOrder);
+                    .add_edge(ready, TaskId(first.0 + tensor_index), Dependency::Data);
             }
-            tail = Tail {
-                first: all_reduce,
-                count: 1,
-            };
         }
-        self.compute_tails[data_index as usize] = Some(tail);
-        tail
     }
 
     /// A group task over the data-parallel group of `tensor_index`, after the DP stream's last task.
@@ -511,10 +428,16 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let layout = scenario.layout;
     let n_ranks = layout.gpus() as usize;
     let plan = OffloadPlan::new(scenario);
+    let placement = Placement::new(layout, scenario.topology.node.gpus_per_node);
+    let mut builder = TaskGraphBuilder::default();
+    let tensor_groups = (0..layout.data_parallel)
+        .map(|data_index| TensorGroup::new(&mut builder, &placement, 0, data_index))
+        .collect();
     let mut state = Lowering {
         scenario,
-        placement: Placement::new(layout, scenario.topology.node.gpus_per_node),
-        builder: TaskGraphBuilder::default(),
+        placement,
+        builder,
+        tensor_groups,
         compute_tails: vec![None; layout.data_parallel as usize],
         last_d2h: vec![None; n_ranks],
         last_cpu: vec![None; n_ranks],
@@ -544,12 +467,15 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                         let waits: &[Option<TaskId>] = if first_pass { &awaited } else { &[] };
                         state.add_pass(
                             data_index,
-                            ComputePass::Forward,
-                            layers,
-                            true,
-                            true,
-                            microbatch,
-                            iteration,
+                            PassPiece {
+                                pass: ComputePass::Forward,
+                                chunk: 0,
+                                microbatch,
+                                iteration,
+                                layers,
+                                embedding: true,
+                                head: true,
+                            },
                             waits,
                         );
                     }
@@ -560,12 +486,15 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                         for data_index in 0..d {
                             state.add_pass(
                                 data_index,
-                                ComputePass::Recompute,
-                                layers,
-                                false,
-                                false,
-                                microbatch,
-                                iteration,
+                                PassPiece {
+                                    pass: ComputePass::Recompute,
+                                    chunk: 0,
+                                    microbatch,
+                                    iteration,
+                                    layers,
+                                    embedding: false,
+                                    head: false,
+                                },
                                 &[],
                             );
                         }
@@ -574,12 +503,15 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                         for data_index in 0..d {
                             state.add_pass(
                                 data_index,
-                                ComputePass::Backward,
-                                bucket.layers,
-                                bucket.embedding,
-                                bucket.head,
-                                microbatch,
-                                iteration,
+                                PassPiece {
+                                    pass: ComputePass::Backward,
+                                    chunk: 0,
+                                    microbatch,
+                                    iteration,
+                                    layers: bucket.layers,
+                                    embedding: bucket.embedding,
+                                    head: bucket.head,
+                                },
                                 &[],
                             );
                         }

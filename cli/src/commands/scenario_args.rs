@@ -54,7 +54,7 @@ pub struct ScenarioArgs {
     #[arg(long)]
     pub overlap_grad_reduce: bool,
     /// With --overlap-grad-reduce: split each chunk's last backward into gradient
-    /// buckets of at least PARAMS parameters (whole layers), each all-reduced as soon
+    /// buckets of at most PARAMS parameters (whole layers, at least one), each all-reduced as soon
     /// as its layers are done, as PyTorch DDP does (its 25 MB buckets: 12500000).
     #[arg(long, value_name = "PARAMS")]
     pub grad_reduce_bucket_params: Option<u64>,

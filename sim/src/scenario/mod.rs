@@ -61,7 +61,8 @@ pub struct ScenarioFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlap_grad_reduce: Option<bool>,
     /// With overlap_grad_reduce, also split each chunk's last backward into
-    /// gradient buckets of at least this many parameters (whole layers), each
+    /// gradient buckets of at most this many parameters (whole layers, at
+    /// least one per bucket), each
     /// all-reduced as soon as its layers' backward is done, as PyTorch DDP
     /// does (bucket_cap_mb 25 = 12.5 M fp16 parameters). Default: one
     /// all-reduce per chunk.
@@ -154,8 +155,9 @@ pub struct Scenario {
     pub sequence_parallel: bool,
     /// Per-chunk data-parallel all-reduces start as each chunk's backward ends.
     pub overlap_grad_reduce: bool,
-    /// With `overlap_grad_reduce`: gradient buckets of at least this many
-    /// parameters inside each chunk's last backward (None: one per chunk).
+    /// With `overlap_grad_reduce`: gradient buckets of at most this many
+    /// parameters (at least one layer) inside each chunk's last backward
+    /// (None: one per chunk).
     pub grad_reduce_bucket_params: Option<u64>,
     /// Weight gradients accumulate in fp32 inside the GEMMs (no per-microbatch
     /// accumulation kernel; fp32 data-parallel all-reduce).

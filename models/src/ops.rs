@@ -366,30 +366,46 @@ pub fn transformer_layer_with(
     pass
 }
 
+/// One parameter tensor of one rank: its name, the name of the kernel that
+/// adds a microbatch's gradient into its accumulated gradient, and its elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParameterTensor {
+    pub name: &'static str,
+    pub accumulate_kernel: &'static str,
+    pub elements: u64,
+}
+
+macro_rules! tensor {
+    ($name:literal, $elements:expr) => {
+        ParameterTensor {
+            name: $name,
+            accumulate_kernel: concat!($name, ".grad_accumulate"),
+            elements: $elements,
+        }
+    };
+}
+
 /// The parameter tensors of one transformer layer on one tensor-parallel rank,
 /// as Megatron-LM registers them (each gets its own gradient hook): the
 /// column-parallel QKV and MLP-in weights and biases are split by t; the
 /// row-parallel projection and MLP-out weights are split by t but their biases
-/// are replicated, as are both LayerNorms. Element counts.
-pub fn layer_parameter_tensors(
-    model: &ModelSpec,
-    tensor_parallel: u64,
-) -> [(&'static str, u64); 12] {
+/// are replicated, as are both LayerNorms.
+pub fn layer_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> [ParameterTensor; 12] {
     let (h, t) = (model.hidden, tensor_parallel);
     let f = model.ffn();
     [
-        ("layernorm_1.weight", h),
-        ("layernorm_1.bias", h),
-        ("qkv.weight", 3 * h * h / t),
-        ("qkv.bias", 3 * h / t),
-        ("output_projection.weight", h * h / t),
-        ("output_projection.bias", h),
-        ("layernorm_2.weight", h),
-        ("layernorm_2.bias", h),
-        ("mlp_fc1.weight", h * f / t),
-        ("mlp_fc1.bias", f / t),
-        ("mlp_fc2.weight", f * h / t),
-        ("mlp_fc2.bias", h),
+        tensor!("layernorm_1.weight", h),
+        tensor!("layernorm_1.bias", h),
+        tensor!("qkv.weight", 3 * h * h / t),
+        tensor!("qkv.bias", 3 * h / t),
+        tensor!("output_projection.weight", h * h / t),
+        tensor!("output_projection.bias", h),
+        tensor!("layernorm_2.weight", h),
+        tensor!("layernorm_2.bias", h),
+        tensor!("mlp_fc1.weight", h * f / t),
+        tensor!("mlp_fc1.bias", f / t),
+        tensor!("mlp_fc2.weight", f * h / t),
+        tensor!("mlp_fc2.bias", h),
     ]
 }
 
@@ -398,25 +414,25 @@ pub fn layer_parameter_tensors(
 pub fn embedding_parameter_tensors(
     model: &ModelSpec,
     tensor_parallel: u64,
-) -> [(&'static str, u64); 2] {
+) -> [ParameterTensor; 2] {
     [
-        (
+        tensor!(
             "word_embedding.weight",
-            model.vocab * model.hidden / tensor_parallel,
+            model.vocab * model.hidden / tensor_parallel
         ),
-        ("position_embedding.weight", model.seq_len * model.hidden),
+        tensor!("position_embedding.weight", model.seq_len * model.hidden),
     ]
 }
 
 /// Parameter tensors of the head (last stage) on one tensor-parallel rank: the
 /// final LayerNorm and the output layer's copy of the (tied) word embedding.
-pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> [(&'static str, u64); 3] {
+pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> [ParameterTensor; 3] {
     [
-        ("final_layernorm.weight", model.hidden),
-        ("final_layernorm.bias", model.hidden),
-        (
-            "word_embedding.weight",
-            model.vocab * model.hidden / tensor_parallel,
+        tensor!("final_layernorm.weight", model.hidden),
+        tensor!("final_layernorm.bias", model.hidden),
+        tensor!(
+            "output_layer.weight",
+            model.vocab * model.hidden / tensor_parallel
         ),
     ]
 }
@@ -530,14 +546,14 @@ mod tests {
         let model = crate::preset("gpt3-175b").unwrap();
         let total: u64 = layer_parameter_tensors(&model, 1)
             .iter()
-            .map(|(_, n)| n)
+            .map(|p| p.elements)
             .sum();
         assert_eq!(total, formulas::layer_parameters(&model));
         // With t = 8 only the split weights and column-parallel biases shrink:
         // 6h replicated elements (two LayerNorms, two row-parallel biases) remain.
         let split: u64 = layer_parameter_tensors(&model, 8)
             .iter()
-            .map(|(_, n)| n)
+            .map(|p| p.elements)
             .sum();
         let h = model.hidden;
         assert_eq!(

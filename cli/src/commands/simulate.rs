@@ -6,6 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use sim::placement::Placement;
 use sim::scenario::Scenario;
+use sim::task_graph::ComputePass;
 use sim::SimulationReport;
 use std::io::Write;
 use std::path::PathBuf;
@@ -24,7 +25,7 @@ pub struct SimulateArgs {
     /// Write the Timeline (every task's start and end) to FILE (.json, or .jsonl for JSON lines).
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
-    /// Also print the rank placement and stage 0's schedule.
+    /// Also print the rank placement, stage 0's schedule and one layer's kernels with their modeled times.
     #[arg(long)]
     pub explain: bool,
     /// Instead of simulating, find the largest model that fits in memory: the most
@@ -209,5 +210,57 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             ""
         }
     )?;
+    write_layer_kernels(out, scenario)
+}
+
+/// One layer's kernels on one rank with their modeled times.
+fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
+    let rows = sim::cost::layer_kernel_costs(scenario);
+    writeln!(
+        out,
+        "\none transformer layer on one rank (t={}, b={}), as the simulation costs it \
+         (GB/s: HBM bytes for kernels, bytes per rank ÷ time for all-reduces):",
+        scenario.layout.tensor_parallel, scenario.layout.microbatch_size
+    )?;
+    writeln!(
+        out,
+        "  {:<10} {:<42} {:>9} {:>8} {:>8} {:>6}",
+        "pass", "kernel", "time µs", "TFLOP/s", "GB/s", "share"
+    )?;
+    let mut passes: Vec<ComputePass> = rows.iter().map(|r| r.pass).collect();
+    passes.dedup();
+    for pass in passes {
+        let in_pass: Vec<_> = rows.iter().filter(|r| r.pass == pass).collect();
+        let total_s: f64 = in_pass.iter().map(|r| r.seconds).sum();
+        let name = format!("{pass:?}").to_lowercase();
+        for row in &in_pass {
+            let tflops = if row.is_gemm {
+                format!("{:.1}", row.flops / row.seconds * 1e-12)
+            } else {
+                "-".into()
+            };
+            writeln!(
+                out,
+                "  {:<10} {:<42} {:>9.1} {:>8} {:>8.0} {:>5.1}%",
+                name,
+                row.name,
+                row.seconds * 1e6,
+                tflops,
+                row.bytes / row.seconds * 1e-9,
+                100.0 * row.seconds / total_s
+            )?;
+        }
+        let communication_s: f64 = in_pass
+            .iter()
+            .filter(|r| r.is_communication)
+            .map(|r| r.seconds)
+            .sum();
+        writeln!(
+            out,
+            "  {name:<10} total {:.1} µs, of which tensor all-reduces {:.1} µs",
+            total_s * 1e6,
+            communication_s * 1e6
+        )?;
+    }
     Ok(())
 }

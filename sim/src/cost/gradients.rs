@@ -16,7 +16,7 @@
 //!   later default): the weight-gradient GEMM accumulates straight into an
 //!   fp32 `main_grad`; no extra kernel, but gradients are all-reduced in fp32.
 
-use models::ops::{self, Step};
+use models::ops::{self, ParameterTensor, Step};
 use models::ModelSpec;
 
 /// Bytes per element of one unfused accumulation `main_grad.add_(grad)`:
@@ -55,13 +55,13 @@ pub fn main_grad_bytes_per_param(fused_accumulation: bool) -> u64 {
     }
 }
 
-fn accumulation_steps(tensors: &[(&'static str, u64)]) -> Vec<Step> {
+fn accumulation_steps(tensors: &[ParameterTensor]) -> Vec<Step> {
     tensors
         .iter()
-        .map(|&(_, elements)| {
+        .map(|tensor| {
             Step::memory(
-                "main_grad_accumulate",
-                UNFUSED_ACCUMULATION_BYTES_PER_PARAM * elements as f64,
+                tensor.accumulate_kernel,
+                UNFUSED_ACCUMULATION_BYTES_PER_PARAM * tensor.elements as f64,
             )
         })
         .collect()
@@ -104,7 +104,7 @@ mod tests {
             .sum();
         let params: u64 = ops::layer_parameter_tensors(&model, 8)
             .iter()
-            .map(|(_, n)| n)
+            .map(|p| p.elements)
             .sum();
         assert_eq!(bytes, 6.0 * params as f64);
     }

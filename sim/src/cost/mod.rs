@@ -11,11 +11,13 @@
 //! as an all-gather of the same bytes (NCCL's ring moves (n−1)/n of the
 //! buffer in n−1 steps for both, so the formulas are identical).
 
+mod breakdown;
 pub mod gradients;
 mod kernels;
 mod network;
 mod offload;
 
+pub use breakdown::{layer_kernel_costs, KernelCost};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
@@ -313,7 +315,7 @@ mod tests {
     fn accumulation_kernels(scenario: &Scenario, embedding: bool, head: bool) -> usize {
         pass_steps(scenario, ComputePass::Backward, 3, embedding, head)
             .iter()
-            .filter(|step| matches!(step, Step::Kernel(k) if k.name == "main_grad_accumulate"))
+            .filter(|step| matches!(step, Step::Kernel(k) if k.name.ends_with(".grad_accumulate")))
             .count()
     }
 
@@ -337,7 +339,7 @@ mod tests {
         // The forward never accumulates.
         assert!(pass_steps(&unfused, ComputePass::Forward, 3, true, true)
             .iter()
-            .all(|step| !matches!(step, Step::Kernel(k) if k.name == "main_grad_accumulate")));
+            .all(|step| !matches!(step, Step::Kernel(k) if k.name.ends_with(".grad_accumulate"))));
     }
 
     #[test]
@@ -366,7 +368,7 @@ mod tests {
         let scenario = file(false).resolve().unwrap();
         let params_per_layer: u64 = ops::layer_parameter_tensors(&scenario.model, 8)
             .iter()
-            .map(|(_, n)| n)
+            .map(|p| p.elements)
             .sum();
         assert_eq!(
             unfused.bytes - fused.bytes,

@@ -1,0 +1,134 @@
+//! One transformer layer's kernels on one rank, each with its modeled time:
+//! what `simulate --explain` prints so a user can see where a layer's time
+//! goes (which GEMMs are quantized, which kernels are memory-bound, what the
+//! tensor all-reduces cost) and hold it against a profiler trace.
+
+use super::{pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel};
+use crate::scenario::{Recompute, Scenario};
+use crate::task_graph::ComputePass;
+use models::ops::{KernelClass, Step};
+
+/// One kernel (or tensor all-reduce) of one pass of one layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelCost {
+    pub pass: ComputePass,
+    /// Kernel name, or "tensor_all_reduce".
+    pub name: &'static str,
+    pub seconds: f64,
+    /// Matrix FLOPs (0 for memory-bound kernels and communication).
+    pub flops: f64,
+    /// Bytes through HBM (kernels) or per rank on the wire (all-reduces).
+    pub bytes: f64,
+    pub is_gemm: bool,
+    pub is_communication: bool,
+}
+
+/// The kernels of one layer's forward, recompute (when the scenario
+/// recomputes) and backward on one rank, in execution order, costed as the
+/// simulation costs them (tensor all-reduces alone on the fabric).
+pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
+    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile);
+    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let t = scenario.layout.tensor_parallel;
+    let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
+    let passes: &[ComputePass] = if scenario.recompute == Recompute::None {
+        &[ComputePass::Forward, ComputePass::Backward]
+    } else {
+        &[
+            ComputePass::Forward,
+            ComputePass::Recompute,
+            ComputePass::Backward,
+        ]
+    };
+    passes
+        .iter()
+        .flat_map(|&pass| {
+            pass_steps(scenario, pass, 1, false, false)
+                .into_iter()
+                .map(move |step| (pass, step))
+        })
+        .map(|(pass, step)| match step {
+            Step::Kernel(kernel) => KernelCost {
+                pass,
+                name: kernel.name,
+                seconds: kernels.kernel_seconds(&kernel),
+                flops: kernel.flops,
+                bytes: kernel.bytes,
+                is_gemm: matches!(kernel.class, KernelClass::Gemm(_)),
+                is_communication: false,
+            },
+            Step::TensorAllReduce { bytes } => KernelCost {
+                pass,
+                name: "tensor_all_reduce",
+                seconds: network.all_reduce(bytes, t, nodes).as_seconds(),
+                flops: 0.0,
+                bytes: bytes as f64,
+                is_gemm: false,
+                is_communication: true,
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::cost_works;
+    use crate::scenario::ScenarioFile;
+    use crate::task_graph::Work;
+
+    #[test]
+    fn the_rows_add_up_to_what_the_simulation_charges_for_one_layer() {
+        let scenario = ScenarioFile {
+            model: Some("gpt-22b".into()),
+            tp: Some(8),
+            pp: Some(1),
+            dp: Some(1),
+            microbatch_size: Some(4),
+            global_batch: Some(4),
+            recompute: Some(Recompute::Selective),
+            ..ScenarioFile::embedded_default()
+        }
+        .resolve()
+        .unwrap();
+        let rows = layer_kernel_costs(&scenario);
+        let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+        for pass in [
+            ComputePass::Forward,
+            ComputePass::Recompute,
+            ComputePass::Backward,
+        ] {
+            let works = [
+                Work::Compute {
+                    pass,
+                    layers: 1,
+                    embedding: false,
+                    head: false,
+                },
+                Work::TensorAllReduce {
+                    pass,
+                    layers: 1,
+                    embedding: false,
+                    head: false,
+                    group_size: 8,
+                    nodes: 1,
+                },
+            ];
+            let costs = cost_works(&scenario, &works, &network);
+            let sum = |communication: bool| -> f64 {
+                rows.iter()
+                    .filter(|r| r.pass == pass && r.is_communication == communication)
+                    .map(|r| r.seconds)
+                    .sum()
+            };
+            // The simulation rounds each work up to a whole nanosecond once.
+            assert!((sum(false) - costs[0].duration.as_seconds()).abs() < 1e-9);
+            assert!((sum(true) - costs[1].duration.as_seconds()).abs() < 1e-9 * 4.0);
+        }
+        assert!(rows.iter().any(|r| r.is_gemm && r.flops > 0.0));
+        assert!(rows
+            .iter()
+            .filter(|r| r.pass == ComputePass::Recompute)
+            .all(|r| !r.is_communication));
+    }
+}

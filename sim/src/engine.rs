@@ -12,7 +12,7 @@
 //! event beyond the heap's amortized growth.
 //!
 //! With a fabric ([`run_with_fabric`]), tasks a [`FlowPlanner`] turns into
-//! flows (pipeline transfers and all-reduce rings, inside and across nodes) share link bandwidth max-min fairly in
+//! flows (pipeline transfers, collectives and PCIe copies) share link bandwidth max-min fairly in
 //! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
 //! completes plus its fixed tail. Everything else keeps its fixed duration.
 
@@ -128,12 +128,23 @@ pub struct DeadlockError {
     pub first: String,
 }
 
-/// How a communication task runs on a shared fabric: flows between GPUs,
-/// then a fixed tail (per-step latencies, intra-node phases) once the last flow ends.
+/// Where a flow runs: between two GPUs, or between a GPU and its host's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowEnds {
+    /// Source GPU, destination GPU.
+    Gpus(u32, u32),
+    /// A device-to-host copy from this GPU.
+    ToHost(u32),
+    /// A host-to-device copy to this GPU.
+    FromHost(u32),
+}
+
+/// How a communication task runs on a shared fabric: flows, then a fixed tail
+/// (per-step latencies, intra-node phases) once the last flow ends.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FlowPlan {
-    /// (source GPU, destination GPU, bytes).
-    pub flows: Vec<(u32, u32, u64)>,
+    /// (where, bytes).
+    pub flows: Vec<(FlowEnds, u64)>,
     pub tail: SimDuration,
 }
 
@@ -175,8 +186,14 @@ impl RunState {
             (Some(plan), Some(network), Some(shared)) if !plan.flows.is_empty() => {
                 self.flows_left
                     .insert(task, (plan.flows.len() as u32, plan.tail));
-                for &(source, destination, bytes) in &plan.flows {
-                    let route = shared.fabric.route(source, destination);
+                for &(ends, bytes) in &plan.flows {
+                    let route = match ends {
+                        FlowEnds::Gpus(source, destination) => {
+                            shared.fabric.route(source, destination)
+                        }
+                        FlowEnds::ToHost(gpu) => shared.fabric.route_to_host(gpu),
+                        FlowEnds::FromHost(gpu) => shared.fabric.route_from_host(gpu),
+                    };
                     let id = network.start_flow(now, &route.links, bytes);
                     debug_assert_eq!(id.index(), self.flow_owner.len());
                     self.flow_owner.push(task);

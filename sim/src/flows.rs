@@ -22,20 +22,25 @@
 //!   groups that fit in a node): the ring's hops GPU i → GPU i+1 over the
 //!   NVSwitch, each carrying 2(n−1)/n of the bytes; tail = the closed-form
 //!   time minus that transfer alone (the per-step latencies of every
-//!   all-reduce the task stands for).
+//!   all-reduce the task stands for);
+//! - ZeRO-2's reduce-scatter and all-gather: the same rings with the bus
+//!   factor (n−1)/n of the full buffer;
+//! - ZeRO-Offload's PCIe copies: one flow over the GPU's PCIe link and its
+//!   switch's host uplink (which the GPUs behind it share, and which the NIC
+//!   traffic of the GPU shares too); tail = the PCIe latency. The closed form
+//!   charges every copy rate ÷ (GPUs per host link), as if all of them copied
+//!   at once; as flows they share the link only while they overlap.
 //!
-//! Not flows: ZeRO-Offload's PCIe copies and ZeRO-2 collectives (their
-//! closed form already divides each host link among the GPUs sharing it) and
-//! the NVLink all-gather after a scattered pipeline transfer.
+//! Not flows: the NVLink all-gather after a scattered pipeline transfer.
 
 use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use crate::cost::{NetworkModel, WorkCost};
-use crate::engine::{FlowPlan, FlowPlanner};
+use crate::engine::{FlowEnds, FlowPlan, FlowPlanner};
 use crate::ids::{Rank, TaskId};
 use crate::placement::{Coordinates, Placement};
 use crate::scenario::Scenario;
 use crate::task::TaskKind;
-use crate::task_graph::{TaskGraph, Work};
+use crate::task_graph::{PcieDirection, TaskGraph, Work};
 use crate::time::SimDuration;
 
 /// Plans fabric flows for the communication tasks of one graph.
@@ -45,6 +50,7 @@ pub struct FabricFlowPlanner<'a> {
     rates: LinkRates,
     network: &'a dyn NetworkModel,
     costs: &'a [WorkCost],
+    pcie_latency: SimDuration,
 }
 
 impl<'a> FabricFlowPlanner<'a> {
@@ -58,6 +64,9 @@ impl<'a> FabricFlowPlanner<'a> {
             graph,
             placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
             rates: LinkRates::from(&scenario.topology, &scenario.profile),
+            pcie_latency: SimDuration::from_seconds_ceil(
+                scenario.topology.pcie.latency_ns as f64 * 1e-9,
+            ),
             network,
             costs,
         }
@@ -78,7 +87,7 @@ impl<'a> FabricFlowPlanner<'a> {
         let flows = self
             .pipeline_pairs(task)
             .into_iter()
-            .map(|(from, to)| (from, to, per_rank_bytes))
+            .map(|(from, to)| (FlowEnds::Gpus(from, to), per_rank_bytes))
             .collect();
         let gather = if scatter_gather {
             self.network.all_gather(bytes, tensor_parallel, 1)
@@ -120,7 +129,7 @@ impl<'a> FabricFlowPlanner<'a> {
         let flows = self
             .pipeline_pairs(task)
             .into_iter()
-            .map(|(from, to)| (from, to, bytes))
+            .map(|(from, to)| (FlowEnds::Gpus(from, to), bytes))
             .collect();
         FlowPlan {
             flows,
@@ -128,13 +137,22 @@ impl<'a> FabricFlowPlanner<'a> {
         }
     }
 
-    /// An all-reduce ring inside one node: GPU i sends to GPU i+1 (in rank
-    /// order) over the NVSwitch, each hop carrying the bus factor of the bytes.
-    fn nvlink_ring_flows(&self, ranks: &[Rank], bytes: u64, duration: SimDuration) -> FlowPlan {
-        let bus_factor = CollectiveOp::AllReduce.bus_factor(ranks.len() as u32);
+    /// A ring inside one node: GPU i sends to GPU i+1 (in rank order) over
+    /// the NVSwitch, each hop carrying the operation's bus factor of the bytes.
+    fn nvlink_ring_flows(
+        &self,
+        op: CollectiveOp,
+        ranks: &[Rank],
+        bytes: u64,
+        duration: SimDuration,
+    ) -> FlowPlan {
+        let bus_factor = op.bus_factor(ranks.len() as u32);
         let hop_bytes = (bus_factor * bytes as f64).ceil() as u64;
         let flows = (0..ranks.len())
-            .map(|i| (ranks[i].0, ranks[(i + 1) % ranks.len()].0, hop_bytes))
+            .map(|i| {
+                let next = ranks[(i + 1) % ranks.len()].0;
+                (FlowEnds::Gpus(ranks[i].0, next), hop_bytes)
+            })
             .collect();
         let alone =
             SimDuration::from_seconds_ceil(hop_bytes as f64 / self.rates.nvlink_bus_bytes_per_s);
@@ -144,7 +162,28 @@ impl<'a> FabricFlowPlanner<'a> {
         }
     }
 
-    fn ring_flows(&self, ranks: &[Rank], bytes: u64) -> FlowPlan {
+    /// A collective task's rings: across nodes over the NIC rails, or inside one node.
+    fn collective_flows(
+        &self,
+        task: TaskId,
+        op: CollectiveOp,
+        group_size: u32,
+        nodes: u32,
+    ) -> Option<FlowPlan> {
+        let t = self.graph.task(task);
+        let cost = self.costs[t.work.index()];
+        if group_size <= 1 || cost.bytes == 0 {
+            return None;
+        }
+        let ranks = &self.graph.groups[t.group.index()];
+        Some(if nodes > 1 {
+            self.ring_flows(op, ranks, cost.bytes)
+        } else {
+            self.nvlink_ring_flows(op, ranks, cost.bytes, cost.duration)
+        })
+    }
+
+    fn ring_flows(&self, op: CollectiveOp, ranks: &[Rank], bytes: u64) -> FlowPlan {
         let gpus_per_node = self.placement.gpus_per_node;
         // Ranks grouped by node, in rank order.
         let mut nodes: Vec<Vec<u32>> = Vec::new();
@@ -160,16 +199,21 @@ impl<'a> FabricFlowPlanner<'a> {
         let group = GroupShape::new(nodes.len() as u32, ranks_per_node);
         let rails =
             (self.rates.rails_per_node(ranks_per_node).floor() as u32).clamp(1, ranks_per_node);
-        let bus_factor = CollectiveOp::AllReduce.bus_factor(group.ranks);
+        let bus_factor = op.bus_factor(group.ranks);
         let hop_bytes = (bus_factor * bytes as f64 / rails as f64).ceil() as u64;
         let mut flows = Vec::with_capacity(rails as usize * nodes.len());
         for rail in 0..rails as usize {
             for (index, node) in nodes.iter().enumerate() {
                 let next = &nodes[(index + 1) % nodes.len()];
-                flows.push((node[rail % node.len()], next[rail % next.len()], hop_bytes));
+                // Spread the rings' exits over the node's GPUs so each rail's
+                // ring leaves through a different NIC when GPUs share NICs
+                // (DGX-2: GPUs 2r and 2r+1 share NIC r).
+                let exit = |members: &[u32]| members[rail * members.len() / rails as usize];
+                let (from, to) = (exit(node), exit(next));
+                flows.push((FlowEnds::Gpus(from, to), hop_bytes));
             }
         }
-        let latency = ring_terms(CollectiveOp::AllReduce, bytes, &group, &self.rates).latency_ns;
+        let latency = ring_terms(op, bytes, &group, &self.rates).latency_ns;
         FlowPlan {
             flows,
             tail: SimDuration::from_seconds_ceil(latency * 1e-9),
@@ -197,16 +241,25 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             }
             | Work::TensorAllReduce {
                 nodes, group_size, ..
-            } if group_size > 1 => {
-                let cost = self.costs[t.work.index()];
-                if cost.bytes == 0 {
-                    return None;
-                }
-                let ranks = &self.graph.groups[t.group.index()];
-                Some(if nodes > 1 {
-                    self.ring_flows(ranks, cost.bytes)
-                } else {
-                    self.nvlink_ring_flows(ranks, cost.bytes, cost.duration)
+            } => self.collective_flows(task, CollectiveOp::AllReduce, group_size, nodes),
+            // ZeRO-2 (the cost model charges both as an all-gather of the buffer).
+            Work::DataParallelReduceScatter {
+                nodes, group_size, ..
+            }
+            | Work::DataParallelAllGather {
+                nodes, group_size, ..
+            } => self.collective_flows(task, CollectiveOp::AllGather, group_size, nodes),
+            Work::PcieTransfer {
+                direction, bytes, ..
+            } if bytes > 0 => {
+                let gpu = self.graph.groups[t.group.index()][0].0;
+                let ends = match direction {
+                    PcieDirection::DeviceToHost => FlowEnds::ToHost(gpu),
+                    PcieDirection::HostToDevice => FlowEnds::FromHost(gpu),
+                };
+                Some(FlowPlan {
+                    flows: vec![(ends, bytes)],
+                    tail: self.pcie_latency,
                 })
             }
             _ => None,

@@ -30,7 +30,8 @@
 //! issue order; the parameters are issued after that backward).
 //!
 //! Not modelled: the global gradient-norm reduction before the CPU step, CPU
-//! gradient accumulation time for m > 1, contention between PCIe and NVLink.
+//! gradient accumulation time for m > 1. Under `--contention` the PCIe copies
+//! and ZeRO-2 collectives run as fabric flows (`crate::flows`).
 
 use crate::ids::{Rank, TaskId};
 use crate::memory::parameters_on_rank;

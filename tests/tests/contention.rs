@@ -200,3 +200,65 @@ fn contention_runs_are_deterministic_and_report_busiest_links() {
         first.busiest_links
     );
 }
+
+fn offload_scenario(topology: &str, dp: u32, contention: bool) -> sim::scenario::Scenario {
+    ScenarioFile {
+        model: Some("gpt2-10b".into()),
+        topology: Some(topology.into()),
+        tp: Some(1),
+        pp: Some(1),
+        dp: Some(dp),
+        microbatch_size: Some(10),
+        global_batch: Some(10 * dp),
+        recompute: Some(Recompute::Full),
+        zero_offload: Some(true),
+        network_contention: Some(contention),
+        ..ScenarioFile::default()
+    }
+    .resolve()
+    .unwrap()
+}
+
+#[test]
+fn offload_copies_run_on_the_pcie_links_and_alone_take_their_closed_form_time() {
+    let with = sim::simulate(&offload_scenario("dgx2-v100", 1, true)).unwrap();
+    let without = sim::simulate(&offload_scenario("dgx2-v100", 1, false)).unwrap();
+    for kind in [TaskKind::PcieDeviceToHost, TaskKind::PcieHostToDevice] {
+        let durations = |r: &sim::SimulationReport| -> Vec<u64> {
+            r.timeline
+                .tasks
+                .iter()
+                .filter(|t| t.kind == kind)
+                .map(|t| t.duration_ns())
+                .collect()
+        };
+        let (a, b) = (durations(&with), durations(&without));
+        assert!(!a.is_empty());
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert!((*x as i64 - *y as i64).abs() <= 1, "{kind:?}: {x} vs {y}");
+        }
+    }
+    let links: Vec<&str> = with.busiest_links.iter().map(|l| l.link.as_str()).collect();
+    assert!(
+        links.contains(&"host_up[0]") && links.contains(&"gpu_pcie_down[0]"),
+        "{links:?}"
+    );
+}
+
+#[test]
+fn cross_node_rings_leave_through_every_nic_when_gpus_share_them() {
+    // DGX-2: 16 GPUs and 8 NICs per node, GPUs 2r and 2r+1 on NIC r. A ZeRO-2
+    // group of 32 ranks on two nodes runs 8 rings; spread over the 8 NICs they
+    // take their closed-form time, while two rings on one NIC would take twice it.
+    let exposed = |contention: bool| {
+        sim::simulate(&offload_scenario("dgx2-v100-x8", 32, contention))
+            .unwrap()
+            .metrics
+            .exposed_communication
+            .data_parallel_s
+    };
+    let (with, without) = (exposed(true), exposed(false));
+    assert!(without > 0.0);
+    assert!((with - without).abs() < 1e-6, "{with} vs {without}");
+}

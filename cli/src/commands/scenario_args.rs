@@ -67,9 +67,10 @@ pub struct ScenarioArgs {
     /// Korthikanti et al. 2022 fp16 runs.
     #[arg(long)]
     pub grad_accumulation_fusion: bool,
-    /// Run pipeline transfers and all-reduce rings as flows sharing the fabric's links
-    /// (NVSwitch ports, NICs, fat-tree cables; max-min fair) instead of costing each
-    /// alone; adds the busiest links to --json.
+    /// Run pipeline transfers, collectives and ZeRO-Offload's PCIe copies as flows
+    /// sharing the fabric's links (NVSwitch ports, NICs, fat-tree cables, PCIe and
+    /// host links; max-min fair) instead of costing each alone; adds the busiest
+    /// links to --json.
     #[arg(long)]
     pub contention: bool,
     /// Seed recorded in outputs.

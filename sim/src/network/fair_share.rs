@@ -329,9 +329,12 @@ mod tests {
         net.advance(SimTime(u64::MAX - 1));
         let utilization = net.link_utilization();
         assert_eq!(utilization.carried_bytes, [1_000, 4_000, 3_000]);
+        // Ranked by busy time: link 2 carried 3 µs of traffic at 1 GB/s, link 1
+        // 2 µs at 2 GB/s (though more bytes).
         let busiest = utilization.busiest(2, SimDuration(4_000));
-        assert_eq!(busiest[0].link, LinkId(1));
-        assert!((busiest[0].utilization - 0.5).abs() < 1e-12);
-        assert_eq!(busiest[1].link, LinkId(2));
+        assert_eq!(busiest[0].link, LinkId(2));
+        assert!((busiest[0].utilization - 0.75).abs() < 1e-12);
+        assert_eq!(busiest[1].link, LinkId(1));
+        assert!((busiest[1].utilization - 0.5).abs() < 1e-12);
     }
 }

@@ -53,15 +53,29 @@ fn one_ring_step_across_two_nodes_runs_at_one_rail_per_ring() {
         (step.as_seconds() - closed).abs() <= 1e-9,
         "{step:?} vs {closed}"
     );
-    // By bytes the NVLink ports are the busiest links (7 chunks each, against one per
-    // NIC), although the NICs set the pace.
-    let busiest = net.link_utilization().busiest(16, step);
+    // The NVLink ports carry the most bytes (7 chunks each, against one per NIC),
+    // but by busy time the NICs are the busiest links: they set the pace.
+    let utilization = net.link_utilization();
+    let most_bytes = (0..utilization.carried_bytes.len())
+        .max_by_key(|&link| (utilization.carried_bytes[link], std::cmp::Reverse(link)))
+        .unwrap();
+    assert!(matches!(
+        fabric.link(LinkId(most_bytes as u32)).kind,
+        LinkKind::NvlinkUp | LinkKind::NvlinkDown
+    ));
+    let busiest = utilization.busiest(16, step);
     for link in &busiest {
         let kind = fabric.link(link.link).kind;
         assert!(
-            matches!(kind, LinkKind::NvlinkUp | LinkKind::NvlinkDown),
+            matches!(kind, LinkKind::NicUp | LinkKind::NicDown),
             "{}",
             fabric.describe(link.link)
+        );
+        // Busy for the whole step (to the nanosecond the step was rounded up to).
+        assert!(
+            (link.utilization - 1.0).abs() < 1e-5,
+            "{}",
+            link.utilization
         );
     }
 }

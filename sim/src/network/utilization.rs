@@ -23,17 +23,16 @@ pub struct BusyLink {
 }
 
 impl LinkUtilization {
-    /// The `count` links that carried the most bytes (ties: lower `LinkId` first),
-    /// with their utilization over `elapsed`.
+    /// The `count` busiest links — the most time busy at full rate, carried
+    /// bytes ÷ capacity (a PCIe link is busier than an NVLink port carrying the
+    /// same bytes); ties: lower `LinkId` first — with their utilization over `elapsed`.
     pub fn busiest(&self, count: usize, elapsed: SimDuration) -> Vec<BusyLink> {
+        let busy_s =
+            |link: usize| self.carried_bytes[link] as f64 / self.capacity_bytes_per_s[link];
         let mut order: Vec<usize> = (0..self.carried_bytes.len())
             .filter(|&link| self.carried_bytes[link] > 0)
             .collect();
-        order.sort_by(|&a, &b| {
-            self.carried_bytes[b]
-                .cmp(&self.carried_bytes[a])
-                .then(a.cmp(&b))
-        });
+        order.sort_by(|&a, &b| busy_s(b).total_cmp(&busy_s(a)).then(a.cmp(&b)));
         order
             .into_iter()
             .take(count)

@@ -78,9 +78,9 @@ pub struct ScenarioFile {
     /// each microbatch's fp16 gradient in a separate kernel; see `cost::gradients`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradient_accumulation_fusion: Option<bool>,
-    /// Run pipeline transfers and all-reduce rings as flows sharing the
-    /// fabric's links — NVSwitch ports, NICs, fat-tree cables — max-min fairly,
-    /// instead of closed-form times (default false).
+    /// Run pipeline transfers, collectives and PCIe copies as flows sharing
+    /// the fabric's links — NVSwitch ports, NICs, fat-tree cables, PCIe and
+    /// host links — max-min fairly, instead of closed-form times (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_contention: Option<bool>,
     /// ZeRO-Offload: fp16 parameters and activations on the GPU; gradients,

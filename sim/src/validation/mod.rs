@@ -10,7 +10,9 @@
 //! `dp`, `chunks`, `microbatch_size`, `global_batch` are required; `schedule`
 //! (default: interleaved when chunks > 1, else 1F1B), `recompute`,
 //! `sequence_parallel`, `zero_offload` and `delayed_update` are optional.
-//! The topology is the case's `topology` preset when given, else read from
+//! A case whose source names ZeRO-Offload runs with `zero_offload` (and
+//! `delayed_update` when it names DPU or the delayed parameter update) unless
+//! its layout says otherwise. The topology is the case's `topology` preset when given, else read from
 //! the hardware text: DGX-2 / V100 → `dgx2-v100` (16 GPUs) or `dgx2-v100-x8`,
 //! otherwise Selene. Cases from Megatron-LM's SC21 runs without pipeline
 //! parallelism run as NVIDIA's script ran them, with PyTorch DDP: gradient
@@ -174,6 +176,7 @@ fn case_scenario(
         model["name"] = id.into();
     }
     let layout = layout.as_object().ok_or("`layout` is not an object")?;
+    let source = case.get("source").and_then(|s| s.as_str()).unwrap_or("");
     let get = |key: &str| layout.get(key).and_then(|v| v.as_u64()).map(|v| v as u32);
     let flag = |key: &str| layout.get(key).and_then(|v| v.as_bool());
     let chunks = get("chunks").unwrap_or(1);
@@ -236,11 +239,11 @@ fn case_scenario(
         microbatch_size: get("microbatch_size"),
         global_batch: get("global_batch"),
         schedule,
-        zero_offload: flag("zero_offload"),
-        delayed_update: flag("delayed_update"),
+        zero_offload: flag("zero_offload").or(offload_from_source(source).then_some(true)),
+        delayed_update: flag("delayed_update")
+            .or(delayed_update_from_source(source).then_some(true)),
         ..ScenarioFile::default()
     };
-    let source = case.get("source").and_then(|s| s.as_str()).unwrap_or("");
     let file = if runs_pytorch_ddp(source, get("pp").unwrap_or(1)) {
         ScenarioFile {
             overlap_grad_reduce: Some(true),
@@ -251,6 +254,25 @@ fn case_scenario(
         file
     };
     Ok((file, default_variant, ignored))
+}
+
+/// Whether a case measured ZeRO-Offload (its source names it), when its layout does not say.
+fn offload_from_source(source: &str) -> bool {
+    source.contains("ZeRO-Offload")
+}
+
+/// Whether a ZeRO-Offload case ran with the delayed parameter update.
+fn delayed_update_from_source(source: &str) -> bool {
+    let named = source.contains("DPU") || source.contains("delayed parameter update");
+    let negated = [
+        "without DPU",
+        "no DPU",
+        "without delayed",
+        "without the delayed",
+    ]
+    .iter()
+    .any(|phrase| source.contains(phrase));
+    offload_from_source(source) && named && !negated
 }
 
 /// PyTorch DDP's default gradient bucket, 25 MB (`bucket_cap_mb`), in fp16 parameters.
@@ -520,6 +542,30 @@ mod tests {
         assert_eq!(file.overlap_grad_reduce, Some(true));
         assert_eq!(file.grad_reduce_bucket_params, Some(12_500_000));
         assert!(file.resolve().is_ok());
+    }
+
+    #[test]
+    fn a_zero_offload_source_runs_the_offload_scenario() {
+        let case = serde_json::json!({
+            "source": "Ren et al. 2021, ZeRO-Offload, Figure 11 (with DPU), one DGX-2",
+            "model": {"layers": 20, "hidden": 4096, "heads": 32, "seq_len": 512, "vocab": 50257},
+            "layout": {"tp": 1, "pp": 1, "dp": 1, "microbatch_size": 8, "global_batch": 8}
+        });
+        let (file, _, _) = case_scenario("zo", &case, "one DGX-2 (V100)").unwrap();
+        assert_eq!(file.zero_offload, Some(true));
+        assert_eq!(file.delayed_update, Some(true));
+        assert_eq!(file.topology, Some("dgx2-v100".into()));
+        assert!(file.resolve().is_ok());
+        let plain = serde_json::json!({
+            "source": "Korthikanti et al. 2022",
+            "model": {"layers": 20, "hidden": 4096, "heads": 32, "seq_len": 512, "vocab": 50257},
+            "layout": {"tp": 1, "pp": 1, "dp": 1, "microbatch_size": 8, "global_batch": 8}
+        });
+        let (file, _, _) = case_scenario("plain", &plain, "Selene").unwrap();
+        assert_eq!((file.zero_offload, file.delayed_update), (None, None));
+        assert!(!delayed_update_from_source(
+            "ZeRO-Offload, Figure 7, without DPU"
+        ));
     }
 
     #[test]

@@ -69,9 +69,21 @@ pub struct SweepArgs {
     /// Only these schedules (comma-separated; default all).
     #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved"])]
     pub schedule: Vec<String>,
-    /// Only these recompute modes (comma-separated; default both).
-    #[arg(long, value_delimiter = ',', value_parser = ["none", "full"])]
+    /// Only these recompute modes (comma-separated; default none,full).
+    #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]
     pub recompute: Vec<String>,
+    /// Every layout with Megatron's sequence parallelism.
+    #[arg(long)]
+    pub sequence_parallel: bool,
+    /// Every layout with overlapped data-parallel gradient reduction (per chunk).
+    #[arg(long)]
+    pub overlap_grad_reduce: bool,
+    /// With --overlap-grad-reduce: gradient buckets of at most PARAMS parameters.
+    #[arg(long, value_name = "PARAMS")]
+    pub grad_reduce_bucket_params: Option<u64>,
+    /// Every layout with Megatron's fused fp32 gradient accumulation.
+    #[arg(long)]
+    pub grad_accumulation_fusion: bool,
     /// Simulate layouts that do not fit in GPU memory too (marked `*` in the table) instead of dropping them.
     #[arg(long)]
     pub ignore_memory: bool,
@@ -165,6 +177,25 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
     present(&output, &args.output, None)
 }
 
+/// The options every layout of the sweep runs with, for the title line.
+fn shared_options(space: &SweepSpace) -> String {
+    let mut options = Vec::new();
+    if space.sequence_parallel {
+        options.push("sequence parallel".to_string());
+    }
+    match (space.overlap_grad_reduce, space.grad_reduce_bucket_params) {
+        (false, _) => {}
+        (true, None) => options.push("overlapped grad reduce".into()),
+        (true, Some(bucket)) => {
+            options.push(format!("overlapped grad reduce ({bucket}-param buckets)"))
+        }
+    }
+    if space.gradient_accumulation_fusion {
+        options.push("fused grad accumulation".into());
+    }
+    options.iter().map(|o| format!(" · {o}")).collect()
+}
+
 /// Flags → the sweep space (flag errors exit 2).
 fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
     let gpus = args.gpus.expect("clap requires --gpus");
@@ -175,6 +206,10 @@ fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.max_chunks = args.max_chunks;
     space.allow_cross_node_tp = args.allow_cross_node_tp;
     space.ignore_memory = args.ignore_memory;
+    space.sequence_parallel = args.sequence_parallel;
+    space.overlap_grad_reduce = args.overlap_grad_reduce;
+    space.grad_reduce_bucket_params = args.grad_reduce_bucket_params;
+    space.gradient_accumulation_fusion = args.grad_accumulation_fusion;
     space.tensor_parallel = args.tp;
     space.pipeline_parallel = args.pp;
     if !args.schedule.is_empty() {
@@ -278,11 +313,12 @@ fn write_report(
     let c = &output.counts;
     writeln!(
         out,
-        "clustersim sweep · {} on {} · {} GPUs · B = {}{}",
+        "clustersim sweep · {} on {} · {} GPUs · B = {}{}{}",
         s.model,
         s.topology,
         s.gpus,
         s.global_batch,
+        shared_options(s),
         output
             .shard
             .map(|shard| format!(" · shard {shard}"))

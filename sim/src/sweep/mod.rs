@@ -56,7 +56,7 @@ pub enum SweepError {
     #[error("{key}: {message}")]
     Constraint { key: &'static str, message: String },
     /// The model, topology or profile of the sweep does not resolve.
-    #[error("the sweep's model, topology or profile is invalid: {0}")]
+    #[error("the sweep's model, topology, profile or shared options are invalid: {0}")]
     Base(#[source] ScenarioError),
     /// More GPUs than the topology has.
     #[error("--gpus {gpus}: topology '{topology}' has only {available} GPUs")]

@@ -7,8 +7,10 @@
 //! - t ≤ GPUs per node unless `allow_cross_node_tp`;
 //! - microbatch size b ∈ {1, 2, 4, …} up to `max_microbatch`;
 //! - GPipe and 1F1B with v = 1; interleaved with every v in 2..=`max_chunks`;
-//! - recompute none and full;
-//! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes.
+//! - recompute none and full (selective on request);
+//! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes;
+//! - options every layout shares: sequence parallelism, overlapped (and
+//!   bucketed) gradient reduction, fused gradient accumulation.
 //!
 //! Generation order (the candidate order that sharding relies on): t
 //! ascending, then p ascending, then b ascending, then schedule (GPipe, 1F1B,
@@ -49,6 +51,19 @@ pub struct SweepSpace {
     /// Simulate layouts that do not fit in memory too (flagged in their records)
     /// instead of dropping them.
     pub ignore_memory: bool,
+    /// Options every layout runs with (absent from the header when off).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sequence_parallel: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub overlap_grad_reduce: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grad_reduce_bucket_params: Option<u64>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub gradient_accumulation_fusion: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 impl SweepSpace {
@@ -72,6 +87,10 @@ impl SweepSpace {
             tensor_parallel: None,
             pipeline_parallel: None,
             ignore_memory: false,
+            sequence_parallel: false,
+            overlap_grad_reduce: false,
+            grad_reduce_bucket_params: None,
+            gradient_accumulation_fusion: false,
         }
     }
 
@@ -98,13 +117,17 @@ impl SweepSpace {
         }
     }
 
-    /// Model, topology, profile and global batch only.
+    /// Model, topology, profile, global batch and the options every layout shares.
     pub fn base_file(&self) -> ScenarioFile {
         ScenarioFile {
             model: Some(self.model.clone().into()),
             topology: Some(self.topology.clone().into()),
             profile: self.profile.clone(),
             global_batch: Some(self.global_batch),
+            sequence_parallel: self.sequence_parallel.then_some(true),
+            overlap_grad_reduce: self.overlap_grad_reduce.then_some(true),
+            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
+            gradient_accumulation_fusion: self.gradient_accumulation_fusion.then_some(true),
             ..ScenarioFile::default()
         }
     }

@@ -156,3 +156,45 @@ fn ignore_memory_simulates_layouts_that_do_not_fit_and_flags_them() {
     assert_eq!(output.counts.simulated, output.counts.valid);
     assert!(output.results.iter().all(|r| !r.fits_in_memory));
 }
+
+#[test]
+fn shared_options_reach_every_layout_and_mark_the_sweep() {
+    let plain = space();
+    let with_options = SweepSpace {
+        sequence_parallel: true,
+        recompute: vec![crate::scenario::Recompute::Selective],
+        ..space()
+    };
+    let every_file_has_sequence_parallelism = enumerate(&with_options)
+        .unwrap()
+        .candidates
+        .iter()
+        .all(|c| with_options.scenario_file(&c.candidate).sequence_parallel == Some(true));
+    assert!(every_file_has_sequence_parallelism);
+    // Sequence parallelism and selective recompute store fewer activation bytes.
+    let peak = |output: &SweepOutput| -> u64 {
+        output
+            .results
+            .iter()
+            .map(|r| r.peak_memory_bytes)
+            .max()
+            .unwrap()
+    };
+    let (a, b) = (sweep(&plain, None), sweep(&with_options, None));
+    assert!(peak(&b) < peak(&a), "{} vs {}", peak(&b), peak(&a));
+    // A shard of one sweep does not merge with a shard of the other.
+    let text = merge(vec![
+        sweep(&plain, Some(Shard { index: 0, count: 2 })),
+        sweep(&with_options, Some(Shard { index: 1, count: 2 })),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(text.contains("different sweep"), "{text}");
+    // The header names the options only when they are on.
+    assert!(!serde_json::to_string(&plain)
+        .unwrap()
+        .contains("sequence_parallel"));
+    assert!(serde_json::to_string(&with_options)
+        .unwrap()
+        .contains("\"sequence_parallel\":true"));
+}

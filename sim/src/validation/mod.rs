@@ -29,10 +29,10 @@ mod keys;
 
 pub use keys::{MeasuredKey, Quantity, Variant};
 
-use crate::cost::{cost_works, ClosedFormNetwork};
+use crate::cost::layer_kernel_costs;
 use crate::metrics::Metrics;
 use crate::scenario::{Recompute, ScenarioFile, ScheduleKind};
-use crate::task_graph::{ComputePass, Work};
+use crate::task_graph::ComputePass;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -396,41 +396,23 @@ fn layer_rows(
                 .collect();
         }
     };
-    let t = scenario.layout.tensor_parallel;
-    let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
-    let works: Vec<Work> = [ComputePass::Forward, ComputePass::Backward]
-        .into_iter()
-        .flat_map(|pass| {
-            [
-                Work::Compute {
-                    pass,
-                    layers: 1,
-                    embedding: false,
-                    head: false,
-                },
-                Work::TensorAllReduce {
-                    pass,
-                    layers: 1,
-                    embedding: false,
-                    head: false,
-                    group_size: t,
-                    nodes,
-                },
-            ]
-        })
-        // The selective recompute pass: the attention core only, no all-reduce.
-        .chain([Work::Compute {
-            pass: ComputePass::Recompute,
-            layers: 1,
-            embedding: false,
-            head: false,
-        }])
-        .collect();
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
-    let costs = cost_works(&scenario, &works, &network);
-    let ms = |i: usize| costs[i].duration.as_seconds() * 1e3;
-    let (fwd_kernels, fwd_comm, bwd_kernels, bwd_comm) = (ms(0), ms(1), ms(2), ms(3));
-    let attention_core = ms(4);
+    // The scenario recomputes selectively, so its recompute pass is the attention core.
+    let rows = layer_kernel_costs(&scenario);
+    let ms = |pass: ComputePass, communication: bool| -> f64 {
+        rows.iter()
+            .filter(|r| r.pass == pass && r.is_communication == communication)
+            .map(|r| r.seconds * 1e3)
+            .sum()
+    };
+    let (fwd_kernels, fwd_comm) = (
+        ms(ComputePass::Forward, false),
+        ms(ComputePass::Forward, true),
+    );
+    let (bwd_kernels, bwd_comm) = (
+        ms(ComputePass::Backward, false),
+        ms(ComputePass::Backward, true),
+    );
+    let attention_core = ms(ComputePass::Recompute, false);
     let (forward, backward) = (fwd_kernels + fwd_comm, bwd_kernels + bwd_comm);
     measured
         .iter()

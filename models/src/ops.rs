@@ -85,9 +85,16 @@ pub struct Kernel {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub enum Step {
     Kernel(Kernel),
-    /// A blocking all-reduce over the tensor-parallel group of this many bytes.
+    /// An all-reduce over the tensor-parallel group of this many bytes,
+    /// blocking as Megatron SC21 issues it. `async_window` counts the kernels
+    /// just before it that Megatron's asynchronous tensor all-reduce
+    /// (`--async-tensor-model-parallel-allreduce`, 2022) overlaps it with: a
+    /// column-parallel layer's backward launches the input-gradient all-reduce
+    /// after its data-gradient GEMM and waits for it after the weight-gradient
+    /// GEMM (and bias gradient). 0: always blocking.
     TensorAllReduce {
         bytes: u64,
+        async_window: u32,
     },
 }
 
@@ -228,6 +235,7 @@ pub fn transformer_layer_with(
     // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
     qkv_bwd.push(Step::TensorAllReduce {
         bytes: allreduce_bytes,
+        async_window: 2,
     });
     attention_bwd.push(qkv_bwd);
     let mut scores_bwd = Vec::new();
@@ -291,6 +299,7 @@ pub fn transformer_layer_with(
     // Row-parallel output: partial sums all-reduced (Megatron's `g`).
     pass.forward.push(Step::TensorAllReduce {
         bytes: allreduce_bytes,
+        async_window: 0,
     });
     pass.forward
         .push(Step::memory("dropout_residual_1", 7.0 * hidden_elems));
@@ -323,6 +332,7 @@ pub fn transformer_layer_with(
     );
     fc1_bwd.push(Step::TensorAllReduce {
         bytes: allreduce_bytes,
+        async_window: 2,
     });
     mlp_bwd.push(fc1_bwd);
     pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
@@ -348,6 +358,7 @@ pub fn transformer_layer_with(
     mlp_bwd.push(fc2_bwd);
     pass.forward.push(Step::TensorAllReduce {
         bytes: allreduce_bytes,
+        async_window: 0,
     });
     pass.forward
         .push(Step::memory("dropout_residual_2", 7.0 * hidden_elems));
@@ -448,6 +459,7 @@ pub fn embedding(model: &ModelSpec, microbatch: u64) -> PassSteps {
             Step::memory("embedding_lookup", 4.0 * hidden_elems),
             Step::TensorAllReduce {
                 bytes: microbatch * model.seq_len * model.hidden * FP16_BYTES,
+                async_window: 0,
             },
             Step::memory("embedding_position_dropout", 7.0 * hidden_elems),
         ],
@@ -481,10 +493,12 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
             Step::memory("cross_entropy_max", 2.0 * logit_elems),
             Step::TensorAllReduce {
                 bytes: reduction_bytes,
+                async_window: 0,
             },
             Step::memory("cross_entropy_exp_sum", 20.0 * logit_elems),
             Step::TensorAllReduce {
                 bytes: reduction_bytes,
+                async_window: 0,
             },
             Step::memory("cross_entropy_normalize", 8.0 * logit_elems),
         ],
@@ -492,9 +506,11 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
             Step::memory("cross_entropy.bwd", 14.0 * logit_elems),
             Step::gemm("logits_gemm.dgrad", logits.data_gradient()),
             Step::gemm("logits_gemm.wgrad", logits.weight_gradient()),
-            // Column-parallel input: gradient all-reduced across tensor ranks.
+            // Column-parallel input: gradient all-reduced across tensor ranks
+            // (overlapping the weight-gradient GEMM when asynchronous).
             Step::TensorAllReduce {
                 bytes: tokens * model.hidden * FP16_BYTES,
+                async_window: 1,
             },
             Step::memory("final_layernorm.bwd", 6.0 * hidden_elems),
         ],

@@ -31,7 +31,9 @@
 //!   charges every copy rate ÷ (GPUs per host link), as if all of them copied
 //!   at once; as flows they share the link only while they overlap.
 //!
-//! Not flows: the NVLink all-gather after a scattered pipeline transfer.
+//! Not flows: the NVLink all-gather after a scattered pipeline transfer, and
+//! backward tensor all-reduces under the asynchronous tensor all-reduce
+//! (charged only the part their weight-gradient GEMMs do not hide).
 
 use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use crate::cost::{NetworkModel, WorkCost};
@@ -40,7 +42,7 @@ use crate::ids::{Rank, TaskId};
 use crate::placement::{Coordinates, Placement};
 use crate::scenario::Scenario;
 use crate::task::TaskKind;
-use crate::task_graph::{PcieDirection, TaskGraph, Work};
+use crate::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
 use crate::time::SimDuration;
 
 /// Plans fabric flows for the communication tasks of one graph.
@@ -51,6 +53,9 @@ pub struct FabricFlowPlanner<'a> {
     network: &'a dyn NetworkModel,
     costs: &'a [WorkCost],
     pcie_latency: SimDuration,
+    /// Backward tensor all-reduces overlap weight-gradient GEMMs and are
+    /// charged only their exposed part: they stay closed form.
+    async_tensor_allreduce: bool,
 }
 
 impl<'a> FabricFlowPlanner<'a> {
@@ -67,6 +72,7 @@ impl<'a> FabricFlowPlanner<'a> {
             pcie_latency: SimDuration::from_seconds_ceil(
                 scenario.topology.pcie.latency_ns as f64 * 1e-9,
             ),
+            async_tensor_allreduce: scenario.async_tensor_allreduce,
             network,
             costs,
         }
@@ -236,6 +242,10 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                 crosses_nodes: false,
                 ..
             } => Some(self.nvlink_pipeline_flows(task, bytes)),
+            Work::TensorAllReduce {
+                pass: ComputePass::Backward,
+                ..
+            } if self.async_tensor_allreduce => None,
             Work::DataParallelAllReduce {
                 nodes, group_size, ..
             }

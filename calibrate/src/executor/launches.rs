@@ -102,7 +102,9 @@ pub fn work_launches(
         } => pass_steps(scenario, pass, layers, embedding, head)
             .into_iter()
             .filter_map(|step| match step {
-                Step::TensorAllReduce { bytes } => communication(CollectiveKind::AllReduce, bytes),
+                Step::TensorAllReduce { bytes, .. } => {
+                    communication(CollectiveKind::AllReduce, bytes)
+                }
                 Step::Kernel(_) => None,
             })
             .collect(),

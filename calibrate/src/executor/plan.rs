@@ -169,6 +169,11 @@ pub fn plan(
             "ZeRO-Offload scenarios cannot be executed yet: PCIe copies and CPU Adam tasks have no launches in the executor".into(),
         ));
     }
+    if scenario.async_tensor_allreduce {
+        return Err(ExecuteError::Unsupported(
+            "async_tensor_allreduce cannot be executed yet: the executor runs tensor all-reduces blocking on the compute stream".into(),
+        ));
+    }
     let costs = simulated_costs(scenario, graph);
     let schedule = sim::engine::run(graph, |id| costs[graph.task(id).work.index()].duration)
         .map_err(|error| ExecuteError::Graph(error.to_string()))?;

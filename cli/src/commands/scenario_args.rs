@@ -67,6 +67,11 @@ pub struct ScenarioArgs {
     /// Korthikanti et al. 2022 fp16 runs.
     #[arg(long)]
     pub grad_accumulation_fusion: bool,
+    /// Megatron's asynchronous tensor all-reduce (2022): each column-parallel layer's
+    /// backward all-reduce overlaps its weight-gradient GEMM (default: blocking, as in
+    /// SC21; not with --sequence-parallel).
+    #[arg(long)]
+    pub async_tensor_allreduce: bool,
     /// Run pipeline transfers, collectives and ZeRO-Offload's PCIe copies as flows
     /// sharing the fabric's links (NVSwitch ports, NICs, fat-tree cables, PCIe and
     /// host links; max-min fair) instead of costing each alone; adds the busiest
@@ -129,6 +134,7 @@ impl ScenarioArgs {
             network_contention: self.contention.then_some(true),
             sequence_parallel: self.sequence_parallel.then_some(true),
             gradient_accumulation_fusion: self.grad_accumulation_fusion.then_some(true),
+            async_tensor_allreduce: self.async_tensor_allreduce.then_some(true),
             overlap_grad_reduce: self.overlap_grad_reduce.then_some(true),
             grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             zero_offload: self.zero_offload.then_some(true),

@@ -239,14 +239,19 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
             } else {
                 "-".into()
             };
+            let rate = if row.seconds > 0.0 {
+                format!("{:.0}", row.bytes / row.seconds * 1e-9)
+            } else {
+                "hidden".into()
+            };
             writeln!(
                 out,
-                "  {:<10} {:<42} {:>9.1} {:>8} {:>8.0} {:>5.1}%",
+                "  {:<10} {:<42} {:>9.1} {:>8} {:>8} {:>5.1}%",
                 name,
                 row.name,
                 row.seconds * 1e6,
                 tflops,
-                row.bytes / row.seconds * 1e-9,
+                rate,
                 100.0 * row.seconds / total_s
             )?;
         }

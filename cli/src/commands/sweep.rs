@@ -84,6 +84,9 @@ pub struct SweepArgs {
     /// Every layout with Megatron's fused fp32 gradient accumulation.
     #[arg(long)]
     pub grad_accumulation_fusion: bool,
+    /// Every layout with Megatron's asynchronous tensor all-reduce in the backward.
+    #[arg(long)]
+    pub async_tensor_allreduce: bool,
     /// Simulate layouts that do not fit in GPU memory too (marked `*` in the table) instead of dropping them.
     #[arg(long)]
     pub ignore_memory: bool,
@@ -193,6 +196,9 @@ fn shared_options(space: &SweepSpace) -> String {
     if space.gradient_accumulation_fusion {
         options.push("fused grad accumulation".into());
     }
+    if space.async_tensor_allreduce {
+        options.push("async TP all-reduce".into());
+    }
     options.iter().map(|o| format!(" · {o}")).collect()
 }
 
@@ -210,6 +216,7 @@ fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.overlap_grad_reduce = args.overlap_grad_reduce;
     space.grad_reduce_bucket_params = args.grad_reduce_bucket_params;
     space.gradient_accumulation_fusion = args.grad_accumulation_fusion;
+    space.async_tensor_allreduce = args.async_tensor_allreduce;
     space.tensor_parallel = args.tp;
     space.pipeline_parallel = args.pp;
     if !args.schedule.is_empty() {

@@ -3,7 +3,7 @@
 //! goes (which GEMMs are quantized, which kernels are memory-bound, what the
 //! tensor all-reduces cost) and hold it against a profiler trace.
 
-use super::{pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel};
+use super::{exposed_after_overlap, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel};
 use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::ComputePass;
 use models::ops::{KernelClass, Step};
@@ -25,7 +25,8 @@ pub struct KernelCost {
 
 /// The kernels of one layer's forward, recompute (when the scenario
 /// recomputes) and backward on one rank, in execution order, costed as the
-/// simulation costs them (tensor all-reduces alone on the fabric).
+/// simulation costs them (tensor all-reduces alone on the fabric; with the
+/// asynchronous tensor all-reduce, only their exposed part).
 pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile);
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
@@ -40,34 +41,44 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
             ComputePass::Backward,
         ]
     };
-    passes
-        .iter()
-        .flat_map(|&pass| {
-            pass_steps(scenario, pass, 1, false, false)
-                .into_iter()
-                .map(move |step| (pass, step))
-        })
-        .map(|(pass, step)| match step {
-            Step::Kernel(kernel) => KernelCost {
-                pass,
-                name: kernel.name,
-                seconds: kernels.kernel_seconds(&kernel),
-                flops: kernel.flops,
-                bytes: kernel.bytes,
-                is_gemm: matches!(kernel.class, KernelClass::Gemm(_)),
-                is_communication: false,
-            },
-            Step::TensorAllReduce { bytes } => KernelCost {
-                pass,
-                name: "tensor_all_reduce",
-                seconds: network.all_reduce(bytes, t, nodes).as_seconds(),
-                flops: 0.0,
-                bytes: bytes as f64,
-                is_gemm: false,
-                is_communication: true,
-            },
-        })
-        .collect()
+    let mut rows = Vec::new();
+    for &pass in passes {
+        let steps = pass_steps(scenario, pass, 1, false, false);
+        for (index, step) in steps.iter().enumerate() {
+            rows.push(match *step {
+                Step::Kernel(ref kernel) => KernelCost {
+                    pass,
+                    name: kernel.name,
+                    seconds: kernels.kernel_seconds(kernel),
+                    flops: kernel.flops,
+                    bytes: kernel.bytes,
+                    is_gemm: matches!(kernel.class, KernelClass::Gemm(_)),
+                    is_communication: false,
+                },
+                Step::TensorAllReduce {
+                    bytes,
+                    async_window,
+                } => {
+                    let full = network.all_reduce(bytes, t, nodes);
+                    let charged = if scenario.async_tensor_allreduce && async_window > 0 {
+                        exposed_after_overlap(full, &steps[..index], async_window, &kernels)
+                    } else {
+                        full
+                    };
+                    KernelCost {
+                        pass,
+                        name: "tensor_all_reduce",
+                        seconds: charged.as_seconds(),
+                        flops: 0.0,
+                        bytes: bytes as f64,
+                        is_gemm: false,
+                        is_communication: true,
+                    }
+                }
+            });
+        }
+    }
+    rows
 }
 
 #[cfg(test)]

@@ -22,10 +22,14 @@ impl Scenario {
                 self.iterations
             ),
         };
-        let fusion = if self.gradient_accumulation_fusion {
-            " · fused grad accumulation"
-        } else {
-            ""
+        let fusion = match (
+            self.gradient_accumulation_fusion,
+            self.async_tensor_allreduce,
+        ) {
+            (false, false) => "",
+            (true, false) => " · fused grad accumulation",
+            (false, true) => " · async TP all-reduce",
+            (true, true) => " · fused grad accumulation · async TP all-reduce",
         };
         let contention = if self.network_contention {
             " · contention"
@@ -73,6 +77,7 @@ impl Scenario {
             "overlap_grad_reduce": self.overlap_grad_reduce,
             "grad_reduce_bucket_params": self.grad_reduce_bucket_params,
             "gradient_accumulation_fusion": self.gradient_accumulation_fusion,
+            "async_tensor_allreduce": self.async_tensor_allreduce,
             "seed": self.seed,
         });
         if let Some(offload) = &self.offload {

@@ -78,6 +78,12 @@ pub struct ScenarioFile {
     /// each microbatch's fp16 gradient in a separate kernel; see `cost::gradients`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradient_accumulation_fusion: Option<bool>,
+    /// Megatron's asynchronous tensor all-reduce (2022): a column-parallel
+    /// layer's backward all-reduce overlaps its weight-gradient GEMM; only the
+    /// part longer than that GEMM is exposed (default false: blocking, as in
+    /// SC21; not with sequence_parallel, where Megatron turns it off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_tensor_allreduce: Option<bool>,
     /// Run pipeline transfers, collectives and PCIe copies as flows sharing
     /// the fabric's links — NVSwitch ports, NICs, fat-tree cables, PCIe and
     /// host links — max-min fairly, instead of closed-form times (default false).
@@ -162,6 +168,8 @@ pub struct Scenario {
     /// Weight gradients accumulate in fp32 inside the GEMMs (no per-microbatch
     /// accumulation kernel; fp32 data-parallel all-reduce).
     pub gradient_accumulation_fusion: bool,
+    /// Column-parallel backward all-reduces overlap their weight-gradient GEMMs.
+    pub async_tensor_allreduce: bool,
     /// ZeRO-Offload placement, when enabled.
     pub offload: Option<Offload>,
     /// Consecutive iterations simulated (1 unless offload asks for more).
@@ -256,6 +264,7 @@ impl ScenarioFile {
             gradient_accumulation_fusion: self
                 .gradient_accumulation_fusion
                 .or(base.gradient_accumulation_fusion),
+            async_tensor_allreduce: self.async_tensor_allreduce.or(base.async_tensor_allreduce),
             overlap_grad_reduce: self.overlap_grad_reduce.or(base.overlap_grad_reduce),
             grad_reduce_bucket_params: self
                 .grad_reduce_bucket_params

@@ -174,6 +174,11 @@ impl ScenarioFile {
                 );
             }
         }
+        if self.async_tensor_allreduce == Some(true) && self.sequence_parallel == Some(true) {
+            problems.push(
+                "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
+            );
+        }
         if offload.is_some() && self.gradient_accumulation_fusion == Some(true) {
             problems.push(
                 "gradient_accumulation_fusion: Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)".into(),
@@ -227,6 +232,7 @@ impl ScenarioFile {
             overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
             grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
+            async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
             offload,
             iterations,
         })

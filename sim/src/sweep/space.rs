@@ -10,7 +10,8 @@
 //! - recompute none and full (selective on request);
 //! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes;
 //! - options every layout shares: sequence parallelism, overlapped (and
-//!   bucketed) gradient reduction, fused gradient accumulation.
+//!   bucketed) gradient reduction, fused gradient accumulation, asynchronous
+//!   tensor all-reduce.
 //!
 //! Generation order (the candidate order that sharding relies on): t
 //! ascending, then p ascending, then b ascending, then schedule (GPipe, 1F1B,
@@ -60,6 +61,8 @@ pub struct SweepSpace {
     pub grad_reduce_bucket_params: Option<u64>,
     #[serde(default, skip_serializing_if = "is_false")]
     pub gradient_accumulation_fusion: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub async_tensor_allreduce: bool,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -91,6 +94,7 @@ impl SweepSpace {
             overlap_grad_reduce: false,
             grad_reduce_bucket_params: None,
             gradient_accumulation_fusion: false,
+            async_tensor_allreduce: false,
         }
     }
 
@@ -128,6 +132,7 @@ impl SweepSpace {
             overlap_grad_reduce: self.overlap_grad_reduce.then_some(true),
             grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.then_some(true),
+            async_tensor_allreduce: self.async_tensor_allreduce.then_some(true),
             ..ScenarioFile::default()
         }
     }

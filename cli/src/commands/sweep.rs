@@ -182,24 +182,14 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
 
 /// The options every layout of the sweep runs with, for the title line.
 fn shared_options(space: &SweepSpace) -> String {
-    let mut options = Vec::new();
-    if space.sequence_parallel {
-        options.push("sequence parallel".to_string());
+    sim::scenario::TrainingOptionLabels {
+        sequence_parallel: space.sequence_parallel,
+        overlap_grad_reduce: space.overlap_grad_reduce,
+        grad_reduce_bucket_params: space.grad_reduce_bucket_params,
+        gradient_accumulation_fusion: space.gradient_accumulation_fusion,
+        async_tensor_allreduce: space.async_tensor_allreduce,
     }
-    match (space.overlap_grad_reduce, space.grad_reduce_bucket_params) {
-        (false, _) => {}
-        (true, None) => options.push("overlapped grad reduce".into()),
-        (true, Some(bucket)) => {
-            options.push(format!("overlapped grad reduce ({bucket}-param buckets)"))
-        }
-    }
-    if space.gradient_accumulation_fusion {
-        options.push("fused grad accumulation".into());
-    }
-    if space.async_tensor_allreduce {
-        options.push("async TP all-reduce".into());
-    }
-    options.iter().map(|o| format!(" · {o}")).collect()
+    .suffix()
 }
 
 /// Flags → the sweep space (flag errors exit 2).

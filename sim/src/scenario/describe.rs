@@ -3,6 +3,40 @@
 
 use super::{Offload, Scenario};
 
+/// The training options a title names when they are on, in a fixed order;
+/// shared by scenario titles and sweep titles.
+pub struct TrainingOptionLabels {
+    pub sequence_parallel: bool,
+    pub overlap_grad_reduce: bool,
+    pub grad_reduce_bucket_params: Option<u64>,
+    pub gradient_accumulation_fusion: bool,
+    pub async_tensor_allreduce: bool,
+}
+
+impl TrainingOptionLabels {
+    /// " · label" for every option on ("" when none is).
+    pub fn suffix(&self) -> String {
+        let mut labels = Vec::new();
+        if self.sequence_parallel {
+            labels.push("sequence parallel".to_string());
+        }
+        match (self.overlap_grad_reduce, self.grad_reduce_bucket_params) {
+            (false, _) => {}
+            (true, None) => labels.push("overlapped grad reduce".into()),
+            (true, Some(bucket)) => {
+                labels.push(format!("overlapped grad reduce ({bucket}-param buckets)"))
+            }
+        }
+        if self.gradient_accumulation_fusion {
+            labels.push("fused grad accumulation".into());
+        }
+        if self.async_tensor_allreduce {
+            labels.push("async TP all-reduce".into());
+        }
+        labels.iter().map(|label| format!(" · {label}")).collect()
+    }
+}
+
 impl Scenario {
     /// One-line description used as chart and report titles.
     pub fn title(&self) -> String {
@@ -22,32 +56,21 @@ impl Scenario {
                 self.iterations
             ),
         };
-        let fusion = match (
-            self.gradient_accumulation_fusion,
-            self.async_tensor_allreduce,
-        ) {
-            (false, false) => "",
-            (true, false) => " · fused grad accumulation",
-            (false, true) => " · async TP all-reduce",
-            (true, true) => " · fused grad accumulation · async TP all-reduce",
-        };
         let contention = if self.network_contention {
             " · contention"
         } else {
             ""
         };
-        let sequence_parallel = if self.sequence_parallel {
-            " · sequence parallel"
-        } else {
-            ""
-        };
-        let overlap = match (self.overlap_grad_reduce, self.grad_reduce_bucket_params) {
-            (false, _) => String::new(),
-            (true, None) => " · overlapped grad reduce".into(),
-            (true, Some(bucket)) => format!(" · overlapped grad reduce ({bucket}-param buckets)"),
-        };
+        let options = TrainingOptionLabels {
+            sequence_parallel: self.sequence_parallel,
+            overlap_grad_reduce: self.overlap_grad_reduce,
+            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
+            gradient_accumulation_fusion: self.gradient_accumulation_fusion,
+            async_tensor_allreduce: self.async_tensor_allreduce,
+        }
+        .suffix();
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{sequence_parallel}{overlap}{fusion}{offload}{contention}",
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{options}{offload}{contention}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,

@@ -11,6 +11,7 @@ mod resolve;
 #[cfg(test)]
 mod tests;
 
+pub use describe::TrainingOptionLabels;
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 

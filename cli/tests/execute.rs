@@ -124,8 +124,8 @@ fn examples_execute_on_a_gpu_when_one_is_present() {
             measured.to_str().unwrap(),
         ]);
         assert!(output.status.success(), "{file}: {}", text(&output.stderr));
-        let timeline = sim::timeline::Timeline::read(&measured).unwrap();
-        assert_eq!(timeline.header.producer, sim::timeline::Producer::Executor);
+        let timeline = timeline::Timeline::read(&measured).unwrap();
+        assert_eq!(timeline.header.producer, timeline::Producer::Executor);
         assert_eq!(timeline.header.executor_mode.as_deref(), Some(mode));
         let simulated = clustersim(&["simulate", &scenario, "--json"]);
         let summary: serde_json::Value = serde_json::from_slice(&simulated.stdout).unwrap();

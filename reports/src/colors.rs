@@ -7,7 +7,7 @@
 //! reduce-scatter and all-gather take Tableau 20's light purple and pink.
 
 use plotters::style::RGBColor;
-use sim::task::TaskKind;
+use timeline::TaskKind;
 
 /// Colour of kinds this module does not know yet.
 pub const FALLBACK_COLOR: RGBColor = RGBColor(0xba, 0xb0, 0xac);

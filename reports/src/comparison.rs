@@ -14,8 +14,8 @@ use crate::time_axis::unit_for_span;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use sim::task::TaskKind;
-use sim::timeline::Timeline;
+use timeline::TaskKind;
+use timeline::Timeline;
 use std::collections::BTreeSet;
 use std::path::Path;
 

@@ -2,8 +2,8 @@
 //! uniform costs, built by a tiny list scheduler so the pictures look like the
 //! real thing without depending on the simulator.
 
-use sim::task::{StreamKind, TaskKind};
-use sim::timeline::{Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout};
+use timeline::{StreamKind, TaskKind};
+use timeline::{Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout};
 
 pub(crate) const FORWARD_NS: u64 = 1_000_000;
 pub(crate) const BACKWARD_NS: u64 = 2_000_000;
@@ -252,7 +252,7 @@ fn build(p: u32, m: u32, t: u32, d: u32, recompute: bool) -> Timeline {
     });
     Timeline {
         header: TimelineHeader {
-            format_version: sim::timeline::TIMELINE_FORMAT_VERSION,
+            format_version: timeline::TIMELINE_FORMAT_VERSION,
             producer: Producer::Sim,
             executor_mode: None,
             scenario,

@@ -1,6 +1,6 @@
 //! # reports — pictures and traces from a Timeline
 //!
-//! Everything here reads a [`sim::timeline::Timeline`] (the one contract
+//! Everything here reads a [`timeline::Timeline`] (the one contract
 //! between producers and consumers) and writes something a person looks at:
 //!
 //! - [`render_timeline`]: a Gantt chart (SVG or PNG by the path's extension) of
@@ -21,7 +21,7 @@
 //! ```no_run
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use reports::{render_timeline, write_perfetto_trace, TimelineChartOptions, TraceOptions};
-//! let timeline = sim::timeline::Timeline::read(std::path::Path::new("run.json"))?;
+//! let timeline = timeline::Timeline::read(std::path::Path::new("run.json"))?;
 //! let summary = render_timeline(&timeline, &TimelineChartOptions::default(), "run.svg".as_ref())?;
 //! println!("{} lanes, {} blocks", summary.lanes, summary.blocks);
 //! # Ok(())

@@ -12,8 +12,8 @@
 use crate::error::ReportError;
 use crate::selection::RankSelection;
 use crate::timeline_chart::scenario_title;
-use sim::task::StreamKind;
-use sim::timeline::{Producer, TaskRecord, Timeline};
+use timeline::StreamKind;
+use timeline::{Producer, TaskRecord, Timeline};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! selected rank of its group.
 
 use crate::error::ReportError;
-use sim::timeline::Timeline;
+use timeline::Timeline;
 
 /// Ranks chosen for display, and the selected members of every group.
 #[derive(Debug, Clone, PartialEq, Eq)]

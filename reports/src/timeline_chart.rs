@@ -20,8 +20,8 @@ use crate::time_axis::{ticks, unit_for_span, TimeUnit};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use sim::task::{StreamKind, TaskKind};
-use sim::timeline::Timeline;
+use timeline::{StreamKind, TaskKind};
+use timeline::Timeline;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -320,8 +320,8 @@ impl GanttChart {
             format_duration(timeline.makespan_ns(), unit),
             timeline.header.n_gpus,
             match timeline.header.producer {
-                sim::timeline::Producer::Sim => "simulated",
-                sim::timeline::Producer::Executor => "measured",
+                timeline::Producer::Sim => "simulated",
+                timeline::Producer::Executor => "measured",
             }
         );
 

@@ -27,7 +27,6 @@
 //! ```
 
 pub mod collective;
-pub mod compare;
 pub mod cost;
 pub mod engine;
 pub mod flows;
@@ -35,7 +34,6 @@ pub mod ids;
 pub mod lowering;
 pub mod max_model;
 pub mod memory;
-pub mod metrics;
 pub mod network;
 pub mod offload;
 pub mod placement;
@@ -48,7 +46,6 @@ pub mod task;
 pub mod task_graph;
 pub mod tensor_pass;
 pub mod time;
-pub mod timeline;
 pub mod validation;
 
 pub use simulate::{

@@ -6,14 +6,14 @@ use crate::engine::{self, DeadlockError, SharedFabric};
 use crate::flows::FabricFlowPlanner;
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
-use crate::metrics::{self, Metrics};
+use timeline::metrics::{self, Metrics};
 use crate::network::{Fabric, FabricError};
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::task::NO_MICROBATCH;
 use crate::task_graph::TaskGraph;
 use crate::time::SimDuration;
-use crate::timeline::{
+use timeline::{
     Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout, TIMELINE_FORMAT_VERSION,
 };
 

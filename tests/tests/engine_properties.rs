@@ -146,7 +146,7 @@ fn timelines_round_trip_through_both_file_forms() {
             timeline.write_json(file).unwrap();
         }
         assert_eq!(
-            sim::timeline::Timeline::read(&path).unwrap(),
+            timeline::Timeline::read(&path).unwrap(),
             timeline,
             "{name}"
         );

@@ -6,7 +6,7 @@ use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
 use sim::task::{StreamKind, TaskKind};
 use sim::task_graph::{ComputePass, Work};
 use sim::time::SimDuration;
-use sim::timeline::Timeline;
+use timeline::Timeline;
 use std::collections::BTreeMap;
 
 /// An 8-layer model on one DGX-2 whose per-rank parameter counts divide by
@@ -125,7 +125,7 @@ fn controlled_run(
     delayed: bool,
     iterations: u32,
     cpu_ns: u64,
-) -> (Timeline, sim::metrics::Metrics) {
+) -> (Timeline, timeline::metrics::Metrics) {
     let scenario = ScenarioFile {
         delayed_update: Some(delayed),
         iterations: Some(iterations),
@@ -156,7 +156,7 @@ fn controlled_run(
         _ => SimDuration::ZERO,
     });
     let (timeline, _) = sim::run_graph(&scenario, &graph, &costs).unwrap();
-    let metrics = sim::metrics::compute(&timeline, 125e12);
+    let metrics = timeline::metrics::compute(&timeline, 125e12);
     (timeline, metrics)
 }
 

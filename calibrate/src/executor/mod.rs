@@ -3,7 +3,7 @@
 //! `clustersim execute` builds the same sealed task graph `simulate` replays
 //! ([`sim::build_graph`]), turns it into an [`ExecutionPlan`] (pure data,
 //! checked on a CPU) and issues it on a GPU, recording one CUDA event pair per
-//! task. The result is a [`sim::timeline::Timeline`] in the simulator's format
+//! task. The result is a [`timeline::Timeline`] in the simulator's format
 //! with `producer = executor`, so `clustersim compare` can check the
 //! simulator against the hardware.
 //!

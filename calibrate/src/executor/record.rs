@@ -12,7 +12,7 @@ use super::plan::ExecutionMode;
 use sim::cost::WorkCost;
 use sim::scenario::Scenario;
 use sim::task_graph::TaskGraph;
-use sim::timeline::{Producer, Timeline};
+use timeline::{Producer, Timeline};
 
 /// A task's measured start and end, nanoseconds from the first start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,7 +36,7 @@ use half::f16;
 use sim::cost::WorkCost;
 use sim::scenario::Scenario;
 use sim::task_graph::TaskGraph;
-use sim::timeline::Timeline;
+use timeline::Timeline;
 use std::sync::Arc;
 
 /// The one-line message for a machine without a usable CUDA driver.

@@ -11,7 +11,7 @@ use models::ops::{KernelClass, Step};
 use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
 use sim::task::{StreamKind, TaskKind};
 use sim::task_graph::{TaskGraph, Work};
-use sim::timeline::Producer;
+use timeline::Producer;
 
 fn scenario(
     (tp, pp, dp, chunks): (u32, u32, u32, u32),
@@ -390,7 +390,7 @@ fn a_measured_timeline_is_packaged_like_the_simulators() {
         simulated.header.scenario["title"]
     );
     measured.check("measured").unwrap();
-    let comparison = sim::compare::compare(&simulated, &measured, 3);
+    let comparison = timeline::compare::compare(&simulated, &measured, 3);
     assert_eq!(comparison.iteration_error_percent, 0.0);
 }
 

@@ -26,11 +26,11 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
-    let read = |path: &PathBuf| sim::timeline::Timeline::read(path).map_err(user_error);
+    let read = |path: &PathBuf| timeline::Timeline::read(path).map_err(user_error);
     let (reference, other) = (read(&args.reference)?, read(&args.other)?);
     let labels = [label(&reference), label(&other)];
     let labels = [labels[0].as_str(), labels[1].as_str()];
-    let result = sim::compare::compare(&reference, &other, args.worst);
+    let result = timeline::compare::compare(&reference, &other, args.worst);
     println!(
         "iteration time  {:.6} s vs {:.6} s ({:+.2}%)",
         result.reference_iteration_s, result.other_iteration_s, result.iteration_error_percent
@@ -78,10 +78,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn label(timeline: &sim::timeline::Timeline) -> String {
+fn label(timeline: &timeline::Timeline) -> String {
     match (&timeline.header.producer, &timeline.header.executor_mode) {
-        (sim::timeline::Producer::Sim, _) => "sim".into(),
-        (sim::timeline::Producer::Executor, Some(mode)) => format!("executor ({mode})"),
-        (sim::timeline::Producer::Executor, None) => "executor".into(),
+        (timeline::Producer::Sim, _) => "sim".into(),
+        (timeline::Producer::Executor, Some(mode)) => format!("executor ({mode})"),
+        (timeline::Producer::Executor, None) => "executor".into(),
     }
 }

@@ -70,7 +70,7 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let simulated = sim::simulate(&scenario)
         .map_err(|e| anyhow::anyhow!(e))?
         .timeline;
-    let comparison = sim::compare::compare(&simulated, &execution.timeline, 0);
+    let comparison = timeline::compare::compare(&simulated, &execution.timeline, 0);
     println!(
         "  device              {} ({} ranks per GPU)",
         execution.notes["device"].as_str().unwrap_or("?"),
@@ -135,7 +135,7 @@ fn write_plan(plan: &ExecutionPlan, path: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-fn write_timeline(timeline: &sim::timeline::Timeline, path: &Path) -> anyhow::Result<()> {
+fn write_timeline(timeline: &timeline::Timeline, path: &Path) -> anyhow::Result<()> {
     let file = std::fs::File::create(path)
         .map_err(|e| user_error(format!("cannot create {}: {e}", path.display())))?;
     let writer = std::io::BufWriter::new(file);

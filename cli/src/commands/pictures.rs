@@ -3,7 +3,7 @@
 
 use crate::exit::user_error;
 use clap::Args;
-use sim::timeline::Timeline;
+use timeline::Timeline;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]

@@ -17,7 +17,7 @@ pub struct TimelineArgs {
 }
 
 pub fn run(args: TimelineArgs) -> anyhow::Result<()> {
-    let timeline = sim::timeline::Timeline::read(&args.timeline).map_err(user_error)?;
+    let timeline = timeline::Timeline::read(&args.timeline).map_err(user_error)?;
     if args.pictures.plot.is_none() && args.pictures.trace.is_none() {
         return Err(user_error(
             "nothing to do: give --plot FILE and/or --trace FILE",

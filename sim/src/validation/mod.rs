@@ -30,7 +30,7 @@ mod keys;
 pub use keys::{MeasuredKey, Quantity, Variant};
 
 use crate::cost::layer_kernel_costs;
-use crate::metrics::Metrics;
+use timeline::metrics::Metrics;
 use crate::scenario::{Recompute, ScenarioFile, ScheduleKind};
 use crate::task_graph::ComputePass;
 use serde::Serialize;

@@ -24,8 +24,8 @@
 //! (all iterations do the same work); idle and exposed times are measured
 //! inside that window. `iteration_times_s` lists every iteration's span.
 
-use crate::task::{CommClass, StreamKind, TaskKind};
-use crate::timeline::Timeline;
+use crate::kinds::{CommClass, StreamKind, TaskKind};
+use crate::Timeline;
 use serde::Serialize;
 
 /// Seconds of communication not hidden behind compute, per class (mean per rank).

@@ -4,7 +4,7 @@
 //! `reports` (`comparison_table`), which draws them too.
 
 use crate::metrics;
-use crate::timeline::Timeline;
+use crate::Timeline;
 use serde::Serialize;
 
 /// One task whose duration differs between the two timelines.
@@ -105,42 +105,5 @@ pub fn compare(reference: &Timeline, other: &Timeline, worst: usize) -> Comparis
         other_bubble_fraction: b.bubble_fraction,
         worst_tasks,
         unmatched,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::ScenarioFile;
-
-    #[test]
-    fn identical_timelines_compare_equal_and_a_slowed_task_is_found() {
-        let scenario = ScenarioFile::tiny_example().resolve().unwrap();
-        let timeline = crate::simulate(&scenario).unwrap().timeline;
-        let same = compare(&timeline, &timeline, 5);
-        assert_eq!(same.iteration_error_percent, 0.0);
-        assert!(same.worst_tasks.is_empty());
-
-        // Stretch the last task by 10% of the makespan: iteration error and worst task show it.
-        let mut slower = timeline.clone();
-        let makespan = slower.makespan_ns();
-        let last = slower
-            .tasks
-            .iter_mut()
-            .max_by_key(|t| (t.end_ns, t.id))
-            .unwrap();
-        last.end_ns += makespan / 10;
-        let id = last.id;
-        let result = compare(&timeline, &slower, 3);
-        assert!(
-            (result.iteration_error_percent - 10.0).abs() < 0.01,
-            "{}",
-            result.iteration_error_percent
-        );
-        assert_eq!(result.worst_tasks[0].id, id);
-
-        let mut fewer = timeline.clone();
-        fewer.tasks.pop();
-        assert!(compare(&timeline, &fewer, 3).unmatched.is_some());
     }
 }

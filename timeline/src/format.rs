@@ -6,7 +6,7 @@
 //! Written as one JSON object, or as JSON lines for big runs (first line the
 //! header with groups, then one task per line).
 
-use crate::task::{StreamKind, TaskKind};
+use crate::kinds::{StreamKind, TaskKind};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 

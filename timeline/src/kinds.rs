@@ -1,0 +1,192 @@
+//! What a task is, as every producer and consumer of a Timeline names it:
+//! its kind, its communication class and the stream it occupies.
+
+use serde::{Deserialize, Serialize};
+
+/// What a task does, as reports and metrics see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// Forward pass of one model chunk for one microbatch.
+    Forward,
+    /// Recomputation of the forward pass before a backward (full recompute).
+    Recompute,
+    /// Backward pass of one model chunk for one microbatch.
+    Backward,
+    /// The blocking tensor-parallel all-reduces of one forward/recompute/backward.
+    TensorAllReduce,
+    /// Activations sent to the next pipeline stage.
+    PipelineActivation,
+    /// Gradients sent to the previous pipeline stage.
+    PipelineGradient,
+    /// Data-parallel gradient all-reduce of one stage's chunk.
+    DataParallelAllReduce,
+    /// The optimizer step on the GPU.
+    OptimizerStep,
+    /// ZeRO-2 reduce-scatter of one gradient bucket over the data-parallel group (ZeRO-Offload).
+    DataParallelReduceScatter,
+    /// ZeRO-2 all-gather of the updated fp16 parameters over the data-parallel group (ZeRO-Offload).
+    DataParallelAllGather,
+    /// fp16 gradients of one bucket copied GPU → CPU over PCIe (ZeRO-Offload).
+    #[serde(rename = "pcie_d2h")]
+    PcieDeviceToHost,
+    /// Updated fp16 parameters of one tile copied CPU → GPU over PCIe (ZeRO-Offload).
+    #[serde(rename = "pcie_h2d")]
+    PcieHostToDevice,
+    /// Adam on the CPU over one tile of fp32 master weights, momentum and variance (ZeRO-Offload).
+    CpuAdam,
+}
+
+impl TaskKind {
+    pub const ALL: [TaskKind; 13] = [
+        TaskKind::Forward,
+        TaskKind::Recompute,
+        TaskKind::Backward,
+        TaskKind::TensorAllReduce,
+        TaskKind::PipelineActivation,
+        TaskKind::PipelineGradient,
+        TaskKind::DataParallelAllReduce,
+        TaskKind::OptimizerStep,
+        TaskKind::DataParallelReduceScatter,
+        TaskKind::DataParallelAllGather,
+        TaskKind::PcieDeviceToHost,
+        TaskKind::PcieHostToDevice,
+        TaskKind::CpuAdam,
+    ];
+
+    /// Kernels that do math (the compute stream's useful work).
+    pub fn is_compute(self) -> bool {
+        matches!(
+            self,
+            TaskKind::Forward | TaskKind::Recompute | TaskKind::Backward | TaskKind::OptimizerStep
+        )
+    }
+
+    /// The communication class, for exposed-communication metrics.
+    pub fn communication_class(self) -> Option<CommClass> {
+        match self {
+            TaskKind::TensorAllReduce => Some(CommClass::Tensor),
+            TaskKind::PipelineActivation | TaskKind::PipelineGradient => Some(CommClass::Pipeline),
+            TaskKind::DataParallelAllReduce
+            | TaskKind::DataParallelReduceScatter
+            | TaskKind::DataParallelAllGather => Some(CommClass::DataParallel),
+            TaskKind::PcieDeviceToHost | TaskKind::PcieHostToDevice | TaskKind::CpuAdam => {
+                Some(CommClass::Offload)
+            }
+            _ => None,
+        }
+    }
+
+    /// Snake-case name as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskKind::Forward => "forward",
+            TaskKind::Recompute => "recompute",
+            TaskKind::Backward => "backward",
+            TaskKind::TensorAllReduce => "tensor_all_reduce",
+            TaskKind::PipelineActivation => "pipeline_activation",
+            TaskKind::PipelineGradient => "pipeline_gradient",
+            TaskKind::DataParallelAllReduce => "data_parallel_all_reduce",
+            TaskKind::OptimizerStep => "optimizer_step",
+            TaskKind::DataParallelReduceScatter => "data_parallel_reduce_scatter",
+            TaskKind::DataParallelAllGather => "data_parallel_all_gather",
+            TaskKind::PcieDeviceToHost => "pcie_d2h",
+            TaskKind::PcieHostToDevice => "pcie_h2d",
+            TaskKind::CpuAdam => "cpu_adam",
+        }
+    }
+}
+
+/// Communication classes reported separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommClass {
+    Tensor,
+    Pipeline,
+    DataParallel,
+    /// ZeRO-Offload traffic and work off the GPU: PCIe copies and the CPU optimizer.
+    Offload,
+}
+
+/// A stream of a GPU: tasks on one (rank, stream) run one at a time, in program order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamKind {
+    /// Kernels, and the tensor-parallel all-reduces Megatron issues synchronously between them.
+    Compute,
+    /// Sends to the next pipeline stage.
+    PipelineSendNext,
+    /// Sends to the previous pipeline stage.
+    PipelineSendPrevious,
+    /// Data-parallel gradient communication.
+    DataParallel,
+    /// The GPU's PCIe host link, device → host direction (ZeRO-Offload gradients).
+    #[serde(rename = "pcie_d2h")]
+    PcieDeviceToHost,
+    /// The GPU's PCIe host link, host → device direction (ZeRO-Offload parameters).
+    #[serde(rename = "pcie_h2d")]
+    PcieHostToDevice,
+    /// This GPU's share of the host CPU cores (ZeRO-Offload's CPU Adam).
+    Cpu,
+}
+
+impl StreamKind {
+    pub const ALL: [StreamKind; 7] = [
+        StreamKind::Compute,
+        StreamKind::PipelineSendNext,
+        StreamKind::PipelineSendPrevious,
+        StreamKind::DataParallel,
+        StreamKind::PcieDeviceToHost,
+        StreamKind::PcieHostToDevice,
+        StreamKind::Cpu,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamKind::Compute => "compute",
+            StreamKind::PipelineSendNext => "pp_send_next",
+            StreamKind::PipelineSendPrevious => "pp_send_prev",
+            StreamKind::DataParallel => "dp",
+            StreamKind::PcieDeviceToHost => "pcie_d2h",
+            StreamKind::PcieHostToDevice => "pcie_h2d",
+            StreamKind::Cpu => "cpu",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offload_kinds_and_streams_serialise_as_reports_expect() {
+        for (kind, name) in [
+            (TaskKind::PcieDeviceToHost, "pcie_d2h"),
+            (TaskKind::PcieHostToDevice, "pcie_h2d"),
+            (TaskKind::CpuAdam, "cpu_adam"),
+        ] {
+            assert_eq!(kind.name(), name);
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            assert!(!kind.is_compute());
+            assert_eq!(kind.communication_class(), Some(CommClass::Offload));
+        }
+        for stream in StreamKind::ALL {
+            assert_eq!(StreamKind::ALL[stream.index()], stream);
+        }
+        for (stream, name) in [
+            (StreamKind::PcieDeviceToHost, "pcie_d2h"),
+            (StreamKind::PcieHostToDevice, "pcie_h2d"),
+            (StreamKind::Cpu, "cpu"),
+        ] {
+            assert_eq!(stream.name(), name);
+            assert_eq!(serde_json::to_value(stream).unwrap(), name);
+        }
+        for kind in TaskKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+    }
+}

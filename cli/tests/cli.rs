@@ -159,3 +159,28 @@ fn absurd_sizes_are_refused_before_anything_is_built() {
         "layers (96) must be divisible",
     );
 }
+
+#[test]
+fn a_flag_overrides_a_training_option_of_the_scenario_file_either_way() {
+    let dir = std::env::temp_dir().join(format!("clustersim-options-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("scenario.json");
+    std::fs::write(
+        &file,
+        r#"{"model": "tiny", "topology": "dgx-a100", "tp": 2, "pp": 2, "global_batch": 8, "sequence_parallel": true}"#,
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let title = |extra: &[&str]| {
+        let mut args = vec!["simulate", path];
+        args.extend(extra);
+        let output = clustersim(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap().lines().next().unwrap().to_string()
+    };
+    assert!(title(&[]).ends_with("· sequence parallel"), "{}", title(&[]));
+    assert!(!title(&["--sequence-parallel=false"]).contains("sequence parallel"));
+    assert!(title(&["--contention"]).ends_with("· sequence parallel · contention"));
+    let bad = clustersim(&["simulate", path, "--sequence-parallel=maybe"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+}

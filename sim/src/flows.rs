@@ -72,7 +72,7 @@ impl<'a> FabricFlowPlanner<'a> {
             pcie_latency: SimDuration::from_seconds_ceil(
                 scenario.topology.pcie.latency_ns as f64 * 1e-9,
             ),
-            async_tensor_allreduce: scenario.async_tensor_allreduce,
+            async_tensor_allreduce: scenario.options.async_tensor_allreduce,
             network,
             costs,
         }

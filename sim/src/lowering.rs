@@ -95,7 +95,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let chunks = layout.chunks as usize;
     let mut gradients_ready: Vec<Vec<(Tail, u64)>> =
         vec![Vec::new(); d as usize * p as usize * chunks];
-    let bucket_layers = scenario.grad_reduce_bucket_params.map(|bucket| {
+    let bucket_layers = scenario.options.grad_reduce_bucket_params.map(|bucket| {
         let per_layer = parameters_of_layers(&scenario.model, &layout, 1, false, false);
         layers_per_bucket(bucket, per_layer, layers_per_chunk)
     });
@@ -222,7 +222,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
                         bytes,
                         tensor_parallel: t,
                         crosses_nodes,
-                        scatter_gather: scenario.pipeline_scatter_gather && crosses_nodes && t > 1,
+                        scatter_gather: scenario.options.pipeline_scatter_gather && crosses_nodes && t > 1,
                     });
                     let transfer = builder.add_task(Task {
                         kind,
@@ -273,13 +273,13 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, &layout, stage);
         let gradient_bytes =
-            gradients::main_grad_bytes_per_param(scenario.gradient_accumulation_fusion);
+            gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
         let mut data_all_reduces: Vec<Vec<TaskId>> = vec![Vec::new(); t as usize];
         if d > 1 {
             // Without overlap: one all-reduce of all the stage's gradients after
             // the last pass. With overlap: one per chunk, as soon as that chunk's
             // last backward is done, in the order chunks finish.
-            let reductions: Vec<(Option<(u32, usize)>, u64)> = if scenario.overlap_grad_reduce {
+            let reductions: Vec<(Option<(u32, usize)>, u64)> = if scenario.options.overlap_grad_reduce {
                 let index = stage as usize * chunks;
                 chunk_finish_order[stage as usize]
                     .iter()

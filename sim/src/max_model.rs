@@ -86,7 +86,10 @@ mod tests {
             microbatch_size: Some(1),
             global_batch: Some(1),
             recompute: Some(crate::scenario::Recompute::Full),
-            zero_offload: Some(offload),
+            options: crate::scenario::TrainingOptionsFile {
+                zero_offload: Some(offload),
+                ..Default::default()
+            },
             ..ScenarioFile::default()
         }
         .resolve()

@@ -108,7 +108,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::Full => RecomputeKind::Full,
     };
     let stored =
-        |kind| stored_activation_bytes_per_layer(model, b, t, scenario.sequence_parallel, kind);
+        |kind| stored_activation_bytes_per_layer(model, b, t, scenario.options.sequence_parallel, kind);
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
     let working_layer = match scenario.recompute {
@@ -139,11 +139,11 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 + logits
                 + pipeline_buffers) as u64;
             let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM;
-            let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.offload {
+            let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.options.offload {
                 None => (
                     parameters
                         * gradients::main_grad_bytes_per_param(
-                            scenario.gradient_accumulation_fusion,
+                            scenario.options.gradient_accumulation_fusion,
                         ),
                     parameters * OPTIMIZER_BYTES_PER_PARAM,
                     0,
@@ -239,8 +239,11 @@ mod offload_tests {
         };
         let plain = memory(file.clone());
         let offload = memory(ScenarioFile {
-            zero_offload: Some(true),
-            offload_bucket_params: Some(1),
+            options: crate::scenario::TrainingOptionsFile {
+                zero_offload: Some(true),
+                offload_bucket_params: Some(1),
+                ..file.options.clone()
+            },
             ..file
         });
         let states = |m: &MemoryBreakdown| m.weight_bytes + m.optimizer_state_bytes;

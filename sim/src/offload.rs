@@ -92,6 +92,7 @@ impl OffloadPlan {
         let model = &scenario.model;
         let (t, d) = (layout.tensor_parallel as u64, layout.data_parallel as u64);
         let bucket_target = scenario
+            .options
             .offload
             .map(|o| o.bucket_params)
             .unwrap_or(crate::scenario::DEFAULT_OFFLOAD_BUCKET_PARAMS);
@@ -421,7 +422,7 @@ fn awaited_update(k: u32, delayed_update: bool, warmup: u32) -> Option<u32> {
 ///
 /// Panics if the scenario has no offload options or pp > 1 (validation rejects that).
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
-    let offload = scenario.offload.expect("an offload scenario");
+    let offload = scenario.options.offload.expect("an offload scenario");
     assert_eq!(
         scenario.layout.pipeline_parallel, 1,
         "validated: pp = 1 under ZeRO-Offload"
@@ -553,8 +554,11 @@ mod tests {
             dp: Some(dp),
             microbatch_size: Some(10),
             global_batch: Some(10 * dp),
-            zero_offload: Some(true),
-            offload_bucket_params: Some(bucket_params),
+            options: crate::scenario::TrainingOptionsFile {
+                zero_offload: Some(true),
+                offload_bucket_params: Some(bucket_params),
+                ..Default::default()
+            },
             ..ScenarioFile::default()
         }
         .resolve()

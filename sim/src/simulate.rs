@@ -67,7 +67,7 @@ pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
         layout.chunks,
         layout.microbatches,
     );
-    let graph = match scenario.offload {
+    let graph = match scenario.options.offload {
         Some(_) => crate::offload::lower(scenario, &schedule),
         None => lower(scenario, &schedule),
     };
@@ -170,7 +170,7 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
     let costs = cost_works(scenario, &graph.works, &network);
     let duration_of = |id: crate::ids::TaskId| costs[graph.task(id).work.index()].duration;
-    let (timeline, n_events, busiest_links) = if scenario.network_contention {
+    let (timeline, n_events, busiest_links) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
         let planner = FabricFlowPlanner::new(scenario, &graph, &network, &costs);
         let (outcome, utilization) = engine::run_with_fabric(

@@ -22,7 +22,10 @@ fn shared_nic_scenario(contention: bool) -> sim::scenario::Scenario {
         global_batch: Some(2),
         schedule: Some(ScheduleKind::OneFOneB),
         recompute: Some(Recompute::None),
-        network_contention: Some(contention),
+        options: sim::scenario::TrainingOptionsFile {
+            network_contention: Some(contention),
+            ..Default::default()
+        },
         ..ScenarioFile::default()
     }
     .resolve()
@@ -48,7 +51,10 @@ fn data_parallel_durations(scenario: &sim::scenario::Scenario) -> Vec<(u64, u64,
 fn one_node(file: ScenarioFile, contention: bool) -> sim::scenario::Scenario {
     ScenarioFile {
         topology: Some("dgx-a100".into()),
-        network_contention: Some(contention),
+        options: sim::scenario::TrainingOptionsFile {
+            network_contention: Some(contention),
+            ..file.options.clone()
+        },
         ..file
     }
     .resolve()
@@ -113,7 +119,10 @@ fn an_overlapped_gradient_ring_shares_nvswitch_ports_with_tensor_rings() {
         schedule: Some(ScheduleKind::Interleaved),
         global_batch: Some(8),
         recompute: Some(Recompute::Full),
-        overlap_grad_reduce: Some(true),
+        options: sim::scenario::TrainingOptionsFile {
+            overlap_grad_reduce: Some(true),
+            ..Default::default()
+        },
         ..ScenarioFile::default()
     };
     let total = |durations: Vec<(u64, u64, u64)>| durations.iter().map(|d| d.1).sum::<u64>();
@@ -164,7 +173,7 @@ fn a_lone_cross_node_ring_takes_its_closed_form_time() {
     scenario.layout.tensor_parallel = 1;
     scenario.layout.data_parallel = 2;
     let contended = data_parallel_durations(&scenario);
-    scenario.network_contention = false;
+    scenario.options.network_contention = false;
     let closed_form = data_parallel_durations(&scenario);
     assert_eq!(contended.len(), 1);
     let (with, without) = (contended[0].1 as i64, closed_form[0].1 as i64);
@@ -182,7 +191,10 @@ fn contention_runs_are_deterministic_and_report_busiest_links() {
         pp: Some(4),
         dp: Some(4),
         global_batch: Some(32),
-        network_contention: Some(true),
+        options: sim::scenario::TrainingOptionsFile {
+            network_contention: Some(true),
+            ..Default::default()
+        },
         ..ScenarioFile::embedded_default()
     }
     .resolve()
@@ -211,8 +223,11 @@ fn offload_scenario(topology: &str, dp: u32, contention: bool) -> sim::scenario:
         microbatch_size: Some(10),
         global_batch: Some(10 * dp),
         recompute: Some(Recompute::Full),
-        zero_offload: Some(true),
-        network_contention: Some(contention),
+        options: sim::scenario::TrainingOptionsFile {
+            zero_offload: Some(true),
+            network_contention: Some(contention),
+            ..Default::default()
+        },
         ..ScenarioFile::default()
     }
     .resolve()

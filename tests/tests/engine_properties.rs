@@ -22,19 +22,19 @@ fn scenarios() -> Vec<sim::scenario::Scenario> {
     recompute.recompute = Recompute::Full;
     list.push(recompute);
     let mut overlapped = small_scenario(ScheduleKind::Interleaved, 2, 4, 2, 3, 8);
-    overlapped.overlap_grad_reduce = true;
+    overlapped.options.overlap_grad_reduce = true;
     overlapped.recompute = Recompute::Selective;
-    overlapped.sequence_parallel = true;
+    overlapped.options.sequence_parallel = true;
     list.push(overlapped);
     // Gradient buckets of 3 layers' parameters (model layer: 12·512² + 13·512 over t = 2).
     let mut bucketed = small_scenario(ScheduleKind::Interleaved, 2, 2, 2, 2, 4);
-    bucketed.overlap_grad_reduce = true;
-    bucketed.grad_reduce_bucket_params = Some(3 * (12 * 512 * 512 + 13 * 512) / 2);
+    bucketed.options.overlap_grad_reduce = true;
+    bucketed.options.grad_reduce_bucket_params = Some(3 * (12 * 512 * 512 + 13 * 512) / 2);
     bucketed.recompute = Recompute::Full;
     list.push(bucketed);
     let mut bucketed_flat = small_scenario(ScheduleKind::OneFOneB, 4, 1, 3, 1, 3);
-    bucketed_flat.overlap_grad_reduce = true;
-    bucketed_flat.grad_reduce_bucket_params = Some(1);
+    bucketed_flat.options.overlap_grad_reduce = true;
+    bucketed_flat.options.grad_reduce_bucket_params = Some(1);
     list.push(bucketed_flat);
     list
 }
@@ -225,7 +225,10 @@ fn overlapped_gradient_reduction_hides_part_of_the_data_parallel_all_reduce() {
     };
     let plain = sim::simulate(&scenario.clone().resolve().unwrap()).unwrap();
     let overlapped = ScenarioFile {
-        overlap_grad_reduce: Some(true),
+        options: sim::scenario::TrainingOptionsFile {
+            overlap_grad_reduce: Some(true),
+            ..scenario.options.clone()
+        },
         ..scenario
     }
     .resolve()
@@ -274,8 +277,11 @@ fn gradient_buckets_start_reducing_during_the_last_backward() {
     };
     let run = |overlap: Option<bool>, bucket: Option<u64>| {
         let scenario = ScenarioFile {
-            overlap_grad_reduce: overlap,
-            grad_reduce_bucket_params: bucket,
+            options: sim::scenario::TrainingOptionsFile {
+                overlap_grad_reduce: overlap,
+                grad_reduce_bucket_params: bucket,
+                ..file.options.clone()
+            },
             ..file.clone()
         }
         .resolve()

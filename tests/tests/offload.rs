@@ -24,9 +24,12 @@ fn offload_file(tp: u32, dp: u32, microbatches: u32) -> ScenarioFile {
         global_batch: Some(microbatches * dp),
         schedule: Some(ScheduleKind::OneFOneB),
         recompute: Some(Recompute::None),
-        zero_offload: Some(true),
         // About two layers per bucket, so gradients stream during the backward.
-        offload_bucket_params: Some(7_000_000),
+        options: sim::scenario::TrainingOptionsFile {
+            zero_offload: Some(true),
+            offload_bucket_params: Some(7_000_000),
+            ..Default::default()
+        },
         ..ScenarioFile::default()
     }
 }
@@ -127,8 +130,11 @@ fn controlled_run(
     cpu_ns: u64,
 ) -> (Timeline, timeline::metrics::Metrics) {
     let scenario = ScenarioFile {
-        delayed_update: Some(delayed),
         iterations: Some(iterations),
+        options: sim::scenario::TrainingOptionsFile {
+            delayed_update: Some(delayed),
+            ..offload_file(1, 1, 1).options.clone()
+        },
         ..offload_file(1, 1, 1)
     }
     .resolve()
@@ -202,8 +208,11 @@ fn offload_cuts_gpu_model_states_eightfold() {
     };
     let offload = memory(offload_file(1, 1, 1));
     let plain = memory(ScenarioFile {
-        zero_offload: None,
-        offload_bucket_params: None,
+        options: sim::scenario::TrainingOptionsFile {
+            zero_offload: None,
+            offload_bucket_params: None,
+            ..offload_file(1, 1, 1).options.clone()
+        },
         ..offload_file(1, 1, 1)
     });
     let plain_states = plain.weight_bytes + plain.gradient_bytes + plain.optimizer_state_bytes;
@@ -231,8 +240,11 @@ fn offload_cuts_gpu_model_states_eightfold() {
 fn offload_streams_run_one_task_at_a_time_and_respect_dependencies() {
     for (tp, dp, delayed) in [(1, 1, true), (2, 4, true), (4, 4, false), (1, 16, true)] {
         let scenario = ScenarioFile {
-            delayed_update: Some(delayed),
             recompute: Some(Recompute::Full),
+            options: sim::scenario::TrainingOptionsFile {
+                delayed_update: Some(delayed),
+                ..offload_file(tp, dp, 2).options.clone()
+            },
             ..offload_file(tp, dp, 2)
         }
         .resolve()
@@ -282,9 +294,12 @@ fn offload_streams_run_one_task_at_a_time_and_respect_dependencies() {
 fn unsupported_combinations_are_rejected_with_their_reason() {
     let error = |file: ScenarioFile| file.resolve().unwrap_err().to_string();
     let text = error(ScenarioFile {
-        zero_offload: None,
-        offload_bucket_params: None,
-        delayed_update: Some(true),
+        options: sim::scenario::TrainingOptionsFile {
+            zero_offload: None,
+            offload_bucket_params: None,
+            delayed_update: Some(true),
+            ..offload_file(1, 1, 1).options.clone()
+        },
         ..offload_file(1, 1, 1)
     });
     assert!(
@@ -304,7 +319,10 @@ fn unsupported_combinations_are_rejected_with_their_reason() {
 #[test]
 fn pcie_and_cpu_get_their_own_lanes_in_the_timeline_chart() {
     let scenario = ScenarioFile {
-        delayed_update: Some(true),
+        options: sim::scenario::TrainingOptionsFile {
+            delayed_update: Some(true),
+            ..offload_file(1, 1, 1).options.clone()
+        },
         ..offload_file(1, 1, 1)
     }
     .resolve()

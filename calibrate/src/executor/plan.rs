@@ -164,12 +164,12 @@ pub fn plan(
     mode: ExecutionMode,
     gpu_count: u32,
 ) -> Result<ExecutionPlan, ExecuteError> {
-    if scenario.offload.is_some() {
+    if scenario.options.offload.is_some() {
         return Err(ExecuteError::Unsupported(
             "ZeRO-Offload scenarios cannot be executed yet: PCIe copies and CPU Adam tasks have no launches in the executor".into(),
         ));
     }
-    if scenario.async_tensor_allreduce {
+    if scenario.options.async_tensor_allreduce {
         return Err(ExecuteError::Unsupported(
             "async_tensor_allreduce cannot be executed yet: the executor runs tensor all-reduces blocking on the compute stream".into(),
         ));

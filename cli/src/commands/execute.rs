@@ -49,7 +49,7 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         gpus: args.gpus,
         warmup_iterations: args.warmup,
     };
-    if scenario.network_contention {
+    if scenario.options.network_contention {
         eprintln!("note: the executor plans with closed-form communication costs; --contention changes the simulation only");
     }
     if args.dry_run {

@@ -105,8 +105,8 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         "n_edges": report.n_edges,
         "n_events": report.n_events,
         "profile": scenario.profile.id,
-        "zero_offload": scenario.offload.is_some(),
-        "delayed_update": scenario.offload.is_some_and(|o| o.delayed_update),
+        "zero_offload": scenario.options.offload.is_some(),
+        "delayed_update": scenario.options.offload.is_some_and(|o| o.delayed_update),
         "iterations": m.iterations,
         "iteration_times_s": m.iteration_times_s,
         "cpu_memory_bytes": peak.cpu_bytes,
@@ -175,7 +175,7 @@ fn write_summary(
         peak.peak_microbatches_in_flight,
         if report.memory.iter().all(|s| s.fits) { "fits" } else { "DOES NOT FIT" }
     )?;
-    if scenario.offload.is_some() {
+    if scenario.options.offload.is_some() {
         super::max_model::write_offload_summary(out, report)?;
     }
     writeln!(

@@ -7,7 +7,7 @@
 use crate::exit::user_error;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sim::scenario::{Recompute, ScheduleKind};
+use sim::scenario::{Recompute, ScheduleKind, TrainingOptionsFile};
 use sim::sweep::{self, Shard, SweepError, SweepOutput, SweepSpace};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -72,21 +72,6 @@ pub struct SweepArgs {
     /// Only these recompute modes (comma-separated; default none,full).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]
     pub recompute: Vec<String>,
-    /// Every layout with Megatron's sequence parallelism.
-    #[arg(long)]
-    pub sequence_parallel: bool,
-    /// Every layout with overlapped data-parallel gradient reduction (per chunk).
-    #[arg(long)]
-    pub overlap_grad_reduce: bool,
-    /// With --overlap-grad-reduce: gradient buckets of at most PARAMS parameters.
-    #[arg(long, value_name = "PARAMS")]
-    pub grad_reduce_bucket_params: Option<u64>,
-    /// Every layout with Megatron's fused fp32 gradient accumulation.
-    #[arg(long)]
-    pub grad_accumulation_fusion: bool,
-    /// Every layout with Megatron's asynchronous tensor all-reduce in the backward.
-    #[arg(long)]
-    pub async_tensor_allreduce: bool,
     /// Simulate layouts that do not fit in GPU memory too (marked `*` in the table) instead of dropping them.
     #[arg(long)]
     pub ignore_memory: bool,
@@ -99,6 +84,9 @@ pub struct SweepArgs {
     /// Run shard i of n (0 ≤ i < n): the candidates k with k mod n = i.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Training options every layout runs with (the scenario file's keys).
+    #[command(flatten)]
+    pub options: TrainingOptionsFile,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -182,14 +170,8 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
 
 /// The options every layout of the sweep runs with, for the title line.
 fn shared_options(space: &SweepSpace) -> String {
-    sim::scenario::TrainingOptionLabels {
-        sequence_parallel: space.sequence_parallel,
-        overlap_grad_reduce: space.overlap_grad_reduce,
-        grad_reduce_bucket_params: space.grad_reduce_bucket_params,
-        gradient_accumulation_fusion: space.gradient_accumulation_fusion,
-        async_tensor_allreduce: space.async_tensor_allreduce,
-    }
-    .suffix()
+    let options = space.options.with_defaults();
+    options.title_suffix(options.default_iterations())
 }
 
 /// Flags → the sweep space (flag errors exit 2).
@@ -202,11 +184,7 @@ fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.max_chunks = args.max_chunks;
     space.allow_cross_node_tp = args.allow_cross_node_tp;
     space.ignore_memory = args.ignore_memory;
-    space.sequence_parallel = args.sequence_parallel;
-    space.overlap_grad_reduce = args.overlap_grad_reduce;
-    space.grad_reduce_bucket_params = args.grad_reduce_bucket_params;
-    space.gradient_accumulation_fusion = args.grad_accumulation_fusion;
-    space.async_tensor_allreduce = args.async_tensor_allreduce;
+    space.options = args.options.clone();
     space.tensor_parallel = args.tp;
     space.pipeline_parallel = args.pp;
     if !args.schedule.is_empty() {

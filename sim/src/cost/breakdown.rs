@@ -60,7 +60,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     async_window,
                 } => {
                     let full = network.all_reduce(bytes, t, nodes);
-                    let charged = if scenario.async_tensor_allreduce && async_window > 0 {
+                    let charged = if scenario.options.async_tensor_allreduce && async_window > 0 {
                         exposed_after_overlap(full, &steps[..index], async_window, &kernels)
                     } else {
                         full

@@ -71,14 +71,14 @@ pub fn pass_steps(
         model,
         b,
         t,
-        scenario.sequence_parallel,
+        scenario.options.sequence_parallel,
     ));
     if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
         layer.retain(|step| matches!(step, Step::Kernel(kernel) if SELECTIVE_RECOMPUTE_KERNELS.contains(&kernel.name)));
     }
     let accumulate = pass == ComputePass::Backward
-        && !scenario.gradient_accumulation_fusion
-        && scenario.offload.is_none();
+        && !scenario.options.gradient_accumulation_fusion
+        && scenario.options.offload.is_none();
     if accumulate {
         layer.extend(gradients::layer_accumulation(model, t));
     }
@@ -188,7 +188,7 @@ fn cost_work(
                 } = *step
                 {
                     let full = network.all_reduce(payload, group_size, nodes);
-                    duration += if scenario.async_tensor_allreduce && async_window > 0 {
+                    duration += if scenario.options.async_tensor_allreduce && async_window > 0 {
                         exposed_after_overlap(full, &steps[..index], async_window, kernels)
                     } else {
                         full
@@ -228,7 +228,7 @@ fn cost_work(
         },
         Work::OptimizerStep { params } => {
             let bytes = params as f64
-                * gradients::optimizer_bytes_per_param(scenario.gradient_accumulation_fusion);
+                * gradients::optimizer_bytes_per_param(scenario.options.gradient_accumulation_fusion);
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(kernels.memory_seconds(bytes)),
                 bytes: bytes as u64,
@@ -297,7 +297,10 @@ mod tests {
     fn scenario(recompute: Recompute, sequence_parallel: bool) -> Scenario {
         ScenarioFile {
             recompute: Some(recompute),
-            sequence_parallel: Some(sequence_parallel),
+            options: crate::scenario::TrainingOptionsFile {
+                sequence_parallel: Some(sequence_parallel),
+                ..Default::default()
+            },
             ..ScenarioFile::embedded_default()
         }
         .resolve()
@@ -354,14 +357,17 @@ mod tests {
     fn unfused_backward_accumulates_every_parameter_tensor_once_per_microbatch() {
         let unfused = scenario(Recompute::Full, false);
         assert!(
-            !unfused.gradient_accumulation_fusion,
+            !unfused.options.gradient_accumulation_fusion,
             "the default is unfused"
         );
         // 12 tensors per layer, 3 layers; the embedding adds 2, the head 3.
         assert_eq!(accumulation_kernels(&unfused, false, false), 36);
         assert_eq!(accumulation_kernels(&unfused, true, true), 41);
         let fused = ScenarioFile {
-            gradient_accumulation_fusion: Some(true),
+            options: crate::scenario::TrainingOptionsFile {
+                gradient_accumulation_fusion: Some(true),
+                ..Default::default()
+            },
             ..ScenarioFile::embedded_default()
         }
         .resolve()
@@ -381,7 +387,10 @@ mod tests {
             pp: Some(8),
             dp: Some(2),
             global_batch: Some(16),
-            gradient_accumulation_fusion: Some(fused),
+            options: crate::scenario::TrainingOptionsFile {
+                gradient_accumulation_fusion: Some(fused),
+                ..Default::default()
+            },
             ..ScenarioFile::embedded_default()
         };
         let cost = |fused: bool, work: Work| {
@@ -472,7 +481,10 @@ mod tests {
             dp: Some(1),
             microbatch_size: Some(4),
             global_batch: Some(4),
-            async_tensor_allreduce: Some(overlap),
+            options: crate::scenario::TrainingOptionsFile {
+                async_tensor_allreduce: Some(overlap),
+                ..Default::default()
+            },
             ..ScenarioFile::embedded_default()
         };
         let cost = |overlap: bool, pass: ComputePass| {
@@ -502,7 +514,10 @@ mod tests {
         assert!(blocking.duration > SimDuration::ZERO);
         assert_eq!(overlapped.duration, SimDuration::ZERO);
         let error = ScenarioFile {
-            sequence_parallel: Some(true),
+            options: crate::scenario::TrainingOptionsFile {
+                sequence_parallel: Some(true),
+                ..file(true).options.clone()
+            },
             ..file(true)
         }
         .resolve()

@@ -1,76 +1,16 @@
 //! How a resolved scenario describes itself: chart titles and the JSON
-//! stored in timeline headers.
+//! stored in timeline headers (the training options serialize themselves
+//! into both, so a new option needs nothing here).
 
-use super::{Offload, Scenario};
-
-/// The training options a title names when they are on, in a fixed order;
-/// shared by scenario titles and sweep titles.
-pub struct TrainingOptionLabels {
-    pub sequence_parallel: bool,
-    pub overlap_grad_reduce: bool,
-    pub grad_reduce_bucket_params: Option<u64>,
-    pub gradient_accumulation_fusion: bool,
-    pub async_tensor_allreduce: bool,
-}
-
-impl TrainingOptionLabels {
-    /// " · label" for every option on ("" when none is).
-    pub fn suffix(&self) -> String {
-        let mut labels = Vec::new();
-        if self.sequence_parallel {
-            labels.push("sequence parallel".to_string());
-        }
-        match (self.overlap_grad_reduce, self.grad_reduce_bucket_params) {
-            (false, _) => {}
-            (true, None) => labels.push("overlapped grad reduce".into()),
-            (true, Some(bucket)) => {
-                labels.push(format!("overlapped grad reduce ({bucket}-param buckets)"))
-            }
-        }
-        if self.gradient_accumulation_fusion {
-            labels.push("fused grad accumulation".into());
-        }
-        if self.async_tensor_allreduce {
-            labels.push("async TP all-reduce".into());
-        }
-        labels.iter().map(|label| format!(" · {label}")).collect()
-    }
-}
+use super::Scenario;
 
 impl Scenario {
     /// One-line description used as chart and report titles.
     pub fn title(&self) -> String {
         let l = &self.layout;
-        let offload = match self.offload {
-            None => String::new(),
-            Some(Offload {
-                delayed_update: false,
-                ..
-            }) => " · ZeRO-Offload".into(),
-            Some(Offload {
-                delayed_update: true,
-                dpu_warmup_iterations,
-                ..
-            }) => format!(
-                " · ZeRO-Offload + DPU (warm-up {dpu_warmup_iterations}, {} iterations)",
-                self.iterations
-            ),
-        };
-        let contention = if self.network_contention {
-            " · contention"
-        } else {
-            ""
-        };
-        let options = TrainingOptionLabels {
-            sequence_parallel: self.sequence_parallel,
-            overlap_grad_reduce: self.overlap_grad_reduce,
-            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
-            gradient_accumulation_fusion: self.gradient_accumulation_fusion,
-            async_tensor_allreduce: self.async_tensor_allreduce,
-        }
-        .suffix();
+        let options = self.options.title_suffix(self.iterations);
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{options}{offload}{contention}",
+            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{options}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -94,17 +34,14 @@ impl Scenario {
             "layout": self.layout,
             "schedule": self.schedule,
             "recompute": self.recompute,
-            "pipeline_scatter_gather": self.pipeline_scatter_gather,
-            "network_contention": self.network_contention,
-            "sequence_parallel": self.sequence_parallel,
-            "overlap_grad_reduce": self.overlap_grad_reduce,
-            "grad_reduce_bucket_params": self.grad_reduce_bucket_params,
-            "gradient_accumulation_fusion": self.gradient_accumulation_fusion,
-            "async_tensor_allreduce": self.async_tensor_allreduce,
             "seed": self.seed,
         });
-        if let Some(offload) = &self.offload {
-            value["zero_offload"] = serde_json::json!(offload);
+        if let (Some(object), Ok(serde_json::Value::Object(options))) =
+            (value.as_object_mut(), serde_json::to_value(self.options))
+        {
+            object.extend(options);
+        }
+        if self.options.offload.is_some() {
             value["iterations"] = self.iterations.into();
         }
         value

@@ -1,6 +1,7 @@
-//! ZeRO-Offload options of a scenario and their validation.
+//! ZeRO-Offload options of a scenario, and how many consecutive iterations
+//! a scenario simulates (several only under ZeRO-Offload's delayed update).
 
-use super::ScenarioFile;
+use super::{ScenarioFile, TrainingOptions};
 use serde::{Deserialize, Serialize};
 
 /// DeepSpeed's default `reduce_bucket_size` (elements), used as the offload bucket.
@@ -22,46 +23,16 @@ pub struct Offload {
 }
 
 impl ScenarioFile {
-    /// The ZeRO-Offload keys and the iteration count; problems are appended.
-    pub(super) fn resolve_offload(
+    /// The number of consecutive iterations to simulate, given the resolved
+    /// options; problems are appended.
+    pub(super) fn resolve_iterations(
         &self,
-        pipeline_parallel: u32,
+        options: &TrainingOptions,
         problems: &mut Vec<String>,
-    ) -> (Option<Offload>, u32) {
-        let zero_offload = self.zero_offload.unwrap_or(false);
-        let delayed_update = self.delayed_update.unwrap_or(false);
-        if delayed_update && !zero_offload {
-            problems.push(
-                "delayed_update: needs zero_offload (the delayed parameter update overlaps ZeRO-Offload's CPU optimizer step; add --zero-offload)"
-                    .into(),
-            );
-        }
-        if self.dpu_warmup_iterations.is_some() && !delayed_update {
-            problems.push(
-                "dpu_warmup_iterations: only meaningful with delayed_update (--delayed-update)"
-                    .into(),
-            );
-        }
-        if self.offload_bucket_params.is_some() && !zero_offload {
-            problems.push("offload_bucket_params: only meaningful with zero_offload".into());
-        }
-        if self.offload_bucket_params == Some(0) {
-            problems.push("offload_bucket_params: must be at least 1".into());
-        }
-        if zero_offload && pipeline_parallel > 1 {
-            problems.push(format!(
-                "zero_offload: pipeline parallelism is not supported with ZeRO-Offload (pp = {pipeline_parallel}); it composes with data and tensor parallelism, as in the paper: use --pp 1"
-            ));
-        }
-        let warmup = self
-            .dpu_warmup_iterations
-            .unwrap_or(DEFAULT_DPU_WARMUP_ITERATIONS);
-        let default_iterations = if delayed_update && zero_offload {
-            warmup + 3
-        } else {
-            1
-        };
-        let iterations = self.iterations.unwrap_or(default_iterations);
+    ) -> u32 {
+        let zero_offload = options.offload.is_some();
+        let delayed = options.offload.filter(|offload| offload.delayed_update);
+        let iterations = self.iterations.unwrap_or(options.default_iterations());
         if iterations == 0 {
             problems.push("iterations: must be at least 1".into());
         } else if iterations > u16::MAX as u32 {
@@ -74,20 +45,15 @@ impl ScenarioFile {
                 "iterations: several consecutive iterations are simulated only with zero_offload (every other iteration is identical)"
                     .into(),
             );
-        } else if delayed_update && zero_offload && iterations < warmup + 3 {
-            problems.push(format!(
-                "iterations: {iterations} cannot show the delayed steady state (warm-up, a first delayed iteration, the measured one and one after it); with dpu_warmup_iterations = {warmup} simulate at least {}",
-                warmup + 3
-            ));
+        } else if let Some(offload) = delayed {
+            let warmup = offload.dpu_warmup_iterations;
+            if iterations < warmup + 3 {
+                problems.push(format!(
+                    "iterations: {iterations} cannot show the delayed steady state (warm-up, a first delayed iteration, the measured one and one after it); with dpu_warmup_iterations = {warmup} simulate at least {}",
+                    warmup + 3
+                ));
+            }
         }
-        let offload = zero_offload.then_some(Offload {
-            delayed_update,
-            dpu_warmup_iterations: warmup,
-            bucket_params: self
-                .offload_bucket_params
-                .unwrap_or(DEFAULT_OFFLOAD_BUCKET_PARAMS)
-                .max(1),
-        });
-        (offload, iterations.max(1))
+        iterations.max(1)
     }
 }

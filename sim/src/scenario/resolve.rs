@@ -158,32 +158,8 @@ impl ScenarioFile {
                 ));
             }
         }
-        let (offload, iterations) = self.resolve_offload(p, &mut problems);
-        if let Some(bucket) = self.grad_reduce_bucket_params {
-            if bucket == 0 {
-                problems.push("grad_reduce_bucket_params: must be at least 1".into());
-            }
-            if self.overlap_grad_reduce != Some(true) {
-                problems.push(
-                    "grad_reduce_bucket_params: needs overlap_grad_reduce (buckets only matter when the all-reduce overlaps the backward)".into(),
-                );
-            }
-            if offload.is_some() {
-                problems.push(
-                    "grad_reduce_bucket_params: zero_offload buckets its gradients with offload_bucket_params instead".into(),
-                );
-            }
-        }
-        if self.async_tensor_allreduce == Some(true) && self.sequence_parallel == Some(true) {
-            problems.push(
-                "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
-            );
-        }
-        if offload.is_some() && self.gradient_accumulation_fusion == Some(true) {
-            problems.push(
-                "gradient_accumulation_fusion: Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)".into(),
-            );
-        }
+        let options = self.options.resolve(p, &mut problems);
+        let iterations = self.resolve_iterations(&options, &mut problems);
         // Every task is held in memory (~170 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.
         let passes = if self.recompute.unwrap_or(Recompute::None) == Recompute::None {
@@ -225,15 +201,8 @@ impl ScenarioFile {
             },
             schedule,
             recompute,
-            pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             seed: self.seed.unwrap_or(0),
-            network_contention: self.network_contention.unwrap_or(false),
-            sequence_parallel: self.sequence_parallel.unwrap_or(false),
-            overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
-            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
-            gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
-            async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
-            offload,
+            options,
             iterations,
         })
     }

@@ -82,14 +82,20 @@ fn bad_offload_combinations_are_named() {
     };
     expect(
         ScenarioFile {
-            delayed_update: Some(true),
+            options: crate::scenario::TrainingOptionsFile {
+                delayed_update: Some(true),
+                ..single_gpu.options.clone()
+            },
             ..single_gpu.clone()
         },
         "delayed_update: needs zero_offload",
     );
     expect(
         ScenarioFile {
-            zero_offload: Some(true),
+            options: crate::scenario::TrainingOptionsFile {
+                zero_offload: Some(true),
+                ..Default::default()
+            },
             ..ScenarioFile::embedded_default()
         },
         "pipeline parallelism is not supported with ZeRO-Offload (pp = 16)",
@@ -103,25 +109,34 @@ fn bad_offload_combinations_are_named() {
     );
     expect(
         ScenarioFile {
-            zero_offload: Some(true),
-            delayed_update: Some(true),
-            dpu_warmup_iterations: Some(2),
             iterations: Some(4),
+            options: crate::scenario::TrainingOptionsFile {
+                zero_offload: Some(true),
+                delayed_update: Some(true),
+                dpu_warmup_iterations: Some(2),
+                ..single_gpu.options.clone()
+            },
             ..single_gpu.clone()
         },
         "simulate at least 5",
     );
     expect(
         ScenarioFile {
-            dpu_warmup_iterations: Some(2),
-            zero_offload: Some(true),
+            options: crate::scenario::TrainingOptionsFile {
+                dpu_warmup_iterations: Some(2),
+                zero_offload: Some(true),
+                ..single_gpu.options.clone()
+            },
             ..single_gpu.clone()
         },
         "dpu_warmup_iterations: only meaningful with delayed_update",
     );
     let scenario = ScenarioFile {
-        zero_offload: Some(true),
-        delayed_update: Some(true),
+        options: crate::scenario::TrainingOptionsFile {
+            zero_offload: Some(true),
+            delayed_update: Some(true),
+            ..single_gpu.options.clone()
+        },
         ..single_gpu
     }
     .resolve()

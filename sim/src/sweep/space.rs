@@ -9,15 +9,13 @@
 //! - GPipe and 1F1B with v = 1; interleaved with every v in 2..=`max_chunks`;
 //! - recompute none and full (selective on request);
 //! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes;
-//! - options every layout shares: sequence parallelism, overlapped (and
-//!   bucketed) gradient reduction, fused gradient accumulation, asynchronous
-//!   tensor all-reduce.
+//! - the training options every layout shares ([`TrainingOptionsFile`]).
 //!
 //! Generation order (the candidate order that sharding relies on): t
 //! ascending, then p ascending, then b ascending, then schedule (GPipe, 1F1B,
 //! interleaved v = 2, 3, …), then recompute (none, full).
 
-use crate::scenario::{Recompute, ScenarioFile, ScheduleKind};
+use crate::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use serde::{Deserialize, Serialize};
 
 /// What to sweep: model, cluster, size, batch and constraints. Serialized as
@@ -52,22 +50,11 @@ pub struct SweepSpace {
     /// Simulate layouts that do not fit in memory too (flagged in their records)
     /// instead of dropping them.
     pub ignore_memory: bool,
-    /// Options every layout runs with (absent from the header when off).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub sequence_parallel: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub overlap_grad_reduce: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grad_reduce_bucket_params: Option<u64>,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub gradient_accumulation_fusion: bool,
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub async_tensor_allreduce: bool,
+    /// Training options every layout runs with (absent from the header when unset).
+    #[serde(flatten)]
+    pub options: TrainingOptionsFile,
 }
 
-fn is_false(value: &bool) -> bool {
-    !value
-}
 
 impl SweepSpace {
     /// The default space: every schedule and recompute mode, b ≤ 8, v ≤ 8.
@@ -90,11 +77,7 @@ impl SweepSpace {
             tensor_parallel: None,
             pipeline_parallel: None,
             ignore_memory: false,
-            sequence_parallel: false,
-            overlap_grad_reduce: false,
-            grad_reduce_bucket_params: None,
-            gradient_accumulation_fusion: false,
-            async_tensor_allreduce: false,
+            options: TrainingOptionsFile::default(),
         }
     }
 
@@ -128,11 +111,7 @@ impl SweepSpace {
             topology: Some(self.topology.clone().into()),
             profile: self.profile.clone(),
             global_batch: Some(self.global_batch),
-            sequence_parallel: self.sequence_parallel.then_some(true),
-            overlap_grad_reduce: self.overlap_grad_reduce.then_some(true),
-            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
-            gradient_accumulation_fusion: self.gradient_accumulation_fusion.then_some(true),
-            async_tensor_allreduce: self.async_tensor_allreduce.then_some(true),
+            options: self.options.clone(),
             ..ScenarioFile::default()
         }
     }

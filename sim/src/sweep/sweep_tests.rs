@@ -161,7 +161,10 @@ fn ignore_memory_simulates_layouts_that_do_not_fit_and_flags_them() {
 fn shared_options_reach_every_layout_and_mark_the_sweep() {
     let plain = space();
     let with_options = SweepSpace {
-        sequence_parallel: true,
+        options: crate::scenario::TrainingOptionsFile {
+            sequence_parallel: Some(true),
+            ..Default::default()
+        },
         recompute: vec![crate::scenario::Recompute::Selective],
         ..space()
     };
@@ -169,7 +172,7 @@ fn shared_options_reach_every_layout_and_mark_the_sweep() {
         .unwrap()
         .candidates
         .iter()
-        .all(|c| with_options.scenario_file(&c.candidate).sequence_parallel == Some(true));
+        .all(|c| with_options.scenario_file(&c.candidate).options.sequence_parallel == Some(true));
     assert!(every_file_has_sequence_parallelism);
     // Sequence parallelism and selective recompute store fewer activation bytes.
     let peak = |output: &SweepOutput| -> u64 {

@@ -31,7 +31,7 @@ pub use keys::{MeasuredKey, Quantity, Variant};
 
 use crate::cost::layer_kernel_costs;
 use timeline::metrics::Metrics;
-use crate::scenario::{Recompute, ScenarioFile, ScheduleKind};
+use crate::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use crate::task_graph::ComputePass;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -239,20 +239,19 @@ fn case_scenario(
         microbatch_size: get("microbatch_size"),
         global_batch: get("global_batch"),
         schedule,
-        zero_offload: flag("zero_offload").or(offload_from_source(source).then_some(true)),
-        delayed_update: flag("delayed_update")
-            .or(delayed_update_from_source(source).then_some(true)),
+        options: TrainingOptionsFile {
+            zero_offload: flag("zero_offload").or(offload_from_source(source).then_some(true)),
+            delayed_update: flag("delayed_update")
+                .or(delayed_update_from_source(source).then_some(true)),
+            ..TrainingOptionsFile::default()
+        },
         ..ScenarioFile::default()
     };
-    let file = if runs_pytorch_ddp(source, get("pp").unwrap_or(1)) {
-        ScenarioFile {
-            overlap_grad_reduce: Some(true),
-            grad_reduce_bucket_params: Some(PYTORCH_DDP_BUCKET_PARAMS),
-            ..file
-        }
-    } else {
-        file
-    };
+    let mut file = file;
+    if runs_pytorch_ddp(source, get("pp").unwrap_or(1)) {
+        file.options.overlap_grad_reduce = Some(true);
+        file.options.grad_reduce_bucket_params = Some(PYTORCH_DDP_BUCKET_PARAMS);
+    }
     Ok((file, default_variant, ignored))
 }
 
@@ -324,12 +323,11 @@ impl Simulated {
 
 /// Simulates one variant.
 fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, String> {
-    let scenario = ScenarioFile {
-        recompute: Some(variant.recompute),
-        sequence_parallel: Some(variant.sequence_parallel),
-        ..file.clone()
-    }
-    .resolve()
+    let mut file = file.clone();
+    file.recompute = Some(variant.recompute);
+    file.options.sequence_parallel = Some(variant.sequence_parallel);
+    let scenario = file
+        .resolve()
     .map_err(|e| e.to_string())?;
     let report = crate::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
@@ -521,8 +519,8 @@ mod tests {
             "layout": {"tp": 2, "pp": 1, "dp": 4, "microbatch_size": 1, "global_batch": 8}
         });
         let (file, _, _) = case_scenario("sc21", &case, "Selene").unwrap();
-        assert_eq!(file.overlap_grad_reduce, Some(true));
-        assert_eq!(file.grad_reduce_bucket_params, Some(12_500_000));
+        assert_eq!(file.options.overlap_grad_reduce, Some(true));
+        assert_eq!(file.options.grad_reduce_bucket_params, Some(12_500_000));
         assert!(file.resolve().is_ok());
     }
 
@@ -534,8 +532,8 @@ mod tests {
             "layout": {"tp": 1, "pp": 1, "dp": 1, "microbatch_size": 8, "global_batch": 8}
         });
         let (file, _, _) = case_scenario("zo", &case, "one DGX-2 (V100)").unwrap();
-        assert_eq!(file.zero_offload, Some(true));
-        assert_eq!(file.delayed_update, Some(true));
+        assert_eq!(file.options.zero_offload, Some(true));
+        assert_eq!(file.options.delayed_update, Some(true));
         assert_eq!(file.topology, Some("dgx2-v100".into()));
         assert!(file.resolve().is_ok());
         let plain = serde_json::json!({
@@ -544,7 +542,7 @@ mod tests {
             "layout": {"tp": 1, "pp": 1, "dp": 1, "microbatch_size": 8, "global_batch": 8}
         });
         let (file, _, _) = case_scenario("plain", &plain, "Selene").unwrap();
-        assert_eq!((file.zero_offload, file.delayed_update), (None, None));
+        assert_eq!((file.options.zero_offload, file.options.delayed_update), (None, None));
         assert!(!delayed_update_from_source(
             "ZeRO-Offload, Figure 7, without DPU"
         ));

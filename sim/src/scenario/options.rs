@@ -1,0 +1,349 @@
+//! Training options: the one declaration of every option a training run can
+//! be simulated with, beyond the layout (t, p, d, v, b, B), schedule and
+//! recompute mode.
+//!
+//! [`TrainingOptionsFile`] is the raw form (every key optional), shared by
+//! the scenario file (flattened into [`super::ScenarioFile`]), the sweep
+//! space (flattened into its header) and the CLI (clap `flatten` in
+//! `simulate`, `execute` and `sweep`): the doc comment of each field is both
+//! its rustdoc and its `--help` text. [`TrainingOptionsFile::resolve`]
+//! validates it into [`TrainingOptions`], which the lowering, the cost model
+//! and titles read.
+//!
+//! Adding an option: a field in both structs below, its default and checks
+//! in `resolve`, its label in `title_suffix` if titles should show it, the
+//! code that uses it, and a test.
+
+use super::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
+use serde::{Deserialize, Serialize};
+
+/// Training options as written. Booleans are flags on the command line
+/// (`--sequence-parallel`, or `--sequence-parallel=false` to override a
+/// scenario file); unset keys take their defaults at resolution.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+pub struct TrainingOptionsFile {
+    /// Megatron's sequence parallelism: LayerNorm and dropout split across the
+    /// tensor ranks; all-reduces become reduce-scatter + all-gather (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub sequence_parallel: Option<bool>,
+    /// Start each model chunk's data-parallel gradient all-reduce as soon as its
+    /// last backward ends, overlapping the remaining backwards, instead of after
+    /// the last pass (default false, as in Megatron SC21).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub overlap_grad_reduce: Option<bool>,
+    /// With overlap_grad_reduce: split each chunk's last backward into gradient
+    /// buckets of at most PARAMS parameters (whole layers, at least one), each
+    /// all-reduced as soon as its layers are done, as PyTorch DDP does (its
+    /// 25 MB buckets: 12500000). Default: one all-reduce per chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "PARAMS")]
+    pub grad_reduce_bucket_params: Option<u64>,
+    /// Megatron's gradient-accumulation fusion with fp32 main gradients: weight
+    /// gradients accumulate inside the GEMMs (no per-microbatch add kernel) and
+    /// are all-reduced in fp32. Default false: unfused fp16 accumulation, as in
+    /// the SC21 and Korthikanti et al. 2022 fp16 runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long = "grad-accumulation-fusion", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub gradient_accumulation_fusion: Option<bool>,
+    /// Megatron's asynchronous tensor all-reduce (2022): each column-parallel
+    /// layer's backward all-reduce overlaps its weight-gradient GEMM; only the
+    /// part longer than that GEMM is exposed (default false: blocking, as in
+    /// SC21; not with sequence parallelism, where Megatron turns it off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub async_tensor_allreduce: Option<bool>,
+    /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
+    /// across the t NICs of a node, then all-gather over NVLink (default true,
+    /// as in SC21; =false sends whole activations on one NIC per rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long = "scatter-gather", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub pipeline_scatter_gather: Option<bool>,
+    /// Run pipeline transfers, collectives and ZeRO-Offload's PCIe copies as
+    /// flows sharing the fabric's links (NVSwitch ports, NICs, fat-tree cables,
+    /// PCIe and host links; max-min fair) instead of costing each alone; adds
+    /// the busiest links to --json (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long = "contention", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub network_contention: Option<bool>,
+    /// ZeRO-Offload: fp16 parameters and activations on the GPU; gradients
+    /// streamed to the CPU over PCIe, Adam on the CPU, parameters copied back
+    /// (default false; needs pp = 1; with dp > 1, ZeRO-2 partitioning).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub zero_offload: Option<bool>,
+    /// ZeRO-Offload's delayed parameter update: step N's CPU update overlaps
+    /// step N+1's forward and backward (default false; needs zero_offload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub delayed_update: Option<bool>,
+    /// Iterations run without delay before the delayed update starts (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "N")]
+    pub dpu_warmup_iterations: Option<u32>,
+    /// Gradient bucket size in parameters for the offload stream (default
+    /// 500000000: DeepSpeed's reduce_bucket_size), rounded to whole layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "PARAMS")]
+    pub offload_bucket_params: Option<u64>,
+}
+
+/// Training options, validated, with defaults filled in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TrainingOptions {
+    /// LayerNorm/dropout split across tensor ranks (Megatron sequence parallelism).
+    pub sequence_parallel: bool,
+    /// Per-chunk data-parallel all-reduces start as each chunk's backward ends.
+    pub overlap_grad_reduce: bool,
+    /// With `overlap_grad_reduce`: gradient buckets of at most this many
+    /// parameters (at least one layer) inside each chunk's last backward
+    /// (None: one per chunk).
+    pub grad_reduce_bucket_params: Option<u64>,
+    /// Weight gradients accumulate in fp32 inside the GEMMs (no per-microbatch
+    /// accumulation kernel; fp32 data-parallel all-reduce).
+    pub gradient_accumulation_fusion: bool,
+    /// Column-parallel backward all-reduces overlap their weight-gradient GEMMs.
+    pub async_tensor_allreduce: bool,
+    /// Cross-node pipeline transfers scatter over the t NICs and gather over NVLink.
+    pub pipeline_scatter_gather: bool,
+    /// Communication shares the fabric's links (flow-level contention).
+    pub network_contention: bool,
+    /// ZeRO-Offload placement, when enabled.
+    #[serde(rename = "zero_offload", skip_serializing_if = "Option::is_none")]
+    pub offload: Option<Offload>,
+}
+
+impl TrainingOptionsFile {
+    /// Fills unset keys of `self` from `base`.
+    pub fn or(self, base: TrainingOptionsFile) -> TrainingOptionsFile {
+        TrainingOptionsFile {
+            sequence_parallel: self.sequence_parallel.or(base.sequence_parallel),
+            overlap_grad_reduce: self.overlap_grad_reduce.or(base.overlap_grad_reduce),
+            grad_reduce_bucket_params: self
+                .grad_reduce_bucket_params
+                .or(base.grad_reduce_bucket_params),
+            gradient_accumulation_fusion: self
+                .gradient_accumulation_fusion
+                .or(base.gradient_accumulation_fusion),
+            async_tensor_allreduce: self.async_tensor_allreduce.or(base.async_tensor_allreduce),
+            pipeline_scatter_gather: self
+                .pipeline_scatter_gather
+                .or(base.pipeline_scatter_gather),
+            network_contention: self.network_contention.or(base.network_contention),
+            zero_offload: self.zero_offload.or(base.zero_offload),
+            delayed_update: self.delayed_update.or(base.delayed_update),
+            dpu_warmup_iterations: self.dpu_warmup_iterations.or(base.dpu_warmup_iterations),
+            offload_bucket_params: self.offload_bucket_params.or(base.offload_bucket_params),
+        }
+    }
+
+    /// The options with defaults filled in, unchecked (titles of sweeps that
+    /// have not resolved a scenario yet use it).
+    pub fn with_defaults(&self) -> TrainingOptions {
+        let zero_offload = self.zero_offload.unwrap_or(false);
+        TrainingOptions {
+            sequence_parallel: self.sequence_parallel.unwrap_or(false),
+            overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
+            grad_reduce_bucket_params: self.grad_reduce_bucket_params,
+            gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
+            async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
+            pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
+            network_contention: self.network_contention.unwrap_or(false),
+            offload: zero_offload.then_some(Offload {
+                delayed_update: self.delayed_update.unwrap_or(false),
+                dpu_warmup_iterations: self
+                    .dpu_warmup_iterations
+                    .unwrap_or(DEFAULT_DPU_WARMUP_ITERATIONS),
+                bucket_params: self
+                    .offload_bucket_params
+                    .unwrap_or(DEFAULT_OFFLOAD_BUCKET_PARAMS)
+                    .max(1),
+            }),
+        }
+    }
+
+    /// Validates the options for a layout with `pipeline_parallel` stages;
+    /// every problem is appended, naming its key.
+    pub fn resolve(&self, pipeline_parallel: u32, problems: &mut Vec<String>) -> TrainingOptions {
+        let options = self.with_defaults();
+        let zero_offload = options.offload.is_some();
+        let delayed_update = self.delayed_update.unwrap_or(false);
+        if delayed_update && !zero_offload {
+            problems.push(
+                "delayed_update: needs zero_offload (the delayed parameter update overlaps ZeRO-Offload's CPU optimizer step; add --zero-offload)"
+                    .into(),
+            );
+        }
+        if self.dpu_warmup_iterations.is_some() && !delayed_update {
+            problems.push(
+                "dpu_warmup_iterations: only meaningful with delayed_update (--delayed-update)"
+                    .into(),
+            );
+        }
+        if self.offload_bucket_params.is_some() && !zero_offload {
+            problems.push("offload_bucket_params: only meaningful with zero_offload".into());
+        }
+        if self.offload_bucket_params == Some(0) {
+            problems.push("offload_bucket_params: must be at least 1".into());
+        }
+        if zero_offload && pipeline_parallel > 1 {
+            problems.push(format!(
+                "zero_offload: pipeline parallelism is not supported with ZeRO-Offload (pp = {pipeline_parallel}); it composes with data and tensor parallelism, as in the paper: use --pp 1"
+            ));
+        }
+        if let Some(bucket) = self.grad_reduce_bucket_params {
+            if bucket == 0 {
+                problems.push("grad_reduce_bucket_params: must be at least 1".into());
+            }
+            if self.overlap_grad_reduce != Some(true) {
+                problems.push(
+                    "grad_reduce_bucket_params: needs overlap_grad_reduce (buckets only matter when the all-reduce overlaps the backward)".into(),
+                );
+            }
+            if zero_offload {
+                problems.push(
+                    "grad_reduce_bucket_params: zero_offload buckets its gradients with offload_bucket_params instead".into(),
+                );
+            }
+        }
+        if options.async_tensor_allreduce && options.sequence_parallel {
+            problems.push(
+                "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
+            );
+        }
+        if zero_offload && options.gradient_accumulation_fusion {
+            problems.push(
+                "gradient_accumulation_fusion: Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)".into(),
+            );
+        }
+        options
+    }
+}
+
+impl TrainingOptions {
+    /// Consecutive iterations simulated unless the scenario says otherwise:
+    /// 1, or with the delayed update its warm-up plus 3 (a first delayed
+    /// iteration, the measured one and one after it).
+    pub fn default_iterations(&self) -> u32 {
+        match self.offload {
+            Some(offload) if offload.delayed_update => offload.dpu_warmup_iterations + 3,
+            _ => 1,
+        }
+    }
+
+    /// " · label" for every option that is on, in a fixed order ("" when
+    /// none is); `iterations` is the number simulated (shown with the delayed update).
+    pub fn title_suffix(&self, iterations: u32) -> String {
+        let mut labels = Vec::new();
+        if self.sequence_parallel {
+            labels.push("sequence parallel".to_string());
+        }
+        match (self.overlap_grad_reduce, self.grad_reduce_bucket_params) {
+            (false, _) => {}
+            (true, None) => labels.push("overlapped grad reduce".into()),
+            (true, Some(bucket)) => {
+                labels.push(format!("overlapped grad reduce ({bucket}-param buckets)"))
+            }
+        }
+        if self.gradient_accumulation_fusion {
+            labels.push("fused grad accumulation".into());
+        }
+        if self.async_tensor_allreduce {
+            labels.push("async TP all-reduce".into());
+        }
+        match self.offload {
+            None => {}
+            Some(Offload {
+                delayed_update: false,
+                ..
+            }) => labels.push("ZeRO-Offload".into()),
+            Some(Offload {
+                delayed_update: true,
+                dpu_warmup_iterations,
+                ..
+            }) => labels.push(format!(
+                "ZeRO-Offload + DPU (warm-up {dpu_warmup_iterations}, {iterations} iterations)"
+            )),
+        }
+        if self.network_contention {
+            labels.push("contention".into());
+        }
+        labels.iter().map(|label| format!(" · {label}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_options_take_their_documented_defaults() {
+        let options = TrainingOptionsFile::default().with_defaults();
+        assert!(options.pipeline_scatter_gather);
+        assert!(!options.sequence_parallel && !options.network_contention);
+        assert_eq!(options.offload, None);
+        assert_eq!(options.title_suffix(1), "");
+    }
+
+    #[test]
+    fn a_file_value_is_kept_unless_a_flag_overrides_it() {
+        let file = TrainingOptionsFile {
+            sequence_parallel: Some(true),
+            pipeline_scatter_gather: Some(false),
+            ..TrainingOptionsFile::default()
+        };
+        let flags = TrainingOptionsFile {
+            sequence_parallel: Some(false),
+            ..TrainingOptionsFile::default()
+        };
+        let merged = flags.or(file).with_defaults();
+        assert!(!merged.sequence_parallel);
+        assert!(!merged.pipeline_scatter_gather);
+    }
+
+    #[test]
+    fn titles_name_every_option_that_is_on_in_a_fixed_order() {
+        let options = TrainingOptionsFile {
+            sequence_parallel: Some(true),
+            overlap_grad_reduce: Some(true),
+            grad_reduce_bucket_params: Some(1000),
+            zero_offload: Some(true),
+            delayed_update: Some(true),
+            network_contention: Some(true),
+            ..TrainingOptionsFile::default()
+        }
+        .with_defaults();
+        assert_eq!(
+            options.title_suffix(4),
+            " · sequence parallel · overlapped grad reduce (1000-param buckets) · ZeRO-Offload + DPU (warm-up 1, 4 iterations) · contention"
+        );
+    }
+
+    #[test]
+    fn conflicting_options_are_all_reported_by_key() {
+        let mut problems = Vec::new();
+        TrainingOptionsFile {
+            sequence_parallel: Some(true),
+            async_tensor_allreduce: Some(true),
+            grad_reduce_bucket_params: Some(0),
+            delayed_update: Some(true),
+            ..TrainingOptionsFile::default()
+        }
+        .resolve(1, &mut problems);
+        let keys: Vec<&str> = problems
+            .iter()
+            .map(|p| p.split(':').next().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "delayed_update",
+                "grad_reduce_bucket_params",
+                "grad_reduce_bucket_params",
+                "async_tensor_allreduce"
+            ],
+            "{problems:?}"
+        );
+    }
+}

@@ -10,7 +10,7 @@ use crate::output::{render_to_file, Picture, PlotError};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use sim::scenario::ScheduleKind;
-use sim::sweep::SweepRecord;
+use studies::sweep::SweepRecord;
 use std::path::Path;
 
 const WIDTH_PX: u32 = 1200;
@@ -166,7 +166,7 @@ mod tests {
     use super::*;
     use crate::output::render_svg_string;
     use sim::scenario::Recompute;
-    use sim::sweep::Candidate;
+    use studies::sweep::Candidate;
 
     fn record(index: u32, schedule: ScheduleKind, samples_per_s: f64) -> SweepRecord {
         SweepRecord {

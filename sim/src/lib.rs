@@ -13,11 +13,13 @@
 //! 5. [`cost`]: the duration of every distinct piece of work, from the
 //!    calibration [`profile`] (measured entries win) and the topology;
 //! 6. [`engine`]: a deterministic discrete-event simulation in integer
-//!    nanoseconds producing a [`timeline::Timeline`];
-//! 7. [`metrics`]: iteration time, TFLOP/s, bubble fraction, exposed
-//!    communication, memory — computed from the Timeline alone;
-//! 8. [`sweep`]: every valid layout of a model on N GPUs, memory-filtered,
-//!    simulated in parallel, ranked; shardable and mergeable.
+//!    nanoseconds producing a `timeline::Timeline`;
+//! 7. metrics (iteration time, TFLOP/s, bubble fraction, exposed
+//!    communication) are computed from the Timeline alone by the `timeline`
+//!    crate; [`memory`] adds memory per GPU.
+//!
+//! Studies over many simulations (sweeps, validation, the largest model that
+//! fits) live in the `studies` crate.
 //!
 //! ```
 //! use sim::scenario::ScenarioFile;
@@ -32,7 +34,6 @@ pub mod engine;
 pub mod flows;
 pub mod ids;
 pub mod lowering;
-pub mod max_model;
 pub mod memory;
 pub mod network;
 pub mod offload;
@@ -41,12 +42,10 @@ pub mod profile;
 pub mod scenario;
 pub mod schedule;
 mod simulate;
-pub mod sweep;
 pub mod task;
 pub mod task_graph;
 pub mod tensor_pass;
 pub mod time;
-pub mod validation;
 
 pub use simulate::{
     build_graph, run_graph, simulate, timeline_from_spans, uniform_costs, LinkLoad,

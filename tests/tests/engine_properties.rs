@@ -191,7 +191,7 @@ fn dev_set_predictions_stay_within_the_regression_band() {
         eprintln!("skipping: ../shared/validation/dev-set.json not found beside the checkout");
         return;
     };
-    let rows = sim::validation::run_dev_set(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let rows = studies::validation::run_dev_set(&std::fs::read_to_string(path).unwrap()).unwrap();
     let predicted: Vec<_> = rows.iter().filter(|r| r.predicted.is_some()).collect();
     assert!(
         predicted.len() >= 6,

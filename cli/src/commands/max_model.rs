@@ -13,7 +13,7 @@ fn gib(bytes: u64) -> f64 {
 
 /// Prints the largest model that fits (or why none does).
 pub fn run(scenario: &Scenario, json: bool) -> anyhow::Result<()> {
-    let found = sim::max_model::largest_model(scenario);
+    let found = studies::max_model::largest_model(scenario);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if json {

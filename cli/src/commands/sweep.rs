@@ -1,5 +1,5 @@
 //! `clustersim sweep`: every valid layout of a model on N GPUs, memory-checked,
-//! simulated in parallel and ranked (`sim::sweep`); `--shard i/n` runs 1/n of
+//! simulated in parallel and ranked (`studies::sweep`); `--shard i/n` runs 1/n of
 //! the candidates and `clustersim sweep merge` combines the shard files into
 //! exactly what the unsharded sweep writes. This module parses flags, draws
 //! the progress bar and prints the table.
@@ -8,7 +8,7 @@ use crate::exit::user_error;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::scenario::{Recompute, ScheduleKind, TrainingOptionsFile};
-use sim::sweep::{self, Shard, SweepError, SweepOutput, SweepSpace};
+use studies::sweep::{self, Shard, SweepError, SweepOutput, SweepSpace};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -17,7 +17,7 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.dev_set)
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.dev_set.display())))?;
-    let rows = sim::validation::run_dev_set(&text)
+    let rows = studies::validation::run_dev_set(&text)
         .map_err(|e| user_error(format!("{}: {e}", args.dev_set.display())))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);

@@ -29,10 +29,10 @@ mod keys;
 
 pub use keys::{MeasuredKey, Quantity, Variant};
 
-use crate::cost::layer_kernel_costs;
+use sim::cost::layer_kernel_costs;
 use timeline::metrics::Metrics;
-use crate::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
-use crate::task_graph::ComputePass;
+use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use sim::task_graph::ComputePass;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -136,7 +136,7 @@ pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
                         id,
                         key,
                         published,
-                        "not modeled: unknown measured quantity (see `sim::validation::keys`)",
+                        "not modeled: unknown measured quantity (see `studies::validation::keys`)",
                     ));
                     continue;
                 }
@@ -329,7 +329,7 @@ fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, 
     let scenario = file
         .resolve()
     .map_err(|e| e.to_string())?;
-    let report = crate::simulate(&scenario).map_err(|e| e.to_string())?;
+    let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
         metrics: report.metrics,
         peak_flops_per_s: scenario.topology.gpu.peak.fp16_flops_per_s,

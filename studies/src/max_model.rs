@@ -5,9 +5,9 @@
 //! exponential then binary search over layer counts (multiples of p·v) finds it
 //! from the memory model alone, without simulating time.
 
-use crate::memory::{memory_per_stage, MemoryBreakdown};
-use crate::scenario::Scenario;
-use crate::schedule::PipelineSchedule;
+use sim::memory::{memory_per_stage, MemoryBreakdown};
+use sim::scenario::Scenario;
+use sim::schedule::PipelineSchedule;
 use models::formulas;
 use serde::Serialize;
 
@@ -74,7 +74,7 @@ pub fn largest_model(scenario: &Scenario) -> Option<LargestModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::ScenarioFile;
+    use sim::scenario::ScenarioFile;
 
     fn single_v100(offload: bool) -> Scenario {
         ScenarioFile {
@@ -85,8 +85,8 @@ mod tests {
             dp: Some(1),
             microbatch_size: Some(1),
             global_batch: Some(1),
-            recompute: Some(crate::scenario::Recompute::Full),
-            options: crate::scenario::TrainingOptionsFile {
+            recompute: Some(sim::scenario::Recompute::Full),
+            options: sim::scenario::TrainingOptionsFile {
                 zero_offload: Some(offload),
                 ..Default::default()
             },
@@ -104,7 +104,7 @@ mod tests {
             assert!(found.peak.fits);
             let mut bigger = scenario.clone();
             bigger.model.layers = found.layers + 1;
-            let (schedule, _) = crate::build_graph(&bigger);
+            let (schedule, _) = sim::build_graph(&bigger);
             assert!(!memory_per_stage(&bigger, &schedule)[0].fits);
         }
         // Offload keeps 2 instead of 16 bytes of model state per parameter on the GPU.

@@ -2,7 +2,7 @@
 //! they generate ([`Candidate`]s, before validation), in a fixed order.
 //!
 //! The sweep's own rules — everything else is left to
-//! [`crate::scenario::ScenarioFile::resolve`]:
+//! [`sim::scenario::ScenarioFile::resolve`]:
 //! - t·p·d = N exactly (t and p range over the divisors of N);
 //! - t ≤ GPUs per node unless `allow_cross_node_tp`;
 //! - microbatch size b ∈ {1, 2, 4, …} up to `max_microbatch`;
@@ -15,7 +15,7 @@
 //! ascending, then p ascending, then b ascending, then schedule (GPipe, 1F1B,
 //! interleaved v = 2, 3, …), then recompute (none, full).
 
-use crate::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use serde::{Deserialize, Serialize};
 
 /// What to sweep: model, cluster, size, batch and constraints. Serialized as

@@ -6,8 +6,8 @@
 use super::enumerate::ValidCandidate;
 use super::space::Candidate;
 use super::SweepError;
-use crate::memory::memory_per_stage;
-use crate::schedule::PipelineSchedule;
+use sim::memory::memory_per_stage;
+use sim::schedule::PipelineSchedule;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -157,7 +157,7 @@ pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
 
 fn simulate_one(candidate: &ValidCandidate) -> Result<SweepRecord, SweepError> {
     let scenario = &candidate.scenario;
-    let report = crate::simulate(scenario).map_err(|error| SweepError::Deadlock {
+    let report = sim::simulate(scenario).map_err(|error| SweepError::Deadlock {
         layout: candidate.candidate.label(),
         message: error.to_string(),
     })?;

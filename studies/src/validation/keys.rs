@@ -12,7 +12,7 @@
 //! SC21 run). Keys containing `derived` or starting with `compare_with` restate
 //! another figure and are not predicted separately.
 
-use crate::scenario::Recompute;
+use sim::scenario::Recompute;
 
 /// A quantity the simulator can predict for a whole iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

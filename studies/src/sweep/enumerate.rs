@@ -1,5 +1,5 @@
 //! Enumeration: every tuple of the [`SweepSpace`] goes through
-//! [`crate::scenario::ScenarioFile::resolve`], the single source of truth for
+//! [`sim::scenario::ScenarioFile::resolve`], the single source of truth for
 //! validity; the tuples it accepts are the sweep's candidates, numbered in
 //! generation order. Resolution runs in parallel (rayon) and keeps the order.
 //! Rejections are counted per field named by the validation message (`tp`,
@@ -7,7 +7,7 @@
 
 use super::space::{Candidate, SweepSpace};
 use super::SweepError;
-use crate::scenario::{Scenario, ScenarioError};
+use sim::scenario::{Scenario, ScenarioError};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! and the memory model drops layouts with the right reason.
 
 use super::*;
-use crate::scenario::ScheduleKind;
+use sim::scenario::ScheduleKind;
 
 fn space() -> SweepSpace {
     SweepSpace {
@@ -161,11 +161,11 @@ fn ignore_memory_simulates_layouts_that_do_not_fit_and_flags_them() {
 fn shared_options_reach_every_layout_and_mark_the_sweep() {
     let plain = space();
     let with_options = SweepSpace {
-        options: crate::scenario::TrainingOptionsFile {
+        options: sim::scenario::TrainingOptionsFile {
             sequence_parallel: Some(true),
             ..Default::default()
         },
-        recompute: vec![crate::scenario::Recompute::Selective],
+        recompute: vec![sim::scenario::Recompute::Selective],
         ..space()
     };
     let every_file_has_sequence_parallelism = enumerate(&with_options)

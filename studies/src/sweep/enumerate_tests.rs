@@ -2,7 +2,7 @@
 //! `resolve()`: the enumerator keeps nothing invalid and drops nothing valid.
 
 use super::*;
-use crate::scenario::{Recompute, ScheduleKind};
+use sim::scenario::{Recompute, ScheduleKind};
 use std::collections::BTreeSet;
 
 /// Brute force: every (t, p, d) in 1..=N³, every b in 1..=max_b, every

@@ -4,8 +4,8 @@
 //! 1. [`space`]: the sweep's own rules generate (t, p, d, b, schedule, v,
 //!    recompute) tuples — t·p·d = N, t at most a node unless cross-node tensor
 //!    parallelism is allowed, b a power of two up to a maximum, v up to a maximum;
-//! 2. [`enumerate`]: each tuple becomes a [`crate::scenario::ScenarioFile`] and
-//!    [`crate::scenario::ScenarioFile::resolve`] alone decides validity; the
+//! 2. [`enumerate`]: each tuple becomes a [`sim::scenario::ScenarioFile`] and
+//!    [`sim::scenario::ScenarioFile::resolve`] alone decides validity; the
 //!    survivors, in generation order, are the *candidates*, numbered 0, 1, …;
 //! 3. [`shard`]: `--shard i/n` keeps candidate k when k mod n = i;
 //! 4. [`run`]: the memory model drops layouts that do not fit (without
@@ -18,7 +18,7 @@
 //! unsharded sweep writes. Nothing here iterates a `HashMap` into output.
 //!
 //! ```
-//! use sim::sweep::{enumerate, run_candidates, SweepOutput, SweepSpace};
+//! use studies::sweep::{enumerate, run_candidates, SweepOutput, SweepSpace};
 //! let space = SweepSpace::new("tiny", "dgx-a100", 8, 16);
 //! let enumeration = enumerate(&space).unwrap();
 //! let outcome = run_candidates(&enumeration.candidates, false, &|_, _| {}).unwrap();
@@ -47,7 +47,7 @@ pub use run::{run_candidates, DropReason, DroppedRecord, RunOutcome, SweepRecord
 pub use shard::Shard;
 pub use space::{Candidate, SweepSpace};
 
-use crate::scenario::ScenarioError;
+use sim::scenario::ScenarioError;
 
 /// Problems with a sweep, its shards or its files.
 #[derive(Debug, thiserror::Error)]

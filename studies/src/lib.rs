@@ -1,0 +1,23 @@
+//! # studies — many simulations, one question
+//!
+//! Each study runs the simulator (`sim`) over many scenarios and turns the
+//! results into an answer:
+//! - [`sweep`]: every valid layout (t, p, d, b, schedule, v, recompute) of a
+//!   model on N GPUs, memory-filtered, simulated in parallel (rayon), ranked;
+//!   shardable, with shards that merge into the unsharded output byte for byte;
+//! - [`validation`]: published measurements (a dev-set JSON file) run through
+//!   the simulator, predicted against published, with a reason for every
+//!   figure that cannot be predicted;
+//! - [`max_model`]: the largest model of a family that fits in memory under
+//!   ZeRO-Offload (the paper's Figure 7 question).
+//!
+//! ```
+//! use studies::sweep::{enumerate, SweepSpace};
+//! let space = SweepSpace::new("tiny", "dgx-a100", 4, 8);
+//! let enumeration = enumerate(&space).unwrap();
+//! assert!(!enumeration.candidates.is_empty());
+//! ```
+
+pub mod max_model;
+pub mod sweep;
+pub mod validation;

@@ -37,7 +37,7 @@ enum Command {
     Execute(commands::execute::ExecuteArgs),
     /// Time GEMMs, HBM, PCIe, NCCL and CPU Adam on this machine and write a calibration profile.
     Calibrate(commands::calibrate::CalibrateArgs),
-    /// Run published measurements (e.g. shared/validation/dev-set.json) through the simulator.
+    /// Run published measurements (e.g. validation/dev-set.json) through the simulator.
     Validate(commands::validate::ValidateArgs),
     /// List the built-in models, topologies and calibration profiles.
     Presets,

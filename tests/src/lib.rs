@@ -30,9 +30,10 @@ pub fn small_scenario(
     .expect("valid small scenario")
 }
 
-/// Path of the shared validation set, if this checkout has `../shared` beside it.
-pub fn dev_set_path() -> Option<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let path = root.parent()?.join("shared/validation/dev-set.json");
-    path.exists().then_some(path)
+/// Path of the validation set committed in the repository (`validation/dev-set.json`).
+pub fn dev_set_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the workspace")
+        .join("validation/dev-set.json")
 }

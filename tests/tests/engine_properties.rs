@@ -187,10 +187,7 @@ fn dev_set_predictions_stay_within_the_regression_band() {
     // Not a fit: the default profile is built from hardware facts only. This
     // guards against regressions of the cost model: today every prediction is
     // within 10.5% of the published figure (see the issue notes for the table).
-    let Some(path) = tests::dev_set_path() else {
-        eprintln!("skipping: ../shared/validation/dev-set.json not found beside the checkout");
-        return;
-    };
+    let path = tests::dev_set_path();
     let rows = studies::validation::run_dev_set(&std::fs::read_to_string(path).unwrap()).unwrap();
     let predicted: Vec<_> = rows.iter().filter(|r| r.predicted.is_some()).collect();
     assert!(

@@ -5,9 +5,9 @@ use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  clustersim validate ../shared/validation/dev-set.json")]
+#[command(after_help = "Example:\n  clustersim validate validation/dev-set.json")]
 pub struct ValidateArgs {
-    /// A file of published cases (shared/validation/dev-set.json format).
+    /// A file of published cases (validation/dev-set.json format).
     pub dev_set: PathBuf,
     /// Print the rows as JSON.
     #[arg(long)]

@@ -1,5 +1,5 @@
 //! Runs published measurements (a "dev set" file like
-//! shared/validation/dev-set.json) through the simulator and lines the
+//! validation/dev-set.json in the repository) through the simulator and lines the
 //! predictions up against them. Nothing here tunes anything: every case runs
 //! with the default profile of its topology.
 //!

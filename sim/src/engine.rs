@@ -11,13 +11,13 @@
 //! owns all its state in dense `Vec`s indexed by task id; no allocation per
 //! event beyond the heap's amortized growth.
 //!
-//! With a fabric ([`run_with_fabric`]), tasks a [`FlowPlanner`] turns into
+//! With a fabric ([`run_with_fabric`]), tasks a [`crate::network::FlowPlanner`] turns into
 //! flows (pipeline transfers, collectives and PCIe copies) share link bandwidth max-min fairly in
 //! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
 //! completes plus its fixed tail. Everything else keeps its fixed duration.
 
 use crate::ids::TaskId;
-use crate::network::{Fabric, FairShareNetwork, LinkUtilization};
+use crate::network::{FairShareNetwork, FlowEnds, LinkUtilization, SharedFabric};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
 use petgraph::graph::NodeIndex;
@@ -126,38 +126,6 @@ pub struct DeadlockError {
     pub stuck: usize,
     pub total: usize,
     pub first: String,
-}
-
-/// Where a flow runs: between two GPUs, or between a GPU and its host's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowEnds {
-    /// Source GPU, destination GPU.
-    Gpus(u32, u32),
-    /// A device-to-host copy from this GPU.
-    ToHost(u32),
-    /// A host-to-device copy to this GPU.
-    FromHost(u32),
-}
-
-/// How a communication task runs on a shared fabric: flows, then a fixed tail
-/// (per-step latencies, intra-node phases) once the last flow ends.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FlowPlan {
-    /// (where, bytes).
-    pub flows: Vec<(FlowEnds, u64)>,
-    pub tail: SimDuration,
-}
-
-/// Tasks that contend for a fabric: the engine asks for each task's plan when it
-/// starts; `None` means the task's duration is fixed.
-pub trait FlowPlanner {
-    fn plan(&self, task: TaskId) -> Option<FlowPlan>;
-}
-
-/// The fabric and its fair-share state during a run.
-pub struct SharedFabric<'a> {
-    pub fabric: &'a Fabric,
-    pub planner: &'a dyn FlowPlanner,
 }
 
 /// The engine's mutable state while it runs.

@@ -31,7 +31,6 @@
 pub mod collective;
 pub mod cost;
 pub mod engine;
-pub mod flows;
 pub mod ids;
 pub mod lowering;
 pub mod memory;

@@ -31,7 +31,7 @@
 //!
 //! Not modelled: the global gradient-norm reduction before the CPU step, CPU
 //! gradient accumulation time for m > 1. Under `--contention` the PCIe copies
-//! and ZeRO-2 collectives run as fabric flows (`crate::flows`).
+//! and ZeRO-2 collectives run as fabric flows (`crate::network::FabricFlowPlanner`).
 
 use crate::ids::{Rank, TaskId};
 use crate::memory::parameters_on_rank;

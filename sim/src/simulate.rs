@@ -2,8 +2,8 @@
 //! costs → engine → timeline → metrics and memory.
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
-use crate::engine::{self, DeadlockError, SharedFabric};
-use crate::flows::FabricFlowPlanner;
+use crate::engine::{self, DeadlockError};
+use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use timeline::metrics::{self, Metrics};

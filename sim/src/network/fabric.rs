@@ -111,6 +111,33 @@ fn capped(achieved: f64, line_rate: f64) -> f64 {
 }
 
 impl Fabric {
+    /// The fat tree of a multi-node topology and its leaves per NIC rail, or
+    /// why the tree cannot hold the rail-optimized placement of its nodes.
+    /// Scenario validation calls this, so a simulation never meets the error.
+    pub fn fat_tree_of(topology: &TopologySpec) -> Result<Option<(FatTree, u64)>, FabricError> {
+        let nodes = topology.nodes;
+        let nics_per_node = topology.fabric.nics_per_node;
+        if nodes <= 1 || nics_per_node == 0 {
+            return Ok(None);
+        }
+        let fat_tree = FatTree::new(topology.fabric.switch_radix, topology.fabric.fat_tree_levels);
+        let leaves_per_rail = (nodes as u64).div_ceil(fat_tree.arity);
+        let needed = nics_per_node as u64 * leaves_per_rail * fat_tree.arity;
+        if needed > fat_tree.max_endpoints() {
+            return Err(FabricError::TreeTooSmall {
+                topology: topology.name.clone(),
+                levels: fat_tree.levels,
+                radix: topology.fabric.switch_radix,
+                capacity: fat_tree.max_endpoints(),
+                needed,
+                nodes,
+                rails: nics_per_node,
+                per_leaf: fat_tree.arity,
+            });
+        }
+        Ok(Some((fat_tree, leaves_per_rail)))
+    }
+
     /// Builds every link of `topology` with the rates `profile` says are achieved.
     pub fn new(topology: &TopologySpec, profile: &Profile) -> Result<Fabric, FabricError> {
         let nodes = topology.nodes;
@@ -135,29 +162,10 @@ impl Fabric {
             topology.fabric.nic_bandwidth_bytes_per_s,
         );
 
-        let mut tree = None;
-        let mut leaves_per_rail = 0;
-        if nics_per_node > 0 {
-            let fat_tree = FatTree::new(
-                topology.fabric.switch_radix,
-                topology.fabric.fat_tree_levels,
-            );
-            leaves_per_rail = (nodes as u64).div_ceil(fat_tree.arity);
-            let needed = nics_per_node as u64 * leaves_per_rail * fat_tree.arity;
-            if needed > fat_tree.max_endpoints() {
-                return Err(FabricError::TreeTooSmall {
-                    topology: topology.name.clone(),
-                    levels: fat_tree.levels,
-                    radix: topology.fabric.switch_radix,
-                    capacity: fat_tree.max_endpoints(),
-                    needed,
-                    nodes,
-                    rails: nics_per_node,
-                    per_leaf: fat_tree.arity,
-                });
-            }
-            tree = Some(fat_tree);
-        }
+        let (tree, leaves_per_rail) = match Fabric::fat_tree_of(topology)? {
+            Some((fat_tree, leaves_per_rail)) => (Some(fat_tree), leaves_per_rail),
+            None => (None, 0),
+        };
 
         let mut links = Vec::new();
         let mut add = |kind: LinkKind, count: u64, capacity_bytes_per_s: f64| {

@@ -1,5 +1,7 @@
-//! The flow-level network: the links of a cluster ([`Fabric`]), routes between
-//! GPUs, and the sharing of link bandwidth among concurrent transfers.
+//! The flow-level network behind `--contention`, in one place: the links of a
+//! cluster ([`Fabric`]), routes between GPUs, which communication tasks
+//! become flows over them ([`FabricFlowPlanner`]), and the sharing of link
+//! bandwidth among concurrent transfers.
 //!
 //! A transfer is a *flow*: bytes over a [`Route`] (a list of directed links). Every
 //! active flow gets its max-min fair share of bandwidth (progressive filling: no
@@ -25,6 +27,7 @@
 
 mod fabric;
 mod fair_share;
+mod flows;
 mod fat_tree;
 mod reference;
 mod utilization;
@@ -39,6 +42,7 @@ use serde::{Deserialize, Serialize};
 
 pub use fabric::{Fabric, FabricError, Link, LinkKind, Route};
 pub use fair_share::FairShareNetwork;
+pub use flows::{FabricFlowPlanner, FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
 pub use fat_tree::{splitmix64, FatTree, TreeHop};
 pub use reference::ReferenceNetwork;
 pub use utilization::{BusyLink, LinkUtilization};

@@ -159,6 +159,11 @@ impl ScenarioFile {
             }
         }
         let options = self.options.resolve(p, &mut problems);
+        if let (true, Some(topology)) = (options.network_contention, &topology) {
+            if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
+                problems.push(format!("network_contention: {error}"));
+            }
+        }
         let iterations = self.resolve_iterations(&options, &mut problems);
         // Every task is held in memory (~170 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.

@@ -160,3 +160,28 @@ fn unknown_keys_and_mismatched_profiles_are_rejected() {
         .to_string()
         .contains("describes H200"));
 }
+
+#[test]
+fn a_fat_tree_too_small_for_its_nodes_is_a_scenario_problem_under_contention() {
+    let mut topology = serde_json::to_value(topologies::preset("selene").unwrap()).unwrap();
+    topology["fabric"]["fat_tree_levels"] = 2.into();
+    let file = ScenarioFile {
+        topology: Some(topology),
+        options: crate::scenario::TrainingOptionsFile {
+            network_contention: Some(true),
+            ..Default::default()
+        },
+        ..ScenarioFile::embedded_default()
+    };
+    let error = file.resolve().unwrap_err().to_string();
+    assert!(
+        error.contains("network_contention: topology 'selene': a 2-level fat tree of radix-40 switches holds"),
+        "{error}"
+    );
+    // Without contention the closed-form network does not use the tree.
+    let closed_form = ScenarioFile {
+        options: Default::default(),
+        ..file
+    };
+    assert!(closed_form.resolve().is_ok());
+}

@@ -37,13 +37,45 @@
 
 use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use crate::cost::{NetworkModel, WorkCost};
-use crate::engine::{FlowEnds, FlowPlan, FlowPlanner};
 use crate::ids::{Rank, TaskId};
 use crate::placement::{Coordinates, Placement};
 use crate::scenario::Scenario;
 use crate::task::TaskKind;
 use crate::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
 use crate::time::SimDuration;
+use super::Fabric;
+
+/// Where a flow runs: between two GPUs, or between a GPU and its host's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowEnds {
+    /// Source GPU, destination GPU.
+    Gpus(u32, u32),
+    /// A device-to-host copy from this GPU.
+    ToHost(u32),
+    /// A host-to-device copy to this GPU.
+    FromHost(u32),
+}
+
+/// How a communication task runs on a shared fabric: flows, then a fixed tail
+/// (per-step latencies, intra-node phases) once the last flow ends.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FlowPlan {
+    /// (where, bytes).
+    pub flows: Vec<(FlowEnds, u64)>,
+    pub tail: SimDuration,
+}
+
+/// Tasks that contend for a fabric: the engine asks for each task's plan when it
+/// starts; `None` means the task's duration is fixed.
+pub trait FlowPlanner {
+    fn plan(&self, task: TaskId) -> Option<FlowPlan>;
+}
+
+/// The fabric and its fair-share state during a run.
+pub struct SharedFabric<'a> {
+    pub fabric: &'a Fabric,
+    pub planner: &'a dyn FlowPlanner,
+}
 
 /// Plans fabric flows for the communication tasks of one graph.
 pub struct FabricFlowPlanner<'a> {

@@ -7,7 +7,9 @@
 //! - which kernels one transformer layer runs forward and backward for a
 //!   tensor-parallel degree `t` and microbatch `b`, with FLOPs and bytes moved
 //!   ([`ops`]);
-//! - how much memory weights, optimizer states and activations take ([`memory`]).
+//! - how much memory weights, optimizer states and activations take ([`memory`]);
+//! - how many parameters each GPU holds under tensor and pipeline sharding
+//!   ([`sharding`]).
 //!
 //! ```
 //! let gpt3 = models::preset("gpt3-175b").unwrap();
@@ -19,6 +21,7 @@ pub mod formulas;
 pub mod memory;
 pub mod ops;
 mod presets;
+pub mod sharding;
 mod spec;
 
 pub use presets::{preset, preset_names};

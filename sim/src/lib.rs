@@ -35,7 +35,6 @@ pub mod ids;
 pub mod lowering;
 pub mod memory;
 pub mod network;
-pub mod offload;
 pub mod placement;
 pub mod profile;
 pub mod scenario;
@@ -43,7 +42,6 @@ pub mod schedule;
 mod simulate;
 pub mod task;
 pub mod task_graph;
-pub mod tensor_pass;
 pub mod time;
 
 pub use simulate::{

@@ -14,62 +14,14 @@
 //! memory divided by the job's GPUs on that node.
 
 use crate::cost::gradients;
-use crate::scenario::{Layout, Recompute, Scenario};
+use crate::scenario::{Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
 use models::memory::{
     stored_activation_bytes_per_layer, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
     OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
 };
-use models::{formulas, ModelSpec};
+use models::sharding::parameters_on_rank;
 use serde::Serialize;
-
-/// Parameters held by one rank of pipeline stage `stage`: its layers split t
-/// ways, the vocab-parallel word embedding on the first virtual stage (plus
-/// position embeddings, replicated), and the tied output embedding copy plus
-/// final LayerNorm on the last virtual stage.
-pub fn parameters_on_rank(model: &ModelSpec, layout: &Layout, stage: u32) -> u64 {
-    (0..layout.chunks)
-        .map(|chunk| parameters_of_chunk(model, layout, stage, chunk))
-        .sum()
-}
-
-/// Parameters of one model chunk on one rank of pipeline stage `stage`.
-pub fn parameters_of_chunk(model: &ModelSpec, layout: &Layout, stage: u32, chunk: u32) -> u64 {
-    let virtual_stages = layout.virtual_stages();
-    let layers_per_chunk = model.layers / virtual_stages as u64;
-    let virtual_stage = chunk * layout.pipeline_parallel + stage;
-    parameters_of_layers(
-        model,
-        layout,
-        layers_per_chunk,
-        virtual_stage == 0,
-        virtual_stage == virtual_stages - 1,
-    )
-}
-
-/// Parameters on one rank of `layers` layers plus, optionally, the embedding
-/// (word and position tables) and the head (final LayerNorm, and the output
-/// layer's copy of the word embedding when it sits on another stage).
-pub fn parameters_of_layers(
-    model: &ModelSpec,
-    layout: &Layout,
-    layers: u64,
-    embedding: bool,
-    head: bool,
-) -> u64 {
-    let t = layout.tensor_parallel as u64;
-    let mut params = layers * formulas::layer_parameters(model) / t;
-    if embedding {
-        params += model.vocab * model.hidden / t + model.seq_len * model.hidden;
-    }
-    if head {
-        if layout.virtual_stages() > 1 {
-            params += model.vocab * model.hidden / t;
-        }
-        params += 2 * model.hidden;
-    }
-    params
-}
 
 /// Memory use of one rank at its peak.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -118,7 +70,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     let hidden_bytes = (b * model.seq_len * model.hidden * 2) as f64;
     (0..layout.pipeline_parallel)
         .map(|stage| {
-            let parameters = parameters_on_rank(model, layout, stage);
+            let parameters = parameters_on_rank(model, layout.sharding(), stage);
             let in_flight = schedule.peak_in_flight(stage);
             let is_last = (0..layout.chunks)
                 .any(|c| c * layout.pipeline_parallel + stage == layout.virtual_stages() - 1);
@@ -149,7 +101,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     0,
                 ),
                 Some(offload) => {
-                    let plan = crate::offload::OffloadPlan::new(scenario);
+                    let plan = crate::lowering::OffloadPlan::new(scenario);
                     let buffers = (2 * plan.largest_bucket_params()).min(parameters);
                     let per_param = OFFLOAD_CPU_BYTES_PER_PARAM
                         + if offload.delayed_update {
@@ -203,11 +155,11 @@ mod tests {
         let layout = scenario.layout;
         let total: u64 = (0..layout.pipeline_parallel)
             .map(|stage| {
-                parameters_on_rank(&scenario.model, &layout, stage) * layout.tensor_parallel as u64
+                parameters_on_rank(&scenario.model, layout.sharding(), stage) * layout.tensor_parallel as u64
             })
             .sum();
         let model = &scenario.model;
-        let expected = formulas::parameter_count(model)
+        let expected = models::formulas::parameter_count(model)
             + model.vocab * model.hidden // tied output embedding on the last stage
             + model.seq_len * model.hidden * (layout.tensor_parallel as u64 - 1) // replicated position embeddings
             + 2 * model.hidden * layout.tensor_parallel as u64; // final LayerNorm, replicated

@@ -67,10 +67,7 @@ pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
         layout.chunks,
         layout.microbatches,
     );
-    let graph = match scenario.options.offload {
-        Some(_) => crate::offload::lower(scenario, &schedule),
-        None => lower(scenario, &schedule),
-    };
+    let graph = lower(scenario, &schedule);
     (schedule, graph)
 }
 

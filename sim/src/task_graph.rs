@@ -188,6 +188,19 @@ impl TaskGraphBuilder {
         &self.graph[NodeIndex::new(id.index())]
     }
 
+    pub fn task_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The ranks of an interned group.
+    pub fn group_ranks(&self, group: GroupId) -> &[Rank] {
+        &self.groups[group.index()]
+    }
+
     pub fn finish(self, n_ranks: u32) -> TaskGraph {
         TaskGraph {
             graph: self.graph,
@@ -201,6 +214,17 @@ impl TaskGraphBuilder {
 impl TaskGraph {
     pub fn task_count(&self) -> usize {
         self.graph.node_count()
+    }
+
+    /// Every edge as (from, to, why), in insertion order.
+    pub fn edges(&self) -> impl Iterator<Item = (TaskId, TaskId, Dependency)> + '_ {
+        self.graph.raw_edges().iter().map(|edge| {
+            (
+                TaskId(edge.source().index() as u32),
+                TaskId(edge.target().index() as u32),
+                edge.weight,
+            )
+        })
     }
 
     pub fn task(&self, id: TaskId) -> &Task {

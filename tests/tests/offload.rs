@@ -46,7 +46,7 @@ fn bytes_per_rank(timeline: &Timeline, kind: TaskKind) -> BTreeMap<u32, u64> {
 }
 
 fn params_per_rank(scenario: &Scenario) -> u64 {
-    sim::memory::parameters_on_rank(&scenario.model, &scenario.layout, 0)
+    models::sharding::parameters_on_rank(&scenario.model, scenario.layout.sharding(), 0)
 }
 
 #[test]
@@ -94,7 +94,7 @@ fn each_of_d_gpus_moves_two_bytes_per_parameter_over_d_each_way() {
                 .count()
         };
         assert_eq!(count(TaskKind::DataParallelAllGather), tp as usize);
-        let buckets = sim::offload::OffloadPlan::new(&scenario).buckets.len();
+        let buckets = sim::lowering::OffloadPlan::new(&scenario).buckets.len();
         assert!(buckets >= 2);
         assert_eq!(
             count(TaskKind::DataParallelReduceScatter),

@@ -95,6 +95,14 @@ impl Layout {
     pub fn virtual_stages(&self) -> u32 {
         self.pipeline_parallel * self.chunks
     }
+    /// How the model is cut up (t, p, v), for parameter counts.
+    pub fn sharding(&self) -> models::sharding::Sharding {
+        models::sharding::Sharding {
+            tensor_parallel: self.tensor_parallel,
+            pipeline_parallel: self.pipeline_parallel,
+            chunks: self.chunks,
+        }
+    }
 }
 
 /// A resolved, validated scenario: everything the simulator needs.

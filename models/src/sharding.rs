@@ -1,0 +1,99 @@
+//! Parameter counts per GPU under Megatron's sharding: layers split evenly
+//! over p·v virtual stages, every weight matrix split t ways, the word
+//! embedding vocab-parallel. Pure counts: no bytes, no time.
+
+use crate::{formulas, ModelSpec};
+
+/// How a model is cut up: tensor-parallel degree t, pipeline stages p and
+/// model chunks per stage v (interleaved schedules), so p·v virtual stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sharding {
+    pub tensor_parallel: u32,
+    pub pipeline_parallel: u32,
+    pub chunks: u32,
+}
+
+impl Sharding {
+    /// Virtual stages p·v.
+    pub fn virtual_stages(&self) -> u32 {
+        self.pipeline_parallel * self.chunks
+    }
+}
+
+/// Parameters held by one rank of pipeline stage `stage`: its layers split t
+/// ways, the vocab-parallel word embedding on the first virtual stage (plus
+/// position embeddings, replicated), and the tied output embedding copy plus
+/// final LayerNorm on the last virtual stage.
+pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> u64 {
+    (0..sharding.chunks)
+        .map(|chunk| parameters_of_chunk(model, sharding, stage, chunk))
+        .sum()
+}
+
+/// Parameters of one model chunk on one rank of pipeline stage `stage`.
+pub fn parameters_of_chunk(model: &ModelSpec, sharding: Sharding, stage: u32, chunk: u32) -> u64 {
+    let virtual_stages = sharding.virtual_stages();
+    let layers_per_chunk = model.layers / virtual_stages as u64;
+    let virtual_stage = chunk * sharding.pipeline_parallel + stage;
+    parameters_of_layers(
+        model,
+        sharding,
+        layers_per_chunk,
+        virtual_stage == 0,
+        virtual_stage == virtual_stages - 1,
+    )
+}
+
+/// Parameters on one rank of `layers` layers plus, optionally, the embedding
+/// (word and position tables) and the head (final LayerNorm, and the output
+/// layer's copy of the word embedding when it sits on another stage).
+pub fn parameters_of_layers(
+    model: &ModelSpec,
+    sharding: Sharding,
+    layers: u64,
+    embedding: bool,
+    head: bool,
+) -> u64 {
+    let t = sharding.tensor_parallel as u64;
+    let mut params = layers * formulas::layer_parameters(model) / t;
+    if embedding {
+        params += model.vocab * model.hidden / t + model.seq_len * model.hidden;
+    }
+    if head {
+        if sharding.virtual_stages() > 1 {
+            params += model.vocab * model.hidden / t;
+        }
+        params += 2 * model.hidden;
+    }
+    params
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ranks_of_every_stage_hold_the_whole_model_once() {
+        let model = crate::preset("gpt3-175b").unwrap();
+        for (t, p, v) in [(1, 1, 1), (8, 8, 1), (8, 4, 3), (4, 16, 2)] {
+            let sharding = Sharding {
+                tensor_parallel: t,
+                pipeline_parallel: p,
+                chunks: v,
+            };
+            let total: u64 = (0..p)
+                .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
+                .sum();
+            // With p·v > 1 the output layer keeps its own copy of the word
+            // embedding; position embeddings and the final LayerNorm (2h,
+            // outside Eq. 2's count) are replicated on the t ranks.
+            let tied_copy = if p * v > 1 { model.vocab * model.hidden } else { 0 };
+            let position_copies = (t as u64 - 1) * model.seq_len * model.hidden;
+            let expected = formulas::parameter_count(&model)
+                + 2 * model.hidden * t as u64
+                + tied_copy
+                + position_copies;
+            assert_eq!(total, expected, "t={t} p={p} v={v}");
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Lowering's third phase: the edges, from two rules.
+//!
+//! 1. **Program order.** On every rank, consecutive tasks of one stream are
+//!    joined by a `ProgramOrder` edge. Task ids follow issue order
+//!    ([`super::tasks`]), so walking tasks by id and remembering the last
+//!    task of each (rank, stream) gives exactly the stream order: a stream
+//!    never runs two tasks at once and the engine needs no resource queues.
+//!    A group task (a tensor all-reduce, a pipeline transfer, a collective)
+//!    occupies the stream on each of its ranks, so it follows the last task
+//!    of every one of them, once each.
+//! 2. **Dependencies between steps.** A [`StepDependency`] joins the tail
+//!    tasks of one step to the head tasks of another: each pair that runs on
+//!    a common rank (a rank waits for its own part of the previous step: the
+//!    bucket's gradients of *its* tensor rank feed *its* data-parallel
+//!    all-reduce), or, when the two steps share no rank at all (a transfer
+//!    from another stage), every pair.
+
+use super::program::{Program, StepDependency};
+use super::tasks::StepTasks;
+use crate::ids::{GroupId, Rank, TaskId};
+use crate::task::StreamKind;
+use crate::task_graph::{Dependency, TaskGraphBuilder};
+
+/// Adds the program-order edges, then the dependencies' edges.
+pub fn connect(program: &Program, steps: &[StepTasks], builder: &mut TaskGraphBuilder) {
+    let sorted_groups: Vec<Vec<Rank>> = (0..builder.group_count())
+        .map(|index| {
+            let mut ranks = builder.group_ranks(GroupId(index as u32)).to_vec();
+            ranks.sort_unstable();
+            ranks
+        })
+        .collect();
+    program_order(builder, &sorted_groups);
+    for dependency in &program.dependencies {
+        connect_steps(builder, &sorted_groups, steps, dependency);
+    }
+}
+
+/// Rule 1: consecutive tasks of each (rank, stream) in id order.
+fn program_order(builder: &mut TaskGraphBuilder, groups: &[Vec<Rank>]) {
+    let ranks = groups
+        .iter()
+        .flatten()
+        .map(|rank| rank.index() + 1)
+        .max()
+        .unwrap_or(0);
+    let streams = StreamKind::ALL.len();
+    let mut last_on_stream: Vec<Option<TaskId>> = vec![None; ranks * streams];
+    let mut previous: Vec<TaskId> = Vec::new();
+    for index in 0..builder.task_count() {
+        let id = TaskId(index as u32);
+        let task = *builder.task(id);
+        previous.clear();
+        for rank in &groups[task.group.index()] {
+            let slot = rank.index() * streams + task.stream.index();
+            if let Some(before) = last_on_stream[slot].replace(id) {
+                if !previous.contains(&before) {
+                    previous.push(before);
+                }
+            }
+        }
+        for &before in &previous {
+            builder.add_edge(before, id, Dependency::ProgramOrder);
+        }
+    }
+}
+
+/// Rule 2: one dependency between steps as edges between their tasks.
+fn connect_steps(
+    builder: &mut TaskGraphBuilder,
+    groups: &[Vec<Rank>],
+    steps: &[StepTasks],
+    dependency: &StepDependency,
+) {
+    let sources = steps[dependency.from.index()].tail;
+    let targets = steps[dependency.to.index()].head;
+    let ranks_of = |builder: &TaskGraphBuilder, id: TaskId| builder.task(id).group.index();
+    let mut pairs = Vec::new();
+    for target in targets.iter() {
+        for source in sources.iter() {
+            let (a, b) = (ranks_of(builder, source), ranks_of(builder, target));
+            if share_a_rank(&groups[a], &groups[b]) {
+                pairs.push((source, target));
+            }
+        }
+    }
+    if pairs.is_empty() {
+        for target in targets.iter() {
+            for source in sources.iter() {
+                pairs.push((source, target));
+            }
+        }
+    }
+    for (source, target) in pairs {
+        builder.add_edge(source, target, dependency.why);
+    }
+}
+
+/// Whether two sorted rank lists have a rank in common.
+fn share_a_rank(a: &[Rank], b: &[Rank]) -> bool {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    small.iter().any(|rank| large.binary_search(rank).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::WorkId;
+    use crate::task::{Task, TaskKind};
+    use crate::task_graph::Work;
+
+    fn task(builder: &mut TaskGraphBuilder, ranks: &[u32], stream: StreamKind) -> TaskId {
+        let ranks: Vec<Rank> = ranks.iter().map(|&r| Rank(r)).collect();
+        let group = builder.group(&ranks);
+        let work: WorkId = builder.work(Work::OptimizerStep { params: 1 });
+        builder.add_task(Task {
+            kind: TaskKind::Forward,
+            stream,
+            chunk: 0,
+            stage: 0,
+            microbatch: 0,
+            iteration: 0,
+            group,
+            work,
+        })
+    }
+
+    fn edges(builder: TaskGraphBuilder) -> Vec<(u32, u32)> {
+        let graph = builder.finish(4);
+        let mut edges: Vec<(u32, u32)> = graph
+            .edges()
+            .map(|(from, to, _)| (from.0, to.0))
+            .collect();
+        edges.sort_unstable();
+        edges
+    }
+
+    #[test]
+    fn a_group_task_follows_each_rank_once_and_precedes_each_rank() {
+        let mut builder = TaskGraphBuilder::default();
+        let c0 = task(&mut builder, &[0], StreamKind::Compute);
+        let c1 = task(&mut builder, &[1], StreamKind::Compute);
+        let all_reduce = task(&mut builder, &[0, 1], StreamKind::Compute);
+        let next0 = task(&mut builder, &[0], StreamKind::Compute);
+        let send = task(&mut builder, &[0, 1], StreamKind::PipelineSendNext);
+        let send_again = task(&mut builder, &[0, 1], StreamKind::PipelineSendNext);
+        program_order(&mut builder, &[vec![Rank(0)], vec![Rank(1)], vec![Rank(0), Rank(1)]]);
+        assert_eq!(
+            edges(builder),
+            [
+                (c0.0, all_reduce.0),
+                (c1.0, all_reduce.0),
+                (all_reduce.0, next0.0),
+                (send.0, send_again.0)
+            ]
+        );
+    }
+
+    #[test]
+    fn shared_ranks_pair_up_and_disjoint_steps_connect_every_pair() {
+        assert!(share_a_rank(&[Rank(1), Rank(5)], &[Rank(0), Rank(5), Rank(9)]));
+        assert!(!share_a_rank(&[Rank(1), Rank(2)], &[Rank(3)]));
+        let mut builder = TaskGraphBuilder::default();
+        // Two ranks' compute tasks, a data-parallel collective over ranks
+        // {1, 3}, and a transfer to another stage's ranks {2, 3}.
+        let c0 = task(&mut builder, &[0], StreamKind::Compute);
+        let c1 = task(&mut builder, &[1], StreamKind::Compute);
+        let collective = task(&mut builder, &[1, 3], StreamKind::DataParallel);
+        let receiver2 = task(&mut builder, &[2], StreamKind::Compute);
+        let receiver3 = task(&mut builder, &[3], StreamKind::Compute);
+        let groups: Vec<Vec<Rank>> = (0..builder.group_count())
+            .map(|g| builder.group_ranks(GroupId(g as u32)).to_vec())
+            .collect();
+        let steps = [
+            StepTasks {
+                head: super::super::tasks::TaskRange::new(c0, 2),
+                tail: super::super::tasks::TaskRange::new(c0, 2),
+            },
+            StepTasks {
+                head: super::super::tasks::TaskRange::single(collective),
+                tail: super::super::tasks::TaskRange::single(collective),
+            },
+            StepTasks {
+                head: super::super::tasks::TaskRange::new(receiver2, 2),
+                tail: super::super::tasks::TaskRange::new(receiver2, 2),
+            },
+        ];
+        let dependency = |from, to| StepDependency {
+            from: super::super::program::StepId(from),
+            to: super::super::program::StepId(to),
+            why: Dependency::Data,
+        };
+        connect_steps(&mut builder, &groups, &steps, &dependency(0, 1));
+        connect_steps(&mut builder, &groups, &steps, &dependency(0, 2));
+        let found = edges(builder);
+        // The collective waits only for rank 1's part; the other stage for both.
+        assert_eq!(
+            found,
+            [
+                (c0.0, receiver2.0),
+                (c0.0, receiver3.0),
+                (c1.0, collective.0),
+                (c1.0, receiver2.0),
+                (c1.0, receiver3.0)
+            ]
+        );
+    }
+}

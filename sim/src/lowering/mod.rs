@@ -1,0 +1,75 @@
+//! Lowering: a schedule on a placement becomes a task graph, in three phases.
+//!
+//! 1. **Actions → program** ([`pipeline::program`], or [`offload::program`]
+//!    under ZeRO-Offload): the schedule's per-stage action lists, walked per
+//!    tensor-parallel group, become [`program::Step`]s in issue order (passes,
+//!    gradient buckets, transfers, collectives, optimizer work) with the
+//!    dependencies between them. Everything a training option changes is
+//!    decided here, as data.
+//! 2. **Program → tasks** ([`tasks::emit`]): each step becomes its tasks,
+//!    numbered in step order; each step's tasks are a typed [`tasks::TaskRange`].
+//! 3. **Tasks → edges** ([`edges::connect`]): program order on every (rank,
+//!    stream), and each dependency between steps as edges between the tasks
+//!    that share a rank.
+//!
+//! The engine needs nothing else: stream exclusivity is in the edges.
+//!
+//! ```
+//! use sim::scenario::ScenarioFile;
+//! let scenario = ScenarioFile::tiny_example().resolve().unwrap();
+//! let schedule = sim::schedule::PipelineSchedule::generate(
+//!     scenario.schedule,
+//!     scenario.layout.pipeline_parallel,
+//!     scenario.layout.chunks,
+//!     scenario.layout.microbatches,
+//! );
+//! let graph = sim::lowering::lower(&scenario, &schedule);
+//! assert!(graph.check_acyclic().is_ok());
+//! ```
+
+pub mod edges;
+pub mod offload;
+pub mod offload_plan;
+pub mod passes;
+pub mod pipeline;
+pub mod program;
+pub mod tasks;
+
+use crate::scenario::{Recompute, Scenario};
+use crate::schedule::PipelineSchedule;
+use crate::task_graph::{TaskGraph, TaskGraphBuilder};
+
+pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
+
+/// Builds the task graph of a scenario's iteration (or iterations).
+pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
+    let mut builder = TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 2 * estimated_tasks(scenario));
+    let program = match scenario.options.offload {
+        None => pipeline::program(scenario, schedule, &mut builder),
+        Some(_) => offload::program(scenario, schedule, &mut builder),
+    };
+    let steps = tasks::emit(&program, &mut builder);
+    edges::connect(&program, &steps, &mut builder);
+    builder.finish(scenario.layout.gpus())
+}
+
+/// About how many tasks a pipeline iteration has (to size the graph once).
+fn estimated_tasks(scenario: &Scenario) -> usize {
+    let layout = scenario.layout;
+    let passes: u64 = if scenario.recompute == Recompute::None {
+        2
+    } else {
+        3
+    };
+    [
+        layout.data_parallel as u64,
+        layout.pipeline_parallel as u64,
+        layout.chunks as u64,
+        layout.microbatches as u64,
+        passes,
+        layout.tensor_parallel as u64 + 1,
+    ]
+    .into_iter()
+    .fold(1u64, u64::saturating_mul)
+    .min(crate::scenario::MAX_TASKS) as usize
+}

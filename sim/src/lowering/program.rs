@@ -1,0 +1,211 @@
+//! The output of lowering's first phase: a [`Program`], the steps of one or
+//! more iterations in issue order with the dependencies between them, before
+//! any task exists.
+//!
+//! A step is either one pass of a tensor-parallel group ([`Step::Pass`]: a
+//! compute task on every tensor rank, then the pass's blocking tensor
+//! all-reduces as one group task when t > 1) or a single task on some ranks
+//! ([`Step::Task`]: a pipeline transfer, a collective, an optimizer step, a
+//! PCIe copy, a CPU Adam tile). Steps are numbered in the order the ranks
+//! issue them, so on every (rank, stream) the steps' tasks are already in
+//! program order; [`super::edges`] turns that order into edges.
+//!
+//! Dependencies name steps, not tasks: "this pass waits for that transfer".
+//! Which tasks they connect is decided once, in [`super::edges`], by the
+//! ranks the tasks run on.
+
+use super::passes::{task_kind, PassPiece};
+use crate::ids::{GroupId, Rank, WorkId};
+use crate::placement::Placement;
+use crate::task::{StreamKind, Task, TaskKind};
+use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
+
+/// A step of a program, numbered in issue order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StepId(pub u32);
+
+impl StepId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A tensor-parallel group, by index into [`Program::tensor_groups`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TensorGroupId(pub u32);
+
+/// The groups a tensor-parallel group's tasks run on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorGroup {
+    /// One single-rank group per tensor rank (its compute tasks), in rank order.
+    pub rank_groups: Vec<GroupId>,
+    /// The whole tensor group (its all-reduce task).
+    pub tensor_group: GroupId,
+    /// Nodes the tensor group spans.
+    pub nodes: u32,
+    pub stage: u32,
+}
+
+impl TensorGroup {
+    /// The tensor group of pipeline stage `stage` in data-parallel replica
+    /// `data_index`; interns the whole group, then each rank's own group.
+    pub fn new(
+        builder: &mut TaskGraphBuilder,
+        placement: &Placement,
+        stage: u32,
+        data_index: u32,
+    ) -> TensorGroup {
+        let ranks = placement.tensor_group(stage, data_index);
+        let tensor_group = builder.group(&ranks);
+        TensorGroup {
+            rank_groups: ranks.iter().map(|&rank| builder.group(&[rank])).collect(),
+            tensor_group,
+            nodes: placement.nodes_spanned(&ranks),
+            stage,
+        }
+    }
+
+    pub fn size(&self) -> u32 {
+        self.rank_groups.len() as u32
+    }
+}
+
+/// One step of a program.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// A pass (or a gradient bucket of one) of a tensor group.
+    Pass {
+        group: TensorGroupId,
+        piece: PassPiece,
+        compute_work: WorkId,
+        /// The pass's tensor all-reduces (t > 1).
+        all_reduce_work: Option<WorkId>,
+    },
+    /// One task.
+    Task(Task),
+}
+
+/// `to` cannot start before `from` is done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepDependency {
+    pub from: StepId,
+    pub to: StepId,
+    pub why: Dependency,
+}
+
+/// Steps in issue order and the dependencies between them.
+#[derive(Debug, Default)]
+pub struct Program {
+    pub tensor_groups: Vec<TensorGroup>,
+    pub steps: Vec<Step>,
+    pub dependencies: Vec<StepDependency>,
+}
+
+impl Program {
+    pub fn add_tensor_group(&mut self, group: TensorGroup) -> TensorGroupId {
+        self.tensor_groups.push(group);
+        TensorGroupId(self.tensor_groups.len() as u32 - 1)
+    }
+
+    pub fn tensor_group(&self, id: TensorGroupId) -> &TensorGroup {
+        &self.tensor_groups[id.0 as usize]
+    }
+
+    /// Appends a pass of `group` (interning its works).
+    pub fn pass(
+        &mut self,
+        builder: &mut TaskGraphBuilder,
+        group: TensorGroupId,
+        piece: PassPiece,
+    ) -> StepId {
+        let tensor_group = self.tensor_group(group);
+        let (t, nodes) = (tensor_group.size(), tensor_group.nodes);
+        let compute_work = builder.work(Work::Compute {
+            pass: piece.pass,
+            layers: piece.layers,
+            embedding: piece.embedding,
+            head: piece.head,
+        });
+        let all_reduce_work = (t > 1).then(|| {
+            builder.work(Work::TensorAllReduce {
+                pass: piece.pass,
+                layers: piece.layers,
+                embedding: piece.embedding,
+                head: piece.head,
+                group_size: t,
+                nodes,
+            })
+        });
+        self.push(Step::Pass {
+            group,
+            piece,
+            compute_work,
+            all_reduce_work,
+        })
+    }
+
+    /// Appends a single task.
+    pub fn task(&mut self, task: Task) -> StepId {
+        self.push(Step::Task(task))
+    }
+
+    /// Appends a task on one rank (interning its group and work).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rank_task(
+        &mut self,
+        builder: &mut TaskGraphBuilder,
+        rank: Rank,
+        kind: TaskKind,
+        stream: StreamKind,
+        work: Work,
+        stage: u32,
+        microbatch: u32,
+        iteration: u16,
+    ) -> StepId {
+        let group = builder.group(&[rank]);
+        let work = builder.work(work);
+        self.task(Task {
+            kind,
+            stream,
+            chunk: 0,
+            stage,
+            microbatch,
+            group,
+            work,
+            iteration,
+        })
+    }
+
+    fn push(&mut self, step: Step) -> StepId {
+        self.steps.push(step);
+        StepId(self.steps.len() as u32 - 1)
+    }
+
+    /// `to` waits for `from`.
+    pub fn depend(&mut self, from: StepId, to: StepId, why: Dependency) {
+        self.dependencies.push(StepDependency { from, to, why });
+    }
+
+    /// How many tasks the program's steps become.
+    pub fn task_count(&self) -> usize {
+        self.steps
+            .iter()
+            .map(|step| match step {
+                Step::Pass {
+                    group,
+                    all_reduce_work,
+                    ..
+                } => self.tensor_group(*group).size() as usize + all_reduce_work.is_some() as usize,
+                Step::Task(_) => 1,
+            })
+            .sum()
+    }
+
+    /// The kind of task a step's first task is (for descriptions and tests).
+    pub fn first_kind(&self, step: StepId) -> TaskKind {
+        match &self.steps[step.index()] {
+            Step::Pass { piece, .. } => task_kind(piece.pass),
+            Step::Task(task) => task.kind,
+        }
+    }
+}

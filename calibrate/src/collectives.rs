@@ -9,11 +9,12 @@
 //! reduces to a local copy: the entries are recorded with `group_size: 1`
 //! and multi-GPU rates stay those of the embedded default (topology).
 
-use crate::error::{CalibrateError, CudaContextExt, NcclContextExt};
-use crate::gpu_detect::{CudaLibrary, Device};
-use crate::timing::{self, Summary};
+use crate::error::{CalibrateError, NcclContextExt};
 use cudarc::driver::{CudaEvent, CudaSlice};
 use cudarc::nccl::{Comm, ReduceOp};
+use gpu::detect::{CudaLibrary, Device};
+use gpu::error::CudaContextExt;
+use gpu::timing::{self, Summary};
 use half::bf16;
 use sim::profile::{CollectiveMeasurement, Source};
 

@@ -8,8 +8,9 @@
 //! counts are swept with one `rayon::ThreadPool` per count.
 
 use crate::error::CalibrateError;
-use crate::random;
-use crate::timing::{self, Summary};
+use crate::host_timing::time_on_host;
+use gpu::random;
+use gpu::timing::Summary;
 use rayon::prelude::*;
 use sim::profile::{CpuAdamMeasurement, Source};
 
@@ -176,7 +177,7 @@ pub fn measure(
                 message: error.to_string(),
             })?;
         let samples = pool.install(|| {
-            timing::time_on_host::<std::convert::Infallible>(1, repeats.max(1), |_| {
+            time_on_host::<std::convert::Infallible>(1, repeats.max(1), |_| {
                 adam_step(&config, &mut state, &grads);
                 Ok(())
             })

@@ -2,10 +2,13 @@
 //! to act on it (which stage, which shape or size, which library).
 //!
 //! No CUDA, cuBLAS, NCCL or NVRTC failure panics: every call is mapped into a
-//! [`CalibrateError`] naming what was being done when it failed.
+//! [`CalibrateError`] naming what was being done when it failed. Calls made
+//! through the `gpu` crate fail as a [`GpuError`], which becomes the variant
+//! of the same name here (same message, same source).
 
 use cudarc::cublas::result::CublasError;
 use cudarc::driver::DriverError;
+use gpu::GpuError;
 
 /// Why calibration could not produce a profile.
 #[derive(Debug, thiserror::Error)]
@@ -63,31 +66,28 @@ pub enum CalibrateError {
     Profile(#[from] sim::profile::ProfileError),
 }
 
-/// Adds context to driver results: `ctx.alloc(..).cuda("allocating x")?`.
-pub(crate) trait CudaContextExt<T> {
-    fn cuda(self, context: impl FnOnce() -> String) -> Result<T, CalibrateError>;
-}
-
-impl<T> CudaContextExt<T> for Result<T, DriverError> {
-    fn cuda(self, context: impl FnOnce() -> String) -> Result<T, CalibrateError> {
-        self.map_err(|source| CalibrateError::Cuda {
-            context: context(),
-            source,
-        })
-    }
-}
-
-/// Adds context to cuBLAS results.
-pub(crate) trait CublasContextExt<T> {
-    fn cublas(self, context: impl FnOnce() -> String) -> Result<T, CalibrateError>;
-}
-
-impl<T> CublasContextExt<T> for Result<T, CublasError> {
-    fn cublas(self, context: impl FnOnce() -> String) -> Result<T, CalibrateError> {
-        self.map_err(|source| CalibrateError::Cublas {
-            context: context(),
-            source,
-        })
+impl From<GpuError> for CalibrateError {
+    fn from(error: GpuError) -> Self {
+        match error {
+            GpuError::MissingLibrary {
+                library,
+                stage,
+                hint,
+            } => CalibrateError::MissingLibrary {
+                library,
+                stage,
+                hint,
+            },
+            GpuError::Cuda { context, source } => CalibrateError::Cuda { context, source },
+            GpuError::Cublas { context, source } => CalibrateError::Cublas { context, source },
+            GpuError::Nvrtc { context, message } => CalibrateError::Nvrtc { context, message },
+            GpuError::TooLarge { what, value, limit } => {
+                CalibrateError::TooLarge { what, value, limit }
+            }
+            GpuError::InvalidShape { problem } => CalibrateError::InvalidOptions {
+                problems: vec![problem],
+            },
+        }
     }
 }
 

@@ -14,8 +14,10 @@
 //! | collectives | NCCL all-reduce, reduce-scatter, all-gather on all local GPUs | [`collectives`] |
 //! | CPU Adam | a real multi-threaded fp32 Adam step vs thread count | [`cpu_adam`] |
 //!
-//! The crate also holds the GPU [`executor`], which runs the simulator's task
-//! graph on real GPUs and records a Timeline (`clustersim execute`).
+//! What calibration shares with the GPU executor (`clustersim execute`, the
+//! `executor` crate) lives in the `gpu` crate: library checks and opening
+//! devices ([`gpu::detect`]), CUDA-event timing ([`gpu::timing`]), the cuBLAS
+//! GEMM call ([`gpu::gemm`]) and seeded inputs ([`gpu::random`]).
 //!
 //! GPU work is timed with CUDA events (timing enabled), after warm-up runs,
 //! reporting the median of `repeats` (and the interquartile range for GEMMs).
@@ -40,7 +42,7 @@
 //! [`run`] first asks cudarc whether `libcuda.so` loads
 //! (`cudarc::driver::sys::is_culib_present`) and returns
 //! [`CalibrateError::NoGpu`] with one line if not; cuBLAS, NCCL and NVRTC are
-//! checked the same way before their stage ([`gpu_detect::CudaLibrary`]).
+//! checked the same way before their stage ([`gpu::detect::CudaLibrary`]).
 //! With [`CalibrateOptions::cpu_only`] only the CPU Adam stage runs, on top
 //! of the `h200` default unless [`CalibrateOptions::base_profile`] says
 //! otherwise.
@@ -85,17 +87,14 @@
 pub mod collectives;
 pub mod cpu_adam;
 mod error;
-pub mod executor;
 pub mod gemm;
-pub mod gpu_detect;
+pub mod host_timing;
 pub mod memory_bandwidth;
 mod options;
 pub mod pcie;
 pub mod profile_writer;
 pub mod provenance;
-pub mod random;
 mod run;
-pub mod timing;
 
 pub use error::CalibrateError;
 pub use options::{CalibrateOptions, Progress};

@@ -6,10 +6,11 @@
 //! written, as `models::ops` does. Each size rotates through several
 //! source/destination slots (together ≥ 4× L2) so repeats miss in L2.
 
-use crate::error::{CalibrateError, CudaContextExt};
-use crate::gpu_detect::{CudaLibrary, Device};
-use crate::timing::{self, Summary};
+use crate::error::CalibrateError;
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use gpu::detect::{CudaLibrary, Device};
+use gpu::error::CudaContextExt;
+use gpu::timing::{self, Summary};
 use sim::profile::{MemoryMeasurement, Source};
 
 const MIB: u64 = 1 << 20;
@@ -144,9 +145,10 @@ fn load_gelu(device: &Device) -> Result<CudaFunction, CalibrateError> {
         .ctx
         .load_module(ptx)
         .cuda(|| "loading the bf16 GeLU module".into())?;
-    module
+    let function = module
         .load_function("gelu_bf16x4")
-        .cuda(|| "finding gelu_bf16x4 in its module".into())
+        .cuda(|| "finding gelu_bf16x4 in its module".into())?;
+    Ok(function)
 }
 
 /// Times the GeLU kernel over `sizes_bytes` of bf16 input (each a multiple

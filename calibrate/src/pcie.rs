@@ -9,10 +9,12 @@
 //! the largest size (what ZeRO-Offload's pinned buffers get); pageable and
 //! bidirectional rates go into the notes.
 
-use crate::error::{CalibrateError, CudaContextExt};
-use crate::gpu_detect::Device;
-use crate::timing::{self, Summary};
+use crate::error::CalibrateError;
+use crate::host_timing::time_on_host;
 use cudarc::driver::{CudaSlice, PinnedHostSlice};
+use gpu::detect::Device;
+use gpu::error::CudaContextExt;
+use gpu::timing::{self, Summary};
 
 const MIB: u64 = 1 << 20;
 
@@ -75,8 +77,9 @@ pub fn largest(measured: &[PcieMeasurement], transfer: Transfer) -> Option<&Pcie
 fn pinned(device: &Device, len: usize, what: &str) -> Result<PinnedHostSlice<u8>, CalibrateError> {
     // SAFETY: the contents are never read before a copy writes them; flags 0
     // is plain page-locked memory (no write-combining, which slows host reads).
-    unsafe { device.ctx.alloc_pinned_with_flags::<u8>(len, 0) }
-        .cuda(|| format!("allocating {len} bytes of pinned host memory for {what}"))
+    let buffer = unsafe { device.ctx.alloc_pinned_with_flags::<u8>(len, 0) }
+        .cuda(|| format!("allocating {len} bytes of pinned host memory for {what}"))?;
+    Ok(buffer)
 }
 
 /// Times every transfer kind at every size; `on_step` after each (size, kind).
@@ -132,7 +135,7 @@ pub fn time_transfers(
         on_step();
 
         let name = format!("{} ({what})", Transfer::HostToDevicePageable.name());
-        let samples = timing::time_on_host(warmup, repeats, |_| {
+        let samples = time_on_host(warmup, repeats, |_| {
             stream
                 .memcpy_htod(&pageable, &mut device_a)
                 .and_then(|_| stream.synchronize())
@@ -142,7 +145,7 @@ pub fn time_transfers(
         on_step();
 
         let name = format!("{} ({what})", Transfer::DeviceToHostPageable.name());
-        let samples = timing::time_on_host(warmup, repeats, |_| {
+        let samples = time_on_host(warmup, repeats, |_| {
             stream
                 .memcpy_dtoh(&device_a, &mut pageable)
                 .and_then(|_| stream.synchronize())
@@ -161,7 +164,7 @@ pub fn time_transfers(
             .ctx
             .synchronize()
             .cuda(|| format!("synchronising before {name}"))?;
-        let samples = timing::time_on_host(warmup, repeats, |_| {
+        let samples = time_on_host(warmup, repeats, |_| {
             stream
                 .memcpy_htod(&pinned_a, &mut device_a)
                 .and_then(|_| second.memcpy_dtoh(&device_b, &mut pinned_b))

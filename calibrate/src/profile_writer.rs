@@ -3,15 +3,17 @@
 //! appended and exactly the scalar quantities that were measured replaced,
 //! each with `source: measured` and a note saying how. Everything else keeps
 //! its original value, source and note. The result must pass
-//! `Profile::validate`.
+//! `Profile::validate`. Which embedded default a driver device name maps to
+//! ([`closest_builtin`]) and the datasheet GPU a profile names
+//! ([`datasheet_gpu`]) are decided here.
 
 use crate::collectives::{self, Collective};
 use crate::error::CalibrateError;
-use crate::gemm::{self, GemmDtype};
-use crate::gpu_detect;
+use crate::gemm;
 use crate::memory_bandwidth;
 use crate::pcie::{self, PcieMeasurement, Transfer};
 use crate::{cpu_adam, provenance};
+use gpu::gemm::GemmDtype;
 use sim::profile::{
     CollectiveMeasurement, CpuAdamMeasurement, GemmMeasurement, MemoryMeasurement, Profile,
     Provenance, Quantity, Source,
@@ -40,7 +42,7 @@ pub fn base_profile(
     }
     let (id, reason) = match detected_gpu {
         Some(device) => {
-            let found = gpu_detect::closest_builtin(device);
+            let found = closest_builtin(device);
             let reason = if found.exact {
                 format!("embedded default {} (detected {device})", found.profile_id)
             } else {
@@ -55,6 +57,44 @@ pub fn base_profile(
     };
     let profile = Profile::builtin(id).expect("closest_builtin names an embedded profile");
     Ok(BaseProfile { profile, reason })
+}
+
+/// Which embedded default profile a device name maps to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltinMatch {
+    /// Name for `sim::profile::Profile::builtin`.
+    pub profile_id: &'static str,
+    /// False when the GPU is none of the embedded ones and this is a stand-in.
+    pub exact: bool,
+}
+
+/// The embedded profile closest to a driver device name ("NVIDIA H200",
+/// "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM3-32GB", …). Unknown GPUs get
+/// `h200` (H100 shares its datasheet peak) with `exact: false`.
+pub fn closest_builtin(device_name: &str) -> BuiltinMatch {
+    let upper = device_name.to_ascii_uppercase();
+    let (profile_id, exact) = if upper.contains("H200") {
+        ("h200", true)
+    } else if upper.contains("A100") {
+        ("a100-80gb", upper.contains("80G"))
+    } else if upper.contains("V100") {
+        ("v100-32gb", upper.contains("32G"))
+    } else if upper.contains("A800") {
+        ("a100-80gb", false)
+    } else {
+        ("h200", false)
+    };
+    BuiltinMatch { profile_id, exact }
+}
+
+/// The datasheet GPU of the first topology preset whose GPU is `profile_gpu`
+/// (a profile's `gpu` field, e.g. "H200").
+pub fn datasheet_gpu(profile_gpu: &str) -> Option<topologies::GpuSpec> {
+    topologies::preset_names()
+        .into_iter()
+        .filter_map(|name| topologies::preset(&name))
+        .map(|topology| topology.gpu)
+        .find(|gpu| gpu.name == profile_gpu)
 }
 
 /// Everything one run measured; empty lists for stages not run.
@@ -108,7 +148,7 @@ pub fn write_profile(
     warmup: u32,
 ) -> Result<Profile, CalibrateError> {
     let mut profile = base.profile;
-    let datasheet = gpu_detect::datasheet_gpu(&profile.gpu);
+    let datasheet = datasheet_gpu(&profile.gpu);
 
     // GEMM efficiency from the largest square GEMM (bf16 first).
     let square = [GemmDtype::Bf16, GemmDtype::Fp16]
@@ -353,5 +393,28 @@ mod tests {
         assert_eq!(profile.memory.hbm_efficiency.value, 1.0);
         assert!(profile.memory.hbm_efficiency.note.contains("clamped"));
         assert!(profile.provenance.method.contains("closest stand-in"));
+    }
+
+    #[test]
+    fn device_names_map_to_the_closest_embedded_profile() {
+        let exact = |profile_id| BuiltinMatch {
+            profile_id,
+            exact: true,
+        };
+        assert_eq!(closest_builtin("NVIDIA H200"), exact("h200"));
+        assert_eq!(closest_builtin("NVIDIA A100-SXM4-80GB"), exact("a100-80gb"));
+        assert_eq!(closest_builtin("Tesla V100-SXM3-32GB"), exact("v100-32gb"));
+        assert!(!closest_builtin("NVIDIA A100-SXM4-40GB").exact);
+        let unknown = closest_builtin("NVIDIA GeForce RTX 4090");
+        assert_eq!(unknown.profile_id, "h200");
+        assert!(!unknown.exact);
+    }
+
+    #[test]
+    fn every_embedded_profile_has_a_datasheet_gpu() {
+        for name in sim::profile::Profile::builtin_names() {
+            let profile = sim::profile::Profile::builtin(name).unwrap();
+            assert!(datasheet_gpu(&profile.gpu).is_some(), "{}", profile.gpu);
+        }
     }
 }

@@ -2,12 +2,14 @@
 //! stage in a fixed order (GEMM, kernel overhead, memory, PCIe, collectives,
 //! CPU Adam), reports progress, and hands the findings to the profile writer.
 
-use crate::error::{CalibrateError, CublasContextExt};
-use crate::gpu_detect::{self, CudaLibrary, Device};
+use crate::error::CalibrateError;
 use crate::options::{CalibrateOptions, Progress};
 use crate::profile_writer::{self, Findings};
 use crate::{collectives, cpu_adam, gemm, memory_bandwidth, pcie, provenance};
 use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaContext;
+use gpu::detect::{open_device, CudaLibrary, Device};
+use gpu::error::{CublasContextExt, GpuError};
 use half::{bf16, f16};
 use sim::profile::{Profile, Provenance};
 
@@ -44,11 +46,11 @@ pub fn run(
         );
     }
 
-    let device_count = gpu_detect::require_gpu()?;
+    let device_count = require_gpu()?;
     CudaLibrary::Cublas.require("GEMM timing")?;
     let devices = (0..device_count)
-        .map(gpu_detect::open_device)
-        .collect::<Result<Vec<Device>, CalibrateError>>()?;
+        .map(open_device)
+        .collect::<Result<Vec<Device>, GpuError>>()?;
     let primary = &devices[0];
     let base =
         profile_writer::base_profile(Some(&primary.info.name), options.base_profile.as_deref())?;
@@ -87,6 +89,28 @@ pub fn run(
         ..Provenance::default()
     };
     profile_writer::write_profile(base, findings, provenance, options.effective_warmup())
+}
+
+/// The one-line message for a machine without a usable CUDA driver.
+const NO_DRIVER_MESSAGE: &str = "no CUDA driver found (libcuda.so could not be loaded); calibrate needs an NVIDIA GPU — run with --cpu-only to time the CPU optimizer alone";
+
+/// Checks the driver can be loaded and sees at least one device; returns the
+/// device count. Call before creating any context.
+fn require_gpu() -> Result<usize, CalibrateError> {
+    if !CudaLibrary::Driver.is_present() {
+        return Err(CalibrateError::NoGpu(NO_DRIVER_MESSAGE.into()));
+    }
+    let count = CudaContext::device_count().map_err(|error| {
+        CalibrateError::NoGpu(format!(
+            "the CUDA driver loaded but found no usable GPU ({error}); run with --cpu-only to time the CPU optimizer alone"
+        ))
+    })?;
+    if count <= 0 {
+        return Err(CalibrateError::NoGpu(
+            "the CUDA driver loaded but reports no GPU; run with --cpu-only to time the CPU optimizer alone".into(),
+        ));
+    }
+    Ok(count as usize)
 }
 
 /// Reports progress of one stage as a counter.

@@ -2,8 +2,8 @@
 //! CUDA driver first and print "skipping: no CUDA driver" without one; the
 //! no-driver test does the opposite.
 
-use calibrate::gpu_detect::CudaLibrary;
 use calibrate::{CalibrateError, CalibrateOptions, Progress};
+use gpu::detect::CudaLibrary;
 use sim::profile::{Profile, Source};
 
 fn small_cpu_options() -> CalibrateOptions {

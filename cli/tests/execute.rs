@@ -42,7 +42,7 @@ fn scratch(name: &str) -> PathBuf {
 
 #[test]
 fn execute_without_a_driver_fails_with_one_line_and_exit_2() {
-    if calibrate::executor::require_driver().is_ok() {
+    if executor::require_driver().is_ok() {
         eprintln!("skipping: a CUDA driver is present, the no-driver path cannot be exercised");
         return;
     }
@@ -108,7 +108,7 @@ fn every_example_plans_without_a_gpu_and_simulates() {
 /// acceptance targets are checked with `clustersim compare --max-error`.
 #[test]
 fn examples_execute_on_a_gpu_when_one_is_present() {
-    if let Err(error) = calibrate::executor::require_driver() {
+    if let Err(error) = executor::require_driver() {
         eprintln!("skipping: {error}");
         return;
     }

@@ -5,8 +5,8 @@
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
 use anyhow::Context;
-use calibrate::executor::{self, ExecuteError, ExecuteOptions, ExecutionMode, ExecutionPlan};
 use clap::Args;
+use executor::{ExecuteError, ExecuteOptions, ExecutionMode, ExecutionPlan};
 use sim::scenario::Scenario;
 use std::path::{Path, PathBuf};
 

@@ -2,17 +2,18 @@
 //!
 //! cudarc loads CUDA libraries lazily and *panics* when one is missing
 //! (`CudaContext::new` without `libcuda.so`, the first NCCL call without
-//! `libnccl.so`). So before any call into a library this module asks cudarc
-//! whether it can load it (`sys::is_culib_present()`), and turns a "no" into a
-//! [`CalibrateError`] with one clear line. It also maps a device name to the
-//! closest embedded default profile.
+//! `libnccl.so`). So before any call into a library, calibrate and the
+//! executor ask cudarc whether it can load it (`sys::is_culib_present()`,
+//! through [`CudaLibrary`]) and turn a "no" into a [`GpuError`] with one
+//! clear line. [`open_device`] opens a GPU and reads what the driver says
+//! about it.
 
-use crate::error::{CalibrateError, CudaContextExt};
+use crate::error::{CudaContextExt, GpuError};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
 
-/// The CUDA libraries calibration loads, each checked before first use.
+/// The CUDA libraries calibrate and the executor load, each checked before first use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CudaLibrary {
     /// The driver, `libcuda.so` (installed with the NVIDIA driver).
@@ -21,7 +22,8 @@ pub enum CudaLibrary {
     Cublas,
     /// `libnccl.so` (NCCL; the Python wheel's `libnccl.so.2` needs a symlink).
     Nccl,
-    /// `libnvrtc.so` (runtime compilation of the elementwise kernel).
+    /// `libnvrtc.so` (runtime compilation of calibrate's elementwise kernel and
+    /// the executor's spin kernel).
     Nvrtc,
 }
 
@@ -50,8 +52,8 @@ impl CudaLibrary {
         }
     }
 
-    /// `Ok` when present, else [`CalibrateError::MissingLibrary`] for `stage`.
-    pub fn require(self, stage: &str) -> Result<(), CalibrateError> {
+    /// `Ok` when present, else [`GpuError::MissingLibrary`] for `stage`.
+    pub fn require(self, stage: &str) -> Result<(), GpuError> {
         if self.is_present() {
             return Ok(());
         }
@@ -59,34 +61,12 @@ impl CudaLibrary {
             CudaLibrary::Nccl => "NCCL's Python wheel ships only libnccl.so.2: make a directory with a symlink libnccl.so -> .../nvidia/nccl/lib/libnccl.so.2 and put it on LD_LIBRARY_PATH (see the calibrate crate docs)",
             _ => "put the directory holding it (e.g. site-packages/nvidia/*/lib of the CUDA Python wheels) on LD_LIBRARY_PATH, adding a symlink without the version suffix if only a versioned file exists (see the calibrate crate docs)",
         };
-        Err(CalibrateError::MissingLibrary {
+        Err(GpuError::MissingLibrary {
             library: self.file_name().into(),
             stage: stage.into(),
             hint: hint.into(),
         })
     }
-}
-
-/// The one-line message for a machine without a usable CUDA driver.
-pub const NO_DRIVER_MESSAGE: &str = "no CUDA driver found (libcuda.so could not be loaded); calibrate needs an NVIDIA GPU — run with --cpu-only to time the CPU optimizer alone";
-
-/// Checks the driver can be loaded and sees at least one device; returns the
-/// device count. Call before creating any context.
-pub fn require_gpu() -> Result<usize, CalibrateError> {
-    if !CudaLibrary::Driver.is_present() {
-        return Err(CalibrateError::NoGpu(NO_DRIVER_MESSAGE.into()));
-    }
-    let count = CudaContext::device_count().map_err(|error| {
-        CalibrateError::NoGpu(format!(
-            "the CUDA driver loaded but found no usable GPU ({error}); run with --cpu-only to time the CPU optimizer alone"
-        ))
-    })?;
-    if count <= 0 {
-        return Err(CalibrateError::NoGpu(
-            "the CUDA driver loaded but reports no GPU; run with --cpu-only to time the CPU optimizer alone".into(),
-        ));
-    }
-    Ok(count as usize)
 }
 
 /// What the driver says about one GPU.
@@ -111,8 +91,9 @@ pub struct Device {
     pub stream: Arc<CudaStream>,
 }
 
-/// Opens GPU `ordinal`. Call [`require_gpu`] first.
-pub fn open_device(ordinal: usize) -> Result<Device, CalibrateError> {
+/// Opens GPU `ordinal`. Check that the driver loads and sees the device
+/// first (calibrate's `require_gpu`, the executor's `require_driver`).
+pub fn open_device(ordinal: usize) -> Result<Device, GpuError> {
     let ctx = CudaContext::new(ordinal).cuda(|| format!("creating a context on GPU {ordinal}"))?;
     // SAFETY: calibration uses one stream per device (plus a second one in
     // the bidirectional PCIe test, which synchronises the context before and
@@ -153,70 +134,4 @@ pub fn open_device(ordinal: usize) -> Result<Device, CalibrateError> {
         .new_stream()
         .cuda(|| format!("creating a stream on GPU {ordinal}"))?;
     Ok(Device { info, ctx, stream })
-}
-
-/// Which embedded default profile a device name maps to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuiltinMatch {
-    /// Name for `sim::profile::Profile::builtin`.
-    pub profile_id: &'static str,
-    /// False when the GPU is none of the embedded ones and this is a stand-in.
-    pub exact: bool,
-}
-
-/// The embedded profile closest to a driver device name ("NVIDIA H200",
-/// "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM3-32GB", …). Unknown GPUs get
-/// `h200` (H100 shares its datasheet peak) with `exact: false`.
-pub fn closest_builtin(device_name: &str) -> BuiltinMatch {
-    let upper = device_name.to_ascii_uppercase();
-    let (profile_id, exact) = if upper.contains("H200") {
-        ("h200", true)
-    } else if upper.contains("A100") {
-        ("a100-80gb", upper.contains("80G"))
-    } else if upper.contains("V100") {
-        ("v100-32gb", upper.contains("32G"))
-    } else if upper.contains("A800") {
-        ("a100-80gb", false)
-    } else {
-        ("h200", false)
-    };
-    BuiltinMatch { profile_id, exact }
-}
-
-/// The datasheet GPU of the first topology preset whose GPU is `profile_gpu`
-/// (a profile's `gpu` field, e.g. "H200").
-pub fn datasheet_gpu(profile_gpu: &str) -> Option<topologies::GpuSpec> {
-    topologies::preset_names()
-        .into_iter()
-        .filter_map(|name| topologies::preset(&name))
-        .map(|topology| topology.gpu)
-        .find(|gpu| gpu.name == profile_gpu)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn device_names_map_to_the_closest_embedded_profile() {
-        let exact = |profile_id| BuiltinMatch {
-            profile_id,
-            exact: true,
-        };
-        assert_eq!(closest_builtin("NVIDIA H200"), exact("h200"));
-        assert_eq!(closest_builtin("NVIDIA A100-SXM4-80GB"), exact("a100-80gb"));
-        assert_eq!(closest_builtin("Tesla V100-SXM3-32GB"), exact("v100-32gb"));
-        assert!(!closest_builtin("NVIDIA A100-SXM4-40GB").exact);
-        let unknown = closest_builtin("NVIDIA GeForce RTX 4090");
-        assert_eq!(unknown.profile_id, "h200");
-        assert!(!unknown.exact);
-    }
-
-    #[test]
-    fn every_embedded_profile_has_a_datasheet_gpu() {
-        for name in sim::profile::Profile::builtin_names() {
-            let profile = sim::profile::Profile::builtin(name).unwrap();
-            assert!(datasheet_gpu(&profile.gpu).is_some(), "{}", profile.gpu);
-        }
-    }
 }

@@ -1,9 +1,9 @@
 //! Everything that can stop `clustersim execute`, each naming what was being
-//! done. GPU failures reuse [`CalibrateError`] (the executor shares
-//! calibrate's cudarc wrappers); the executor adds its own no-driver line,
-//! unsupported layouts and plan-check failures.
+//! done. GPU failures are the `gpu` crate's [`GpuError`] (the cudarc wrappers
+//! the executor shares with calibrate); the executor adds its own no-driver
+//! line, unsupported layouts and plan-check failures.
 
-use crate::CalibrateError;
+use gpu::GpuError;
 
 /// Why a task graph could not be executed.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +24,7 @@ pub enum ExecuteError {
     Graph(String),
     /// A CUDA, cuBLAS or NVRTC call failed, or a library is missing.
     #[error(transparent)]
-    Gpu(#[from] CalibrateError),
+    Gpu(#[from] GpuError),
 }
 
 impl ExecuteError {
@@ -35,8 +35,7 @@ impl ExecuteError {
             self,
             ExecuteError::NoGpu(_)
                 | ExecuteError::Unsupported(_)
-                | ExecuteError::Gpu(CalibrateError::NoGpu(_))
-                | ExecuteError::Gpu(CalibrateError::MissingLibrary { .. })
+                | ExecuteError::Gpu(GpuError::MissingLibrary { .. })
         )
     }
 }

@@ -9,9 +9,9 @@
 //! streams; a task with a nonzero simulated duration launches something; in
 //! synthetic mode a task's spins add up to its simulated duration.
 
-use super::error::ExecuteError;
-use super::launches::Launch;
-use super::plan::{ExecutionMode, ExecutionPlan};
+use crate::error::ExecuteError;
+use crate::launches::Launch;
+use crate::plan::{ExecutionMode, ExecutionPlan};
 use petgraph::graph::NodeIndex;
 use petgraph::visit::EdgeRef;
 use petgraph::Direction;

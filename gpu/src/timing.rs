@@ -1,14 +1,14 @@
-//! Timing: CUDA-event timing of repeated launches on one stream, host-clock
-//! timing of work that blocks the host, and the
+//! Timing: CUDA-event timing of repeated launches on one stream, and the
 //! summary statistic every measured entry reports (median, with the
-//! interquartile range as its spread).
+//! interquartile range as its spread). Calibrate times its GPU stages with
+//! these; the executor times its tasks and calibrates its spin clock.
 //!
 //! Events are created with timing enabled (`CU_EVENT_DEFAULT`; cudarc's
 //! default is `CU_EVENT_DISABLE_TIMING`), one start/end pair per repeat, all
 //! recorded before the single synchronisation at the end so the host never
 //! stalls the GPU between repeats.
 
-use crate::error::{CalibrateError, CudaContextExt};
+use crate::error::{CudaContextExt, GpuError};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::Arc;
@@ -53,7 +53,7 @@ pub fn ms_to_ns(elapsed_ms: f32) -> u64 {
 }
 
 /// A timing-enabled event.
-pub fn timing_event(ctx: &Arc<CudaContext>, what: &str) -> Result<CudaEvent, CalibrateError> {
+pub fn timing_event(ctx: &Arc<CudaContext>, what: &str) -> Result<CudaEvent, GpuError> {
     ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
         .cuda(|| format!("creating a timing event for {what}"))
 }
@@ -67,8 +67,8 @@ pub fn time_launches(
     warmup: u32,
     repeats: u32,
     what: &str,
-    mut launch: impl FnMut(usize) -> Result<(), CalibrateError>,
-) -> Result<Vec<u64>, CalibrateError> {
+    mut launch: impl FnMut(usize) -> Result<(), GpuError>,
+) -> Result<Vec<u64>, GpuError> {
     let ctx = stream.context();
     for i in 0..warmup as usize {
         launch(i)?;
@@ -99,26 +99,6 @@ pub fn time_launches(
         .collect()
 }
 
-/// Runs `work(i)` for `warmup` untimed and `repeats` timed iterations,
-/// timing each with the host's monotonic clock (for work that blocks the
-/// host: pageable copies, the CPU optimizer). Returns nanoseconds (≥ 1).
-pub fn time_on_host<E>(
-    warmup: u32,
-    repeats: u32,
-    mut work: impl FnMut(usize) -> Result<(), E>,
-) -> Result<Vec<u64>, E> {
-    for i in 0..warmup as usize {
-        work(i)?;
-    }
-    (0..repeats as usize)
-        .map(|r| {
-            let start = std::time::Instant::now();
-            work(warmup as usize + r)?;
-            Ok((start.elapsed().as_nanos() as u64).max(1))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,19 +114,6 @@ mod tests {
         assert_eq!(even.median_ns, 2); // (2 + 3) / 2, integer
         assert_eq!(Summary::from_samples(&[7]).unwrap().spread_ns, 0);
         assert!(Summary::from_samples(&[]).is_none());
-    }
-
-    #[test]
-    fn host_timing_returns_one_positive_sample_per_repeat() {
-        let mut calls = Vec::new();
-        let samples = time_on_host::<()>(2, 3, |i| {
-            calls.push(i);
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(calls, vec![0, 1, 2, 3, 4]);
-        assert_eq!(samples.len(), 3);
-        assert!(samples.iter().all(|&ns| ns >= 1));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! reports `f32` milliseconds); they become integer nanoseconds relative to
 //! the earliest task start.
 
-use super::plan::ExecutionMode;
+use crate::plan::ExecutionMode;
 use sim::cost::WorkCost;
 use sim::scenario::Scenario;
 use sim::task_graph::TaskGraph;

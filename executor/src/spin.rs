@@ -7,13 +7,13 @@
 //! timed with CUDA events gives the rate the GPU actually ran at, which is
 //! the one used (boost clocks vary; the spin must last the simulated time).
 //! The same kernel holds every stream at a start gate while the host issues
-//! the iteration (see [`super::runtime`]).
+//! the iteration (see [`crate::runtime`]).
 
-use crate::error::{CalibrateError, CudaContextExt};
-use crate::gpu_detect::{CudaLibrary, Device};
-use crate::timing::{self, Summary};
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use gpu::detect::{CudaLibrary, Device};
+use gpu::error::{CudaContextExt, GpuError};
+use gpu::timing::{self, Summary};
 use std::sync::Arc;
 
 /// Spins until `cycles` SM cycles have passed since the kernel started.
@@ -47,7 +47,7 @@ pub struct SpinKernel {
 
 impl SpinKernel {
     /// Compiles, loads and calibrates the kernel on `device` (uses its stream).
-    pub fn load(device: &Device) -> Result<SpinKernel, CalibrateError> {
+    pub fn load(device: &Device) -> Result<SpinKernel, GpuError> {
         CudaLibrary::Nvrtc.require("the executor's spin kernel")?;
         let (major, minor) = device.info.compute_capability;
         let options = cudarc::nvrtc::CompileOptions {
@@ -56,7 +56,7 @@ impl SpinKernel {
         };
         let ptx =
             cudarc::nvrtc::compile_ptx_with_opts(SPIN_KERNEL_SOURCE, options).map_err(|error| {
-                CalibrateError::Nvrtc {
+                GpuError::Nvrtc {
                     context: "compiling the spin kernel".into(),
                     message: error.to_string(),
                 }
@@ -91,14 +91,14 @@ impl SpinKernel {
     }
 
     /// Launches a spin of `duration_ns` on `stream` (nothing for 0).
-    pub fn launch(&self, stream: &Arc<CudaStream>, duration_ns: u64) -> Result<(), CalibrateError> {
+    pub fn launch(&self, stream: &Arc<CudaStream>, duration_ns: u64) -> Result<(), GpuError> {
         match spin_cycles(duration_ns, self.clock_hz) {
             0 => Ok(()),
             cycles => self.launch_cycles(stream, cycles),
         }
     }
 
-    fn launch_cycles(&self, stream: &Arc<CudaStream>, cycles: i64) -> Result<(), CalibrateError> {
+    fn launch_cycles(&self, stream: &Arc<CudaStream>, cycles: i64) -> Result<(), GpuError> {
         let config = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (1, 1, 1),

@@ -18,10 +18,10 @@
 //! one the simulator starts first is issued first (ties by task id), so the
 //! host issues in roughly the order the GPU will run.
 //!
-//! Everything here is pure and runs on a CPU; [`super::check`] verifies a plan.
+//! Everything here is pure and runs on a CPU; [`crate::check`] verifies a plan.
 
-use super::error::ExecuteError;
-use super::launches::{work_launches, Launch};
+use crate::error::ExecuteError;
+use crate::launches::{work_launches, Launch};
 use petgraph::graph::NodeIndex;
 use petgraph::Direction;
 use serde::Serialize;

@@ -19,19 +19,19 @@
 //! at least four times L2 (as calibration does), and a copy pool through
 //! which copies rotate; copies larger than the pool are split.
 
-use super::check::{check, PlanCheck};
-use super::error::ExecuteError;
-use super::launches::Launch;
-use super::plan::{plan, simulated_costs, ExecutionMode, ExecutionPlan};
-use super::record::{measured_timeline, spans_from_ms};
-use super::spin::SpinKernel;
-use crate::error::{CalibrateError, CublasContextExt, CudaContextExt};
-use crate::gemm::{self, BufferSet, ColumnMajorCall};
-use crate::gpu_detect::{open_device, CudaLibrary, Device};
-use crate::random;
-use crate::timing::timing_event;
+use crate::check::{check, PlanCheck};
+use crate::error::ExecuteError;
+use crate::launches::Launch;
+use crate::plan::{plan, simulated_costs, ExecutionMode, ExecutionPlan};
+use crate::record::{measured_timeline, spans_from_ms};
+use crate::spin::SpinKernel;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream};
+use gpu::detect::{open_device, CudaLibrary, Device};
+use gpu::error::{CublasContextExt, CudaContextExt, GpuError};
+use gpu::gemm::{self, BufferSet, ColumnMajorCall};
+use gpu::random;
+use gpu::timing::timing_event;
 use half::f16;
 use sim::cost::WorkCost;
 use sim::scenario::Scenario;
@@ -370,7 +370,7 @@ impl GpuState {
             gemm::fill_tiled(stream, &chunk, &mut set.b, "the executor's GEMMs")?;
             gemm_sets.push(set);
         }
-        let pool = |name: &str| -> Result<Option<CudaSlice<u8>>, CalibrateError> {
+        let pool = |name: &str| -> Result<Option<CudaSlice<u8>>, GpuError> {
             if copy_pool == 0 {
                 return Ok(None);
             }
@@ -439,8 +439,8 @@ impl GpuState {
             for launch in &planned.launches {
                 self.launch(planned.stream as usize, launch, spin).map_err(
                     |error| match error {
-                        ExecuteError::Gpu(CalibrateError::Cuda { context, source }) => {
-                            ExecuteError::Gpu(CalibrateError::Cuda {
+                        ExecuteError::Gpu(GpuError::Cuda { context, source }) => {
+                            ExecuteError::Gpu(GpuError::Cuda {
                                 context: format!("{context} for {}", what()),
                                 source,
                             })

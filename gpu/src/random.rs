@@ -1,5 +1,6 @@
-//! A small seeded generator (SplitMix64) for benchmark inputs, so every run
-//! times the same data and no RNG crate is needed. Benchmarks want random
+//! A small seeded generator (SplitMix64) for benchmark inputs (calibrate's
+//! GEMMs and CPU Adam, the executor's GEMM scratch), so every run times the
+//! same data and no RNG crate is needed. Benchmarks want random
 //! bits (tensor-core power and timing depend on them), not statistical rigour.
 
 /// SplitMix64 (Steele, Lea, Flood 2014): one 64-bit state, full period.

@@ -3,10 +3,10 @@
 //! wait, launches that match the simulator's kernels and durations, and a
 //! Timeline packaged exactly as the simulator packages its own.
 
-use super::launches::{CollectiveKind, Launch};
-use super::plan::{plan, rank_gpu, simulated_costs, ExecutionMode, ExecutionPlan};
-use super::record::{measured_timeline, spans_from_ms, Span};
-use super::{check, prepare, ExecuteError, ExecuteOptions};
+use crate::launches::{CollectiveKind, Launch};
+use crate::plan::{plan, rank_gpu, simulated_costs, ExecutionMode, ExecutionPlan};
+use crate::record::{measured_timeline, spans_from_ms, Span};
+use crate::{check, prepare, ExecuteError, ExecuteOptions};
 use models::ops::{KernelClass, Step};
 use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
 use sim::task::{StreamKind, TaskKind};
@@ -396,12 +396,12 @@ fn a_measured_timeline_is_packaged_like_the_simulators() {
 
 #[test]
 fn without_a_driver_execute_fails_with_one_clear_line() {
-    if super::runtime::require_driver().is_ok() {
+    if crate::runtime::require_driver().is_ok() {
         eprintln!("skipping: a CUDA driver is present");
         return;
     }
     let scenario = ScenarioFile::tiny_example().resolve().unwrap();
-    let error = match super::execute(&scenario, &ExecuteOptions::default()) {
+    let error = match crate::execute(&scenario, &ExecuteOptions::default()) {
         Err(error) => error,
         Ok(_) => panic!("executed without a driver"),
     };
@@ -416,13 +416,13 @@ fn without_a_driver_execute_fails_with_one_clear_line() {
 /// stream, and lands near the simulated iteration time.
 #[test]
 fn synthetic_run_on_a_gpu_respects_every_dependency() {
-    if let Err(error) = super::runtime::require_driver() {
+    if let Err(error) = crate::runtime::require_driver() {
         eprintln!("skipping: {error}");
         return;
     }
     let scenario = ScenarioFile::tiny_example().resolve().unwrap();
     let options = ExecuteOptions::default();
-    let execution = super::execute(&scenario, &options).unwrap();
+    let execution = crate::execute(&scenario, &options).unwrap();
     let (_, graph) = sim::build_graph(&scenario);
     let tasks = &execution.timeline.tasks;
     // Event timestamps have about 0.5 µs resolution.

@@ -1,4 +1,4 @@
-//! # The GPU executor: run the simulator's task graph on real GPUs
+//! # executor — run the simulator's task graph on real GPUs
 //!
 //! `clustersim execute` builds the same sealed task graph `simulate` replays
 //! ([`sim::build_graph`]), turns it into an [`ExecutionPlan`] (pure data,
@@ -14,6 +14,13 @@
 //! | the synthetic spin kernel and its clock calibration | [`spin`] |
 //! | streams, scratch, gate, event timing | [`runtime`] |
 //! | measured spans → Timeline | [`record`] |
+//!
+//! What it shares with calibration comes from the `gpu` crate: library checks
+//! and opening the device ([`gpu::detect`]), CUDA events with timing enabled
+//! ([`gpu::timing`]), the cuBLAS GEMM call and its scratch ([`gpu::gemm`]),
+//! and GPU errors ([`gpu::GpuError`], wrapped as [`ExecuteError::Gpu`]).
+//! Without a CUDA driver everything but [`execute`] works, and [`execute`]
+//! says so in one line ([`ExecuteError::NoGpu`]).
 //!
 //! ## One GPU, many ranks
 //!
@@ -39,7 +46,7 @@
 //! [`ExecuteError::Unsupported`].
 //!
 //! ```
-//! use calibrate::executor::{prepare, ExecuteOptions, ExecutionMode};
+//! use executor::{prepare, ExecuteOptions, ExecutionMode};
 //! let scenario = sim::scenario::ScenarioFile::tiny_example().resolve().unwrap();
 //! let options = ExecuteOptions { mode: ExecutionMode::Synthetic, ..Default::default() };
 //! let prepared = prepare(&scenario, &options).unwrap(); // no GPU needed

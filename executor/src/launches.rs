@@ -13,7 +13,7 @@
 //! Synthetic mode: one spin of the simulator's duration for every task whose
 //! duration is nonzero (nothing for zero-cost work).
 
-use super::plan::ExecutionMode;
+use crate::plan::ExecutionMode;
 use models::ops::{GemmShape, KernelClass, Step};
 use serde::Serialize;
 use sim::cost::{gradients, pass_steps, WorkCost};

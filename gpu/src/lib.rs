@@ -1,0 +1,33 @@
+//! # gpu — what calibrate and the executor share about the GPU
+//!
+//! Two crates drive real GPUs: `calibrate` times them and writes a profile,
+//! `executor` runs the simulator's task graph on them. This crate holds only
+//! what both need, so neither depends on the other:
+//!
+//! | what | module |
+//! |---|---|
+//! | is a CUDA library loadable (without cudarc's panic), open a device and read its SM count, clock, memory, L2 | [`detect`] |
+//! | CUDA-event timing of repeated launches; the median/IQR summary | [`timing`] |
+//! | one cuBLAS GEMM of a row-major shape (column-major call, buffer sets, random inputs) | [`gemm`] |
+//! | seeded random inputs (SplitMix64) | [`random`] |
+//! | the error of a failed CUDA, cuBLAS or NVRTC call, with context | [`error`] |
+//!
+//! Libraries are loaded at run time (cudarc's `dynamic-loading`), so this
+//! builds and its tests run on a machine without CUDA. Only `gpu`,
+//! `calibrate` and `executor` link cudarc; how to point it at CUDA and NCCL
+//! from Python wheels is in the calibrate crate's docs.
+//!
+//! ```
+//! use gpu::detect::CudaLibrary;
+//! if !CudaLibrary::Driver.is_present() {
+//!     println!("no CUDA driver: {} cannot be loaded", CudaLibrary::Driver.file_name());
+//! }
+//! ```
+
+pub mod detect;
+pub mod error;
+pub mod gemm;
+pub mod random;
+pub mod timing;
+
+pub use error::GpuError;

@@ -12,9 +12,6 @@
 use crate::error::ExecuteError;
 use crate::launches::Launch;
 use crate::plan::{ExecutionMode, ExecutionPlan};
-use petgraph::graph::NodeIndex;
-use petgraph::visit::EdgeRef;
-use petgraph::Direction;
 use sim::task_graph::TaskGraph;
 
 /// At most this many problems are listed (with the total).
@@ -75,8 +72,8 @@ pub fn check(plan: &ExecutionPlan, graph: &TaskGraph) -> Result<PlanCheck, Execu
             }
         }
     }
-    for edge in graph.graph.edge_references() {
-        let (from, to) = (edge.source().index(), edge.target().index());
+    for (from, to, _) in graph.edges() {
+        let (from, to) = (from.index(), to.index());
         if position[from] >= position[to] {
             problems.push(format!(
                 "{} is issued before its predecessor {}",
@@ -151,10 +148,7 @@ fn reaches(graph: &TaskGraph, position: &[usize], from: usize, to: usize) -> boo
     let mut seen = std::collections::BTreeSet::from([to]);
     let mut stack = vec![to];
     while let Some(index) = stack.pop() {
-        for previous in graph
-            .graph
-            .neighbors_directed(NodeIndex::new(index), Direction::Incoming)
-        {
+        for previous in graph.predecessors(sim::ids::TaskId(index as u32)) {
             let previous = previous.index();
             if previous == from {
                 return true;

@@ -22,8 +22,6 @@
 
 use crate::error::ExecuteError;
 use crate::launches::{work_launches, Launch};
-use petgraph::graph::NodeIndex;
-use petgraph::Direction;
 use serde::Serialize;
 use sim::cost::{cost_works, ClosedFormNetwork, WorkCost};
 use sim::ids::TaskId;
@@ -153,7 +151,7 @@ pub fn rank_gpu(rank: u32, n_ranks: u32, gpus: u32) -> u32 {
 /// The simulator's per-work costs (closed-form network), as `simulate` uses them.
 pub fn simulated_costs(scenario: &Scenario, graph: &TaskGraph) -> Vec<WorkCost> {
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
-    cost_works(scenario, &graph.works, &network)
+    cost_works(scenario, graph.works(), &network)
 }
 
 /// Plans one iteration of `graph` on `gpu_count` devices (clamped to
@@ -177,14 +175,14 @@ pub fn plan(
     let costs = simulated_costs(scenario, graph);
     let schedule = sim::engine::run(graph, |id| costs[graph.task(id).work.index()].duration)
         .map_err(|error| ExecuteError::Graph(error.to_string()))?;
-    let n_ranks = graph.n_ranks.max(1);
+    let n_ranks = graph.n_ranks().max(1);
     let gpus = gpu_count.clamp(1, n_ranks);
     let rank_gpu: Vec<u32> = (0..n_ranks).map(|r| rank_gpu(r, n_ranks, gpus)).collect();
 
     // Stream of every task: the lowest rank of its group, its stream kind.
     let slot_of = |index: usize| -> (u32, StreamKind) {
         let task = graph.task(TaskId(index as u32));
-        let lead = graph.groups[task.group.index()]
+        let lead = graph.group_ranks(task.group)
             .iter()
             .map(|r| r.0)
             .min()
@@ -214,14 +212,12 @@ pub fn plan(
     let tasks = order
         .into_iter()
         .map(|index| {
-            let node = NodeIndex::new(index);
             let task = graph.task(TaskId(index as u32));
             let stream = task_stream[index];
             let waits: BTreeSet<u32> = graph
-                .graph
-                .neighbors_directed(node, Direction::Incoming)
+                .predecessors(TaskId(index as u32))
                 .filter(|p| task_stream[p.index()] != stream)
-                .map(|p| p.index() as u32)
+                .map(|p| p.0)
                 .collect();
             let gpus = devices_touched(graph, index, &rank_gpu);
             let work = task.work;
@@ -230,7 +226,7 @@ pub fn plan(
                 .or_insert_with(|| {
                     work_launches(
                         scenario,
-                        &graph.works[work.index()],
+                        graph.work(work),
                         &costs[work.index()],
                         mode,
                         &gpus,
@@ -262,7 +258,7 @@ pub fn plan(
 /// for a pipeline transfer (the compute tasks its data edges feed).
 fn devices_touched(graph: &TaskGraph, index: usize, rank_gpu: &[u32]) -> Vec<u32> {
     let task = graph.task(TaskId(index as u32));
-    let mut gpus: BTreeSet<u32> = graph.groups[task.group.index()]
+    let mut gpus: BTreeSet<u32> = graph.group_ranks(task.group)
         .iter()
         .map(|r| rank_gpu[r.index()])
         .collect();
@@ -270,14 +266,11 @@ fn devices_touched(graph: &TaskGraph, index: usize, rank_gpu: &[u32]) -> Vec<u32
         task.kind,
         TaskKind::PipelineActivation | TaskKind::PipelineGradient
     ) {
-        for next in graph
-            .graph
-            .neighbors_directed(NodeIndex::new(index), Direction::Outgoing)
-        {
-            let receiver = graph.task(TaskId(next.index() as u32));
+        for next in graph.successors(TaskId(index as u32)) {
+            let receiver = graph.task(next);
             if receiver.stage != task.stage && receiver.kind.is_compute() {
                 gpus.extend(
-                    graph.groups[receiver.group.index()]
+                    graph.group_ranks(receiver.group)
                         .iter()
                         .map(|r| rank_gpu[r.index()]),
                 );
@@ -296,10 +289,7 @@ fn issue_order(
     let n = graph.task_count();
     let mut missing: Vec<usize> = (0..n)
         .map(|i| {
-            graph
-                .graph
-                .neighbors_directed(NodeIndex::new(i), Direction::Incoming)
-                .count()
+            graph.predecessors(TaskId(i as u32)).count()
         })
         .collect();
     let mut ready: BinaryHeap<Reverse<(u64, usize)>> = (0..n)
@@ -309,10 +299,7 @@ fn issue_order(
     let mut order = Vec::with_capacity(n);
     while let Some(Reverse((_, index))) = ready.pop() {
         order.push(index);
-        for next in graph
-            .graph
-            .neighbors_directed(NodeIndex::new(index), Direction::Outgoing)
-        {
+        for next in graph.successors(TaskId(index as u32)) {
             let next = next.index();
             missing[next] -= 1;
             if missing[next] == 0 {

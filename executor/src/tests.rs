@@ -69,8 +69,8 @@ fn every_task_is_issued_once_after_all_its_predecessors() {
                 assert!(position[task.task as usize].replace(at).is_none(), "{name}");
             }
             assert!(position.iter().all(Option::is_some), "{name}");
-            for edge in graph.graph.raw_edges() {
-                let (from, to) = (edge.source().index(), edge.target().index());
+            for (from, to, _) in graph.edges() {
+                let (from, to) = (from.index(), to.index());
                 assert!(position[from] < position[to], "{name}: edge {from} → {to}");
             }
             let verdict = check(&plan, &graph).unwrap();
@@ -93,8 +93,8 @@ fn every_cross_stream_edge_is_a_wait_and_no_same_stream_edge_is() {
             waits[task.task as usize] = task.waits.clone();
         }
         let mut cross = 0;
-        for edge in graph.graph.raw_edges() {
-            let (from, to) = (edge.source().index(), edge.target().index());
+        for (from, to, _) in graph.edges() {
+            let (from, to) = (from.index(), to.index());
             let waited = waits[to].contains(&(from as u32));
             assert_eq!(waited, stream[from] != stream[to], "{name}: {from} → {to}");
             cross += waited as usize;
@@ -116,7 +116,7 @@ fn there_is_one_stream_per_rank_and_stream_kind_and_group_tasks_use_the_lowest_r
     for task in &plan.tasks {
         let graph_task = graph.task(sim::ids::TaskId(task.task));
         let slot = plan.streams[task.stream as usize];
-        let lowest = graph.groups[graph_task.group.index()].iter().min().unwrap();
+        let lowest = graph.group_ranks(graph_task.group).iter().min().unwrap();
         assert_eq!((slot.rank, slot.kind), (lowest.0, graph_task.stream));
     }
     // Every rank computes on its own compute stream.
@@ -167,7 +167,7 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
             "task {} costs time but launches nothing",
             task.task
         );
-        let work = &graph.works[graph.task(sim::ids::TaskId(task.task)).work.index()];
+        let work = graph.work(graph.task(sim::ids::TaskId(task.task)).work);
         seen.insert(task.kind);
         match *work {
             Work::Compute {
@@ -427,8 +427,8 @@ fn synthetic_run_on_a_gpu_respects_every_dependency() {
     let tasks = &execution.timeline.tasks;
     // Event timestamps have about 0.5 µs resolution.
     const SLACK_NS: u64 = 2_000;
-    for edge in graph.graph.raw_edges() {
-        let (from, to) = (&tasks[edge.source().index()], &tasks[edge.target().index()]);
+    for (from, to, _) in graph.edges() {
+        let (from, to) = (&tasks[from.index()], &tasks[to.index()]);
         assert!(
             to.start_ns + SLACK_NS >= from.end_ns,
             "task {} starts at {} before its predecessor {} ends at {}",

@@ -72,7 +72,7 @@ fn engine_only(c: &mut Criterion) {
     for (label, scenario) in cases() {
         let (_, graph) = sim::build_graph(&scenario);
         let network = sim::cost::ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
-        let costs = sim::cost::cost_works(&scenario, &graph.works, &network);
+        let costs = sim::cost::cost_works(&scenario, graph.works(), &network);
         let events = 2 * graph.task_count() as u64;
         group.throughput(Throughput::Elements(events));
         group.bench_function(BenchmarkId::from_parameter(label), |b| {

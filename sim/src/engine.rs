@@ -20,8 +20,6 @@ use crate::ids::TaskId;
 use crate::network::{FairShareNetwork, FlowEnds, LinkUtilization, SharedFabric};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
-use petgraph::graph::NodeIndex;
-use petgraph::Direction;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -82,24 +80,18 @@ struct Successors {
 
 impl Successors {
     fn new(graph: &TaskGraph) -> Successors {
-        let g = &graph.graph;
-        let n = g.node_count();
+        let n = graph.task_count();
         let mut offsets = vec![0u32; n + 1];
-        for edge in g.raw_edges() {
-            offsets[edge.source().index() + 1] += 1;
+        for (from, _, _) in graph.edges() {
+            offsets[from.index() + 1] += 1;
         }
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
-        let mut targets = vec![0u32; g.edge_count()];
+        let mut targets = vec![0u32; graph.edge_count()];
         for (node, &offset) in offsets.iter().take(n).enumerate() {
-            let mut at = offset as usize;
-            let mut walk = g
-                .neighbors_directed(NodeIndex::new(node), Direction::Outgoing)
-                .detach();
-            while let Some(next) = walk.next_node(g) {
-                targets[at] = next.index() as u32;
-                at += 1;
+            for (at, next) in (offset as usize..).zip(graph.successors(TaskId(node as u32))) {
+                targets[at] = next.0;
             }
         }
         Successors { offsets, targets }
@@ -189,11 +181,11 @@ pub fn run_with_fabric(
     duration_of: impl Fn(TaskId) -> SimDuration,
     fabric: Option<SharedFabric<'_>>,
 ) -> Result<(Schedule, Option<LinkUtilization>), DeadlockError> {
-    let n = graph.graph.node_count();
+    let n = graph.task_count();
     let successors = Successors::new(graph);
     let mut remaining: Vec<u32> = vec![0; n];
-    for edge in graph.graph.raw_edges() {
-        remaining[edge.target().index()] += 1;
+    for (_, to, _) in graph.edges() {
+        remaining[to.index()] += 1;
     }
     let mut state = RunState {
         start: vec![SimTime::ZERO; n],

@@ -108,8 +108,7 @@ pub fn timeline_from_spans(
     span: impl Fn(usize) -> (u64, u64),
 ) -> Timeline {
     let tasks = graph
-        .graph
-        .node_weights()
+        .tasks()
         .enumerate()
         .map(|(index, task)| {
             let cost = &costs[task.work.index()];
@@ -150,7 +149,7 @@ pub fn timeline_from_spans(
             gpus_per_node: scenario.topology.node.gpus_per_node,
         },
         groups: graph
-            .groups
+            .groups()
             .iter()
             .map(|ranks| ranks.iter().map(|r| r.0).collect())
             .collect(),
@@ -165,7 +164,7 @@ const BUSIEST_LINKS: usize = 10;
 pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError> {
     let (schedule, graph) = build_graph(scenario);
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
-    let costs = cost_works(scenario, &graph.works, &network);
+    let costs = cost_works(scenario, graph.works(), &network);
     let duration_of = |id: crate::ids::TaskId| costs[graph.task(id).work.index()].duration;
     let (timeline, n_events, busiest_links) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
@@ -200,7 +199,7 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
         metrics,
         memory: memory_per_stage(scenario, &schedule),
         n_tasks: graph.task_count(),
-        n_edges: graph.graph.edge_count(),
+        n_edges: graph.edge_count(),
         n_events,
         timeline,
         busiest_links,
@@ -213,7 +212,7 @@ pub fn uniform_costs(
     duration_of: impl Fn(&crate::task_graph::Work) -> SimDuration,
 ) -> Vec<WorkCost> {
     graph
-        .works
+        .works()
         .iter()
         .map(|work| WorkCost {
             duration: duration_of(work),

@@ -105,15 +105,16 @@ pub enum Dependency {
     ProgramOrder,
 }
 
-/// A sealed task graph with its side tables.
+/// A sealed task graph with its side tables. Read through its methods; the
+/// petgraph graph inside is an implementation detail.
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
-    pub graph: DiGraph<Task, Dependency, u32>,
+    graph: DiGraph<Task, Dependency, u32>,
     /// Ranks of each group.
-    pub groups: Vec<Vec<Rank>>,
+    groups: Vec<Vec<Rank>>,
     /// Distinct works, indexed by `WorkId`.
-    pub works: Vec<Work>,
-    pub n_ranks: u32,
+    works: Vec<Work>,
+    n_ranks: u32,
 }
 
 /// A cycle: the graph cannot be executed; these tasks wait on each other.
@@ -214,6 +215,63 @@ impl TaskGraphBuilder {
 impl TaskGraph {
     pub fn task_count(&self) -> usize {
         self.graph.node_count()
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.graph.edge_count()
+    }
+
+    /// GPUs the graph runs on.
+    pub fn n_ranks(&self) -> u32 {
+        self.n_ranks
+    }
+
+    /// Every task, by id.
+    pub fn tasks(&self) -> impl Iterator<Item = &Task> + '_ {
+        self.graph.node_weights()
+    }
+
+    /// The ranks of a group.
+    pub fn group_ranks(&self, group: GroupId) -> &[Rank] {
+        &self.groups[group.index()]
+    }
+
+    /// Every group's ranks, by `GroupId` (the Timeline header lists them).
+    pub fn groups(&self) -> &[Vec<Rank>] {
+        &self.groups
+    }
+
+    /// Distinct works, by `WorkId`.
+    pub fn works(&self) -> &[Work] {
+        &self.works
+    }
+
+    pub fn work(&self, work: WorkId) -> &Work {
+        &self.works[work.index()]
+    }
+
+    /// The tasks `id` waits for (most recently added edge first).
+    pub fn predecessors(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
+        self.graph
+            .neighbors_directed(NodeIndex::new(id.index()), petgraph::Direction::Incoming)
+            .map(|node| TaskId(node.index() as u32))
+    }
+
+    /// The tasks waiting for `id` (most recently added edge first).
+    pub fn successors(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
+        self.graph
+            .neighbors_directed(NodeIndex::new(id.index()), petgraph::Direction::Outgoing)
+            .map(|node| TaskId(node.index() as u32))
+    }
+
+    /// A topological order of the tasks, or the tasks of a cycle.
+    pub fn topological_order(&self) -> Result<Vec<TaskId>, CycleError> {
+        self.check_acyclic()?;
+        let order = petgraph::algo::toposort(&self.graph, None).expect("checked acyclic");
+        Ok(order
+            .into_iter()
+            .map(|node| TaskId(node.index() as u32))
+            .collect())
     }
 
     /// Every edge as (from, to, why), in insertion order.

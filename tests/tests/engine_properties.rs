@@ -4,7 +4,6 @@
 //! once; the makespan is at least the critical path; same inputs give
 //! byte-identical timelines.
 
-use petgraph::visit::EdgeRef;
 use sim::scenario::{Recompute, ScenarioFile, ScheduleKind};
 use std::collections::BTreeMap;
 use tests::small_scenario;
@@ -49,8 +48,8 @@ fn every_task_runs_once_after_all_its_predecessors() {
         for (index, task) in tasks.iter().enumerate() {
             assert_eq!(task.id as usize, index, "one record per task, in id order");
         }
-        for edge in graph.graph.edge_references() {
-            let (from, to) = (&tasks[edge.source().index()], &tasks[edge.target().index()]);
+        for (from, to, _) in graph.edges() {
+            let (from, to) = (&tasks[from.index()], &tasks[to.index()]);
             assert!(
                 from.end_ns <= to.start_ns,
                 "{}: task {} starts before predecessor {} ends",
@@ -60,12 +59,11 @@ fn every_task_runs_once_after_all_its_predecessors() {
             );
         }
         // Makespan ≥ longest path by durations (a DAG lower bound).
-        let order = petgraph::algo::toposort(&graph.graph, None).unwrap();
+        let order = graph.topological_order().unwrap();
         let mut finish = vec![0u64; tasks.len()];
         for node in order {
             let ready = graph
-                .graph
-                .neighbors_directed(node, petgraph::Direction::Incoming)
+                .predecessors(node)
                 .map(|p| finish[p.index()])
                 .max()
                 .unwrap_or(0);

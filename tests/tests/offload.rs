@@ -252,9 +252,8 @@ fn offload_streams_run_one_task_at_a_time_and_respect_dependencies() {
         let (_, graph) = sim::build_graph(&scenario);
         let report = sim::simulate(&scenario).unwrap();
         let tasks = &report.timeline.tasks;
-        use petgraph::visit::EdgeRef;
-        for edge in graph.graph.edge_references() {
-            let (from, to) = (&tasks[edge.source().index()], &tasks[edge.target().index()]);
+        for (from, to, _) in graph.edges() {
+            let (from, to) = (&tasks[from.index()], &tasks[to.index()]);
             assert!(from.end_ns <= to.start_ns);
         }
         let mut lanes: BTreeMap<(u32, StreamKind), Vec<(u64, u64)>> = BTreeMap::new();

@@ -430,7 +430,7 @@ mod tests {
                 l.microbatches,
             );
             crate::lowering::lower(&scenario, &schedule)
-                .works
+                .works()
                 .iter()
                 .filter_map(|work| match work {
                     Work::DataParallelAllReduce { bytes, .. } => Some(*bytes),

@@ -148,7 +148,7 @@ impl<'a> FabricFlowPlanner<'a> {
             TaskKind::PipelineActivation => (virtual_stage + 1) % p,
             _ => (virtual_stage + p - 1) % p,
         };
-        self.graph.groups[t.group.index()]
+        self.graph.group_ranks(t.group)
             .iter()
             .map(|&rank| {
                 let c = self.placement.coordinates(rank);
@@ -213,7 +213,7 @@ impl<'a> FabricFlowPlanner<'a> {
         if group_size <= 1 || cost.bytes == 0 {
             return None;
         }
-        let ranks = &self.graph.groups[t.group.index()];
+        let ranks = &self.graph.group_ranks(t.group);
         Some(if nodes > 1 {
             self.ring_flows(op, ranks, cost.bytes)
         } else {
@@ -262,7 +262,7 @@ impl<'a> FabricFlowPlanner<'a> {
 impl FlowPlanner for FabricFlowPlanner<'_> {
     fn plan(&self, task: TaskId) -> Option<FlowPlan> {
         let t = self.graph.task(task);
-        match self.graph.works[t.work.index()] {
+        match *self.graph.work(t.work) {
             Work::PipelineTransfer {
                 bytes,
                 tensor_parallel,
@@ -294,7 +294,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             Work::PcieTransfer {
                 direction, bytes, ..
             } if bytes > 0 => {
-                let gpu = self.graph.groups[t.group.index()][0].0;
+                let gpu = self.graph.group_ranks(t.group)[0].0;
                 let ends = match direction {
                     PcieDirection::DeviceToHost => FlowEnds::ToHost(gpu),
                     PcieDirection::HostToDevice => FlowEnds::FromHost(gpu),

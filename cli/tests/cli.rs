@@ -176,9 +176,18 @@ fn a_flag_overrides_a_training_option_of_the_scenario_file_either_way() {
         args.extend(extra);
         let output = clustersim(&args);
         assert!(output.status.success(), "{}", stderr(&output));
-        String::from_utf8(output.stdout).unwrap().lines().next().unwrap().to_string()
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
     };
-    assert!(title(&[]).ends_with("· sequence parallel"), "{}", title(&[]));
+    assert!(
+        title(&[]).ends_with("· sequence parallel"),
+        "{}",
+        title(&[])
+    );
     assert!(!title(&["--sequence-parallel=false"]).contains("sequence parallel"));
     assert!(title(&["--contention"]).ends_with("· sequence parallel · contention"));
     let bad = clustersim(&["simulate", path, "--sequence-parallel=maybe"]);

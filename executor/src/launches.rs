@@ -118,7 +118,9 @@ pub fn work_launches(
         }
         Work::OptimizerStep { params } => memory_bound(
             params as f64
-                * gradients::optimizer_bytes_per_param(scenario.options.gradient_accumulation_fusion),
+                * gradients::optimizer_bytes_per_param(
+                    scenario.options.gradient_accumulation_fusion,
+                ),
         )
         .into_iter()
         .collect(),

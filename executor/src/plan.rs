@@ -182,7 +182,8 @@ pub fn plan(
     // Stream of every task: the lowest rank of its group, its stream kind.
     let slot_of = |index: usize| -> (u32, StreamKind) {
         let task = graph.task(TaskId(index as u32));
-        let lead = graph.group_ranks(task.group)
+        let lead = graph
+            .group_ranks(task.group)
             .iter()
             .map(|r| r.0)
             .min()
@@ -258,7 +259,8 @@ pub fn plan(
 /// for a pipeline transfer (the compute tasks its data edges feed).
 fn devices_touched(graph: &TaskGraph, index: usize, rank_gpu: &[u32]) -> Vec<u32> {
     let task = graph.task(TaskId(index as u32));
-    let mut gpus: BTreeSet<u32> = graph.group_ranks(task.group)
+    let mut gpus: BTreeSet<u32> = graph
+        .group_ranks(task.group)
         .iter()
         .map(|r| rank_gpu[r.index()])
         .collect();
@@ -270,7 +272,8 @@ fn devices_touched(graph: &TaskGraph, index: usize, rank_gpu: &[u32]) -> Vec<u32
             let receiver = graph.task(next);
             if receiver.stage != task.stage && receiver.kind.is_compute() {
                 gpus.extend(
-                    graph.group_ranks(receiver.group)
+                    graph
+                        .group_ranks(receiver.group)
                         .iter()
                         .map(|r| rank_gpu[r.index()]),
                 );
@@ -288,9 +291,7 @@ fn issue_order(
 ) -> Result<Vec<usize>, ExecuteError> {
     let n = graph.task_count();
     let mut missing: Vec<usize> = (0..n)
-        .map(|i| {
-            graph.predecessors(TaskId(i as u32)).count()
-        })
+        .map(|i| graph.predecessors(TaskId(i as u32)).count())
         .collect();
     let mut ready: BinaryHeap<Reverse<(u64, usize)>> = (0..n)
         .filter(|&i| missing[i] == 0)

@@ -36,8 +36,8 @@ use half::f16;
 use sim::cost::WorkCost;
 use sim::scenario::Scenario;
 use sim::task_graph::TaskGraph;
-use timeline::Timeline;
 use std::sync::Arc;
+use timeline::Timeline;
 
 /// The one-line message for a machine without a usable CUDA driver.
 pub const NO_DRIVER_MESSAGE: &str = "no CUDA driver found (libcuda.so could not be loaded): `clustersim execute` runs the task graph on an NVIDIA GPU; on this machine use `clustersim simulate`, or `clustersim execute --dry-run` to see the execution plan";

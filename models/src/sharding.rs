@@ -87,7 +87,11 @@ mod tests {
             // With p·v > 1 the output layer keeps its own copy of the word
             // embedding; position embeddings and the final LayerNorm (2h,
             // outside Eq. 2's count) are replicated on the t ranks.
-            let tied_copy = if p * v > 1 { model.vocab * model.hidden } else { 0 };
+            let tied_copy = if p * v > 1 {
+                model.vocab * model.hidden
+            } else {
+                0
+            };
             let position_copies = (t as u64 - 1) * model.seq_len * model.hidden;
             let expected = formulas::parameter_count(&model)
                 + 2 * model.hidden * t as u64

@@ -14,10 +14,10 @@ use crate::time_axis::unit_for_span;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use timeline::TaskKind;
-use timeline::Timeline;
 use std::collections::BTreeSet;
 use std::path::Path;
+use timeline::TaskKind;
+use timeline::Timeline;
 
 /// The metric name of the iteration-time row.
 pub const ITERATION_METRIC: &str = "iteration";

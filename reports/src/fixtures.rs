@@ -2,8 +2,8 @@
 //! uniform costs, built by a tiny list scheduler so the pictures look like the
 //! real thing without depending on the simulator.
 
-use timeline::{StreamKind, TaskKind};
 use timeline::{Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout};
+use timeline::{StreamKind, TaskKind};
 
 pub(crate) const FORWARD_NS: u64 = 1_000_000;
 pub(crate) const BACKWARD_NS: u64 = 2_000_000;

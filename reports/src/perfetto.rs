@@ -12,11 +12,11 @@
 use crate::error::ReportError;
 use crate::selection::RankSelection;
 use crate::timeline_chart::scenario_title;
-use timeline::StreamKind;
-use timeline::{Producer, TaskRecord, Timeline};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::PathBuf;
+use timeline::StreamKind;
+use timeline::{Producer, TaskRecord, Timeline};
 
 /// Which part of the timeline goes into the trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

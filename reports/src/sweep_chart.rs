@@ -10,8 +10,8 @@ use crate::output::{render_to_file, Picture, PlotError};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use sim::scenario::ScheduleKind;
-use studies::sweep::SweepRecord;
 use std::path::Path;
+use studies::sweep::SweepRecord;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 640;

@@ -20,10 +20,10 @@ use crate::time_axis::{ticks, unit_for_span, TimeUnit};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use timeline::{StreamKind, TaskKind};
-use timeline::Timeline;
 use std::collections::BTreeSet;
 use std::path::Path;
+use timeline::Timeline;
+use timeline::{StreamKind, TaskKind};
 
 /// Opacity of task blocks. Distinct from every other filled rectangle (which
 /// are opaque), so a block shows as `opacity="0.9"` in the SVG and overlapping

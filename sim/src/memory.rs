@@ -59,8 +59,9 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::Selective => RecomputeKind::Selective,
         Recompute::Full => RecomputeKind::Full,
     };
-    let stored =
-        |kind| stored_activation_bytes_per_layer(model, b, t, scenario.options.sequence_parallel, kind);
+    let stored = |kind| {
+        stored_activation_bytes_per_layer(model, b, t, scenario.options.sequence_parallel, kind)
+    };
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
     let working_layer = match scenario.recompute {
@@ -91,7 +92,8 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 + logits
                 + pipeline_buffers) as u64;
             let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM;
-            let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.options.offload {
+            let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.options.offload
+            {
                 None => (
                     parameters
                         * gradients::main_grad_bytes_per_param(
@@ -155,7 +157,8 @@ mod tests {
         let layout = scenario.layout;
         let total: u64 = (0..layout.pipeline_parallel)
             .map(|stage| {
-                parameters_on_rank(&scenario.model, layout.sharding(), stage) * layout.tensor_parallel as u64
+                parameters_on_rank(&scenario.model, layout.sharding(), stage)
+                    * layout.tensor_parallel as u64
             })
             .sum();
         let model = &scenario.model;

@@ -3,16 +3,16 @@
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
 use crate::engine::{self, DeadlockError};
-use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
-use timeline::metrics::{self, Metrics};
 use crate::network::{Fabric, FabricError};
+use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::task::NO_MICROBATCH;
 use crate::task_graph::TaskGraph;
 use crate::time::SimDuration;
+use timeline::metrics::{self, Metrics};
 use timeline::{
     Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout, TIMELINE_FORMAT_VERSION,
 };

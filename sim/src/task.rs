@@ -2,8 +2,8 @@
 //! group, its place in the schedule, and the work it does.
 
 use crate::ids::{GroupId, WorkId};
-pub use timeline::{CommClass, StreamKind, TaskKind};
 use serde::{Deserialize, Serialize};
+pub use timeline::{CommClass, StreamKind, TaskKind};
 
 /// One node of the task graph. 24 bytes (a test checks it); millions of these exist at 3072 GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

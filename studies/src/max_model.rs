@@ -5,11 +5,11 @@
 //! exponential then binary search over layer counts (multiples of p·v) finds it
 //! from the memory model alone, without simulating time.
 
+use models::formulas;
+use serde::Serialize;
 use sim::memory::{memory_per_stage, MemoryBreakdown};
 use sim::scenario::Scenario;
 use sim::schedule::PipelineSchedule;
-use models::formulas;
-use serde::Serialize;
 
 /// Search ceiling on layers (far beyond any model that fits one node).
 const MAX_LAYERS: u64 = 1 << 20;

@@ -2,7 +2,9 @@
 
 #[test]
 fn identical_timelines_compare_equal_and_a_slowed_task_is_found() {
-    let scenario = sim::scenario::ScenarioFile::tiny_example().resolve().unwrap();
+    let scenario = sim::scenario::ScenarioFile::tiny_example()
+        .resolve()
+        .unwrap();
     let timeline = sim::simulate(&scenario).unwrap().timeline;
     let same = timeline::compare::compare(&timeline, &timeline, 5);
     assert_eq!(same.iteration_error_percent, 0.0);
@@ -28,5 +30,7 @@ fn identical_timelines_compare_equal_and_a_slowed_task_is_found() {
 
     let mut fewer = timeline.clone();
     fewer.tasks.pop();
-    assert!(timeline::compare::compare(&timeline, &fewer, 3).unmatched.is_some());
+    assert!(timeline::compare::compare(&timeline, &fewer, 3)
+        .unmatched
+        .is_some());
 }

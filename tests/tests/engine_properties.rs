@@ -143,11 +143,7 @@ fn timelines_round_trip_through_both_file_forms() {
         } else {
             timeline.write_json(file).unwrap();
         }
-        assert_eq!(
-            timeline::Timeline::read(&path).unwrap(),
-            timeline,
-            "{name}"
-        );
+        assert_eq!(timeline::Timeline::read(&path).unwrap(), timeline, "{name}");
     }
     std::fs::remove_dir_all(dir).ok();
 }

@@ -6,8 +6,8 @@ use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
 use sim::task::{StreamKind, TaskKind};
 use sim::task_graph::{ComputePass, Work};
 use sim::time::SimDuration;
-use timeline::Timeline;
 use std::collections::BTreeMap;
+use timeline::Timeline;
 
 /// An 8-layer model on one DGX-2 whose per-rank parameter counts divide by
 /// every d used here (h = 512), so ZeRO-2 shards need no padding.

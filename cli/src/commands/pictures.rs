@@ -3,8 +3,8 @@
 
 use crate::exit::user_error;
 use clap::Args;
-use timeline::Timeline;
 use std::path::PathBuf;
+use timeline::Timeline;
 
 #[derive(Debug, Clone, Args)]
 pub struct PictureArgs {

@@ -8,10 +8,10 @@ use crate::exit::user_error;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::scenario::{Recompute, ScheduleKind, TrainingOptionsFile};
-use studies::sweep::{self, Shard, SweepError, SweepOutput, SweepSpace};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use studies::sweep::{self, Shard, SweepError, SweepOutput, SweepSpace};
 
 const AFTER_HELP: &str = "\
 Examples:

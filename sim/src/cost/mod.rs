@@ -228,7 +228,9 @@ fn cost_work(
         },
         Work::OptimizerStep { params } => {
             let bytes = params as f64
-                * gradients::optimizer_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+                * gradients::optimizer_bytes_per_param(
+                    scenario.options.gradient_accumulation_fusion,
+                );
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(kernels.memory_seconds(bytes)),
                 bytes: bytes as u64,

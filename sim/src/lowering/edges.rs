@@ -127,10 +127,8 @@ mod tests {
 
     fn edges(builder: TaskGraphBuilder) -> Vec<(u32, u32)> {
         let graph = builder.finish(4);
-        let mut edges: Vec<(u32, u32)> = graph
-            .edges()
-            .map(|(from, to, _)| (from.0, to.0))
-            .collect();
+        let mut edges: Vec<(u32, u32)> =
+            graph.edges().map(|(from, to, _)| (from.0, to.0)).collect();
         edges.sort_unstable();
         edges
     }
@@ -144,7 +142,10 @@ mod tests {
         let next0 = task(&mut builder, &[0], StreamKind::Compute);
         let send = task(&mut builder, &[0, 1], StreamKind::PipelineSendNext);
         let send_again = task(&mut builder, &[0, 1], StreamKind::PipelineSendNext);
-        program_order(&mut builder, &[vec![Rank(0)], vec![Rank(1)], vec![Rank(0), Rank(1)]]);
+        program_order(
+            &mut builder,
+            &[vec![Rank(0)], vec![Rank(1)], vec![Rank(0), Rank(1)]],
+        );
         assert_eq!(
             edges(builder),
             [
@@ -158,7 +159,10 @@ mod tests {
 
     #[test]
     fn shared_ranks_pair_up_and_disjoint_steps_connect_every_pair() {
-        assert!(share_a_rank(&[Rank(1), Rank(5)], &[Rank(0), Rank(5), Rank(9)]));
+        assert!(share_a_rank(
+            &[Rank(1), Rank(5)],
+            &[Rank(0), Rank(5), Rank(9)]
+        ));
         assert!(!share_a_rank(&[Rank(1), Rank(2)], &[Rank(3)]));
         let mut builder = TaskGraphBuilder::default();
         // Two ranks' compute tasks, a data-parallel collective over ranks

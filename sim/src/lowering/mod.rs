@@ -43,7 +43,8 @@ pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
 
 /// Builds the task graph of a scenario's iteration (or iterations).
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
-    let mut builder = TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 2 * estimated_tasks(scenario));
+    let mut builder =
+        TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 2 * estimated_tasks(scenario));
     let program = match scenario.options.offload {
         None => pipeline::program(scenario, schedule, &mut builder),
         Some(_) => offload::program(scenario, schedule, &mut builder),

@@ -35,7 +35,6 @@
 //! gradient accumulation time for m > 1. Under `--contention` the PCIe copies
 //! and ZeRO-2 collectives run as fabric flows (`crate::network::FabricFlowPlanner`).
 
-
 use super::offload_plan::{Bucket, OffloadPlan};
 use super::passes::PassPiece;
 use super::program::{Program, StepId, TensorGroup, TensorGroupId};
@@ -139,7 +138,8 @@ impl OffloadProgram<'_> {
                         iteration,
                     );
                     for data_index in 0..d {
-                        let tail = self.compute_tails[data_index as usize].expect("bucket computed");
+                        let tail =
+                            self.compute_tails[data_index as usize].expect("bucket computed");
                         self.program.depend(tail, reduce_scatter, Dependency::Data);
                     }
                     reduce_scatter
@@ -324,7 +324,11 @@ pub fn program(
                 Pass::Forward => {
                     for data_index in 0..d {
                         let waits: &[Option<StepId>] = if first_pass { &awaited } else { &[] };
-                        state.add_pass(data_index, piece(ComputePass::Forward, layers, true, true), waits);
+                        state.add_pass(
+                            data_index,
+                            piece(ComputePass::Forward, layers, true, true),
+                            waits,
+                        );
                     }
                     first_pass = false;
                 }
@@ -342,7 +346,12 @@ pub fn program(
                         for data_index in 0..d {
                             state.add_pass(
                                 data_index,
-                                piece(ComputePass::Backward, bucket.layers, bucket.embedding, bucket.head),
+                                piece(
+                                    ComputePass::Backward,
+                                    bucket.layers,
+                                    bucket.embedding,
+                                    bucket.head,
+                                ),
                                 &[],
                             );
                         }

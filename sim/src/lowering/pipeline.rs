@@ -98,9 +98,8 @@ pub fn program(
     for data_index in 0..d {
         for stage in 0..p {
             let tensor_ranks = placement.tensor_group(stage, data_index);
-            let group = program.add_tensor_group(TensorGroup::new(
-                builder, &placement, stage, data_index,
-            ));
+            let group =
+                program.add_tensor_group(TensorGroup::new(builder, &placement, stage, data_index));
             let tensor_group = program.tensor_group(group).tensor_group;
             let mut tail: Option<StepId> = None;
             // Sends the next compute pass must wait for (blocking p2p).
@@ -128,7 +127,12 @@ pub fn program(
                         Some(per_bucket)
                             if pass == ComputePass::Backward && action.microbatch + 1 == m =>
                         {
-                            backward_buckets(layers_per_chunk, per_bucket, with_embedding, with_head)
+                            backward_buckets(
+                                layers_per_chunk,
+                                per_bucket,
+                                with_embedding,
+                                with_head,
+                            )
                         }
                         _ => vec![BucketLayers {
                             layers: layers_per_chunk,
@@ -369,9 +373,20 @@ mod tests {
         assert_eq!(
             kinds,
             [
-                "forward", "pipeline_activation", "forward", "pipeline_activation",
-                "backward", "backward", "forward", "backward", "pipeline_gradient",
-                "forward", "backward", "pipeline_gradient", "optimizer_step", "optimizer_step"
+                "forward",
+                "pipeline_activation",
+                "forward",
+                "pipeline_activation",
+                "backward",
+                "backward",
+                "forward",
+                "backward",
+                "pipeline_gradient",
+                "forward",
+                "backward",
+                "pipeline_gradient",
+                "optimizer_step",
+                "optimizer_step"
             ]
         );
         // Every transfer feeds exactly one pass, and every send blocks the next pass.

@@ -5,8 +5,8 @@
 //! A pass's head is its per-rank compute tasks and its tail the tensor
 //! all-reduce when there is one; a single task is both.
 
-use super::program::{Program, Step};
 use super::passes::task_kind;
+use super::program::{Program, Step};
 use crate::ids::TaskId;
 use crate::task::{StreamKind, Task, TaskKind};
 use crate::task_graph::TaskGraphBuilder;
@@ -92,7 +92,8 @@ pub fn emit(program: &Program, builder: &mut TaskGraphBuilder) -> Vec<StepTasks>
                     });
                     first.get_or_insert(id);
                 }
-                let head = TaskRange::new(first.expect("tensor groups are non-empty"), group.size());
+                let head =
+                    TaskRange::new(first.expect("tensor groups are non-empty"), group.size());
                 let tail = match all_reduce_work {
                     None => head,
                     Some(work) => TaskRange::single(builder.add_task(Task {
@@ -119,7 +120,10 @@ mod tests {
     #[test]
     fn a_range_names_its_tasks_and_refuses_to_run_past_its_end() {
         let range = TaskRange::new(TaskId(10), 3);
-        assert_eq!(range.iter().collect::<Vec<_>>(), [TaskId(10), TaskId(11), TaskId(12)]);
+        assert_eq!(
+            range.iter().collect::<Vec<_>>(),
+            [TaskId(10), TaskId(11), TaskId(12)]
+        );
         assert_eq!(range.get(2), TaskId(12));
         assert!(std::panic::catch_unwind(|| range.get(3)).is_err());
         assert_eq!(TaskRange::single(TaskId(4)).iter().count(), 1);
@@ -155,7 +159,11 @@ mod tests {
         let kinds: Vec<TaskKind> = (0..3).map(|i| builder.task(TaskId(i)).kind).collect();
         assert_eq!(
             kinds,
-            [TaskKind::Backward, TaskKind::Backward, TaskKind::TensorAllReduce]
+            [
+                TaskKind::Backward,
+                TaskKind::Backward,
+                TaskKind::TensorAllReduce
+            ]
         );
         assert_eq!(program.task_count(), 3);
     }

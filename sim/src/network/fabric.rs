@@ -120,7 +120,10 @@ impl Fabric {
         if nodes <= 1 || nics_per_node == 0 {
             return Ok(None);
         }
-        let fat_tree = FatTree::new(topology.fabric.switch_radix, topology.fabric.fat_tree_levels);
+        let fat_tree = FatTree::new(
+            topology.fabric.switch_radix,
+            topology.fabric.fat_tree_levels,
+        );
         let leaves_per_rail = (nodes as u64).div_ceil(fat_tree.arity);
         let needed = nics_per_node as u64 * leaves_per_rail * fat_tree.arity;
         if needed > fat_tree.max_endpoints() {

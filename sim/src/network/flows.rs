@@ -35,6 +35,7 @@
 //! backward tensor all-reduces under the asynchronous tensor all-reduce
 //! (charged only the part their weight-gradient GEMMs do not hide).
 
+use super::Fabric;
 use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use crate::cost::{NetworkModel, WorkCost};
 use crate::ids::{Rank, TaskId};
@@ -43,7 +44,6 @@ use crate::scenario::Scenario;
 use crate::task::TaskKind;
 use crate::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
 use crate::time::SimDuration;
-use super::Fabric;
 
 /// Where a flow runs: between two GPUs, or between a GPU and its host's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,7 +148,8 @@ impl<'a> FabricFlowPlanner<'a> {
             TaskKind::PipelineActivation => (virtual_stage + 1) % p,
             _ => (virtual_stage + p - 1) % p,
         };
-        self.graph.group_ranks(t.group)
+        self.graph
+            .group_ranks(t.group)
             .iter()
             .map(|&rank| {
                 let c = self.placement.coordinates(rank);

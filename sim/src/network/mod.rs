@@ -27,8 +27,8 @@
 
 mod fabric;
 mod fair_share;
-mod flows;
 mod fat_tree;
+mod flows;
 mod reference;
 mod utilization;
 mod water_fill;
@@ -42,8 +42,8 @@ use serde::{Deserialize, Serialize};
 
 pub use fabric::{Fabric, FabricError, Link, LinkKind, Route};
 pub use fair_share::FairShareNetwork;
-pub use flows::{FabricFlowPlanner, FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
 pub use fat_tree::{splitmix64, FatTree, TreeHop};
+pub use flows::{FabricFlowPlanner, FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
 pub use reference::ReferenceNetwork;
 pub use utilization::{BusyLink, LinkUtilization};
 pub use water_fill::WaterFill;

@@ -175,7 +175,9 @@ fn a_fat_tree_too_small_for_its_nodes_is_a_scenario_problem_under_contention() {
     };
     let error = file.resolve().unwrap_err().to_string();
     assert!(
-        error.contains("network_contention: topology 'selene': a 2-level fat tree of radix-40 switches holds"),
+        error.contains(
+            "network_contention: topology 'selene': a 2-level fat tree of radix-40 switches holds"
+        ),
         "{error}"
     );
     // Without contention the closed-form network does not use the tree.

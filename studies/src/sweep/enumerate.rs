@@ -7,8 +7,8 @@
 
 use super::space::{Candidate, SweepSpace};
 use super::SweepError;
-use sim::scenario::{Scenario, ScenarioError};
 use rayon::prelude::*;
+use sim::scenario::{Scenario, ScenarioError};
 use std::collections::BTreeMap;
 
 /// A candidate that passed validation, with its resolved scenario.

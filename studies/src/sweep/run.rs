@@ -6,10 +6,10 @@
 use super::enumerate::ValidCandidate;
 use super::space::Candidate;
 use super::SweepError;
-use sim::memory::memory_per_stage;
-use sim::schedule::PipelineSchedule;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use sim::memory::memory_per_stage;
+use sim::schedule::PipelineSchedule;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One simulated layout.

@@ -15,8 +15,8 @@
 //! ascending, then p ascending, then b ascending, then schedule (GPipe, 1F1B,
 //! interleaved v = 2, 3, …), then recompute (none, full).
 
-use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use serde::{Deserialize, Serialize};
+use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 
 /// What to sweep: model, cluster, size, batch and constraints. Serialized as
 /// the header of every sweep document, so shards of different sweeps never merge.
@@ -54,7 +54,6 @@ pub struct SweepSpace {
     #[serde(flatten)]
     pub options: TrainingOptionsFile,
 }
-
 
 impl SweepSpace {
     /// The default space: every schedule and recompute mode, b ≤ 8, v ≤ 8.

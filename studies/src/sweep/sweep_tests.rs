@@ -172,7 +172,13 @@ fn shared_options_reach_every_layout_and_mark_the_sweep() {
         .unwrap()
         .candidates
         .iter()
-        .all(|c| with_options.scenario_file(&c.candidate).options.sequence_parallel == Some(true));
+        .all(|c| {
+            with_options
+                .scenario_file(&c.candidate)
+                .options
+                .sequence_parallel
+                == Some(true)
+        });
     assert!(every_file_has_sequence_parallelism);
     // Sequence parallelism and selective recompute store fewer activation bytes.
     let peak = |output: &SweepOutput| -> u64 {

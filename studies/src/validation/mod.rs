@@ -29,12 +29,12 @@ mod keys;
 
 pub use keys::{MeasuredKey, Quantity, Variant};
 
+use serde::Serialize;
 use sim::cost::layer_kernel_costs;
-use timeline::metrics::Metrics;
 use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use sim::task_graph::ComputePass;
-use serde::Serialize;
 use std::collections::BTreeMap;
+use timeline::metrics::Metrics;
 
 /// One prediction against one published figure.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -326,9 +326,7 @@ fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, 
     let mut file = file.clone();
     file.recompute = Some(variant.recompute);
     file.options.sequence_parallel = Some(variant.sequence_parallel);
-    let scenario = file
-        .resolve()
-    .map_err(|e| e.to_string())?;
+    let scenario = file.resolve().map_err(|e| e.to_string())?;
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
         metrics: report.metrics,
@@ -542,7 +540,10 @@ mod tests {
             "layout": {"tp": 1, "pp": 1, "dp": 1, "microbatch_size": 8, "global_batch": 8}
         });
         let (file, _, _) = case_scenario("plain", &plain, "Selene").unwrap();
-        assert_eq!((file.options.zero_offload, file.options.delayed_update), (None, None));
+        assert_eq!(
+            (file.options.zero_offload, file.options.delayed_update),
+            (None, None)
+        );
         assert!(!delayed_update_from_source(
             "ZeRO-Offload, Figure 7, without DPU"
         ));

@@ -16,7 +16,7 @@ use gpu::detect::{CudaLibrary, Device};
 use gpu::error::CudaContextExt;
 use gpu::timing::{self, Summary};
 use half::bf16;
-use sim::profile::{CollectiveMeasurement, Source};
+use profile::{CollectiveMeasurement, Source};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;

@@ -11,8 +11,8 @@ use crate::error::CalibrateError;
 use crate::host_timing::time_on_host;
 use gpu::random;
 use gpu::timing::Summary;
+use profile::{CpuAdamMeasurement, Source};
 use rayon::prelude::*;
-use sim::profile::{CpuAdamMeasurement, Source};
 
 /// Adam hyper-parameters (PyTorch defaults).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -63,7 +63,7 @@ pub enum CalibrateError {
     /// The profile built from the measurements failed validation (a bug or a
     /// nonsensical measurement; the problems are listed).
     #[error("the calibrated profile is invalid: {0}")]
-    Profile(#[from] sim::profile::ProfileError),
+    Profile(#[from] profile::ProfileError),
 }
 
 impl From<GpuError> for CalibrateError {

@@ -18,7 +18,7 @@ use gpu::gemm::{
 use gpu::random;
 use gpu::timing::{self, Summary};
 use models::ops::{GemmShape, KernelClass, PassSteps, Step};
-use sim::profile::{GemmMeasurement, Source};
+use profile::{GemmMeasurement, Source};
 use std::collections::BTreeSet;
 
 /// Every distinct GEMM shape of one transformer layer and of the head

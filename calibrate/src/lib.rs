@@ -1,6 +1,6 @@
 //! # calibrate — time the real hardware, write a calibration profile
 //!
-//! The simulator's cost model reads a [`sim::profile::Profile`]: achieved
+//! The simulator's cost model reads a [`profile::Profile`]: achieved
 //! GEMM efficiency, HBM, NVLink and PCIe rates, kernel overhead and the CPU
 //! Adam rate. This crate measures them on the machine it runs on and returns
 //! the embedded default for the detected GPU with the measured entries added

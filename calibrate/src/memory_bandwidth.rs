@@ -11,7 +11,7 @@ use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 use gpu::detect::{CudaLibrary, Device};
 use gpu::error::CudaContextExt;
 use gpu::timing::{self, Summary};
-use sim::profile::{MemoryMeasurement, Source};
+use profile::{MemoryMeasurement, Source};
 
 const MIB: u64 = 1 << 20;
 

@@ -14,7 +14,7 @@ use crate::memory_bandwidth;
 use crate::pcie::{self, PcieMeasurement, Transfer};
 use crate::{cpu_adam, provenance};
 use gpu::gemm::GemmDtype;
-use sim::profile::{
+use profile::{
     CollectiveMeasurement, CpuAdamMeasurement, GemmMeasurement, MemoryMeasurement, Profile,
     Provenance, Quantity, Source,
 };
@@ -62,7 +62,7 @@ pub fn base_profile(
 /// Which embedded default profile a device name maps to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuiltinMatch {
-    /// Name for `sim::profile::Profile::builtin`.
+    /// Name for `profile::Profile::builtin`.
     pub profile_id: &'static str,
     /// False when the GPU is none of the embedded ones and this is a stand-in.
     pub exact: bool,
@@ -412,8 +412,8 @@ mod tests {
 
     #[test]
     fn every_embedded_profile_has_a_datasheet_gpu() {
-        for name in sim::profile::Profile::builtin_names() {
-            let profile = sim::profile::Profile::builtin(name).unwrap();
+        for name in profile::Profile::builtin_names() {
+            let profile = profile::Profile::builtin(name).unwrap();
             assert!(datasheet_gpu(&profile.gpu).is_some(), "{}", profile.gpu);
         }
     }

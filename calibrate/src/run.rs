@@ -11,7 +11,7 @@ use cudarc::driver::CudaContext;
 use gpu::detect::{open_device, CudaLibrary, Device};
 use gpu::error::{CublasContextExt, GpuError};
 use half::{bf16, f16};
-use sim::profile::{Profile, Provenance};
+use profile::{Profile, Provenance};
 
 /// Launches averaged per kernel-overhead sample.
 const KERNEL_OVERHEAD_LAUNCHES: u32 = 200;

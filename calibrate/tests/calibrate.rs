@@ -4,7 +4,7 @@
 
 use calibrate::{CalibrateError, CalibrateOptions, Progress};
 use gpu::detect::CudaLibrary;
-use sim::profile::{Profile, Source};
+use profile::{Profile, Source};
 
 fn small_cpu_options() -> CalibrateOptions {
     CalibrateOptions {

@@ -36,7 +36,6 @@ pub mod lowering;
 pub mod memory;
 pub mod network;
 pub mod placement;
-pub mod profile;
 pub mod scenario;
 pub mod schedule;
 mod simulate;

@@ -8,6 +8,8 @@
 //! - [`validation`]: published measurements (a dev-set JSON file) run through
 //!   the simulator, predicted against published, with a reason for every
 //!   figure that cannot be predicted;
+//! - [`nccl_tests`]: a collective's predicted time, algbw and busbw over a
+//!   size range, in nccl-tests' columns (`clustersim collective`);
 //! - [`max_model`]: the largest model of a family that fits in memory under
 //!   ZeRO-Offload (the paper's Figure 7 question).
 //!
@@ -19,5 +21,6 @@
 //! ```
 
 pub mod max_model;
+pub mod nccl_tests;
 pub mod sweep;
 pub mod validation;

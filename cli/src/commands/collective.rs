@@ -3,11 +3,9 @@
 
 use crate::exit::user_error;
 use clap::Args;
-use sim::collective::{
-    format_nccl_tests_table, nccl_tests_table, size_sweep, Algorithm, CollectiveOp, GroupShape,
-    LinkRates,
-};
-use sim::profile::Profile;
+use profile::Profile;
+use sim::collective::{Algorithm, CollectiveOp, GroupShape, LinkRates};
+use studies::nccl_tests::{format_nccl_tests_table, nccl_tests_table, size_sweep};
 use topologies::TopologySpec;
 
 #[derive(Debug, Args)]

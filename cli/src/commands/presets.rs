@@ -5,7 +5,7 @@ pub fn run() -> anyhow::Result<()> {
     println!("topologies: {}", topologies::preset_names().join(", "));
     println!(
         "profiles:   {}",
-        sim::profile::Profile::builtin_names().join(", ")
+        profile::Profile::builtin_names().join(", ")
     );
     println!("schedules:  gpipe, 1f1b, interleaved");
     Ok(())

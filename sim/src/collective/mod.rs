@@ -69,24 +69,17 @@
 //! ```
 //! use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
 //! let topology = topologies::preset("selene").unwrap();
-//! let profile = sim::profile::Profile::builtin("a100-80gb").unwrap();
+//! let profile = profile::Profile::builtin("a100-80gb").unwrap();
 //! let rates = LinkRates::from(&topology, &profile);
 //! let e = estimate(CollectiveOp::AllReduce, 1 << 30, &GroupShape::single_node(8), &rates, None);
 //! assert!((e.busbw_bytes_per_s / 1e9 - 229.0).abs() < 3.0);
 //! ```
 
 mod estimate;
-mod nccl_tests;
 mod shape;
-
-#[cfg(test)]
-mod calibration_tests;
 
 pub use estimate::{
     choose_algorithm, estimate, ring_bus_bytes_per_s, ring_steps, ring_terms, tree_terms,
     CollectiveEstimate, CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
-};
-pub use nccl_tests::{
-    format_nccl_tests_table, nccl_tests_table, size_sweep, NcclTestsRow, FLOAT_BYTES,
 };
 pub use shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};

@@ -1,7 +1,7 @@
 //! The vocabulary of the collective model: which operation, which algorithm,
 //! the shape of the group of ranks, and the achieved link rates it runs on.
 
-use crate::profile::Profile;
+use profile::Profile;
 use std::collections::BTreeMap;
 use topologies::TopologySpec;
 

@@ -9,8 +9,8 @@
 //! differing from measured ones in one dimension is interpolated linearly
 //! between the nearest measured neighbours on that dimension.
 
-use crate::profile::{GemmMeasurement, Profile};
 use models::ops::{GemmShape, Kernel, KernelClass};
+use profile::{GemmMeasurement, Profile};
 use topologies::GpuSpec;
 
 /// Tile + wave quantization efficiency of a GEMM for one tile shape.
@@ -138,7 +138,7 @@ impl<'a> KernelCostModel<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Source;
+    use profile::Source;
 
     fn a100() -> (GpuSpec, Profile) {
         (

@@ -6,8 +6,8 @@
 //! achieved rates, each as if alone on the fabric (no contention).
 
 use crate::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
-use crate::profile::Profile;
 use crate::time::SimDuration;
+use profile::Profile;
 use topologies::TopologySpec;
 
 /// Durations of the communication patterns the lowering produces.

@@ -22,7 +22,7 @@
 //! optimizer process gets `1/g` of the cores, so a GPU's step of `S` parameters
 //! takes as long as the whole host takes for `g·S` (all `g` step at once).
 
-use crate::profile::CpuAdamProfile;
+use profile::CpuAdamProfile;
 
 /// Seconds the whole host (`cores` cores) takes for one Adam step over `params` parameters.
 pub fn cpu_adam_host_seconds(profile: &CpuAdamProfile, cores: u32, params: u64) -> f64 {
@@ -91,7 +91,7 @@ pub fn pcie_seconds(bytes: u64, rate_bytes_per_s: f64, sharing_gpus: u32, latenc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Profile;
+    use profile::Profile;
 
     fn v100() -> CpuAdamProfile {
         Profile::builtin("v100-32gb").unwrap().cpu_adam

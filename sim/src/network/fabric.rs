@@ -27,7 +27,7 @@
 
 use super::fat_tree::FatTree;
 use super::LinkId;
-use crate::profile::Profile;
+use profile::Profile;
 use topologies::TopologySpec;
 
 /// What a link connects.

@@ -15,7 +15,7 @@
 //! use sim::network::{Fabric, FairShareNetwork};
 //! use sim::time::SimTime;
 //! let topology = topologies::preset("selene").unwrap();
-//! let profile = sim::profile::Profile::builtin("a100-80gb").unwrap();
+//! let profile = profile::Profile::builtin("a100-80gb").unwrap();
 //! let fabric = Fabric::new(&topology, &profile).unwrap();
 //! let mut net = FairShareNetwork::new(fabric.capacities_bytes_per_s());
 //! // Two GPUs of node 0 send 24 MB each to GPU 0 of node 1: they share its NIC rail.
@@ -32,11 +32,6 @@ mod flows;
 mod reference;
 mod utilization;
 mod water_fill;
-
-#[cfg(test)]
-mod property_tests;
-#[cfg(test)]
-mod ring_step_tests;
 
 use serde::{Deserialize, Serialize};
 

@@ -16,8 +16,8 @@ pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{TrainingOptions, TrainingOptionsFile};
 
-use crate::profile::Profile;
 use models::ModelSpec;
+use profile::Profile;
 use serde::{Deserialize, Serialize};
 use topologies::TopologySpec;
 

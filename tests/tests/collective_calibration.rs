@@ -2,8 +2,9 @@
 //! `selene` + `a100-80gb` must land near the NCCL all-reduce bus bandwidths
 //! measured on DGX A100. Each test prints predicted vs measured.
 
-use super::*;
-use crate::profile::Profile;
+use profile::Profile;
+use sim::collective::*;
+use studies::nccl_tests::{format_nccl_tests_table, nccl_tests_table, size_sweep};
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;

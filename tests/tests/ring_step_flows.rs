@@ -2,10 +2,10 @@
 //! rings across two DGX A100 nodes, laid out as flows on the selene fabric, takes
 //! what the closed form's 8 × 24 GB/s bus bandwidth says it takes.
 
-use super::*;
-use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
-use crate::profile::Profile;
-use crate::time::{SimDuration, SimTime};
+use profile::Profile;
+use sim::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
+use sim::network::*;
+use sim::time::{SimDuration, SimTime};
 
 #[test]
 fn one_ring_step_across_two_nodes_runs_at_one_rail_per_ring() {

@@ -2,8 +2,8 @@
 //! the rows a `clustersim collective` command prints, in nccl-tests' columns, so
 //! a prediction can be laid next to a real run.
 
-use super::estimate::{estimate, CollectiveEstimate};
-use super::shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};
+use sim::collective::{estimate, CollectiveEstimate};
+use sim::collective::{Algorithm, CollectiveOp, GroupShape, LinkRates};
 use std::fmt::Write;
 
 /// Element size of nccl-tests' default datatype (`float`).

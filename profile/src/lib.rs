@@ -1,10 +1,12 @@
-//! The calibration profile: what the hardware *achieves*, as opposed to what
+//! # profile — the calibration profile
+//!
+//! What the hardware *achieves*, as opposed to what
 //! the datasheet (topology) says it could. Versioned JSON; every quantity says
 //! where it comes from (`measured` by `clustersim calibrate`, `datasheet` or a
 //! published measurement, or `model`: an assumption stated in its note).
 //!
 //! Embedded defaults for A100-80GB, V100-32GB and H200 live in
-//! `sim/profiles/*.json`, built from shared/HARDWARE.md; `calibrate` writes the
+//! `profile/profiles/*.json`, built from shared/HARDWARE.md; `calibrate` writes the
 //! same schema from real timings. Measured entries win over the model.
 
 use serde::{Deserialize, Serialize};

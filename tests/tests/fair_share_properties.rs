@@ -10,9 +10,9 @@
 //! other. The test therefore allows 1 ns per event of difference, and reports how
 //! many flows differed at all.
 
-use super::*;
-use crate::profile::Profile;
-use crate::time::SimTime;
+use profile::Profile;
+use sim::network::*;
+use sim::time::SimTime;
 
 /// xorshift64* (Marsaglia; Vigna): small, seeded, good enough for test inputs.
 struct XorShift64(u64);

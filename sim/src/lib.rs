@@ -1,17 +1,19 @@
 //! # sim — from a scenario to a timeline
 //!
 //! The simulator's core, in the order data flows through it:
-//! 1. [`scenario`]: model + topology + layout + schedule + options, validated
-//!    (every problem reported at once, naming the field);
+//! 1. [`scenario`]: model + topology + layout + schedule + training options
+//!    ([`scenario::TrainingOptions`], declared once), validated (every
+//!    problem reported at once, naming the field);
 //! 2. [`placement`]: Megatron rank order (tensor innermost, then data, then pipeline);
 //! 3. [`schedule`]: GPipe, 1F1B and interleaved 1F1B as per-rank action lists
 //!    (data, with a compact text form that parses back);
-//! 4. [`lowering`]: actions → a [`task_graph::TaskGraph`] (petgraph DAG of
-//!    compute, tensor/pipeline/data-parallel communication and optimizer tasks,
-//!    with data-dependency and per-stream program-order edges); [`offload`]
-//!    lowers ZeRO-Offload scenarios (PCIe copies, CPU Adam, delayed update);
+//! 4. [`lowering`]: actions → a program of steps (pipeline or ZeRO-Offload)
+//!    → tasks → edges: a sealed [`task_graph::TaskGraph`] of compute,
+//!    tensor/pipeline/data-parallel communication, optimizer, PCIe and CPU
+//!    tasks with data-dependency and per-stream program-order edges;
 //! 5. [`cost`]: the duration of every distinct piece of work, from the
-//!    calibration [`profile`] (measured entries win) and the topology;
+//!    calibration profile (the `profile` crate; measured entries win), the
+//!    topology and, under `--contention`, the fabric of [`network`];
 //! 6. [`engine`]: a deterministic discrete-event simulation in integer
 //!    nanoseconds producing a `timeline::Timeline`;
 //! 7. metrics (iteration time, TFLOP/s, bubble fraction, exposed

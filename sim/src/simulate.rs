@@ -98,7 +98,7 @@ fn package(
 
 /// The Timeline of a graph whose task `index` ran over `span(index)` = (start_ns, end_ns):
 /// one record per task in id order and the header every producer writes
-/// (the engine here, the GPU executor in `calibrate`).
+/// (the engine here, the GPU executor in the `executor` crate).
 pub fn timeline_from_spans(
     scenario: &Scenario,
     graph: &TaskGraph,

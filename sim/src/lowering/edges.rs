@@ -15,14 +15,18 @@
 //!    all-reduce), or, when the two steps share no rank at all (a transfer
 //!    from another stage), every pair.
 
-use super::program::{Program, StepDependency};
+use super::program::StepDependency;
 use super::tasks::StepTasks;
 use crate::ids::{GroupId, Rank, TaskId};
 use crate::task::StreamKind;
 use crate::task_graph::{Dependency, TaskGraphBuilder};
 
 /// Adds the program-order edges, then the dependencies' edges.
-pub fn connect(program: &Program, steps: &[StepTasks], builder: &mut TaskGraphBuilder) {
+pub fn connect(
+    dependencies: &[StepDependency],
+    steps: &[StepTasks],
+    builder: &mut TaskGraphBuilder,
+) {
     let sorted_groups: Vec<Vec<Rank>> = (0..builder.group_count())
         .map(|index| {
             let mut ranks = builder.group_ranks(GroupId(index as u32)).to_vec();
@@ -31,7 +35,7 @@ pub fn connect(program: &Program, steps: &[StepTasks], builder: &mut TaskGraphBu
         })
         .collect();
     program_order(builder, &sorted_groups);
-    for dependency in &program.dependencies {
+    for dependency in dependencies {
         connect_steps(builder, &sorted_groups, steps, dependency);
     }
 }
@@ -74,25 +78,19 @@ fn connect_steps(
 ) {
     let sources = steps[dependency.from.index()].tail;
     let targets = steps[dependency.to.index()].head;
-    let ranks_of = |builder: &TaskGraphBuilder, id: TaskId| builder.task(id).group.index();
-    let mut pairs = Vec::new();
+    let ranks = |builder: &TaskGraphBuilder, id: TaskId| &groups[builder.task(id).group.index()];
+    let shares = |builder: &TaskGraphBuilder, source: TaskId, target: TaskId| {
+        share_a_rank(ranks(builder, source), ranks(builder, target))
+    };
+    let any_shared = targets
+        .iter()
+        .any(|target| sources.iter().any(|source| shares(builder, source, target)));
     for target in targets.iter() {
         for source in sources.iter() {
-            let (a, b) = (ranks_of(builder, source), ranks_of(builder, target));
-            if share_a_rank(&groups[a], &groups[b]) {
-                pairs.push((source, target));
+            if !any_shared || shares(builder, source, target) {
+                builder.add_edge(source, target, dependency.why);
             }
         }
-    }
-    if pairs.is_empty() {
-        for target in targets.iter() {
-            for source in sources.iter() {
-                pairs.push((source, target));
-            }
-        }
-    }
-    for (source, target) in pairs {
-        builder.add_edge(source, target, dependency.why);
     }
 }
 

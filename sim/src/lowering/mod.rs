@@ -45,12 +45,14 @@ pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let mut builder =
         TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 2 * estimated_tasks(scenario));
-    let program = match scenario.options.offload {
+    let mut program = match scenario.options.offload {
         None => pipeline::program(scenario, schedule, &mut builder),
         Some(_) => offload::program(scenario, schedule, &mut builder),
     };
     let steps = tasks::emit(&program, &mut builder);
-    edges::connect(&program, &steps, &mut builder);
+    let dependencies = std::mem::take(&mut program.dependencies);
+    drop(program);
+    edges::connect(&dependencies, &steps, &mut builder);
     builder.finish(scenario.layout.gpus())
 }
 

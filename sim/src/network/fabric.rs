@@ -238,7 +238,7 @@ impl Fabric {
             .collect()
     }
 
-    /// e.g. "nic_up[17]" or "tree_down[level 1][42]".
+    /// e.g. `nic_up[17]` or `tree_down[level 1][42]`.
     pub fn describe(&self, id: LinkId) -> String {
         let link = self.link(id);
         let name = match link.kind {

@@ -193,3 +193,55 @@ fn a_flag_overrides_a_training_option_of_the_scenario_file_either_way() {
     let bad = clustersim(&["simulate", path, "--sequence-parallel=maybe"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
+
+#[test]
+fn the_software_stack_is_named_in_the_output_and_sets_option_defaults() {
+    let args = [
+        "simulate",
+        "--model",
+        "gpt-22b",
+        "--tp",
+        "8",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--microbatch-size",
+        "4",
+        "--global-batch",
+        "4",
+        "--recompute",
+        "full",
+        "--json",
+    ];
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(extra);
+        let output = clustersim(&all);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let default = run(&[]);
+    assert_eq!(default["stack"], "megatron-2021");
+    assert_eq!(default["stack_is_default"], true);
+    let stack_2022 = run(&["--stack", "megatron-2022"]);
+    assert_eq!(stack_2022["stack_is_default"], false);
+    assert!(stack_2022["scenario"]
+        .as_str()
+        .unwrap()
+        .contains("async TP all-reduce"));
+    // The 2022 code overlaps the backward all-reduces: less exposed TP time.
+    let exposed =
+        |v: &serde_json::Value| v["exposed_communication_s"]["tensor_s"].as_f64().unwrap();
+    assert!(exposed(&stack_2022) < exposed(&default));
+    // A flag still wins over the stack.
+    let flag_wins = run(&["--stack", "megatron-2022", "--async-tensor-allreduce=false"]);
+    assert_eq!(exposed(&flag_wins), exposed(&default));
+    let bad = clustersim(&["simulate", "--stack", "megatron-1999"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("stack: unknown stack 'megatron-1999'"),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -7,6 +7,11 @@ pub fn run() -> anyhow::Result<()> {
         "profiles:   {}",
         profile::Profile::builtin_names().join(", ")
     );
+    println!(
+        "stacks:     {} (default {})",
+        sim::scenario::Stack::builtin_names().join(", "),
+        sim::scenario::DEFAULT_STACK
+    );
     println!("schedules:  gpipe, 1f1b, interleaved");
     Ok(())
 }

@@ -23,6 +23,12 @@ pub struct ScenarioArgs {
     /// `clustersim calibrate`. Default: the built-in for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
+    /// Software stack: a built-in (megatron-2021, megatron-2022, megatron-core-2024,
+    /// deepspeed-pipeline) or a stack JSON file. It sets the defaults of the training
+    /// options below as that software had them; flags and the scenario file override
+    /// it. Default: megatron-2021 (see `clustersim presets`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub stack: Option<String>,
     /// Tensor-parallel degree t (ranks inside a node).
     #[arg(long)]
     pub tp: Option<u32>,
@@ -77,6 +83,7 @@ impl ScenarioArgs {
             model: self.model.clone().map(Into::into),
             topology: self.topology.clone().map(Into::into),
             profile: self.profile.clone(),
+            stack: self.stack.clone(),
             tp: self.tp,
             pp: self.pp,
             dp: self.dp,

@@ -105,6 +105,8 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         "n_edges": report.n_edges,
         "n_events": report.n_events,
         "profile": scenario.profile.id,
+        "stack": scenario.stack.name,
+        "stack_is_default": scenario.stack_is_default,
         "zero_offload": scenario.options.offload.is_some(),
         "delayed_update": scenario.options.offload.is_some_and(|o| o.delayed_update),
         "iterations": m.iterations,
@@ -134,6 +136,16 @@ fn write_summary(
         .iter()
         .fold((f64::MAX, f64::MIN), |(lo, hi), &b| (lo.min(b), hi.max(b)));
     writeln!(out, "clustersim · {}", scenario.title())?;
+    writeln!(
+        out,
+        "  software stack      {}{}",
+        scenario.stack.name,
+        if scenario.stack_is_default {
+            " (default; --stack to choose another)"
+        } else {
+            ""
+        }
+    )?;
     writeln!(
         out,
         "  GPUs                {gpus} ({nodes} nodes of {}), m = {} microbatches per pipeline",
@@ -187,6 +199,14 @@ fn write_summary(
 }
 
 fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
+    let stack = &scenario.stack;
+    writeln!(out, "\nsoftware stack {}: {}", stack.name, stack.summary)?;
+    for (key, source) in &stack.sources {
+        writeln!(out, "  default {key}: {source}")?;
+    }
+    for item in &stack.not_modeled {
+        writeln!(out, "  not modeled: {} ({})", item.feature, item.source)?;
+    }
     let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
     writeln!(
         out,

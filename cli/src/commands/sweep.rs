@@ -7,7 +7,7 @@
 use crate::exit::user_error;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sim::scenario::{Recompute, ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{Recompute, ScheduleKind, Stack, TrainingOptionsFile, DEFAULT_STACK};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -84,6 +84,9 @@ pub struct SweepArgs {
     /// Run shard i of n (0 ≤ i < n): the candidates k with k mod n = i.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Software stack every layout runs under (default megatron-2021; see `simulate --help`).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub stack: Option<String>,
     /// Training options every layout runs with (the scenario file's keys).
     #[command(flatten)]
     pub options: TrainingOptionsFile,
@@ -170,8 +173,19 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
 
 /// The options every layout of the sweep runs with, for the title line.
 fn shared_options(space: &SweepSpace) -> String {
-    let options = space.options.with_defaults();
-    options.title_suffix(options.default_iterations())
+    let stack_name = space.stack.as_deref().unwrap_or(DEFAULT_STACK);
+    let options = match Stack::resolve(stack_name) {
+        Ok(stack) => stack.defaults_under(&space.options).with_defaults(),
+        Err(_) => space.options.with_defaults(),
+    };
+    let stack = match &space.stack {
+        Some(name) => format!(" · stack {name}"),
+        None => String::new(),
+    };
+    format!(
+        "{}{stack}",
+        options.title_suffix(options.default_iterations())
+    )
 }
 
 /// Flags → the sweep space (flag errors exit 2).
@@ -185,6 +199,7 @@ fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.allow_cross_node_tp = args.allow_cross_node_tp;
     space.ignore_memory = args.ignore_memory;
     space.options = args.options.clone();
+    space.stack = args.stack.clone();
     space.tensor_parallel = args.tp;
     space.pipeline_parallel = args.pp;
     if !args.schedule.is_empty() {

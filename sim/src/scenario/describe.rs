@@ -35,6 +35,7 @@ impl Scenario {
             "schedule": self.schedule,
             "recompute": self.recompute,
             "seed": self.seed,
+            "stack": self.stack.name,
         });
         if let (Some(object), Ok(serde_json::Value::Object(options))) =
             (value.as_object_mut(), serde_json::to_value(self.options))

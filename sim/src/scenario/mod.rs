@@ -9,12 +9,14 @@ mod kinds;
 mod offload;
 mod options;
 mod resolve;
+mod stack;
 #[cfg(test)]
 mod tests;
 
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{TrainingOptions, TrainingOptionsFile};
+pub use stack::{NotModeled, Stack, StackError, DEFAULT_STACK};
 
 use models::ModelSpec;
 use profile::Profile;
@@ -34,6 +36,10 @@ pub struct ScenarioFile {
     /// Profile name or path; default: the embedded profile of the topology's GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Software stack name or path (default megatron-2021): the defaults of
+    /// the training options, as the software of that time had them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tp: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +121,10 @@ pub struct Scenario {
     pub schedule: ScheduleKind,
     pub recompute: Recompute,
     pub seed: u64,
+    /// The software stack whose defaults the options took.
+    pub stack: Stack,
+    /// Whether the stack is the default one (the scenario named none).
+    pub stack_is_default: bool,
     /// Training options, validated.
     pub options: TrainingOptions,
     /// Consecutive iterations simulated (1 unless offload asks for more).
@@ -192,6 +202,7 @@ impl ScenarioFile {
             model: self.model.or(base.model),
             topology: self.topology.or(base.topology),
             profile: self.profile.or(base.profile),
+            stack: self.stack.or(base.stack),
             tp: self.tp.or(base.tp),
             pp: self.pp.or(base.pp),
             dp: self.dp.or(base.dp),

@@ -158,7 +158,14 @@ impl ScenarioFile {
                 ));
             }
         }
-        let options = self.options.resolve(p, &mut problems);
+        let stack = Stack::resolve(self.stack.as_deref().unwrap_or(DEFAULT_STACK))
+            .map_err(|e| problems.push(format!("stack: {e}")))
+            .ok();
+        let options_file = match &stack {
+            Some(stack) => stack.defaults_under(&self.options),
+            None => self.options.clone(),
+        };
+        let options = options_file.resolve(p, &mut problems);
         if let (true, Some(topology)) = (options.network_contention, &topology) {
             if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
                 problems.push(format!("network_contention: {error}"));
@@ -207,6 +214,8 @@ impl ScenarioFile {
             schedule,
             recompute,
             seed: self.seed.unwrap_or(0),
+            stack: stack.expect("checked"),
+            stack_is_default: self.stack.is_none(),
             options,
             iterations,
         })

@@ -50,6 +50,9 @@ pub struct SweepSpace {
     /// Simulate layouts that do not fit in memory too (flagged in their records)
     /// instead of dropping them.
     pub ignore_memory: bool,
+    /// Software stack (absent from the header when not named: the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
     /// Training options every layout runs with (absent from the header when unset).
     #[serde(flatten)]
     pub options: TrainingOptionsFile,
@@ -76,6 +79,7 @@ impl SweepSpace {
             tensor_parallel: None,
             pipeline_parallel: None,
             ignore_memory: false,
+            stack: None,
             options: TrainingOptionsFile::default(),
         }
     }
@@ -109,6 +113,7 @@ impl SweepSpace {
             model: Some(self.model.clone().into()),
             topology: Some(self.topology.clone().into()),
             profile: self.profile.clone(),
+            stack: self.stack.clone(),
             global_batch: Some(self.global_batch),
             options: self.options.clone(),
             ..ScenarioFile::default()

@@ -105,7 +105,9 @@ pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
         .join(" ");
         let case_file = case_scenario(id, case, &hardware);
         if measured.contains_key("forward_ms") {
-            rows.extend(layer_rows(id, &measured, case_file.as_ref().ok()));
+            let source = case.get("source").and_then(|s| s.as_str()).unwrap_or("");
+            let stack = stack_from_source(source);
+            rows.extend(layer_rows(id, &measured, case_file.as_ref().ok(), stack));
             continue;
         }
         let numbers = measured
@@ -206,7 +208,8 @@ fn case_scenario(
         Some(name) => name.to_string(),
         None => topology_for_hardware(hardware, gpus).to_string(),
     };
-    const KNOWN: [&str; 11] = [
+    const KNOWN: [&str; 12] = [
+        "stack",
         "tp",
         "pp",
         "dp",
@@ -232,6 +235,11 @@ fn case_scenario(
     let file = ScenarioFile {
         model: Some(model),
         topology: Some(topology.into()),
+        stack: layout
+            .get("stack")
+            .and_then(|v| v.as_str())
+            .or(stack_from_source(source))
+            .map(String::from),
         tp: get("tp"),
         pp: get("pp"),
         dp: get("dp"),
@@ -253,6 +261,20 @@ fn case_scenario(
         file.options.grad_reduce_bucket_params = Some(PYTORCH_DDP_BUCKET_PARAMS);
     }
     Ok((file, default_variant, ignored))
+}
+
+/// The software stack a case's source ran, when its layout does not say:
+/// Korthikanti et al. 2022 ran the Megatron-LM of early 2022 (asynchronous
+/// tensor all-reduce on by default), the SC21 paper the code of 2021. Other
+/// sources run under the default stack.
+fn stack_from_source(source: &str) -> Option<&'static str> {
+    if source.contains("Korthikanti") {
+        Some("megatron-2022")
+    } else if source.contains("SC21") || source.contains("run_table_1.sh") {
+        Some("megatron-2021")
+    } else {
+        None
+    }
 }
 
 /// Whether a case measured ZeRO-Offload (its source names it), when its layout does not say.
@@ -356,11 +378,13 @@ fn layer_rows(
     id: &str,
     measured: &serde_json::Map<String, serde_json::Value>,
     case: Option<&(ScenarioFile, Variant, String)>,
+    stack: Option<&str>,
 ) -> Vec<ValidationRow> {
     let file = match case {
         Some((file, _, _)) => ScenarioFile {
             model: file.model.clone(),
             topology: file.topology.clone(),
+            stack: file.stack.clone(),
             tp: file.tp,
             microbatch_size: file.microbatch_size,
             ..ScenarioFile::default()
@@ -368,6 +392,7 @@ fn layer_rows(
         None => ScenarioFile {
             model: Some("gpt-22b".into()),
             topology: Some("selene".into()),
+            stack: stack.map(String::from),
             tp: Some(8),
             microbatch_size: Some(4),
             ..ScenarioFile::default()

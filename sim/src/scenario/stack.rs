@@ -1,0 +1,279 @@
+//! Software-stack profiles: what a training framework of a given time does
+//! by default, so that a scenario is costed with the software its run used.
+//!
+//! A stack is versioned JSON, like a calibration profile: a name, a summary,
+//! the defaults it gives the training options (each with the source that
+//! says so), and the features of that software the simulator does not model
+//! yet (also with sources), so outputs can say what was left out. The
+//! embedded stacks live in `sim/stacks/*.json`; `--stack FILE` reads another.
+//!
+//! Precedence: command-line flags, then the scenario file, then the stack.
+//! One rule comes from the code itself rather than a default: Megatron turns
+//! the asynchronous tensor all-reduce off under sequence parallelism
+//! (`megatron/arguments.py`: "if args.sequence_parallel:
+//! args.async_tensor_model_parallel_allreduce = False"), so a stack's
+//! asynchronous all-reduce does not apply when sequence parallelism is on and
+//! the user did not ask for it explicitly.
+//!
+//! Stacks carry no host costs yet: host dispatch is not modeled (it is listed
+//! under each stack's `not_modeled`).
+
+use super::options::TrainingOptionsFile;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Version of the stack format.
+pub const STACK_FORMAT_VERSION: u32 = 1;
+
+/// The stack a scenario uses when it names none: the software of the SC21
+/// runs, whose behaviour is what the options' own defaults describe.
+pub const DEFAULT_STACK: &str = "megatron-2021";
+
+const BUILTIN: [(&str, &str); 4] = [
+    (
+        "megatron-2021",
+        include_str!("../../stacks/megatron-2021.json"),
+    ),
+    (
+        "megatron-2022",
+        include_str!("../../stacks/megatron-2022.json"),
+    ),
+    (
+        "megatron-core-2024",
+        include_str!("../../stacks/megatron-core-2024.json"),
+    ),
+    (
+        "deepspeed-pipeline",
+        include_str!("../../stacks/deepspeed-pipeline.json"),
+    ),
+];
+
+/// A default and where it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourcedValue {
+    pub value: serde_json::Value,
+    pub source: String,
+}
+
+/// A feature of the stack the simulator leaves out, and where it is described.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotModeled {
+    pub feature: String,
+    pub source: String,
+}
+
+/// A stack file as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StackFile {
+    format_version: u32,
+    name: String,
+    summary: String,
+    /// Training-option keys (as in a scenario file) → default and source.
+    options: BTreeMap<String, SourcedValue>,
+    #[serde(default)]
+    not_modeled: Vec<NotModeled>,
+}
+
+/// The option keys of a stack file, checked against the training options.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StackOptions {
+    #[serde(flatten)]
+    options: TrainingOptionsFile,
+}
+
+/// A software stack, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stack {
+    pub name: String,
+    pub summary: String,
+    /// The defaults it gives the training options.
+    pub options: TrainingOptionsFile,
+    /// Option key → the source of its default.
+    pub sources: BTreeMap<String, String>,
+    pub not_modeled: Vec<NotModeled>,
+}
+
+/// Why a stack cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StackError {
+    #[error("unknown stack '{name}' (built-ins: {}; or a stack JSON file)", Stack::builtin_names().join(", "))]
+    Unknown { name: String },
+    #[error("cannot read stack file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("stack {origin} is not a valid stack: {message}")]
+    Invalid { origin: String, message: String },
+}
+
+impl Stack {
+    /// Names of the embedded stacks.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// An embedded stack by name.
+    pub fn builtin(name: &str) -> Option<Stack> {
+        BUILTIN
+            .iter()
+            .find(|(builtin, _)| *builtin == name)
+            .map(|(_, text)| {
+                Stack::from_json_str(text, name).expect("embedded stacks are valid (tested)")
+            })
+    }
+
+    /// A built-in name, or a path to a stack JSON file.
+    pub fn resolve(name_or_path: &str) -> Result<Stack, StackError> {
+        if let Some(stack) = Stack::builtin(name_or_path) {
+            return Ok(stack);
+        }
+        let path = Path::new(name_or_path);
+        if !name_or_path.ends_with(".json") && !path.exists() {
+            return Err(StackError::Unknown {
+                name: name_or_path.into(),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| StackError::Read {
+            path: name_or_path.into(),
+            source,
+        })?;
+        Stack::from_json_str(&text, name_or_path)
+    }
+
+    /// Parses and checks a stack file; `origin` names it in errors.
+    pub fn from_json_str(text: &str, origin: &str) -> Result<Stack, StackError> {
+        let invalid = |message: String| StackError::Invalid {
+            origin: origin.into(),
+            message,
+        };
+        let file: StackFile = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        if file.format_version != STACK_FORMAT_VERSION {
+            return Err(invalid(format!(
+                "format_version {} (this build reads {STACK_FORMAT_VERSION})",
+                file.format_version
+            )));
+        }
+        if file.name.trim().is_empty() {
+            return Err(invalid("name is empty".into()));
+        }
+        if let Some((key, _)) = file
+            .options
+            .iter()
+            .find(|(_, v)| v.source.trim().is_empty())
+        {
+            return Err(invalid(format!(
+                "options.{key}: every default needs a source"
+            )));
+        }
+        let values: serde_json::Map<String, serde_json::Value> = file
+            .options
+            .iter()
+            .map(|(key, sourced)| (key.clone(), sourced.value.clone()))
+            .collect();
+        let options = serde_json::from_value::<StackOptions>(serde_json::Value::Object(values))
+            .map_err(|e| invalid(format!("options: {e}")))?
+            .options;
+        Ok(Stack {
+            name: file.name,
+            summary: file.summary,
+            options,
+            sources: file
+                .options
+                .into_iter()
+                .map(|(key, sourced)| (key, sourced.source))
+                .collect(),
+            not_modeled: file.not_modeled,
+        })
+    }
+
+    /// `options` (flags over the scenario file) with this stack's defaults
+    /// under them, and Megatron's rule that sequence parallelism turns the
+    /// asynchronous tensor all-reduce off unless it was asked for; under
+    /// ZeRO-Offload the stack's gradient-reduction defaults do not apply.
+    pub fn defaults_under(&self, options: &TrainingOptionsFile) -> TrainingOptionsFile {
+        let mut defaults = self.options.clone();
+        if options.sequence_parallel == Some(true) {
+            defaults.async_tensor_allreduce = None;
+        }
+        // Under ZeRO-Offload DeepSpeed's engine owns the gradients: a
+        // Megatron stack's DDP and accumulation defaults do not apply.
+        if options.zero_offload == Some(true) {
+            defaults.overlap_grad_reduce = None;
+            defaults.grad_reduce_bucket_params = None;
+            defaults.gradient_accumulation_fusion = None;
+        }
+        options.clone().or(defaults)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_embedded_stack_parses_and_sources_every_default() {
+        for name in Stack::builtin_names() {
+            let stack = Stack::builtin(name).unwrap();
+            assert_eq!(stack.name, name);
+            assert!(!stack.sources.is_empty(), "{name}");
+            assert!(stack.sources.values().all(|s| !s.is_empty()), "{name}");
+        }
+        assert!(Stack::builtin(DEFAULT_STACK).is_some());
+    }
+
+    #[test]
+    fn the_default_stack_gives_the_options_their_own_defaults() {
+        let stack = Stack::builtin(DEFAULT_STACK).unwrap();
+        let resolved = stack
+            .defaults_under(&TrainingOptionsFile::default())
+            .with_defaults();
+        assert_eq!(resolved, TrainingOptionsFile::default().with_defaults());
+    }
+
+    #[test]
+    fn flags_win_over_the_stack_and_sequence_parallelism_turns_async_off() {
+        let stack = Stack::builtin("megatron-2022").unwrap();
+        let plain = stack
+            .defaults_under(&TrainingOptionsFile::default())
+            .with_defaults();
+        assert!(plain.async_tensor_allreduce);
+        let with_sp = stack
+            .defaults_under(&TrainingOptionsFile {
+                sequence_parallel: Some(true),
+                ..Default::default()
+            })
+            .with_defaults();
+        assert!(with_sp.sequence_parallel && !with_sp.async_tensor_allreduce);
+        let overridden = stack
+            .defaults_under(&TrainingOptionsFile {
+                async_tensor_allreduce: Some(false),
+                ..Default::default()
+            })
+            .with_defaults();
+        assert!(!overridden.async_tensor_allreduce);
+    }
+
+    #[test]
+    fn bad_stack_files_are_named_errors() {
+        let unknown_key = r#"{"format_version": 1, "name": "x", "summary": "", "options": {"warp_speed": {"value": true, "source": "s"}}}"#;
+        let error = Stack::from_json_str(unknown_key, "x.json")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("warp_speed"), "{error}");
+        let unsourced = r#"{"format_version": 1, "name": "x", "summary": "", "options": {"sequence_parallel": {"value": true, "source": " "}}}"#;
+        let error = Stack::from_json_str(unsourced, "x.json")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("needs a source"), "{error}");
+        let version = r#"{"format_version": 2, "name": "x", "summary": "", "options": {}}"#;
+        assert!(Stack::from_json_str(version, "x.json").is_err());
+        let error = Stack::resolve("megatron-1999").unwrap_err().to_string();
+        assert!(error.contains("built-ins: megatron-2021"), "{error}");
+    }
+}

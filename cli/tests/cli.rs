@@ -245,3 +245,44 @@ fn the_software_stack_is_named_in_the_output_and_sets_option_defaults() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn validate_reads_vtrain_csv_and_exits_2_on_a_bad_one() {
+    let dir = std::env::temp_dir().join(format!("clustersim-vtrain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let header = "\u{feff}# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\r\n";
+    let good = dir.join("good.csv");
+    std::fs::write(
+        &good,
+        format!("{header}2,16,8,1024,16,24,1024,1,1,2,372.160408\r\n8,32,4,1024,16,24,1024,2,2,2,219.732754\r\n"),
+    )
+    .unwrap();
+    let output = clustersim(&["validate", good.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("2 predicted, 0 refused"), "{text}");
+    assert!(text.contains("  1024   2     1"), "{text}");
+    let output = clustersim(&["validate", good.to_str().unwrap(), "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["rows"].as_array().unwrap().len(), 2);
+    assert_eq!(value["groups"].as_array().unwrap().len(), 2);
+    assert_eq!(value["rows"][1]["line"], 3);
+    // A bad row, detected by the header even without the .csv extension.
+    let bad = dir.join("bad.txt");
+    std::fs::write(
+        &bad,
+        format!(
+            "{header}2,16,8,1024,16,24,1024,1,1,2,372.1\r\n8,32,4,1024,16,24,x,2,2,2,219.7\r\n"
+        ),
+    )
+    .unwrap();
+    assert_user_error(
+        &["validate", bad.to_str().unwrap()],
+        "line 3, column 7 (sequence length)",
+    );
+    let bad_header = dir.join("header.csv");
+    std::fs::write(&bad_header, "GPUs,batch\n2,16\n").unwrap();
+    assert_user_error(&["validate", bad_header.to_str().unwrap()], "line 1:");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -7,7 +7,8 @@
 //!   shardable, with shards that merge into the unsharded output byte for byte;
 //! - [`validation`]: published measurements (a dev-set JSON file) run through
 //!   the simulator, predicted against published, with a reason for every
-//!   figure that cannot be predicted;
+//!   figure that cannot be predicted; vTrain's single-node ground truth (a
+//!   CSV of 1,440 measured runs) with its error table per (hidden size, t);
 //! - [`nccl_tests`]: a collective's predicted time, algbw and busbw over a
 //!   size range, in nccl-tests' columns (`clustersim collective`);
 //! - [`max_model`]: the largest model of a family that fits in memory under

@@ -37,3 +37,8 @@ pub fn dev_set_path() -> std::path::PathBuf {
         .expect("tests/ is inside the workspace")
         .join("validation/dev-set.json")
 }
+
+/// Path of vTrain's single-node ground truth in the repository (`validation/vtrain-single-node.csv`).
+pub fn vtrain_csv_path() -> std::path::PathBuf {
+    dev_set_path().with_file_name("vtrain-single-node.csv")
+}

@@ -1,15 +1,25 @@
-//! `clustersim validate DEV_SET.json`: published measurements vs predictions.
+//! `clustersim validate FILE`: published measurements vs predictions. FILE is
+//! a dev set (validation/dev-set.json format) or vTrain's single-node ground
+//! truth CSV (validation/vtrain-single-node.csv), told apart by its `.csv`
+//! extension or its `#` header line.
 
 use crate::exit::user_error;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use studies::validation::vtrain::{self, VtrainResult};
+use studies::validation::vtrain_table::{error_table, ErrorTable};
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example:\n  clustersim validate validation/dev-set.json")]
+#[command(
+    after_help = "Examples:\n  clustersim validate validation/dev-set.json\n  clustersim validate validation/vtrain-single-node.csv"
+)]
 pub struct ValidateArgs {
-    /// A file of published cases (validation/dev-set.json format).
+    /// A file of published cases (validation/dev-set.json format) or vTrain's
+    /// ground-truth CSV (validation/vtrain-single-node.csv).
+    #[arg(value_name = "FILE")]
     pub dev_set: PathBuf,
-    /// Print the rows as JSON.
+    /// Print the rows as JSON (for the CSV: rows, groups, summary, worst rows).
     #[arg(long)]
     pub json: bool,
 }
@@ -17,6 +27,9 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.dev_set)
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.dev_set.display())))?;
+    if is_vtrain_csv(&args.dev_set, &text) {
+        return run_vtrain(&args, &text);
+    }
     let rows = studies::validation::run_dev_set(&text)
         .map_err(|e| user_error(format!("{}: {e}", args.dev_set.display())))?;
     if args.json {
@@ -52,4 +65,141 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+fn is_vtrain_csv(path: &Path, text: &str) -> bool {
+    let csv_extension = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    csv_extension || vtrain::looks_like_csv(text)
+}
+
+/// Reads, simulates and reports vTrain's CSV (a bad file exits 2).
+fn run_vtrain(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
+    let path = args.dev_set.display();
+    let runs = vtrain::read_csv(text).map_err(|e| user_error(format!("{path}: {e}")))?;
+    // No progress bar: all 1,440 rows take about 0.05 s on two cores.
+    let started = Instant::now();
+    let results = vtrain::simulate_runs(&runs, &|_, _| {});
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let table = error_table(&results);
+    eprintln!(
+        "{} runs simulated in {elapsed_s:.2} s ({} threads)",
+        results.len(),
+        rayon::current_num_threads()
+    );
+    if args.json {
+        let json = serde_json::json!({
+            "source": path.to_string(),
+            "topology": vtrain::VTRAIN_TOPOLOGY,
+            "summary": table.summary,
+            "groups": table.groups,
+            "worst": table.worst.iter().map(|r| r.run.line).collect::<Vec<_>>(),
+            "refusals": table.refusals,
+            "rows": results,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(());
+    }
+    print_table(&path.to_string(), &table);
+    Ok(())
+}
+
+fn percent(value: Option<f64>, signed: bool) -> String {
+    match (value, signed) {
+        (Some(v), true) => format!("{v:+.1}%"),
+        (Some(v), false) => format!("{v:.1}%"),
+        (None, _) => "—".into(),
+    }
+}
+
+fn line(value: Option<usize>) -> String {
+    value.map_or_else(|| "—".into(), |l| l.to_string())
+}
+
+fn print_table(path: &str, table: &ErrorTable) {
+    let s = &table.summary;
+    println!(
+        "vTrain single-node ground truth ({path}): {} runs on {}, default profile, stack deepspeed-pipeline (Megatron-DeepSpeed); error = predicted / measured − 1",
+        s.runs,
+        vtrain::VTRAIN_TOPOLOGY
+    );
+    println!(
+        "{} predicted, {} refused; mean |error| {}, mean error {}, max |error| {} (line {})",
+        s.predicted,
+        s.refused,
+        percent(s.mean_abs_error_percent, false),
+        percent(s.mean_error_percent, true),
+        percent(s.max_abs_error_percent, false),
+        line(s.max_line)
+    );
+    println!(
+        "\n{:>6} {:>3} {:>5} {:>8} {:>11} {:>12} {:>9} {:>6}",
+        "hidden", "t", "runs", "refused", "mean error", "mean |error|", "worst", "line"
+    );
+    for g in &table.groups {
+        println!(
+            "{:>6} {:>3} {:>5} {:>8} {:>11} {:>12} {:>9} {:>6}",
+            g.hidden,
+            g.tp,
+            g.runs,
+            g.refused,
+            percent(g.mean_error_percent, true),
+            percent(g.mean_abs_error_percent, false),
+            percent(g.worst_error_percent, true),
+            line(g.worst_line)
+        );
+    }
+    println!("\n{} worst rows:", table.worst.len());
+    println!(
+        "{:>5} {:>4} {:>4} {:>3} {:>6} {:>6} {:>3} {:>3} {:>3} {:>3} {:>11} {:>12} {:>8}  fits",
+        "line",
+        "GPUs",
+        "B",
+        "b",
+        "hidden",
+        "layers",
+        "t",
+        "d",
+        "p",
+        "s",
+        "measured ms",
+        "predicted ms",
+        "error"
+    );
+    for r in &table.worst {
+        print_row(r);
+    }
+    if !table.refusals.is_empty() {
+        println!("\nrefused:");
+        for refusal in &table.refusals {
+            println!("{:>5} × {}", refusal.runs, refusal.reason);
+        }
+    }
+}
+
+fn print_row(r: &VtrainResult) {
+    let run = &r.run;
+    println!(
+        "{:>5} {:>4} {:>4} {:>3} {:>6} {:>6} {:>3} {:>3} {:>3} {:>3} {:>11.1} {:>12} {:>8}  {}",
+        run.line,
+        run.gpus,
+        run.global_batch,
+        run.microbatch_size,
+        run.hidden,
+        run.layers,
+        run.tp,
+        run.dp,
+        run.pp,
+        run.seq_len,
+        run.measured_ms,
+        r.predicted_ms
+            .map_or_else(|| "—".into(), |ms| format!("{ms:.1}")),
+        percent(r.error_percent, true),
+        match r.fits_in_memory {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "—",
+        }
+    );
 }

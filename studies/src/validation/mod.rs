@@ -24,8 +24,14 @@
 //!
 //! Every numeric measured key yields a row: a prediction, or the reason there
 //! is none (an unknown key, a figure restating another, an invalid layout).
+//!
+//! vTrain's single-node ground truth (a CSV of measured iteration times) has
+//! its own reader and runner in [`vtrain`] and its error table in
+//! [`vtrain_table`].
 
 mod keys;
+pub mod vtrain;
+pub mod vtrain_table;
 
 pub use keys::{MeasuredKey, Quantity, Variant};
 

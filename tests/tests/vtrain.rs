@@ -1,0 +1,31 @@
+//! vTrain's single-node ground truth, the whole file (about 0.05 s in
+//! release): every one of its 1,440 rows reads, simulates in row order and
+//! gets a prediction (none refused), and the error table covers every row.
+//! No error band: the table is measured, not pinned (README, "Accuracy").
+
+use studies::validation::vtrain::{read_csv, simulate_runs};
+use studies::validation::vtrain_table::error_table;
+
+#[test]
+fn every_row_of_the_vtrain_file_is_predicted_in_row_order() {
+    let text = std::fs::read_to_string(tests::vtrain_csv_path()).unwrap();
+    let runs = read_csv(&text).unwrap();
+    assert_eq!(runs.len(), 1440);
+    let results = simulate_runs(&runs, &|_, _| {});
+    let lines: Vec<usize> = results.iter().map(|r| r.run.line).collect();
+    assert_eq!(lines, (2..=1441).collect::<Vec<_>>());
+    for result in &results {
+        assert!(result.refused.is_none(), "{result:?}");
+        assert!(result.predicted_ms.is_some_and(|ms| ms > 0.0), "{result:?}");
+    }
+    let table = error_table(&results);
+    assert_eq!((table.summary.predicted, table.summary.refused), (1440, 0));
+    let keys: Vec<(u32, u32)> = table.groups.iter().map(|g| (g.hidden, g.tp)).collect();
+    let expected: Vec<(u32, u32)> = [1024, 2048]
+        .into_iter()
+        .flat_map(|h| [1, 2, 4, 8].map(|t| (h, t)))
+        .collect();
+    assert_eq!(keys, expected);
+    assert_eq!(table.groups.iter().map(|g| g.runs).sum::<usize>(), 1440);
+    assert_eq!(table.worst.len(), 5);
+}

@@ -13,6 +13,7 @@ use crate::error::ExecuteError;
 use crate::launches::Launch;
 use crate::plan::{ExecutionMode, ExecutionPlan};
 use sim::task_graph::TaskGraph;
+use timeline::TaskKind;
 
 /// At most this many problems are listed (with the total).
 const MAX_LISTED: usize = 20;
@@ -95,7 +96,10 @@ pub fn check(plan: &ExecutionPlan, graph: &TaskGraph) -> Result<PlanCheck, Execu
     }
     for planned in &plan.tasks {
         let describe = || graph.describe(id(planned.task as usize));
-        if planned.simulated_duration_ns > 0 && planned.launches.is_empty() {
+        // Simulated host issue is what the executor's own host thread does.
+        let issued_by_this_host = planned.kind == TaskKind::HostIssue;
+        if planned.simulated_duration_ns > 0 && planned.launches.is_empty() && !issued_by_this_host
+        {
             problems.push(format!(
                 "{} costs {} ns but launches nothing",
                 describe(),

@@ -128,7 +128,11 @@ pub fn work_launches(
         Work::DataParallelReduceScatter { .. }
         | Work::DataParallelAllGather { .. }
         | Work::PcieTransfer { .. }
-        | Work::CpuAdam { .. } => Vec::new(),
+        | Work::CpuAdam { .. }
+        // The executor's own host thread issues the work: nothing to launch.
+        | Work::HostIssuePass { .. }
+        | Work::HostCall
+        | Work::HostOptimizer => Vec::new(),
     }
 }
 

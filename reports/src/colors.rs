@@ -33,6 +33,8 @@ pub fn color_for_kind_name(name: &str) -> RGBColor {
         "pcie_d2h" => RGBColor(0x76, 0xb7, 0xb2),
         "pcie_h2d" => RGBColor(0xff, 0x9d, 0xa7),
         "cpu_adam" => RGBColor(0x5c, 0x5c, 0x5c),
+        // Tableau 20's light grey-brown: the host lane sits behind the GPU lanes.
+        "host_issue" => RGBColor(0xd7, 0xb5, 0xa6),
         _ => FALLBACK_COLOR,
     }
 }
@@ -58,6 +60,7 @@ pub fn label_for_kind_name(name: &str) -> &str {
         "pcie_d2h" => "PCIe D2H",
         "pcie_h2d" => "PCIe H2D",
         "cpu_adam" => "CPU Adam",
+        "host_issue" => "host issue",
         other => other,
     }
 }

@@ -44,6 +44,19 @@ pub enum Work {
     },
     /// The optimizer step over `params` parameters on one GPU.
     OptimizerStep { params: u64 },
+    /// The host issuing a pass: its first kernel (`first`), or the rest of
+    /// its kernels and its tensor all-reduce calls.
+    HostIssuePass {
+        pass: ComputePass,
+        layers: u32,
+        embedding: bool,
+        head: bool,
+        first: bool,
+    },
+    /// The host issuing one point-to-point or collective call.
+    HostCall,
+    /// The host issuing the optimizer step's kernels.
+    HostOptimizer,
     /// ZeRO-2 reduce-scatter of a `bytes` gradient bucket (the input per rank) over the group.
     DataParallelReduceScatter {
         bytes: u64,

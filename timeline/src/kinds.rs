@@ -35,10 +35,13 @@ pub enum TaskKind {
     PcieHostToDevice,
     /// Adam on the CPU over one tile of fp32 master weights, momentum and variance (ZeRO-Offload).
     CpuAdam,
+    /// The host thread issuing kernels and collective calls (Python, autograd,
+    /// dispatcher, launch): the GPU cannot run what was not issued yet.
+    HostIssue,
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 13] = [
+    pub const ALL: [TaskKind; 14] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -52,6 +55,7 @@ impl TaskKind {
         TaskKind::PcieDeviceToHost,
         TaskKind::PcieHostToDevice,
         TaskKind::CpuAdam,
+        TaskKind::HostIssue,
     ];
 
     /// Kernels that do math (the compute stream's useful work).
@@ -73,6 +77,7 @@ impl TaskKind {
             TaskKind::PcieDeviceToHost | TaskKind::PcieHostToDevice | TaskKind::CpuAdam => {
                 Some(CommClass::Offload)
             }
+            TaskKind::HostIssue => Some(CommClass::Host),
             _ => None,
         }
     }
@@ -93,6 +98,7 @@ impl TaskKind {
             TaskKind::PcieDeviceToHost => "pcie_d2h",
             TaskKind::PcieHostToDevice => "pcie_h2d",
             TaskKind::CpuAdam => "cpu_adam",
+            TaskKind::HostIssue => "host_issue",
         }
     }
 }
@@ -106,6 +112,8 @@ pub enum CommClass {
     DataParallel,
     /// ZeRO-Offload traffic and work off the GPU: PCIe copies and the CPU optimizer.
     Offload,
+    /// The host issuing work: compute idle while it runs is host-bound time.
+    Host,
 }
 
 /// A stream of a GPU: tasks on one (rank, stream) run one at a time, in program order.
@@ -128,10 +136,12 @@ pub enum StreamKind {
     PcieHostToDevice,
     /// This GPU's share of the host CPU cores (ZeRO-Offload's CPU Adam).
     Cpu,
+    /// The host thread that issues this GPU's kernels and collective calls.
+    Host,
 }
 
 impl StreamKind {
-    pub const ALL: [StreamKind; 7] = [
+    pub const ALL: [StreamKind; 8] = [
         StreamKind::Compute,
         StreamKind::PipelineSendNext,
         StreamKind::PipelineSendPrevious,
@@ -139,6 +149,7 @@ impl StreamKind {
         StreamKind::PcieDeviceToHost,
         StreamKind::PcieHostToDevice,
         StreamKind::Cpu,
+        StreamKind::Host,
     ];
 
     pub fn index(self) -> usize {
@@ -154,6 +165,7 @@ impl StreamKind {
             StreamKind::PcieDeviceToHost => "pcie_d2h",
             StreamKind::PcieHostToDevice => "pcie_h2d",
             StreamKind::Cpu => "cpu",
+            StreamKind::Host => "host",
         }
     }
 }

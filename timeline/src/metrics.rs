@@ -28,6 +28,10 @@ use crate::kinds::{CommClass, StreamKind, TaskKind};
 use crate::Timeline;
 use serde::Serialize;
 
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
+}
+
 /// Seconds of communication not hidden behind compute, per class (mean per rank).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ExposedCommunication {
@@ -36,6 +40,10 @@ pub struct ExposedCommunication {
     pub data_parallel_s: f64,
     /// ZeRO-Offload: compute idle while PCIe copies or CPU Adam of the rank run.
     pub offload_s: f64,
+    /// Host-bound: compute idle while the rank's host thread is still issuing
+    /// work (absent from the JSON when the timeline has no host lane).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub host_s: f64,
 }
 
 /// Headline numbers of one iteration.
@@ -162,13 +170,13 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
 
     let mut idle_sum_ns = 0u128;
     let mut compute_sum_ns = 0u128;
-    let mut exposed_sum_ns = [0u128; 4];
-    let mut in_flight_sum_ns = [0u128; 4];
+    let mut exposed_sum_ns = [0u128; 5];
+    let mut in_flight_sum_ns = [0u128; 5];
     let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
     for rank in 0..n_ranks {
         let tasks = &by_rank[counts[rank]..counts[rank + 1]];
         let mut busy = Vec::new();
-        let mut comm: [Vec<(u64, u64)>; 4] = Default::default();
+        let mut comm: [Vec<(u64, u64)>; 5] = Default::default();
         for &index in tasks {
             let task = &timeline.tasks[index as usize];
             let in_window = clip((task.start_ns, task.end_ns));
@@ -183,6 +191,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
                 Some(CommClass::Pipeline) => comm[1].extend(in_window),
                 Some(CommClass::DataParallel) => comm[2].extend(in_window),
                 Some(CommClass::Offload) => comm[3].extend(in_window),
+                Some(CommClass::Host) => comm[4].extend(in_window),
                 None => {}
             }
         }
@@ -192,7 +201,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
         idle_sum_ns += idle_ns as u128;
         stage_idle_ns[rank / ranks_per_stage] += idle_ns as u128;
         let idle = gaps(&busy, window_start, window_end);
-        for class in 1..4 {
+        for class in 1..5 {
             let intervals = union(std::mem::take(&mut comm[class]));
             exposed_sum_ns[class] += overlap_ns(&idle, &intervals) as u128;
             in_flight_sum_ns[class] += intervals.iter().map(|(s, e)| (e - s) as u128).sum::<u128>();
@@ -252,12 +261,14 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
             pipeline_s: per_rank(exposed_sum_ns[1]),
             data_parallel_s: per_rank(exposed_sum_ns[2]),
             offload_s: per_rank(exposed_sum_ns[3]),
+            host_s: per_rank(exposed_sum_ns[4]),
         },
         communication: ExposedCommunication {
             tensor_s: per_rank(exposed_sum_ns[0]),
             pipeline_s: per_rank(in_flight_sum_ns[1]),
             data_parallel_s: per_rank(in_flight_sum_ns[2]),
             offload_s: per_rank(in_flight_sum_ns[3]),
+            host_s: per_rank(in_flight_sum_ns[4]),
         },
     }
 }

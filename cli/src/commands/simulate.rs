@@ -176,6 +176,15 @@ fn write_summary(
         "  exposed comm        TP {:.3} s · PP {:.3} s · DP {:.3} s (mean per GPU)",
         e.tensor_s, e.pipeline_s, e.data_parallel_s
     )?;
+    if e.host_s > 0.0 {
+        writeln!(
+            out,
+            "  host-bound          {:.3} s per GPU (compute idle while the host issues; {} issues a kernel in {:.1} µs)",
+            e.host_s,
+            scenario.stack.name,
+            scenario.stack.host.map_or(0.0, |h| h.kernel_issue_ns as f64 / 1e3)
+        )?;
+    }
     writeln!(
         out,
         "  peak memory / GPU   {:.1} GiB of {:.1} GiB (stage {}: weights+grads+Adam {:.1}, activations {:.1}, {} microbatches in flight) — {}",

@@ -13,6 +13,7 @@
 
 mod breakdown;
 pub mod gradients;
+mod host;
 mod kernels;
 mod network;
 mod offload;
@@ -148,6 +149,9 @@ fn cost_work(
     network: &dyn NetworkModel,
 ) -> WorkCost {
     match *work {
+        Work::HostIssuePass { .. } | Work::HostCall | Work::HostOptimizer => {
+            host::host_cost(scenario, work)
+        }
         Work::Compute {
             pass,
             layers,

@@ -90,6 +90,11 @@ pub fn program(
     let mut gradients_ready: Vec<Vec<GradientsReady>> =
         vec![Vec::new(); d as usize * p as usize * chunks];
     let mut chunk_finish_order: Vec<Vec<u32>> = vec![Vec::new(); p as usize];
+    // The host lane (when the stack simulates the host): the first-issue
+    // step of every pass by slot, for receives the host must wait for.
+    let host = scenario.stack.host;
+    let synchronize_after_p2p = host.is_some_and(|costs| costs.synchronize_after_p2p);
+    let mut host_first_steps: Vec<Option<StepId>> = vec![None; pass_steps.len()];
     let bucket_layers = scenario.options.grad_reduce_bucket_params.map(|bucket| {
         let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
         layers_per_bucket(bucket, per_layer, layers_per_chunk)
@@ -104,6 +109,8 @@ pub fn program(
             let mut tail: Option<StepId> = None;
             // Sends the next compute pass must wait for (blocking p2p).
             let mut blocking_sends: Vec<StepId> = Vec::new();
+            // GPU work the host waits for before it issues more (synchronize).
+            let mut host_waits: Vec<StepId> = Vec::new();
 
             for action in &schedule.actions[stage as usize] {
                 let virtual_stage = action.chunk * p + stage;
@@ -141,8 +148,39 @@ pub fn program(
                         }],
                     };
                     let mut first_piece = None;
+                    let mut first_host = None;
                     let mut ready = Vec::with_capacity(pieces.len());
                     for piece in pieces {
+                        let issue = |first| Work::HostIssuePass {
+                            pass,
+                            layers: piece.layers,
+                            embedding: piece.embedding,
+                            head: piece.head,
+                            first,
+                        };
+                        let host_issue = host.map(|_| {
+                            let first = program.task(host_task(
+                                builder,
+                                tensor_group,
+                                stage,
+                                action.chunk,
+                                action.microbatch,
+                                issue(true),
+                            ));
+                            for wait in host_waits.drain(..) {
+                                program.depend(wait, first, Dependency::Data);
+                            }
+                            program.task(host_task(
+                                builder,
+                                tensor_group,
+                                stage,
+                                action.chunk,
+                                action.microbatch,
+                                issue(false),
+                            ));
+                            first
+                        });
+                        first_host = first_host.or(host_issue);
                         let step = program.pass(
                             builder,
                             group,
@@ -159,6 +197,9 @@ pub fn program(
                         for send in blocking_sends.drain(..) {
                             program.depend(send, step, Dependency::ProgramOrder);
                         }
+                        if let Some(issued) = host_issue {
+                            program.depend(issued, step, Dependency::Data);
+                        }
                         first_piece.get_or_insert(step);
                         tail = Some(step);
                         ready.push(GradientsReady {
@@ -172,8 +213,9 @@ pub fn program(
                             ),
                         });
                     }
-                    pass_steps[slot(data_index, virtual_stage, action.microbatch, pass)] =
-                        first_piece;
+                    let pass_slot = slot(data_index, virtual_stage, action.microbatch, pass);
+                    pass_steps[pass_slot] = first_piece;
+                    host_first_steps[pass_slot] = first_host;
                     if pass == ComputePass::Backward {
                         gradients_ready[((data_index * p + stage) as usize) * chunks
                             + action.chunk as usize] = ready;
@@ -222,6 +264,16 @@ pub fn program(
                             && crosses_nodes
                             && t > 1,
                     });
+                    let call = host.map(|_| {
+                        program.task(host_task(
+                            builder,
+                            tensor_group,
+                            stage,
+                            action.chunk,
+                            action.microbatch,
+                            Work::HostCall,
+                        ))
+                    });
                     let transfer = program.task(Task {
                         kind,
                         stream,
@@ -237,6 +289,12 @@ pub fn program(
                         transfer,
                         Dependency::Data,
                     );
+                    if let Some(call) = call {
+                        program.depend(call, transfer, Dependency::Data);
+                    }
+                    if synchronize_after_p2p {
+                        host_waits.extend([transfer, tail.expect("a pass was just added")]);
+                    }
                     blocking_sends.push(transfer);
                     pending_receives.push((
                         transfer,
@@ -255,6 +313,10 @@ pub fn program(
         let received =
             pass_steps[receiver].expect("every receiving pass exists in a valid schedule");
         program.depend(transfer, received, Dependency::Data);
+        // A synchronizing exchange returns to the host only once the data is in.
+        if let (true, Some(issued)) = (synchronize_after_p2p, host_first_steps[receiver]) {
+            program.depend(transfer, issued, Dependency::Data);
+        }
     }
 
     // Data-parallel all-reduce and optimizer step.
@@ -325,6 +387,30 @@ pub fn program(
         }
         for data_index in 0..d {
             let ranks = placement.tensor_group(stage, data_index);
+            // The host issues the optimizer after loss scaling's `.item()`
+            // (megatron/optimizer/optimizer.py: found_inf) waited for the
+            // gradients: the last pass and the data-parallel all-reduces.
+            let host_optimizer = host.map(|_| {
+                let group = builder.group(&ranks);
+                let issue = program.task(host_task(
+                    builder,
+                    group,
+                    stage,
+                    0,
+                    NO_MICROBATCH,
+                    Work::HostOptimizer,
+                ));
+                let index = (data_index * p + stage) as usize;
+                program.depend(
+                    stage_tails[index].expect("set for every stage"),
+                    issue,
+                    Dependency::Data,
+                );
+                for &all_reduce in data_all_reduces.iter().flatten() {
+                    program.depend(all_reduce, issue, Dependency::Data);
+                }
+                issue
+            });
             for (tensor_index, &rank) in ranks.iter().enumerate() {
                 let step = program.rank_task(
                     builder,
@@ -339,6 +425,9 @@ pub fn program(
                 for &all_reduce in &data_all_reduces[tensor_index] {
                     program.depend(all_reduce, step, Dependency::Data);
                 }
+                if let Some(issue) = host_optimizer {
+                    program.depend(issue, step, Dependency::Data);
+                }
                 for &send in &trailing_sends[(data_index * p + stage) as usize] {
                     program.depend(send, step, Dependency::ProgramOrder);
                 }
@@ -346,6 +435,27 @@ pub fn program(
         }
     }
     program
+}
+
+/// A task of the host lane of a tensor group.
+fn host_task(
+    builder: &mut TaskGraphBuilder,
+    group: crate::ids::GroupId,
+    stage: u32,
+    chunk: u32,
+    microbatch: u32,
+    work: Work,
+) -> Task {
+    Task {
+        kind: TaskKind::HostIssue,
+        stream: StreamKind::Host,
+        chunk: chunk as u16,
+        stage,
+        microbatch,
+        group,
+        work: builder.work(work),
+        iteration: 0,
+    }
 }
 
 #[cfg(test)]
@@ -367,8 +477,15 @@ mod tests {
         let mut builder = TaskGraphBuilder::default();
         let program = program(&scenario, &schedule, &mut builder);
         let kinds: Vec<&str> = (0..program.steps.len())
-            .map(|i| program.first_kind(StepId(i as u32)).name())
+            .map(|i| program.first_kind(StepId(i as u32)))
+            .filter(|&kind| kind != TaskKind::HostIssue)
+            .map(TaskKind::name)
             .collect();
+        // The host lane: two issue steps per pass, one call per send, one per optimizer.
+        let host_steps = (0..program.steps.len())
+            .filter(|&i| program.first_kind(StepId(i as u32)) == TaskKind::HostIssue)
+            .count();
+        assert_eq!(host_steps, 2 * 8 + 4 + 2);
         // Stage 0: F0 send F1 send B0 B1, stage 1: F0 B0 send F1 B1 send, then two optimizer steps.
         assert_eq!(
             kinds,
@@ -395,6 +512,7 @@ mod tests {
             .iter()
             .filter(|d| {
                 d.why == Dependency::Data
+                    && program.first_kind(d.to) != TaskKind::HostIssue
                     && matches!(
                         program.first_kind(d.from),
                         TaskKind::PipelineActivation | TaskKind::PipelineGradient
@@ -402,5 +520,41 @@ mod tests {
             })
             .count();
         assert_eq!(data_from_transfers, 4);
+    }
+
+    #[test]
+    fn the_host_lane_issues_every_pass_before_the_gpu_runs_it_and_bounds_the_iteration() {
+        let scenario = ScenarioFile::tiny_example().resolve().unwrap();
+        let host = scenario
+            .stack
+            .host
+            .expect("the default stack simulates the host");
+        let report = crate::simulate(&scenario).unwrap();
+        let tasks = &report.timeline.tasks;
+        let host_tasks: Vec<_> = tasks
+            .iter()
+            .filter(|t| t.kind == TaskKind::HostIssue)
+            .collect();
+        assert!(!host_tasks.is_empty());
+        assert!(host_tasks.iter().all(|t| t.stream == StreamKind::Host));
+        // One rank's host lane is serial, so the iteration lasts at least its busy time.
+        let rank0_group = 0u32;
+        let busy: u64 = host_tasks
+            .iter()
+            .filter(|t| report.timeline.header.groups[t.group as usize].contains(&rank0_group))
+            .map(|t| t.duration_ns())
+            .sum();
+        assert!(report.timeline.makespan_ns() >= busy);
+        assert!(busy >= host.kernel_issue_ns * 10, "{busy}");
+        // Without host costs there is no host lane, and the iteration is shorter.
+        let mut hostless = scenario.clone();
+        hostless.stack.host = None;
+        let fast = crate::simulate(&hostless).unwrap();
+        assert!(fast
+            .timeline
+            .tasks
+            .iter()
+            .all(|t| t.kind != TaskKind::HostIssue));
+        assert!(fast.timeline.makespan_ns() < report.timeline.makespan_ns());
     }
 }

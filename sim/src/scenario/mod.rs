@@ -16,7 +16,7 @@ mod tests;
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{TrainingOptions, TrainingOptionsFile};
-pub use stack::{NotModeled, Stack, StackError, DEFAULT_STACK};
+pub use stack::{HostCosts, NotModeled, Stack, StackError, DEFAULT_STACK};
 
 use models::ModelSpec;
 use profile::Profile;

@@ -15,8 +15,11 @@
 //! asynchronous all-reduce does not apply when sequence parallelism is on and
 //! the user did not ask for it explicitly.
 //!
-//! Stacks carry no host costs yet: host dispatch is not modeled (it is listed
-//! under each stack's `not_modeled`).
+//! A stack's `host` section says what its host thread pays to issue a kernel
+//! and a collective call, how many kernels its optimizer issues, and whether
+//! it synchronizes with the GPU after every pipeline exchange; the lowering
+//! then puts a host lane in front of the GPU ([`crate::lowering`]). A stack
+//! without one simulates an infinitely fast host.
 
 use super::options::TrainingOptionsFile;
 use serde::{Deserialize, Serialize};
@@ -74,8 +77,36 @@ struct StackFile {
     summary: String,
     /// Training-option keys (as in a scenario file) → default and source.
     options: BTreeMap<String, SourcedValue>,
+    /// What the host thread pays to issue work, when the stack says.
+    #[serde(default)]
+    host: Option<HostFile>,
     #[serde(default)]
     not_modeled: Vec<NotModeled>,
+}
+
+/// The `host` section as written: each cost with its source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostFile {
+    kernel_issue_ns: SourcedValue,
+    collective_call_ns: SourcedValue,
+    optimizer_kernels: SourcedValue,
+    synchronize_after_p2p: SourcedValue,
+}
+
+/// What one rank's host thread pays to issue work (eager PyTorch: Python,
+/// autograd, the dispatcher and the launch), and where it waits for the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostCosts {
+    /// Host time per kernel issued.
+    pub kernel_issue_ns: u64,
+    /// Host time per collective or point-to-point call issued.
+    pub collective_call_ns: u64,
+    /// Kernels the optimizer step issues (multi-tensor phases).
+    pub optimizer_kernels: u32,
+    /// `torch.cuda.synchronize()` after every pipeline exchange: the host
+    /// waits for the GPU to drain before it issues more.
+    pub synchronize_after_p2p: bool,
 }
 
 /// The option keys of a stack file, checked against the training options.
@@ -95,6 +126,8 @@ pub struct Stack {
     pub options: TrainingOptionsFile,
     /// Option key → the source of its default.
     pub sources: BTreeMap<String, String>,
+    /// The host's costs; `None`: the host is not simulated (infinitely fast).
+    pub host: Option<HostCosts>,
     pub not_modeled: Vec<NotModeled>,
 }
 
@@ -179,6 +212,51 @@ impl Stack {
         let options = serde_json::from_value::<StackOptions>(serde_json::Value::Object(values))
             .map_err(|e| invalid(format!("options: {e}")))?
             .options;
+        let mut sources: BTreeMap<String, String> = BTreeMap::new();
+        let host = match &file.host {
+            None => None,
+            Some(host) => {
+                let entries = [
+                    ("kernel_issue_ns", &host.kernel_issue_ns),
+                    ("collective_call_ns", &host.collective_call_ns),
+                    ("optimizer_kernels", &host.optimizer_kernels),
+                    ("synchronize_after_p2p", &host.synchronize_after_p2p),
+                ];
+                for (key, sourced) in entries {
+                    if sourced.source.trim().is_empty() {
+                        return Err(invalid(format!("host.{key}: every cost needs a source")));
+                    }
+                    sources.insert(format!("host.{key}"), sourced.source.clone());
+                }
+                let count =
+                    |key: &str, sourced: &SourcedValue, max: u64| {
+                        sourced.value.as_u64().filter(|&v| v <= max).ok_or_else(|| {
+                            invalid(format!("host.{key}: an integer from 0 to {max}"))
+                        })
+                    };
+                Some(HostCosts {
+                    // At most 1 s per kernel or call: anything larger is a unit mistake.
+                    kernel_issue_ns: count(
+                        "kernel_issue_ns",
+                        &host.kernel_issue_ns,
+                        1_000_000_000,
+                    )?,
+                    collective_call_ns: count(
+                        "collective_call_ns",
+                        &host.collective_call_ns,
+                        1_000_000_000,
+                    )?,
+                    optimizer_kernels: count(
+                        "optimizer_kernels",
+                        &host.optimizer_kernels,
+                        1_000_000,
+                    )? as u32,
+                    synchronize_after_p2p: host.synchronize_after_p2p.value.as_bool().ok_or_else(
+                        || invalid("host.synchronize_after_p2p: true or false".into()),
+                    )?,
+                })
+            }
+        };
         Ok(Stack {
             name: file.name,
             summary: file.summary,
@@ -187,7 +265,9 @@ impl Stack {
                 .options
                 .into_iter()
                 .map(|(key, sourced)| (key, sourced.source))
+                .chain(sources)
                 .collect(),
+            host,
             not_modeled: file.not_modeled,
         })
     }

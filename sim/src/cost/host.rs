@@ -1,0 +1,65 @@
+//! What the host thread pays to issue work, from the stack's host costs:
+//! kernels and collective calls of a pass counted from the same kernel list
+//! the GPU cost uses ([`super::pass_steps`]), so the host issues exactly
+//! what the GPU runs.
+
+use super::{pass_steps, WorkCost};
+use crate::scenario::Scenario;
+use crate::task_graph::Work;
+use crate::time::SimDuration;
+use models::ops::Step;
+
+/// The host time of a host work (zero without host costs).
+pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
+    let Some(host) = scenario.stack.host else {
+        return WorkCost {
+            duration: SimDuration::ZERO,
+            bytes: 0,
+            flops: 0.0,
+        };
+    };
+    let nanoseconds = match *work {
+        Work::HostIssuePass {
+            pass,
+            layers,
+            embedding,
+            head,
+            first,
+        } => {
+            let (kernels, mut calls) = issued(scenario, pass, layers, embedding, head);
+            // With one tensor rank Megatron's all-reduce returns without a call.
+            if scenario.layout.tensor_parallel == 1 {
+                calls = 0;
+            }
+            if first {
+                host.kernel_issue_ns * kernels.min(1)
+            } else {
+                host.kernel_issue_ns * kernels.saturating_sub(1) + host.collective_call_ns * calls
+            }
+        }
+        Work::HostCall => host.collective_call_ns,
+        Work::HostOptimizer => host.kernel_issue_ns * host.optimizer_kernels as u64,
+        _ => 0,
+    };
+    WorkCost {
+        duration: SimDuration(nanoseconds),
+        bytes: 0,
+        flops: 0.0,
+    }
+}
+
+/// Kernels and tensor all-reduce calls of one pass.
+fn issued(
+    scenario: &Scenario,
+    pass: crate::task_graph::ComputePass,
+    layers: u32,
+    embedding: bool,
+    head: bool,
+) -> (u64, u64) {
+    pass_steps(scenario, pass, layers, embedding, head)
+        .iter()
+        .fold((0, 0), |(kernels, calls), step| match step {
+            Step::Kernel(_) => (kernels + 1, calls),
+            Step::TensorAllReduce { .. } => (kernels, calls + 1),
+        })
+}

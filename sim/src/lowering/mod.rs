@@ -70,7 +70,8 @@ fn estimated_tasks(scenario: &Scenario) -> usize {
         layout.chunks as u64,
         layout.microbatches as u64,
         passes,
-        layout.tensor_parallel as u64 + 1,
+        // Compute tasks, the all-reduce and, with a host lane, two issue tasks.
+        layout.tensor_parallel as u64 + 1 + 2 * scenario.stack.host.is_some() as u64,
     ]
     .into_iter()
     .fold(1u64, u64::saturating_mul)

@@ -185,7 +185,15 @@ impl ScenarioFile {
             v as u64,
             m as u64,
             passes,
-            t as u64 + 1,
+            // A compute task per tensor rank and the all-reduce, plus the
+            // host lane's two issue tasks when the stack simulates the host.
+            t as u64
+                + 1
+                + if stack.as_ref().is_some_and(|s| s.host.is_some()) {
+                    2
+                } else {
+                    0
+                },
             iterations.max(1) as u64,
         ]
         .into_iter()

@@ -30,7 +30,6 @@
 //! assert!(report.metrics.iteration_time_s > 0.0);
 //! ```
 
-pub mod collective;
 pub mod cost;
 pub mod engine;
 pub mod ids;
@@ -43,7 +42,11 @@ pub mod schedule;
 mod simulate;
 pub mod task;
 pub mod task_graph;
-pub mod time;
+
+/// NCCL's collectives in closed form (the `collectives` crate).
+pub use collectives as collective;
+/// Simulated time (the `timeline` crate's integer nanoseconds).
+pub use timeline::time;
 
 pub use simulate::{
     build_graph, run_graph, simulate, timeline_from_spans, uniform_costs, LinkLoad,

@@ -19,6 +19,7 @@ pub mod compare;
 mod format;
 mod kinds;
 pub mod metrics;
+pub mod time;
 
 pub use format::*;
 pub use kinds::{CommClass, StreamKind, TaskKind};

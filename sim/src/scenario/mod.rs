@@ -10,8 +10,6 @@ mod offload;
 mod options;
 mod resolve;
 mod stack;
-#[cfg(test)]
-mod tests;
 
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};

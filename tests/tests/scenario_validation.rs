@@ -1,6 +1,6 @@
 //! Scenario validation tests: every class of problem is named.
 
-use super::*;
+use sim::scenario::*;
 
 #[test]
 fn default_and_tiny_scenarios_resolve() {
@@ -82,7 +82,7 @@ fn bad_offload_combinations_are_named() {
     };
     expect(
         ScenarioFile {
-            options: crate::scenario::TrainingOptionsFile {
+            options: sim::scenario::TrainingOptionsFile {
                 delayed_update: Some(true),
                 ..single_gpu.options.clone()
             },
@@ -92,7 +92,7 @@ fn bad_offload_combinations_are_named() {
     );
     expect(
         ScenarioFile {
-            options: crate::scenario::TrainingOptionsFile {
+            options: sim::scenario::TrainingOptionsFile {
                 zero_offload: Some(true),
                 ..Default::default()
             },
@@ -110,7 +110,7 @@ fn bad_offload_combinations_are_named() {
     expect(
         ScenarioFile {
             iterations: Some(4),
-            options: crate::scenario::TrainingOptionsFile {
+            options: sim::scenario::TrainingOptionsFile {
                 zero_offload: Some(true),
                 delayed_update: Some(true),
                 dpu_warmup_iterations: Some(2),
@@ -122,7 +122,7 @@ fn bad_offload_combinations_are_named() {
     );
     expect(
         ScenarioFile {
-            options: crate::scenario::TrainingOptionsFile {
+            options: sim::scenario::TrainingOptionsFile {
                 dpu_warmup_iterations: Some(2),
                 zero_offload: Some(true),
                 ..single_gpu.options.clone()
@@ -132,7 +132,7 @@ fn bad_offload_combinations_are_named() {
         "dpu_warmup_iterations: only meaningful with delayed_update",
     );
     let scenario = ScenarioFile {
-        options: crate::scenario::TrainingOptionsFile {
+        options: sim::scenario::TrainingOptionsFile {
             zero_offload: Some(true),
             delayed_update: Some(true),
             ..single_gpu.options.clone()
@@ -167,7 +167,7 @@ fn a_fat_tree_too_small_for_its_nodes_is_a_scenario_problem_under_contention() {
     topology["fabric"]["fat_tree_levels"] = 2.into();
     let file = ScenarioFile {
         topology: Some(topology),
-        options: crate::scenario::TrainingOptionsFile {
+        options: sim::scenario::TrainingOptionsFile {
             network_contention: Some(true),
             ..Default::default()
         },

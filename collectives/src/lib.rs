@@ -1,6 +1,8 @@
-//! NCCL-style collectives in closed form: how long one all-reduce,
+//! # collectives — NCCL-style collectives in closed form
+//!
+//! How long one all-reduce,
 //! reduce-scatter, all-gather, broadcast or send/recv takes on a group of GPUs,
-//! with no other traffic (contention is [`crate::network`]'s job).
+//! with no other traffic (contention is `sim::network`'s job).
 //!
 //! # Model
 //!
@@ -67,7 +69,7 @@
 //! 1 MiB by ~20 %), NVLS/CollNet (SHARP), per-channel caps, PXN.
 //!
 //! ```
-//! use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
+//! use collectives::{estimate, CollectiveOp, GroupShape, LinkRates};
 //! let topology = topologies::preset("selene").unwrap();
 //! let profile = profile::Profile::builtin("a100-80gb").unwrap();
 //! let rates = LinkRates::from(&topology, &profile);

@@ -1,8 +1,8 @@
 //! Closed-form cost of one collective: the ring and tree formulas and the
-//! algorithm choice (see the module documentation of [`crate::collective`]).
+//! algorithm choice (see the crate documentation).
 
 use super::shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};
-use crate::time::SimDuration;
+use timeline::time::SimDuration;
 
 /// NCCL's tree bandwidth derating (`busBw * .92` in `src/graph/tuning.cc`).
 pub const TREE_BANDWIDTH_EFFICIENCY: f64 = 0.92;

@@ -4,6 +4,7 @@
 
 mod commands;
 mod exit;
+mod output_file;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -17,14 +17,22 @@ pub struct PictureArgs {
     pub trace: Option<PathBuf>,
     /// Ranks to draw or trace, e.g. 0,8,16 or 0-7 (comma-separated, ranges allowed).
     #[arg(long, value_name = "LIST", value_parser = parse_ranks)]
-    pub ranks: Option<Vec<u32>>,
+    pub ranks: Option<RankList>,
     /// One lane per stream (compute, pipeline sends, data-parallel) instead of one per rank.
     #[arg(long)]
     pub lanes_per_stream: bool,
 }
 
-fn parse_ranks(text: &str) -> Result<Vec<u32>, String> {
-    let mut ranks = Vec::new();
+/// The ranks `--ranks` names (one clap value, so clap does not split it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankList(pub Vec<u32>);
+
+/// The most ranks one `--ranks` list may name (over a million: every GPU of
+/// the largest cluster the simulator accepts), so a range cannot ask for gigabytes.
+pub const MAX_LISTED_RANKS: u64 = 1 << 20;
+
+fn parse_ranks(text: &str) -> Result<RankList, String> {
+    let mut ranks: Vec<u32> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let number = |s: &str| {
             s.trim()
@@ -37,6 +45,11 @@ fn parse_ranks(text: &str) -> Result<Vec<u32>, String> {
                 if lo > hi {
                     return Err(format!("range {part} is empty"));
                 }
+                if ranks.len() as u64 + (hi - lo) as u64 + 1 > MAX_LISTED_RANKS {
+                    return Err(format!(
+                        "range {part} names more than {MAX_LISTED_RANKS} ranks"
+                    ));
+                }
                 ranks.extend(lo..=hi);
             }
             None => ranks.push(number(part)?),
@@ -45,7 +58,7 @@ fn parse_ranks(text: &str) -> Result<Vec<u32>, String> {
     if ranks.is_empty() {
         return Err("no ranks given".into());
     }
-    Ok(ranks)
+    Ok(RankList(ranks))
 }
 
 impl PictureArgs {
@@ -54,7 +67,7 @@ impl PictureArgs {
         let mut notes = Vec::new();
         if let Some(path) = &self.plot {
             let options = reports::TimelineChartOptions {
-                ranks: self.ranks.clone(),
+                ranks: self.ranks.clone().map(|list| list.0),
                 lanes_per_stream: self.lanes_per_stream,
                 ..reports::TimelineChartOptions::default()
             };
@@ -67,14 +80,18 @@ impl PictureArgs {
             ));
         }
         if let Some(path) = &self.trace {
-            let file = std::fs::File::create(path)
-                .map_err(|e| user_error(format!("cannot create {}: {e}", path.display())))?;
             let options = reports::TraceOptions {
-                ranks: self.ranks.clone(),
+                ranks: self.ranks.clone().map(|list| list.0),
             };
-            let summary =
-                reports::write_perfetto_trace(timeline, &options, std::io::BufWriter::new(file))
-                    .map_err(user_error)?;
+            let mut summary = None;
+            crate::output_file::write_output(path, |writer| {
+                summary = Some(
+                    reports::write_perfetto_trace(timeline, &options, writer)
+                        .map_err(std::io::Error::other)?,
+                );
+                Ok(())
+            })?;
+            let summary = summary.expect("written");
             notes.push(format!(
                 "perfetto trace: {} ({} events, {} threads)",
                 path.display(),
@@ -92,7 +109,8 @@ mod tests {
 
     #[test]
     fn rank_lists_accept_ranges_and_reject_garbage() {
-        assert_eq!(parse_ranks("0,8-10, 3").unwrap(), vec![0, 8, 9, 10, 3]);
+        assert_eq!(parse_ranks("0,8-10, 3").unwrap().0, vec![0, 8, 9, 10, 3]);
+        assert!(parse_ranks("0-4294967295").is_err());
         assert!(parse_ranks("a").is_err());
         assert!(parse_ranks("5-2").is_err());
         assert!(parse_ranks("").is_err());

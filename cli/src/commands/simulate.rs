@@ -1,8 +1,6 @@
 //! `clustersim simulate`: one iteration of a scenario through the event engine.
 
 use super::scenario_args::ScenarioArgs;
-use crate::exit::user_error;
-use anyhow::Context;
 use clap::Args;
 use sim::placement::Placement;
 use sim::scenario::Scenario;
@@ -67,15 +65,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
 }
 
 fn write_timeline(report: &SimulationReport, path: &PathBuf) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path)
-        .map_err(|e| user_error(format!("cannot create {}: {e}", path.display())))?;
-    let writer = std::io::BufWriter::new(file);
-    if path.extension().is_some_and(|ext| ext == "jsonl") {
-        report.timeline.write_json_lines(writer)
-    } else {
-        report.timeline.write_json(writer)
-    }
-    .with_context(|| format!("writing {}", path.display()))
+    let lines = path.extension().is_some_and(|ext| ext == "jsonl");
+    crate::output_file::write_output(path, |writer| {
+        if lines {
+            report.timeline.write_json_lines(writer)
+        } else {
+            report.timeline.write_json(writer)
+        }
+    })
 }
 
 /// The `--json` object (stable keys).

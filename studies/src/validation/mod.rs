@@ -65,6 +65,22 @@ pub enum ValidationError {
 }
 
 fn row(case: &str, quantity: &str, published: f64, predicted: f64, note: String) -> ValidationRow {
+    if !(published.is_finite() && published > 0.0) {
+        return skipped(
+            case,
+            quantity,
+            published,
+            &format!("published value {published} is not positive: no relative error"),
+        );
+    }
+    if !predicted.is_finite() {
+        return skipped(
+            case,
+            quantity,
+            published,
+            "the prediction is not a finite number (a size beyond what the cost model can represent)",
+        );
+    }
     ValidationRow {
         case: case.into(),
         quantity: quantity.into(),
@@ -180,12 +196,38 @@ fn case_scenario(
         return Err("needs `model` and `layout` to be simulated".into());
     };
     let mut model = model.clone();
-    if model.get("name").is_none() {
-        model["name"] = id.into();
+    match &mut model {
+        serde_json::Value::Object(object) => {
+            object
+                .entry("name")
+                .or_insert_with(|| serde_json::Value::from(id));
+        }
+        serde_json::Value::String(_) => {} // a preset name or a model file
+        other => {
+            return Err(format!(
+                "`model` must be a preset name or an object, not {other}"
+            ))
+        }
     }
     let layout = layout.as_object().ok_or("`layout` is not an object")?;
+    // Every integer of the layout must fit the simulator's u32 degrees.
+    for (key, value) in layout {
+        if let Some(number) = value.as_u64() {
+            if u32::try_from(number).is_err() {
+                return Err(format!(
+                    "layout.{key}: {number} is larger than {}",
+                    u32::MAX
+                ));
+            }
+        }
+    }
     let source = case.get("source").and_then(|s| s.as_str()).unwrap_or("");
-    let get = |key: &str| layout.get(key).and_then(|v| v.as_u64()).map(|v| v as u32);
+    let get = |key: &str| {
+        layout
+            .get(key)
+            .and_then(|v| v.as_u64())
+            .and_then(|v| u32::try_from(v).ok())
+    };
     let flag = |key: &str| layout.get(key).and_then(|v| v.as_bool());
     let chunks = get("chunks").unwrap_or(1);
     let schedule = match layout.get("schedule").and_then(|v| v.as_str()) {

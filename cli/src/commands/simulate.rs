@@ -64,7 +64,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_timeline(report: &SimulationReport, path: &PathBuf) -> anyhow::Result<()> {
+fn write_timeline(report: &SimulationReport, path: &std::path::Path) -> anyhow::Result<()> {
     let lines = path.extension().is_some_and(|ext| ext == "jsonl");
     crate::output_file::write_output(path, |writer| {
         if lines {

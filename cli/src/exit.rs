@@ -20,6 +20,17 @@ pub fn user_error(message: impl std::fmt::Display) -> anyhow::Error {
     anyhow::Error::new(UserError(message.to_string()))
 }
 
+/// A simulation error: out-of-range input is the user's (exit 2), a
+/// deadlock is a lowering bug (exit 1).
+pub fn simulation_error(error: sim::SimulationError) -> anyhow::Error {
+    match error {
+        sim::SimulationError::OutOfRange { .. } | sim::SimulationError::Fabric(_) => {
+            user_error(error)
+        }
+        other => anyhow::Error::new(other),
+    }
+}
+
 /// Prints the error (if any) and picks the exit code.
 pub fn report(result: anyhow::Result<()>) -> ExitCode {
     match result {

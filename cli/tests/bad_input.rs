@@ -1,5 +1,5 @@
-//! Fuzzer reproducers (`../shared/reliability/REPRODUCERS.md`: P1, P2, N2,
-//! N4, N5) kept fixed: inputs in `tests/bad_input/`. None may panic (exit 101)
+//! Fuzzer reproducers (`../shared/reliability/REPRODUCERS.md`: P1, P2, N1,
+//! N2, N4, N5, N6, O3, E1, E2) kept fixed: inputs in `tests/bad_input/`. None may panic (exit 101)
 //! or abort (134); each gives a clear message.
 
 use std::path::PathBuf;
@@ -87,9 +87,13 @@ fn n2_n4_wrapped_layouts_zero_published_values_and_infinite_predictions_are_reas
         "{stdout}"
     );
     assert!(!stdout.contains("inf"), "{stdout}");
+    // A sequence beyond the model limits is refused before anything is costed.
     let output = clustersim(&["validate", &input("devset-layer-seq.json")]);
     let stdout = text(&output.stdout);
-    assert!(stdout.contains("not a finite number"), "{stdout}");
+    assert!(
+        stdout.contains("seq_len 4294967296 is over the limit of 16777216"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("inf%"), "{stdout}");
 }
 
@@ -119,6 +123,195 @@ fn n5_a_timeline_that_cannot_be_written_is_exit_2_and_leaves_nothing() {
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr).contains("No space left on device"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+fn model_file(name: &str, json: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("clustersim-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, json).unwrap();
+    path.display().to_string()
+}
+
+fn simulate_model(path: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "simulate",
+        "--model",
+        path,
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--global-batch",
+        "2",
+    ];
+    args.extend(extra);
+    clustersim(&args)
+}
+
+#[test]
+fn o3_n1_n2_e1_models_beyond_the_limits_are_refused_before_anything_is_built() {
+    for (name, json, needle) in [
+        (
+            "layers-4m.json",
+            r#"{"name":"x","layers":4000000,"hidden":512,"heads":8,"seq_len":256,"vocab":51200}"#,
+            "layers 4000000 is over the limit of 16384",
+        ),
+        (
+            "layers-2p32.json",
+            r#"{"name":"l","layers":4294967300,"hidden":512,"heads":8,"seq_len":256,"vocab":51200}"#,
+            "layers 4294967300 is over the limit",
+        ),
+        (
+            "hidden-2p41.json",
+            r#"{"name":"x","layers":4,"hidden":2199023255552,"heads":8,"seq_len":256,"vocab":51200}"#,
+            "hidden 2199023255552 is over the limit",
+        ),
+        (
+            "seq-2p40.json",
+            r#"{"name":"x","layers":4,"hidden":512,"heads":8,"seq_len":1099511627776,"vocab":51200}"#,
+            "seq_len 1099511627776 is over the limit",
+        ),
+    ] {
+        let output = simulate_model(&model_file(name, json), &["--contention"]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{name}: {}",
+            text(&output.stderr)
+        );
+        assert!(
+            text(&output.stderr).contains(needle),
+            "{name}: {}",
+            text(&output.stderr)
+        );
+    }
+    // Within the limits but still beyond integer nanoseconds: one clear error, exit 2.
+    let huge = model_file(
+        "huge.json",
+        r#"{"name":"x","layers":16384,"hidden":1048576,"heads":8,"seq_len":16777216,"vocab":51200}"#,
+    );
+    let output = simulate_model(&huge, &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("out of range"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn n1_n6_profile_values_outside_physical_ranges_are_named() {
+    for (json_patch, needle) in [
+        (
+            ("gemm", "large_gemm_efficiency", 5e-324),
+            "gemm.large_gemm_efficiency must be in [0.001, 1], got 5e-324",
+        ),
+        (
+            ("gemm", "kernel_overhead_ns", 1e308),
+            "gemm.kernel_overhead_ns must be from 0 to 1e9 ns (1 s), got 1e308",
+        ),
+    ] {
+        let ((section, key, value), needle) = (json_patch, needle);
+        let mut profile: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("../profile/profiles/a100-80gb.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        profile[section][key]["value"] = value.into();
+        let path = model_file(&format!("profile-{key}.json"), &profile.to_string());
+        let output = clustersim(&[
+            "simulate",
+            "--profile",
+            &path,
+            "--model",
+            "tiny",
+            "--topology",
+            "dgx-a100",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+            "--dp",
+            "1",
+            "--global-batch",
+            "1",
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains(needle),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    let mut profile: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../profile/profiles/a100-80gb.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    profile["schema_version"] = 4294967297u64.into();
+    let path = model_file("profile-schema.json", &profile.to_string());
+    let output = clustersim(&[
+        "simulate",
+        "--profile",
+        &path,
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--global-batch",
+        "1",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("schema version 4294967297"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn n2_a_warm_up_that_would_wrap_is_refused() {
+    let output = clustersim(&[
+        "simulate",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx2-v100",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--global-batch",
+        "1",
+        "--zero-offload",
+        "--delayed-update",
+        "--dpu-warmup-iterations",
+        "4294967295",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("dpu_warmup_iterations: at most 65532"),
         "{}",
         text(&output.stderr)
     );

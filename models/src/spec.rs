@@ -47,6 +47,23 @@ pub enum ModelError {
     Invalid { name: String, problems: Vec<String> },
 }
 
+/// Limits on a model's sizes, far beyond any model trained so far (GPT-style
+/// models reach about 200 layers, h = 53,248, 1 M-token contexts and 256 k
+/// vocabularies) yet small enough that every FLOP, byte and parameter count
+/// fits in u64 and a simulation's memory stays bounded: a model beyond them
+/// is refused before anything is built.
+pub const MAX_LAYERS: u64 = 16_384;
+/// See [`MAX_LAYERS`].
+pub const MAX_HIDDEN: u64 = 1 << 20;
+/// See [`MAX_LAYERS`].
+pub const MAX_HEADS: u64 = 1 << 16;
+/// See [`MAX_LAYERS`].
+pub const MAX_SEQ_LEN: u64 = 1 << 24;
+/// See [`MAX_LAYERS`].
+pub const MAX_VOCAB: u64 = 1 << 24;
+/// See [`MAX_LAYERS`].
+pub const MAX_FFN_HIDDEN: u64 = 1 << 22;
+
 impl ModelSpec {
     /// MLP inner size (`ffn_hidden`, default 4·hidden).
     pub fn ffn(&self) -> u64 {
@@ -61,19 +78,25 @@ impl ModelSpec {
     /// Checks the spec describes a buildable transformer; reports every problem at once.
     pub fn validate(&self) -> Result<(), ModelError> {
         let mut problems = Vec::new();
-        for (key, value) in [
-            ("layers", self.layers),
-            ("hidden", self.hidden),
-            ("heads", self.heads),
-            ("seq_len", self.seq_len),
-            ("vocab", self.vocab),
+        for (key, value, max) in [
+            ("layers", self.layers, MAX_LAYERS),
+            ("hidden", self.hidden, MAX_HIDDEN),
+            ("heads", self.heads, MAX_HEADS),
+            ("seq_len", self.seq_len, MAX_SEQ_LEN),
+            ("vocab", self.vocab, MAX_VOCAB),
         ] {
             if value == 0 {
                 problems.push(format!("{key} must be positive"));
+            } else if value > max {
+                problems.push(format!("{key} {value} is over the limit of {max}"));
             }
         }
-        if self.ffn_hidden == Some(0) {
-            problems.push("ffn_hidden must be positive when given".into());
+        match self.ffn_hidden {
+            Some(0) => problems.push("ffn_hidden must be positive when given".into()),
+            Some(ffn) if ffn > MAX_FFN_HIDDEN => problems.push(format!(
+                "ffn_hidden {ffn} is over the limit of {MAX_FFN_HIDDEN}"
+            )),
+            _ => {}
         }
         if self.heads > 0 && !self.hidden.is_multiple_of(self.heads) {
             problems.push(format!(

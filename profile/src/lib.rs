@@ -176,6 +176,15 @@ pub struct CpuAdamProfile {
     pub measured: Vec<CpuAdamMeasurement>,
 }
 
+/// Smallest efficiency a profile may state (0.1 %).
+pub const MIN_EFFICIENCY: f64 = 1e-3;
+/// Slowest rate a profile may state: 1 kB/s (or 1,000 parameters/s).
+pub const MIN_RATE: f64 = 1e3;
+/// Fastest rate a profile may state: 10 PB/s.
+pub const MAX_RATE: f64 = 1e16;
+/// Largest overhead or latency a profile may state: 1 s.
+pub const MAX_OVERHEAD_NS: f64 = 1e9;
+
 /// A calibration profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -206,7 +215,7 @@ pub enum ProfileError {
         source: serde_json::Error,
     },
     #[error("profile {path} has schema version {found}; this build reads version {PROFILE_SCHEMA_VERSION}")]
-    Version { path: String, found: u32 },
+    Version { path: String, found: u64 },
     #[error("unknown profile '{name}': not a built-in ({builtins}) and no such file")]
     Unknown { name: String, builtins: String },
     #[error("invalid profile {path}: {}", problems.join("; "))]
@@ -248,7 +257,7 @@ impl Profile {
             if found != PROFILE_SCHEMA_VERSION as u64 {
                 return Err(ProfileError::Version {
                     path: origin.into(),
-                    found: found as u32,
+                    found,
                 });
             }
         }
@@ -280,12 +289,18 @@ impl Profile {
         Self::from_json_str(&text, name_or_path)
     }
 
-    /// Every rate positive, every efficiency in (0, 1]; all problems at once.
+    /// Every value within physical ranges; all problems at once:
+    /// efficiencies in [0.001, 1], rates from 1 kB/s (or 1 parameter/s) to
+    /// 10 PB/s, overheads and latencies from 0 to 1 s. Values outside would
+    /// make durations that no GPU shows, or overflow integer nanoseconds.
     pub fn validate(&self, origin: &str) -> Result<(), ProfileError> {
         let mut problems = Vec::new();
         let mut fraction = |key: &str, q: &Quantity| {
-            if !(q.value > 0.0 && q.value <= 1.0) {
-                problems.push(format!("{key} must be in (0, 1], got {}", q.value));
+            if !(q.value >= MIN_EFFICIENCY && q.value <= 1.0) {
+                problems.push(format!(
+                    "{key} must be in [{MIN_EFFICIENCY}, 1], got {:e}",
+                    q.value
+                ));
             }
         };
         fraction(
@@ -294,8 +309,11 @@ impl Profile {
         );
         fraction("memory.hbm_efficiency", &self.memory.hbm_efficiency);
         let mut positive = |key: &str, q: &Quantity| {
-            if !(q.value.is_finite() && q.value > 0.0) {
-                problems.push(format!("{key} must be positive, got {}", q.value));
+            if !(q.value.is_finite() && (MIN_RATE..=MAX_RATE).contains(&q.value)) {
+                problems.push(format!(
+                    "{key} must be from {MIN_RATE:e} to {MAX_RATE:e}, got {:e}",
+                    q.value
+                ));
             }
         };
         positive(
@@ -326,8 +344,11 @@ impl Profile {
                 &self.communication.network_step_latency_ns,
             ),
         ] {
-            if !(q.value.is_finite() && q.value >= 0.0) {
-                problems.push(format!("{key} must be ≥ 0, got {}", q.value));
+            if !(q.value.is_finite() && (0.0..=MAX_OVERHEAD_NS).contains(&q.value)) {
+                problems.push(format!(
+                    "{key} must be from 0 to {MAX_OVERHEAD_NS:e} ns (1 s), got {:e}",
+                    q.value
+                ));
             }
         }
         if self.gemm.tile_shapes.is_empty()

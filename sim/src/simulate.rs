@@ -46,7 +46,15 @@ pub enum SimulationError {
     Deadlock(#[from] DeadlockError),
     #[error("cannot build the network fabric for contention: {0}")]
     Fabric(#[from] FabricError),
+    /// The work of one iteration adds up to more than integer nanoseconds can
+    /// hold safely: a model size or profile value out of any physical range.
+    #[error("the tasks of this scenario add up to {total_s:.3e} s, beyond the {limit_s:.3e} s a simulation can hold in integer nanoseconds: a size or profile value is out of range")]
+    OutOfRange { total_s: f64, limit_s: f64 },
 }
+
+/// The most time all tasks of one simulation may add up to (2^62 ns, about
+/// 146 years): no start or end time can then overflow u64 nanoseconds.
+pub const MAX_TOTAL_TASK_NS: u128 = 1 << 62;
 
 impl SimulationReport {
     /// The peak over stages.
@@ -165,6 +173,16 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
     let (schedule, graph) = build_graph(scenario);
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
     let costs = cost_works(scenario, graph.works(), &network);
+    let total_ns: u128 = graph
+        .tasks()
+        .map(|task| costs[task.work.index()].duration.0 as u128)
+        .sum();
+    if total_ns > MAX_TOTAL_TASK_NS {
+        return Err(SimulationError::OutOfRange {
+            total_s: total_ns as f64 * 1e-9,
+            limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
+        });
+    }
     let duration_of = |id: crate::ids::TaskId| costs[graph.task(id).work.index()].duration;
     let (timeline, n_events, busiest_links) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;

@@ -68,7 +68,7 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     write_timeline(&execution.timeline, &args.out)?;
     print_plan(&scenario, &execution.plan, execution.check.waits);
     let simulated = sim::simulate(&scenario)
-        .map_err(|e| anyhow::anyhow!(e))?
+        .map_err(crate::exit::simulation_error)?
         .timeline;
     let comparison = timeline::compare::compare(&simulated, &execution.timeline, 0);
     println!(

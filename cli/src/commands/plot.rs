@@ -74,7 +74,7 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
                     continue;
                 }
             };
-            let report = sim::simulate(&scenario).map_err(|e| anyhow::anyhow!(e))?;
+            let report = sim::simulate(&scenario).map_err(crate::exit::simulation_error)?;
             let idle = report.metrics.bubble_fraction * report.metrics.iteration_time_s;
             points.push((m, idle / (report.metrics.iteration_time_s - idle)));
         }

@@ -41,7 +41,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         return super::max_model::run(&scenario, args.json);
     }
     let started = Instant::now();
-    let report = sim::simulate(&scenario).map_err(|e| anyhow::anyhow!(e))?;
+    let report = sim::simulate(&scenario).map_err(crate::exit::simulation_error)?;
     let elapsed_s = started.elapsed().as_secs_f64();
     if let Some(path) = &args.timeline {
         write_timeline(&report, path)?;

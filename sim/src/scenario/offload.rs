@@ -47,10 +47,10 @@ impl ScenarioFile {
             );
         } else if let Some(offload) = delayed {
             let warmup = offload.dpu_warmup_iterations;
-            if iterations < warmup + 3 {
+            if iterations < warmup.saturating_add(3) {
                 problems.push(format!(
                     "iterations: {iterations} cannot show the delayed steady state (warm-up, a first delayed iteration, the measured one and one after it); with dpu_warmup_iterations = {warmup} simulate at least {}",
-                    warmup + 3
+                    warmup.saturating_add(3)
                 ));
             }
         }

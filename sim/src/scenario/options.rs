@@ -17,6 +17,10 @@
 use super::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 use serde::{Deserialize, Serialize};
 
+/// Largest warm-up before the delayed update: warm-up + 3 iterations must fit
+/// the 65,535 iterations a simulation can hold.
+pub const MAX_DPU_WARMUP: u32 = u16::MAX as u32 - 3;
+
 /// Training options as written. Booleans are flags on the command line
 /// (`--sequence-parallel`, or `--sequence-parallel=false` to override a
 /// scenario file); unset keys take their defaults at resolution.
@@ -175,6 +179,12 @@ impl TrainingOptionsFile {
                     .into(),
             );
         }
+        if let Some(warmup) = self.dpu_warmup_iterations.filter(|&w| w > MAX_DPU_WARMUP) {
+            problems.push(format!(
+                "dpu_warmup_iterations: at most {MAX_DPU_WARMUP} (warm-up + 3 iterations are simulated, at most {}), got {warmup}",
+                u16::MAX
+            ));
+        }
         if self.dpu_warmup_iterations.is_some() && !delayed_update {
             problems.push(
                 "dpu_warmup_iterations: only meaningful with delayed_update (--delayed-update)"
@@ -227,7 +237,9 @@ impl TrainingOptions {
     /// iteration, the measured one and one after it).
     pub fn default_iterations(&self) -> u32 {
         match self.offload {
-            Some(offload) if offload.delayed_update => offload.dpu_warmup_iterations + 3,
+            Some(offload) if offload.delayed_update => {
+                offload.dpu_warmup_iterations.saturating_add(3)
+            }
             _ => 1,
         }
     }

@@ -34,7 +34,7 @@ pub struct CollectiveArgs {
     /// Largest size in bytes (suffixes K, M, G allowed).
     #[arg(long, default_value = "1G", value_parser = parse_bytes)]
     pub max_bytes: u64,
-    /// Size multiplication factor between rows.
+    /// Size multiplication factor between rows (at least 2).
     #[arg(long, default_value_t = 2)]
     pub factor: u64,
     /// Force ring or tree instead of NCCL's tuner rule.
@@ -99,6 +99,9 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
     }
     if args.min_bytes > args.max_bytes {
         problems.push("--min-bytes is larger than --max-bytes".into());
+    }
+    if args.factor < 2 {
+        problems.push(format!("--factor must be at least 2, got {}", args.factor));
     }
     if !problems.is_empty() {
         return Err(user_error(problems.join("; ")));

@@ -7,7 +7,9 @@ use super::output::{SweepCounts, SweepOutput};
 use super::ranking::rank;
 use super::SweepError;
 
-/// Combines the documents of shards 0..n of one sweep (in any order).
+/// Combines the documents of shards 0..n of one sweep (in any order). Every
+/// shard's `i/n` is checked first (n ≥ 1, i < n, and n at most the number of
+/// documents given), so nothing is sized by an unchecked count.
 pub fn merge(mut shards: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
     let error = |message: String| SweepError::Merge(message);
     let first = shards
@@ -33,6 +35,24 @@ pub fn merge(mut shards: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
             return Err(error(format!(
                 "file {} enumerated a different candidate list (another build or input files?)",
                 position + 1
+            )));
+        }
+        // Checked before anything is sized by it: a shard count is at most
+        // the number of files given (each shard is one file), so a larger
+        // one is refused without allocating.
+        if shard.count == 0 || shard.index >= shard.count {
+            return Err(error(format!(
+                "file {} names shard {shard}: a shard is i/n with n ≥ 1 and 0 ≤ i < n",
+                position + 1
+            )));
+        }
+        if shard.count as usize > shards.len() {
+            return Err(error(format!(
+                "file {} is shard {shard} but only {} shard file{} given: all {} shards are needed",
+                position + 1,
+                shards.len(),
+                if shards.len() == 1 { " was" } else { "s were" },
+                shard.count
             )));
         }
         seen.push(shard);

@@ -152,23 +152,31 @@ impl Timeline {
         Ok(())
     }
 
-    /// Reads either form (a `.jsonl` path, or text whose first line is a bare header, is JSON lines).
+    /// Reads either form (a `.jsonl` path, or text whose first line is a bare
+    /// header, is JSON lines), refusing a file over
+    /// [`input_file::MAX_TIMELINE_BYTES`] (4 GiB) or one that never ends,
+    /// then [`Timeline::check`]s it.
     pub fn read(path: &std::path::Path) -> Result<Timeline, TimelineError> {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|source| TimelineError::Read {
+        let read_error = |source| TimelineError::Read {
             path: name.clone(),
             source,
-        })?;
-        let reader = std::io::BufReader::new(file);
-        let timeline = if name.ends_with(".jsonl") {
-            Self::read_json_lines(reader, &name)?
+        };
+        let mut reader =
+            input_file::open_capped(path, input_file::MAX_TIMELINE_BYTES).map_err(read_error)?;
+        let result = if name.ends_with(".jsonl") {
+            Self::read_json_lines(&mut reader, &name)
         } else {
-            serde_json::from_reader(reader).map_err(|source| TimelineError::Parse {
+            serde_json::from_reader(&mut reader).map_err(|source| TimelineError::Parse {
                 path: name.clone(),
                 line: 1,
                 source,
-            })?
+            })
         };
+        if reader.exceeded() {
+            return Err(read_error(reader.too_large_error()));
+        }
+        let timeline = result?;
         timeline.check(&name)?;
         Ok(timeline)
     }

@@ -16,10 +16,11 @@ pub struct CollectiveArgs {
     /// all_reduce, reduce_scatter, all_gather, broadcast or send_recv.
     #[arg(long, default_value = "all_reduce", value_parser = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"])]
     pub op: String,
-    /// Topology preset or file.
+    /// Topology preset or file (≤ 256 MiB).
     #[arg(long, default_value = "selene")]
     pub topology: String,
-    /// Calibration profile (default: the built-in for the topology's GPU).
+    /// Calibration profile: a built-in or a file (≤ 256 MiB). Default: the built-in
+    /// for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
     /// GPUs in the group (consecutive ranks, filling nodes in order).

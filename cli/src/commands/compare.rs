@@ -10,9 +10,9 @@ use std::path::PathBuf;
     after_help = "Exit status: 0 within --max-error, 1 above it, 2 on bad input.\n\nExample:\n  clustersim compare sim.json measured.json --max-error 5 --plot compare.png"
 )]
 pub struct CompareArgs {
-    /// Reference timeline (usually the simulation).
+    /// Reference timeline (usually the simulation; .json or .jsonl, at most 4 GiB).
     pub reference: PathBuf,
-    /// Timeline to check against it (usually measured by the executor).
+    /// Timeline to check against it (usually measured by the executor; at most 4 GiB).
     pub other: PathBuf,
     /// Fail (exit 1) when the iteration-time error exceeds PCT percent (a
     /// finite number ≥ 0).

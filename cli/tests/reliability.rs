@@ -114,17 +114,11 @@ fn sweep_merge_refuses_absurd_shard_counts() {
     assert!(!String::from_utf8_lossy(&output.stderr).contains("4294967295"));
     assert_refused(
         &clustersim(&["sweep", "merge", &max]),
-        &[
-            "file 1 is shard 0/4294967295",
-            "only 1 shard file was given",
-        ],
+        &["need shards 0/4294967295 … 4294967294/4294967295 exactly once each, got 0/4294967295 (1 file given)"],
     );
     assert_refused(
         &clustersim(&["sweep", "merge", &max, &zero]),
-        &[
-            "file 1 is shard 0/4294967295",
-            "only 2 shard files were given",
-        ],
+        &["file 2 names shard 0/0"],
     );
 }
 

@@ -104,8 +104,8 @@ pub enum SweepCommand {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard files, one per shard 0..n-1, in any order (each at most 256 MiB; a
-    /// shard count n above the number of files given is refused).
+    /// Shard files, one per shard 0..n-1, in any order (each at most 256 MiB; n files
+    /// hold at most n shards).
     #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
     #[command(flatten)]

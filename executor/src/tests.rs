@@ -392,7 +392,7 @@ fn a_measured_timeline_is_packaged_like_the_simulators() {
         simulated.header.scenario["title"]
     );
     measured.check("measured").unwrap();
-    let comparison = timeline::compare::compare(&simulated, &measured, 3);
+    let comparison = timeline::compare::compare(&simulated, &measured, 3).unwrap();
     assert_eq!(comparison.iteration_error_percent, 0.0);
 }
 

@@ -126,7 +126,7 @@ impl ModelSpec {
 
     /// Reads and validates a model JSON file.
     pub fn from_file(path: &Path) -> Result<Self, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Read {
+        let text = input_file::read_to_string(path).map_err(|source| ModelError::Read {
             path: path.display().to_string(),
             source,
         })?;

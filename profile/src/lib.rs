@@ -282,7 +282,7 @@ impl Profile {
                 builtins: Self::builtin_names().join(", "),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        let text = input_file::read_to_string(path).map_err(|source| ProfileError::Read {
             path: name_or_path.into(),
             source,
         })?;

@@ -6,7 +6,7 @@ fn identical_timelines_compare_equal_and_a_slowed_task_is_found() {
         .resolve()
         .unwrap();
     let timeline = sim::simulate(&scenario).unwrap().timeline;
-    let same = timeline::compare::compare(&timeline, &timeline, 5);
+    let same = timeline::compare::compare(&timeline, &timeline, 5).unwrap();
     assert_eq!(same.iteration_error_percent, 0.0);
     assert!(same.worst_tasks.is_empty());
 
@@ -20,7 +20,7 @@ fn identical_timelines_compare_equal_and_a_slowed_task_is_found() {
         .unwrap();
     last.end_ns += makespan / 10;
     let id = last.id;
-    let result = timeline::compare::compare(&timeline, &slower, 3);
+    let result = timeline::compare::compare(&timeline, &slower, 3).unwrap();
     assert!(
         (result.iteration_error_percent - 10.0).abs() < 0.01,
         "{}",
@@ -31,6 +31,7 @@ fn identical_timelines_compare_equal_and_a_slowed_task_is_found() {
     let mut fewer = timeline.clone();
     fewer.tasks.pop();
     assert!(timeline::compare::compare(&timeline, &fewer, 3)
+        .unwrap()
         .unmatched
         .is_some());
 }

@@ -4,7 +4,7 @@
 //! `reports` (`comparison_table`), which draws them too.
 
 use crate::metrics;
-use crate::Timeline;
+use crate::{Timeline, TimelineError};
 use serde::Serialize;
 
 /// One task whose duration differs between the two timelines.
@@ -53,8 +53,16 @@ fn percent(reference: f64, other: f64) -> f64 {
     }
 }
 
-/// Compares `other` against `reference`, listing the `worst` most different tasks.
-pub fn compare(reference: &Timeline, other: &Timeline, worst: usize) -> Comparison {
+/// Compares `other` against `reference`, listing the `worst` most different
+/// tasks. Both are first checked ([`Timeline::check`]): a degenerate timeline
+/// is refused rather than compared.
+pub fn compare(
+    reference: &Timeline,
+    other: &Timeline,
+    worst: usize,
+) -> Result<Comparison, TimelineError> {
+    reference.check("reference timeline")?;
+    other.check("other timeline")?;
     let a = metrics::compute(reference, peak_flops(reference));
     let b = metrics::compute(other, peak_flops(other));
     let same_tasks = reference.tasks.len() == other.tasks.len()
@@ -97,7 +105,7 @@ pub fn compare(reference: &Timeline, other: &Timeline, worst: usize) -> Comparis
             )),
         )
     };
-    Comparison {
+    Ok(Comparison {
         reference_iteration_s: a.iteration_time_s,
         other_iteration_s: b.iteration_time_s,
         iteration_error_percent: percent(a.iteration_time_s, b.iteration_time_s),
@@ -105,5 +113,5 @@ pub fn compare(reference: &Timeline, other: &Timeline, worst: usize) -> Comparis
         other_bubble_fraction: b.bubble_fraction,
         worst_tasks,
         unmatched,
-    }
+    })
 }

@@ -120,21 +120,20 @@ impl Timeline {
         self.tasks.iter().map(|task| task.end_ns).max().unwrap_or(0)
     }
 
-    /// Latest end time of each recorded iteration's tasks (one entry when
-    /// records carry no iteration).
+    /// Latest end time of each recorded iteration's tasks, in iteration
+    /// order (one entry when records carry no iteration). Never allocates
+    /// more than one entry per distinct iteration present; on a timeline
+    /// that passed [`Timeline::check`] those are exactly 0..n.
     pub fn iteration_ends_ns(&self) -> Vec<u64> {
-        let count = self
-            .tasks
-            .iter()
-            .map(|task| task.iteration.unwrap_or(0) as usize + 1)
-            .max()
-            .unwrap_or(1);
-        let mut ends = vec![0u64; count];
+        let mut ends = std::collections::BTreeMap::new();
         for task in &self.tasks {
-            let end = &mut ends[task.iteration.unwrap_or(0) as usize];
+            let end = ends.entry(task.iteration.unwrap_or(0)).or_insert(0u64);
             *end = (*end).max(task.end_ns);
         }
-        ends
+        if ends.is_empty() {
+            return vec![0];
+        }
+        ends.into_values().collect()
     }
 
     /// Writes one pretty-printed JSON object.
@@ -153,23 +152,31 @@ impl Timeline {
         Ok(())
     }
 
-    /// Reads either form (a `.jsonl` path, or text whose first line is a bare header, is JSON lines).
+    /// Reads either form (a `.jsonl` path, or text whose first line is a bare
+    /// header, is JSON lines), refusing a file over
+    /// [`input_file::MAX_TIMELINE_BYTES`] (4 GiB) or one that never ends,
+    /// then [`Timeline::check`]s it.
     pub fn read(path: &std::path::Path) -> Result<Timeline, TimelineError> {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|source| TimelineError::Read {
+        let read_error = |source| TimelineError::Read {
             path: name.clone(),
             source,
-        })?;
-        let reader = std::io::BufReader::new(file);
-        let timeline = if name.ends_with(".jsonl") {
-            Self::read_json_lines(reader, &name)?
+        };
+        let mut reader =
+            input_file::open_capped(path, input_file::MAX_TIMELINE_BYTES).map_err(read_error)?;
+        let result = if name.ends_with(".jsonl") {
+            Self::read_json_lines(&mut reader, &name)
         } else {
-            serde_json::from_reader(reader).map_err(|source| TimelineError::Parse {
+            serde_json::from_reader(&mut reader).map_err(|source| TimelineError::Parse {
                 path: name.clone(),
                 line: 1,
                 source,
-            })?
+            })
         };
+        if reader.exceeded() {
+            return Err(read_error(reader.too_large_error()));
+        }
+        let timeline = result?;
         timeline.check(&name)?;
         Ok(timeline)
     }
@@ -210,32 +217,98 @@ impl Timeline {
         Ok(Timeline { header, tasks })
     }
 
-    /// Checks version, group references and time order of every record.
+    /// Checks everything a consumer relies on, so metrics, compare and the
+    /// reports never divide by zero, index out of range, allocate by an input
+    /// number or print an absurd number: the format version; layout degrees
+    /// of at least 1 whose product is `n_gpus`; non-empty groups of ranks
+    /// below `n_gpus`; at least one task; every task's group in range and
+    /// start ≤ end; iterations numbered 0..n without gaps whose ends ascend.
     pub fn check(&self, name: &str) -> Result<(), TimelineError> {
-        if self.header.format_version != TIMELINE_FORMAT_VERSION {
+        let header = &self.header;
+        if header.format_version != TIMELINE_FORMAT_VERSION {
             return Err(TimelineError::Version {
                 path: name.to_string(),
-                found: self.header.format_version,
+                found: header.format_version,
             });
         }
+        let problem = |problem: String| TimelineError::Inconsistent {
+            path: name.to_string(),
+            problem,
+        };
+        let layout = &header.layout;
+        for (key, value) in [
+            ("tensor_parallel", layout.tensor_parallel),
+            ("pipeline_parallel", layout.pipeline_parallel),
+            ("data_parallel", layout.data_parallel),
+        ] {
+            if value == 0 {
+                return Err(problem(format!(
+                    "header.layout.{key} is 0 (must be at least 1)"
+                )));
+            }
+        }
+        let product = u128::from(layout.tensor_parallel)
+            * u128::from(layout.pipeline_parallel)
+            * u128::from(layout.data_parallel);
+        if product != u128::from(header.n_gpus) {
+            return Err(problem(format!(
+                "header.n_gpus is {} but the layout's tensor × pipeline × data parallel degrees are {} × {} × {} = {product}",
+                header.n_gpus, layout.tensor_parallel, layout.pipeline_parallel, layout.data_parallel
+            )));
+        }
+        for (index, group) in header.groups.iter().enumerate() {
+            if group.is_empty() {
+                return Err(problem(format!("header.groups[{index}] is empty")));
+            }
+            if let Some(rank) = group.iter().find(|&&rank| rank >= header.n_gpus) {
+                return Err(problem(format!(
+                    "header.groups[{index}] holds rank {rank}, but the timeline has {} GPUs (ranks 0..{})",
+                    header.n_gpus,
+                    header.n_gpus - 1
+                )));
+            }
+        }
+        if self.tasks.is_empty() {
+            return Err(problem("no tasks".to_string()));
+        }
         for task in &self.tasks {
-            if task.group as usize >= self.header.groups.len() {
-                return Err(TimelineError::Inconsistent {
-                    path: name.to_string(),
-                    problem: format!(
-                        "task {} refers to group {} of {}",
-                        task.id,
-                        task.group,
-                        self.header.groups.len()
-                    ),
-                });
+            if task.group as usize >= header.groups.len() {
+                return Err(problem(format!(
+                    "task {} refers to group {} of {}",
+                    task.id,
+                    task.group,
+                    header.groups.len()
+                )));
             }
             if task.end_ns < task.start_ns {
-                return Err(TimelineError::Inconsistent {
-                    path: name.to_string(),
-                    problem: format!("task {} ends before it starts", task.id),
-                });
+                return Err(problem(format!("task {} ends before it starts", task.id)));
             }
+        }
+        let ends = self.iteration_ends_ns();
+        let mut iterations = std::collections::BTreeSet::new();
+        for task in &self.tasks {
+            iterations.insert(task.iteration.unwrap_or(0));
+        }
+        if let Some(missing) = (0u32..)
+            .zip(&iterations)
+            .find(|(expected, &found)| *expected != found)
+        {
+            return Err(problem(format!(
+                "tasks record iteration {} but no iteration {} ({} distinct iterations must be numbered 0..{})",
+                iterations.last().copied().unwrap_or(0),
+                missing.0,
+                iterations.len(),
+                iterations.len() - 1
+            )));
+        }
+        if let Some(at) = ends.windows(2).position(|pair| pair[1] <= pair[0]) {
+            return Err(problem(format!(
+                "iteration {} ends at {} ns, not after iteration {} (ends at {} ns): iterations are out of order",
+                at + 1,
+                ends[at + 1],
+                at,
+                ends[at]
+            )));
         }
         Ok(())
     }

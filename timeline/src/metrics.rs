@@ -117,7 +117,15 @@ fn gaps(busy: &[(u64, u64)], start: u64, horizon: u64) -> Vec<(u64, u64)> {
 }
 
 /// Computes the metrics; `peak_flops_per_s` is the GPU's dense fp16 peak.
+/// The timeline must pass [`Timeline::check`] ([`Timeline::read`] and
+/// [`crate::compare::compare`] check it; the producers build valid ones);
+/// [`checked`] checks first.
 pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
+    debug_assert!(
+        timeline.check("timeline").is_ok(),
+        "{:?}",
+        timeline.check("timeline")
+    );
     let header = &timeline.header;
     let n_ranks = header.n_gpus as usize;
     let layout = &header.layout;
@@ -271,6 +279,16 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
             host_s: per_rank(in_flight_sum_ns[4]),
         },
     }
+}
+
+/// [`compute`] on a timeline that is first checked, for timelines from outside.
+pub fn checked(
+    timeline: &Timeline,
+    name: &str,
+    peak_flops_per_s: f64,
+) -> Result<Metrics, crate::TimelineError> {
+    timeline.check(name)?;
+    Ok(compute(timeline, peak_flops_per_s))
 }
 
 #[cfg(test)]

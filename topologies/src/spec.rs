@@ -199,7 +199,7 @@ impl TopologySpec {
                 presets: crate::preset_names().join(", "),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Read {
+        let text = input_file::read_to_string(path).map_err(|source| TopologyError::Read {
             path: path.display().to_string(),
             source,
         })?;

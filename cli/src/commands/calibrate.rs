@@ -15,7 +15,7 @@ pub struct CalibrateArgs {
     /// Few shapes, sizes and repeats: under two minutes on one GPU.
     #[arg(long)]
     pub quick: bool,
-    /// Also time the exact GEMM shapes of this model (preset or JSON file).
+    /// Also time the exact GEMM shapes of this model (preset or JSON file, ≤ 256 MiB).
     #[arg(long)]
     pub model: Option<String>,
     /// Tensor-parallel degree of the model's shapes.
@@ -30,7 +30,7 @@ pub struct CalibrateArgs {
     /// Time only the CPU Adam step (no GPU needed).
     #[arg(long)]
     pub cpu_only: bool,
-    /// Profile to start from (built-in name or file); default: the built-in for the detected GPU.
+    /// Profile to start from (built-in name or file, ≤ 256 MiB); default: the built-in for the detected GPU.
     #[arg(long)]
     pub base_profile: Option<String>,
     /// Where to write the profile.

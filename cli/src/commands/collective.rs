@@ -16,10 +16,11 @@ pub struct CollectiveArgs {
     /// all_reduce, reduce_scatter, all_gather, broadcast or send_recv.
     #[arg(long, default_value = "all_reduce", value_parser = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"])]
     pub op: String,
-    /// Topology preset or file.
+    /// Topology preset or file (≤ 256 MiB).
     #[arg(long, default_value = "selene")]
     pub topology: String,
-    /// Calibration profile (default: the built-in for the topology's GPU).
+    /// Calibration profile: a built-in or a file (≤ 256 MiB). Default: the built-in
+    /// for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
     /// GPUs in the group (consecutive ranks, filling nodes in order).
@@ -34,7 +35,7 @@ pub struct CollectiveArgs {
     /// Largest size in bytes (suffixes K, M, G allowed).
     #[arg(long, default_value = "1G", value_parser = parse_bytes)]
     pub max_bytes: u64,
-    /// Size multiplication factor between rows.
+    /// Size multiplication factor between rows (at least 2).
     #[arg(long, default_value_t = 2)]
     pub factor: u64,
     /// Force ring or tree instead of NCCL's tuner rule.
@@ -99,6 +100,9 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
     }
     if args.min_bytes > args.max_bytes {
         problems.push("--min-bytes is larger than --max-bytes".into());
+    }
+    if args.factor < 2 {
+        problems.push(format!("--factor must be at least 2, got {}", args.factor));
     }
     if !problems.is_empty() {
         return Err(user_error(problems.join("; ")));

@@ -10,11 +10,12 @@ use std::path::PathBuf;
     after_help = "Exit status: 0 within --max-error, 1 above it, 2 on bad input.\n\nExample:\n  clustersim compare sim.json measured.json --max-error 5 --plot compare.png"
 )]
 pub struct CompareArgs {
-    /// Reference timeline (usually the simulation).
+    /// Reference timeline (usually the simulation; .json or .jsonl, at most 4 GiB).
     pub reference: PathBuf,
-    /// Timeline to check against it (usually measured by the executor).
+    /// Timeline to check against it (usually measured by the executor; at most 4 GiB).
     pub other: PathBuf,
-    /// Fail (exit 1) when the iteration-time error exceeds PCT percent.
+    /// Fail (exit 1) when the iteration-time error exceeds PCT percent (a
+    /// finite number ≥ 0).
     #[arg(long, value_name = "PCT")]
     pub max_error: Option<f64>,
     /// Draw per-kind medians and iteration times side by side to FILE (.svg or .png).
@@ -26,11 +27,18 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    if let Some(limit) = args.max_error {
+        if !(limit.is_finite() && limit >= 0.0) {
+            return Err(user_error(format!(
+                "--max-error must be a finite percentage of at least 0, got {limit}"
+            )));
+        }
+    }
     let read = |path: &PathBuf| timeline::Timeline::read(path).map_err(user_error);
     let (reference, other) = (read(&args.reference)?, read(&args.other)?);
     let labels = [label(&reference), label(&other)];
     let labels = [labels[0].as_str(), labels[1].as_str()];
-    let result = timeline::compare::compare(&reference, &other, args.worst);
+    let result = timeline::compare::compare(&reference, &other, args.worst).map_err(user_error)?;
     println!(
         "iteration time  {:.6} s vs {:.6} s ({:+.2}%)",
         result.reference_iteration_s, result.other_iteration_s, result.iteration_error_percent

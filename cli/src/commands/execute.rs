@@ -70,7 +70,8 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     let simulated = sim::simulate(&scenario)
         .map_err(crate::exit::simulation_error)?
         .timeline;
-    let comparison = timeline::compare::compare(&simulated, &execution.timeline, 0);
+    let comparison = timeline::compare::compare(&simulated, &execution.timeline, 0)
+        .map_err(|e| anyhow::anyhow!(e))?;
     println!(
         "  device              {} ({} ranks per GPU)",
         execution.notes["device"].as_str().unwrap_or("?"),

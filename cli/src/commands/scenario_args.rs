@@ -9,22 +9,24 @@ use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
 pub struct ScenarioArgs {
-    /// Scenario JSON file (every key optional; flags below override it). Without
+    /// Scenario JSON file (every key optional; flags below override it; at most
+    /// 256 MiB, as every input file but a timeline). Without
     /// one, the embedded default is used: GPT-3 175B on 1024 Selene GPUs,
     /// t=8 p=16 d=8, b=1, B=1536, 1F1B, full recompute.
     pub scenario: Option<PathBuf>,
-    /// Model: a preset (see `clustersim presets`) or a model JSON file.
+    /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
     #[arg(long)]
     pub model: Option<String>,
-    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON file.
+    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON
+    /// file (≤ 256 MiB).
     #[arg(long)]
     pub topology: Option<String>,
     /// Calibration profile: a built-in (a100-80gb, v100-32gb, h200) or a file written by
-    /// `clustersim calibrate`. Default: the built-in for the topology's GPU.
+    /// `clustersim calibrate` (≤ 256 MiB). Default: the built-in for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
     /// Software stack: a built-in (megatron-2021, megatron-2022, megatron-core-2024,
-    /// deepspeed-pipeline) or a stack JSON file. It sets the defaults of the training
+    /// deepspeed-pipeline) or a stack JSON file (≤ 256 MiB). It sets the defaults of the training
     /// options below as that software had them; flags and the scenario file override
     /// it. Default: megatron-2021 (see `clustersim presets`).
     #[arg(long, value_name = "NAME|FILE")]

@@ -42,13 +42,15 @@ Threads: one simulation per core (rayon); set RAYON_NUM_THREADS to change it.";
 pub struct SweepArgs {
     #[command(subcommand)]
     pub command: Option<SweepCommand>,
-    /// Model: a preset (see `clustersim presets`) or a model JSON file.
+    /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
     #[arg(long, default_value = "gpt3-175b")]
     pub model: String,
-    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON file.
+    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON
+    /// file (≤ 256 MiB).
     #[arg(long, default_value = "selene")]
     pub topology: String,
-    /// Calibration profile (default: the built-in for the topology's GPU).
+    /// Calibration profile: a built-in or a file (≤ 256 MiB). Default: the built-in
+    /// for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
     /// GPUs N: every layout has tp × pp × dp = N.
@@ -102,7 +104,8 @@ pub enum SweepCommand {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard files, one per shard 0..n-1, in any order.
+    /// Shard files, one per shard 0..n-1, in any order (each at most 256 MiB; n files
+    /// hold at most n shards).
     #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
     #[command(flatten)]

@@ -10,7 +10,7 @@ use std::path::PathBuf;
     after_help = "Example:\n  clustersim simulate --timeline run.json && clustersim timeline run.json --plot run.svg --trace run.trace.json"
 )]
 pub struct TimelineArgs {
-    /// A Timeline written by `simulate --timeline` (.json or .jsonl).
+    /// A Timeline written by `simulate --timeline` (.json or .jsonl, at most 4 GiB).
     pub timeline: PathBuf,
     #[command(flatten)]
     pub pictures: PictureArgs,

@@ -16,7 +16,7 @@ use studies::validation::vtrain_table::{error_table, ErrorTable};
 )]
 pub struct ValidateArgs {
     /// A file of published cases (validation/dev-set.json format) or vTrain's
-    /// ground-truth CSV (validation/vtrain-single-node.csv).
+    /// ground-truth CSV (validation/vtrain-single-node.csv); at most 256 MiB.
     #[arg(value_name = "FILE")]
     pub dev_set: PathBuf,
     /// Print the rows as JSON (for the CSV: rows, groups, summary, worst rows).
@@ -25,7 +25,7 @@ pub struct ValidateArgs {
 }
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.dev_set)
+    let text = input_file::read_to_string(&args.dev_set)
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.dev_set.display())))?;
     if is_vtrain_csv(&args.dev_set, &text) {
         return run_vtrain(&args, &text);

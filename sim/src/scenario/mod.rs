@@ -149,7 +149,7 @@ pub enum ScenarioError {
 impl ScenarioFile {
     /// Reads a scenario JSON file (unknown keys are errors).
     pub fn from_file(path: &std::path::Path) -> Result<ScenarioFile, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+        let text = input_file::read_to_string(path).map_err(|source| ScenarioError::Read {
             path: path.display().to_string(),
             source,
         })?;

@@ -172,7 +172,7 @@ impl Stack {
                 name: name_or_path.into(),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|source| StackError::Read {
+        let text = input_file::read_to_string(path).map_err(|source| StackError::Read {
             path: name_or_path.into(),
             source,
         })?;

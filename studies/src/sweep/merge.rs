@@ -7,7 +7,9 @@ use super::output::{SweepCounts, SweepOutput};
 use super::ranking::rank;
 use super::SweepError;
 
-/// Combines the documents of shards 0..n of one sweep (in any order).
+/// Combines the documents of shards 0..n of one sweep (in any order). Every
+/// shard's `i/n` is checked first (n ≥ 1, i < n), and the set of shards is
+/// compared with 0..n without building it, so nothing is sized by a count.
 pub fn merge(mut shards: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
     let error = |message: String| SweepError::Merge(message);
     let first = shards
@@ -35,16 +37,30 @@ pub fn merge(mut shards: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
                 position + 1
             )));
         }
+        // Checked first: nothing is ever sized by a shard count (n files
+        // can hold at most n shards, so a larger count is refused below
+        // without allocating).
+        if shard.count == 0 || shard.index >= shard.count {
+            return Err(error(format!(
+                "file {} names shard {shard}: a shard is i/n with n ≥ 1 and 0 ≤ i < n",
+                position + 1
+            )));
+        }
         seen.push(shard);
     }
     seen.sort();
     let count = seen[0].count;
-    let expected: Vec<u32> = (0..count).collect();
-    let indices: Vec<u32> = seen.iter().map(|s| s.index).collect();
-    if seen.iter().any(|s| s.count != count) || indices != expected {
+    let complete = seen.iter().all(|s| s.count == count)
+        && seen.len() == count as usize
+        && (0u32..).zip(&seen).all(|(expected, s)| s.index == expected);
+    if !complete {
         let listed: Vec<String> = seen.iter().map(|s| s.to_string()).collect();
+        let files = match shards.len() {
+            1 => "1 file given".to_string(),
+            n => format!("{n} files given"),
+        };
         return Err(error(format!(
-            "need shards 0/{count} … {}/{count} exactly once each, got {}",
+            "need shards 0/{count} … {}/{count} exactly once each, got {} ({files})",
             count - 1,
             listed.join(", ")
         )));

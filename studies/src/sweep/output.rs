@@ -97,7 +97,7 @@ impl SweepOutput {
             path: path.display().to_string(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+        let text = input_file::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
         let output: SweepOutput = serde_json::from_str(&text)
             .map_err(|e| file_error(format!("not a sweep document: {e}")))?;
         if output.format_version != SWEEP_FORMAT_VERSION {

@@ -1,0 +1,215 @@
+//! Reproducers from the fuzzer (`cli/tests/reliability/`, see the
+//! reliability report): every bad input gives exit code 2 and one message
+//! naming what is wrong — never a panic, an abort or a silently absurd number.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn clustersim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_clustersim"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn input(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/reliability")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Asserts exit 2 and one message (one `error:`; scenario validation lists
+/// its problems one per line under it) containing every one of `needles`.
+fn assert_refused(output: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(
+        stderr.matches("error:").count(),
+        1,
+        "one message expected: {stderr}"
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{needle:?} missing from: {stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn the_valid_timeline_compares_with_itself() {
+    let t = input("t.json");
+    let output = clustersim(&["compare", &t, &t, "--max-error", "0"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("(+0.00%)"));
+}
+
+/// P3, P4, O1, N3: degenerate timelines are refused by `compare` (either
+/// side) and by `timeline`, naming the field.
+#[test]
+fn degenerate_timelines_are_refused_by_compare_and_timeline() {
+    let t = input("t.json");
+    let cases = [
+        ("tl-tp0.json", "header.layout.tensor_parallel is 0"),
+        ("tl-pp0.json", "header.layout.pipeline_parallel is 0"),
+        ("tl-rank9.json", "header.groups[0] holds rank 9"),
+        ("tl-ngpus0.json", "header.n_gpus is 0"),
+        ("tl-iter.json", "no iteration 1"),
+        ("tl-iter2.json", "no iteration 1"),
+        ("tl-empty.json", "no tasks"),
+    ];
+    let trace = std::env::temp_dir().join(format!("reliability-{}.trace.json", std::process::id()));
+    let trace = trace.display().to_string();
+    for (name, message) in cases {
+        let bad = input(name);
+        assert_refused(&clustersim(&["compare", &bad, &t]), &[name, message]);
+        assert_refused(&clustersim(&["compare", &t, &bad]), &[name, message]);
+        assert_refused(
+            &clustersim(&["timeline", &bad, "--trace", &trace]),
+            &[name, message],
+        );
+        assert!(
+            !std::path::Path::new(&trace).exists(),
+            "{name}: half-written trace"
+        );
+    }
+}
+
+/// N7: `compare --max-error` must be a finite number ≥ 0.
+#[test]
+fn compare_refuses_a_max_error_that_is_not_a_finite_non_negative_number() {
+    let t = input("t.json");
+    for bad in ["NaN", "inf", "-inf", "-1"] {
+        let flag = format!("--max-error={bad}");
+        assert_refused(&clustersim(&["compare", &t, &t, &flag]), &["--max-error"]);
+    }
+}
+
+/// N7: `collective --factor` below 2 is refused, not silently replaced by 2.
+#[test]
+fn collective_refuses_a_factor_below_2() {
+    for bad in ["0", "1"] {
+        let output = clustersim(&["collective", "--factor", bad, "--max-bytes", "32"]);
+        assert_refused(
+            &output,
+            &["--factor must be at least 2", &format!("got {bad}")],
+        );
+        assert!(output.stdout.is_empty(), "rows printed for --factor {bad}");
+    }
+}
+
+/// O2, N6: a shard count of 0 or 4294967295 is refused before anything is
+/// sized by it, and the message prints the count as written (no wrap).
+#[test]
+fn sweep_merge_refuses_absurd_shard_counts() {
+    let zero = input("shard-count-zero.json");
+    let max = input("shard-count-max.json");
+    let output = clustersim(&["sweep", "merge", &zero]);
+    assert_refused(&output, &["file 1 names shard 0/0", "n ≥ 1"]);
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("4294967295"));
+    assert_refused(
+        &clustersim(&["sweep", "merge", &max]),
+        &["need shards 0/4294967295 … 4294967294/4294967295 exactly once each, got 0/4294967295 (1 file given)"],
+    );
+    assert_refused(
+        &clustersim(&["sweep", "merge", &max, &zero]),
+        &["file 2 names shard 0/0"],
+    );
+}
+
+/// H1: every input file is read up to a cap (256 MiB; timelines 4 GiB); an
+/// endless file is refused after the cap, naming the file and the cap.
+#[test]
+fn endless_input_files_are_refused_naming_the_file_and_the_cap() {
+    let layout = ["--tp", "1", "--pp", "1", "--dp", "1", "--global-batch", "1"];
+    let with_layout = |flags: &[&str]| -> Vec<String> {
+        ["simulate"]
+            .iter()
+            .chain(flags)
+            .chain(&layout)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let cases: Vec<Vec<String>> = vec![
+        with_layout(&["--model", "tiny", "--topology", "/dev/zero"]),
+        with_layout(&["--model", "/dev/zero", "--topology", "dgx-a100"]),
+        with_layout(&[
+            "--model",
+            "tiny",
+            "--topology",
+            "dgx-a100",
+            "--profile",
+            "/dev/zero",
+        ]),
+        with_layout(&[
+            "--model",
+            "tiny",
+            "--topology",
+            "dgx-a100",
+            "--stack",
+            "/dev/zero",
+        ]),
+        with_layout(&["/dev/zero"]),
+        vec!["validate".into(), "/dev/zero".into()],
+        vec!["sweep".into(), "merge".into(), "/dev/zero".into()],
+    ];
+    for args in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_refused(&clustersim(&args), &["/dev/zero", "larger than 256 MiB"]);
+    }
+}
+
+/// H1: files over the cap are refused from their size, before reading:
+/// a sparse 257 MiB model and a sparse 5 GiB timeline.
+#[test]
+fn files_over_the_cap_are_refused_before_reading() {
+    let dir = std::env::temp_dir().join(format!("clustersim-reliability-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sparse = |name: &str, bytes: u64| -> String {
+        let path = dir.join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(bytes)
+            .unwrap();
+        path.display().to_string()
+    };
+    let model = sparse("model.json", (256 << 20) + 1);
+    assert_refused(
+        &clustersim(&[
+            "simulate",
+            "--model",
+            &model,
+            "--topology",
+            "dgx-a100",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+            "--dp",
+            "1",
+            "--global-batch",
+            "1",
+        ]),
+        &[&model, "larger than 256 MiB"],
+    );
+    let t = input("t.json");
+    for name in ["big.json", "big.jsonl"] {
+        let big = sparse(name, 5 << 30);
+        assert_refused(
+            &clustersim(&["compare", &t, &big]),
+            &[&big, "larger than 4 GiB"],
+        );
+        let trace = dir.join("big.trace.json").display().to_string();
+        assert_refused(
+            &clustersim(&["timeline", &big, "--trace", &trace]),
+            &[&big, "larger than 4 GiB"],
+        );
+        std::fs::remove_file(&big).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -316,3 +316,38 @@ fn n2_a_warm_up_that_would_wrap_is_refused() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn outputs_appear_whole_or_not_at_all_and_leave_no_temporary_files() {
+    let dir = std::env::temp_dir().join(format!("clustersim-whole-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str| dir.join(name).display().to_string();
+    let output = clustersim(&[
+        "simulate",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "2",
+        "--dp",
+        "1",
+        "--global-batch",
+        "2",
+        "--timeline",
+        &file("t.json"),
+        "--trace",
+        &file("t.trace.json"),
+        "--plot",
+        &file("t.svg"),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["t.json", "t.svg", "t.trace.json"]);
+}

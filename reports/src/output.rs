@@ -73,11 +73,20 @@ pub(crate) fn render_to_file<P: Picture>(
         path: path.to_path_buf(),
         source,
     };
-    match format {
+    // Drawn to a temporary file beside the target (same extension, so the
+    // encoder picks the format) and renamed only when complete.
+    // A device or pipe (or a symlink to one) is written in place.
+    let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    let temporary = if special {
+        path.to_path_buf()
+    } else {
+        temporary_beside(path)
+    };
+    let result = match format {
         ImageFormat::Svg => {
             let (summary, svg) =
                 render_svg_string(picture, (width_px, height_px)).map_err(plotting)?;
-            std::fs::write(path, svg).map_err(io)?;
+            std::fs::write(&temporary, svg).map_err(io)?;
             Ok(summary)
         }
         ImageFormat::Png => {
@@ -89,13 +98,43 @@ pub(crate) fn render_to_file<P: Picture>(
                 });
             }
             // Creating the file first reports a bad path as an I/O error naming it.
-            std::fs::File::create(path).map_err(io)?;
-            let root = BitMapBackend::new(path, (width_px, height_px)).into_drawing_area();
-            let summary = picture.draw(&root).map_err(plotting)?;
-            root.present().map_err(|error| plotting(error.into()))?;
-            Ok(summary)
+            std::fs::File::create(&temporary).map_err(io)?;
+            let root = BitMapBackend::new(&temporary, (width_px, height_px)).into_drawing_area();
+            let drawn = picture.draw(&root).map_err(plotting).and_then(|summary| {
+                root.present().map_err(|error| plotting(error.into()))?;
+                Ok(summary)
+            });
+            drop(root);
+            drawn
+        }
+    };
+    match result.and_then(|summary| {
+        if !special {
+            std::fs::rename(&temporary, path).map_err(io)?;
+        }
+        Ok(summary)
+    }) {
+        Ok(summary) => Ok(summary),
+        Err(error) => {
+            if !special {
+                let _ = std::fs::remove_file(&temporary);
+            }
+            Err(error)
         }
     }
+}
+
+/// `.STEM.tmp-PID.EXT` in the folder of `path`.
+fn temporary_beside(path: &Path) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "picture".into());
+    let extension = path
+        .extension()
+        .map(|e| e.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{stem}.tmp-{}.{extension}", std::process::id()))
 }
 
 /// Draws `picture` as an SVG document in memory.

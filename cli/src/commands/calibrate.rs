@@ -74,8 +74,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         other => anyhow::anyhow!(other),
     })?;
     let text = serde_json::to_string_pretty(&profile)?;
-    std::fs::write(&args.out, text + "\n")
-        .map_err(|e| user_error(format!("cannot write {}: {e}", args.out.display())))?;
+    crate::output_file::write_output(&args.out, |writer| {
+        std::io::Write::write_all(writer, (text + "\n").as_bytes())
+    })?;
     println!(
         "profile {} written to {} (use it with: clustersim simulate --profile {})",
         profile.id,

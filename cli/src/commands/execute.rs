@@ -4,7 +4,6 @@
 
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
-use anyhow::Context;
 use clap::Args;
 use executor::{ExecuteError, ExecuteOptions, ExecutionMode, ExecutionPlan};
 use sim::scenario::Scenario;
@@ -130,20 +129,18 @@ fn print_plan(scenario: &Scenario, plan: &ExecutionPlan, waits: usize) {
 }
 
 fn write_plan(plan: &ExecutionPlan, path: &Path) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path)
-        .map_err(|e| user_error(format!("cannot create {}: {e}", path.display())))?;
-    serde_json::to_writer_pretty(std::io::BufWriter::new(file), plan)
-        .with_context(|| format!("writing {}", path.display()))
+    crate::output_file::write_output(path, |writer| {
+        serde_json::to_writer_pretty(writer, plan).map_err(std::io::Error::other)
+    })
 }
 
 fn write_timeline(timeline: &timeline::Timeline, path: &Path) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path)
-        .map_err(|e| user_error(format!("cannot create {}: {e}", path.display())))?;
-    let writer = std::io::BufWriter::new(file);
-    if path.extension().is_some_and(|ext| ext == "jsonl") {
-        timeline.write_json_lines(writer)
-    } else {
-        timeline.write_json(writer)
-    }
-    .with_context(|| format!("writing {}", path.display()))
+    let lines = path.extension().is_some_and(|ext| ext == "jsonl");
+    crate::output_file::write_output(path, |writer| {
+        if lines {
+            timeline.write_json_lines(writer)
+        } else {
+            timeline.write_json(writer)
+        }
+    })
 }

@@ -288,8 +288,9 @@ fn present(output: &SweepOutput, args: &OutputArgs, timing: Option<&str>) -> any
 }
 
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text)
-        .map_err(|e| user_error(format!("cannot write {}: {e}", path.display())))
+    crate::output_file::write_output(path, |writer| {
+        std::io::Write::write_all(writer, text.as_bytes())
+    })
 }
 
 fn gib(bytes: u64) -> f64 {

@@ -3,11 +3,9 @@
 //!
 //! No CUDA, cuBLAS, NCCL or NVRTC failure panics: every call is mapped into a
 //! [`CalibrateError`] naming what was being done when it failed. Calls made
-//! through the `gpu` crate fail as a [`GpuError`], which becomes the variant
-//! of the same name here (same message, same source).
+//! through the `gpu` crate fail as a [`GpuError`], wrapped as
+//! [`CalibrateError::Gpu`] (same message, same source).
 
-use cudarc::cublas::result::CublasError;
-use cudarc::driver::DriverError;
 use gpu::GpuError;
 
 /// Why calibration could not produce a profile.
@@ -16,50 +14,19 @@ pub enum CalibrateError {
     /// No usable CUDA driver or device; the string is one line for the user.
     #[error("{0}")]
     NoGpu(String),
-    /// A CUDA library the requested stage needs could not be loaded.
-    #[error("{library} could not be loaded (needed for {stage}); {hint}")]
-    MissingLibrary {
-        /// e.g. "libnccl.so".
-        library: String,
-        /// The calibration stage that needs it, e.g. "collectives".
-        stage: String,
-        /// How to fix it (see the crate docs on Python wheels).
-        hint: String,
-    },
-    /// A CUDA driver call failed.
-    #[error("CUDA driver error while {context}: {source}")]
-    Cuda {
-        /// What was being done, e.g. "allocating 3 GEMM buffer sets for 8192x8192x8192 bf16".
-        context: String,
-        #[source]
-        source: DriverError,
-    },
-    /// A cuBLAS call failed.
-    #[error("cuBLAS error while {context}: {source}")]
-    Cublas {
-        context: String,
-        #[source]
-        source: CublasError,
-    },
+    /// A CUDA, cuBLAS or NVRTC call shared with the executor failed, or a
+    /// library it needs could not be loaded (the `gpu` crate's error, same message).
+    #[error(transparent)]
+    Gpu(GpuError),
     /// An NCCL call failed (NCCL's error code is given by name).
     #[error("NCCL error while {context}: {code}")]
     Nccl { context: String, code: String },
-    /// NVRTC could not compile the elementwise benchmark kernel.
-    #[error("NVRTC error while {context}: {message}")]
-    Nvrtc { context: String, message: String },
     /// A rayon thread pool for the CPU Adam sweep could not be built.
     #[error("cannot build a {threads}-thread pool for the CPU Adam benchmark: {message}")]
     ThreadPool { threads: usize, message: String },
     /// The options cannot describe a calibration run; every problem is listed.
     #[error("invalid calibrate options: {}", problems.join("; "))]
     InvalidOptions { problems: Vec<String> },
-    /// A shape or size does not fit the library's 32-bit arguments.
-    #[error("{what} is too large for the library call ({value} > {limit})")]
-    TooLarge {
-        what: String,
-        value: u64,
-        limit: u64,
-    },
     /// The profile built from the measurements failed validation (a bug or a
     /// nonsensical measurement; the problems are listed).
     #[error("the calibrated profile is invalid: {0}")]
@@ -69,24 +36,11 @@ pub enum CalibrateError {
 impl From<GpuError> for CalibrateError {
     fn from(error: GpuError) -> Self {
         match error {
-            GpuError::MissingLibrary {
-                library,
-                stage,
-                hint,
-            } => CalibrateError::MissingLibrary {
-                library,
-                stage,
-                hint,
-            },
-            GpuError::Cuda { context, source } => CalibrateError::Cuda { context, source },
-            GpuError::Cublas { context, source } => CalibrateError::Cublas { context, source },
-            GpuError::Nvrtc { context, message } => CalibrateError::Nvrtc { context, message },
-            GpuError::TooLarge { what, value, limit } => {
-                CalibrateError::TooLarge { what, value, limit }
-            }
+            // A shape no library call can take is an option the user chose.
             GpuError::InvalidShape { problem } => CalibrateError::InvalidOptions {
                 problems: vec![problem],
             },
+            other => CalibrateError::Gpu(other),
         }
     }
 }

@@ -74,7 +74,7 @@
 //!
 //! (With CUDA 13 wheels the directory may be `site-packages/nvidia/cu13/lib`;
 //! `find $SP/nvidia -name 'libnccl.so*'` shows where they are.) A missing
-//! library is reported as [`CalibrateError::MissingLibrary`] naming the file
+//! library is reported as [`CalibrateError::Gpu(GpuError::MissingLibrary)`] naming the file
 //! and the stage; a missing NCCL skips the collectives stage with a remark in
 //! the profile's provenance instead of failing the whole run.
 //!
@@ -97,5 +97,6 @@ pub mod provenance;
 mod run;
 
 pub use error::CalibrateError;
+pub use gpu::GpuError;
 pub use options::{CalibrateOptions, Progress};
 pub use run::run;

@@ -136,10 +136,10 @@ fn load_gelu(device: &Device) -> Result<CudaFunction, CalibrateError> {
     };
     let ptx =
         cudarc::nvrtc::compile_ptx_with_opts(GELU_KERNEL_SOURCE, options).map_err(|error| {
-            CalibrateError::Nvrtc {
+            CalibrateError::from(gpu::GpuError::Nvrtc {
                 context: "compiling the bf16 GeLU kernel".into(),
                 message: error.to_string(),
-            }
+            })
         })?;
     let module = device
         .ctx

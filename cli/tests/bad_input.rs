@@ -3,25 +3,13 @@
 //! or abort (134); each gives a clear message.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn clustersim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clustersim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
+mod common;
+use common::{clustersim, text};
 
 fn input(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/bad_input")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    common::input("bad_input", name)
 }
 
 #[test]
@@ -207,63 +195,16 @@ fn o3_n1_n2_e1_models_beyond_the_limits_are_refused_before_anything_is_built() {
     );
 }
 
-#[test]
-fn n1_n6_profile_values_outside_physical_ranges_are_named() {
-    for (json_patch, needle) in [
-        (
-            ("gemm", "large_gemm_efficiency", 5e-324),
-            "gemm.large_gemm_efficiency must be in [0.001, 1], got 5e-324",
-        ),
-        (
-            ("gemm", "kernel_overhead_ns", 1e308),
-            "gemm.kernel_overhead_ns must be from 0 to 1e9 ns (1 s), got 1e308",
-        ),
-    ] {
-        let ((section, key, value), needle) = (json_patch, needle);
-        let mut profile: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(
-                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                    .join("../profile/profiles/a100-80gb.json"),
-            )
-            .unwrap(),
-        )
-        .unwrap();
-        profile[section][key]["value"] = value.into();
-        let path = model_file(&format!("profile-{key}.json"), &profile.to_string());
-        let output = clustersim(&[
-            "simulate",
-            "--profile",
-            &path,
-            "--model",
-            "tiny",
-            "--topology",
-            "dgx-a100",
-            "--tp",
-            "1",
-            "--pp",
-            "1",
-            "--dp",
-            "1",
-            "--global-batch",
-            "1",
-        ]);
-        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-        assert!(
-            text(&output.stderr).contains(needle),
-            "{}",
-            text(&output.stderr)
-        );
-    }
-    let mut profile: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../profile/profiles/a100-80gb.json"),
-        )
-        .unwrap(),
+/// The embedded A100 profile with `edit` applied, simulated under `--profile`.
+fn simulate_with_edited_profile(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Output {
+    let text_of_profile = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../profile/profiles/a100-80gb.json"),
     )
     .unwrap();
-    profile["schema_version"] = 4294967297u64.into();
-    let path = model_file("profile-schema.json", &profile.to_string());
-    let output = clustersim(&[
+    let mut profile: serde_json::Value = serde_json::from_str(&text_of_profile).unwrap();
+    edit(&mut profile);
+    let path = model_file(name, &profile.to_string());
+    clustersim(&[
         "simulate",
         "--profile",
         &path,
@@ -279,7 +220,34 @@ fn n1_n6_profile_values_outside_physical_ranges_are_named() {
         "1",
         "--global-batch",
         "1",
-    ]);
+    ])
+}
+
+#[test]
+fn n1_n6_profile_values_outside_physical_ranges_are_named() {
+    for ((section, key, value), needle) in [
+        (
+            ("gemm", "large_gemm_efficiency", 5e-324),
+            "gemm.large_gemm_efficiency must be in [0.001, 1], got 5e-324",
+        ),
+        (
+            ("gemm", "kernel_overhead_ns", 1e308),
+            "gemm.kernel_overhead_ns must be from 0 to 1e9 ns (1 s), got 1e308",
+        ),
+    ] {
+        let output = simulate_with_edited_profile(&format!("profile-{key}.json"), |profile| {
+            profile[section][key]["value"] = value.into();
+        });
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains(needle),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    let output = simulate_with_edited_profile("profile-schema.json", |profile| {
+        profile["schema_version"] = 4294967297u64.into();
+    });
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output.stderr).contains("schema version 4294967297"),

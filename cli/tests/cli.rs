@@ -2,18 +2,8 @@
 //! promised keys, and every class of bad input gives one clear message and
 //! exit code 2, never a panic.
 
-use std::process::{Command, Output};
-
-fn clustersim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clustersim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+mod common;
+use common::{clustersim, stderr};
 
 #[test]
 fn default_simulation_prints_a_summary() {

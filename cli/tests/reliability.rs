@@ -2,22 +2,13 @@
 //! reliability report): every bad input gives exit code 2 and one message
 //! naming what is wrong — never a panic, an abort or a silently absurd number.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn clustersim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clustersim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
+mod common;
+use common::clustersim;
 
 fn input(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/reliability")
-        .join(name)
-        .display()
-        .to_string()
+    common::input("reliability", name)
 }
 
 /// Asserts exit 2 and one message (one `error:`; scenario validation lists

@@ -3,18 +3,8 @@
 //! byte, and bad flags exit 2 with one clear line.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn clustersim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clustersim"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+mod common;
+use common::{clustersim, text};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("clustersim-sweep-{}-{name}", std::process::id()));

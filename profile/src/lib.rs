@@ -179,9 +179,9 @@ pub struct CpuAdamProfile {
 /// Smallest efficiency a profile may state (0.1 %).
 pub const MIN_EFFICIENCY: f64 = 1e-3;
 /// Slowest rate a profile may state: 1 kB/s (or 1,000 parameters/s).
-pub const MIN_RATE: f64 = 1e3;
+pub const MIN_RATE_PER_S: f64 = 1e3;
 /// Fastest rate a profile may state: 10 PB/s.
-pub const MAX_RATE: f64 = 1e16;
+pub const MAX_RATE_PER_S: f64 = 1e16;
 /// Largest overhead or latency a profile may state: 1 s.
 pub const MAX_OVERHEAD_NS: f64 = 1e9;
 
@@ -309,9 +309,9 @@ impl Profile {
         );
         fraction("memory.hbm_efficiency", &self.memory.hbm_efficiency);
         let mut positive = |key: &str, q: &Quantity| {
-            if !(q.value.is_finite() && (MIN_RATE..=MAX_RATE).contains(&q.value)) {
+            if !(q.value.is_finite() && (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&q.value)) {
                 problems.push(format!(
-                    "{key} must be from {MIN_RATE:e} to {MAX_RATE:e}, got {:e}",
+                    "{key} must be from {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e}, got {:e}",
                     q.value
                 ));
             }

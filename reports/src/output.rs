@@ -73,68 +73,35 @@ pub(crate) fn render_to_file<P: Picture>(
         path: path.to_path_buf(),
         source,
     };
-    // Drawn to a temporary file beside the target (same extension, so the
-    // encoder picks the format) and renamed only when complete.
-    // A device or pipe (or a symlink to one) is written in place.
-    let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
-    let temporary = if special {
-        path.to_path_buf()
-    } else {
-        temporary_beside(path)
-    };
-    let result = match format {
-        ImageFormat::Svg => {
-            let (summary, svg) =
-                render_svg_string(picture, (width_px, height_px)).map_err(plotting)?;
-            std::fs::write(&temporary, svg).map_err(io)?;
-            Ok(summary)
-        }
-        ImageFormat::Png => {
-            if u64::from(width_px) * u64::from(height_px) > MAX_PNG_PIXELS {
-                return Err(ReportError::ImageSize {
-                    width_px,
-                    height_px,
-                    reason: "more than 64 Mi pixels; select fewer ranks or write SVG",
-                });
+    // Written whole or not at all (a temporary file keeping the extension,
+    // so the PNG encoder still picks the format, renamed on success).
+    output_file::write_via_path(
+        path,
+        |target| match format {
+            ImageFormat::Svg => {
+                let (summary, svg) =
+                    render_svg_string(picture, (width_px, height_px)).map_err(plotting)?;
+                std::fs::write(target, svg).map_err(io)?;
+                Ok(summary)
             }
-            // Creating the file first reports a bad path as an I/O error naming it.
-            std::fs::File::create(&temporary).map_err(io)?;
-            let root = BitMapBackend::new(&temporary, (width_px, height_px)).into_drawing_area();
-            let drawn = picture.draw(&root).map_err(plotting).and_then(|summary| {
+            ImageFormat::Png => {
+                if u64::from(width_px) * u64::from(height_px) > MAX_PNG_PIXELS {
+                    return Err(ReportError::ImageSize {
+                        width_px,
+                        height_px,
+                        reason: "more than 64 Mi pixels; select fewer ranks or write SVG",
+                    });
+                }
+                // Creating the file first reports a bad path as an I/O error naming it.
+                std::fs::File::create(target).map_err(io)?;
+                let root = BitMapBackend::new(target, (width_px, height_px)).into_drawing_area();
+                let summary = picture.draw(&root).map_err(plotting)?;
                 root.present().map_err(|error| plotting(error.into()))?;
                 Ok(summary)
-            });
-            drop(root);
-            drawn
-        }
-    };
-    match result.and_then(|summary| {
-        if !special {
-            std::fs::rename(&temporary, path).map_err(io)?;
-        }
-        Ok(summary)
-    }) {
-        Ok(summary) => Ok(summary),
-        Err(error) => {
-            if !special {
-                let _ = std::fs::remove_file(&temporary);
             }
-            Err(error)
-        }
-    }
-}
-
-/// `.STEM.tmp-PID.EXT` in the folder of `path`.
-fn temporary_beside(path: &Path) -> std::path::PathBuf {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "picture".into());
-    let extension = path
-        .extension()
-        .map(|e| e.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{stem}.tmp-{}.{extension}", std::process::id()))
+        },
+        io,
+    )
 }
 
 /// Draws `picture` as an SVG document in memory.

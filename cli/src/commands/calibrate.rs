@@ -68,7 +68,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     let profile = profile.map_err(|error| match error {
         CalibrateError::NoGpu(_)
-        | CalibrateError::MissingLibrary { .. }
+        | CalibrateError::Gpu(calibrate::GpuError::MissingLibrary { .. })
         | CalibrateError::InvalidOptions { .. }
         | CalibrateError::Profile(_) => user_error(error),
         other => anyhow::anyhow!(other),

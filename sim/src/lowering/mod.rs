@@ -35,7 +35,7 @@ pub mod pipeline;
 pub mod program;
 pub mod tasks;
 
-use crate::scenario::{Recompute, Scenario};
+use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::task_graph::{TaskGraph, TaskGraphBuilder};
 
@@ -56,24 +56,13 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     builder.finish(scenario.layout.gpus())
 }
 
-/// About how many tasks a pipeline iteration has (to size the graph once).
+/// About how many tasks the graph gets (to size it once).
 fn estimated_tasks(scenario: &Scenario) -> usize {
-    let layout = scenario.layout;
-    let passes: u64 = if scenario.recompute == Recompute::None {
-        2
-    } else {
-        3
-    };
-    [
-        layout.data_parallel as u64,
-        layout.pipeline_parallel as u64,
-        layout.chunks as u64,
-        layout.microbatches as u64,
-        passes,
-        // Compute tasks, the all-reduce and, with a host lane, two issue tasks.
-        layout.tensor_parallel as u64 + 1 + 2 * scenario.stack.host.is_some() as u64,
-    ]
-    .into_iter()
-    .fold(1u64, u64::saturating_mul)
+    crate::scenario::estimated_task_count(
+        &scenario.layout,
+        scenario.recompute,
+        scenario.stack.host.is_some(),
+        scenario.iterations,
+    )
     .min(crate::scenario::MAX_TASKS) as usize
 }

@@ -172,32 +172,23 @@ impl ScenarioFile {
             }
         }
         let iterations = self.resolve_iterations(&options, &mut problems);
+        let layout = Layout {
+            tensor_parallel: t,
+            pipeline_parallel: p,
+            data_parallel: d,
+            chunks: v,
+            microbatch_size: b,
+            global_batch,
+            microbatches: m,
+        };
         // Every task is held in memory (~170 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.
-        let passes = if self.recompute.unwrap_or(Recompute::None) == Recompute::None {
-            2
-        } else {
-            3
-        };
-        let estimated_tasks = [
-            d as u64,
-            p as u64,
-            v as u64,
-            m as u64,
-            passes,
-            // A compute task per tensor rank and the all-reduce, plus the
-            // host lane's two issue tasks when the stack simulates the host.
-            t as u64
-                + 1
-                + if stack.as_ref().is_some_and(|s| s.host.is_some()) {
-                    2
-                } else {
-                    0
-                },
-            iterations.max(1) as u64,
-        ]
-        .into_iter()
-        .fold(1u64, u64::saturating_mul);
+        let estimated_tasks = estimated_task_count(
+            &layout,
+            recompute,
+            stack.as_ref().is_some_and(|s| s.host.is_some()),
+            iterations,
+        );
         if estimated_tasks > MAX_TASKS {
             problems.push(format!(
                 "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {MAX_TASKS} (~10 GB); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
@@ -210,15 +201,7 @@ impl ScenarioFile {
             model: model.expect("checked"),
             topology: topology.expect("checked"),
             profile: profile.expect("checked"),
-            layout: Layout {
-                tensor_parallel: t,
-                pipeline_parallel: p,
-                data_parallel: d,
-                chunks: v,
-                microbatch_size: b,
-                global_batch,
-                microbatches: m,
-            },
+            layout,
             schedule,
             recompute,
             seed: self.seed.unwrap_or(0),

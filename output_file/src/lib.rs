@@ -1,0 +1,122 @@
+//! # output_file — every output file is written whole or not at all
+//!
+//! A regular file is written to a temporary file in the same folder
+//! (`.STEM.tmp-PID.EXT`, keeping the extension so encoders that pick a format
+//! by it still do), and renamed over the target only when everything
+//! succeeded; on failure the temporary file is removed and the target is left
+//! as it was. A device or pipe (`/dev/stdout`, a FIFO, a symlink to one) is
+//! written in place. Depends on nothing, so every crate that writes a user's
+//! file can use it.
+//!
+//! ```
+//! let path = std::env::temp_dir().join(format!("output-file-doc-{}.txt", std::process::id()));
+//! output_file::write_with(&path, |w| std::io::Write::write_all(w, b"whole")).unwrap();
+//! assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+//! # std::fs::remove_file(&path).unwrap();
+//! ```
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Writes `path` whole or not at all: `write` is given the path to write to
+/// (a temporary file beside `path`, or `path` itself for a device or pipe).
+/// `io_error` turns the rename's I/O error into the caller's error type.
+pub fn write_via_path<T, E>(
+    path: &Path,
+    write: impl FnOnce(&Path) -> Result<T, E>,
+    io_error: impl FnOnce(std::io::Error) -> E,
+) -> Result<T, E> {
+    let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    if special {
+        return write(path);
+    }
+    let temporary = temporary_beside(path);
+    let result = write(&temporary).and_then(|value| {
+        std::fs::rename(&temporary, path).map_err(io_error)?;
+        Ok(value)
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+/// [`write_via_path`] through a buffered writer, flushed and synced before
+/// the rename; every write, flush and sync error is returned.
+pub fn write_with<T>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    write_via_path(
+        path,
+        |target| {
+            let mut writer = BufWriter::new(File::create(target)?);
+            let value = write(&mut writer)?;
+            writer.flush()?;
+            let file = writer.into_inner().map_err(|e| e.into_error())?;
+            if file.metadata()?.is_file() {
+                file.sync_all()?;
+            }
+            Ok(value)
+        },
+        |error| error,
+    )
+}
+
+/// `.STEM.tmp-PID.EXT` in the folder of `path`.
+fn temporary_beside(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "output".into());
+    let extension = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    path.with_file_name(format!(".{stem}.tmp-{}{extension}", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_leaves_neither_the_target_nor_the_temporary_file() {
+        let dir = std::env::temp_dir().join(format!("output-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out.json");
+        let error = write_with(&path, |w| {
+            w.write_all(b"partial")?;
+            Err::<(), _>(std::io::Error::other("disk on fire"))
+        })
+        .unwrap_err();
+        assert!(error.to_string().contains("disk on fire"), "{error}");
+        assert!(!path.exists());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        write_with(&path, |w| w.write_all(b"whole")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"whole");
+    }
+
+    #[test]
+    fn a_full_device_is_an_error_not_a_silent_success() {
+        let full = Path::new("/dev/full");
+        if !full.exists() {
+            eprintln!("skipping: no /dev/full on this machine");
+            return;
+        }
+        let error = write_with(full, |w| w.write_all(&[0u8; 1 << 16])).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::StorageFull, "{error}");
+    }
+
+    #[test]
+    fn the_temporary_file_keeps_the_extension() {
+        let name = temporary_beside(Path::new("/x/plot.png"));
+        assert!(
+            name.to_string_lossy().ends_with(".png"),
+            "{}",
+            name.display()
+        );
+        assert!(name.starts_with("/x"));
+    }
+}

@@ -3,7 +3,7 @@
 //!
 //! No CUDA, cuBLAS or NVRTC failure panics: every call is mapped into a
 //! [`GpuError`] naming what was being done when it failed. Calibrate turns a
-//! `GpuError` into the `CalibrateError` variant of the same name; the
+//! `GpuError` into `CalibrateError::Gpu` (wrapped, same message); the
 //! executor wraps it as `ExecuteError::Gpu`. Both print the same line.
 
 use cudarc::cublas::result::CublasError;

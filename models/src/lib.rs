@@ -6,7 +6,8 @@
 //!   ([`formulas`], Megatron-LM SC21 Eq. 2 and Eq. 3);
 //! - which kernels one transformer layer runs forward and backward for a
 //!   tensor-parallel degree `t` and microbatch `b`, with FLOPs and bytes moved
-//!   ([`ops`]);
+//!   ([`ops`]), including whether Megatron's fused softmax kernel applies
+//!   ([`softmax`]);
 //! - how much memory weights, optimizer states and activations take ([`memory`]);
 //! - how many parameters each GPU holds under tensor and pipeline sharding
 //!   ([`sharding`]).
@@ -22,6 +23,7 @@ pub mod memory;
 pub mod ops;
 mod presets;
 pub mod sharding;
+pub mod softmax;
 mod spec;
 
 pub use presets::{preset, preset_names};

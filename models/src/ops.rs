@@ -10,7 +10,7 @@
 //! dropout and residual adds run replicated on every tensor rank over the full
 //! `b·s·h` activation.
 
-use crate::ModelSpec;
+use crate::{softmax, ModelSpec};
 use serde::Serialize;
 
 /// Bytes per fp16 element.
@@ -175,9 +175,30 @@ fn linear_with_bias(
     ));
 }
 
-/// Kernels of one transformer layer on one tensor-parallel rank (no sequence parallelism).
+/// Implementation choices that change a layer's kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayerOptions {
+    /// Megatron's sequence parallelism (Korthikanti et al. 2022, Sec. 4.2.2).
+    pub sequence_parallel: bool,
+    /// The longest sequence the software's fused softmax kernel accepts
+    /// (`None`: it has none); see [`crate::softmax`].
+    pub fused_softmax_max_seq_len: Option<u64>,
+}
+
+impl Default for LayerOptions {
+    /// No sequence parallelism; a fused softmax for any sequence length.
+    fn default() -> Self {
+        LayerOptions {
+            sequence_parallel: false,
+            fused_softmax_max_seq_len: Some(u64::MAX),
+        }
+    }
+}
+
+/// Kernels of one transformer layer on one tensor-parallel rank with the
+/// default [`LayerOptions`].
 pub fn transformer_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
-    transformer_layer_with(model, microbatch, tensor_parallel, false)
+    transformer_layer_with(model, microbatch, tensor_parallel, LayerOptions::default())
 }
 
 /// Kernels of one transformer layer on one tensor-parallel rank. With
@@ -190,8 +211,9 @@ pub fn transformer_layer_with(
     model: &ModelSpec,
     microbatch: u64,
     tensor_parallel: u64,
-    sequence_parallel: bool,
+    options: LayerOptions,
 ) -> PassSteps {
+    let sequence_parallel = options.sequence_parallel;
     let (b, s, h, t) = (microbatch, model.seq_len, model.hidden, tensor_parallel);
     let heads_per_rank = model.heads / t;
     let head_dim = model.head_dim();
@@ -253,9 +275,14 @@ pub fn transformer_layer_with(
         &mut scores_bwd,
     );
     attention_bwd.push(scores_bwd);
+    let softmax = softmax::megatron_attention_softmax(
+        b * heads_per_rank,
+        s,
+        options.fused_softmax_max_seq_len,
+    );
     pass.forward
-        .push(Step::memory("softmax", 4.0 * score_elems));
-    attention_bwd.push(vec![Step::memory("softmax.bwd", 6.0 * score_elems)]);
+        .extend(softmax::forward(softmax, score_elems, heads_per_rank));
+    attention_bwd.push(softmax::backward(softmax, score_elems, heads_per_rank));
     pass.forward
         .push(Step::memory("attention_dropout", 5.0 * score_elems));
     attention_bwd.push(vec![Step::memory(

@@ -40,13 +40,23 @@ pub struct WorkCost {
 
 /// Kernels re-run by selective recompute: the attention core, whose
 /// activations are large (5·a·s/h per element of the hidden state) but cheap to
-/// recompute (Korthikanti et al. 2022, Sec. 5). No tensor all-reduce is involved.
+/// recompute (Korthikanti et al. 2022, Sec. 5). No tensor all-reduce is
+/// involved. A name covers its sub-kernels too ("softmax.scale" when the
+/// softmax runs eagerly: [`models::softmax`]).
 pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 4] = [
     "attention_scores",
     "softmax",
     "attention_dropout",
     "attention_over_values",
 ];
+
+/// Whether selective recompute re-runs the kernel of this name.
+fn is_selectively_recomputed(name: &str) -> bool {
+    SELECTIVE_RECOMPUTE_KERNELS.iter().any(|kernel| {
+        name.strip_prefix(kernel)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+    })
+}
 
 /// The steps of one pass over `layers` layers plus embedding/head (the
 /// recompute pass: the layers' forward, or its attention core when selective).
@@ -72,10 +82,15 @@ pub fn pass_steps(
         model,
         b,
         t,
-        scenario.options.sequence_parallel,
+        ops::LayerOptions {
+            sequence_parallel: scenario.options.sequence_parallel,
+            fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
+        },
     ));
     if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
-        layer.retain(|step| matches!(step, Step::Kernel(kernel) if SELECTIVE_RECOMPUTE_KERNELS.contains(&kernel.name)));
+        layer.retain(
+            |step| matches!(step, Step::Kernel(kernel) if is_selectively_recomputed(kernel.name)),
+        );
     }
     let accumulate = pass == ComputePass::Backward
         && !scenario.options.gradient_accumulation_fusion

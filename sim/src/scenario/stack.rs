@@ -20,6 +20,10 @@
 //! it synchronizes with the GPU after every pipeline exchange; the lowering
 //! then puts a host lane in front of the GPU ([`crate::lowering`]). A stack
 //! without one simulates an infinitely fast host.
+//!
+//! A stack's `kernels` section says which kernel implementations the software
+//! had where that changes the kernels a layer runs: today the longest
+//! sequence its fused softmax kernel accepts ([`models::softmax`]).
 
 use super::options::TrainingOptionsFile;
 use serde::{Deserialize, Serialize};
@@ -80,8 +84,20 @@ struct StackFile {
     /// What the host thread pays to issue work, when the stack says.
     #[serde(default)]
     host: Option<HostFile>,
+    /// Which kernel implementations the software has, when the stack says.
+    #[serde(default)]
+    kernels: Option<KernelsFile>,
     #[serde(default)]
     not_modeled: Vec<NotModeled>,
+}
+
+/// The `kernels` section as written: each choice with its source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelsFile {
+    /// The longest sequence its fused scale-mask-softmax kernel accepts
+    /// (null: the software has no such kernel).
+    fused_softmax_max_seq_len: SourcedValue,
 }
 
 /// The `host` section as written: each cost with its source.
@@ -128,6 +144,10 @@ pub struct Stack {
     pub sources: BTreeMap<String, String>,
     /// The host's costs; `None`: the host is not simulated (infinitely fast).
     pub host: Option<HostCosts>,
+    /// The longest sequence the fused softmax kernel accepts (`None`: no
+    /// fused kernel). A stack without a `kernels` section has one for every
+    /// length ([`models::softmax`]).
+    pub fused_softmax_max_seq_len: Option<u64>,
     pub not_modeled: Vec<NotModeled>,
 }
 
@@ -257,6 +277,29 @@ impl Stack {
                 })
             }
         };
+        let fused_softmax_max_seq_len = match &file.kernels {
+            None => Some(u64::MAX),
+            Some(kernels) => {
+                let sourced = &kernels.fused_softmax_max_seq_len;
+                if sourced.source.trim().is_empty() {
+                    return Err(invalid(
+                        "kernels.fused_softmax_max_seq_len: every choice needs a source".into(),
+                    ));
+                }
+                sources.insert(
+                    "kernels.fused_softmax_max_seq_len".into(),
+                    sourced.source.clone(),
+                );
+                match &sourced.value {
+                    serde_json::Value::Null => None,
+                    value => Some(value.as_u64().filter(|&v| v > 0).ok_or_else(|| {
+                        invalid(
+                            "kernels.fused_softmax_max_seq_len: a positive integer or null".into(),
+                        )
+                    })?),
+                }
+            }
+        };
         Ok(Stack {
             name: file.name,
             summary: file.summary,
@@ -268,6 +311,7 @@ impl Stack {
                 .chain(sources)
                 .collect(),
             host,
+            fused_softmax_max_seq_len,
             not_modeled: file.not_modeled,
         })
     }

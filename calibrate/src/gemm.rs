@@ -29,7 +29,7 @@ pub fn model_gemm_shapes(
     tensor_parallel: u64,
 ) -> Vec<GemmShape> {
     let layer = models::ops::transformer_layer(model, microbatch, tensor_parallel);
-    let head = models::ops::head(model, microbatch, tensor_parallel);
+    let head = models::pipeline_ends::head(model, microbatch, tensor_parallel);
     let steps = |pass: &PassSteps| -> Vec<Step> {
         pass.forward
             .iter()

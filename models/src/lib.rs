@@ -21,6 +21,7 @@
 pub mod formulas;
 pub mod memory;
 pub mod ops;
+pub mod pipeline_ends;
 mod presets;
 pub mod sharding;
 pub mod softmax;

@@ -475,75 +475,6 @@ pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> [Param
     ]
 }
 
-/// Kernels the first pipeline stage runs before its layers: vocab-parallel
-/// word-embedding lookup (output all-reduced across tensor ranks), position
-/// embedding add and embedding dropout; backward scatters gradients into the
-/// embedding tables.
-pub fn embedding(model: &ModelSpec, microbatch: u64) -> PassSteps {
-    let hidden_elems = (microbatch * model.seq_len * model.hidden) as f64;
-    PassSteps {
-        forward: vec![
-            Step::memory("embedding_lookup", 4.0 * hidden_elems),
-            Step::TensorAllReduce {
-                bytes: microbatch * model.seq_len * model.hidden * FP16_BYTES,
-                async_window: 0,
-            },
-            Step::memory("embedding_position_dropout", 7.0 * hidden_elems),
-        ],
-        backward: vec![
-            Step::memory("embedding_position_dropout.bwd", 5.0 * hidden_elems),
-            Step::memory("embedding_lookup.bwd", 6.0 * hidden_elems),
-        ],
-    }
-}
-
-/// Kernels the last pipeline stage runs after its layers: final LayerNorm,
-/// the vocab-parallel logits GEMM (weights tied with the embedding) and the
-/// vocab-parallel cross-entropy in fp32 (Megatron's `vocab_parallel_cross_entropy`:
-/// max, exp, sum and normalisation passes over b·s·V/t logits, with two small
-/// all-reduces of b·s fp32 values).
-pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
-    let tokens = microbatch * model.seq_len;
-    let hidden_elems = (tokens * model.hidden) as f64;
-    let logit_elems = (tokens * model.vocab / tensor_parallel) as f64;
-    let logits = GemmShape {
-        batch: 1,
-        m: tokens,
-        n: model.vocab / tensor_parallel,
-        k: model.hidden,
-    };
-    let reduction_bytes = tokens * 4;
-    PassSteps {
-        forward: vec![
-            Step::memory("final_layernorm", 4.0 * hidden_elems),
-            Step::gemm("logits_gemm", logits),
-            Step::memory("cross_entropy_max", 2.0 * logit_elems),
-            Step::TensorAllReduce {
-                bytes: reduction_bytes,
-                async_window: 0,
-            },
-            Step::memory("cross_entropy_exp_sum", 20.0 * logit_elems),
-            Step::TensorAllReduce {
-                bytes: reduction_bytes,
-                async_window: 0,
-            },
-            Step::memory("cross_entropy_normalize", 8.0 * logit_elems),
-        ],
-        backward: vec![
-            Step::memory("cross_entropy.bwd", 14.0 * logit_elems),
-            Step::gemm("logits_gemm.dgrad", logits.data_gradient()),
-            Step::gemm("logits_gemm.wgrad", logits.weight_gradient()),
-            // Column-parallel input: gradient all-reduced across tensor ranks
-            // (overlapping the weight-gradient GEMM when asynchronous).
-            Step::TensorAllReduce {
-                bytes: tokens * model.hidden * FP16_BYTES,
-                async_window: 1,
-            },
-            Step::memory("final_layernorm.bwd", 6.0 * hidden_elems),
-        ],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,7 +488,7 @@ mod tests {
         recompute: bool,
     ) -> f64 {
         let layer = transformer_layer(model, b, t);
-        let head = head(model, b, t);
+        let head = crate::pipeline_ends::head(model, b, t);
         let microbatches = (global_batch / b) as f64;
         let layer_fwd = PassSteps::flops(&layer.forward);
         let layer_bwd = PassSteps::flops(&layer.backward);

@@ -45,8 +45,10 @@ pub fn megatron_attention_softmax(
     let Some(max_seq_len) = fused_max_seq_len else {
         return AttentionSoftmax::Eager;
     };
-    let fits =
-        seq_len > 16 && seq_len <= max_seq_len && seq_len % 4 == 0 && scores_per_rank % 4 == 0;
+    let fits = seq_len > 16
+        && seq_len <= max_seq_len
+        && seq_len.is_multiple_of(4)
+        && scores_per_rank.is_multiple_of(4);
     if fits {
         AttentionSoftmax::Fused
     } else {

@@ -27,6 +27,7 @@ use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::{ComputePass, PcieDirection, Work};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
+use models::pipeline_ends;
 
 /// The cost of one work: its duration and what it moves or computes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,7 +60,9 @@ fn is_selectively_recomputed(name: &str) -> bool {
 }
 
 /// The steps of one pass over `layers` layers plus embedding/head (the
-/// recompute pass: the layers' forward, or its attention core when selective).
+/// recompute pass: the layers' forward, or its attention core when selective);
+/// a forward on a stage with the embedding or the head first loads its
+/// microbatch ([`pipeline_ends::data_load`]).
 /// Backward passes end each layer (and the embedding and head) with
 /// Megatron's unfused gradient-accumulation kernels unless the scenario fuses
 /// them ([`gradients`]); ZeRO-Offload's gradient path is DeepSpeed's, costed
@@ -99,11 +102,14 @@ pub fn pass_steps(
         layer.extend(gradients::layer_accumulation(model, t));
     }
     let mut steps = Vec::new();
+    if (embedding || head) && pass == ComputePass::Forward {
+        steps.extend(pipeline_ends::data_load(model, b));
+    }
     if embedding && pass == ComputePass::Forward {
-        steps.extend(pick(ops::embedding(model, b)));
+        steps.extend(pick(pipeline_ends::embedding(model, b, t)));
     }
     if head && pass == ComputePass::Backward {
-        steps.extend(pick(ops::head(model, b, t)));
+        steps.extend(pick(pipeline_ends::head(model, b, t)));
         if accumulate {
             steps.extend(gradients::head_accumulation(model, t));
         }
@@ -112,10 +118,10 @@ pub fn pass_steps(
         steps.extend(layer.iter().cloned());
     }
     if head && pass == ComputePass::Forward {
-        steps.extend(pick(ops::head(model, b, t)));
+        steps.extend(pick(pipeline_ends::head(model, b, t)));
     }
     if embedding && pass == ComputePass::Backward {
-        steps.extend(pick(ops::embedding(model, b)));
+        steps.extend(pick(pipeline_ends::embedding(model, b, t)));
         if accumulate {
             steps.extend(gradients::embedding_accumulation(model, t));
         }

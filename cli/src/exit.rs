@@ -31,6 +31,12 @@ pub fn simulation_error(error: sim::SimulationError) -> anyhow::Error {
     }
 }
 
+/// Refuses (exit 2) a simulation this machine's memory cannot hold, before
+/// anything is built.
+pub fn check_host_memory(scenario: &sim::scenario::Scenario) -> anyhow::Result<()> {
+    sim::host_memory::check_fits(scenario, sim::host_memory::available()).map_err(user_error)
+}
+
 /// Prints the error (if any) and picks the exit code.
 pub fn report(result: anyhow::Result<()>) -> ExitCode {
     match result {

@@ -204,3 +204,37 @@ fn files_over_the_cap_are_refused_before_reading() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// O4: a sweep over a 1,000,000-GPU topology under a 4 GB address-space
+/// limit is refused up front, naming a layout, the memory it needs and the
+/// limit, instead of aborting inside an allocation; a single simulation
+/// likewise.
+#[test]
+fn layouts_larger_than_the_memory_left_are_refused_not_aborted() {
+    if !std::path::Path::new("/proc/self/limits").exists() {
+        eprintln!("skipped: no /proc/self/limits (not Linux)");
+        return;
+    }
+    let limited = |args: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 4000000 && exec {} {args}",
+                env!("CARGO_BIN_EXE_clustersim")
+            ))
+            .output()
+            .expect("sh runs")
+    };
+    let topology = input("topo1m.json");
+    let sweep = limited(&format!(
+        "sweep --model tiny --topology {topology} --gpus 1000000 --global-batch 1000000 --top 3"
+    ));
+    assert_refused(
+        &sweep,
+        &["cannot be simulated on this machine", "GB", "ulimit -v"],
+    );
+    let simulate = limited(&format!(
+        "simulate --model tiny --topology {topology} --tp 1 --pp 2 --dp 500000 --global-batch 1000000"
+    ));
+    assert_refused(&simulate, &["needs about", "ulimit -v"]);
+}

@@ -32,6 +32,7 @@
 
 pub mod cost;
 pub mod engine;
+pub mod host_memory;
 pub mod ids;
 pub mod lowering;
 pub mod memory;

@@ -40,6 +40,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     if args.max_model_size {
         return super::max_model::run(&scenario, args.json);
     }
+    crate::exit::check_host_memory(&scenario)?;
     let started = Instant::now();
     let report = sim::simulate(&scenario).map_err(crate::exit::simulation_error)?;
     let elapsed_s = started.elapsed().as_secs_f64();

@@ -181,7 +181,7 @@ impl ScenarioFile {
             global_batch,
             microbatches: m,
         };
-        // Every task is held in memory (~170 bytes with its edges and timeline
+        // Every task is held in memory (~200 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.
         let estimated_tasks = estimated_task_count(
             &layout,
@@ -191,7 +191,7 @@ impl ScenarioFile {
         );
         if estimated_tasks > MAX_TASKS {
             problems.push(format!(
-                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {MAX_TASKS} (~10 GB); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
+                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {MAX_TASKS} (~12 GB); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
             ));
         }
         if !problems.is_empty() {

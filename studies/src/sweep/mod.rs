@@ -27,6 +27,7 @@
 //! ```
 
 pub mod enumerate;
+pub mod memory_budget;
 pub mod merge;
 pub mod output;
 pub mod ranking;
@@ -84,6 +85,13 @@ pub enum SweepError {
     /// Shard files that do not form one complete sweep.
     #[error("cannot merge: {0}")]
     Merge(String),
+    /// Some layouts need more memory to simulate than the machine has free.
+    #[error("{count} layout(s) of the sweep cannot be simulated on this machine, e.g. {layout}: {message}")]
+    HostMemory {
+        layout: String,
+        count: usize,
+        message: String,
+    },
     /// Reading or parsing a sweep JSON file.
     #[error("{path}: {message}")]
     File { path: String, message: String },

@@ -4,6 +4,7 @@
 //! and deterministic, so the parallelism cannot change any result.
 
 use super::enumerate::ValidCandidate;
+use super::memory_budget::MemoryBudget;
 use super::space::Candidate;
 use super::SweepError;
 use rayon::prelude::*;
@@ -86,7 +87,8 @@ pub struct RunOutcome {
 }
 
 /// Drops what does not fit (unless `ignore_memory`), simulates the rest in
-/// parallel; `on_simulated(done, total)` is called after each finished
+/// parallel within the host memory that was free (refusing the sweep when a
+/// layout alone would need more); `on_simulated(done, total)` is called after each finished
 /// simulation (from any thread; `total` is the number to simulate).
 pub fn run_candidates(
     candidates: &[ValidCandidate],
@@ -106,11 +108,32 @@ pub fn run_candidates(
             None => fitting.push(candidate),
         }
     }
+    // Refuse up front what this machine cannot simulate at all, then let the
+    // workers take turns so that together they stay within what was free.
+    let available = sim::host_memory::available();
+    let too_large: Vec<_> = fitting
+        .iter()
+        .filter_map(|candidate| {
+            sim::host_memory::check_fits(&candidate.scenario, available)
+                .err()
+                .map(|error| (candidate, error))
+        })
+        .collect();
+    if let Some((candidate, error)) = too_large.first() {
+        return Err(SweepError::HostMemory {
+            layout: candidate.candidate.label(),
+            count: too_large.len(),
+            message: error.to_string(),
+        });
+    }
+    let budget = MemoryBudget::new(available.map(|a| a.bytes));
     let done = AtomicUsize::new(0);
     let simulated: Vec<Result<SweepRecord, SweepError>> = fitting
         .par_iter()
         .with_max_len(1)
         .map(|candidate| {
+            let _reservation =
+                budget.reserve(sim::host_memory::simulation_bytes(&candidate.scenario));
             let record = simulate_one(candidate);
             on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len());
             record

@@ -1,0 +1,188 @@
+//! Will a simulation fit in this machine's memory? An estimate of what one
+//! simulation holds, and what the process may still allocate, so that a
+//! layout too large for the machine is refused with both numbers instead of
+//! aborting half-way through an allocation.
+//!
+//! The estimate is [`estimated_task_count`] × [`BYTES_PER_TASK`] (measured). What the
+//! process may allocate is the least of, where the system says (Linux):
+//! `MemAvailable` in `/proc/meminfo`, the soft "Max address space" limit in
+//! `/proc/self/limits` (`ulimit -v`) less what the process already maps, and
+//! the cgroup v2 limit (`/sys/fs/cgroup/memory.max` less `memory.current`).
+//! Where none is readable nothing is refused.
+
+use crate::scenario::{estimated_task_count, Scenario};
+
+/// Peak resident bytes per task of [`estimated_task_count`] (which counts
+/// the compute, tensor all-reduce and host-issue tasks, not the few others):
+/// the task, its edges, its duration, the engine's queue entry and its
+/// timeline record. Measured on the 1T model on 3,072 GPUs (t=8 p=64 d=6,
+/// B=3072): `/usr/bin/time -v clustersim simulate` peaks at 1,275,208 KiB
+/// for 6,488,064 estimated tasks (7,266,176 built) = 201 B, rounded to 200.
+pub const BYTES_PER_TASK: u64 = 200;
+
+/// About how many bytes simulating `scenario` holds at its peak (saturating).
+pub fn simulation_bytes(scenario: &Scenario) -> u64 {
+    estimated_task_count(
+        &scenario.layout,
+        scenario.recompute,
+        scenario.stack.host.is_some(),
+        scenario.iterations,
+    )
+    .saturating_mul(BYTES_PER_TASK)
+}
+
+/// What limits the memory this process may still allocate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AvailableMemory {
+    pub bytes: u64,
+    /// Which limit it is: "free memory", "ulimit -v" or "cgroup limit".
+    pub limit: &'static str,
+}
+
+/// The least of the limits the system reports (`None` where it reports none).
+pub fn available() -> Option<AvailableMemory> {
+    let mut limits = Vec::new();
+    if let Some(bytes) = meminfo_available() {
+        limits.push(AvailableMemory {
+            bytes,
+            limit: "free memory",
+        });
+    }
+    if let Some(bytes) = address_space_left() {
+        limits.push(AvailableMemory {
+            bytes,
+            limit: "ulimit -v",
+        });
+    }
+    if let Some(bytes) = cgroup_left() {
+        limits.push(AvailableMemory {
+            bytes,
+            limit: "cgroup limit",
+        });
+    }
+    limits.into_iter().min_by_key(|limit| limit.bytes)
+}
+
+/// A simulation that would not fit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "this layout needs about {:.1} GB to simulate ({tasks} tasks × {BYTES_PER_TASK} B) but only {:.1} GB is available ({limit}); use fewer microbatches or GPUs, or a machine with more memory",
+    *.needed_bytes as f64 / 1e9,
+    *.available_bytes as f64 / 1e9
+)]
+pub struct DoesNotFit {
+    pub tasks: u64,
+    pub needed_bytes: u64,
+    pub available_bytes: u64,
+    pub limit: &'static str,
+}
+
+/// `Err` when simulating `scenario` needs more than `available` allows.
+pub fn check_fits(
+    scenario: &Scenario,
+    available: Option<AvailableMemory>,
+) -> Result<(), DoesNotFit> {
+    let needed_bytes = simulation_bytes(scenario);
+    match available {
+        Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
+            tasks: needed_bytes / BYTES_PER_TASK,
+            needed_bytes,
+            available_bytes: available.bytes,
+            limit: available.limit,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn meminfo_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_meminfo_available(&text)
+}
+
+/// `MemAvailable:  123456 kB` → bytes.
+fn parse_meminfo_available(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+fn address_space_left() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let limit = parse_address_space_limit(&limits)?;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let mapped = parse_status_kib(&status, "VmSize:")?.checked_mul(1024)?;
+    Some(limit.saturating_sub(mapped))
+}
+
+/// The soft "Max address space" limit in bytes (`None` when unlimited).
+fn parse_address_space_limit(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("Max address space"))?;
+    line.trim_start_matches("Max address space")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn parse_status_kib(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn cgroup_left() -> Option<u64> {
+    let max = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok()?;
+    let max: u64 = max.trim().parse().ok()?; // "max": no limit
+    let current: u64 = std::fs::read_to_string("/sys/fs/cgroup/memory.current")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(max.saturating_sub(current))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_kernel_formats() {
+        let meminfo =
+            "MemTotal:       16384000 kB\nMemFree:  1000 kB\nMemAvailable:    8000000 kB\n";
+        assert_eq!(parse_meminfo_available(meminfo), Some(8_192_000_000));
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\nMax address space         4294967296           unlimited            bytes\n";
+        assert_eq!(parse_address_space_limit(limits), Some(4_294_967_296));
+        let unlimited =
+            "Max address space         unlimited            unlimited            bytes\n";
+        assert_eq!(parse_address_space_limit(unlimited), None);
+        assert_eq!(
+            parse_status_kib("VmSize:\t  123 kB\n", "VmSize:"),
+            Some(123)
+        );
+    }
+
+    #[test]
+    fn a_layout_past_the_available_memory_is_refused_with_both_numbers() {
+        let scenario = crate::scenario::ScenarioFile::embedded_default()
+            .resolve()
+            .unwrap();
+        let needed = simulation_bytes(&scenario);
+        assert!(needed > 0);
+        assert!(check_fits(&scenario, None).is_ok());
+        let roomy = AvailableMemory {
+            bytes: needed,
+            limit: "free memory",
+        };
+        assert!(check_fits(&scenario, Some(roomy)).is_ok());
+        let tight = AvailableMemory {
+            bytes: needed - 1,
+            limit: "ulimit -v",
+        };
+        let error = check_fits(&scenario, Some(tight)).unwrap_err();
+        assert_eq!(error.needed_bytes, needed);
+        let message = error.to_string();
+        assert!(
+            message.contains("ulimit -v") && message.contains("GB"),
+            "{message}"
+        );
+    }
+}

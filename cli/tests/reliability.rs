@@ -1,4 +1,4 @@
-//! Reproducers from the fuzzer (`cli/tests/reliability/`, see the
+//! Reproducers from the fuzzers (`cli/tests/reliability/`, see the
 //! reliability report): every bad input gives exit code 2 and one message
 //! naming what is wrong — never a panic, an abort or a silently absurd number.
 
@@ -203,4 +203,59 @@ fn files_over_the_cap_are_refused_before_reading() {
         std::fs::remove_file(&big).unwrap();
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Found by `tests/fuzz.rs`: ZeRO-Offload's gradient buckets and CPU Adam
+/// tiles count toward the task limit, so these graphs are refused before
+/// they are built. Before, the first passed validation as 32 M tasks and
+/// grew past 24 GB; the second aborted allocating 1.6·10⁹ tiles (4 GiB).
+#[test]
+fn offload_buckets_and_adam_tiles_count_toward_the_task_limit() {
+    let offload = [
+        "--topology",
+        "dgx2-v100",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--zero-offload",
+    ];
+    let buckets = [
+        &[
+            "simulate",
+            "--model",
+            "gpt2-1b",
+            "--dp",
+            "2",
+            "--global-batch",
+            "1000000",
+        ][..],
+        &offload,
+        &["--delayed-update", "--offload-bucket-params", "1000000"],
+    ]
+    .concat();
+    assert_refused(&clustersim(&buckets), &["tasks per simulation"]);
+    let dir = std::env::temp_dir().join(format!("clustersim-tiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("huge.json");
+    std::fs::write(
+        &model,
+        r#"{"name":"x","layers":16384,"hidden":1048576,"heads":8,"seq_len":256,"vocab":51200}"#,
+    )
+    .unwrap();
+    let model = model.display().to_string();
+    let tiles = [
+        &[
+            "simulate",
+            "--model",
+            &model,
+            "--dp",
+            "1",
+            "--global-batch",
+            "1",
+        ][..],
+        &offload,
+    ]
+    .concat();
+    assert_refused(&clustersim(&tiles), &["tasks per simulation"]);
 }

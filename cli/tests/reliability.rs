@@ -259,3 +259,62 @@ fn offload_buckets_and_adam_tiles_count_toward_the_task_limit() {
     .concat();
     assert_refused(&clustersim(&tiles), &["tasks per simulation"]);
 }
+
+/// Found by `tests/fuzz.rs`: `sweep --max-chunks 60000000` generated every v
+/// up to it (an abort allocating 6 GiB); no v above the model's layers can be
+/// valid, so none is tried.
+#[test]
+fn sweep_tries_no_more_chunks_than_the_model_has_layers() {
+    let output = clustersim(&[
+        "sweep",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--gpus",
+        "2",
+        "--global-batch",
+        "2",
+        "--max-microbatch",
+        "1",
+        "--recompute",
+        "none",
+        "--max-chunks",
+        "60000000",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // (t, p) ∈ {(1,1), (1,2), (2,1)} × (gpipe, 1f1b, interleaved v = 2, 3, 4).
+    assert!(stdout.contains("15 layouts examined"), "{stdout}");
+}
+
+/// Found by `tests/fuzz.rs`: a layout whose durations do not fit integer
+/// nanoseconds (here a GPU of 8 FLOP/s) was reported by `sweep` as a
+/// deadlock, exit 1; it is the user's input, exit 2, as in `simulate`.
+#[test]
+fn sweep_refuses_durations_beyond_integer_nanoseconds_as_bad_input() {
+    let mut topology = serde_json::to_value(topologies::preset("dgx-a100").unwrap()).unwrap();
+    topology["gpu"]["peak"]["fp16_flops_per_s"] = 8.into();
+    let dir = std::env::temp_dir().join(format!("clustersim-slow-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("topology.json");
+    std::fs::write(&path, topology.to_string()).unwrap();
+    let output = clustersim(&[
+        "sweep",
+        "--model",
+        "tiny",
+        "--topology",
+        &path.display().to_string(),
+        "--profile",
+        "a100-80gb",
+        "--gpus",
+        "1",
+        "--global-batch",
+        "1",
+    ]);
+    assert_refused(&output, &["cannot simulate t=1 p=1 d=1", "out of range"]);
+}

@@ -292,6 +292,31 @@ fn sweep_tries_no_more_chunks_than_the_model_has_layers() {
     assert!(stdout.contains("15 layouts examined"), "{stdout}");
 }
 
+/// Found by `tests/fuzz.rs`: a published value near f64::MAX overflowed the
+/// relative error to −inf %, and one near 0 made it +inf %.
+#[test]
+fn validate_gives_finite_errors_or_a_reason_for_extreme_published_values() {
+    let dir = std::env::temp_dir().join(format!("clustersim-published-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cases.json");
+    std::fs::write(
+        &path,
+        r#"{"cases":[{"id":"x","model":{"layers":4,"hidden":512,"heads":8,"seq_len":256,"vocab":51200},
+            "layout":{"tp":1,"pp":1,"dp":1,"chunks":1,"microbatch_size":1,"global_batch":1},
+            "measured":{"iteration_time_s_full_recompute":1e308,"tflops_per_gpu":5e-324}}]}"#,
+    )
+    .unwrap();
+    let output = clustersim(&["validate", &path.display().to_string()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(!stdout.contains("inf"), "{stdout}");
+    assert!(stdout.contains("-100.0%"), "{stdout}");
+    assert!(
+        stdout.contains("published value 5e-324 is too small for a finite relative error"),
+        "{stdout}"
+    );
+}
+
 /// Found by `tests/fuzz.rs`: a layout whose durations do not fit integer
 /// nanoseconds (here a GPU of 8 FLOP/s) was reported by `sweep` as a
 /// deadlock, exit 1; it is the user's input, exit 2, as in `simulate`.
@@ -317,4 +342,31 @@ fn sweep_refuses_durations_beyond_integer_nanoseconds_as_bad_input() {
         "1",
     ]);
     assert_refused(&output, &["cannot simulate t=1 p=1 d=1", "out of range"]);
+}
+
+/// Found by `tests/fuzz.rs`: a vTrain row measured at 5e-324 ms printed
+/// +inf % errors and an infinite mean; the row is refused with its reason.
+#[test]
+fn validate_refuses_a_vtrain_row_too_small_for_a_finite_error() {
+    let csv = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../validation/vtrain-single-node.csv"),
+    )
+    .unwrap();
+    let mut lines: Vec<String> = csv.lines().take(3).map(str::to_string).collect();
+    let last = lines.pop().unwrap();
+    let (row, _) = last.rsplit_once(',').unwrap();
+    lines.push(format!("{row},5e-324"));
+    let dir = std::env::temp_dir().join(format!("clustersim-vtrain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.csv");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let output = clustersim(&["validate", &path.display().to_string()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(!stdout.contains("inf%"), "{stdout}");
+    assert!(
+        stdout.contains("measured 5e-324 ms is too small for a finite relative error"),
+        "{stdout}"
+    );
 }

@@ -1,4 +1,4 @@
-//! Reproducers from the fuzzer (`cli/tests/reliability/`, see the
+//! Reproducers from the fuzzers (`cli/tests/reliability/`, see the
 //! reliability report): every bad input gives exit code 2 and one message
 //! naming what is wrong — never a panic, an abort or a silently absurd number.
 
@@ -237,4 +237,170 @@ fn layouts_larger_than_the_memory_left_are_refused_not_aborted() {
         "simulate --model tiny --topology {topology} --tp 1 --pp 2 --dp 500000 --global-batch 1000000"
     ));
     assert_refused(&simulate, &["needs about", "ulimit -v"]);
+}
+
+/// Found by `tests/fuzz.rs`: ZeRO-Offload's gradient buckets and CPU Adam
+/// tiles count toward the task limit, so these graphs are refused before
+/// they are built. Before, the first passed validation as 32 M tasks and
+/// grew past 24 GB; the second aborted allocating 1.6·10⁹ tiles (4 GiB).
+#[test]
+fn offload_buckets_and_adam_tiles_count_toward_the_task_limit() {
+    let offload = [
+        "--topology",
+        "dgx2-v100",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--zero-offload",
+    ];
+    let buckets = [
+        &[
+            "simulate",
+            "--model",
+            "gpt2-1b",
+            "--dp",
+            "2",
+            "--global-batch",
+            "1000000",
+        ][..],
+        &offload,
+        &["--delayed-update", "--offload-bucket-params", "1000000"],
+    ]
+    .concat();
+    assert_refused(&clustersim(&buckets), &["tasks per simulation"]);
+    let dir = std::env::temp_dir().join(format!("clustersim-tiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = dir.join("huge.json");
+    std::fs::write(
+        &model,
+        r#"{"name":"x","layers":16384,"hidden":1048576,"heads":8,"seq_len":256,"vocab":51200}"#,
+    )
+    .unwrap();
+    let model = model.display().to_string();
+    let tiles = [
+        &[
+            "simulate",
+            "--model",
+            &model,
+            "--dp",
+            "1",
+            "--global-batch",
+            "1",
+        ][..],
+        &offload,
+    ]
+    .concat();
+    assert_refused(&clustersim(&tiles), &["tasks per simulation"]);
+}
+
+/// Found by `tests/fuzz.rs`: `sweep --max-chunks 60000000` generated every v
+/// up to it (an abort allocating 6 GiB); no v above the model's layers can be
+/// valid, so none is tried.
+#[test]
+fn sweep_tries_no_more_chunks_than_the_model_has_layers() {
+    let output = clustersim(&[
+        "sweep",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--gpus",
+        "2",
+        "--global-batch",
+        "2",
+        "--max-microbatch",
+        "1",
+        "--recompute",
+        "none",
+        "--max-chunks",
+        "60000000",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // (t, p) ∈ {(1,1), (1,2), (2,1)} × (gpipe, 1f1b, interleaved v = 2, 3, 4).
+    assert!(stdout.contains("15 layouts examined"), "{stdout}");
+}
+
+/// Found by `tests/fuzz.rs`: a published value near f64::MAX overflowed the
+/// relative error to −inf %, and one near 0 made it +inf %.
+#[test]
+fn validate_gives_finite_errors_or_a_reason_for_extreme_published_values() {
+    let dir = std::env::temp_dir().join(format!("clustersim-published-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cases.json");
+    std::fs::write(
+        &path,
+        r#"{"cases":[{"id":"x","model":{"layers":4,"hidden":512,"heads":8,"seq_len":256,"vocab":51200},
+            "layout":{"tp":1,"pp":1,"dp":1,"chunks":1,"microbatch_size":1,"global_batch":1},
+            "measured":{"iteration_time_s_full_recompute":1e308,"tflops_per_gpu":5e-324}}]}"#,
+    )
+    .unwrap();
+    let output = clustersim(&["validate", &path.display().to_string()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(!stdout.contains("inf"), "{stdout}");
+    assert!(stdout.contains("-100.0%"), "{stdout}");
+    assert!(
+        stdout.contains("published value 5e-324 is too small for a finite relative error"),
+        "{stdout}"
+    );
+}
+
+/// Found by `tests/fuzz.rs`: a layout whose durations do not fit integer
+/// nanoseconds (here a GPU of 8 FLOP/s) was reported by `sweep` as a
+/// deadlock, exit 1; it is the user's input, exit 2, as in `simulate`.
+#[test]
+fn sweep_refuses_durations_beyond_integer_nanoseconds_as_bad_input() {
+    let mut topology = serde_json::to_value(topologies::preset("dgx-a100").unwrap()).unwrap();
+    topology["gpu"]["peak"]["fp16_flops_per_s"] = 8.into();
+    let dir = std::env::temp_dir().join(format!("clustersim-slow-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("topology.json");
+    std::fs::write(&path, topology.to_string()).unwrap();
+    let output = clustersim(&[
+        "sweep",
+        "--model",
+        "tiny",
+        "--topology",
+        &path.display().to_string(),
+        "--profile",
+        "a100-80gb",
+        "--gpus",
+        "1",
+        "--global-batch",
+        "1",
+    ]);
+    assert_refused(&output, &["cannot simulate t=1 p=1 d=1", "out of range"]);
+}
+
+/// Found by `tests/fuzz.rs`: a vTrain row measured at 5e-324 ms printed
+/// +inf % errors and an infinite mean; the row is refused with its reason.
+#[test]
+fn validate_refuses_a_vtrain_row_too_small_for_a_finite_error() {
+    let csv = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../validation/vtrain-single-node.csv"),
+    )
+    .unwrap();
+    let mut lines: Vec<String> = csv.lines().take(3).map(str::to_string).collect();
+    let last = lines.pop().unwrap();
+    let (row, _) = last.rsplit_once(',').unwrap();
+    lines.push(format!("{row},5e-324"));
+    let dir = std::env::temp_dir().join(format!("clustersim-vtrain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.csv");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let output = clustersim(&["validate", &path.display().to_string()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(!stdout.contains("inf%"), "{stdout}");
+    assert!(
+        stdout.contains("measured 5e-324 ms is too small for a finite relative error"),
+        "{stdout}"
+    );
 }

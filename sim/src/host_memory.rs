@@ -3,22 +3,15 @@
 //! layout too large for the machine is refused with both numbers instead of
 //! aborting half-way through an allocation.
 //!
-//! The estimate is [`estimated_task_count`] × [`BYTES_PER_TASK`] (measured). What the
+//! The estimate is [`estimated_task_count`] × [`BYTES_PER_TASK`] (measured;
+//! both in `scenario/task_count.rs`). What the
 //! process may allocate is the least of, where the system says (Linux):
 //! `MemAvailable` in `/proc/meminfo`, the soft "Max address space" limit in
 //! `/proc/self/limits` (`ulimit -v`) less what the process already maps, and
 //! the cgroup v2 limit (`/sys/fs/cgroup/memory.max` less `memory.current`).
 //! Where none is readable nothing is refused.
 
-use crate::scenario::{estimated_task_count, Scenario};
-
-/// Peak resident bytes per task of [`estimated_task_count`] (which counts
-/// the compute, tensor all-reduce and host-issue tasks, not the few others):
-/// the task, its edges, its duration, the engine's queue entry and its
-/// timeline record. Measured on the 1T model on 3,072 GPUs (t=8 p=64 d=6,
-/// B=3072): `/usr/bin/time -v clustersim simulate` peaks at 1,275,208 KiB
-/// for 6,488,064 estimated tasks (7,266,176 built) = 201 B, rounded to 200.
-pub const BYTES_PER_TASK: u64 = 200;
+use crate::scenario::{estimated_task_count, GradientSplits, Scenario, BYTES_PER_TASK};
 
 /// About how many bytes simulating `scenario` holds at its peak (saturating).
 pub fn simulation_bytes(scenario: &Scenario) -> u64 {
@@ -27,6 +20,7 @@ pub fn simulation_bytes(scenario: &Scenario) -> u64 {
         scenario.recompute,
         scenario.stack.host.is_some(),
         scenario.iterations,
+        GradientSplits::of(&scenario.model, &scenario.layout, &scenario.options),
     )
     .saturating_mul(BYTES_PER_TASK)
 }

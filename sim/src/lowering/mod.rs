@@ -63,6 +63,7 @@ fn estimated_tasks(scenario: &Scenario) -> usize {
         scenario.recompute,
         scenario.stack.host.is_some(),
         scenario.iterations,
+        crate::scenario::GradientSplits::of(&scenario.model, &scenario.layout, &scenario.options),
     )
-    .min(crate::scenario::MAX_TASKS) as usize
+    .min(crate::scenario::task_limit()) as usize
 }

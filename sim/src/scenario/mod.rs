@@ -10,11 +10,16 @@ mod offload;
 mod options;
 mod resolve;
 mod stack;
+mod task_count;
 
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{TrainingOptions, TrainingOptionsFile};
 pub use stack::{HostCosts, NotModeled, Stack, StackError, DEFAULT_STACK};
+pub use task_count::{
+    estimated_task_count, task_limit, GradientSplits, BYTES_PER_TASK, MAX_TASKS,
+    TASK_LIMIT_VARIABLE,
+};
 
 use models::ModelSpec;
 use profile::Profile;
@@ -66,35 +71,6 @@ pub struct ScenarioFile {
     /// ZeRO-Offload, contention, …), flat keys of the same file.
     #[serde(flatten)]
     pub options: TrainingOptionsFile,
-}
-
-/// Largest task graph a simulation will build (the 1T model on 3072 GPUs
-/// needs 7.3 million tasks with its host lane and ~1.2 GB).
-pub const MAX_TASKS: u64 = 60_000_000;
-
-/// About how many tasks a simulation of `layout` builds: for every replica,
-/// stage, chunk, microbatch and pass (forward, backward, and a recompute when
-/// there is one) a compute task per tensor rank and the tensor all-reduce,
-/// plus the host lane's two issue tasks when the host is simulated; times
-/// the iterations simulated. Saturating: it only has to be compared.
-pub fn estimated_task_count(
-    layout: &Layout,
-    recompute: Recompute,
-    simulates_host: bool,
-    iterations: u32,
-) -> u64 {
-    let passes = if recompute == Recompute::None { 2 } else { 3 };
-    [
-        layout.data_parallel as u64,
-        layout.pipeline_parallel as u64,
-        layout.chunks as u64,
-        layout.microbatches as u64,
-        passes,
-        layout.tensor_parallel as u64 + 1 + 2 * simulates_host as u64,
-        iterations.max(1) as u64,
-    ]
-    .into_iter()
-    .fold(1u64, u64::saturating_mul)
 }
 
 /// The parallel layout, validated.

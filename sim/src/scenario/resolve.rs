@@ -183,15 +183,23 @@ impl ScenarioFile {
         };
         // Every task is held in memory (~200 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.
+        let splits = model.as_ref().map_or(GradientSplits::default(), |model| {
+            GradientSplits::of(model, &layout, &options)
+        });
         let estimated_tasks = estimated_task_count(
             &layout,
             recompute,
             stack.as_ref().is_some_and(|s| s.host.is_some()),
             iterations,
+            splits,
         );
-        if estimated_tasks > MAX_TASKS {
+        let limit = task_limit();
+        if estimated_tasks > limit {
+            let gigabytes = (limit * BYTES_PER_TASK) as f64 / 1e9;
+            let precision = if gigabytes < 10.0 { 1 } else { 0 };
             problems.push(format!(
-                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {MAX_TASKS} (~12 GB); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
+                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {limit} (~{gigabytes:.precision$} GB{}); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs",
+                if limit < MAX_TASKS { format!(", set by {TASK_LIMIT_VARIABLE}") } else { String::new() }
             ));
         }
         if !problems.is_empty() {

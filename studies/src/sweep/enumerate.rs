@@ -68,7 +68,7 @@ pub fn enumerate(space: &SweepSpace) -> Result<Enumeration, SweepError> {
             available,
         });
     }
-    let tuples = space.tuples(base.topology.node.gpus_per_node);
+    let tuples = space.tuples(base.topology.node.gpus_per_node, base.model.layers);
     let resolved: Vec<Result<Scenario, ScenarioError>> = tuples
         .par_iter()
         .map(|candidate| space.scenario_file(candidate).resolve())

@@ -82,6 +82,10 @@ pub enum SweepError {
     /// The engine found a cycle: a lowering bug, reported with its layout.
     #[error("simulating {layout} deadlocked: {message}")]
     Deadlock { layout: String, message: String },
+    /// A valid layout the simulator cannot run: durations beyond integer
+    /// nanoseconds or a fabric it cannot build (the user's sizes or profile).
+    #[error("cannot simulate {layout}: {message}")]
+    Simulation { layout: String, message: String },
     /// Shard files that do not form one complete sweep.
     #[error("cannot merge: {0}")]
     Merge(String),

@@ -180,9 +180,12 @@ pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
 
 fn simulate_one(candidate: &ValidCandidate) -> Result<SweepRecord, SweepError> {
     let scenario = &candidate.scenario;
-    let report = sim::simulate(scenario).map_err(|error| SweepError::Deadlock {
-        layout: candidate.candidate.label(),
-        message: error.to_string(),
+    let report = sim::simulate(scenario).map_err(|error| {
+        let (layout, message) = (candidate.candidate.label(), error.to_string());
+        match error {
+            sim::SimulationError::Deadlock(_) => SweepError::Deadlock { layout, message },
+            _ => SweepError::Simulation { layout, message },
+        }
     })?;
     let m = &report.metrics;
     let peak = report.peak_memory();

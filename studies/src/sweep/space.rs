@@ -6,7 +6,9 @@
 //! - t·p·d = N exactly (t and p range over the divisors of N);
 //! - t ≤ GPUs per node unless `allow_cross_node_tp`;
 //! - microbatch size b ∈ {1, 2, 4, …} up to `max_microbatch`;
-//! - GPipe and 1F1B with v = 1; interleaved with every v in 2..=`max_chunks`;
+//! - GPipe and 1F1B with v = 1; interleaved with every v in 2..=`max_chunks`,
+//!   but no more than the model's layers (a chunk holds at least one layer, so
+//!   a larger v is never valid and a huge `max_chunks` only costs time and memory);
 //! - recompute none and full (selective on request);
 //! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes;
 //! - the training options every layout shares ([`TrainingOptionsFile`]).
@@ -121,8 +123,9 @@ impl SweepSpace {
     }
 
     /// Every tuple the sweep's rules generate, in generation order;
-    /// `gpus_per_node` comes from the topology.
-    pub fn tuples(&self, gpus_per_node: u32) -> Vec<Candidate> {
+    /// `gpus_per_node` comes from the topology and `layers` from the model.
+    pub fn tuples(&self, gpus_per_node: u32, layers: u64) -> Vec<Candidate> {
+        let max_chunks = u64::from(self.max_chunks).min(layers) as u32;
         let n = self.gpus;
         let mut out = Vec::new();
         for t in divisors(n) {
@@ -140,7 +143,7 @@ impl SweepSpace {
                 for b in powers_of_two_up_to(self.max_microbatch) {
                     for &schedule in &self.schedules {
                         let chunk_counts: Vec<u32> = match schedule {
-                            ScheduleKind::Interleaved => (2..=self.max_chunks).collect(),
+                            ScheduleKind::Interleaved => (2..=max_chunks).collect(),
                             _ => vec![1],
                         };
                         for v in chunk_counts {
@@ -232,12 +235,26 @@ mod tests {
             max_chunks: 2,
             ..SweepSpace::new("tiny", "dgx-a100", 2, 8)
         };
-        let labels: Vec<String> = space.tuples(8).iter().map(Candidate::label).collect();
+        let labels: Vec<String> = space.tuples(8, 4).iter().map(Candidate::label).collect();
         // (t, p) ∈ {(1,1), (1,2), (2,1)} × b = 1 × {gpipe, 1f1b, interleaved v=2} × 2 recompute.
         assert_eq!(labels.len(), 3 * 3 * 2);
         assert_eq!(labels[0], "t=1 p=1 d=2 b=1 gpipe recompute=none");
         assert_eq!(labels[1], "t=1 p=1 d=2 b=1 gpipe recompute=full");
         assert_eq!(labels[4], "t=1 p=1 d=2 b=1 interleaved v=2 recompute=none");
         assert_eq!(labels[6], "t=1 p=2 d=1 b=1 gpipe recompute=none");
+    }
+
+    #[test]
+    fn no_more_chunks_than_the_model_has_layers_are_tried() {
+        let space = SweepSpace {
+            max_microbatch: 1,
+            max_chunks: u32::MAX,
+            schedules: vec![ScheduleKind::Interleaved],
+            ..SweepSpace::new("tiny", "dgx-a100", 2, 8)
+        };
+        let tuples = space.tuples(8, 4);
+        // (t, p) ∈ {(1,1), (1,2), (2,1)} × v ∈ {2, 3, 4} × 2 recompute.
+        assert_eq!(tuples.len(), 3 * 3 * 2);
+        assert!(tuples.iter().all(|c| c.chunks <= 4));
     }
 }

@@ -81,12 +81,22 @@ fn row(case: &str, quantity: &str, published: f64, predicted: f64, note: String)
             "the prediction is not a finite number (a size beyond what the cost model can represent)",
         );
     }
+    // A ratio first: `predicted - published` overflows for published values near f64::MAX.
+    let error_percent = 100.0 * (predicted / published - 1.0);
+    if !error_percent.is_finite() {
+        return skipped(
+            case,
+            quantity,
+            published,
+            &format!("published value {published:e} is too small for a finite relative error"),
+        );
+    }
     ValidationRow {
         case: case.into(),
         quantity: quantity.into(),
         published,
         predicted: Some(predicted),
-        error_percent: Some(100.0 * (predicted - published) / published),
+        error_percent: Some(error_percent),
         note,
     }
 }

@@ -289,11 +289,18 @@ pub fn simulate_run(run: &VtrainRun) -> VtrainResult {
         .max()
         .unwrap_or(0);
     let predicted_ms = ns as f64 / 1e6;
+    let error_percent = 100.0 * (predicted_ms / run.measured_ms - 1.0);
+    if !error_percent.is_finite() {
+        return refused(format!(
+            "measured {:e} ms is too small for a finite relative error",
+            run.measured_ms
+        ));
+    }
     VtrainResult {
         run: *run,
         predicted_ns: Some(ns),
         predicted_ms: Some(predicted_ms),
-        error_percent: Some(100.0 * (predicted_ms / run.measured_ms - 1.0)),
+        error_percent: Some(error_percent),
         fits_in_memory: Some(report.memory.iter().all(|stage| stage.fits)),
         refused: None,
     }

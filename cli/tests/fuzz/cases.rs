@@ -1,0 +1,391 @@
+//! The fuzzer's cases (see `../fuzz.rs`): for each subcommand, a command
+//! line over seed files (`seeds.rs`), mutated most of the time
+//! (`mutate.rs`), with flags (`flags.rs`).
+
+use super::flags::{
+    extreme, option_flags, output_path, picture_flags, scenario_flags, value, Flags,
+};
+use super::mutate::{mutate, mutate_text, Json, Rng};
+use super::seeds::Seeds;
+
+/// One command to run: its arguments, the files it reads (written into the
+/// case's folder first) and the files it may write there.
+pub struct Case {
+    pub args: Vec<String>,
+    pub files: Vec<(String, Vec<u8>)>,
+    pub outputs: Vec<String>,
+}
+
+/// Adds `file` (a seed, mutated 1–3 times most of the time) as `name`.
+fn add_file(case: &mut Case, name: &str, seed: &Json, mutate_percent: u64, rng: &mut Rng) {
+    let mut doc = seed.clone();
+    let mutated = rng.chance(mutate_percent);
+    if mutated {
+        for _ in 0..=rng.below(3) {
+            mutate(&mut doc, rng);
+        }
+    }
+    let mut bytes = doc.render().into_bytes();
+    if mutated && rng.chance(15) {
+        mutate_text(&mut bytes, rng);
+    }
+    case.files.push((name.to_string(), bytes));
+}
+
+/// Adds a timeline: JSON lines are mutated one line at a time.
+fn add_timeline(
+    case: &mut Case,
+    seeds: &Seeds,
+    name: &str,
+    mutate_percent: u64,
+    rng: &mut Rng,
+) -> String {
+    let (seed_name, text) = rng.pick(&seeds.timelines);
+    let file = format!(
+        "{name}{}",
+        if seed_name.ends_with(".jsonl") {
+            ".jsonl"
+        } else {
+            ".json"
+        }
+    );
+    if seed_name.ends_with(".jsonl") {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        if rng.chance(mutate_percent) {
+            let i = if rng.chance(50) {
+                0
+            } else {
+                rng.below(lines.len())
+            };
+            let mut doc = Json::parse(&lines[i]);
+            mutate(&mut doc, rng);
+            lines[i] = doc.render();
+        }
+        let mut bytes = lines.join("\n").into_bytes();
+        if rng.chance(mutate_percent / 10) {
+            mutate_text(&mut bytes, rng);
+        }
+        case.files.push((file.clone(), bytes));
+    } else {
+        add_file(case, &file, &Json::parse(text), mutate_percent, rng);
+    }
+    file
+}
+
+/// Model, topology, profile and stack files, mutated now and then, so that
+/// scenarios and flags can name them.
+fn add_spec_files(case: &mut Case, seeds: &Seeds, rng: &mut Rng) {
+    add_file(case, "model.json", rng.pick(&seeds.models), 15, rng);
+    add_file(case, "topology.json", rng.pick(&seeds.topologies), 15, rng);
+    add_file(case, "profile.json", rng.pick(&seeds.profiles), 15, rng);
+    add_file(case, "stack.json", rng.pick(&seeds.stacks), 15, rng);
+}
+
+/// A scenario file (mutated most of the time) and maybe a few flags over
+/// it, or flags alone. Returns the flags and whether the scenario is the
+/// embedded default (1024 GPUs: its trace is 700 MB, its execution plan 10 GB).
+fn scenario_input(
+    seeds: &Seeds,
+    case: &mut Case,
+    allow_default: bool,
+    rng: &mut Rng,
+) -> (Flags, bool) {
+    add_spec_files(case, seeds, rng);
+    let mut flags = Flags(Vec::new());
+    if !rng.chance(50) {
+        scenario_flags(&mut flags, rng);
+        return (flags, false);
+    }
+    // Seed 1 is the embedded default.
+    let index = if allow_default {
+        rng.below(seeds.scenarios.len())
+    } else {
+        *rng.pick(&[0, 2, 3, 4, 5])
+    };
+    add_file(case, "scenario.json", &seeds.scenarios[index], 70, rng);
+    flags.push("scenario.json", None);
+    if rng.chance(30) {
+        // A few flags overriding the file.
+        let mut overrides = Flags(Vec::new());
+        scenario_flags(&mut overrides, rng);
+        overrides.0.retain(|_| rng.chance(30));
+        flags.0.extend(overrides.0);
+    }
+    (flags, index == 1)
+}
+
+fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let (mut flags, large) = scenario_input(seeds, case, true, rng);
+    match rng.below(6) {
+        0 => flags.push("--json", None),
+        1 => flags.push("--explain", None),
+        2 => flags.push("--max-model-size", None),
+        _ => {}
+    }
+    if large {
+        return flags;
+    }
+    if rng.chance(30) {
+        let name = if rng.chance(70) {
+            "out.json"
+        } else {
+            "out.jsonl"
+        };
+        flags.push("--timeline", Some(output_path(name, case, rng)));
+    }
+    picture_flags(&mut flags, case, rng);
+    flags
+}
+
+fn collective(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    add_spec_files(case, seeds, rng);
+    let mut flags = Flags(Vec::new());
+    let ops = [
+        "all_reduce",
+        "reduce_scatter",
+        "all_gather",
+        "broadcast",
+        "send_recv",
+    ];
+    for (flag, valid, percent) in [
+        ("--op", &ops[..], 70),
+        (
+            "--topology",
+            &["selene", "topology.json", "dgx2-v100-x8"][..],
+            60,
+        ),
+        ("--profile", &["profile.json", "h200"][..], 20),
+        ("--gpus", &["1", "2", "8", "16", "64"][..], 70),
+        ("--gpus-per-node", &["1", "2", "8"][..], 30),
+        ("--min-bytes", &["8", "1K", "1M"][..], 40),
+        ("--max-bytes", &["1M", "1G", "8G"][..], 40),
+        ("--factor", &["2", "4", "10"][..], 30),
+        ("--algorithm", &["ring", "tree"][..], 30),
+    ] {
+        if rng.chance(percent) {
+            flags.push(flag, Some(value(valid, rng)));
+        }
+    }
+    flags
+}
+
+fn timeline(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let file = add_timeline(case, seeds, "timeline", 75, rng);
+    let mut flags = Flags(vec![(file, None)]);
+    picture_flags(&mut flags, case, rng);
+    flags
+}
+
+fn compare(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let (first, second) = match rng.below(3) {
+        0 => (80, 0),
+        1 => (0, 80),
+        _ => (60, 60),
+    };
+    let a = add_timeline(case, seeds, "a", first, rng);
+    let b = add_timeline(case, seeds, "b", second, rng);
+    let mut flags = Flags(vec![(a, None), (b, None)]);
+    if rng.chance(50) {
+        flags.push("--max-error", Some(value(&["0", "5", "50", "1e9"], rng)));
+    }
+    if rng.chance(20) {
+        flags.push("--worst", Some(value(&["0", "1", "100"], rng)));
+    }
+    if rng.chance(20) {
+        flags.push("--plot", Some(output_path("out.svg", case, rng)));
+    }
+    flags
+}
+
+/// `--json`, `--csv`, `--plot`, `--top` of `sweep` and `sweep merge`.
+fn sweep_outputs(flags: &mut Flags, case: &mut Case, rng: &mut Rng) {
+    if rng.chance(30) {
+        let json = if rng.chance(20) {
+            "-".to_string()
+        } else {
+            output_path("out.json", case, rng)
+        };
+        flags.push("--json", Some(json));
+    }
+    if rng.chance(20) {
+        flags.push("--csv", Some(output_path("out.csv", case, rng)));
+    }
+    if rng.chance(20) {
+        flags.push("--plot", Some(output_path("out.svg", case, rng)));
+    }
+    if rng.chance(20) {
+        flags.push("--top", Some(value(&["0", "3", "1000"], rng)));
+    }
+}
+
+fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    add_spec_files(case, seeds, rng);
+    let mut flags = Flags(Vec::new());
+    flags.push("--model", Some(value(&["tiny", "model.json"], rng)));
+    flags.push(
+        "--topology",
+        Some(value(&["dgx-a100", "topology.json"], rng)),
+    );
+    flags.push("--gpus", Some(value(&["1", "2", "4", "8"], rng)));
+    flags.push("--global-batch", Some(value(&["2", "4", "8", "16"], rng)));
+    for (flag, valid, percent) in [
+        ("--max-microbatch", &["1", "2", "4"][..], 70),
+        ("--max-chunks", &["1", "2"][..], 70),
+        (
+            "--schedule",
+            &["1f1b", "gpipe,interleaved", "1f1b,1f1b"][..],
+            40,
+        ),
+        ("--recompute", &["none", "full,selective"][..], 40),
+        ("--tp", &["1", "2"][..], 20),
+        ("--pp", &["1", "2"][..], 20),
+        (
+            "--shard",
+            &["0/3", "2/3", "3/3", "0/0", "1/4294967295", "0/1", "/", "1"][..],
+            30,
+        ),
+        ("--profile", &["profile.json"][..], 10),
+        ("--stack", &["stack.json", "megatron-core-2024"][..], 10),
+    ] {
+        if rng.chance(percent) {
+            flags.push(flag, Some(value(valid, rng)));
+        }
+    }
+    for switch in ["--allow-cross-node-tp", "--ignore-memory"] {
+        if rng.chance(15) {
+            flags.push(switch, None);
+        }
+    }
+    option_flags(&mut flags, false, rng);
+    sweep_outputs(&mut flags, case, rng);
+    flags
+}
+
+fn sweep_merge(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let mut flags = Flags(vec![("merge".into(), None)]);
+    let mutated = rng.below(seeds.shards.len());
+    for (i, shard) in seeds.shards.iter().enumerate() {
+        if i != mutated && rng.chance(10) {
+            continue; // a missing shard
+        }
+        let name = format!("shard{i}.json");
+        add_file(case, &name, shard, if i == mutated { 90 } else { 0 }, rng);
+        flags.push(&name, None);
+        if rng.chance(5) {
+            flags.push(&name, None); // the same shard twice
+        }
+    }
+    sweep_outputs(&mut flags, case, rng);
+    flags
+}
+
+fn validate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let name = if rng.chance(65) {
+        add_file(case, "cases.json", rng.pick(&seeds.dev_sets), 90, rng);
+        "cases.json"
+    } else {
+        let mut lines: Vec<String> = seeds.csv.lines().map(str::to_string).collect();
+        for _ in 0..=rng.below(2) {
+            let row = rng.below(lines.len());
+            let mut fields: Vec<String> = lines[row].split(',').map(str::to_string).collect();
+            let field = rng.below(fields.len());
+            match rng.below(4) {
+                0 => {
+                    fields.remove(field);
+                }
+                1 => fields.push("1".into()),
+                2 => fields[field] = value(&["1", "2", "1024", "0"], rng),
+                _ => fields[field] = extreme(rng),
+            }
+            lines[row] = fields.join(",");
+        }
+        let mut bytes = lines.join("\n").into_bytes();
+        if rng.chance(15) {
+            mutate_text(&mut bytes, rng);
+        }
+        case.files.push(("runs.csv".into(), bytes));
+        "runs.csv"
+    };
+    let mut flags = Flags(vec![(name.into(), None)]);
+    if rng.chance(30) {
+        flags.push("--json", None);
+    }
+    flags
+}
+
+fn plot_bubble(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    add_spec_files(case, seeds, rng);
+    let mut flags = Flags(vec![("bubble".into(), None)]);
+    flags.push("--model", Some(value(&["tiny", "model.json"], rng)));
+    flags.push(
+        "--topology",
+        Some(value(&["dgx-a100", "topology.json"], rng)),
+    );
+    for (flag, valid) in [
+        ("--tp", &["1"][..]),
+        ("--pp", &["2", "4"][..]),
+        ("--dp", &["1"][..]),
+    ] {
+        flags.push(flag, Some(value(valid, rng)));
+    }
+    flags.push(
+        "--microbatches",
+        Some(value(&["4,8", "2", "4,0", "8,4294967295"], rng)),
+    );
+    flags.push("--out", Some(output_path("out.svg", case, rng)));
+    case.outputs.push("bubble.svg".into());
+    flags
+}
+
+fn execute_dry_run(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let (mut flags, _) = scenario_input(seeds, case, false, rng);
+    flags.push("--mode", Some(value(&["synthetic", "real"], rng)));
+    flags.push("--dry-run", None);
+    if rng.chance(50) {
+        flags.push("--plan", Some(output_path("out.plan.json", case, rng)));
+    }
+    case.outputs.push("measured.json".into());
+    flags
+}
+
+/// The `index`th case of the run seeded with `seed`: a pure function of both.
+pub fn generate(seeds: &Seeds, seed: u64, index: u64) -> Case {
+    let mut rng = Rng::new(seed ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let mut case = Case {
+        args: Vec::new(),
+        files: Vec::new(),
+        outputs: Vec::new(),
+    };
+    type Template = fn(&Seeds, &mut Case, &mut Rng) -> Flags;
+    let templates: &[(&str, Template, usize)] = &[
+        ("simulate", simulate, 30),
+        ("collective", collective, 6),
+        ("timeline", timeline, 10),
+        ("compare", compare, 12),
+        ("sweep", sweep, 10),
+        ("sweep", sweep_merge, 7),
+        ("validate", validate, 12),
+        ("plot", plot_bubble, 3),
+        ("execute", execute_dry_run, 4),
+    ];
+    let total: usize = templates.iter().map(|t| t.2).sum();
+    let mut ticket = rng.below(total);
+    let (command, template) = templates
+        .iter()
+        .find_map(|&(name, template, weight)| {
+            if ticket < weight {
+                Some((name, template))
+            } else {
+                ticket -= weight;
+                None
+            }
+        })
+        .expect("a template");
+    let mut flags = template(seeds, &mut case, &mut rng);
+    if rng.chance(35) {
+        flags.spoil(1 + rng.below(2), &mut rng);
+    }
+    case.args.push(command.to_string());
+    case.args.extend(flags.into_args(&mut rng));
+    case
+}

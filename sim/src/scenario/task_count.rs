@@ -1,0 +1,197 @@
+//! How many tasks a scenario's graph gets, estimated before it is built:
+//! scenario validation refuses graphs over [`task_limit`] (at most
+//! [`MAX_TASKS`]), and lowering sizes the graph with the same estimate.
+
+use super::{Layout, Recompute, TrainingOptions};
+use crate::lowering::passes::layers_per_bucket;
+use crate::lowering::CPU_ADAM_TILE_PARAMS;
+use models::sharding::{parameters_of_layers, parameters_on_rank};
+use models::ModelSpec;
+
+/// Largest task graph a simulation will build (the 1T model on 3072 GPUs
+/// needs 7.3 million tasks with its host lane and ~1.2 GB).
+pub const MAX_TASKS: u64 = 60_000_000;
+
+/// Peak resident bytes per task of [`estimated_task_count`]: the task, its
+/// edges, its duration, the engine's queue entry and its timeline record.
+/// Measured on the 1T model on 3,072 GPUs (t=8 p=64 d=6, B=3072):
+/// `/usr/bin/time -v clustersim simulate` peaks at 1,275,208 KiB for
+/// 6,488,064 estimated tasks (7,266,176 built) = 201 B, rounded to 200.
+pub const BYTES_PER_TASK: u64 = 200;
+
+/// The environment variable that lowers the task limit below [`MAX_TASKS`].
+pub const TASK_LIMIT_VARIABLE: &str = "CLUSTERSIM_MAX_TASKS";
+
+/// The task limit in force: [`MAX_TASKS`], or the whole number in
+/// `CLUSTERSIM_MAX_TASKS` when that is smaller (a machine with less memory; the
+/// CLI fuzzer runs under a 4 GiB cap). Anything else in the variable is ignored.
+pub fn task_limit() -> u64 {
+    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var(TASK_LIMIT_VARIABLE)
+            .ok()
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .map_or(MAX_TASKS, |limit| limit.min(MAX_TASKS))
+    })
+}
+
+/// How finely gradients and the optimizer step are cut up: the tasks a
+/// scenario gets beyond one per pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GradientSplits {
+    /// ZeRO-Offload: gradient buckets of every backward, each with its
+    /// reduce-scatter and copies to the host (0 without offload).
+    pub offload_buckets: u64,
+    /// CPU Adam tiles per rank and iteration, each with its upload (0 without offload).
+    pub adam_tiles: u64,
+    /// Overlapped gradient reduction with buckets: gradient buckets of each
+    /// chunk's last backward, each with its all-reduce (0 otherwise).
+    pub reduce_buckets: u64,
+}
+
+impl GradientSplits {
+    /// The splits of `model` under `layout` and `options` (saturating; any
+    /// layout, even one validation refuses).
+    pub fn of(model: &ModelSpec, layout: &Layout, options: &TrainingOptions) -> GradientSplits {
+        let sharding = layout.sharding();
+        let per_layer = parameters_of_layers(model, sharding, 1, false, false);
+        let layers = u32::try_from(model.layers).unwrap_or(u32::MAX);
+        let buckets = |bucket_params: u64, layers: u32| -> u64 {
+            layers.div_ceil(layers_per_bucket(bucket_params, per_layer, layers)) as u64
+        };
+        let mut splits = GradientSplits::default();
+        if let Some(offload) = options.offload {
+            splits.offload_buckets = buckets(offload.bucket_params, layers).max(1);
+            // Each bucket's shard is rounded up to whole parameters per rank.
+            let shard = parameters_on_rank(model, sharding, 0)
+                .div_ceil(layout.data_parallel.max(1) as u64)
+                .saturating_add(splits.offload_buckets);
+            splits.adam_tiles = shard.div_ceil(CPU_ADAM_TILE_PARAMS);
+        }
+        if let Some(bucket_params) = options.grad_reduce_bucket_params {
+            let virtual_stages = layout.virtual_stages().max(1);
+            splits.reduce_buckets = buckets(bucket_params, layers / virtual_stages).max(1);
+        }
+        splits
+    }
+}
+
+/// About how many tasks a simulation of `layout` builds: for every replica,
+/// stage, chunk, microbatch and pass (forward, backward, and a recompute when
+/// there is one) a compute task per tensor rank and the tensor all-reduce,
+/// plus the host lane's two issue tasks when the host is simulated; a
+/// backward cut into gradient buckets counts each bucket as a pass, with its
+/// collectives and copies, and CPU Adam tiles count with their uploads;
+/// times the iterations simulated. Saturating: it only has to be compared.
+pub fn estimated_task_count(
+    layout: &Layout,
+    recompute: Recompute,
+    simulates_host: bool,
+    iterations: u32,
+    splits: GradientSplits,
+) -> u64 {
+    let product = |factors: &[u64]| factors.iter().fold(1u64, |a, &b| a.saturating_mul(b));
+    let (t, p, d) = (
+        layout.tensor_parallel as u64,
+        layout.pipeline_parallel as u64,
+        layout.data_parallel as u64,
+    );
+    let (v, m) = (layout.chunks as u64, layout.microbatches as u64);
+    let offload = splits.offload_buckets > 0;
+    // An offloaded backward is its buckets, counted below; ZeRO-Offload
+    // programs have no host lane (yet).
+    let passes = if recompute == Recompute::None { 2 } else { 3 } - offload as u64;
+    let per_pass = t + 1 + 2 * (simulates_host && !offload) as u64;
+    let per_iteration = [
+        product(&[d, p, v, m, passes, per_pass]),
+        // ZeRO-Offload: every backward's buckets (a pass, a reduce-scatter
+        // per tensor rank, a copy per rank) and the tiles (Adam and upload per rank).
+        product(&[m, splits.offload_buckets, d * per_pass + t + d * t]),
+        product(&[2, d, t, splits.adam_tiles]),
+        // Overlapped reduction: the last backward's buckets and their all-reduces.
+        product(&[d, p, v, splits.reduce_buckets, per_pass + t]),
+    ]
+    .into_iter()
+    .fold(0u64, u64::saturating_add);
+    product(&[per_iteration, iterations.max(1) as u64])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{ScenarioFile, TrainingOptionsFile};
+
+    fn tasks_and_estimate(file: ScenarioFile) -> (u64, u64) {
+        let scenario = file.resolve().unwrap();
+        let estimate = estimated_task_count(
+            &scenario.layout,
+            scenario.recompute,
+            scenario.stack.host.is_some(),
+            scenario.iterations,
+            GradientSplits::of(&scenario.model, &scenario.layout, &scenario.options),
+        );
+        (crate::simulate(&scenario).unwrap().n_tasks as u64, estimate)
+    }
+
+    #[test]
+    fn the_estimate_covers_offload_buckets_and_tiles_and_reduce_buckets() {
+        let offload = ScenarioFile {
+            model: Some("gpt2-1b".into()),
+            topology: Some("dgx2-v100".into()),
+            dp: Some(2),
+            global_batch: Some(8),
+            options: TrainingOptionsFile {
+                zero_offload: Some(true),
+                delayed_update: Some(true),
+                offload_bucket_params: Some(1),
+                ..Default::default()
+            },
+            ..ScenarioFile::default()
+        };
+        let buckets = ScenarioFile {
+            options: TrainingOptionsFile {
+                overlap_grad_reduce: Some(true),
+                grad_reduce_bucket_params: Some(1),
+                ..Default::default()
+            },
+            pp: Some(2),
+            dp: Some(2),
+            global_batch: Some(8),
+            ..ScenarioFile::tiny_example()
+        };
+        for file in [offload, buckets, ScenarioFile::tiny_example()] {
+            let (tasks, estimate) = tasks_and_estimate(file.clone());
+            // About right: without its buckets and tiles the offload
+            // estimate was 6.7 times too small.
+            assert!(
+                tasks <= 2 * estimate && estimate <= 2 * tasks,
+                "{tasks} tasks, estimated {estimate} for {file:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn offload_tiles_of_a_huge_model_are_counted() {
+        let model = ModelSpec {
+            name: "huge".into(),
+            layers: 16384,
+            hidden: 1 << 20,
+            heads: 8,
+            seq_len: 256,
+            vocab: 51200,
+            ffn_hidden: None,
+        };
+        let file = ScenarioFile {
+            model: Some(serde_json::to_value(&model).unwrap()),
+            topology: Some("dgx2-v100".into()),
+            global_batch: Some(1),
+            options: TrainingOptionsFile {
+                zero_offload: Some(true),
+                ..Default::default()
+            },
+            ..ScenarioFile::default()
+        };
+        let problems = file.resolve().unwrap_err().to_string();
+        assert!(problems.contains("tasks per simulation"), "{problems}");
+    }
+}

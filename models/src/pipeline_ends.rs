@@ -32,7 +32,8 @@ pub const EMBEDDING_BACKWARD_DIRECT_MAX_INDICES: u64 = 3072;
 /// the scatter into the table: 2).
 const EMBEDDING_BACKWARD_SORTED_KERNELS: usize = 8;
 
-/// `n` tiny kernels over `elements` 4-byte values (token ids, masks, per-token losses).
+/// One tiny kernel per name, each reading and writing `elements` 4-byte
+/// values (token ids, masks, per-token losses).
 fn tiny(steps: &mut Vec<Step>, names: &[&'static str], elements: u64) {
     for name in names {
         steps.push(Step::memory(name, 2.0 * FP32_BYTES * elements as f64));
@@ -147,23 +148,18 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
     ];
     for (zero, table_elems) in tables {
         backward.push(Step::memory(zero, fp16 * table_elems as f64));
-        if tokens <= EMBEDDING_BACKWARD_DIRECT_MAX_INDICES {
-            backward.push(Step::memory(
-                "embedding.grad_scatter",
-                2.0 * fp16 * hidden_elems,
-            ));
-        } else {
+        if tokens > EMBEDDING_BACKWARD_DIRECT_MAX_INDICES {
             for _ in 1..EMBEDDING_BACKWARD_SORTED_KERNELS {
                 backward.push(Step::memory(
                     "embedding.grad_sort",
                     2.0 * FP32_BYTES * tokens as f64,
                 ));
             }
-            backward.push(Step::memory(
-                "embedding.grad_scatter",
-                2.0 * fp16 * hidden_elems,
-            ));
         }
+        backward.push(Step::memory(
+            "embedding.grad_scatter",
+            2.0 * fp16 * hidden_elems,
+        ));
     }
     if split {
         backward.push(Step::memory(

@@ -3,7 +3,7 @@
 //! layout too large for the machine is refused with both numbers instead of
 //! aborting half-way through an allocation.
 //!
-//! The estimate is [`estimated_task_count`] × [`BYTES_PER_TASK`] (measured;
+//! The estimate is [`Scenario::estimated_tasks`] × [`BYTES_PER_TASK`] (measured;
 //! both in `scenario/task_count.rs`). What the
 //! process may allocate is the least of, where the system says (Linux):
 //! `MemAvailable` in `/proc/meminfo`, the soft "Max address space" limit in
@@ -11,18 +11,11 @@
 //! the cgroup v2 limit (`/sys/fs/cgroup/memory.max` less `memory.current`).
 //! Where none is readable nothing is refused.
 
-use crate::scenario::{estimated_task_count, GradientSplits, Scenario, BYTES_PER_TASK};
+use crate::scenario::{Scenario, BYTES_PER_TASK};
 
 /// About how many bytes simulating `scenario` holds at its peak (saturating).
 pub fn simulation_bytes(scenario: &Scenario) -> u64 {
-    estimated_task_count(
-        &scenario.layout,
-        scenario.recompute,
-        scenario.stack.host.is_some(),
-        scenario.iterations,
-        GradientSplits::of(&scenario.model, &scenario.layout, &scenario.options),
-    )
-    .saturating_mul(BYTES_PER_TASK)
+    scenario.estimated_tasks().saturating_mul(BYTES_PER_TASK)
 }
 
 /// What limits the memory this process may still allocate.
@@ -35,26 +28,14 @@ pub struct AvailableMemory {
 
 /// The least of the limits the system reports (`None` where it reports none).
 pub fn available() -> Option<AvailableMemory> {
-    let mut limits = Vec::new();
-    if let Some(bytes) = meminfo_available() {
-        limits.push(AvailableMemory {
-            bytes,
-            limit: "free memory",
-        });
-    }
-    if let Some(bytes) = address_space_left() {
-        limits.push(AvailableMemory {
-            bytes,
-            limit: "ulimit -v",
-        });
-    }
-    if let Some(bytes) = cgroup_left() {
-        limits.push(AvailableMemory {
-            bytes,
-            limit: "cgroup limit",
-        });
-    }
-    limits.into_iter().min_by_key(|limit| limit.bytes)
+    [
+        (meminfo_available(), "free memory"),
+        (address_space_left(), "ulimit -v"),
+        (cgroup_left(), "cgroup limit"),
+    ]
+    .into_iter()
+    .filter_map(|(bytes, limit)| bytes.map(|bytes| AvailableMemory { bytes, limit }))
+    .min_by_key(|available| available.bytes)
 }
 
 /// A simulation that would not fit.
@@ -76,10 +57,11 @@ pub fn check_fits(
     scenario: &Scenario,
     available: Option<AvailableMemory>,
 ) -> Result<(), DoesNotFit> {
-    let needed_bytes = simulation_bytes(scenario);
+    let tasks = scenario.estimated_tasks();
+    let needed_bytes = tasks.saturating_mul(BYTES_PER_TASK);
     match available {
         Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
-            tasks: needed_bytes / BYTES_PER_TASK,
+            tasks,
             needed_bytes,
             available_bytes: available.bytes,
             limit: available.limit,

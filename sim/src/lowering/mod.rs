@@ -58,12 +58,7 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
 
 /// About how many tasks the graph gets (to size it once).
 fn estimated_tasks(scenario: &Scenario) -> usize {
-    crate::scenario::estimated_task_count(
-        &scenario.layout,
-        scenario.recompute,
-        scenario.stack.host.is_some(),
-        scenario.iterations,
-        crate::scenario::GradientSplits::of(&scenario.model, &scenario.layout, &scenario.options),
-    )
-    .min(crate::scenario::task_limit()) as usize
+    scenario
+        .estimated_tasks()
+        .min(crate::scenario::task_limit()) as usize
 }

@@ -2,7 +2,7 @@
 //! scenario validation refuses graphs over [`task_limit`] (at most
 //! [`MAX_TASKS`]), and lowering sizes the graph with the same estimate.
 
-use super::{Layout, Recompute, TrainingOptions};
+use super::{Layout, Recompute, Scenario, TrainingOptions};
 use crate::lowering::passes::layers_per_bucket;
 use crate::lowering::CPU_ADAM_TILE_PARAMS;
 use models::sharding::{parameters_of_layers, parameters_on_rank};
@@ -116,6 +116,19 @@ pub fn estimated_task_count(
     product(&[per_iteration, iterations.max(1) as u64])
 }
 
+impl Scenario {
+    /// [`estimated_task_count`] of this validated scenario.
+    pub fn estimated_tasks(&self) -> u64 {
+        estimated_task_count(
+            &self.layout,
+            self.recompute,
+            self.stack.host.is_some(),
+            self.iterations,
+            GradientSplits::of(&self.model, &self.layout, &self.options),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,13 +136,7 @@ mod tests {
 
     fn tasks_and_estimate(file: ScenarioFile) -> (u64, u64) {
         let scenario = file.resolve().unwrap();
-        let estimate = estimated_task_count(
-            &scenario.layout,
-            scenario.recompute,
-            scenario.stack.host.is_some(),
-            scenario.iterations,
-            GradientSplits::of(&scenario.model, &scenario.layout, &scenario.options),
-        );
+        let estimate = scenario.estimated_tasks();
         (crate::simulate(&scenario).unwrap().n_tasks as u64, estimate)
     }
 

@@ -10,6 +10,7 @@
 //! | CUDA-event timing of repeated launches; the median/IQR summary | [`timing`] |
 //! | one cuBLAS GEMM of a row-major shape (column-major call, buffer sets, random inputs) | [`gemm`] |
 //! | seeded random inputs (SplitMix64) | [`random`] |
+//! | NVRTC-compile a kernel to a cubin for the device's own architecture, load it | [`kernels`] |
 //! | the error of a failed CUDA, cuBLAS or NVRTC call, with context | [`error`] |
 //!
 //! Libraries are loaded at run time (cudarc's `dynamic-loading`), so this
@@ -27,6 +28,7 @@
 pub mod detect;
 pub mod error;
 pub mod gemm;
+pub mod kernels;
 pub mod random;
 pub mod timing;
 

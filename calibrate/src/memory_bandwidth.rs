@@ -8,7 +8,7 @@
 
 use crate::error::CalibrateError;
 use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
-use gpu::detect::{CudaLibrary, Device};
+use gpu::detect::Device;
 use gpu::error::CudaContextExt;
 use gpu::timing::{self, Summary};
 use profile::{MemoryMeasurement, Source};
@@ -126,29 +126,15 @@ extern "C" __global__ void gelu_bf16x4(const unsigned long long* __restrict__ x,
 }
 "#;
 
-/// Compiles and loads the GeLU kernel for this device's architecture.
+/// Compiles the GeLU kernel to a cubin for this device's architecture and loads it.
 fn load_gelu(device: &Device) -> Result<CudaFunction, CalibrateError> {
-    CudaLibrary::Nvrtc.require("the elementwise kernel")?;
-    let (major, minor) = device.info.compute_capability;
-    let options = cudarc::nvrtc::CompileOptions {
-        options: vec![format!("--gpu-architecture=compute_{major}{minor}")],
-        ..Default::default()
-    };
-    let ptx =
-        cudarc::nvrtc::compile_ptx_with_opts(GELU_KERNEL_SOURCE, options).map_err(|error| {
-            CalibrateError::from(gpu::GpuError::Nvrtc {
-                context: "compiling the bf16 GeLU kernel".into(),
-                message: error.to_string(),
-            })
-        })?;
-    let module = device
-        .ctx
-        .load_module(ptx)
-        .cuda(|| "loading the bf16 GeLU module".into())?;
-    let function = module
-        .load_function("gelu_bf16x4")
-        .cuda(|| "finding gelu_bf16x4 in its module".into())?;
-    Ok(function)
+    let kernel = gpu::kernels::compile_and_load(
+        device,
+        GELU_KERNEL_SOURCE,
+        "gelu_bf16x4",
+        "the bf16 GeLU kernel",
+    )?;
+    Ok(kernel.function)
 }
 
 /// Times the GeLU kernel over `sizes_bytes` of bf16 input (each a multiple

@@ -178,7 +178,7 @@ pub fn write_profile(
         profile.gemm.kernel_overhead_ns = measured(
             overhead_ns as f64,
             format!(
-                "event-timed span of {} back-to-back 1x128x128x128 bf16 cuBLAS GEMMs divided by their number (launch gap plus a minimal kernel)",
+                "span of {} back-to-back empty kernels enqueued behind a gate (one event pair), divided by their number: the launch-to-launch gap as the GPU sees it, median of 5",
                 findings.kernel_overhead_launches
             ),
         );

@@ -13,8 +13,9 @@ use gpu::error::{CublasContextExt, GpuError};
 use half::{bf16, f16};
 use profile::{Profile, Provenance};
 
-/// Launches averaged per kernel-overhead sample.
-const KERNEL_OVERHEAD_LAUNCHES: u32 = 200;
+/// Empty kernels averaged per launch-gap sample, and samples (median kept).
+const KERNEL_OVERHEAD_LAUNCHES: u32 = 100;
+const KERNEL_OVERHEAD_REPEATS: u32 = 5;
 
 /// Runs a calibration and returns the profile; `progress` is called as each
 /// step of each stage finishes (starting with `done: 0`).
@@ -48,6 +49,7 @@ pub fn run(
 
     let device_count = require_gpu()?;
     CudaLibrary::Cublas.require("GEMM timing")?;
+    CudaLibrary::Nvrtc.require("the timing gate kernels")?;
     let devices = (0..device_count)
         .map(open_device)
         .collect::<Result<Vec<Device>, GpuError>>()?;
@@ -183,10 +185,10 @@ fn run_gemm(
         }
     }
     let mut stage = StageProgress::start("kernel overhead", 1, progress);
-    findings.kernel_overhead_ns = Some(gemm::kernel_overhead_ns(
-        device,
-        blas,
+    findings.kernel_overhead_ns = Some(gpu::timing::launch_gap_ns(
+        &device.stream,
         KERNEL_OVERHEAD_LAUNCHES,
+        KERNEL_OVERHEAD_REPEATS,
     )?);
     findings.kernel_overhead_launches = KERNEL_OVERHEAD_LAUNCHES;
     stage.step();

@@ -38,6 +38,8 @@ enum Command {
     Execute(commands::execute::ExecuteArgs),
     /// Time GEMMs, HBM, PCIe, NCCL and CPU Adam on this machine and write a calibration profile.
     Calibrate(commands::calibrate::CalibrateArgs),
+    /// Which cuBLAS, NVRTC and NCCL files calibrate and execute load, and where they were found.
+    CudaLibs(commands::cuda_libs::CudaLibsArgs),
     /// Run published measurements (e.g. validation/dev-set.json) through the simulator.
     Validate(commands::validate::ValidateArgs),
     /// List the built-in models, topologies and calibration profiles.
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::run(args),
         Command::Execute(args) => commands::execute::run(args),
         Command::Calibrate(args) => commands::calibrate::run(args),
+        Command::CudaLibs(args) => commands::cuda_libs::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Presets => commands::presets::run(),
     };

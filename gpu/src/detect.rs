@@ -57,10 +57,7 @@ impl CudaLibrary {
         if self.is_present() {
             return Ok(());
         }
-        let hint = match self {
-            CudaLibrary::Nccl => "NCCL's Python wheel ships only libnccl.so.2: make a directory with a symlink libnccl.so -> .../nvidia/nccl/lib/libnccl.so.2 and put it on LD_LIBRARY_PATH (see the calibrate crate docs)",
-            _ => "put the directory holding it (e.g. site-packages/nvidia/*/lib of the CUDA Python wheels) on LD_LIBRARY_PATH, adding a symlink without the version suffix if only a versioned file exists (see the calibrate crate docs)",
-        };
+        let hint = "pass --cuda-lib-dir DIR (the directory holding it) or set CLUSTERSIM_CUDA_LIB_DIR; `clustersim cuda-libs` shows where it was looked for";
         Err(GpuError::MissingLibrary {
             library: self.file_name().into(),
             stage: stage.into(),

@@ -40,6 +40,10 @@ pub enum GpuError {
     /// NVRTC could not compile a kernel.
     #[error("NVRTC error while {context}: {message}")]
     Nvrtc { context: String, message: String },
+    /// The host could not enqueue the timed repeats before even the longest
+    /// gate opened (an overloaded host, or a launch that blocks).
+    #[error("the host was still enqueueing {what} when a {gate_ns} ns gate opened; the timing would include host time (is the host overloaded, or does a launch block?)")]
+    HostTooSlow { what: String, gate_ns: u64 },
     /// A shape or size does not fit the library's 32-bit arguments.
     #[error("{what} is too large for the library call ({value} > {limit})")]
     TooLarge {

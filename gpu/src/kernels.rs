@@ -11,9 +11,10 @@
 
 use crate::detect::{CudaLibrary, Device};
 use crate::error::{CudaContextExt, GpuError};
-use cudarc::driver::CudaFunction;
+use cudarc::driver::{CudaContext, CudaFunction};
 use cudarc::nvrtc::{result, sys, Ptx};
 use std::ffi::{CStr, CString};
+use std::sync::Arc;
 
 /// The `--gpu-architecture` value for a device of compute capability
 /// `(major, minor)`, given the SM versions this NVRTC supports (e.g. 90 for
@@ -88,19 +89,46 @@ pub fn compile_and_load(
     function_name: &str,
     what: &str,
 ) -> Result<CompiledKernel, GpuError> {
+    let mut loaded = compile_and_load_all(&device.ctx, source, &[function_name], what)?;
+    Ok(CompiledKernel {
+        function: loaded.functions.remove(0),
+        architecture: loaded.architecture,
+    })
+}
+
+/// Several functions of one source, compiled once for `ctx`'s device.
+pub struct CompiledModule {
+    /// In the order asked for.
+    pub functions: Vec<CudaFunction>,
+    pub architecture: String,
+}
+
+/// Like [`compile_and_load`], for every function in `function_names`.
+pub fn compile_and_load_all(
+    ctx: &Arc<CudaContext>,
+    source: &str,
+    function_names: &[&str],
+    what: &str,
+) -> Result<CompiledModule, GpuError> {
     CudaLibrary::Nvrtc.require(what)?;
-    let architecture =
-        select_architecture(device.info.compute_capability, &supported_architectures()?)?;
+    let compute_capability = ctx
+        .compute_capability()
+        .cuda(|| format!("reading the compute capability for {what}"))?;
+    let architecture = select_architecture(compute_capability, &supported_architectures()?)?;
     let cubin = compile_cubin(source, &architecture, what)?;
-    let module = device
-        .ctx
+    let module = ctx
         .load_module(Ptx::from_binary(cubin))
         .cuda(|| format!("loading {what} ({architecture} cubin)"))?;
-    let function = module
-        .load_function(function_name)
-        .cuda(|| format!("finding {function_name} in the module of {what}"))?;
-    Ok(CompiledKernel {
-        function,
+    let functions = function_names
+        .iter()
+        .map(|name| {
+            module
+                .load_function(name)
+                .cuda(|| format!("finding {name} in the module of {what}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(CompiledModule {
+        functions,
         architecture,
     })
 }

@@ -4,11 +4,12 @@
 //! these; the executor times its tasks and calibrates its spin clock.
 //!
 //! Events are created with timing enabled (`CU_EVENT_DEFAULT`; cudarc's
-//! default is `CU_EVENT_DISABLE_TIMING`), one start/end pair per repeat, all
-//! recorded before the single synchronisation at the end so the host never
-//! stalls the GPU between repeats.
+//! default is `CU_EVENT_DISABLE_TIMING`), one start/end pair per repeat,
+//! all created before the timed launches and recorded behind a gate kernel
+//! ([`crate::gate`]), so that each pair spans only GPU work.
 
 use crate::error::{CudaContextExt, GpuError};
+use crate::gate::{initial_gate_ns, GateKernels, MAX_GATE_NS};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::Arc;
@@ -62,6 +63,13 @@ pub fn timing_event(ctx: &Arc<CudaContext>, what: &str) -> Result<CudaEvent, Gpu
 /// (i counts on across both, so callers can rotate buffers with `i % sets`),
 /// each timed by its own event pair on `stream`; returns one sample per
 /// timed repeat in nanoseconds.
+///
+/// The events are created before anything is enqueued, and the timed
+/// repeats are enqueued behind a gate ([`GateKernels::wait`]) so the GPU
+/// runs them back to back: a sample is what the GPU spent, not the host's
+/// issue time. If the host was still enqueueing when the gate opened, the
+/// samples are discarded and the repeats run again behind a gate four times
+/// longer; after [`MAX_GATE_NS`] it is an error.
 pub fn time_launches(
     stream: &Arc<CudaStream>,
     warmup: u32,
@@ -70,24 +78,48 @@ pub fn time_launches(
     mut launch: impl FnMut(usize) -> Result<(), GpuError>,
 ) -> Result<Vec<u64>, GpuError> {
     let ctx = stream.context();
+    let gate = GateKernels::for_context(ctx)?;
     for i in 0..warmup as usize {
         launch(i)?;
     }
-    let mut pairs = Vec::with_capacity(repeats as usize);
-    for r in 0..repeats as usize {
-        let start = timing_event(ctx, what)?;
-        let end = timing_event(ctx, what)?;
-        start
-            .record(stream)
-            .cuda(|| format!("recording the start event of {what}"))?;
-        launch(warmup as usize + r)?;
-        end.record(stream)
-            .cuda(|| format!("recording the end event of {what}"))?;
-        pairs.push((start, end));
-    }
     stream
         .synchronize()
-        .cuda(|| format!("waiting for {what} to finish"))?;
+        .cuda(|| format!("waiting for the warm-up of {what}"))?;
+    let pairs = (0..repeats)
+        .map(|_| Ok((timing_event(ctx, what)?, timing_event(ctx, what)?)))
+        .collect::<Result<Vec<_>, GpuError>>()?;
+    let gate_open = ctx
+        .new_event(None)
+        .cuda(|| format!("creating the gate event for {what}"))?;
+    let mut gate_ns = initial_gate_ns(repeats);
+    loop {
+        gate.wait(stream, gate_ns)?;
+        gate_open
+            .record(stream)
+            .cuda(|| format!("recording the gate of {what}"))?;
+        for (r, (start, end)) in pairs.iter().enumerate() {
+            start
+                .record(stream)
+                .cuda(|| format!("recording the start event of {what}"))?;
+            launch(warmup as usize + r)?;
+            end.record(stream)
+                .cuda(|| format!("recording the end event of {what}"))?;
+        }
+        let host_outran_gate = gate_open.is_complete();
+        stream
+            .synchronize()
+            .cuda(|| format!("waiting for {what} to finish"))?;
+        if !host_outran_gate {
+            break;
+        }
+        if gate_ns >= MAX_GATE_NS {
+            return Err(GpuError::HostTooSlow {
+                what: what.into(),
+                gate_ns,
+            });
+        }
+        gate_ns = (gate_ns * 4).min(MAX_GATE_NS);
+    }
     pairs
         .iter()
         .map(|(start, end)| {
@@ -97,6 +129,24 @@ pub fn time_launches(
                 .cuda(|| format!("reading the elapsed time of {what}"))
         })
         .collect()
+}
+
+/// The launch-to-launch gap as the GPU sees it: `launches` empty kernels
+/// back to back behind the gate, per event pair, divided by their number;
+/// the median of `repeats` such spans.
+pub fn launch_gap_ns(
+    stream: &Arc<CudaStream>,
+    launches: u32,
+    repeats: u32,
+) -> Result<u64, GpuError> {
+    let gate = GateKernels::for_context(stream.context())?;
+    let launches = launches.max(1);
+    let what = format!("{launches} back-to-back empty kernels");
+    let samples = time_launches(stream, 1, repeats.max(1), &what, |_| {
+        (0..launches).try_for_each(|_| gate.empty(stream))
+    })?;
+    let summary = Summary::from_samples(&samples).expect("at least one repeat");
+    Ok((summary.median_ns / launches as u64).max(1))
 }
 
 #[cfg(test)]

@@ -4,12 +4,13 @@
 use crate::exit::user_error;
 use calibrate::{CalibrateError, CalibrateOptions, Progress};
 use clap::Args;
+use gpu::detect::CudaLibrary;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  clustersim calibrate --quick --out my-gpu.json && clustersim simulate --profile my-gpu.json\n  clustersim calibrate --model gpt3-175b --tp 8 --microbatch-size 1 --out a100.json\n  clustersim calibrate --cpu-only --out cpu.json   # no GPU needed: times the CPU Adam step\n\nCUDA and NCCL from Python wheels: NCCL's wheel ships libnccl.so.2 only; make a directory with\n`ln -s /path/to/nvidia/nccl/lib/libnccl.so.2 libnccl.so` (likewise for libcublas/libcublasLt if needed)\nand put it on LD_LIBRARY_PATH. See calibrate/README.md."
+    after_help = "Examples:\n  clustersim calibrate --quick --out my-gpu.json && clustersim simulate --profile my-gpu.json\n  clustersim calibrate --model gpt3-175b --tp 8 --microbatch-size 1 --out a100.json\n  clustersim calibrate --cpu-only --out cpu.json   # no GPU needed: times the CPU Adam step\n\nCUDA libraries: cuBLAS, NVRTC and NCCL are looked for in --cuda-lib-dir, CLUSTERSIM_CUDA_LIB_DIR,\nthe system's loader path, then the active Python's nvidia/*/lib wheel folders (pip install\nnvidia-cublas nvidia-cuda-nvrtc nvidia-nccl-cu13 is enough); the first lines printed say which\nfile was loaded. `clustersim cuda-libs` shows the search without running anything."
 )]
 pub struct CalibrateArgs {
     /// Few shapes, sizes and repeats: under two minutes on one GPU.
@@ -36,9 +37,20 @@ pub struct CalibrateArgs {
     /// Where to write the profile.
     #[arg(long, default_value = "profile.json")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub libs: super::cuda_libs::CudaLibArgs,
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
+    if !args.cpu_only {
+        super::cuda_libs::prepare(
+            &args.libs,
+            &super::cuda_libs::Needs {
+                required: &[CudaLibrary::Cublas, CudaLibrary::Nvrtc],
+                optional: &[CudaLibrary::Nccl],
+            },
+        )?;
+    }
     let model = match &args.model {
         Some(name) => Some(models::ModelSpec::resolve(name).map_err(user_error)?),
         None => None,

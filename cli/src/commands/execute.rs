@@ -34,9 +34,26 @@ pub struct ExecuteArgs {
     /// Also write the execution plan (streams, waits, launches per task) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
+    #[command(flatten)]
+    pub libs: super::cuda_libs::CudaLibArgs,
 }
 
 pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
+    if !args.dry_run {
+        use gpu::detect::CudaLibrary::{Cublas, Nvrtc};
+        let required: &'static [gpu::detect::CudaLibrary] = if args.mode == "real" {
+            &[Nvrtc, Cublas]
+        } else {
+            &[Nvrtc]
+        };
+        super::cuda_libs::prepare(
+            &args.libs,
+            &super::cuda_libs::Needs {
+                required,
+                optional: &[],
+            },
+        )?;
+    }
     let scenario = args.scenario.resolve()?;
     let mode = ExecutionMode::parse(&args.mode)
         .ok_or_else(|| user_error(format!("--mode: '{}' is not real or synthetic", args.mode)))?;

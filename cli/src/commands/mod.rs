@@ -3,6 +3,7 @@
 pub mod calibrate;
 pub mod collective;
 pub mod compare;
+pub mod cuda_libs;
 pub mod execute;
 pub mod max_model;
 pub mod pictures;

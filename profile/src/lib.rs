@@ -475,7 +475,10 @@ mod tests {
         });
         with_state.provenance.remarks = vec!["collectives not timed".into()];
         let text = serde_json::to_string(&with_state).unwrap();
-        assert!(!text.contains("memory_clock_mhz"), "None fields are skipped");
+        assert!(
+            !text.contains("memory_clock_mhz"),
+            "None fields are skipped"
+        );
         let reread = Profile::from_json_str(&text, "state.json").unwrap();
         assert_eq!(reread.provenance, with_state.provenance);
     }

@@ -123,30 +123,68 @@ fn launch_group(
     Ok(())
 }
 
-/// Times every collective at every size over all `devices`; `on_step` after
-/// each (op, size).
+/// The buffer a collective of `size_bytes` over `group_size` GPUs really
+/// uses: whole bf16 elements, divisible among the ranks (at least one each).
+pub fn buffer_bytes(size_bytes: u64, group_size: u32) -> u64 {
+    let ranks = group_size.max(1) as u64;
+    (size_bytes / 2 / ranks * ranks).max(ranks) * 2
+}
+
+/// Times every collective at every size over all `devices`, pushing each
+/// entry into `measured` as it is done (so an error keeps the ones before
+/// it); `on_step` after each (op, size).
 pub fn time_collectives(
     devices: &[Device],
     sizes_bytes: &[u64],
     warmup: u32,
     repeats: u32,
-    mut on_step: impl FnMut(),
-) -> Result<Vec<CollectiveMeasurement>, CalibrateError> {
+    on_step: impl FnMut(),
+    measured: &mut Vec<CollectiveMeasurement>,
+) -> Result<(), CalibrateError> {
     CudaLibrary::Nccl.require("collectives")?;
     let group_size = devices.len() as u32;
     let streams = devices.iter().map(|d| d.stream.clone()).collect();
     let comms = Comm::from_devices(streams)
         .nccl(|| format!("creating NCCL communicators for {group_size} GPU(s)"))?;
-    let mut measured = Vec::new();
+    let timed = time_with(
+        &comms,
+        devices,
+        sizes_bytes,
+        warmup,
+        repeats,
+        on_step,
+        measured,
+    );
+    // cudarc aborts each communicator on drop and panics if that fails;
+    // after an NCCL error that is not unlikely, and it must not end the run.
+    let aborted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(comms)));
+    match (timed, aborted) {
+        (Err(error), _) => Err(error),
+        (Ok(()), Err(_)) => Err(CalibrateError::Nccl {
+            context: format!("aborting the NCCL communicators of {group_size} GPU(s)"),
+            code: "ncclCommAbort failed".into(),
+        }),
+        (Ok(()), Ok(())) => Ok(()),
+    }
+}
+
+fn time_with(
+    comms: &[Comm],
+    devices: &[Device],
+    sizes_bytes: &[u64],
+    warmup: u32,
+    repeats: u32,
+    mut on_step: impl FnMut(),
+    measured: &mut Vec<CollectiveMeasurement>,
+) -> Result<(), CalibrateError> {
+    let group_size = devices.len() as u32;
     for op in Collective::ALL {
         for &size_bytes in sizes_bytes {
             let what = format!(
                 "{} of {size_bytes} bytes over {group_size} GPU(s)",
                 op.name()
             );
-            // Whole bf16 elements, divisible among the ranks.
-            let elems = (size_bytes / 2 / group_size as u64 * group_size as u64)
-                .max(group_size as u64) as usize;
+            let elems = (buffer_bytes(size_bytes, group_size) / 2) as usize;
             let shard = elems / group_size as usize;
             let (send_len, recv_len) = match op {
                 Collective::AllReduce => (elems, elems),
@@ -171,7 +209,7 @@ pub fn time_collectives(
                 })
                 .collect::<Result<Vec<_>, CalibrateError>>()?;
             for _ in 0..warmup {
-                launch_group(&comms, &mut buffers, op, &what)?;
+                launch_group(comms, &mut buffers, op, &what)?;
             }
             let mut spans: Vec<Vec<(CudaEvent, CudaEvent)>> = Vec::new();
             for _ in 0..repeats {
@@ -183,7 +221,7 @@ pub fn time_collectives(
                         .cuda(|| format!("recording the start of {what}"))?;
                     pairs.push((start, timing::timing_event(&device.ctx, &what)?));
                 }
-                launch_group(&comms, &mut buffers, op, &what)?;
+                launch_group(comms, &mut buffers, op, &what)?;
                 for (device, (_, end)) in devices.iter().zip(pairs.iter()) {
                     end.record(&device.stream)
                         .cuda(|| format!("recording the end of {what}"))?;
@@ -220,7 +258,7 @@ pub fn time_collectives(
             on_step();
         }
     }
-    Ok(measured)
+    Ok(())
 }
 
 /// The all-reduce with the most bytes.
@@ -239,6 +277,15 @@ mod tests {
     fn nccl_version_codes_decode_old_and_new_style() {
         assert_eq!(decode_nccl_version(22703), "2.27.3");
         assert_eq!(decode_nccl_version(2804), "2.8.4");
+    }
+
+    #[test]
+    fn buffers_are_whole_bf16_elements_divisible_among_ranks() {
+        assert_eq!(buffer_bytes(1 << 20, 1), 1 << 20);
+        assert_eq!(buffer_bytes(1 << 20, 8), 1 << 20);
+        assert_eq!(buffer_bytes(1000, 3), 996);
+        assert_eq!(buffer_bytes(1, 4), 8);
+        assert_eq!(buffer_bytes(1 << 20, 0), 1 << 20);
     }
 
     #[test]

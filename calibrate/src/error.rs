@@ -6,6 +6,7 @@
 //! through the `gpu` crate fail as a [`GpuError`], wrapped as
 //! [`CalibrateError::Gpu`] (same message, same source).
 
+use crate::plausibility::Implausibility;
 use gpu::GpuError;
 
 /// Why calibration could not produce a profile.
@@ -31,6 +32,28 @@ pub enum CalibrateError {
     /// nonsensical measurement; the problems are listed).
     #[error("the calibrated profile is invalid: {0}")]
     Profile(#[from] profile::ProfileError),
+    /// Measurements faster than the GPU's datasheet allows (an efficiency
+    /// above 1, never clamped) or outside what a healthy machine shows: a
+    /// broken timer, a wrong datasheet or GPU match, or a sick machine. Each
+    /// names what was timed, its median time, its rate and the bound it
+    /// broke ([`crate::plausibility`]); no profile is written.
+    #[error(
+        "{} measurement(s) cannot be right, so no profile was written: {}",
+        problems.len(),
+        problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    Implausible { problems: Vec<Implausibility> },
+    /// NCCL loaded and reported no error, yet some collective entries were not
+    /// measured (a bug in the stage: the missing ones are named).
+    #[error(
+        "NCCL loaded and reported no error, but {} of {expected} collective entries were not measured: {}",
+        missing.len(),
+        missing.join(", ")
+    )]
+    CollectivesIncomplete {
+        expected: usize,
+        missing: Vec<String>,
+    },
 }
 
 impl From<GpuError> for CalibrateError {

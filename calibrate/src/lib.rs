@@ -22,6 +22,29 @@
 //! GPU work is timed with CUDA events (timing enabled), after warm-up runs,
 //! reporting the median of `repeats` (and the interquartile range for GEMMs).
 //!
+//! ## Datasheets, bounds and remarks
+//!
+//! The driver's device name ("NVIDIA H100 80GB HBM3") picks the GPU's own
+//! datasheet from `topologies::datasheets` and the embedded profile of that
+//! GPU ([`base_profile`]; a stand-in of the nearest GPU when there is none,
+//! said in the provenance). Efficiencies are the measured rates over that
+//! datasheet, never another GPU's: a GPU the catalogue does not know is
+//! measured, but its efficiencies are not computed and a remark says so.
+//! Nothing is clamped: every measurement is held to the bounds of
+//! [`plausibility`] (no efficiency above 1, a large GEMM at least 0.2 of
+//! peak, a large copy at least 0.3 of HBM, PCIe from 1 to 128 GB/s,
+//! collectives within what their bytes allow) and one out of bounds fails
+//! the run with [`CalibrateError::Implausible`] naming it.
+//!
+//! What the run could not do or the reader should know (a skipped stage, an
+//! NCCL error, a stand-in base) is a remark in `provenance.remarks`, which
+//! `clustersim calibrate` also prints. An NCCL error in the collectives
+//! stage is such a remark, and the run goes on ([`collectives_stage`]); when
+//! NCCL loaded and reported none, every collective entry must be there. The
+//! GPUs' clocks, power and temperature from `nvidia-smi` are recorded before
+//! the first GPU stage and after the last ([`gpu_state`]), and the driver
+//! version is read from `/proc/driver/nvidia/version` ([`provenance`]).
+//!
 //! ```no_run
 //! let options = calibrate::CalibrateOptions {
 //!     quick: true,
@@ -76,22 +99,29 @@
 //! `find $SP/nvidia -name 'libnccl.so*'` shows where they are.) A missing
 //! library is reported as [`CalibrateError::Gpu(GpuError::MissingLibrary)`] naming the file
 //! and the stage; a missing NCCL skips the collectives stage with a remark in
-//! the profile's provenance instead of failing the whole run.
+//! the profile's provenance (`provenance.remarks`) instead of failing the
+//! whole run.
 //!
 //! ## Tests
 //!
 //! `cargo test -p calibrate` needs no GPU: Adam correctness and throughput,
-//! the no-driver path, profile writing and every pure helper. Tests that
+//! the no-driver path, profile writing, every plausibility bound on crafted
+//! findings, the NCCL-error remark through an injected failure, nvidia-smi
+//! and driver-version parsing on captured text, and every pure helper. Tests that
 //! need a GPU check for the driver and print "skipping: no CUDA driver".
 
+pub mod base_profile;
 pub mod collectives;
+pub mod collectives_stage;
 pub mod cpu_adam;
 mod error;
 pub mod gemm;
+pub mod gpu_state;
 pub mod host_timing;
 pub mod memory_bandwidth;
 mod options;
 pub mod pcie;
+pub mod plausibility;
 pub mod profile_writer;
 pub mod provenance;
 mod run;

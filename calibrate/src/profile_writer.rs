@@ -1,101 +1,31 @@
-//! Turns measurements into a [`Profile`]: the embedded default for the GPU
-//! (or the closest one, said in the provenance) with every measured list
-//! appended and exactly the scalar quantities that were measured replaced,
-//! each with `source: measured` and a note saying how. Everything else keeps
-//! its original value, source and note. The result must pass
-//! `Profile::validate`. Which embedded default a driver device name maps to
-//! ([`closest_builtin`]) and the datasheet GPU a profile names
-//! ([`datasheet_gpu`]) are decided here.
+//! Turns measurements into a [`Profile`]: the base profile ([`base_profile`])
+//! with every measured list appended and exactly the scalar quantities that
+//! were measured replaced, each with `source: measured` and a note saying
+//! how. Everything else keeps its original value, source and note.
+//!
+//! Efficiencies are the measured rate over the timed GPU's own datasheet
+//! (never the base profile's GPU when they differ, never clamped): every
+//! measurement is first held to the bounds of [`crate::plausibility`], and
+//! one out of bounds fails the run. The profile names the timed GPU (its
+//! datasheet name, or the driver's name for a GPU without a datasheet) and
+//! its id ends in `-calibrated`. Remarks go to `provenance.remarks`. The
+//! result must pass `Profile::validate`.
 
 use crate::collectives::{self, Collective};
+use crate::cpu_adam;
 use crate::error::CalibrateError;
-use crate::gemm;
-use crate::memory_bandwidth;
 use crate::pcie::{self, PcieMeasurement, Transfer};
-use crate::{cpu_adam, provenance};
-use gpu::gemm::GemmDtype;
+use crate::plausibility;
+use crate::provenance;
 use profile::{
     CollectiveMeasurement, CpuAdamMeasurement, GemmMeasurement, MemoryMeasurement, Profile,
     Provenance, Quantity, Source,
 };
+use topologies::Datasheet;
 
-/// The profile measurements start from, and why that one.
-#[derive(Debug, Clone)]
-pub struct BaseProfile {
-    pub profile: Profile,
-    /// e.g. "embedded default h200 (detected NVIDIA H200)".
-    pub reason: String,
-}
-
-/// Picks the base: `requested` (a built-in name or a profile file) wins;
-/// otherwise the embedded default closest to the detected device name;
-/// otherwise `h200`.
-pub fn base_profile(
-    detected_gpu: Option<&str>,
-    requested: Option<&str>,
-) -> Result<BaseProfile, CalibrateError> {
-    if let Some(name) = requested {
-        return Ok(BaseProfile {
-            profile: Profile::resolve(name)?,
-            reason: format!("base profile '{name}' as requested"),
-        });
-    }
-    let (id, reason) = match detected_gpu {
-        Some(device) => {
-            let found = closest_builtin(device);
-            let reason = if found.exact {
-                format!("embedded default {} (detected {device})", found.profile_id)
-            } else {
-                format!(
-                    "embedded default {} as the closest stand-in: detected {device} has no embedded profile, so unmeasured quantities are another GPU's",
-                    found.profile_id
-                )
-            };
-            (found.profile_id, reason)
-        }
-        None => ("h200", "embedded default h200 (no GPU timed)".to_string()),
-    };
-    let profile = Profile::builtin(id).expect("closest_builtin names an embedded profile");
-    Ok(BaseProfile { profile, reason })
-}
-
-/// Which embedded default profile a device name maps to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BuiltinMatch {
-    /// Name for `profile::Profile::builtin`.
-    pub profile_id: &'static str,
-    /// False when the GPU is none of the embedded ones and this is a stand-in.
-    pub exact: bool,
-}
-
-/// The embedded profile closest to a driver device name ("NVIDIA H200",
-/// "NVIDIA A100-SXM4-80GB", "Tesla V100-SXM3-32GB", …). Unknown GPUs get
-/// `h200` (H100 shares its datasheet peak) with `exact: false`.
-pub fn closest_builtin(device_name: &str) -> BuiltinMatch {
-    let upper = device_name.to_ascii_uppercase();
-    let (profile_id, exact) = if upper.contains("H200") {
-        ("h200", true)
-    } else if upper.contains("A100") {
-        ("a100-80gb", upper.contains("80G"))
-    } else if upper.contains("V100") {
-        ("v100-32gb", upper.contains("32G"))
-    } else if upper.contains("A800") {
-        ("a100-80gb", false)
-    } else {
-        ("h200", false)
-    };
-    BuiltinMatch { profile_id, exact }
-}
-
-/// The datasheet GPU of the first topology preset whose GPU is `profile_gpu`
-/// (a profile's `gpu` field, e.g. "H200").
-pub fn datasheet_gpu(profile_gpu: &str) -> Option<topologies::GpuSpec> {
-    topologies::preset_names()
-        .into_iter()
-        .filter_map(|name| topologies::preset(&name))
-        .map(|topology| topology.gpu)
-        .find(|gpu| gpu.name == profile_gpu)
-}
+pub use crate::base_profile::{
+    base_profile, closest_builtin, datasheet_gpu, BaseProfile, BuiltinMatch, DetectedGpu,
+};
 
 /// Everything one run measured; empty lists for stages not run.
 #[derive(Debug, Clone, Default)]
@@ -110,7 +40,8 @@ pub struct Findings {
     pub cpu_adam: Vec<CpuAdamMeasurement>,
     /// Stages that ran, for the provenance ("gemm", "cpu_adam", …).
     pub stages: Vec<String>,
-    /// Remarks for the provenance (skipped shapes, one-GPU collectives, …).
+    /// Remarks for `provenance.remarks` (skipped shapes, one-GPU collectives,
+    /// an NCCL error, …).
     pub remarks: Vec<String>,
 }
 
@@ -122,57 +53,99 @@ fn measured(value: f64, note: String) -> Quantity {
     }
 }
 
-/// A fraction for an efficiency field, clamped to (0, 1] with a remark when
-/// clamping was needed (the device is faster than the base's datasheet).
-fn efficiency(raw: f64, note: String) -> Quantity {
-    if raw > 1.0 {
-        measured(
-            1.0,
-            format!("{note}; the raw ratio {raw:.3} exceeds 1 (device faster than this profile's datasheet GPU) and was clamped"),
-        )
-    } else {
-        measured(raw, note)
-    }
-}
-
 fn gb_per_s(bytes_per_s: f64) -> String {
     format!("{:.1} GB/s", bytes_per_s / 1e9)
 }
 
-/// Builds the calibrated profile. `provenance` carries the device fields;
-/// tool, created, method and statistic are filled here.
+/// The datasheet measurements of `detected` are divided by: its own, unless
+/// the GPU has none or its SM count differs (a MIG slice, another board);
+/// each case is said in a remark.
+fn applicable_datasheet(
+    detected: &DetectedGpu,
+    sm_count: Option<u32>,
+    remarks: &mut Vec<String>,
+) -> Option<Datasheet> {
+    let Some(sheet) = &detected.datasheet else {
+        remarks.push(format!(
+            "no datasheet for {} in the catalogue: large_gemm_efficiency and hbm_efficiency were not computed (they keep the base profile's values) and rates were not checked against a datasheet",
+            detected.device_name
+        ));
+        return None;
+    };
+    match sm_count {
+        Some(sms) if sms != sheet.gpu.sm_count => {
+            remarks.push(format!(
+                "{} reports {sms} SMs but the {} datasheet has {}: not that datasheet's GPU (a MIG slice or another board?), so no efficiency relative to it was computed",
+                detected.device_name, sheet.gpu.name, sheet.gpu.sm_count
+            ));
+            None
+        }
+        _ => Some(sheet.clone()),
+    }
+}
+
+/// A slug of a device name for a profile id ("NVIDIA GeForce RTX 4090" →
+/// "nvidia-geforce-rtx-4090").
+fn slug(name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        "gpu".into()
+    } else {
+        slug.into()
+    }
+}
+
+/// Builds the calibrated profile. `provenance` carries the device fields
+/// (and the GPU state before and after); tool, created, method, statistic and
+/// remarks are filled here.
 pub fn write_profile(
     base: BaseProfile,
     findings: Findings,
     mut provenance: Provenance,
     warmup: u32,
 ) -> Result<Profile, CalibrateError> {
-    let mut profile = base.profile;
-    let datasheet = datasheet_gpu(&profile.gpu);
+    let BaseProfile {
+        mut profile,
+        reason,
+        detected,
+    } = base;
+    let mut remarks = findings.remarks.clone();
+    let datasheet = detected
+        .as_ref()
+        .and_then(|gpu| applicable_datasheet(gpu, provenance.sm_count, &mut remarks));
+    let problems = plausibility::check(&findings, datasheet.as_ref());
+    if !problems.is_empty() {
+        return Err(CalibrateError::Implausible { problems });
+    }
 
     // GEMM efficiency from the largest square GEMM (bf16 first).
-    let square = [GemmDtype::Bf16, GemmDtype::Fp16]
-        .into_iter()
-        .find_map(|dtype| gemm::largest_square(&findings.gemm, dtype).map(|(g, r)| (dtype, g, r)));
-    if let (Some((dtype, largest, flops_per_s)), Some(gpu)) = (square, datasheet.as_ref()) {
-        let peak = match dtype {
-            GemmDtype::Bf16 => gpu.peak.bf16_flops_per_s,
-            GemmDtype::Fp16 => gpu.peak.fp16_flops_per_s,
-        };
-        profile.gemm.large_gemm_efficiency = efficiency(
-            flops_per_s / peak,
-            format!(
-                "cuBLAS {} {}x{}x{} GEMM (fp32 accumulate, random inputs, median {} ns) ran at {:.0} TFLOP/s of the {} datasheet peak {:.0} TFLOP/s",
-                dtype.name(),
-                largest.m,
-                largest.n,
-                largest.k,
-                largest.time_ns,
-                flops_per_s / 1e12,
-                gpu.name,
-                peak / 1e12
-            ),
-        );
+    if let (Some((largest, flops_per_s)), Some(sheet)) =
+        (plausibility::large_gemm(&findings.gemm), datasheet.as_ref())
+    {
+        if let Some(peak) = sheet.peak_flops_per_s(&largest.dtype) {
+            profile.gemm.large_gemm_efficiency = measured(
+                flops_per_s / peak,
+                format!(
+                    "cuBLAS {} {}x{}x{} GEMM (fp32 accumulate, random inputs, median {} ns) ran at {:.0} TFLOP/s of the {} datasheet dense peak {:.0} TFLOP/s",
+                    largest.dtype,
+                    largest.m,
+                    largest.n,
+                    largest.k,
+                    largest.time_ns,
+                    flops_per_s / 1e12,
+                    sheet.gpu.name,
+                    peak / 1e12
+                ),
+            );
+        }
     }
     if let Some(overhead_ns) = findings.kernel_overhead_ns {
         profile.gemm.kernel_overhead_ns = measured(
@@ -186,17 +159,20 @@ pub fn write_profile(
     profile.gemm.measured.extend(findings.gemm);
 
     // HBM efficiency from the largest device-to-device copy.
-    if let (Some((bytes, rate)), Some(gpu)) = (
-        memory_bandwidth::largest_rate(&findings.memory, "copy"),
+    if let (Some(copy), Some(sheet)) = (
+        plausibility::large_copy(&findings.memory),
         datasheet.as_ref(),
     ) {
-        profile.memory.hbm_efficiency = efficiency(
-            rate / gpu.hbm_bandwidth_bytes_per_s,
+        let rate = copy.bytes as f64 / (copy.time_ns as f64 * 1e-9);
+        profile.memory.hbm_efficiency = measured(
+            rate / sheet.gpu.hbm_bandwidth_bytes_per_s,
             format!(
-                "device-to-device copy moving {bytes} bytes (read + written) reached {} of the {} datasheet {}",
+                "device-to-device copy moving {} bytes (read + written, median {} ns) reached {} of the {} datasheet {}",
+                copy.bytes,
+                copy.time_ns,
                 gb_per_s(rate),
-                gpu.name,
-                gb_per_s(gpu.hbm_bandwidth_bytes_per_s)
+                sheet.gpu.name,
+                gb_per_s(sheet.gpu.hbm_bandwidth_bytes_per_s)
             ),
         );
     }
@@ -265,156 +241,45 @@ pub fn write_profile(
     }
     profile.cpu_adam.measured.extend(findings.cpu_adam);
 
+    // The profile describes the timed GPU, whatever it started from.
+    let base_id = profile.id.clone();
+    profile.id = format!("{base_id}-calibrated");
+    if let Some(gpu) = &detected {
+        let timed_gpu = datasheet
+            .as_ref()
+            .map_or_else(|| gpu.device_name.clone(), |sheet| sheet.gpu.name.clone());
+        if profile.gpu != timed_gpu {
+            remarks.push(format!(
+                "the base profile '{base_id}' describes {} but the timed GPU is {}: the profile is written for {timed_gpu}, and the quantities not measured are {}'s",
+                profile.gpu, gpu.device_name, profile.gpu
+            ));
+            let stem = datasheet
+                .as_ref()
+                .map_or_else(|| slug(&gpu.device_name), |sheet| sheet.id.to_string());
+            profile.id = format!("{stem}-calibrated");
+            profile.gpu = timed_gpu;
+        }
+    }
+
     let repeats = provenance.repeats.unwrap_or(0);
-    let mut method = format!(
-        "timed by clustersim calibrate ({}); each entry is the median of {repeats} repeats after {warmup} warm-up runs (GEMM spread_ns = interquartile range); started from {}; quantities not measured keep the base profile's source",
+    let method = format!(
+        "timed by clustersim calibrate ({}); each entry is the median of {repeats} repeats after {warmup} warm-up runs (GEMM spread_ns = interquartile range); started from {reason}; quantities not measured keep the base profile's source",
         if findings.stages.is_empty() {
             "nothing".to_string()
         } else {
             findings.stages.join(", ")
         },
-        base.reason
     );
-    for remark in &findings.remarks {
-        method.push_str("; ");
-        method.push_str(remark);
-    }
     provenance.tool = provenance::tool();
     provenance.created = provenance::utc_now();
     provenance.method = method;
     provenance.statistic = Some("median".into());
+    provenance.remarks = remarks;
     profile.provenance = provenance;
-    profile.id = format!("{}-calibrated", profile.id);
     profile.validate("calibrated profile")?;
     Ok(profile)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn quantity_sources(profile: &Profile) -> Vec<(&'static str, Source)> {
-        vec![
-            (
-                "large_gemm_efficiency",
-                profile.gemm.large_gemm_efficiency.source,
-            ),
-            ("kernel_overhead_ns", profile.gemm.kernel_overhead_ns.source),
-            ("hbm_efficiency", profile.memory.hbm_efficiency.source),
-            (
-                "nvlink_bus_bandwidth",
-                profile
-                    .communication
-                    .nvlink_bus_bandwidth_bytes_per_s
-                    .source,
-            ),
-            ("h2d", profile.pcie.host_to_device_bytes_per_s.source),
-            ("d2h", profile.pcie.device_to_host_bytes_per_s.source),
-            ("cpu_adam", profile.cpu_adam.params_per_s.source),
-        ]
-    }
-
-    #[test]
-    fn gpu_findings_replace_exactly_the_measured_quantities() {
-        let base = base_profile(Some("NVIDIA H200"), None).unwrap();
-        assert!(base.reason.contains("detected NVIDIA H200"));
-        let findings = Findings {
-            gemm: vec![GemmMeasurement {
-                batch: 1,
-                m: 8192,
-                n: 8192,
-                k: 8192,
-                dtype: "bf16".into(),
-                time_ns: 1_400_000,
-                spread_ns: Some(10_000),
-                source: Source::Measured,
-            }],
-            memory: vec![MemoryMeasurement {
-                kernel: "copy".into(),
-                bytes: 2 << 30,
-                time_ns: 500_000,
-                source: Source::Measured,
-            }],
-            collectives: vec![CollectiveMeasurement {
-                op: "all_reduce".into(),
-                group_size: 1,
-                bytes: 1 << 28,
-                time_ns: 100_000,
-                source: Source::Measured,
-            }],
-            pcie: vec![PcieMeasurement {
-                transfer: Transfer::HostToDevicePinned,
-                bytes: 1 << 28,
-                time_ns: 5_000_000,
-                spread_ns: 0,
-            }],
-            stages: vec!["gemm".into()],
-            ..Findings::default()
-        };
-        let profile = write_profile(base, findings, Provenance::default(), 2).unwrap();
-        let sources = quantity_sources(&profile);
-        let expect = [
-            ("large_gemm_efficiency", Source::Measured),
-            ("kernel_overhead_ns", Source::Model),
-            ("hbm_efficiency", Source::Measured),
-            // One GPU: NVLink stays the datasheet figure.
-            ("nvlink_bus_bandwidth", Source::Datasheet),
-            ("h2d", Source::Measured),
-            ("d2h", Source::Model),
-            ("cpu_adam", Source::Model),
-        ];
-        assert_eq!(sources, expect);
-        let efficiency = profile.gemm.large_gemm_efficiency.value;
-        assert!((efficiency - 2.0 * 8192f64.powi(3) / 1.4e-3 / 989e12).abs() < 1e-9);
-        assert!(
-            (profile.memory.hbm_efficiency.value - (2u64 << 30) as f64 / 5e-4 / 4.8e12).abs()
-                < 1e-9
-        );
-        assert_eq!(profile.id, "h200-calibrated");
-        assert_eq!(profile.gpu, "H200");
-        assert_eq!(profile.communication.measured.len(), 1);
-        assert_eq!(profile.provenance.statistic.as_deref(), Some("median"));
-    }
-
-    #[test]
-    fn efficiencies_above_one_are_clamped_and_said() {
-        let base = base_profile(Some("NVIDIA GeForce RTX 9999"), None).unwrap();
-        assert!(base.reason.contains("closest stand-in"));
-        let findings = Findings {
-            memory: vec![MemoryMeasurement {
-                kernel: "copy".into(),
-                bytes: 1 << 30,
-                time_ns: 1,
-                source: Source::Measured,
-            }],
-            ..Findings::default()
-        };
-        let profile = write_profile(base, findings, Provenance::default(), 1).unwrap();
-        assert_eq!(profile.memory.hbm_efficiency.value, 1.0);
-        assert!(profile.memory.hbm_efficiency.note.contains("clamped"));
-        assert!(profile.provenance.method.contains("closest stand-in"));
-    }
-
-    #[test]
-    fn device_names_map_to_the_closest_embedded_profile() {
-        let exact = |profile_id| BuiltinMatch {
-            profile_id,
-            exact: true,
-        };
-        assert_eq!(closest_builtin("NVIDIA H200"), exact("h200"));
-        assert_eq!(closest_builtin("NVIDIA A100-SXM4-80GB"), exact("a100-80gb"));
-        assert_eq!(closest_builtin("Tesla V100-SXM3-32GB"), exact("v100-32gb"));
-        assert!(!closest_builtin("NVIDIA A100-SXM4-40GB").exact);
-        let unknown = closest_builtin("NVIDIA GeForce RTX 4090");
-        assert_eq!(unknown.profile_id, "h200");
-        assert!(!unknown.exact);
-    }
-
-    #[test]
-    fn every_embedded_profile_has_a_datasheet_gpu() {
-        for name in profile::Profile::builtin_names() {
-            let profile = profile::Profile::builtin(name).unwrap();
-            assert!(datasheet_gpu(&profile.gpu).is_some(), "{}", profile.gpu);
-        }
-    }
-}
+#[path = "profile_writer_tests.rs"]
+mod tests;

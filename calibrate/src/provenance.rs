@@ -73,12 +73,29 @@ pub fn host_cpu() -> Option<String> {
     cpu_from_cpuinfo(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
 }
 
-/// The version in `/proc/driver/nvidia/version`'s first line
-/// ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun …").
+/// The version in `/proc/driver/nvidia/version`'s first line: its first
+/// word made of digits and dots with at least one dot, so both the
+/// proprietary ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06
+/// Sun …") and the open module's form ("NVRM version: NVIDIA UNIX Open
+/// Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)") read.
 pub fn driver_from_proc(text: &str) -> Option<String> {
     let line = text.lines().next()?;
-    let after = line.split("Kernel Module").nth(1)?;
-    after.split_whitespace().next().map(str::to_string)
+    let after = line
+        .split_once("NVRM version:")
+        .map_or(line, |(_, rest)| rest);
+    after
+        .split_whitespace()
+        .find(|word| is_version(word))
+        .map(str::to_string)
+}
+
+/// "580.159.04": digits separated by single dots, at least two parts.
+fn is_version(word: &str) -> bool {
+    let parts: Vec<&str> = word.split('.').collect();
+    parts.len() >= 2
+        && parts
+            .iter()
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The NVIDIA kernel driver version, if the driver exposes it.
@@ -120,5 +137,19 @@ mod tests {
         assert!(cpu_from_cpuinfo("flags: sse").is_none());
         let version = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 07:09:00 UTC 2025\nGCC version: gcc 12";
         assert_eq!(driver_from_proc(version).unwrap(), "580.65.06");
+    }
+
+    #[test]
+    fn open_kernel_module_driver_version_is_read() {
+        // The lab H100's first line, trailing spaces included.
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  \nGCC version:  gcc version 14.3.0 (GCC) \n";
+        assert_eq!(driver_from_proc(open).unwrap(), "580.159.04");
+        let aarch64 = "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  570.86.15  Release Build  (dvs-builder@U16-I1-N08-12-3)  Thu Jan 23 23:28:51 UTC 2025";
+        assert_eq!(driver_from_proc(aarch64).unwrap(), "570.86.15");
+        assert!(
+            driver_from_proc("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64").is_none()
+        );
+        assert!(driver_from_proc("").is_none());
+        assert!(!is_version("x86_64") && !is_version("1.") && !is_version("580"));
     }
 }

@@ -1,11 +1,16 @@
 //! The calibration run: checks for a GPU before touching CUDA, runs each
 //! stage in a fixed order (GEMM, kernel overhead, memory, PCIe, collectives,
 //! CPU Adam), reports progress, and hands the findings to the profile writer.
+//! The GPUs' clocks, power and temperature are read before the first GPU
+//! stage and right after the last one (not after the CPU Adam stage, during
+//! which the GPUs idle back down).
 
 use crate::error::CalibrateError;
 use crate::options::{CalibrateOptions, Progress};
 use crate::profile_writer::{self, Findings};
-use crate::{collectives, cpu_adam, gemm, memory_bandwidth, pcie, provenance};
+use crate::{
+    collectives, collectives_stage, cpu_adam, gemm, gpu_state, memory_bandwidth, pcie, provenance,
+};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaContext;
 use gpu::detect::{open_device, CudaLibrary, Device};
@@ -48,6 +53,7 @@ pub fn run(
     }
 
     let device_count = require_gpu()?;
+    let gpu_state_before = gpu_state::read_gpu_state();
     CudaLibrary::Cublas.require("GEMM timing")?;
     CudaLibrary::Nvrtc.require("the timing gate kernels")?;
     let devices = (0..device_count)
@@ -76,6 +82,7 @@ pub fn run(
     run_memory(options, primary, &mut findings, progress)?;
     run_pcie(options, primary, &mut findings, progress)?;
     let nccl_version = run_collectives(options, &devices, &mut findings, progress)?;
+    let gpu_state_after = gpu_state::read_gpu_state();
     run_cpu_adam(options, &mut findings, progress)?;
 
     let provenance = Provenance {
@@ -88,6 +95,8 @@ pub fn run(
         nccl_version,
         host_cpu: provenance::host_cpu(),
         repeats: Some(options.effective_repeats()),
+        gpu_state_before: Some(gpu_state_before),
+        gpu_state_after: Some(gpu_state_after),
         ..Provenance::default()
     };
     profile_writer::write_profile(base, findings, provenance, options.effective_warmup())
@@ -255,7 +264,8 @@ fn run_pcie(
     Ok(())
 }
 
-/// Returns the NCCL version when NCCL was loaded.
+/// Returns the NCCL version when NCCL was loaded. An NCCL error becomes a
+/// remark and the run goes on ([`collectives_stage::record_collectives`]).
 fn run_collectives(
     options: &CalibrateOptions,
     devices: &[Device],
@@ -274,22 +284,10 @@ fn run_collectives(
         sizes.len() * collectives::Collective::ALL.len(),
         progress,
     );
-    let measured = collectives::time_collectives(
-        devices,
-        &sizes,
-        options.effective_warmup(),
-        options.effective_repeats(),
-        || stage.step(),
-    )?;
-    findings.collectives.extend(measured);
-    findings
-        .stages
-        .push(format!("NCCL collectives on {} GPU(s)", devices.len()));
-    if devices.len() == 1 {
-        findings.remarks.push(
-            "one local GPU: collectives were timed with group_size 1 (a local copy); multi-GPU NVLink and network rates are the base profile's (from the topology and published measurements)".into(),
-        );
-    }
+    let (warmup, repeats) = (options.effective_warmup(), options.effective_repeats());
+    collectives_stage::record_collectives(findings, &sizes, devices.len() as u32, |measured| {
+        collectives::time_collectives(devices, &sizes, warmup, repeats, || stage.step(), measured)
+    })?;
     Ok(collectives::nccl_version())
 }
 

@@ -134,7 +134,11 @@ fn cpu_only_profile_validates_and_marks_only_cpu_adam_measured() {
     let provenance = &profile.provenance;
     assert!(provenance.tool.contains(env!("CARGO_PKG_VERSION")));
     assert!(provenance.created.ends_with('Z'));
-    assert!(provenance.method.contains("CPU-only"));
+    assert_eq!(
+        provenance.remarks,
+        vec!["CPU-only run: no GPU quantity was measured".to_string()]
+    );
+    assert!(provenance.gpu_state_before.is_none() && provenance.gpu_state_after.is_none());
     assert_eq!(provenance.statistic.as_deref(), Some("median"));
     assert_eq!(provenance.repeats, Some(2));
     assert!(provenance.gpu_name.is_none());
@@ -218,4 +222,30 @@ fn quick_gpu_run_measures_every_stage() {
     assert!(profile.gemm.measured.iter().any(|g| g.dtype == "bf16"));
     assert!(profile.memory.measured.iter().any(|m| m.kernel == "copy"));
     assert!(profile.provenance.gpu_name.is_some());
+    // Clocks before and after, or why nvidia-smi could not say.
+    for state in [
+        &profile.provenance.gpu_state_before,
+        &profile.provenance.gpu_state_after,
+    ] {
+        let state = state.as_ref().expect("GPU state recorded");
+        assert!(state.unavailable.is_some() || !state.gpus.is_empty());
+    }
+    // NCCL loaded without error: every collective entry is there; with an
+    // error, a remark says so.
+    if CudaLibrary::Nccl.is_present() {
+        let remarked = profile
+            .provenance
+            .remarks
+            .iter()
+            .any(|r| r.contains("NCCL error"));
+        assert!(remarked || profile.communication.measured.len() == 9);
+    }
+    // The timed GPU's own name; an H100 is divided by its own datasheet.
+    if profile.provenance.gpu_name.as_deref() == Some("NVIDIA H100 80GB HBM3") {
+        assert_eq!(profile.gpu, "H100-SXM5-80GB");
+        assert_eq!(profile.id, "h100-sxm-calibrated");
+    }
+    for remark in &profile.provenance.remarks {
+        eprintln!("remark: {remark}");
+    }
 }

@@ -276,3 +276,67 @@ fn validate_reads_vtrain_csv_and_exits_2_on_a_bad_one() {
     assert_user_error(&["validate", bad_header.to_str().unwrap()], "line 1:");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn calibrate_prints_each_remark_on_its_own_line() {
+    let dir = std::env::temp_dir().join(format!("clustersim-remarks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("cpu.json");
+    let output = clustersim(&[
+        "calibrate",
+        "--cpu-only",
+        "--quick",
+        "--repeats",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let message = stderr(&output);
+    assert!(output.status.success(), "{message}");
+    let printed: Vec<String> = message
+        .lines()
+        .filter_map(|line| line.strip_prefix("remark: "))
+        .map(str::to_string)
+        .collect();
+    let text = std::fs::read_to_string(&out).unwrap();
+    let profile = profile::Profile::from_json_str(&text, "cpu.json").unwrap();
+    assert_eq!(printed, profile.provenance.remarks);
+    assert_eq!(printed, vec!["CPU-only run: no GPU quantity was measured"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_h100_preset_runs_with_the_h100_sxm_profile() {
+    let output = clustersim(&["presets"]);
+    let listed = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        listed.contains("h100-sxm") && listed.contains("h100,"),
+        "{listed}"
+    );
+    let args = [
+        "simulate",
+        "--model",
+        "tiny",
+        "--topology",
+        "h100",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--global-batch",
+        "2",
+        "--json",
+    ];
+    let output = clustersim(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let h100: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let mut h200_args = args;
+    h200_args[4] = "h200";
+    let output = clustersim(&h200_args);
+    let h200: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    // Same peak, less HBM bandwidth: never faster than the H200.
+    let time = |v: &serde_json::Value| v["iteration_time_s"].as_f64().unwrap();
+    assert!(time(&h100) >= time(&h200), "{h100} vs {h200}");
+}

@@ -5,7 +5,7 @@
 //! where it comes from (`measured` by `clustersim calibrate`, `datasheet` or a
 //! published measurement, or `model`: an assumption stated in its note).
 //!
-//! Embedded defaults for A100-80GB, V100-32GB and H200 live in
+//! Embedded defaults for A100-80GB, V100-32GB, H100 SXM and H200 live in
 //! `profile/profiles/*.json`, built from shared/HARDWARE.md; `calibrate` writes the
 //! same schema from real timings. Measured entries win over the model.
 
@@ -67,6 +67,49 @@ pub struct Provenance {
     /// Statistic reported per measured entry, e.g. "median".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistic: Option<String>,
+    /// Clocks, power and temperature of the GPUs before the first GPU stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_state_before: Option<GpuStateSample>,
+    /// The same, right after the last GPU stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_state_after: Option<GpuStateSample>,
+    /// What the run could not do or the reader should know (a stage skipped,
+    /// an NCCL error, a stand-in base profile, efficiencies not computed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remarks: Vec<String>,
+}
+
+/// The GPUs' state at one moment, as `nvidia-smi --query-gpu` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GpuStateSample {
+    /// When it was read (ISO-8601 UTC).
+    pub read_at: String,
+    /// One entry per GPU, in nvidia-smi's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuState>,
+    /// Why nothing could be read (nvidia-smi missing, failed, or unparsable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// One GPU's clocks, power and temperature; `None` where the driver says
+/// "[N/A]" or "[Not Supported]".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct GpuState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sm_clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_draw_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<i32>,
 }
 
 /// A timed GEMM (fp16/bf16 in, fp32 accumulate).
@@ -222,9 +265,10 @@ pub enum ProfileError {
     Invalid { path: String, problems: Vec<String> },
 }
 
-const EMBEDDED: [(&str, &str); 3] = [
+const EMBEDDED: [(&str, &str); 4] = [
     ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
     ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
+    ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
     ("h200", include_str!("../profiles/h200.json")),
 ];
 
@@ -395,6 +439,48 @@ mod tests {
                 .iter()
                 .all(|m| m.source != Source::Measured));
         }
+    }
+
+    #[test]
+    fn embedded_profiles_are_found_by_their_gpu() {
+        let h100 = Profile::default_for_gpu("H100-SXM5-80GB").unwrap();
+        assert_eq!(h100.id, "h100-sxm");
+        assert!((h100.memory.hbm_efficiency.value - 0.9).abs() < 1e-12);
+        assert_eq!(Profile::default_for_gpu("H200").unwrap().id, "h200");
+        assert!(Profile::builtin_names().contains(&"h100-sxm"));
+    }
+
+    #[test]
+    fn provenance_without_gpu_state_or_remarks_writes_no_such_keys() {
+        let profile = Profile::builtin("h200").unwrap();
+        let text = serde_json::to_string(&profile).unwrap();
+        for key in ["gpu_state_before", "gpu_state_after", "remarks"] {
+            assert!(!text.contains(key), "{key}");
+        }
+        let mut with_state = profile.clone();
+        with_state.provenance.gpu_state_before = Some(GpuStateSample {
+            read_at: "2026-11-13T10:00:00Z".into(),
+            gpus: vec![GpuState {
+                sm_clock_mhz: Some(435),
+                power_draw_w: Some(100.5),
+                temperature_c: Some(39),
+                ..GpuState::default()
+            }],
+            unavailable: None,
+        });
+        with_state.provenance.gpu_state_after = Some(GpuStateSample {
+            read_at: "2026-11-13T10:01:00Z".into(),
+            gpus: vec![],
+            unavailable: Some("nvidia-smi not found".into()),
+        });
+        with_state.provenance.remarks = vec!["collectives not timed".into()];
+        let text = serde_json::to_string(&with_state).unwrap();
+        assert!(
+            !text.contains("memory_clock_mhz"),
+            "None fields are skipped"
+        );
+        let reread = Profile::from_json_str(&text, "state.json").unwrap();
+        assert_eq!(reread.provenance, with_state.provenance);
     }
 
     #[test]

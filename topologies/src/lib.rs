@@ -8,6 +8,10 @@
 //! line rates; what the hardware *achieves* belongs to the calibration profile
 //! (see the `sim` crate), not here.
 //!
+//! Every GPU comes from a catalogue of datasheets ([`datasheets`]), each
+//! number with its source, which also maps a driver's device name ("NVIDIA
+//! H100 80GB HBM3") to its datasheet.
+//!
 //! This crate knows nothing of time or events.
 //!
 //! ```
@@ -15,9 +19,11 @@
 //! assert!(selene.total_gpus() >= 4480);
 //! ```
 
+pub mod datasheets;
 mod presets;
 mod spec;
 
+pub use datasheets::{datasheet, datasheet_for_device, Datasheet};
 pub use presets::{preset, preset_names};
 pub use spec::{
     FabricSpec, GpuSpec, HostCpuSpec, NodeSpec, PcieSpec, PeakFlops, TopologyError, TopologySpec,

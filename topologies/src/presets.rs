@@ -1,39 +1,25 @@
-//! Built-in clusters, from the datasheet figures in shared/HARDWARE.md:
+//! Built-in clusters, from the datasheet figures in shared/HARDWARE.md (each
+//! GPU from the catalogue in [`crate::datasheets`]):
 //! - `selene`: DGX A100 80 GB nodes, 8 × HDR 200 Gb/s compute NICs per node,
 //!   three-level fat tree of 40-port HDR switches (QM8700: 130 ns port to port),
 //!   560 nodes = 4480 GPUs (Megatron-LM SC21 uses up to 3072).
 //! - `dgx-a100`: one such node.
 //! - `dgx2-v100`: one DGX-2 (16 × V100 32 GB on NVSwitch, PCIe Gen3, 2 × Xeon 8168),
 //!   the ZeRO-Offload paper's machine; `dgx2-v100-x8`: 8 of them on 8 × EDR 100 Gb/s per node.
-//! - `h200`: the single-H200 lab machine (16 cores, 128 GiB).
+//! - `h200`, `h100`: the single-GPU lab machine (16 cores, 128 GiB) with an
+//!   H200 or an H100 SXM in it.
 
+use crate::datasheets;
 use crate::spec::*;
 
 const GB: f64 = 1e9;
 const GIB: u64 = 1 << 30;
 
-fn a100_80gb() -> GpuSpec {
-    GpuSpec {
-        name: "A100-SXM4-80GB".into(),
-        peak: PeakFlops {
-            fp16_flops_per_s: 312e12,
-            bf16_flops_per_s: 312e12,
-            tf32_flops_per_s: 156e12,
-            fp32_flops_per_s: 19.5e12,
-        },
-        hbm_bytes: 80 * GIB,
-        hbm_bandwidth_bytes_per_s: 2039.0 * GB,
-        sm_count: 108,
-        l2_cache_bytes: 40 << 20,
-        boost_clock_mhz: 1410,
-    }
-}
-
 fn dgx_a100(name: &str, nodes: u32) -> TopologySpec {
     TopologySpec {
         name: name.into(),
         nodes,
-        gpu: a100_80gb(),
+        gpu: datasheets::a100_sxm4_80gb().gpu,
         node: NodeSpec {
             gpus_per_node: 8,
             nvlink_bandwidth_bytes_per_s: 300.0 * GB,
@@ -67,20 +53,7 @@ fn dgx2_v100(name: &str, nodes: u32) -> TopologySpec {
     TopologySpec {
         name: name.into(),
         nodes,
-        gpu: GpuSpec {
-            name: "V100-SXM3-32GB".into(),
-            peak: PeakFlops {
-                fp16_flops_per_s: 125e12,
-                bf16_flops_per_s: 125e12, // no bf16 tensor cores: the fp16 rate is the best case
-                tf32_flops_per_s: 15.7e12,
-                fp32_flops_per_s: 15.7e12,
-            },
-            hbm_bytes: 32 * GIB,
-            hbm_bandwidth_bytes_per_s: 900.0 * GB,
-            sm_count: 80,
-            l2_cache_bytes: 6 << 20,
-            boost_clock_mhz: 1530,
-        },
+        gpu: datasheets::v100_sxm3_32gb().gpu,
         node: NodeSpec {
             gpus_per_node: 16,
             nvlink_bandwidth_bytes_per_s: 150.0 * GB,
@@ -110,24 +83,12 @@ fn dgx2_v100(name: &str, nodes: u32) -> TopologySpec {
     }
 }
 
-fn h200() -> TopologySpec {
+/// The single-GPU lab machine (16 cores, 128 GiB) with `gpu` in it.
+fn lab_machine(name: &str, gpu: GpuSpec) -> TopologySpec {
     TopologySpec {
-        name: "h200".into(),
+        name: name.into(),
         nodes: 1,
-        gpu: GpuSpec {
-            name: "H200".into(),
-            peak: PeakFlops {
-                fp16_flops_per_s: 989e12,
-                bf16_flops_per_s: 989e12,
-                tf32_flops_per_s: 494e12,
-                fp32_flops_per_s: 67e12,
-            },
-            hbm_bytes: 141_000_000_000,
-            hbm_bandwidth_bytes_per_s: 4800.0 * GB,
-            sm_count: 132,
-            l2_cache_bytes: 60 << 20,
-            boost_clock_mhz: 1980,
-        },
+        gpu,
         node: NodeSpec {
             gpus_per_node: 1,
             nvlink_bandwidth_bytes_per_s: 450.0 * GB,
@@ -163,7 +124,8 @@ fn all() -> Vec<TopologySpec> {
         dgx_a100("dgx-a100", 1),
         dgx2_v100("dgx2-v100", 1),
         dgx2_v100("dgx2-v100-x8", 8),
-        h200(),
+        lab_machine("h100", datasheets::h100_sxm().gpu),
+        lab_machine("h200", datasheets::h200_sxm().gpu),
     ]
 }
 
@@ -189,6 +151,16 @@ mod tests {
             let text = serde_json::to_string_pretty(&spec).unwrap();
             assert_eq!(TopologySpec::from_json_str(&text, "test").unwrap(), spec);
         }
+    }
+
+    #[test]
+    fn every_preset_gpu_is_its_catalogued_datasheet() {
+        for name in preset_names() {
+            let gpu = preset(&name).unwrap().gpu;
+            let sheet = crate::datasheet(&gpu.name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(sheet.gpu, gpu, "{name}");
+        }
+        assert_eq!(preset("h100").unwrap().gpu.name, "H100-SXM5-80GB");
     }
 
     #[test]

@@ -31,7 +31,8 @@ pub struct CalibrateArgs {
     /// Time only the CPU Adam step (no GPU needed).
     #[arg(long)]
     pub cpu_only: bool,
-    /// Profile to start from (built-in name or file, ≤ 256 MiB); default: the built-in for the detected GPU.
+    /// Profile to start from (built-in name or file, ≤ 256 MiB); default: the built-in for the detected
+    /// GPU (a100-80gb, v100-32gb, h100-sxm, h200), or the closest one, said in a remark.
     #[arg(long)]
     pub base_profile: Option<String>,
     /// Where to write the profile.
@@ -85,6 +86,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         | CalibrateError::Profile(_) => user_error(error),
         other => anyhow::anyhow!(other),
     })?;
+    // What the run could not do or the reader should know, one per line.
+    for remark in &profile.provenance.remarks {
+        eprintln!("remark: {remark}");
+    }
     let text = serde_json::to_string_pretty(&profile)?;
     crate::output_file::write_output(&args.out, |writer| {
         std::io::Write::write_all(writer, (text + "\n").as_bytes())

@@ -17,11 +17,11 @@ pub struct ScenarioArgs {
     /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
     #[arg(long)]
     pub model: Option<String>,
-    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON
+    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200) or a JSON
     /// file (≤ 256 MiB).
     #[arg(long)]
     pub topology: Option<String>,
-    /// Calibration profile: a built-in (a100-80gb, v100-32gb, h200) or a file written by
+    /// Calibration profile: a built-in (a100-80gb, v100-32gb, h100-sxm, h200) or a file written by
     /// `clustersim calibrate` (≤ 256 MiB). Default: the built-in for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,

@@ -45,7 +45,7 @@ pub struct SweepArgs {
     /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
     #[arg(long, default_value = "gpt3-175b")]
     pub model: String,
-    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h200) or a JSON
+    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200) or a JSON
     /// file (≤ 256 MiB).
     #[arg(long, default_value = "selene")]
     pub topology: String,

@@ -11,6 +11,10 @@
 #                       else target/release/ for clustersim alone)
 #   --out DIR           where logs, the profile and the timelines go (default: gpu-check-out/)
 #   --full              a full calibration as well as the quick one (adds minutes)
+#   --model NAME        the full calibration also times this model's GEMM shapes (default: gpt2-1b,
+#                       the model of examples/gpt-layers-p1-real.json)
+#   --topology NAME     topology preset of the real-mode example (default: from the GPU's name:
+#                       h100 for an H100, h200 otherwise)
 #   --cuda-lib-dir DIR  passed on to clustersim (repeatable); see `clustersim cuda-libs`
 #
 # Every step runs even when an earlier one failed; the last lines are a table
@@ -21,14 +25,18 @@ root=$(pwd)
 bin_dir=""
 out="$root/gpu-check-out"
 full=0
+model=gpt2-1b
+topology=""
 lib_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin-dir) bin_dir=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --full) full=1; shift ;;
+    --model) model=$2; shift 2 ;;
+    --topology) topology=$2; shift 2 ;;
     --cuda-lib-dir) lib_args+=(--cuda-lib-dir "$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -68,7 +76,7 @@ echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" >>"$out/cuda-libs.log"
 step calibrate-quick "$clustersim" calibrate --quick "${lib_args[@]}" --out "$out/profile-quick.json"
 profile="$out/profile-quick.json"
 if [ "$full" = 1 ]; then
-  step calibrate-full "$clustersim" calibrate "${lib_args[@]}" --out "$out/profile.json"
+  step calibrate-full "$clustersim" calibrate --model "$model" "${lib_args[@]}" --out "$out/profile.json"
   [ -s "$out/profile.json" ] && profile="$out/profile.json"
 fi
 
@@ -77,10 +85,18 @@ for test_binary in "$bin_dir"/*-test; do
   step "$(basename "$test_binary")" "$test_binary" --test-threads=1 --nocapture
 done
 
+if [ -z "$topology" ]; then
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+    *H100*) topology=h100 ;;
+    *) topology=h200 ;;
+  esac
+fi
 for example in pipeline-1f1b-p4-synthetic pipeline-interleaved-p4-synthetic gpt-layers-p1-real; do
   mode=synthetic; case "$example" in *real*) mode=real ;; esac
   scenario="examples/$example.json"
   profile_args=(); [ -s "$profile" ] && profile_args=(--profile "$profile")
+  # The real example runs on this GPU's own datasheet (memory-bound times use it).
+  [ "$mode" = real ] && profile_args+=(--topology "$topology")
   step "execute-$example" "$clustersim" execute "$scenario" --mode "$mode" "${profile_args[@]}" "${lib_args[@]}" --out "$out/$example.measured.json"
   step "simulate-$example" "$clustersim" simulate "$scenario" "${profile_args[@]}" --timeline "$out/$example.simulated.json"
   step "compare-$example" "$clustersim" compare "$out/$example.simulated.json" "$out/$example.measured.json"

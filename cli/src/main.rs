@@ -48,6 +48,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Execute(_)) {
+        // The driver reads CUDA_DEVICE_MAX_CONNECTIONS when it initialises:
+        // set it (unless the user did) while this is the only thread and
+        // before any CUDA call. `execute` then checks what is in effect.
+        executor::queues::request_in_environment();
+    }
     let result = match cli.command {
         Command::Simulate(args) => commands::simulate::run(args),
         Command::Collective(args) => commands::collective::run(args),

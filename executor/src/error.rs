@@ -1,7 +1,8 @@
 //! Everything that can stop `clustersim execute`, each naming what was being
 //! done. GPU failures are the `gpu` crate's [`GpuError`] (the cudarc wrappers
 //! the executor shares with calibrate); the executor adds its own no-driver
-//! line, unsupported layouts and plan-check failures.
+//! line, unsupported layouts, plan-check failures and a timed iteration the
+//! host could not issue within its start gate.
 
 use gpu::GpuError;
 
@@ -19,6 +20,11 @@ pub enum ExecuteError {
     /// lowering): every problem is listed.
     #[error("the execution plan is inconsistent: {}", problems.join("; "))]
     InvalidPlan { problems: Vec<String> },
+    /// The host was still issuing the timed iteration when the start gate
+    /// opened, so the GPU ran part of it while the host issued: its times
+    /// would include host issue time. Nothing was recorded.
+    #[error("{}", crate::gate::host_outran_gate_message(*issue_ns, *gate_ns))]
+    HostOutranGate { issue_ns: u64, gate_ns: u64 },
     /// The simulator could not order the graph (a cycle: a lowering bug).
     #[error("cannot order the task graph: {0}")]
     Graph(String),
@@ -29,12 +35,14 @@ pub enum ExecuteError {
 
 impl ExecuteError {
     /// True when the cause is the machine or the input, not a bug or a
-    /// failing GPU call: no driver, a missing library, an unsupported plan.
+    /// failing GPU call: no driver, a missing library, an unsupported plan, a
+    /// host too slow or busy to issue the iteration within its gate.
     pub fn is_user_error(&self) -> bool {
         matches!(
             self,
             ExecuteError::NoGpu(_)
                 | ExecuteError::Unsupported(_)
+                | ExecuteError::HostOutranGate { .. }
                 | ExecuteError::Gpu(GpuError::MissingLibrary { .. })
         )
     }

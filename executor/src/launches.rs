@@ -38,7 +38,7 @@ pub enum Launch {
     Gemm { shape: GemmShape },
     /// A device-to-device copy of `bytes` (2 × bytes through HBM).
     DeviceCopy { bytes: u64 },
-    /// A single-block kernel spinning on `clock64()` for this long.
+    /// A single-block kernel spinning on `%globaltimer` for this long.
     Spin { duration_ns: u64 },
     /// An NCCL collective over the devices `gpus`.
     Collective {

@@ -11,8 +11,10 @@
 //! |---|---|
 //! | graph → plan: streams, cross-stream waits, launches, issue order | [`plan`], [`launches`] |
 //! | plan invariants (every task once, every cross-stream edge a wait, …) | [`check`] |
-//! | the synthetic spin kernel and its clock calibration | [`spin`] |
-//! | streams, scratch, gate, event timing | [`runtime`] |
+//! | the synthetic spin kernel (on `%globaltimer`) | [`spin`] |
+//! | the start gate's length; a host that outran it fails the run | [`gate`] |
+//! | `CUDA_DEVICE_MAX_CONNECTIONS`: set before the driver starts, checked after | [`queues`] |
+//! | streams, scratch, event timing | [`runtime`] |
 //! | measured spans → Timeline | [`record`] |
 //!
 //! What it shares with calibration comes from the `gpu` crate: library checks
@@ -32,12 +34,23 @@
 //!   memory-bound kernels as copies of their bytes); ranks sharing a GPU
 //!   contend for it, and communication between ranks on one GPU is a
 //!   device-to-device copy of the same bytes;
-//! - `synthetic`: every task is a single-block `clock64()` spin of the
-//!   simulator's duration for it, so ranks do not contend: the run checks the
-//!   schedule, dependency and overlap semantics on hardware.
+//! - `synthetic`: every task is a single-block spin on the GPU's nanosecond
+//!   timer (`%globaltimer`) of the simulator's duration for it, so ranks do
+//!   not contend: the run checks the schedule, dependency and overlap
+//!   semantics on hardware. Every pipeline schedule the simulator has
+//!   (GPipe, 1F1B, interleaved) plans and passes [`check()`].
 //!
-//! How the run was done (device, ranks per GPU, spin clock, what stood in for
-//! communication) is written under `header.scenario["executor"]`.
+//! How the run was done (device, ranks per GPU, the spin's timer and its
+//! step, the gate, hardware queues, what stood in for communication) is
+//! written under `header.scenario["executor"]`.
+//!
+//! ## Running the GPU tests
+//!
+//! The tests that need a GPU skip with a message without a CUDA driver. They
+//! run in-process after other CUDA use, so start them with
+//! `CUDA_DEVICE_MAX_CONNECTIONS=32` in the environment (see [`queues`]);
+//! they fail, saying so, without it. They find the repository's `examples/`
+//! from `CLUSTERSIM_REPO`, else the current directory, else the source tree.
 //!
 //! ## Not yet
 //!
@@ -55,8 +68,10 @@
 
 pub mod check;
 mod error;
+pub mod gate;
 pub mod launches;
 pub mod plan;
+pub mod queues;
 pub mod record;
 pub mod runtime;
 pub mod spin;

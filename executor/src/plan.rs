@@ -39,9 +39,10 @@ pub enum ExecutionMode {
     /// device copies of their bytes); ranks folded onto one GPU contend for it.
     Real,
     /// Every task with a nonzero simulated duration is one single-block
-    /// `clock64()` spin of exactly that duration (communication included: the
-    /// folded ranks have no real network between them), so ranks do not
-    /// contend and the run checks schedule, dependency and overlap semantics.
+    /// spin on `%globaltimer` of exactly that duration (communication
+    /// included: the folded ranks have no real network between them), so ranks
+    /// do not contend and the run checks schedule, dependency and overlap
+    /// semantics.
     Synthetic,
 }
 

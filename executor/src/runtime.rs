@@ -1,18 +1,18 @@
 //! Running a plan on the GPU: streams, scratch buffers, the start gate,
 //! event-timed tasks, and the measured Timeline.
 //!
-//! One iteration is issued from this thread in plan order. Before the first
-//! task a single-block spin on a gate stream holds every stream back (each
-//! waits on the gate's event), so the whole iteration is queued before any of
-//! it runs and the host's issue rate does not show up as GPU idle time. Each
-//! task: wait on the end events of its predecessors on other streams, record
-//! its start event, launch, record its end event. After a warm-up iteration
-//! (cuBLAS heuristics, module loading) the timed one is synchronised once and
-//! every event is read relative to the gate.
+//! One iteration is issued from this thread in plan order. Each task: wait
+//! on the end events of its predecessors on other streams, record its start
+//! event, launch, record its end event. Warm-up iterations (cuBLAS
+//! heuristics, module loading) run ungated and are timed on the host; the
+//! timed iteration is issued behind a start gate sized from them
+//! ([`crate::gate`]), synchronised once, refused if the host outran the gate,
+//! and only then are its events read, relative to the gate.
 //!
-//! The driver is asked for 32 hardware work queues
-//! (`CUDA_DEVICE_MAX_CONNECTIONS`, unless set) so that streams do not share
-//! queues and block one another behind an event wait.
+//! How many hardware work queues the driver gives the streams
+//! (`CUDA_DEVICE_MAX_CONNECTIONS`) must be decided before the driver starts;
+//! [`execute`] only reads what is in effect and says so in the notes
+//! ([`crate::queues`]).
 //!
 //! Scratch is shared by all tasks (contents are irrelevant for timing): GEMM
 //! buffer sets sized for the largest shape, rotated so that together they are
@@ -21,6 +21,7 @@
 
 use crate::check::{check, PlanCheck};
 use crate::error::ExecuteError;
+use crate::gate::gate_ns;
 use crate::launches::Launch;
 use crate::plan::{plan, simulated_costs, ExecutionMode, ExecutionPlan};
 use crate::record::{measured_timeline, spans_from_ms};
@@ -37,6 +38,7 @@ use sim::cost::WorkCost;
 use sim::scenario::Scenario;
 use sim::task_graph::TaskGraph;
 use std::sync::Arc;
+use std::time::Instant;
 use timeline::Timeline;
 
 /// The one-line message for a machine without a usable CUDA driver.
@@ -46,31 +48,6 @@ pub const NO_DRIVER_MESSAGE: &str = "no CUDA driver found (libcuda.so could not 
 const COPY_POOL_MAX_BYTES: u64 = 1 << 30;
 /// The most GEMM buffer sets rotated through.
 const MAX_GEMM_SETS: u64 = 4;
-/// Gate length: at least this, plus an allowance per task and per launch for
-/// the host to issue them.
-const GATE_MIN_NS: u64 = 20_000_000;
-const GATE_PER_TASK_NS: u64 = 30_000;
-const GATE_PER_LAUNCH_NS: u64 = 15_000;
-
-/// Hardware work queues asked of the driver (`CUDA_DEVICE_MAX_CONNECTIONS`,
-/// default 8, at most 32). With fewer queues than busy streams, streams share
-/// a queue and a stream blocked on an event holds back the others behind it
-/// (false dependencies the simulator does not have).
-const HARDWARE_QUEUES: &str = "32";
-
-/// Sets `CUDA_DEVICE_MAX_CONNECTIONS` to [`HARDWARE_QUEUES`] unless the user
-/// set it; must run before the driver initialises. Returns the value in effect.
-fn widen_hardware_queues() -> String {
-    const NAME: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
-    match std::env::var(NAME) {
-        Ok(value) => value,
-        Err(_) => {
-            std::env::set_var(NAME, HARDWARE_QUEUES);
-            HARDWARE_QUEUES.into()
-        }
-    }
-}
-
 /// How to execute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExecuteOptions {
@@ -120,6 +97,9 @@ pub struct Execution {
     pub check: PlanCheck,
     /// What ran where, as written to `header.scenario["executor"]`.
     pub notes: serde_json::Value,
+    /// One line each: conditions that may have distorted the measurement
+    /// (also under `notes`), for the caller to show.
+    pub warnings: Vec<String>,
 }
 
 /// Checks that a driver loads and sees a device; returns the device count.
@@ -142,7 +122,8 @@ pub fn require_driver() -> Result<usize, ExecuteError> {
 
 /// Plans, checks and runs one iteration of `scenario`, returning the measured Timeline.
 pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Execution, ExecuteError> {
-    let hardware_queues = widen_hardware_queues();
+    // Before anything initialises the driver.
+    let observed_queues = crate::queues::observe();
     let devices = require_driver()?;
     let prepared = prepare(scenario, options)?;
     let plan = &prepared.plan;
@@ -158,6 +139,8 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
             plan.gpu_count
         )));
     }
+    // The plan's streams and the gate's.
+    let queues = crate::queues::assess(&observed_queues, plan.streams.len() + 1);
     let counts = plan.launch_counts();
     if counts.gemms > 0 {
         CudaLibrary::Cublas.require("the executor's GEMMs")?;
@@ -165,22 +148,31 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
     let device = open_device(0)?;
     let spin = SpinKernel::load(&device)?;
     let mut gpu = GpuState::new(&device, plan)?;
+    let mut slowest_warmup_issue_ns: Option<u64> = None;
     for _ in 0..options.warmup_iterations {
         let warm_up = gpu.issue(&device, plan, &spin, 0)?;
         device
             .ctx
             .synchronize()
             .cuda(|| "waiting for the warm-up iteration".into())?;
-        drop(warm_up);
+        slowest_warmup_issue_ns = slowest_warmup_issue_ns.max(Some(warm_up.issue_ns));
     }
-    let gate_ns = GATE_MIN_NS
-        + plan.tasks.len() as u64 * GATE_PER_TASK_NS
-        + (counts.gemms + counts.copies + counts.spins) as u64 * GATE_PER_LAUNCH_NS;
+    let gate_ns = gate_ns(
+        slowest_warmup_issue_ns,
+        plan.tasks.len(),
+        counts.gemms + counts.copies + counts.spins,
+    );
     let issued = gpu.issue(&device, plan, &spin, gate_ns)?;
     device
         .ctx
         .synchronize()
         .cuda(|| "waiting for the timed iteration".into())?;
+    if issued.host_outran_gate {
+        return Err(ExecuteError::HostOutranGate {
+            issue_ns: issued.issue_ns,
+            gate_ns,
+        });
+    }
     let mut elapsed_ms = vec![(0.0f32, 0.0f32); prepared.graph.task_count()];
     for planned in &plan.tasks {
         let (start, end) = &issued.events[planned.task as usize];
@@ -193,15 +185,18 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
         elapsed_ms[planned.task as usize] = (read(start)?, read(end)?);
     }
     let spans = spans_from_ms(&elapsed_ms);
-    let mut notes = notes(
-        &device,
-        plan,
-        &spin,
-        options,
-        gate_ns,
-        issued.host_outran_gate,
-    );
-    notes["cuda_device_max_connections"] = hardware_queues.into();
+    let mut notes = notes(&device, plan, &spin, options);
+    notes["gate"] = serde_json::json!({
+        "gate_ns": gate_ns,
+        "sized_from": match slowest_warmup_issue_ns {
+            Some(_) => "the slowest warm-up's host issue time",
+            None => "a fixed allowance per task and launch (no warm-up)",
+        },
+        "slowest_warmup_issue_ns": slowest_warmup_issue_ns,
+        "timed_issue_ns": issued.issue_ns,
+    });
+    notes["hardware_queues"] = queues.notes;
+    let warnings: Vec<String> = queues.warning.into_iter().collect();
     let timeline = measured_timeline(
         scenario,
         &prepared.graph,
@@ -215,6 +210,7 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
         plan: prepared.plan,
         check: prepared.check,
         notes,
+        warnings,
     })
 }
 
@@ -224,8 +220,6 @@ fn notes(
     plan: &ExecutionPlan,
     spin: &SpinKernel,
     options: &ExecuteOptions,
-    gate_ns: u64,
-    host_outran_gate: bool,
 ) -> serde_json::Value {
     let communication = match plan.mode {
         ExecutionMode::Synthetic => "spins of the simulated duration (no data moved)",
@@ -243,14 +237,16 @@ fn notes(
         "streams": plan.streams.len(),
         "compute": match plan.mode {
             ExecutionMode::Real => "cuBLAS fp16 GEMMs of the pass's shapes; memory-bound kernels as device copies of the same HBM bytes",
-            ExecutionMode::Synthetic => "single-block clock64() spins of the simulated duration",
+            ExecutionMode::Synthetic => "single-block spins on %globaltimer of the simulated duration",
         },
         "communication": communication,
-        "spin_clock_hz": spin.clock_hz,
-        "nominal_clock_hz": spin.nominal_clock_hz,
+        "spin": {
+            "timer": "%globaltimer (wall-clock ns; independent of the SM clock)",
+            "architecture": spin.architecture,
+            "globaltimer_step_ns": spin.globaltimer_step_ns,
+            "nominal_sm_clock_hz": spin.nominal_clock_hz,
+        },
         "warmup_iterations": options.warmup_iterations,
-        "gate_ns": gate_ns,
-        "host_issue_outlasted_gate": host_outran_gate,
         "timing": "one CUDA event pair per task, read after the iteration; ns from the first task start",
         "simulated_iteration_ns": plan.simulated_iteration_ns,
     })
@@ -261,6 +257,8 @@ struct Issued {
     gate: CudaEvent,
     /// (start, end) per task id.
     events: Vec<(CudaEvent, CudaEvent)>,
+    /// Host time from the gate's launch to the last task's end event.
+    issue_ns: u64,
     /// The gate had already opened when the last task was issued.
     host_outran_gate: bool,
 }
@@ -408,6 +406,7 @@ impl GpuState {
         gate_ns: u64,
     ) -> Result<Issued, ExecuteError> {
         let ctx = &device.ctx;
+        let issue_started = Instant::now();
         spin.launch(&self.gate_stream, gate_ns)?;
         let gate = timing_event(ctx, "the start gate")?;
         gate.record(&self.gate_stream)
@@ -453,7 +452,11 @@ impl GpuState {
                 .cuda(|| format!("recording the end of {}", what()))?;
             events[index] = Some((start, end));
         }
-        let host_outran_gate = gate_ns > 0 && gate.is_complete();
+        let issue_ns = u64::try_from(issue_started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let host_outran_gate = gate_ns > 0
+            && gate
+                .try_is_complete()
+                .cuda(|| "asking whether the start gate had opened".into())?;
         let events = events
             .into_iter()
             .map(|pair| pair.expect("the plan check ensures every task is issued"))
@@ -461,6 +464,7 @@ impl GpuState {
         Ok(Issued {
             gate,
             events,
+            issue_ns,
             host_outran_gate,
         })
     }

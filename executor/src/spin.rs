@@ -1,116 +1,162 @@
-//! The synthetic-mode kernel: one thread of one block spinning on
-//! `clock64()` for a given number of SM cycles, compiled with NVRTC.
+//! The synthetic-mode kernel: one thread of one block spinning on the GPU's
+//! global nanosecond timer (`%globaltimer`) until a given number of
+//! nanoseconds has passed since the kernel started, compiled by NVRTC to a
+//! cubin for the device's own architecture ([`gpu::kernels`]).
 //!
 //! One block keeps ranks folded onto one GPU from contending (each spin
-//! occupies a single SM). Durations become cycles with the SM clock: the
-//! nominal rate is the device's `CLOCK_RATE` attribute, then a 20 ms spin
-//! timed with CUDA events gives the rate the GPU actually ran at, which is
-//! the one used (boost clocks vary; the spin must last the simulated time).
+//! occupies a single SM). `%globaltimer` counts wall-clock nanoseconds, so a
+//! spin lasts its duration whatever the SM clock does: an earlier version
+//! counted `clock64()` cycles converted with a clock rate calibrated once,
+//! and an H100 that idles at 435 MHz and boosts to 1980 MHz made its spins
+//! 19 % too long. The SM clock is still read (the device's `CLOCK_RATE`) and
+//! recorded in the notes, for provenance only.
+//!
+//! ## Resolution
+//!
+//! `%globaltimer` is a 64-bit nanosecond counter, but how often it advances
+//! depends on the GPU and driver: every 32 ns on recent parts, every 1 µs
+//! (1000 ns steps) on some older ones. A spin ends at the first read at
+//! least `duration_ns` after its first read, so with a step of `r` ns it
+//! lasts between `duration_ns − r` and `duration_ns + r` (plus one loop
+//! iteration). [`SpinKernel::load`] measures the smallest step the timer
+//! takes on this device (a second, bounded kernel) and the executor records
+//! it in the notes as `globaltimer_step_ns`; it is an upper bound on the
+//! resolution (a step cannot be seen finer than one read of the loop).
+//!
 //! The same kernel holds every stream at a start gate while the host issues
-//! the iteration (see [`crate::runtime`]).
+//! the iteration (see [`crate::runtime`] and [`crate::gate`]).
 
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use gpu::detect::{CudaLibrary, Device};
+use gpu::detect::Device;
 use gpu::error::{CudaContextExt, GpuError};
-use gpu::timing::{self, Summary};
+use gpu::kernels::compile_and_load;
 use std::sync::Arc;
 
-/// Spins until `cycles` SM cycles have passed since the kernel started.
+/// Spins until `duration_ns` nanoseconds of `%globaltimer` have passed since
+/// the kernel's first read of it.
 pub const SPIN_KERNEL_SOURCE: &str = r#"
-extern "C" __global__ void spin_cycles(long long cycles) {
-    long long start = clock64();
-    while (clock64() - start < cycles) { }
+extern "C" __global__ void spin_ns(unsigned long long duration_ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < duration_ns);
 }
 "#;
 
-/// How long the clock-rate calibration spin lasts at the nominal clock.
-const CALIBRATION_SPIN_NS: u64 = 20_000_000;
+/// The spin kernel's function name in [`SPIN_KERNEL_SOURCE`].
+pub const SPIN_FUNCTION: &str = "spin_ns";
 
-/// SM cycles for `duration_ns` at `clock_hz` (rounded to nearest, ≥ 1 for a
-/// nonzero duration).
-pub fn spin_cycles(duration_ns: u64, clock_hz: f64) -> i64 {
-    if duration_ns == 0 {
-        return 0;
+/// Writes to `out[0]` the smallest nonzero step `%globaltimer` was seen to
+/// take over up to 64 steps (0 if it never moved in 2^26 reads, so the kernel
+/// always ends).
+pub const TIMER_STEP_KERNEL_SOURCE: &str = r#"
+extern "C" __global__ void globaltimer_step(unsigned long long* out) {
+    unsigned long long previous, now, smallest = 0ull;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(previous));
+    int changes = 0;
+    for (long long reads = 0; reads < (1ll << 26) && changes < 64; ++reads) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now != previous) {
+            unsigned long long step = now - previous;
+            if (smallest == 0ull || step < smallest) smallest = step;
+            previous = now;
+            ++changes;
+        }
     }
-    ((duration_ns as f64 * clock_hz * 1e-9).round() as i64).max(1)
+    out[0] = smallest;
+}
+"#;
+
+/// The timer-step kernel's function name in [`TIMER_STEP_KERNEL_SOURCE`].
+pub const TIMER_STEP_FUNCTION: &str = "globaltimer_step";
+
+/// The launch argument of a spin of `duration_ns` (`None`: launch nothing).
+pub fn spin_argument(duration_ns: u64) -> Option<u64> {
+    (duration_ns > 0).then_some(duration_ns)
 }
 
-/// The loaded kernel and the clock it is calibrated to.
+/// The loaded spin kernel and what is known about the device's timer.
 pub struct SpinKernel {
     function: CudaFunction,
-    /// From the device's `CLOCK_RATE` attribute.
+    /// The architecture the kernel was compiled for ("sm_90").
+    pub architecture: String,
+    /// The device's `CLOCK_RATE` attribute (provenance only: spins do not
+    /// depend on it).
     pub nominal_clock_hz: f64,
-    /// Measured while spinning: the rate durations are converted with.
-    pub clock_hz: f64,
+    /// The smallest step `%globaltimer` was seen to take on this device, in
+    /// ns (an upper bound on its resolution); `None` if it never moved.
+    pub globaltimer_step_ns: Option<u64>,
 }
 
 impl SpinKernel {
-    /// Compiles, loads and calibrates the kernel on `device` (uses its stream).
+    /// Compiles and loads the spin kernel on `device` and measures the
+    /// timer's step (uses the device's stream).
     pub fn load(device: &Device) -> Result<SpinKernel, GpuError> {
-        CudaLibrary::Nvrtc.require("the executor's spin kernel")?;
-        let (major, minor) = device.info.compute_capability;
-        let options = cudarc::nvrtc::CompileOptions {
-            options: vec![format!("--gpu-architecture=compute_{major}{minor}")],
-            ..Default::default()
-        };
-        let ptx =
-            cudarc::nvrtc::compile_ptx_with_opts(SPIN_KERNEL_SOURCE, options).map_err(|error| {
-                GpuError::Nvrtc {
-                    context: "compiling the spin kernel".into(),
-                    message: error.to_string(),
-                }
-            })?;
-        let module = device
-            .ctx
-            .load_module(ptx)
-            .cuda(|| "loading the spin kernel module".into())?;
-        let function = module
-            .load_function("spin_cycles")
-            .cuda(|| "finding spin_cycles in its module".into())?;
+        let spin = compile_and_load(
+            device,
+            SPIN_KERNEL_SOURCE,
+            SPIN_FUNCTION,
+            "the executor's spin kernel",
+        )?;
         let clock_khz = device
             .ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
             .cuda(|| "reading the SM clock rate".into())?;
-        let nominal_clock_hz = clock_khz as f64 * 1e3;
-        let mut kernel = SpinKernel {
-            function,
-            nominal_clock_hz,
-            clock_hz: nominal_clock_hz,
-        };
-        let cycles = spin_cycles(CALIBRATION_SPIN_NS, nominal_clock_hz);
-        let samples =
-            timing::time_launches(&device.stream, 1, 3, "the spin-clock calibration", |_| {
-                kernel.launch_cycles(&device.stream, cycles)
-            })?;
-        let median_ns = Summary::from_samples(&samples)
-            .expect("three samples")
-            .median_ns;
-        kernel.clock_hz = cycles as f64 / (median_ns as f64 * 1e-9);
-        Ok(kernel)
+        let globaltimer_step_ns = measure_timer_step(device)?;
+        Ok(SpinKernel {
+            function: spin.function,
+            architecture: spin.architecture,
+            nominal_clock_hz: clock_khz as f64 * 1e3,
+            globaltimer_step_ns,
+        })
     }
 
     /// Launches a spin of `duration_ns` on `stream` (nothing for 0).
     pub fn launch(&self, stream: &Arc<CudaStream>, duration_ns: u64) -> Result<(), GpuError> {
-        match spin_cycles(duration_ns, self.clock_hz) {
-            0 => Ok(()),
-            cycles => self.launch_cycles(stream, cycles),
-        }
-    }
-
-    fn launch_cycles(&self, stream: &Arc<CudaStream>, cycles: i64) -> Result<(), GpuError> {
-        let config = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (1, 1, 1),
-            shared_mem_bytes: 0,
+        let Some(duration_ns) = spin_argument(duration_ns) else {
+            return Ok(());
         };
         let mut launch = stream.launch_builder(&self.function);
-        launch.arg(&cycles);
-        // SAFETY: the kernel takes one `long long` by value and touches no memory.
-        unsafe { launch.launch(config) }
+        launch.arg(&duration_ns);
+        // SAFETY: the kernel takes one `unsigned long long` by value and
+        // touches no memory.
+        unsafe { launch.launch(single_thread()) }
             .map(|_| ())
-            .cuda(|| format!("launching a spin of {cycles} cycles"))
+            .cuda(|| format!("launching a spin of {duration_ns} ns"))
     }
+}
+
+/// One block of one thread.
+fn single_thread() -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (1, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Runs [`TIMER_STEP_KERNEL_SOURCE`] once and reads its result back.
+fn measure_timer_step(device: &Device) -> Result<Option<u64>, GpuError> {
+    let kernel = compile_and_load(
+        device,
+        TIMER_STEP_KERNEL_SOURCE,
+        TIMER_STEP_FUNCTION,
+        "the executor's timer-step kernel",
+    )?;
+    let stream = &device.stream;
+    let mut out = stream
+        .alloc_zeros::<u64>(1)
+        .cuda(|| "allocating the timer-step result".into())?;
+    let mut launch = stream.launch_builder(&kernel.function);
+    launch.arg(&mut out);
+    // SAFETY: the kernel writes one `unsigned long long` to `out`, which holds one.
+    unsafe { launch.launch(single_thread()) }.cuda(|| "launching the timer-step kernel".into())?;
+    let step = stream
+        .clone_dtoh(&out)
+        .cuda(|| "reading the timer-step result".into())?;
+    Ok(step.first().copied().filter(|&ns| ns > 0))
 }
 
 #[cfg(test)]
@@ -118,13 +164,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_become_cycles_at_the_clock_rate() {
-        assert_eq!(spin_cycles(1_000_000, 1.98e9), 1_980_000);
-        assert_eq!(spin_cycles(0, 1.98e9), 0);
-        assert_eq!(
-            spin_cycles(1, 1e6),
-            1,
-            "nonzero durations spin at least one cycle"
-        );
+    fn a_spin_is_launched_for_every_nonzero_duration_and_takes_it_in_nanoseconds() {
+        assert_eq!(spin_argument(0), None, "zero-cost work launches nothing");
+        assert_eq!(spin_argument(1), Some(1));
+        assert_eq!(spin_argument(57_658_254), Some(57_658_254));
+    }
+
+    #[test]
+    fn the_kernels_read_the_global_timer_not_the_sm_clock() {
+        for source in [SPIN_KERNEL_SOURCE, TIMER_STEP_KERNEL_SOURCE] {
+            assert!(source.contains("%%globaltimer"), "{source}");
+            assert!(!source.contains("clock64"), "{source}");
+        }
+        assert!(SPIN_KERNEL_SOURCE.contains(&format!("void {SPIN_FUNCTION}(")));
+        assert!(TIMER_STEP_KERNEL_SOURCE.contains(&format!("void {TIMER_STEP_FUNCTION}(")));
+        // The step kernel's loop is bounded, so a frozen timer cannot hang it.
+        assert!(TIMER_STEP_KERNEL_SOURCE.contains("reads < (1ll << 26)"));
     }
 }

@@ -1,7 +1,12 @@
 //! CPU tests of the executor's planning and packaging: every task issued
 //! once in an order that respects every edge, every cross-stream edge a
 //! wait, launches that match the simulator's kernels and durations, and a
-//! Timeline packaged exactly as the simulator packages its own.
+//! Timeline packaged exactly as the simulator packages its own. Every
+//! schedule over a grid of layouts is in [`schedules`]; the runs that need a
+//! GPU (skipped without a driver) are in [`gpu`].
+
+mod gpu;
+mod schedules;
 
 use crate::launches::{CollectiveKind, Launch};
 use crate::plan::{plan, rank_gpu, simulated_costs, ExecutionMode, ExecutionPlan};
@@ -411,51 +416,4 @@ fn without_a_driver_execute_fails_with_one_clear_line() {
     let message = error.to_string();
     assert!(message.contains("no CUDA driver"), "{message}");
     assert!(!message.contains('\n'), "one line: {message}");
-}
-
-/// On a GPU (skipped without a driver): a synthetic run of 8 ranks folded
-/// onto one device honours every dependency, never overlaps two tasks of one
-/// stream, and lands near the simulated iteration time.
-#[test]
-fn synthetic_run_on_a_gpu_respects_every_dependency() {
-    if let Err(error) = crate::runtime::require_driver() {
-        eprintln!("skipping: {error}");
-        return;
-    }
-    let scenario = ScenarioFile::tiny_example().resolve().unwrap();
-    let options = ExecuteOptions::default();
-    let execution = crate::execute(&scenario, &options).unwrap();
-    let (_, graph) = sim::build_graph(&scenario);
-    let tasks = &execution.timeline.tasks;
-    // Event timestamps have about 0.5 µs resolution.
-    const SLACK_NS: u64 = 2_000;
-    for (from, to, _) in graph.edges() {
-        let (from, to) = (&tasks[from.index()], &tasks[to.index()]);
-        assert!(
-            to.start_ns + SLACK_NS >= from.end_ns,
-            "task {} starts at {} before its predecessor {} ends at {}",
-            to.id,
-            to.start_ns,
-            from.id,
-            from.end_ns
-        );
-    }
-    let mut by_stream: std::collections::BTreeMap<u32, Vec<(u64, u64)>> = Default::default();
-    for task in &execution.plan.tasks {
-        let record = &tasks[task.task as usize];
-        by_stream
-            .entry(task.stream)
-            .or_default()
-            .push((record.start_ns, record.end_ns));
-    }
-    for spans in by_stream.values_mut() {
-        spans.sort();
-        for pair in spans.windows(2) {
-            assert!(pair[1].0 + SLACK_NS >= pair[0].1, "overlap on one stream");
-        }
-    }
-    let measured = execution.timeline.makespan_ns() as f64;
-    let simulated = execution.plan.simulated_iteration_ns as f64;
-    eprintln!("measured {measured} ns vs simulated {simulated} ns");
-    assert!((measured / simulated - 1.0).abs() < 0.1);
 }

@@ -1,0 +1,91 @@
+//! Every pipeline schedule the simulator has ([`ScheduleKind`]: GPipe, 1F1B,
+//! interleaved) over a grid of (p, m, v), with and without recompute: every
+//! layout the simulator accepts, the executor plans in both modes, and the
+//! plan passes [`check`] (every task once, topological issue order, every
+//! cross-stream edge a wait, synthetic spins of exactly the simulated
+//! durations) with no ordering the graph does not have.
+
+use crate::check;
+use crate::plan::{plan, ExecutionMode};
+use sim::scenario::{Recompute, ScenarioFile, ScheduleKind};
+use std::collections::BTreeMap;
+
+/// Every variant of [`ScheduleKind`]; the match fails to compile when one
+/// is added, so this test has to learn about it.
+fn every_schedule() -> Vec<ScheduleKind> {
+    let all = [
+        ScheduleKind::Gpipe,
+        ScheduleKind::OneFOneB,
+        ScheduleKind::Interleaved,
+    ];
+    for schedule in all {
+        match schedule {
+            ScheduleKind::Gpipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved => {}
+        }
+    }
+    all.to_vec()
+}
+
+#[test]
+fn every_schedule_plans_and_passes_the_check_over_a_grid_of_p_m_v() {
+    // gpt-22b has 48 layers: p·v divides it for many (p, v); dgx-a100 has 8 GPUs.
+    let stages = [1, 2, 3, 4, 6, 8];
+    let microbatches = [1, 2, 3, 4, 6, 8, 12, 16];
+    let chunks = [1, 2, 3, 4];
+    let mut planned: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for schedule in every_schedule() {
+        for &p in &stages {
+            for &m in &microbatches {
+                for &v in &chunks {
+                    for recompute in [Recompute::None, Recompute::Full] {
+                        let file = ScenarioFile {
+                            model: Some("gpt-22b".into()),
+                            topology: Some("dgx-a100".into()),
+                            tp: Some(1),
+                            pp: Some(p),
+                            dp: Some(1),
+                            chunks: Some(v),
+                            microbatch_size: Some(1),
+                            global_batch: Some(m),
+                            schedule: Some(schedule),
+                            recompute: Some(recompute),
+                            ..ScenarioFile::default()
+                        };
+                        // Layouts the simulator refuses are not the executor's to run.
+                        let Ok(scenario) = file.resolve() else {
+                            continue;
+                        };
+                        let (_, graph) = sim::build_graph(&scenario);
+                        let name = format!(
+                            "{} p={p} m={m} v={v} recompute={recompute:?}",
+                            schedule.name()
+                        );
+                        for mode in [ExecutionMode::Synthetic, ExecutionMode::Real] {
+                            let verdict = plan(&graph, &scenario, mode, 1)
+                                .and_then(|plan| check(&plan, &graph).map(|c| (plan, c)));
+                            match verdict {
+                                Ok((plan, verdict)) => {
+                                    assert_eq!(plan.tasks.len(), graph.task_count(), "{name}");
+                                    assert_eq!(verdict.implicit_orderings, 0, "{name}");
+                                    if p > 1 {
+                                        assert!(verdict.waits > 0, "{name}: stages wait");
+                                    }
+                                }
+                                Err(error) => failures.push(format!("{name} {mode:?}: {error}")),
+                            }
+                        }
+                        *planned.entry(schedule.name()).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("layouts planned per schedule (each in both modes): {planned:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Enough of each schedule was accepted by the simulator to mean something.
+    for schedule in every_schedule() {
+        let count = planned.get(schedule.name()).copied().unwrap_or(0);
+        assert!(count >= 20, "{}: only {count} layouts", schedule.name());
+    }
+}

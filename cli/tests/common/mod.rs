@@ -1,17 +1,84 @@
-//! What the binary's integration tests share: running `clustersim`, reading
-//! its output, and the path of a committed input file.
+//! What the binary's integration tests share: finding and running
+//! `clustersim`, finding the repository, reading output, and the path of a
+//! committed input file.
+//!
+//! Test binaries may run where they were not built (the lab GPU machine gets
+//! stripped copies of the test executables and `clustersim` in one folder,
+//! with the repository but no `target/`), so neither the binary nor the
+//! repository is taken from a path baked in at build time unless nothing
+//! else is found: see [`clustersim_binary`] and [`repository_root`].
 
 #![allow(dead_code)] // each test binary uses its own subset
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Runs the built binary with `args`.
+/// The `clustersim` binary to test: `CLUSTERSIM_BIN` when set, else a
+/// `clustersim` beside the running test executable or in its parent folder
+/// (cargo puts tests in `target/<profile>/deps/` and the binary in
+/// `target/<profile>/`; a carried copy sits beside the tests), else the one
+/// cargo built (`CARGO_BIN_EXE_clustersim`).
+pub fn clustersim_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("CLUSTERSIM_BIN") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "CLUSTERSIM_BIN={} is not a file",
+            path.display()
+        );
+        return path;
+    }
+    let name = format!("clustersim{}", std::env::consts::EXE_SUFFIX);
+    if let Some(found) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| beside(&exe, &name))
+    {
+        return found;
+    }
+    PathBuf::from(env!("CARGO_BIN_EXE_clustersim"))
+}
+
+/// `name` in the folder of `executable` or in that folder's parent.
+pub fn beside(executable: &Path, name: &str) -> Option<PathBuf> {
+    let folder = executable.parent()?;
+    [Some(folder), folder.parent()]
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The repository root (where `examples/` is): `CLUSTERSIM_REPO` when set,
+/// else the current directory when it holds `examples/`, else the source
+/// tree the tests were built from.
+pub fn repository_root() -> PathBuf {
+    if let Some(root) = std::env::var_os("CLUSTERSIM_REPO") {
+        let root = PathBuf::from(root);
+        assert!(
+            root.join("examples").is_dir(),
+            "CLUSTERSIM_REPO={} holds no examples/",
+            root.display()
+        );
+        return root;
+    }
+    if let Ok(current) = std::env::current_dir() {
+        if current.join("examples").is_dir() {
+            return current;
+        }
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("cli/ is inside the workspace")
+        .to_path_buf()
+}
+
+/// Runs the binary ([`clustersim_binary`]) with `args`.
 pub fn clustersim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_clustersim"))
+    let binary = clustersim_binary();
+    Command::new(&binary)
         .args(args)
         .output()
-        .expect("binary runs")
+        .unwrap_or_else(|error| panic!("running {}: {error}", binary.display()))
 }
 
 /// Bytes of stdout or stderr as text.

@@ -1,15 +1,17 @@
 //! The synthetic-mode kernel: one thread of one block spinning on the GPU's
 //! global nanosecond timer (`%globaltimer`) until a given number of
-//! nanoseconds has passed since the kernel started, compiled by NVRTC to a
-//! cubin for the device's own architecture ([`gpu::kernels`]).
+//! nanoseconds has passed since the kernel started. It is the `gpu` crate's
+//! gate kernel ([`gpu::gate::GateKernels::wait`], the one calibrate holds its
+//! timed launches behind), compiled by NVRTC to a cubin for the device's own
+//! architecture ([`gpu::kernels`]).
 //!
 //! One block keeps ranks folded onto one GPU from contending (each spin
 //! occupies a single SM). `%globaltimer` counts wall-clock nanoseconds, so a
 //! spin lasts its duration whatever the SM clock does: an earlier version
 //! counted `clock64()` cycles converted with a clock rate calibrated once,
-//! and an H100 that idles at 435 MHz and boosts to 1980 MHz made its spins
-//! 19 % too long. The SM clock is still read (the device's `CLOCK_RATE`) and
-//! recorded in the notes, for provenance only.
+//! and on an H100 (idle at 435 MHz, boost 1980 MHz) the tiny t=2 p=4
+//! iteration came out 19 % long. The SM clock is still read (the device's
+//! `CLOCK_RATE`) and recorded in the notes, for provenance only.
 //!
 //! ## Resolution
 //!
@@ -23,30 +25,16 @@
 //! it in the notes as `globaltimer_step_ns`; it is an upper bound on the
 //! resolution (a step cannot be seen finer than one read of the loop).
 //!
-//! The same kernel holds every stream at a start gate while the host issues
-//! the iteration (see [`crate::runtime`] and [`crate::gate`]).
+//! The same kernel holds every stream at the start gate while the host
+//! issues the iteration (see [`crate::runtime`] and [`crate::gate`]).
 
 use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use gpu::detect::Device;
 use gpu::error::{CudaContextExt, GpuError};
+use gpu::gate::GateKernels;
 use gpu::kernels::compile_and_load;
 use std::sync::Arc;
-
-/// Spins until `duration_ns` nanoseconds of `%globaltimer` have passed since
-/// the kernel's first read of it.
-pub const SPIN_KERNEL_SOURCE: &str = r#"
-extern "C" __global__ void spin_ns(unsigned long long duration_ns) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < duration_ns);
-}
-"#;
-
-/// The spin kernel's function name in [`SPIN_KERNEL_SOURCE`].
-pub const SPIN_FUNCTION: &str = "spin_ns";
 
 /// Writes to `out[0]` the smallest nonzero step `%globaltimer` was seen to
 /// take over up to 64 steps (0 if it never moved in 2^26 reads, so the kernel
@@ -79,7 +67,7 @@ pub fn spin_argument(duration_ns: u64) -> Option<u64> {
 
 /// The loaded spin kernel and what is known about the device's timer.
 pub struct SpinKernel {
-    function: CudaFunction,
+    kernels: Arc<GateKernels>,
     /// The architecture the kernel was compiled for ("sm_90").
     pub architecture: String,
     /// The device's `CLOCK_RATE` attribute (provenance only: spins do not
@@ -91,23 +79,18 @@ pub struct SpinKernel {
 }
 
 impl SpinKernel {
-    /// Compiles and loads the spin kernel on `device` and measures the
-    /// timer's step (uses the device's stream).
+    /// Loads the spin kernel on `device` (compiled once per device) and
+    /// measures the timer's step (uses the device's stream).
     pub fn load(device: &Device) -> Result<SpinKernel, GpuError> {
-        let spin = compile_and_load(
-            device,
-            SPIN_KERNEL_SOURCE,
-            SPIN_FUNCTION,
-            "the executor's spin kernel",
-        )?;
+        let kernels = GateKernels::for_context(&device.ctx)?;
         let clock_khz = device
             .ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
             .cuda(|| "reading the SM clock rate".into())?;
         let globaltimer_step_ns = measure_timer_step(device)?;
         Ok(SpinKernel {
-            function: spin.function,
-            architecture: spin.architecture,
+            architecture: kernels.architecture.clone(),
+            kernels,
             nominal_clock_hz: clock_khz as f64 * 1e3,
             globaltimer_step_ns,
         })
@@ -115,16 +98,10 @@ impl SpinKernel {
 
     /// Launches a spin of `duration_ns` on `stream` (nothing for 0).
     pub fn launch(&self, stream: &Arc<CudaStream>, duration_ns: u64) -> Result<(), GpuError> {
-        let Some(duration_ns) = spin_argument(duration_ns) else {
-            return Ok(());
-        };
-        let mut launch = stream.launch_builder(&self.function);
-        launch.arg(&duration_ns);
-        // SAFETY: the kernel takes one `unsigned long long` by value and
-        // touches no memory.
-        unsafe { launch.launch(single_thread()) }
-            .map(|_| ())
-            .cuda(|| format!("launching a spin of {duration_ns} ns"))
+        match spin_argument(duration_ns) {
+            Some(duration_ns) => self.kernels.wait(stream, duration_ns),
+            None => Ok(()),
+        }
     }
 }
 
@@ -172,11 +149,12 @@ mod tests {
 
     #[test]
     fn the_kernels_read_the_global_timer_not_the_sm_clock() {
-        for source in [SPIN_KERNEL_SOURCE, TIMER_STEP_KERNEL_SOURCE] {
+        let spin = gpu::gate::GATE_KERNEL_SOURCE;
+        for source in [spin, TIMER_STEP_KERNEL_SOURCE] {
             assert!(source.contains("%%globaltimer"), "{source}");
             assert!(!source.contains("clock64"), "{source}");
         }
-        assert!(SPIN_KERNEL_SOURCE.contains(&format!("void {SPIN_FUNCTION}(")));
+        assert!(spin.contains("void wait_ns(unsigned long long ns)"));
         assert!(TIMER_STEP_KERNEL_SOURCE.contains(&format!("void {TIMER_STEP_FUNCTION}(")));
         // The step kernel's loop is bounded, so a frozen timer cannot hang it.
         assert!(TIMER_STEP_KERNEL_SOURCE.contains("reads < (1ll << 26)"));

@@ -16,7 +16,7 @@
 //! are compiled to cubins for sm_80 and sm_90.
 
 use crate::plan::ExecutionMode;
-use crate::spin::{SPIN_KERNEL_SOURCE, TIMER_STEP_KERNEL_SOURCE};
+use crate::spin::TIMER_STEP_KERNEL_SOURCE;
 use crate::{execute, require_driver, ExecuteOptions, Execution};
 use gpu::detect::CudaLibrary;
 use sim::scenario::{Scenario, ScenarioFile};
@@ -218,7 +218,7 @@ fn the_spin_and_timer_step_kernels_compile_to_cubins_where_nvrtc_loads() {
             continue;
         }
         let architecture = format!("sm_{sm}");
-        for source in [SPIN_KERNEL_SOURCE, TIMER_STEP_KERNEL_SOURCE] {
+        for source in [gpu::gate::GATE_KERNEL_SOURCE, TIMER_STEP_KERNEL_SOURCE] {
             let cubin = gpu::kernels::compile_cubin(source, &architecture, "a test kernel")
                 .unwrap_or_else(|error| panic!("{error}"));
             assert_eq!(

@@ -8,7 +8,9 @@
 //! - the optimizer step: a memory-bound kernel of its bytes (a copy, as above);
 //! - communication (tensor all-reduces of a pass, a pipeline transfer, the
 //!   data-parallel all-reduce): an NCCL call when the ranks involved sit on
-//!   several devices, else a device-to-device copy of the payload.
+//!   several devices, else a device-to-device copy of the payload;
+//! - the software stack's host costs (host-issue tasks): spins of their
+//!   modeled duration, since the executor's own issue is not the framework's.
 //!
 //! Synthetic mode: one spin of the simulator's duration for every task whose
 //! duration is nonzero (nothing for zero-cost work).
@@ -124,15 +126,24 @@ pub fn work_launches(
         )
         .into_iter()
         .collect(),
+        // The software stack's host costs (issuing a pass's kernels, a
+        // synchronising call, the optimizer's host loop) are the framework's,
+        // not this executor's, which queues everything behind a gate: they
+        // run as spins of their modeled duration on the rank's host stream,
+        // so the GPU work that waits on them waits as it would for the host.
+        Work::HostIssuePass { .. } | Work::HostCall | Work::HostOptimizer => {
+            let duration_ns = cost.duration.as_nanos();
+            if duration_ns == 0 {
+                Vec::new()
+            } else {
+                vec![Launch::Spin { duration_ns }]
+            }
+        }
         // ZeRO-Offload works: `plan` refuses offload scenarios before launches are built.
         Work::DataParallelReduceScatter { .. }
         | Work::DataParallelAllGather { .. }
         | Work::PcieTransfer { .. }
-        | Work::CpuAdam { .. }
-        // The executor's own host thread issues the work: nothing to launch.
-        | Work::HostIssuePass { .. }
-        | Work::HostCall
-        | Work::HostOptimizer => Vec::new(),
+        | Work::CpuAdam { .. } => Vec::new(),
     }
 }
 

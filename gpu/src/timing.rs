@@ -1,7 +1,7 @@
 //! Timing: CUDA-event timing of repeated launches on one stream, and the
 //! summary statistic every measured entry reports (median, with the
 //! interquartile range as its spread). Calibrate times its GPU stages with
-//! these; the executor times its tasks and calibrates its spin clock.
+//! these; the executor times its tasks.
 //!
 //! Events are created with timing enabled (`CU_EVENT_DEFAULT`; cudarc's
 //! default is `CU_EVENT_DISABLE_TIMING`), one start/end pair per repeat,

@@ -13,8 +13,9 @@
 #   --full              a full calibration as well as the quick one (adds minutes)
 #   --model NAME        the full calibration also times this model's GEMM shapes (default: gpt2-1b,
 #                       the model of examples/gpt-layers-p1-real.json)
-#   --topology NAME     topology preset of the real-mode example (default: from the GPU's name:
-#                       h100 for an H100, h200 otherwise)
+#   --gpu h100|h200     which GPU's topologies the examples run on (default: from nvidia-smi's
+#                       name): the real example on the preset, the pipeline examples on
+#                       examples/<gpu>-x4-virtual.json, so the measured profile matches them
 #   --cuda-lib-dir DIR  passed on to clustersim (repeatable); see `clustersim cuda-libs`
 #
 # Every step runs even when an earlier one failed; the last lines are a table
@@ -26,7 +27,7 @@ bin_dir=""
 out="$root/gpu-check-out"
 full=0
 model=gpt2-1b
-topology=""
+gpu=""
 lib_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,9 +35,9 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --full) full=1; shift ;;
     --model) model=$2; shift 2 ;;
-    --topology) topology=$2; shift 2 ;;
+    --gpu) gpu=$2; shift 2 ;;
     --cuda-lib-dir) lib_args+=(--cuda-lib-dir "$2"); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -85,18 +86,18 @@ for test_binary in "$bin_dir"/*-test; do
   step "$(basename "$test_binary")" "$test_binary" --test-threads=1 --nocapture
 done
 
-if [ -z "$topology" ]; then
+if [ -z "$gpu" ]; then
   case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
-    *H100*) topology=h100 ;;
-    *) topology=h200 ;;
+    *H100*) gpu=h100 ;;
+    *) gpu=h200 ;;
   esac
 fi
 for example in pipeline-1f1b-p4-synthetic pipeline-interleaved-p4-synthetic gpt-layers-p1-real; do
   mode=synthetic; case "$example" in *real*) mode=real ;; esac
   scenario="examples/$example.json"
   profile_args=(); [ -s "$profile" ] && profile_args=(--profile "$profile")
-  # The real example runs on this GPU's own datasheet (memory-bound times use it).
-  [ "$mode" = real ] && profile_args+=(--topology "$topology")
+  # The examples run on this GPU's own datasheet (memory-bound times use it).
+  if [ "$mode" = real ]; then profile_args+=(--topology "$gpu"); else profile_args+=(--topology "examples/$gpu-x4-virtual.json"); fi
   step "execute-$example" "$clustersim" execute "$scenario" --mode "$mode" "${profile_args[@]}" "${lib_args[@]}" --out "$out/$example.measured.json"
   step "simulate-$example" "$clustersim" simulate "$scenario" "${profile_args[@]}" --timeline "$out/$example.simulated.json"
   step "compare-$example" "$clustersim" compare "$out/$example.simulated.json" "$out/$example.measured.json"

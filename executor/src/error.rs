@@ -23,8 +23,15 @@ pub enum ExecuteError {
     /// The host was still issuing the timed iteration when the start gate
     /// opened, so the GPU ran part of it while the host issued: its times
     /// would include host issue time. Nothing was recorded.
-    #[error("{}", crate::gate::host_outran_gate_message(*issue_ns, *gate_ns))]
-    HostOutranGate { issue_ns: u64, gate_ns: u64 },
+    #[error("{}", crate::gate::host_outran_gate_message(*issue_ns, *gate_ns, *waited, *tasks, *first_task))]
+    HostOutranGate {
+        issue_ns: u64,
+        gate_ns: u64,
+        /// Tasks the GPU reached before the host had finished issuing them.
+        waited: usize,
+        tasks: usize,
+        first_task: u32,
+    },
     /// The simulator could not order the graph (a cycle: a lowering bug).
     #[error("cannot order the task graph: {0}")]
     Graph(String),

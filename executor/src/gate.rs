@@ -8,7 +8,8 @@
 //! early, part of the iteration runs while the host is still issuing, and
 //! the measured times include host issue time the simulator does not have.
 //! That is a failed measurement, not a remark: [`crate::execute`] returns
-//! [`crate::ExecuteError::HostOutranGate`] before reading any timing.
+//! [`crate::ExecuteError::HostOutranGate`] before reading any timing (see
+//! below for how it is detected).
 //!
 //! The gate is sized from what the host actually needed: each warm-up
 //! iteration is issued without a gate and timed on the host
@@ -18,9 +19,13 @@
 //! heuristics, module loading), so this errs long. Without a warm-up the
 //! gate falls back to a fixed allowance per task and per launch.
 //!
-//! Another way the host can outrun the gate: the driver queues only so many
-//! launches per stream while the GPU is held; past that the host blocks
-//! until the gate opens. Plans that large fail with the same error.
+//! The gate need not cover the whole iteration: the driver queues only so
+//! many launches while the GPU is held (past that the host blocks until the
+//! gate opens), so a large plan keeps being issued while the GPU runs. What
+//! matters is that the GPU never waits for the host: right after enqueueing
+//! each task the host asks whether the task's start event has already
+//! completed. If it has, the GPU reached the task before the host finished
+//! issuing it, its time may include host issue time, and the run fails.
 
 /// Gate = this × the slowest warm-up's host issue time + [`GATE_MARGIN_NS`].
 pub const GATE_ISSUE_FACTOR: u64 = 2;
@@ -48,11 +53,19 @@ pub fn gate_ns(slowest_warmup_issue_ns: Option<u64>, tasks: usize, launches: usi
     }
 }
 
-/// The one-line reason a run whose host outran the gate fails.
-pub fn host_outran_gate_message(issue_ns: u64, gate_ns: u64) -> String {
+/// The one-line reason a run fails when the GPU waited for the host: before
+/// `waited` of `tasks` tasks (the first being `first_task`), the task's start
+/// event had already completed when the host finished enqueueing it.
+pub fn host_outran_gate_message(
+    issue_ns: u64,
+    gate_ns: u64,
+    waited: usize,
+    tasks: usize,
+    first_task: u32,
+) -> String {
     let ms = |ns: u64| ns as f64 * 1e-6;
     format!(
-        "the host needed {:.1} ms to issue the timed iteration but the start gate held the GPU for only {:.1} ms, so part of the iteration ran while the host was still issuing and its times would include host issue time; nothing was recorded. Run again on a less loaded host or with more --warmup iterations (the gate is {}× the slowest warm-up's issue time plus {:.0} ms); if it persists, the plan may hold more launches than the driver queues while the GPU is held",
+        "the GPU waited for the host before {waited} of {tasks} tasks (first: task #{first_task}): the host needed {:.1} ms to issue the timed iteration behind a {:.1} ms start gate, so those tasks' times would include host issue time; nothing was recorded. Run again on a less loaded host or with more --warmup iterations (the gate is {}× the slowest warm-up's issue time plus {:.0} ms); if it persists, the host issues this plan's kernels slower than the GPU runs them (many small kernels)",
         ms(issue_ns),
         ms(gate_ns),
         GATE_ISSUE_FACTOR,
@@ -95,7 +108,9 @@ mod tests {
 
     #[test]
     fn the_message_is_one_line_naming_both_times_and_what_to_do() {
-        let message = host_outran_gate_message(31_250_000, 25_000_000);
+        let message = host_outran_gate_message(31_250_000, 25_000_000, 3, 40, 17);
+        assert!(message.contains("3 of 40 tasks"), "{message}");
+        assert!(message.contains("task #17"), "{message}");
         assert!(!message.contains('\n'), "{message}");
         assert!(
             message.contains("31.2 ms") || message.contains("31.3 ms"),

@@ -6,7 +6,7 @@
 //! event, launch, record its end event. Warm-up iterations (cuBLAS
 //! heuristics, module loading) run ungated and are timed on the host; the
 //! timed iteration is issued behind a start gate sized from them
-//! ([`crate::gate`]), synchronised once, refused if the host outran the gate,
+//! ([`crate::gate`]), synchronised once, refused if the GPU waited for the host at any task,
 //! and only then are its events read, relative to the gate.
 //!
 //! How many hardware work queues the driver gives the streams
@@ -167,10 +167,13 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
         .ctx
         .synchronize()
         .cuda(|| "waiting for the timed iteration".into())?;
-    if issued.host_outran_gate {
+    if let Some(&first_task) = issued.gpu_waited_for_host.first() {
         return Err(ExecuteError::HostOutranGate {
             issue_ns: issued.issue_ns,
             gate_ns,
+            waited: issued.gpu_waited_for_host.len(),
+            tasks: plan.tasks.len(),
+            first_task,
         });
     }
     let mut elapsed_ms = vec![(0.0f32, 0.0f32); prepared.graph.task_count()];
@@ -259,8 +262,9 @@ struct Issued {
     events: Vec<(CudaEvent, CudaEvent)>,
     /// Host time from the gate's launch to the last task's end event.
     issue_ns: u64,
-    /// The gate had already opened when the last task was issued.
-    host_outran_gate: bool,
+    /// Tasks whose start had passed when the host finished issuing them
+    /// (behind a gate only), in issue order.
+    gpu_waited_for_host: Vec<u32>,
 }
 
 /// Streams, cuBLAS handles and scratch for one plan.
@@ -418,6 +422,7 @@ impl GpuState {
         }
         let mut events: Vec<Option<(CudaEvent, CudaEvent)>> =
             (0..plan.tasks.len()).map(|_| None).collect();
+        let mut gpu_waited_for_host = Vec::new();
         for planned in &plan.tasks {
             let index = planned.task as usize;
             let stream = self.streams[planned.stream as usize].clone();
@@ -450,13 +455,18 @@ impl GpuState {
             }
             end.record(&stream)
                 .cuda(|| format!("recording the end of {}", what()))?;
+            // Behind a gate, a start already passed means the GPU reached
+            // this task before the host had finished issuing it.
+            if gate_ns > 0
+                && start
+                    .try_is_complete()
+                    .cuda(|| format!("asking whether {} had started", what()))?
+            {
+                gpu_waited_for_host.push(planned.task);
+            }
             events[index] = Some((start, end));
         }
         let issue_ns = u64::try_from(issue_started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let host_outran_gate = gate_ns > 0
-            && gate
-                .try_is_complete()
-                .cuda(|| "asking whether the start gate had opened".into())?;
         let events = events
             .into_iter()
             .map(|pair| pair.expect("the plan check ensures every task is issued"))
@@ -465,7 +475,7 @@ impl GpuState {
             gate,
             events,
             issue_ns,
-            host_outran_gate,
+            gpu_waited_for_host,
         })
     }
 

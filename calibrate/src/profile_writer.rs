@@ -328,6 +328,7 @@ mod tests {
                 time_ns: 1_400_000,
                 spread_ns: Some(10_000),
                 source: Source::Measured,
+                layout: Some("tn".into()),
             }],
             memory: vec![MemoryMeasurement {
                 kernel: "copy".into(),

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | is a CUDA library loadable (without cudarc's panic), open a device and read its SM count, clock, memory, L2 | [`detect`] |
 //! | CUDA-event timing of repeated launches; the median/IQR summary | [`timing`] |
-//! | one cuBLAS GEMM of a row-major shape (column-major call, buffer sets, random inputs) | [`gemm`] |
+//! | one cuBLAS GEMM of a row-major shape in its operand layout (TN, NN, NT column-major call, buffer sets, random inputs) | [`gemm`] |
 //! | seeded random inputs (SplitMix64) | [`random`] |
 //! | the error of a failed CUDA, cuBLAS or NVRTC call, with context | [`error`] |
 //!

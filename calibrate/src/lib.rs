@@ -8,7 +8,7 @@
 //!
 //! | stage | what is timed | module |
 //! |---|---|---|
-//! | GEMM | cuBLAS fp16/bf16 GEMMs (fp32 accumulate) on the model's layer and head shapes plus a grid | [`gemm`] |
+//! | GEMM | cuBLAS fp16/bf16 GEMMs (fp32 accumulate) on the model's layer and head shapes, each in its role's layout (TN, NN, NT), plus a grid | [`gemm`] |
 //! | memory | device-to-device copies over a size sweep; an NVRTC bf16 GeLU | [`memory_bandwidth`] |
 //! | PCIe | host↔device copies, pinned and pageable, each way and both at once | [`pcie`] |
 //! | collectives | NCCL all-reduce, reduce-scatter, all-gather on all local GPUs | [`collectives`] |

@@ -163,6 +163,8 @@ fn run_gemm(
     findings: &mut Findings,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(), CalibrateError> {
+    // Each GEMM with the layout it is called in: the grid's, and the model's
+    // in their roles' layouts.
     let mut shapes = gemm::grid_shapes(options.quick);
     if let Some(model) = &options.model {
         shapes.extend(gemm::model_gemm_shapes(
@@ -176,7 +178,6 @@ fn run_gemm(
     let sweep = gemm::GemmSweep {
         warmup: options.effective_warmup(),
         repeats: options.effective_repeats(),
-        max_buffer_sets: 8,
     };
     let mut stage = StageProgress::start("gemm bf16", shapes.len(), progress);
     let bf16_timings = gemm::time_shapes::<bf16>(device, blas, &shapes, sweep, || stage.step())?;
@@ -190,6 +191,12 @@ fn run_gemm(
             findings.remarks.push(format!(
                 "GEMMs not timed for lack of memory: {}",
                 timings.skipped.join(", ")
+            ));
+        }
+        if !timings.maybe_l2_resident.is_empty() {
+            findings.remarks.push(format!(
+                "GEMM entries that may be L2-resident (free memory allowed no buffer rotation above twice the L2): {}",
+                timings.maybe_l2_resident.join(", ")
             ));
         }
     }

@@ -16,7 +16,7 @@
 //! duration is nonzero (nothing for zero-cost work).
 
 use crate::plan::ExecutionMode;
-use models::ops::{GemmShape, KernelClass, Step};
+use models::ops::{GemmLayout, GemmShape, KernelClass, Step};
 use serde::Serialize;
 use sim::cost::{gradients, pass_steps, WorkCost};
 use sim::scenario::Scenario;
@@ -36,8 +36,12 @@ pub enum CollectiveKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Launch {
-    /// A cuBLAS fp16 GEMM (fp32 accumulate) of this row-major shape.
-    Gemm { shape: GemmShape },
+    /// A cuBLAS fp16 GEMM (fp32 accumulate) of this row-major shape, called
+    /// in the operand layout Megatron calls it in.
+    Gemm {
+        shape: GemmShape,
+        layout: GemmLayout,
+    },
     /// A device-to-device copy of `bytes` (2 × bytes through HBM).
     DeviceCopy { bytes: u64 },
     /// A single-block kernel spinning on `%globaltimer` for this long.
@@ -89,7 +93,7 @@ pub fn work_launches(
             .into_iter()
             .filter_map(|step| match step {
                 Step::Kernel(kernel) => match kernel.class {
-                    KernelClass::Gemm(shape) => Some(Launch::Gemm { shape }),
+                    KernelClass::Gemm { shape, layout } => Some(Launch::Gemm { shape, layout }),
                     KernelClass::MemoryBound => memory_bound(kernel.bytes),
                 },
                 Step::TensorAllReduce { .. } => None,

@@ -301,8 +301,8 @@ impl GpuState {
         for planned in &plan.tasks {
             for launch in &planned.launches {
                 match launch {
-                    Launch::Gemm { shape } => {
-                        ColumnMajorCall::for_shape(shape)?;
+                    Launch::Gemm { shape, layout } => {
+                        ColumnMajorCall::for_shape(shape, *layout)?;
                         needs_blas[planned.stream as usize] = true;
                         a_len = a_len.max(shape.batch * shape.m * shape.k);
                         b_len = b_len.max(shape.batch * shape.k * shape.n);
@@ -488,8 +488,8 @@ impl GpuState {
         let stream = &self.streams[stream_index];
         match launch {
             Launch::Spin { duration_ns } => spin.launch(stream, *duration_ns)?,
-            Launch::Gemm { shape } => {
-                let call = ColumnMajorCall::for_shape(shape)?;
+            Launch::Gemm { shape, layout } => {
+                let call = ColumnMajorCall::for_shape(shape, *layout)?;
                 let blas = self.blas[stream_index]
                     .as_ref()
                     .expect("a handle exists for every stream with GEMMs");

@@ -4,9 +4,12 @@
 //! and a grid, the executor issues them for the GEMMs of a task.
 //!
 //! Shapes follow `models::ops`: `C[m,n] = A[m,k]·B[k,n]`, row-major, `batch`
-//! times. cuBLAS is column-major, so each call computes Cᵀ = Bᵀ·Aᵀ with no
-//! transposes (the layout PyTorch uses for a row-major `A @ B`); the backward
-//! GEMMs are run in the same NN layout as their listed shapes.
+//! times. cuBLAS is column-major, so each call computes Cᵀ = Bᵀ·Aᵀ as PyTorch
+//! does for a row-major product: cuBLAS's A is our B and its B is our A.
+//! The [`GemmLayout`] says how those operands are stored, and so which
+//! `transa`/`transb` and leading dimensions the call gets ([`ColumnMajorCall`]):
+//! a linear layer's forward runs TN, its data gradient NN, its weight
+//! gradient NT, as Megatron issues them. C is always row-major m×n.
 //!
 //! Inputs are seeded random values (tensor-core timing and power depend on
 //! the bits): one random chunk, tiled over every input buffer by
@@ -15,8 +18,8 @@
 use crate::error::{CudaContextExt, GpuError};
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
-use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, ValidAsZeroBits};
-use models::ops::GemmShape;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use models::ops::{GemmLayout, GemmShape};
 use std::sync::Arc;
 
 /// Input/output element type (accumulation is always fp32).
@@ -36,9 +39,22 @@ impl GemmDtype {
     }
 }
 
-/// Arguments of the column-major cuBLAS call computing a row-major shape.
+/// Arguments of the column-major cuBLAS call computing a row-major shape in
+/// a layout.
+///
+/// | layout letter | operand | stored row-major as | cuBLAS arguments |
+/// |---|---|---|---|
+/// | first N | our B | k×n | `transa` = N, `lda` = n |
+/// | first T | our B | n×k | `transa` = T, `lda` = k |
+/// | second N | our A | m×k | `transb` = N, `ldb` = k |
+/// | second T | our A | k×m | `transb` = T, `ldb` = m |
+///
+/// C is m×n row-major (`ldc` = n) in every layout; batches are packed
+/// (strides k·n, m·k, m·n), so the buffers have the same sizes whatever the
+/// layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ColumnMajorCall {
+    pub layout: GemmLayout,
     /// cuBLAS m, n, k: (shape.n, shape.m, shape.k).
     pub m: i32,
     pub n: i32,
@@ -55,8 +71,9 @@ pub struct ColumnMajorCall {
 }
 
 impl ColumnMajorCall {
-    /// The call for `shape`, or an error when a dimension exceeds `i32`.
-    pub fn for_shape(shape: &GemmShape) -> Result<Self, GpuError> {
+    /// The call for `shape` in `layout`, or an error when a dimension is
+    /// zero or exceeds `i32`.
+    pub fn for_shape(shape: &GemmShape, layout: GemmLayout) -> Result<Self, GpuError> {
         let int = |what: &str, value: u64| {
             i32::try_from(value).map_err(|_| GpuError::TooLarge {
                 what: format!("GEMM {what} of {}", describe(shape)),
@@ -69,18 +86,30 @@ impl ColumnMajorCall {
                 problem: format!("GEMM shape {} has a zero dimension", describe(shape)),
             });
         }
+        let (m, n, k) = (int("m", shape.m)?, int("n", shape.n)?, int("k", shape.k)?);
         Ok(ColumnMajorCall {
-            m: int("n", shape.n)?,
-            n: int("m", shape.m)?,
-            k: int("k", shape.k)?,
-            lda: int("n", shape.n)?,
-            ldb: int("k", shape.k)?,
-            ldc: int("n", shape.n)?,
-            stride_a: (shape.k * shape.n) as i64,
-            stride_b: (shape.m * shape.k) as i64,
-            stride_c: (shape.m * shape.n) as i64,
+            layout,
+            m: n,
+            n: m,
+            k,
+            lda: if layout.b_transposed() { k } else { n },
+            ldb: if layout.a_transposed() { m } else { k },
+            ldc: n,
+            // Products of two i32 values always fit in i64.
+            stride_a: k as i64 * n as i64,
+            stride_b: m as i64 * k as i64,
+            stride_c: m as i64 * n as i64,
             batch: int("batch", shape.batch)?,
         })
+    }
+}
+
+/// cuBLAS's operation for an operand stored transposed or not.
+fn operation(transposed: bool) -> cublasOperation_t {
+    if transposed {
+        cublasOperation_t::CUBLAS_OP_T
+    } else {
+        cublasOperation_t::CUBLAS_OP_N
     }
 }
 
@@ -152,7 +181,8 @@ pub struct BufferSet<T> {
     pub c: CudaSlice<T>,
 }
 
-/// Launches one GEMM (no synchronisation).
+/// Launches one GEMM (no synchronisation): `set.a` holds our A and `set.b`
+/// our B, each stored as `call.layout` says; `set.c` receives row-major C.
 ///
 /// # Safety
 /// The buffers must hold at least `batch·m·k`, `batch·k·n`, `batch·m·n`
@@ -165,9 +195,32 @@ pub unsafe fn launch<T: GemmElement>(
 where
     CudaBlas: Gemm<T>,
 {
+    launch_on(blas, call, &set.a, &set.b, &mut set.c)
+}
+
+/// [`launch`] on any device memory (slices or views of a larger buffer):
+/// `a` holds our A, `b` our B, `c` receives C.
+///
+/// # Safety
+/// As [`launch`]: `a`, `b`, `c` must hold at least `batch·m·k`, `batch·k·n`,
+/// `batch·m·n` elements for the shape `call` was built from.
+pub unsafe fn launch_on<T, A, B, C>(
+    blas: &CudaBlas,
+    call: &ColumnMajorCall,
+    a: &A,
+    b: &B,
+    c: &mut C,
+) -> Result<(), cudarc::cublas::result::CublasError>
+where
+    T: GemmElement,
+    A: DevicePtr<T>,
+    B: DevicePtr<T>,
+    C: DevicePtrMut<T>,
+    CudaBlas: Gemm<T>,
+{
     let gemm = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_N,
-        transb: cublasOperation_t::CUBLAS_OP_N,
+        transa: operation(call.layout.b_transposed()),
+        transb: operation(call.layout.a_transposed()),
         m: call.m,
         n: call.n,
         k: call.k,
@@ -177,8 +230,9 @@ where
         beta: T::from_f32(0.0),
         ldc: call.ldc,
     };
+    // cuBLAS's A is our B and its B our A (Cᵀ = Bᵀ·Aᵀ).
     if call.batch == 1 {
-        blas.gemm(gemm, &set.b, &set.a, &mut set.c)
+        blas.gemm(gemm, b, a, c)
     } else {
         let batched = StridedBatchedConfig {
             gemm,
@@ -187,71 +241,13 @@ where
             stride_b: call.stride_b,
             stride_c: call.stride_c,
         };
-        blas.gemm_strided_batched(batched, &set.b, &set.a, &mut set.c)
+        blas.gemm_strided_batched(batched, b, a, c)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn row_major_shape_maps_to_the_transposed_column_major_call() {
-        let call = ColumnMajorCall::for_shape(&GemmShape {
-            batch: 3,
-            m: 10,
-            n: 20,
-            k: 30,
-        })
-        .unwrap();
-        assert_eq!((call.m, call.n, call.k), (20, 10, 30));
-        assert_eq!((call.lda, call.ldb, call.ldc), (20, 30, 20));
-        assert_eq!(
-            (call.stride_a, call.stride_b, call.stride_c),
-            (600, 300, 200)
-        );
-        assert_eq!(call.batch, 3);
-        let too_big = ColumnMajorCall::for_shape(&GemmShape {
-            batch: 1,
-            m: 1 << 31,
-            n: 1,
-            k: 1,
-        });
-        assert!(matches!(too_big, Err(GpuError::TooLarge { .. })));
-    }
-
-    /// A CPU reference of the mapping: column-major Cᵀ = Bᵀ·Aᵀ over the
-    /// row-major buffers equals the row-major product A·B.
-    #[test]
-    fn column_major_call_computes_the_row_major_product() {
-        let (m, n, k) = (3usize, 4usize, 5usize);
-        let a: Vec<f32> = (0..m * k).map(|i| i as f32).collect();
-        let b: Vec<f32> = (0..k * n).map(|i| (i as f32) * 0.5 - 2.0).collect();
-        let call = ColumnMajorCall::for_shape(&GemmShape {
-            batch: 1,
-            m: m as u64,
-            n: n as u64,
-            k: k as u64,
-        })
-        .unwrap();
-        // Column-major GEMM with cuBLAS's A = our B, cuBLAS's B = our A.
-        let (cm, cn, ck) = (call.m as usize, call.n as usize, call.k as usize);
-        let (lda, ldb, ldc) = (call.lda as usize, call.ldb as usize, call.ldc as usize);
-        let mut c = vec![0.0f32; m * n];
-        for j in 0..cn {
-            for i in 0..cm {
-                let mut sum = 0.0;
-                for p in 0..ck {
-                    sum += b[i + p * lda] * a[p + j * ldb];
-                }
-                c[i + j * ldc] = sum;
-            }
-        }
-        for row in 0..m {
-            for col in 0..n {
-                let expected: f32 = (0..k).map(|p| a[row * k + p] * b[p * n + col]).sum();
-                assert_eq!(c[row * n + col], expected);
-            }
-        }
-    }
-}
+mod device_tests;
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;

@@ -9,7 +9,7 @@
 //! | is a CUDA library loadable (without cudarc's panic), open a device and read its SM count, clock, memory, L2 | [`detect`] |
 //! | CUDA-event timing of repeated launches behind a gate; the GPU-side launch gap; the median/IQR summary | [`timing`] |
 //! | the gate (a `%globaltimer` wait kernel) and an empty kernel | [`gate`] |
-//! | one cuBLAS GEMM of a row-major shape (column-major call, buffer sets, random inputs) | [`gemm`] |
+//! | one cuBLAS GEMM of a row-major shape in its operand layout (TN, NN, NT column-major call, buffer sets, random inputs) | [`gemm`] |
 //! | seeded random inputs (SplitMix64) | [`random`] |
 //! | find cuBLAS, NVRTC and NCCL (flags, env, loader, Python wheels) and the restart that makes cudarc load them | [`libraries`] |
 //! | NVRTC-compile a kernel to a cubin for the device's own architecture, load it | [`kernels`] |

@@ -6,7 +6,7 @@
 //!   ([`formulas`], Megatron-LM SC21 Eq. 2 and Eq. 3);
 //! - which kernels one transformer layer runs forward and backward for a
 //!   tensor-parallel degree `t` and microbatch `b`, with FLOPs and bytes moved
-//!   ([`ops`]), including whether Megatron's fused softmax kernel applies
+//!   ([`ops`]; GEMM shapes and cuBLAS operand layouts in [`gemm`]), including whether Megatron's fused softmax kernel applies
 //!   ([`softmax`]);
 //! - how much memory weights, optimizer states and activations take ([`memory`]);
 //! - how many parameters each GPU holds under tensor and pipeline sharding
@@ -19,6 +19,7 @@
 //! ```
 
 pub mod formulas;
+pub mod gemm;
 pub mod memory;
 pub mod ops;
 pub mod pipeline_ends;

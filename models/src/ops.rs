@@ -10,61 +10,22 @@
 //! dropout and residual adds run replicated on every tensor rank over the full
 //! `b·s·h` activation.
 
+pub use crate::gemm::{GemmLayout, GemmShape};
 use crate::{softmax, ModelSpec};
 use serde::Serialize;
 
 /// Bytes per fp16 element.
 pub const FP16_BYTES: u64 = 2;
 
-/// A (batched) matrix multiplication C[m,n] = A[m,k]·B[k,n], `batch` times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct GemmShape {
-    pub batch: u64,
-    pub m: u64,
-    pub n: u64,
-    pub k: u64,
-}
-
-impl GemmShape {
-    /// 2·batch·m·n·k multiply-add FLOPs.
-    pub fn flops(&self) -> f64 {
-        2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64
-    }
-    /// fp16 bytes read (A, B) and written (C), assuming each is touched once.
-    pub fn bytes(&self) -> f64 {
-        let (b, m, n, k) = (
-            self.batch as f64,
-            self.m as f64,
-            self.n as f64,
-            self.k as f64,
-        );
-        b * (m * k + k * n + m * n) * FP16_BYTES as f64
-    }
-    /// Shape of the input-gradient GEMM dA[m,k] = dC[m,n]·Bᵀ.
-    pub fn data_gradient(&self) -> GemmShape {
-        GemmShape {
-            batch: self.batch,
-            m: self.m,
-            n: self.k,
-            k: self.n,
-        }
-    }
-    /// Shape of the weight-gradient GEMM dB[k,n] = Aᵀ·dC.
-    pub fn weight_gradient(&self) -> GemmShape {
-        GemmShape {
-            batch: self.batch,
-            m: self.k,
-            n: self.n,
-            k: self.m,
-        }
-    }
-}
-
 /// What a kernel is, for the cost model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum KernelClass {
-    /// A tensor-core GEMM (cost: FLOPs at shape-dependent efficiency, or bytes if memory-bound).
-    Gemm(GemmShape),
+    /// A tensor-core GEMM (cost: FLOPs at shape-dependent efficiency, or
+    /// bytes if memory-bound), with the operand layout cuBLAS is called with.
+    Gemm {
+        shape: GemmShape,
+        layout: GemmLayout,
+    },
     /// An elementwise or reduction kernel (cost: bytes at achieved HBM bandwidth).
     MemoryBound,
 }
@@ -99,11 +60,11 @@ pub enum Step {
 }
 
 impl Step {
-    /// A GEMM kernel of this shape.
-    pub fn gemm(name: &'static str, shape: GemmShape) -> Step {
+    /// A GEMM kernel of this shape, called in this layout.
+    pub fn gemm(name: &'static str, shape: GemmShape, layout: GemmLayout) -> Step {
         Step::Kernel(Kernel {
             name,
-            class: KernelClass::Gemm(shape),
+            class: KernelClass::Gemm { shape, layout },
             flops: shape.flops(),
             bytes: shape.bytes(),
         })
@@ -139,18 +100,33 @@ impl PassSteps {
     }
 }
 
-/// Appends the forward GEMM and its two backward GEMMs.
+/// The forward GEMM and its data- and weight-gradient GEMMs, each with its
+/// layout (see [`GemmLayout`]).
+pub fn gemm_with_gradients(
+    names: [&'static str; 3],
+    shape: GemmShape,
+    layout: GemmLayout,
+) -> [Step; 3] {
+    let [name, dgrad, wgrad] = names;
+    [
+        Step::gemm(name, shape, layout),
+        Step::gemm(dgrad, shape.data_gradient(), layout.data_gradient()),
+        Step::gemm(wgrad, shape.weight_gradient(), layout.weight_gradient()),
+    ]
+}
+
+/// Appends the forward GEMM (in `layout`) and its two backward GEMMs.
 fn linear(
     pass: &mut PassSteps,
-    name: &'static str,
-    dgrad: &'static str,
-    wgrad: &'static str,
+    names: [&'static str; 3],
     shape: GemmShape,
+    layout: GemmLayout,
     backward: &mut Vec<Step>,
 ) {
-    pass.forward.push(Step::gemm(name, shape));
-    backward.push(Step::gemm(dgrad, shape.data_gradient()));
-    backward.push(Step::gemm(wgrad, shape.weight_gradient()));
+    let [forward, dgrad, wgrad] = gemm_with_gradients(names, shape, layout);
+    pass.forward.push(forward);
+    backward.push(dgrad);
+    backward.push(wgrad);
 }
 
 /// A linear layer with a bias: its backward also reduces the gradient of the
@@ -168,7 +144,13 @@ fn linear_with_bias(
     backward: &mut Vec<Step>,
 ) {
     let [name, dgrad, wgrad, bias_grad] = names;
-    linear(pass, name, dgrad, wgrad, shape, backward);
+    linear(
+        pass,
+        [name, dgrad, wgrad],
+        shape,
+        GemmLayout::LINEAR_FORWARD,
+        backward,
+    );
     backward.push(Step::memory(
         bias_grad,
         bias_output_elems * FP16_BYTES as f64,
@@ -261,17 +243,21 @@ pub fn transformer_layer_with(
     });
     attention_bwd.push(qkv_bwd);
     let mut scores_bwd = Vec::new();
+    // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
     linear(
         &mut pass,
-        "attention_scores",
-        "attention_scores.dgrad_q",
-        "attention_scores.dgrad_k",
+        [
+            "attention_scores",
+            "attention_scores.dgrad_q",
+            "attention_scores.dgrad_k",
+        ],
         GemmShape {
             batch: b * heads_per_rank,
             m: s,
             n: s,
             k: head_dim,
         },
+        GemmLayout::Tn,
         &mut scores_bwd,
     );
     attention_bwd.push(scores_bwd);
@@ -290,17 +276,21 @@ pub fn transformer_layer_with(
         5.0 * score_elems,
     )]);
     let mut values_bwd = Vec::new();
+    // P·V: `bmm(P, V)` with both operands row-major (NN, see GemmLayout).
     linear(
         &mut pass,
-        "attention_over_values",
-        "attention_over_values.dgrad_probs",
-        "attention_over_values.dgrad_values",
+        [
+            "attention_over_values",
+            "attention_over_values.dgrad_probs",
+            "attention_over_values.dgrad_values",
+        ],
         GemmShape {
             batch: b * heads_per_rank,
             m: s,
             n: head_dim,
             k: s,
         },
+        GemmLayout::Nn,
         &mut values_bwd,
     );
     attention_bwd.push(values_bwd);
@@ -556,7 +546,7 @@ mod tests {
                     matches!(
                         s,
                         Step::Kernel(Kernel {
-                            class: KernelClass::Gemm(_),
+                            class: KernelClass::Gemm { .. },
                             ..
                         })
                     )

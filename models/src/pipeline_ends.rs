@@ -13,7 +13,7 @@
 //! the bytes they move. The tensor-parallel all-reduces inside the
 //! cross-entropy are the code's three `torch.distributed.all_reduce` calls.
 
-use crate::ops::{GemmShape, PassSteps, Step, FP16_BYTES};
+use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, PassSteps, Step, FP16_BYTES};
 use crate::ModelSpec;
 
 /// Bytes of one fp32 element.
@@ -190,6 +190,12 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
         n: model.vocab / tensor_parallel,
         k: model.hidden,
     };
+    // `parallel_lm_logits`: F.linear(hidden, word_embedding), a linear layer's layouts.
+    let [logits_forward, logits_dgrad, logits_wgrad] = gemm_with_gradients(
+        ["logits_gemm", "logits_gemm.dgrad", "logits_gemm.wgrad"],
+        logits,
+        GemmLayout::LINEAR_FORWARD,
+    );
     let reduction = Step::TensorAllReduce {
         bytes: tokens * 4,
         async_window: 0,
@@ -197,7 +203,7 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
     let mut forward = vec![
         Step::memory("head.transpose", 2.0 * fp16 * hidden_elems),
         Step::memory("final_layernorm", 2.0 * fp16 * hidden_elems),
-        Step::gemm("logits_gemm", logits),
+        logits_forward,
         Step::memory("logits.to_fp32", (fp16 + FP32_BYTES) * logit_elems),
         Step::memory("cross_entropy.max", FP32_BYTES * logit_elems),
         reduction.clone(),
@@ -270,8 +276,8 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
         "logits.to_fp32.bwd",
         (FP32_BYTES + fp16) * logit_elems,
     ));
-    backward.push(Step::gemm("logits_gemm.dgrad", logits.data_gradient()));
-    backward.push(Step::gemm("logits_gemm.wgrad", logits.weight_gradient()));
+    backward.push(logits_dgrad);
+    backward.push(logits_wgrad);
     // Column-parallel input: its gradient all-reduced across tensor ranks
     // (overlapping the weight-gradient GEMM when asynchronous).
     backward.push(Step::TensorAllReduce {
@@ -315,7 +321,7 @@ mod tests {
         let gemms = |steps: &[Step]| {
             steps
                 .iter()
-                .filter(|s| matches!(s, Step::Kernel(k) if matches!(k.class, crate::ops::KernelClass::Gemm(_))))
+                .filter(|s| matches!(s, Step::Kernel(k) if matches!(k.class, crate::ops::KernelClass::Gemm { .. })))
                 .count()
         };
         assert_eq!((gemms(&head.forward), gemms(&head.backward)), (1, 2));

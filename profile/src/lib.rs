@@ -125,7 +125,17 @@ pub struct GemmMeasurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_ns: Option<u64>,
     pub source: Source,
+    /// The operand layout the GEMM was timed in, as cuBLAS's `transa`,
+    /// `transb` letters: one of [`GEMM_LAYOUTS`] ("tn" is a linear layer's
+    /// forward, "nn" its data gradient, "nt" its weight gradient; the models
+    /// crate's `GemmLayout` says which GEMM runs in which). Absent in
+    /// profiles written before layouts were recorded: unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
 }
+
+/// The values [`GemmMeasurement::layout`] may take.
+pub const GEMM_LAYOUTS: [&str; 4] = ["nn", "nt", "tn", "tt"];
 
 /// GEMM cost model parameters and measurements.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -412,6 +422,14 @@ impl Profile {
                     "gemm.measured[{index}] needs non-zero batch, m, n, k and time_ns"
                 ));
             }
+            if let Some(layout) = &entry.layout {
+                if !GEMM_LAYOUTS.contains(&layout.as_str()) {
+                    problems.push(format!(
+                        "gemm.measured[{index}].layout must be one of {}, got {layout:?}",
+                        GEMM_LAYOUTS.join(", ")
+                    ));
+                }
+            }
         }
         if problems.is_empty() {
             Ok(())
@@ -489,5 +507,33 @@ mod tests {
         value["schema_version"] = 99.into();
         let err = Profile::from_json_str(&value.to_string(), "p.json").unwrap_err();
         assert!(err.to_string().contains("schema version 99"), "{err}");
+    }
+
+    #[test]
+    fn gemm_layout_is_optional_checked_and_omitted_when_unknown() {
+        let entry = r#"{"batch": 1, "m": 8, "n": 8, "k": 8, "dtype": "bf16", "time_ns": 5, "source": "measured"}"#;
+        let old: GemmMeasurement = serde_json::from_str(entry).unwrap();
+        assert_eq!(old.layout, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("layout"));
+        let with_layout = entry.replace("\"bf16\"", "\"bf16\", \"layout\": \"nt\"");
+        let timed: GemmMeasurement = serde_json::from_str(&with_layout).unwrap();
+        assert_eq!(timed.layout.as_deref(), Some("nt"));
+        let reread: GemmMeasurement =
+            serde_json::from_str(&serde_json::to_string(&timed).unwrap()).unwrap();
+        assert_eq!(reread, timed);
+
+        let mut profile = Profile::builtin("h200").unwrap();
+        profile.gemm.measured = vec![
+            timed,
+            GemmMeasurement {
+                layout: Some("xt".into()),
+                ..old
+            },
+        ];
+        let error = profile.validate("p.json").unwrap_err().to_string();
+        assert!(error.contains("gemm.measured[1].layout"), "{error}");
+        assert!(!error.contains("gemm.measured[0]"), "{error}");
+        profile.gemm.measured.truncate(1);
+        profile.validate("p.json").unwrap();
     }
 }

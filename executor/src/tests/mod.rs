@@ -186,7 +186,9 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
                         .into_iter()
                         .filter_map(|step| match step {
                             Step::Kernel(k) => Some(match k.class {
-                                KernelClass::Gemm(shape) => Launch::Gemm { shape },
+                                KernelClass::Gemm { shape, layout } => {
+                                    Launch::Gemm { shape, layout }
+                                }
                                 KernelClass::MemoryBound => Launch::DeviceCopy {
                                     bytes: (k.bytes / 2.0).ceil() as u64,
                                 },

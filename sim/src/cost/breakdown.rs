@@ -52,7 +52,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     seconds: kernels.kernel_seconds(kernel),
                     flops: kernel.flops,
                     bytes: kernel.bytes,
-                    is_gemm: matches!(kernel.class, KernelClass::Gemm(_)),
+                    is_gemm: matches!(kernel.class, KernelClass::Gemm { .. }),
                     is_communication: false,
                 },
                 Step::TensorAllReduce {

@@ -7,9 +7,13 @@
 //! area), taking the best candidate tile as cuBLAS's heuristics would.
 //! Measured profile entries win: an exact shape match is used as is; a shape
 //! differing from measured ones in one dimension is interpolated linearly
-//! between the nearest measured neighbours on that dimension.
+//! between the nearest measured neighbours on that dimension. Entries timed
+//! in the kernel's own operand layout (`layout`, e.g. "tn" for a forward
+//! linear layer) are searched first, exact then interpolated; only when they
+//! give nothing are all entries searched the same way, whatever their layout
+//! (profiles written before layouts were recorded have none).
 
-use models::ops::{GemmShape, Kernel, KernelClass};
+use models::ops::{GemmLayout, GemmShape, Kernel, KernelClass};
 use profile::{GemmMeasurement, Profile};
 use topologies::GpuSpec;
 
@@ -68,7 +72,8 @@ impl<'a> KernelCostModel<'a> {
     /// Seconds of one kernel including launch overhead.
     pub fn kernel_seconds(&self, kernel: &Kernel) -> f64 {
         match kernel.class {
-            KernelClass::Gemm(shape) => match self.measured_gemm_seconds(&shape) {
+            KernelClass::Gemm { shape, layout } => match self.measured_gemm_seconds(&shape, layout)
+            {
                 Some(seconds) => seconds,
                 None => gemm_seconds(&shape, self.gpu, self.profile) + self.overhead_s,
             },
@@ -81,16 +86,27 @@ impl<'a> KernelCostModel<'a> {
         memory_bound_seconds(bytes, self.gpu, self.profile) + self.overhead_s
     }
 
-    /// Measured time of a GEMM shape: exact, or interpolated along one dimension.
-    pub fn measured_gemm_seconds(&self, shape: &GemmShape) -> Option<f64> {
+    /// Measured time of a GEMM shape called in `layout`: exact, or
+    /// interpolated along one dimension, from the entries of that layout if
+    /// they give one, else from all entries.
+    pub fn measured_gemm_seconds(&self, shape: &GemmShape, layout: GemmLayout) -> Option<f64> {
         if self.measured.is_empty() {
             return None;
         }
-        if let Some(entry) = self
-            .measured
-            .iter()
-            .find(|e| (e.batch, e.m, e.n, e.k) == (shape.batch, shape.m, shape.n, shape.k))
-        {
+        let name = layout.name();
+        self.measured_seconds_among(shape, |e| e.layout.as_deref() == Some(name))
+            .or_else(|| self.measured_seconds_among(shape, |_| true))
+    }
+
+    /// Exact or interpolated time from the entries `accept` keeps.
+    fn measured_seconds_among(
+        &self,
+        shape: &GemmShape,
+        accept: impl Fn(&GemmMeasurement) -> bool,
+    ) -> Option<f64> {
+        if let Some(entry) = self.measured.iter().find(|e| {
+            accept(e) && (e.batch, e.m, e.n, e.k) == (shape.batch, shape.m, shape.n, shape.k)
+        }) {
             return Some(entry.time_ns as f64 * 1e-9);
         }
         type Key = fn(&GemmMeasurement) -> (u64, [u64; 3]);
@@ -115,7 +131,7 @@ impl<'a> KernelCostModel<'a> {
             let line: Vec<(u64, f64)> = self
                 .measured
                 .iter()
-                .filter(|e| key(e).1 == others)
+                .filter(|e| accept(e) && key(e).1 == others)
                 .map(|e| (key(e).0, e.time_ns as f64))
                 .collect();
             let below = line
@@ -180,10 +196,9 @@ mod tests {
         assert!((achieved / 312e12 - 0.80).abs() < 1e-9, "{achieved}");
     }
 
-    #[test]
-    fn measured_entries_win_and_are_interpolated_between_shapes() {
-        let (gpu, mut profile) = a100();
-        let entry = |m: u64, time_ns: u64| GemmMeasurement {
+    /// A 1×m×1024×1024 measurement in `layout` ("" for none).
+    fn entry(m: u64, time_ns: u64, layout: &str) -> GemmMeasurement {
+        GemmMeasurement {
             batch: 1,
             m,
             n: 1024,
@@ -192,42 +207,85 @@ mod tests {
             time_ns,
             spread_ns: None,
             source: Source::Measured,
-        };
-        profile.gemm.measured = vec![entry(1024, 10_000), entry(3072, 30_000)];
+            layout: (!layout.is_empty()).then(|| layout.to_string()),
+        }
+    }
+
+    fn shape(m: u64, n: u64) -> GemmShape {
+        GemmShape {
+            batch: 1,
+            m,
+            n,
+            k: 1024,
+        }
+    }
+
+    #[test]
+    fn measured_entries_win_and_are_interpolated_between_shapes() {
+        let (gpu, mut profile) = a100();
+        profile.gemm.measured = vec![entry(1024, 10_000, ""), entry(3072, 30_000, "")];
         let model = KernelCostModel::new(&gpu, &profile);
-        let exact = model
-            .measured_gemm_seconds(&GemmShape {
-                batch: 1,
-                m: 1024,
-                n: 1024,
-                k: 1024,
-            })
-            .unwrap();
+        let seconds = |m, n| model.measured_gemm_seconds(&shape(m, n), GemmLayout::Tn);
+        let exact = seconds(1024, 1024).unwrap();
         assert!((exact - 10e-6).abs() < 1e-15);
-        let between = model
-            .measured_gemm_seconds(&GemmShape {
-                batch: 1,
-                m: 2048,
-                n: 1024,
-                k: 1024,
-            })
-            .unwrap();
+        let between = seconds(2048, 1024).unwrap();
         assert!((between - 20e-6).abs() < 1e-12, "{between}");
-        assert!(model
-            .measured_gemm_seconds(&GemmShape {
-                batch: 1,
-                m: 4096,
-                n: 1024,
-                k: 1024
-            })
-            .is_none());
-        assert!(model
-            .measured_gemm_seconds(&GemmShape {
-                batch: 1,
-                m: 2048,
-                n: 512,
-                k: 1024
-            })
-            .is_none());
+        assert!(seconds(4096, 1024).is_none());
+        assert!(seconds(2048, 512).is_none());
+    }
+
+    #[test]
+    fn entries_of_the_kernels_own_layout_are_preferred() {
+        let (gpu, mut profile) = a100();
+        profile.gemm.measured = vec![
+            entry(1024, 11_000, "nn"),
+            entry(1024, 10_000, "tn"),
+            entry(2048, 50_000, "nn"),
+            entry(3072, 30_000, "tn"),
+        ];
+        let model = KernelCostModel::new(&gpu, &profile);
+        let seconds = |m, layout| {
+            model
+                .measured_gemm_seconds(&shape(m, 1024), layout)
+                .unwrap()
+        };
+        // Exact matches of each layout.
+        assert!((seconds(1024, GemmLayout::Tn) - 10e-6).abs() < 1e-15);
+        assert!((seconds(1024, GemmLayout::Nn) - 11e-6).abs() < 1e-15);
+        // A TN kernel at m = 2048 interpolates its own layout's entries
+        // rather than taking the NN entry of exactly its shape.
+        assert!((seconds(2048, GemmLayout::Tn) - 20e-6).abs() < 1e-12);
+        assert!((seconds(2048, GemmLayout::Nn) - 50e-6).abs() < 1e-15);
+        // NN has nothing at 3072 (nor above it to interpolate): all layouts.
+        assert!((seconds(3072, GemmLayout::Nn) - 30e-6).abs() < 1e-15);
+        // No NT entry at all: every entry, as before layouts were recorded
+        // (the first of equal shapes in profile order).
+        assert!((seconds(1024, GemmLayout::Nt) - 11e-6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn layout_less_entries_serve_every_layout() {
+        let (gpu, mut profile) = a100();
+        profile.gemm.measured = vec![entry(1024, 10_000, ""), entry(2048, 21_000, "nt")];
+        let model = KernelCostModel::new(&gpu, &profile);
+        for layout in GemmLayout::ALL {
+            let exact = model
+                .measured_gemm_seconds(&shape(1024, 1024), layout)
+                .unwrap();
+            assert!((exact - 10e-6).abs() < 1e-15, "{layout:?}");
+        }
+        // The kernel's cost goes through the same lookup.
+        let kernel = |layout| Kernel {
+            name: "g",
+            class: KernelClass::Gemm {
+                shape: shape(2048, 1024),
+                layout,
+            },
+            flops: 0.0,
+            bytes: 0.0,
+        };
+        assert!((model.kernel_seconds(&kernel(GemmLayout::Nt)) - 21e-6).abs() < 1e-15);
+        // Another layout falls back to the NT entry of its exact shape.
+        assert!((model.kernel_seconds(&kernel(GemmLayout::Tn)) - 21e-6).abs() < 1e-15);
     }
 }

@@ -5,8 +5,9 @@
 //! peak × large-GEMM efficiency × tile/wave quantization, bounded below by
 //! their HBM traffic; memory-bound kernels from the measured entries of their
 //! kernel class (LayerNorm, softmax, dropout, …; interpolated in bytes) or
-//! else at achieved HBM bandwidth ([`memory_bound`]), the optimizer step
-//! phase by phase the same way; a fixed launch overhead per modeled kernel. Communication goes through one interface,
+//! else at achieved HBM bandwidth (`memory_bound.rs`), the optimizer step
+//! phase by phase the same way; a fixed launch overhead per modeled kernel.
+//! Communication goes through one interface,
 //! [`NetworkModel`], so the contention-aware fabric can replace the closed-form
 //! NCCL formulas without touching anything else. ZeRO-Offload's PCIe copies
 //! and CPU Adam are costed in [`offload`]; a ZeRO-2 reduce-scatter is costed

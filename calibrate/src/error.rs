@@ -25,6 +25,10 @@ pub enum CalibrateError {
     /// A rayon thread pool for the CPU Adam sweep could not be built.
     #[error("cannot build a {threads}-thread pool for the CPU Adam benchmark: {message}")]
     ThreadPool { threads: usize, message: String },
+    /// A kernel of calibrate's own disagreed with its CPU reference, so its
+    /// timings would describe the wrong computation.
+    #[error("{what} disagrees with its CPU reference: {detail}")]
+    KernelCheck { what: String, detail: String },
     /// The options cannot describe a calibration run; every problem is listed.
     #[error("invalid calibrate options: {}", problems.join("; "))]
     InvalidOptions { problems: Vec<String> },

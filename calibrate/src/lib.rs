@@ -9,7 +9,8 @@
 //! | stage | what is timed | module |
 //! |---|---|---|
 //! | GEMM | cuBLAS fp16/bf16 GEMMs (fp32 accumulate) on the model's layer and head shapes, each in its role's layout (TN, NN, NT), plus a grid | [`gemm`] |
-//! | memory | device-to-device copies over a size sweep; an NVRTC bf16 GeLU | [`memory_bandwidth`] |
+//! | memory | device-to-device copies over a size sweep | [`memory_bandwidth`] |
+//! | memory kernels | NVRTC kernels of each memory-bound class (LayerNorm, softmax, dropout, bias-dropout-add, GeLU, SwiGLU, the optimizer's phases), checked against a CPU reference, at transformer sizes | [`memory_classes`] (timing), [`memory_kernels`] (CUDA source), [`memory_plans`] (sizes, launches, bytes), [`memory_reference`] (CPU reference) |
 //! | PCIe | host↔device copies, pinned and pageable, each way and both at once | [`pcie`] |
 //! | collectives | NCCL all-reduce, reduce-scatter, all-gather on all local GPUs | [`collectives`] |
 //! | CPU Adam | a real multi-threaded fp32 Adam step vs thread count | [`cpu_adam`] |
@@ -119,6 +120,10 @@ pub mod gemm;
 pub mod gpu_state;
 pub mod host_timing;
 pub mod memory_bandwidth;
+pub mod memory_classes;
+pub mod memory_kernels;
+pub mod memory_plans;
+pub mod memory_reference;
 mod options;
 pub mod pcie;
 pub mod plausibility;

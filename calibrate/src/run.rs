@@ -237,17 +237,51 @@ fn run_memory(
     findings.memory.extend(copies);
     findings.stages.push("device-to-device copies".into());
     let progress = stage.sink;
-    let mut stage = StageProgress::start("memory gelu", sizes.len(), progress);
-    // The elementwise kernel is a bonus: without NVRTC, or if it fails to
-    // compile, the run goes on and says so.
-    match memory_bandwidth::time_gelu(device, &sizes, warmup, repeats, || stage.step()) {
-        Ok(gelu) => {
-            findings.memory.extend(gelu);
-            findings.stages.push("NVRTC bf16 GeLU".into());
+    // The kernel classes: a class that fails to compile, run or match its
+    // CPU reference is a remark and the run goes on.
+    use crate::{memory_classes, memory_plans};
+    let classes = models::memory_class::MemoryKernelClass::ALL;
+    let total = classes
+        .iter()
+        .map(|&class| memory_plans::sizes(class, options.quick).len())
+        .sum();
+    let mut stage = StageProgress::start("memory kernels", total, progress);
+    let mut timed = Vec::new();
+    for class in classes {
+        let sizes = memory_plans::sizes(class, options.quick);
+        let mut done = 0;
+        let result = memory_classes::measure_class(device, class, &sizes, warmup, repeats, || {
+            done += 1;
+            stage.step();
+        });
+        for _ in done..sizes.len() {
+            stage.step();
         }
-        Err(error) => findings
-            .remarks
-            .push(format!("elementwise GeLU kernel not timed: {error}")),
+        match result {
+            Ok(timings) => {
+                if !timings.measured.is_empty() {
+                    timed.push(class.name());
+                }
+                findings.memory.extend(timings.measured);
+                if !timings.skipped.is_empty() {
+                    findings.remarks.push(format!(
+                        "{} sizes not timed: {}",
+                        class.name(),
+                        timings.skipped.join(", ")
+                    ));
+                }
+            }
+            Err(error) => findings.remarks.push(format!(
+                "memory kernel class {} not timed: {error}",
+                class.name()
+            )),
+        }
+    }
+    if !timed.is_empty() {
+        findings.stages.push(format!(
+            "NVRTC memory-bound kernel classes ({})",
+            timed.join(", ")
+        ));
     }
     Ok(())
 }

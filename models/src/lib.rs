@@ -8,6 +8,8 @@
 //!   tensor-parallel degree `t` and microbatch `b`, with FLOPs and bytes moved
 //!   ([`ops`]; GEMM shapes and cuBLAS operand layouts in [`gemm`]), including whether Megatron's fused softmax kernel applies
 //!   ([`softmax`]);
+//! - which of those memory-bound kernels are the same operation as a kernel
+//!   `calibrate` times, and the bytes per element it moves ([`memory_class`]);
 //! - how much memory weights, optimizer states and activations take ([`memory`]);
 //! - how many parameters each GPU holds under tensor and pipeline sharding
 //!   ([`sharding`]).
@@ -21,6 +23,7 @@
 pub mod formulas;
 pub mod gemm;
 pub mod memory;
+pub mod memory_class;
 pub mod ops;
 pub mod pipeline_ends;
 mod presets;

@@ -156,9 +156,24 @@ pub struct GemmProfile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryMeasurement {
-    /// Kernel name as in the model's decomposition (e.g. "softmax") or "copy".
+    /// What was timed. "copy": a device-to-device copy (`bytes` = twice the
+    /// bytes copied), from which calibrate derives `hbm_efficiency`.
+    /// Otherwise a kernel class (`models::memory_class`), whose entries the
+    /// simulator interpolates in bytes to cost every model kernel of that
+    /// class: "layernorm" (4 B per element: x read, y written), "layernorm.bwd"
+    /// (6 B: gradient and x read, gradient written; gamma/beta gradients
+    /// included in the time), "softmax" (4 B; causal), "softmax.bwd" (6 B),
+    /// "dropout" (5 B: x read, y and a 1-byte mask written),
+    /// "bias_dropout_add" (7 B: x and residual read, output and mask
+    /// written), "gelu" (4 B), "swiglu" (6 B per output element), and the
+    /// optimizer's "optimizer.copy" (6 B per parameter: bf16 read, fp32
+    /// written), "optimizer.unscale" (8 B), "optimizer.l2norm" (4 B) and
+    /// "optimizer.adam" (28 B: weight, gradient and both moments read,
+    /// weight and moments written). Other names are kept but not used.
     pub kernel: String,
+    /// Bytes read plus written, as `models::ops` counts them for the kernel.
     pub bytes: u64,
+    /// Median time of one launch (or of the class's launches together).
     pub time_ns: u64,
     pub source: Source,
 }
@@ -431,6 +446,17 @@ impl Profile {
                 }
             }
         }
+        for (index, entry) in self.memory.measured.iter().enumerate() {
+            // The simulator scales these times by bytes: a rate below any
+            // hardware's would give durations past integer nanoseconds.
+            let rate = entry.bytes as f64 / (entry.time_ns as f64 * 1e-9);
+            if entry.bytes == 0 || entry.time_ns == 0 || rate < MIN_RATE_PER_S {
+                problems.push(format!(
+                    "memory.measured[{index}] ({}) needs non-zero bytes and time_ns and at least {MIN_RATE_PER_S:e} bytes/s",
+                    entry.kernel
+                ));
+            }
+        }
         if problems.is_empty() {
             Ok(())
         } else {
@@ -499,6 +525,33 @@ mod tests {
         );
         let reread = Profile::from_json_str(&text, "state.json").unwrap();
         assert_eq!(reread.provenance, with_state.provenance);
+    }
+
+    #[test]
+    fn memory_entries_need_bytes_time_and_a_physical_rate() {
+        let mut profile = Profile::builtin("h200").unwrap();
+        let entry = |bytes, time_ns| MemoryMeasurement {
+            kernel: "layernorm".into(),
+            bytes,
+            time_ns,
+            source: Source::Measured,
+        };
+        profile.memory.measured = vec![entry(1 << 30, 300_000)];
+        profile.validate("ok").unwrap();
+        profile.memory.measured = vec![
+            entry(1 << 30, 300_000),
+            entry(0, 5),
+            entry(5, 0),
+            entry(1, u64::MAX),
+        ];
+        let error = profile.validate("bad").unwrap_err().to_string();
+        assert!(!error.contains("memory.measured[0]"), "{error}");
+        for index in 1..=3 {
+            assert!(
+                error.contains(&format!("memory.measured[{index}] (layernorm)")),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //! - **Fused** (`--accumulate-allreduce-grads-in-fp32` with fusion, Megatron's
 //!   later default): the weight-gradient GEMM accumulates straight into an
 //!   fp32 `main_grad`; no extra kernel, but gradients are all-reduced in fp32.
+//!
+//! The optimizer step's bytes are also listed kernel by kernel
+//! ([`optimizer_phases`]), so that phases `calibrate` timed (copy, unscale,
+//! norm, Adam) are costed from their measurements.
 
 use models::ops::{self, ParameterTensor, Step};
 use models::ModelSpec;
@@ -35,6 +39,52 @@ pub const OPTIMIZER_BYTES_PER_PARAM_UNFUSED: f64 = 54.0;
 /// The same with fp32 main gradients (fused accumulation): the buffer zeroing
 /// writes 4 bytes and the fp16 → fp32 gradient copy disappears.
 pub const OPTIMIZER_BYTES_PER_PARAM_FUSED: f64 = 50.0;
+
+/// One kernel of the optimizer step, by the name its memory-bound class
+/// knows it ([`models::memory_class::MemoryKernelClass::of_kernel`];
+/// "optimizer.zero_grad" has none), with its HBM bytes per parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OptimizerPhase {
+    pub kernel: &'static str,
+    pub bytes_per_param: f64,
+}
+
+const fn phase(kernel: &'static str, bytes_per_param: f64) -> OptimizerPhase {
+    OptimizerPhase {
+        kernel,
+        bytes_per_param,
+    }
+}
+
+/// The unfused step's kernels in order; their bytes add up to
+/// [`OPTIMIZER_BYTES_PER_PARAM_UNFUSED`].
+const OPTIMIZER_PHASES_UNFUSED: [OptimizerPhase; 6] = [
+    phase("optimizer.zero_grad", 2.0),
+    phase("optimizer.copy", 6.0),
+    phase("optimizer.unscale", 8.0),
+    phase("optimizer.l2norm", 4.0),
+    phase("optimizer.adam", 28.0),
+    phase("optimizer.copy_params", 6.0),
+];
+
+/// The fused step's kernels (fp32 main gradients: no copy to them, a 4-byte
+/// zeroing); their bytes add up to [`OPTIMIZER_BYTES_PER_PARAM_FUSED`].
+const OPTIMIZER_PHASES_FUSED: [OptimizerPhase; 5] = [
+    phase("optimizer.zero_grad", 4.0),
+    phase("optimizer.unscale", 8.0),
+    phase("optimizer.l2norm", 4.0),
+    phase("optimizer.adam", 28.0),
+    phase("optimizer.copy_params", 6.0),
+];
+
+/// The kernels of the optimizer step, with the bytes each moves per parameter.
+pub fn optimizer_phases(fused_accumulation: bool) -> &'static [OptimizerPhase] {
+    if fused_accumulation {
+        &OPTIMIZER_PHASES_FUSED
+    } else {
+        &OPTIMIZER_PHASES_UNFUSED
+    }
+}
 
 /// HBM bytes per parameter of the optimizer step.
 pub fn optimizer_bytes_per_param(fused_accumulation: bool) -> f64 {
@@ -107,6 +157,32 @@ mod tests {
             .map(|p| p.elements)
             .sum();
         assert_eq!(bytes, 6.0 * params as f64);
+    }
+
+    #[test]
+    fn optimizer_phases_add_up_to_the_step_bytes_and_name_their_classes() {
+        use models::memory_class::MemoryKernelClass as Class;
+        for fused in [false, true] {
+            let phases = optimizer_phases(fused);
+            let total: f64 = phases.iter().map(|p| p.bytes_per_param).sum();
+            assert_eq!(total, optimizer_bytes_per_param(fused), "fused {fused}");
+            for phase in phases {
+                let class = Class::of_kernel(phase.kernel);
+                match class {
+                    // A class's bytes per parameter are the phase's.
+                    Some(class) => assert_eq!(
+                        class.bytes_per_element() as f64,
+                        phase.bytes_per_param,
+                        "{}",
+                        phase.kernel
+                    ),
+                    None => assert_eq!(phase.kernel, "optimizer.zero_grad"),
+                }
+            }
+        }
+        assert!(optimizer_phases(true)
+            .iter()
+            .all(|p| p.kernel != "optimizer.copy"));
     }
 
     #[test]

@@ -13,6 +13,11 @@
 //! give nothing are all entries searched the same way, whatever their layout
 //! (profiles written before layouts were recorded have none).
 
+//!
+//! Memory-bound kernels are costed in [`super::memory_bound`]: from the
+//! measured entries of their kernel class, or at achieved HBM bandwidth.
+
+use super::memory_bound::MemoryCostModel;
 use models::ops::{GemmLayout, GemmShape, Kernel, KernelClass};
 use profile::{GemmMeasurement, Profile};
 use topologies::GpuSpec;
@@ -63,17 +68,20 @@ pub struct KernelCostModel<'a> {
     overhead_s: f64,
     /// Measured GEMMs sorted by (batch, m, n, k) for lookup.
     measured: Vec<GemmMeasurement>,
+    memory: MemoryCostModel<'a>,
 }
 
 impl<'a> KernelCostModel<'a> {
     pub fn new(gpu: &'a GpuSpec, profile: &'a Profile) -> KernelCostModel<'a> {
         let mut measured = profile.gemm.measured.clone();
         measured.sort_by_key(|e| (e.batch, e.m, e.n, e.k));
+        let overhead_s = profile.gemm.kernel_overhead_ns.value * 1e-9;
         KernelCostModel {
             gpu,
             profile,
-            overhead_s: profile.gemm.kernel_overhead_ns.value * 1e-9,
+            overhead_s,
             measured,
+            memory: MemoryCostModel::new(gpu, profile, overhead_s),
         }
     }
 
@@ -85,13 +93,14 @@ impl<'a> KernelCostModel<'a> {
                 Some(seconds) => seconds,
                 None => gemm_seconds(&shape, self.gpu, self.profile) + self.overhead_s,
             },
-            KernelClass::MemoryBound => self.memory_seconds(kernel.bytes),
+            KernelClass::MemoryBound => self.memory.kernel_seconds(kernel.name, kernel.bytes),
         }
     }
 
-    /// Seconds of a memory-bound kernel moving `bytes`, including launch overhead.
-    pub fn memory_seconds(&self, bytes: f64) -> f64 {
-        memory_bound_seconds(bytes, self.gpu, self.profile) + self.overhead_s
+    /// Seconds of the optimizer step over `params` parameters
+    /// ([`MemoryCostModel::optimizer_seconds`]).
+    pub fn optimizer_seconds(&self, params: u64, fused_accumulation: bool) -> f64 {
+        self.memory.optimizer_seconds(params, fused_accumulation)
     }
 
     /// Measured time of a GEMM shape called in `layout`: exact, or

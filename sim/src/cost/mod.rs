@@ -3,8 +3,11 @@
 //! Compute work is the sum of its kernels ([`kernels`]): GEMMs from measured
 //! profile entries when present (interpolated between measured shapes), else
 //! peak × large-GEMM efficiency × tile/wave quantization, bounded below by
-//! their HBM traffic; memory-bound kernels at achieved HBM bandwidth; a fixed
-//! launch overhead per kernel. Communication goes through one interface,
+//! their HBM traffic; memory-bound kernels from the measured entries of their
+//! kernel class (LayerNorm, softmax, dropout, …; interpolated in bytes) or
+//! else at achieved HBM bandwidth (`memory_bound.rs`), the optimizer step
+//! phase by phase the same way; a fixed launch overhead per modeled kernel.
+//! Communication goes through one interface,
 //! [`NetworkModel`], so the contention-aware fabric can replace the closed-form
 //! NCCL formulas without touching anything else. ZeRO-Offload's PCIe copies
 //! and CPU Adam are costed in [`offload`]; a ZeRO-2 reduce-scatter is costed
@@ -15,11 +18,13 @@ mod breakdown;
 pub mod gradients;
 mod host;
 mod kernels;
+mod memory_bound;
 mod network;
 mod offload;
 
 pub use breakdown::{layer_kernel_costs, KernelCost};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
+pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 
@@ -252,12 +257,10 @@ fn cost_work(
             flops: 0.0,
         },
         Work::OptimizerStep { params } => {
-            let bytes = params as f64
-                * gradients::optimizer_bytes_per_param(
-                    scenario.options.gradient_accumulation_fusion,
-                );
+            let fused = scenario.options.gradient_accumulation_fusion;
+            let bytes = params as f64 * gradients::optimizer_bytes_per_param(fused);
             WorkCost {
-                duration: SimDuration::from_seconds_ceil(kernels.memory_seconds(bytes)),
+                duration: SimDuration::from_seconds_ceil(kernels.optimizer_seconds(params, fused)),
                 bytes: bytes as u64,
                 flops: 0.0,
             }

@@ -47,6 +47,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Like every Unix tool, end quietly when the reader of stdout goes away
+    // (`clustersim compare a b | head`) instead of panicking on the write.
+    // SAFETY: restores the default disposition of one signal before any
+    // thread exists; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     if matches!(cli.command, Command::Execute(_)) {
         // The driver reads CUDA_DEVICE_MAX_CONNECTIONS when it initialises:

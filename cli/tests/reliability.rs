@@ -404,3 +404,43 @@ fn validate_refuses_a_vtrain_row_too_small_for_a_finite_error() {
         "{stdout}"
     );
 }
+
+/// `clustersim … | head` closes stdout early: the program ends by SIGPIPE
+/// like any Unix tool, without a panic message (it used to panic in
+/// `println!` with "failed printing to stdout: Broken pipe").
+#[test]
+fn a_closed_stdout_ends_the_program_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    // 600 kB of JSON, far more than a pipe holds.
+    let csv = common::repository_root().join("validation/vtrain-single-node.csv");
+    let mut child = Command::new(common::clustersim_binary())
+        .args(["validate", csv.to_str().expect("UTF-8 path"), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("clustersim starts");
+    let mut first = [0u8; 1];
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_exact(&mut first)
+        .expect("some output");
+    // The read end is dropped here, with most of the table still unwritten.
+    let output = child.wait_with_output().expect("clustersim ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        output.status.signal(),
+        Some(libc_sigpipe()),
+        "{:?}: {stderr}",
+        output.status
+    );
+}
+
+/// SIGPIPE's number on Linux (the tests do not link libc).
+fn libc_sigpipe() -> i32 {
+    13
+}

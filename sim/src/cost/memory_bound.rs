@@ -9,9 +9,12 @@
 //! interpolated in bytes ([`interpolate_seconds`]); the measured times
 //! include the kernel's launch and tail, so no overhead is added. Every other
 //! memory-bound kernel, and every kernel of a class without entries, costs
-//! what it always did: bytes ÷ (datasheet HBM bandwidth × `hbm_efficiency`)
-//! plus the profile's kernel overhead. A profile without class entries
-//! therefore gives exactly the times it gave before classes existed.
+//! what a device-to-device copy of its bytes cost on the profiled GPU (the
+//! `"copy"` entries, interpolated the same way: a 2 MB copy ran at 0.5 TB/s
+//! on the lab H100, a 4 GB one at 3.0), and without copy entries what it
+//! always did: bytes ÷ (datasheet HBM bandwidth × `hbm_efficiency`) plus the
+//! profile's kernel overhead. A profile without measured memory entries (every
+//! embedded one) therefore gives exactly the times it gave before.
 
 use super::gradients;
 use super::kernels::memory_bound_seconds;
@@ -62,15 +65,32 @@ pub fn interpolate_seconds(points: &[MeasuredPoint], bytes: f64, floor_s: f64) -
     Some(low.seconds + fraction * (high.seconds - low.seconds))
 }
 
+/// Sorted points from (bytes, ns) pairs: zero bytes or time ignored, equal
+/// byte counts averaged.
+fn points(mut sizes: Vec<(u64, u64)>) -> Vec<MeasuredPoint> {
+    sizes.retain(|&(bytes, time_ns)| bytes > 0 && time_ns > 0);
+    sizes.sort_unstable();
+    let mut points: Vec<MeasuredPoint> = Vec::new();
+    let mut index = 0;
+    while index < sizes.len() {
+        let bytes = sizes[index].0;
+        let same = sizes[index..].iter().take_while(|s| s.0 == bytes).count();
+        let total_ns: f64 = sizes[index..index + same].iter().map(|s| s.1 as f64).sum();
+        points.push(MeasuredPoint {
+            bytes: bytes as f64,
+            seconds: total_ns / same as f64 / 1e9,
+        });
+        index += same;
+    }
+    points
+}
+
 /// The measured points of each class in a profile: entries with zero bytes
 /// or time are ignored, and entries of equal bytes are averaged.
 fn class_tables(profile: &Profile) -> BTreeMap<MemoryKernelClass, Vec<MeasuredPoint>> {
     let mut entries: BTreeMap<MemoryKernelClass, Vec<(u64, u64)>> = BTreeMap::new();
     for entry in &profile.memory.measured {
-        let Some(class) = MemoryKernelClass::from_name(&entry.kernel) else {
-            continue;
-        };
-        if entry.bytes > 0 && entry.time_ns > 0 {
+        if let Some(class) = MemoryKernelClass::from_name(&entry.kernel) {
             entries
                 .entry(class)
                 .or_default()
@@ -79,24 +99,26 @@ fn class_tables(profile: &Profile) -> BTreeMap<MemoryKernelClass, Vec<MeasuredPo
     }
     entries
         .into_iter()
-        .map(|(class, mut sizes)| {
-            sizes.sort_unstable();
-            let mut points: Vec<MeasuredPoint> = Vec::new();
-            let mut index = 0;
-            while index < sizes.len() {
-                let bytes = sizes[index].0;
-                let same = sizes[index..].iter().take_while(|s| s.0 == bytes).count();
-                let total_ns: f64 = sizes[index..index + same].iter().map(|s| s.1 as f64).sum();
-                points.push(MeasuredPoint {
-                    bytes: bytes as f64,
-                    seconds: total_ns / same as f64 / 1e9,
-                });
-                index += same;
-            }
-            (class, points)
-        })
+        .map(|(class, sizes)| (class, points(sizes)))
+        .filter(|(_, points)| !points.is_empty())
         .collect()
 }
+
+/// The profile's device-to-device copies (`kernel: "copy"`) as points.
+fn copy_table(profile: &Profile) -> Vec<MeasuredPoint> {
+    points(
+        profile
+            .memory
+            .measured
+            .iter()
+            .filter(|entry| entry.kernel == COPY_KERNEL)
+            .map(|entry| (entry.bytes, entry.time_ns))
+            .collect(),
+    )
+}
+
+/// The name calibrate records device-to-device copies under.
+pub const COPY_KERNEL: &str = "copy";
 
 /// Memory-bound kernel costs for one GPU type and profile.
 pub struct MemoryCostModel<'a> {
@@ -104,6 +126,8 @@ pub struct MemoryCostModel<'a> {
     profile: &'a Profile,
     overhead_s: f64,
     tables: BTreeMap<MemoryKernelClass, Vec<MeasuredPoint>>,
+    /// Measured copies by size: the cost of a kernel without a class table.
+    copies: Vec<MeasuredPoint>,
 }
 
 impl<'a> MemoryCostModel<'a> {
@@ -114,6 +138,7 @@ impl<'a> MemoryCostModel<'a> {
             profile,
             overhead_s,
             tables: class_tables(profile),
+            copies: copy_table(profile),
         }
     }
 
@@ -130,10 +155,19 @@ impl<'a> MemoryCostModel<'a> {
         interpolate_seconds(self.tables.get(&class)?, bytes, self.overhead_s)
     }
 
+    /// Seconds of `bytes` moved by a kernel without class measurements: a
+    /// device-to-device copy of those bytes as this GPU ran it, interpolated
+    /// in bytes like a class (small copies do not reach the bandwidth of
+    /// large ones), else the bandwidth model.
+    pub fn unmeasured_seconds(&self, bytes: f64) -> f64 {
+        interpolate_seconds(&self.copies, bytes, self.overhead_s)
+            .unwrap_or_else(|| self.bandwidth_seconds(bytes))
+    }
+
     /// Seconds of one memory-bound kernel, launch included.
     pub fn kernel_seconds(&self, kernel_name: &str, bytes: f64) -> f64 {
         self.measured_seconds(kernel_name, bytes)
-            .unwrap_or_else(|| self.bandwidth_seconds(bytes))
+            .unwrap_or_else(|| self.unmeasured_seconds(bytes))
     }
 
     /// Seconds of the optimizer step over `params` parameters: each phase
@@ -157,12 +191,12 @@ impl<'a> MemoryCostModel<'a> {
             }
         }
         if !any_measured {
-            return self.bandwidth_seconds(
+            return self.unmeasured_seconds(
                 params * gradients::optimizer_bytes_per_param(fused_accumulation),
             );
         }
         if unmeasured_bytes > 0.0 {
-            measured_s + self.bandwidth_seconds(unmeasured_bytes)
+            measured_s + self.unmeasured_seconds(unmeasured_bytes)
         } else {
             measured_s
         }
@@ -249,7 +283,7 @@ mod tests {
     }
 
     #[test]
-    fn measured_layernorm_entries_cost_layernorms_and_nothing_else() {
+    fn class_entries_cost_their_class_and_measured_copies_cost_the_rest() {
         use crate::cost::KernelCostModel;
         let gpu = topologies::preset("h200").unwrap().gpu;
         let plain = Profile::builtin("h200").unwrap();
@@ -281,15 +315,8 @@ mod tests {
             before.kernel_seconds(&layernorm),
             memory_bound_seconds(bytes, &gpu, &plain) + overhead_s
         );
-        // GEMMs, other classes and unmapped kernels are unchanged.
-        for name in [
-            "qkv_gemm",
-            "mlp_fc2.wgrad",
-            "gelu",
-            "softmax",
-            "gelu.bwd",
-            "qkv_gemm.bias_grad",
-        ] {
+        // GEMMs are unchanged.
+        for name in ["qkv_gemm", "mlp_fc2.wgrad"] {
             let kernel = find(name);
             assert_eq!(
                 after.kernel_seconds(&kernel),
@@ -297,22 +324,44 @@ mod tests {
                 "{name}"
             );
         }
-        // And with no class entries at all, every kernel costs what it did.
+        // Unmapped kernels follow the copy table: the one copy entry here,
+        // of exactly the LayerNorm's bytes, took 1 ns.
+        for name in ["gelu.bwd", "qkv_gemm.bias_grad"] {
+            let kernel = find(name);
+            let expected = interpolate_seconds(
+                &[point(bytes as u64 as f64, 1e-9)],
+                kernel.bytes,
+                overhead_s,
+            )
+            .unwrap();
+            assert_eq!(after.kernel_seconds(&kernel), expected, "{name}");
+        }
+        // Without memory entries at all, every kernel costs what it did; with
+        // copies only, every memory-bound kernel costs a copy of its bytes
+        // and GEMMs are unchanged.
         let copies_only = Profile {
             memory: profile::MemoryProfile {
-                measured: vec![entry("copy", 1 << 30, 300_000)],
+                measured: vec![
+                    entry("copy", 1 << 20, 4_000),
+                    entry("copy", 1 << 30, 300_000),
+                ],
                 ..plain.memory.clone()
             },
             ..plain.clone()
         };
         let copies = KernelCostModel::new(&gpu, &copies_only);
+        let table = [
+            point((1u64 << 20) as f64, 4e-6),
+            point((1u64 << 30) as f64, 300e-6),
+        ];
         for kernel in &kernels {
-            assert_eq!(
-                copies.kernel_seconds(kernel),
-                before.kernel_seconds(kernel),
-                "{}",
-                kernel.name
-            );
+            let expected = match kernel.class {
+                models::ops::KernelClass::MemoryBound => {
+                    interpolate_seconds(&table, kernel.bytes, overhead_s).unwrap()
+                }
+                _ => before.kernel_seconds(kernel),
+            };
+            assert_eq!(copies.kernel_seconds(kernel), expected, "{}", kernel.name);
         }
     }
 

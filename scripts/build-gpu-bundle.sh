@@ -14,7 +14,8 @@ cd "$root"
 cargo build --release -p cli
 mkdir -p "$bundle"
 cp target/release/clustersim "$bundle/clustersim"
-# "Executable unittests src/lib.rs (target/release/deps/gpu-85a9…)" → gpu-unit-test
+# "Executable unittests src/lib.rs (target/release/deps/gpu-85a9…)" → gpu-unit-test,
+# "Executable tests/memory_classes.rs (…)" → memory_classes-test
 {
   cargo test --release -p gpu -p calibrate -p executor --lib --tests --no-run 2>&1
   cargo test --release -p cli --test execute --no-run 2>&1
@@ -24,9 +25,9 @@ cp target/release/clustersim "$bundle/clustersim"
     crate=$(basename "$binary" | sed 's/-[0-9a-f]*$//')
     case "$source" in
       src/lib.rs) name="$crate-unit-test" ;;
-      *) name="$crate-$(basename "$source" .rs)-test" ;;
+      *) name="$(basename "$source" .rs)-test" ;;
     esac
-    [ "$name" = execute-execute-test ] && name=cli-execute-test
+    [ "$name" = execute-test ] && name=cli-execute-test
     cp "$binary" "$bundle/$name"
   done
 strip --strip-debug "$bundle"/*

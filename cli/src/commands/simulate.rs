@@ -146,8 +146,10 @@ fn write_summary(
     )?;
     writeln!(
         out,
-        "  GPUs                {gpus} ({nodes} nodes of {}), m = {} microbatches per pipeline",
-        scenario.topology.node.gpus_per_node, layout.microbatches
+        "  GPUs                {gpus} ({nodes} node{} of {}), m = {} microbatches per pipeline",
+        if nodes == 1 { "" } else { "s" },
+        scenario.topology.node.gpus_per_node,
+        layout.microbatches
     )?;
     writeln!(out, "  iteration time      {:.3} s", m.iteration_time_s)?;
     writeln!(

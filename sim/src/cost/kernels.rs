@@ -105,7 +105,7 @@ impl<'a> KernelCostModel<'a> {
 
     /// Measured time of a GEMM shape called in `layout`: exact, or
     /// interpolated along one dimension, from the first of these sets of
-    /// entries that gives one: that layout in [`SIMULATED_GEMM_DTYPE`], that
+    /// entries that gives one: that layout in `SIMULATED_GEMM_DTYPE` (fp16), that
     /// layout in any dtype, any layout in that dtype, all entries.
     pub fn measured_gemm_seconds(&self, shape: &GemmShape, layout: GemmLayout) -> Option<f64> {
         if self.measured.is_empty() {

@@ -1,6 +1,6 @@
 //! The cost model: how long each distinct [`Work`] takes on this hardware.
 //!
-//! Compute work is the sum of its kernels ([`kernels`]): GEMMs from measured
+//! Compute work is the sum of its kernels (`kernels.rs`): GEMMs from measured
 //! profile entries when present (interpolated between measured shapes), else
 //! peak × large-GEMM efficiency × tile/wave quantization, bounded below by
 //! their HBM traffic; memory-bound kernels from the measured entries of their
@@ -10,7 +10,7 @@
 //! Communication goes through one interface,
 //! [`NetworkModel`], so the contention-aware fabric can replace the closed-form
 //! NCCL formulas without touching anything else. ZeRO-Offload's PCIe copies
-//! and CPU Adam are costed in [`offload`]; a ZeRO-2 reduce-scatter is costed
+//! and CPU Adam are costed in `offload.rs`; a ZeRO-2 reduce-scatter is costed
 //! as an all-gather of the same bytes (NCCL's ring moves (n−1)/n of the
 //! buffer in n−1 steps for both, so the formulas are identical).
 
@@ -71,7 +71,7 @@ fn is_selectively_recomputed(name: &str) -> bool {
 /// Backward passes end each layer (and the embedding and head) with
 /// Megatron's unfused gradient-accumulation kernels unless the scenario fuses
 /// them ([`gradients`]); ZeRO-Offload's gradient path is DeepSpeed's, costed
-/// in [`offload`], so it has none.
+/// in `offload.rs`, so it has none.
 pub fn pass_steps(
     scenario: &Scenario,
     pass: ComputePass,

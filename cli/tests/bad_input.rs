@@ -319,3 +319,23 @@ fn outputs_appear_whole_or_not_at_all_and_leave_no_temporary_files() {
     names.sort();
     assert_eq!(names, ["t.json", "t.svg", "t.trace.json"]);
 }
+
+/// A `--cuda-lib-dir` that is not a directory is named in one line, exit 2,
+/// before anything looks for a GPU (so also on machines without one).
+#[test]
+fn a_cuda_lib_dir_that_does_not_exist_is_refused_by_name() {
+    let missing = "/nonexistent/clustersim-cuda-libs";
+    for args in [
+        vec!["calibrate", "--quick", "--cuda-lib-dir", missing, "--out", "/dev/null"],
+        vec!["cuda-libs", "--cuda-lib-dir", missing],
+    ] {
+        let output = clustersim(&args);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("--cuda-lib-dir {missing}: no such directory")),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+    }
+}

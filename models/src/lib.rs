@@ -1,4 +1,7 @@
-//! # models — what a GPT-style transformer is, in numbers
+//! # models — what a decoder-only transformer is, in numbers
+//!
+//! GPT-style by default; Llama-style blocks (grouped-query attention, SwiGLU,
+//! RMSNorm, RoPE, no biases, untied embeddings) by [`ModelSpec`]'s optional keys.
 //!
 //! This crate knows nothing of time, GPUs or events. It answers:
 //! - what a model is ([`ModelSpec`], read from JSON or a built-in [`preset`]);
@@ -11,6 +14,8 @@
 //! - which of those memory-bound kernels are the same operation as a kernel
 //!   `calibrate` times, and the bytes per element it moves ([`memory_class`]);
 //! - how much memory weights, optimizer states and activations take ([`memory`]);
+//! - which parameter tensors a layer, the embedding and the head register
+//!   ([`parameter_tensors`]);
 //! - how many parameters each GPU holds under tensor and pipeline sharding
 //!   ([`sharding`]).
 //!
@@ -25,6 +30,7 @@ pub mod gemm;
 pub mod memory;
 pub mod memory_class;
 pub mod ops;
+pub mod parameter_tensors;
 pub mod pipeline_ends;
 mod presets;
 pub mod sharding;
@@ -32,4 +38,4 @@ pub mod softmax;
 mod spec;
 
 pub use presets::{preset, preset_names};
-pub use spec::{ModelError, ModelSpec};
+pub use spec::{FfnType, ModelError, ModelSpec, NormType};

@@ -2,7 +2,22 @@
 //! ZeRO paper counts them) and activation bytes per layer (Korthikanti et al.
 //! 2022, Sec. 4: s·b·h·(34 + 5·a·s/h) without parallelism, and
 //! s·b·h·(10 + 24/t + 5·a·s/(h·t)) with tensor parallelism t).
+//!
+//! Today's blocks in the same accounting (fp16 bytes per token of one layer,
+//! t = 1): replicated on tensor ranks, 10h — both norms' inputs (2h each;
+//! RMSNorm keeps its input as LayerNorm does), the QKV and MLP-in GEMMs'
+//! inputs (2h each), two 1-byte dropout masks; split t ways, the attention's
+//! Q (2h), K and V (2h each, or 2·kv·d each with grouped-query attention
+//! when the core is recomputed and only its inputs are kept; without
+//! recomputation the unfused core keeps the copies expanded to every query
+//! head, 2h each), the projection's input (2h), and the MLP's activations:
+//! GeLU 4·ffn (its input and output, 2·ffn each, Korthikanti's 16h at
+//! ffn = 4h), SwiGLU 6·ffn (the gate+up GEMM's 2·ffn output, 4·ffn, and the
+//! product, 2·ffn). RoPE keeps nothing more (its backward is the inverse
+//! rotation; the rotated Q and K are the core's inputs above). The attention
+//! core's 5·a·s/(h·t) is unchanged: it is per query head.
 
+use crate::spec::FfnType;
 use crate::ModelSpec;
 
 /// fp16 weight bytes per parameter.
@@ -14,16 +29,16 @@ pub const GRADIENT_BYTES_PER_PARAM: u64 = 2;
 pub const OPTIMIZER_BYTES_PER_PARAM: u64 = 12;
 
 /// Activation bytes stored by one layer for one microbatch of size `b`
-/// with tensor parallelism `t`, without recomputation (Korthikanti Eq. 2).
+/// with tensor parallelism `t`, without recomputation or sequence
+/// parallelism (Korthikanti Eq. 2 for the GPT block).
 pub fn activation_bytes_per_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> f64 {
-    let (s, b, h, a, t) = (
-        model.seq_len as f64,
-        microbatch as f64,
-        model.hidden as f64,
-        model.heads as f64,
-        tensor_parallel as f64,
-    );
-    s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t))
+    stored_activation_bytes_per_layer(
+        model,
+        microbatch,
+        tensor_parallel,
+        false,
+        RecomputeKind::None,
+    )
 }
 
 /// Activation bytes stored by one layer per microbatch for every recompute and
@@ -46,10 +61,13 @@ pub fn stored_activation_bytes_per_layer(
         tensor_parallel as f64,
     );
     let attention = 5.0 * a * s / (h * t);
+    let (replicated, split) = linear_bytes_per_token(model, recompute);
+    // Exact integers divided by h: 10.0 and 24.0 for the GPT block.
+    let (replicated, split) = (replicated as f64 / h, split as f64 / h);
     let linear = if sequence_parallel {
-        34.0 / t
+        (replicated + split) / t
     } else {
-        10.0 + 24.0 / t
+        replicated + split / t
     };
     let split = if sequence_parallel { t } else { 1.0 };
     s * b
@@ -59,6 +77,22 @@ pub fn stored_activation_bytes_per_layer(
             RecomputeKind::Selective => linear,
             RecomputeKind::Full => 2.0 / split,
         }
+}
+
+/// Bytes one token keeps per layer outside the attention core, without
+/// tensor parallelism: (replicated on tensor ranks, split across them); see
+/// the module header. (10h, 24h) for the GPT block.
+pub fn linear_bytes_per_token(model: &ModelSpec, recompute: RecomputeKind) -> (u64, u64) {
+    let h = model.hidden;
+    let key_value_width = match recompute {
+        RecomputeKind::None => h,
+        RecomputeKind::Selective | RecomputeKind::Full => model.kv_heads() * model.head_dim(),
+    };
+    let mlp = match model.ffn_type {
+        FfnType::Gelu => 4 * model.ffn(),
+        FfnType::Swiglu => 6 * model.ffn(),
+    };
+    (10 * h, 2 * h + 4 * key_value_width + 2 * h + mlp)
 }
 
 /// What is recomputed in the backward pass.
@@ -91,6 +125,35 @@ mod tests {
         let sp_selective =
             stored_activation_bytes_per_layer(&model, 1, 8, true, RecomputeKind::Selective);
         assert!((sp_selective - 34.0 * 2048.0 * 20480.0 / 8.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn llama_blocks_keep_their_own_tensors() {
+        let model = crate::preset("llama3-70b").unwrap();
+        let (h, f, kvd) = (8192u64, 28672u64, 8 * 128u64);
+        assert_eq!(
+            linear_bytes_per_token(&model, RecomputeKind::Selective),
+            (10 * h, 4 * h + 4 * kvd + 6 * f)
+        );
+        assert_eq!(
+            linear_bytes_per_token(&model, RecomputeKind::None),
+            (10 * h, 8 * h + 6 * f)
+        );
+        let (s, b, t) = (8192.0, 1.0, 8.0);
+        let selective =
+            stored_activation_bytes_per_layer(&model, 1, 8, true, RecomputeKind::Selective);
+        let expected = s * b * (10 * h + 4 * h + 4 * kvd + 6 * f) as f64 / t;
+        assert!(
+            (selective - expected).abs() < 1.0,
+            "{selective} vs {expected}"
+        );
+        let gpt = crate::preset("gpt3-175b").unwrap();
+        for kind in [RecomputeKind::None, RecomputeKind::Selective] {
+            assert_eq!(
+                linear_bytes_per_token(&gpt, kind),
+                (10 * gpt.hidden, 24 * gpt.hidden)
+            );
+        }
     }
 
     #[test]

@@ -9,8 +9,26 @@
 //! masks are 1 byte per element. Without sequence parallelism, LayerNorm,
 //! dropout and residual adds run replicated on every tensor rank over the full
 //! `b·s·h` activation.
+//!
+//! Today's blocks ([`ModelSpec`]'s `kv_heads`, `ffn_type`, `norm`, `bias`,
+//! `rope`) change the layer as Megatron-Core runs them with its unfused
+//! ("local") core attention: grouped-query attention narrows the QKV GEMM to
+//! h + 2·kv·d columns and adds a copy expanding K and V to every query head
+//! (`repeat_interleave`, backward a sum over each group) before the score
+//! GEMM; RoPE adds a rotation of Q and K (read and write, 4 B per element,
+//! the cos/sin table not counted); SwiGLU fuses gate and up into one GEMM of
+//! 2·ffn/t columns followed by the `swiglu` kernel (6 B per output element;
+//! its backward reads the gradient and both inputs and writes both input
+//! gradients, 10 B); RMSNorm moves LayerNorm's bytes under its own names
+//! (`rmsnorm_1`, ...: not the operation calibrate times as `layernorm`, so
+//! costed at achieved bandwidth); without biases there are no bias-gradient
+//! kernels. Dropout kernels stay: the spec has no dropout rate.
 
 pub use crate::gemm::{GemmLayout, GemmShape};
+pub use crate::parameter_tensors::{
+    embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors, ParameterTensor,
+};
+use crate::spec::{FfnType, NormType};
 use crate::{softmax, ModelSpec};
 use serde::Serialize;
 
@@ -140,7 +158,7 @@ fn linear_with_bias(
     pass: &mut PassSteps,
     names: [&'static str; 4],
     shape: GemmShape,
-    bias_output_elems: f64,
+    bias_output_elems: Option<f64>,
     backward: &mut Vec<Step>,
 ) {
     let [name, dgrad, wgrad, bias_grad] = names;
@@ -151,10 +169,30 @@ fn linear_with_bias(
         GemmLayout::LINEAR_FORWARD,
         backward,
     );
-    backward.push(Step::memory(
-        bias_grad,
-        bias_output_elems * FP16_BYTES as f64,
-    ));
+    if let Some(elems) = bias_output_elems {
+        backward.push(Step::memory(bias_grad, elems * FP16_BYTES as f64));
+    }
+}
+
+/// Names of a layer's norms and the final norm, by the model's norm.
+fn norm_names(norm: NormType) -> [&'static str; 4] {
+    match norm {
+        NormType::Layernorm => [
+            "layernorm_1",
+            "layernorm_1.bwd",
+            "layernorm_2",
+            "layernorm_2.bwd",
+        ],
+        NormType::Rmsnorm => ["rmsnorm_1", "rmsnorm_1.bwd", "rmsnorm_2", "rmsnorm_2.bwd"],
+    }
+}
+
+/// The final norm's forward and backward kernel names (see [`norm_names`]).
+pub fn final_norm_names(norm: NormType) -> [&'static str; 2] {
+    match norm {
+        NormType::Layernorm => ["final_layernorm", "final_layernorm.bwd"],
+        NormType::Rmsnorm => ["final_rmsnorm", "final_rmsnorm.bwd"],
+    }
 }
 
 /// Implementation choices that change a layer's kernels.
@@ -198,8 +236,16 @@ pub fn transformer_layer_with(
     let sequence_parallel = options.sequence_parallel;
     let (b, s, h, t) = (microbatch, model.seq_len, model.hidden, tensor_parallel);
     let heads_per_rank = model.heads / t;
+    let kv_heads_per_rank = model.kv_heads() / t;
     let head_dim = model.head_dim();
     let ffn_per_rank = model.ffn() / t;
+    let qkv_per_rank = model.qkv_width() / t;
+    let [norm_1, norm_1_bwd, norm_2, norm_2_bwd] = norm_names(model.norm);
+    // A bias's output elements, when the model has that bias.
+    let bias = |elems: f64| model.bias.then_some(elems);
+    // Every kernel before a column-parallel layer's input-gradient all-reduce
+    // that overlaps it: the weight-gradient GEMM, and the bias gradient.
+    let column_window = |has_bias: bool| 1 + u32::from(has_bias);
     let tokens = b * s;
     // Elementwise work on the full hidden activation, replicated on every tensor
     // rank unless the sequence is split across them.
@@ -215,9 +261,8 @@ pub fn transformer_layer_with(
     let mut mlp_bwd = Vec::new();
 
     // --- attention block ---
-    pass.forward
-        .push(Step::memory("layernorm_1", 4.0 * hidden_elems));
-    attention_bwd.push(vec![Step::memory("layernorm_1.bwd", 6.0 * hidden_elems)]);
+    pass.forward.push(Step::memory(norm_1, 4.0 * hidden_elems));
+    attention_bwd.push(vec![Step::memory(norm_1_bwd, 6.0 * hidden_elems)]);
     let mut qkv_bwd = Vec::new();
     linear_with_bias(
         &mut pass,
@@ -230,18 +275,41 @@ pub fn transformer_layer_with(
         GemmShape {
             batch: 1,
             m: tokens,
-            n: 3 * h / t,
+            n: qkv_per_rank,
             k: h,
         },
-        (tokens * 3 * h / t) as f64,
+        model
+            .has_qkv_bias()
+            .then_some((tokens * qkv_per_rank) as f64),
         &mut qkv_bwd,
     );
     // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
     qkv_bwd.push(Step::TensorAllReduce {
         bytes: allreduce_bytes,
-        async_window: 2,
+        async_window: column_window(model.has_qkv_bias()),
     });
     attention_bwd.push(qkv_bwd);
+    if model.rope {
+        // Rotate Q and K: read and write each element once.
+        let rotated = (tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+        pass.forward
+            .push(Step::memory("rope", 2.0 * FP16_BYTES as f64 * rotated));
+        attention_bwd.push(vec![Step::memory(
+            "rope.bwd",
+            2.0 * FP16_BYTES as f64 * rotated,
+        )]);
+    }
+    if kv_heads_per_rank < heads_per_rank {
+        // K and V: read kv heads, write every query head's copy; backward
+        // reads the copies' gradients and writes their sums.
+        let copies = (2 * tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+        pass.forward
+            .push(Step::memory("gqa_expand_kv", FP16_BYTES as f64 * copies));
+        attention_bwd.push(vec![Step::memory(
+            "gqa_expand_kv.bwd",
+            FP16_BYTES as f64 * copies,
+        )]);
+    }
     let mut scores_bwd = Vec::new();
     // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
     linear(
@@ -309,7 +377,7 @@ pub fn transformer_layer_with(
             n: h,
             k: h / t,
         },
-        hidden_elems,
+        bias(hidden_elems),
         &mut proj_bwd,
     );
     attention_bwd.push(proj_bwd);
@@ -326,9 +394,13 @@ pub fn transformer_layer_with(
     )]);
 
     // --- MLP block ---
-    pass.forward
-        .push(Step::memory("layernorm_2", 4.0 * hidden_elems));
-    mlp_bwd.push(vec![Step::memory("layernorm_2.bwd", 6.0 * hidden_elems)]);
+    pass.forward.push(Step::memory(norm_2, 4.0 * hidden_elems));
+    mlp_bwd.push(vec![Step::memory(norm_2_bwd, 6.0 * hidden_elems)]);
+    // SwiGLU's gate and up matrices run as one GEMM of twice the columns.
+    let fc1_columns = match model.ffn_type {
+        FfnType::Gelu => ffn_per_rank,
+        FfnType::Swiglu => 2 * ffn_per_rank,
+    };
     let mut fc1_bwd = Vec::new();
     linear_with_bias(
         &mut pass,
@@ -341,19 +413,27 @@ pub fn transformer_layer_with(
         GemmShape {
             batch: 1,
             m: tokens,
-            n: ffn_per_rank,
+            n: fc1_columns,
             k: h,
         },
-        ffn_elems,
+        bias((tokens * fc1_columns) as f64),
         &mut fc1_bwd,
     );
     fc1_bwd.push(Step::TensorAllReduce {
         bytes: allreduce_bytes,
-        async_window: 2,
+        async_window: column_window(model.bias),
     });
     mlp_bwd.push(fc1_bwd);
-    pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
-    mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
+    match model.ffn_type {
+        FfnType::Gelu => {
+            pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
+            mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
+        }
+        FfnType::Swiglu => {
+            pass.forward.push(Step::memory("swiglu", 6.0 * ffn_elems));
+            mlp_bwd.push(vec![Step::memory("swiglu.bwd", 10.0 * ffn_elems)]);
+        }
+    }
     let mut fc2_bwd = Vec::new();
     linear_with_bias(
         &mut pass,
@@ -369,7 +449,7 @@ pub fn transformer_layer_with(
             n: h,
             k: ffn_per_rank,
         },
-        hidden_elems,
+        bias(hidden_elems),
         &mut fc2_bwd,
     );
     mlp_bwd.push(fc2_bwd);
@@ -392,77 +472,6 @@ pub fn transformer_layer_with(
         pass.backward.extend(block);
     }
     pass
-}
-
-/// One parameter tensor of one rank: its name, the name of the kernel that
-/// adds a microbatch's gradient into its accumulated gradient, and its elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ParameterTensor {
-    pub name: &'static str,
-    pub accumulate_kernel: &'static str,
-    pub elements: u64,
-}
-
-macro_rules! tensor {
-    ($name:literal, $elements:expr) => {
-        ParameterTensor {
-            name: $name,
-            accumulate_kernel: concat!($name, ".grad_accumulate"),
-            elements: $elements,
-        }
-    };
-}
-
-/// The parameter tensors of one transformer layer on one tensor-parallel rank,
-/// as Megatron-LM registers them (each gets its own gradient hook): the
-/// column-parallel QKV and MLP-in weights and biases are split by t; the
-/// row-parallel projection and MLP-out weights are split by t but their biases
-/// are replicated, as are both LayerNorms.
-pub fn layer_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> [ParameterTensor; 12] {
-    let (h, t) = (model.hidden, tensor_parallel);
-    let f = model.ffn();
-    [
-        tensor!("layernorm_1.weight", h),
-        tensor!("layernorm_1.bias", h),
-        tensor!("qkv.weight", 3 * h * h / t),
-        tensor!("qkv.bias", 3 * h / t),
-        tensor!("output_projection.weight", h * h / t),
-        tensor!("output_projection.bias", h),
-        tensor!("layernorm_2.weight", h),
-        tensor!("layernorm_2.bias", h),
-        tensor!("mlp_fc1.weight", h * f / t),
-        tensor!("mlp_fc1.bias", f / t),
-        tensor!("mlp_fc2.weight", f * h / t),
-        tensor!("mlp_fc2.bias", h),
-    ]
-}
-
-/// Parameter tensors of the embedding (first stage) on one tensor-parallel
-/// rank: the vocab-parallel word embedding and the replicated position embedding.
-pub fn embedding_parameter_tensors(
-    model: &ModelSpec,
-    tensor_parallel: u64,
-) -> [ParameterTensor; 2] {
-    [
-        tensor!(
-            "word_embedding.weight",
-            model.vocab * model.hidden / tensor_parallel
-        ),
-        tensor!("position_embedding.weight", model.seq_len * model.hidden),
-    ]
-}
-
-/// Parameter tensors of the head (last stage) on one tensor-parallel rank: the
-/// final LayerNorm and the output layer's copy of the (tied) word embedding.
-pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> [ParameterTensor; 3] {
-    [
-        tensor!("final_layernorm.weight", model.hidden),
-        tensor!("final_layernorm.bias", model.hidden),
-        tensor!(
-            "output_layer.weight",
-            model.vocab * model.hidden / tensor_parallel
-        ),
-    ]
 }
 
 #[cfg(test)]
@@ -506,27 +515,6 @@ mod tests {
     }
 
     #[test]
-    fn layer_parameter_tensors_sum_to_eq2_per_layer_without_tensor_parallelism() {
-        let model = crate::preset("gpt3-175b").unwrap();
-        let total: u64 = layer_parameter_tensors(&model, 1)
-            .iter()
-            .map(|p| p.elements)
-            .sum();
-        assert_eq!(total, formulas::layer_parameters(&model));
-        // With t = 8 only the split weights and column-parallel biases shrink:
-        // 6h replicated elements (two LayerNorms, two row-parallel biases) remain.
-        let split: u64 = layer_parameter_tensors(&model, 8)
-            .iter()
-            .map(|p| p.elements)
-            .sum();
-        let h = model.hidden;
-        assert_eq!(
-            split,
-            (formulas::layer_parameters(&model) - 6 * h) / 8 + 6 * h
-        );
-    }
-
-    #[test]
     fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
         let model = crate::preset("gpt3-175b").unwrap();
         let layer = transformer_layer(&model, 1, 8);
@@ -556,3 +544,7 @@ mod tests {
         assert_eq!(gemms(&layer.forward) * 2, gemms(&layer.backward));
     }
 }
+
+#[cfg(test)]
+#[path = "ops_block_tests.rs"]
+mod block_tests;

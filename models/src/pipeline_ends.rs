@@ -12,8 +12,14 @@
 //! on the host, and at small hidden sizes those dominate. Large kernels carry
 //! the bytes they move. The tensor-parallel all-reduces inside the
 //! cross-entropy are the code's three `torch.distributed.all_reduce` calls.
+//!
+//! With RoPE there is no position table: no position lookup, add or table
+//! gradient. With RMSNorm the final norm is `final_rmsnorm` (same bytes). An
+//! untied output layer runs the same logits GEMMs on its own matrix.
 
-use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, PassSteps, Step, FP16_BYTES};
+use crate::ops::{
+    final_norm_names, gemm_with_gradients, GemmLayout, GemmShape, PassSteps, Step, FP16_BYTES,
+};
 use crate::ModelSpec;
 
 /// Bytes of one fp32 element.
@@ -120,11 +126,13 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
             async_window: 0,
         });
     }
-    forward.push(Step::memory(
-        "embedding.position_lookup",
-        2.0 * fp16 * hidden_elems,
-    ));
-    forward.push(Step::memory("embedding.add", 3.0 * fp16 * hidden_elems));
+    if model.learned_positions() {
+        forward.push(Step::memory(
+            "embedding.position_lookup",
+            2.0 * fp16 * hidden_elems,
+        ));
+        forward.push(Step::memory("embedding.add", 3.0 * fp16 * hidden_elems));
+    }
     forward.push(Step::memory(
         "embedding.transpose",
         2.0 * fp16 * hidden_elems,
@@ -146,7 +154,8 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
             model.vocab / tensor_parallel.max(1) * model.hidden,
         ),
     ];
-    for (zero, table_elems) in tables {
+    let skip_positions = usize::from(!model.learned_positions());
+    for (zero, table_elems) in tables.into_iter().skip(skip_positions) {
         backward.push(Step::memory(zero, fp16 * table_elems as f64));
         if tokens > EMBEDDING_BACKWARD_DIRECT_MAX_INDICES {
             for _ in 1..EMBEDDING_BACKWARD_SORTED_KERNELS {
@@ -184,6 +193,7 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
     let hidden_elems = (tokens * model.hidden) as f64;
     let logit_elems = (tokens * model.vocab / tensor_parallel) as f64;
     let fp16 = FP16_BYTES as f64;
+    let [final_norm, final_norm_bwd] = final_norm_names(model.norm);
     let logits = GemmShape {
         batch: 1,
         m: tokens,
@@ -202,7 +212,7 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
     };
     let mut forward = vec![
         Step::memory("head.transpose", 2.0 * fp16 * hidden_elems),
-        Step::memory("final_layernorm", 2.0 * fp16 * hidden_elems),
+        Step::memory(final_norm, 2.0 * fp16 * hidden_elems),
         logits_forward,
         Step::memory("logits.to_fp32", (fp16 + FP32_BYTES) * logit_elems),
         Step::memory("cross_entropy.max", FP32_BYTES * logit_elems),
@@ -284,10 +294,7 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
         bytes: tokens * model.hidden * FP16_BYTES,
         async_window: 1,
     });
-    backward.push(Step::memory(
-        "final_layernorm.bwd",
-        3.0 * fp16 * hidden_elems,
-    ));
+    backward.push(Step::memory(final_norm_bwd, 3.0 * fp16 * hidden_elems));
     backward.push(Step::memory(
         "head.transpose.bwd",
         2.0 * fp16 * hidden_elems,
@@ -337,6 +344,27 @@ mod tests {
         assert_eq!(calls(&whole.forward), 0);
         assert_eq!(calls(&split.forward), 1);
         assert_eq!(kernels(&split.forward), kernels(&whole.forward) + 7);
+    }
+
+    #[test]
+    fn rope_models_skip_the_position_table_and_rmsnorm_renames_the_final_norm() {
+        let gpt = crate::preset("gpt3-175b").unwrap();
+        let mut rope = gpt.clone();
+        rope.rope = true;
+        let (learned, rotary) = (embedding(&gpt, 1, 8), embedding(&rope, 1, 8));
+        assert_eq!(kernels(&rotary.forward), kernels(&learned.forward) - 2);
+        assert_eq!(kernels(&rotary.backward), kernels(&learned.backward) - 2);
+        let llama = crate::preset("llama3-8b").unwrap();
+        let names: Vec<_> = head(&llama, 1, 1)
+            .forward
+            .iter()
+            .filter_map(|s| match s {
+                Step::Kernel(k) => Some(k.name),
+                Step::TensorAllReduce { .. } => None,
+            })
+            .collect();
+        assert!(names.contains(&"final_rmsnorm"));
+        assert!(!names.contains(&"final_layernorm"));
     }
 
     #[test]

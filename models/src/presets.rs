@@ -1,7 +1,11 @@
 //! Built-in models. Sources: GPT-3 (Brown et al. 2020, Table 2.1); Megatron-LM
 //! SC21 Table 1 (530B, 1T); Korthikanti et al. 2022 Table 3 (22B); ZeRO-Offload
-//! (Ren et al. ATC'21) Table 3 GPT-2-like models for single-GPU offload work.
+//! (Ren et al. ATC'21) Table 3 GPT-2-like models for single-GPU offload work;
+//! today's models from their Hugging Face `config.json` (each cited at its
+//! constructor call), with their published parameter counts tested in
+//! [`crate::formulas`].
 
+use crate::spec::{FfnType, NormType};
 use crate::ModelSpec;
 
 fn gpt(name: &str, layers: u64, hidden: u64, heads: u64, seq_len: u64) -> ModelSpec {
@@ -13,6 +17,73 @@ fn gpt(name: &str, layers: u64, hidden: u64, heads: u64, seq_len: u64) -> ModelS
         seq_len,
         vocab: 51200,
         ffn_hidden: None,
+        kv_heads: None,
+        ffn_type: FfnType::Gelu,
+        norm: NormType::Layernorm,
+        bias: true,
+        qkv_bias: None,
+        rope: false,
+        tied_embeddings: true,
+        vocab_unpadded: None,
+    }
+}
+
+/// The sizes of a Llama-style model from its `config.json`.
+struct LlamaConfig {
+    /// `num_hidden_layers`
+    layers: u64,
+    /// `hidden_size`
+    hidden: u64,
+    /// `num_attention_heads`
+    heads: u64,
+    /// `num_key_value_heads`
+    kv_heads: u64,
+    /// `intermediate_size`
+    ffn_hidden: u64,
+    /// `vocab_size`
+    vocab: u64,
+}
+
+/// A Llama-style model: grouped-query attention, SwiGLU, RMSNorm, RoPE, no
+/// biases (unless `qkv_bias`), untied embeddings (`tie_word_embeddings`
+/// false in every config used here).
+fn llama(name: &str, config: LlamaConfig, seq_len: u64, qkv_bias: bool) -> ModelSpec {
+    ModelSpec {
+        name: name.to_string(),
+        layers: config.layers,
+        hidden: config.hidden,
+        heads: config.heads,
+        seq_len,
+        vocab: config.vocab,
+        ffn_hidden: Some(config.ffn_hidden),
+        kv_heads: Some(config.kv_heads),
+        ffn_type: FfnType::Swiglu,
+        norm: NormType::Rmsnorm,
+        bias: false,
+        qkv_bias: qkv_bias.then_some(true),
+        rope: true,
+        tied_embeddings: false,
+        vocab_unpadded: None,
+    }
+}
+
+/// Shorthand for a [`LlamaConfig`] in `config.json` order: layers, hidden,
+/// heads, KV heads, intermediate size, vocab.
+fn config(
+    layers: u64,
+    hidden: u64,
+    heads: u64,
+    kv_heads: u64,
+    ffn_hidden: u64,
+    vocab: u64,
+) -> LlamaConfig {
+    LlamaConfig {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        ffn_hidden,
+        vocab,
     }
 }
 
@@ -39,6 +110,68 @@ fn all() -> Vec<ModelSpec> {
         gpt("gpt2-11b", 55, 4096, 16, 1024),
         gpt("gpt2-12b", 60, 4096, 16, 1024),
         gpt("gpt2-13b", 65, 4096, 16, 1024),
+        // Today's models: Hugging Face config.json (layers, hidden, heads,
+        // num_key_value_heads, intermediate_size, vocab_size); sequence length
+        // the pretraining context. Sliding-window attention (Mistral) and
+        // long-context extension stages are not modeled.
+        // meta-llama/Llama-2-7b-hf: 4096-token context (Llama 2 paper, Table 1).
+        llama(
+            "llama2-7b",
+            config(32, 4096, 32, 32, 11008, 32000),
+            4096,
+            false,
+        ),
+        // meta-llama/Llama-2-13b-hf.
+        llama(
+            "llama2-13b",
+            config(40, 5120, 40, 40, 13824, 32000),
+            4096,
+            false,
+        ),
+        // meta-llama/Llama-2-70b-hf (grouped-query attention, 8 KV heads).
+        llama(
+            "llama2-70b",
+            config(80, 8192, 64, 8, 28672, 32000),
+            4096,
+            false,
+        ),
+        // meta-llama/Meta-Llama-3-8B: 8192-token context.
+        llama(
+            "llama3-8b",
+            config(32, 4096, 32, 8, 14336, 128256),
+            8192,
+            false,
+        ),
+        // meta-llama/Meta-Llama-3-70B.
+        llama(
+            "llama3-70b",
+            config(80, 8192, 64, 8, 28672, 128256),
+            8192,
+            false,
+        ),
+        // meta-llama/Llama-3.1-405B: pretrained at 8192 tokens before the
+        // 128 K extension (Llama 3 paper, Sec. 3.4).
+        llama(
+            "llama3.1-405b",
+            config(126, 16384, 128, 8, 53248, 128256),
+            8192,
+            false,
+        ),
+        // mistralai/Mistral-7B-v0.1: 8192-token context (Mistral 7B paper, Table 1).
+        llama(
+            "mistral-7b",
+            config(32, 4096, 32, 8, 14336, 32000),
+            8192,
+            false,
+        ),
+        // Qwen/Qwen2.5-72B: biases on Q, K and V only; pretrained at 4096
+        // tokens before the 32 K stage (Qwen2.5 technical report, long-context pre-training).
+        llama(
+            "qwen2.5-72b",
+            config(80, 8192, 64, 8, 29568, 152064),
+            4096,
+            true,
+        ),
     ]
 }
 
@@ -63,6 +196,26 @@ mod tests {
             spec.validate().unwrap();
             let text = serde_json::to_string(&spec).unwrap();
             assert_eq!(ModelSpec::from_json_str(&text, "test").unwrap(), spec);
+        }
+    }
+
+    #[test]
+    fn gpt_presets_serialize_without_the_new_keys() {
+        let text = serde_json::to_string(&preset("gpt3-175b").unwrap()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"name":"gpt3-175b","layers":96,"hidden":12288,"heads":96,"seq_len":2048,"vocab":51200}"#
+        );
+        let llama = serde_json::to_string(&preset("llama3-70b").unwrap()).unwrap();
+        for key in [
+            "kv_heads",
+            "swiglu",
+            "rmsnorm",
+            "\"bias\":false",
+            "rope",
+            "tied_embeddings",
+        ] {
+            assert!(llama.contains(key), "{key} in {llama}");
         }
     }
 }

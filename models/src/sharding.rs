@@ -22,8 +22,9 @@ impl Sharding {
 
 /// Parameters held by one rank of pipeline stage `stage`: its layers split t
 /// ways, the vocab-parallel word embedding on the first virtual stage (plus
-/// position embeddings, replicated), and the tied output embedding copy plus
-/// final LayerNorm on the last virtual stage.
+/// position embeddings, replicated, unless RoPE), and the output layer (the
+/// tied embedding's copy, or the untied output matrix) plus final norm on the
+/// last virtual stage.
 pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> u64 {
     (0..sharding.chunks)
         .map(|chunk| parameters_of_chunk(model, sharding, stage, chunk))
@@ -45,8 +46,9 @@ pub fn parameters_of_chunk(model: &ModelSpec, sharding: Sharding, stage: u32, ch
 }
 
 /// Parameters on one rank of `layers` layers plus, optionally, the embedding
-/// (word and position tables) and the head (final LayerNorm, and the output
-/// layer's copy of the word embedding when it sits on another stage).
+/// (word and, without RoPE, position tables) and the head (final norm, and
+/// the output layer: its own matrix when untied, else the copy of the word
+/// embedding when that sits on another stage).
 pub fn parameters_of_layers(
     model: &ModelSpec,
     sharding: Sharding,
@@ -57,13 +59,16 @@ pub fn parameters_of_layers(
     let t = sharding.tensor_parallel as u64;
     let mut params = layers * formulas::layer_parameters(model) / t;
     if embedding {
-        params += model.vocab * model.hidden / t + model.seq_len * model.hidden;
+        params += model.vocab * model.hidden / t;
+        if model.learned_positions() {
+            params += model.seq_len * model.hidden;
+        }
     }
     if head {
-        if sharding.virtual_stages() > 1 {
+        if sharding.virtual_stages() > 1 || !model.tied_embeddings {
             params += model.vocab * model.hidden / t;
         }
-        params += 2 * model.hidden;
+        params += model.norm_parameters();
     }
     params
 }
@@ -97,6 +102,26 @@ mod tests {
                 + 2 * model.hidden * t as u64
                 + tied_copy
                 + position_copies;
+            assert_eq!(total, expected, "t={t} p={p} v={v}");
+        }
+    }
+
+    #[test]
+    fn untied_rope_models_are_held_once_with_only_their_norms_replicated() {
+        let model = crate::preset("llama3-70b").unwrap();
+        for (t, p, v) in [(1, 1, 1), (8, 1, 1), (8, 4, 5), (2, 16, 1)] {
+            let sharding = Sharding {
+                tensor_parallel: t,
+                pipeline_parallel: p,
+                chunks: v,
+            };
+            let total: u64 = (0..p)
+                .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
+                .sum();
+            // No tied copy, no position table: the published count, with the
+            // final RMSNorm replicated on the t ranks.
+            let expected = formulas::published_parameter_count(&model)
+                + (t as u64 - 1) * model.norm_parameters();
             assert_eq!(total, expected, "t={t} p={p} v={v}");
         }
     }

@@ -1,9 +1,51 @@
-//! The model specification: a GPT-style decoder-only transformer.
+//! The model specification: a decoder-only transformer, GPT-style by default
+//! (multi-head attention, GeLU MLP, LayerNorm, biases, learned position
+//! embeddings, tied embeddings) or with today's blocks (grouped-query
+//! attention, SwiGLU, RMSNorm, RoPE, no biases, untied embeddings) as Llama,
+//! Mistral and Qwen use them. Every new key is optional and its default is the
+//! GPT-style block, so a spec without them means what it always meant.
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// A GPT-style transformer. JSON keys match the field names; unknown keys are rejected.
+/// The MLP's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FfnType {
+    /// Two matrices, h×ffn and ffn×h, with a GeLU between (GPT).
+    #[default]
+    Gelu,
+    /// Gated: gate and up (h×ffn each, fused into one h×2·ffn GEMM as
+    /// Megatron does), silu(gate)·up, then down (ffn×h) (Llama, Mistral, Qwen).
+    Swiglu,
+}
+
+/// The normalization before attention, before the MLP and after the last layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NormType {
+    /// LayerNorm: a weight and a bias of h elements each.
+    #[default]
+    Layernorm,
+    /// RMSNorm: a weight of h elements only.
+    Rmsnorm,
+}
+
+fn yes() -> bool {
+    true
+}
+fn is_true(value: &bool) -> bool {
+    *value
+}
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// A decoder-only transformer. JSON keys match the field names; unknown keys
+/// are rejected; keys left out take the GPT-style default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
@@ -22,6 +64,36 @@ pub struct ModelSpec {
     /// MLP inner size; 4·hidden when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ffn_hidden: Option<u64>,
+    /// Key/value heads (grouped-query attention; 1 is multi-query); `heads` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_heads: Option<u64>,
+    /// The MLP: "gelu" (default) or "swiglu".
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub ffn_type: FfnType,
+    /// The normalization: "layernorm" (default) or "rmsnorm".
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub norm: NormType,
+    /// Biases on every linear layer (default true; Llama has none).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub bias: bool,
+    /// Biases on the QKV projection only; `bias` when absent (Qwen2: bias
+    /// false, qkv_bias true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qkv_bias: Option<bool>,
+    /// Rotary position embeddings: no learned position table, a rope kernel on
+    /// Q and K (default false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub rope: bool,
+    /// The output layer shares the word embedding's matrix (default true);
+    /// untied, it has its own V×h matrix and gradient.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub tied_embeddings: bool,
+    /// The tokenizer's vocabulary when `vocab` is padded past it (e.g. GPT-2's
+    /// 50257 padded to 51200): the published parameter count
+    /// ([`crate::formulas::published_parameter_count`]) uses it, compute and
+    /// memory the padded `vocab`. Absent: `vocab` is not padded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocab_unpadded: Option<u64>,
 }
 
 /// Everything that can be wrong with a model spec or its file.
@@ -75,6 +147,35 @@ impl ModelSpec {
         self.hidden / self.heads.max(1)
     }
 
+    /// Key/value heads (`kv_heads`, default `heads`).
+    pub fn kv_heads(&self) -> u64 {
+        self.kv_heads.unwrap_or(self.heads)
+    }
+
+    /// Output columns of the QKV projection: h + 2·kv_heads·head_dim (3h
+    /// without grouped-query attention).
+    pub fn qkv_width(&self) -> u64 {
+        self.hidden + 2 * self.kv_heads() * self.head_dim()
+    }
+
+    /// Whether the QKV projection has a bias (`qkv_bias`, default `bias`).
+    pub fn has_qkv_bias(&self) -> bool {
+        self.qkv_bias.unwrap_or(self.bias)
+    }
+
+    /// Whether the model has a learned position-embedding table (not with RoPE).
+    pub fn learned_positions(&self) -> bool {
+        !self.rope
+    }
+
+    /// Parameters of one normalization: 2h for LayerNorm, h for RMSNorm.
+    pub fn norm_parameters(&self) -> u64 {
+        match self.norm {
+            NormType::Layernorm => 2 * self.hidden,
+            NormType::Rmsnorm => self.hidden,
+        }
+    }
+
     /// Checks the spec describes a buildable transformer; reports every problem at once.
     pub fn validate(&self) -> Result<(), ModelError> {
         let mut problems = Vec::new();
@@ -103,6 +204,28 @@ impl ModelSpec {
                 "hidden ({}) must be divisible by heads ({})",
                 self.hidden, self.heads
             ));
+        }
+        match self.kv_heads {
+            Some(0) => problems.push("kv_heads must be positive when given".into()),
+            Some(kv) if self.heads > 0 && !self.heads.is_multiple_of(kv) => problems.push(format!(
+                "heads ({}) must be divisible by kv_heads ({kv}): each key/value head serves a whole group of query heads",
+                self.heads
+            )),
+            _ => {}
+        }
+        if self.rope && self.heads > 0 && !self.head_dim().is_multiple_of(2) {
+            problems.push(format!(
+                "rope needs an even head dimension, not hidden/heads = {}",
+                self.head_dim()
+            ));
+        }
+        match self.vocab_unpadded {
+            Some(0) => problems.push("vocab_unpadded must be positive when given".into()),
+            Some(unpadded) if unpadded > self.vocab => problems.push(format!(
+                "vocab_unpadded ({unpadded}) must not exceed the padded vocab ({})",
+                self.vocab
+            )),
+            _ => {}
         }
         if problems.is_empty() {
             Ok(())
@@ -146,5 +269,88 @@ impl ModelSpec {
             name: name_or_path.to_string(),
             presets: crate::preset_names().join(", "),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(json: &str) -> Vec<String> {
+        match ModelSpec::from_json_str(json, "test") {
+            Err(ModelError::Invalid { problems, .. }) => problems,
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+
+    const BASE: &str = r#""name":"m","layers":2,"hidden":64,"heads":8,"seq_len":16,"vocab":128"#;
+
+    #[test]
+    fn absent_keys_are_the_gpt_block() {
+        let spec = ModelSpec::from_json_str(&format!("{{{BASE}}}"), "test").unwrap();
+        assert_eq!(spec.kv_heads(), 8);
+        assert_eq!(spec.qkv_width(), 3 * 64);
+        assert_eq!(
+            (spec.ffn_type, spec.norm),
+            (FfnType::Gelu, NormType::Layernorm)
+        );
+        assert!(spec.bias && spec.has_qkv_bias() && spec.tied_embeddings && !spec.rope);
+        assert_eq!(spec.norm_parameters(), 128);
+    }
+
+    #[test]
+    fn llama_keys_parse() {
+        let spec = ModelSpec::from_json_str(
+            &format!(
+                r#"{{{BASE},"kv_heads":2,"ffn_type":"swiglu","norm":"rmsnorm","bias":false,"qkv_bias":true,"rope":true,"tied_embeddings":false,"vocab_unpadded":100}}"#
+            ),
+            "test",
+        )
+        .unwrap();
+        assert_eq!(spec.qkv_width(), 64 + 2 * 2 * 8);
+        assert!(!spec.bias && spec.has_qkv_bias());
+        assert_eq!(spec.norm_parameters(), 64);
+    }
+
+    #[test]
+    fn each_bad_new_field_gets_its_own_message() {
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"kv_heads":3}}"#)),
+            ["heads (8) must be divisible by kv_heads (3): each key/value head serves a whole group of query heads"]
+        );
+        assert_eq!(problems(&format!(r#"{{{BASE},"kv_heads":16}}"#)).len(), 1);
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"kv_heads":0}}"#)),
+            ["kv_heads must be positive when given"]
+        );
+        assert_eq!(
+            problems(
+                r#"{"name":"m","layers":2,"hidden":24,"heads":8,"seq_len":16,"vocab":128,"rope":true}"#
+            ),
+            ["rope needs an even head dimension, not hidden/heads = 3"]
+        );
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"vocab_unpadded":129}}"#)),
+            ["vocab_unpadded (129) must not exceed the padded vocab (128)"]
+        );
+        let unknown = ModelSpec::from_json_str(&format!(r#"{{{BASE},"ffn_type":"relu"}}"#), "test")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unknown.contains("unknown variant `relu`, expected `gelu` or `swiglu`"),
+            "{unknown}"
+        );
+        let unknown =
+            ModelSpec::from_json_str(&format!(r#"{{{BASE},"norm":"batchnorm"}}"#), "test")
+                .unwrap_err()
+                .to_string();
+        assert!(
+            unknown.contains("expected `layernorm` or `rmsnorm`"),
+            "{unknown}"
+        );
+        let typo = ModelSpec::from_json_str(&format!(r#"{{{BASE},"kv_head":2}}"#), "test")
+            .unwrap_err()
+            .to_string();
+        assert!(typo.contains("unknown field `kv_head`"), "{typo}");
     }
 }

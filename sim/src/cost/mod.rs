@@ -48,8 +48,12 @@ pub struct WorkCost {
 /// activations are large (5·a·s/h per element of the hidden state) but cheap to
 /// recompute (Korthikanti et al. 2022, Sec. 5). No tensor all-reduce is
 /// involved. A name covers its sub-kernels too ("softmax.scale" when the
-/// softmax runs eagerly: [`models::softmax`]).
-pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 4] = [
+/// softmax runs eagerly: [`models::softmax`]). With grouped-query attention
+/// the core starts by expanding K and V to every query head (Megatron-Core's
+/// `DotProductAttention`), so that copy is re-run too and only the
+/// kv-sized K and V are kept ([`models::memory`]).
+pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 5] = [
+    "gqa_expand_kv",
     "attention_scores",
     "softmax",
     "attention_dropout",
@@ -353,10 +357,9 @@ mod tests {
                 Step::TensorAllReduce { .. } => "all_reduce",
             })
             .collect();
-        assert_eq!(
-            names,
-            [SELECTIVE_RECOMPUTE_KERNELS, SELECTIVE_RECOMPUTE_KERNELS].concat()
-        );
+        // GPT-3 has multi-head attention: no K/V expansion.
+        let core = &SELECTIVE_RECOMPUTE_KERNELS[1..];
+        assert_eq!(names, [core, core].concat());
         let full = pass_steps(
             &scenario(Recompute::Full, false),
             ComputePass::Recompute,
@@ -374,6 +377,23 @@ mod tests {
                 false
             )
         );
+    }
+
+    #[test]
+    fn selective_recompute_of_grouped_query_attention_reruns_the_kv_expansion() {
+        let mut scenario = scenario(Recompute::Selective, true);
+        scenario.model = models::preset("llama3-8b").unwrap();
+        // Within the default stack's fused-softmax limit: one softmax kernel.
+        scenario.model.seq_len = 2048;
+        let steps = pass_steps(&scenario, ComputePass::Recompute, 1, false, false);
+        let names: Vec<&str> = steps
+            .iter()
+            .filter_map(|step| match step {
+                Step::Kernel(kernel) => Some(kernel.name),
+                Step::TensorAllReduce { .. } => None,
+            })
+            .collect();
+        assert_eq!(names, SELECTIVE_RECOMPUTE_KERNELS);
     }
 
     fn accumulation_kernels(scenario: &Scenario, embedding: bool, head: bool) -> usize {

@@ -122,6 +122,16 @@ impl ScenarioFile {
                     model.heads
                 ));
             }
+            // Megatron-Core splits the key/value heads across tensor ranks
+            // (`num_query_groups % tensor_model_parallel_size == 0`); it does
+            // not replicate them when t exceeds kv_heads. (Without grouped
+            // attention the heads check above says it.)
+            if model.kv_heads() != model.heads && model.kv_heads() % t as u64 != 0 {
+                problems.push(format!(
+                    "tp: kv_heads ({}) must be divisible by tp ({t})",
+                    model.kv_heads()
+                ));
+            }
             if model.ffn() % t as u64 != 0 {
                 problems.push(format!(
                     "tp: ffn_hidden ({}) must be divisible by tp ({t})",
@@ -239,5 +249,36 @@ fn resolve_topology(value: &serde_json::Value) -> Result<TopologySpec, String> {
                 .map_err(|e| e.to_string())
         }
         other => Err(format!("expected a name, a path or an object, got {other}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ScenarioFile;
+
+    fn resolve_with_tp(model: &str, tp: u32) -> Result<(), String> {
+        let file = ScenarioFile {
+            model: Some(serde_json::Value::String(model.into())),
+            tp: Some(tp),
+            ..ScenarioFile::embedded_default()
+        };
+        file.resolve().map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn kv_heads_must_split_evenly_over_tensor_ranks() {
+        // Llama-3-8B: 32 query heads, 8 KV heads.
+        let text = resolve_with_tp("llama3-8b", 16).unwrap_err();
+        assert!(
+            text.contains("tp: kv_heads (8) must be divisible by tp (16)"),
+            "{text}"
+        );
+        assert!(!text.contains("tp: heads"), "{text}");
+        let text = resolve_with_tp("llama3-8b", 8).err().unwrap_or_default();
+        assert!(!text.contains("kv_heads"), "{text}");
+        // Multi-head attention: only the heads check speaks.
+        let text = resolve_with_tp("gpt3-175b", 5).unwrap_err();
+        assert!(text.contains("tp: heads (96)"), "{text}");
+        assert!(!text.contains("kv_heads"), "{text}");
     }
 }

@@ -187,6 +187,14 @@ mod tests {
             seq_len: 256,
             vocab: 51200,
             ffn_hidden: None,
+            kv_heads: None,
+            ffn_type: Default::default(),
+            norm: Default::default(),
+            bias: true,
+            qkv_bias: None,
+            rope: false,
+            tied_embeddings: true,
+            vocab_unpadded: None,
         };
         let file = ScenarioFile {
             model: Some(serde_json::to_value(&model).unwrap()),

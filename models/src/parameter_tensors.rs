@@ -1,0 +1,171 @@
+//! The parameter tensors of a layer, the embedding and the head on one
+//! tensor-parallel rank, as Megatron-LM registers them (each gets its own
+//! gradient hook and, unfused, its own gradient-accumulation kernel).
+//! Megatron fuses Q, K and V into one tensor (grouped-query attention
+//! included) and a SwiGLU's gate and up matrices into one `mlp_fc1` tensor.
+
+use crate::spec::NormType;
+use crate::ModelSpec;
+
+/// One parameter tensor of one rank: its name, the name of the kernel that
+/// adds a microbatch's gradient into its accumulated gradient, and its elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParameterTensor {
+    pub name: &'static str,
+    pub accumulate_kernel: &'static str,
+    pub elements: u64,
+}
+
+macro_rules! tensor {
+    ($name:literal, $elements:expr) => {
+        ParameterTensor {
+            name: $name,
+            accumulate_kernel: concat!($name, ".grad_accumulate"),
+            elements: $elements,
+        }
+    };
+}
+
+/// The parameter tensors of one transformer layer on one tensor-parallel rank:
+/// the column-parallel QKV and MLP-in weights and biases are split by t; the
+/// row-parallel projection and MLP-out weights are split by t but their biases
+/// are replicated, as are both norms (a weight, and a bias for LayerNorm).
+/// Tensors a model does not have (biases, RMSNorm's bias) are left out.
+pub fn layer_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<ParameterTensor> {
+    let (h, t) = (model.hidden, tensor_parallel);
+    let fc1_columns = match model.ffn_type {
+        crate::spec::FfnType::Gelu => model.ffn(),
+        crate::spec::FfnType::Swiglu => 2 * model.ffn(),
+    };
+    let layernorm = model.norm == NormType::Layernorm;
+    let qkv = model.qkv_width();
+    let mut tensors = vec![tensor!("layernorm_1.weight", h)];
+    if layernorm {
+        tensors.push(tensor!("layernorm_1.bias", h));
+    }
+    tensors.push(tensor!("qkv.weight", qkv * h / t));
+    if model.has_qkv_bias() {
+        tensors.push(tensor!("qkv.bias", qkv / t));
+    }
+    tensors.push(tensor!("output_projection.weight", h * h / t));
+    if model.bias {
+        tensors.push(tensor!("output_projection.bias", h));
+    }
+    tensors.push(tensor!("layernorm_2.weight", h));
+    if layernorm {
+        tensors.push(tensor!("layernorm_2.bias", h));
+    }
+    tensors.push(tensor!("mlp_fc1.weight", h * fc1_columns / t));
+    if model.bias {
+        tensors.push(tensor!("mlp_fc1.bias", fc1_columns / t));
+    }
+    tensors.push(tensor!("mlp_fc2.weight", model.ffn() * h / t));
+    if model.bias {
+        tensors.push(tensor!("mlp_fc2.bias", h));
+    }
+    tensors
+}
+
+/// Parameter tensors of the embedding (first stage) on one tensor-parallel
+/// rank: the vocab-parallel word embedding and, without RoPE, the replicated
+/// position embedding.
+pub fn embedding_parameter_tensors(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+) -> Vec<ParameterTensor> {
+    let mut tensors = vec![tensor!(
+        "word_embedding.weight",
+        model.vocab * model.hidden / tensor_parallel
+    )];
+    if model.learned_positions() {
+        tensors.push(tensor!(
+            "position_embedding.weight",
+            model.seq_len * model.hidden
+        ));
+    }
+    tensors
+}
+
+/// Parameter tensors of the head (last stage) on one tensor-parallel rank: the
+/// final norm and the output layer's matrix — its own when untied, else its
+/// copy of the word embedding (with one stage autograd sums both uses of the
+/// shared weight, which costs the same add).
+pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<ParameterTensor> {
+    let mut tensors = vec![tensor!("final_layernorm.weight", model.hidden)];
+    if model.norm == NormType::Layernorm {
+        tensors.push(tensor!("final_layernorm.bias", model.hidden));
+    }
+    tensors.push(tensor!(
+        "output_layer.weight",
+        model.vocab * model.hidden / tensor_parallel
+    ));
+    tensors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formulas;
+
+    fn sum(tensors: &[ParameterTensor]) -> u64 {
+        tensors.iter().map(|p| p.elements).sum()
+    }
+
+    #[test]
+    fn layer_parameter_tensors_sum_to_eq2_per_layer_without_tensor_parallelism() {
+        let model = crate::preset("gpt3-175b").unwrap();
+        let total = sum(&layer_parameter_tensors(&model, 1));
+        assert_eq!(total, formulas::layer_parameters(&model));
+        // With t = 8 only the split weights and column-parallel biases shrink:
+        // 6h replicated elements (two LayerNorms, two row-parallel biases) remain.
+        let split = sum(&layer_parameter_tensors(&model, 8));
+        let h = model.hidden;
+        assert_eq!(
+            split,
+            (formulas::layer_parameters(&model) - 6 * h) / 8 + 6 * h
+        );
+        assert_eq!(layer_parameter_tensors(&model, 8).len(), 12);
+    }
+
+    #[test]
+    fn llama_and_qwen_layers_hold_their_formula_counts() {
+        for name in ["llama3-70b", "qwen2.5-72b", "llama2-7b"] {
+            let model = crate::preset(name).unwrap();
+            let tensors = layer_parameter_tensors(&model, 1);
+            assert_eq!(sum(&tensors), formulas::layer_parameters(&model), "{name}");
+            // Only the two RMSNorm weights are replicated (plus Qwen's QKV
+            // bias, which is column-parallel and split).
+            let split = sum(&layer_parameter_tensors(&model, 8));
+            let h = model.hidden;
+            assert_eq!(split, (sum(&tensors) - 2 * h) / 8 + 2 * h, "{name}");
+        }
+        let llama = crate::preset("llama3-70b").unwrap();
+        let names: Vec<_> = layer_parameter_tensors(&llama, 8)
+            .iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "layernorm_1.weight",
+                "qkv.weight",
+                "output_projection.weight",
+                "layernorm_2.weight",
+                "mlp_fc1.weight",
+                "mlp_fc2.weight"
+            ]
+        );
+    }
+
+    #[test]
+    fn untied_rope_models_have_no_position_table_and_one_norm_weight_in_the_head() {
+        let model = crate::preset("llama3-8b").unwrap();
+        assert_eq!(embedding_parameter_tensors(&model, 1).len(), 1);
+        let head = head_parameter_tensors(&model, 2);
+        assert_eq!(sum(&head), model.hidden + model.vocab * model.hidden / 2);
+        let total = sum(&embedding_parameter_tensors(&model, 1))
+            + sum(&head_parameter_tensors(&model, 1))
+            + model.layers * sum(&layer_parameter_tensors(&model, 1));
+        assert_eq!(total, formulas::published_parameter_count(&model));
+    }
+}

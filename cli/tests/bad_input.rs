@@ -326,7 +326,14 @@ fn outputs_appear_whole_or_not_at_all_and_leave_no_temporary_files() {
 fn a_cuda_lib_dir_that_does_not_exist_is_refused_by_name() {
     let missing = "/nonexistent/clustersim-cuda-libs";
     for args in [
-        vec!["calibrate", "--quick", "--cuda-lib-dir", missing, "--out", "/dev/null"],
+        vec![
+            "calibrate",
+            "--quick",
+            "--cuda-lib-dir",
+            missing,
+            "--out",
+            "/dev/null",
+        ],
         vec!["cuda-libs", "--cuda-lib-dir", missing],
     ] {
         let output = clustersim(&args);

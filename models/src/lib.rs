@@ -4,7 +4,8 @@
 //! RMSNorm, RoPE, no biases, untied embeddings) by [`ModelSpec`]'s optional keys.
 //!
 //! This crate knows nothing of time, GPUs or events. It answers:
-//! - what a model is ([`ModelSpec`], read from JSON or a built-in [`preset`]);
+//! - what a model is ([`ModelSpec`], read from JSON, a Hugging Face
+//!   `config.json` ([`hf_config`]) or a built-in [`preset`]);
 //! - how many parameters it has and how many FLOPs an iteration costs
 //!   ([`formulas`], Megatron-LM SC21 Eq. 2 and Eq. 3);
 //! - which kernels one transformer layer runs forward and backward for a
@@ -27,6 +28,7 @@
 
 pub mod formulas;
 pub mod gemm;
+pub mod hf_config;
 pub mod memory;
 pub mod memory_class;
 pub mod ops;

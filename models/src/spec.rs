@@ -114,6 +114,13 @@ pub enum ModelError {
     /// The name is neither a preset nor an existing file.
     #[error("unknown model '{name}': not a preset ({presets}) and no such file")]
     Unknown { name: String, presets: String },
+    /// A Hugging Face config of an architecture the importer does not model.
+    #[error("model file {path} is a Hugging Face config of model_type '{model_type}', which clustersim cannot model yet (supported: {supported})")]
+    UnsupportedArchitecture {
+        path: String,
+        model_type: String,
+        supported: String,
+    },
     /// Field values that cannot describe a transformer; every problem is listed.
     #[error("invalid model '{name}': {}", problems.join("; "))]
     Invalid { name: String, problems: Vec<String> },
@@ -239,6 +246,12 @@ impl ModelSpec {
 
     /// Parses and validates a model from JSON text; `origin` names the source in errors.
     pub fn from_json_str(text: &str, origin: &str) -> Result<Self, ModelError> {
+        // A Hugging Face config.json is recognised by its `model_type` key.
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+            if crate::hf_config::is_hf_config(&value) {
+                return crate::hf_config::from_hf_config(&value, origin);
+            }
+        }
         let spec: ModelSpec = serde_json::from_str(text).map_err(|source| ModelError::Parse {
             path: origin.to_string(),
             source,

@@ -1,0 +1,225 @@
+//! A Hugging Face `config.json` as a [`ModelSpec`]: `--model path/config.json`
+//! works for the architectures below, recognised by the file's keys (a
+//! `model_type` key; clustersim's own model files have none).
+//!
+//! | `model_type` | block |
+//! |---|---|
+//! | `llama`, `mistral` | RMSNorm, RoPE, SwiGLU, grouped-query attention, no biases (`attention_bias`, default false, adds QKV and output biases as in `LlamaAttention`) |
+//! | `qwen2` | the same with QKV biases only (`Qwen2Attention`: q/k/v `bias=True`, o_proj `bias=False`) |
+//! | `gpt2` | LayerNorm, learned positions, GeLU MLP (`n_inner`, default 4·h), biases, tied embeddings |
+//!
+//! Any other `model_type` (Mixtral and other mixtures of experts, Gemma,
+//! Falcon, …) is refused by name. Choices the config leaves to the trainer:
+//! - sequence length: `max_position_embeddings` (`n_positions` for GPT-2), or
+//!   the `sliding_window` when it is shorter and in use (Mistral 7B: 4096 of
+//!   32768), where full attention over the window is exact;
+//! - vocabulary: padded up to a multiple of 128 as Megatron-LM pads it
+//!   (`--make-vocab-size-divisible-by`, default 128; its further factor of t
+//!   is left to the layout check), with `vocab_unpadded` keeping the
+//!   tokenizer's size for the published parameter count;
+//! - name: the folder holding `config.json` (a Hugging Face snapshot is
+//!   named after the model), else the file's stem.
+
+use crate::spec::{FfnType, ModelError, ModelSpec, NormType};
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// The `model_type`s this importer knows.
+pub const SUPPORTED_MODEL_TYPES: [&str; 4] = ["llama", "mistral", "qwen2", "gpt2"];
+
+/// Megatron-LM's `--make-vocab-size-divisible-by` default.
+pub const VOCAB_PADDING_MULTIPLE: u64 = 128;
+
+/// Whether a parsed JSON document is a Hugging Face config (it has `model_type`).
+pub fn is_hf_config(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|object| object.contains_key("model_type"))
+}
+
+/// The model a Hugging Face config describes; `origin` is the file's path.
+pub fn from_hf_config(value: &Value, origin: &str) -> Result<ModelSpec, ModelError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| invalid(origin, "not a JSON object".into()))?;
+    let model_type = object
+        .get("model_type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let fields = Fields { object, origin };
+    let spec = match model_type.as_str() {
+        "llama" | "mistral" | "qwen2" => llama_like(&fields, &model_type)?,
+        "gpt2" => gpt2(&fields)?,
+        _ => {
+            let architecture = object
+                .get("architectures")
+                .and_then(|a| a.get(0))
+                .and_then(Value::as_str)
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default();
+            return Err(ModelError::UnsupportedArchitecture {
+                path: origin.to_string(),
+                model_type: format!("{model_type}{architecture}"),
+                supported: SUPPORTED_MODEL_TYPES.join(", "),
+            });
+        }
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+fn invalid(origin: &str, problem: String) -> ModelError {
+    ModelError::Invalid {
+        name: origin.to_string(),
+        problems: vec![problem],
+    }
+}
+
+/// Typed reads of a config's keys, with the file named in errors.
+struct Fields<'a> {
+    object: &'a Map<String, Value>,
+    origin: &'a str,
+}
+
+impl Fields<'_> {
+    fn count(&self, key: &str) -> Result<Option<u64>, ModelError> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+                invalid(
+                    self.origin,
+                    format!("config key {key} is {value}, not a whole number"),
+                )
+            }),
+        }
+    }
+
+    fn required(&self, key: &str) -> Result<u64, ModelError> {
+        self.count(key)?.ok_or_else(|| {
+            invalid(
+                self.origin,
+                format!("config key {key} is missing (a Hugging Face config.json has it)"),
+            )
+        })
+    }
+
+    fn flag(&self, key: &str, default: bool) -> Result<bool, ModelError> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(default),
+            Some(Value::Bool(value)) => Ok(*value),
+            Some(value) => Err(invalid(
+                self.origin,
+                format!("config key {key} is {value}, not true or false"),
+            )),
+        }
+    }
+
+    fn text(&self, key: &str) -> Option<&str> {
+        self.object.get(key).and_then(Value::as_str)
+    }
+
+    /// The model's name: the folder of a `config.json`, else the file stem.
+    fn name(&self) -> String {
+        let path = Path::new(self.origin);
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+        match (stem.as_deref(), path.parent().and_then(Path::file_name)) {
+            (Some("config"), Some(folder)) => folder.to_string_lossy().into_owned(),
+            (Some(stem), _) => stem.trim_end_matches(".config").to_string(),
+            (None, _) => "hf-model".into(),
+        }
+    }
+}
+
+fn padded_vocab(vocab: u64) -> (u64, Option<u64>) {
+    let padded = vocab.div_ceil(VOCAB_PADDING_MULTIPLE) * VOCAB_PADDING_MULTIPLE;
+    (padded, (padded != vocab).then_some(vocab))
+}
+
+/// Llama, Mistral and Qwen2: the same decoder block, biases aside.
+fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError> {
+    let hidden = fields.required("hidden_size")?;
+    let heads = fields.required("num_attention_heads")?;
+    if let Some(act) = fields.text("hidden_act") {
+        if act != "silu" {
+            return Err(invalid(
+                fields.origin,
+                format!("hidden_act '{act}': only SwiGLU (silu) MLPs are modeled for {model_type}"),
+            ));
+        }
+    }
+    if let Some(head_dim) = fields.count("head_dim")? {
+        if head_dim * heads != hidden {
+            return Err(invalid(
+                fields.origin,
+                format!("head_dim {head_dim} × {heads} heads is not hidden_size {hidden}: attention wider than the hidden size is not modeled"),
+            ));
+        }
+    }
+    let context = fields.required("max_position_embeddings")?;
+    let window = match (
+        fields.count("sliding_window")?,
+        fields.flag("use_sliding_window", true)?,
+    ) {
+        (Some(window), true) if window > 0 => Some(window),
+        _ => None,
+    };
+    let attention_bias = fields.flag("attention_bias", false)?;
+    let (bias, qkv_bias) = match model_type {
+        "qwen2" => (false, Some(true)),
+        _ => (attention_bias, None),
+    };
+    let (vocab, vocab_unpadded) = padded_vocab(fields.required("vocab_size")?);
+    Ok(ModelSpec {
+        name: fields.name(),
+        layers: fields.required("num_hidden_layers")?,
+        hidden,
+        heads,
+        seq_len: window.map_or(context, |w| w.min(context)),
+        vocab,
+        ffn_hidden: Some(fields.required("intermediate_size")?),
+        kv_heads: Some(fields.count("num_key_value_heads")?.unwrap_or(heads)),
+        ffn_type: FfnType::Swiglu,
+        norm: NormType::Rmsnorm,
+        bias,
+        qkv_bias,
+        rope: true,
+        tied_embeddings: fields.flag("tie_word_embeddings", false)?,
+        vocab_unpadded,
+    })
+}
+
+/// OpenAI's GPT-2 as `transformers` stores it.
+fn gpt2(fields: &Fields) -> Result<ModelSpec, ModelError> {
+    if let Some(act) = fields.text("activation_function") {
+        if !act.starts_with("gelu") {
+            return Err(invalid(
+                fields.origin,
+                format!("activation_function '{act}': only GeLU MLPs are modeled for gpt2"),
+            ));
+        }
+    }
+    let hidden = fields.required("n_embd")?;
+    let (vocab, vocab_unpadded) = padded_vocab(fields.required("vocab_size")?);
+    Ok(ModelSpec {
+        name: fields.name(),
+        layers: fields.required("n_layer")?,
+        hidden,
+        heads: fields.required("n_head")?,
+        seq_len: fields.required("n_positions")?,
+        vocab,
+        ffn_hidden: fields.count("n_inner")?,
+        kv_heads: None,
+        ffn_type: FfnType::Gelu,
+        norm: NormType::Layernorm,
+        bias: true,
+        qkv_bias: None,
+        rope: false,
+        tied_embeddings: fields.flag("tie_word_embeddings", true)?,
+        vocab_unpadded,
+    })
+}
+
+#[cfg(test)]
+#[path = "hf_config_tests.rs"]
+mod tests;

@@ -1,0 +1,113 @@
+//! Tests of the Hugging Face config import on the fixtures in
+//! `models/fixtures/hf/` (transcribed config.json files).
+
+use super::*;
+use crate::formulas::published_parameter_count;
+
+fn fixture(folder: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/hf")
+        .join(folder)
+        .join("config.json")
+}
+
+fn import(folder: &str) -> Result<ModelSpec, ModelError> {
+    ModelSpec::from_file(&fixture(folder))
+}
+
+#[test]
+fn real_configs_import_with_their_published_parameter_counts() {
+    for (folder, published) in [
+        ("Llama-2-7b-hf", 6_738_415_616u64),
+        ("Meta-Llama-3-8B", 8_030_261_248),
+        ("Mistral-7B-v0.1", 7_241_732_096),
+        ("Qwen2.5-72B", 72_706_203_648),
+        ("gpt2", 124_439_808),
+    ] {
+        let spec = import(folder).unwrap_or_else(|e| panic!("{folder}: {e}"));
+        assert_eq!(spec.name, folder);
+        assert_eq!(published_parameter_count(&spec), published, "{folder}");
+    }
+}
+
+#[test]
+fn imported_llamas_are_the_presets_block_for_block() {
+    for (folder, preset) in [
+        ("Llama-2-7b-hf", "llama2-7b"),
+        ("Meta-Llama-3-8B", "llama3-8b"),
+        ("Mistral-7B-v0.1", "mistral-7b"),
+        ("Qwen2.5-72B", "qwen2.5-72b"),
+    ] {
+        let imported = import(folder).unwrap();
+        let preset = crate::preset(preset).unwrap();
+        // Names differ, and the config's context may differ from the
+        // preset's training length (Qwen2.5: 131072 vs 4096).
+        let same = ModelSpec {
+            name: preset.name.clone(),
+            seq_len: preset.seq_len,
+            ..imported.clone()
+        };
+        assert_eq!(same, preset, "{folder}");
+    }
+    // Mistral's 4096-token sliding window is shorter than its 32768 context.
+    assert_eq!(import("Mistral-7B-v0.1").unwrap().seq_len, 4096);
+    assert_eq!(import("Meta-Llama-3-8B").unwrap().seq_len, 8192);
+}
+
+#[test]
+fn gpt2_keeps_learned_positions_tied_embeddings_and_a_padded_vocabulary() {
+    let spec = import("gpt2").unwrap();
+    assert_eq!(
+        (spec.layers, spec.hidden, spec.heads, spec.seq_len),
+        (12, 768, 12, 1024)
+    );
+    assert_eq!((spec.vocab, spec.vocab_unpadded), (50304, Some(50257)));
+    assert!(spec.tied_embeddings && spec.bias && !spec.rope);
+    assert_eq!(spec.ffn(), 4 * 768);
+}
+
+#[test]
+fn other_architectures_are_refused_by_name() {
+    let error = import("Mixtral-8x7B-v0.1").unwrap_err().to_string();
+    assert!(
+        error.contains("model_type 'mixtral (MixtralForCausalLM)'"),
+        "{error}"
+    );
+    assert!(
+        error.contains("supported: llama, mistral, qwen2, gpt2"),
+        "{error}"
+    );
+}
+
+#[test]
+fn configs_the_block_cannot_describe_are_refused_with_the_key() {
+    let base = std::fs::read_to_string(fixture("Meta-Llama-3-8B")).unwrap();
+    let with = |from: &str, to: &str| {
+        assert!(base.contains(from), "{from}");
+        ModelSpec::from_json_str(&base.replace(from, to), "edited/config.json")
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(with("\"silu\"", "\"gelu\"").contains("hidden_act 'gelu'"));
+    assert!(with("\"hidden_size\": 4096,", "").contains("hidden_size is missing"));
+    assert!(with("\"hidden_size\": 4096", "\"hidden_size\": -1").contains("not a whole number"));
+    assert!(with(
+        "\"tie_word_embeddings\": false",
+        "\"tie_word_embeddings\": 3"
+    )
+    .contains("not true or false"));
+    assert!(with("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5").contains("kv_heads"));
+    assert!(with(
+        "\"hidden_size\": 4096",
+        "\"hidden_size\": 4096, \"head_dim\": 256"
+    )
+    .contains("head_dim 256"));
+}
+
+#[test]
+fn clustersims_own_model_files_are_not_taken_for_configs() {
+    let own = r#"{"name":"m","layers":2,"hidden":64,"heads":8,"seq_len":16,"vocab":128}"#;
+    assert_eq!(ModelSpec::from_json_str(own, "m.json").unwrap().name, "m");
+    let value: Value = serde_json::from_str(own).unwrap();
+    assert!(!is_hf_config(&value));
+}

@@ -346,3 +346,32 @@ fn a_cuda_lib_dir_that_does_not_exist_is_refused_by_name() {
         assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
     }
 }
+
+/// bf16 on a GPU without bf16 tensor cores is refused by name, not simulated
+/// at the fp16 rate.
+#[test]
+fn bf16_on_a_v100_is_refused() {
+    let output = clustersim(&[
+        "simulate",
+        "--topology",
+        "dgx2-v100",
+        "--model",
+        "gpt2-1b",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--dp",
+        "8",
+        "--global-batch",
+        "64",
+        "--precision",
+        "bf16",
+    ]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("precision: bf16 needs bf16 tensor cores"),
+        "{stderr}"
+    );
+}

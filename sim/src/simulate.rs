@@ -212,7 +212,13 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
         let (timeline, events) = run_graph(scenario, &graph, &costs)?;
         (timeline, events, Vec::new())
     };
-    let metrics = metrics::compute(&timeline, scenario.topology.gpu.peak.fp16_flops_per_s);
+    let metrics = metrics::compute(
+        &timeline,
+        scenario
+            .options
+            .precision
+            .peak_flops_per_s(&scenario.topology.gpu.peak),
+    );
     Ok(SimulationReport {
         metrics,
         memory: memory_per_stage(scenario, &schedule),

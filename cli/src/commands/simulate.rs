@@ -162,7 +162,11 @@ fn write_summary(
         "  TFLOP/s per GPU     {:.1} ({:.1}% of {:.0} peak); model TFLOP/s {:.1} (without recompute)",
         m.tflops_per_gpu,
         m.percent_of_peak,
-        scenario.topology.gpu.peak.fp16_flops_per_s / 1e12,
+        scenario
+            .options
+            .precision
+            .peak_flops_per_s(&scenario.topology.gpu.peak)
+            / 1e12,
         m.model_tflops_per_gpu
     )?;
     writeln!(

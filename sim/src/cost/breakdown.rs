@@ -28,7 +28,8 @@ pub struct KernelCost {
 /// simulation costs them (tensor all-reduces alone on the fabric; with the
 /// asynchronous tensor all-reduce, only their exposed part).
 pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
-    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile);
+    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
+        .with_precision(scenario.options.precision);
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
     let t = scenario.layout.tensor_parallel;
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);

@@ -18,6 +18,7 @@
 //! measured entries of their kernel class, or at achieved HBM bandwidth.
 
 use super::memory_bound::MemoryCostModel;
+use crate::scenario::Precision;
 use models::ops::{GemmLayout, GemmShape, Kernel, KernelClass};
 use profile::{GemmMeasurement, Profile};
 use topologies::GpuSpec;
@@ -45,27 +46,39 @@ pub fn memory_bound_seconds(bytes: f64, gpu: &GpuSpec, profile: &Profile) -> f64
     bytes / (gpu.hbm_bandwidth_bytes_per_s * profile.memory.hbm_efficiency.value)
 }
 
-/// Modeled seconds of one GEMM (without launch overhead).
+/// Modeled seconds of one fp16 GEMM (without launch overhead).
 pub fn gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {
+    gemm_seconds_in(Precision::Fp16, shape, gpu, profile)
+}
+
+/// Modeled seconds of one GEMM in `precision` (without launch overhead): the
+/// GPU's peak in that format × the profile's large-GEMM efficiency × the
+/// tile quantization, or the bytes at HBM bandwidth if slower.
+pub fn gemm_seconds_in(
+    precision: Precision,
+    shape: &GemmShape,
+    gpu: &GpuSpec,
+    profile: &Profile,
+) -> f64 {
     let efficiency = profile.gemm.large_gemm_efficiency.value
         * quantization_efficiency(shape, &profile.gemm.tile_shapes, gpu.sm_count);
-    let compute = shape.flops() / (gpu.peak.fp16_flops_per_s * efficiency);
+    let compute = shape.flops() / (precision.peak_flops_per_s(&gpu.peak) * efficiency);
     compute.max(memory_bound_seconds(shape.bytes(), gpu, profile))
 }
 
-/// The element type of the GEMMs simulated: the runs this simulator models
-/// trained with `--fp16` (Megatron SC21 and the dev set), the unmeasured
-/// GEMM model divides by the fp16 peak, and the executor's real mode runs
-/// fp16 GEMMs; a calibration times bf16 and fp16, which differ by ~5% on an
-/// H100 (8192^3: 794 vs 759 TFLOP/s, lab H100 2026-11-22). Precision becomes
-/// a scenario option with the modern-models issue.
-pub const SIMULATED_GEMM_DTYPE: &str = "fp16";
+/// Measured GEMMs are looked up in the scenario's precision (`--precision`,
+/// fp16 by default as the SC21 and dev-set runs trained): a calibration
+/// times bf16 and fp16, which differ by ~5% on an H100 (8192^3: 794 vs 759
+/// TFLOP/s, lab H100 2026-11-22).
 
 /// Kernel costs for one GPU type and profile.
 pub struct KernelCostModel<'a> {
     gpu: &'a GpuSpec,
     profile: &'a Profile,
     overhead_s: f64,
+    /// The GEMMs' number format: their peak rate and the dtype of the
+    /// measurements preferred.
+    precision: Precision,
     /// Measured GEMMs sorted by (batch, m, n, k) for lookup.
     measured: Vec<GemmMeasurement>,
     memory: MemoryCostModel<'a>,
@@ -80,9 +93,16 @@ impl<'a> KernelCostModel<'a> {
             gpu,
             profile,
             overhead_s,
+            precision: Precision::Fp16,
             measured,
             memory: MemoryCostModel::new(gpu, profile, overhead_s),
         }
+    }
+
+    /// The same model for GEMMs in `precision` (fp16 unless told).
+    pub fn with_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
     }
 
     /// Seconds of one kernel including launch overhead.
@@ -91,7 +111,10 @@ impl<'a> KernelCostModel<'a> {
             KernelClass::Gemm { shape, layout } => match self.measured_gemm_seconds(&shape, layout)
             {
                 Some(seconds) => seconds,
-                None => gemm_seconds(&shape, self.gpu, self.profile) + self.overhead_s,
+                None => {
+                    gemm_seconds_in(self.precision, &shape, self.gpu, self.profile)
+                        + self.overhead_s
+                }
             },
             KernelClass::MemoryBound => self.memory.kernel_seconds(kernel.name, kernel.bytes),
         }
@@ -105,15 +128,16 @@ impl<'a> KernelCostModel<'a> {
 
     /// Measured time of a GEMM shape called in `layout`: exact, or
     /// interpolated along one dimension, from the first of these sets of
-    /// entries that gives one: that layout in `SIMULATED_GEMM_DTYPE` (fp16), that
-    /// layout in any dtype, any layout in that dtype, all entries.
+    /// entries that gives one: that layout in the model's precision, that
+    /// layout in any dtype, any layout in that precision, all entries.
     pub fn measured_gemm_seconds(&self, shape: &GemmShape, layout: GemmLayout) -> Option<f64> {
         if self.measured.is_empty() {
             return None;
         }
         let name = layout.name();
         let same_layout = |e: &GemmMeasurement| e.layout.as_deref() == Some(name);
-        let same_dtype = |e: &GemmMeasurement| e.dtype == SIMULATED_GEMM_DTYPE;
+        let dtype = self.precision.name();
+        let same_dtype = |e: &GemmMeasurement| e.dtype == dtype;
         self.measured_seconds_among(shape, |e| same_layout(e) && same_dtype(e))
             .or_else(|| self.measured_seconds_among(shape, same_layout))
             .or_else(|| self.measured_seconds_among(shape, same_dtype))
@@ -309,6 +333,36 @@ mod tests {
         assert!((seconds(2048, GemmLayout::Nn) - 19e-6).abs() < 1e-15);
         // ... and with no entry of its layout, the fp16 entry of another.
         assert!((seconds(1024, GemmLayout::Nt) - 10e-6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn the_precision_picks_its_measurements_and_its_peak() {
+        let (mut gpu, mut profile) = a100();
+        let with_dtype = |time_ns, dtype: &str| GemmMeasurement {
+            dtype: dtype.into(),
+            ..entry(1024, time_ns, "tn")
+        };
+        profile.gemm.measured = vec![with_dtype(9_000, "bf16"), with_dtype(10_000, "fp16")];
+        let bf16 = KernelCostModel::new(&gpu, &profile).with_precision(Precision::Bf16);
+        let seconds = bf16
+            .measured_gemm_seconds(&shape(1024, 1024), GemmLayout::Tn)
+            .unwrap();
+        assert!((seconds - 9e-6).abs() < 1e-15);
+        // Unmeasured GEMMs divide by the precision's own peak.
+        gpu.peak.bf16_flops_per_s = gpu.peak.fp16_flops_per_s / 2.0;
+        let big = GemmShape {
+            batch: 1,
+            m: 8192,
+            n: 8192,
+            k: 8192,
+        };
+        let fp16_s = gemm_seconds_in(Precision::Fp16, &big, &gpu, &profile);
+        let bf16_s = gemm_seconds_in(Precision::Bf16, &big, &gpu, &profile);
+        assert!(
+            (bf16_s / fp16_s - 2.0).abs() < 1e-12,
+            "{bf16_s} vs {fp16_s}"
+        );
+        assert_eq!(gemm_seconds(&big, &gpu, &profile), fp16_s);
     }
 
     #[test]

@@ -165,7 +165,8 @@ pub fn cost_works(
     works: &[Work],
     network: &dyn NetworkModel,
 ) -> Vec<WorkCost> {
-    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile);
+    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
+        .with_precision(scenario.options.precision);
     works
         .iter()
         .map(|work| cost_work(scenario, work, &kernels, network))
@@ -496,7 +497,8 @@ mod tests {
     #[test]
     fn an_asynchronous_all_reduce_is_charged_only_beyond_its_overlap_window() {
         let scenario = scenario(Recompute::Full, false);
-        let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile);
+        let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
+            .with_precision(scenario.options.precision);
         let memory = |bytes: f64| {
             Step::Kernel(models::ops::Kernel {
                 name: "k",

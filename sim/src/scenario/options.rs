@@ -21,11 +21,64 @@ use serde::{Deserialize, Serialize};
 /// the 65,535 iterations a simulation can hold.
 pub const MAX_DPU_WARMUP: u32 = u16::MAX as u32 - 3;
 
+/// The number format of the GEMMs and the activations: fp16 with loss
+/// scaling (Megatron's `--fp16`, the SC21 and 2022 runs) or bf16 (`--bf16`).
+/// Both run at the same tensor-core rate on A100/H100/H200/B200; they differ
+/// in which rate the GPU's datasheet gives and in which calibrated GEMMs
+/// (by `dtype`) price the kernels. FP8 is not modeled yet.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    #[default]
+    Fp16,
+    Bf16,
+}
+
+impl Precision {
+    /// The name calibrate writes to a GEMM measurement's `dtype`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp16 => "fp16",
+            Precision::Bf16 => "bf16",
+        }
+    }
+
+    /// The GPU's dense tensor-core rate in this format.
+    pub fn peak_flops_per_s(self, peak: &topologies::PeakFlops) -> f64 {
+        match self {
+            Precision::Fp16 => peak.fp16_flops_per_s,
+            Precision::Bf16 => peak.bf16_flops_per_s,
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == Precision::default()
+    }
+}
+
 /// Training options as written. Booleans are flags on the command line
 /// (`--sequence-parallel`, or `--sequence-parallel=false` to override a
 /// scenario file); unset keys take their defaults at resolution.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
 pub struct TrainingOptionsFile {
+    /// Number format of the GEMMs and activations: fp16 (default, as in
+    /// Megatron SC21) or bf16; picks the GPU's peak rate and the calibrated
+    /// GEMMs of that dtype.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub precision: Option<Precision>,
     /// Megatron's sequence parallelism: LayerNorm and dropout split across the
     /// tensor ranks; all-reduces become reduce-scatter + all-gather (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +149,9 @@ pub struct TrainingOptionsFile {
 /// Training options, validated, with defaults filled in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TrainingOptions {
+    /// Number format of the GEMMs and activations (fp16 unless bf16 is asked).
+    #[serde(skip_serializing_if = "Precision::is_default")]
+    pub precision: Precision,
     /// LayerNorm/dropout split across tensor ranks (Megatron sequence parallelism).
     pub sequence_parallel: bool,
     /// Per-chunk data-parallel all-reduces start as each chunk's backward ends.
@@ -122,6 +178,7 @@ impl TrainingOptionsFile {
     /// Fills unset keys of `self` from `base`.
     pub fn or(self, base: TrainingOptionsFile) -> TrainingOptionsFile {
         TrainingOptionsFile {
+            precision: self.precision.or(base.precision),
             sequence_parallel: self.sequence_parallel.or(base.sequence_parallel),
             overlap_grad_reduce: self.overlap_grad_reduce.or(base.overlap_grad_reduce),
             grad_reduce_bucket_params: self
@@ -147,6 +204,7 @@ impl TrainingOptionsFile {
     pub fn with_defaults(&self) -> TrainingOptions {
         let zero_offload = self.zero_offload.unwrap_or(false);
         TrainingOptions {
+            precision: self.precision.unwrap_or_default(),
             sequence_parallel: self.sequence_parallel.unwrap_or(false),
             overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
             grad_reduce_bucket_params: self.grad_reduce_bucket_params,
@@ -248,6 +306,9 @@ impl TrainingOptions {
     /// none is); `iterations` is the number simulated (shown with the delayed update).
     pub fn title_suffix(&self, iterations: u32) -> String {
         let mut labels = Vec::new();
+        if self.precision != Precision::default() {
+            labels.push(self.precision.name().to_string());
+        }
         if self.sequence_parallel {
             labels.push("sequence parallel".to_string());
         }
@@ -287,6 +348,33 @@ impl TrainingOptions {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn precision_defaults_to_fp16_merges_and_labels_bf16() {
+        let unset = TrainingOptionsFile::default();
+        assert_eq!(unset.with_defaults().precision, Precision::Fp16);
+        let bf16 = TrainingOptionsFile {
+            precision: Some(Precision::Bf16),
+            ..TrainingOptionsFile::default()
+        };
+        assert_eq!(
+            unset.clone().or(bf16.clone()).with_defaults().precision,
+            Precision::Bf16
+        );
+        let options = bf16.with_defaults();
+        assert!(
+            options.title_suffix(1).contains("bf16"),
+            "{}",
+            options.title_suffix(1)
+        );
+        assert!(!unset.with_defaults().title_suffix(1).contains("fp16"));
+        // fp16 is left out of the serialized options (outputs stay as they were).
+        let json = serde_json::to_string(&unset.with_defaults()).unwrap();
+        assert!(!json.contains("precision"), "{json}");
+        assert!(serde_json::to_string(&options)
+            .unwrap()
+            .contains("\"precision\":\"bf16\""));
+    }
     use super::*;
 
     #[test]

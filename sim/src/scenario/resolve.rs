@@ -176,6 +176,15 @@ impl ScenarioFile {
             None => self.options.clone(),
         };
         let options = options_file.resolve(p, &mut problems);
+        if let (super::Precision::Bf16, Some(topology)) = (options.precision, &topology) {
+            let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
+            if datasheet.is_some_and(|d| d.architecture == "Volta") {
+                problems.push(format!(
+                    "precision: bf16 needs bf16 tensor cores, which the {} (Volta) does not have; use fp16",
+                    topology.gpu.name
+                ));
+            }
+        }
         if let (true, Some(topology)) = (options.network_contention, &topology) {
             if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
                 problems.push(format!("network_contention: {error}"));

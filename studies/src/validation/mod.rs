@@ -410,7 +410,10 @@ fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, 
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
         metrics: report.metrics,
-        peak_flops_per_s: scenario.topology.gpu.peak.fp16_flops_per_s,
+        peak_flops_per_s: scenario
+            .options
+            .precision
+            .peak_flops_per_s(&scenario.topology.gpu.peak),
         gpus: scenario.layout.gpus(),
     })
 }

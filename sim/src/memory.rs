@@ -99,7 +99,14 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                         * gradients::main_grad_bytes_per_param(
                             scenario.options.gradient_accumulation_fusion,
                         ),
-                    parameters * OPTIMIZER_BYTES_PER_PARAM,
+                    // The distributed optimizer keeps 1/d of the fp32 master
+                    // weights and Adam states (Megatron's distrib_optimizer.py).
+                    if scenario.options.distributed_optimizer {
+                        (parameters * OPTIMIZER_BYTES_PER_PARAM)
+                            .div_ceil(layout.data_parallel.max(1) as u64)
+                    } else {
+                        parameters * OPTIMIZER_BYTES_PER_PARAM
+                    },
                     0,
                 ),
                 Some(offload) => {

@@ -319,9 +319,18 @@ pub fn program(
         }
     }
 
-    // Data-parallel all-reduce and optimizer step.
+    // Data-parallel all-reduce (or, with the distributed optimizer,
+    // reduce-scatter) and optimizer step (on a 1/d shard, then an all-gather
+    // of the updated parameters).
+    let distributed = scenario.options.distributed_optimizer && d > 1;
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let optimizer_params = if distributed {
+            params.div_ceil(d as u64)
+        } else {
+            params
+        };
+        let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
         let gradient_bytes =
             gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
         let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
@@ -351,13 +360,28 @@ pub fn program(
                 let group = builder.group(&ranks);
                 let nodes = placement.nodes_spanned(&ranks);
                 for &(bucket, bytes) in &reductions {
-                    let work = builder.work(Work::DataParallelAllReduce {
-                        bytes,
-                        group_size: d,
-                        nodes,
-                    });
+                    let (work, kind) = if distributed {
+                        (
+                            Work::DataParallelReduceScatter {
+                                bytes,
+                                group_size: d,
+                                nodes,
+                            },
+                            TaskKind::DataParallelReduceScatter,
+                        )
+                    } else {
+                        (
+                            Work::DataParallelAllReduce {
+                                bytes,
+                                group_size: d,
+                                nodes,
+                            },
+                            TaskKind::DataParallelAllReduce,
+                        )
+                    };
+                    let work = builder.work(work);
                     let all_reduce = program.task(Task {
-                        kind: TaskKind::DataParallelAllReduce,
+                        kind,
                         stream: StreamKind::DataParallel,
                         chunk: bucket.map_or(0, |(chunk, _)| chunk) as u16,
                         stage,
@@ -417,11 +441,14 @@ pub fn program(
                     rank,
                     TaskKind::OptimizerStep,
                     StreamKind::Compute,
-                    Work::OptimizerStep { params },
+                    Work::OptimizerStep {
+                        params: optimizer_params,
+                    },
                     stage,
                     NO_MICROBATCH,
                     0,
                 );
+                optimizer_steps[tensor_index].push(step);
                 for &all_reduce in &data_all_reduces[tensor_index] {
                     program.depend(all_reduce, step, Dependency::Data);
                 }
@@ -430,6 +457,32 @@ pub fn program(
                 }
                 for &send in &trailing_sends[(data_index * p + stage) as usize] {
                     program.depend(send, step, Dependency::ProgramOrder);
+                }
+            }
+        }
+        if distributed {
+            // Each data-parallel group all-gathers its ranks' updated shards
+            // of fp16/bf16 parameters once every rank has stepped.
+            for tensor_index in 0..t {
+                let ranks = placement.data_group(stage, tensor_index);
+                let group = builder.group(&ranks);
+                let work = builder.work(Work::DataParallelAllGather {
+                    bytes: params * models::memory::WEIGHT_BYTES_PER_PARAM,
+                    group_size: d,
+                    nodes: placement.nodes_spanned(&ranks),
+                });
+                let all_gather = program.task(Task {
+                    kind: TaskKind::DataParallelAllGather,
+                    stream: StreamKind::DataParallel,
+                    chunk: 0,
+                    stage,
+                    microbatch: NO_MICROBATCH,
+                    group,
+                    work,
+                    iteration: 0,
+                });
+                for &step in &optimizer_steps[tensor_index as usize] {
+                    program.depend(step, all_gather, Dependency::Data);
                 }
             }
         }

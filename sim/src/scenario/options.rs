@@ -111,6 +111,14 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub async_tensor_allreduce: Option<bool>,
+    /// Megatron's distributed optimizer (`--use-distributed-optimizer`, ZeRO
+    /// stage 1): gradients are reduce-scattered over the data-parallel group
+    /// instead of all-reduced, each rank updates its 1/d of the fp32 master
+    /// weights and Adam states, then the updated fp16/bf16 parameters are
+    /// all-gathered (not overlapped with the next forward). Default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub distributed_optimizer: Option<bool>,
     /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
     /// across the t NICs of a node, then all-gather over NVLink (default true,
     /// as in SC21; =false sends whole activations on one NIC per rank).
@@ -167,6 +175,9 @@ pub struct TrainingOptions {
     pub async_tensor_allreduce: bool,
     /// Cross-node pipeline transfers scatter over the t NICs and gather over NVLink.
     pub pipeline_scatter_gather: bool,
+    /// Gradients reduce-scattered, optimizer states sharded over d, parameters all-gathered.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub distributed_optimizer: bool,
     /// Communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
     /// ZeRO-Offload placement, when enabled.
@@ -191,6 +202,7 @@ impl TrainingOptionsFile {
             pipeline_scatter_gather: self
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
+            distributed_optimizer: self.distributed_optimizer.or(base.distributed_optimizer),
             network_contention: self.network_contention.or(base.network_contention),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
@@ -211,6 +223,7 @@ impl TrainingOptionsFile {
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
+            distributed_optimizer: self.distributed_optimizer.unwrap_or(false),
             network_contention: self.network_contention.unwrap_or(false),
             offload: zero_offload.then_some(Offload {
                 delayed_update: self.delayed_update.unwrap_or(false),
@@ -280,6 +293,11 @@ impl TrainingOptionsFile {
                 "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
             );
         }
+        if zero_offload && options.distributed_optimizer {
+            problems.push(
+                "distributed_optimizer: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
+            );
+        }
         if zero_offload && options.gradient_accumulation_fusion {
             problems.push(
                 "gradient_accumulation_fusion: Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)".into(),
@@ -321,6 +339,9 @@ impl TrainingOptions {
         }
         if self.gradient_accumulation_fusion {
             labels.push("fused grad accumulation".into());
+        }
+        if self.distributed_optimizer {
+            labels.push("distributed optimizer".into());
         }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());

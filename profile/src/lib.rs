@@ -5,8 +5,10 @@
 //! where it comes from (`measured` by `clustersim calibrate`, `datasheet` or a
 //! published measurement, or `model`: an assumption stated in its note).
 //!
-//! Embedded defaults for A100-80GB, V100-32GB, H100 SXM and H200 live in
-//! `profile/profiles/*.json`, built from shared/HARDWARE.md; `calibrate` writes the
+//! Embedded defaults for A100-80GB, V100-32GB, H100 SXM, H200, B200 and GB200
+//! live in `profile/profiles/*.json`, built from shared/HARDWARE.md (the B200
+//! and GB200 efficiencies are Hopper's, assumed, not measured on Blackwell,
+//! as each note says); `calibrate` writes the
 //! same schema from real timings. Measured entries win over the model.
 
 use serde::{Deserialize, Serialize};
@@ -290,11 +292,13 @@ pub enum ProfileError {
     Invalid { path: String, problems: Vec<String> },
 }
 
-const EMBEDDED: [(&str, &str); 4] = [
+const EMBEDDED: [(&str, &str); 6] = [
     ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
     ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
     ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
     ("h200", include_str!("../profiles/h200.json")),
+    ("b200", include_str!("../profiles/b200.json")),
+    ("gb200", include_str!("../profiles/gb200.json")),
 ];
 
 impl Profile {
@@ -491,7 +495,42 @@ mod tests {
         assert_eq!(h100.id, "h100-sxm");
         assert!((h100.memory.hbm_efficiency.value - 0.9).abs() < 1e-12);
         assert_eq!(Profile::default_for_gpu("H200").unwrap().id, "h200");
+        assert_eq!(Profile::default_for_gpu("B200").unwrap().id, "b200");
+        assert_eq!(Profile::default_for_gpu("GB200").unwrap().id, "gb200");
+        assert!(Profile::default_for_gpu("H100-PCIe-80GB").is_none());
         assert!(Profile::builtin_names().contains(&"h100-sxm"));
+        // Each GPU has at most one embedded default.
+        let mut gpus: Vec<_> = Profile::builtin_names()
+            .into_iter()
+            .map(|name| Profile::builtin(name).unwrap().gpu)
+            .collect();
+        let count = gpus.len();
+        gpus.sort();
+        gpus.dedup();
+        assert_eq!(gpus.len(), count);
+    }
+
+    #[test]
+    fn blackwell_defaults_say_their_efficiencies_are_assumed() {
+        for name in ["b200", "gb200"] {
+            let profile = Profile::builtin(name).unwrap();
+            for quantity in [
+                &profile.gemm.large_gemm_efficiency,
+                &profile.memory.hbm_efficiency,
+                &profile.communication.nvlink_bus_bandwidth_bytes_per_s,
+            ] {
+                assert_eq!(quantity.source, Source::Model, "{name}");
+                assert!(
+                    quantity.note.starts_with("Assumed, not measured"),
+                    "{name}: {}",
+                    quantity.note
+                );
+            }
+            // NVLink 5 ring: Hopper's 370 of 450 GB/s scaled to 900 GB/s.
+            let nvlink = profile.communication.nvlink_bus_bandwidth_bytes_per_s.value;
+            assert!((nvlink - 370e9 * 2.0).abs() < 1e9, "{name}: {nvlink}");
+            assert!(profile.provenance.method.contains("not measured"), "{name}");
+        }
     }
 
     #[test]

@@ -167,7 +167,8 @@ mod tests {
             closest_builtin("Tesla V100-SXM2-32GB"),
             stand_in("v100-32gb")
         );
-        assert_eq!(closest_builtin("NVIDIA B200"), stand_in("h200"));
+        assert_eq!(closest_builtin("NVIDIA B200"), exact("b200"));
+        assert_eq!(closest_builtin("NVIDIA GB200"), exact("gb200"));
         assert_eq!(closest_builtin("NVIDIA GeForce RTX 4090"), stand_in("h200"));
     }
 

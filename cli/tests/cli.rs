@@ -340,3 +340,55 @@ fn the_h100_preset_runs_with_the_h100_sxm_profile() {
     let time = |v: &serde_json::Value| v["iteration_time_s"].as_f64().unwrap();
     assert!(time(&h100) >= time(&h200), "{h100} vs {h200}");
 }
+
+#[test]
+fn presets_lists_the_clusters_and_profiles_of_today_and_they_simulate() {
+    let output = clustersim(&["presets"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let listed = String::from_utf8(output.stdout).unwrap();
+    let line = |prefix: &str| -> Vec<String> {
+        listed
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} line in {listed}"))
+            .split(", ")
+            .map(|s| s.trim().to_string())
+            .collect()
+    };
+    let topologies = line("topologies:");
+    for name in [
+        "dgx-h100-superpod",
+        "dgx-h200-superpod",
+        "dgx-h100-roce",
+        "dgx-b200",
+        "gb200-nvl72",
+    ] {
+        assert!(topologies.iter().any(|t| t == name), "{name}: {listed}");
+    }
+    let profiles = line("profiles:");
+    for name in ["h100-sxm", "h200", "b200", "gb200"] {
+        assert!(profiles.iter().any(|p| p == name), "{name}: {listed}");
+    }
+    let output = clustersim(&[
+        "simulate",
+        "--model",
+        "llama3-8b",
+        "--topology",
+        "dgx-b200",
+        "--tp",
+        "8",
+        "--pp",
+        "1",
+        "--dp",
+        "2",
+        "--global-batch",
+        "4",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        report["iteration_time_s"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+}

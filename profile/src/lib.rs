@@ -5,8 +5,10 @@
 //! where it comes from (`measured` by `clustersim calibrate`, `datasheet` or a
 //! published measurement, or `model`: an assumption stated in its note).
 //!
-//! Embedded defaults for A100-80GB, V100-32GB, H100 SXM and H200 live in
-//! `profile/profiles/*.json`, built from shared/HARDWARE.md; `calibrate` writes the
+//! Embedded defaults for A100-80GB, V100-32GB, H100 SXM, H200, B200 and GB200
+//! live in `profile/profiles/*.json`, built from shared/HARDWARE.md (the B200
+//! and GB200 efficiencies are Hopper's, assumed, not measured on Blackwell,
+//! as each note says); `calibrate` writes the
 //! same schema from real timings. Measured entries win over the model.
 
 use serde::{Deserialize, Serialize};
@@ -290,11 +292,13 @@ pub enum ProfileError {
     Invalid { path: String, problems: Vec<String> },
 }
 
-const EMBEDDED: [(&str, &str); 4] = [
+const EMBEDDED: [(&str, &str); 6] = [
     ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
     ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
     ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
     ("h200", include_str!("../profiles/h200.json")),
+    ("b200", include_str!("../profiles/b200.json")),
+    ("gb200", include_str!("../profiles/gb200.json")),
 ];
 
 impl Profile {
@@ -469,124 +473,4 @@ impl Profile {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_embedded_profile_parses_and_validates() {
-        for name in Profile::builtin_names() {
-            let profile = Profile::builtin(name).unwrap();
-            assert_eq!(profile.id, name);
-            assert!(profile
-                .gemm
-                .measured
-                .iter()
-                .all(|m| m.source != Source::Measured));
-        }
-    }
-
-    #[test]
-    fn embedded_profiles_are_found_by_their_gpu() {
-        let h100 = Profile::default_for_gpu("H100-SXM5-80GB").unwrap();
-        assert_eq!(h100.id, "h100-sxm");
-        assert!((h100.memory.hbm_efficiency.value - 0.9).abs() < 1e-12);
-        assert_eq!(Profile::default_for_gpu("H200").unwrap().id, "h200");
-        assert!(Profile::builtin_names().contains(&"h100-sxm"));
-    }
-
-    #[test]
-    fn provenance_without_gpu_state_or_remarks_writes_no_such_keys() {
-        let profile = Profile::builtin("h200").unwrap();
-        let text = serde_json::to_string(&profile).unwrap();
-        for key in ["gpu_state_before", "gpu_state_after", "remarks"] {
-            assert!(!text.contains(key), "{key}");
-        }
-        let mut with_state = profile.clone();
-        with_state.provenance.gpu_state_before = Some(GpuStateSample {
-            read_at: "2026-11-13T10:00:00Z".into(),
-            gpus: vec![GpuState {
-                sm_clock_mhz: Some(435),
-                power_draw_w: Some(100.5),
-                temperature_c: Some(39),
-                ..GpuState::default()
-            }],
-            unavailable: None,
-        });
-        with_state.provenance.gpu_state_after = Some(GpuStateSample {
-            read_at: "2026-11-13T10:01:00Z".into(),
-            gpus: vec![],
-            unavailable: Some("nvidia-smi not found".into()),
-        });
-        with_state.provenance.remarks = vec!["collectives not timed".into()];
-        let text = serde_json::to_string(&with_state).unwrap();
-        assert!(
-            !text.contains("memory_clock_mhz"),
-            "None fields are skipped"
-        );
-        let reread = Profile::from_json_str(&text, "state.json").unwrap();
-        assert_eq!(reread.provenance, with_state.provenance);
-    }
-
-    #[test]
-    fn memory_entries_need_bytes_time_and_a_physical_rate() {
-        let mut profile = Profile::builtin("h200").unwrap();
-        let entry = |bytes, time_ns| MemoryMeasurement {
-            kernel: "layernorm".into(),
-            bytes,
-            time_ns,
-            source: Source::Measured,
-        };
-        profile.memory.measured = vec![entry(1 << 30, 300_000)];
-        profile.validate("ok").unwrap();
-        profile.memory.measured = vec![
-            entry(1 << 30, 300_000),
-            entry(0, 5),
-            entry(5, 0),
-            entry(1, u64::MAX),
-        ];
-        let error = profile.validate("bad").unwrap_err().to_string();
-        assert!(!error.contains("memory.measured[0]"), "{error}");
-        for index in 1..=3 {
-            assert!(
-                error.contains(&format!("memory.measured[{index}] (layernorm)")),
-                "{error}"
-            );
-        }
-    }
-
-    #[test]
-    fn wrong_schema_version_is_named() {
-        let mut value = serde_json::to_value(Profile::builtin("h200").unwrap()).unwrap();
-        value["schema_version"] = 99.into();
-        let err = Profile::from_json_str(&value.to_string(), "p.json").unwrap_err();
-        assert!(err.to_string().contains("schema version 99"), "{err}");
-    }
-
-    #[test]
-    fn gemm_layout_is_optional_checked_and_omitted_when_unknown() {
-        let entry = r#"{"batch": 1, "m": 8, "n": 8, "k": 8, "dtype": "bf16", "time_ns": 5, "source": "measured"}"#;
-        let old: GemmMeasurement = serde_json::from_str(entry).unwrap();
-        assert_eq!(old.layout, None);
-        assert!(!serde_json::to_string(&old).unwrap().contains("layout"));
-        let with_layout = entry.replace("\"bf16\"", "\"bf16\", \"layout\": \"nt\"");
-        let timed: GemmMeasurement = serde_json::from_str(&with_layout).unwrap();
-        assert_eq!(timed.layout.as_deref(), Some("nt"));
-        let reread: GemmMeasurement =
-            serde_json::from_str(&serde_json::to_string(&timed).unwrap()).unwrap();
-        assert_eq!(reread, timed);
-
-        let mut profile = Profile::builtin("h200").unwrap();
-        profile.gemm.measured = vec![
-            timed,
-            GemmMeasurement {
-                layout: Some("xt".into()),
-                ..old
-            },
-        ];
-        let error = profile.validate("p.json").unwrap_err().to_string();
-        assert!(error.contains("gemm.measured[1].layout"), "{error}");
-        assert!(!error.contains("gemm.measured[0]"), "{error}");
-        profile.gemm.measured.truncate(1);
-        profile.validate("p.json").unwrap();
-    }
-}
+mod tests;

@@ -18,8 +18,14 @@
 //! | `h100-pcie` | H100-PCIe-80GB | 756 | 80 GiB | 2000 GB/s | 114 | 50 MiB | 1755 MHz |
 //! | `h200-sxm` | H200 | 989 | 141 GB | 4800 GB/s | 132 | 60 MiB | 1980 MHz |
 //! | `b200` | B200 | 2250 | 180 GB | 8000 GB/s | 148 | 126.5 MiB | 1965 MHz |
+//! | `gb200` | GB200 | 2500 | 186 GB | 8000 GB/s | 148 | 126.5 MiB | 1965 MHz |
+//!
+//! The Blackwell entries live in `datasheets/blackwell.rs`.
 
 use crate::spec::{GpuSpec, PeakFlops};
+
+mod blackwell;
+pub(crate) use blackwell::{b200, gb200};
 
 const GB: f64 = 1e9;
 const GIB: u64 = 1 << 30;
@@ -373,53 +379,6 @@ pub(crate) fn h200_sxm() -> Datasheet {
     }
 }
 
-/// B200 (HGX/DGX B200, 1000 W).
-pub(crate) fn b200() -> Datasheet {
-    Datasheet {
-        id: "b200",
-        device_names: &["B200"],
-        architecture: "Blackwell",
-        gpu: GpuSpec {
-            name: "B200".into(),
-            peak: PeakFlops {
-                fp16_flops_per_s: 2250e12,
-                bf16_flops_per_s: 2250e12,
-                tf32_flops_per_s: 1100e12,
-                fp32_flops_per_s: 80e12,
-            },
-            hbm_bytes: 180_000_000_000,
-            hbm_bandwidth_bytes_per_s: 8000.0 * GB,
-            sm_count: 148,
-            l2_cache_bytes: 253 * MIB / 2,
-            boost_clock_mhz: 1965,
-        },
-        nvlink_bandwidth_bytes_per_s: 900.0 * GB,
-        sources: [
-            cite(
-                &PEAKS,
-                "NVIDIA Blackwell datasheet, HGX B200 (1000 W) column as tabulated at glennklockwood.com/garden/processors/B200: bf16 and fp16 tensor 4.5 PFLOP/s and tf32 2.2 with sparsity (2.25 and 1.1 dense), fp32 80 TFLOP/s",
-            ),
-            cite(
-                &["hbm_bytes", "hbm_bandwidth_bytes_per_s"],
-                "NVIDIA DGX B200 datasheet: 8 GPUs with 1,440 GB HBM3e and 64 TB/s in all = 180 GB and 8 TB/s per GPU (drivers since early 2026 report a 7680-bit bus, 7.67 TB/s: pytorch/ao PR 4002)",
-            ),
-            cite(
-                &["sm_count", "l2_cache_bytes"],
-                "not in NVIDIA's datasheets: the CUDA driver reports 148 SMs and 126.5 MB L2 on B200 (device query in pytorch/ao PR 4002)",
-            ),
-            cite(
-                &["boost_clock_mhz"],
-                "not in NVIDIA's datasheets: the SM clock public B200 kernel benchmarks report (1965 MHz); unverified here",
-            ),
-            cite(
-                &["nvlink_bandwidth_bytes_per_s"],
-                "NVIDIA DGX B200 datasheet: NVLink 5, 1.8 TB/s both directions per GPU (14.4 TB/s over 8) = 900 GB/s per direction",
-            ),
-        ]
-        .concat(),
-    }
-}
-
 /// Every catalogued GPU, oldest first.
 pub fn datasheets() -> Vec<Datasheet> {
     vec![
@@ -431,6 +390,7 @@ pub fn datasheets() -> Vec<Datasheet> {
         h100_pcie(),
         h200_sxm(),
         b200(),
+        gb200(),
     ]
 }
 
@@ -481,6 +441,7 @@ mod tests {
             ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"),
             ("NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB"),
             ("NVIDIA B200", "B200"),
+            ("NVIDIA GB200", "GB200"),
             ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"),
             ("Tesla V100-SXM3-32GB", "V100-SXM3-32GB"),
             ("  nvidia   h100 80gb hbm3 ", "H100-SXM5-80GB"),

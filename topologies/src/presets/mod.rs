@@ -8,9 +8,16 @@
 //!   the ZeRO-Offload paper's machine; `dgx2-v100-x8`: 8 of them on 8 × EDR 100 Gb/s per node.
 //! - `h200`, `h100`: the single-GPU lab machine (16 cores, 128 GiB) with an
 //!   H200 or an H100 SXM in it.
+//! - clusters of today (`today.rs`, each number sourced there):
+//!   `dgx-h100-superpod`, `dgx-h200-superpod` (128 DGX nodes, 8 × 400 Gb/s
+//!   NDR rails, NVLink 4 through NVSwitch), `dgx-h100-roce` (the same on
+//!   400 GbE RoCEv2 through Spectrum-4), `dgx-b200` (256 DGX B200 nodes) and
+//!   `gb200-nvl72` (8 racks of one 72-GPU NVLink 5 domain each).
 
 use crate::datasheets;
 use crate::spec::*;
+
+mod today;
 
 const GB: f64 = 1e9;
 const GIB: u64 = 1 << 30;
@@ -127,6 +134,9 @@ fn all() -> Vec<TopologySpec> {
         lab_machine("h100", datasheets::h100_sxm().gpu),
         lab_machine("h200", datasheets::h200_sxm().gpu),
     ]
+    .into_iter()
+    .chain(today::all())
+    .collect()
 }
 
 /// The preset with this name, if any.

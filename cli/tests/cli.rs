@@ -359,7 +359,6 @@ fn presets_lists_the_clusters_and_profiles_of_today_and_they_simulate() {
     for name in [
         "dgx-h100-superpod",
         "dgx-h200-superpod",
-        "dgx-h100-roce",
         "dgx-b200",
         "gb200-nvl72",
     ] {

@@ -1,4 +1,4 @@
-//! The cluster presets of today (DGX H100/H200 SuperPOD, its RoCE variant,
+//! The cluster presets of today (DGX H100/H200 SuperPOD,
 //! DGX B200, GB200 NVL72) resolve with their GPU's default profile and
 //! simulate a Llama-3-8B step through the library, across nodes.
 
@@ -9,7 +9,6 @@ use sim::task::TaskKind;
 const PRESETS: [(&str, &str); 5] = [
     ("dgx-h100-superpod", "h100-sxm"),
     ("dgx-h200-superpod", "h200"),
-    ("dgx-h100-roce", "h100-sxm"),
     ("dgx-b200", "b200"),
     ("gb200-nvl72", "gb200"),
 ];
@@ -69,35 +68,6 @@ fn newer_gpus_run_the_same_step_faster() {
     // Same peak FLOP/s, more HBM bandwidth; then 2.27x the peak and NVLink 5.
     assert!(h200 <= h100, "H200 {h200} s vs H100 {h100} s");
     assert!(b200 < h200, "B200 {b200} s vs H200 {h200} s");
-}
-
-#[test]
-fn the_roce_fabric_differs_in_its_switch_hops_only() {
-    // The fabric's route between GPU 0 and the first GPU of the next leaf
-    // crosses two NICs and its switches at the preset's hop latency.
-    let route_ns = |preset: &str| {
-        let scenario = llama3_8b(preset, 2, true);
-        let fabric = sim::network::Fabric::new(&scenario.topology, &scenario.profile).unwrap();
-        let gpus = scenario.topology.total_gpus() as u32;
-        (
-            fabric.route(0, 8).latency_ns,
-            fabric.route(0, gpus - 8).latency_ns,
-        )
-    };
-    let (ib_near, ib_far) = route_ns("dgx-h100-superpod");
-    let (roce_near, roce_far) = route_ns("dgx-h100-roce");
-    // One leaf (150 vs 600 ns) between two 600 ns NICs.
-    assert_eq!(ib_near, 2 * 600 + 150);
-    assert_eq!(roce_near, 2 * 600 + 600);
-    // Across the spine: leaf, spine, leaf.
-    assert_eq!(ib_far, 2 * 600 + 3 * 150);
-    assert!(roce_far > ib_far);
-    // The cost model takes the per-step latency from the profile, not from
-    // the route (nothing adds `Route::latency_ns` yet), so with the same
-    // profile the two fabrics give the same step time today.
-    let ib = iteration_s(&llama3_8b("dgx-h100-superpod", 2, true));
-    let roce = iteration_s(&llama3_8b("dgx-h100-roce", 2, true));
-    assert_eq!(ib, roce);
 }
 
 #[test]

@@ -10,8 +10,7 @@
 //!   H200 or an H100 SXM in it.
 //! - clusters of today (`today.rs`, each number sourced there):
 //!   `dgx-h100-superpod`, `dgx-h200-superpod` (128 DGX nodes, 8 × 400 Gb/s
-//!   NDR rails, NVLink 4 through NVSwitch), `dgx-h100-roce` (the same on
-//!   400 GbE RoCEv2 through Spectrum-4), `dgx-b200` (256 DGX B200 nodes) and
+//!   NDR rails, NVLink 4 through NVSwitch), `dgx-b200` (256 DGX B200 nodes) and
 //!   `gb200-nvl72` (8 racks of one 72-GPU NVLink 5 domain each).
 
 use crate::datasheets;

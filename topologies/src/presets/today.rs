@@ -1,5 +1,7 @@
-//! Clusters of today: DGX H100/H200 SuperPODs, DGX B200, GB200 NVL72 and a
-//! RoCEv2 Ethernet variant of the DGX H100 SuperPOD. Every number carries
+//! Clusters of today: DGX H100/H200 SuperPODs, DGX B200 and GB200 NVL72
+//! (InfiniBand; a RoCE fabric is not offered: the switch and NIC latencies a
+//! fabric's kind changes are not yet read by the cost model, whose per-step
+//! network latency is the profile's). Every number carries
 //! its source in a comment; a number no document we could find states is
 //! marked "unsourced" with what was taken instead.
 //!
@@ -7,7 +9,6 @@
 //! |---|---|---|---|---|---|
 //! | `dgx-h100-superpod` | H100 SXM5 80 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 Gb/s NDR IB | QM9700, radix 64, 2 levels |
 //! | `dgx-h200-superpod` | H200 141 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 Gb/s NDR IB | QM9700, radix 64, 2 levels |
-//! | `dgx-h100-roce` | H100 SXM5 80 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 GbE RoCEv2 | Spectrum-4, radix 128, 2 levels |
 //! | `dgx-b200` | B200 | 256 × 8 = 2,048 | 900 GB/s (NVLink 5) | 400 Gb/s NDR IB | QM9700, radix 64, 3 levels |
 //! | `gb200-nvl72` | GB200 | 8 × 72 = 576 | 900 GB/s (NVLink 5) | 400 Gb/s NDR IB | QM9700, radix 64, 3 levels |
 //!
@@ -54,27 +55,6 @@ fn ndr_rails(nics_per_node: u32, fat_tree_levels: u32) -> FabricSpec {
         // 150 ns", router-switch.com QM9700 vs SN5400 FAQ; "~330 ns",
         // yobitel.com Quantum-2 page); 150 ns is taken.
         switch_hop_latency_ns: 150,
-    }
-}
-
-/// The same nodes with their ConnectX-7s in Ethernet mode on Spectrum-4.
-fn roce_rails(nics_per_node: u32) -> FabricSpec {
-    FabricSpec {
-        nics_per_node,
-        // ConnectX-7 VPI runs 400 GbE as well as NDR (DGX BasePOD RA, above);
-        // RoCEv2 over it: 400 GbE = 50 GB/s per direction line rate.
-        nic_bandwidth_bytes_per_s: LINE_400_GBIT_BYTES_PER_S,
-        nic_latency_ns: CONNECTX7_LATENCY_NS,
-        fat_tree_levels: 2,
-        // NVIDIA Spectrum-4 (SN5600): 51.2 Tb/s, 64 ports of 800 GbE or 128
-        // of 400 GbE (NVIDIA Spectrum-4 announcement, March 2022; SN5000
-        // hardware user manual). At 400 GbE per port the radix is 128.
-        switch_radix: 128,
-        // Unsourced: NVIDIA publishes no port-to-port latency for Spectrum-4
-        // that we could find (only "cut-through"). 600 ns is assumed, four
-        // times the InfiniBand hop above, so that the variant's effect is
-        // visible; set it from a measurement when one exists.
-        switch_hop_latency_ns: 600,
     }
 }
 
@@ -221,12 +201,6 @@ pub(super) fn all() -> Vec<TopologySpec> {
             datasheets::h200_sxm().gpu,
             ndr_rails(8, 2),
         ),
-        dgx_hopper(
-            "dgx-h100-roce",
-            128,
-            datasheets::h100_sxm().gpu,
-            roce_rails(8),
-        ),
         dgx_b200("dgx-b200", 256),
         gb200_nvl72("gb200-nvl72", 8),
     ]
@@ -255,7 +229,6 @@ mod tests {
         let cases = [
             ("dgx-h100-superpod", "h100-sxm"),
             ("dgx-h200-superpod", "h200-sxm"),
-            ("dgx-h100-roce", "h100-sxm"),
             ("dgx-b200", "b200"),
             ("gb200-nvl72", "gb200"),
         ];
@@ -280,7 +253,6 @@ mod tests {
         let cases = [
             ("dgx-h100-superpod", 128, 8, 450.0, 8, 4),
             ("dgx-h200-superpod", 128, 8, 450.0, 8, 4),
-            ("dgx-h100-roce", 128, 8, 450.0, 8, 4),
             ("dgx-b200", 256, 8, 900.0, 8, 2),
             ("gb200-nvl72", 8, 72, 900.0, 72, 18),
         ];
@@ -305,16 +277,6 @@ mod tests {
         assert_eq!(get("dgx-h100-superpod").host_cpu.cores, 112);
         assert_eq!(get("gb200-nvl72").host_cpu.cores, 2592);
         assert_eq!(get("dgx-h100-superpod").pcie.bandwidth_bytes_per_s, 63e9);
-    }
-
-    #[test]
-    fn roce_differs_from_infiniband_only_in_the_switches() {
-        let ib = get("dgx-h100-superpod");
-        let roce = get("dgx-h100-roce");
-        assert_eq!(roce.switch_independent(), ib.switch_independent());
-        assert_eq!(roce.fabric.switch_radix, 128);
-        assert_eq!(ib.fabric.switch_radix, 64);
-        assert!(roce.fabric.switch_hop_latency_ns > ib.fabric.switch_hop_latency_ns);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use sim::scenario::{ScenarioFile, ScheduleKind};
 use sim::task::TaskKind;
 
 /// (preset, the default profile it must pick)
-const PRESETS: [(&str, &str); 5] = [
+const PRESETS: [(&str, &str); 4] = [
     ("dgx-h100-superpod", "h100-sxm"),
     ("dgx-h200-superpod", "h200"),
     ("dgx-b200", "b200"),

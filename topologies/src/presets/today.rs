@@ -221,7 +221,7 @@ mod tests {
             assert!(names.contains(&spec.name), "{}", spec.name);
             spec.validate().unwrap();
         }
-        assert_eq!(all().len(), 5);
+        assert_eq!(all().len(), 4);
     }
 
     #[test]

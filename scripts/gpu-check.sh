@@ -92,7 +92,7 @@ if [ -z "$gpu" ]; then
     *) gpu=h200 ;;
   esac
 fi
-for example in pipeline-1f1b-p4-synthetic pipeline-interleaved-p4-synthetic gpt-layers-p1-real gpt-layers-p1-real-gpu-bound; do
+for example in pipeline-1f1b-p4-synthetic pipeline-interleaved-p4-synthetic pipeline-1f1b-p2-d2-distributed-optimizer-synthetic gpt-layers-p1-real gpt-layers-p1-real-gpu-bound; do
   mode=synthetic; case "$example" in *real*) mode=real ;; esac
   scenario="examples/$example.json"
   profile_args=(); [ -s "$profile" ] && profile_args=(--profile "$profile")

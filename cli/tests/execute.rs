@@ -15,10 +15,15 @@ use common::{beside, clustersim_binary, repository_root, text};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-const EXAMPLES: [(&str, &str); 3] = [
+const EXAMPLES: [(&str, &str); 5] = [
     ("gpt-layers-p1-real.json", "real"),
+    ("gpt-layers-p1-real-gpu-bound.json", "real"),
     ("pipeline-1f1b-p4-synthetic.json", "synthetic"),
     ("pipeline-interleaved-p4-synthetic.json", "synthetic"),
+    (
+        "pipeline-1f1b-p2-d2-distributed-optimizer-synthetic.json",
+        "synthetic",
+    ),
 ];
 
 /// Runs the binary from the repository root (example scenarios name

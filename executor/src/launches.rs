@@ -30,6 +30,10 @@ pub enum CollectiveKind {
     AllReduce,
     /// A point-to-point transfer of `bytes` (pipeline send/receive).
     SendReceive,
+    /// Reduce-scatter of `bytes` per rank (the distributed optimizer's gradients).
+    ReduceScatter,
+    /// All-gather producing `bytes` per rank (the distributed optimizer's parameters).
+    AllGather,
 }
 
 /// One launch on the task's stream.
@@ -143,11 +147,19 @@ pub fn work_launches(
                 vec![Launch::Spin { duration_ns }]
             }
         }
-        // ZeRO-Offload works: `plan` refuses offload scenarios before launches are built.
-        Work::DataParallelReduceScatter { .. }
-        | Work::DataParallelAllGather { .. }
-        | Work::PcieTransfer { .. }
-        | Work::CpuAdam { .. } => Vec::new(),
+        // The distributed optimizer's collectives (ZeRO-Offload's too, but
+        // `plan` refuses offload scenarios before launches are built).
+        Work::DataParallelReduceScatter { bytes, .. } => {
+            communication(CollectiveKind::ReduceScatter, bytes)
+                .into_iter()
+                .collect()
+        }
+        Work::DataParallelAllGather { bytes, .. } => {
+            communication(CollectiveKind::AllGather, bytes)
+                .into_iter()
+                .collect()
+        }
+        Work::PcieTransfer { .. } | Work::CpuAdam { .. } => Vec::new(),
     }
 }
 

@@ -168,11 +168,6 @@ pub fn plan(
             "ZeRO-Offload scenarios cannot be executed yet: PCIe copies and CPU Adam tasks have no launches in the executor".into(),
         ));
     }
-    if scenario.options.distributed_optimizer {
-        return Err(ExecuteError::Unsupported(
-            "the distributed optimizer cannot be executed yet: its reduce-scatter and all-gather tasks have no launches in the executor".into(),
-        ));
-    }
     if scenario.options.async_tensor_allreduce {
         return Err(ExecuteError::Unsupported(
             "async_tensor_allreduce cannot be executed yet: the executor runs tensor all-reduces blocking on the compute stream".into(),

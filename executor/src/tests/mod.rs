@@ -425,3 +425,52 @@ fn without_a_driver_execute_fails_with_one_clear_line() {
     assert!(message.contains("no CUDA driver"), "{message}");
     assert!(!message.contains('\n'), "one line: {message}");
 }
+
+#[test]
+fn the_distributed_optimizers_collectives_are_copies_on_one_gpu_and_nccl_across_gpus() {
+    let scenario = ScenarioFile {
+        tp: Some(2),
+        pp: Some(2),
+        dp: Some(2),
+        global_batch: Some(8),
+        options: sim::scenario::TrainingOptionsFile {
+            distributed_optimizer: Some(true),
+            ..Default::default()
+        },
+        ..ScenarioFile::tiny_example()
+    }
+    .resolve()
+    .unwrap();
+    for (gpus, expect_nccl) in [(1, false), (8, true)] {
+        let (graph, plan) = planned(&scenario, ExecutionMode::Real, gpus);
+        crate::check::check(&plan, &graph).expect("dependency check");
+        let sharded: Vec<_> = plan
+            .tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.kind,
+                    TaskKind::DataParallelReduceScatter | TaskKind::DataParallelAllGather
+                )
+            })
+            .collect();
+        // A reduce-scatter and an all-gather per (stage, tensor rank): 2 × 2 × 2.
+        assert_eq!(sharded.len(), 8, "{gpus} GPU(s)");
+        for task in sharded {
+            let nccl = task
+                .launches
+                .iter()
+                .all(|l| matches!(l, Launch::Collective { .. }));
+            let copies = task
+                .launches
+                .iter()
+                .all(|l| matches!(l, Launch::DeviceCopy { .. }));
+            assert!(!task.launches.is_empty());
+            assert!(
+                if expect_nccl { nccl } else { copies },
+                "{:?}",
+                task.launches
+            );
+        }
+    }
+}

@@ -92,6 +92,7 @@ fn synthetic_pipelines_on_the_h100_match_the_simulation() {
     for name in [
         "pipeline-1f1b-p4-synthetic",
         "pipeline-interleaved-p4-synthetic",
+        "pipeline-1f1b-p2-d2-distributed-optimizer-synthetic",
     ] {
         let reference = simulated(name, virtual_x4(), &h100_profile());
         let other = measured(name);

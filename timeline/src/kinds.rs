@@ -21,6 +21,9 @@ pub enum TaskKind {
     PipelineGradient,
     /// Data-parallel gradient all-reduce of one stage's chunk.
     DataParallelAllReduce,
+    /// The word embedding's gradient all-reduced between the first and the
+    /// last pipeline stage (tied embedding and output layer), before the optimizer.
+    EmbeddingAllReduce,
     /// The optimizer step on the GPU.
     OptimizerStep,
     /// ZeRO-2 reduce-scatter of one gradient bucket over the data-parallel group (ZeRO-Offload).
@@ -41,7 +44,7 @@ pub enum TaskKind {
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 14] = [
+    pub const ALL: [TaskKind; 15] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -49,6 +52,7 @@ impl TaskKind {
         TaskKind::PipelineActivation,
         TaskKind::PipelineGradient,
         TaskKind::DataParallelAllReduce,
+        TaskKind::EmbeddingAllReduce,
         TaskKind::OptimizerStep,
         TaskKind::DataParallelReduceScatter,
         TaskKind::DataParallelAllGather,
@@ -72,6 +76,7 @@ impl TaskKind {
             TaskKind::TensorAllReduce => Some(CommClass::Tensor),
             TaskKind::PipelineActivation | TaskKind::PipelineGradient => Some(CommClass::Pipeline),
             TaskKind::DataParallelAllReduce
+            | TaskKind::EmbeddingAllReduce
             | TaskKind::DataParallelReduceScatter
             | TaskKind::DataParallelAllGather => Some(CommClass::DataParallel),
             TaskKind::PcieDeviceToHost | TaskKind::PcieHostToDevice | TaskKind::CpuAdam => {
@@ -92,6 +97,7 @@ impl TaskKind {
             TaskKind::PipelineActivation => "pipeline_activation",
             TaskKind::PipelineGradient => "pipeline_gradient",
             TaskKind::DataParallelAllReduce => "data_parallel_all_reduce",
+            TaskKind::EmbeddingAllReduce => "embedding_all_reduce",
             TaskKind::OptimizerStep => "optimizer_step",
             TaskKind::DataParallelReduceScatter => "data_parallel_reduce_scatter",
             TaskKind::DataParallelAllGather => "data_parallel_all_gather",

@@ -323,14 +323,11 @@ pub fn program(
     // reduce-scatter) and optimizer step (on a 1/d shard, then an all-gather
     // of the updated parameters).
     let distributed = scenario.options.distributed_optimizer && d > 1;
+    let gradient_bytes_per_param =
+        gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+    let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
-        let optimizer_params = if distributed {
-            params.div_ceil(d as u64)
-        } else {
-            params
-        };
-        let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
         let gradient_bytes =
             gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
         let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
@@ -409,6 +406,69 @@ pub fn program(
                 }
             }
         }
+        reductions_by_stage.push(data_all_reduces);
+    }
+
+    // The word embedding's gradient, held by the first stage (embedding) and
+    // the last (the tied output layer), is all-reduced between them after the
+    // data-parallel reduction and before the optimizer (megatron/training.py
+    // train_step, 2021: "All-reduce word_embeddings' grad across first and
+    // last stages", torch.distributed.all_reduce(main_grad,
+    // group=mpu.get_embedding_group())). Untied output layers have none.
+    let mut embedding_all_reduces: std::collections::BTreeMap<(u32, u32, u32), StepId> =
+        std::collections::BTreeMap::new();
+    if p > 1 && scenario.model.tied_embeddings {
+        let embedding_params = scenario.model.vocab / t as u64 * scenario.model.hidden;
+        let ends = [0, p - 1];
+        for data_index in 0..d {
+            let firsts = placement.tensor_group(0, data_index);
+            let lasts = placement.tensor_group(p - 1, data_index);
+            for tensor_index in 0..t {
+                let ranks = [firsts[tensor_index as usize], lasts[tensor_index as usize]];
+                let group = builder.group(&ranks);
+                let work = builder.work(Work::DataParallelAllReduce {
+                    bytes: embedding_params * gradient_bytes_per_param,
+                    group_size: 2,
+                    nodes: placement.nodes_spanned(&ranks),
+                });
+                let all_reduce = program.task(Task {
+                    kind: TaskKind::EmbeddingAllReduce,
+                    stream: StreamKind::DataParallel,
+                    chunk: 0,
+                    stage: 0,
+                    microbatch: NO_MICROBATCH,
+                    group,
+                    work,
+                    iteration: 0,
+                });
+                for stage in ends {
+                    let index = (data_index * p + stage) as usize;
+                    program.depend(
+                        stage_tails[index].expect("set for every stage"),
+                        all_reduce,
+                        Dependency::Data,
+                    );
+                    for &send in &trailing_sends[index] {
+                        program.depend(send, all_reduce, Dependency::ProgramOrder);
+                    }
+                    for &reduction in &reductions_by_stage[stage as usize][tensor_index as usize] {
+                        program.depend(reduction, all_reduce, Dependency::Data);
+                    }
+                    embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
+                }
+            }
+        }
+    }
+
+    for stage in 0..p {
+        let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let optimizer_params = if distributed {
+            params.div_ceil(d as u64)
+        } else {
+            params
+        };
+        let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
+        let data_all_reduces = &reductions_by_stage[stage as usize];
         for data_index in 0..d {
             let ranks = placement.tensor_group(stage, data_index);
             // The host issues the optimizer after loss scaling's `.item()`
@@ -433,6 +493,13 @@ pub fn program(
                 for &all_reduce in data_all_reduces.iter().flatten() {
                     program.depend(all_reduce, issue, Dependency::Data);
                 }
+                for tensor_index in 0..t {
+                    if let Some(&embedding) =
+                        embedding_all_reduces.get(&(stage, data_index, tensor_index))
+                    {
+                        program.depend(embedding, issue, Dependency::Data);
+                    }
+                }
                 issue
             });
             for (tensor_index, &rank) in ranks.iter().enumerate() {
@@ -454,6 +521,11 @@ pub fn program(
                 }
                 if let Some(issue) = host_optimizer {
                     program.depend(issue, step, Dependency::Data);
+                }
+                if let Some(&embedding) =
+                    embedding_all_reduces.get(&(stage, data_index, tensor_index as u32))
+                {
+                    program.depend(embedding, step, Dependency::Data);
                 }
                 for &send in &trailing_sends[(data_index * p + stage) as usize] {
                     program.depend(send, step, Dependency::ProgramOrder);
@@ -539,7 +611,8 @@ mod tests {
             .filter(|&i| program.first_kind(StepId(i as u32)) == TaskKind::HostIssue)
             .count();
         assert_eq!(host_steps, 2 * 8 + 4 + 2);
-        // Stage 0: F0 send F1 send B0 B1, stage 1: F0 B0 send F1 B1 send, then two optimizer steps.
+        // Stage 0: F0 send F1 send B0 B1, stage 1: F0 B0 send F1 B1 send, then
+        // the tied embedding's all-reduce between them and two optimizer steps.
         assert_eq!(
             kinds,
             [
@@ -555,6 +628,7 @@ mod tests {
                 "forward",
                 "backward",
                 "pipeline_gradient",
+                "embedding_all_reduce",
                 "optimizer_step",
                 "optimizer_step"
             ]

@@ -76,6 +76,7 @@ fn add_timeline(
 /// scenarios and flags can name them.
 fn add_spec_files(case: &mut Case, seeds: &Seeds, rng: &mut Rng) {
     add_file(case, "model.json", rng.pick(&seeds.models), 15, rng);
+    add_file(case, "config.json", rng.pick(&seeds.hf_configs), 25, rng);
     add_file(case, "topology.json", rng.pick(&seeds.topologies), 15, rng);
     add_file(case, "profile.json", rng.pick(&seeds.profiles), 15, rng);
     add_file(case, "stack.json", rng.pick(&seeds.stacks), 15, rng);

@@ -116,10 +116,17 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                 "--async-tensor-allreduce",
                 "--scatter-gather=false",
                 "--contention",
+                "--distributed-optimizer",
             ] {
                 if rng.chance(30) {
                     switch(flags, flag, rng);
                 }
+            }
+            if rng.chance(30) {
+                flags.push(
+                    "--precision",
+                    Some(value(&["fp16", "bf16", "bf16", "fp8", ""], rng)),
+                );
             }
             if rng.chance(20) {
                 flags.push("--overlap-grad-reduce", None);
@@ -182,6 +189,8 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         "model.json",
         "model.json",
         "gpt2-1b",
+        "llama2-7b",
+        "config.json",
     ];
     flags.push("--model", Some(value(&models, rng)));
     let topologies = [
@@ -190,6 +199,7 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         "dgx-a100",
         "topology.json",
         "dgx2-v100",
+        "dgx-h100-superpod",
     ];
     flags.push("--topology", Some(value(&topologies, rng)));
     let mut options = Flags(Vec::new());

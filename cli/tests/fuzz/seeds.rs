@@ -9,6 +9,8 @@ use std::process::Command;
 /// Valid inputs of every kind, each small enough to simulate in milliseconds.
 pub struct Seeds {
     pub models: Vec<Json>,
+    /// Hugging Face config.json files (the importer's fixtures).
+    pub hf_configs: Vec<Json>,
     pub topologies: Vec<Json>,
     pub profiles: Vec<Json>,
     pub stacks: Vec<Json>,
@@ -53,14 +55,24 @@ impl Seeds {
     /// Builds the corpus, running `binary` in `dir` for timelines and shards.
     pub fn build(binary: &Path, dir: &Path) -> Seeds {
         std::fs::create_dir_all(dir).unwrap();
-        let models = ["tiny", "gpt2-1b"]
+        let models = ["tiny", "gpt2-1b", "llama3-8b", "qwen2.5-72b"]
             .iter()
             .map(|name| json_of(&models::preset(name).expect("preset")))
             .chain([Json::parse(
                 r#"{"name":"small","layers":2,"hidden":64,"heads":4,"seq_len":128,"vocab":1000}"#,
             )])
             .collect();
-        let topologies = ["dgx-a100", "dgx2-v100", "h200"]
+        let hf_configs = [
+            "Meta-Llama-3-8B",
+            "Qwen2.5-72B",
+            "gpt2",
+            "Mistral-7B-v0.1",
+            "Mixtral-8x7B-v0.1",
+        ]
+        .iter()
+        .map(|folder| read_json(&format!("models/fixtures/hf/{folder}/config.json")))
+        .collect();
+        let topologies = ["dgx-a100", "dgx2-v100", "h200", "dgx-h100-superpod"]
             .iter()
             .map(|name| json_of(&topologies::preset(name).expect("preset")))
             .chain([read_json("examples/h200-x4-virtual.json")])
@@ -224,6 +236,7 @@ impl Seeds {
             .collect();
         Seeds {
             models,
+            hf_configs,
             topologies,
             profiles,
             stacks,

@@ -41,6 +41,10 @@ pub struct ScenarioArgs {
     /// Data-parallel degree d.
     #[arg(long)]
     pub dp: Option<u32>,
+    /// Sequence length in tokens, overriding the model's (a Hugging Face
+    /// config gives its longest context, e.g. 131072 for Llama 3.1).
+    #[arg(long, value_name = "TOKENS")]
+    pub seq_len: Option<u64>,
     /// Model chunks per stage v (interleaved schedule only).
     #[arg(long)]
     pub chunks: Option<u32>,
@@ -84,6 +88,7 @@ impl ScenarioArgs {
         };
         let flags = ScenarioFile {
             model: self.model.clone().map(Into::into),
+            seq_len: self.seq_len,
             topology: self.topology.clone().map(Into::into),
             profile: self.profile.clone(),
             stack: self.stack.clone(),

@@ -34,6 +34,10 @@ use topologies::TopologySpec;
 pub struct ScenarioFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<serde_json::Value>,
+    /// Sequence length in tokens, overriding the model's `seq_len` (a
+    /// Hugging Face config's is its longest context, not the training length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_len: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<serde_json::Value>,
     /// Profile name or path; default: the embedded profile of the topology's GPU.
@@ -199,6 +203,7 @@ impl ScenarioFile {
     pub fn or(self, base: ScenarioFile) -> ScenarioFile {
         ScenarioFile {
             model: self.model.or(base.model),
+            seq_len: self.seq_len.or(base.seq_len),
             topology: self.topology.or(base.topology),
             profile: self.profile.or(base.profile),
             stack: self.stack.or(base.stack),

@@ -18,6 +18,19 @@ impl ScenarioFile {
                 .map_err(|e| problems.push(format!("model: {e}")))
                 .ok(),
         };
+        let model = match (model, self.seq_len) {
+            (Some(mut model), Some(seq_len)) => {
+                model.seq_len = seq_len;
+                match model.validate() {
+                    Ok(()) => Some(model),
+                    Err(e) => {
+                        problems.push(format!("seq_len: {seq_len} tokens: {e}"));
+                        None
+                    }
+                }
+            }
+            (model, _) => model,
+        };
         let topology = match &self.topology {
             None => {
                 problems.push(

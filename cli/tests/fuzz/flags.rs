@@ -234,6 +234,7 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
             20,
         ),
         ("--seed", &["0", "7"][..], 5),
+        ("--seq-len", &["64", "256", "0", "99999999999"][..], 8),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

@@ -33,8 +33,9 @@ use gpu::error::{CublasContextExt, CudaContextExt, GpuError};
 use gpu::gemm::{self, BufferSet, ColumnMajorCall};
 use gpu::random;
 use gpu::timing::timing_event;
-use half::f16;
+use half::{bf16, f16};
 use sim::cost::WorkCost;
+use sim::scenario::Precision;
 use sim::scenario::Scenario;
 use sim::task_graph::TaskGraph;
 use std::sync::Arc;
@@ -147,7 +148,7 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
     }
     let device = open_device(0)?;
     let spin = SpinKernel::load(&device)?;
-    let mut gpu = GpuState::new(&device, plan)?;
+    let mut gpu = GpuState::new(&device, plan, scenario.options.precision)?;
     let mut slowest_warmup_issue_ns: Option<u64> = None;
     for _ in 0..options.warmup_iterations {
         let warm_up = gpu.issue(&device, plan, &spin, 0)?;
@@ -188,7 +189,7 @@ pub fn execute(scenario: &Scenario, options: &ExecuteOptions) -> Result<Executio
         elapsed_ms[planned.task as usize] = (read(start)?, read(end)?);
     }
     let spans = spans_from_ms(&elapsed_ms);
-    let mut notes = notes(&device, plan, &spin, options);
+    let mut notes = notes(&device, plan, &spin, options, scenario.options.precision);
     notes["gate"] = serde_json::json!({
         "gate_ns": gate_ns,
         "sized_from": match slowest_warmup_issue_ns {
@@ -223,6 +224,7 @@ fn notes(
     plan: &ExecutionPlan,
     spin: &SpinKernel,
     options: &ExecuteOptions,
+    precision: Precision,
 ) -> serde_json::Value {
     let communication = match plan.mode {
         ExecutionMode::Synthetic => "spins of the simulated duration (no data moved)",
@@ -239,10 +241,11 @@ fn notes(
         "rank_gpu": plan.rank_gpu,
         "streams": plan.streams.len(),
         "compute": match plan.mode {
-            ExecutionMode::Real => "cuBLAS fp16 GEMMs of the pass's shapes; memory-bound kernels as device copies of the same HBM bytes",
+            ExecutionMode::Real => "cuBLAS GEMMs of the pass's shapes in the scenario's precision (see gemm_precision); memory-bound kernels as device copies of the same HBM bytes",
             ExecutionMode::Synthetic => "single-block spins on %globaltimer of the simulated duration",
         },
         "communication": communication,
+        "gemm_precision": precision.name(),
         "spin": {
             "timer": "%globaltimer (wall-clock ns; independent of the SM clock)",
             "architecture": spin.architecture,
@@ -267,12 +270,57 @@ struct Issued {
     gpu_waited_for_host: Vec<u32>,
 }
 
+/// The GEMM buffer sets, in the scenario's precision (fp16 or bf16: the same
+/// bytes, different tensor-core kernels).
+enum GemmScratch {
+    Fp16(Vec<BufferSet<f16>>),
+    Bf16(Vec<BufferSet<bf16>>),
+}
+
+impl GemmScratch {
+    fn len(&self) -> usize {
+        match self {
+            GemmScratch::Fp16(sets) => sets.len(),
+            GemmScratch::Bf16(sets) => sets.len(),
+        }
+    }
+}
+
+/// `sets` buffer sets of A, B, C with `a_len`, `b_len`, `c_len` elements,
+/// inputs filled with seeded random values.
+fn gemm_scratch<T: gemm::GemmElement>(
+    stream: &Arc<CudaStream>,
+    (sets, a_len, b_len, c_len): (u64, u64, u64, u64),
+) -> Result<Vec<BufferSet<T>>, GpuError> {
+    let chunk: Vec<T> = random::signed_values(0x6578_6563, gemm::RANDOM_CHUNK_ELEMS, 1.0)
+        .into_iter()
+        .map(T::from_f32)
+        .collect();
+    let mut scratch = Vec::with_capacity(sets as usize);
+    for _ in 0..sets {
+        let alloc = |len: u64, name: &str| {
+            stream
+                .alloc_zeros::<T>(len as usize)
+                .cuda(|| format!("allocating GEMM scratch {name} ({len} elements)"))
+        };
+        let mut set = BufferSet {
+            a: alloc(a_len, "A")?,
+            b: alloc(b_len, "B")?,
+            c: alloc(c_len, "C")?,
+        };
+        gemm::fill_tiled(stream, &chunk, &mut set.a, "the executor's GEMMs")?;
+        gemm::fill_tiled(stream, &chunk, &mut set.b, "the executor's GEMMs")?;
+        scratch.push(set);
+    }
+    Ok(scratch)
+}
+
 /// Streams, cuBLAS handles and scratch for one plan.
 struct GpuState {
     streams: Vec<Arc<CudaStream>>,
     /// A cuBLAS handle bound to each stream that launches GEMMs.
     blas: Vec<Option<CudaBlas>>,
-    gemm_sets: Vec<BufferSet<f16>>,
+    gemm_sets: GemmScratch,
     next_set: usize,
     copy_source: Option<CudaSlice<u8>>,
     copy_target: Option<CudaSlice<u8>>,
@@ -281,7 +329,11 @@ struct GpuState {
 }
 
 impl GpuState {
-    fn new(device: &Device, plan: &ExecutionPlan) -> Result<GpuState, ExecuteError> {
+    fn new(
+        device: &Device,
+        plan: &ExecutionPlan,
+        precision: Precision,
+    ) -> Result<GpuState, ExecuteError> {
         let ctx = &device.ctx;
         let streams = plan
             .streams
@@ -352,26 +404,11 @@ impl GpuState {
             )));
         }
         let stream = &device.stream;
-        let chunk: Vec<f16> = random::signed_values(0x6578_6563, gemm::RANDOM_CHUNK_ELEMS, 1.0)
-            .into_iter()
-            .map(f16::from_f32)
-            .collect();
-        let mut gemm_sets = Vec::with_capacity(sets as usize);
-        for _ in 0..sets {
-            let alloc = |len: u64, name: &str| {
-                stream
-                    .alloc_zeros::<f16>(len as usize)
-                    .cuda(|| format!("allocating GEMM scratch {name} ({len} elements)"))
-            };
-            let mut set = BufferSet {
-                a: alloc(a_len, "A")?,
-                b: alloc(b_len, "B")?,
-                c: alloc(c_len, "C")?,
-            };
-            gemm::fill_tiled(stream, &chunk, &mut set.a, "the executor's GEMMs")?;
-            gemm::fill_tiled(stream, &chunk, &mut set.b, "the executor's GEMMs")?;
-            gemm_sets.push(set);
-        }
+        let lengths = (sets, a_len, b_len, c_len);
+        let gemm_sets = match precision {
+            Precision::Fp16 => GemmScratch::Fp16(gemm_scratch::<f16>(stream, lengths)?),
+            Precision::Bf16 => GemmScratch::Bf16(gemm_scratch::<bf16>(stream, lengths)?),
+        };
         let pool = |name: &str| -> Result<Option<CudaSlice<u8>>, GpuError> {
             if copy_pool == 0 {
                 return Ok(None);
@@ -495,11 +532,17 @@ impl GpuState {
                     .expect("a handle exists for every stream with GEMMs");
                 let index = self.next_set;
                 self.next_set = (index + 1) % self.gemm_sets.len();
-                let set = &mut self.gemm_sets[index];
                 // SAFETY: every set holds at least batch·m·k, batch·k·n and
                 // batch·m·n elements for every GEMM of the plan (sized in `new`).
-                unsafe { gemm::launch(blas, &call, set) }
-                    .cublas(|| format!("launching a {} GEMM", gemm::describe(shape)))?;
+                let launched = match &mut self.gemm_sets {
+                    GemmScratch::Fp16(sets) => unsafe {
+                        gemm::launch(blas, &call, &mut sets[index])
+                    },
+                    GemmScratch::Bf16(sets) => unsafe {
+                        gemm::launch(blas, &call, &mut sets[index])
+                    },
+                };
+                launched.cublas(|| format!("launching a {} GEMM", gemm::describe(shape)))?;
             }
             Launch::DeviceCopy { bytes } => {
                 let (Some(source), Some(target)) = (&self.copy_source, &mut self.copy_target)

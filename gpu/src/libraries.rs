@@ -290,6 +290,29 @@ pub struct LaunchPlan {
     pub ld_library_path: String,
 }
 
+/// The links a restart needs: `lib<stem>.so` → each file found in a directory.
+pub fn links(resolutions: &[Resolution]) -> Vec<(String, PathBuf)> {
+    resolutions
+        .iter()
+        .filter_map(|r| match &r.found {
+            Some(Found::File { path, .. }) => {
+                Some((format!("lib{}.so", stem(r.library)), path.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// [`launch_plan`] in this selection's own link directory
+/// ([`link_dir_for`]), with the directory; `None` when no restart is needed.
+pub fn launch_plan_in_temp(
+    resolutions: &[Resolution],
+    current: Option<&str>,
+) -> Option<(PathBuf, LaunchPlan)> {
+    let link_dir = link_dir_for(&links(resolutions));
+    launch_plan(resolutions, &link_dir, current).map(|plan| (link_dir, plan))
+}
+
 /// `None` when every library is found by the loader as things stand (or
 /// nowhere): no restart needed. Otherwise links named `lib<stem>.so` in
 /// `link_dir` (the first name cudarc tries, so it wins over any other copy
@@ -300,16 +323,13 @@ pub fn launch_plan(
     link_dir: &Path,
     current: Option<&str>,
 ) -> Option<LaunchPlan> {
-    let mut links = Vec::new();
+    let links = links(resolutions);
     let mut path = vec![link_dir.display().to_string()];
-    for resolution in resolutions {
-        if let Some(Found::File { path: file, .. }) = &resolution.found {
-            links.push((format!("lib{}.so", stem(resolution.library)), file.clone()));
-            if let Some(dir) = file.parent() {
-                let dir = dir.display().to_string();
-                if !path.contains(&dir) {
-                    path.push(dir);
-                }
+    for (_, file) in &links {
+        if let Some(dir) = file.parent() {
+            let dir = dir.display().to_string();
+            if !path.contains(&dir) {
+                path.push(dir);
             }
         }
     }

@@ -136,23 +136,12 @@ pub fn prepare(args: &CudaLibArgs, needs: &Needs) -> anyhow::Result<()> {
         }
     }
     let current = std::env::var("LD_LIBRARY_PATH").ok();
-    let links: Vec<(String, PathBuf)> = resolutions
-        .iter()
-        .filter_map(|r| match &r.found {
-            Some(Found::File { path, .. }) => Some((
-                format!("lib{}.so", libraries::stem(r.library)),
-                path.clone(),
-            )),
-            _ => None,
-        })
-        .collect();
-    let link_dir = libraries::link_dir_for(&links);
-    match libraries::launch_plan(&resolutions, &link_dir, current.as_deref()) {
+    match libraries::launch_plan_in_temp(&resolutions, current.as_deref()) {
         None => {
             report_loaded(needs);
             Ok(())
         }
-        Some(plan) => restart(&link_dir, &plan, &resolutions),
+        Some((link_dir, plan)) => restart(&link_dir, &plan, &resolutions),
     }
 }
 
@@ -248,20 +237,9 @@ const ALL: Needs = Needs {
 pub fn run(args: CudaLibsArgs) -> anyhow::Result<()> {
     let (resolutions, explicit, python) = resolve_all(&args.libs, &ALL)?;
     if args.export {
-        let links: Vec<(String, PathBuf)> = resolutions
-            .iter()
-            .filter_map(|r| match &r.found {
-                Some(Found::File { path, .. }) => Some((
-                    format!("lib{}.so", libraries::stem(r.library)),
-                    path.clone(),
-                )),
-                _ => None,
-            })
-            .collect();
-        let link_dir = libraries::link_dir_for(&links);
         let current = std::env::var("LD_LIBRARY_PATH").ok();
-        match libraries::launch_plan(&resolutions, &link_dir, current.as_deref()) {
-            Some(plan) => {
+        match libraries::launch_plan_in_temp(&resolutions, current.as_deref()) {
+            Some((link_dir, plan)) => {
                 libraries::make_links(&link_dir, &plan.links)?;
                 println!("export LD_LIBRARY_PATH='{}'", plan.ld_library_path);
             }

@@ -131,9 +131,17 @@ impl Fields<'_> {
     }
 }
 
+/// The vocabulary padded to Megatron's multiple, and the tokenizer's size
+/// when padding changed it; sizes past any padding's reach are left as they
+/// are for the model's limit check to name.
 fn padded_vocab(vocab: u64) -> (u64, Option<u64>) {
-    let padded = vocab.div_ceil(VOCAB_PADDING_MULTIPLE) * VOCAB_PADDING_MULTIPLE;
-    (padded, (padded != vocab).then_some(vocab))
+    match vocab
+        .div_ceil(VOCAB_PADDING_MULTIPLE)
+        .checked_mul(VOCAB_PADDING_MULTIPLE)
+    {
+        Some(padded) => (padded, (padded != vocab).then_some(vocab)),
+        None => (vocab, None),
+    }
 }
 
 /// Llama, Mistral and Qwen2: the same decoder block, biases aside.
@@ -149,7 +157,7 @@ fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError
         }
     }
     if let Some(head_dim) = fields.count("head_dim")? {
-        if head_dim * heads != hidden {
+        if head_dim.checked_mul(heads) != Some(hidden) {
             return Err(invalid(
                 fields.origin,
                 format!("head_dim {head_dim} × {heads} heads is not hidden_size {hidden}: attention wider than the hidden size is not modeled"),

@@ -111,3 +111,28 @@ fn clustersims_own_model_files_are_not_taken_for_configs() {
     let value: Value = serde_json::from_str(own).unwrap();
     assert!(!is_hf_config(&value));
 }
+
+#[test]
+fn absurd_sizes_are_refused_not_overflowed() {
+    let base = std::fs::read_to_string(fixture("Meta-Llama-3-8B")).unwrap();
+    for (from, to) in [
+        (
+            "\"vocab_size\": 128256",
+            "\"vocab_size\": 18446744073709551615",
+        ),
+        (
+            "\"hidden_size\": 4096",
+            "\"hidden_size\": 4096, \"head_dim\": 18446744073709551615",
+        ),
+        (
+            "\"num_hidden_layers\": 32",
+            "\"num_hidden_layers\": 18446744073709551615",
+        ),
+    ] {
+        let text = base.replace(from, to);
+        assert!(
+            ModelSpec::from_json_str(&text, "big/config.json").is_err(),
+            "{to}"
+        );
+    }
+}

@@ -3,6 +3,11 @@
 
 use crate::error::CalibrateError;
 
+/// The most timed repeats per entry: each repeat is a launch (or a few) and
+/// two event records queued behind one gate, and the driver queues about a
+/// thousand such commands while the GPU is held (gpu::timing).
+pub const MAX_REPEATS: u32 = 200;
+
 /// Options of one calibration run. `Default` is a full run without a model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CalibrateOptions {
@@ -54,6 +59,11 @@ impl CalibrateOptions {
         let mut problems = Vec::new();
         if self.repeats == 0 {
             problems.push("repeats must be at least 1".to_string());
+        }
+        if self.repeats > MAX_REPEATS {
+            problems.push(format!(
+                "repeats must be at most {MAX_REPEATS}: every repeat is queued behind one gate, and the driver holds only about a thousand pending launches and events"
+            ));
         }
         if self.tensor_parallel == 0 {
             problems.push("tensor_parallel must be at least 1".to_string());

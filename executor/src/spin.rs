@@ -88,6 +88,11 @@ impl SpinKernel {
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
             .cuda(|| "reading the SM clock rate".into())?;
         let globaltimer_step_ns = measure_timer_step(device)?;
+        if globaltimer_step_ns.is_none() {
+            return Err(GpuError::Unusable(
+                "the GPU's %globaltimer did not advance in 2^26 reads: spins of a simulated duration cannot be timed on this GPU".into(),
+            ));
+        }
         Ok(SpinKernel {
             architecture: kernels.architecture.clone(),
             kernels,
@@ -155,6 +160,8 @@ mod tests {
             assert!(!source.contains("clock64"), "{source}");
         }
         assert!(spin.contains("void wait_ns(unsigned long long ns)"));
+        // The gate and spin kernel's loop is bounded by its read count too.
+        assert!(spin.contains("reads < ns"), "{spin}");
         assert!(TIMER_STEP_KERNEL_SOURCE.contains(&format!("void {TIMER_STEP_FUNCTION}(")));
         // The step kernel's loop is bounded, so a frozen timer cannot hang it.
         assert!(TIMER_STEP_KERNEL_SOURCE.contains("reads < (1ll << 26)"));

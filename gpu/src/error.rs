@@ -44,6 +44,9 @@ pub enum GpuError {
     /// gate opened (an overloaded host, or a launch that blocks).
     #[error("the host was still enqueueing {what} when a {gate_ns} ns gate opened; the timing would include host time (is the host overloaded, or does a launch block?)")]
     HostTooSlow { what: String, gate_ns: u64 },
+    /// The device cannot do what is needed (e.g. its timer does not advance).
+    #[error("{0}")]
+    Unusable(String),
     /// A shape or size does not fit the library's 32-bit arguments.
     #[error("{what} is too large for the library call ({value} > {limit})")]
     TooLarge {

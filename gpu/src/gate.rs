@@ -21,14 +21,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// `wait_ns` spins one thread until `ns` nanoseconds of `%globaltimer` have
-/// passed since it started; `empty` does nothing.
+/// passed since it started, or after `ns` reads of the timer (each takes
+/// far more than a nanosecond), so a timer that never advances cannot hold
+/// the GPU forever; `empty` does nothing.
 pub const GATE_KERNEL_SOURCE: &str = r#"
 extern "C" __global__ void wait_ns(unsigned long long ns) {
-    unsigned long long start, now;
+    unsigned long long start, now, reads = 0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
     do {
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
+        reads++;
+    } while (now - start < ns && reads < ns);
 }
 extern "C" __global__ void empty() {}
 "#;
@@ -97,7 +100,7 @@ impl GateKernels {
 /// 200 µs a repeat (cuBLAS issues a GEMM in 5–10 µs; a repeat of many
 /// launches may need more, which the retry in `time_launches` gives).
 pub fn initial_gate_ns(repeats: u32) -> u64 {
-    2_000_000 + 200_000 * repeats as u64
+    (2_000_000 + 200_000 * repeats as u64).min(MAX_GATE_NS)
 }
 
 /// The longest gate `time_launches` tries before giving up.
@@ -111,7 +114,7 @@ mod tests {
     fn the_first_gate_grows_with_the_repeats_and_stays_under_the_cap() {
         assert_eq!(initial_gate_ns(0), 2_000_000);
         assert_eq!(initial_gate_ns(20), 6_000_000);
-        assert!(initial_gate_ns(u32::MAX) < u64::MAX);
+        assert_eq!(initial_gate_ns(u32::MAX), MAX_GATE_NS);
         assert!(initial_gate_ns(1000) < MAX_GATE_NS);
     }
 }

@@ -42,6 +42,9 @@ pub enum DirOrigin {
     Env,
     /// A Python environment's NVIDIA wheel folder.
     PythonWheel,
+    /// Where the dynamic loader found it before a restart (pinned so that the
+    /// restart's new search path cannot swap it for another copy).
+    Loader,
 }
 
 impl DirOrigin {
@@ -50,6 +53,7 @@ impl DirOrigin {
             DirOrigin::Flag => "--cuda-lib-dir",
             DirOrigin::Env => LIB_DIR_ENV,
             DirOrigin::PythonWheel => "a Python NVIDIA wheel",
+            DirOrigin::Loader => "the system's loader path",
         }
     }
 }
@@ -290,6 +294,24 @@ pub struct LaunchPlan {
     pub ld_library_path: String,
 }
 
+/// Before a restart, the libraries the loader found as things stand become
+/// files (where this process maps them from), so that the restart's
+/// `LD_LIBRARY_PATH` — with other libraries' directories in front — cannot
+/// make cudarc pick another copy of them (a wheel's `.so.13` over a system
+/// `.so.12`, say).
+pub fn pin_loader_libraries(resolutions: &mut [Resolution]) {
+    for resolution in resolutions.iter_mut() {
+        if resolution.found == Some(Found::Loader) {
+            if let Some(path) = loaded_from(resolution.library) {
+                resolution.found = Some(Found::File {
+                    path,
+                    origin: DirOrigin::Loader,
+                });
+            }
+        }
+    }
+}
+
 /// The links a restart needs: `lib<stem>.so` → each file found in a directory.
 pub fn links(resolutions: &[Resolution]) -> Vec<(String, PathBuf)> {
     resolutions
@@ -349,28 +371,52 @@ pub fn launch_plan(
     })
 }
 
-/// A per-user, per-selection link directory under the temporary directory.
+/// A per-user, per-selection link directory under the temporary directory:
+/// the user id and a hash of the links in its name.
 pub fn link_dir_for(plan_links: &[(String, PathBuf)]) -> PathBuf {
-    // FNV-1a of the targets: same selection, same directory.
+    // FNV-1a of the links, a 0 byte after each field: same selection, same directory.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for (name, target) in plan_links {
-        for byte in name.bytes().chain(target.display().to_string().bytes()) {
+        let fields = [name.as_bytes(), target.as_os_str().as_encoded_bytes()];
+        for byte in fields.iter().flat_map(|f| f.iter().copied().chain([0u8])) {
             hash = (hash ^ byte as u64).wrapping_mul(0x0100_0000_01b3);
         }
     }
-    std::env::temp_dir().join(format!("clustersim-cuda-libs-{hash:016x}"))
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    std::env::temp_dir().join(format!("clustersim-cuda-libs-{uid}-{hash:016x}"))
 }
 
-/// Creates (or refreshes) the links of `plan` in `link_dir`.
+/// Creates (or refreshes) the links in `link_dir`. The directory is made
+/// private (0700); an existing one must be a real directory of this user
+/// that nobody else can write, since the restarted process loads libraries
+/// from it first. Each link is made under a temporary name and renamed into
+/// place, so concurrent runs never see a half-made link.
 pub fn make_links(link_dir: &Path, links: &[(String, PathBuf)]) -> std::io::Result<()> {
-    std::fs::create_dir_all(link_dir)?;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(link_dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    let metadata = std::fs::symlink_metadata(link_dir)?;
+    // SAFETY: as above.
+    let uid = unsafe { libc::geteuid() };
+    if !metadata.is_dir() || metadata.uid() != uid || metadata.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory of this user that only it can write; remove it",
+            link_dir.display()
+        )));
+    }
     for (name, target) in links {
         let link = link_dir.join(name);
         if std::fs::read_link(&link).ok().as_deref() == Some(target.as_path()) {
             continue;
         }
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(target, &link)?;
+        let temporary = link_dir.join(format!(".{name}.{}", std::process::id()));
+        let _ = std::fs::remove_file(&temporary);
+        std::os::unix::fs::symlink(target, &temporary)?;
+        std::fs::rename(&temporary, &link)?;
     }
     Ok(())
 }

@@ -105,7 +105,9 @@ pub fn time_launches(
             end.record(stream)
                 .cuda(|| format!("recording the end event of {what}"))?;
         }
-        let host_outran_gate = gate_open.is_complete();
+        let host_outran_gate = gate_open
+            .try_is_complete()
+            .cuda(|| format!("asking whether the gate of {what} had opened"))?;
         stream
             .synchronize()
             .cuda(|| format!("waiting for {what} to finish"))?;

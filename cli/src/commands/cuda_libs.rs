@@ -121,7 +121,7 @@ pub fn prepare(args: &CudaLibArgs, needs: &Needs) -> anyhow::Result<()> {
     if !CudaLibrary::Driver.is_present() {
         return Ok(());
     }
-    let (resolutions, explicit, python) = resolve_all(args, needs)?;
+    let (mut resolutions, explicit, python) = resolve_all(args, needs)?;
     for resolution in &resolutions {
         if resolution.found.is_none() {
             let name = display_name(resolution.library);
@@ -136,13 +136,17 @@ pub fn prepare(args: &CudaLibArgs, needs: &Needs) -> anyhow::Result<()> {
         }
     }
     let current = std::env::var("LD_LIBRARY_PATH").ok();
-    match libraries::launch_plan_in_temp(&resolutions, current.as_deref()) {
-        None => {
-            report_loaded(needs);
-            Ok(())
-        }
-        Some((link_dir, plan)) => restart(&link_dir, &plan, &resolutions),
+    if libraries::launch_plan_in_temp(&resolutions, current.as_deref()).is_none() {
+        report_loaded(needs);
+        return Ok(());
     }
+    libraries::pin_loader_libraries(&mut resolutions);
+    let Some((link_dir, plan)) = libraries::launch_plan_in_temp(&resolutions, current.as_deref())
+    else {
+        report_loaded(needs);
+        return Ok(());
+    };
+    restart(&link_dir, &plan, &resolutions)
 }
 
 /// Re-executes this program with the plan's `LD_LIBRARY_PATH`; returns
@@ -241,9 +245,15 @@ pub fn run(args: CudaLibsArgs) -> anyhow::Result<()> {
         match libraries::launch_plan_in_temp(&resolutions, current.as_deref()) {
             Some((link_dir, plan)) => {
                 libraries::make_links(&link_dir, &plan.links)?;
-                println!("export LD_LIBRARY_PATH='{}'", plan.ld_library_path);
+                println!(
+                    "export LD_LIBRARY_PATH={}",
+                    shell_quoted(&plan.ld_library_path)
+                );
             }
-            None => println!("export LD_LIBRARY_PATH='{}'", current.unwrap_or_default()),
+            None => println!(
+                "export LD_LIBRARY_PATH={}",
+                shell_quoted(&current.unwrap_or_default())
+            ),
         }
         return Ok(());
     }
@@ -267,4 +277,20 @@ pub fn run(args: CudaLibsArgs) -> anyhow::Result<()> {
     }
     println!("searched: {}", places(&explicit, &python));
     Ok(())
+}
+
+/// `text` as one single-quoted POSIX shell word (a `'` inside becomes `'\''`).
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quoted;
+
+    #[test]
+    fn paths_are_quoted_as_one_shell_word() {
+        assert_eq!(shell_quoted("/a/b:/c"), "'/a/b:/c'");
+        assert_eq!(shell_quoted("/it's"), "'/it'\\''s'");
+    }
 }

@@ -43,15 +43,6 @@ pub struct CalibrateArgs {
 }
 
 pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
-    if !args.cpu_only {
-        super::cuda_libs::prepare(
-            &args.libs,
-            &super::cuda_libs::Needs {
-                required: &[CudaLibrary::Cublas, CudaLibrary::Nvrtc],
-                optional: &[CudaLibrary::Nccl],
-            },
-        )?;
-    }
     let model = match &args.model {
         Some(name) => Some(models::ModelSpec::resolve(name).map_err(user_error)?),
         None => None,
@@ -66,6 +57,17 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         base_profile: args.base_profile.clone(),
         ..CalibrateOptions::default()
     };
+    // Bad options are reported before any library is looked for.
+    options.validate().map_err(user_error)?;
+    if !args.cpu_only {
+        super::cuda_libs::prepare(
+            &args.libs,
+            &super::cuda_libs::Needs {
+                required: &[CudaLibrary::Cublas, CudaLibrary::Nvrtc],
+                optional: &[CudaLibrary::Nccl],
+            },
+        )?;
+    }
     let bar = ProgressBar::new(1);
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg:<28} [{bar:30}] {pos}/{len} {elapsed}")

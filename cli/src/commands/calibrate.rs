@@ -25,7 +25,7 @@ pub struct CalibrateArgs {
     /// Microbatch size of the model's shapes.
     #[arg(long, default_value_t = 1)]
     pub microbatch_size: u32,
-    /// Timed repeats per entry (the median is recorded).
+    /// Timed repeats per entry (the median is recorded; at most 200).
     #[arg(long, default_value_t = 20)]
     pub repeats: u32,
     /// Time only the CPU Adam step (no GPU needed).

@@ -92,6 +92,9 @@ pub fn time_launches(
         .new_event(None)
         .cuda(|| format!("creating the gate event for {what}"))?;
     let mut gate_ns = initial_gate_ns(repeats);
+    // Indices count on across attempts, so a retry rotates to buffers the
+    // failed attempt did not just leave in L2.
+    let mut first_index = warmup as usize;
     loop {
         gate.wait(stream, gate_ns)?;
         gate_open
@@ -101,7 +104,7 @@ pub fn time_launches(
             start
                 .record(stream)
                 .cuda(|| format!("recording the start event of {what}"))?;
-            launch(warmup as usize + r)?;
+            launch(first_index + r)?;
             end.record(stream)
                 .cuda(|| format!("recording the end event of {what}"))?;
         }
@@ -121,6 +124,7 @@ pub fn time_launches(
             });
         }
         gate_ns = (gate_ns * 4).min(MAX_GATE_NS);
+        first_index += repeats as usize;
     }
     pairs
         .iter()

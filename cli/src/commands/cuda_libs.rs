@@ -115,6 +115,9 @@ fn resolve_all(
 pub fn prepare(args: &CudaLibArgs, needs: &Needs) -> anyhow::Result<()> {
     if std::env::var_os(libraries::PREPARED_ENV).is_some() {
         report_loaded(needs);
+        // Programs this one starts search for themselves. No thread exists
+        // yet, so changing the environment is safe here.
+        std::env::remove_var(libraries::PREPARED_ENV);
         return Ok(());
     }
     explicit_dirs(args)?;

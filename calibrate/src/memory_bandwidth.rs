@@ -34,7 +34,7 @@ pub fn copy_sizes_bytes(quick: bool) -> Vec<u64> {
 
 /// Slots of `size_bytes` needed so that rotating among them covers 4× L2.
 fn rotation_slots(size_bytes: u64, l2_cache_bytes: u64) -> u64 {
-    (4 * l2_cache_bytes).div_ceil(size_bytes).clamp(1, 16)
+    gpu::timing::slots_covering(l2_cache_bytes.saturating_mul(4), size_bytes, 16)
 }
 
 /// Times device-to-device copies for each size (skipping sizes that do not

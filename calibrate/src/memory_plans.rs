@@ -587,10 +587,9 @@ pub fn plan_with(
 /// Rotation slots so that the slots together exceed twice the L2 cache:
 /// each repeat then reads data the previous ones evicted.
 pub fn rotation_slots(slot_bytes: u64, l2_cache_bytes: u64) -> u64 {
-    if slot_bytes == 0 {
-        return 1;
-    }
-    (2 * l2_cache_bytes / slot_bytes + 1).clamp(1, 4096)
+    // The fewest slots holding more than 2·L2 bytes.
+    let beyond_twice_l2 = l2_cache_bytes.saturating_mul(2).saturating_add(1);
+    gpu::timing::slots_covering(beyond_twice_l2, slot_bytes, 4096)
 }
 
 #[cfg(test)]

@@ -383,7 +383,7 @@ impl GpuState {
         let mut sets = if set_bytes == 0 {
             0
         } else {
-            (4 * l2).div_ceil(set_bytes).clamp(1, MAX_GEMM_SETS)
+            gpu::timing::slots_covering(4 * l2, set_bytes, MAX_GEMM_SETS)
         };
         let copy_pool = if copy_max == 0 {
             0

@@ -7,7 +7,7 @@
 //! | what | module |
 //! |---|---|
 //! | is a CUDA library loadable (without cudarc's panic), open a device and read its SM count, clock, memory, L2 | [`detect`] |
-//! | CUDA-event timing of repeated launches behind a gate; the GPU-side launch gap; the median/IQR summary | [`timing`] |
+//! | CUDA-event timing of repeated launches behind a gate; the GPU-side launch gap; how many buffer slots rotate beyond L2; the median/IQR summary | [`timing`] |
 //! | the gate (a `%globaltimer` wait kernel) and an empty kernel | [`gate`] |
 //! | one cuBLAS GEMM of a row-major shape in its operand layout (TN, NN, NT column-major call, buffer sets, random inputs) | [`gemm`] |
 //! | seeded random inputs (SplitMix64) | [`random`] |

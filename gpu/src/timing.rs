@@ -48,6 +48,17 @@ impl Summary {
     }
 }
 
+/// How many buffer slots of `slot_bytes` a timed repeat rotates through so
+/// that together they reach `target_bytes` (a multiple of the L2, so each
+/// repeat reads what the previous ones evicted): at least 1, at most
+/// `max_slots`; 1 for empty slots.
+pub fn slots_covering(target_bytes: u64, slot_bytes: u64, max_slots: u64) -> u64 {
+    if slot_bytes == 0 {
+        return 1;
+    }
+    target_bytes.div_ceil(slot_bytes).clamp(1, max_slots.max(1))
+}
+
 /// Milliseconds from `cuEventElapsedTime` to whole nanoseconds (≥ 1).
 pub fn ms_to_ns(elapsed_ms: f32) -> u64 {
     ((elapsed_ms as f64) * 1e6).round().max(1.0) as u64
@@ -170,6 +181,15 @@ mod tests {
         assert_eq!(even.median_ns, 2); // (2 + 3) / 2, integer
         assert_eq!(Summary::from_samples(&[7]).unwrap().spread_ns, 0);
         assert!(Summary::from_samples(&[]).is_none());
+    }
+
+    #[test]
+    fn slots_reach_the_target_within_their_bounds() {
+        assert_eq!(slots_covering(100, 30, 10), 4);
+        assert_eq!(slots_covering(100, 30, 3), 3);
+        assert_eq!(slots_covering(1, 1000, 10), 1);
+        assert_eq!(slots_covering(100, 0, 10), 1);
+        assert_eq!(slots_covering(100, 1, 0), 1);
     }
 
     #[test]

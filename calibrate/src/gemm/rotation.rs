@@ -46,10 +46,11 @@ pub fn size_rotation(set_bytes: u64, l2_bytes: u64, free_bytes: u64) -> Option<R
         return None;
     }
     let l2_bytes = l2_bytes.max(MIN_L2_BYTES);
-    let wanted = l2_bytes
-        .saturating_mul(ROTATION_L2_MULTIPLE)
-        .div_ceil(set_bytes);
-    let sets = wanted.clamp(1, budget_bytes / set_bytes);
+    let sets = gpu::timing::slots_covering(
+        l2_bytes.saturating_mul(ROTATION_L2_MULTIPLE),
+        set_bytes,
+        budget_bytes / set_bytes,
+    );
     Some(Rotation {
         sets,
         exceeds_twice_l2: sets * set_bytes > l2_bytes.saturating_mul(2),

@@ -52,7 +52,7 @@ pub fn model_gemm_shapes(
         .filter_map(|step| match step {
             Step::Kernel(kernel) => match kernel.class {
                 KernelClass::Gemm { shape, layout } => Some((shape, layout)),
-                KernelClass::MemoryBound => None,
+                KernelClass::MemoryBound | KernelClass::FusedAttention(_) => None,
             },
             Step::TensorAllReduce { .. } => None,
         })

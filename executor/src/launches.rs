@@ -99,6 +99,8 @@ pub fn work_launches(
                 Step::Kernel(kernel) => match kernel.class {
                     KernelClass::Gemm { shape, layout } => Some(Launch::Gemm { shape, layout }),
                     KernelClass::MemoryBound => memory_bound(kernel.bytes),
+                    // Refused for real runs by `plan` (no real kernel).
+                    KernelClass::FusedAttention(_) => None,
                 },
                 Step::TensorAllReduce { .. } => None,
             })

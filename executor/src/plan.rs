@@ -173,6 +173,12 @@ pub fn plan(
             "async_tensor_allreduce cannot be executed yet: the executor runs tensor all-reduces blocking on the compute stream".into(),
         ));
     }
+    if scenario.stack.fused_attention && mode == ExecutionMode::Real {
+        return Err(ExecuteError::Unsupported(format!(
+            "stack {} runs the attention core as one fused kernel, which the executor has no real kernel for: use --mode synthetic, or a stack without fused attention",
+            scenario.stack.name
+        )));
+    }
     let costs = simulated_costs(scenario, graph);
     let schedule = sim::engine::run(graph, |id| costs[graph.task(id).work.index()].duration)
         .map_err(|error| ExecuteError::Graph(error.to_string()))?;

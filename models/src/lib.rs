@@ -26,6 +26,7 @@
 //! assert!((params as f64 - 174.6e9).abs() < 0.5e9);
 //! ```
 
+pub mod attention;
 pub mod formulas;
 pub mod gemm;
 pub mod hf_config;

@@ -53,6 +53,47 @@ pub fn stored_activation_bytes_per_layer(
     sequence_parallel: bool,
     recompute: RecomputeKind,
 ) -> f64 {
+    stored_activation_bytes_per_layer_with(
+        model,
+        microbatch,
+        tensor_parallel,
+        sequence_parallel,
+        recompute,
+        false,
+    )
+}
+
+/// Bytes of one fp32 softmax statistic a fused attention kernel keeps per
+/// query row and head for its backward (the log-sum-exp).
+pub const FUSED_ATTENTION_STAT_BYTES: u64 = 4;
+
+/// [`stored_activation_bytes_per_layer`] with the attention core unfused or
+/// fused (`models::attention`). A fused core keeps no s×s tensor: its inputs
+/// Q, K, V (K and V kv-sized: the kernel reads each K/V head for its query
+/// group, so no expanded copy exists) and its output (the projection's input,
+/// already counted) — the selective-recompute accounting — plus one fp32
+/// statistic per query row and head, 4·a/t bytes per token, unless the core
+/// is recomputed (selective) or the whole layer is (full).
+pub fn stored_activation_bytes_per_layer_with(
+    model: &ModelSpec,
+    microbatch: u64,
+    tensor_parallel: u64,
+    sequence_parallel: bool,
+    recompute: RecomputeKind,
+    fused_attention: bool,
+) -> f64 {
+    if fused_attention && recompute == RecomputeKind::None {
+        let kept = stored_activation_bytes_per_layer(
+            model,
+            microbatch,
+            tensor_parallel,
+            sequence_parallel,
+            RecomputeKind::Selective,
+        );
+        let stats = (model.seq_len * microbatch * model.heads * FUSED_ATTENTION_STAT_BYTES) as f64
+            / tensor_parallel as f64;
+        return kept + stats;
+    }
     let (s, b, h, a, t) = (
         model.seq_len as f64,
         microbatch as f64,
@@ -152,6 +193,33 @@ mod tests {
             assert_eq!(
                 linear_bytes_per_token(&gpt, kind),
                 (10 * gpt.hidden, 24 * gpt.hidden)
+            );
+        }
+    }
+
+    #[test]
+    fn fused_attention_keeps_inputs_and_statistics_only() {
+        let model = crate::preset("llama3-8b").unwrap();
+        let (s, b, h, t) = (model.seq_len as f64, 2.0, model.hidden as f64, 4.0);
+        let kv = (model.kv_heads() * model.head_dim()) as f64;
+        let a = model.heads as f64;
+        // Replicated 10h; split Q 2h, K and V 2·kv each, projection input 2h,
+        // SwiGLU 6·ffn; plus a 4-byte statistic per query row and head.
+        let split = 2.0 * h + 4.0 * kv + 2.0 * h + 6.0 * model.ffn() as f64;
+        let expected = s * b * (10.0 * h + split / t) + s * b * 4.0 * a / t;
+        let fused = stored_activation_bytes_per_layer_with(
+            &model,
+            2,
+            4,
+            false,
+            RecomputeKind::None,
+            true,
+        );
+        assert_eq!(fused, expected);
+        for recompute in [RecomputeKind::Selective, RecomputeKind::Full] {
+            assert_eq!(
+                stored_activation_bytes_per_layer_with(&model, 2, 4, true, recompute, true),
+                stored_activation_bytes_per_layer(&model, 2, 4, true, recompute)
             );
         }
     }

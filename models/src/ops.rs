@@ -28,8 +28,9 @@ pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::parameter_tensors::{
     embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors, ParameterTensor,
 };
+pub use crate::attention::FusedAttentionShape;
 use crate::spec::{FfnType, NormType};
-use crate::{softmax, ModelSpec};
+use crate::{attention, softmax, ModelSpec};
 use serde::Serialize;
 
 /// Bytes per fp16 element.
@@ -46,6 +47,8 @@ pub enum KernelClass {
     },
     /// An elementwise or reduction kernel (cost: bytes at achieved HBM bandwidth).
     MemoryBound,
+    /// The attention core as one fused kernel ([`crate::attention`]).
+    FusedAttention(FusedAttentionShape),
 }
 
 /// One kernel launch.
@@ -203,14 +206,20 @@ pub struct LayerOptions {
     /// The longest sequence the software's fused softmax kernel accepts
     /// (`None`: it has none); see [`crate::softmax`].
     pub fused_softmax_max_seq_len: Option<u64>,
+    /// The attention core as one fused kernel forward and one backward
+    /// ([`crate::attention`]) instead of score GEMM, softmax, dropout and
+    /// value GEMM.
+    pub fused_attention: bool,
 }
 
 impl Default for LayerOptions {
-    /// No sequence parallelism; a fused softmax for any sequence length.
+    /// No sequence parallelism; a fused softmax for any sequence length;
+    /// the unfused attention core.
     fn default() -> Self {
         LayerOptions {
             sequence_parallel: false,
             fused_softmax_max_seq_len: Some(u64::MAX),
+            fused_attention: false,
         }
     }
 }
@@ -299,69 +308,76 @@ pub fn transformer_layer_with(
             2.0 * FP16_BYTES as f64 * rotated,
         )]);
     }
-    if kv_heads_per_rank < heads_per_rank {
-        // K and V: read kv heads, write every query head's copy; backward
-        // reads the copies' gradients and writes their sums.
-        let copies = (2 * tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+    if options.fused_attention {
+        let (forward, backward) =
+            attention::fused_attention(b, s, heads_per_rank, kv_heads_per_rank, head_dim);
+        pass.forward.push(forward);
+        attention_bwd.push(vec![backward]);
+    } else {
+        if kv_heads_per_rank < heads_per_rank {
+            // K and V: read kv heads, write every query head's copy; backward
+            // reads the copies' gradients and writes their sums.
+            let copies = (2 * tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+            pass.forward
+                .push(Step::memory("gqa_expand_kv", FP16_BYTES as f64 * copies));
+            attention_bwd.push(vec![Step::memory(
+                "gqa_expand_kv.bwd",
+                FP16_BYTES as f64 * copies,
+            )]);
+        }
+        let mut scores_bwd = Vec::new();
+        // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
+        linear(
+            &mut pass,
+            [
+                "attention_scores",
+                "attention_scores.dgrad_q",
+                "attention_scores.dgrad_k",
+            ],
+            GemmShape {
+                batch: b * heads_per_rank,
+                m: s,
+                n: s,
+                k: head_dim,
+            },
+            GemmLayout::Tn,
+            &mut scores_bwd,
+        );
+        attention_bwd.push(scores_bwd);
+        let softmax = softmax::megatron_attention_softmax(
+            b * heads_per_rank,
+            s,
+            options.fused_softmax_max_seq_len,
+        );
         pass.forward
-            .push(Step::memory("gqa_expand_kv", FP16_BYTES as f64 * copies));
+            .extend(softmax::forward(softmax, score_elems, heads_per_rank));
+        attention_bwd.push(softmax::backward(softmax, score_elems, heads_per_rank));
+        pass.forward
+            .push(Step::memory("attention_dropout", 5.0 * score_elems));
         attention_bwd.push(vec![Step::memory(
-            "gqa_expand_kv.bwd",
-            FP16_BYTES as f64 * copies,
+            "attention_dropout.bwd",
+            5.0 * score_elems,
         )]);
+        let mut values_bwd = Vec::new();
+        // P·V: `bmm(P, V)` with both operands row-major (NN, see GemmLayout).
+        linear(
+            &mut pass,
+            [
+                "attention_over_values",
+                "attention_over_values.dgrad_probs",
+                "attention_over_values.dgrad_values",
+            ],
+            GemmShape {
+                batch: b * heads_per_rank,
+                m: s,
+                n: head_dim,
+                k: s,
+            },
+            GemmLayout::Nn,
+            &mut values_bwd,
+        );
+        attention_bwd.push(values_bwd);
     }
-    let mut scores_bwd = Vec::new();
-    // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
-    linear(
-        &mut pass,
-        [
-            "attention_scores",
-            "attention_scores.dgrad_q",
-            "attention_scores.dgrad_k",
-        ],
-        GemmShape {
-            batch: b * heads_per_rank,
-            m: s,
-            n: s,
-            k: head_dim,
-        },
-        GemmLayout::Tn,
-        &mut scores_bwd,
-    );
-    attention_bwd.push(scores_bwd);
-    let softmax = softmax::megatron_attention_softmax(
-        b * heads_per_rank,
-        s,
-        options.fused_softmax_max_seq_len,
-    );
-    pass.forward
-        .extend(softmax::forward(softmax, score_elems, heads_per_rank));
-    attention_bwd.push(softmax::backward(softmax, score_elems, heads_per_rank));
-    pass.forward
-        .push(Step::memory("attention_dropout", 5.0 * score_elems));
-    attention_bwd.push(vec![Step::memory(
-        "attention_dropout.bwd",
-        5.0 * score_elems,
-    )]);
-    let mut values_bwd = Vec::new();
-    // P·V: `bmm(P, V)` with both operands row-major (NN, see GemmLayout).
-    linear(
-        &mut pass,
-        [
-            "attention_over_values",
-            "attention_over_values.dgrad_probs",
-            "attention_over_values.dgrad_values",
-        ],
-        GemmShape {
-            batch: b * heads_per_rank,
-            m: s,
-            n: head_dim,
-            k: s,
-        },
-        GemmLayout::Nn,
-        &mut values_bwd,
-    );
-    attention_bwd.push(values_bwd);
     let mut proj_bwd = Vec::new();
     linear_with_bias(
         &mut pass,

@@ -252,6 +252,36 @@ pub const MIN_EFFICIENCY: f64 = 1e-3;
 pub const MIN_RATE_PER_S: f64 = 1e3;
 /// Fastest rate a profile may state: 10 PB/s.
 pub const MAX_RATE_PER_S: f64 = 1e16;
+/// Rates of the fused attention kernel a software stack runs
+/// (`models::attention`), by direction, head dimension, causal mask and
+/// sequence length; the simulator interpolates them in sequence length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionProfile {
+    /// Which kernels the rates are of, e.g. "cuDNN fused attention (BF16)".
+    pub implementation: String,
+    pub measured: Vec<AttentionMeasurement>,
+}
+
+/// One rate of the fused attention kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionMeasurement {
+    /// "forward" or "backward".
+    pub direction: String,
+    pub head_dim: u64,
+    pub seq_len: u64,
+    pub causal: bool,
+    /// FLOP/s by FlashAttention's benchmark convention: forward 4·b·h·s²·d,
+    /// halved when causal; backward 2.5 × the forward's.
+    pub flops_per_s: f64,
+    pub source: Source,
+    pub note: String,
+}
+
+/// The directions an attention rate may have.
+pub const ATTENTION_DIRECTIONS: [&str; 2] = ["forward", "backward"];
+
 /// Largest overhead or latency a profile may state: 1 s.
 pub const MAX_OVERHEAD_NS: f64 = 1e9;
 
@@ -269,6 +299,9 @@ pub struct Profile {
     pub communication: CommunicationProfile,
     pub pcie: PcieProfile,
     pub cpu_adam: CpuAdamProfile,
+    /// Rates of the fused attention kernel (none: the simulator models it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention: Option<AttentionProfile>,
 }
 
 /// Problems loading a profile.
@@ -458,6 +491,29 @@ impl Profile {
                 problems.push(format!(
                     "memory.measured[{index}] ({}) needs non-zero bytes and time_ns and at least {MIN_RATE_PER_S:e} bytes/s",
                     entry.kernel
+                ));
+            }
+        }
+        let attention = self.attention.iter().flat_map(|a| a.measured.iter());
+        for (index, entry) in attention.enumerate() {
+            if !ATTENTION_DIRECTIONS.contains(&entry.direction.as_str()) {
+                problems.push(format!(
+                    "attention.measured[{index}].direction must be one of {}, got {:?}",
+                    ATTENTION_DIRECTIONS.join(", "),
+                    entry.direction
+                ));
+            }
+            if entry.head_dim == 0 || entry.seq_len == 0 {
+                problems.push(format!(
+                    "attention.measured[{index}] needs non-zero head_dim and seq_len"
+                ));
+            }
+            if !(entry.flops_per_s.is_finite()
+                && (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&entry.flops_per_s))
+            {
+                problems.push(format!(
+                    "attention.measured[{index}].flops_per_s must be from {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e}, got {:e}",
+                    entry.flops_per_s
                 ));
             }
         }

@@ -17,7 +17,7 @@ use crate::cost::gradients;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
 use models::memory::{
-    stored_activation_bytes_per_layer, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
+    stored_activation_bytes_per_layer_with, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
     OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
 };
 use models::sharding::parameters_on_rank;
@@ -60,7 +60,14 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::Full => RecomputeKind::Full,
     };
     let stored = |kind| {
-        stored_activation_bytes_per_layer(model, b, t, scenario.options.sequence_parallel, kind)
+        stored_activation_bytes_per_layer_with(
+            model,
+            b,
+            t,
+            scenario.options.sequence_parallel,
+            kind,
+            scenario.stack.fused_attention,
+        )
     };
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).

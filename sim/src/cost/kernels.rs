@@ -15,7 +15,8 @@
 
 //!
 //! Memory-bound kernels are costed in [`super::memory_bound`]: from the
-//! measured entries of their kernel class, or at achieved HBM bandwidth.
+//! measured entries of their kernel class, or at achieved HBM bandwidth; the
+//! fused attention kernel in [`super::attention`].
 
 use super::memory_bound::MemoryCostModel;
 use crate::scenario::Precision;
@@ -117,6 +118,14 @@ impl<'a> KernelCostModel<'a> {
                 }
             },
             KernelClass::MemoryBound => self.memory.kernel_seconds(kernel.name, kernel.bytes),
+            KernelClass::FusedAttention(shape) => {
+                super::attention::fused_attention_seconds(
+                    &shape,
+                    self.precision,
+                    self.gpu,
+                    self.profile,
+                ) + self.overhead_s
+            }
         }
     }
 

@@ -14,6 +14,7 @@
 //! as an all-gather of the same bytes (NCCL's ring moves (n−1)/n of the
 //! buffer in n−1 steps for both, so the formulas are identical).
 
+mod attention;
 mod breakdown;
 pub mod gradients;
 mod host;
@@ -51,13 +52,15 @@ pub struct WorkCost {
 /// softmax runs eagerly: [`models::softmax`]). With grouped-query attention
 /// the core starts by expanding K and V to every query head (Megatron-Core's
 /// `DotProductAttention`), so that copy is re-run too and only the
-/// kv-sized K and V are kept ([`models::memory`]).
-pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 5] = [
+/// kv-sized K and V are kept ([`models::memory`]). Under a stack with fused
+/// attention the core is one kernel ([`models::attention`]).
+pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 6] = [
     "gqa_expand_kv",
     "attention_scores",
     "softmax",
     "attention_dropout",
     "attention_over_values",
+    "fused_attention",
 ];
 
 /// Whether selective recompute re-runs the kernel of this name.
@@ -97,6 +100,7 @@ pub fn pass_steps(
         ops::LayerOptions {
             sequence_parallel: scenario.options.sequence_parallel,
             fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
+            fused_attention: scenario.stack.fused_attention,
         },
     ));
     if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
@@ -359,7 +363,7 @@ mod tests {
             })
             .collect();
         // GPT-3 has multi-head attention: no K/V expansion.
-        let core = &SELECTIVE_RECOMPUTE_KERNELS[1..];
+        let core = &SELECTIVE_RECOMPUTE_KERNELS[1..5];
         assert_eq!(names, [core, core].concat());
         let full = pass_steps(
             &scenario(Recompute::Full, false),
@@ -394,7 +398,17 @@ mod tests {
                 Step::TensorAllReduce { .. } => None,
             })
             .collect();
-        assert_eq!(names, SELECTIVE_RECOMPUTE_KERNELS);
+        assert_eq!(names, SELECTIVE_RECOMPUTE_KERNELS[..5]);
+        // Under a stack with fused attention the core is the one fused kernel.
+        scenario.stack.fused_attention = true;
+        let fused: Vec<&str> = pass_steps(&scenario, ComputePass::Recompute, 1, false, false)
+            .iter()
+            .filter_map(|step| match step {
+                Step::Kernel(kernel) => Some(kernel.name),
+                Step::TensorAllReduce { .. } => None,
+            })
+            .collect();
+        assert_eq!(fused, ["fused_attention"]);
     }
 
     fn accumulation_kernels(scenario: &Scenario, embedding: bool, head: bool) -> usize {

@@ -96,8 +96,13 @@ struct StackFile {
 #[serde(deny_unknown_fields)]
 struct KernelsFile {
     /// The longest sequence its fused scale-mask-softmax kernel accepts
-    /// (null: the software has no such kernel).
-    fused_softmax_max_seq_len: SourcedValue,
+    /// (null: the software has no such kernel; absent: every length).
+    #[serde(default)]
+    fused_softmax_max_seq_len: Option<SourcedValue>,
+    /// Whether the attention core runs as one fused kernel
+    /// (`models::attention`; absent: false).
+    #[serde(default)]
+    fused_attention: Option<SourcedValue>,
 }
 
 /// The `host` section as written: each cost with its source.
@@ -148,6 +153,8 @@ pub struct Stack {
     /// fused kernel). A stack without a `kernels` section has one for every
     /// length ([`models::softmax`]).
     pub fused_softmax_max_seq_len: Option<u64>,
+    /// The attention core runs as one fused kernel (`models::attention`).
+    pub fused_attention: bool,
     pub not_modeled: Vec<NotModeled>,
 }
 
@@ -277,10 +284,10 @@ impl Stack {
                 })
             }
         };
-        let fused_softmax_max_seq_len = match &file.kernels {
+        let kernels = file.kernels.as_ref();
+        let fused_softmax_max_seq_len = match kernels.and_then(|k| k.fused_softmax_max_seq_len.as_ref()) {
             None => Some(u64::MAX),
-            Some(kernels) => {
-                let sourced = &kernels.fused_softmax_max_seq_len;
+            Some(sourced) => {
                 if sourced.source.trim().is_empty() {
                     return Err(invalid(
                         "kernels.fused_softmax_max_seq_len: every choice needs a source".into(),
@@ -300,6 +307,20 @@ impl Stack {
                 }
             }
         };
+        let fused_attention = match kernels.and_then(|k| k.fused_attention.as_ref()) {
+            None => false,
+            Some(sourced) => {
+                if sourced.source.trim().is_empty() {
+                    return Err(invalid(
+                        "kernels.fused_attention: every choice needs a source".into(),
+                    ));
+                }
+                sources.insert("kernels.fused_attention".into(), sourced.source.clone());
+                sourced.value.as_bool().ok_or_else(|| {
+                    invalid("kernels.fused_attention: true or false".into())
+                })?
+            }
+        };
         Ok(Stack {
             name: file.name,
             summary: file.summary,
@@ -312,6 +333,7 @@ impl Stack {
                 .collect(),
             host,
             fused_softmax_max_seq_len,
+            fused_attention,
             not_modeled: file.not_modeled,
         })
     }

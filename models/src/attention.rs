@@ -1,0 +1,143 @@
+//! The attention core as one fused kernel forward and one backward
+//! (FlashAttention / cuDNN fused attention, as Transformer Engine's
+//! `DotProductAttention` runs it), instead of the unfused score GEMM,
+//! softmax, dropout and value GEMM of [`crate::ops`].
+//!
+//! Which implementation a software stack uses is the stack's choice (its
+//! `kernels.fused_attention`); [`crate::ops::LayerOptions::fused_attention`]
+//! carries it here. Transformer Engine picks cuDNN's fused attention over
+//! FlashAttention on Hopper and later ("Disabling FlashAttention to give
+//! FusedAttention preference on Hopper+ for performance reasons",
+//! `transformer_engine/pytorch/attention.py`, `get_attention_backend`).
+//!
+//! FLOPs are counted as Megatron's Eq. 3 counts the attention core — the
+//! score and value products over the whole s×s square, 4·b·a·s²·d forward
+//! and twice that backward — so a fused layer reports the same model FLOPs
+//! as an unfused one. What the kernel executes differs (a causal kernel
+//! skips the masked half, the backward recomputes the scores); the cost
+//! model takes that from [`FusedAttentionShape`] (`sim::cost::attention`).
+//!
+//! Bytes: forward reads Q, K, V and writes O (2-byte elements) and the
+//! softmax statistics (one fp32 log-sum-exp per query row and head);
+//! backward reads Q, K, V, O, dO and the statistics and writes dQ, dK, dV.
+//! K and V have the model's `kv_heads` (grouped-query attention needs no
+//! expanded copy: the fused kernels read each K/V head for its query group).
+
+use crate::ops::{Kernel, KernelClass, Step, FP16_BYTES};
+use serde::Serialize;
+
+/// Bytes of one fp32 softmax statistic (log-sum-exp) per query row.
+const SOFTMAX_STAT_BYTES: u64 = 4;
+
+/// What the fused attention kernel computes, for the cost model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FusedAttentionShape {
+    /// Microbatch × query heads on this rank.
+    pub batch_heads: u64,
+    /// Query and key/value sequence length.
+    pub seq_len: u64,
+    pub head_dim: u64,
+    /// Causal mask: the kernel skips the blocks above the diagonal.
+    pub causal: bool,
+    /// The backward kernel (dQ, dK, dV), else the forward.
+    pub backward: bool,
+}
+
+impl FusedAttentionShape {
+    /// The forward's score and value products over the whole square,
+    /// 2·(2·s²·d) per head — the attention core's FLOPs in Megatron's Eq. 3.
+    pub fn model_forward_flops(&self) -> f64 {
+        4.0 * self.batch_heads as f64 * (self.seq_len as f64).powi(2) * self.head_dim as f64
+    }
+
+    /// The FLOPs the kernel is charged with by FlashAttention's benchmark
+    /// convention (`benchmarks/benchmark_flash_attention.py`: forward
+    /// 4·b·h·s²·d, halved with a causal mask; backward 2.5 × forward, five
+    /// products instead of two), the convention of the published rates the
+    /// cost model divides by.
+    pub fn benchmark_flops(&self) -> f64 {
+        let forward = self.model_forward_flops() * if self.causal { 0.5 } else { 1.0 };
+        if self.backward {
+            2.5 * forward
+        } else {
+            forward
+        }
+    }
+}
+
+/// The fused forward and backward kernels of the attention core on one
+/// tensor-parallel rank: `microbatch` sequences of `seq_len` tokens,
+/// `heads` query and `kv_heads` key/value heads of `head_dim` on this rank.
+pub fn fused_attention(
+    microbatch: u64,
+    seq_len: u64,
+    heads: u64,
+    kv_heads: u64,
+    head_dim: u64,
+) -> (Step, Step) {
+    let shape = FusedAttentionShape {
+        batch_heads: microbatch * heads,
+        seq_len,
+        head_dim,
+        causal: true,
+        backward: false,
+    };
+    let tokens = (microbatch * seq_len) as f64;
+    let query_like = tokens * (heads * head_dim) as f64 * FP16_BYTES as f64;
+    let key_value = tokens * (kv_heads * head_dim) as f64 * FP16_BYTES as f64;
+    let stats = tokens * heads as f64 * SOFTMAX_STAT_BYTES as f64;
+    let forward_flops = shape.model_forward_flops();
+    let forward = Step::Kernel(Kernel {
+        name: "fused_attention",
+        class: KernelClass::FusedAttention(shape),
+        flops: forward_flops,
+        // Q and O; K and V; the statistics.
+        bytes: 2.0 * query_like + 2.0 * key_value + stats,
+    });
+    let backward = Step::Kernel(Kernel {
+        name: "fused_attention.bwd",
+        class: KernelClass::FusedAttention(FusedAttentionShape {
+            backward: true,
+            ..shape
+        }),
+        flops: 2.0 * forward_flops,
+        // Q, O, dO, dQ; K, V, dK, dV; the statistics.
+        bytes: 4.0 * query_like + 4.0 * key_value + stats,
+    });
+    (forward, backward)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(step: &Step) -> &Kernel {
+        match step {
+            Step::Kernel(kernel) => kernel,
+            other => panic!("not a kernel: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flops_and_bytes_by_hand() {
+        // b=2, s=1024, 8 query heads and 2 kv heads of 128 on this rank.
+        let (forward, backward) = fused_attention(2, 1024, 8, 2, 128);
+        let (f, b) = (kernel(&forward), kernel(&backward));
+        let model_flops = 4.0 * 16.0 * 1024.0 * 1024.0 * 128.0;
+        assert_eq!(f.flops, model_flops);
+        assert_eq!(b.flops, 2.0 * model_flops);
+        let tokens = 2048.0;
+        let q = tokens * 8.0 * 128.0 * 2.0;
+        let kv = tokens * 2.0 * 128.0 * 2.0;
+        let stats = tokens * 8.0 * 4.0;
+        assert_eq!(f.bytes, 2.0 * q + 2.0 * kv + stats);
+        assert_eq!(b.bytes, 4.0 * q + 4.0 * kv + stats);
+        let (KernelClass::FusedAttention(fs), KernelClass::FusedAttention(bs)) = (f.class, b.class)
+        else {
+            panic!("fused kernels expected");
+        };
+        assert!(fs.causal && !fs.backward && bs.backward);
+        assert_eq!(fs.benchmark_flops(), model_flops / 2.0);
+        assert_eq!(bs.benchmark_flops(), 2.5 * model_flops / 2.0);
+    }
+}

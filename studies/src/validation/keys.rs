@@ -3,7 +3,8 @@
 //! Quantities: `iteration_time_s`, `tflops_per_gpu` (Eq. 3 FLOPs, recompute
 //! counted), `percent_of_peak` (the same as a share of the datasheet peak),
 //! `model_flops_utilization_percent` (FLOPs without recompute, Korthikanti
-//! et al. 2022's MFU), `aggregate_pflops`, `samples_per_s`.
+//! et al. 2022's MFU), `aggregate_pflops`, `samples_per_s`,
+//! `tokens_per_s_per_gpu` (NVIDIA's NeMo / Megatron-Bridge tables).
 //! Variants: `full_recompute`, `selective_recompute`, `no_recompute`,
 //! `sequence_parallel` (no recompute), `sequence_parallel_selective[_recompute]`,
 //! `sequence_parallel_full_recompute`. A key without a variant takes the
@@ -23,11 +24,12 @@ pub enum Quantity {
     ModelFlopsUtilizationPercent,
     AggregatePflops,
     SamplesPerS,
+    TokensPerSPerGpu,
 }
 
 impl Quantity {
     /// Longest prefixes first, so no prefix shadows a longer one.
-    const PREFIXES: [(&'static str, Quantity); 6] = [
+    const PREFIXES: [(&'static str, Quantity); 7] = [
         (
             "model_flops_utilization_percent",
             Quantity::ModelFlopsUtilizationPercent,
@@ -37,6 +39,7 @@ impl Quantity {
         ("percent_of_peak", Quantity::PercentOfPeak),
         ("tflops_per_gpu", Quantity::TflopsPerGpu),
         ("samples_per_s", Quantity::SamplesPerS),
+        ("tokens_per_s_per_gpu", Quantity::TokensPerSPerGpu),
     ];
 
     pub fn name(self) -> &'static str {

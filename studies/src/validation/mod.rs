@@ -18,6 +18,10 @@
 //! parallelism run as NVIDIA's script ran them, with PyTorch DDP: gradient
 //! buckets of 25 MB all-reduced during the last backward.
 //!
+//! A case with a `scenario` (a whole scenario file: model, topology, stack,
+//! layout and options as `clustersim simulate` reads them) is simulated as
+//! it is ([`scenario_cases`]); its measured keys take no variant suffix.
+//!
 //! A case with `measured.forward_ms` / `backward_ms_*` is one transformer
 //! layer (Korthikanti et al. 2022, Table 4): the case's model and layout when
 //! given, else the 22B model at t=8, b=4 that table measured.
@@ -30,6 +34,7 @@
 //! [`vtrain_table`].
 
 mod keys;
+mod scenario_cases;
 pub mod vtrain;
 pub mod vtrain_table;
 
@@ -135,6 +140,10 @@ pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
             case.get("source").and_then(|h| h.as_str()).unwrap_or(""),
         ]
         .join(" ");
+        if let Some(scenario) = case.get("scenario") {
+            rows.extend(scenario_cases::rows(id, scenario, &measured));
+            continue;
+        }
         let case_file = case_scenario(id, case, &hardware);
         if measured.contains_key("forward_ms") {
             let source = case.get("source").and_then(|s| s.as_str()).unwrap_or("");
@@ -383,6 +392,7 @@ struct Simulated {
     metrics: Metrics,
     peak_flops_per_s: f64,
     gpus: u32,
+    seq_len: u64,
 }
 
 impl Simulated {
@@ -397,6 +407,7 @@ impl Simulated {
             }
             Quantity::AggregatePflops => m.tflops_per_gpu * self.gpus as f64 / 1e3,
             Quantity::SamplesPerS => m.samples_per_s,
+            Quantity::TokensPerSPerGpu => m.samples_per_s * self.seq_len as f64 / self.gpus as f64,
         }
     }
 }
@@ -406,6 +417,11 @@ fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, 
     let mut file = file.clone();
     file.recompute = Some(variant.recompute);
     file.options.sequence_parallel = Some(variant.sequence_parallel);
+    simulate_file(&file)
+}
+
+/// Simulates a scenario file as it is.
+fn simulate_file(file: &ScenarioFile) -> Result<Simulated, String> {
     let scenario = file.resolve().map_err(|e| e.to_string())?;
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
@@ -415,6 +431,7 @@ fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, 
             .precision
             .peak_flops_per_s(&scenario.topology.gpu.peak),
         gpus: scenario.layout.gpus(),
+        seq_len: scenario.model.seq_len,
     })
 }
 

@@ -162,7 +162,7 @@ mod tests {
             closest_builtin("NVIDIA A100-SXM4-40GB"),
             stand_in("a100-80gb")
         );
-        assert_eq!(closest_builtin("NVIDIA H100 PCIe"), stand_in("h100-sxm"));
+        assert_eq!(closest_builtin("NVIDIA H100 PCIe"), exact("h100-pcie"));
         assert_eq!(
             closest_builtin("Tesla V100-SXM2-32GB"),
             stand_in("v100-32gb")

@@ -325,10 +325,11 @@ pub enum ProfileError {
     Invalid { path: String, problems: Vec<String> },
 }
 
-const EMBEDDED: [(&str, &str); 6] = [
+const EMBEDDED: [(&str, &str); 7] = [
     ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
     ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
     ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
+    ("h100-pcie", include_str!("../profiles/h100-pcie.json")),
     ("h200", include_str!("../profiles/h200.json")),
     ("b200", include_str!("../profiles/b200.json")),
     ("gb200", include_str!("../profiles/gb200.json")),

@@ -23,7 +23,10 @@ fn embedded_profiles_are_found_by_their_gpu() {
     assert_eq!(Profile::default_for_gpu("H200").unwrap().id, "h200");
     assert_eq!(Profile::default_for_gpu("B200").unwrap().id, "b200");
     assert_eq!(Profile::default_for_gpu("GB200").unwrap().id, "gb200");
-    assert!(Profile::default_for_gpu("H100-PCIe-80GB").is_none());
+    assert_eq!(
+        Profile::default_for_gpu("H100-PCIe-80GB").unwrap().id,
+        "h100-pcie"
+    );
     assert!(Profile::builtin_names().contains(&"h100-sxm"));
     // Each GPU has at most one embedded default.
     let mut gpus: Vec<_> = Profile::builtin_names()
@@ -153,4 +156,28 @@ fn gemm_layout_is_optional_checked_and_omitted_when_unknown() {
     assert!(!error.contains("gemm.measured[0]"), "{error}");
     profile.gemm.measured.truncate(1);
     profile.validate("p.json").unwrap();
+}
+
+#[test]
+fn h100_pcie_default_says_its_efficiencies_are_the_sxm_ones_assumed() {
+    let profile = Profile::builtin("h100-pcie").unwrap();
+    let sxm = Profile::builtin("h100-sxm").unwrap();
+    for (quantity, sxm_value) in [
+        (&profile.gemm.large_gemm_efficiency, sxm.gemm.large_gemm_efficiency.value),
+        (&profile.memory.hbm_efficiency, sxm.memory.hbm_efficiency.value),
+    ] {
+        assert_eq!(quantity.source, Source::Model);
+        assert!(quantity.note.starts_with("Assumed, not measured"));
+        assert_eq!(quantity.value, sxm_value);
+    }
+    // The bridge's 300 GB/s per direction at the SXM rings' 370/450.
+    let nvlink = profile.communication.nvlink_bus_bandwidth_bytes_per_s.value;
+    assert!((nvlink - 0.82 * 300e9).abs() < 1.0, "{nvlink}");
+    // Attention rates: the SXM's scaled by the dense peaks, 756/989.
+    let rates = |p: &Profile| -> Vec<f64> {
+        p.attention.as_ref().unwrap().measured.iter().map(|e| e.flops_per_s).collect()
+    };
+    for (pcie, sxm) in rates(&profile).into_iter().zip(rates(&sxm)) {
+        assert!((pcie - sxm * 756.0 / 989.0).abs() <= 0.5e9, "{pcie} vs {sxm}");
+    }
 }

@@ -25,6 +25,14 @@ enum Command {
     /// Simulate one training iteration and report time, TFLOP/s, bubble, communication and memory.
     Simulate(commands::simulate::SimulateArgs),
     /// Predicted time and bus bandwidth of a collective over a size range (nccl-tests columns).
+    ///
+    /// Each row runs the (algorithm, protocol) pair NCCL's tuner picks (NVIDIA/nccl v2.12.12-1,
+    /// src/graph/tuning.cc): time = latency + bytes / bandwidth for ring and tree with the LL,
+    /// LL128 and Simple protocols; the least time wins. 'latency' is that pair's latency term
+    /// (NCCL's per-call base latency plus its per-hop latencies); the rest of 'time' moves the
+    /// bytes at the profile's achieved bus bandwidth times the protocol's factor (LL about 1/4,
+    /// LL128 0.92, Simple 1). send_recv is not tuned by NCCL: it runs Simple at the profile's
+    /// step latency.
     Collective(commands::collective::CollectiveArgs),
     /// Draw or trace a saved Timeline (Gantt chart SVG/PNG, Perfetto trace).
     Timeline(commands::timeline::TimelineArgs),

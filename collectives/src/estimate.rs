@@ -1,6 +1,8 @@
-//! Closed-form cost of one collective: the ring and tree formulas and the
-//! algorithm choice (see the crate documentation).
+//! Closed-form cost of one collective: the ring's bandwidth and steps, and
+//! [`estimate`], which runs the (algorithm, protocol) pair NCCL's tuner picks
+//! (see the crate documentation and [`crate::protocol`]).
 
+use super::protocol::{tune, Protocol};
 use super::shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};
 use timeline::time::SimDuration;
 
@@ -18,6 +20,10 @@ pub struct CollectiveEstimate {
     pub duration: SimDuration,
     /// The algorithm the time is for (the requested one, or the tuner's choice).
     pub algorithm: Algorithm,
+    /// The protocol the tuner picked (Simple for send/recv).
+    pub protocol: Protocol,
+    /// The latency term of the time (fixed per-call and per-hop costs), before rounding.
+    pub latency_ns: f64,
     /// nccl-tests' algorithm bandwidth: size ÷ time (0 when nothing is sent).
     pub algbw_bytes_per_s: f64,
     /// nccl-tests' bus bandwidth: algbw × the operation's bus factor.
@@ -73,9 +79,11 @@ pub fn ring_steps(op: CollectiveOp, group: &GroupShape) -> (u64, u64) {
     }
 }
 
-/// Ring (pipelined chain for broadcast, one hop for send/recv):
+/// Ring with the profile's per-step latencies, the model of a send/recv (one hop,
+/// Simple; NCCL does not tune point-to-point):
 /// latency = intra steps × nvlink step + inter steps × network step;
-/// transfer = bus factor × bytes ÷ ring bus bandwidth.
+/// transfer = bus factor × bytes ÷ ring bus bandwidth (the Simple protocol's,
+/// which is also every tuned pair's bandwidth before its protocol factor).
 pub fn ring_terms(
     op: CollectiveOp,
     bytes: u64,
@@ -92,28 +100,14 @@ pub fn ring_terms(
     }
 }
 
-/// Double binary tree all-reduce (NCCL `tuning.cc`): a chain of r − 1 NVLink hops
-/// inside each node and ⌊log2 nodes⌋ network hops, each walked twice (reduce up,
-/// broadcast down); algorithm bandwidth = 0.5 × 0.92 × the ring's bus bandwidth.
-pub fn tree_terms(bytes: u64, group: &GroupShape, rates: &LinkRates) -> CostTerms {
-    let chain_hops = group.ranks_per_node.saturating_sub(1) as f64;
-    let tree_depth = group.nodes.max(1).ilog2() as f64;
-    let algbw_bytes_per_s =
-        TREE_ALGORITHM_RATIO * TREE_BANDWIDTH_EFFICIENCY * ring_bus_bytes_per_s(group, rates);
-    CostTerms {
-        latency_ns: 2.0
-            * (chain_hops * rates.nvlink_step_latency_ns
-                + tree_depth * rates.network_step_latency_ns),
-        transfer_seconds: bytes as f64 / algbw_bytes_per_s,
-    }
-}
-
 /// Cost of `op` on `bytes` (nccl-tests' "size": the buffer per rank; for
 /// all-gather/reduce-scatter the full, gathered buffer) over `group`.
 ///
-/// `algorithm: None` applies the tuner rule of the module documentation; `Some`
-/// forces an algorithm, except that a tree is only defined for all-reduce (as in
-/// NCCL), so other operations run as rings and say so in the result.
+/// Collectives run the (algorithm, protocol) pair NCCL's tuner picks
+/// ([`tune`]) and take that pair's modeled time; `algorithm: Some` restricts the
+/// choice to that algorithm, except that a tree is only defined for all-reduce (as
+/// in NCCL), so other operations run as rings and say so in the result. A send/recv
+/// is not tuned by NCCL: it runs Simple, one hop of [`ring_terms`].
 /// A group of one rank, or zero bytes, costs nothing.
 pub fn estimate(
     op: CollectiveOp,
@@ -122,61 +116,55 @@ pub fn estimate(
     rates: &LinkRates,
     algorithm: Option<Algorithm>,
 ) -> CollectiveEstimate {
-    let tree_allowed = op == CollectiveOp::AllReduce;
-    let algorithm = match algorithm {
-        Some(Algorithm::Tree) if tree_allowed => Algorithm::Tree,
-        Some(_) => Algorithm::Ring,
-        None => choose_algorithm(op, bytes, group, rates),
+    let forced = match algorithm {
+        Some(Algorithm::Tree) if op != CollectiveOp::AllReduce => Some(Algorithm::Ring),
+        other => other,
     };
     if group.ranks <= 1 || bytes == 0 {
         return CollectiveEstimate {
             duration: SimDuration::ZERO,
-            algorithm,
+            algorithm: forced.unwrap_or(Algorithm::Ring),
+            protocol: Protocol::Simple,
+            latency_ns: 0.0,
             algbw_bytes_per_s: 0.0,
             busbw_bytes_per_s: 0.0,
         };
     }
-    let terms = match algorithm {
-        Algorithm::Ring => ring_terms(op, bytes, group, rates),
-        Algorithm::Tree => tree_terms(bytes, group, rates),
-    };
+    let (algorithm, protocol, terms) = tune(op, bytes, group, rates, forced).unwrap_or((
+        Algorithm::Ring,
+        Protocol::Simple,
+        ring_terms(op, bytes, group, rates),
+    ));
     let duration = SimDuration::from_seconds_ceil(terms.total_seconds());
     let algbw_bytes_per_s = bytes as f64 / duration.as_seconds();
     CollectiveEstimate {
         duration,
         algorithm,
+        protocol,
+        latency_ns: terms.latency_ns,
         algbw_bytes_per_s,
         busbw_bytes_per_s: algbw_bytes_per_s * op.bus_factor(group.ranks),
     }
 }
 
-/// The tuner: rings inside a node and for every operation but all-reduce; for an
-/// all-reduce across nodes, whichever of ring and tree the model predicts faster
-/// (ties go to the ring), as NCCL's tuner picks the least modeled time.
+/// The algorithm NCCL's tuner runs `op` of `bytes` with ([`tune`]; a ring for
+/// send/recv and single ranks).
 pub fn choose_algorithm(
     op: CollectiveOp,
     bytes: u64,
     group: &GroupShape,
     rates: &LinkRates,
 ) -> Algorithm {
-    if op != CollectiveOp::AllReduce || group.nodes <= 1 || group.ranks <= 1 {
-        return Algorithm::Ring;
-    }
-    let ring = ring_terms(op, bytes, group, rates).total_seconds();
-    let tree = tree_terms(bytes, group, rates).total_seconds();
-    if tree < ring {
-        Algorithm::Tree
-    } else {
-        Algorithm::Ring
-    }
+    tune(op, bytes, group, rates, None).map_or(Algorithm::Ring, |(a, _, _)| a)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Round numbers: 100 GB/s NVLink bus, 10 GB/s NICs, 1 µs / 3 µs steps.
-    fn round_rates() -> LinkRates {
+    /// Round numbers: 100 GB/s NVLink bus, 10 GB/s NICs, 1 µs / 3 µs steps, an
+    /// Ampere GPU (LL128 on, the 235 GB/s cap) on NVLink, Intel hosts.
+    pub(crate) fn round_rates() -> LinkRates {
         LinkRates {
             nvlink_bus_bytes_per_s: 100e9,
             nvlink_step_latency_ns: 1000.0,
@@ -184,13 +172,17 @@ mod tests {
             nics_per_node: 8,
             gpus_per_node: 8,
             network_step_latency_ns: 3000.0,
+            compute_capability: 80,
+            intra_node_nvlink: true,
+            amd_host_cpu: false,
         }
     }
 
     fn ring_ns(op: CollectiveOp, bytes: u64, group: GroupShape) -> u64 {
-        estimate(op, bytes, &group, &round_rates(), Some(Algorithm::Ring))
-            .duration
-            .as_nanos()
+        SimDuration::from_seconds_ceil(
+            ring_terms(op, bytes, &group, &round_rates()).total_seconds(),
+        )
+        .as_nanos()
     }
 
     #[test]
@@ -202,65 +194,102 @@ mod tests {
         assert_eq!(ring_ns(CollectiveOp::AllReduce, 1_000_100, node8), 31_502);
         // 7 steps + 0.875 × 1 000 100 ÷ 100e9 = 7 000 + 8 750.875 ns.
         assert_eq!(ring_ns(CollectiveOp::AllGather, 1_000_100, node8), 15_751);
-        assert_eq!(
-            ring_ns(CollectiveOp::ReduceScatter, 1_000_100, node8),
-            15_751
-        );
         // Pipelined chain: 7 steps + 1 000 050 ÷ 100e9 = 7 000 + 10 000.5 ns.
         assert_eq!(ring_ns(CollectiveOp::Broadcast, 1_000_050, node8), 17_001);
+    }
+
+    #[test]
+    fn send_recv_is_one_simple_hop_at_the_profile_step_latency() {
         // One hop: 1 µs + 10 000.5 ns.
         let pair = GroupShape::single_node(2);
-        assert_eq!(ring_ns(CollectiveOp::SendRecv, 1_000_050, pair), 11_001);
-        // A fraction of a nanosecond rounds up: 14 000 + 1.75 × 1001 ÷ 100 = 14 017.5175.
-        assert_eq!(ring_ns(CollectiveOp::AllReduce, 1001, node8), 14_018);
-    }
-
-    #[test]
-    fn ring_formulas_across_nodes_use_rails_and_network_steps() {
-        // 2 nodes × 8: bus bw min(100, 8 × 10) = 80 GB/s; 30 steps, 2 of them inter-node.
-        // 28 × 1000 + 2 × 3000 = 34 000 ns; 1.875 × 8 000 100 ÷ 80e9 = 187 502.34 ns.
-        let group = GroupShape::new(2, 8);
-        assert_eq!(ring_bus_bytes_per_s(&group, &round_rates()), 80e9);
-        assert_eq!(ring_ns(CollectiveOp::AllReduce, 8_000_100, group), 221_503);
-        // One rank per node over 4 nodes: its own rail, 10 GB/s; 6 network steps.
-        // 18 000 + 1.5 × 8 000 003 ÷ 10e9 = 18 000 + 1 200 000.45 ns.
-        let rail = GroupShape::new(4, 1);
-        assert_eq!(ring_bus_bytes_per_s(&rail, &round_rates()), 10e9);
-        assert_eq!(ring_ns(CollectiveOp::AllReduce, 8_000_003, rail), 1_218_001);
-        // Send/recv between nodes: one network step over one rail: 3 000 + 100 000.3 ns.
-        let pair = GroupShape::new(2, 1);
-        assert_eq!(ring_ns(CollectiveOp::SendRecv, 1_000_003, pair), 103_001);
-    }
-
-    #[test]
-    fn tree_formula_is_exact_to_the_nanosecond() {
-        // 4 nodes × 8: 2 × (7 × 1000 + 2 × 3000) = 26 000 ns;
-        // 8e6 ÷ (0.5 × 0.92 × 80e9) = 217 391.30… ns.
-        let group = GroupShape::new(4, 8);
-        let tree = estimate(
-            CollectiveOp::AllReduce,
-            8_000_000,
-            &group,
+        let e = estimate(
+            CollectiveOp::SendRecv,
+            1_000_050,
+            &pair,
             &round_rates(),
-            Some(Algorithm::Tree),
+            None,
         );
-        assert_eq!(tree.algorithm, Algorithm::Tree);
-        assert_eq!(tree.duration.as_nanos(), 243_392);
+        assert_eq!(e.duration.as_nanos(), 11_001);
+        assert_eq!(
+            (e.algorithm, e.protocol),
+            (Algorithm::Ring, Protocol::Simple)
+        );
+        assert_eq!(e.latency_ns, 1000.0);
+        // Between nodes: one network step over one rail: 3 000 + 100 000.3 ns.
+        let pair = GroupShape::new(2, 1);
+        let e = estimate(
+            CollectiveOp::SendRecv,
+            1_000_003,
+            &pair,
+            &round_rates(),
+            None,
+        );
+        assert_eq!(e.duration.as_nanos(), 103_001);
     }
 
     #[test]
-    fn tuner_picks_tree_for_small_cross_node_all_reduce_and_ring_for_large() {
+    fn ring_bandwidth_across_nodes_uses_rails() {
+        // 2 nodes × 8: bus bw min(100, 8 × 10) = 80 GB/s; one rank per node: its own rail.
+        assert_eq!(
+            ring_bus_bytes_per_s(&GroupShape::new(2, 8), &round_rates()),
+            80e9
+        );
+        assert_eq!(
+            ring_bus_bytes_per_s(&GroupShape::new(4, 1), &round_rates()),
+            10e9
+        );
+    }
+
+    #[test]
+    fn estimate_runs_the_tuned_pair_and_reports_its_latency_term() {
+        let rates = round_rates();
+        let node8 = GroupShape::single_node(8);
+        let run = |bytes| estimate(CollectiveOp::AllReduce, bytes, &node8, &rates, None);
+        // Ring LL: 3.6 + 14 × 0.47 = 10.18 µs; 100 001 B × 14 ÷ (8 × 25 GB/s) = 7 000.07 ns.
+        let small = run(100_001);
+        assert_eq!(
+            (small.algorithm, small.protocol),
+            (Algorithm::Ring, Protocol::Ll)
+        );
+        assert_eq!(small.duration.as_nanos(), 17_181);
+        assert!((small.latency_ns - 10_180.0).abs() < 1e-6);
+        // Ring LL128: 10 + 14 × 1.9 = 36.6 µs; 4 000 001 × 14 ÷ (8 × 92 GB/s) = 76 086.98 ns.
+        let medium = run(4_000_001);
+        assert_eq!(
+            (medium.algorithm, medium.protocol),
+            (Algorithm::Ring, Protocol::Ll128)
+        );
+        assert_eq!(medium.duration.as_nanos(), 112_687);
+        // Ring Simple: 8.4 + 14 × 3.4 = 56 µs; 64 000 001 × 1.75 ÷ 100 GB/s = 1 120 000.02 ns.
+        let large = run(64_000_001);
+        assert_eq!(
+            (large.algorithm, large.protocol),
+            (Algorithm::Ring, Protocol::Simple)
+        );
+        assert_eq!(large.duration.as_nanos(), 1_176_001);
+        assert_eq!(
+            large.algbw_bytes_per_s,
+            64_000_001.0 / large.duration.as_seconds()
+        );
+        assert_eq!(large.busbw_bytes_per_s, large.algbw_bytes_per_s * 1.75);
+        // An all-gather's LL ring in one node gets ⅓ of the bus, 33.3 GB/s × 8/7:
+        // 3.6 + 7 × 0.47 = 6.89 µs + 100 001 × 7 ÷ (8 × 33.3e9) = 2 625.03 ns.
+        let gather = estimate(CollectiveOp::AllGather, 100_001, &node8, &rates, None);
+        assert_eq!(gather.protocol, Protocol::Ll);
+        assert_eq!(gather.duration.as_nanos(), 9_516);
+    }
+
+    #[test]
+    fn forcing_an_algorithm_restricts_the_tuner_to_it() {
         let rates = round_rates();
         let group = GroupShape::new(16, 8);
         let choose = |bytes| estimate(CollectiveOp::AllReduce, bytes, &group, &rates, None);
         assert_eq!(choose(64 << 10).algorithm, Algorithm::Tree);
         assert_eq!(choose(4 << 30).algorithm, Algorithm::Ring);
-        // Inside a node and for other operations: ring.
-        let node = GroupShape::single_node(8);
-        let small = estimate(CollectiveOp::AllReduce, 1024, &node, &rates, None);
-        assert_eq!(small.algorithm, Algorithm::Ring);
-        let gather = estimate(CollectiveOp::AllGather, 1024, &group, &rates, None);
-        assert_eq!(gather.algorithm, Algorithm::Ring);
+        assert_eq!(
+            choose_algorithm(CollectiveOp::AllReduce, 64 << 10, &group, &rates),
+            Algorithm::Tree
+        );
         // Forcing a tree onto an all-gather runs a ring, as NCCL does.
         let forced = estimate(
             CollectiveOp::AllGather,
@@ -270,7 +299,7 @@ mod tests {
             Some(Algorithm::Tree),
         );
         assert_eq!(forced.algorithm, Algorithm::Ring);
-        // The override wins over the tuner.
+        // The override wins over the tuner, and is slower where the tuner disagrees.
         let ring = estimate(
             CollectiveOp::AllReduce,
             64 << 10,
@@ -280,21 +309,6 @@ mod tests {
         );
         assert_eq!(ring.algorithm, Algorithm::Ring);
         assert!(ring.duration > choose(64 << 10).duration);
-    }
-
-    #[test]
-    fn bandwidths_follow_nccl_tests_definitions() {
-        let group = GroupShape::single_node(8);
-        let e = estimate(
-            CollectiveOp::AllReduce,
-            1_000_100,
-            &group,
-            &round_rates(),
-            None,
-        );
-        assert_eq!(e.duration.as_nanos(), 31_502);
-        assert_eq!(e.algbw_bytes_per_s, 1_000_100.0 / e.duration.as_seconds());
-        assert_eq!(e.busbw_bytes_per_s, e.algbw_bytes_per_s * 1.75);
     }
 
     #[test]

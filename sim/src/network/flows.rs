@@ -216,13 +216,19 @@ impl<'a> FabricFlowPlanner<'a> {
         }
         let ranks = &self.graph.group_ranks(t.group);
         Some(if nodes > 1 {
-            self.ring_flows(op, ranks, cost.bytes)
+            self.ring_flows(op, ranks, cost.bytes, cost.duration)
         } else {
             self.nvlink_ring_flows(op, ranks, cost.bytes, cost.duration)
         })
     }
 
-    fn ring_flows(&self, op: CollectiveOp, ranks: &[Rank], bytes: u64) -> FlowPlan {
+    fn ring_flows(
+        &self,
+        op: CollectiveOp,
+        ranks: &[Rank],
+        bytes: u64,
+        duration: SimDuration,
+    ) -> FlowPlan {
         let gpus_per_node = self.placement.gpus_per_node;
         // Ranks grouped by node, in rank order.
         let mut nodes: Vec<Vec<u32>> = Vec::new();
@@ -252,10 +258,14 @@ impl<'a> FabricFlowPlanner<'a> {
                 flows.push((FlowEnds::Gpus(from, to), hop_bytes));
             }
         }
-        let latency = ring_terms(op, bytes, &group, &self.rates).latency_ns;
+        // The hops stand for the Simple ring's transfer term (bus factor × bytes at
+        // the group's rails); the rest of the closed-form time (NCCL's latency term,
+        // the protocol's bandwidth loss, a tree's slower bandwidth) is the tail.
+        let transfer = ring_terms(op, bytes, &group, &self.rates).transfer_seconds;
+        let alone = SimDuration::from_seconds_ceil(transfer);
         FlowPlan {
             flows,
-            tail: SimDuration::from_seconds_ceil(latency * 1e-9),
+            tail: SimDuration(duration.0.saturating_sub(alone.0)),
         }
     }
 }

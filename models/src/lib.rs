@@ -27,6 +27,7 @@
 //! ```
 
 pub mod formulas;
+pub mod fp8;
 pub mod gemm;
 pub mod hf_config;
 pub mod memory;

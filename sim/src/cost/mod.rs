@@ -22,13 +22,13 @@ mod memory_bound;
 mod network;
 mod offload;
 
-pub use breakdown::{layer_kernel_costs, KernelCost};
+pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 
-use crate::scenario::{Recompute, Scenario};
+use crate::scenario::{Precision, Recompute, Scenario};
 use crate::task_graph::{ComputePass, PcieDirection, Work};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
@@ -90,7 +90,7 @@ pub fn pass_steps(
         ComputePass::Forward | ComputePass::Recompute => steps.forward,
         ComputePass::Backward => steps.backward,
     };
-    let mut layer = pick(ops::transformer_layer_with(
+    let mut layer_steps = ops::transformer_layer_with(
         model,
         b,
         t,
@@ -98,7 +98,12 @@ pub fn pass_steps(
             sequence_parallel: scenario.options.sequence_parallel,
             fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
         },
-    ));
+    );
+    let fp8 = scenario.options.precision == Precision::Fp8;
+    if fp8 {
+        layer_steps = models::fp8::fp8_layer(layer_steps);
+    }
+    let mut layer = pick(layer_steps);
     if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
         layer.retain(
             |step| matches!(step, Step::Kernel(kernel) if is_selectively_recomputed(kernel.name)),
@@ -125,6 +130,15 @@ pub fn pass_steps(
     }
     for _ in 0..layers {
         steps.extend(layer.iter().cloned());
+    }
+    // Transformer Engine's delayed scaling: one fused amax-history and scale
+    // update after each forward and each backward of the chunk (none in a
+    // recompute, which reuses the forward's scales).
+    if fp8 && layers > 0 && pass != ComputePass::Recompute {
+        steps.push(models::fp8::amax_scale_update_step(
+            layers,
+            pass == ComputePass::Backward,
+        ));
     }
     if head && pass == ComputePass::Forward {
         steps.extend(pick(pipeline_ends::head(model, b, t)));
@@ -188,11 +202,21 @@ fn cost_work(
             layers,
             embedding,
             head,
+            fp8_weight_cast,
         } => {
             let mut seconds = 0.0;
             let mut bytes = 0.0;
             let mut flops = 0.0;
-            for step in pass_steps(scenario, pass, layers, embedding, head) {
+            let mut steps = Vec::new();
+            if fp8_weight_cast {
+                steps = models::fp8::weight_cast_steps(
+                    &scenario.model,
+                    scenario.layout.tensor_parallel as u64,
+                    layers,
+                );
+            }
+            steps.extend(pass_steps(scenario, pass, layers, embedding, head));
+            for step in steps {
                 if let Step::Kernel(kernel) = step {
                     seconds += kernels.kernel_seconds(&kernel);
                     bytes += kernel.bytes;
@@ -454,6 +478,7 @@ mod tests {
             layers: 12,
             embedding: false,
             head: false,
+            fp8_weight_cast: false,
         };
         let (unfused, fused) = (cost(false, backward.clone()), cost(true, backward));
         let scenario = file(false).resolve().unwrap();

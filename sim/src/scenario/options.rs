@@ -22,10 +22,14 @@ use serde::{Deserialize, Serialize};
 pub const MAX_DPU_WARMUP: u32 = u16::MAX as u32 - 3;
 
 /// The number format of the GEMMs and the activations: fp16 with loss
-/// scaling (Megatron's `--fp16`, the SC21 and 2022 runs) or bf16 (`--bf16`).
-/// Both run at the same tensor-core rate on A100/H100/H200/B200; they differ
-/// in which rate the GPU's datasheet gives and in which calibrated GEMMs
-/// (by `dtype`) price the kernels. FP8 is not modeled yet.
+/// scaling (Megatron's `--fp16`, the SC21 and 2022 runs), bf16 (`--bf16`),
+/// or FP8 as NVIDIA Transformer Engine trains with it under Megatron-Core
+/// (`--bf16 --fp8-format hybrid`): the linear layers' GEMMs (QKV, projection,
+/// FC1, FC2; forward, data and weight gradient) at the GPU's FP8 rate on FP8
+/// inputs, everything else in bf16 ([`models::fp8`]). fp16 and bf16 run at the
+/// same tensor-core rate on A100/H100/H200/B200; they differ in which rate the
+/// GPU's datasheet gives and in which calibrated GEMMs (by `dtype`) price the
+/// kernels.
 #[derive(
     Debug,
     Clone,
@@ -44,6 +48,7 @@ pub enum Precision {
     #[default]
     Fp16,
     Bf16,
+    Fp8,
 }
 
 impl Precision {
@@ -52,14 +57,28 @@ impl Precision {
         match self {
             Precision::Fp16 => "fp16",
             Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
         }
     }
 
-    /// The GPU's dense tensor-core rate in this format.
-    pub fn peak_flops_per_s(self, peak: &topologies::PeakFlops) -> f64 {
+    /// The format of the GEMMs that are not FP8: under FP8 training the
+    /// attention core, the head and everything outside the linear layers
+    /// stay in bf16 (Transformer Engine's recipe).
+    pub fn high_precision(self) -> Precision {
         match self {
-            Precision::Fp16 => peak.fp16_flops_per_s,
+            Precision::Fp8 => Precision::Bf16,
+            other => other,
+        }
+    }
+
+    /// The GPU's dense tensor-core rate of the high-precision format
+    /// ([`Precision::high_precision`]): the rate of the GEMMs that are not
+    /// FP8, and the peak that utilization is reported against (under FP8 the
+    /// bf16 peak, as FP8 training reports usually quote MFU).
+    pub fn peak_flops_per_s(self, peak: &topologies::PeakFlops) -> f64 {
+        match self.high_precision() {
             Precision::Bf16 => peak.bf16_flops_per_s,
+            _ => peak.fp16_flops_per_s,
         }
     }
 
@@ -74,8 +93,10 @@ impl Precision {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
 pub struct TrainingOptionsFile {
     /// Number format of the GEMMs and activations: fp16 (default, as in
-    /// Megatron SC21) or bf16; picks the GPU's peak rate and the calibrated
-    /// GEMMs of that dtype.
+    /// Megatron SC21), bf16, or fp8 (Transformer Engine's delayed-scaling
+    /// recipe: linear-layer GEMMs in FP8, the rest in bf16; Hopper and
+    /// Blackwell only); picks the GPU's peak rate and the calibrated GEMMs of
+    /// that dtype.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub precision: Option<Precision>,

@@ -3,7 +3,10 @@
 //! goes (which GEMMs are quantized, which kernels are memory-bound, what the
 //! tensor all-reduces cost) and hold it against a profiler trace.
 
-use super::{exposed_after_overlap, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel};
+use super::{
+    exposed_after_overlap, exposed_with_tp_overlap, pass_steps, ClosedFormNetwork, KernelCostModel,
+    NetworkModel,
+};
 use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::ComputePass;
 use models::ops::{KernelClass, Step};
@@ -69,6 +72,8 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     let full = network.all_reduce(bytes, t, nodes);
                     let charged = if scenario.options.async_tensor_allreduce && async_window > 0 {
                         exposed_after_overlap(full, &steps[..index], async_window, &kernels)
+                    } else if scenario.options.tp_comm_overlap {
+                        exposed_with_tp_overlap(full, &steps, index, &kernels)
                     } else {
                         full
                     };

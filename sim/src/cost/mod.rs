@@ -21,12 +21,14 @@ mod kernels;
 mod memory_bound;
 mod network;
 mod offload;
+mod tp_overlap;
 
 pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
+pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
 use crate::scenario::{Precision, Recompute, Scenario};
 use crate::task_graph::{ComputePass, PcieDirection, Work};
@@ -249,6 +251,8 @@ fn cost_work(
                     let full = network.all_reduce(payload, group_size, nodes);
                     duration += if scenario.options.async_tensor_allreduce && async_window > 0 {
                         exposed_after_overlap(full, &steps[..index], async_window, kernels)
+                    } else if scenario.options.tp_comm_overlap {
+                        exposed_with_tp_overlap(full, &steps, index, kernels)
                     } else {
                         full
                     };

@@ -132,6 +132,14 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub async_tensor_allreduce: Option<bool>,
+    /// Megatron-Core's `--tp-comm-overlap` (Transformer Engine userbuffers):
+    /// with sequence parallelism, each linear layer's all-gather or
+    /// reduce-scatter runs in chunks pipelined with its GEMM; only the part
+    /// longer than that GEMM is exposed (default false; needs
+    /// sequence_parallel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub tp_comm_overlap: Option<bool>,
     /// Megatron's distributed optimizer (`--use-distributed-optimizer`, ZeRO
     /// stage 1): gradients are reduce-scattered over the data-parallel group
     /// instead of all-reduced, each rank updates its 1/d of the fp32 master
@@ -194,6 +202,10 @@ pub struct TrainingOptions {
     pub gradient_accumulation_fusion: bool,
     /// Column-parallel backward all-reduces overlap their weight-gradient GEMMs.
     pub async_tensor_allreduce: bool,
+    /// Sequence-parallel all-gathers and reduce-scatters overlap the linear
+    /// layers' GEMMs (Megatron-Core `--tp-comm-overlap`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tp_comm_overlap: bool,
     /// Cross-node pipeline transfers scatter over the t NICs and gather over NVLink.
     pub pipeline_scatter_gather: bool,
     /// Gradients reduce-scattered, optimizer states sharded over d, parameters all-gathered.
@@ -220,6 +232,7 @@ impl TrainingOptionsFile {
                 .gradient_accumulation_fusion
                 .or(base.gradient_accumulation_fusion),
             async_tensor_allreduce: self.async_tensor_allreduce.or(base.async_tensor_allreduce),
+            tp_comm_overlap: self.tp_comm_overlap.or(base.tp_comm_overlap),
             pipeline_scatter_gather: self
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
@@ -243,6 +256,7 @@ impl TrainingOptionsFile {
             grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
+            tp_comm_overlap: self.tp_comm_overlap.unwrap_or(false),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             distributed_optimizer: self.distributed_optimizer.unwrap_or(false),
             network_contention: self.network_contention.unwrap_or(false),
@@ -314,6 +328,16 @@ impl TrainingOptionsFile {
                 "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
             );
         }
+        if options.tp_comm_overlap && !options.sequence_parallel {
+            problems.push(
+                "tp_comm_overlap: needs sequence_parallel (Megatron-Core overlaps the sequence-parallel all-gathers and reduce-scatters with the linear layers' GEMMs; add --sequence-parallel)".into(),
+            );
+        }
+        if options.tp_comm_overlap && zero_offload {
+            problems.push(
+                "tp_comm_overlap: not modeled under zero_offload (DeepSpeed has no Transformer Engine userbuffers overlap)".into(),
+            );
+        }
         if zero_offload && options.distributed_optimizer {
             problems.push(
                 "distributed_optimizer: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
@@ -366,6 +390,9 @@ impl TrainingOptions {
         }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());
+        }
+        if self.tp_comm_overlap {
+            labels.push("TP comm overlap".into());
         }
         match self.offload {
             None => {}

@@ -88,16 +88,22 @@ pub fn work_launches(
         }
     };
     match *work {
+        // FP8 scenarios are refused by `plan` before launches are built, so
+        // no FP8 weight cast or FP8 GEMM reaches here.
         Work::Compute {
             pass,
             layers,
             embedding,
             head,
+            ..
         } => pass_steps(scenario, pass, layers, embedding, head)
             .into_iter()
             .filter_map(|step| match step {
                 Step::Kernel(kernel) => match kernel.class {
-                    KernelClass::Gemm { shape, layout } => Some(Launch::Gemm { shape, layout }),
+                    KernelClass::Gemm { shape, layout }
+                    | KernelClass::Fp8Gemm { shape, layout } => {
+                        Some(Launch::Gemm { shape, layout })
+                    }
                     KernelClass::MemoryBound => memory_bound(kernel.bytes),
                     // Refused for real runs by `plan` (no real kernel).
                     KernelClass::FusedAttention(_) => None,

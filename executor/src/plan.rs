@@ -168,6 +168,16 @@ pub fn plan(
             "ZeRO-Offload scenarios cannot be executed yet: PCIe copies and CPU Adam tasks have no launches in the executor".into(),
         ));
     }
+    if scenario.options.precision == sim::scenario::Precision::Fp8 {
+        return Err(ExecuteError::Unsupported(
+            "precision fp8 cannot be executed yet: the executor launches cuBLAS fp16/bf16 GEMMs only, not Transformer Engine's FP8 GEMMs and casts".into(),
+        ));
+    }
+    if scenario.options.tp_comm_overlap {
+        return Err(ExecuteError::Unsupported(
+            "tp_comm_overlap cannot be executed yet: the executor runs tensor all-reduces blocking on the compute stream".into(),
+        ));
+    }
     if scenario.options.async_tensor_allreduce {
         return Err(ExecuteError::Unsupported(
             "async_tensor_allreduce cannot be executed yet: the executor runs tensor all-reduces blocking on the compute stream".into(),

@@ -407,7 +407,11 @@ impl GpuState {
         let lengths = (sets, a_len, b_len, c_len);
         let gemm_sets = match precision {
             Precision::Fp16 => GemmScratch::Fp16(gemm_scratch::<f16>(stream, lengths)?),
-            Precision::Bf16 => GemmScratch::Bf16(gemm_scratch::<bf16>(stream, lengths)?),
+            // `plan` refuses FP8 scenarios; bf16 is the format of their
+            // other GEMMs.
+            Precision::Bf16 | Precision::Fp8 => {
+                GemmScratch::Bf16(gemm_scratch::<bf16>(stream, lengths)?)
+            }
         };
         let pool = |name: &str| -> Result<Option<CudaSlice<u8>>, GpuError> {
             if copy_pool == 0 {

@@ -28,6 +28,7 @@
 
 pub mod attention;
 pub mod formulas;
+pub mod fp8;
 pub mod gemm;
 pub mod hf_config;
 pub mod memory;

@@ -45,6 +45,12 @@ pub enum KernelClass {
         shape: GemmShape,
         layout: GemmLayout,
     },
+    /// A GEMM on FP8 inputs (Transformer Engine's linear layers under
+    /// `--precision fp8`, [`crate::fp8`]): costed at the GPU's FP8 rate.
+    Fp8Gemm {
+        shape: GemmShape,
+        layout: GemmLayout,
+    },
     /// An elementwise or reduction kernel (cost: bytes at achieved HBM bandwidth).
     MemoryBound,
     /// The attention core as one fused kernel ([`crate::attention`]).

@@ -12,6 +12,11 @@
 //! (2) with the delayed parameter update, whose next backward lands while the
 //! CPU still reads the previous gradients. CPU capacity per GPU is the host's
 //! memory divided by the job's GPUs on that node.
+//!
+//! Under `--precision fp8` (`models::fp8`) the weights grow by each layer's
+//! cached FP8 weights and transposes and its amax histories and scales
+//! (counted in `weight_bytes`), and the linear layers' saved inputs shrink to
+//! 1 byte per element.
 
 use crate::cost::gradients;
 use crate::scenario::{Recompute, Scenario};
@@ -48,6 +53,27 @@ pub struct MemoryBreakdown {
 /// Host bytes per offloaded parameter: fp16 gradient (2) + fp32 weight, momentum, variance (12).
 pub const OFFLOAD_CPU_BYTES_PER_PARAM: u64 = 14;
 
+/// Bytes one layer saves less per microbatch when the linear layers' inputs
+/// are kept in FP8 ([`models::fp8::saved_input_bytes_per_token`]): the
+/// replicated part on every tensor rank (÷t with sequence parallelism), the
+/// split part ÷t.
+pub fn fp8_saved_input_reduction(
+    model: &models::ModelSpec,
+    microbatch: u64,
+    tensor_parallel: u64,
+    sequence_parallel: bool,
+) -> f64 {
+    let (replicated, split) = models::fp8::saved_input_bytes_per_token(model);
+    let tokens = (model.seq_len * microbatch) as f64;
+    let t = tensor_parallel as f64;
+    let replicated = if sequence_parallel {
+        replicated as f64 / t
+    } else {
+        replicated as f64
+    };
+    tokens * (replicated + split as f64 / t)
+}
+
 /// Peak memory of one rank of every stage.
 pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec<MemoryBreakdown> {
     let model = &scenario.model;
@@ -59,15 +85,22 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::Selective => RecomputeKind::Selective,
         Recompute::Full => RecomputeKind::Full,
     };
+    let sequence_parallel = scenario.options.sequence_parallel;
+    let fp8 = scenario.options.precision == crate::scenario::Precision::Fp8;
     let stored = |kind| {
         stored_activation_bytes_per_layer_with(
             model,
             b,
             t,
-            scenario.options.sequence_parallel,
+            sequence_parallel,
             kind,
             scenario.stack.fused_attention,
         )
+            - if fp8 && kind != RecomputeKind::Full {
+                fp8_saved_input_reduction(model, b, t, sequence_parallel)
+            } else {
+                0.0
+            }
     };
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
@@ -98,7 +131,16 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 + working_layer
                 + logits
                 + pipeline_buffers) as u64;
-            let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM;
+            // FP8: each layer's cached FP8 weights with their transposes and
+            // its amax histories and scales ([`models::fp8`]).
+            let fp8_state_bytes = if fp8 {
+                layers_per_chunk
+                    * layout.chunks as u64
+                    * models::fp8::extra_state_bytes_per_layer(model, t)
+            } else {
+                0
+            };
+            let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
             let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.options.offload
             {
                 None => (

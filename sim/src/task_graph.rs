@@ -19,6 +19,10 @@ pub enum Work {
         layers: u32,
         embedding: bool,
         head: bool,
+        /// FP8 training only: this forward is its chunk's first microbatch of
+        /// the iteration, which casts the layers' weights to FP8 first
+        /// ([`models::fp8::weight_cast_steps`]).
+        fp8_weight_cast: bool,
     },
     /// The blocking tensor-parallel all-reduces of that pass, over `group_size` ranks.
     TensorAllReduce {

@@ -32,8 +32,9 @@ const GIB: u64 = 1 << 30;
 const MIB: u64 = 1 << 20;
 
 /// Every number of a [`Datasheet`] by the name its source is filed under.
-pub const DATASHEET_FIELDS: [&str; 10] = [
+pub const DATASHEET_FIELDS: [&str; 11] = [
     "peak.fp16_flops_per_s",
+    "peak.fp8_flops_per_s",
     "peak.bf16_flops_per_s",
     "peak.tf32_flops_per_s",
     "peak.fp32_flops_per_s",
@@ -84,6 +85,7 @@ impl Datasheet {
     pub fn peak_flops_per_s(&self, dtype: &str) -> Option<f64> {
         match dtype {
             "bf16" => Some(self.gpu.peak.bf16_flops_per_s),
+            "fp8" => self.gpu.peak.fp8_flops_per_s,
             "fp16" => Some(self.gpu.peak.fp16_flops_per_s),
             "tf32" => Some(self.gpu.peak.tf32_flops_per_s),
             "fp32" => Some(self.gpu.peak.fp32_flops_per_s),
@@ -107,6 +109,7 @@ const PEAKS: [&str; 4] = [
     "peak.fp32_flops_per_s",
 ];
 
+const NO_FP8: &str = "no FP8 tensor cores before Hopper (NVIDIA H100 Tensor Core GPU Architecture whitepaper: FP8 is new in the fourth-generation tensor cores); absent";
 const V100_DATASHEET: &str = "NVIDIA Tesla V100 datasheet (V100 SXM2 column): tensor 125 TFLOP/s, single precision 15.7 TFLOP/s, 32 GB HBM2 at 900 GB/s, NVLink 300 GB/s (both directions); Volta has no bf16 or tf32 tensor cores, so bf16 is given the fp16 rate (the best case) and tf32 the fp32 rate";
 const VOLTA_WHITEPAPER: &str = "NVIDIA Tesla V100 GPU Architecture whitepaper (Volta): Tesla V100 SXM2 with 80 SMs, 6144 KB L2, 1530 MHz boost clock";
 
@@ -124,6 +127,7 @@ fn v100(
             name: name.into(),
             peak: PeakFlops {
                 fp16_flops_per_s: 125e12,
+                fp8_flops_per_s: None,
                 bf16_flops_per_s: 125e12,
                 tf32_flops_per_s: 15.7e12,
                 fp32_flops_per_s: 15.7e12,
@@ -137,6 +141,7 @@ fn v100(
         nvlink_bandwidth_bytes_per_s: 150.0 * GB,
         sources: [
             cite(&PEAKS, V100_DATASHEET),
+            cite(&["peak.fp8_flops_per_s"], NO_FP8),
             cite(&["hbm_bytes", "hbm_bandwidth_bytes_per_s"], V100_DATASHEET),
             cite(&["sm_count", "l2_cache_bytes"], VOLTA_WHITEPAPER),
             cite(&["boost_clock_mhz"], clock_source),
@@ -187,6 +192,7 @@ fn a100(
             name: name.into(),
             peak: PeakFlops {
                 fp16_flops_per_s: 312e12,
+                fp8_flops_per_s: None,
                 bf16_flops_per_s: 312e12,
                 tf32_flops_per_s: 156e12,
                 fp32_flops_per_s: 19.5e12,
@@ -200,6 +206,7 @@ fn a100(
         nvlink_bandwidth_bytes_per_s: 300.0 * GB,
         sources: [
             cite(&PEAKS, A100_DATASHEET),
+            cite(&["peak.fp8_flops_per_s"], NO_FP8),
             cite(&["hbm_bytes", "hbm_bandwidth_bytes_per_s"], memory.source),
             cite(
                 &["sm_count", "l2_cache_bytes", "boost_clock_mhz"],
@@ -260,6 +267,7 @@ pub(crate) fn h100_sxm() -> Datasheet {
             name: "H100-SXM5-80GB".into(),
             peak: PeakFlops {
                 fp16_flops_per_s: 989e12,
+                fp8_flops_per_s: Some(1979e12),
                 bf16_flops_per_s: 989e12,
                 tf32_flops_per_s: 494e12,
                 fp32_flops_per_s: 67e12,
@@ -273,6 +281,10 @@ pub(crate) fn h100_sxm() -> Datasheet {
         nvlink_bandwidth_bytes_per_s: 450.0 * GB,
         sources: [
             cite(&PEAKS, H100_DATASHEET),
+            cite(
+                &["peak.fp8_flops_per_s"],
+                "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column: FP8 tensor 3,958 TFLOP/s with sparsity (1,979 dense, twice the bf16 rate)",
+            ),
             cite(
                 &["hbm_bytes", "hbm_bandwidth_bytes_per_s"],
                 "NVIDIA H100 datasheet, H100 SXM column: 80 GB HBM3 at 3.35 TB/s (taken as 80 GiB like the A100 80GB; the driver reports 81559 MiB on the lab H100)",
@@ -301,6 +313,7 @@ pub(crate) fn h100_pcie() -> Datasheet {
             name: "H100-PCIe-80GB".into(),
             peak: PeakFlops {
                 fp16_flops_per_s: 756e12,
+                fp8_flops_per_s: Some(1513e12),
                 bf16_flops_per_s: 756e12,
                 tf32_flops_per_s: 378e12,
                 fp32_flops_per_s: 51e12,
@@ -314,6 +327,10 @@ pub(crate) fn h100_pcie() -> Datasheet {
         nvlink_bandwidth_bytes_per_s: 300.0 * GB,
         sources: [
             cite(&PEAKS, H100_PCIE_DATASHEET),
+            cite(
+                &["peak.fp8_flops_per_s"],
+                "NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column: FP8 tensor 3,026 TFLOP/s with sparsity (1,513 dense)",
+            ),
             cite(
                 &["hbm_bytes", "hbm_bandwidth_bytes_per_s"],
                 "NVIDIA H100 datasheet, H100 PCIe column: 80 GB HBM2e at 2 TB/s (taken as 80 GiB)",
@@ -342,6 +359,7 @@ pub(crate) fn h200_sxm() -> Datasheet {
             name: "H200".into(),
             peak: PeakFlops {
                 fp16_flops_per_s: 989e12,
+                fp8_flops_per_s: Some(1979e12),
                 bf16_flops_per_s: 989e12,
                 tf32_flops_per_s: 494e12,
                 fp32_flops_per_s: 67e12,
@@ -357,6 +375,10 @@ pub(crate) fn h200_sxm() -> Datasheet {
             cite(
                 &PEAKS,
                 "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: bf16 and fp16 tensor 1,979 TFLOP/s and tf32 989 with sparsity (989 and 494 dense), fp32 67 TFLOP/s (shared/HARDWARE.md: same as H100 SXM)",
+            ),
+            cite(
+                &["peak.fp8_flops_per_s"],
+                "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column: FP8 tensor 3,958 TFLOP/s with sparsity (1,979 dense)",
             ),
             cite(
                 &["hbm_bytes", "hbm_bandwidth_bytes_per_s"],

@@ -8,6 +8,10 @@ use std::path::Path;
 #[serde(deny_unknown_fields)]
 pub struct PeakFlops {
     pub fp16_flops_per_s: f64,
+    /// Dense FP8 (E4M3/E5M2) tensor-core rate; absent on GPUs without FP8
+    /// tensor cores (Volta, Ampere) and in topology files that do not give it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_flops_per_s: Option<f64>,
     pub bf16_flops_per_s: f64,
     pub tf32_flops_per_s: f64,
     pub fp32_flops_per_s: f64,
@@ -134,6 +138,9 @@ impl TopologySpec {
         positive("nodes", self.nodes as f64);
         positive("gpu.peak.fp16_flops_per_s", self.gpu.peak.fp16_flops_per_s);
         positive("gpu.peak.bf16_flops_per_s", self.gpu.peak.bf16_flops_per_s);
+        if let Some(fp8) = self.gpu.peak.fp8_flops_per_s {
+            positive("gpu.peak.fp8_flops_per_s", fp8);
+        }
         positive("gpu.hbm_bytes", self.gpu.hbm_bytes as f64);
         positive(
             "gpu.hbm_bandwidth_bytes_per_s",

@@ -277,11 +277,16 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
             } else {
                 "hidden".into()
             };
+            let kernel = if row.is_fp8 {
+                format!("{} (fp8)", row.name)
+            } else {
+                row.name.to_string()
+            };
             writeln!(
                 out,
                 "  {:<10} {:<42} {:>9.1} {:>8} {:>8} {:>5.1}%",
                 name,
-                row.name,
+                kernel,
                 row.seconds * 1e6,
                 tflops,
                 rate,
@@ -299,6 +304,27 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
             total_s * 1e6,
             communication_s * 1e6
         )?;
+    }
+    let casts = sim::cost::layer_fp8_weight_casts(scenario);
+    if !casts.is_empty() {
+        writeln!(
+            out,
+            "\nfp8: GEMMs marked (fp8) run on FP8 inputs at the {:.0} TFLOP/s FP8 peak (no FP8 GEMM is calibrated: \
+             the bf16 efficiency model); the rest stays bf16. Once per iteration, before each chunk's first \
+             microbatch, every layer's weights are cast to FP8 with their transposes (Transformer Engine's weight cache):",
+            scenario.topology.gpu.peak.fp8_flops_per_s.unwrap_or(0.0) / 1e12
+        )?;
+        for row in &casts {
+            writeln!(
+                out,
+                "  {:<10} {:<42} {:>9.1} {:>8} {:>8.0}",
+                "iteration",
+                row.name,
+                row.seconds * 1e6,
+                "-",
+                row.bytes / row.seconds * 1e-9
+            )?;
+        }
     }
     Ok(())
 }

@@ -114,6 +114,7 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                 "--overlap-grad-reduce",
                 "--grad-accumulation-fusion",
                 "--async-tensor-allreduce",
+                "--tp-comm-overlap",
                 "--scatter-gather=false",
                 "--contention",
                 "--distributed-optimizer",

@@ -180,13 +180,15 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
                 layers,
                 embedding,
                 head,
+                ..
             } => {
                 let kernels: Vec<Launch> =
                     sim::cost::pass_steps(&scenario, pass, layers, embedding, head)
                         .into_iter()
                         .filter_map(|step| match step {
                             Step::Kernel(k) => Some(match k.class {
-                                KernelClass::Gemm { shape, layout } => {
+                                KernelClass::Gemm { shape, layout }
+                                | KernelClass::Fp8Gemm { shape, layout } => {
                                     Launch::Gemm { shape, layout }
                                 }
                                 KernelClass::MemoryBound => Launch::DeviceCopy {

@@ -3,7 +3,10 @@
 //! goes (which GEMMs are quantized, which kernels are memory-bound, what the
 //! tensor all-reduces cost) and hold it against a profiler trace.
 
-use super::{exposed_after_overlap, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel};
+use super::{
+    exposed_after_overlap, exposed_with_tp_overlap, pass_steps, ClosedFormNetwork, KernelCostModel,
+    NetworkModel,
+};
 use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::ComputePass;
 use models::ops::{KernelClass, Step};
@@ -20,6 +23,8 @@ pub struct KernelCost {
     /// Bytes through HBM (kernels) or per rank on the wire (all-reduces).
     pub bytes: f64,
     pub is_gemm: bool,
+    /// A GEMM on FP8 inputs (`--precision fp8`).
+    pub is_fp8: bool,
     pub is_communication: bool,
 }
 
@@ -53,7 +58,11 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     seconds: kernels.kernel_seconds(kernel),
                     flops: kernel.flops,
                     bytes: kernel.bytes,
-                    is_gemm: matches!(kernel.class, KernelClass::Gemm { .. }),
+                    is_gemm: matches!(
+                        kernel.class,
+                        KernelClass::Gemm { .. } | KernelClass::Fp8Gemm { .. }
+                    ),
+                    is_fp8: matches!(kernel.class, KernelClass::Fp8Gemm { .. }),
                     is_communication: false,
                 },
                 Step::TensorAllReduce {
@@ -63,6 +72,8 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     let full = network.all_reduce(bytes, t, nodes);
                     let charged = if scenario.options.async_tensor_allreduce && async_window > 0 {
                         exposed_after_overlap(full, &steps[..index], async_window, &kernels)
+                    } else if scenario.options.tp_comm_overlap {
+                        exposed_with_tp_overlap(full, &steps, index, &kernels)
                     } else {
                         full
                     };
@@ -73,6 +84,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                         flops: 0.0,
                         bytes: bytes as f64,
                         is_gemm: false,
+                        is_fp8: false,
                         is_communication: true,
                     }
                 }
@@ -80,6 +92,34 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
         }
     }
     rows
+}
+
+/// Under `--precision fp8`, one layer's per-iteration weight casts (each
+/// chunk's first forward runs them before its layers: [`models::fp8`]), costed
+/// as the simulation costs them; empty otherwise.
+pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
+    if scenario.options.precision != crate::scenario::Precision::Fp8 {
+        return Vec::new();
+    }
+    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
+        .with_precision(scenario.options.precision);
+    let t = scenario.layout.tensor_parallel as u64;
+    models::fp8::weight_cast_steps(&scenario.model, t, 1)
+        .into_iter()
+        .filter_map(|step| match step {
+            Step::Kernel(kernel) => Some(KernelCost {
+                pass: ComputePass::Forward,
+                name: kernel.name,
+                seconds: kernels.kernel_seconds(&kernel),
+                flops: 0.0,
+                bytes: kernel.bytes,
+                is_gemm: false,
+                is_fp8: false,
+                is_communication: false,
+            }),
+            Step::TensorAllReduce { .. } => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -116,6 +156,7 @@ mod tests {
                     layers: 1,
                     embedding: false,
                     head: false,
+                    fp8_weight_cast: false,
                 },
                 Work::TensorAllReduce {
                     pass,

@@ -22,14 +22,16 @@ mod kernels;
 mod memory_bound;
 mod network;
 mod offload;
+mod tp_overlap;
 
-pub use breakdown::{layer_kernel_costs, KernelCost};
+pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
+pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
-use crate::scenario::{Recompute, Scenario};
+use crate::scenario::{Precision, Recompute, Scenario};
 use crate::task_graph::{ComputePass, PcieDirection, Work};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
@@ -93,7 +95,7 @@ pub fn pass_steps(
         ComputePass::Forward | ComputePass::Recompute => steps.forward,
         ComputePass::Backward => steps.backward,
     };
-    let mut layer = pick(ops::transformer_layer_with(
+    let mut layer_steps = ops::transformer_layer_with(
         model,
         b,
         t,
@@ -102,7 +104,12 @@ pub fn pass_steps(
             fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
             fused_attention: scenario.stack.fused_attention,
         },
-    ));
+    );
+    let fp8 = scenario.options.precision == Precision::Fp8;
+    if fp8 {
+        layer_steps = models::fp8::fp8_layer(layer_steps);
+    }
+    let mut layer = pick(layer_steps);
     if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
         layer.retain(
             |step| matches!(step, Step::Kernel(kernel) if is_selectively_recomputed(kernel.name)),
@@ -129,6 +136,15 @@ pub fn pass_steps(
     }
     for _ in 0..layers {
         steps.extend(layer.iter().cloned());
+    }
+    // Transformer Engine's delayed scaling: one fused amax-history and scale
+    // update after each forward and each backward of the chunk (none in a
+    // recompute, which reuses the forward's scales).
+    if fp8 && layers > 0 && pass != ComputePass::Recompute {
+        steps.push(models::fp8::amax_scale_update_step(
+            layers,
+            pass == ComputePass::Backward,
+        ));
     }
     if head && pass == ComputePass::Forward {
         steps.extend(pick(pipeline_ends::head(model, b, t)));
@@ -192,11 +208,21 @@ fn cost_work(
             layers,
             embedding,
             head,
+            fp8_weight_cast,
         } => {
             let mut seconds = 0.0;
             let mut bytes = 0.0;
             let mut flops = 0.0;
-            for step in pass_steps(scenario, pass, layers, embedding, head) {
+            let mut steps = Vec::new();
+            if fp8_weight_cast {
+                steps = models::fp8::weight_cast_steps(
+                    &scenario.model,
+                    scenario.layout.tensor_parallel as u64,
+                    layers,
+                );
+            }
+            steps.extend(pass_steps(scenario, pass, layers, embedding, head));
+            for step in steps {
                 if let Step::Kernel(kernel) = step {
                     seconds += kernels.kernel_seconds(&kernel);
                     bytes += kernel.bytes;
@@ -229,6 +255,8 @@ fn cost_work(
                     let full = network.all_reduce(payload, group_size, nodes);
                     duration += if scenario.options.async_tensor_allreduce && async_window > 0 {
                         exposed_after_overlap(full, &steps[..index], async_window, kernels)
+                    } else if scenario.options.tp_comm_overlap {
+                        exposed_with_tp_overlap(full, &steps, index, kernels)
                     } else {
                         full
                     };
@@ -468,6 +496,7 @@ mod tests {
             layers: 12,
             embedding: false,
             head: false,
+            fp8_weight_cast: false,
         };
         let (unfused, fused) = (cost(false, backward.clone()), cost(true, backward));
         let scenario = file(false).resolve().unwrap();

@@ -319,6 +319,8 @@ pub fn program(
                 layers,
                 embedding,
                 head,
+                // FP8 training is refused under ZeRO-Offload.
+                fp8_weight_cast: false,
             };
             match action.pass {
                 Pass::Forward => {

@@ -17,6 +17,9 @@ pub struct PassPiece {
     pub layers: u32,
     pub embedding: bool,
     pub head: bool,
+    /// FP8 training: the chunk's first forward of the iteration, which casts
+    /// the chunk's weights to FP8 (Transformer Engine's weight cache).
+    pub fp8_weight_cast: bool,
 }
 
 /// The task kind of a compute pass.

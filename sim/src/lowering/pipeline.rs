@@ -192,6 +192,12 @@ pub fn program(
                                 layers: piece.layers,
                                 embedding: piece.embedding,
                                 head: piece.head,
+                                // Megatron-Core marks each iteration's first
+                                // microbatch; TE casts and caches FP8 weights then.
+                                fp8_weight_cast: scenario.options.precision
+                                    == crate::scenario::Precision::Fp8
+                                    && pass == ComputePass::Forward
+                                    && action.microbatch == 0,
                             },
                         );
                         for send in blocking_sends.drain(..) {

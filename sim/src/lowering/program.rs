@@ -125,6 +125,7 @@ impl Program {
             layers: piece.layers,
             embedding: piece.embedding,
             head: piece.head,
+            fp8_weight_cast: piece.fp8_weight_cast,
         });
         let all_reduce_work = (t > 1).then(|| {
             builder.work(Work::TensorAllReduce {

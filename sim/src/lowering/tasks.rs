@@ -151,6 +151,7 @@ mod tests {
             layers: 2,
             embedding: false,
             head: false,
+            fp8_weight_cast: false,
         };
         program.pass(&mut builder, group, piece);
         let steps = emit(&program, &mut builder);

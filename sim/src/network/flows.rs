@@ -88,6 +88,9 @@ pub struct FabricFlowPlanner<'a> {
     /// Backward tensor all-reduces overlap weight-gradient GEMMs and are
     /// charged only their exposed part: they stay closed form.
     async_tensor_allreduce: bool,
+    /// Tensor all-reduces overlapped with the linear layers' GEMMs
+    /// (`--tp-comm-overlap`): charged only their exposed part, closed form.
+    tp_comm_overlap: bool,
 }
 
 impl<'a> FabricFlowPlanner<'a> {
@@ -105,6 +108,7 @@ impl<'a> FabricFlowPlanner<'a> {
                 scenario.topology.pcie.latency_ns as f64 * 1e-9,
             ),
             async_tensor_allreduce: scenario.options.async_tensor_allreduce,
+            tp_comm_overlap: scenario.options.tp_comm_overlap,
             network,
             costs,
         }
@@ -289,6 +293,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                 pass: ComputePass::Backward,
                 ..
             } if self.async_tensor_allreduce => None,
+            Work::TensorAllReduce { .. } if self.tp_comm_overlap => None,
             Work::DataParallelAllReduce {
                 nodes, group_size, ..
             }

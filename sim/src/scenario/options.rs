@@ -22,10 +22,14 @@ use serde::{Deserialize, Serialize};
 pub const MAX_DPU_WARMUP: u32 = u16::MAX as u32 - 3;
 
 /// The number format of the GEMMs and the activations: fp16 with loss
-/// scaling (Megatron's `--fp16`, the SC21 and 2022 runs) or bf16 (`--bf16`).
-/// Both run at the same tensor-core rate on A100/H100/H200/B200; they differ
-/// in which rate the GPU's datasheet gives and in which calibrated GEMMs
-/// (by `dtype`) price the kernels. FP8 is not modeled yet.
+/// scaling (Megatron's `--fp16`, the SC21 and 2022 runs), bf16 (`--bf16`),
+/// or FP8 as NVIDIA Transformer Engine trains with it under Megatron-Core
+/// (`--bf16 --fp8-format hybrid`): the linear layers' GEMMs (QKV, projection,
+/// FC1, FC2; forward, data and weight gradient) at the GPU's FP8 rate on FP8
+/// inputs, everything else in bf16 ([`models::fp8`]). fp16 and bf16 run at the
+/// same tensor-core rate on A100/H100/H200/B200; they differ in which rate the
+/// GPU's datasheet gives and in which calibrated GEMMs (by `dtype`) price the
+/// kernels.
 #[derive(
     Debug,
     Clone,
@@ -44,6 +48,7 @@ pub enum Precision {
     #[default]
     Fp16,
     Bf16,
+    Fp8,
 }
 
 impl Precision {
@@ -52,14 +57,28 @@ impl Precision {
         match self {
             Precision::Fp16 => "fp16",
             Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
         }
     }
 
-    /// The GPU's dense tensor-core rate in this format.
-    pub fn peak_flops_per_s(self, peak: &topologies::PeakFlops) -> f64 {
+    /// The format of the GEMMs that are not FP8: under FP8 training the
+    /// attention core, the head and everything outside the linear layers
+    /// stay in bf16 (Transformer Engine's recipe).
+    pub fn high_precision(self) -> Precision {
         match self {
-            Precision::Fp16 => peak.fp16_flops_per_s,
+            Precision::Fp8 => Precision::Bf16,
+            other => other,
+        }
+    }
+
+    /// The GPU's dense tensor-core rate of the high-precision format
+    /// ([`Precision::high_precision`]): the rate of the GEMMs that are not
+    /// FP8, and the peak that utilization is reported against (under FP8 the
+    /// bf16 peak, as FP8 training reports usually quote MFU).
+    pub fn peak_flops_per_s(self, peak: &topologies::PeakFlops) -> f64 {
+        match self.high_precision() {
             Precision::Bf16 => peak.bf16_flops_per_s,
+            _ => peak.fp16_flops_per_s,
         }
     }
 
@@ -74,8 +93,10 @@ impl Precision {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
 pub struct TrainingOptionsFile {
     /// Number format of the GEMMs and activations: fp16 (default, as in
-    /// Megatron SC21) or bf16; picks the GPU's peak rate and the calibrated
-    /// GEMMs of that dtype.
+    /// Megatron SC21), bf16, or fp8 (Transformer Engine's delayed-scaling
+    /// recipe: linear-layer GEMMs in FP8, the rest in bf16; Hopper and
+    /// Blackwell only); picks the GPU's peak rate and the calibrated GEMMs of
+    /// that dtype.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub precision: Option<Precision>,
@@ -111,6 +132,14 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub async_tensor_allreduce: Option<bool>,
+    /// Megatron-Core's `--tp-comm-overlap` (Transformer Engine userbuffers):
+    /// with sequence parallelism, each linear layer's all-gather or
+    /// reduce-scatter runs in chunks pipelined with its GEMM; only the part
+    /// longer than that GEMM is exposed (default false; needs
+    /// sequence_parallel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub tp_comm_overlap: Option<bool>,
     /// Megatron's distributed optimizer (`--use-distributed-optimizer`, ZeRO
     /// stage 1): gradients are reduce-scattered over the data-parallel group
     /// instead of all-reduced, each rank updates its 1/d of the fp32 master
@@ -173,6 +202,10 @@ pub struct TrainingOptions {
     pub gradient_accumulation_fusion: bool,
     /// Column-parallel backward all-reduces overlap their weight-gradient GEMMs.
     pub async_tensor_allreduce: bool,
+    /// Sequence-parallel all-gathers and reduce-scatters overlap the linear
+    /// layers' GEMMs (Megatron-Core `--tp-comm-overlap`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tp_comm_overlap: bool,
     /// Cross-node pipeline transfers scatter over the t NICs and gather over NVLink.
     pub pipeline_scatter_gather: bool,
     /// Gradients reduce-scattered, optimizer states sharded over d, parameters all-gathered.
@@ -199,6 +232,7 @@ impl TrainingOptionsFile {
                 .gradient_accumulation_fusion
                 .or(base.gradient_accumulation_fusion),
             async_tensor_allreduce: self.async_tensor_allreduce.or(base.async_tensor_allreduce),
+            tp_comm_overlap: self.tp_comm_overlap.or(base.tp_comm_overlap),
             pipeline_scatter_gather: self
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
@@ -222,6 +256,7 @@ impl TrainingOptionsFile {
             grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
+            tp_comm_overlap: self.tp_comm_overlap.unwrap_or(false),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             distributed_optimizer: self.distributed_optimizer.unwrap_or(false),
             network_contention: self.network_contention.unwrap_or(false),
@@ -293,6 +328,16 @@ impl TrainingOptionsFile {
                 "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
             );
         }
+        if options.tp_comm_overlap && !options.sequence_parallel {
+            problems.push(
+                "tp_comm_overlap: needs sequence_parallel (Megatron-Core overlaps the sequence-parallel all-gathers and reduce-scatters with the linear layers' GEMMs; add --sequence-parallel)".into(),
+            );
+        }
+        if options.tp_comm_overlap && zero_offload {
+            problems.push(
+                "tp_comm_overlap: not modeled under zero_offload (DeepSpeed has no Transformer Engine userbuffers overlap)".into(),
+            );
+        }
         if zero_offload && options.distributed_optimizer {
             problems.push(
                 "distributed_optimizer: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
@@ -345,6 +390,9 @@ impl TrainingOptions {
         }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());
+        }
+        if self.tp_comm_overlap {
+            labels.push("TP comm overlap".into());
         }
         match self.offload {
             None => {}

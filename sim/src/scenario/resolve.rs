@@ -198,6 +198,21 @@ impl ScenarioFile {
                 ));
             }
         }
+        if let (super::Precision::Fp8, Some(topology)) = (options.precision, &topology) {
+            if topology.gpu.peak.fp8_flops_per_s.is_none() {
+                let architecture = topologies::datasheets::datasheet(&topology.gpu.name)
+                    .map_or(String::new(), |d| format!(" ({})", d.architecture));
+                problems.push(format!(
+                    "precision: fp8 needs FP8 tensor cores (Hopper or Blackwell), and the {}{architecture} has none (its topology gives no gpu.peak.fp8_flops_per_s); use bf16",
+                    topology.gpu.name
+                ));
+            }
+        }
+        if options.precision == super::Precision::Fp8 && options.offload.is_some() {
+            problems.push(
+                "precision: fp8 under zero_offload is not modeled (DeepSpeed's ZeRO-Offload trains in fp16); use bf16 or fp16".into(),
+            );
+        }
         if let (true, Some(topology)) = (options.network_contention, &topology) {
             if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
                 problems.push(format!("network_contention: {error}"));

@@ -15,6 +15,7 @@ pub(crate) fn b200() -> Datasheet {
             name: "B200".into(),
             peak: PeakFlops {
                 fp16_flops_per_s: 2250e12,
+                fp8_flops_per_s: Some(4500e12),
                 bf16_flops_per_s: 2250e12,
                 tf32_flops_per_s: 1100e12,
                 fp32_flops_per_s: 80e12,
@@ -30,6 +31,10 @@ pub(crate) fn b200() -> Datasheet {
             cite(
                 &PEAKS,
                 "NVIDIA Blackwell datasheet, HGX B200 (1000 W) column as tabulated at glennklockwood.com/garden/processors/B200: bf16 and fp16 tensor 4.5 PFLOP/s and tf32 2.2 with sparsity (2.25 and 1.1 dense), fp32 80 TFLOP/s",
+            ),
+            cite(
+                &["peak.fp8_flops_per_s"],
+                "NVIDIA Blackwell datasheet, HGX B200 (1000 W) column as tabulated at glennklockwood.com/garden/processors/B200: FP8 tensor 9 PFLOP/s with sparsity (4.5 dense, twice the bf16 rate)",
             ),
             cite(
                 &["hbm_bytes", "hbm_bandwidth_bytes_per_s"],
@@ -62,6 +67,7 @@ pub(crate) fn gb200() -> Datasheet {
             name: "GB200".into(),
             peak: PeakFlops {
                 fp16_flops_per_s: 2500e12,
+                fp8_flops_per_s: Some(5000e12),
                 bf16_flops_per_s: 2500e12,
                 tf32_flops_per_s: 1250e12,
                 fp32_flops_per_s: 80e12,
@@ -77,6 +83,10 @@ pub(crate) fn gb200() -> Datasheet {
             cite(
                 &PEAKS,
                 "NVIDIA GB200 NVL72 specifications (nvidia.com/en-us/data-center/gb200-nvl72), NVL72 column for 72 GPUs: FP16/BF16 tensor 360 PFLOP/s and TF32 180 PFLOP/s with sparsity (180 and 90 dense = 2.5 and 1.25 PFLOP/s per GPU), FP32 5,760 TFLOP/s (80 per GPU)",
+            ),
+            cite(
+                &["peak.fp8_flops_per_s"],
+                "NVIDIA GB200 NVL72 specifications, NVL72 column for 72 GPUs: FP8/FP6 tensor 720 PFLOP/s with sparsity (360 dense = 5 PFLOP/s per GPU)",
             ),
             cite(
                 &["hbm_bytes", "hbm_bandwidth_bytes_per_s"],

@@ -1,0 +1,187 @@
+//! Megatron-Core's `--tp-comm-overlap` (`sim::cost::exposed_with_tp_overlap`):
+//! each sequence-parallel reduce-scatter / all-gather pair is charged only
+//! what the GEMMs hiding its halves do not cover, computed here by hand from
+//! the kernel and collective costs; the same bytes move; it needs sequence
+//! parallelism.
+
+use models::ops::Step;
+use sim::cost::{cost_works, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel};
+use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::task_graph::{ComputePass, Work};
+use sim::time::SimDuration;
+
+fn scenario(overlap: bool, precision: Precision) -> Scenario {
+    ScenarioFile {
+        model: Some("gpt-22b".into()),
+        topology: Some("dgx-h100-superpod".into()),
+        tp: Some(8),
+        pp: Some(1),
+        dp: Some(1),
+        microbatch_size: Some(4),
+        global_batch: Some(8),
+        recompute: Some(Recompute::Selective),
+        options: TrainingOptionsFile {
+            precision: Some(precision),
+            sequence_parallel: Some(true),
+            tp_comm_overlap: Some(overlap),
+            ..TrainingOptionsFile::default()
+        },
+        ..ScenarioFile::tiny_example()
+    }
+    .resolve()
+    .unwrap()
+}
+
+fn all_reduce_cost(scenario: &Scenario, pass: ComputePass, layers: u32) -> (SimDuration, u64) {
+    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let work = Work::TensorAllReduce {
+        pass,
+        layers,
+        embedding: false,
+        head: false,
+        group_size: 8,
+        nodes: 1,
+    };
+    let cost = cost_works(scenario, &[work], &network)[0];
+    (cost.duration, cost.bytes)
+}
+
+/// Each half of a `full` all-reduce beyond the GEMM of that name.
+fn by_hand(scenario: &Scenario, pass: ComputePass, pairs: [(&str, &str); 2]) -> SimDuration {
+    let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
+        .with_precision(scenario.options.precision);
+    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let steps = pass_steps(scenario, pass, 1, false, false);
+    let seconds = |name: &str| {
+        steps
+            .iter()
+            .find_map(|s| match s {
+                Step::Kernel(k) if k.name == name => Some(kernels.kernel_seconds(k)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    // b·s·h bf16 bytes per all-reduce.
+    let full = network.all_reduce(4 * 2048 * 6144 * 2, 8, 1);
+    let half = full.as_seconds() / 2.0;
+    pairs
+        .iter()
+        .map(|(rs, ag)| {
+            SimDuration::from_seconds_ceil((half - seconds(rs)).max(0.0))
+                + SimDuration::from_seconds_ceil((half - seconds(ag)).max(0.0))
+        })
+        .fold(SimDuration::ZERO, |a, b| a + b)
+}
+
+#[test]
+fn each_half_is_charged_beyond_the_gemm_that_hides_it() {
+    for precision in [Precision::Bf16, Precision::Fp8] {
+        let (plain, overlapped) = (scenario(false, precision), scenario(true, precision));
+        let forward = by_hand(
+            &overlapped,
+            ComputePass::Forward,
+            [("output_projection", "mlp_fc1"), ("mlp_fc2", "qkv_gemm")],
+        );
+        let backward = by_hand(
+            &overlapped,
+            ComputePass::Backward,
+            [
+                ("mlp_fc1.wgrad", "mlp_fc2.dgrad"),
+                ("qkv_gemm.wgrad", "output_projection.dgrad"),
+            ],
+        );
+        for (pass, expected) in [
+            (ComputePass::Forward, forward),
+            (ComputePass::Backward, backward),
+        ] {
+            let (with, bytes_with) = all_reduce_cost(&overlapped, pass, 3);
+            let (without, bytes_without) = all_reduce_cost(&plain, pass, 3);
+            assert_eq!(bytes_with, bytes_without, "the same bytes move");
+            assert_eq!(with, SimDuration(3 * expected.0), "{precision:?} {pass:?}");
+            assert!(
+                with < without,
+                "{precision:?} {pass:?}: {with:?} vs {without:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_embedding_and_head_all_reduces_are_not_hidden() {
+    // The embedding's forward all-reduce follows no linear layer's GEMM.
+    let steps = pass_steps(
+        &scenario(true, Precision::Bf16),
+        ComputePass::Forward,
+        0,
+        true,
+        false,
+    );
+    assert!(steps
+        .iter()
+        .any(|s| matches!(s, Step::TensorAllReduce { .. })));
+    let network = |s: &Scenario| {
+        let network = ClosedFormNetwork::new(&s.topology, &s.profile);
+        let work = Work::TensorAllReduce {
+            pass: ComputePass::Forward,
+            layers: 0,
+            embedding: true,
+            head: false,
+            group_size: 8,
+            nodes: 1,
+        };
+        cost_works(s, &[work], &network)[0].duration
+    };
+    assert_eq!(
+        network(&scenario(true, Precision::Bf16)),
+        network(&scenario(false, Precision::Bf16))
+    );
+    assert_eq!(sim::cost::overlapping_gemms("head_gemm"), None);
+}
+
+#[test]
+fn tp_comm_overlap_needs_sequence_parallelism_and_is_titled() {
+    let error = ScenarioFile {
+        options: TrainingOptionsFile {
+            tp_comm_overlap: Some(true),
+            ..TrainingOptionsFile::default()
+        },
+        ..ScenarioFile::tiny_example()
+    }
+    .resolve()
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("tp_comm_overlap: needs sequence_parallel"),
+        "{error}"
+    );
+    let options = scenario(true, Precision::Bf16).options;
+    assert!(options.title_suffix(1).ends_with(" · TP comm overlap"));
+    let json = serde_json::to_string(&options).unwrap();
+    assert!(json.contains("\"tp_comm_overlap\":true"), "{json}");
+    let off = serde_json::to_string(&scenario(false, Precision::Bf16).options).unwrap();
+    assert!(
+        !off.contains("tp_comm_overlap"),
+        "outputs without it are unchanged: {off}"
+    );
+}
+
+#[test]
+fn the_iteration_is_faster_and_explain_rows_add_up() {
+    let (plain, overlapped) = (
+        scenario(false, Precision::Bf16),
+        scenario(true, Precision::Bf16),
+    );
+    let a = sim::simulate(&plain).unwrap();
+    let b = sim::simulate(&overlapped).unwrap();
+    assert!(b.metrics.iteration_time_s < a.metrics.iteration_time_s);
+    let rows = sim::cost::layer_kernel_costs(&overlapped);
+    for pass in [ComputePass::Forward, ComputePass::Backward] {
+        let sum: f64 = rows
+            .iter()
+            .filter(|r| r.pass == pass && r.is_communication)
+            .map(|r| r.seconds)
+            .sum();
+        let (cost, _) = all_reduce_cost(&overlapped, pass, 1);
+        assert!((sum - cost.as_seconds()).abs() < 1e-12, "{pass:?}");
+    }
+}

@@ -203,6 +203,10 @@ pub struct LayerOptions {
     /// The longest sequence the software's fused softmax kernel accepts
     /// (`None`: it has none); see [`crate::softmax`].
     pub fused_softmax_max_seq_len: Option<u64>,
+    /// Context-parallel degree cp (1: none). With cp > 1 every kernel works
+    /// on this rank's s/cp tokens and the attention core is Transformer
+    /// Engine's ring attention ([`ring_attention_steps`]).
+    pub context_parallel: u64,
 }
 
 impl Default for LayerOptions {
@@ -211,6 +215,7 @@ impl Default for LayerOptions {
         LayerOptions {
             sequence_parallel: false,
             fused_softmax_max_seq_len: Some(u64::MAX),
+            context_parallel: 1,
         }
     }
 }
@@ -234,7 +239,9 @@ pub fn transformer_layer_with(
     options: LayerOptions,
 ) -> PassSteps {
     let sequence_parallel = options.sequence_parallel;
-    let (b, s, h, t) = (microbatch, model.seq_len, model.hidden, tensor_parallel);
+    let cp = options.context_parallel.max(1);
+    // Each context-parallel rank holds s/cp tokens of every sequence.
+    let (b, s, h, t) = (microbatch, model.seq_len / cp, model.hidden, tensor_parallel);
     let heads_per_rank = model.heads / t;
     let kv_heads_per_rank = model.kv_heads() / t;
     let head_dim = model.head_dim();
@@ -299,69 +306,75 @@ pub fn transformer_layer_with(
             2.0 * FP16_BYTES as f64 * rotated,
         )]);
     }
-    if kv_heads_per_rank < heads_per_rank {
-        // K and V: read kv heads, write every query head's copy; backward
-        // reads the copies' gradients and writes their sums.
-        let copies = (2 * tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+    if cp > 1 {
+        let (forward, backward) = ring_attention_steps(b, heads_per_rank, s * cp, head_dim, cp);
+        pass.forward.extend(forward);
+        attention_bwd.push(backward);
+    } else {
+        if kv_heads_per_rank < heads_per_rank {
+            // K and V: read kv heads, write every query head's copy; backward
+            // reads the copies' gradients and writes their sums.
+            let copies = (2 * tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+            pass.forward
+                .push(Step::memory("gqa_expand_kv", FP16_BYTES as f64 * copies));
+            attention_bwd.push(vec![Step::memory(
+                "gqa_expand_kv.bwd",
+                FP16_BYTES as f64 * copies,
+            )]);
+        }
+        let mut scores_bwd = Vec::new();
+        // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
+        linear(
+            &mut pass,
+            [
+                "attention_scores",
+                "attention_scores.dgrad_q",
+                "attention_scores.dgrad_k",
+            ],
+            GemmShape {
+                batch: b * heads_per_rank,
+                m: s,
+                n: s,
+                k: head_dim,
+            },
+            GemmLayout::Tn,
+            &mut scores_bwd,
+        );
+        attention_bwd.push(scores_bwd);
+        let softmax = softmax::megatron_attention_softmax(
+            b * heads_per_rank,
+            s,
+            options.fused_softmax_max_seq_len,
+        );
         pass.forward
-            .push(Step::memory("gqa_expand_kv", FP16_BYTES as f64 * copies));
+            .extend(softmax::forward(softmax, score_elems, heads_per_rank));
+        attention_bwd.push(softmax::backward(softmax, score_elems, heads_per_rank));
+        pass.forward
+            .push(Step::memory("attention_dropout", 5.0 * score_elems));
         attention_bwd.push(vec![Step::memory(
-            "gqa_expand_kv.bwd",
-            FP16_BYTES as f64 * copies,
+            "attention_dropout.bwd",
+            5.0 * score_elems,
         )]);
+        let mut values_bwd = Vec::new();
+        // P·V: `bmm(P, V)` with both operands row-major (NN, see GemmLayout).
+        linear(
+            &mut pass,
+            [
+                "attention_over_values",
+                "attention_over_values.dgrad_probs",
+                "attention_over_values.dgrad_values",
+            ],
+            GemmShape {
+                batch: b * heads_per_rank,
+                m: s,
+                n: head_dim,
+                k: s,
+            },
+            GemmLayout::Nn,
+            &mut values_bwd,
+        );
+        attention_bwd.push(values_bwd);
     }
-    let mut scores_bwd = Vec::new();
-    // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
-    linear(
-        &mut pass,
-        [
-            "attention_scores",
-            "attention_scores.dgrad_q",
-            "attention_scores.dgrad_k",
-        ],
-        GemmShape {
-            batch: b * heads_per_rank,
-            m: s,
-            n: s,
-            k: head_dim,
-        },
-        GemmLayout::Tn,
-        &mut scores_bwd,
-    );
-    attention_bwd.push(scores_bwd);
-    let softmax = softmax::megatron_attention_softmax(
-        b * heads_per_rank,
-        s,
-        options.fused_softmax_max_seq_len,
-    );
-    pass.forward
-        .extend(softmax::forward(softmax, score_elems, heads_per_rank));
-    attention_bwd.push(softmax::backward(softmax, score_elems, heads_per_rank));
-    pass.forward
-        .push(Step::memory("attention_dropout", 5.0 * score_elems));
-    attention_bwd.push(vec![Step::memory(
-        "attention_dropout.bwd",
-        5.0 * score_elems,
-    )]);
-    let mut values_bwd = Vec::new();
-    // P·V: `bmm(P, V)` with both operands row-major (NN, see GemmLayout).
-    linear(
-        &mut pass,
-        [
-            "attention_over_values",
-            "attention_over_values.dgrad_probs",
-            "attention_over_values.dgrad_values",
-        ],
-        GemmShape {
-            batch: b * heads_per_rank,
-            m: s,
-            n: head_dim,
-            k: s,
-        },
-        GemmLayout::Nn,
-        &mut values_bwd,
-    );
-    attention_bwd.push(values_bwd);
     let mut proj_bwd = Vec::new();
     linear_with_bias(
         &mut pass,
@@ -473,6 +486,88 @@ pub fn transformer_layer_with(
     }
     pass
 }
+
+/// The attention core of one layer under context parallelism, as Transformer
+/// Engine runs it (`AttnFuncWithCPAndKVP2P` in
+/// `transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py`;
+/// Megatron-Core's local `DotProductAttention` refuses cp > 1, so ring
+/// attention is always TE's fused/flash kernel: no scores in HBM, no separate
+/// softmax or dropout kernels, grouped-query K/V used without expansion).
+/// The rank's s/cp tokens are two load-balanced chunks of s/(2·cp) (chunks r
+/// and 2·cp−1−r, so every rank does the same causal work); the ring runs cp
+/// steps, each an attention block of the local Q against one K/V chunk: the
+/// diagonal step is causal over (s/cp)², the others attend the whole local Q
+/// to half the received K/V or half the Q to all of it — each step is
+/// s/cp × s/(2·cp) of scores, charged as that GEMM shape. Per step the
+/// forward runs 2 GEMMs (Q·Kᵀ, P·V) and the backward 5 (scores recomputed,
+/// dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q: FlashAttention-2, Dao
+/// 2023, Sec. 3.1.2). `seq_len` is the whole sequence s.
+pub fn ring_attention_steps(
+    microbatch: u64,
+    heads_per_rank: u64,
+    seq_len: u64,
+    head_dim: u64,
+    context_parallel: u64,
+) -> (Vec<Step>, Vec<Step>) {
+    let cp = context_parallel.max(1);
+    let batch = microbatch * heads_per_rank;
+    let (q, kv) = (seq_len / cp, seq_len / (2 * cp));
+    let shape = |m, n, k| GemmShape { batch, m, n, k };
+    // Fused: the q × kv scores and probabilities stay on chip; each kernel
+    // moves its q- and kv-sized operands, batch·(q + kv)·head_dim 16-bit elements.
+    let bytes = (batch * (q + kv) * head_dim * FP16_BYTES) as f64;
+    let fused = |name: &'static str, shape: GemmShape, layout: GemmLayout| {
+        Step::Kernel(Kernel {
+            name,
+            class: KernelClass::Gemm { shape, layout },
+            flops: shape.flops(),
+            bytes,
+        })
+    };
+    let mut forward = Vec::new();
+    let mut backward = Vec::new();
+    for _ in 0..cp {
+        forward.push(fused(
+            "ring_attention.scores",
+            shape(q, kv, head_dim),
+            GemmLayout::Tn,
+        ));
+        forward.push(fused(
+            "ring_attention.values",
+            shape(q, head_dim, kv),
+            GemmLayout::Nn,
+        ));
+        backward.push(fused(
+            "ring_attention.bwd.scores",
+            shape(q, kv, head_dim),
+            GemmLayout::Tn,
+        ));
+        backward.push(fused(
+            "ring_attention.bwd.dgrad_probs",
+            shape(q, kv, head_dim),
+            GemmLayout::Tn,
+        ));
+        backward.push(fused(
+            "ring_attention.bwd.dgrad_values",
+            shape(kv, head_dim, q),
+            GemmLayout::Nt,
+        ));
+        backward.push(fused(
+            "ring_attention.bwd.dgrad_q",
+            shape(q, head_dim, kv),
+            GemmLayout::Nn,
+        ));
+        backward.push(fused(
+            "ring_attention.bwd.dgrad_k",
+            shape(kv, head_dim, q),
+            GemmLayout::Nt,
+        ));
+    }
+    (forward, backward)
+}
+
+/// GEMM kernels per ring-attention step: forward, backward ([`ring_attention_steps`]).
+pub const RING_ATTENTION_KERNELS_PER_STEP: [usize; 2] = [2, 5];
 
 #[cfg(test)]
 mod tests {

@@ -59,8 +59,31 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::Selective => RecomputeKind::Selective,
         Recompute::Full => RecomputeKind::Full,
     };
+    // Under context parallelism a rank keeps the activations of its s/cp
+    // tokens, and its attention core is Transformer Engine's fused kernel,
+    // which stores no s² scores: Korthikanti's selective-recompute count
+    // (the attention core's inputs and output, no scores) at s/cp tokens.
+    let cp = layout.context_parallel.max(1) as u64;
+    let rank_model = if cp > 1 {
+        let mut rank_model = model.clone();
+        rank_model.seq_len = model.seq_len / cp;
+        rank_model
+    } else {
+        model.clone()
+    };
     let stored = |kind| {
-        stored_activation_bytes_per_layer(model, b, t, scenario.options.sequence_parallel, kind)
+        let kind = if cp > 1 && kind == RecomputeKind::None {
+            RecomputeKind::Selective
+        } else {
+            kind
+        };
+        stored_activation_bytes_per_layer(
+            &rank_model,
+            b,
+            t,
+            scenario.options.sequence_parallel,
+            kind,
+        )
     };
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
@@ -68,7 +91,15 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::None => 0.0,
         Recompute::Selective | Recompute::Full => stored(RecomputeKind::None) - stored(kind),
     };
-    let hidden_bytes = (b * model.seq_len * model.hidden * 2) as f64;
+    // The ring's double-buffered receive: two buffers of K/V and dK/dV
+    // (TE's backward `p2p_comm_buffers`, each `(2, *kv.shape)`), live while
+    // one layer's attention runs.
+    let ring_buffers = if cp > 1 {
+        4.0 * crate::cost::context::kv_chunk_bytes(scenario) as f64
+    } else {
+        0.0
+    };
+    let hidden_bytes = (b * rank_model.seq_len * model.hidden * 2) as f64;
     (0..layout.pipeline_parallel)
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
@@ -77,7 +108,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 .any(|c| c * layout.pipeline_parallel + stage == layout.virtual_stages() - 1);
             // fp16 logits plus their fp32 softmax for the loss, one microbatch at a time.
             let logits = if is_last {
-                (b * model.seq_len * model.vocab / t * 6) as f64
+                (b * rank_model.seq_len * model.vocab / t * 6) as f64
             } else {
                 0.0
             };
@@ -89,6 +120,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             };
             let activation_bytes = (in_flight as f64 * per_microbatch_chunk
                 + working_layer
+                + ring_buffers
                 + logits
                 + pipeline_buffers) as u64;
             let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM;
@@ -103,7 +135,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     // weights and Adam states (Megatron's distrib_optimizer.py).
                     if scenario.options.distributed_optimizer {
                         (parameters * OPTIMIZER_BYTES_PER_PARAM)
-                            .div_ceil(layout.data_parallel.max(1) as u64)
+                            .div_ceil(layout.replicas().max(1) as u64)
                     } else {
                         parameters * OPTIMIZER_BYTES_PER_PARAM
                     },

@@ -60,10 +60,23 @@ pub fn gemm_seconds_in(
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> f64 {
+    gemm_seconds_moving(precision, shape, shape.bytes(), gpu, profile)
+}
+
+/// [`gemm_seconds_in`] for a GEMM-shaped kernel that moves `bytes` through
+/// HBM instead of its three operands (ring attention's fused steps keep the
+/// scores on chip: [`models::ops::ring_attention_steps`]).
+pub fn gemm_seconds_moving(
+    precision: Precision,
+    shape: &GemmShape,
+    bytes: f64,
+    gpu: &GpuSpec,
+    profile: &Profile,
+) -> f64 {
     let efficiency = profile.gemm.large_gemm_efficiency.value
         * quantization_efficiency(shape, &profile.gemm.tile_shapes, gpu.sm_count);
     let compute = shape.flops() / (precision.peak_flops_per_s(&gpu.peak) * efficiency);
-    compute.max(memory_bound_seconds(shape.bytes(), gpu, profile))
+    compute.max(memory_bound_seconds(bytes, gpu, profile))
 }
 
 /// Measured GEMMs are looked up in the scenario's precision (`--precision`,
@@ -112,7 +125,9 @@ impl<'a> KernelCostModel<'a> {
             {
                 Some(seconds) => seconds,
                 None => {
-                    gemm_seconds_in(self.precision, &shape, self.gpu, self.profile)
+                    // A kernel's bytes are its shape's for every GEMM but
+                    // ring attention's fused steps.
+                    gemm_seconds_moving(self.precision, &shape, kernel.bytes, self.gpu, self.profile)
                         + self.overhead_s
                 }
             },

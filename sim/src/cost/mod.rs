@@ -15,6 +15,7 @@
 //! buffer in n−1 steps for both, so the formulas are identical).
 
 mod breakdown;
+pub mod context;
 pub mod gradients;
 mod host;
 mod kernels;
@@ -22,7 +23,7 @@ mod memory_bound;
 mod network;
 mod offload;
 
-pub use breakdown::{layer_kernel_costs, KernelCost};
+pub use breakdown::{layer_kernel_costs, KernelCost, RING_EXCHANGE_ROW};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
@@ -97,6 +98,7 @@ pub fn pass_steps(
         ops::LayerOptions {
             sequence_parallel: scenario.options.sequence_parallel,
             fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
+            context_parallel: scenario.layout.context_parallel as u64,
         },
     ));
     if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
@@ -192,13 +194,16 @@ fn cost_work(
             let mut seconds = 0.0;
             let mut bytes = 0.0;
             let mut flops = 0.0;
-            for step in pass_steps(scenario, pass, layers, embedding, head) {
+            let steps = pass_steps(scenario, pass, layers, embedding, head);
+            for step in &steps {
                 if let Step::Kernel(kernel) = step {
-                    seconds += kernels.kernel_seconds(&kernel);
+                    seconds += kernels.kernel_seconds(kernel);
                     bytes += kernel.bytes;
                     flops += kernel.flops;
                 }
             }
+            // Ring attention's K/V exchanges, where the attention steps do not hide them.
+            seconds += context::exposed_exchanges(scenario, pass, &steps, kernels, network).0;
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(seconds),
                 bytes: bytes as u64,

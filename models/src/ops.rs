@@ -22,7 +22,10 @@
 //! gradients, 10 B); RMSNorm moves LayerNorm's bytes under its own names
 //! (`rmsnorm_1`, ...: not the operation calibrate times as `layernorm`, so
 //! costed at achieved bandwidth); without biases there are no bias-gradient
-//! kernels. Dropout kernels stay: the spec has no dropout rate.
+//! kernels. Dropout kernels stay: the spec has no dropout rate. Under context
+//! parallelism ([`LayerOptions::context_parallel`]) every kernel runs on the
+//! rank's s/cp tokens and the attention core is Transformer Engine's ring
+//! attention ([`ring_attention_steps`]).
 
 pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::parameter_tensors::{

@@ -2,7 +2,11 @@
 //! Adam states: 16 bytes per parameter, ZeRO paper Sec. 3.1), activations of
 //! the microbatches in flight (the schedule's own peak, counted from its action
 //! list), the head's logits, and pipeline buffers. Allocator fragmentation and
-//! library workspaces are not modeled; the report says so.
+//! library workspaces are not modeled; the report says so. Under context
+//! parallelism a rank keeps the activations of its s/cp tokens (Korthikanti's
+//! selective count: Transformer Engine's fused ring attention stores no
+//! scores), four K/V-sized ring receive buffers, and the distributed
+//! optimizer shards over the d·cp ranks of the dp-cp group.
 //!
 //! Under ZeRO-Offload (paper Sec. 4.1) the GPU keeps only fp16 parameters
 //! (2 bytes per parameter), activations and two gradient-bucket buffers (one

@@ -244,7 +244,12 @@ pub fn transformer_layer_with(
     let sequence_parallel = options.sequence_parallel;
     let cp = options.context_parallel.max(1);
     // Each context-parallel rank holds s/cp tokens of every sequence.
-    let (b, s, h, t) = (microbatch, model.seq_len / cp, model.hidden, tensor_parallel);
+    let (b, s, h, t) = (
+        microbatch,
+        model.seq_len / cp,
+        model.hidden,
+        tensor_parallel,
+    );
     let heads_per_rank = model.heads / t;
     let kv_heads_per_rank = model.kv_heads() / t;
     let head_dim = model.head_dim();

@@ -215,10 +215,18 @@ mod tests {
         );
         let c = placement.coordinates(Rank(13));
         assert_eq!((c.stage, c.data_index, c.tensor_index), (1, 2, 1));
-        assert_eq!((c.data_index / 2, placement.context_index(c.data_index)), (1, 0));
-        assert!(placement.explain(3).starts_with("rank  node/gpu  stage  data  context  tensor\n"));
+        assert_eq!(
+            (c.data_index / 2, placement.context_index(c.data_index)),
+            (1, 0)
+        );
+        assert!(placement
+            .explain(3)
+            .starts_with("rank  node/gpu  stage  data  context  tensor\n"));
         for rank in 0..16 {
-            assert_eq!(placement.rank(placement.coordinates(Rank(rank))), Rank(rank));
+            assert_eq!(
+                placement.rank(placement.coordinates(Rank(rank))),
+                Rank(rank)
+            );
         }
     }
 }

@@ -5,7 +5,9 @@
 //! s/cp tokens; checked against hand-computed closed forms.
 
 use models::ops::{KernelClass, Step};
-use sim::cost::{context, cost_works, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel};
+use sim::cost::{
+    context, cost_works, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel,
+};
 use sim::scenario::{Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::task_graph::{ComputePass, Work};
 
@@ -56,7 +58,10 @@ fn each_rank_runs_its_s_over_cp_tokens_and_one_cp_th_of_the_causal_attention() {
         for cp in [2u32, 4] {
             let steps = pass_steps(&tiny(cp), pass, 1, false, false);
             // Every GEMM outside the attention core runs on s/cp tokens.
-            assert_eq!(flops_where(&steps, |n| !is_core(n)), base_linear / cp as f64);
+            assert_eq!(
+                flops_where(&steps, |n| !is_core(n)),
+                base_linear / cp as f64
+            );
             // No unfused core kernel is left: ring attention replaces it.
             assert!(kernels_of(&steps).iter().all(|k| !UNFUSED_CORE
                 .iter()
@@ -345,7 +350,10 @@ fn invalid_context_parallel_layouts_are_refused_naming_cp() {
         text.contains("cp: seq_len (256) must be divisible by 2 × cp = 6"),
         "{text}"
     );
-    assert!(text.contains("cp: tp × cp = 2 × 3 = 6 neither divides"), "{text}");
+    assert!(
+        text.contains("cp: tp × cp = 2 × 3 = 6 neither divides"),
+        "{text}"
+    );
     let text = problems(ScenarioFile {
         cp: Some(8),
         ..base()
@@ -368,7 +376,10 @@ fn invalid_context_parallel_layouts_are_refused_naming_cp() {
         },
         ..base()
     });
-    assert!(text.contains("cp: context parallelism under network_contention"), "{text}");
+    assert!(
+        text.contains("cp: context parallelism under network_contention"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -393,7 +404,11 @@ fn llama3_70b_trains_with_context_parallelism_on_a_dgx_h100_superpod() {
         ..ScenarioFile::default()
     };
     let scenario = file(2).resolve().unwrap();
-    assert!(scenario.title().contains("t=8 cp=2 p=4 d=2"), "{}", scenario.title());
+    assert!(
+        scenario.title().contains("t=8 cp=2 p=4 d=2"),
+        "{}",
+        scenario.title()
+    );
     let report = sim::simulate(&scenario).unwrap();
     assert!(report.memory.iter().all(|s| s.fits));
     assert!(report.metrics.iteration_time_s > 0.0);

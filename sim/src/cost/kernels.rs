@@ -127,8 +127,13 @@ impl<'a> KernelCostModel<'a> {
                 None => {
                     // A kernel's bytes are its shape's for every GEMM but
                     // ring attention's fused steps.
-                    gemm_seconds_moving(self.precision, &shape, kernel.bytes, self.gpu, self.profile)
-                        + self.overhead_s
+                    gemm_seconds_moving(
+                        self.precision,
+                        &shape,
+                        kernel.bytes,
+                        self.gpu,
+                        self.profile,
+                    ) + self.overhead_s
                 }
             },
             KernelClass::MemoryBound => self.memory.kernel_seconds(kernel.name, kernel.bytes),

@@ -221,13 +221,7 @@ impl ScenarioFile {
         }
         let iterations = self.resolve_iterations(&options, &mut problems);
         if cp > 1 {
-            super::context::check(
-                cp,
-                model.as_ref(),
-                recompute,
-                &options,
-                &mut problems,
-            );
+            super::context::check(cp, model.as_ref(), recompute, &options, &mut problems);
         }
         let layout = Layout {
             tensor_parallel: t,

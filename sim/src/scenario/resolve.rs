@@ -185,7 +185,11 @@ impl ScenarioFile {
             }
             let ring = t as u64 * cp as u64;
             let per_node_u64 = topology.node.gpus_per_node as u64;
-            if cp > 1 && per_node_u64 > 0 && per_node_u64 % ring != 0 && ring % per_node_u64 != 0 {
+            if cp > 1
+                && per_node_u64 > 0
+                && !per_node_u64.is_multiple_of(ring)
+                && !ring.is_multiple_of(per_node_u64)
+            {
                 problems.push(format!(
                     "cp: tp × cp = {t} × {cp} = {ring} neither divides nor is a multiple of the {per_node_u64} GPUs per node, so context-parallel rings would straddle nodes unevenly"
                 ));

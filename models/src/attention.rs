@@ -34,8 +34,11 @@ const SOFTMAX_STAT_BYTES: u64 = 4;
 pub struct FusedAttentionShape {
     /// Microbatch × query heads on this rank.
     pub batch_heads: u64,
-    /// Query and key/value sequence length.
+    /// Query rows per head.
     pub seq_len: u64,
+    /// Key/value rows per head (the query length, except for a ring
+    /// attention step's block: `crate::ring_attention`).
+    pub kv_seq_len: u64,
     pub head_dim: u64,
     /// Causal mask: the kernel skips the blocks above the diagonal.
     pub causal: bool,
@@ -44,10 +47,20 @@ pub struct FusedAttentionShape {
 }
 
 impl FusedAttentionShape {
-    /// The forward's score and value products over the whole square,
-    /// 2·(2·s²·d) per head — the attention core's FLOPs in Megatron's Eq. 3.
+    /// The forward's score and value products over the whole block,
+    /// 2·(2·s·s_kv·d) per head — for a square block the attention core's
+    /// FLOPs in Megatron's Eq. 3.
     pub fn model_forward_flops(&self) -> f64 {
-        4.0 * self.batch_heads as f64 * (self.seq_len as f64).powi(2) * self.head_dim as f64
+        4.0 * self.batch_heads as f64
+            * self.seq_len as f64
+            * self.kv_seq_len as f64
+            * self.head_dim as f64
+    }
+
+    /// The sequence length whose square block has this block's area, √(s·s_kv),
+    /// at which a rectangular block's rate is looked up.
+    pub fn equivalent_seq_len(&self) -> u64 {
+        ((self.seq_len as f64 * self.kv_seq_len as f64).sqrt()).round() as u64
     }
 
     /// The FLOPs the kernel is charged with by FlashAttention's benchmark
@@ -78,6 +91,7 @@ pub fn fused_attention(
     let shape = FusedAttentionShape {
         batch_heads: microbatch * heads,
         seq_len,
+        kv_seq_len: seq_len,
         head_dim,
         causal: true,
         backward: false,

@@ -37,6 +37,7 @@ pub mod ops;
 pub mod parameter_tensors;
 pub mod pipeline_ends;
 mod presets;
+pub mod ring_attention;
 pub mod sharding;
 pub mod softmax;
 mod spec;

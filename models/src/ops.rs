@@ -22,13 +22,17 @@
 //! gradients, 10 B); RMSNorm moves LayerNorm's bytes under its own names
 //! (`rmsnorm_1`, ...: not the operation calibrate times as `layernorm`, so
 //! costed at achieved bandwidth); without biases there are no bias-gradient
-//! kernels. Dropout kernels stay: the spec has no dropout rate.
+//! kernels. Dropout kernels stay: the spec has no dropout rate. Under context
+//! parallelism ([`LayerOptions::context_parallel`]) every kernel runs on the
+//! rank's s/cp tokens and the attention core is Transformer Engine's ring
+//! attention ([`ring_attention_steps`]).
 
 pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::parameter_tensors::{
     embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors, ParameterTensor,
 };
 pub use crate::attention::FusedAttentionShape;
+pub use crate::ring_attention::{ring_attention_steps, RING_ATTENTION_KERNELS_PER_STEP};
 use crate::spec::{FfnType, NormType};
 use crate::{attention, softmax, ModelSpec};
 use serde::Serialize;
@@ -216,6 +220,10 @@ pub struct LayerOptions {
     /// ([`crate::attention`]) instead of score GEMM, softmax, dropout and
     /// value GEMM.
     pub fused_attention: bool,
+    /// Context-parallel degree cp (1: none). With cp > 1 every kernel works
+    /// on this rank's s/cp tokens and the attention core is Transformer
+    /// Engine's ring attention ([`ring_attention_steps`]).
+    pub context_parallel: u64,
 }
 
 impl Default for LayerOptions {
@@ -226,6 +234,7 @@ impl Default for LayerOptions {
             sequence_parallel: false,
             fused_softmax_max_seq_len: Some(u64::MAX),
             fused_attention: false,
+            context_parallel: 1,
         }
     }
 }
@@ -249,7 +258,14 @@ pub fn transformer_layer_with(
     options: LayerOptions,
 ) -> PassSteps {
     let sequence_parallel = options.sequence_parallel;
-    let (b, s, h, t) = (microbatch, model.seq_len, model.hidden, tensor_parallel);
+    let cp = options.context_parallel.max(1);
+    // Each context-parallel rank holds s/cp tokens of every sequence.
+    let (b, s, h, t) = (
+        microbatch,
+        model.seq_len / cp,
+        model.hidden,
+        tensor_parallel,
+    );
     let heads_per_rank = model.heads / t;
     let kv_heads_per_rank = model.kv_heads() / t;
     let head_dim = model.head_dim();
@@ -314,7 +330,11 @@ pub fn transformer_layer_with(
             2.0 * FP16_BYTES as f64 * rotated,
         )]);
     }
-    if options.fused_attention {
+    if cp > 1 {
+        let (forward, backward) = ring_attention_steps(b, heads_per_rank, s * cp, head_dim, cp);
+        pass.forward.extend(forward);
+        attention_bwd.push(backward);
+    } else if options.fused_attention {
         let (forward, backward) =
             attention::fused_attention(b, s, heads_per_rank, kv_heads_per_rank, head_dim);
         pass.forward.push(forward);

@@ -263,6 +263,7 @@ fn build(p: u32, m: u32, t: u32, d: u32, recompute: bool) -> Timeline {
                 tensor_parallel: t,
                 pipeline_parallel: p,
                 data_parallel: d,
+                context_parallel: 1,
                 chunks: 1,
                 microbatches: m,
                 microbatch_size: 1,

@@ -91,10 +91,10 @@ impl RankSelection {
 }
 
 /// The first rank of each pipeline stage: data-parallel index 0, tensor index 0
-/// (Megatron order: rank = stage·t·d + dp_index·t + tensor_index).
+/// (Megatron order: rank = stage·t·cp·d + (dp_index·cp + cp_index)·t + tensor_index).
 pub(crate) fn representative_pipeline(timeline: &Timeline) -> Vec<u32> {
     let layout = &timeline.header.layout;
-    let ranks_per_stage = layout.tensor_parallel.max(1) * layout.data_parallel.max(1);
+    let ranks_per_stage = layout.ranks_per_stage().max(1);
     (0..layout.pipeline_parallel.max(1))
         .map(|stage| stage * ranks_per_stage)
         .collect()
@@ -103,7 +103,7 @@ pub(crate) fn representative_pipeline(timeline: &Timeline) -> Vec<u32> {
 /// The pipeline stage of `rank` in Megatron order.
 pub(crate) fn stage_of_rank(timeline: &Timeline, rank: u32) -> u32 {
     let layout = &timeline.header.layout;
-    rank / (layout.tensor_parallel.max(1) * layout.data_parallel.max(1))
+    rank / layout.ranks_per_stage().max(1)
 }
 
 #[cfg(test)]

@@ -2,7 +2,11 @@
 //! Adam states: 16 bytes per parameter, ZeRO paper Sec. 3.1), activations of
 //! the microbatches in flight (the schedule's own peak, counted from its action
 //! list), the head's logits, and pipeline buffers. Allocator fragmentation and
-//! library workspaces are not modeled; the report says so.
+//! library workspaces are not modeled; the report says so. Under context
+//! parallelism a rank keeps the activations of its s/cp tokens (Korthikanti's
+//! selective count: Transformer Engine's fused ring attention stores no
+//! scores), four K/V-sized ring receive buffers, and the distributed
+//! optimizer shards over the d·cp ranks of the dp-cp group.
 //!
 //! Under ZeRO-Offload (paper Sec. 4.1) the GPU keeps only fp16 parameters
 //! (2 bytes per parameter), activations and two gradient-bucket buffers (one
@@ -87,20 +91,31 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     };
     let sequence_parallel = scenario.options.sequence_parallel;
     let fp8 = scenario.options.precision == crate::scenario::Precision::Fp8;
+    // Under context parallelism a rank keeps the activations of its s/cp
+    // tokens, and its attention core is Transformer Engine's fused ring
+    // attention, which stores no s² scores (`models::attention`).
+    let cp = layout.context_parallel.max(1) as u64;
+    let rank_model = if cp > 1 {
+        let mut rank_model = model.clone();
+        rank_model.seq_len = model.seq_len / cp;
+        rank_model
+    } else {
+        model.clone()
+    };
+    let fused_attention = scenario.stack.fused_attention || cp > 1;
     let stored = |kind| {
         stored_activation_bytes_per_layer_with(
-            model,
+            &rank_model,
             b,
             t,
             sequence_parallel,
             kind,
-            scenario.stack.fused_attention,
-        )
-            - if fp8 && kind != RecomputeKind::Full {
-                fp8_saved_input_reduction(model, b, t, sequence_parallel)
-            } else {
-                0.0
-            }
+            fused_attention,
+        ) - if fp8 && kind != RecomputeKind::Full {
+            fp8_saved_input_reduction(&rank_model, b, t, sequence_parallel)
+        } else {
+            0.0
+        }
     };
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
@@ -108,7 +123,15 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::None => 0.0,
         Recompute::Selective | Recompute::Full => stored(RecomputeKind::None) - stored(kind),
     };
-    let hidden_bytes = (b * model.seq_len * model.hidden * 2) as f64;
+    // The ring's double-buffered receive: two buffers of K/V and dK/dV
+    // (TE's backward `p2p_comm_buffers`, each `(2, *kv.shape)`), live while
+    // one layer's attention runs.
+    let ring_buffers = if cp > 1 {
+        4.0 * crate::cost::context::kv_chunk_bytes(scenario) as f64
+    } else {
+        0.0
+    };
+    let hidden_bytes = (b * rank_model.seq_len * model.hidden * 2) as f64;
     (0..layout.pipeline_parallel)
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
@@ -117,7 +140,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 .any(|c| c * layout.pipeline_parallel + stage == layout.virtual_stages() - 1);
             // fp16 logits plus their fp32 softmax for the loss, one microbatch at a time.
             let logits = if is_last {
-                (b * model.seq_len * model.vocab / t * 6) as f64
+                (b * rank_model.seq_len * model.vocab / t * 6) as f64
             } else {
                 0.0
             };
@@ -129,6 +152,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             };
             let activation_bytes = (in_flight as f64 * per_microbatch_chunk
                 + working_layer
+                + ring_buffers
                 + logits
                 + pipeline_buffers) as u64;
             // FP8: each layer's cached FP8 weights with their transposes and
@@ -152,7 +176,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     // weights and Adam states (Megatron's distrib_optimizer.py).
                     if scenario.options.distributed_optimizer {
                         (parameters * OPTIMIZER_BYTES_PER_PARAM)
-                            .div_ceil(layout.data_parallel.max(1) as u64)
+                            .div_ceil(layout.replicas().max(1) as u64)
                     } else {
                         parameters * OPTIMIZER_BYTES_PER_PARAM
                     },

@@ -1,7 +1,12 @@
 //! Placement of ranks on GPUs, in Megatron-LM's order: tensor-parallel ranks
-//! innermost (consecutive GPUs of a node), then data-parallel, then pipeline:
-//! `rank = stage·(t·d) + data_index·t + tensor_index`, and rank r sits on node
-//! `r / gpus_per_node`, GPU `r % gpus_per_node`.
+//! innermost (consecutive GPUs of a node), then context-parallel, then
+//! data-parallel, then pipeline (Megatron-Core `parallel_state.py`,
+//! order "tp-cp-ep-dp-pp"): `rank = stage·(t·cp·d) + (data·cp + context)·t +
+//! tensor_index`, and rank r sits on node `r / gpus_per_node`, GPU
+//! `r % gpus_per_node`. The grid's `data_index` is the replica index
+//! `data·cp + context` (0..d·cp), since the d·cp ranks of a stage and tensor
+//! index hold the same weights (Megatron's dp-cp group); without context
+//! parallelism it is the data-parallel index.
 
 use crate::ids::Rank;
 use crate::scenario::Layout;
@@ -31,13 +36,13 @@ impl Placement {
 
     pub fn rank(&self, coordinates: Coordinates) -> Rank {
         let t = self.layout.tensor_parallel;
-        let d = self.layout.data_parallel;
+        let d = self.layout.replicas();
         Rank(coordinates.stage * t * d + coordinates.data_index * t + coordinates.tensor_index)
     }
 
     pub fn coordinates(&self, rank: Rank) -> Coordinates {
         let t = self.layout.tensor_parallel;
-        let d = self.layout.data_parallel;
+        let d = self.layout.replicas();
         Coordinates {
             stage: rank.0 / (t * d),
             data_index: (rank.0 / t) % d,
@@ -62,9 +67,32 @@ impl Placement {
             .collect()
     }
 
-    /// The data-parallel group of (stage, tensor_index), in data order.
+    /// The context-parallel index of a replica index (0 without cp).
+    pub fn context_index(&self, data_index: u32) -> u32 {
+        data_index % self.layout.context_parallel.max(1)
+    }
+
+    /// The context-parallel ring of (stage, replica index, tensor index), in
+    /// ring order: the cp ranks that share the replica's data-parallel index.
+    pub fn context_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
+        let cp = self.layout.context_parallel.max(1);
+        let first = data_index - data_index % cp;
+        (first..first + cp)
+            .map(|data_index| {
+                self.rank(Coordinates {
+                    stage,
+                    data_index,
+                    tensor_index,
+                })
+            })
+            .collect()
+    }
+
+    /// The gradient-reduction group of (stage, tensor_index), in replica
+    /// order: the d data-parallel ranks, or the d·cp ranks of Megatron's
+    /// dp-cp group under context parallelism.
     pub fn data_group(&self, stage: u32, tensor_index: u32) -> Vec<Rank> {
-        (0..self.layout.data_parallel)
+        (0..self.layout.replicas())
             .map(|data_index| {
                 self.rank(Coordinates {
                     stage,
@@ -86,17 +114,34 @@ impl Placement {
     /// A human-readable table of the placement (for `--explain`), truncated after `max_rows` ranks.
     pub fn explain(&self, max_rows: usize) -> String {
         let total = self.layout.gpus();
-        let mut out = String::from("rank  node/gpu  stage  data  tensor\n");
+        let cp = self.layout.context_parallel.max(1);
+        let mut out = if cp > 1 {
+            String::from("rank  node/gpu  stage  data  context  tensor\n")
+        } else {
+            String::from("rank  node/gpu  stage  data  tensor\n")
+        };
         for rank in (0..total).take(max_rows) {
             let c = self.coordinates(Rank(rank));
-            out.push_str(&format!(
-                "{rank:>4}  {:>4}/{:<3}  {:>5}  {:>4}  {:>6}\n",
-                rank / self.gpus_per_node,
-                rank % self.gpus_per_node,
-                c.stage,
-                c.data_index,
-                c.tensor_index
-            ));
+            if cp > 1 {
+                out.push_str(&format!(
+                    "{rank:>4}  {:>4}/{:<3}  {:>5}  {:>4}  {:>7}  {:>6}\n",
+                    rank / self.gpus_per_node,
+                    rank % self.gpus_per_node,
+                    c.stage,
+                    c.data_index / cp,
+                    c.data_index % cp,
+                    c.tensor_index
+                ));
+            } else {
+                out.push_str(&format!(
+                    "{rank:>4}  {:>4}/{:<3}  {:>5}  {:>4}  {:>6}\n",
+                    rank / self.gpus_per_node,
+                    rank % self.gpus_per_node,
+                    c.stage,
+                    c.data_index,
+                    c.tensor_index
+                ));
+            }
         }
         if total as usize > max_rows {
             out.push_str(&format!("… {} more ranks\n", total as usize - max_rows));
@@ -114,6 +159,7 @@ mod tests {
             tensor_parallel: t,
             pipeline_parallel: p,
             data_parallel: d,
+            context_parallel: 1,
             chunks: 1,
             microbatch_size: 1,
             global_batch: d,
@@ -142,6 +188,41 @@ mod tests {
             Rank(48)
         );
         for rank in 0..3072 {
+            assert_eq!(
+                placement.rank(placement.coordinates(Rank(rank))),
+                Rank(rank)
+            );
+        }
+    }
+
+    #[test]
+    fn context_ranks_sit_between_tensor_and_data_ranks_as_megatron_core_orders_them() {
+        // t=2, cp=2, p=2, d=2 on 8-GPU nodes: tp-cp-dp-pp.
+        let placement = Placement::new(
+            Layout {
+                context_parallel: 2,
+                ..layout(2, 2, 2)
+            },
+            8,
+        );
+        assert_eq!(placement.layout.gpus(), 16);
+        assert_eq!(placement.context_group(0, 0, 1), vec![Rank(1), Rank(3)]);
+        assert_eq!(placement.context_group(0, 3, 0), vec![Rank(4), Rank(6)]);
+        // Gradients are reduced over the dp-cp group: d·cp = 4 ranks.
+        assert_eq!(
+            placement.data_group(1, 1),
+            vec![Rank(9), Rank(11), Rank(13), Rank(15)]
+        );
+        let c = placement.coordinates(Rank(13));
+        assert_eq!((c.stage, c.data_index, c.tensor_index), (1, 2, 1));
+        assert_eq!(
+            (c.data_index / 2, placement.context_index(c.data_index)),
+            (1, 0)
+        );
+        assert!(placement
+            .explain(3)
+            .starts_with("rank  node/gpu  stage  data  context  tensor\n"));
+        for rank in 0..16 {
             assert_eq!(
                 placement.rank(placement.coordinates(Rank(rank))),
                 Rank(rank)

@@ -150,6 +150,7 @@ pub fn timeline_from_spans(
             tensor_parallel: layout.tensor_parallel,
             pipeline_parallel: layout.pipeline_parallel,
             data_parallel: layout.data_parallel,
+            context_parallel: layout.context_parallel,
             chunks: layout.chunks,
             microbatches: layout.microbatches,
             microbatch_size: layout.microbatch_size,

@@ -28,11 +28,31 @@ pub struct TimelineLayout {
     pub tensor_parallel: u32,
     pub pipeline_parallel: u32,
     pub data_parallel: u32,
+    /// Context-parallel degree (1 when absent: written only when above 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub context_parallel: u32,
     pub chunks: u32,
     pub microbatches: u32,
     pub microbatch_size: u32,
     pub global_batch: u32,
     pub gpus_per_node: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(value: &u32) -> bool {
+    *value == 1
+}
+
+impl TimelineLayout {
+    /// Ranks per pipeline stage: t · cp · d.
+    pub fn ranks_per_stage(&self) -> u32 {
+        self.tensor_parallel
+            .saturating_mul(self.context_parallel)
+            .saturating_mul(self.data_parallel)
+    }
 }
 
 /// What was run, by whom, with what.
@@ -240,6 +260,7 @@ impl Timeline {
             ("tensor_parallel", layout.tensor_parallel),
             ("pipeline_parallel", layout.pipeline_parallel),
             ("data_parallel", layout.data_parallel),
+            ("context_parallel", layout.context_parallel),
         ] {
             if value == 0 {
                 return Err(problem(format!(
@@ -249,7 +270,14 @@ impl Timeline {
         }
         let product = u128::from(layout.tensor_parallel)
             * u128::from(layout.pipeline_parallel)
-            * u128::from(layout.data_parallel);
+            * u128::from(layout.data_parallel)
+            * u128::from(layout.context_parallel);
+        if product != u128::from(header.n_gpus) && layout.context_parallel > 1 {
+            return Err(problem(format!(
+                "header.n_gpus is {} but the layout's tensor × context × pipeline × data parallel degrees are {} × {} × {} × {} = {product}",
+                header.n_gpus, layout.tensor_parallel, layout.context_parallel, layout.pipeline_parallel, layout.data_parallel
+            )));
+        }
         if product != u128::from(header.n_gpus) {
             return Err(problem(format!(
                 "header.n_gpus is {} but the layout's tensor × pipeline × data parallel degrees are {} × {} × {} = {product}",

@@ -129,7 +129,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
     let header = &timeline.header;
     let n_ranks = header.n_gpus as usize;
     let layout = &header.layout;
-    let ranks_per_stage = (layout.tensor_parallel * layout.data_parallel) as usize;
+    let ranks_per_stage = layout.ranks_per_stage() as usize;
     let ends = timeline.iteration_ends_ns();
     let n_iterations = ends.len();
     // The steady-state window: the last iteration that another one follows

@@ -54,6 +54,31 @@ fn layouts_groups_and_tasks_are_checked() {
 }
 
 #[test]
+fn the_context_parallel_degree_defaults_to_one_and_counts_in_the_gpus() {
+    let timeline = valid();
+    assert_eq!(timeline.header.layout.context_parallel, 1);
+    // Written only when above 1, so older readers' files stay as they were.
+    let text = serde_json::to_string(&timeline.header.layout).unwrap();
+    assert!(!text.contains("context_parallel"), "{text}");
+    let mut timeline = valid();
+    timeline.header.layout.context_parallel = 0;
+    assert!(problem(&timeline).contains("header.layout.context_parallel is 0"));
+    let mut timeline = valid();
+    timeline.header.layout.context_parallel = 2;
+    assert!(
+        problem(&timeline).contains("tensor × context × pipeline × data parallel degrees"),
+        "{}",
+        problem(&timeline)
+    );
+    timeline.header.n_gpus *= 2;
+    timeline.check("x.json").unwrap();
+    assert_eq!(
+        timeline.header.layout.ranks_per_stage(),
+        2 * timeline.header.layout.tensor_parallel * timeline.header.layout.data_parallel
+    );
+}
+
+#[test]
 fn compare_refuses_an_unchecked_timeline() {
     let mut empty = valid();
     empty.tasks.clear();

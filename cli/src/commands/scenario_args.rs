@@ -41,6 +41,11 @@ pub struct ScenarioArgs {
     /// Data-parallel degree d.
     #[arg(long)]
     pub dp: Option<u32>,
+    /// Context-parallel degree cp (default 1): each of cp ranks holds s/cp
+    /// tokens and attention runs as Transformer Engine's ring attention
+    /// (t·cp·p·d GPUs; the sequence must divide into 2·cp chunks).
+    #[arg(long)]
+    pub cp: Option<u32>,
     /// Sequence length in tokens, overriding the model's (a Hugging Face
     /// config gives its longest context, e.g. 131072 for Llama 3.1).
     #[arg(long, value_name = "TOKENS")]
@@ -95,6 +100,7 @@ impl ScenarioArgs {
             tp: self.tp,
             pp: self.pp,
             dp: self.dp,
+            cp: self.cp,
             chunks: self.chunks,
             microbatch_size: self.microbatch_size,
             global_batch: self.global_batch,

@@ -80,7 +80,7 @@ fn write_timeline(report: &SimulationReport, path: &std::path::Path) -> anyhow::
 pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_json::Value {
     let m = &report.metrics;
     let peak = report.peak_memory();
-    serde_json::json!({
+    let mut summary = serde_json::json!({
         "scenario": scenario.title(),
         "iteration_time_s": m.iteration_time_s,
         "samples_per_s": m.samples_per_s,
@@ -111,7 +111,12 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         "iteration_times_s": m.iteration_times_s,
         "cpu_memory_bytes": peak.cpu_bytes,
         "cpu_memory_capacity_bytes": peak.cpu_capacity_bytes,
-    })
+    });
+    // Named only when used, so outputs without context parallelism keep their bytes.
+    if scenario.layout.context_parallel > 1 {
+        summary["context_parallel"] = scenario.layout.context_parallel.into();
+    }
+    summary
 }
 
 fn gib(bytes: u64) -> f64 {
@@ -221,11 +226,21 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
         writeln!(out, "  not modeled: {} ({})", item.feature, item.source)?;
     }
     let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
-    writeln!(
-        out,
-        "\nplacement (Megatron order: tensor innermost, then data, then pipeline):"
-    )?;
+    if scenario.layout.context_parallel > 1 {
+        writeln!(
+            out,
+            "\nplacement (Megatron-Core order: tensor innermost, then context, then data, then pipeline):"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "\nplacement (Megatron order: tensor innermost, then data, then pipeline):"
+        )?;
+    }
     write!(out, "{}", placement.explain(32))?;
+    if scenario.layout.context_parallel > 1 {
+        write_context_parallel(out, scenario)?;
+    }
     let (schedule, _) = sim::build_graph(scenario);
     let first: Vec<String> = schedule.actions[0]
         .iter()
@@ -244,6 +259,44 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
         }
     )?;
     write_layer_kernels(out, scenario)
+}
+
+/// Context parallelism: the ring, its steps and what each exchange carries.
+fn write_context_parallel(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
+    use sim::cost::context;
+    let layout = &scenario.layout;
+    let cp = layout.context_parallel;
+    writeln!(
+        out,
+        "\ncontext parallelism cp={cp}: each rank holds {} of {} tokens (2 load-balanced chunks of {}); \
+         gradients reduced over the dp-cp group of {} ranks",
+        scenario.model.seq_len / cp as u64,
+        scenario.model.seq_len,
+        scenario.model.seq_len / (2 * cp as u64),
+        layout.replicas()
+    )?;
+    writeln!(
+        out,
+        "  ring attention (Transformer Engine AttnFuncWithCPAndKVP2P): {cp} steps per layer pass, \
+         K/V chunk {} bytes, hops {}",
+        context::kv_chunk_bytes(scenario),
+        if context::ring_crosses_nodes(scenario) {
+            "across nodes (NIC rails)"
+        } else {
+            "inside a node (NVLink)"
+        }
+    )?;
+    for pass in [ComputePass::Forward, ComputePass::Backward] {
+        let bytes = context::exchange_bytes_per_step(scenario, pass);
+        let listed: Vec<String> = bytes.iter().map(|b| b.to_string()).collect();
+        writeln!(
+            out,
+            "  {:<9} exchange bytes per step: [{}] (each overlapped with that step's attention block)",
+            format!("{pass:?}").to_lowercase(),
+            listed.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 /// One layer's kernels on one rank with their modeled times.
@@ -295,7 +348,7 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
         }
         let communication_s: f64 = in_pass
             .iter()
-            .filter(|r| r.is_communication)
+            .filter(|r| r.is_communication && r.name != sim::cost::RING_EXCHANGE_ROW)
             .map(|r| r.seconds)
             .sum();
         writeln!(

@@ -236,6 +236,7 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         ),
         ("--seed", &["0", "7"][..], 5),
         ("--seq-len", &["64", "256", "0", "99999999999"][..], 8),
+        ("--cp", &["1", "2", "4", "3", "0"][..], 10),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

@@ -107,6 +107,10 @@ impl Seeds {
             scenarios.push(scenario);
         }
         scenarios.push(Json::parse(
+            r#"{"model":"tiny","topology":"dgx-a100","tp":2,"cp":2,"pp":2,"dp":1,"global_batch":4,
+                "recompute":"full","distributed_optimizer":true}"#,
+        ));
+        scenarios.push(Json::parse(
             r#"{"model":"model.json","topology":"dgx2-v100","tp":1,"pp":1,"dp":2,"global_batch":4,
                 "zero_offload":true,"delayed_update":true,"dpu_warmup_iterations":1,"offload_bucket_params":1000000}"#,
         ));

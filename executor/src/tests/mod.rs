@@ -191,6 +191,9 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
                                 | KernelClass::Fp8Gemm { shape, layout } => {
                                     Launch::Gemm { shape, layout }
                                 }
+                                KernelClass::FusedAttention(_) => {
+                                    unreachable!("fused attention is refused in real mode")
+                                }
                                 KernelClass::MemoryBound => Launch::DeviceCopy {
                                     bytes: (k.bytes / 2.0).ceil() as u64,
                                 },
@@ -475,4 +478,27 @@ fn the_distributed_optimizers_collectives_are_copies_on_one_gpu_and_nccl_across_
             );
         }
     }
+}
+
+#[test]
+fn context_parallel_scenarios_plan_in_synthetic_mode_and_are_refused_in_real_mode() {
+    let scenario = ScenarioFile {
+        tp: Some(2),
+        pp: Some(2),
+        dp: Some(1),
+        cp: Some(2),
+        global_batch: Some(4),
+        ..ScenarioFile::tiny_example()
+    }
+    .resolve()
+    .unwrap();
+    let (graph, synthetic) = planned(&scenario, ExecutionMode::Synthetic, 1);
+    crate::check::check(&synthetic, &graph).expect("dependency check");
+    let error = plan(&graph, &scenario, ExecutionMode::Real, 1).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("context parallelism (cp > 1) cannot be executed in real mode"),
+        "{error}"
+    );
 }

@@ -3,8 +3,9 @@
 //! From the profile's `attention` rates when it has them for the kernel's
 //! direction, head dimension and mask: FLOPs by FlashAttention's benchmark
 //! convention ([`FusedAttentionShape::benchmark_flops`]) divided by the rate
-//! at the kernel's sequence length, interpolated linearly in log₂ of the
-//! sequence length between the nearest rates. Past the longest tabulated
+//! at the kernel's sequence length (a rectangular ring-attention block's
+//! √(s·s_kv)), interpolated linearly in log₂ of the sequence length between
+//! the nearest rates. Past the longest tabulated
 //! sequence the longest one's rate holds (the published rates are flat
 //! there: 595–600 TFLOP/s from 8k to 16k on an H100); below the shortest the
 //! rate falls in proportion to the sequence length (fewer tiles per head, as
@@ -70,7 +71,7 @@ fn rate(
         .collect();
     points.sort_by_key(|e| e.seq_len);
     let (first, last) = (points.first()?, points.last()?);
-    let s = shape.seq_len;
+    let s = shape.equivalent_seq_len();
     if s <= first.seq_len {
         return Some(first.flops_per_s * s as f64 / first.seq_len as f64);
     }
@@ -91,18 +92,23 @@ fn gemm_equivalent_seconds(
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> f64 {
-    let (bh, s, d) = (shape.batch_heads, shape.seq_len, shape.head_dim);
+    let (bh, s, kv, d) = (
+        shape.batch_heads,
+        shape.seq_len,
+        shape.kv_seq_len,
+        shape.head_dim,
+    );
     let scores = GemmShape {
         batch: bh,
         m: s,
-        n: s,
+        n: kv,
         k: d,
     };
     let values = GemmShape {
         batch: bh,
         m: s,
         n: d,
-        k: s,
+        k: kv,
     };
     let forward = gemm_seconds_in(precision, &scores, gpu, profile)
         + gemm_seconds_in(precision, &values, gpu, profile);
@@ -124,6 +130,7 @@ mod tests {
         FusedAttentionShape {
             batch_heads: 64,
             seq_len,
+            kv_seq_len: seq_len,
             head_dim: 128,
             causal,
             backward,

@@ -90,6 +90,22 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                 }
             });
         }
+        if scenario.layout.context_parallel > 1 {
+            // Ring attention's K/V (and dK/dV) exchanges: only what the
+            // attention steps leave exposed is charged (`context.rs`).
+            let (exposed_s, bytes) =
+                super::context::exposed_exchanges(scenario, pass, &steps, &kernels, &network);
+            rows.push(KernelCost {
+                pass,
+                name: RING_EXCHANGE_ROW,
+                seconds: exposed_s,
+                flops: 0.0,
+                bytes: bytes as f64,
+                is_gemm: false,
+                is_fp8: false,
+                is_communication: true,
+            });
+        }
     }
     rows
 }
@@ -121,6 +137,9 @@ pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
         })
         .collect()
 }
+
+/// The row name of a pass's ring-attention exchanges under context parallelism.
+pub const RING_EXCHANGE_ROW: &str = "ring_kv_exchange (exposed)";
 
 #[cfg(test)]
 mod tests {

@@ -16,6 +16,7 @@
 
 mod attention;
 mod breakdown;
+pub mod context;
 pub mod gradients;
 mod host;
 mod kernels;
@@ -24,7 +25,7 @@ mod network;
 mod offload;
 mod tp_overlap;
 
-pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost};
+pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost, RING_EXCHANGE_ROW};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
@@ -103,6 +104,7 @@ pub fn pass_steps(
             sequence_parallel: scenario.options.sequence_parallel,
             fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
             fused_attention: scenario.stack.fused_attention,
+            context_parallel: scenario.layout.context_parallel as u64,
         },
     );
     let fp8 = scenario.options.precision == Precision::Fp8;
@@ -222,13 +224,15 @@ fn cost_work(
                 );
             }
             steps.extend(pass_steps(scenario, pass, layers, embedding, head));
-            for step in steps {
+            for step in &steps {
                 if let Step::Kernel(kernel) = step {
-                    seconds += kernels.kernel_seconds(&kernel);
+                    seconds += kernels.kernel_seconds(kernel);
                     bytes += kernel.bytes;
                     flops += kernel.flops;
                 }
             }
+            // Ring attention's K/V exchanges, where the attention steps do not hide them.
+            seconds += context::exposed_exchanges(scenario, pass, &steps, kernels, network).0;
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(seconds),
                 bytes: bytes as u64,

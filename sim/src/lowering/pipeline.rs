@@ -20,6 +20,9 @@
 //! is one per chunk, after the chunk's last backward; with
 //! `grad_reduce_bucket_params` that last backward is emitted as several
 //! pieces of whole layers (gradient buckets), each with its own all-reduce.
+//! Under context parallelism the replicas are the d·cp ranks of Megatron's
+//! dp-cp group: each runs every microbatch on its s/cp tokens, and the
+//! gradient reduction and the distributed optimizer span all of them.
 
 use super::passes::{backward_buckets, layers_per_bucket, BucketLayers, PassPiece};
 use super::program::{Program, StepId, TensorGroup};
@@ -57,10 +60,14 @@ pub fn program(
 ) -> Program {
     let layout = scenario.layout;
     let sharding = layout.sharding();
+    // With context parallelism every (data index, context index) pair is a
+    // replica of the stage's tensor group running all m microbatches on its
+    // s/cp tokens; gradients are reduced over the d·cp ranks (Megatron's
+    // dp-cp group), so `d` here counts replicas: d·cp ([`Placement`]).
     let (t, p, d, m) = (
         layout.tensor_parallel,
         layout.pipeline_parallel,
-        layout.data_parallel,
+        layout.replicas(),
         layout.microbatches,
     );
     let virtual_stages = layout.virtual_stages();
@@ -258,8 +265,9 @@ pub fn program(
                     let peer_first = placement.tensor_group(peer_stage, data_index)[0];
                     let crosses_nodes =
                         placement.node(tensor_ranks[0]) != placement.node(peer_first);
+                    // A context-parallel rank sends its own s/cp tokens.
                     let bytes = layout.microbatch_size as u64
-                        * scenario.model.seq_len
+                        * (scenario.model.seq_len / layout.context_parallel as u64)
                         * scenario.model.hidden
                         * models::ops::FP16_BYTES;
                     let work = builder.work(Work::PipelineTransfer {

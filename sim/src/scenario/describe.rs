@@ -9,8 +9,14 @@ impl Scenario {
     pub fn title(&self) -> String {
         let l = &self.layout;
         let options = self.options.title_suffix(self.iterations);
+        // cp is named only when used, so titles without it stay as they were.
+        let cp = if l.context_parallel > 1 {
+            format!(" cp={}", l.context_parallel)
+        } else {
+            String::new()
+        };
         format!(
-            "{} on {} · t={} p={} d={} v={} · b={} B={} · {} · recompute={}{options}",
+            "{} on {} · t={}{cp} p={} d={} v={} · b={} B={} · {} · recompute={}{options}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,

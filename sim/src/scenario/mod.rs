@@ -4,6 +4,7 @@
 //! resolved into a validated [`Scenario`]. Resolution reports every problem at
 //! once, each naming its field.
 
+mod context;
 mod describe;
 mod kinds;
 mod offload;
@@ -53,6 +54,10 @@ pub struct ScenarioFile {
     pub pp: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dp: Option<u32>,
+    /// Context-parallel degree cp (default 1): ring attention over cp ranks
+    /// that each hold s/cp tokens (Megatron-Core `--context-parallel-size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cp: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunks: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +93,9 @@ pub struct Layout {
     pub data_parallel: u32,
     /// Model chunks per stage v (interleaved schedule), 1 otherwise.
     pub chunks: u32,
+    /// Context-parallel degree cp (1: none); absent in older files.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub context_parallel: u32,
     /// Microbatch size b.
     pub microbatch_size: u32,
     /// Global batch B.
@@ -98,7 +106,13 @@ pub struct Layout {
 
 impl Layout {
     pub fn gpus(&self) -> u32 {
-        self.tensor_parallel * self.pipeline_parallel * self.data_parallel
+        self.tensor_parallel * self.context_parallel * self.pipeline_parallel * self.data_parallel
+    }
+    /// Ranks per stage and tensor index that hold the same weights: the
+    /// data- and context-parallel group d·cp (Megatron's dp-cp group, over
+    /// which gradients are reduced and the distributed optimizer shards).
+    pub fn replicas(&self) -> u32 {
+        self.data_parallel * self.context_parallel
     }
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
@@ -112,6 +126,14 @@ impl Layout {
             chunks: self.chunks,
         }
     }
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(value: &u32) -> bool {
+    *value == 1
 }
 
 /// A resolved, validated scenario: everything the simulator needs.
@@ -210,6 +232,7 @@ impl ScenarioFile {
             tp: self.tp.or(base.tp),
             pp: self.pp.or(base.pp),
             dp: self.dp.or(base.dp),
+            cp: self.cp.or(base.cp),
             chunks: self.chunks.or(base.chunks),
             microbatch_size: self.microbatch_size.or(base.microbatch_size),
             global_batch: self.global_batch.or(base.global_batch),

@@ -87,6 +87,7 @@ impl ScenarioFile {
         let t = positive("tp", self.tp, Some(1));
         let p = positive("pp", self.pp, Some(1));
         let d = positive("dp", self.dp, Some(1));
+        let cp = positive("cp", self.cp, Some(1));
         let v = positive("chunks", self.chunks, Some(1));
         let b = positive("microbatch_size", self.microbatch_size, Some(1));
         let global_batch = positive("global_batch", self.global_batch, None);
@@ -166,12 +167,31 @@ impl ScenarioFile {
             }
         }
         if let Some(topology) = &topology {
-            let needed = t as u64 * p as u64 * d as u64;
+            let needed = t as u64 * cp as u64 * p as u64 * d as u64;
             if needed > topology.total_gpus() {
+                if cp > 1 {
+                    problems.push(format!(
+                        "tp × cp × pp × dp = {t} × {cp} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
+                        topology.name,
+                        topology.total_gpus()
+                    ));
+                } else {
+                    problems.push(format!(
+                        "tp × pp × dp = {t} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
+                        topology.name,
+                        topology.total_gpus()
+                    ));
+                }
+            }
+            let ring = t as u64 * cp as u64;
+            let per_node_u64 = topology.node.gpus_per_node as u64;
+            if cp > 1
+                && per_node_u64 > 0
+                && !per_node_u64.is_multiple_of(ring)
+                && !ring.is_multiple_of(per_node_u64)
+            {
                 problems.push(format!(
-                    "tp × pp × dp = {t} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
-                    topology.name,
-                    topology.total_gpus()
+                    "cp: tp × cp = {t} × {cp} = {ring} neither divides nor is a multiple of the {per_node_u64} GPUs per node, so context-parallel rings would straddle nodes unevenly"
                 ));
             }
             let per_node = topology.node.gpus_per_node;
@@ -219,10 +239,14 @@ impl ScenarioFile {
             }
         }
         let iterations = self.resolve_iterations(&options, &mut problems);
+        if cp > 1 {
+            super::context::check(cp, model.as_ref(), recompute, &options, &mut problems);
+        }
         let layout = Layout {
             tensor_parallel: t,
             pipeline_parallel: p,
             data_parallel: d,
+            context_parallel: cp,
             chunks: v,
             microbatch_size: b,
             global_batch,

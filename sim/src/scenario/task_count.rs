@@ -94,7 +94,8 @@ pub fn estimated_task_count(
     let (t, p, d) = (
         layout.tensor_parallel as u64,
         layout.pipeline_parallel as u64,
-        layout.data_parallel as u64,
+        // Every context-parallel rank's tensor group runs every pass.
+        layout.replicas() as u64,
     );
     let (v, m) = (layout.chunks as u64, layout.microbatches as u64);
     let offload = splits.offload_buckets > 0;

@@ -80,7 +80,7 @@ fn write_timeline(report: &SimulationReport, path: &std::path::Path) -> anyhow::
 pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_json::Value {
     let m = &report.metrics;
     let peak = report.peak_memory();
-    serde_json::json!({
+    let mut summary = serde_json::json!({
         "scenario": scenario.title(),
         "iteration_time_s": m.iteration_time_s,
         "samples_per_s": m.samples_per_s,
@@ -111,7 +111,16 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         "iteration_times_s": m.iteration_times_s,
         "cpu_memory_bytes": peak.cpu_bytes,
         "cpu_memory_capacity_bytes": peak.cpu_capacity_bytes,
-    })
+    });
+    // Sharded data parallelism, only when on (earlier outputs stay byte-identical).
+    let options = &scenario.options;
+    if options.sharding != sim::scenario::Sharding::None {
+        summary["sharding"] = options.sharding.name().into();
+        summary["shard_group_size"] = options
+            .shard_group(scenario.layout.data_parallel)
+            .into();
+    }
+    summary
 }
 
 fn gib(bytes: u64) -> f64 {
@@ -226,6 +235,9 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
         "\nplacement (Megatron order: tensor innermost, then data, then pipeline):"
     )?;
     write!(out, "{}", placement.explain(32))?;
+    if let Some(sharding) = sim::lowering::sharded::explain(scenario) {
+        write!(out, "{sharding}")?;
+    }
     let (schedule, _) = sim::build_graph(scenario);
     let first: Vec<String> = schedule.actions[0]
         .iter()

@@ -128,6 +128,15 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                     Some(value(&["fp16", "bf16", "bf16", "fp8", ""], rng)),
                 );
             }
+            if rng.chance(25) {
+                flags.push(
+                    "--sharding",
+                    Some(value(&["none", "optimizer", "gradients", "full", "full", "zero3"], rng)),
+                );
+                if rng.chance(40) {
+                    flags.push("--shard-group-size", Some(value(&["1", "2", "3", "0"], rng)));
+                }
+            }
             if rng.chance(20) {
                 flags.push("--overlap-grad-reduce", None);
                 flags.push(

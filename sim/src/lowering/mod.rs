@@ -28,6 +28,7 @@
 //! ```
 
 pub mod edges;
+pub mod sharded;
 pub mod offload;
 pub mod offload_plan;
 pub mod passes;

@@ -68,6 +68,56 @@ impl Precision {
     }
 }
 
+/// How the data-parallel group shards the model states (Rajbhandari et al.
+/// 2020, ZeRO, Sec. 5: stages P_os, P_os+g, P_os+g+p).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Sharding {
+    /// Every data-parallel rank holds all model states (all-reduce of gradients).
+    #[default]
+    None,
+    /// ZeRO-1, Megatron's distributed optimizer: optimizer states 1/d
+    /// (the same as distributed_optimizer).
+    Optimizer,
+    /// ZeRO-2: optimizer states and gradients 1/d; every backward's gradient
+    /// buckets reduce-scattered as they are produced.
+    Gradients,
+    /// ZeRO-3 / PyTorch FSDP: parameters too; each layer's parameters are
+    /// all-gathered before its forward and its backward, its gradients
+    /// reduce-scattered after its backward.
+    Full,
+}
+
+impl Sharding {
+    /// The name of the option's value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sharding::None => "none",
+            Sharding::Optimizer => "optimizer",
+            Sharding::Gradients => "gradients",
+            Sharding::Full => "full",
+        }
+    }
+
+    /// Serialized only where `distributed_optimizer` does not already say it
+    /// (outputs of earlier options stay byte-identical).
+    fn below_gradients(&self) -> bool {
+        *self < Sharding::Gradients
+    }
+}
+
 /// Training options as written. Booleans are flags on the command line
 /// (`--sequence-parallel`, or `--sequence-parallel=false` to override a
 /// scenario file); unset keys take their defaults at resolution.
@@ -119,6 +169,20 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub distributed_optimizer: Option<bool>,
+    /// Sharded data parallelism: none (default), optimizer (ZeRO-1, the same
+    /// as distributed_optimizer), gradients (ZeRO-2: gradient buckets
+    /// reduce-scattered during every backward) or full (ZeRO-3 / FSDP: one
+    /// unit per layer, parameters all-gathered before its forward and
+    /// backward with the next unit prefetched, gradients reduce-scattered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub sharding: Option<Sharding>,
+    /// HSDP: shard within groups of N data-parallel ranks and replicate across
+    /// the d/N groups (gradients reduce-scattered in the group, then the shard
+    /// all-reduced across groups). Default: N = d. Needs sharding gradients or full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "N")]
+    pub shard_group_size: Option<u32>,
     /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
     /// across the t NICs of a node, then all-gather over NVLink (default true,
     /// as in SC21; =false sends whole activations on one NIC per rank).
@@ -178,6 +242,13 @@ pub struct TrainingOptions {
     /// Gradients reduce-scattered, optimizer states sharded over d, parameters all-gathered.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub distributed_optimizer: bool,
+    /// Sharded data parallelism beyond the optimizer (ZeRO-2, ZeRO-3); with
+    /// either, `distributed_optimizer` is true too.
+    #[serde(skip_serializing_if = "Sharding::below_gradients")]
+    pub sharding: Sharding,
+    /// HSDP: data-parallel ranks per shard group (None: all d).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard_group_size: Option<u32>,
     /// Communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
     /// ZeRO-Offload placement, when enabled.
@@ -203,6 +274,8 @@ impl TrainingOptionsFile {
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
             distributed_optimizer: self.distributed_optimizer.or(base.distributed_optimizer),
+            sharding: self.sharding.or(base.sharding),
+            shard_group_size: self.shard_group_size.or(base.shard_group_size),
             network_contention: self.network_contention.or(base.network_contention),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
@@ -223,7 +296,16 @@ impl TrainingOptionsFile {
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
-            distributed_optimizer: self.distributed_optimizer.unwrap_or(false),
+            distributed_optimizer: self.distributed_optimizer.unwrap_or(false)
+                || self.sharding.unwrap_or_default() >= Sharding::Optimizer,
+            sharding: self.sharding.unwrap_or_default().max(
+                if self.distributed_optimizer == Some(true) {
+                    Sharding::Optimizer
+                } else {
+                    Sharding::None
+                },
+            ),
+            shard_group_size: self.shard_group_size,
             network_contention: self.network_contention.unwrap_or(false),
             offload: zero_offload.then_some(Offload {
                 delayed_update: self.delayed_update.unwrap_or(false),
@@ -238,10 +320,16 @@ impl TrainingOptionsFile {
         }
     }
 
-    /// Validates the options for a layout with `pipeline_parallel` stages;
-    /// every problem is appended, naming its key.
-    pub fn resolve(&self, pipeline_parallel: u32, problems: &mut Vec<String>) -> TrainingOptions {
+    /// Validates the options for a layout with `pipeline_parallel` stages
+    /// and `data_parallel` replicas; every problem is appended, naming its key.
+    pub fn resolve(
+        &self,
+        pipeline_parallel: u32,
+        data_parallel: u32,
+        problems: &mut Vec<String>,
+    ) -> TrainingOptions {
         let options = self.with_defaults();
+        self.check_sharding(data_parallel, problems);
         let zero_offload = options.offload.is_some();
         let delayed_update = self.delayed_update.unwrap_or(false);
         if delayed_update && !zero_offload {
@@ -277,9 +365,9 @@ impl TrainingOptionsFile {
             if bucket == 0 {
                 problems.push("grad_reduce_bucket_params: must be at least 1".into());
             }
-            if self.overlap_grad_reduce != Some(true) {
+            if self.overlap_grad_reduce != Some(true) && options.sharding != Sharding::Gradients {
                 problems.push(
-                    "grad_reduce_bucket_params: needs overlap_grad_reduce (buckets only matter when the all-reduce overlaps the backward)".into(),
+                    "grad_reduce_bucket_params: needs overlap_grad_reduce or sharding gradients (buckets only matter when the all-reduce overlaps the backward)".into(),
                 );
             }
             if zero_offload {
@@ -293,7 +381,7 @@ impl TrainingOptionsFile {
                 "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
             );
         }
-        if zero_offload && options.distributed_optimizer {
+        if zero_offload && options.distributed_optimizer && self.sharding.is_none() {
             problems.push(
                 "distributed_optimizer: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
             );
@@ -307,7 +395,70 @@ impl TrainingOptionsFile {
     }
 }
 
+impl TrainingOptionsFile {
+    /// The sharding keys' own checks and their conflicts with the others.
+    fn check_sharding(&self, data_parallel: u32, problems: &mut Vec<String>) {
+        let Some(sharding) = self.sharding else {
+            if self.shard_group_size.is_some() {
+                problems.push(
+                    "shard_group_size: needs sharding gradients or full (--sharding)".into(),
+                );
+            }
+            return;
+        };
+        match (sharding, self.distributed_optimizer) {
+            (Sharding::None, Some(true)) => problems.push(
+                "sharding: none contradicts distributed_optimizer = true (which is sharding optimizer)".into(),
+            ),
+            (Sharding::Optimizer | Sharding::Gradients | Sharding::Full, Some(false)) => {
+                problems.push(format!(
+                    "sharding: {} shards the optimizer states, which contradicts distributed_optimizer = false",
+                    sharding.name()
+                ))
+            }
+            _ => {}
+        }
+        if sharding != Sharding::None && self.zero_offload == Some(true) {
+            problems.push(
+                "sharding: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
+            );
+        }
+        if sharding >= Sharding::Gradients && self.overlap_grad_reduce == Some(true) {
+            problems.push(format!(
+                "overlap_grad_reduce: sharding {} already reduce-scatters gradients as the backward produces them",
+                sharding.name()
+            ));
+        }
+        if sharding == Sharding::Full && self.grad_reduce_bucket_params.is_some() {
+            problems.push(
+                "grad_reduce_bucket_params: sharding full reduce-scatters each layer's gradients (one FSDP unit per layer), not buckets".into(),
+            );
+        }
+        if let Some(group) = self.shard_group_size {
+            if sharding < Sharding::Gradients {
+                problems.push(format!(
+                    "shard_group_size: HSDP is built for sharding gradients or full, not {}",
+                    sharding.name()
+                ));
+            }
+            if group == 0 {
+                problems.push("shard_group_size: must be at least 1".into());
+            } else if data_parallel % group != 0 {
+                problems.push(format!(
+                    "shard_group_size: must divide the data-parallel size {data_parallel} (got {group})"
+                ));
+            }
+        }
+    }
+}
+
 impl TrainingOptions {
+    /// Data-parallel ranks that share one copy of the sharded model states
+    /// (`data_parallel` unless HSDP groups are smaller).
+    pub fn shard_group(&self, data_parallel: u32) -> u32 {
+        self.shard_group_size.unwrap_or(data_parallel).max(1)
+    }
+
     /// Consecutive iterations simulated unless the scenario says otherwise:
     /// 1, or with the delayed update its warm-up plus 3 (a first delayed
     /// iteration, the measured one and one after it).
@@ -340,8 +491,16 @@ impl TrainingOptions {
         if self.gradient_accumulation_fusion {
             labels.push("fused grad accumulation".into());
         }
-        if self.distributed_optimizer {
-            labels.push("distributed optimizer".into());
+        match self.sharding {
+            Sharding::None | Sharding::Optimizer if self.distributed_optimizer => {
+                labels.push("distributed optimizer".into())
+            }
+            Sharding::None | Sharding::Optimizer => {}
+            Sharding::Gradients => labels.push("ZeRO-2 sharded gradients".into()),
+            Sharding::Full => labels.push("ZeRO-3/FSDP full sharding".into()),
+        }
+        if let Some(group) = self.shard_group_size {
+            labels.push(format!("HSDP shard groups of {group}"));
         }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());
@@ -451,7 +610,7 @@ mod tests {
             delayed_update: Some(true),
             ..TrainingOptionsFile::default()
         }
-        .resolve(1, &mut problems);
+        .resolve(1, 1, &mut problems);
         let keys: Vec<&str> = problems
             .iter()
             .map(|p| p.split(':').next().unwrap())

@@ -354,6 +354,16 @@ impl Stack {
             defaults.grad_reduce_bucket_params = None;
             defaults.gradient_accumulation_fusion = None;
         }
+        // ZeRO-2/3 reduce-scatter gradients as the backward produces them:
+        // a stack's overlapped all-reduce does not apply (its bucket size
+        // still cuts ZeRO-2's buckets; ZeRO-3's units are layers).
+        let sharding = options.sharding.unwrap_or_default();
+        if sharding >= super::Sharding::Gradients {
+            defaults.overlap_grad_reduce = None;
+        }
+        if sharding == super::Sharding::Full {
+            defaults.grad_reduce_bucket_params = None;
+        }
         options.clone().or(defaults)
     }
 }

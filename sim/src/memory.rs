@@ -86,7 +86,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::Selective | Recompute::Full => stored(RecomputeKind::None) - stored(kind),
     };
     let hidden_bytes = (b * model.seq_len * model.hidden * 2) as f64;
-    let shard_plan = sharded::ShardPlan::new(scenario);
+    let shard_plan = sharded::ShardPlan::new(scenario).filter(sharded::ShardPlan::shards_gradients);
     (0..layout.pipeline_parallel)
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);

@@ -82,7 +82,8 @@ fn the_hand_model_has_the_hand_counted_parameters() {
     let scenario = file(1, 1, 4, TrainingOptionsFile::default())
         .resolve()
         .unwrap();
-    let params = models::sharding::parameters_on_rank(&scenario.model, scenario.layout.sharding(), 0);
+    let params =
+        models::sharding::parameters_on_rank(&scenario.model, scenario.layout.sharding(), 0);
     assert_eq!(params, TOTAL);
     assert_eq!(TOTAL, 4_472_320);
 }
@@ -118,7 +119,10 @@ fn zero3_gathers_every_unit_before_each_pass_and_scatters_it_after_its_backward(
     );
     // No all-reduce, no all-gather after the optimizer: 2·2·2·TOTAL gathered.
     assert_eq!(collectives(&report, TaskKind::DataParallelAllReduce), []);
-    assert_eq!(bytes_on_rank(&report, TaskKind::DataParallelAllGather, 0), 8 * TOTAL);
+    assert_eq!(
+        bytes_on_rank(&report, TaskKind::DataParallelAllGather, 0),
+        8 * TOTAL
+    );
     // Memory: shards of 1/4, plus two units (the two largest) gathered.
     let memory = &report.memory[0];
     let shard = TOTAL.div_ceil(4);
@@ -218,9 +222,18 @@ fn hsdp_scatters_in_the_group_all_reduces_across_groups_and_gathers_in_the_group
     }
     // Per rank: gathers and scatters of the whole model as without HSDP, and
     // each scattered half all-reduced across the groups.
-    assert_eq!(bytes_on_rank(&report, TaskKind::DataParallelAllGather, 0), 8 * TOTAL);
-    assert_eq!(bytes_on_rank(&report, TaskKind::DataParallelReduceScatter, 0), 4 * TOTAL);
-    assert_eq!(bytes_on_rank(&report, TaskKind::DataParallelAllReduce, 0), 2 * TOTAL);
+    assert_eq!(
+        bytes_on_rank(&report, TaskKind::DataParallelAllGather, 0),
+        8 * TOTAL
+    );
+    assert_eq!(
+        bytes_on_rank(&report, TaskKind::DataParallelReduceScatter, 0),
+        4 * TOTAL
+    );
+    assert_eq!(
+        bytes_on_rank(&report, TaskKind::DataParallelAllReduce, 0),
+        2 * TOTAL
+    );
     // Memory: halves, not quarters.
     let memory = &report.memory[0];
     let working = 2 * (LAYER + EMBEDDING);
@@ -275,7 +288,10 @@ fn without_data_parallelism_sharding_changes_nothing() {
     for mode in [Sharding::Gradients, Sharding::Full] {
         let sharded = run(file(2, 2, 1, sharded(mode, None))).1;
         assert_eq!(plain.timeline.tasks.len(), sharded.timeline.tasks.len());
-        assert_eq!(plain.metrics.iteration_time_s, sharded.metrics.iteration_time_s);
+        assert_eq!(
+            plain.metrics.iteration_time_s,
+            sharded.metrics.iteration_time_s
+        );
         assert_eq!(plain.memory, sharded.memory);
     }
 }
@@ -306,14 +322,23 @@ fn every_mode_runs_llama3_8b_on_the_superpod_and_sheds_memory_in_order() {
     .map(llama)
     .collect();
     let peak = |i: usize| runs[i].1.peak_memory().total_bytes;
-    assert!(peak(0) > peak(1) && peak(1) > peak(3), "{:?}", (0..4).map(peak).collect::<Vec<_>>());
+    assert!(
+        peak(0) > peak(1) && peak(1) > peak(3),
+        "{:?}",
+        (0..4).map(peak).collect::<Vec<_>>()
+    );
     for (i, (scenario, report)) in runs.iter().enumerate() {
         assert!(report.metrics.iteration_time_s > 0.0);
-        let params = models::sharding::parameters_on_rank(&scenario.model, scenario.layout.sharding(), 0);
+        let params =
+            models::sharding::parameters_on_rank(&scenario.model, scenario.layout.sharding(), 0);
         let optimizer = report.memory[0].optimizer_state_bytes;
         assert_eq!(
             optimizer,
-            if i == 0 { 12 * params } else { (12 * params).div_ceil(4) }
+            if i == 0 {
+                12 * params
+            } else {
+                (12 * params).div_ceil(4)
+            }
         );
         let gathers = collectives(report, TaskKind::DataParallelAllGather).len();
         // ZeRO-1 and -2: one per (stage, tensor rank) group; ZeRO-3: per unit and pass.
@@ -341,7 +366,10 @@ fn bad_sharding_options_are_refused_by_key() {
             sharded(Sharding::Full, Some(3)),
             "shard_group_size: must divide the data-parallel size 4 (got 3)",
         ),
-        (sharded(Sharding::Full, Some(0)), "shard_group_size: must be at least 1"),
+        (
+            sharded(Sharding::Full, Some(0)),
+            "shard_group_size: must be at least 1",
+        ),
         (
             sharded(Sharding::Optimizer, Some(2)),
             "shard_group_size: HSDP is built for sharding gradients or full",
@@ -399,12 +427,17 @@ fn bad_sharding_options_are_refused_by_key() {
         )
     };
     let text = offload.resolve().expect_err("invalid").to_string();
-    assert!(text.contains("sharding: ZeRO-Offload already partitions"), "{text}");
+    assert!(
+        text.contains("sharding: ZeRO-Offload already partitions"),
+        "{text}"
+    );
 }
 
 #[test]
 fn the_optimizer_mode_is_the_distributed_optimizer_and_titles_name_each_mode() {
-    let via_mode = file(1, 1, 4, sharded(Sharding::Optimizer, None)).resolve().unwrap();
+    let via_mode = file(1, 1, 4, sharded(Sharding::Optimizer, None))
+        .resolve()
+        .unwrap();
     let via_flag = file(
         1,
         1,
@@ -421,11 +454,128 @@ fn the_optimizer_mode_is_the_distributed_optimizer_and_titles_name_each_mode() {
     // options stay byte-identical).
     let json = |s: &Scenario| serde_json::to_string(&s.options).unwrap();
     assert!(!json(&via_mode).contains("sharding"));
-    let full = file(1, 1, 4, sharded(Sharding::Full, Some(2))).resolve().unwrap();
-    assert!(json(&full).contains("\"sharding\":\"full\""), "{}", json(&full));
+    let full = file(1, 1, 4, sharded(Sharding::Full, Some(2)))
+        .resolve()
+        .unwrap();
+    assert!(
+        json(&full).contains("\"sharding\":\"full\""),
+        "{}",
+        json(&full)
+    );
     assert!(json(&full).contains("\"shard_group_size\":2"));
-    assert!(full.title().contains("ZeRO-3/FSDP full sharding · HSDP shard groups of 2"), "{}", full.title());
+    assert!(
+        full.title()
+            .contains("ZeRO-3/FSDP full sharding · HSDP shard groups of 2"),
+        "{}",
+        full.title()
+    );
     let explain = sim::lowering::sharded::explain(&full).unwrap();
-    assert!(explain.contains("ZeRO-3") && explain.contains("HSDP"), "{explain}");
+    assert!(
+        explain.contains("ZeRO-3") && explain.contains("HSDP"),
+        "{explain}"
+    );
     assert!(explain.contains(&format!("{} B", 2 * LAYER)), "{explain}");
+}
+
+#[test]
+fn the_overlapped_parameter_gather_feeds_the_first_forward_bucket_by_bucket() {
+    let options = |overlap: bool| TrainingOptionsFile {
+        distributed_optimizer: Some(true),
+        overlap_grad_reduce: Some(true),
+        grad_reduce_bucket_params: Some(1_600_000),
+        overlap_param_gather: Some(overlap),
+        ..TrainingOptionsFile::default()
+    };
+    let (_, plain) = run(file(1, 1, 4, options(false)));
+    let (_, overlapped) = run(file(1, 1, 4, options(true)));
+    // Without overlap: one all-gather of everything after the optimizer.
+    assert_eq!(
+        collectives(&plain, TaskKind::DataParallelAllGather),
+        [(2 * TOTAL, 4)]
+    );
+    // With it: the first forward's two buckets (embedding's first), nothing after the optimizer.
+    let (bottom, top) = (2 * LAYER + EMBEDDING, 2 * LAYER + NORM);
+    assert_eq!(
+        collectives(&overlapped, TaskKind::DataParallelAllGather),
+        [(2 * bottom, 4), (2 * top, 4)]
+    );
+    let first_of = |report: &SimulationReport, kind: TaskKind| {
+        report
+            .timeline
+            .tasks
+            .iter()
+            .filter(|t| t.kind == kind)
+            .map(|t| (t.start_ns, t.end_ns))
+            .min()
+            .unwrap()
+    };
+    let optimizer_end = overlapped
+        .timeline
+        .tasks
+        .iter()
+        .filter(|t| t.kind == TaskKind::OptimizerStep)
+        .map(|t| t.end_ns)
+        .max()
+        .unwrap();
+    assert!(
+        first_of(&overlapped, TaskKind::DataParallelAllGather).1
+            <= first_of(&overlapped, TaskKind::Forward).0
+    );
+    assert!(overlapped
+        .timeline
+        .tasks
+        .iter()
+        .filter(|t| t.kind == TaskKind::DataParallelAllGather)
+        .all(|t| t.end_ns < optimizer_end));
+    // Same reduce-scatters and memory as the plain distributed optimizer.
+    assert_eq!(
+        collectives(&plain, TaskKind::DataParallelReduceScatter),
+        collectives(&overlapped, TaskKind::DataParallelReduceScatter)
+    );
+    assert_eq!(plain.memory, overlapped.memory);
+    let refused = file(
+        1,
+        1,
+        4,
+        TrainingOptionsFile {
+            overlap_param_gather: Some(true),
+            ..TrainingOptionsFile::default()
+        },
+    )
+    .resolve()
+    .expect_err("invalid")
+    .to_string();
+    assert!(
+        refused.contains("overlap_param_gather: needs the distributed optimizer"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("overlap_param_gather: needs overlap_grad_reduce"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn the_task_estimate_covers_sharded_pieces_and_collectives() {
+    for options in [
+        sharded(Sharding::Full, Some(2)),
+        sharded(Sharding::Gradients, None),
+        TrainingOptionsFile {
+            distributed_optimizer: Some(true),
+            overlap_grad_reduce: Some(true),
+            grad_reduce_bucket_params: Some(1),
+            overlap_param_gather: Some(true),
+            ..TrainingOptionsFile::default()
+        },
+    ] {
+        let (scenario, report) = run(ScenarioFile {
+            topology: Some("selene".into()),
+            ..file(2, 2, 4, options)
+        });
+        let (tasks, estimate) = (report.n_tasks as u64, scenario.estimated_tasks());
+        assert!(
+            tasks <= 2 * estimate && estimate <= 2 * tasks,
+            "{tasks} tasks, estimated {estimate}"
+        );
+    }
 }

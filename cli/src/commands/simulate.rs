@@ -116,9 +116,7 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     let options = &scenario.options;
     if options.sharding != sim::scenario::Sharding::None {
         summary["sharding"] = options.sharding.name().into();
-        summary["shard_group_size"] = options
-            .shard_group(scenario.layout.data_parallel)
-            .into();
+        summary["shard_group_size"] = options.shard_group(scenario.layout.data_parallel).into();
     }
     summary
 }

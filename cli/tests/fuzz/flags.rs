@@ -117,6 +117,7 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                 "--scatter-gather=false",
                 "--contention",
                 "--distributed-optimizer",
+                "--overlap-param-gather",
             ] {
                 if rng.chance(30) {
                     switch(flags, flag, rng);
@@ -131,10 +132,16 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
             if rng.chance(25) {
                 flags.push(
                     "--sharding",
-                    Some(value(&["none", "optimizer", "gradients", "full", "full", "zero3"], rng)),
+                    Some(value(
+                        &["none", "optimizer", "gradients", "full", "full", "zero3"],
+                        rng,
+                    )),
                 );
                 if rng.chance(40) {
-                    flags.push("--shard-group-size", Some(value(&["1", "2", "3", "0"], rng)));
+                    flags.push(
+                        "--shard-group-size",
+                        Some(value(&["1", "2", "3", "0"], rng)),
+                    );
                 }
             }
             if rng.chance(20) {

@@ -28,12 +28,12 @@
 //! ```
 
 pub mod edges;
-pub mod sharded;
 pub mod offload;
 pub mod offload_plan;
 pub mod passes;
 pub mod pipeline;
 pub mod program;
+pub mod sharded;
 pub mod tasks;
 
 use crate::scenario::Scenario;

@@ -22,8 +22,8 @@
 //! pieces of whole layers (gradient buckets), each with its own all-reduce.
 
 use super::passes::{backward_buckets, layers_per_bucket, BucketLayers, PassPiece};
-use super::sharded::{self, ShardPlan, ShardedPiece};
 use super::program::{Program, StepId, TensorGroup};
+use super::sharded::{self, ShardPlan, ShardedPiece};
 use crate::cost::gradients;
 use crate::placement::Placement;
 use crate::scenario::{Recompute, Scenario};
@@ -102,8 +102,14 @@ pub fn program(
     });
     // ZeRO-2/3 (`sharded.rs`): the pieces of every pass, per (data index, stage).
     let shard_plan = ShardPlan::new(scenario);
-    let mut sharded_pieces: Vec<Vec<ShardedPiece>> =
-        vec![Vec::new(); if shard_plan.is_some() { d as usize * p as usize } else { 0 }];
+    let mut sharded_pieces: Vec<Vec<ShardedPiece>> = vec![
+        Vec::new();
+        if shard_plan.is_some() {
+            d as usize * p as usize
+        } else {
+            0
+        }
+    ];
 
     for data_index in 0..d {
         for stage in 0..p {
@@ -136,7 +142,13 @@ pub fn program(
                     // The chunk's last backward is split into gradient buckets
                     // when they are all-reduced as they become ready.
                     let sharded = shard_plan.and_then(|plan| {
-                        plan.pieces(pass, layers_per_chunk, with_embedding, with_head)
+                        plan.pieces(
+                            pass,
+                            action.microbatch,
+                            layers_per_chunk,
+                            with_embedding,
+                            with_head,
+                        )
                     });
                     let pieces = match (sharded, bucket_layers) {
                         (Some(pieces), _) => pieces,
@@ -339,15 +351,17 @@ pub fn program(
     // reduce-scatter) and optimizer step (on a 1/d shard, then an all-gather
     // of the updated parameters).
     let distributed = scenario.options.distributed_optimizer && d > 1;
-    let sharded_reductions = shard_plan.map(|plan| {
-        sharded::emit(
+    // (With only the optimizer sharded, the reductions below are ZeRO-1's.)
+    let sharded_reductions = shard_plan.and_then(|plan| {
+        let reductions = sharded::emit(
             &mut program,
             builder,
             scenario,
             &placement,
             &plan,
             &sharded_pieces,
-        )
+        );
+        plan.shards_gradients().then_some(reductions)
     });
     let gradient_bytes_per_param =
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
@@ -455,8 +469,11 @@ pub fn program(
                 let ranks = [firsts[tensor_index as usize], lasts[tensor_index as usize]];
                 let group = builder.group(&ranks);
                 let work = builder.work(Work::DataParallelAllReduce {
-                    bytes: (embedding_params * gradient_bytes_per_param)
-                        .div_ceil(shard_plan.map_or(1, |plan| plan.group as u64)),
+                    bytes: (embedding_params * gradient_bytes_per_param).div_ceil(
+                        shard_plan
+                            .filter(ShardPlan::shards_gradients)
+                            .map_or(1, |plan| plan.group as u64),
+                    ),
                     group_size: 2,
                     nodes: placement.nodes_spanned(&ranks),
                 });

@@ -29,6 +29,16 @@
 //!   reduce-scatters use one process group, whose ProcessGroupNCCL runs them
 //!   on one NCCL stream, so they serialize. No parameter all-gather after the
 //!   optimizer: each rank's shard is what the next forward gathers.
+//! - **Overlapped parameter gather** of the distributed optimizer
+//!   (`--overlap-param-gather`, Megatron-Core 2024,
+//!   megatron/core/optimizer/distrib_optimizer.py): the optimizer's
+//!   `zero_grad` dispatches the first bucket's all-gather before the forward,
+//!   and each bucket's forward pre-hook waits for its own all-gather and
+//!   dispatches the next bucket's. In the simulated (steady-state) iteration
+//!   the first forward of every chunk is cut into the gradient buckets (in
+//!   forward order), each waiting for its all-gather, issued by the same
+//!   two-in-flight rule as FSDP's; no all-gather follows the optimizer. The
+//!   gradients still go as ZeRO-1's reduce-scatters (`pipeline.rs`).
 //! - **HSDP** (`ShardingStrategy.HYBRID_SHARD`): shard groups of N
 //!   consecutive data-parallel indices; a gradient reduce-scatter inside each
 //!   group is followed by an all-reduce of each shard across the d/N groups
@@ -73,17 +83,26 @@ impl ShardPlan {
     pub fn new(scenario: &Scenario) -> Option<ShardPlan> {
         let d = scenario.layout.data_parallel;
         let mode = scenario.options.sharding;
-        if mode < Sharding::Gradients || d < 2 {
+        let gathers_overlapped =
+            mode == Sharding::Optimizer && scenario.options.overlap_param_gather;
+        if (mode < Sharding::Gradients && !gathers_overlapped) || d < 2 {
             return None;
         }
         let group = scenario.options.shard_group(d);
-        let layers_per_chunk = (scenario.model.layers / scenario.layout.virtual_stages() as u64) as u32;
+        let layers_per_chunk =
+            (scenario.model.layers / scenario.layout.virtual_stages() as u64) as u32;
         let per_layer =
             parameters_of_layers(&scenario.model, scenario.layout.sharding(), 1, false, false);
+        // Megatron-Core's parameter-gather buckets are its gradient buckets
+        // (one per chunk without them); ZeRO-2's default is DeepSpeed's.
         let bucket = scenario
             .options
             .grad_reduce_bucket_params
-            .unwrap_or(DEFAULT_ZERO2_BUCKET_PARAMS);
+            .unwrap_or(if gathers_overlapped {
+                u64::MAX
+            } else {
+                DEFAULT_ZERO2_BUCKET_PARAMS
+            });
         Some(ShardPlan {
             mode,
             group,
@@ -95,20 +114,37 @@ impl ShardPlan {
         })
     }
 
+    /// Whether gradients (and more) are sharded (ZeRO-2/3), not only the
+    /// optimizer with its overlapped parameter gather.
+    pub fn shards_gradients(&self) -> bool {
+        self.mode >= Sharding::Gradients
+    }
+
     /// The pieces a pass is cut into, in the order it runs them, or None
     /// when it stays whole: ZeRO-3 cuts every pass into one unit per layer,
-    /// ZeRO-2 every backward into its gradient buckets.
+    /// ZeRO-2 every backward into its gradient buckets, the overlapped
+    /// parameter gather each chunk's first forward into its buckets.
     pub fn pieces(
         &self,
         pass: ComputePass,
+        microbatch: u32,
         layers: u32,
         embedding: bool,
         head: bool,
     ) -> Option<Vec<BucketLayers>> {
         match (self.mode, pass) {
-            (Sharding::Full, ComputePass::Backward) | (Sharding::Gradients, ComputePass::Backward) => {
-                Some(backward_buckets(layers, self.bucket_layers, embedding, head))
+            (Sharding::Optimizer, ComputePass::Forward) if microbatch == 0 => {
+                let mut buckets = backward_buckets(layers, self.bucket_layers, embedding, head);
+                buckets.reverse();
+                Some(buckets)
             }
+            (Sharding::Full, ComputePass::Backward)
+            | (Sharding::Gradients, ComputePass::Backward) => Some(backward_buckets(
+                layers,
+                self.bucket_layers,
+                embedding,
+                head,
+            )),
             (Sharding::Full, _) => {
                 // Forward order: the reverse of the backward's (embedding first, head last).
                 let mut units = backward_buckets(layers, 1, embedding, head);
@@ -132,6 +168,7 @@ pub struct ShardedPiece {
 }
 
 /// A collective over the ranks `ranks` on the data-parallel stream.
+#[allow(clippy::too_many_arguments)]
 fn collective(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
@@ -193,17 +230,29 @@ pub fn emit(
     let gradient_bytes =
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
     let (n, replicas) = (plan.group, plan.replicas);
-    let full = plan.mode == Sharding::Full;
+    // Which pieces wait for an all-gather: ZeRO-3 all, the overlapped
+    // parameter gather the first forward of each chunk, ZeRO-2 none.
+    let gathers = |piece: &ShardedPiece| match plan.mode {
+        Sharding::Full => true,
+        Sharding::Optimizer => piece.pass == ComputePass::Forward && piece.microbatch == 0,
+        _ => false,
+    };
     let mut last: Vec<Vec<Vec<StepId>>> = vec![vec![Vec::new(); t as usize]; p as usize];
     for stage in 0..p {
         let sequence = &pieces[stage as usize];
         for tensor_index in 0..t {
             let data_ranks = placement.data_group(stage, tensor_index);
-            let shard_ranks = |g: u32| data_ranks[(g * n) as usize..((g + 1) * n) as usize].to_vec();
+            let shard_ranks =
+                |g: u32| data_ranks[(g * n) as usize..((g + 1) * n) as usize].to_vec();
             let piece_of = |data_index: u32, j: usize| pieces[(data_index * p + stage) as usize][j];
-            // The all-gather of piece j in every shard group; each feeds piece j
-            // and waits for piece j - 2 (at most two in flight).
-            let all_gather = |program: &mut Program, builder: &mut TaskGraphBuilder, j: usize| {
+            let gathered: Vec<usize> = (0..sequence.len())
+                .filter(|&j| gathers(&sequence[j]))
+                .collect();
+            // The k-th all-gather, of piece gathered[k], in every shard group;
+            // each feeds its piece and waits for the piece two gathers back
+            // (at most two in flight).
+            let all_gather = |program: &mut Program, builder: &mut TaskGraphBuilder, k: usize| {
+                let j = gathered[k];
                 let first = piece_of(0, j);
                 for g in 0..replicas {
                     let ranks = shard_ranks(g);
@@ -222,22 +271,24 @@ pub fn emit(
                     );
                     for data_index in g * n..(g + 1) * n {
                         program.depend(step, piece_of(data_index, j).step, Dependency::Data);
-                        if j >= INFLIGHT_ALL_GATHERS as usize {
-                            let freed = piece_of(data_index, j - INFLIGHT_ALL_GATHERS as usize);
+                        if k >= INFLIGHT_ALL_GATHERS as usize {
+                            let freed =
+                                piece_of(data_index, gathered[k - INFLIGHT_ALL_GATHERS as usize]);
                             program.depend(freed.step, step, Dependency::Data);
                         }
                     }
                 }
             };
-            if full && !sequence.is_empty() {
+            if !gathered.is_empty() {
                 all_gather(program, builder, 0);
             }
-            for j in 0..sequence.len() {
-                if full && j + 1 < sequence.len() {
-                    all_gather(program, builder, j + 1);
+            for (j, &piece) in sequence.iter().enumerate() {
+                if let Ok(k) = gathered.binary_search(&j) {
+                    if k + 1 < gathered.len() {
+                        all_gather(program, builder, k + 1);
+                    }
                 }
-                let piece = sequence[j];
-                if piece.pass != ComputePass::Backward {
+                if piece.pass != ComputePass::Backward || !plan.shards_gradients() {
                     continue;
                 }
                 let bytes = piece.params * gradient_bytes;
@@ -288,8 +339,11 @@ pub fn emit(
                         reduced.push(step);
                     }
                 }
-                last[stage as usize][tensor_index as usize] =
-                    if reduced.is_empty() { scattered } else { reduced };
+                last[stage as usize][tensor_index as usize] = if reduced.is_empty() {
+                    scattered
+                } else {
+                    reduced
+                };
             }
         }
     }
@@ -350,6 +404,7 @@ pub fn largest_piece_params(scenario: &Scenario, plan: &ShardPlan, stage: u32) -
             let virtual_stage = chunk * layout.pipeline_parallel + stage;
             plan.pieces(
                 ComputePass::Backward,
+                0,
                 layers_per_chunk,
                 virtual_stage == 0,
                 virtual_stage + 1 == virtual_stages,
@@ -395,6 +450,7 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
         }
     );
     let line = match options.sharding {
+        Sharding::Optimizer if options.overlap_param_gather => "  gradients reduce-scattered as each bucket's last backward ends; optimizer on 1/d; parameters all-gathered bucket by bucket as the next forward reaches them (--overlap-param-gather)\n".to_string(),
         Sharding::Optimizer => "  gradients reduce-scattered after the last backward; optimizer on 1/d; parameters all-gathered after it\n".to_string(),
         Sharding::Gradients => format!(
             "  every backward's gradient buckets reduce-scattered as produced ({} B per layer per tensor rank); optimizer on 1/N; parameters all-gathered after it\n",
@@ -422,10 +478,12 @@ mod tests {
             replicas: 1,
             bucket_layers: 1,
         };
-        let forward = plan.pieces(ComputePass::Forward, 3, true, true).unwrap();
+        let forward = plan.pieces(ComputePass::Forward, 1, 3, true, true).unwrap();
         assert_eq!(forward.len(), 3);
         assert!(forward[0].embedding && !forward[0].head && forward[2].head);
-        let backward = plan.pieces(ComputePass::Backward, 3, true, true).unwrap();
+        let backward = plan
+            .pieces(ComputePass::Backward, 1, 3, true, true)
+            .unwrap();
         assert!(backward[0].head && backward[2].embedding);
         assert!(forward.iter().chain(&backward).all(|u| u.layers == 1));
         let gradients = ShardPlan {
@@ -433,8 +491,13 @@ mod tests {
             bucket_layers: 2,
             ..plan
         };
-        assert_eq!(gradients.pieces(ComputePass::Forward, 3, true, true), None);
-        let buckets = gradients.pieces(ComputePass::Backward, 3, true, true).unwrap();
+        assert_eq!(
+            gradients.pieces(ComputePass::Forward, 0, 3, true, true),
+            None
+        );
+        let buckets = gradients
+            .pieces(ComputePass::Backward, 0, 3, true, true)
+            .unwrap();
         assert_eq!(buckets.iter().map(|b| b.layers).collect::<Vec<_>>(), [2, 1]);
     }
 }

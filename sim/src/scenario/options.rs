@@ -183,6 +183,15 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "N")]
     pub shard_group_size: Option<u32>,
+    /// Megatron-Core's `--overlap-param-gather` for the distributed optimizer:
+    /// the updated parameters are all-gathered bucket by bucket at the start
+    /// of the next iteration, each forward bucket waiting for its own (the
+    /// next one's dispatched as it starts), instead of one all-gather after
+    /// the optimizer. Needs distributed_optimizer and overlap_grad_reduce,
+    /// as Megatron asserts (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub overlap_param_gather: Option<bool>,
     /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
     /// across the t NICs of a node, then all-gather over NVLink (default true,
     /// as in SC21; =false sends whole activations on one NIC per rank).
@@ -249,6 +258,10 @@ pub struct TrainingOptions {
     /// HSDP: data-parallel ranks per shard group (None: all d).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard_group_size: Option<u32>,
+    /// The distributed optimizer's parameter all-gather per bucket, overlapped
+    /// with the next iteration's forward.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub overlap_param_gather: bool,
     /// Communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
     /// ZeRO-Offload placement, when enabled.
@@ -276,6 +289,7 @@ impl TrainingOptionsFile {
             distributed_optimizer: self.distributed_optimizer.or(base.distributed_optimizer),
             sharding: self.sharding.or(base.sharding),
             shard_group_size: self.shard_group_size.or(base.shard_group_size),
+            overlap_param_gather: self.overlap_param_gather.or(base.overlap_param_gather),
             network_contention: self.network_contention.or(base.network_contention),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
@@ -306,6 +320,7 @@ impl TrainingOptionsFile {
                 },
             ),
             shard_group_size: self.shard_group_size,
+            overlap_param_gather: self.overlap_param_gather.unwrap_or(false),
             network_contention: self.network_contention.unwrap_or(false),
             offload: zero_offload.then_some(Offload {
                 delayed_update: self.delayed_update.unwrap_or(false),
@@ -398,11 +413,26 @@ impl TrainingOptionsFile {
 impl TrainingOptionsFile {
     /// The sharding keys' own checks and their conflicts with the others.
     fn check_sharding(&self, data_parallel: u32, problems: &mut Vec<String>) {
+        if self.overlap_param_gather == Some(true) {
+            // megatron/training/arguments.py (2024): "--overlap-param-gather only
+            // supported with distributed optimizer" and "... with --overlap-grad-reduce".
+            let distributed = self.distributed_optimizer == Some(true)
+                || self.sharding == Some(Sharding::Optimizer);
+            if !distributed {
+                problems.push(
+                    "overlap_param_gather: needs the distributed optimizer (--distributed-optimizer or --sharding optimizer; sharding full gathers per layer by itself)".into(),
+                );
+            }
+            if self.overlap_grad_reduce != Some(true) {
+                problems.push(
+                    "overlap_param_gather: needs overlap_grad_reduce, as Megatron asserts".into(),
+                );
+            }
+        }
         let Some(sharding) = self.sharding else {
             if self.shard_group_size.is_some() {
-                problems.push(
-                    "shard_group_size: needs sharding gradients or full (--sharding)".into(),
-                );
+                problems
+                    .push("shard_group_size: needs sharding gradients or full (--sharding)".into());
             }
             return;
         };
@@ -443,7 +473,7 @@ impl TrainingOptionsFile {
             }
             if group == 0 {
                 problems.push("shard_group_size: must be at least 1".into());
-            } else if data_parallel % group != 0 {
+            } else if !data_parallel.is_multiple_of(group) {
                 problems.push(format!(
                     "shard_group_size: must divide the data-parallel size {data_parallel} (got {group})"
                 ));
@@ -501,6 +531,9 @@ impl TrainingOptions {
         }
         if let Some(group) = self.shard_group_size {
             labels.push(format!("HSDP shard groups of {group}"));
+        }
+        if self.overlap_param_gather {
+            labels.push("overlapped param gather".into());
         }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());

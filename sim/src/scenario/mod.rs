@@ -9,6 +9,7 @@ mod kinds;
 mod offload;
 mod options;
 mod resolve;
+mod sharding;
 mod stack;
 mod task_count;
 

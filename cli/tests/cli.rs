@@ -67,8 +67,8 @@ fn sharded_data_parallelism_appears_in_explain_and_json() {
         "4",
         "--global-batch",
         "8",
-        "--sharding",
-        "full",
+        "--zero-stage",
+        "3",
         "--shard-group-size",
         "2",
     ];
@@ -80,18 +80,18 @@ fn sharded_data_parallelism_appears_in_explain_and_json() {
         "{text}"
     );
     assert!(
-        text.contains("sharded data parallelism: full (ZeRO-3) over shard groups of 2 of the 4 data-parallel ranks, replicated across 2 groups (HSDP)"),
+        text.contains("sharded data parallelism: ZeRO-3 (optimizer states, gradients and parameters sharded: FSDP) over shard groups of 2 of the 4 data-parallel ranks, replicated across 2 groups (HSDP)"),
         "{text}"
     );
     let output = clustersim(&[&base[..], &["--json"]].concat());
     assert!(output.status.success(), "{}", stderr(&output));
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(value["sharding"], "full");
+    assert_eq!(value["zero_stage"], 3);
     assert_eq!(value["shard_group_size"], 2);
     assert_user_error(
         &[
             &base[..13],
-            &["--sharding", "full", "--shard-group-size", "3"],
+            &["--zero-stage", "3", "--shard-group-size", "3"],
         ]
         .concat(),
         "shard_group_size: must divide the data-parallel size 4 (got 3)",

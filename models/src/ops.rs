@@ -24,11 +24,11 @@
 //! costed at achieved bandwidth); without biases there are no bias-gradient
 //! kernels. Dropout kernels stay: the spec has no dropout rate.
 
+pub use crate::attention::FusedAttentionShape;
 pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::parameter_tensors::{
     embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors, ParameterTensor,
 };
-pub use crate::attention::FusedAttentionShape;
 use crate::spec::{FfnType, NormType};
 use crate::{attention, softmax, ModelSpec};
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! Sharded data parallelism (`--sharding gradients|full`, `--shard-group-size`):
+//! Sharded data parallelism (`--zero-stage 2|3`, `--shard-group-size`):
 //! the bytes of every all-gather, reduce-scatter and HSDP all-reduce, the
 //! memory per rank, FSDP's prefetch order, composition with t and p, a run
 //! of each mode on llama3-8b on the DGX H100 SuperPOD preset, and the
@@ -42,7 +42,7 @@ fn file(t: u32, p: u32, d: u32, options: TrainingOptionsFile) -> ScenarioFile {
 
 fn sharded(mode: Sharding, group: Option<u32>) -> TrainingOptionsFile {
     TrainingOptionsFile {
-        sharding: Some(mode),
+        zero_stage: Some(mode.stage()),
         shard_group_size: group,
         ..TrainingOptionsFile::default()
     }
@@ -371,43 +371,50 @@ fn bad_sharding_options_are_refused_by_key() {
             "shard_group_size: must be at least 1",
         ),
         (
+            TrainingOptionsFile {
+                zero_stage: Some(4),
+                ..TrainingOptionsFile::default()
+            },
+            "zero_stage: must be 0, 1, 2 or 3",
+        ),
+        (
             sharded(Sharding::Optimizer, Some(2)),
-            "shard_group_size: HSDP is built for sharding gradients or full",
+            "shard_group_size: HSDP is built for zero_stage 2 or 3",
         ),
         (
             TrainingOptionsFile {
                 shard_group_size: Some(2),
                 ..TrainingOptionsFile::default()
             },
-            "shard_group_size: needs sharding",
+            "shard_group_size: needs zero_stage",
         ),
         (
             TrainingOptionsFile {
                 distributed_optimizer: Some(false),
                 ..sharded(Sharding::Gradients, None)
             },
-            "sharding: gradients shards the optimizer states",
+            "zero_stage: 2 shards the optimizer states",
         ),
         (
             TrainingOptionsFile {
                 distributed_optimizer: Some(true),
                 ..sharded(Sharding::None, None)
             },
-            "sharding: none contradicts",
+            "zero_stage: 0 contradicts",
         ),
         (
             TrainingOptionsFile {
                 overlap_grad_reduce: Some(true),
                 ..sharded(Sharding::Full, None)
             },
-            "overlap_grad_reduce: sharding full",
+            "overlap_grad_reduce: zero_stage 3",
         ),
         (
             TrainingOptionsFile {
                 grad_reduce_bucket_params: Some(1000),
                 ..sharded(Sharding::Full, None)
             },
-            "grad_reduce_bucket_params: sharding full",
+            "grad_reduce_bucket_params: zero_stage 3",
         ),
     ];
     for (options, needle) in cases {
@@ -428,7 +435,7 @@ fn bad_sharding_options_are_refused_by_key() {
     };
     let text = offload.resolve().expect_err("invalid").to_string();
     assert!(
-        text.contains("sharding: ZeRO-Offload already partitions"),
+        text.contains("zero_stage: ZeRO-Offload already partitions"),
         "{text}"
     );
 }
@@ -453,15 +460,11 @@ fn the_optimizer_mode_is_the_distributed_optimizer_and_titles_name_each_mode() {
     // Serialized options name the mode only beyond ZeRO-1 (outputs of earlier
     // options stay byte-identical).
     let json = |s: &Scenario| serde_json::to_string(&s.options).unwrap();
-    assert!(!json(&via_mode).contains("sharding"));
+    assert!(!json(&via_mode).contains("zero_stage"));
     let full = file(1, 1, 4, sharded(Sharding::Full, Some(2)))
         .resolve()
         .unwrap();
-    assert!(
-        json(&full).contains("\"sharding\":\"full\""),
-        "{}",
-        json(&full)
-    );
+    assert!(json(&full).contains("\"zero_stage\":3"), "{}", json(&full));
     assert!(json(&full).contains("\"shard_group_size\":2"));
     assert!(
         full.title()

@@ -131,11 +131,8 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
             }
             if rng.chance(25) {
                 flags.push(
-                    "--sharding",
-                    Some(value(
-                        &["none", "optimizer", "gradients", "full", "full", "zero3"],
-                        rng,
-                    )),
+                    "--zero-stage",
+                    Some(value(&["0", "1", "2", "3", "3", "4", "full"], rng)),
                 );
                 if rng.chance(40) {
                     flags.push(

@@ -119,7 +119,7 @@ impl Seeds {
         ));
         scenarios.push(Json::parse(
             r#"{"model":"model.json","topology":"topology.json","tp":1,"pp":2,"dp":4,"global_batch":8,
-                "recompute":"full","sharding":"full","shard_group_size":2}"#,
+                "recompute":"full","zero_stage":3,"shard_group_size":2}"#,
         ));
         let run = |args: &[&str]| produce(binary, dir, args);
         let tiny = |extra: &[&str]| run(&[&["simulate"], TINY_LAYOUT, extra].concat());

@@ -1,4 +1,4 @@
-//! Sharded data parallelism beyond the optimizer (`--sharding gradients|full`,
+//! Sharded data parallelism beyond the optimizer (`--zero-stage 2|3`,
 //! `--shard-group-size`): what the pipeline program adds for ZeRO-2 and
 //! ZeRO-3/FSDP, and HSDP's replication across shard groups. (ZeRO-1, the
 //! distributed optimizer, stays in `pipeline.rs`: one reduce-scatter after
@@ -436,13 +436,9 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
     let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
     let gradient_bytes = gradients::main_grad_bytes_per_param(options.gradient_accumulation_fusion);
     let mut text = format!(
-        "\nsharded data parallelism: {} (ZeRO-{}) over shard groups of {n} of the {d} data-parallel ranks{}\n",
+        "\nsharded data parallelism: ZeRO-{} ({}) over shard groups of {n} of the {d} data-parallel ranks{}\n",
+        options.sharding.stage(),
         options.sharding.name(),
-        match options.sharding {
-            Sharding::Optimizer => 1,
-            Sharding::Gradients => 2,
-            _ => 3,
-        },
         if n < d {
             format!(", replicated across {} groups (HSDP)", d / n)
         } else {

@@ -120,17 +120,18 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub distributed_optimizer: Option<bool>,
-    /// Sharded data parallelism: none (default), optimizer (ZeRO-1, the same
-    /// as distributed_optimizer), gradients (ZeRO-2: gradient buckets
-    /// reduce-scattered during every backward) or full (ZeRO-3 / FSDP: one
-    /// unit per layer, parameters all-gathered before its forward and
-    /// backward with the next unit prefetched, gradients reduce-scattered).
+    /// Sharded data parallelism by ZeRO stage: 0 (default, none), 1 (the
+    /// optimizer states: the same as distributed_optimizer), 2 (and the
+    /// gradients: buckets reduce-scattered during every backward) or 3 (and
+    /// the parameters, as FSDP: one unit per layer, parameters all-gathered
+    /// before its forward and backward with the next unit prefetched,
+    /// gradients reduce-scattered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_enum, value_name = "MODE")]
-    pub sharding: Option<Sharding>,
+    #[arg(long, value_name = "STAGE")]
+    pub zero_stage: Option<u8>,
     /// HSDP: shard within groups of N data-parallel ranks and replicate across
     /// the d/N groups (gradients reduce-scattered in the group, then the shard
-    /// all-reduced across groups). Default: N = d. Needs sharding gradients or full.
+    /// all-reduced across groups). Default: N = d. Needs zero_stage 2 or 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "N")]
     pub shard_group_size: Option<u32>,
@@ -204,7 +205,10 @@ pub struct TrainingOptions {
     pub distributed_optimizer: bool,
     /// Sharded data parallelism beyond the optimizer (ZeRO-2, ZeRO-3); with
     /// either, `distributed_optimizer` is true too.
-    #[serde(skip_serializing_if = "Sharding::below_gradients")]
+    #[serde(
+        rename = "zero_stage",
+        skip_serializing_if = "Sharding::below_gradients"
+    )]
     pub sharding: Sharding,
     /// HSDP: data-parallel ranks per shard group (None: all d).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -238,7 +242,7 @@ impl TrainingOptionsFile {
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
             distributed_optimizer: self.distributed_optimizer.or(base.distributed_optimizer),
-            sharding: self.sharding.or(base.sharding),
+            zero_stage: self.zero_stage.or(base.zero_stage),
             shard_group_size: self.shard_group_size.or(base.shard_group_size),
             overlap_param_gather: self.overlap_param_gather.or(base.overlap_param_gather),
             network_contention: self.network_contention.or(base.network_contention),
@@ -262,8 +266,8 @@ impl TrainingOptionsFile {
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             distributed_optimizer: self.distributed_optimizer.unwrap_or(false)
-                || self.sharding.unwrap_or_default() >= Sharding::Optimizer,
-            sharding: self.sharding.unwrap_or_default().max(
+                || self.sharding().unwrap_or_default() >= Sharding::Optimizer,
+            sharding: self.sharding().unwrap_or_default().max(
                 if self.distributed_optimizer == Some(true) {
                     Sharding::Optimizer
                 } else {
@@ -333,7 +337,7 @@ impl TrainingOptionsFile {
             }
             if self.overlap_grad_reduce != Some(true) && options.sharding != Sharding::Gradients {
                 problems.push(
-                    "grad_reduce_bucket_params: needs overlap_grad_reduce or sharding gradients (buckets only matter when the all-reduce overlaps the backward)".into(),
+                    "grad_reduce_bucket_params: needs overlap_grad_reduce or zero_stage 2 (buckets only matter when the all-reduce overlaps the backward)".into(),
                 );
             }
             if zero_offload {
@@ -347,7 +351,7 @@ impl TrainingOptionsFile {
                 "async_tensor_allreduce: Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)".into(),
             );
         }
-        if zero_offload && options.distributed_optimizer && self.sharding.is_none() {
+        if zero_offload && options.distributed_optimizer && self.sharding().is_none() {
             problems.push(
                 "distributed_optimizer: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
             );

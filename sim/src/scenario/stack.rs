@@ -285,7 +285,9 @@ impl Stack {
             }
         };
         let kernels = file.kernels.as_ref();
-        let fused_softmax_max_seq_len = match kernels.and_then(|k| k.fused_softmax_max_seq_len.as_ref()) {
+        let fused_softmax_max_seq_len = match kernels
+            .and_then(|k| k.fused_softmax_max_seq_len.as_ref())
+        {
             None => Some(u64::MAX),
             Some(sourced) => {
                 if sourced.source.trim().is_empty() {
@@ -316,9 +318,10 @@ impl Stack {
                     ));
                 }
                 sources.insert("kernels.fused_attention".into(), sourced.source.clone());
-                sourced.value.as_bool().ok_or_else(|| {
-                    invalid("kernels.fused_attention: true or false".into())
-                })?
+                sourced
+                    .value
+                    .as_bool()
+                    .ok_or_else(|| invalid("kernels.fused_attention: true or false".into()))?
             }
         };
         Ok(Stack {
@@ -357,7 +360,7 @@ impl Stack {
         // ZeRO-2/3 reduce-scatter gradients as the backward produces them:
         // a stack's overlapped all-reduce does not apply (its bucket size
         // still cuts ZeRO-2's buckets; ZeRO-3's units are layers).
-        let sharding = options.sharding.unwrap_or_default();
+        let sharding = options.sharding().unwrap_or_default();
         if sharding >= super::Sharding::Gradients {
             defaults.overlap_grad_reduce = None;
         }

@@ -51,6 +51,53 @@ fn json_output_has_the_documented_keys() {
     assert_eq!(value["n_gpus"], 8);
 }
 
+#[test]
+fn sharded_data_parallelism_appears_in_explain_and_json() {
+    let base = [
+        "simulate",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "2",
+        "--dp",
+        "4",
+        "--global-batch",
+        "8",
+        "--zero-stage",
+        "3",
+        "--shard-group-size",
+        "2",
+    ];
+    let output = clustersim(&[&base[..], &["--explain"]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("ZeRO-3/FSDP full sharding · HSDP shard groups of 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sharded data parallelism: ZeRO-3 (optimizer states, gradients and parameters sharded: FSDP) over shard groups of 2 of the 4 data-parallel ranks, replicated across 2 groups (HSDP)"),
+        "{text}"
+    );
+    let output = clustersim(&[&base[..], &["--json"]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["zero_stage"], 3);
+    assert_eq!(value["shard_group_size"], 2);
+    assert_user_error(
+        &[
+            &base[..13],
+            &["--zero-stage", "3", "--shard-group-size", "3"],
+        ]
+        .concat(),
+        "shard_group_size: must divide the data-parallel size 4 (got 3)",
+    );
+}
+
 fn assert_user_error(args: &[&str], needle: &str) {
     let output = clustersim(args);
     let message = stderr(&output);

@@ -207,14 +207,8 @@ mod tests {
         // SwiGLU 6·ffn; plus a 4-byte statistic per query row and head.
         let split = 2.0 * h + 4.0 * kv + 2.0 * h + 6.0 * model.ffn() as f64;
         let expected = s * b * (10.0 * h + split / t) + s * b * 4.0 * a / t;
-        let fused = stored_activation_bytes_per_layer_with(
-            &model,
-            2,
-            4,
-            false,
-            RecomputeKind::None,
-            true,
-        );
+        let fused =
+            stored_activation_bytes_per_layer_with(&model, 2, 4, false, RecomputeKind::None, true);
         assert_eq!(fused, expected);
         for recompute in [RecomputeKind::Selective, RecomputeKind::Full] {
             assert_eq!(

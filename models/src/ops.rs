@@ -27,11 +27,11 @@
 //! rank's s/cp tokens and the attention core is Transformer Engine's ring
 //! attention ([`ring_attention_steps`]).
 
+pub use crate::attention::FusedAttentionShape;
 pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::parameter_tensors::{
     embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors, ParameterTensor,
 };
-pub use crate::attention::FusedAttentionShape;
 pub use crate::ring_attention::{ring_attention_steps, RING_ATTENTION_KERNELS_PER_STEP};
 use crate::spec::{FfnType, NormType};
 use crate::{attention, softmax, ModelSpec};

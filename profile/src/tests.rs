@@ -163,8 +163,14 @@ fn h100_pcie_default_says_its_efficiencies_are_the_sxm_ones_assumed() {
     let profile = Profile::builtin("h100-pcie").unwrap();
     let sxm = Profile::builtin("h100-sxm").unwrap();
     for (quantity, sxm_value) in [
-        (&profile.gemm.large_gemm_efficiency, sxm.gemm.large_gemm_efficiency.value),
-        (&profile.memory.hbm_efficiency, sxm.memory.hbm_efficiency.value),
+        (
+            &profile.gemm.large_gemm_efficiency,
+            sxm.gemm.large_gemm_efficiency.value,
+        ),
+        (
+            &profile.memory.hbm_efficiency,
+            sxm.memory.hbm_efficiency.value,
+        ),
     ] {
         assert_eq!(quantity.source, Source::Model);
         assert!(quantity.note.starts_with("Assumed, not measured"));
@@ -175,9 +181,18 @@ fn h100_pcie_default_says_its_efficiencies_are_the_sxm_ones_assumed() {
     assert!((nvlink - 0.82 * 300e9).abs() < 1.0, "{nvlink}");
     // Attention rates: the SXM's scaled by the dense peaks, 756/989.
     let rates = |p: &Profile| -> Vec<f64> {
-        p.attention.as_ref().unwrap().measured.iter().map(|e| e.flops_per_s).collect()
+        p.attention
+            .as_ref()
+            .unwrap()
+            .measured
+            .iter()
+            .map(|e| e.flops_per_s)
+            .collect()
     };
     for (pcie, sxm) in rates(&profile).into_iter().zip(rates(&sxm)) {
-        assert!((pcie - sxm * 756.0 / 989.0).abs() <= 0.5e9, "{pcie} vs {sxm}");
+        assert!(
+            (pcie - sxm * 756.0 / 989.0).abs() <= 0.5e9,
+            "{pcie} vs {sxm}"
+        );
     }
 }

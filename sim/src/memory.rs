@@ -21,8 +21,18 @@
 //! cached FP8 weights and transposes and its amax histories and scales
 //! (counted in `weight_bytes`), and the linear layers' saved inputs shrink to
 //! 1 byte per element.
+//!
+//! Sharded data parallelism over shard groups of N ranks (N = d unless HSDP):
+//! ZeRO-1 keeps 1/d of the optimizer states; ZeRO-2 also 1/N of the
+//! gradients, plus two buckets of full gradients (one filling while the
+//! other is reduce-scattered); ZeRO-3 also 1/N of the parameters, plus the
+//! gathered working set: the weights and gradients of the two largest units
+//! FSDP's rate limiter lets be in flight (`lowering::sharded`), at most the
+//! rank's whole share.
 
 use crate::cost::gradients;
+use crate::lowering::sharded;
+use crate::scenario::Sharding;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
 use models::memory::{
@@ -132,6 +142,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         0.0
     };
     let hidden_bytes = (b * rank_model.seq_len * model.hidden * 2) as f64;
+    let shard_plan = sharded::ShardPlan::new(scenario).filter(sharded::ShardPlan::shards_gradients);
     (0..layout.pipeline_parallel)
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
@@ -164,14 +175,34 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             } else {
                 0
             };
-            let weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
+            let mut weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
+            let grad_bytes_per_param =
+                gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
             let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.options.offload
             {
+                None if shard_plan.is_some() => {
+                    let plan = shard_plan.expect("checked");
+                    let n = plan.group as u64;
+                    let largest = sharded::largest_piece_params(scenario, &plan, stage);
+                    let shard = parameters.div_ceil(n);
+                    // ZeRO-2: two gradient buckets; ZeRO-3: two units in flight.
+                    // (Nothing is gathered or scattered in shard groups of one rank.)
+                    let working = if n < 2 {
+                        0
+                    } else {
+                        (sharded::INFLIGHT_ALL_GATHERS * largest).min(parameters)
+                    };
+                    if plan.mode == Sharding::Full {
+                        weight_bytes = (shard + working) * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
+                    }
+                    (
+                        (shard + working) * grad_bytes_per_param,
+                        (parameters * OPTIMIZER_BYTES_PER_PARAM).div_ceil(n),
+                        0,
+                    )
+                }
                 None => (
-                    parameters
-                        * gradients::main_grad_bytes_per_param(
-                            scenario.options.gradient_accumulation_fusion,
-                        ),
+                    parameters * grad_bytes_per_param,
                     // The distributed optimizer keeps 1/d of the fp32 master
                     // weights and Adam states (Megatron's distrib_optimizer.py).
                     if scenario.options.distributed_optimizer {

@@ -116,6 +116,12 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     if scenario.layout.context_parallel > 1 {
         summary["context_parallel"] = scenario.layout.context_parallel.into();
     }
+    // Sharded data parallelism, only when on (earlier outputs stay byte-identical).
+    let options = &scenario.options;
+    if options.sharding != sim::scenario::Sharding::None {
+        summary["zero_stage"] = options.sharding.stage().into();
+        summary["shard_group_size"] = options.shard_group(scenario.layout.data_parallel).into();
+    }
     summary
 }
 
@@ -240,6 +246,9 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
     write!(out, "{}", placement.explain(32))?;
     if scenario.layout.context_parallel > 1 {
         write_context_parallel(out, scenario)?;
+    }
+    if let Some(sharding) = sim::lowering::sharded::explain(scenario) {
+        write!(out, "{sharding}")?;
     }
     let (schedule, _) = sim::build_graph(scenario);
     let first: Vec<String> = schedule.actions[0]

@@ -118,6 +118,7 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                 "--scatter-gather=false",
                 "--contention",
                 "--distributed-optimizer",
+                "--overlap-param-gather",
             ] {
                 if rng.chance(30) {
                     switch(flags, flag, rng);
@@ -128,6 +129,18 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                     "--precision",
                     Some(value(&["fp16", "bf16", "bf16", "fp8", ""], rng)),
                 );
+            }
+            if rng.chance(25) {
+                flags.push(
+                    "--zero-stage",
+                    Some(value(&["0", "1", "2", "3", "3", "4", "full"], rng)),
+                );
+                if rng.chance(40) {
+                    flags.push(
+                        "--shard-group-size",
+                        Some(value(&["1", "2", "3", "0"], rng)),
+                    );
+                }
             }
             if rng.chance(20) {
                 flags.push("--overlap-grad-reduce", None);

@@ -121,6 +121,10 @@ impl Seeds {
                 "sequence_parallel":true,"overlap_grad_reduce":true,"grad_reduce_bucket_params":1000000,
                 "gradient_accumulation_fusion":true,"network_contention":true,"pipeline_scatter_gather":false}"#,
         ));
+        scenarios.push(Json::parse(
+            r#"{"model":"model.json","topology":"topology.json","tp":1,"pp":2,"dp":4,"global_batch":8,
+                "recompute":"full","zero_stage":3,"shard_group_size":2}"#,
+        ));
         let run = |args: &[&str]| produce(binary, dir, args);
         let tiny = |extra: &[&str]| run(&[&["simulate"], TINY_LAYOUT, extra].concat());
         tiny(&[

@@ -141,9 +141,18 @@ mod tests {
     fn tabulated_points_are_the_published_rates() {
         let (_, profile) = h100();
         // FlashAttention-3 paper, cuDNN bars, head dim 128.
-        assert_eq!(published_rate(&shape(8192, true, false), &profile), Some(529e12));
-        assert_eq!(published_rate(&shape(2048, false, false), &profile), Some(617e12));
-        assert_eq!(published_rate(&shape(4096, false, true), &profile), Some(499e12));
+        assert_eq!(
+            published_rate(&shape(8192, true, false), &profile),
+            Some(529e12)
+        );
+        assert_eq!(
+            published_rate(&shape(2048, false, false), &profile),
+            Some(617e12)
+        );
+        assert_eq!(
+            published_rate(&shape(4096, false, true), &profile),
+            Some(499e12)
+        );
     }
 
     #[test]
@@ -158,8 +167,14 @@ mod tests {
     #[test]
     fn outside_the_table() {
         let (_, profile) = h100();
-        assert_eq!(published_rate(&shape(32768, true, false), &profile), Some(539e12));
-        assert_eq!(published_rate(&shape(256, true, false), &profile), Some(315e12 / 2.0));
+        assert_eq!(
+            published_rate(&shape(32768, true, false), &profile),
+            Some(539e12)
+        );
+        assert_eq!(
+            published_rate(&shape(256, true, false), &profile),
+            Some(315e12 / 2.0)
+        );
     }
 
     #[test]

@@ -124,7 +124,11 @@ pub fn pass_steps(
         layer.extend(gradients::layer_accumulation(model, t));
     }
     let mut steps = Vec::new();
-    if (embedding || head) && pass == ComputePass::Forward {
+    // The stage that holds the embedding or the head loads the batch once per
+    // microbatch: the head's piece of a forward cut into pieces (ZeRO-3 units)
+    // loads it only on a stage without the embedding (p > 1).
+    let loads_batch = embedding || (head && scenario.layout.pipeline_parallel > 1);
+    if loads_batch && pass == ComputePass::Forward {
         steps.extend(pipeline_ends::data_load(model, b));
     }
     if embedding && pass == ComputePass::Forward {

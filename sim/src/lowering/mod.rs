@@ -33,6 +33,7 @@ pub mod offload_plan;
 pub mod passes;
 pub mod pipeline;
 pub mod program;
+pub mod sharded;
 pub mod tasks;
 
 use crate::scenario::Scenario;

@@ -26,6 +26,7 @@
 
 use super::passes::{backward_buckets, layers_per_bucket, BucketLayers, PassPiece};
 use super::program::{Program, StepId, TensorGroup};
+use super::sharded::{self, ShardPlan, ShardedPiece};
 use crate::cost::gradients;
 use crate::placement::Placement;
 use crate::scenario::{Recompute, Scenario};
@@ -106,6 +107,16 @@ pub fn program(
         let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
         layers_per_bucket(bucket, per_layer, layers_per_chunk)
     });
+    // ZeRO-2/3 (`sharded.rs`): the pieces of every pass, per (data index, stage).
+    let shard_plan = ShardPlan::new(scenario);
+    let mut sharded_pieces: Vec<Vec<ShardedPiece>> = vec![
+        Vec::new();
+        if shard_plan.is_some() {
+            d as usize * p as usize
+        } else {
+            0
+        }
+    ];
 
     for data_index in 0..d {
         for stage in 0..p {
@@ -137,8 +148,18 @@ pub fn program(
                     };
                     // The chunk's last backward is split into gradient buckets
                     // when they are all-reduced as they become ready.
-                    let pieces = match bucket_layers {
-                        Some(per_bucket)
+                    let sharded = shard_plan.and_then(|plan| {
+                        plan.pieces(
+                            pass,
+                            action.microbatch,
+                            layers_per_chunk,
+                            with_embedding,
+                            with_head,
+                        )
+                    });
+                    let pieces = match (sharded, bucket_layers) {
+                        (Some(pieces), _) => pieces,
+                        (None, Some(per_bucket))
                             if pass == ComputePass::Backward && action.microbatch + 1 == m =>
                         {
                             backward_buckets(
@@ -148,7 +169,7 @@ pub fn program(
                                 with_head,
                             )
                         }
-                        _ => vec![BucketLayers {
+                        (None, _) => vec![BucketLayers {
                             layers: layers_per_chunk,
                             embedding: with_embedding,
                             head: with_head,
@@ -215,16 +236,23 @@ pub fn program(
                         }
                         first_piece.get_or_insert(step);
                         tail = Some(step);
-                        ready.push(GradientsReady {
-                            step,
-                            params: parameters_of_layers(
-                                &scenario.model,
-                                sharding,
-                                piece.layers as u64,
-                                piece.embedding,
-                                piece.head,
-                            ),
-                        });
+                        let params = parameters_of_layers(
+                            &scenario.model,
+                            sharding,
+                            piece.layers as u64,
+                            piece.embedding,
+                            piece.head,
+                        );
+                        ready.push(GradientsReady { step, params });
+                        if shard_plan.is_some() {
+                            sharded_pieces[(data_index * p + stage) as usize].push(ShardedPiece {
+                                pass,
+                                chunk: action.chunk,
+                                microbatch: action.microbatch,
+                                step,
+                                params,
+                            });
+                        }
                     }
                     let pass_slot = slot(data_index, virtual_stage, action.microbatch, pass);
                     pass_steps[pass_slot] = first_piece;
@@ -337,6 +365,18 @@ pub fn program(
     // reduce-scatter) and optimizer step (on a 1/d shard, then an all-gather
     // of the updated parameters).
     let distributed = scenario.options.distributed_optimizer && d > 1;
+    // (With only the optimizer sharded, the reductions below are ZeRO-1's.)
+    let sharded_reductions = shard_plan.and_then(|plan| {
+        let reductions = sharded::emit(
+            &mut program,
+            builder,
+            scenario,
+            &placement,
+            &plan,
+            &sharded_pieces,
+        );
+        plan.shards_gradients().then_some(reductions)
+    });
     let gradient_bytes_per_param =
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
     let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
@@ -345,7 +385,9 @@ pub fn program(
         let gradient_bytes =
             gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
         let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
-        if d > 1 {
+        if let Some(reductions) = &sharded_reductions {
+            data_all_reduces = reductions[stage as usize].clone();
+        } else if d > 1 {
             // Without overlap: one all-reduce of all the stage's gradients after
             // the last pass. With overlap: one per chunk (or bucket), as soon as
             // its backward is done, in the order chunks finish.
@@ -441,7 +483,11 @@ pub fn program(
                 let ranks = [firsts[tensor_index as usize], lasts[tensor_index as usize]];
                 let group = builder.group(&ranks);
                 let work = builder.work(Work::DataParallelAllReduce {
-                    bytes: embedding_params * gradient_bytes_per_param,
+                    bytes: (embedding_params * gradient_bytes_per_param).div_ceil(
+                        shard_plan
+                            .filter(ShardPlan::shards_gradients)
+                            .map_or(1, |plan| plan.group as u64),
+                    ),
                     group_size: 2,
                     nodes: placement.nodes_spanned(&ranks),
                 });
@@ -476,7 +522,9 @@ pub fn program(
 
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
-        let optimizer_params = if distributed {
+        let optimizer_params = if let Some(plan) = shard_plan {
+            params.div_ceil(plan.group as u64)
+        } else if distributed {
             params.div_ceil(d as u64)
         } else {
             params
@@ -546,7 +594,20 @@ pub fn program(
                 }
             }
         }
-        if distributed {
+        if let Some(plan) = &shard_plan {
+            for tensor_index in 0..t {
+                sharded::parameter_all_gathers(
+                    &mut program,
+                    builder,
+                    &placement,
+                    plan,
+                    stage,
+                    tensor_index,
+                    params,
+                    &optimizer_steps[tensor_index as usize],
+                );
+            }
+        } else if distributed {
             // Each data-parallel group all-gathers its ranks' updated shards
             // of fp16/bf16 parameters once every rank has stepped.
             for tensor_index in 0..t {

@@ -10,12 +10,13 @@ mod kinds;
 mod offload;
 mod options;
 mod resolve;
+mod sharding;
 mod stack;
 mod task_count;
 
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
-pub use options::{Precision, TrainingOptions, TrainingOptionsFile};
+pub use options::{Precision, Sharding, TrainingOptions, TrainingOptionsFile};
 pub use stack::{HostCosts, NotModeled, Stack, StackError, DEFAULT_STACK};
 pub use task_count::{
     estimated_task_count, task_limit, GradientSplits, BYTES_PER_TASK, MAX_TASKS,

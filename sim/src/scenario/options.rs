@@ -15,6 +15,7 @@
 //! code that uses it, and a test.
 
 use super::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
+pub use super::sharding::Sharding;
 use serde::{Deserialize, Serialize};
 
 /// Largest warm-up before the delayed update: warm-up + 3 iterations must fit
@@ -148,6 +149,30 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub distributed_optimizer: Option<bool>,
+    /// Sharded data parallelism by ZeRO stage: 0 (default, none), 1 (the
+    /// optimizer states: the same as distributed_optimizer), 2 (and the
+    /// gradients: buckets reduce-scattered during every backward) or 3 (and
+    /// the parameters, as FSDP: one unit per layer, parameters all-gathered
+    /// before its forward and backward with the next unit prefetched,
+    /// gradients reduce-scattered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "STAGE")]
+    pub zero_stage: Option<u8>,
+    /// HSDP: shard within groups of N data-parallel ranks and replicate across
+    /// the d/N groups (gradients reduce-scattered in the group, then the shard
+    /// all-reduced across groups). Default: N = d. Needs zero_stage 2 or 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "N")]
+    pub shard_group_size: Option<u32>,
+    /// Megatron-Core's `--overlap-param-gather` for the distributed optimizer:
+    /// the updated parameters are all-gathered bucket by bucket at the start
+    /// of the next iteration, each forward bucket waiting for its own (the
+    /// next one's dispatched as it starts), instead of one all-gather after
+    /// the optimizer. Needs distributed_optimizer and overlap_grad_reduce,
+    /// as Megatron asserts (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub overlap_param_gather: Option<bool>,
     /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
     /// across the t NICs of a node, then all-gather over NVLink (default true,
     /// as in SC21; =false sends whole activations on one NIC per rank).
@@ -211,6 +236,20 @@ pub struct TrainingOptions {
     /// Gradients reduce-scattered, optimizer states sharded over d, parameters all-gathered.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub distributed_optimizer: bool,
+    /// Sharded data parallelism beyond the optimizer (ZeRO-2, ZeRO-3); with
+    /// either, `distributed_optimizer` is true too.
+    #[serde(
+        rename = "zero_stage",
+        skip_serializing_if = "Sharding::below_gradients"
+    )]
+    pub sharding: Sharding,
+    /// HSDP: data-parallel ranks per shard group (None: all d).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard_group_size: Option<u32>,
+    /// The distributed optimizer's parameter all-gather per bucket, overlapped
+    /// with the next iteration's forward.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub overlap_param_gather: bool,
     /// Communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
     /// ZeRO-Offload placement, when enabled.
@@ -237,6 +276,9 @@ impl TrainingOptionsFile {
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
             distributed_optimizer: self.distributed_optimizer.or(base.distributed_optimizer),
+            zero_stage: self.zero_stage.or(base.zero_stage),
+            shard_group_size: self.shard_group_size.or(base.shard_group_size),
+            overlap_param_gather: self.overlap_param_gather.or(base.overlap_param_gather),
             network_contention: self.network_contention.or(base.network_contention),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
@@ -258,7 +300,17 @@ impl TrainingOptionsFile {
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
             tp_comm_overlap: self.tp_comm_overlap.unwrap_or(false),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
-            distributed_optimizer: self.distributed_optimizer.unwrap_or(false),
+            distributed_optimizer: self.distributed_optimizer.unwrap_or(false)
+                || self.sharding().unwrap_or_default() >= Sharding::Optimizer,
+            sharding: self.sharding().unwrap_or_default().max(
+                if self.distributed_optimizer == Some(true) {
+                    Sharding::Optimizer
+                } else {
+                    Sharding::None
+                },
+            ),
+            shard_group_size: self.shard_group_size,
+            overlap_param_gather: self.overlap_param_gather.unwrap_or(false),
             network_contention: self.network_contention.unwrap_or(false),
             offload: zero_offload.then_some(Offload {
                 delayed_update: self.delayed_update.unwrap_or(false),
@@ -273,10 +325,16 @@ impl TrainingOptionsFile {
         }
     }
 
-    /// Validates the options for a layout with `pipeline_parallel` stages;
-    /// every problem is appended, naming its key.
-    pub fn resolve(&self, pipeline_parallel: u32, problems: &mut Vec<String>) -> TrainingOptions {
+    /// Validates the options for a layout with `pipeline_parallel` stages
+    /// and `data_parallel` replicas; every problem is appended, naming its key.
+    pub fn resolve(
+        &self,
+        pipeline_parallel: u32,
+        data_parallel: u32,
+        problems: &mut Vec<String>,
+    ) -> TrainingOptions {
         let options = self.with_defaults();
+        self.check_sharding(data_parallel, problems);
         let zero_offload = options.offload.is_some();
         let delayed_update = self.delayed_update.unwrap_or(false);
         if delayed_update && !zero_offload {
@@ -312,9 +370,9 @@ impl TrainingOptionsFile {
             if bucket == 0 {
                 problems.push("grad_reduce_bucket_params: must be at least 1".into());
             }
-            if self.overlap_grad_reduce != Some(true) {
+            if self.overlap_grad_reduce != Some(true) && options.sharding != Sharding::Gradients {
                 problems.push(
-                    "grad_reduce_bucket_params: needs overlap_grad_reduce (buckets only matter when the all-reduce overlaps the backward)".into(),
+                    "grad_reduce_bucket_params: needs overlap_grad_reduce or zero_stage 2 (buckets only matter when the all-reduce overlaps the backward)".into(),
                 );
             }
             if zero_offload {
@@ -338,7 +396,7 @@ impl TrainingOptionsFile {
                 "tp_comm_overlap: not modeled under zero_offload (DeepSpeed has no Transformer Engine userbuffers overlap)".into(),
             );
         }
-        if zero_offload && options.distributed_optimizer {
+        if zero_offload && options.distributed_optimizer && self.sharding().is_none() {
             problems.push(
                 "distributed_optimizer: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
             );
@@ -353,6 +411,12 @@ impl TrainingOptionsFile {
 }
 
 impl TrainingOptions {
+    /// Data-parallel ranks that share one copy of the sharded model states
+    /// (`data_parallel` unless HSDP groups are smaller).
+    pub fn shard_group(&self, data_parallel: u32) -> u32 {
+        self.shard_group_size.unwrap_or(data_parallel).max(1)
+    }
+
     /// Consecutive iterations simulated unless the scenario says otherwise:
     /// 1, or with the delayed update its warm-up plus 3 (a first delayed
     /// iteration, the measured one and one after it).
@@ -385,8 +449,19 @@ impl TrainingOptions {
         if self.gradient_accumulation_fusion {
             labels.push("fused grad accumulation".into());
         }
-        if self.distributed_optimizer {
-            labels.push("distributed optimizer".into());
+        match self.sharding {
+            Sharding::None | Sharding::Optimizer if self.distributed_optimizer => {
+                labels.push("distributed optimizer".into())
+            }
+            Sharding::None | Sharding::Optimizer => {}
+            Sharding::Gradients => labels.push("ZeRO-2 sharded gradients".into()),
+            Sharding::Full => labels.push("ZeRO-3/FSDP full sharding".into()),
+        }
+        if let Some(group) = self.shard_group_size {
+            labels.push(format!("HSDP shard groups of {group}"));
+        }
+        if self.overlap_param_gather {
+            labels.push("overlapped param gather".into());
         }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());
@@ -499,7 +574,7 @@ mod tests {
             delayed_update: Some(true),
             ..TrainingOptionsFile::default()
         }
-        .resolve(1, &mut problems);
+        .resolve(1, 1, &mut problems);
         let keys: Vec<&str> = problems
             .iter()
             .map(|p| p.split(':').next().unwrap())

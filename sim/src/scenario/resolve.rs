@@ -208,7 +208,7 @@ impl ScenarioFile {
             Some(stack) => stack.defaults_under(&self.options),
             None => self.options.clone(),
         };
-        let options = options_file.resolve(p, &mut problems);
+        let options = options_file.resolve(p, d, &mut problems);
         if let (super::Precision::Bf16, Some(topology)) = (options.precision, &topology) {
             let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
             if datasheet.is_some_and(|d| d.architecture == "Volta") {

@@ -285,7 +285,9 @@ impl Stack {
             }
         };
         let kernels = file.kernels.as_ref();
-        let fused_softmax_max_seq_len = match kernels.and_then(|k| k.fused_softmax_max_seq_len.as_ref()) {
+        let fused_softmax_max_seq_len = match kernels
+            .and_then(|k| k.fused_softmax_max_seq_len.as_ref())
+        {
             None => Some(u64::MAX),
             Some(sourced) => {
                 if sourced.source.trim().is_empty() {
@@ -316,9 +318,10 @@ impl Stack {
                     ));
                 }
                 sources.insert("kernels.fused_attention".into(), sourced.source.clone());
-                sourced.value.as_bool().ok_or_else(|| {
-                    invalid("kernels.fused_attention: true or false".into())
-                })?
+                sourced
+                    .value
+                    .as_bool()
+                    .ok_or_else(|| invalid("kernels.fused_attention: true or false".into()))?
             }
         };
         Ok(Stack {
@@ -353,6 +356,16 @@ impl Stack {
             defaults.overlap_grad_reduce = None;
             defaults.grad_reduce_bucket_params = None;
             defaults.gradient_accumulation_fusion = None;
+        }
+        // ZeRO-2/3 reduce-scatter gradients as the backward produces them:
+        // a stack's overlapped all-reduce does not apply (its bucket size
+        // still cuts ZeRO-2's buckets; ZeRO-3's units are layers).
+        let sharding = options.sharding().unwrap_or_default();
+        if sharding >= super::Sharding::Gradients {
+            defaults.overlap_grad_reduce = None;
+        }
+        if sharding == super::Sharding::Full {
+            defaults.grad_reduce_bucket_params = None;
         }
         options.clone().or(defaults)
     }

@@ -47,6 +47,11 @@ pub struct GradientSplits {
     /// Overlapped gradient reduction with buckets: gradient buckets of each
     /// chunk's last backward, each with its all-reduce (0 otherwise).
     pub reduce_buckets: u64,
+    /// ZeRO-3: units (layers) per chunk, each pass cut into them with an
+    /// all-gather (and a reduce-scatter) each (0 otherwise).
+    pub sharded_units: u64,
+    /// ZeRO-2: gradient buckets of every backward, each with its reduce-scatter (0 otherwise).
+    pub sharded_buckets: u64,
 }
 
 impl GradientSplits {
@@ -71,6 +76,23 @@ impl GradientSplits {
         if let Some(bucket_params) = options.grad_reduce_bucket_params {
             let virtual_stages = layout.virtual_stages().max(1);
             splits.reduce_buckets = buckets(bucket_params, layers / virtual_stages).max(1);
+        }
+        if options.overlap_param_gather && layout.data_parallel > 1 {
+            // The first forward of every chunk in buckets, each with its all-gather.
+            let bucket = options.grad_reduce_bucket_params.unwrap_or(u64::MAX);
+            splits.sharded_buckets =
+                buckets(bucket, layers / layout.virtual_stages().max(1)).max(1);
+        }
+        if options.sharding >= super::Sharding::Gradients && layout.data_parallel > 1 {
+            let per_chunk = layers / layout.virtual_stages().max(1);
+            if options.sharding == super::Sharding::Full {
+                splits.sharded_units = per_chunk.max(1) as u64;
+            } else {
+                let bucket = options
+                    .grad_reduce_bucket_params
+                    .unwrap_or(crate::lowering::sharded::DEFAULT_ZERO2_BUCKET_PARAMS);
+                splits.sharded_buckets = buckets(bucket, per_chunk).max(1);
+            }
         }
         splits
     }
@@ -111,6 +133,10 @@ pub fn estimated_task_count(
         product(&[2, d, t, splits.adam_tiles]),
         // Overlapped reduction: the last backward's buckets and their all-reduces.
         product(&[d, p, v, splits.reduce_buckets, per_pass + t]),
+        // ZeRO-3: every pass's units with their all-gathers, reduce-scatters
+        // and HSDP all-reduces; ZeRO-2: every backward's buckets.
+        product(&[d, p, v, m, passes, splits.sharded_units, per_pass + 3 * t]),
+        product(&[d, p, v, m, splits.sharded_buckets, per_pass + 2 * t]),
     ]
     .into_iter()
     .fold(0u64, u64::saturating_add);

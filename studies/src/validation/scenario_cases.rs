@@ -127,7 +127,10 @@ mod tests {
         let seconds = get("iteration_time_s").predicted.unwrap();
         // B·s tokens over the iteration, shared by t·p·d = 8 GPUs.
         let expected = 16.0 * 4096.0 / seconds / 8.0;
-        assert!((tokens - expected).abs() / expected < 1e-9, "{tokens} vs {expected}");
+        assert!(
+            (tokens - expected).abs() / expected < 1e-9,
+            "{tokens} vs {expected}"
+        );
         assert!(get("iteration_time_s_full_recompute").predicted.is_none());
         assert!(get("derived_model_tflops_per_gpu").predicted.is_none());
     }
@@ -135,7 +138,11 @@ mod tests {
     #[test]
     fn a_scenario_this_build_cannot_read_is_a_reason_not_an_error() {
         let scenario = json!({"model": "llama3-8b", "no_such_option": 3});
-        let rows = rows("case", &scenario, &measured(&[("tokens_per_s_per_gpu", 1.0)]));
+        let rows = rows(
+            "case",
+            &scenario,
+            &measured(&[("tokens_per_s_per_gpu", 1.0)]),
+        );
         assert_eq!(rows.len(), 1);
         assert!(rows[0].predicted.is_none());
         assert!(rows[0].note.contains("no_such_option"), "{}", rows[0].note);

@@ -1,0 +1,499 @@
+//! Sharded data parallelism beyond the optimizer (`--zero-stage 2|3`,
+//! `--shard-group-size`): what the pipeline program adds for ZeRO-2 and
+//! ZeRO-3/FSDP, and HSDP's replication across shard groups. (ZeRO-1, the
+//! distributed optimizer, stays in `pipeline.rs`: one reduce-scatter after
+//! the last pass and one parameter all-gather after the optimizer.)
+//!
+//! - **ZeRO-2** (Rajbhandari et al. 2020, Sec. 5.2, P_os+g): every backward
+//!   (every microbatch, as DeepSpeed's stage-2 `reduce_ipg_grads` and FSDP's
+//!   `SHARD_GRAD_OP` do) is cut into gradient buckets of whole layers
+//!   ([`super::passes::backward_buckets`]; `grad_reduce_bucket_params`, else
+//!   DeepSpeed's `reduce_bucket_size` of 5e8), each reduce-scattered as soon
+//!   as its layers are done; the optimizer steps 1/N of the parameters, whose
+//!   updated half-precision copies are all-gathered after it.
+//! - **ZeRO-3 / FSDP** (Sec. 5.3, P_os+g+p; PyTorch FSDP, Zhao et al. 2023):
+//!   one unit per transformer layer (the auto-wrap policy of every FSDP
+//!   recipe: `transformer_auto_wrap_policy`), the embedding's parameters
+//!   joining the first layer's unit and the head's the last one's. Every pass
+//!   (forward, recompute, backward) of every unit waits for the all-gather
+//!   of the unit's parameters; the all-gather of unit j is issued when the
+//!   compute of unit j − 1 starts: FSDP's `limit_all_gathers=True` keeps at
+//!   most two all-gathers in flight (`_FreeEventQueue`, `_max_num_inflight_all_gathers
+//!   = 2`, torch/distributed/fsdp/_limiter_utils.py), so the issue of unit j's
+//!   waits for the free of unit j − 2, i.e. the end of its compute; in the
+//!   backward this is `BackwardPrefetch.BACKWARD_PRE`, the default
+//!   (torch/distributed/fsdp/api.py), which issues the next unit's all-gather
+//!   before the current unit's gradient reduce-scatter. After each unit's
+//!   backward its gradients are reduce-scattered. All of them run on the
+//!   rank's data-parallel stream in issue order: FSDP's all-gathers and
+//!   reduce-scatters use one process group, whose ProcessGroupNCCL runs them
+//!   on one NCCL stream, so they serialize. No parameter all-gather after the
+//!   optimizer: each rank's shard is what the next forward gathers.
+//! - **Overlapped parameter gather** of the distributed optimizer
+//!   (`--overlap-param-gather`, Megatron-Core 2024,
+//!   megatron/core/optimizer/distrib_optimizer.py): the optimizer's
+//!   `zero_grad` dispatches the first bucket's all-gather before the forward,
+//!   and each bucket's forward pre-hook waits for its own all-gather and
+//!   dispatches the next bucket's. In the simulated (steady-state) iteration
+//!   the first forward of every chunk is cut into the gradient buckets (in
+//!   forward order), each waiting for its all-gather, issued by the same
+//!   two-in-flight rule as FSDP's; no all-gather follows the optimizer. The
+//!   gradients still go as ZeRO-1's reduce-scatters (`pipeline.rs`).
+//! - **HSDP** (`ShardingStrategy.HYBRID_SHARD`): shard groups of N
+//!   consecutive data-parallel indices; a gradient reduce-scatter inside each
+//!   group is followed by an all-reduce of each shard across the d/N groups
+//!   (ranks at the same position), and parameters are all-gathered inside the
+//!   group. Collectives over one rank are left out.
+//!
+//! Bytes: parameters all-gathered at 2 B/param (fp16/bf16), gradients
+//! reduce-scattered at the main-gradient width (`cost::gradients`).
+
+use super::passes::{backward_buckets, layers_per_bucket, BucketLayers};
+use super::program::{Program, StepId};
+use crate::cost::gradients;
+use crate::placement::Placement;
+use crate::scenario::{Scenario, Sharding, DEFAULT_OFFLOAD_BUCKET_PARAMS};
+use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
+use models::memory::WEIGHT_BYTES_PER_PARAM;
+use models::sharding::parameters_of_layers;
+
+/// ZeRO-2 buckets without `grad_reduce_bucket_params`: DeepSpeed's default
+/// `reduce_bucket_size` (deepspeed/runtime/zero/config.py, 5e8 elements).
+pub const DEFAULT_ZERO2_BUCKET_PARAMS: u64 = DEFAULT_OFFLOAD_BUCKET_PARAMS;
+
+/// FSDP's `_max_num_inflight_all_gathers` under `limit_all_gathers=True`.
+pub const INFLIGHT_ALL_GATHERS: u64 = 2;
+
+/// How the data-parallel group shards gradients (and parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardPlan {
+    /// Gradients or Full.
+    pub mode: Sharding,
+    /// Data-parallel ranks per shard group (N).
+    pub group: u32,
+    /// Shard groups (d / N), replicating each other.
+    pub replicas: u32,
+    /// ZeRO-2: whole layers per gradient bucket.
+    pub bucket_layers: u32,
+}
+
+impl ShardPlan {
+    /// The plan of a scenario sharding gradients or everything with d > 1.
+    pub fn new(scenario: &Scenario) -> Option<ShardPlan> {
+        let d = scenario.layout.data_parallel;
+        let mode = scenario.options.sharding;
+        let gathers_overlapped =
+            mode == Sharding::Optimizer && scenario.options.overlap_param_gather;
+        if (mode < Sharding::Gradients && !gathers_overlapped) || d < 2 {
+            return None;
+        }
+        let group = scenario.options.shard_group(d);
+        let layers_per_chunk =
+            (scenario.model.layers / scenario.layout.virtual_stages() as u64) as u32;
+        let per_layer =
+            parameters_of_layers(&scenario.model, scenario.layout.sharding(), 1, false, false);
+        // Megatron-Core's parameter-gather buckets are its gradient buckets
+        // (one per chunk without them); ZeRO-2's default is DeepSpeed's.
+        let bucket = scenario
+            .options
+            .grad_reduce_bucket_params
+            .unwrap_or(if gathers_overlapped {
+                u64::MAX
+            } else {
+                DEFAULT_ZERO2_BUCKET_PARAMS
+            });
+        Some(ShardPlan {
+            mode,
+            group,
+            replicas: d / group,
+            bucket_layers: match mode {
+                Sharding::Full => 1,
+                _ => layers_per_bucket(bucket, per_layer, layers_per_chunk),
+            },
+        })
+    }
+
+    /// Whether gradients (and more) are sharded (ZeRO-2/3), not only the
+    /// optimizer with its overlapped parameter gather.
+    pub fn shards_gradients(&self) -> bool {
+        self.mode >= Sharding::Gradients
+    }
+
+    /// The pieces a pass is cut into, in the order it runs them, or None
+    /// when it stays whole: ZeRO-3 cuts every pass into one unit per layer,
+    /// ZeRO-2 every backward into its gradient buckets, the overlapped
+    /// parameter gather each chunk's first forward into its buckets.
+    pub fn pieces(
+        &self,
+        pass: ComputePass,
+        microbatch: u32,
+        layers: u32,
+        embedding: bool,
+        head: bool,
+    ) -> Option<Vec<BucketLayers>> {
+        match (self.mode, pass) {
+            (Sharding::Optimizer, ComputePass::Forward) if microbatch == 0 => {
+                let mut buckets = backward_buckets(layers, self.bucket_layers, embedding, head);
+                buckets.reverse();
+                Some(buckets)
+            }
+            (Sharding::Full, ComputePass::Backward)
+            | (Sharding::Gradients, ComputePass::Backward) => Some(backward_buckets(
+                layers,
+                self.bucket_layers,
+                embedding,
+                head,
+            )),
+            (Sharding::Full, _) => {
+                // Forward order: the reverse of the backward's (embedding first, head last).
+                let mut units = backward_buckets(layers, 1, embedding, head);
+                units.reverse();
+                Some(units)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One piece of a pass on one tensor group, as the pipeline program emitted it.
+#[derive(Debug, Clone, Copy)]
+pub struct ShardedPiece {
+    pub pass: ComputePass,
+    pub chunk: u32,
+    pub microbatch: u32,
+    pub step: StepId,
+    /// Parameters of the piece's layers on one tensor rank.
+    pub params: u64,
+}
+
+/// A collective over the ranks `ranks` on the data-parallel stream.
+#[allow(clippy::too_many_arguments)]
+fn collective(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    placement: &Placement,
+    ranks: &[crate::ids::Rank],
+    kind: TaskKind,
+    bytes: u64,
+    piece: &ShardedPiece,
+    stage: u32,
+) -> StepId {
+    let group_size = ranks.len() as u32;
+    let nodes = placement.nodes_spanned(ranks);
+    let work = match kind {
+        TaskKind::DataParallelAllGather => Work::DataParallelAllGather {
+            bytes,
+            group_size,
+            nodes,
+        },
+        TaskKind::DataParallelReduceScatter => Work::DataParallelReduceScatter {
+            bytes,
+            group_size,
+            nodes,
+        },
+        _ => Work::DataParallelAllReduce {
+            bytes,
+            group_size,
+            nodes,
+        },
+    };
+    let group = builder.group(ranks);
+    let work = builder.work(work);
+    program.task(Task {
+        kind,
+        stream: StreamKind::DataParallel,
+        chunk: piece.chunk as u16,
+        stage,
+        microbatch: piece.microbatch,
+        group,
+        work,
+        iteration: 0,
+    })
+}
+
+/// Emits the all-gathers and reduce-scatters of every stage in FSDP's issue
+/// order; `pieces[data_index * p + stage]` lists the pieces of that tensor
+/// group in program order (the same shape for every data index). Returns,
+/// per stage and tensor rank, the last gradient collectives (the optimizer
+/// waits for them).
+pub fn emit(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    scenario: &Scenario,
+    placement: &Placement,
+    plan: &ShardPlan,
+    pieces: &[Vec<ShardedPiece>],
+) -> Vec<Vec<Vec<StepId>>> {
+    let layout = scenario.layout;
+    let (t, p) = (layout.tensor_parallel, layout.pipeline_parallel);
+    let gradient_bytes =
+        gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+    let (n, replicas) = (plan.group, plan.replicas);
+    // Which pieces wait for an all-gather: ZeRO-3 all, the overlapped
+    // parameter gather the first forward of each chunk, ZeRO-2 none.
+    let gathers = |piece: &ShardedPiece| match plan.mode {
+        Sharding::Full => true,
+        Sharding::Optimizer => piece.pass == ComputePass::Forward && piece.microbatch == 0,
+        _ => false,
+    };
+    let mut last: Vec<Vec<Vec<StepId>>> = vec![vec![Vec::new(); t as usize]; p as usize];
+    for stage in 0..p {
+        let sequence = &pieces[stage as usize];
+        for tensor_index in 0..t {
+            let data_ranks = placement.data_group(stage, tensor_index);
+            let shard_ranks =
+                |g: u32| data_ranks[(g * n) as usize..((g + 1) * n) as usize].to_vec();
+            let piece_of = |data_index: u32, j: usize| pieces[(data_index * p + stage) as usize][j];
+            let gathered: Vec<usize> = (0..sequence.len())
+                .filter(|&j| gathers(&sequence[j]))
+                .collect();
+            // The k-th all-gather, of piece gathered[k], in every shard group;
+            // each feeds its piece and waits for the piece two gathers back
+            // (at most two in flight).
+            let all_gather = |program: &mut Program, builder: &mut TaskGraphBuilder, k: usize| {
+                let j = gathered[k];
+                let first = piece_of(0, j);
+                for g in 0..replicas {
+                    let ranks = shard_ranks(g);
+                    if n < 2 {
+                        continue;
+                    }
+                    let step = collective(
+                        program,
+                        builder,
+                        placement,
+                        &ranks,
+                        TaskKind::DataParallelAllGather,
+                        first.params * WEIGHT_BYTES_PER_PARAM,
+                        &first,
+                        stage,
+                    );
+                    for data_index in g * n..(g + 1) * n {
+                        program.depend(step, piece_of(data_index, j).step, Dependency::Data);
+                        if k >= INFLIGHT_ALL_GATHERS as usize {
+                            let freed =
+                                piece_of(data_index, gathered[k - INFLIGHT_ALL_GATHERS as usize]);
+                            program.depend(freed.step, step, Dependency::Data);
+                        }
+                    }
+                }
+            };
+            if !gathered.is_empty() {
+                all_gather(program, builder, 0);
+            }
+            for (j, &piece) in sequence.iter().enumerate() {
+                if let Ok(k) = gathered.binary_search(&j) {
+                    if k + 1 < gathered.len() {
+                        all_gather(program, builder, k + 1);
+                    }
+                }
+                if piece.pass != ComputePass::Backward || !plan.shards_gradients() {
+                    continue;
+                }
+                let bytes = piece.params * gradient_bytes;
+                let mut scattered = Vec::new();
+                for g in 0..replicas {
+                    if n < 2 {
+                        continue;
+                    }
+                    let step = collective(
+                        program,
+                        builder,
+                        placement,
+                        &shard_ranks(g),
+                        TaskKind::DataParallelReduceScatter,
+                        bytes,
+                        &piece,
+                        stage,
+                    );
+                    for data_index in g * n..(g + 1) * n {
+                        program.depend(piece_of(data_index, j).step, step, Dependency::Data);
+                    }
+                    scattered.push(step);
+                }
+                let mut reduced = Vec::new();
+                if replicas > 1 {
+                    // Each shard all-reduced across the groups (HSDP).
+                    for position in 0..n {
+                        let ranks: Vec<_> = (0..replicas)
+                            .map(|g| data_ranks[(g * n + position) as usize])
+                            .collect();
+                        let step = collective(
+                            program,
+                            builder,
+                            placement,
+                            &ranks,
+                            TaskKind::DataParallelAllReduce,
+                            bytes.div_ceil(n as u64),
+                            &piece,
+                            stage,
+                        );
+                        for g in 0..replicas {
+                            let data_index = g * n + position;
+                            program.depend(piece_of(data_index, j).step, step, Dependency::Data);
+                        }
+                        for &rs in &scattered {
+                            program.depend(rs, step, Dependency::Data);
+                        }
+                        reduced.push(step);
+                    }
+                }
+                last[stage as usize][tensor_index as usize] = if reduced.is_empty() {
+                    scattered
+                } else {
+                    reduced
+                };
+            }
+        }
+    }
+    last
+}
+
+/// ZeRO-2's all-gather of the updated half-precision parameters inside each
+/// shard group once its ranks have stepped (`optimizer_steps[data_index]`).
+#[allow(clippy::too_many_arguments)]
+pub fn parameter_all_gathers(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    placement: &Placement,
+    plan: &ShardPlan,
+    stage: u32,
+    tensor_index: u32,
+    params: u64,
+    optimizer_steps: &[StepId],
+) {
+    if plan.mode != Sharding::Gradients || plan.group < 2 {
+        return;
+    }
+    let data_ranks = placement.data_group(stage, tensor_index);
+    let n = plan.group;
+    let piece = ShardedPiece {
+        pass: ComputePass::Forward,
+        chunk: 0,
+        microbatch: NO_MICROBATCH,
+        step: optimizer_steps[0],
+        params,
+    };
+    for g in 0..plan.replicas {
+        let ranks = &data_ranks[(g * n) as usize..((g + 1) * n) as usize];
+        let step = collective(
+            program,
+            builder,
+            placement,
+            ranks,
+            TaskKind::DataParallelAllGather,
+            params * WEIGHT_BYTES_PER_PARAM,
+            &piece,
+            stage,
+        );
+        for &optimizer in &optimizer_steps[(g * n) as usize..((g + 1) * n) as usize] {
+            program.depend(optimizer, step, Dependency::Data);
+        }
+    }
+}
+
+/// The most parameters (on one tensor rank) of one piece of `stage`'s
+/// backwards: ZeRO-3's largest unit, ZeRO-2's largest bucket.
+pub fn largest_piece_params(scenario: &Scenario, plan: &ShardPlan, stage: u32) -> u64 {
+    let layout = scenario.layout;
+    let virtual_stages = layout.virtual_stages();
+    let layers_per_chunk = (scenario.model.layers / virtual_stages as u64) as u32;
+    (0..layout.chunks)
+        .flat_map(|chunk| {
+            let virtual_stage = chunk * layout.pipeline_parallel + stage;
+            plan.pieces(
+                ComputePass::Backward,
+                0,
+                layers_per_chunk,
+                virtual_stage == 0,
+                virtual_stage + 1 == virtual_stages,
+            )
+            .unwrap_or_default()
+        })
+        .map(|piece| {
+            parameters_of_layers(
+                &scenario.model,
+                layout.sharding(),
+                piece.layers as u64,
+                piece.embedding,
+                piece.head,
+            )
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The `--explain` lines of sharded data parallelism (None when off).
+pub fn explain(scenario: &Scenario) -> Option<String> {
+    let options = &scenario.options;
+    if options.sharding < Sharding::Optimizer {
+        return None;
+    }
+    let d = scenario.layout.data_parallel;
+    let n = options.shard_group(d);
+    let sharding = scenario.layout.sharding();
+    let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
+    let gradient_bytes = gradients::main_grad_bytes_per_param(options.gradient_accumulation_fusion);
+    let mut text = format!(
+        "\nsharded data parallelism: ZeRO-{} ({}) over shard groups of {n} of the {d} data-parallel ranks{}\n",
+        options.sharding.stage(),
+        options.sharding.name(),
+        if n < d {
+            format!(", replicated across {} groups (HSDP)", d / n)
+        } else {
+            String::new()
+        }
+    );
+    let line = match options.sharding {
+        Sharding::Optimizer if options.overlap_param_gather => "  gradients reduce-scattered as each bucket's last backward ends; optimizer on 1/d; parameters all-gathered bucket by bucket as the next forward reaches them (--overlap-param-gather)\n".to_string(),
+        Sharding::Optimizer => "  gradients reduce-scattered after the last backward; optimizer on 1/d; parameters all-gathered after it\n".to_string(),
+        Sharding::Gradients => format!(
+            "  every backward's gradient buckets reduce-scattered as produced ({} B per layer per tensor rank); optimizer on 1/N; parameters all-gathered after it\n",
+            per_layer * gradient_bytes
+        ),
+        _ => format!(
+            "  per layer unit: parameter all-gather of {} B before every forward, recompute and backward (next unit prefetched, at most {INFLIGHT_ALL_GATHERS} in flight), gradient reduce-scatter of {} B after its backward\n",
+            per_layer * WEIGHT_BYTES_PER_PARAM,
+            per_layer * gradient_bytes
+        ),
+    };
+    text.push_str(&line);
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_sharding_cuts_forwards_embedding_first_and_backwards_head_first() {
+        let plan = ShardPlan {
+            mode: Sharding::Full,
+            group: 2,
+            replicas: 1,
+            bucket_layers: 1,
+        };
+        let forward = plan.pieces(ComputePass::Forward, 1, 3, true, true).unwrap();
+        assert_eq!(forward.len(), 3);
+        assert!(forward[0].embedding && !forward[0].head && forward[2].head);
+        let backward = plan
+            .pieces(ComputePass::Backward, 1, 3, true, true)
+            .unwrap();
+        assert!(backward[0].head && backward[2].embedding);
+        assert!(forward.iter().chain(&backward).all(|u| u.layers == 1));
+        let gradients = ShardPlan {
+            mode: Sharding::Gradients,
+            bucket_layers: 2,
+            ..plan
+        };
+        assert_eq!(
+            gradients.pieces(ComputePass::Forward, 0, 3, true, true),
+            None
+        );
+        let buckets = gradients
+            .pieces(ComputePass::Backward, 0, 3, true, true)
+            .unwrap();
+        assert_eq!(buckets.iter().map(|b| b.layers).collect::<Vec<_>>(), [2, 1]);
+    }
+}

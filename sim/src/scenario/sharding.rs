@@ -1,0 +1,148 @@
+//! The sharded-data-parallel options (`zero_stage`, `shard_group_size`,
+//! `overlap_param_gather`, declared in `options.rs`): the mode's type and
+//! the keys' checks and conflicts with the other options.
+
+use super::TrainingOptionsFile;
+use serde::{Serialize, Serializer};
+
+/// How the data-parallel group shards the model states (Rajbhandari et al.
+/// 2020, ZeRO, Sec. 5: stages P_os, P_os+g, P_os+g+p).
+/// Written as its ZeRO stage, `zero_stage` 0 to 3.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Sharding {
+    /// Every data-parallel rank holds all model states (all-reduce of gradients).
+    #[default]
+    None,
+    /// ZeRO-1, Megatron's distributed optimizer: optimizer states 1/d
+    /// (the same as distributed_optimizer).
+    Optimizer,
+    /// ZeRO-2: optimizer states and gradients 1/d; every backward's gradient
+    /// buckets reduce-scattered as they are produced.
+    Gradients,
+    /// ZeRO-3 / PyTorch FSDP: parameters too; each layer's parameters are
+    /// all-gathered before its forward and its backward, its gradients
+    /// reduce-scattered after its backward.
+    Full,
+}
+
+impl Serialize for Sharding {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u8(self.stage())
+    }
+}
+
+impl Sharding {
+    /// The mode of ZeRO stage `stage` (None past 3).
+    pub fn from_stage(stage: u8) -> Option<Sharding> {
+        [
+            Sharding::None,
+            Sharding::Optimizer,
+            Sharding::Gradients,
+            Sharding::Full,
+        ]
+        .get(stage as usize)
+        .copied()
+    }
+
+    /// Its ZeRO stage.
+    pub fn stage(self) -> u8 {
+        self as u8
+    }
+
+    /// What it shards, in words.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sharding::None => "nothing sharded",
+            Sharding::Optimizer => "optimizer states sharded",
+            Sharding::Gradients => "optimizer states and gradients sharded",
+            Sharding::Full => "optimizer states, gradients and parameters sharded: FSDP",
+        }
+    }
+
+    /// Serialized only where `distributed_optimizer` does not already say it
+    /// (outputs of earlier options stay byte-identical).
+    pub(super) fn below_gradients(&self) -> bool {
+        *self < Sharding::Gradients
+    }
+}
+
+impl TrainingOptionsFile {
+    /// The sharding mode `zero_stage` asks for (None when unset or past 3).
+    pub fn sharding(&self) -> Option<Sharding> {
+        self.zero_stage.and_then(Sharding::from_stage)
+    }
+
+    /// The sharding keys' own checks and their conflicts with the others.
+    pub(super) fn check_sharding(&self, data_parallel: u32, problems: &mut Vec<String>) {
+        if self.overlap_param_gather == Some(true) {
+            // megatron/training/arguments.py (2024): "--overlap-param-gather only
+            // supported with distributed optimizer" and "... with --overlap-grad-reduce".
+            let distributed = self.distributed_optimizer == Some(true)
+                || self.sharding() == Some(Sharding::Optimizer);
+            if !distributed {
+                problems.push(
+                    "overlap_param_gather: needs the distributed optimizer (--distributed-optimizer or --zero-stage 1; zero_stage 3 gathers per layer by itself)".into(),
+                );
+            }
+            if self.overlap_grad_reduce != Some(true) {
+                problems.push(
+                    "overlap_param_gather: needs overlap_grad_reduce, as Megatron asserts".into(),
+                );
+            }
+        }
+        if let Some(stage) = self.zero_stage.filter(|&stage| stage > 3) {
+            problems.push(format!(
+                "zero_stage: must be 0, 1, 2 or 3 (ZeRO's stages), got {stage}"
+            ));
+        }
+        let Some(sharding) = self.sharding() else {
+            if self.shard_group_size.is_some() {
+                problems.push("shard_group_size: needs zero_stage 2 or 3 (--zero-stage)".into());
+            }
+            return;
+        };
+        match (sharding, self.distributed_optimizer) {
+            (Sharding::None, Some(true)) => problems.push(
+                "zero_stage: 0 contradicts distributed_optimizer = true (which is zero_stage 1)".into(),
+            ),
+            (Sharding::Optimizer | Sharding::Gradients | Sharding::Full, Some(false)) => {
+                problems.push(format!(
+                    "zero_stage: {} shards the optimizer states, which contradicts distributed_optimizer = false",
+                    sharding.stage()
+                ))
+            }
+            _ => {}
+        }
+        if sharding != Sharding::None && self.zero_offload == Some(true) {
+            problems.push(
+                "zero_stage: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
+            );
+        }
+        if sharding >= Sharding::Gradients && self.overlap_grad_reduce == Some(true) {
+            problems.push(format!(
+                "overlap_grad_reduce: zero_stage {} already reduce-scatters gradients as the backward produces them",
+                sharding.stage()
+            ));
+        }
+        if sharding == Sharding::Full && self.grad_reduce_bucket_params.is_some() {
+            problems.push(
+                "grad_reduce_bucket_params: zero_stage 3 reduce-scatters each layer's gradients (one FSDP unit per layer), not buckets".into(),
+            );
+        }
+        if let Some(group) = self.shard_group_size {
+            if sharding < Sharding::Gradients {
+                problems.push(format!(
+                    "shard_group_size: HSDP is built for zero_stage 2 or 3, not {}",
+                    sharding.stage()
+                ));
+            }
+            if group == 0 {
+                problems.push("shard_group_size: must be at least 1".into());
+            } else if !data_parallel.is_multiple_of(group) {
+                problems.push(format!(
+                    "shard_group_size: must divide the data-parallel size {data_parallel} (got {group})"
+                ));
+            }
+        }
+    }
+}

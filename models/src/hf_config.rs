@@ -194,6 +194,10 @@ fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError
         rope: true,
         tied_embeddings: fields.flag("tie_word_embeddings", false)?,
         vocab_unpadded,
+        head_dim: None,
+        qk_norm: false,
+        moe: None,
+        mla: None,
     })
 }
 
@@ -225,6 +229,10 @@ fn gpt2(fields: &Fields) -> Result<ModelSpec, ModelError> {
         rope: false,
         tied_embeddings: fields.flag("tie_word_embeddings", true)?,
         vocab_unpadded,
+        head_dim: None,
+        qk_norm: false,
+        moe: None,
+        mla: None,
     })
 }
 

@@ -32,6 +32,7 @@ pub mod attention;
 pub mod formulas;
 pub mod gemm;
 pub mod hf_config;
+mod hf_config_moe;
 pub mod memory;
 pub mod memory_class;
 pub mod moe;

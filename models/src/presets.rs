@@ -331,4 +331,22 @@ mod tests {
             assert!(llama.contains(key), "{key} in {llama}");
         }
     }
+
+    #[test]
+    fn only_the_mixtures_carry_the_expert_keys() {
+        for name in preset_names() {
+            let text = serde_json::to_string(&preset(&name).unwrap()).unwrap();
+            let mixture = name.starts_with("mixtral")
+                || name.starts_with("deepseek")
+                || name.starts_with("qwen3");
+            assert_eq!(text.contains("\"moe\""), mixture, "{text}");
+            assert_eq!(text.contains("\"mla\""), name == "deepseek-v3", "{text}");
+            assert_eq!(text.contains("head_dim\":128,\"qk_norm"), name.starts_with("qwen3"), "{text}");
+        }
+        let mixtral = serde_json::to_string(&preset("mixtral-8x7b").unwrap()).unwrap();
+        assert!(
+            mixtral.ends_with(r#""moe":{"experts":8,"top_k":2,"expert_ffn_hidden":14336}}"#),
+            "{mixtral}"
+        );
+    }
 }

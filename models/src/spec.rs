@@ -457,4 +457,78 @@ mod tests {
             .to_string();
         assert!(typo.contains("unknown field `kv_head`"), "{typo}");
     }
+
+    #[test]
+    fn moe_and_mla_keys_parse_round_trip_and_name_each_bad_key() {
+        let json = format!(
+            r#"{{{BASE},"ffn_type":"swiglu","norm":"rmsnorm","bias":false,"rope":true,"moe":{{"experts":8,"top_k":2,"expert_ffn_hidden":32,"shared_experts":1,"first_dense_layers":1,"router":"sigmoid","capacity_factor":1.25}},"mla":{{"q_lora_rank":16,"kv_lora_rank":8,"qk_nope_head_dim":8,"qk_rope_head_dim":4,"v_head_dim":8}}}}"#
+        );
+        let spec = ModelSpec::from_json_str(&json, "test").unwrap();
+        let moe = spec.moe.as_ref().unwrap();
+        assert_eq!((moe.layer_frequency, moe.shared_ffn(), moe.moe_layers(2)), (1, 32, 1));
+        assert!(spec.has_unsimulated_blocks());
+        let text = serde_json::to_string(&spec).unwrap();
+        assert_eq!(ModelSpec::from_json_str(&text, "test").unwrap(), spec);
+        assert!(text.contains(r#""capacity_factor":1.25"#), "{text}");
+        let moe_problems = |moe: &str| problems(&format!(r#"{{{BASE},"moe":{moe}}}"#));
+        assert_eq!(
+            moe_problems(r#"{"experts":0,"top_k":2,"expert_ffn_hidden":32}"#),
+            ["moe.experts must be positive"]
+        );
+        assert_eq!(
+            moe_problems(r#"{"experts":4,"top_k":5,"expert_ffn_hidden":32}"#),
+            ["moe.top_k (5) must not exceed moe.experts (4): a token goes to distinct experts"]
+        );
+        assert_eq!(
+            moe_problems(r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"capacity_factor":-1}"#),
+            ["moe.capacity_factor -1 must be a positive number of at most 1024 (leave it out for dropless routing)"]
+        );
+        assert_eq!(
+            moe_problems(r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"shared_expert_ffn_hidden":8}"#),
+            ["moe.shared_expert_ffn_hidden is given but moe.shared_experts is 0"]
+        );
+        assert_eq!(
+            moe_problems(r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"layer_frequency":0}"#),
+            ["moe.layer_frequency must be positive"]
+        );
+        let typo = ModelSpec::from_json_str(
+            &format!(r#"{{{BASE},"moe":{{"experts":4,"topk":1,"expert_ffn_hidden":32}}}}"#),
+            "test",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(typo.contains("unknown field `topk`"), "{typo}");
+        let mla = r#""mla":{"kv_lora_rank":8,"qk_nope_head_dim":8,"qk_rope_head_dim":3,"v_head_dim":8}"#;
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"kv_heads":2,"qk_norm":true,{mla}}}"#)),
+            [
+                "mla.qk_rope_head_dim (3) must be even: rotary embedding turns pairs of dimensions",
+                "kv_heads (2) must equal heads (8) with mla: latent attention has no key/value groups",
+                "qk_norm with mla is not a known model: latent attention normalizes its latents instead",
+                "mla needs rope: true (its mla.qk_rope_head_dim part carries the rotary embedding)",
+                "mla with biases is not a known model: set bias false (and leave qkv_bias out)",
+            ]
+        );
+    }
+
+    #[test]
+    fn head_dim_widens_the_heads_and_keeps_its_checks() {
+        let spec =
+            ModelSpec::from_json_str(&format!(r#"{{{BASE},"kv_heads":2,"head_dim":16}}"#), "test")
+                .unwrap();
+        assert_eq!((spec.q_width(), spec.qkv_width()), (128, 128 + 2 * 2 * 16));
+        assert!(spec.has_unsimulated_blocks());
+        // Restating hidden/heads is the dense block.
+        let same =
+            ModelSpec::from_json_str(&format!(r#"{{{BASE},"head_dim":8}}"#), "test").unwrap();
+        assert!(!same.has_unsimulated_blocks());
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"head_dim":0}}"#)),
+            ["head_dim must be positive when given"]
+        );
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"head_dim":7,"rope":true}}"#)),
+            ["rope needs an even head dimension, not head_dim = 7"]
+        );
+    }
 }

@@ -55,7 +55,14 @@ impl Seeds {
     /// Builds the corpus, running `binary` in `dir` for timelines and shards.
     pub fn build(binary: &Path, dir: &Path) -> Seeds {
         std::fs::create_dir_all(dir).unwrap();
-        let models = ["tiny", "gpt2-1b", "llama3-8b", "qwen2.5-72b"]
+        let models = [
+            "tiny",
+            "gpt2-1b",
+            "llama3-8b",
+            "qwen2.5-72b",
+            "mixtral-8x7b",
+            "deepseek-v3",
+        ]
             .iter()
             .map(|name| json_of(&models::preset(name).expect("preset")))
             .chain([Json::parse(
@@ -68,6 +75,8 @@ impl Seeds {
             "gpt2",
             "Mistral-7B-v0.1",
             "Mixtral-8x7B-v0.1",
+            "DeepSeek-V3",
+            "Qwen3-30B-A3B",
         ]
         .iter()
         .map(|folder| read_json(&format!("models/fixtures/hf/{folder}/config.json")))

@@ -255,7 +255,9 @@ fn core_head_dims(model: &ModelSpec) -> (u64, u64) {
 /// leaves them) — plus the attention core: 2·s·a·(d_qk + d_v) forward per
 /// token and layer for the scores and the weighted values over the whole
 /// sequence (no causal discount, as Eq. 3), d = h/a without MLA. For a GPT
-/// block times B·s this is Eq. 3 exactly (tests below).
+/// block times B·s this is Eq. 3 exactly (tests below). Routing is taken
+/// as dropless: with a `capacity_factor`, dropped tokens (fewer FLOPs) and
+/// capacity padding (more, where an implementation pads) are not counted.
 pub fn training_flops_per_token(model: &ModelSpec, full_recompute: bool) -> f64 {
     let moe_layers = model.moe.as_ref().map_or(0, |moe| moe.moe_layers(model.layers));
     let weights = wide(model.layers - moe_layers) * layer_matmul_weights(model, false)

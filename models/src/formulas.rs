@@ -189,7 +189,9 @@ fn sum(pair: (u128, u128)) -> u128 {
 }
 
 fn dense_layer_wide(model: &ModelSpec) -> u128 {
-    sum(attention_wide(model)) + sum(mlp_wide(model, model.ffn())) + 2 * wide(model.norm_parameters())
+    sum(attention_wide(model))
+        + sum(mlp_wide(model, model.ffn()))
+        + 2 * wide(model.norm_parameters())
 }
 
 /// A MoE layer's parameters, or with `active` those one token uses.
@@ -217,7 +219,10 @@ fn router_wide(model: &ModelSpec, moe: &MoeSpec) -> u128 {
 }
 
 fn layers_wide(model: &ModelSpec, active: bool) -> u128 {
-    let moe_layers = model.moe.as_ref().map_or(0, |moe| moe.moe_layers(model.layers));
+    let moe_layers = model
+        .moe
+        .as_ref()
+        .map_or(0, |moe| moe.moe_layers(model.layers));
     wide(model.layers - moe_layers) * dense_layer_wide(model)
         + wide(moe_layers) * moe_layer_wide(model, active)
 }
@@ -259,7 +264,10 @@ fn core_head_dims(model: &ModelSpec) -> (u64, u64) {
 /// as dropless: with a `capacity_factor`, dropped tokens (fewer FLOPs) and
 /// capacity padding (more, where an implementation pads) are not counted.
 pub fn training_flops_per_token(model: &ModelSpec, full_recompute: bool) -> f64 {
-    let moe_layers = model.moe.as_ref().map_or(0, |moe| moe.moe_layers(model.layers));
+    let moe_layers = model
+        .moe
+        .as_ref()
+        .map_or(0, |moe| moe.moe_layers(model.layers));
     let weights = wide(model.layers - moe_layers) * layer_matmul_weights(model, false)
         + wide(moe_layers) * layer_matmul_weights(model, true);
     let (d_qk, d_v) = core_head_dims(model);

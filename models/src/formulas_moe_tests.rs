@@ -179,9 +179,7 @@ fn training_flops_per_token_counts_the_active_experts_and_the_attention_core() {
     let model = preset("deepseek-v3");
     let h = 7168u64;
     let mla = h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h;
-    let weights = 3 * (mla + 3 * h * 18432)
-        + 58 * (mla + 256 * h + 9 * 3 * h * 2048)
-        + 129280 * h;
+    let weights = 3 * (mla + 3 * h * 18432) + 58 * (mla + 256 * h + 9 * 3 * h * 2048) + 129280 * h;
     let core = 61 * 2 * 4096 * 128 * (192 + 128);
     assert_eq!(
         training_flops_per_token(&model, false),

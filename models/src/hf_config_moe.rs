@@ -60,7 +60,11 @@ pub(crate) fn qwen3_moe(fields: &Fields) -> Result<ModelSpec, ModelError> {
             ))
         }
     }
-    if fields.count("shared_expert_intermediate_size")?.unwrap_or(0) > 0 {
+    if fields
+        .count("shared_expert_intermediate_size")?
+        .unwrap_or(0)
+        > 0
+    {
         return Err(invalid(
             fields.origin,
             "shared_expert_intermediate_size: Qwen3-MoE has no shared expert (Qwen2-MoE's gated one is not modeled)".into(),

@@ -44,6 +44,6 @@ pub mod sharding;
 pub mod softmax;
 mod spec;
 
-pub use presets::{preset, preset_names};
 pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
+pub use presets::{preset, preset_names};
 pub use spec::{FfnType, ModelError, ModelSpec, NormType};

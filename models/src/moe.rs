@@ -136,7 +136,7 @@ impl MoeSpec {
 
     /// Whether layer `index` (0-based) has the mixture of experts.
     pub fn is_moe_layer(&self, index: u64) -> bool {
-        index >= self.first_dense_layers && index % self.layer_frequency.max(1) == 0
+        index >= self.first_dense_layers && index.is_multiple_of(self.layer_frequency.max(1))
     }
 
     /// How many of `layers` layers have the mixture of experts (counted in
@@ -158,7 +158,11 @@ impl MoeSpec {
                 self.expert_ffn_hidden,
                 crate::spec::MAX_FFN_HIDDEN,
             ),
-            ("moe.layer_frequency", self.layer_frequency, crate::spec::MAX_LAYERS),
+            (
+                "moe.layer_frequency",
+                self.layer_frequency,
+                crate::spec::MAX_LAYERS,
+            ),
         ] {
             if value == 0 {
                 problems.push(format!("{key} must be positive"));
@@ -179,14 +183,15 @@ impl MoeSpec {
             ));
         }
         match self.shared_expert_ffn_hidden {
-            Some(0) => problems.push("moe.shared_expert_ffn_hidden must be positive when given".into()),
+            Some(0) => {
+                problems.push("moe.shared_expert_ffn_hidden must be positive when given".into())
+            }
             Some(f) if f > crate::spec::MAX_FFN_HIDDEN => problems.push(format!(
                 "moe.shared_expert_ffn_hidden {f} is over the limit of {}",
                 crate::spec::MAX_FFN_HIDDEN
             )),
-            Some(_) if self.shared_experts == 0 => problems.push(
-                "moe.shared_expert_ffn_hidden is given but moe.shared_experts is 0".into(),
-            ),
+            Some(_) if self.shared_experts == 0 => problems
+                .push("moe.shared_expert_ffn_hidden is given but moe.shared_experts is 0".into()),
             _ => {}
         }
         if layers > 0 && self.layer_frequency > 0 && self.moe_layers(layers) == 0 {

@@ -341,7 +341,11 @@ mod tests {
                 || name.starts_with("qwen3");
             assert_eq!(text.contains("\"moe\""), mixture, "{text}");
             assert_eq!(text.contains("\"mla\""), name == "deepseek-v3", "{text}");
-            assert_eq!(text.contains("head_dim\":128,\"qk_norm"), name.starts_with("qwen3"), "{text}");
+            assert_eq!(
+                text.contains("head_dim\":128,\"qk_norm"),
+                name.starts_with("qwen3"),
+                "{text}"
+            );
         }
         let mixtral = serde_json::to_string(&preset("mixtral-8x7b").unwrap()).unwrap();
         assert!(

@@ -272,14 +272,14 @@ impl ModelSpec {
             )),
             _ => {}
         }
-        if self.rope
-            && self.mla.is_none()
-            && self.heads > 0
-            && !self.head_dim().is_multiple_of(2)
-        {
+        if self.rope && self.mla.is_none() && self.heads > 0 && !self.head_dim().is_multiple_of(2) {
             problems.push(format!(
                 "rope needs an even head dimension, not {} = {}",
-                if self.head_dim.is_some() { "head_dim" } else { "hidden/heads" },
+                if self.head_dim.is_some() {
+                    "head_dim"
+                } else {
+                    "hidden/heads"
+                },
                 self.head_dim()
             ));
         }
@@ -305,10 +305,15 @@ impl ModelSpec {
                 problems.push("mla needs rope: true (its mla.qk_rope_head_dim part carries the rotary embedding)".into());
             }
             if self.bias || self.has_qkv_bias() {
-                problems.push("mla with biases is not a known model: set bias false (and leave qkv_bias out)".into());
+                problems.push(
+                    "mla with biases is not a known model: set bias false (and leave qkv_bias out)"
+                        .into(),
+                );
             }
         }
-        if problems.is_empty() && (self.moe.is_some() || self.mla.is_some() || self.head_dim.is_some()) {
+        if problems.is_empty()
+            && (self.moe.is_some() || self.mla.is_some() || self.head_dim.is_some())
+        {
             let total = crate::formulas::published_parameter_count_wide(self);
             if total > crate::moe::MAX_PARAMETERS {
                 problems.push(format!(
@@ -465,7 +470,10 @@ mod tests {
         );
         let spec = ModelSpec::from_json_str(&json, "test").unwrap();
         let moe = spec.moe.as_ref().unwrap();
-        assert_eq!((moe.layer_frequency, moe.shared_ffn(), moe.moe_layers(2)), (1, 32, 1));
+        assert_eq!(
+            (moe.layer_frequency, moe.shared_ffn(), moe.moe_layers(2)),
+            (1, 32, 1)
+        );
         assert!(spec.has_unsimulated_blocks());
         let text = serde_json::to_string(&spec).unwrap();
         assert_eq!(ModelSpec::from_json_str(&text, "test").unwrap(), spec);
@@ -484,7 +492,9 @@ mod tests {
             ["moe.capacity_factor -1 must be a positive number of at most 1024 (leave it out for dropless routing)"]
         );
         assert_eq!(
-            moe_problems(r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"shared_expert_ffn_hidden":8}"#),
+            moe_problems(
+                r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"shared_expert_ffn_hidden":8}"#
+            ),
             ["moe.shared_expert_ffn_hidden is given but moe.shared_experts is 0"]
         );
         assert_eq!(
@@ -498,7 +508,8 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(typo.contains("unknown field `topk`"), "{typo}");
-        let mla = r#""mla":{"kv_lora_rank":8,"qk_nope_head_dim":8,"qk_rope_head_dim":3,"v_head_dim":8}"#;
+        let mla =
+            r#""mla":{"kv_lora_rank":8,"qk_nope_head_dim":8,"qk_rope_head_dim":3,"v_head_dim":8}"#;
         assert_eq!(
             problems(&format!(r#"{{{BASE},"kv_heads":2,"qk_norm":true,{mla}}}"#)),
             [

@@ -63,12 +63,12 @@ impl Seeds {
             "mixtral-8x7b",
             "deepseek-v3",
         ]
-            .iter()
-            .map(|name| json_of(&models::preset(name).expect("preset")))
-            .chain([Json::parse(
-                r#"{"name":"small","layers":2,"hidden":64,"heads":4,"seq_len":128,"vocab":1000}"#,
-            )])
-            .collect();
+        .iter()
+        .map(|name| json_of(&models::preset(name).expect("preset")))
+        .chain([Json::parse(
+            r#"{"name":"small","layers":2,"hidden":64,"heads":4,"seq_len":128,"vocab":1000}"#,
+        )])
+        .collect();
         let hf_configs = [
             "Meta-Llama-3-8B",
             "Qwen2.5-72B",

@@ -356,7 +356,9 @@ mod tests {
         );
         let text = resolve_with_tp("qwen3-30b-a3b", 1).unwrap_err();
         assert!(
-            text.contains("in 48 of 48 layers, heads of head_dim 128, per-head query/key norms (qk_norm);"),
+            text.contains(
+                "in 48 of 48 layers, heads of head_dim 128, per-head query/key norms (qk_norm);"
+            ),
             "{text}"
         );
         // Nothing else is checked against a refused model (no tp messages).

@@ -168,6 +168,36 @@ fn bad_input_of_every_kind_exits_2_with_a_clear_message() {
 }
 
 #[test]
+fn mixtures_of_experts_are_refused_with_their_parameter_counts() {
+    assert_user_error(
+        &["simulate", "--model", "mixtral-8x7b", "--topology", "dgx-a100"],
+        "model: mixture-of-experts layers are not simulated yet (issue 17): 'mixtral-8x7b' has 8 experts, top-2, in 32 of 32 layers; 46702792704 parameters, 12879925248 active per token",
+    );
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models/fixtures/hf/DeepSeek-V3/config.json"
+    );
+    assert_user_error(
+        &["simulate", "--model", config, "--topology", "dgx-h100-superpod"],
+        "mixture-of-experts layers are not simulated yet (issue 17): 'DeepSeek-V3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token",
+    );
+    assert_user_error(
+        &[
+            "sweep",
+            "--model",
+            "qwen3-30b-a3b",
+            "--topology",
+            "dgx-a100",
+            "--gpus",
+            "8",
+            "--global-batch",
+            "8",
+        ],
+        "not simulated yet (issue 17)",
+    );
+}
+
+#[test]
 fn absurd_sizes_are_refused_before_anything_is_built() {
     assert_user_error(
         &["simulate", "--global-batch", "4000000000", "--dp", "1"],

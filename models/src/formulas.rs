@@ -13,26 +13,40 @@
 //! [`published_parameter_count`] is the figure model cards state (final norm
 //! included, the tokenizer's unpadded vocabulary), exact for Llama-2/3,
 //! Mistral and Qwen2.5 (tests below).
+//!
+//! Mixtures of experts and multi-head latent attention ([`crate::moe`]) count
+//! every expert in the total and only the router, top-k routed and shared
+//! experts in the active count ([`active_parameter_count`],
+//! [`published_active_parameter_count`]); [`training_flops_per_token`] is
+//! Megatron's 6·N_active per token plus the attention core. Tests against
+//! Mixtral, DeepSeek-V3 and Qwen3-MoE's published counts are in
+//! `formulas_moe_tests.rs`.
 
+use crate::moe::{MoeSpec, RouterType};
 use crate::spec::FfnType;
 use crate::ModelSpec;
 
-/// Parameters of one transformer layer: QKV (h·(h + 2·kv·d) weights plus as
-/// many biases, 3h²+3h with multi-head attention), projection (h² + h), MLP
-/// (GeLU: 2·h·ffn + ffn + h; SwiGLU: 3·h·ffn + 2·ffn + h), two norms (4h for
-/// LayerNorm, 2h for RMSNorm); biases only where the model has them. Equals
-/// Eq. 2's 12h² + 13h for the GPT block with ffn = 4h.
+/// Parameters of one dense transformer layer (every layer of a model without
+/// `moe`): QKV (h·(a·d + 2·kv·d) weights plus as many biases, 3h²+3h with
+/// multi-head attention), projection (a·d·h + h), MLP (GeLU: 2·h·ffn + ffn + h;
+/// SwiGLU: 3·h·ffn + 2·ffn + h), two norms (4h for LayerNorm, 2h for RMSNorm),
+/// Qwen3's per-head query/key norms (`qk_norm`), or MLA's projections and
+/// latent norms ([`crate::moe::MlaSpec`]); biases only where the model has
+/// them. Equals Eq. 2's 12h² + 13h for the GPT block with ffn = 4h.
 pub fn layer_parameters(model: &ModelSpec) -> u64 {
-    let h = model.hidden;
-    let f = model.ffn();
-    let qkv = model.qkv_width();
-    let bias = u64::from(model.bias);
-    let qkv_bias = u64::from(model.has_qkv_bias());
-    let mlp = match model.ffn_type {
-        FfnType::Gelu => 2 * h * f + bias * (f + h),
-        FfnType::Swiglu => 3 * h * f + bias * (2 * f + h),
-    };
-    (h * qkv + qkv_bias * qkv) + (h * h + bias * h) + mlp + 2 * model.norm_parameters()
+    narrow(dense_layer_wide(model))
+}
+
+/// Parameters of one layer with the mixture of experts: attention and norms
+/// as [`layer_parameters`], the router (h·E weights, and E biases for
+/// DeepSeek-V3's sigmoid router), every routed and shared expert's MLP.
+pub fn moe_layer_parameters(model: &ModelSpec) -> u64 {
+    narrow(moe_layer_wide(model, false))
+}
+
+/// Parameters of all `layers` layers: dense and MoE layers each at their size.
+pub fn all_layers_parameters(model: &ModelSpec) -> u64 {
+    narrow(layers_wide(model, false))
 }
 
 /// Word (V·h) and, without RoPE, position (s·h) embedding parameters.
@@ -62,27 +76,206 @@ pub fn output_layer_parameters(model: &ModelSpec) -> u64 {
 /// P = 12·l·h²·(1 + 13/(12h) + (V+s)/(12·l·h)) = l·(12h² + 13h) + (V+s)·h,
 /// with an untied output layer's V·h added. (The final norm's parameters are
 /// not in Eq. 2 and not counted here; [`crate::memory`] adds them and
-/// [`published_parameter_count`] counts them.)
+/// [`published_parameter_count`] counts them.) With experts, every expert of
+/// every MoE layer.
 pub fn parameter_count(model: &ModelSpec) -> u64 {
-    model.layers * layer_parameters(model)
-        + embedding_parameters(model)
-        + output_layer_parameters(model)
+    narrow(
+        layers_wide(model, false)
+            + u128::from(embedding_parameters(model))
+            + u128::from(output_layer_parameters(model)),
+    )
+}
+
+/// The parameters one token passes through, counted as [`parameter_count`]
+/// counts (padded vocabulary, no final norm): in MoE layers only the router,
+/// the top-k routed and the shared experts. Equal to [`parameter_count`]
+/// without `moe`.
+pub fn active_parameter_count(model: &ModelSpec) -> u64 {
+    narrow(
+        layers_wide(model, true)
+            + u128::from(embedding_parameters(model))
+            + u128::from(output_layer_parameters(model)),
+    )
 }
 
 /// Parameters as a model card states them: every layer, the embedding and
 /// (untied) output tables over the tokenizer's vocabulary (`vocab_unpadded`
 /// when given, else `vocab`), and the final norm.
 pub fn published_parameter_count(model: &ModelSpec) -> u64 {
+    narrow(published_parameter_count_wide(model))
+}
+
+/// Active parameters per token as MoE announcements state them (Mixtral's
+/// 12.9 B, DeepSeek-V3's 37 B): [`published_parameter_count`] with only the
+/// router, top-k routed and shared experts of each MoE layer, embedding and
+/// output tables included.
+pub fn published_active_parameter_count(model: &ModelSpec) -> u64 {
+    narrow(published_wide(model, true))
+}
+
+/// [`published_parameter_count`] without a u64 limit, for validation to
+/// refuse a model too large to count.
+pub(crate) fn published_parameter_count_wide(model: &ModelSpec) -> u128 {
+    published_wide(model, false)
+}
+
+fn published_wide(model: &ModelSpec, active: bool) -> u128 {
     let vocab = model.vocab_unpadded.unwrap_or(model.vocab);
     let output = if model.tied_embeddings {
         0
     } else {
-        vocab * model.hidden
+        u128::from(vocab) * u128::from(model.hidden)
     };
-    model.layers * layer_parameters(model)
-        + word_and_position_parameters(model, vocab)
+    layers_wide(model, active)
+        + u128::from(word_and_position_parameters(model, vocab))
         + output
-        + model.norm_parameters()
+        + u128::from(model.norm_parameters())
+}
+
+/// Counts past u64 only for unvalidated specs; saturate rather than wrap.
+fn narrow(count: u128) -> u64 {
+    u64::try_from(count).unwrap_or(u64::MAX)
+}
+
+fn wide(value: u64) -> u128 {
+    u128::from(value)
+}
+
+/// Attention weights (W) and everything else of the attention block (norms, biases).
+fn attention_wide(model: &ModelSpec) -> (u128, u128) {
+    let h = wide(model.hidden);
+    let a = wide(model.heads);
+    let bias = wide(u64::from(model.bias));
+    let norm = |width: u64| wide(model.norm_parameters_of(width));
+    if let Some(mla) = &model.mla {
+        let qk = wide(mla.qk_head_dim());
+        let (r_kv, rope) = (wide(mla.kv_lora_rank), wide(mla.qk_rope_head_dim));
+        let (nope, v) = (wide(mla.qk_nope_head_dim), wide(mla.v_head_dim));
+        // DeepSeek-V3's DeepseekV3Attention: q_a_proj, q_a_layernorm, q_b_proj
+        // (or q_proj without q_lora_rank), kv_a_proj_with_mqa (the latent and
+        // the shared rotary key), kv_a_layernorm, kv_b_proj (keys without rope
+        // and values for every head), o_proj.
+        let (q_weights, q_norm) = match mla.q_lora_rank {
+            Some(r) => (h * wide(r) + wide(r) * a * qk, norm(r)),
+            None => (h * a * qk, 0),
+        };
+        let weights = q_weights + h * (r_kv + rope) + r_kv * a * (nope + v) + a * v * h;
+        (weights, q_norm + norm(mla.kv_lora_rank))
+    } else {
+        let qkv = wide(model.qkv_width());
+        let q = wide(model.q_width());
+        let qkv_bias = wide(u64::from(model.has_qkv_bias()));
+        let qk_norms = if model.qk_norm {
+            2 * norm(model.head_dim())
+        } else {
+            0
+        };
+        (h * qkv + q * h, qkv_bias * qkv + bias * h + qk_norms)
+    }
+}
+
+/// One MLP of inner size `f`: weights and biases.
+fn mlp_wide(model: &ModelSpec, f: u64) -> (u128, u128) {
+    let (h, f) = (wide(model.hidden), wide(f));
+    let bias = wide(u64::from(model.bias));
+    match model.ffn_type {
+        FfnType::Gelu => (2 * h * f, bias * (f + h)),
+        FfnType::Swiglu => (3 * h * f, bias * (2 * f + h)),
+    }
+}
+
+fn sum(pair: (u128, u128)) -> u128 {
+    pair.0 + pair.1
+}
+
+fn dense_layer_wide(model: &ModelSpec) -> u128 {
+    sum(attention_wide(model))
+        + sum(mlp_wide(model, model.ffn()))
+        + 2 * wide(model.norm_parameters())
+}
+
+/// A MoE layer's parameters, or with `active` those one token uses.
+fn moe_layer_wide(model: &ModelSpec, active: bool) -> u128 {
+    let Some(moe) = &model.moe else {
+        return dense_layer_wide(model);
+    };
+    let routed = if active { moe.top_k } else { moe.experts };
+    sum(attention_wide(model))
+        + 2 * wide(model.norm_parameters())
+        + router_wide(model, moe)
+        + wide(routed) * sum(mlp_wide(model, moe.expert_ffn_hidden))
+        + wide(moe.shared_experts) * sum(mlp_wide(model, moe.shared_ffn()))
+}
+
+/// The router: an h×E linear layer without bias (Mixtral's and Qwen3-MoE's
+/// `gate`), and for the sigmoid router DeepSeek-V3's E-element
+/// `e_score_correction_bias`.
+fn router_wide(model: &ModelSpec, moe: &MoeSpec) -> u128 {
+    let correction = match moe.router {
+        RouterType::Softmax => 0,
+        RouterType::Sigmoid => wide(moe.experts),
+    };
+    wide(model.hidden) * wide(moe.experts) + correction
+}
+
+fn layers_wide(model: &ModelSpec, active: bool) -> u128 {
+    let moe_layers = model
+        .moe
+        .as_ref()
+        .map_or(0, |moe| moe.moe_layers(model.layers));
+    wide(model.layers - moe_layers) * dense_layer_wide(model)
+        + wide(moe_layers) * moe_layer_wide(model, active)
+}
+
+/// Weights of the linear layers one token passes through in one layer
+/// (`moe_layer`: the router, top-k routed and shared experts): what a
+/// token's forward pass multiplies, 2 FLOPs per weight.
+fn layer_matmul_weights(model: &ModelSpec, moe_layer: bool) -> u128 {
+    let attention = attention_wide(model).0;
+    match (&model.moe, moe_layer) {
+        (Some(moe), true) => {
+            attention
+                + wide(model.hidden) * wide(moe.experts)
+                + wide(moe.top_k) * mlp_wide(model, moe.expert_ffn_hidden).0
+                + wide(moe.shared_experts) * mlp_wide(model, moe.shared_ffn()).0
+        }
+        _ => attention + mlp_wide(model, model.ffn()).0,
+    }
+}
+
+/// Query/key and value dimensions of one head in the attention core.
+fn core_head_dims(model: &ModelSpec) -> (u64, u64) {
+    match &model.mla {
+        Some(mla) => (mla.qk_head_dim(), mla.v_head_dim),
+        None => (model.head_dim(), model.head_dim()),
+    }
+}
+
+/// Training FLOPs per token (forward and backward, and with
+/// `full_recompute` the layers' forward again), Megatron's way (SC21 Sec.
+/// 5.1, Eq. 3): 2 FLOPs per multiplied weight forward, twice that backward —
+/// 6·N per token, N the active matmul weights of every layer (router, top-k
+/// routed and shared experts in MoE layers) and the V×h logit layer (the
+/// input embedding is a lookup, norms and biases are left out as Eq. 3
+/// leaves them) — plus the attention core: 2·s·a·(d_qk + d_v) forward per
+/// token and layer for the scores and the weighted values over the whole
+/// sequence (no causal discount, as Eq. 3), d = h/a without MLA. For a GPT
+/// block times B·s this is Eq. 3 exactly (tests below). Routing is taken
+/// as dropless: with a `capacity_factor`, dropped tokens (fewer FLOPs) and
+/// capacity padding (more, where an implementation pads) are not counted.
+pub fn training_flops_per_token(model: &ModelSpec, full_recompute: bool) -> f64 {
+    let moe_layers = model
+        .moe
+        .as_ref()
+        .map_or(0, |moe| moe.moe_layers(model.layers));
+    let weights = wide(model.layers - moe_layers) * layer_matmul_weights(model, false)
+        + wide(moe_layers) * layer_matmul_weights(model, true);
+    let (d_qk, d_v) = core_head_dims(model);
+    let core = 2 * wide(model.seq_len) * wide(model.heads) * wide(d_qk + d_v) * wide(model.layers);
+    // Forward 1, backward 2, the recomputed forward 1 more: of the layers only.
+    let passes: u128 = if full_recompute { 4 } else { 3 };
+    let logits = 2 * wide(model.vocab) * wide(model.hidden);
+    (passes * (2 * weights + core) + 3 * logits) as f64
 }
 
 /// Eq. 2 evaluated literally in floating point, for cross-checking.
@@ -118,6 +311,10 @@ fn dims(model: &ModelSpec, global_batch: u64) -> (f64, f64, f64, f64, f64) {
         model.vocab as f64,
     )
 }
+
+#[cfg(test)]
+#[path = "formulas_moe_tests.rs"]
+mod moe_tests;
 
 #[cfg(test)]
 mod tests {

@@ -7,9 +7,15 @@
 //! | `llama`, `mistral` | RMSNorm, RoPE, SwiGLU, grouped-query attention, no biases (`attention_bias`, default false, adds QKV and output biases as in `LlamaAttention`) |
 //! | `qwen2` | the same with QKV biases only (`Qwen2Attention`: q/k/v `bias=True`, o_proj `bias=False`) |
 //! | `gpt2` | LayerNorm, learned positions, GeLU MLP (`n_inner`, default 4·h), biases, tied embeddings |
+//! | `mixtral` | the Llama block with `num_local_experts` experts of `intermediate_size`, `num_experts_per_tok` per token |
+//! | `qwen3_moe` | the Llama block with `head_dim`, q/k RMSNorms, `num_experts` experts of `moe_intermediate_size` in every layer (`decoder_sparse_step` 1, no `mlp_only_layers`) |
+//! | `deepseek_v3` | MLA (`q_lora_rank`, `kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim`), `first_k_dense_replace` dense layers of `intermediate_size`, then `n_routed_experts` of `moe_intermediate_size` and `n_shared_experts`, sigmoid `noaux_tc` router |
 //!
-//! Any other `model_type` (Mixtral and other mixtures of experts, Gemma,
-//! Falcon, …) is refused by name. Choices the config leaves to the trainer:
+//! Mixtures of experts and MLA are read and counted; the simulator refuses
+//! them. DeepSeek-V3's multi-token-prediction module (`num_nextn_predict_layers`)
+//! is not part of the imported model (its 671 B exclude it).
+//! Any other `model_type` (other mixtures of experts, Gemma, Falcon, …) is
+//! refused by name. Choices the config leaves to the trainer:
 //! - sequence length: `max_position_embeddings` (`n_positions` for GPT-2), or
 //!   the `sliding_window` when it is shorter and in use (Mistral 7B: 4096 of
 //!   32768), where full attention over the window is exact;
@@ -25,7 +31,15 @@ use serde_json::{Map, Value};
 use std::path::Path;
 
 /// The `model_type`s this importer knows.
-pub const SUPPORTED_MODEL_TYPES: [&str; 4] = ["llama", "mistral", "qwen2", "gpt2"];
+pub const SUPPORTED_MODEL_TYPES: [&str; 7] = [
+    "llama",
+    "mistral",
+    "qwen2",
+    "gpt2",
+    "mixtral",
+    "qwen3_moe",
+    "deepseek_v3",
+];
 
 /// Megatron-LM's `--make-vocab-size-divisible-by` default.
 pub const VOCAB_PADDING_MULTIPLE: u64 = 128;
@@ -51,6 +65,9 @@ pub fn from_hf_config(value: &Value, origin: &str) -> Result<ModelSpec, ModelErr
     let spec = match model_type.as_str() {
         "llama" | "mistral" | "qwen2" => llama_like(&fields, &model_type)?,
         "gpt2" => gpt2(&fields)?,
+        "mixtral" => crate::hf_config_moe::mixtral(&fields)?,
+        "qwen3_moe" => crate::hf_config_moe::qwen3_moe(&fields)?,
+        "deepseek_v3" => crate::hf_config_moe::deepseek_v3(&fields)?,
         _ => {
             let architecture = object
                 .get("architectures")
@@ -69,7 +86,7 @@ pub fn from_hf_config(value: &Value, origin: &str) -> Result<ModelSpec, ModelErr
     Ok(spec)
 }
 
-fn invalid(origin: &str, problem: String) -> ModelError {
+pub(crate) fn invalid(origin: &str, problem: String) -> ModelError {
     ModelError::Invalid {
         name: origin.to_string(),
         problems: vec![problem],
@@ -77,13 +94,13 @@ fn invalid(origin: &str, problem: String) -> ModelError {
 }
 
 /// Typed reads of a config's keys, with the file named in errors.
-struct Fields<'a> {
-    object: &'a Map<String, Value>,
-    origin: &'a str,
+pub(crate) struct Fields<'a> {
+    pub(crate) object: &'a Map<String, Value>,
+    pub(crate) origin: &'a str,
 }
 
 impl Fields<'_> {
-    fn count(&self, key: &str) -> Result<Option<u64>, ModelError> {
+    pub(crate) fn count(&self, key: &str) -> Result<Option<u64>, ModelError> {
         match self.object.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(value) => value.as_u64().map(Some).ok_or_else(|| {
@@ -95,7 +112,7 @@ impl Fields<'_> {
         }
     }
 
-    fn required(&self, key: &str) -> Result<u64, ModelError> {
+    pub(crate) fn required(&self, key: &str) -> Result<u64, ModelError> {
         self.count(key)?.ok_or_else(|| {
             invalid(
                 self.origin,
@@ -104,7 +121,7 @@ impl Fields<'_> {
         })
     }
 
-    fn flag(&self, key: &str, default: bool) -> Result<bool, ModelError> {
+    pub(crate) fn flag(&self, key: &str, default: bool) -> Result<bool, ModelError> {
         match self.object.get(key) {
             None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(value)) => Ok(*value),
@@ -115,12 +132,12 @@ impl Fields<'_> {
         }
     }
 
-    fn text(&self, key: &str) -> Option<&str> {
+    pub(crate) fn text(&self, key: &str) -> Option<&str> {
         self.object.get(key).and_then(Value::as_str)
     }
 
     /// The model's name: the folder of a `config.json`, else the file stem.
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         let path = Path::new(self.origin);
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
         match (stem.as_deref(), path.parent().and_then(Path::file_name)) {
@@ -134,7 +151,7 @@ impl Fields<'_> {
 /// The vocabulary padded to Megatron's multiple, and the tokenizer's size
 /// when padding changed it; sizes past any padding's reach are left as they
 /// are for the model's limit check to name.
-fn padded_vocab(vocab: u64) -> (u64, Option<u64>) {
+pub(crate) fn padded_vocab(vocab: u64) -> (u64, Option<u64>) {
     match vocab
         .div_ceil(VOCAB_PADDING_MULTIPLE)
         .checked_mul(VOCAB_PADDING_MULTIPLE)
@@ -145,7 +162,7 @@ fn padded_vocab(vocab: u64) -> (u64, Option<u64>) {
 }
 
 /// Llama, Mistral and Qwen2: the same decoder block, biases aside.
-fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError> {
+pub(crate) fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError> {
     let hidden = fields.required("hidden_size")?;
     let heads = fields.required("num_attention_heads")?;
     if let Some(act) = fields.text("hidden_act") {
@@ -156,7 +173,11 @@ fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError
             ));
         }
     }
-    if let Some(head_dim) = fields.count("head_dim")? {
+    // Qwen3 declares heads wider than hidden/heads; the others may only
+    // restate hidden/heads.
+    let wide_heads = model_type == "qwen3_moe";
+    let head_dim = fields.count("head_dim")?;
+    if let Some(head_dim) = head_dim.filter(|_| !wide_heads) {
         if head_dim.checked_mul(heads) != Some(hidden) {
             return Err(invalid(
                 fields.origin,
@@ -194,6 +215,10 @@ fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError
         rope: true,
         tied_embeddings: fields.flag("tie_word_embeddings", false)?,
         vocab_unpadded,
+        head_dim: head_dim.filter(|&d| wide_heads && hidden.checked_div(heads) != Some(d)),
+        qk_norm: false,
+        moe: None,
+        mla: None,
     })
 }
 
@@ -225,6 +250,10 @@ fn gpt2(fields: &Fields) -> Result<ModelSpec, ModelError> {
         rope: false,
         tied_embeddings: fields.flag("tie_word_embeddings", true)?,
         vocab_unpadded,
+        head_dim: None,
+        qk_norm: false,
+        moe: None,
+        mla: None,
     })
 }
 

@@ -67,15 +67,146 @@ fn gpt2_keeps_learned_positions_tied_embeddings_and_a_padded_vocabulary() {
 }
 
 #[test]
+fn mixtures_of_experts_import_as_their_presets_with_their_published_counts() {
+    for (folder, preset, total, active) in [
+        (
+            "Mixtral-8x7B-v0.1",
+            "mixtral-8x7b",
+            46_702_792_704u64,
+            12_879_925_248u64,
+        ),
+        (
+            "Mixtral-8x22B-v0.1",
+            "mixtral-8x22b",
+            140_620_634_112,
+            39_152_031_744,
+        ),
+        (
+            "DeepSeek-V3",
+            "deepseek-v3",
+            671_026_419_200,
+            37_552_297_472,
+        ),
+        (
+            "Qwen3-30B-A3B",
+            "qwen3-30b-a3b",
+            30_532_122_624,
+            3_353_032_704,
+        ),
+        (
+            "Qwen3-235B-A22B",
+            "qwen3-235b-a22b",
+            235_093_634_560,
+            22_190_763_520,
+        ),
+    ] {
+        let imported = import(folder).unwrap_or_else(|e| panic!("{folder}: {e}"));
+        assert_eq!(imported.name, folder);
+        assert_eq!(published_parameter_count(&imported), total, "{folder}");
+        assert_eq!(
+            crate::formulas::published_active_parameter_count(&imported),
+            active,
+            "{folder}"
+        );
+        let preset = crate::preset(preset).unwrap();
+        // The config's context is the long-context one; the preset's the
+        // pre-training length.
+        let same = ModelSpec {
+            name: preset.name.clone(),
+            seq_len: preset.seq_len,
+            ..imported.clone()
+        };
+        assert_eq!(same, preset, "{folder}");
+    }
+    assert_eq!(import("Mixtral-8x7B-v0.1").unwrap().seq_len, 32768);
+    assert_eq!(import("DeepSeek-V3").unwrap().seq_len, 163840);
+    assert_eq!(import("Qwen3-30B-A3B").unwrap().seq_len, 40960);
+}
+
+#[test]
 fn other_architectures_are_refused_by_name() {
-    let error = import("Mixtral-8x7B-v0.1").unwrap_err().to_string();
+    let base = std::fs::read_to_string(fixture("Mixtral-8x7B-v0.1")).unwrap();
+    let text = base.replace("\"mixtral\"", "\"dbrx\"");
+    let error = ModelSpec::from_json_str(&text, "dbrx/config.json")
+        .unwrap_err()
+        .to_string();
     assert!(
-        error.contains("model_type 'mixtral (MixtralForCausalLM)'"),
+        error.contains("model_type 'dbrx (MixtralForCausalLM)'"),
         "{error}"
     );
     assert!(
-        error.contains("supported: llama, mistral, qwen2, gpt2"),
+        error.contains("supported: llama, mistral, qwen2, gpt2, mixtral, qwen3_moe, deepseek_v3"),
         "{error}"
+    );
+}
+
+#[test]
+fn expert_layouts_without_a_key_are_refused_with_the_config_key() {
+    let qwen = std::fs::read_to_string(fixture("Qwen3-30B-A3B")).unwrap();
+    let deepseek = std::fs::read_to_string(fixture("DeepSeek-V3")).unwrap();
+    let refused = |base: &str, from: &str, to: &str| {
+        assert!(base.contains(from), "{from}");
+        ModelSpec::from_json_str(&base.replace(from, to), "edited/config.json")
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(refused(
+        &qwen,
+        "\"decoder_sparse_step\": 1",
+        "\"decoder_sparse_step\": 2"
+    )
+    .contains("decoder_sparse_step 2"));
+    assert!(
+        refused(&qwen, "\"mlp_only_layers\": []", "\"mlp_only_layers\": [0]")
+            .contains("mlp_only_layers [0]")
+    );
+    assert!(refused(
+        &qwen,
+        "\"num_experts_per_tok\": 8",
+        "\"num_experts_per_tok\": 200"
+    )
+    .contains("moe.top_k (200) must not exceed moe.experts (128)"));
+    assert!(refused(&qwen, "\"num_experts\": 128,", "").contains("num_experts is missing"));
+    assert!(refused(
+        &deepseek,
+        "\"scoring_func\": \"sigmoid\"",
+        "\"scoring_func\": \"softmax\""
+    )
+    .contains("scoring_func 'softmax' with topk_method 'noaux_tc'"));
+    assert!(
+        refused(&deepseek, "\"kv_lora_rank\": 512", "\"kv_lora_rank\": 0")
+            .contains("mla.kv_lora_rank must be positive")
+    );
+    assert!(refused(
+        &deepseek,
+        "\"num_key_value_heads\": 128",
+        "\"num_key_value_heads\": 8"
+    )
+    .contains("kv_heads (8) must equal heads (128) with mla"));
+    assert!(refused(
+        &deepseek,
+        "\"first_k_dense_replace\": 3",
+        "\"first_k_dense_replace\": 61"
+    )
+    .contains("moe: no layer has experts"));
+    // A DeepSeek-V2-Lite-style config without a query latent imports.
+    let direct = ModelSpec::from_json_str(
+        &deepseek.replace("\"q_lora_rank\": 1536", "\"q_lora_rank\": null"),
+        "lite/config.json",
+    )
+    .unwrap();
+    assert_eq!(direct.mla.unwrap().q_lora_rank, None);
+    // An absurd expert count is refused by the total's limit, not overflowed.
+    let huge = refused(
+        &deepseek
+            .replace("\"n_routed_experts\": 256", "\"n_routed_experts\": 16384")
+            .replace("\"num_hidden_layers\": 61", "\"num_hidden_layers\": 16384"),
+        "\"moe_intermediate_size\": 2048",
+        "\"moe_intermediate_size\": 4194304",
+    );
+    assert!(
+        huge.contains("over the limit of 288230376151711744"),
+        "{huge}"
     );
 }
 

@@ -1,7 +1,9 @@
 //! # models — what a decoder-only transformer is, in numbers
 //!
 //! GPT-style by default; Llama-style blocks (grouped-query attention, SwiGLU,
-//! RMSNorm, RoPE, no biases, untied embeddings) by [`ModelSpec`]'s optional keys.
+//! RMSNorm, RoPE, no biases, untied embeddings) by [`ModelSpec`]'s optional keys;
+//! mixtures of experts and multi-head latent attention ([`moe`]) are counted
+//! (parameters, active parameters, FLOPs per token) but not lowered to kernels.
 //!
 //! This crate knows nothing of time, GPUs or events. It answers:
 //! - what a model is ([`ModelSpec`], read from JSON, a Hugging Face
@@ -31,8 +33,10 @@ pub mod formulas;
 pub mod fp8;
 pub mod gemm;
 pub mod hf_config;
+mod hf_config_moe;
 pub mod memory;
 pub mod memory_class;
+pub mod moe;
 pub mod ops;
 pub mod parameter_tensors;
 pub mod pipeline_ends;
@@ -42,5 +46,6 @@ pub mod sharding;
 pub mod softmax;
 mod spec;
 
+pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
 pub use presets::{preset, preset_names};
 pub use spec::{FfnType, ModelError, ModelSpec, NormType};

@@ -3,8 +3,10 @@
 //! (Ren et al. ATC'21) Table 3 GPT-2-like models for single-GPU offload work;
 //! today's models from their Hugging Face `config.json` (each cited at its
 //! constructor call), with their published parameter counts tested in
-//! [`crate::formulas`].
+//! [`crate::formulas`]; the mixtures of experts Mixtral 8x7B and 8x22B,
+//! DeepSeek-V3 and Qwen3-30B-A3B / 235B-A22B likewise (counted, not simulated).
 
+use crate::moe::{MlaSpec, MoeSpec, RouterType};
 use crate::spec::{FfnType, NormType};
 use crate::ModelSpec;
 
@@ -25,6 +27,10 @@ fn gpt(name: &str, layers: u64, hidden: u64, heads: u64, seq_len: u64) -> ModelS
         rope: false,
         tied_embeddings: true,
         vocab_unpadded: None,
+        head_dim: None,
+        qk_norm: false,
+        moe: None,
+        mla: None,
     }
 }
 
@@ -64,6 +70,10 @@ fn llama(name: &str, config: LlamaConfig, seq_len: u64, qkv_bias: bool) -> Model
         rope: true,
         tied_embeddings: false,
         vocab_unpadded: None,
+        head_dim: None,
+        qk_norm: false,
+        moe: None,
+        mla: None,
     }
 }
 
@@ -84,6 +94,74 @@ fn config(
         kv_heads,
         ffn_hidden,
         vocab,
+    }
+}
+
+/// Routed experts of `expert_ffn_hidden` in every layer, `top_k` per token,
+/// softmax router, dropless: Mixtral's and Qwen3-MoE's `SparseMoeBlock`.
+fn experts(experts: u64, top_k: u64, expert_ffn_hidden: u64) -> MoeSpec {
+    MoeSpec {
+        experts,
+        top_k,
+        expert_ffn_hidden,
+        shared_experts: 0,
+        shared_expert_ffn_hidden: None,
+        first_dense_layers: 0,
+        layer_frequency: 1,
+        router: RouterType::Softmax,
+        capacity_factor: None,
+    }
+}
+
+/// A Llama-style model whose MLPs are experts.
+fn mixture(name: &str, config: LlamaConfig, seq_len: u64, moe: MoeSpec) -> ModelSpec {
+    ModelSpec {
+        moe: Some(moe),
+        ..llama(name, config, seq_len, false)
+    }
+}
+
+/// Qwen3-MoE: a mixture with 128-wide heads (wider than hidden/heads) and
+/// RMSNorm over each head's query and key (`Qwen3MoeAttention`'s q_norm, k_norm).
+fn qwen3_moe(name: &str, config: LlamaConfig, seq_len: u64, moe: MoeSpec) -> ModelSpec {
+    ModelSpec {
+        head_dim: Some(128),
+        qk_norm: true,
+        ..mixture(name, config, seq_len, moe)
+    }
+}
+
+/// deepseek-ai/DeepSeek-V3 `config.json`: 61 layers, h = 7168, 128 heads,
+/// dense `intermediate_size` 18432 in the first 3 layers
+/// (`first_k_dense_replace`), then 256 routed experts of 2048
+/// (`moe_intermediate_size`), 8 per token, 1 shared, sigmoid router with
+/// `noaux_tc` bias; MLA with `q_lora_rank` 1536, `kv_lora_rank` 512,
+/// `qk_nope_head_dim` 128, `qk_rope_head_dim` 64, `v_head_dim` 128; vocab
+/// 129280. Pre-trained at 4K tokens (DeepSeek-V3 technical report, Sec.
+/// 4.2) before the YaRN extension. Its multi-token-prediction module
+/// (`num_nextn_predict_layers` 1) is not part of the model.
+fn deepseek_v3() -> ModelSpec {
+    ModelSpec {
+        kv_heads: None,
+        moe: Some(MoeSpec {
+            shared_experts: 1,
+            first_dense_layers: 3,
+            router: RouterType::Sigmoid,
+            ..experts(256, 8, 2048)
+        }),
+        mla: Some(MlaSpec {
+            q_lora_rank: Some(1536),
+            kv_lora_rank: 512,
+            qk_nope_head_dim: 128,
+            qk_rope_head_dim: 64,
+            v_head_dim: 128,
+        }),
+        ..llama(
+            "deepseek-v3",
+            config(61, 7168, 128, 128, 18432, 129280),
+            4096,
+            false,
+        )
     }
 }
 
@@ -172,6 +250,41 @@ fn all() -> Vec<ModelSpec> {
             4096,
             true,
         ),
+        // Mixtures of experts (parameter counts tested in formulas_moe_tests.rs;
+        // the simulator refuses them until their layers are lowered).
+        // mistralai/Mixtral-8x7B-v0.1: 8 experts of 14336, 2 per token;
+        // 32 K-token context (Mixtral of Experts, Jiang et al. 2024, Sec. 2).
+        mixture(
+            "mixtral-8x7b",
+            config(32, 4096, 32, 8, 14336, 32000),
+            32768,
+            experts(8, 2, 14336),
+        ),
+        // mistralai/Mixtral-8x22B-v0.1: 8 experts of 16384, 2 per token;
+        // 64 K-token context (`max_position_embeddings` 65536).
+        mixture(
+            "mixtral-8x22b",
+            config(56, 6144, 48, 8, 16384, 32000),
+            65536,
+            experts(8, 2, 16384),
+        ),
+        deepseek_v3(),
+        // Qwen/Qwen3-30B-A3B: 128 experts of 768 (`moe_intermediate_size`),
+        // 8 per token, 4 KV heads, `head_dim` 128; pre-trained at 4,096 tokens
+        // before the 32 K stage (Qwen3 technical report, Sec. 3.2).
+        qwen3_moe(
+            "qwen3-30b-a3b",
+            config(48, 2048, 32, 4, 6144, 151936),
+            4096,
+            experts(128, 8, 768),
+        ),
+        // Qwen/Qwen3-235B-A22B: 128 experts of 1536, 8 per token.
+        qwen3_moe(
+            "qwen3-235b-a22b",
+            config(94, 4096, 64, 4, 12288, 151936),
+            4096,
+            experts(128, 8, 1536),
+        ),
     ]
 }
 
@@ -217,5 +330,27 @@ mod tests {
         ] {
             assert!(llama.contains(key), "{key} in {llama}");
         }
+    }
+
+    #[test]
+    fn only_the_mixtures_carry_the_expert_keys() {
+        for name in preset_names() {
+            let text = serde_json::to_string(&preset(&name).unwrap()).unwrap();
+            let mixture = name.starts_with("mixtral")
+                || name.starts_with("deepseek")
+                || name.starts_with("qwen3");
+            assert_eq!(text.contains("\"moe\""), mixture, "{text}");
+            assert_eq!(text.contains("\"mla\""), name == "deepseek-v3", "{text}");
+            assert_eq!(
+                text.contains("head_dim\":128,\"qk_norm"),
+                name.starts_with("qwen3"),
+                "{text}"
+            );
+        }
+        let mixtral = serde_json::to_string(&preset("mixtral-8x7b").unwrap()).unwrap();
+        assert!(
+            mixtral.ends_with(r#""moe":{"experts":8,"top_k":2,"expert_ffn_hidden":14336}}"#),
+            "{mixtral}"
+        );
     }
 }

@@ -2,9 +2,14 @@
 //! (multi-head attention, GeLU MLP, LayerNorm, biases, learned position
 //! embeddings, tied embeddings) or with today's blocks (grouped-query
 //! attention, SwiGLU, RMSNorm, RoPE, no biases, untied embeddings) as Llama,
-//! Mistral and Qwen use them. Every new key is optional and its default is the
-//! GPT-style block, so a spec without them means what it always meant.
+//! Mistral and Qwen use them, and the keys of today's larger models: heads
+//! wider than hidden/heads (`head_dim`) with per-head query/key norms
+//! (`qk_norm`, Qwen3), mixtures of experts (`moe`) and multi-head latent
+//! attention (`mla`), both in [`crate::moe`]. Every new key is optional and its
+//! default is the GPT-style block, so a spec without them means what it
+//! always meant (and serializes to the same bytes).
 
+use crate::moe::{MlaSpec, MoeSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -94,6 +99,22 @@ pub struct ModelSpec {
     /// memory the padded `vocab`. Absent: `vocab` is not padded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vocab_unpadded: Option<u64>,
+    /// Per-head dimension of queries, keys and values when heads·head_dim is
+    /// not the hidden size (Qwen3: 32 heads of 128 on h = 2048); hidden/heads
+    /// when absent. Not with `mla`, which has its own head dimensions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// A norm over each head's query and key after their projections (Qwen3's
+    /// `q_norm`/`k_norm`, of head_dim each; default false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub qk_norm: bool,
+    /// Mixture-of-experts MLPs ([`MoeSpec`]); absent: every layer is dense.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe: Option<MoeSpec>,
+    /// Multi-head latent attention ([`MlaSpec`], DeepSeek-V3); absent: the
+    /// QKV projection of `heads`/`kv_heads`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mla: Option<MlaSpec>,
 }
 
 /// Everything that can be wrong with a model spec or its file.
@@ -149,9 +170,15 @@ impl ModelSpec {
         self.ffn_hidden.unwrap_or(4 * self.hidden)
     }
 
-    /// Per-head dimension h/a.
+    /// Per-head dimension: `head_dim` when given, else h/a.
     pub fn head_dim(&self) -> u64 {
-        self.hidden / self.heads.max(1)
+        self.head_dim.unwrap_or(self.hidden / self.heads.max(1))
+    }
+
+    /// Output columns of the query projection (and input rows of the output
+    /// projection): heads·head_dim, the hidden size unless `head_dim` widens it.
+    pub fn q_width(&self) -> u64 {
+        self.heads * self.head_dim()
     }
 
     /// Key/value heads (`kv_heads`, default `heads`).
@@ -159,10 +186,10 @@ impl ModelSpec {
         self.kv_heads.unwrap_or(self.heads)
     }
 
-    /// Output columns of the QKV projection: h + 2·kv_heads·head_dim (3h
-    /// without grouped-query attention).
+    /// Output columns of the QKV projection: a·d + 2·kv_heads·d (3h
+    /// without grouped-query attention or a wider `head_dim`).
     pub fn qkv_width(&self) -> u64 {
-        self.hidden + 2 * self.kv_heads() * self.head_dim()
+        self.q_width() + 2 * self.kv_heads() * self.head_dim()
     }
 
     /// Whether the QKV projection has a bias (`qkv_bias`, default `bias`).
@@ -177,10 +204,28 @@ impl ModelSpec {
 
     /// Parameters of one normalization: 2h for LayerNorm, h for RMSNorm.
     pub fn norm_parameters(&self) -> u64 {
+        self.norm_parameters_of(self.hidden)
+    }
+
+    /// Parameters of one normalization over `width` elements (2·width for
+    /// LayerNorm, width for RMSNorm): Qwen3's per-head norms, MLA's latent norms.
+    pub fn norm_parameters_of(&self, width: u64) -> u64 {
         match self.norm {
-            NormType::Layernorm => 2 * self.hidden,
-            NormType::Rmsnorm => self.hidden,
+            NormType::Layernorm => 2 * width,
+            NormType::Rmsnorm => width,
         }
+    }
+
+    /// Whether the model has anything beyond the dense blocks the simulator
+    /// lowers: experts, latent attention, a `head_dim` other than hidden/heads,
+    /// or per-head query/key norms.
+    pub fn has_unsimulated_blocks(&self) -> bool {
+        self.moe.is_some()
+            || self.mla.is_some()
+            || self.qk_norm
+            || self
+                .head_dim
+                .is_some_and(|d| Some(d) != self.hidden.checked_div(self.heads))
     }
 
     /// Checks the spec describes a buildable transformer; reports every problem at once.
@@ -206,7 +251,14 @@ impl ModelSpec {
             )),
             _ => {}
         }
-        if self.heads > 0 && !self.hidden.is_multiple_of(self.heads) {
+        match self.head_dim {
+            Some(0) => problems.push("head_dim must be positive when given".into()),
+            Some(d) if d > MAX_HIDDEN => {
+                problems.push(format!("head_dim {d} is over the limit of {MAX_HIDDEN}"))
+            }
+            _ => {}
+        }
+        if self.head_dim.is_none() && self.heads > 0 && !self.hidden.is_multiple_of(self.heads) {
             problems.push(format!(
                 "hidden ({}) must be divisible by heads ({})",
                 self.hidden, self.heads
@@ -220,11 +272,55 @@ impl ModelSpec {
             )),
             _ => {}
         }
-        if self.rope && self.heads > 0 && !self.head_dim().is_multiple_of(2) {
+        if self.rope && self.mla.is_none() && self.heads > 0 && !self.head_dim().is_multiple_of(2) {
             problems.push(format!(
-                "rope needs an even head dimension, not hidden/heads = {}",
+                "rope needs an even head dimension, not {} = {}",
+                if self.head_dim.is_some() {
+                    "head_dim"
+                } else {
+                    "hidden/heads"
+                },
                 self.head_dim()
             ));
+        }
+        if let Some(moe) = &self.moe {
+            problems.extend(moe.problems(self.layers));
+        }
+        if let Some(mla) = &self.mla {
+            problems.extend(mla.problems());
+            if self.kv_heads.is_some_and(|kv| kv != self.heads) {
+                problems.push(format!(
+                    "kv_heads ({}) must equal heads ({}) with mla: latent attention has no key/value groups",
+                    self.kv_heads(),
+                    self.heads
+                ));
+            }
+            if self.head_dim.is_some() {
+                problems.push("head_dim must be absent with mla: mla.qk_nope_head_dim, mla.qk_rope_head_dim and mla.v_head_dim give the head dimensions".into());
+            }
+            if self.qk_norm {
+                problems.push("qk_norm with mla is not a known model: latent attention normalizes its latents instead".into());
+            }
+            if !self.rope {
+                problems.push("mla needs rope: true (its mla.qk_rope_head_dim part carries the rotary embedding)".into());
+            }
+            if self.bias || self.has_qkv_bias() {
+                problems.push(
+                    "mla with biases is not a known model: set bias false (and leave qkv_bias out)"
+                        .into(),
+                );
+            }
+        }
+        if problems.is_empty()
+            && (self.moe.is_some() || self.mla.is_some() || self.head_dim.is_some())
+        {
+            let total = crate::formulas::published_parameter_count_wide(self);
+            if total > crate::moe::MAX_PARAMETERS {
+                problems.push(format!(
+                    "the model has {total} parameters, over the limit of {}",
+                    crate::moe::MAX_PARAMETERS
+                ));
+            }
         }
         match self.vocab_unpadded {
             Some(0) => problems.push("vocab_unpadded must be positive when given".into()),
@@ -365,5 +461,85 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(typo.contains("unknown field `kv_head`"), "{typo}");
+    }
+
+    #[test]
+    fn moe_and_mla_keys_parse_round_trip_and_name_each_bad_key() {
+        let json = format!(
+            r#"{{{BASE},"ffn_type":"swiglu","norm":"rmsnorm","bias":false,"rope":true,"moe":{{"experts":8,"top_k":2,"expert_ffn_hidden":32,"shared_experts":1,"first_dense_layers":1,"router":"sigmoid","capacity_factor":1.25}},"mla":{{"q_lora_rank":16,"kv_lora_rank":8,"qk_nope_head_dim":8,"qk_rope_head_dim":4,"v_head_dim":8}}}}"#
+        );
+        let spec = ModelSpec::from_json_str(&json, "test").unwrap();
+        let moe = spec.moe.as_ref().unwrap();
+        assert_eq!(
+            (moe.layer_frequency, moe.shared_ffn(), moe.moe_layers(2)),
+            (1, 32, 1)
+        );
+        assert!(spec.has_unsimulated_blocks());
+        let text = serde_json::to_string(&spec).unwrap();
+        assert_eq!(ModelSpec::from_json_str(&text, "test").unwrap(), spec);
+        assert!(text.contains(r#""capacity_factor":1.25"#), "{text}");
+        let moe_problems = |moe: &str| problems(&format!(r#"{{{BASE},"moe":{moe}}}"#));
+        assert_eq!(
+            moe_problems(r#"{"experts":0,"top_k":2,"expert_ffn_hidden":32}"#),
+            ["moe.experts must be positive"]
+        );
+        assert_eq!(
+            moe_problems(r#"{"experts":4,"top_k":5,"expert_ffn_hidden":32}"#),
+            ["moe.top_k (5) must not exceed moe.experts (4): a token goes to distinct experts"]
+        );
+        assert_eq!(
+            moe_problems(r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"capacity_factor":-1}"#),
+            ["moe.capacity_factor -1 must be a positive number of at most 1024 (leave it out for dropless routing)"]
+        );
+        assert_eq!(
+            moe_problems(
+                r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"shared_expert_ffn_hidden":8}"#
+            ),
+            ["moe.shared_expert_ffn_hidden is given but moe.shared_experts is 0"]
+        );
+        assert_eq!(
+            moe_problems(r#"{"experts":4,"top_k":1,"expert_ffn_hidden":32,"layer_frequency":0}"#),
+            ["moe.layer_frequency must be positive"]
+        );
+        let typo = ModelSpec::from_json_str(
+            &format!(r#"{{{BASE},"moe":{{"experts":4,"topk":1,"expert_ffn_hidden":32}}}}"#),
+            "test",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(typo.contains("unknown field `topk`"), "{typo}");
+        let mla =
+            r#""mla":{"kv_lora_rank":8,"qk_nope_head_dim":8,"qk_rope_head_dim":3,"v_head_dim":8}"#;
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"kv_heads":2,"qk_norm":true,{mla}}}"#)),
+            [
+                "mla.qk_rope_head_dim (3) must be even: rotary embedding turns pairs of dimensions",
+                "kv_heads (2) must equal heads (8) with mla: latent attention has no key/value groups",
+                "qk_norm with mla is not a known model: latent attention normalizes its latents instead",
+                "mla needs rope: true (its mla.qk_rope_head_dim part carries the rotary embedding)",
+                "mla with biases is not a known model: set bias false (and leave qkv_bias out)",
+            ]
+        );
+    }
+
+    #[test]
+    fn head_dim_widens_the_heads_and_keeps_its_checks() {
+        let spec =
+            ModelSpec::from_json_str(&format!(r#"{{{BASE},"kv_heads":2,"head_dim":16}}"#), "test")
+                .unwrap();
+        assert_eq!((spec.q_width(), spec.qkv_width()), (128, 128 + 2 * 2 * 16));
+        assert!(spec.has_unsimulated_blocks());
+        // Restating hidden/heads is the dense block.
+        let same =
+            ModelSpec::from_json_str(&format!(r#"{{{BASE},"head_dim":8}}"#), "test").unwrap();
+        assert!(!same.has_unsimulated_blocks());
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"head_dim":0}}"#)),
+            ["head_dim must be positive when given"]
+        );
+        assert_eq!(
+            problems(&format!(r#"{{{BASE},"head_dim":7,"rope":true}}"#)),
+            ["rope needs an even head dimension, not head_dim = 7"]
+        );
     }
 }

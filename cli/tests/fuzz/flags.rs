@@ -204,6 +204,7 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         "model.json",
         "gpt2-1b",
         "llama2-7b",
+        "mixtral-8x7b",
         "config.json",
     ];
     flags.push("--model", Some(value(&models, rng)));

@@ -55,19 +55,28 @@ impl Seeds {
     /// Builds the corpus, running `binary` in `dir` for timelines and shards.
     pub fn build(binary: &Path, dir: &Path) -> Seeds {
         std::fs::create_dir_all(dir).unwrap();
-        let models = ["tiny", "gpt2-1b", "llama3-8b", "qwen2.5-72b"]
-            .iter()
-            .map(|name| json_of(&models::preset(name).expect("preset")))
-            .chain([Json::parse(
-                r#"{"name":"small","layers":2,"hidden":64,"heads":4,"seq_len":128,"vocab":1000}"#,
-            )])
-            .collect();
+        let models = [
+            "tiny",
+            "gpt2-1b",
+            "llama3-8b",
+            "qwen2.5-72b",
+            "mixtral-8x7b",
+            "deepseek-v3",
+        ]
+        .iter()
+        .map(|name| json_of(&models::preset(name).expect("preset")))
+        .chain([Json::parse(
+            r#"{"name":"small","layers":2,"hidden":64,"heads":4,"seq_len":128,"vocab":1000}"#,
+        )])
+        .collect();
         let hf_configs = [
             "Meta-Llama-3-8B",
             "Qwen2.5-72B",
             "gpt2",
             "Mistral-7B-v0.1",
             "Mixtral-8x7B-v0.1",
+            "DeepSeek-V3",
+            "Qwen3-30B-A3B",
         ]
         .iter()
         .map(|folder| read_json(&format!("models/fixtures/hf/{folder}/config.json")))

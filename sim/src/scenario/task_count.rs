@@ -222,6 +222,10 @@ mod tests {
             rope: false,
             tied_embeddings: true,
             vocab_unpadded: None,
+            head_dim: None,
+            qk_norm: false,
+            moe: None,
+            mla: None,
         };
         let file = ScenarioFile {
             model: Some(serde_json::to_value(&model).unwrap()),

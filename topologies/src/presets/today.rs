@@ -291,15 +291,4 @@ mod tests {
             assert!(needed <= capacity, "{}: {needed} > {capacity}", spec.name);
         }
     }
-
-    impl TopologySpec {
-        /// Everything but the fabric's switches (radix, hop latency) and the name.
-        fn switch_independent(&self) -> TopologySpec {
-            let mut copy = self.clone();
-            copy.name.clear();
-            copy.fabric.switch_radix = 0;
-            copy.fabric.switch_hop_latency_ns = 0;
-            copy
-        }
-    }
 }

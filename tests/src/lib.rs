@@ -42,3 +42,8 @@ pub fn dev_set_path() -> std::path::PathBuf {
 pub fn vtrain_csv_path() -> std::path::PathBuf {
     dev_set_path().with_file_name("vtrain-single-node.csv")
 }
+
+/// Path of NVIDIA's published H100 runs as scenario cases (`validation/h100-published.json`).
+pub fn h100_published_path() -> std::path::PathBuf {
+    dev_set_path().with_file_name("h100-published.json")
+}

@@ -20,6 +20,7 @@ fn real_configs_import_with_their_published_parameter_counts() {
     for (folder, published) in [
         ("Llama-2-7b-hf", 6_738_415_616u64),
         ("Meta-Llama-3-8B", 8_030_261_248),
+        ("Meta-Llama-3-70B", 70_553_706_496),
         ("Mistral-7B-v0.1", 7_241_732_096),
         ("Qwen2.5-72B", 72_706_203_648),
         ("gpt2", 124_439_808),
@@ -35,6 +36,7 @@ fn imported_llamas_are_the_presets_block_for_block() {
     for (folder, preset) in [
         ("Llama-2-7b-hf", "llama2-7b"),
         ("Meta-Llama-3-8B", "llama3-8b"),
+        ("Meta-Llama-3-70B", "llama3-70b"),
         ("Mistral-7B-v0.1", "mistral-7b"),
         ("Qwen2.5-72B", "qwen2.5-72b"),
     ] {

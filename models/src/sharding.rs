@@ -26,9 +26,23 @@ impl Sharding {
 /// tied embedding's copy, or the untied output matrix) plus final norm on the
 /// last virtual stage.
 pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> u64 {
-    (0..sharding.chunks)
-        .map(|chunk| parameters_of_chunk(model, sharding, stage, chunk))
-        .sum()
+    // The sum of `parameters_of_chunk` over the stage's chunks in closed
+    // form (a user may ask for 2³¹ chunks: validation refuses them, but
+    // counts them first): every chunk has the same layers; the first
+    // virtual stage (chunk 0 of stage 0) adds the embedding and the last
+    // (chunk v−1 of stage p−1) the head.
+    let layers_per_chunk = model.layers / sharding.virtual_stages() as u64;
+    let layers = parameters_of_layers(model, sharding, layers_per_chunk, false, false);
+    let ends = parameters_of_layers(
+        model,
+        sharding,
+        0,
+        stage == 0,
+        stage + 1 == sharding.pipeline_parallel,
+    );
+    layers
+        .saturating_mul(sharding.chunks as u64)
+        .saturating_add(ends)
 }
 
 /// Parameters of one model chunk on one rank of pipeline stage `stage`.
@@ -75,6 +89,30 @@ pub fn parameters_of_layers(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn parameters_on_rank_is_the_sum_over_its_chunks() {
+        for name in ["gpt3-175b", "llama3-70b", "tiny"] {
+            let model = crate::preset(name).unwrap();
+            for (t, p, v) in [(1, 1, 1), (8, 4, 1), (8, 4, 3), (2, 8, 6), (4, 2, 5)] {
+                let sharding = super::Sharding {
+                    tensor_parallel: t,
+                    pipeline_parallel: p,
+                    chunks: v,
+                };
+                for stage in 0..p {
+                    let summed: u64 = (0..v)
+                        .map(|chunk| super::parameters_of_chunk(&model, sharding, stage, chunk))
+                        .sum();
+                    assert_eq!(
+                        super::parameters_on_rank(&model, sharding, stage),
+                        summed,
+                        "{name} t{t} p{p} v{v} stage {stage}"
+                    );
+                }
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

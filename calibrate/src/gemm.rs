@@ -54,7 +54,9 @@ pub fn model_gemm_shapes(
                 KernelClass::Gemm { shape, layout } => Some((shape, layout)),
                 // No FP8 GEMM is timed yet (the model's layers are listed
                 // in fp16/bf16 here).
-                KernelClass::Fp8Gemm { .. } | KernelClass::MemoryBound | KernelClass::FusedAttention(_) => None,
+                KernelClass::Fp8Gemm { .. }
+                | KernelClass::MemoryBound
+                | KernelClass::FusedAttention(_) => None,
             },
             Step::TensorAllReduce { .. } => None,
         })

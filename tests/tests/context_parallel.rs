@@ -98,7 +98,11 @@ fn each_rank_runs_its_s_over_cp_tokens_and_one_cp_th_of_the_causal_attention() {
                     panic!("{} is not a fused attention kernel", kernel.name)
                 };
                 assert_eq!((shape.seq_len, shape.kv_seq_len), (q as u64, kv as u64));
-                let factor = if pass == ComputePass::Backward { 4.0 } else { 2.0 };
+                let factor = if pass == ComputePass::Backward {
+                    4.0
+                } else {
+                    2.0
+                };
                 assert_eq!(
                     kernel.bytes,
                     operands * factor * (q + kv) + stats,

@@ -127,6 +127,7 @@ pub const STRINGS: &[&str] = &[
     "gpipe",
     "1f1b",
     "interleaved",
+    "zb-h1",
     "none",
     "selective",
     "full",

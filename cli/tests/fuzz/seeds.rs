@@ -149,6 +149,7 @@ impl Seeds {
             "--schedule",
             "interleaved",
         ]);
+        tiny(&["--pp", "2", "--dp", "1", "--schedule", "zb-h1"]);
         tiny(&[
             "--pp",
             "2",

@@ -185,14 +185,16 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
                     sim::cost::pass_steps(&scenario, pass, layers, embedding, head)
                         .into_iter()
                         .filter_map(|step| match step {
-                            Step::Kernel(k) => Some(match k.class {
+                            Step::Kernel(k) => match k.class {
                                 KernelClass::Gemm { shape, layout } => {
-                                    Launch::Gemm { shape, layout }
+                                    Some(Launch::Gemm { shape, layout })
                                 }
-                                KernelClass::MemoryBound => Launch::DeviceCopy {
+                                KernelClass::MemoryBound => Some(Launch::DeviceCopy {
                                     bytes: (k.bytes / 2.0).ceil() as u64,
-                                },
-                            }),
+                                }),
+                                // No real kernel: `plan` refuses it in real mode.
+                                KernelClass::FusedAttention(_) => None,
+                            },
                             Step::TensorAllReduce { .. } => None,
                         })
                         .collect();

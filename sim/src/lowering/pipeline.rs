@@ -31,14 +31,17 @@ use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use models::sharding::{parameters_of_layers, parameters_on_rank};
 
-/// Passes per (data index, virtual stage, microbatch): forward, recompute, backward.
-const PASSES: usize = 3;
+/// Passes per (data index, virtual stage, microbatch): forward, recompute,
+/// backward (or a split backward's input-gradient pass, which receives the
+/// gradient in its place), weight-gradient pass.
+const PASSES: usize = 4;
 
 fn pass_slot(pass: ComputePass) -> usize {
     match pass {
         ComputePass::Forward => 0,
         ComputePass::Recompute => 1,
-        ComputePass::Backward => 2,
+        ComputePass::Backward | ComputePass::InputGradient => 2,
+        ComputePass::WeightGradient => 3,
     }
 }
 
@@ -120,6 +123,12 @@ pub fn program(
                     (Pass::Forward, _) => &[ComputePass::Forward],
                     (Pass::Backward, true) => &[ComputePass::Recompute, ComputePass::Backward],
                     (Pass::Backward, false) => &[ComputePass::Backward],
+                    // A split backward recomputes before its input-gradient pass.
+                    (Pass::InputGradient, true) => {
+                        &[ComputePass::Recompute, ComputePass::InputGradient]
+                    }
+                    (Pass::InputGradient, false) => &[ComputePass::InputGradient],
+                    (Pass::WeightGradient, _) => &[ComputePass::WeightGradient],
                 };
                 for &pass in passes {
                     // The recompute pass re-runs the layers only (not embedding or head).
@@ -128,12 +137,13 @@ pub fn program(
                     } else {
                         (embedding, head)
                     };
-                    // The chunk's last backward is split into gradient buckets
-                    // when they are all-reduced as they become ready.
+                    // The chunk's last backward (split: its last weight-gradient
+                    // pass) is cut into gradient buckets when they are
+                    // all-reduced as they become ready.
+                    let makes_gradients =
+                        matches!(pass, ComputePass::Backward | ComputePass::WeightGradient);
                     let pieces = match bucket_layers {
-                        Some(per_bucket)
-                            if pass == ComputePass::Backward && action.microbatch + 1 == m =>
-                        {
+                        Some(per_bucket) if makes_gradients && action.microbatch + 1 == m => {
                             backward_buckets(
                                 layers_per_chunk,
                                 per_bucket,
@@ -216,7 +226,7 @@ pub fn program(
                     let pass_slot = slot(data_index, virtual_stage, action.microbatch, pass);
                     pass_steps[pass_slot] = first_piece;
                     host_first_steps[pass_slot] = first_host;
-                    if pass == ComputePass::Backward {
+                    if makes_gradients {
                         gradients_ready[((data_index * p + stage) as usize) * chunks
                             + action.chunk as usize] = ready;
                         if data_index == 0 {
@@ -235,7 +245,7 @@ pub fn program(
                         virtual_stage + 1,
                         ComputePass::Forward,
                     )),
-                    Pass::Backward if virtual_stage > 0 => Some((
+                    Pass::Backward | Pass::InputGradient if virtual_stage > 0 => Some((
                         TaskKind::PipelineGradient,
                         StreamKind::PipelineSendPrevious,
                         virtual_stage - 1,

@@ -13,6 +13,11 @@ pub enum ScheduleKind {
     OneFOneB,
     /// Megatron's interleaved 1F1B over `chunks` model chunks per stage.
     Interleaved,
+    /// Zero-bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B with the backward split
+    /// into input- and weight-gradient passes, the weight gradients deferred
+    /// into the cool-down; 1F1B's activation memory.
+    #[serde(rename = "zb-h1")]
+    ZbH1,
 }
 
 impl ScheduleKind {
@@ -21,6 +26,24 @@ impl ScheduleKind {
             ScheduleKind::Gpipe => "gpipe",
             ScheduleKind::OneFOneB => "1f1b",
             ScheduleKind::Interleaved => "interleaved",
+            ScheduleKind::ZbH1 => "zb-h1",
+        }
+    }
+
+    /// Every schedule, in declaration order.
+    pub const ALL: [ScheduleKind; 4] = [
+        ScheduleKind::Gpipe,
+        ScheduleKind::OneFOneB,
+        ScheduleKind::Interleaved,
+        ScheduleKind::ZbH1,
+    ];
+
+    /// Whether the schedule runs each backward as an input-gradient and a
+    /// weight-gradient pass (`I`, `W`) instead of one `B`.
+    pub fn splits_backward(self) -> bool {
+        match self {
+            ScheduleKind::Gpipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved => false,
+            ScheduleKind::ZbH1 => true,
         }
     }
 
@@ -29,6 +52,7 @@ impl ScheduleKind {
             "gpipe" => Some(ScheduleKind::Gpipe),
             "1f1b" => Some(ScheduleKind::OneFOneB),
             "interleaved" => Some(ScheduleKind::Interleaved),
+            "zb-h1" => Some(ScheduleKind::ZbH1),
             _ => None,
         }
     }

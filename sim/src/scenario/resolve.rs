@@ -189,6 +189,12 @@ impl ScenarioFile {
             None => self.options.clone(),
         };
         let options = options_file.resolve(p, &mut problems);
+        if schedule.splits_backward() && options.offload.is_some() {
+            problems.push(format!(
+                "schedule: {} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
+                schedule.name()
+            ));
+        }
         if let (super::Precision::Bf16, Some(topology)) = (options.precision, &topology) {
             let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
             if datasheet.is_some_and(|d| d.architecture == "Volta") {

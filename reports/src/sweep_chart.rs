@@ -15,7 +15,7 @@ use studies::sweep::SweepRecord;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 640;
-const SCHEDULES: [ScheduleKind; 4] = ScheduleKind::ALL;
+const SCHEDULES: [ScheduleKind; 5] = ScheduleKind::ALL;
 
 /// Draws `results` (in any order; ranked here by samples/s, ties by index)
 /// into `path` (.svg or .png); `title` goes above the chart.
@@ -36,6 +36,7 @@ fn schedule_color(schedule: ScheduleKind) -> RGBColor {
         ScheduleKind::OneFOneB => SERIES_COLORS[1],
         ScheduleKind::Interleaved => SERIES_COLORS[2],
         ScheduleKind::ZbH1 => SERIES_COLORS[3],
+        ScheduleKind::ZbH2 => SERIES_COLORS[4],
     }
 }
 

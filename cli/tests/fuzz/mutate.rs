@@ -128,6 +128,7 @@ pub const STRINGS: &[&str] = &[
     "1f1b",
     "interleaved",
     "zb-h1",
+    "zb-h2",
     "none",
     "selective",
     "full",

@@ -150,6 +150,7 @@ impl Seeds {
             "interleaved",
         ]);
         tiny(&["--pp", "2", "--dp", "1", "--schedule", "zb-h1"]);
+        tiny(&["--pp", "2", "--dp", "1", "--schedule", "zb-h2", "--explain"]);
         tiny(&[
             "--pp",
             "2",

@@ -18,6 +18,11 @@ pub enum ScheduleKind {
     /// into the cool-down; 1F1B's activation memory.
     #[serde(rename = "zb-h1")]
     ZbH1,
+    /// Zero-bubble ZB-H2: twice ZB-H1's warm-up and weight-gradient lag;
+    /// about 2p microbatches of activations, no bubble inside a stage's span
+    /// when F + I ≤ 2W.
+    #[serde(rename = "zb-h2")]
+    ZbH2,
 }
 
 impl ScheduleKind {
@@ -27,15 +32,17 @@ impl ScheduleKind {
             ScheduleKind::OneFOneB => "1f1b",
             ScheduleKind::Interleaved => "interleaved",
             ScheduleKind::ZbH1 => "zb-h1",
+            ScheduleKind::ZbH2 => "zb-h2",
         }
     }
 
     /// Every schedule, in declaration order.
-    pub const ALL: [ScheduleKind; 4] = [
+    pub const ALL: [ScheduleKind; 5] = [
         ScheduleKind::Gpipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
         ScheduleKind::ZbH1,
+        ScheduleKind::ZbH2,
     ];
 
     /// Whether the schedule runs each backward as an input-gradient and a
@@ -43,7 +50,7 @@ impl ScheduleKind {
     pub fn splits_backward(self) -> bool {
         match self {
             ScheduleKind::Gpipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved => false,
-            ScheduleKind::ZbH1 => true,
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 => true,
         }
     }
 
@@ -53,6 +60,7 @@ impl ScheduleKind {
             "1f1b" => Some(ScheduleKind::OneFOneB),
             "interleaved" => Some(ScheduleKind::Interleaved),
             "zb-h1" => Some(ScheduleKind::ZbH1),
+            "zb-h2" => Some(ScheduleKind::ZbH2),
             _ => None,
         }
     }

@@ -12,8 +12,8 @@
 //!   runs chunk (k mod p·v) div p on microbatch (k div p·v)·p + k mod p, the
 //!   k-th backward the mirrored chunk v−1−… (Megatron-LM
 //!   `forward_backward_pipelining_with_interleaving`, `get_model_chunk_id`).
-//! - ZB-H1 (Qi et al. 2024): 1F1B with split backwards, the weight-gradient
-//!   passes deferred into the cool-down (`zero_bubble.rs`).
+//! - ZB-H1 and ZB-H2 (Qi et al. 2024): 1F1B with split backwards, the
+//!   weight-gradient passes deferred into the cool-down (`zero_bubble.rs`).
 
 mod action;
 mod zero_bubble;
@@ -47,6 +47,7 @@ impl PipelineSchedule {
                 ScheduleKind::OneFOneB => one_f_one_b(stage, stages, microbatches),
                 ScheduleKind::Interleaved => interleaved(stage, stages, chunks, microbatches),
                 ScheduleKind::ZbH1 => zero_bubble::zb_h1(stage, stages, microbatches),
+                ScheduleKind::ZbH2 => zero_bubble::zb_h2(stage, stages, microbatches),
             })
             .collect();
         PipelineSchedule {

@@ -221,9 +221,12 @@ impl ScenarioFile {
         };
         // Every task is held in memory (~200 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.
-        let splits = model.as_ref().map_or(GradientSplits::default(), |model| {
-            GradientSplits::of(model, &layout, &options)
-        });
+        let splits = GradientSplits {
+            split_backward: schedule.splits_backward(),
+            ..model.as_ref().map_or(GradientSplits::default(), |model| {
+                GradientSplits::of(model, &layout, &options)
+            })
+        };
         let estimated_tasks = estimated_task_count(
             &layout,
             recompute,

@@ -150,7 +150,11 @@ fn zb_h2_leaves_no_bubble_inside_a_stage_when_f_plus_i_is_at_most_2w() {
             // Outside it, the stages start (p−1)·F apart; the source hides that
             // skew across iterations (post-validation), one iteration shows it.
             let ideal = m as u64 * (f + i + w);
-            assert_eq!(run.makespan, ideal + (pp as u64 - 1) * f, "p={pp} m={m} {costs:?}");
+            assert_eq!(
+                run.makespan,
+                ideal + (pp as u64 - 1) * f,
+                "p={pp} m={m} {costs:?}"
+            );
         }
     }
 }
@@ -160,7 +164,11 @@ fn zb_h2_holds_about_2p_microbatches_of_activations() {
     for (pp, m) in GRID.into_iter().filter(|&(p, m)| m >= 2 * p) {
         let zb = sim::schedule::PipelineSchedule::generate(ScheduleKind::ZbH2, pp, 1, m);
         for stage in 0..pp {
-            assert_eq!(zb.peak_in_flight(stage), 2 * (pp - stage) - 1, "p={pp} m={m}");
+            assert_eq!(
+                zb.peak_in_flight(stage),
+                2 * (pp - stage) - 1,
+                "p={pp} m={m}"
+            );
             assert_eq!(zb.peak_weight_pending(stage), 2 * stage + 1, "p={pp} m={m}");
         }
     }

@@ -3,7 +3,8 @@
 //!
 //! For every tensor-parallel group (one per stage and data-parallel index)
 //! the stage's actions are walked in program order. Each action becomes, per
-//! pass (recompute inserts a `Recompute` before every `Backward`), one
+//! pass (recompute inserts a `Recompute` before every `Backward`, or before
+//! a split backward's `InputGradient`), one
 //! [`Step::Pass`](super::program::Step::Pass): a compute task per rank and
 //! the pass's blocking tensor all-reduces (Megatron issues them
 //! synchronously between kernels, so they occupy the compute stream; the
@@ -13,6 +14,9 @@
 //! Pipeline transfers are steps on the sender's `PipelineSendNext` /
 //! `PipelineSendPrevious` streams: they depend on the sender's pass and feed
 //! the receiver's pass (the gradient feeds the recompute when there is one).
+//! A split backward's input-gradient pass sends the gradient as a backward
+//! does; its weight-gradient pass sends nothing and has no tensor all-reduce,
+//! and a chunk's gradients are ready after its last weight-gradient pass.
 //! Sends are blocking as in Megatron's `send_forward_recv_backward`: the
 //! sender's next pass waits for its send. After the last action, the
 //! data-parallel all-reduce (when d > 1; not overlapped, as in Megatron SC21)

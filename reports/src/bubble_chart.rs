@@ -1,7 +1,9 @@
 //! The pipeline-bubble chart: simulated bubble fractions (bubble time ÷ ideal
 //! compute time) as markers against the number of microbatches m, over the
 //! analytical curves (p−1)/m for GPipe and 1F1B and (p−1)/(v·m) for
-//! interleaved 1F1B with v model chunks per rank. The m axis is logarithmic
+//! interleaved 1F1B with v model chunks per rank; ZB-H1's (p−1)(F+I−W) over
+//! m(F+I+W) is (p−1)/(3·m) when F = I = W (Qi et al., ICLR 2024, Sec. 3.1),
+//! drawn as the curve of k = 3. The m axis is logarithmic
 //! (base 2), ticked at the m values of the data.
 
 use crate::colors::SERIES_COLORS;
@@ -20,7 +22,8 @@ use std::path::Path;
 pub struct BubbleSeries {
     /// Legend label, e.g. "1F1B (simulated)".
     pub label: String,
-    /// Model chunks per rank v (1 for GPipe and 1F1B).
+    /// k of the analytical curve (p−1)/(k·m): the model chunks per rank v
+    /// (1 for GPipe and 1F1B), 3 for ZB-H1 (F = I = W).
     pub chunks: u32,
     /// (microbatches m, simulated bubble time ÷ ideal compute time).
     pub points: Vec<(u32, f64)>,
@@ -200,6 +203,8 @@ impl Picture for BubbleChart {
                 .collect();
             let label = if chunks == 1 {
                 "(p−1)/m analytical".to_string()
+            } else if chunks == 3 {
+                "(p−1)/(3·m) analytical: ZB-H1 (F = I = W), interleaved v = 3".to_string()
             } else {
                 format!("(p−1)/(v·m) analytical, v = {chunks}")
             };

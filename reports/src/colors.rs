@@ -4,7 +4,9 @@
 //! to `sim::task::TaskKind` later (ZeRO-Offload's `pcie_d2h`, `pcie_h2d`,
 //! `cpu_adam` are already listed) still draw. The palette is Tableau 10, which
 //! stays distinguishable for common colour-vision deficiencies; ZeRO-2's
-//! reduce-scatter and all-gather take Tableau 20's light purple and pink.
+//! reduce-scatter and all-gather take Tableau 20's light purple and pink; a
+//! split backward's input- and weight-gradient passes Tableau 20's light
+//! orange and teal.
 
 use plotters::style::RGBColor;
 use timeline::TaskKind;
@@ -23,6 +25,11 @@ pub fn color_for_kind_name(name: &str) -> RGBColor {
         "forward" => RGBColor(0x4e, 0x79, 0xa7),
         "recompute" => RGBColor(0x9e, 0xc9, 0xe9),
         "backward" => RGBColor(0xf2, 0x8e, 0x2b),
+        // A split backward (zero-bubble schedules): Tableau 20's light orange
+        // for the input gradient and its dark teal-green for the weight gradient,
+        // so the deferred weight-gradient passes stand apart from backward's orange.
+        "backward_input" => RGBColor(0xff, 0xbe, 0x7d),
+        "backward_weight" => RGBColor(0x49, 0x98, 0x94),
         "tensor_all_reduce" => RGBColor(0xe1, 0x57, 0x59),
         "pipeline_activation" => RGBColor(0x59, 0xa1, 0x4f),
         "pipeline_gradient" => RGBColor(0xed, 0xc9, 0x48),
@@ -52,6 +59,8 @@ pub fn label_for_kind_name(name: &str) -> &str {
         "forward" => "forward",
         "recompute" => "recompute",
         "backward" => "backward",
+        "backward_input" => "backward (input grad)",
+        "backward_weight" => "backward (weight grad)",
         "tensor_all_reduce" => "TP all-reduce",
         "pipeline_activation" => "PP activation",
         "pipeline_gradient" => "PP gradient",

@@ -15,11 +15,7 @@ use studies::sweep::SweepRecord;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 640;
-const SCHEDULES: [ScheduleKind; 3] = [
-    ScheduleKind::Gpipe,
-    ScheduleKind::OneFOneB,
-    ScheduleKind::Interleaved,
-];
+const SCHEDULES: [ScheduleKind; 5] = ScheduleKind::ALL;
 
 /// Draws `results` (in any order; ranked here by samples/s, ties by index)
 /// into `path` (.svg or .png); `title` goes above the chart.
@@ -39,6 +35,8 @@ fn schedule_color(schedule: ScheduleKind) -> RGBColor {
         ScheduleKind::Gpipe => SERIES_COLORS[0],
         ScheduleKind::OneFOneB => SERIES_COLORS[1],
         ScheduleKind::Interleaved => SERIES_COLORS[2],
+        ScheduleKind::ZbH1 => SERIES_COLORS[3],
+        ScheduleKind::ZbH2 => SERIES_COLORS[4],
     }
 }
 

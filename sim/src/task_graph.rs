@@ -102,6 +102,31 @@ pub enum ComputePass {
     Forward,
     Recompute,
     Backward,
+    /// The input-gradient half of a split backward ([`crate::cost::split_backward`]).
+    InputGradient,
+    /// The weight-gradient half of a split backward.
+    WeightGradient,
+}
+
+impl ComputePass {
+    /// Short lowercase name (`simulate --explain`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputePass::Forward => "forward",
+            ComputePass::Recompute => "recompute",
+            ComputePass::Backward => "backward",
+            ComputePass::InputGradient => "bwd_input",
+            ComputePass::WeightGradient => "bwd_weight",
+        }
+    }
+
+    /// Whether the pass runs (part of) the backward's kernels.
+    pub fn is_backward(self) -> bool {
+        matches!(
+            self,
+            ComputePass::Backward | ComputePass::InputGradient | ComputePass::WeightGradient
+        )
+    }
 }
 
 impl From<Pass> for ComputePass {
@@ -109,6 +134,8 @@ impl From<Pass> for ComputePass {
         match pass {
             Pass::Forward => ComputePass::Forward,
             Pass::Backward => ComputePass::Backward,
+            Pass::InputGradient => ComputePass::InputGradient,
+            Pass::WeightGradient => ComputePass::WeightGradient,
         }
     }
 }

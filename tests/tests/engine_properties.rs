@@ -35,6 +35,15 @@ fn scenarios() -> Vec<sim::scenario::Scenario> {
     bucketed_flat.options.overlap_grad_reduce = true;
     bucketed_flat.options.grad_reduce_bucket_params = Some(1);
     list.push(bucketed_flat);
+    // Split backwards: ZB-H1 with its last weight-gradient passes cut into
+    // buckets all-reduced as they finish, ZB-H2 with full recompute.
+    let mut zb_h1 = small_scenario(ScheduleKind::ZbH1, 2, 4, 2, 1, 8);
+    zb_h1.options.overlap_grad_reduce = true;
+    zb_h1.options.grad_reduce_bucket_params = Some(3 * (12 * 512 * 512 + 13 * 512) / 2);
+    list.push(zb_h1);
+    let mut zb_h2 = small_scenario(ScheduleKind::ZbH2, 2, 4, 2, 1, 8);
+    zb_h2.recompute = Recompute::Full;
+    list.push(zb_h2);
     list
 }
 

@@ -41,10 +41,16 @@ pub enum TaskKind {
     /// The host thread issuing kernels and collective calls (Python, autograd,
     /// dispatcher, launch): the GPU cannot run what was not issued yet.
     HostIssue,
+    /// The input-gradient half of a split backward (zero-bubble schedules,
+    /// Qi et al. 2024): data-gradient GEMMs and the non-GEMM backward.
+    BackwardInput,
+    /// The weight-gradient half of a split backward: weight-gradient GEMMs
+    /// (and their gradient accumulation), deferred by the schedule.
+    BackwardWeight,
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 15] = [
+    pub const ALL: [TaskKind; 17] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -60,13 +66,20 @@ impl TaskKind {
         TaskKind::PcieHostToDevice,
         TaskKind::CpuAdam,
         TaskKind::HostIssue,
+        TaskKind::BackwardInput,
+        TaskKind::BackwardWeight,
     ];
 
     /// Kernels that do math (the compute stream's useful work).
     pub fn is_compute(self) -> bool {
         matches!(
             self,
-            TaskKind::Forward | TaskKind::Recompute | TaskKind::Backward | TaskKind::OptimizerStep
+            TaskKind::Forward
+                | TaskKind::Recompute
+                | TaskKind::Backward
+                | TaskKind::BackwardInput
+                | TaskKind::BackwardWeight
+                | TaskKind::OptimizerStep
         )
     }
 
@@ -105,6 +118,8 @@ impl TaskKind {
             TaskKind::PcieHostToDevice => "pcie_h2d",
             TaskKind::CpuAdam => "cpu_adam",
             TaskKind::HostIssue => "host_issue",
+            TaskKind::BackwardInput => "backward_input",
+            TaskKind::BackwardWeight => "backward_weight",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `clustersim plot bubble`: simulated pipeline-bubble fractions vs the number
-//! of microbatches for GPipe, 1F1B and interleaved (v = 2, 4), over the
-//! analytical curves (p−1)/m and (p−1)/(v·m).
+//! of microbatches for GPipe, 1F1B, interleaved (v = 2, 4) and ZB-H1, over the
+//! analytical curves (p−1)/m, (p−1)/(v·m) and ZB-H1's (p−1)/(3·m) (its
+//! (p−1)(F+I−W) bubble when F = I = W).
 
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
@@ -55,6 +56,7 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         (ScheduleKind::OneFOneB, 1, "1F1B"),
         (ScheduleKind::Interleaved, 2, "interleaved v=2"),
         (ScheduleKind::Interleaved, 4, "interleaved v=4"),
+        (ScheduleKind::ZbH1, 1, "ZB-H1"),
     ] {
         let mut points = Vec::new();
         for &m in &args.microbatches {
@@ -81,7 +83,12 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         if !points.is_empty() {
             series.push(reports::BubbleSeries {
                 label: label.into(),
-                chunks,
+                // ZB-H1's analytical curve is (p−1)/(3·m) (F = I = W).
+                chunks: if schedule == ScheduleKind::ZbH1 {
+                    3
+                } else {
+                    chunks
+                },
                 points,
             });
         }

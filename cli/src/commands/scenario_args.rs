@@ -59,8 +59,9 @@ pub struct ScenarioArgs {
     /// Global batch size B; microbatches per pipeline m = B/(b·d).
     #[arg(long)]
     pub global_batch: Option<u32>,
-    /// Pipeline schedule: gpipe, 1f1b or interleaved.
-    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved"])]
+    /// Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-h2
+    /// (zero-bubble: split backwards, weight gradients deferred).
+    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"])]
     pub schedule: Option<String>,
     /// Activation recomputation: none, selective (attention core only) or full.
     #[arg(long, value_parser = ["none", "selective", "full"])]

@@ -267,6 +267,20 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             ""
         }
     )?;
+    if scenario.schedule.splits_backward() {
+        let stages = schedule.actions.len() as u32;
+        let owed: Vec<String> = (0..stages)
+            .map(|stage| schedule.peak_weight_pending(stage).to_string())
+            .collect();
+        writeln!(
+            out,
+            "split backward ({}): I = data-gradient GEMMs, the non-GEMM backward and the tensor \
+             all-reduces; W = weight-gradient GEMMs (and their unfused accumulation), deferred. \
+             Peak weight gradients owed per stage: {} (their inputs are not counted in memory)",
+            scenario.schedule.name(),
+            owed.join(" ")
+        )?;
+    }
     write_layer_kernels(out, scenario)
 }
 
@@ -327,7 +341,7 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
     for pass in passes {
         let in_pass: Vec<_> = rows.iter().filter(|r| r.pass == pass).collect();
         let total_s: f64 = in_pass.iter().map(|r| r.seconds).sum();
-        let name = format!("{pass:?}").to_lowercase();
+        let name = pass.name();
         for row in &in_pass {
             let tflops = if row.is_gemm {
                 format!("{:.1}", row.flops / row.seconds * 1e-12)

@@ -69,8 +69,8 @@ pub struct SweepArgs {
     /// Also try tensor parallelism across nodes (t a multiple of the GPUs per node).
     #[arg(long)]
     pub allow_cross_node_tp: bool,
-    /// Only these schedules (comma-separated; default all).
-    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved"])]
+    /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2 on request).
+    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"])]
     pub schedule: Vec<String>,
     /// Only these recompute modes (comma-separated; default none,full).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]

@@ -233,7 +233,10 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         flags.push("--chunks", Some(chunks.to_string()));
         flags.push("--schedule", Some("interleaved".to_string()));
     } else if rng.chance(40) {
-        flags.push("--schedule", Some(value(&["gpipe", "1f1b"], rng)));
+        flags.push(
+            "--schedule",
+            Some(value(&["gpipe", "1f1b", "zb-h1", "zb-h2"], rng)),
+        );
     }
     for (flag, valid, percent) in [
         ("--microbatch-size", &["1", "2"][..], 10),

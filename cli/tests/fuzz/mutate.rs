@@ -127,6 +127,8 @@ pub const STRINGS: &[&str] = &[
     "gpipe",
     "1f1b",
     "interleaved",
+    "zb-h1",
+    "zb-h2",
     "none",
     "selective",
     "full",

@@ -166,6 +166,8 @@ impl Seeds {
             "--schedule",
             "interleaved",
         ]);
+        tiny(&["--pp", "2", "--dp", "1", "--schedule", "zb-h1"]);
+        tiny(&["--pp", "2", "--dp", "1", "--schedule", "zb-h2", "--explain"]);
         tiny(&[
             "--pp",
             "2",

@@ -186,18 +186,17 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
                     sim::cost::pass_steps(&scenario, pass, layers, embedding, head)
                         .into_iter()
                         .filter_map(|step| match step {
-                            Step::Kernel(k) => Some(match k.class {
+                            Step::Kernel(k) => match k.class {
                                 KernelClass::Gemm { shape, layout }
                                 | KernelClass::Fp8Gemm { shape, layout } => {
-                                    Launch::Gemm { shape, layout }
+                                    Some(Launch::Gemm { shape, layout })
                                 }
-                                KernelClass::FusedAttention(_) => {
-                                    unreachable!("fused attention is refused in real mode")
-                                }
-                                KernelClass::MemoryBound => Launch::DeviceCopy {
+                                KernelClass::MemoryBound => Some(Launch::DeviceCopy {
                                     bytes: (k.bytes / 2.0).ceil() as u64,
-                                },
-                            }),
+                                }),
+                                // No real kernel: `plan` refuses it in real mode.
+                                KernelClass::FusedAttention(_) => None,
+                            },
                             Step::TensorAllReduce { .. } => None,
                         })
                         .collect();

@@ -1,5 +1,5 @@
 //! Every pipeline schedule the simulator has ([`ScheduleKind`]: GPipe, 1F1B,
-//! interleaved) over a grid of (p, m, v), with and without recompute: every
+//! interleaved, ZB-H1, ZB-H2) over a grid of (p, m, v), with and without recompute: every
 //! layout the simulator accepts, the executor plans in both modes, and the
 //! plan passes [`check`] (every task once, topological issue order, every
 //! cross-stream edge a wait, synthetic spins of exactly the simulated
@@ -13,14 +13,14 @@ use std::collections::BTreeMap;
 /// Every variant of [`ScheduleKind`]; the match fails to compile when one
 /// is added, so this test has to learn about it.
 fn every_schedule() -> Vec<ScheduleKind> {
-    let all = [
-        ScheduleKind::Gpipe,
-        ScheduleKind::OneFOneB,
-        ScheduleKind::Interleaved,
-    ];
+    let all = ScheduleKind::ALL;
     for schedule in all {
         match schedule {
-            ScheduleKind::Gpipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved => {}
+            ScheduleKind::Gpipe
+            | ScheduleKind::OneFOneB
+            | ScheduleKind::Interleaved
+            | ScheduleKind::ZbH1
+            | ScheduleKind::ZbH2 => {}
         }
     }
     all.to_vec()

@@ -4,8 +4,8 @@
 //! tensor all-reduces cost) and hold it against a profiler trace.
 
 use super::{
-    exposed_after_overlap, exposed_with_tp_overlap, pass_steps, ClosedFormNetwork, KernelCostModel,
-    NetworkModel,
+    exposed_after_overlap, exposed_with_tp_overlap, overlaps_all_reduce, pass_steps,
+    ClosedFormNetwork, KernelCostModel, NetworkModel,
 };
 use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::ComputePass;
@@ -38,17 +38,19 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
     let t = scenario.layout.tensor_parallel;
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
-    let passes: &[ComputePass] = if scenario.recompute == Recompute::None {
-        &[ComputePass::Forward, ComputePass::Backward]
+    // A schedule that splits the backward runs it as its two halves.
+    let backward: &[ComputePass] = if scenario.schedule.splits_backward() {
+        &[ComputePass::InputGradient, ComputePass::WeightGradient]
     } else {
-        &[
-            ComputePass::Forward,
-            ComputePass::Recompute,
-            ComputePass::Backward,
-        ]
+        &[ComputePass::Backward]
     };
+    let mut passes = vec![ComputePass::Forward];
+    if scenario.recompute != Recompute::None {
+        passes.push(ComputePass::Recompute);
+    }
+    passes.extend_from_slice(backward);
     let mut rows = Vec::new();
-    for &pass in passes {
+    for pass in passes {
         let steps = pass_steps(scenario, pass, 1, false, false);
         for (index, step) in steps.iter().enumerate() {
             rows.push(match *step {
@@ -70,7 +72,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     async_window,
                 } => {
                     let full = network.all_reduce(bytes, t, nodes);
-                    let charged = if scenario.options.async_tensor_allreduce && async_window > 0 {
+                    let charged = if overlaps_all_reduce(scenario, pass, async_window) {
                         exposed_after_overlap(full, &steps[..index], async_window, &kernels)
                     } else if scenario.options.tp_comm_overlap {
                         exposed_with_tp_overlap(full, &steps, index, &kernels)

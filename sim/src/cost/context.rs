@@ -47,7 +47,9 @@ pub fn kv_chunk_bytes(scenario: &Scenario) -> u64 {
 /// one entry per step.
 pub fn exchange_bytes_per_step(scenario: &Scenario, pass: ComputePass) -> Vec<u64> {
     let cp = scenario.layout.context_parallel.max(1) as usize;
-    if cp == 1 {
+    // A split backward's weight-gradient pass runs no attention (the
+    // attention core's backward is the input-gradient pass's).
+    if cp == 1 || pass == ComputePass::WeightGradient {
         return Vec::new();
     }
     let chunk = kv_chunk_bytes(scenario);
@@ -60,7 +62,7 @@ pub fn exchange_bytes_per_step(scenario: &Scenario, pass: ComputePass) -> Vec<u6
                     0
                 }
             }
-            ComputePass::Backward => {
+            ComputePass::Backward | ComputePass::InputGradient | ComputePass::WeightGradient => {
                 if step == 0 || step + 1 == cp {
                     chunk
                 } else {
@@ -94,7 +96,9 @@ pub fn exposed_exchanges(
     }
     let per_step_kernels = match pass {
         ComputePass::Forward | ComputePass::Recompute => RING_ATTENTION_KERNELS_PER_STEP[0],
-        ComputePass::Backward => RING_ATTENTION_KERNELS_PER_STEP[1],
+        ComputePass::Backward | ComputePass::InputGradient | ComputePass::WeightGradient => {
+            RING_ATTENTION_KERNELS_PER_STEP[1]
+        }
     };
     let crosses = ring_crosses_nodes(scenario);
     let t = scenario.layout.tensor_parallel;

@@ -23,6 +23,7 @@ mod kernels;
 mod memory_bound;
 mod network;
 mod offload;
+pub mod split_backward;
 mod tp_overlap;
 
 pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost, RING_EXCHANGE_ROW};
@@ -81,7 +82,9 @@ fn is_selectively_recomputed(name: &str) -> bool {
 /// Backward passes end each layer (and the embedding and head) with
 /// Megatron's unfused gradient-accumulation kernels unless the scenario fuses
 /// them ([`gradients`]); ZeRO-Offload's gradient path is DeepSpeed's, costed
-/// in `offload.rs`, so it has none.
+/// in `offload.rs`, so it has none. A split backward's input- and
+/// weight-gradient passes hold the backward's steps divided as
+/// [`split_backward`] says.
 pub fn pass_steps(
     scenario: &Scenario,
     pass: ComputePass,
@@ -94,7 +97,9 @@ pub fn pass_steps(
     let t = scenario.layout.tensor_parallel as u64;
     let pick = |steps: PassSteps| match pass {
         ComputePass::Forward | ComputePass::Recompute => steps.forward,
-        ComputePass::Backward => steps.backward,
+        ComputePass::Backward | ComputePass::InputGradient | ComputePass::WeightGradient => {
+            steps.backward
+        }
     };
     let mut layer_steps = ops::transformer_layer_with(
         model,
@@ -117,7 +122,7 @@ pub fn pass_steps(
             |step| matches!(step, Step::Kernel(kernel) if is_selectively_recomputed(kernel.name)),
         );
     }
-    let accumulate = pass == ComputePass::Backward
+    let accumulate = pass.is_backward()
         && !scenario.options.gradient_accumulation_fusion
         && scenario.options.offload.is_none();
     if accumulate {
@@ -134,7 +139,7 @@ pub fn pass_steps(
     if embedding && pass == ComputePass::Forward {
         steps.extend(pick(pipeline_ends::embedding(model, b, t)));
     }
-    if head && pass == ComputePass::Backward {
+    if head && pass.is_backward() {
         steps.extend(pick(pipeline_ends::head(model, b, t)));
         if accumulate {
             steps.extend(gradients::head_accumulation(model, t));
@@ -155,13 +160,30 @@ pub fn pass_steps(
     if head && pass == ComputePass::Forward {
         steps.extend(pick(pipeline_ends::head(model, b, t)));
     }
-    if embedding && pass == ComputePass::Backward {
+    if embedding && pass.is_backward() {
         steps.extend(pick(pipeline_ends::embedding(model, b, t)));
         if accumulate {
             steps.extend(gradients::embedding_accumulation(model, t));
         }
     }
-    steps
+    match pass {
+        ComputePass::InputGradient => split_backward::split(steps, false),
+        ComputePass::WeightGradient => split_backward::split(steps, true),
+        _ => steps,
+    }
+}
+
+/// Whether a tensor all-reduce of this pass is charged only beyond what it
+/// overlaps (`--async-tensor-allreduce`): a whole backward's only; a split
+/// backward's input-gradient all-reduces are blocking ([`split_backward`]).
+pub(crate) fn overlaps_all_reduce(
+    scenario: &Scenario,
+    pass: ComputePass,
+    async_window: u32,
+) -> bool {
+    scenario.options.async_tensor_allreduce
+        && async_window > 0
+        && pass != ComputePass::InputGradient
 }
 
 /// What an asynchronous all-reduce of `full` leaves exposed after the
@@ -261,7 +283,7 @@ fn cost_work(
                 } = *step
                 {
                     let full = network.all_reduce(payload, group_size, nodes);
-                    duration += if scenario.options.async_tensor_allreduce && async_window > 0 {
+                    duration += if overlaps_all_reduce(scenario, pass, async_window) {
                         exposed_after_overlap(full, &steps[..index], async_window, kernels)
                     } else if scenario.options.tp_comm_overlap {
                         exposed_with_tp_overlap(full, &steps, index, kernels)

@@ -360,6 +360,9 @@ pub fn program(
                         state.offload_bucket(bucket, microbatch, iteration);
                     }
                 }
+                Pass::InputGradient | Pass::WeightGradient => {
+                    unreachable!("validation refuses split-backward schedules under ZeRO-Offload")
+                }
             }
         }
         if let Some(previous) = deferred_gather.take() {

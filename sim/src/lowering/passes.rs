@@ -28,6 +28,8 @@ pub fn task_kind(pass: ComputePass) -> TaskKind {
         ComputePass::Forward => TaskKind::Forward,
         ComputePass::Recompute => TaskKind::Recompute,
         ComputePass::Backward => TaskKind::Backward,
+        ComputePass::InputGradient => TaskKind::BackwardInput,
+        ComputePass::WeightGradient => TaskKind::BackwardWeight,
     }
 }
 

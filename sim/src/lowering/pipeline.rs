@@ -3,7 +3,8 @@
 //!
 //! For every tensor-parallel group (one per stage and data-parallel index)
 //! the stage's actions are walked in program order. Each action becomes, per
-//! pass (recompute inserts a `Recompute` before every `Backward`), one
+//! pass (recompute inserts a `Recompute` before every `Backward`, or before
+//! a split backward's `InputGradient`), one
 //! [`Step::Pass`](super::program::Step::Pass): a compute task per rank and
 //! the pass's blocking tensor all-reduces (Megatron issues them
 //! synchronously between kernels, so they occupy the compute stream; the
@@ -13,6 +14,9 @@
 //! Pipeline transfers are steps on the sender's `PipelineSendNext` /
 //! `PipelineSendPrevious` streams: they depend on the sender's pass and feed
 //! the receiver's pass (the gradient feeds the recompute when there is one).
+//! A split backward's input-gradient pass sends the gradient as a backward
+//! does; its weight-gradient pass sends nothing and has no tensor all-reduce,
+//! and a chunk's gradients are ready after its last weight-gradient pass.
 //! Sends are blocking as in Megatron's `send_forward_recv_backward`: the
 //! sender's next pass waits for its send. After the last action, the
 //! data-parallel all-reduce (when d > 1; not overlapped, as in Megatron SC21)
@@ -35,14 +39,17 @@ use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use models::sharding::{parameters_of_layers, parameters_on_rank};
 
-/// Passes per (data index, virtual stage, microbatch): forward, recompute, backward.
-const PASSES: usize = 3;
+/// Passes per (data index, virtual stage, microbatch): forward, recompute,
+/// backward (or a split backward's input-gradient pass, which receives the
+/// gradient in its place), weight-gradient pass.
+const PASSES: usize = 4;
 
 fn pass_slot(pass: ComputePass) -> usize {
     match pass {
         ComputePass::Forward => 0,
         ComputePass::Recompute => 1,
-        ComputePass::Backward => 2,
+        ComputePass::Backward | ComputePass::InputGradient => 2,
+        ComputePass::WeightGradient => 3,
     }
 }
 
@@ -138,6 +145,12 @@ pub fn program(
                     (Pass::Forward, _) => &[ComputePass::Forward],
                     (Pass::Backward, true) => &[ComputePass::Recompute, ComputePass::Backward],
                     (Pass::Backward, false) => &[ComputePass::Backward],
+                    // A split backward recomputes before its input-gradient pass.
+                    (Pass::InputGradient, true) => {
+                        &[ComputePass::Recompute, ComputePass::InputGradient]
+                    }
+                    (Pass::InputGradient, false) => &[ComputePass::InputGradient],
+                    (Pass::WeightGradient, _) => &[ComputePass::WeightGradient],
                 };
                 for &pass in passes {
                     // The recompute pass re-runs the layers only (not embedding or head).
@@ -146,8 +159,12 @@ pub fn program(
                     } else {
                         (embedding, head)
                     };
-                    // The chunk's last backward is split into gradient buckets
-                    // when they are all-reduced as they become ready.
+                    // The chunk's last backward (split: its last weight-gradient
+                    // pass) is cut into gradient buckets when they are
+                    // all-reduced as they become ready; sharded data
+                    // parallelism cuts passes its own way.
+                    let makes_gradients =
+                        matches!(pass, ComputePass::Backward | ComputePass::WeightGradient);
                     let sharded = shard_plan.and_then(|plan| {
                         plan.pieces(
                             pass,
@@ -160,7 +177,7 @@ pub fn program(
                     let pieces = match (sharded, bucket_layers) {
                         (Some(pieces), _) => pieces,
                         (None, Some(per_bucket))
-                            if pass == ComputePass::Backward && action.microbatch + 1 == m =>
+                            if makes_gradients && action.microbatch + 1 == m =>
                         {
                             backward_buckets(
                                 layers_per_chunk,
@@ -257,7 +274,7 @@ pub fn program(
                     let pass_slot = slot(data_index, virtual_stage, action.microbatch, pass);
                     pass_steps[pass_slot] = first_piece;
                     host_first_steps[pass_slot] = first_host;
-                    if pass == ComputePass::Backward {
+                    if makes_gradients {
                         gradients_ready[((data_index * p + stage) as usize) * chunks
                             + action.chunk as usize] = ready;
                         if data_index == 0 {
@@ -276,7 +293,7 @@ pub fn program(
                         virtual_stage + 1,
                         ComputePass::Forward,
                     )),
-                    Pass::Backward if virtual_stage > 0 => Some((
+                    Pass::Backward | Pass::InputGradient if virtual_stage > 0 => Some((
                         TaskKind::PipelineGradient,
                         StreamKind::PipelineSendPrevious,
                         virtual_stage - 1,

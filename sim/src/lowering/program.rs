@@ -18,7 +18,7 @@ use super::passes::{task_kind, PassPiece};
 use crate::ids::{GroupId, Rank, WorkId};
 use crate::placement::Placement;
 use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
+use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 
 /// A step of a program, numbered in issue order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -127,7 +127,8 @@ impl Program {
             head: piece.head,
             fp8_weight_cast: piece.fp8_weight_cast,
         });
-        let all_reduce_work = (t > 1).then(|| {
+        // A weight-gradient pass has no tensor all-reduce: the backward's belong to its input gradient.
+        let all_reduce_work = (t > 1 && piece.pass != ComputePass::WeightGradient).then(|| {
             builder.work(Work::TensorAllReduce {
                 pass: piece.pass,
                 layers: piece.layers,

@@ -13,6 +13,16 @@ pub enum ScheduleKind {
     OneFOneB,
     /// Megatron's interleaved 1F1B over `chunks` model chunks per stage.
     Interleaved,
+    /// Zero-bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B with the backward split
+    /// into input- and weight-gradient passes, the weight gradients deferred
+    /// into the cool-down; 1F1B's activation memory.
+    #[serde(rename = "zb-h1")]
+    ZbH1,
+    /// Zero-bubble ZB-H2: twice ZB-H1's warm-up and weight-gradient lag;
+    /// about 2p microbatches of activations, no bubble inside a stage's span
+    /// when F + I ≤ 2W.
+    #[serde(rename = "zb-h2")]
+    ZbH2,
 }
 
 impl ScheduleKind {
@@ -21,6 +31,26 @@ impl ScheduleKind {
             ScheduleKind::Gpipe => "gpipe",
             ScheduleKind::OneFOneB => "1f1b",
             ScheduleKind::Interleaved => "interleaved",
+            ScheduleKind::ZbH1 => "zb-h1",
+            ScheduleKind::ZbH2 => "zb-h2",
+        }
+    }
+
+    /// Every schedule, in declaration order.
+    pub const ALL: [ScheduleKind; 5] = [
+        ScheduleKind::Gpipe,
+        ScheduleKind::OneFOneB,
+        ScheduleKind::Interleaved,
+        ScheduleKind::ZbH1,
+        ScheduleKind::ZbH2,
+    ];
+
+    /// Whether the schedule runs each backward as an input-gradient and a
+    /// weight-gradient pass (`I`, `W`) instead of one `B`.
+    pub fn splits_backward(self) -> bool {
+        match self {
+            ScheduleKind::Gpipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved => false,
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 => true,
         }
     }
 
@@ -29,6 +59,8 @@ impl ScheduleKind {
             "gpipe" => Some(ScheduleKind::Gpipe),
             "1f1b" => Some(ScheduleKind::OneFOneB),
             "interleaved" => Some(ScheduleKind::Interleaved),
+            "zb-h1" => Some(ScheduleKind::ZbH1),
+            "zb-h2" => Some(ScheduleKind::ZbH2),
             _ => None,
         }
     }

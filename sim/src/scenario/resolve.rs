@@ -219,6 +219,19 @@ impl ScenarioFile {
             None => self.options.clone(),
         };
         let options = options_file.resolve(p, d, &mut problems);
+        if schedule.splits_backward() && options.sharding >= super::Sharding::Gradients {
+            problems.push(format!(
+                "schedule: {} splits the backward, which the sharded lowering of zero_stage {} does not cut yet (it shards whole backwards); use --schedule 1f1b or zero_stage 1",
+                schedule.name(),
+                options.sharding.stage()
+            ));
+        }
+        if schedule.splits_backward() && options.offload.is_some() {
+            problems.push(format!(
+                "schedule: {} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
+                schedule.name()
+            ));
+        }
         if let (super::Precision::Bf16, Some(topology)) = (options.precision, &topology) {
             let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
             if datasheet.is_some_and(|d| d.architecture == "Volta") {
@@ -264,9 +277,12 @@ impl ScenarioFile {
         };
         // Every task is held in memory (~200 bytes with its edges and timeline
         // record): refuse graphs that would not fit a workstation, before building them.
-        let splits = model.as_ref().map_or(GradientSplits::default(), |model| {
-            GradientSplits::of(model, &layout, &options)
-        });
+        let splits = GradientSplits {
+            split_backward: schedule.splits_backward(),
+            ..model.as_ref().map_or(GradientSplits::default(), |model| {
+                GradientSplits::of(model, &layout, &options)
+            })
+        };
         let estimated_tasks = estimated_task_count(
             &layout,
             recompute,

@@ -52,6 +52,9 @@ pub struct GradientSplits {
     pub sharded_units: u64,
     /// ZeRO-2: gradient buckets of every backward, each with its reduce-scatter (0 otherwise).
     pub sharded_buckets: u64,
+    /// The schedule splits every backward into an input- and a
+    /// weight-gradient pass (zero-bubble schedules): one more pass each.
+    pub split_backward: bool,
 }
 
 impl GradientSplits {
@@ -65,7 +68,12 @@ impl GradientSplits {
             layers.div_ceil(layers_per_bucket(bucket_params, per_layer, layers)) as u64
         };
         let mut splits = GradientSplits::default();
-        if let Some(offload) = options.offload {
+        // `parameters_on_rank` walks the chunks: a layout with more chunks than
+        // layers (refused by validation anyway) would take seconds to count.
+        if let Some(offload) = options
+            .offload
+            .filter(|_| u64::from(layout.chunks) <= model.layers)
+        {
             splits.offload_buckets = buckets(offload.bucket_params, layers).max(1);
             // Each bucket's shard is rounded up to whole parameters per rank.
             let shard = parameters_on_rank(model, sharding, 0)
@@ -123,7 +131,8 @@ pub fn estimated_task_count(
     let offload = splits.offload_buckets > 0;
     // An offloaded backward is its buckets, counted below; ZeRO-Offload
     // programs have no host lane (yet).
-    let passes = if recompute == Recompute::None { 2 } else { 3 } - offload as u64;
+    let passes = if recompute == Recompute::None { 2 } else { 3 } - offload as u64
+        + splits.split_backward as u64;
     let per_pass = t + 1 + 2 * (simulates_host && !offload) as u64;
     let per_iteration = [
         product(&[d, p, v, m, passes, per_pass]),
@@ -151,7 +160,10 @@ impl Scenario {
             self.recompute,
             self.stack.host.is_some(),
             self.iterations,
-            GradientSplits::of(&self.model, &self.layout, &self.options),
+            GradientSplits {
+                split_backward: self.schedule.splits_backward(),
+                ..GradientSplits::of(&self.model, &self.layout, &self.options)
+            },
         )
     }
 }
@@ -193,7 +205,14 @@ mod tests {
             global_batch: Some(8),
             ..ScenarioFile::tiny_example()
         };
-        for file in [offload, buckets, ScenarioFile::tiny_example()] {
+        let zero_bubble = ScenarioFile {
+            pp: Some(2),
+            dp: Some(2),
+            global_batch: Some(8),
+            schedule: Some(crate::scenario::ScheduleKind::ZbH2),
+            ..ScenarioFile::tiny_example()
+        };
+        for file in [offload, buckets, zero_bubble, ScenarioFile::tiny_example()] {
             let (tasks, estimate) = tasks_and_estimate(file.clone());
             // About right: without its buckets and tiles the offload
             // estimate was 6.7 times too small.

@@ -2,15 +2,43 @@
 //!
 //! `s2F5` is stage 2 running the forward of microbatch 5; `s0B3c1` is stage 0
 //! running the backward of microbatch 3 on model chunk 1 (interleaved only;
-//! chunk 0 is written without the suffix). The text parses back exactly.
+//! chunk 0 is written without the suffix). A split backward (zero-bubble
+//! schedules) writes its input-gradient pass `I` and its weight-gradient pass
+//! `W`: `s1I4`, `s1W4`. The text parses back exactly.
 
 use std::fmt;
 
-/// Forward or backward.
+/// Forward or backward, or one half of a split backward.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Pass {
     Forward,
     Backward,
+    /// The input-gradient half of a backward (`I`): what the previous stage waits for.
+    InputGradient,
+    /// The weight-gradient half of a backward (`W`), after its `I`, deferrable.
+    WeightGradient,
+}
+
+impl Pass {
+    /// The letter of the text form.
+    pub fn letter(self) -> char {
+        match self {
+            Pass::Forward => 'F',
+            Pass::Backward => 'B',
+            Pass::InputGradient => 'I',
+            Pass::WeightGradient => 'W',
+        }
+    }
+
+    fn from_letter(letter: u8) -> Option<Pass> {
+        match letter {
+            b'F' => Some(Pass::Forward),
+            b'B' => Some(Pass::Backward),
+            b'I' => Some(Pass::InputGradient),
+            b'W' => Some(Pass::WeightGradient),
+            _ => None,
+        }
+    }
 }
 
 /// A stage runs one pass of one microbatch on one of its model chunks.
@@ -24,11 +52,13 @@ pub struct Action {
 
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let pass = match self.pass {
-            Pass::Forward => 'F',
-            Pass::Backward => 'B',
-        };
-        write!(f, "s{}{}{}", self.stage, pass, self.microbatch)?;
+        write!(
+            f,
+            "s{}{}{}",
+            self.stage,
+            self.pass.letter(),
+            self.microbatch
+        )?;
         if self.chunk != 0 {
             write!(f, "c{}", self.chunk)?;
         }
@@ -38,7 +68,9 @@ impl fmt::Display for Action {
 
 /// Why an action string did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad action '{text}': expected s<stage><F|B><microbatch>[c<chunk>], e.g. s0F3 or s2B1c1")]
+#[error(
+    "bad action '{text}': expected s<stage><F|B|I|W><microbatch>[c<chunk>], e.g. s0F3, s2B1c1 or s1W4"
+)]
 pub struct ActionParseError {
     pub text: String,
 }
@@ -51,13 +83,9 @@ impl std::str::FromStr for Action {
             text: text.to_string(),
         };
         let rest = text.strip_prefix('s').ok_or_else(error)?;
-        let pass_at = rest.find(['F', 'B']).ok_or_else(error)?;
+        let pass_at = rest.find(['F', 'B', 'I', 'W']).ok_or_else(error)?;
         let stage = parse_number(&rest[..pass_at]).ok_or_else(error)?;
-        let pass = if rest.as_bytes()[pass_at] == b'F' {
-            Pass::Forward
-        } else {
-            Pass::Backward
-        };
+        let pass = Pass::from_letter(rest.as_bytes()[pass_at]).ok_or_else(error)?;
         let rest = &rest[pass_at + 1..];
         let (microbatch, chunk) = match rest.find('c') {
             Some(at) => (
@@ -88,7 +116,7 @@ mod tests {
 
     #[test]
     fn action_text_round_trips() {
-        for text in ["s0F3", "s2B1c1", "s63B511", "s10F0c3"] {
+        for text in ["s0F3", "s2B1c1", "s63B511", "s10F0c3", "s1I4", "s3W0c2"] {
             let action: Action = text.parse().unwrap();
             assert_eq!(action.to_string(), text);
         }
@@ -107,7 +135,8 @@ mod tests {
     #[test]
     fn malformed_actions_are_rejected() {
         for text in [
-            "", "s", "F3", "s0X3", "s0F", "s0F3c", "sxF1", "s0F-1", "s0F3c1c2",
+            "", "s", "F3", "s0X3", "s0F", "s0F3c", "sxF1", "s0F-1", "s0F3c1c2", "s0IW1", "s0I",
+            "s0w1",
         ] {
             assert!(text.parse::<Action>().is_err(), "{text} parsed");
         }

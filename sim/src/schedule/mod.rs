@@ -12,8 +12,11 @@
 //!   runs chunk (k mod p·v) div p on microbatch (k div p·v)·p + k mod p, the
 //!   k-th backward the mirrored chunk v−1−… (Megatron-LM
 //!   `forward_backward_pipelining_with_interleaving`, `get_model_chunk_id`).
+//! - ZB-H1 and ZB-H2 (Qi et al. 2024): 1F1B with split backwards, the
+//!   weight-gradient passes deferred into the cool-down (`zero_bubble.rs`).
 
 mod action;
+mod zero_bubble;
 
 pub use action::{Action, ActionParseError, Pass};
 
@@ -43,6 +46,8 @@ impl PipelineSchedule {
                 ScheduleKind::Gpipe => gpipe(stage, microbatches),
                 ScheduleKind::OneFOneB => one_f_one_b(stage, stages, microbatches),
                 ScheduleKind::Interleaved => interleaved(stage, stages, chunks, microbatches),
+                ScheduleKind::ZbH1 => zero_bubble::zb_h1(stage, stages, microbatches),
+                ScheduleKind::ZbH2 => zero_bubble::zb_h2(stage, stages, microbatches),
             })
             .collect();
         PipelineSchedule {
@@ -77,16 +82,34 @@ impl PipelineSchedule {
     }
 
     /// The largest number of microbatches whose activations stage `stage`
-    /// holds at once (forwards done whose backward has not run yet), summed over chunks.
+    /// holds at once (forwards done whose backward — or, split, whose
+    /// input-gradient pass — has not run yet), summed over chunks.
     pub fn peak_in_flight(&self, stage: u32) -> u32 {
-        let mut in_flight: i64 = 0;
+        self.peak_count(stage, |pass| match pass {
+            Pass::Forward => 1,
+            Pass::Backward | Pass::InputGradient => -1,
+            Pass::WeightGradient => 0,
+        })
+    }
+
+    /// The largest number of microbatches whose weight gradient stage
+    /// `stage` still owes at once (input-gradient pass done, weight-gradient
+    /// pass not yet): what a split backward keeps beyond the activations
+    /// (each layer's linear inputs and output gradients; not counted in memory).
+    pub fn peak_weight_pending(&self, stage: u32) -> u32 {
+        self.peak_count(stage, |pass| match pass {
+            Pass::InputGradient => 1,
+            Pass::WeightGradient => -1,
+            Pass::Forward | Pass::Backward => 0,
+        })
+    }
+
+    fn peak_count(&self, stage: u32, change: impl Fn(Pass) -> i64) -> u32 {
+        let mut count: i64 = 0;
         let mut peak: i64 = 0;
         for action in &self.actions[stage as usize] {
-            match action.pass {
-                Pass::Forward => in_flight += 1,
-                Pass::Backward => in_flight -= 1,
-            }
-            peak = peak.max(in_flight);
+            count += change(action.pass);
+            peak = peak.max(count);
         }
         peak as u32
     }
@@ -136,7 +159,7 @@ fn interleaved_slot(k: u32, stages: u32, chunks: u32, pass: Pass) -> (u32, u32) 
     let forward_chunk = in_group / stages;
     let chunk = match pass {
         Pass::Forward => forward_chunk,
-        Pass::Backward => chunks - 1 - forward_chunk,
+        Pass::Backward | Pass::InputGradient | Pass::WeightGradient => chunks - 1 - forward_chunk,
     };
     let microbatch = (k / group) * stages + k % stages;
     (microbatch, chunk)
@@ -197,11 +220,7 @@ mod tests {
 
     #[test]
     fn text_form_parses_back() {
-        for kind in [
-            ScheduleKind::Gpipe,
-            ScheduleKind::OneFOneB,
-            ScheduleKind::Interleaved,
-        ] {
+        for kind in ScheduleKind::ALL {
             let schedule = PipelineSchedule::generate(
                 kind,
                 4,
@@ -250,6 +269,40 @@ mod tests {
         for stage in 0..p {
             assert_eq!(one_f.peak_in_flight(stage), p - stage);
             assert_eq!(gpipe.peak_in_flight(stage), m);
+        }
+    }
+
+    #[test]
+    fn zb_h1_for_four_stages_defers_each_stages_weight_gradients_by_its_rank() {
+        let schedule = PipelineSchedule::generate(ScheduleKind::ZbH1, 4, 1, 6);
+        let text = schedule.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "s0F0 s0F1 s0F2 s0F3 s0I0 s0W0 s0F4 s0I1 s0W1 s0F5 s0I2 s0W2 s0I3 s0W3 s0I4 s0W4 s0I5 s0W5"
+        );
+        assert_eq!(
+            lines[3],
+            "s3F0 s3I0 s3F1 s3I1 s3F2 s3I2 s3F3 s3I3 s3W0 s3F4 s3I4 s3W1 s3F5 s3I5 s3W2 s3W3 s3W4 s3W5"
+        );
+        // Every stage runs F, I and W of every microbatch once, I before its W.
+        for (p, m) in [(4, 6), (4, 2), (1, 3), (8, 8), (3, 1)] {
+            let schedule = PipelineSchedule::generate(ScheduleKind::ZbH1, p, 1, m);
+            for list in &schedule.actions {
+                assert_eq!(list.len() as u32, 3 * m);
+                for mb in 0..m {
+                    let at = |pass| {
+                        list.iter()
+                            .position(|a| a.pass == pass && a.microbatch == mb)
+                    };
+                    let (f, i, w) = (
+                        at(Pass::Forward).unwrap(),
+                        at(Pass::InputGradient).unwrap(),
+                        at(Pass::WeightGradient).unwrap(),
+                    );
+                    assert!(f < i && i < w, "p={p} m={m} mb={mb}");
+                }
+            }
         }
     }
 

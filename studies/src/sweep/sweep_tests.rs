@@ -207,3 +207,41 @@ fn shared_options_reach_every_layout_and_mark_the_sweep() {
         .unwrap()
         .contains("\"sequence_parallel\":true"));
 }
+
+#[test]
+fn zb_h1_beats_one_f_one_b_on_every_pipelined_layout() {
+    let space = SweepSpace {
+        schedules: vec![ScheduleKind::OneFOneB, ScheduleKind::ZbH1],
+        recompute: vec![sim::scenario::Recompute::None],
+        ..space()
+    };
+    let output = sweep(&space, None);
+    let key = |r: &SweepRecord| {
+        let l = &r.layout;
+        (
+            l.tensor_parallel,
+            l.pipeline_parallel,
+            l.data_parallel,
+            l.microbatch_size,
+        )
+    };
+    let mut compared = 0;
+    for zb in output
+        .results
+        .iter()
+        .filter(|r| r.layout.schedule == ScheduleKind::ZbH1 && r.layout.pipeline_parallel > 1)
+    {
+        let one_f = output
+            .results
+            .iter()
+            .find(|r| r.layout.schedule == ScheduleKind::OneFOneB && key(r) == key(zb))
+            .expect("the same layout under 1F1B");
+        // The same compute, split (each pass rounded up to a whole ns on its
+        // own): only the bubble shrinks.
+        assert!((zb.compute_time_s - one_f.compute_time_s).abs() < 1e-6);
+        assert!(zb.samples_per_s > one_f.samples_per_s, "{:?}", key(zb));
+        assert!(zb.bubble_fraction < one_f.bubble_fraction);
+        compared += 1;
+    }
+    assert!(compared >= 3, "{compared} pipelined layouts");
+}

@@ -1,0 +1,129 @@
+//! A backward split into its input-gradient pass (`I`) and its
+//! weight-gradient pass (`W`), as the zero-bubble schedules run it (Qi et al.,
+//! "Zero Bubble Pipeline Parallelism", ICLR 2024, Sec. 2; their Megatron fork
+//! sail-sg/zero-bubble-pipeline-parallelism,
+//! `megatron/core/tensor_parallel/layers.py`,
+//! `LinearWithGradAccumulationAndAsyncCommunication.backward`).
+//!
+//! In that code a linear layer's backward computes the data-gradient GEMM
+//! (`grad_output.matmul(weight)`), issues the tensor-parallel all-reduce (or
+//! reduce-scatter) of the input gradient synchronously, and reduces the bias
+//! gradient (`grad_output.sum(dim=0)`) at once; only the weight-gradient GEMM
+//! (`wgrad_gemm_accum`) is put into the `WeightGradStore` and runs later as
+//! `W`. Everything else of the backward — LayerNorm (its fused kernel
+//! computes its weight gradients together with the input gradient), softmax,
+//! dropout, attention-core GEMMs (no weights), the cross-entropy, the
+//! embedding's scatter — stays in `I`. So here:
+//!
+//! - `W` = the kernels named `*.wgrad` (the linear layers' and the logits
+//!   GEMM's weight-gradient GEMMs) and, when the scenario accumulates
+//!   gradients unfused, the accumulation kernels of the weights those GEMMs
+//!   produce (each adds its GEMM's fresh gradient into `main_grad`, so it
+//!   follows its GEMM: [`WEIGHT_GRADIENT_ACCUMULATION_KERNELS`]);
+//! - `I` = every other step of the backward, tensor all-reduces included.
+//!
+//! `I` + `W` hold exactly the backward's kernels. The all-reduces of `I` are
+//! blocking: with the weight-gradient GEMM deferred there is nothing for
+//! Megatron's asynchronous all-reduce to overlap (the fork issues it with
+//! `async_op=False` when the backward is split).
+
+use models::ops::Step;
+
+/// Unfused gradient-accumulation kernels of weights a weight-gradient GEMM
+/// produces ([`models::ops::layer_parameter_tensors`],
+/// [`models::ops::head_parameter_tensors`]): they run in `W` after their GEMM.
+/// Norm weights, biases and the embedding tables keep theirs in `I`.
+pub const WEIGHT_GRADIENT_ACCUMULATION_KERNELS: [&str; 5] = [
+    "qkv.weight.grad_accumulate",
+    "output_projection.weight.grad_accumulate",
+    "mlp_fc1.weight.grad_accumulate",
+    "mlp_fc2.weight.grad_accumulate",
+    "output_layer.weight.grad_accumulate",
+];
+
+/// Whether a backward step belongs to the weight-gradient pass `W`.
+pub fn is_weight_gradient(step: &Step) -> bool {
+    match step {
+        Step::Kernel(kernel) => {
+            kernel.name.ends_with(".wgrad")
+                || WEIGHT_GRADIENT_ACCUMULATION_KERNELS.contains(&kernel.name)
+        }
+        Step::TensorAllReduce { .. } => false,
+    }
+}
+
+/// The steps of the input-gradient pass (`weight = false`) or of the
+/// weight-gradient pass (`weight = true`) of a backward, in backward order.
+pub fn split(backward: Vec<Step>, weight: bool) -> Vec<Step> {
+    backward
+        .into_iter()
+        .filter(|step| is_weight_gradient(step) == weight)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cost::pass_steps;
+    use crate::scenario::{Recompute, ScenarioFile, TrainingOptionsFile};
+    use crate::task_graph::ComputePass;
+    use models::ops::{PassSteps, Step};
+
+    fn names(steps: &[Step]) -> Vec<&'static str> {
+        steps
+            .iter()
+            .map(|step| match step {
+                Step::Kernel(kernel) => kernel.name,
+                Step::TensorAllReduce { .. } => "all_reduce",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn input_and_weight_gradient_passes_partition_the_backward() {
+        for fused in [false, true] {
+            let scenario = ScenarioFile {
+                tp: Some(2),
+                recompute: Some(Recompute::None),
+                options: TrainingOptionsFile {
+                    gradient_accumulation_fusion: Some(fused),
+                    ..Default::default()
+                },
+                ..ScenarioFile::embedded_default()
+            }
+            .resolve()
+            .unwrap();
+            for (embedding, head) in [(false, false), (true, true)] {
+                let of = |pass| pass_steps(&scenario, pass, 2, embedding, head);
+                let (backward, input, weight) = (
+                    of(ComputePass::Backward),
+                    of(ComputePass::InputGradient),
+                    of(ComputePass::WeightGradient),
+                );
+                assert_eq!(input.len() + weight.len(), backward.len());
+                // W: 4 weight-gradient GEMMs per layer (+ the logits GEMM with the
+                // head), each followed unfused by its weight's accumulation.
+                let gemms = 2 * 4 + usize::from(head);
+                let per_gemm = if fused { 1 } else { 2 };
+                assert_eq!(weight.len(), gemms * per_gemm, "fused={fused}");
+                assert!(names(&weight)
+                    .iter()
+                    .all(|n| n.ends_with(".wgrad") || n.ends_with(".weight.grad_accumulate")));
+                // I keeps every tensor all-reduce and every data-gradient GEMM.
+                let all_reduces = |steps: &[Step]| {
+                    steps
+                        .iter()
+                        .filter(|s| matches!(s, Step::TensorAllReduce { .. }))
+                        .count()
+                };
+                assert_eq!(all_reduces(&input), all_reduces(&backward));
+                assert!(all_reduces(&input) > 0);
+                assert!(names(&input).iter().any(|n| n.ends_with(".dgrad")));
+                assert!(names(&input).iter().any(|n| n.ends_with("bias_grad")));
+                // The FLOPs split: W has exactly the weight-gradient GEMMs' FLOPs.
+                let total = PassSteps::flops(&backward);
+                let split = PassSteps::flops(&input) + PassSteps::flops(&weight);
+                assert_eq!(split, total);
+            }
+        }
+    }
+}

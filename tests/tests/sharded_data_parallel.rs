@@ -582,3 +582,30 @@ fn the_task_estimate_covers_sharded_pieces_and_collectives() {
         );
     }
 }
+
+/// Under context parallelism Megatron shards over the dp-cp group: with
+/// d·cp = 4, ZeRO-2 and ZeRO-3 keep exactly the model states of d = 4
+/// without cp (the same parameters, the same four-way shards), and every
+/// reduce-scatter and all-gather spans four ranks.
+#[test]
+fn context_parallel_ranks_join_the_shard_group() {
+    for mode in [Sharding::Gradients, Sharding::Full] {
+        let plain = run(file(1, 1, 4, sharded(mode, None))).1;
+        let mut with_cp = file(1, 1, 2, sharded(mode, None));
+        with_cp.cp = Some(2);
+        let (scenario, report) = run(with_cp);
+        assert_eq!(scenario.layout.replicas(), 4);
+        let (a, b) = (&plain.memory[0], &report.memory[0]);
+        assert_eq!(
+            (a.weight_bytes, a.gradient_bytes, a.optimizer_state_bytes),
+            (b.weight_bytes, b.gradient_bytes, b.optimizer_state_bytes),
+            "{mode:?}"
+        );
+        let scatters = collectives(&report, TaskKind::DataParallelReduceScatter);
+        assert!(!scatters.is_empty(), "{mode:?}");
+        assert!(
+            scatters.iter().all(|&(_, ranks)| ranks == 4),
+            "{scatters:?}"
+        );
+    }
+}

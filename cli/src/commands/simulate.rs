@@ -120,7 +120,7 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     let options = &scenario.options;
     if options.sharding != sim::scenario::Sharding::None {
         summary["zero_stage"] = options.sharding.stage().into();
-        summary["shard_group_size"] = options.shard_group(scenario.layout.data_parallel).into();
+        summary["shard_group_size"] = options.shard_group(scenario.layout.replicas()).into();
     }
     summary
 }

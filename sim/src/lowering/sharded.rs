@@ -81,7 +81,8 @@ pub struct ShardPlan {
 impl ShardPlan {
     /// The plan of a scenario sharding gradients or everything with d > 1.
     pub fn new(scenario: &Scenario) -> Option<ShardPlan> {
-        let d = scenario.layout.data_parallel;
+        // Megatron shards over the dp-cp group: d·cp ranks (`replicas`).
+        let d = scenario.layout.replicas();
         let mode = scenario.options.sharding;
         let gathers_overlapped =
             mode == Sharding::Optimizer && scenario.options.overlap_param_gather;
@@ -430,15 +431,20 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
     if options.sharding < Sharding::Optimizer {
         return None;
     }
-    let d = scenario.layout.data_parallel;
+    let d = scenario.layout.replicas();
     let n = options.shard_group(d);
     let sharding = scenario.layout.sharding();
     let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
     let gradient_bytes = gradients::main_grad_bytes_per_param(options.gradient_accumulation_fusion);
     let mut text = format!(
-        "\nsharded data parallelism: ZeRO-{} ({}) over shard groups of {n} of the {d} data-parallel ranks{}\n",
+        "\nsharded data parallelism: ZeRO-{} ({}) over shard groups of {n} of the {d} data-parallel{} ranks{}\n",
         options.sharding.stage(),
         options.sharding.name(),
+        if scenario.layout.context_parallel > 1 {
+            " × context-parallel"
+        } else {
+            ""
+        },
         if n < d {
             format!(", replicated across {} groups (HSDP)", d / n)
         } else {

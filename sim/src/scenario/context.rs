@@ -38,14 +38,4 @@ pub(super) fn check(
             "cp: context parallelism under network_contention is not modeled (the ring's KV exchanges are closed form)".into(),
         );
     }
-    // The sharded lowering (`lowering::sharded`) shards over the d data
-    // ranks; under cp Megatron shards over the d·cp ranks of the dp-cp group.
-    if options.sharding >= super::Sharding::Gradients
-        || options.shard_group_size.is_some()
-        || options.overlap_param_gather
-    {
-        problems.push(
-            "cp: context parallelism with zero_stage 2/3, shard_group_size or overlap_param_gather is not modeled yet (they shard over the data-parallel ranks, not the d·cp ranks of the dp-cp group); use zero_stage 1 or the distributed optimizer".into(),
-        );
-    }
 }

@@ -85,13 +85,13 @@ impl GradientSplits {
             let virtual_stages = layout.virtual_stages().max(1);
             splits.reduce_buckets = buckets(bucket_params, layers / virtual_stages).max(1);
         }
-        if options.overlap_param_gather && layout.data_parallel > 1 {
+        if options.overlap_param_gather && layout.replicas() > 1 {
             // The first forward of every chunk in buckets, each with its all-gather.
             let bucket = options.grad_reduce_bucket_params.unwrap_or(u64::MAX);
             splits.sharded_buckets =
                 buckets(bucket, layers / layout.virtual_stages().max(1)).max(1);
         }
-        if options.sharding >= super::Sharding::Gradients && layout.data_parallel > 1 {
+        if options.sharding >= super::Sharding::Gradients && layout.replicas() > 1 {
             let per_chunk = layers / layout.virtual_stages().max(1);
             if options.sharding == super::Sharding::Full {
                 splits.sharded_units = per_chunk.max(1) as u64;

@@ -1,22 +1,82 @@
-//! Parameter counts per GPU under Megatron's sharding: layers split evenly
-//! over p·v virtual stages, every weight matrix split t ways, the word
+//! Parameter counts per GPU under Megatron's sharding: layers split over p·v
+//! virtual stages (evenly, or with the embedding and the loss counted as a
+//! layer each: [`PipelineSplit`]), every weight matrix split t ways, the word
 //! embedding vocab-parallel. Pure counts: no bytes, no time.
 
 use crate::{formulas, ModelSpec};
+use serde::{Deserialize, Serialize};
+
+/// Megatron-Core's uneven pipeline split
+/// (`--account-for-embedding-in-pipeline-split`,
+/// `--account-for-loss-in-pipeline-split`;
+/// `megatron/core/transformer/transformer_block.py` `get_num_layers_to_build`):
+/// the embedding and/or the loss count as one layer each, the L (+1 +1)
+/// "layers" are split evenly over the p·v virtual stages, and the first
+/// (last) virtual stage builds one transformer layer fewer. Llama 3.1 405B's
+/// 126 layers on 8 × 8 virtual stages run so (Megatron-Bridge's recipes set
+/// both): 2 per virtual stage, 1 on the first and the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSplit {
+    /// The embedding counts as a layer of the first virtual stage.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub embedding: bool,
+    /// The loss counts as a layer of the last virtual stage.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub loss: bool,
+}
+
+impl PipelineSplit {
+    /// Every virtual stage builds L/(p·v) layers.
+    pub fn is_even(&self) -> bool {
+        !self.embedding && !self.loss
+    }
+}
 
 /// How a model is cut up: tensor-parallel degree t, pipeline stages p and
-/// model chunks per stage v (interleaved schedules), so p·v virtual stages.
+/// model chunks per stage v (interleaved schedules), so p·v virtual stages,
+/// and how the layers are split over them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sharding {
     pub tensor_parallel: u32,
     pub pipeline_parallel: u32,
     pub chunks: u32,
+    pub split: PipelineSplit,
 }
 
 impl Sharding {
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
         self.pipeline_parallel * self.chunks
+    }
+
+    /// The "layers" split evenly over the virtual stages: the model's, plus
+    /// the embedding and the loss where the split counts them.
+    pub fn split_layers(&self, layers: u64) -> u64 {
+        layers + u64::from(self.split.embedding) + u64::from(self.split.loss)
+    }
+
+    /// Transformer layers an ordinary virtual stage builds (the most any
+    /// builds): the split layers over p·v.
+    pub fn layers_per_chunk(&self, layers: u64) -> u64 {
+        self.split_layers(layers) / (self.virtual_stages().max(1) as u64)
+    }
+
+    /// Transformer layers of chunk `chunk` on pipeline stage `stage`
+    /// (virtual stage chunk·p + stage): [`Self::layers_per_chunk`], one fewer
+    /// on the first virtual stage when the embedding counts as a layer and
+    /// on the last when the loss does.
+    pub fn layers_of_chunk(&self, layers: u64, stage: u32, chunk: u32) -> u64 {
+        let virtual_stage = chunk as u64 * self.pipeline_parallel as u64 + stage as u64;
+        let last = self.virtual_stages().max(1) as u64 - 1;
+        let mut count = self.layers_per_chunk(layers);
+        if virtual_stage == 0 && self.split.embedding {
+            count = count.saturating_sub(1);
+        }
+        if virtual_stage == last && self.split.loss {
+            count = count.saturating_sub(1);
+        }
+        count
     }
 }
 
@@ -28,11 +88,36 @@ impl Sharding {
 pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> u64 {
     // The sum of `parameters_of_chunk` over the stage's chunks in closed
     // form (a user may ask for 2³¹ chunks: validation refuses them, but
-    // counts them first): every chunk has the same layers; the first
-    // virtual stage (chunk 0 of stage 0) adds the embedding and the last
-    // (chunk v−1 of stage p−1) the head.
-    let layers_per_chunk = model.layers / sharding.virtual_stages() as u64;
-    let layers = parameters_of_layers(model, sharding, layers_per_chunk, false, false);
+    // counts them first): every chunk but the first virtual stage's and the
+    // last's has the same layers; the first adds the embedding, the last the
+    // head.
+    let chunks = sharding.chunks.max(1);
+    let ordinary = parameters_of_layers(
+        model,
+        sharding,
+        sharding.layers_per_chunk(model.layers),
+        false,
+        false,
+    );
+    let mut special: Vec<u32> = Vec::new();
+    if stage == 0 {
+        special.push(0);
+    }
+    if stage + 1 == sharding.pipeline_parallel && !special.contains(&(chunks - 1)) {
+        special.push(chunks - 1);
+    }
+    let special_layers: u64 = special
+        .iter()
+        .map(|&chunk| {
+            parameters_of_layers(
+                model,
+                sharding,
+                sharding.layers_of_chunk(model.layers, stage, chunk),
+                false,
+                false,
+            )
+        })
+        .sum();
     let ends = parameters_of_layers(
         model,
         sharding,
@@ -40,20 +125,20 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
         stage == 0,
         stage + 1 == sharding.pipeline_parallel,
     );
-    layers
-        .saturating_mul(sharding.chunks as u64)
+    ordinary
+        .saturating_mul(u64::from(chunks) - special.len() as u64)
+        .saturating_add(special_layers)
         .saturating_add(ends)
 }
 
 /// Parameters of one model chunk on one rank of pipeline stage `stage`.
 pub fn parameters_of_chunk(model: &ModelSpec, sharding: Sharding, stage: u32, chunk: u32) -> u64 {
     let virtual_stages = sharding.virtual_stages();
-    let layers_per_chunk = model.layers / virtual_stages as u64;
     let virtual_stage = chunk * sharding.pipeline_parallel + stage;
     parameters_of_layers(
         model,
         sharding,
-        layers_per_chunk,
+        sharding.layers_of_chunk(model.layers, stage, chunk),
         virtual_stage == 0,
         virtual_stage == virtual_stages - 1,
     )
@@ -98,6 +183,7 @@ mod tests {
                     tensor_parallel: t,
                     pipeline_parallel: p,
                     chunks: v,
+                    split: Default::default(),
                 };
                 for stage in 0..p {
                     let summed: u64 = (0..v)
@@ -123,6 +209,7 @@ mod tests {
                 tensor_parallel: t,
                 pipeline_parallel: p,
                 chunks: v,
+                split: Default::default(),
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -145,6 +232,46 @@ mod tests {
     }
 
     #[test]
+    fn llama_405b_on_64_virtual_stages_builds_one_layer_on_the_first_and_last() {
+        // Megatron-Core with both accounting flags: (126 + 2) / 64 = 2 per
+        // virtual stage, one transformer layer beside the embedding and
+        // beside the loss.
+        let model = crate::preset("llama3.1-405b").unwrap();
+        let sharding = Sharding {
+            tensor_parallel: 8,
+            pipeline_parallel: 8,
+            chunks: 8,
+            split: PipelineSplit {
+                embedding: true,
+                loss: true,
+            },
+        };
+        let layers: Vec<u64> = (0..8)
+            .flat_map(|chunk| (0..8).map(move |stage| (stage, chunk)))
+            .map(|(stage, chunk)| sharding.layers_of_chunk(model.layers, stage, chunk))
+            .collect();
+        assert_eq!(layers.iter().sum::<u64>(), 126);
+        assert_eq!(sharding.layers_of_chunk(model.layers, 0, 0), 1);
+        assert_eq!(sharding.layers_of_chunk(model.layers, 7, 7), 1);
+        assert_eq!(layers.iter().filter(|&&n| n == 2).count(), 62);
+        // Every stage's ranks together hold the whole model once (t = 8:
+        // only the final norm is replicated on the tensor ranks).
+        let total: u64 = (0..8)
+            .map(|stage| parameters_on_rank(&model, sharding, stage) * 8)
+            .sum();
+        assert_eq!(
+            total,
+            formulas::published_parameter_count(&model) + 7 * model.norm_parameters()
+        );
+        for stage in 0..8 {
+            let summed: u64 = (0..8)
+                .map(|chunk| parameters_of_chunk(&model, sharding, stage, chunk))
+                .sum();
+            assert_eq!(parameters_on_rank(&model, sharding, stage), summed);
+        }
+    }
+
+    #[test]
     fn untied_rope_models_are_held_once_with_only_their_norms_replicated() {
         let model = crate::preset("llama3-70b").unwrap();
         for (t, p, v) in [(1, 1, 1), (8, 1, 1), (8, 4, 5), (2, 16, 1)] {
@@ -152,6 +279,7 @@ mod tests {
                 tensor_parallel: t,
                 pipeline_parallel: p,
                 chunks: v,
+                split: Default::default(),
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)

@@ -93,7 +93,11 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     let model = &scenario.model;
     let layout = &scenario.layout;
     let (b, t) = (layout.microbatch_size as u64, layout.tensor_parallel as u64);
-    let layers_per_chunk = model.layers / layout.virtual_stages() as u64;
+    // The most layers a chunk builds: under an uneven split the first and
+    // last virtual stages build one fewer, which this overstates by a layer
+    // of activations there (conservative).
+    let sharding = layout.sharding();
+    let layers_per_chunk = sharding.layers_per_chunk(model.layers);
     let kind = match scenario.recompute {
         Recompute::None => RecomputeKind::None,
         Recompute::Selective => RecomputeKind::Selective,
@@ -169,8 +173,9 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             // FP8: each layer's cached FP8 weights with their transposes and
             // its amax histories and scales ([`models::fp8`]).
             let fp8_state_bytes = if fp8 {
-                layers_per_chunk
-                    * layout.chunks as u64
+                (0..layout.chunks)
+                    .map(|chunk| sharding.layers_of_chunk(model.layers, stage, chunk))
+                    .sum::<u64>()
                     * models::fp8::extra_state_bytes_per_layer(model, t)
             } else {
                 0

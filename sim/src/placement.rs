@@ -160,6 +160,7 @@ mod tests {
             pipeline_parallel: p,
             data_parallel: d,
             context_parallel: 1,
+            pipeline_split: Default::default(),
             chunks: 1,
             microbatch_size: 1,
             global_batch: d,
@@ -201,6 +202,7 @@ mod tests {
         let placement = Placement::new(
             Layout {
                 context_parallel: 2,
+                pipeline_split: Default::default(),
                 ..layout(2, 2, 2)
             },
             8,

@@ -18,14 +18,14 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
         .filter(|row| row.quantity == "tokens_per_s_per_gpu")
         .collect();
     assert_eq!(tokens.len(), 14);
-    let (predicted, refused): (Vec<&ValidationRow>, Vec<&ValidationRow>) =
-        tokens.iter().partition(|row| row.predicted.is_some());
-    assert_eq!(predicted.len(), 12);
-    // Llama 3.1 405B's 126 layers on 8 × 8 virtual stages need uneven stages.
-    for row in &refused {
-        assert!(row.case.contains("405b"), "{row:?}");
-        assert!(row.note.contains("divisible"), "{row:?}");
-    }
+    // Llama 3.1 405B's 126 layers on 8 × 8 virtual stages run with
+    // Megatron-Core's uneven split (its recipes count embedding and loss).
+    let predicted: Vec<&ValidationRow> = tokens
+        .iter()
+        .copied()
+        .filter(|row| row.predicted.is_some())
+        .collect();
+    assert_eq!(predicted.len(), 14, "{tokens:?}");
     // The derived TFLOP/s restate the tokens with NVIDIA's FLOP count.
     assert!(rows
         .iter()
@@ -34,6 +34,6 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     let errors: Vec<f64> = predicted.iter().map(|r| r.error_percent.unwrap()).collect();
     let mean_abs = errors.iter().map(|e| e.abs()).sum::<f64>() / errors.len() as f64;
     // Pinned (README, "Accuracy"): every prediction is optimistic today.
-    assert!((mean_abs - 27.7).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    assert!((mean_abs - 27.6).abs() < 0.5, "mean |error| {mean_abs:.2}%");
     assert!(errors.iter().all(|&e| e > 0.0), "{errors:?}");
 }

@@ -53,6 +53,16 @@ pub struct ScenarioArgs {
     /// Model chunks per stage v (interleaved schedule only).
     #[arg(long)]
     pub chunks: Option<u32>,
+    /// Megatron-Core's uneven pipeline split: count the embedding as a layer
+    /// of the first virtual stage, which then builds one transformer layer
+    /// fewer (layers + 1 [+ 1] must divide into p·v).
+    #[arg(long)]
+    pub account_for_embedding_in_pipeline_split: bool,
+    /// Count the loss as a layer of the last virtual stage (one transformer
+    /// layer fewer there). Llama 3.1 405B's 126 layers on p·v = 64 run with
+    /// both: 2 layers per virtual stage, 1 on the first and the last.
+    #[arg(long)]
+    pub account_for_loss_in_pipeline_split: bool,
     /// Microbatch size b.
     #[arg(long)]
     pub microbatch_size: Option<u32>,
@@ -103,6 +113,12 @@ impl ScenarioArgs {
             dp: self.dp,
             cp: self.cp,
             chunks: self.chunks,
+            pipeline_split: (self.account_for_embedding_in_pipeline_split
+                || self.account_for_loss_in_pipeline_split)
+                .then_some(models::sharding::PipelineSplit {
+                    embedding: self.account_for_embedding_in_pipeline_split,
+                    loss: self.account_for_loss_in_pipeline_split,
+                }),
             microbatch_size: self.microbatch_size,
             global_batch: self.global_batch,
             schedule: self.schedule.as_deref().and_then(ScheduleKind::parse),

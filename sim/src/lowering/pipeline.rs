@@ -79,7 +79,9 @@ pub fn program(
         layout.microbatches,
     );
     let virtual_stages = layout.virtual_stages();
-    let layers_per_chunk = (scenario.model.layers / virtual_stages as u64) as u32;
+    // The most layers a chunk builds (all, unless the split counts the
+    // embedding or the loss as a layer: then the first and last build fewer).
+    let layers_per_chunk = sharding.layers_per_chunk(scenario.model.layers) as u32;
     let placement = Placement::new(layout, scenario.topology.node.gpus_per_node);
     let recompute = scenario.recompute != Recompute::None;
     let chunks = layout.chunks as usize;
@@ -139,6 +141,8 @@ pub fn program(
 
             for action in &schedule.actions[stage as usize] {
                 let virtual_stage = action.chunk * p + stage;
+                let chunk_layers =
+                    sharding.layers_of_chunk(scenario.model.layers, stage, action.chunk) as u32;
                 let embedding = virtual_stage == 0;
                 let head = virtual_stage == virtual_stages - 1;
                 let passes: &[ComputePass] = match (action.pass, recompute) {
@@ -169,7 +173,7 @@ pub fn program(
                         plan.pieces(
                             pass,
                             action.microbatch,
-                            layers_per_chunk,
+                            chunk_layers,
                             with_embedding,
                             with_head,
                         )
@@ -179,15 +183,10 @@ pub fn program(
                         (None, Some(per_bucket))
                             if makes_gradients && action.microbatch + 1 == m =>
                         {
-                            backward_buckets(
-                                layers_per_chunk,
-                                per_bucket,
-                                with_embedding,
-                                with_head,
-                            )
+                            backward_buckets(chunk_layers, per_bucket, with_embedding, with_head)
                         }
                         (None, _) => vec![BucketLayers {
-                            layers: layers_per_chunk,
+                            layers: chunk_layers,
                             embedding: with_embedding,
                             head: with_head,
                         }],

@@ -90,8 +90,10 @@ impl ShardPlan {
             return None;
         }
         let group = scenario.options.shard_group(d);
-        let layers_per_chunk =
-            (scenario.model.layers / scenario.layout.virtual_stages() as u64) as u32;
+        let layers_per_chunk = scenario
+            .layout
+            .sharding()
+            .layers_per_chunk(scenario.model.layers) as u32;
         let per_layer =
             parameters_of_layers(&scenario.model, scenario.layout.sharding(), 1, false, false);
         // Megatron-Core's parameter-gather buckets are its gradient buckets
@@ -399,14 +401,14 @@ pub fn parameter_all_gathers(
 pub fn largest_piece_params(scenario: &Scenario, plan: &ShardPlan, stage: u32) -> u64 {
     let layout = scenario.layout;
     let virtual_stages = layout.virtual_stages();
-    let layers_per_chunk = (scenario.model.layers / virtual_stages as u64) as u32;
+    let sharding = layout.sharding();
     (0..layout.chunks)
         .flat_map(|chunk| {
             let virtual_stage = chunk * layout.pipeline_parallel + stage;
             plan.pieces(
                 ComputePass::Backward,
                 0,
-                layers_per_chunk,
+                sharding.layers_of_chunk(scenario.model.layers, stage, chunk) as u32,
                 virtual_stage == 0,
                 virtual_stage + 1 == virtual_stages,
             )

@@ -61,6 +61,10 @@ pub struct ScenarioFile {
     pub cp: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunks: Option<u32>,
+    /// Megatron-Core's uneven pipeline split: the embedding and/or the loss
+    /// counted as a layer (`{"embedding": true, "loss": true}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_split: Option<models::sharding::PipelineSplit>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub microbatch_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,6 +101,13 @@ pub struct Layout {
     /// Context-parallel degree cp (1: none); absent in older files.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub context_parallel: u32,
+    /// How layers are split over the virtual stages (even unless the
+    /// embedding or the loss count as a layer: `models::sharding::PipelineSplit`).
+    #[serde(
+        default,
+        skip_serializing_if = "models::sharding::PipelineSplit::is_even"
+    )]
+    pub pipeline_split: models::sharding::PipelineSplit,
     /// Microbatch size b.
     pub microbatch_size: u32,
     /// Global batch B.
@@ -125,6 +136,7 @@ impl Layout {
             tensor_parallel: self.tensor_parallel,
             pipeline_parallel: self.pipeline_parallel,
             chunks: self.chunks,
+            split: self.pipeline_split,
         }
     }
 }
@@ -235,6 +247,7 @@ impl ScenarioFile {
             dp: self.dp.or(base.dp),
             cp: self.cp.or(base.cp),
             chunks: self.chunks.or(base.chunks),
+            pipeline_split: self.pipeline_split.or(base.pipeline_split),
             microbatch_size: self.microbatch_size.or(base.microbatch_size),
             global_batch: self.global_batch.or(base.global_batch),
             schedule: self.schedule.or(base.schedule),

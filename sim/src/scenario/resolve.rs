@@ -168,11 +168,30 @@ impl ScenarioFile {
                     model.vocab
                 ));
             }
-            if model.layers % (p as u64 * v as u64) != 0 {
+            let split = self.pipeline_split.unwrap_or_default();
+            let split_layers = model.layers + u64::from(split.embedding) + u64::from(split.loss);
+            let virtual_stages = p as u64 * v as u64;
+            if split.is_even() && model.layers % virtual_stages != 0 {
                 problems.push(format!(
-                    "pp: layers ({}) must be divisible by pp × chunks = {p} × {v} = {}",
+                    "pp: layers ({}) must be divisible by pp × chunks = {p} × {v} = {virtual_stages} (or count the embedding and the loss as layers: pipeline_split)",
                     model.layers,
-                    p as u64 * v as u64
+                ));
+            } else if !split.is_even() && split_layers % virtual_stages != 0 {
+                problems.push(format!(
+                    "pipeline_split: layers + embedding + loss ({split_layers}) must be divisible by pp × chunks = {p} × {v} = {virtual_stages}"
+                ));
+            } else if !split.is_even() && {
+                // Every virtual stage builds at least one transformer layer.
+                let (e, l) = (u64::from(split.embedding), u64::from(split.loss));
+                let needed = if virtual_stages == 1 {
+                    1 + e + l
+                } else {
+                    1 + e.max(l)
+                };
+                split_layers / virtual_stages < needed
+            } {
+                problems.push(format!(
+                    "pipeline_split: {virtual_stages} virtual stages leave no transformer layer beside the embedding or the loss"
                 ));
             }
         }
@@ -271,6 +290,7 @@ impl ScenarioFile {
             pipeline_parallel: p,
             data_parallel: d,
             context_parallel: cp,
+            pipeline_split: self.pipeline_split.unwrap_or_default(),
             chunks: v,
             microbatch_size: b,
             global_batch,

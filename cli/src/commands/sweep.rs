@@ -306,7 +306,11 @@ fn shared_options(space: &SweepSpace) -> String {
         varied.push_str(&format!(" · ZeRO stage ∈ {}", list(values)));
     }
     if !space.precisions.is_empty() {
-        let values = space.precisions.iter().map(|p| p.name().to_string()).collect();
+        let values = space
+            .precisions
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect();
         varied.push_str(&format!(" · precision ∈ {}", list(values)));
     }
     format!(

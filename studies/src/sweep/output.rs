@@ -211,10 +211,7 @@ impl SweepOutput {
                 DropReason::ActivationsExceedMemory => "out_of_memory_activations",
             };
             let mut row = vec![String::new(), d.index.to_string(), reason.to_string()];
-            row.extend(layout_columns(
-                l,
-                b / (l.microbatch_size * l.data_parallel),
-            ));
+            row.extend(layout_columns(l, b / (l.microbatch_size * l.data_parallel)));
             row.extend(std::iter::repeat_n(String::new(), 10));
             row.extend([
                 d.peak_memory_bytes.to_string(),

@@ -333,8 +333,8 @@ fn cp_none() -> Vec<u32> {
     vec![1]
 }
 
-fn is_cp_none(list: &Vec<u32>) -> bool {
-    list[..] == [1]
+fn is_cp_none(list: &[u32]) -> bool {
+    list == [1]
 }
 
 fn one() -> u32 {

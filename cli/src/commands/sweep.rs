@@ -49,10 +49,10 @@ Threads: one simulation per core (rayon); set RAYON_NUM_THREADS to change it.";
 /// (`TrainingOptionsFile`), made to take lists.
 const ZERO_STAGE_HELP: &str = "ZeRO stages tried, comma-separated (e.g. 1,3: each layout once with \
      each; 0 none, 1 the distributed optimizer, 2 and the gradients, 3 and the parameters as FSDP). \
-     One value: the stage every layout runs with. Default: the stack's";
+     One value: the stage every layout runs with. Default: 0, unless the stack sets it";
 const PRECISION_HELP: &str = "Precisions tried, comma-separated (e.g. bf16,fp8: each layout once \
      with each; fp8 only on GPUs with FP8 tensor cores). One value: the precision every layout \
-     runs with. Default: the stack's (fp16 for megatron-2021)";
+     runs with. Default: fp16, unless the stack sets it";
 
 /// `clustersim sweep`'s arguments: [`SweepFlags`] with `--zero-stage` and
 /// `--precision` taking comma-separated lists (the flags themselves are

@@ -131,3 +131,148 @@ fn bad_sweep_flags_exit_2_with_one_clear_line() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// tiny on 4 GPUs of an H100 SuperPOD over cp, ZeRO stages and precisions
+/// (the hand count is in `studies/src/sweep/dimensions_tests.rs`: 36 tuples,
+/// all valid).
+const DIMENSIONS: [&str; 19] = [
+    "sweep",
+    "--model",
+    "tiny",
+    "--topology",
+    "dgx-h100-superpod",
+    "--gpus",
+    "4",
+    "--global-batch",
+    "8",
+    "--max-microbatch",
+    "1",
+    "--schedule",
+    "1f1b",
+    "--recompute",
+    "none",
+    "--zero-stage",
+    "3,1",
+    "--precision",
+    "bf16,fp8",
+];
+
+#[test]
+fn help_documents_the_sweep_dimensions_with_an_example() {
+    let output = clustersim(&["sweep", "--help"]);
+    assert!(output.status.success());
+    let help = text(&output.stdout);
+    for needle in [
+        "--cp <DEGREES>",
+        "--max-cp <N>",
+        "--zero-stage <STAGES>",
+        "ZeRO stages tried, comma-separated",
+        "--precision <FORMATS>",
+        "Precisions tried, comma-separated",
+        "--cp 1,2,4 --zero-stage 1,3 --precision bf16,fp8",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+}
+
+#[test]
+fn a_sweep_over_cp_zero_stages_and_precisions_names_them_and_its_shards_merge() {
+    let dir = scratch("dimensions");
+    let whole = dir.join("whole.json");
+    let mut args = DIMENSIONS.to_vec();
+    args.extend([
+        "--cp",
+        "1,2",
+        "--top",
+        "40",
+        "--json",
+        whole.to_str().unwrap(),
+    ]);
+    let output = clustersim(&args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    for needle in [
+        "· cp ∈ {1,2} · ZeRO stage ∈ {1,3} · precision ∈ {bf16,fp8}",
+        "36 layouts examined: 0 rejected by validation (problems by field: none), 36 valid",
+        "36 simulated",
+        " cp ",
+        " zero prec ",
+    ] {
+        assert!(stdout.contains(needle), "{needle}: {stdout}");
+    }
+    // --max-cp 2, and the lists given as repeated flags, are the same sweep.
+    let same = dir.join("same.json");
+    let mut args = DIMENSIONS[..15].to_vec();
+    args.extend([
+        "--max-cp",
+        "2",
+        "--zero-stage",
+        "1",
+        "--zero-stage",
+        "3",
+        "--precision",
+        "fp8,bf16",
+        "--json",
+        same.to_str().unwrap(),
+    ]);
+    assert!(clustersim(&args).status.success());
+    assert!(std::fs::read(&whole).unwrap() == std::fs::read(&same).unwrap());
+    let mut merge_args = vec!["sweep".to_string(), "merge".to_string()];
+    for index in 0..3 {
+        let path = dir.join(format!("shard-{index}.json"));
+        let shard = format!("{index}/3");
+        let mut args = DIMENSIONS.to_vec();
+        args.extend([
+            "--cp",
+            "1,2",
+            "--shard",
+            &shard,
+            "--json",
+            path.to_str().unwrap(),
+        ]);
+        let output = clustersim(&args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        merge_args.push(path.to_str().unwrap().to_string());
+    }
+    let merged = dir.join("merged.json");
+    merge_args.extend(["--json".to_string(), merged.to_str().unwrap().to_string()]);
+    let merge_refs: Vec<&str> = merge_args.iter().map(String::as_str).collect();
+    let output = clustersim(&merge_refs);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(std::fs::read(&whole).unwrap() == std::fs::read(&merged).unwrap());
+    // One value is the option every layout shares: no list in the header.
+    let single = dir.join("single.json");
+    let mut args = DIMENSIONS[..15].to_vec();
+    args.extend([
+        "--zero-stage",
+        "1",
+        "--precision",
+        "bf16",
+        "--json",
+        single.to_str().unwrap(),
+    ]);
+    assert!(clustersim(&args).status.success());
+    let single = std::fs::read_to_string(&single).unwrap();
+    assert!(single.contains("\"zero_stage\": 1") && single.contains("\"precision\": \"bf16\""));
+    assert!(!single.contains("zero_stages") && !single.contains("context_parallel"));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_dimension_flags_exit_2_naming_the_flag() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--cp", "0"], "--cp"),
+        (&["--cp", "2", "--max-cp", "4"], "--max-cp"),
+        (&["--precision", "bf16,fp9"], "fp9"),
+        (&["--cp", "3"], "--cp"),
+    ];
+    for (extra, needle) in cases {
+        let mut args = DIMENSIONS[..15].to_vec();
+        args.extend(extra);
+        let output = clustersim(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

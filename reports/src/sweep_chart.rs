@@ -171,6 +171,7 @@ mod tests {
             index,
             layout: Candidate {
                 tensor_parallel: 8,
+                context_parallel: 1,
                 pipeline_parallel: 2,
                 data_parallel: 1,
                 chunks: if schedule == ScheduleKind::Interleaved {
@@ -181,6 +182,8 @@ mod tests {
                 microbatch_size: 1,
                 schedule,
                 recompute: Recompute::None,
+                zero_stage: None,
+                precision: None,
             },
             microbatches: 8,
             iteration_time_ns: (1e9 / samples_per_s) as u64,

@@ -5,9 +5,11 @@
 //! the progress bar and prints the table.
 
 use crate::exit::user_error;
-use clap::{Args, Subcommand};
+use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sim::scenario::{Recompute, ScheduleKind, Stack, TrainingOptionsFile, DEFAULT_STACK};
+use sim::scenario::{
+    Precision, Recompute, ScheduleKind, Sharding, Stack, TrainingOptionsFile, DEFAULT_STACK,
+};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -18,6 +20,16 @@ Examples:
   clustersim sweep --model gpt3-175b --topology selene --gpus 1024 --global-batch 1536
   clustersim sweep --model gpt-22b --gpus 8 --global-batch 4 --top 5 --csv sweep.csv --plot sweep.svg
   clustersim sweep --model gpt-1t --gpus 512 --global-batch 512 --tp 8 --schedule 1f1b,interleaved --json sweep.json
+
+Today's dimensions: context parallelism, ZeRO stages and precisions as lists (each layout runs
+with one value of each; every combination scenario validation refuses, e.g. cp > 1 with ZeRO-2/3,
+is counted under \"rejected\"):
+
+  clustersim sweep --model llama3-8b --topology dgx-h100-superpod --gpus 64 --global-batch 128 \\
+      --stack megatron-core-2024 --cp 1,2,4 --zero-stage 1,3 --precision bf16,fp8 --schedule 1f1b
+
+  --max-cp 8 tries cp = 1, 2, 4, 8; a single --zero-stage or --precision value is the option every
+  layout shares, as in `simulate`.
 
 Sharding: candidate k (valid layouts numbered in enumeration order) belongs to shard k mod n.
 `sweep merge` checks that shards 0..n-1 of one sweep are all there and writes exactly what the
@@ -33,13 +45,92 @@ unsharded sweep writes (same bytes). A Slurm job array of 16 shards:
 
 Threads: one simulation per core (rayon); set RAYON_NUM_THREADS to change it.";
 
+/// `--zero-stage` and `--precision` of the sweep: the shared options' flags
+/// (`TrainingOptionsFile`), made to take lists.
+const ZERO_STAGE_HELP: &str = "ZeRO stages tried, comma-separated (e.g. 1,3: each layout once with \
+     each; 0 none, 1 the distributed optimizer, 2 and the gradients, 3 and the parameters as FSDP). \
+     One value: the stage every layout runs with. Default: 0, unless the stack sets it";
+const PRECISION_HELP: &str = "Precisions tried, comma-separated (e.g. bf16,fp8: each layout once \
+     with each; fp8 only on GPUs with FP8 tensor cores). One value: the precision every layout \
+     runs with. Default: fp16, unless the stack sets it";
+
+/// `clustersim sweep`'s arguments: [`SweepFlags`] with `--zero-stage` and
+/// `--precision` taking comma-separated lists (the flags themselves are
+/// declared once, in `TrainingOptionsFile`).
+#[derive(Debug)]
+pub struct SweepArgs {
+    pub flags: SweepFlags,
+    /// Every `--zero-stage` value, in the order given.
+    pub zero_stages: Vec<u8>,
+    /// Every `--precision` value, in the order given.
+    pub precisions: Vec<Precision>,
+}
+
+impl Args for SweepArgs {
+    fn augment_args(command: Command) -> Command {
+        as_lists(SweepFlags::augment_args(command))
+    }
+    fn augment_args_for_update(command: Command) -> Command {
+        as_lists(SweepFlags::augment_args_for_update(command))
+    }
+}
+
+fn as_lists(command: Command) -> Command {
+    command
+        .mut_arg("zero_stage", |arg| {
+            arg.value_delimiter(',')
+                .action(ArgAction::Append)
+                .value_name("STAGES")
+                .help(ZERO_STAGE_HELP)
+        })
+        .mut_arg("precision", |arg| {
+            arg.value_delimiter(',')
+                .action(ArgAction::Append)
+                .value_name("FORMATS")
+                .help(PRECISION_HELP)
+        })
+}
+
+impl FromArgMatches for SweepArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut matches.clone())
+    }
+    fn from_arg_matches_mut(matches: &mut ArgMatches) -> Result<Self, clap::Error> {
+        // Read the lists before the derived parser takes the first value of each.
+        let zero_stages = many::<u8>(matches, "zero_stage");
+        let precisions = many::<Precision>(matches, "precision");
+        Ok(SweepArgs {
+            flags: SweepFlags::from_arg_matches_mut(matches)?,
+            zero_stages,
+            precisions,
+        })
+    }
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.update_from_arg_matches_mut(&mut matches.clone())
+    }
+    fn update_from_arg_matches_mut(&mut self, matches: &mut ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches_mut(matches)?;
+        Ok(())
+    }
+}
+
+/// Every value of a list flag (none when absent, e.g. under `sweep merge`).
+fn many<T: Clone + Send + Sync + 'static>(matches: &ArgMatches, id: &str) -> Vec<T> {
+    matches
+        .try_get_many::<T>(id)
+        .ok()
+        .flatten()
+        .map(|values| values.cloned().collect())
+        .unwrap_or_default()
+}
+
 #[derive(Debug, Args)]
 #[command(
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     after_help = AFTER_HELP
 )]
-pub struct SweepArgs {
+pub struct SweepFlags {
     #[command(subcommand)]
     pub command: Option<SweepCommand>,
     /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
@@ -54,7 +145,7 @@ pub struct SweepArgs {
     /// for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
-    /// GPUs N: every layout has tp × pp × dp = N.
+    /// GPUs N: every layout has tp × cp × pp × dp = N.
     #[arg(long, required = true)]
     pub gpus: Option<u32>,
     /// Global batch size B (B must be a multiple of microbatch size × dp).
@@ -84,6 +175,14 @@ pub struct SweepArgs {
     /// Only this pipeline-parallel degree.
     #[arg(long)]
     pub pp: Option<u32>,
+    /// Context-parallel degrees tried, comma-separated (e.g. 1,2,4; default 1:
+    /// none). Each must divide N/tp; scenario validation refuses the rest
+    /// (seq_len divisible by 2·cp, tp × cp within or across whole nodes, …).
+    #[arg(long, value_name = "DEGREES", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub cp: Vec<u32>,
+    /// Try cp = 1, 2, 4, … up to N (instead of listing them with --cp).
+    #[arg(long, value_name = "N", conflicts_with = "cp", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_cp: Option<u32>,
     /// Run shard i of n (0 ≤ i < n): the candidates k with k mod n = i.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
@@ -129,17 +228,18 @@ pub struct OutputArgs {
     pub plot: Option<PathBuf>,
 }
 
-pub fn run(args: SweepArgs) -> anyhow::Result<()> {
-    if let Some(SweepCommand::Merge(merge)) = args.command {
+pub fn run(mut all: SweepArgs) -> anyhow::Result<()> {
+    if let Some(SweepCommand::Merge(merge)) = all.flags.command.take() {
         return run_merge(merge);
     }
+    let space = space_from(&all)?;
+    let args = &all.flags;
     let shard = args
         .shard
         .as_deref()
         .map(Shard::parse)
         .transpose()
         .map_err(user_error)?;
-    let space = space_from(&args)?;
     let started = Instant::now();
     let enumeration = sweep::enumerate(&space).map_err(sweep_error)?;
     let candidates = match shard {
@@ -175,25 +275,53 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
     present(&output, &args.output, None)
 }
 
-/// The options every layout of the sweep runs with, for the title line.
+/// The options every layout of the sweep runs with, for the title line,
+/// then the dimensions it varies beyond the layout.
 fn shared_options(space: &SweepSpace) -> String {
     let stack_name = space.stack.as_deref().unwrap_or(DEFAULT_STACK);
-    let options = match Stack::resolve(stack_name) {
+    let mut options = match Stack::resolve(stack_name) {
         Ok(stack) => stack.defaults_under(&space.options).with_defaults(),
         Err(_) => space.options.with_defaults(),
     };
+    // A varied option is named by its list below, not by the stack's default.
+    if !space.precisions.is_empty() {
+        options.precision = Precision::default();
+    }
+    if !space.zero_stages.is_empty() {
+        options.sharding = Sharding::None;
+        options.distributed_optimizer = false;
+    }
     let stack = match &space.stack {
         Some(name) => format!(" · stack {name}"),
         None => String::new(),
     };
+    let list = |values: Vec<String>| format!("{{{}}}", values.join(","));
+    let mut varied = String::new();
+    if space.varies_context_parallel() {
+        let values = space.context_parallel.iter().map(u32::to_string).collect();
+        varied.push_str(&format!(" · cp ∈ {}", list(values)));
+    }
+    if !space.zero_stages.is_empty() {
+        let values = space.zero_stages.iter().map(u8::to_string).collect();
+        varied.push_str(&format!(" · ZeRO stage ∈ {}", list(values)));
+    }
+    if !space.precisions.is_empty() {
+        let values = space
+            .precisions
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect();
+        varied.push_str(&format!(" · precision ∈ {}", list(values)));
+    }
     format!(
-        "{}{stack}",
+        "{}{stack}{varied}",
         options.title_suffix(options.default_iterations())
     )
 }
 
 /// Flags → the sweep space (flag errors exit 2).
-fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
+fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
+    let args = &all.flags;
     let gpus = args.gpus.expect("clap requires --gpus");
     let global_batch = args.global_batch.expect("clap requires --global-batch");
     let mut space = SweepSpace::new(&args.model, &args.topology, gpus, global_batch);
@@ -206,6 +334,13 @@ fn space_from(args: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.stack = args.stack.clone();
     space.tensor_parallel = args.tp;
     space.pipeline_parallel = args.pp;
+    if let Some(max) = args.max_cp {
+        space.context_parallel = sweep::space::powers_of_two_up_to(max);
+    } else if !args.cp.is_empty() {
+        space.context_parallel = args.cp.clone();
+    }
+    space.zero_stages = all.zero_stages.clone();
+    space.precisions = all.precisions.clone();
     if !args.schedule.is_empty() {
         space.schedules = args
             .schedule
@@ -357,19 +492,30 @@ fn write_report(
         return Ok(());
     }
     writeln!(out)?;
+    // cp after t, ZeRO stage and precision after rc: only in sweeps that vary them.
+    let (cp, zero, precision) = (
+        s.varies_context_parallel(),
+        !s.zero_stages.is_empty(),
+        !s.precisions.is_empty(),
+    );
+    let optional = |on: bool, text: String| if on { text } else { String::new() };
     writeln!(
         out,
-        "{:>4} {:>3} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}",
-        "rank", "t", "p", "d", "v", "b", "m", "schedule", "rc", "samples/s", "TFLOP/s", "iter s",
-        "bubble", "TP s", "PP s", "DP s", "GiB"
+        "{:>4} {:>3}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}",
+        "rank", "t", optional(cp, format!(" {:>3}", "cp")), "p", "d", "v", "b", "m", "schedule", "rc",
+        optional(zero, format!(" {:>4}", "zero")), optional(precision, format!(" {:<4}", "prec")),
+        "samples/s", "TFLOP/s", "iter s", "bubble", "TP s", "PP s", "DP s", "GiB"
     )?;
     for (position, r) in output.results.iter().take(top).enumerate() {
         let l = &r.layout;
+        let stage = l.zero_stage.map_or("-".to_string(), |z| z.to_string());
+        let format = l.precision.map_or("-", |p| p.name());
         writeln!(
             out,
-            "{:>4} {:>3} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
+            "{:>4} {:>3}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
             position + 1,
             l.tensor_parallel,
+            optional(cp, format!(" {:>3}", l.context_parallel)),
             l.pipeline_parallel,
             l.data_parallel,
             l.chunks,
@@ -377,6 +523,8 @@ fn write_report(
             r.microbatches,
             l.schedule.name(),
             l.recompute.name(),
+            optional(zero, format!(" {stage:>4}")),
+            optional(precision, format!(" {format:<4}")),
             r.samples_per_s,
             r.tflops_per_gpu,
             r.iteration_time_s,

@@ -225,7 +225,10 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     flags.push("--model", Some(value(&["tiny", "model.json"], rng)));
     flags.push(
         "--topology",
-        Some(value(&["dgx-a100", "topology.json"], rng)),
+        Some(value(
+            &["dgx-a100", "topology.json", "dgx-h100-superpod"],
+            rng,
+        )),
     );
     flags.push("--gpus", Some(value(&["1", "2", "4", "8"], rng)));
     flags.push("--global-batch", Some(value(&["2", "4", "8", "16"], rng)));
@@ -247,6 +250,19 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         ),
         ("--profile", &["profile.json"][..], 10),
         ("--stack", &["stack.json", "megatron-core-2024"][..], 10),
+        // The sweep's lists: cp degrees, ZeRO stages, precisions.
+        (
+            "--cp",
+            &["1,2", "2", "1,2,4", "3,1", "0", "4294967295", ","][..],
+            25,
+        ),
+        ("--max-cp", &["1", "2", "8", "0", "4294967295"][..], 10),
+        ("--zero-stage", &["1,3", "0,1,2,3", "3,9", "1,"][..], 20),
+        (
+            "--precision",
+            &["bf16,fp8", "fp16,bf16,fp8", "fp8,fp9"][..],
+            20,
+        ),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

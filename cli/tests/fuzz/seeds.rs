@@ -226,6 +226,13 @@ impl Seeds {
                     "2",
                     "--max-chunks",
                     "2",
+                    // The keys of the sweep's lists are in the shard files.
+                    "--cp",
+                    "1,2",
+                    "--zero-stage",
+                    "0,1",
+                    "--precision",
+                    "fp16,bf16",
                     "--shard",
                     &shard,
                     "--json",

@@ -103,7 +103,12 @@ pub fn enumerate(space: &SweepSpace) -> Result<Enumeration, SweepError> {
             model: base.model.name.clone(),
             global_batch: space.global_batch,
             examined: enumeration.examined,
-            reasons: if enumeration.examined == 0 {
+            reasons: if enumeration.examined == 0 && space.varies_context_parallel() {
+                format!(
+                    "no t ≤ {} GPUs per node and cp in {:?} have t·cp dividing {} (pass --allow-cross-node-tp, or check --tp/--pp/--cp)",
+                    base.topology.node.gpus_per_node, space.context_parallel, space.gpus
+                )
+            } else if enumeration.examined == 0 {
                 format!(
                     "no t ≤ {} GPUs per node divides {} (pass --allow-cross-node-tp, or check --tp/--pp)",
                     base.topology.node.gpus_per_node, space.gpus
@@ -141,6 +146,20 @@ fn check_constraints(space: &SweepSpace) -> Result<(), SweepError> {
         return Err(SweepError::Constraint {
             key: "recompute",
             message: "at least one recompute mode is needed".to_string(),
+        });
+    }
+    // Only what tuple generation itself needs (cp divides N/t); every other
+    // rule on cp, ZeRO stages and precisions is `resolve()`'s.
+    if space.context_parallel.is_empty() {
+        return Err(SweepError::Constraint {
+            key: "cp",
+            message: "at least one context-parallel degree is needed".to_string(),
+        });
+    }
+    if space.context_parallel.contains(&0) {
+        return Err(SweepError::Constraint {
+            key: "cp",
+            message: "every context-parallel degree must be at least 1".to_string(),
         });
     }
     Ok(())

@@ -2,42 +2,64 @@
 //! `resolve()`: the enumerator keeps nothing invalid and drops nothing valid.
 
 use super::*;
-use sim::scenario::{Recompute, ScheduleKind};
+use sim::scenario::{Precision, Recompute, ScheduleKind};
 use std::collections::BTreeSet;
 
-/// Brute force: every (t, p, d) in 1..=N³, every b in 1..=max_b, every
-/// schedule, every v in 1..=max_chunks, every recompute mode; keep what the
-/// sweep's rules allow (t·p·d = N, b a power of two, t within a node unless
-/// allowed, fixed t/p) and `resolve()` accepts.
+/// Brute force: every (t, cp, p, d) in 1..=N⁴ with cp from the space's
+/// list, every b in 1..=max_b, every schedule, every v in 1..=max_chunks,
+/// every recompute mode, ZeRO stage and precision of the space; keep what
+/// the sweep's rules allow (t·cp·p·d = N, b a power of two, t within a node
+/// unless allowed, fixed t/p) and `resolve()` accepts.
 fn brute_force(space: &SweepSpace, gpus_per_node: u32) -> BTreeSet<Candidate> {
     let n = space.gpus;
-    let mut valid = BTreeSet::new();
+    let mut zero_stages: Vec<Option<u8>> = space.zero_stages.iter().copied().map(Some).collect();
+    let mut precisions: Vec<Option<Precision>> =
+        space.precisions.iter().copied().map(Some).collect();
+    if zero_stages.is_empty() {
+        zero_stages.push(None);
+    }
+    if precisions.is_empty() {
+        precisions.push(None);
+    }
+    let mut layouts = Vec::new();
     for t in 1..=n {
-        for p in 1..=n {
-            for d in 1..=n {
-                let within_rules = t * p * d == n
-                    && (t <= gpus_per_node || space.allow_cross_node_tp)
-                    && space.tensor_parallel.is_none_or(|x| x == t)
-                    && space.pipeline_parallel.is_none_or(|x| x == p);
-                if !within_rules {
-                    continue;
+        for &cp in &space.context_parallel {
+            for p in 1..=n {
+                for d in 1..=n {
+                    let within_rules = u64::from(t * p * d) * u64::from(cp) == u64::from(n)
+                        && (t <= gpus_per_node || space.allow_cross_node_tp)
+                        && space.tensor_parallel.is_none_or(|x| x == t)
+                        && space.pipeline_parallel.is_none_or(|x| x == p);
+                    if within_rules {
+                        layouts.push((t, cp, p, d));
+                    }
                 }
-                for b in (1..=space.max_microbatch).filter(|b| b.is_power_of_two()) {
-                    for schedule in [
-                        ScheduleKind::Gpipe,
-                        ScheduleKind::OneFOneB,
-                        ScheduleKind::Interleaved,
-                    ] {
-                        for v in 1..=space.max_chunks {
-                            for recompute in [Recompute::None, Recompute::Full] {
+            }
+        }
+    }
+    let mut valid = BTreeSet::new();
+    for (t, cp, p, d) in layouts {
+        for b in (1..=space.max_microbatch).filter(|b| b.is_power_of_two()) {
+            for schedule in [
+                ScheduleKind::Gpipe,
+                ScheduleKind::OneFOneB,
+                ScheduleKind::Interleaved,
+            ] {
+                for v in 1..=space.max_chunks {
+                    for recompute in [Recompute::None, Recompute::Full] {
+                        for &zero_stage in &zero_stages {
+                            for &precision in &precisions {
                                 let candidate = Candidate {
                                     tensor_parallel: t,
+                                    context_parallel: cp,
                                     pipeline_parallel: p,
                                     data_parallel: d,
                                     chunks: v,
                                     microbatch_size: b,
                                     schedule,
                                     recompute,
+                                    zero_stage,
+                                    precision,
                                 };
                                 if space.scenario_file(&candidate).resolve().is_ok() {
                                     valid.insert(candidate);
@@ -121,6 +143,23 @@ fn enumeration_equals_brute_force_through_resolve() {
             max_chunks: 3,
             allow_cross_node_tp: true,
             ..SweepSpace::new("gpt-22b", "selene", 32, 64)
+        },
+        // Today's dimensions: cp, ZeRO stages and precisions on an H100 cluster
+        // (cp = 3 divides no N/t here but 6/t; seq_len 256 is not divisible by 2·3).
+        SweepSpace {
+            max_microbatch: 2,
+            max_chunks: 2,
+            context_parallel: vec![1, 2, 3, 4],
+            zero_stages: vec![0, 1, 2, 3],
+            precisions: vec![Precision::Bf16, Precision::Fp8],
+            ..SweepSpace::new("tiny", "dgx-h100-superpod", 8, 16)
+        },
+        SweepSpace {
+            max_microbatch: 1,
+            max_chunks: 2,
+            context_parallel: vec![1, 2, 3],
+            zero_stages: vec![1, 3],
+            ..SweepSpace::new("tiny", "dgx-h100-superpod", 12, 12)
         },
     ];
     for space in cases {

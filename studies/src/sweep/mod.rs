@@ -1,9 +1,12 @@
 //! # Sweeps: every valid layout of a model on N GPUs, simulated and ranked
 //!
 //! A sweep answers "which layout is best for N GPUs?" in five steps:
-//! 1. [`space`]: the sweep's own rules generate (t, p, d, b, schedule, v,
-//!    recompute) tuples — t·p·d = N, t at most a node unless cross-node tensor
-//!    parallelism is allowed, b a power of two up to a maximum, v up to a maximum;
+//! 1. [`space`]: the sweep's own rules generate (t, cp, p, d, b, schedule, v,
+//!    recompute, ZeRO stage, precision) tuples — t·cp·p·d = N with cp from a
+//!    list (default {1}), t at most a node unless cross-node tensor
+//!    parallelism is allowed, b a power of two up to a maximum, v up to a
+//!    maximum, ZeRO stages and precisions from lists (default: the shared
+//!    options' own);
 //! 2. [`enumerate`]: each tuple becomes a [`sim::scenario::ScenarioFile`] and
 //!    [`sim::scenario::ScenarioFile::resolve`] alone decides validity; the
 //!    survivors, in generation order, are the *candidates*, numbered 0, 1, …;
@@ -35,6 +38,8 @@ pub mod run;
 pub mod shard;
 pub mod space;
 
+#[cfg(test)]
+mod dimensions_tests;
 #[cfg(test)]
 mod enumerate_tests;
 #[cfg(test)]

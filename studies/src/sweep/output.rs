@@ -9,7 +9,7 @@ use super::enumerate::Enumeration;
 use super::ranking::rank;
 use super::run::{DropReason, RunOutcome};
 use super::shard::Shard;
-use super::space::SweepSpace;
+use super::space::{Candidate, SweepSpace};
 use super::SweepError;
 use crate::sweep::{DroppedRecord, SweepRecord};
 use serde::{Deserialize, Serialize};
@@ -118,42 +118,91 @@ impl SweepOutput {
         counts
     }
 
-    /// CSV: a header, then one row per simulated layout (ranked), then one per dropped layout.
+    /// CSV: a header, then one row per simulated layout (ranked), then one
+    /// per dropped layout. A `cp` column follows `tp`, and `zero_stage` and
+    /// `precision` columns follow `recompute`, only in sweeps that vary them.
     pub fn to_csv_string(&self) -> String {
-        let mut out = String::from(
-            "rank,index,status,tp,pp,dp,chunks,microbatch_size,microbatches,schedule,recompute,\
-             samples_per_s,tflops_per_gpu,model_tflops_per_gpu,percent_of_peak,iteration_time_s,\
-             bubble_fraction,compute_time_s,exposed_tp_s,exposed_pp_s,exposed_dp_s,\
-             peak_memory_bytes,memory_capacity_bytes\n",
+        let space = &self.sweep;
+        let (cp, zero, precision) = (
+            space.varies_context_parallel(),
+            !space.zero_stages.is_empty(),
+            !space.precisions.is_empty(),
         );
-        let b = self.sweep.global_batch;
+        let mut header = vec!["rank", "index", "status", "tp"];
+        header.extend(cp.then_some("cp"));
+        header.extend([
+            "pp",
+            "dp",
+            "chunks",
+            "microbatch_size",
+            "microbatches",
+            "schedule",
+            "recompute",
+        ]);
+        header.extend(zero.then_some("zero_stage"));
+        header.extend(precision.then_some("precision"));
+        header.extend([
+            "samples_per_s",
+            "tflops_per_gpu",
+            "model_tflops_per_gpu",
+            "percent_of_peak",
+            "iteration_time_s",
+            "bubble_fraction",
+            "compute_time_s",
+            "exposed_tp_s",
+            "exposed_pp_s",
+            "exposed_dp_s",
+            "peak_memory_bytes",
+            "memory_capacity_bytes",
+        ]);
+        let mut out = header.join(",");
+        out.push('\n');
+        // The layout's columns from tp to precision.
+        let layout_columns = |l: &Candidate, microbatches: u32| -> Vec<String> {
+            let mut row = vec![l.tensor_parallel.to_string()];
+            row.extend(cp.then(|| l.context_parallel.to_string()));
+            row.extend([
+                l.pipeline_parallel.to_string(),
+                l.data_parallel.to_string(),
+                l.chunks.to_string(),
+                l.microbatch_size.to_string(),
+                microbatches.to_string(),
+                l.schedule.name().to_string(),
+                l.recompute.name().to_string(),
+            ]);
+            row.extend(zero.then(|| l.zero_stage.map_or(String::new(), |z| z.to_string())));
+            row.extend(precision.then(|| l.precision.map_or("", |p| p.name()).to_string()));
+            row
+        };
+        let b = space.global_batch;
         for (position, r) in self.results.iter().enumerate() {
-            let l = &r.layout;
-            out.push_str(&format!(
-                "{},{},simulated,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                position + 1,
-                r.index,
-                l.tensor_parallel,
-                l.pipeline_parallel,
-                l.data_parallel,
-                l.chunks,
-                l.microbatch_size,
-                r.microbatches,
-                l.schedule.name(),
-                l.recompute.name(),
-                r.samples_per_s,
-                r.tflops_per_gpu,
-                r.model_tflops_per_gpu,
-                r.percent_of_peak,
-                r.iteration_time_s,
-                r.bubble_fraction,
-                r.compute_time_s,
-                r.exposed_tensor_s,
-                r.exposed_pipeline_s,
-                r.exposed_data_parallel_s,
-                r.peak_memory_bytes,
-                r.memory_capacity_bytes
-            ));
+            let mut row = vec![
+                (position + 1).to_string(),
+                r.index.to_string(),
+                "simulated".to_string(),
+            ];
+            row.extend(layout_columns(&r.layout, r.microbatches));
+            row.extend(
+                [
+                    r.samples_per_s,
+                    r.tflops_per_gpu,
+                    r.model_tflops_per_gpu,
+                    r.percent_of_peak,
+                    r.iteration_time_s,
+                    r.bubble_fraction,
+                    r.compute_time_s,
+                    r.exposed_tensor_s,
+                    r.exposed_pipeline_s,
+                    r.exposed_data_parallel_s,
+                ]
+                .map(|x| x.to_string()),
+            );
+            row.extend([
+                r.peak_memory_bytes.to_string(),
+                r.memory_capacity_bytes.to_string(),
+            ]);
+            out.push_str(&row.join(","));
+            out.push('\n');
         }
         for d in &self.dropped {
             let l = &d.layout;
@@ -161,20 +210,15 @@ impl SweepOutput {
                 DropReason::ModelStatesExceedMemory => "out_of_memory_model_states",
                 DropReason::ActivationsExceedMemory => "out_of_memory_activations",
             };
-            out.push_str(&format!(
-                ",{},{reason},{},{},{},{},{},{},{},{},,,,,,,,,,,{},{}\n",
-                d.index,
-                l.tensor_parallel,
-                l.pipeline_parallel,
-                l.data_parallel,
-                l.chunks,
-                l.microbatch_size,
-                b / (l.microbatch_size * l.data_parallel),
-                l.schedule.name(),
-                l.recompute.name(),
-                d.peak_memory_bytes,
-                d.memory_capacity_bytes
-            ));
+            let mut row = vec![String::new(), d.index.to_string(), reason.to_string()];
+            row.extend(layout_columns(l, b / (l.microbatch_size * l.data_parallel)));
+            row.extend(std::iter::repeat_n(String::new(), 10));
+            row.extend([
+                d.peak_memory_bytes.to_string(),
+                d.memory_capacity_bytes.to_string(),
+            ]);
+            out.push_str(&row.join(","));
+            out.push('\n');
         }
         out
     }

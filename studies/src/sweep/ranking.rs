@@ -129,6 +129,11 @@ fn layout_differences(best: &Candidate, other: &Candidate) -> Vec<String> {
         other.tensor_parallel.to_string(),
     );
     compare(
+        "cp",
+        best.context_parallel.to_string(),
+        other.context_parallel.to_string(),
+    );
+    compare(
         "p",
         best.pipeline_parallel.to_string(),
         other.pipeline_parallel.to_string(),
@@ -149,5 +154,9 @@ fn layout_differences(best: &Candidate, other: &Candidate) -> Vec<String> {
         best.recompute.name().to_string(),
         other.recompute.name().to_string(),
     );
+    let stage = |c: &Candidate| c.zero_stage.map_or("-".to_string(), |s| s.to_string());
+    compare("ZeRO stage", stage(best), stage(other));
+    let precision = |c: &Candidate| c.precision.map_or("-", |p| p.name()).to_string();
+    compare("precision", precision(best), precision(other));
     out
 }

@@ -3,7 +3,8 @@
 //!
 //! The sweep's own rules — everything else is left to
 //! [`sim::scenario::ScenarioFile::resolve`]:
-//! - t·p·d = N exactly (t and p range over the divisors of N);
+//! - t·cp·p·d = N exactly (t and p range over the divisors of N, cp over
+//!   the listed context-parallel degrees that divide N/t; default cp = 1);
 //! - t ≤ GPUs per node unless `allow_cross_node_tp`;
 //! - microbatch size b ∈ {1, 2, 4, …} up to `max_microbatch`;
 //! - GPipe and 1F1B with v = 1; interleaved with every v in 2..=`max_chunks`,
@@ -11,14 +12,22 @@
 //!   a larger v is never valid and a huge `max_chunks` only costs time and memory);
 //! - recompute none and full (selective on request);
 //! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes;
-//! - the training options every layout shares ([`TrainingOptionsFile`]).
+//! - the training options every layout shares ([`TrainingOptionsFile`]), and
+//!   two of them varied over lists: ZeRO stages and precisions (each tuple
+//!   sets its own `zero_stage` / `precision`; an empty list: the shared
+//!   options' own value, as before).
 //!
 //! Generation order (the candidate order that sharding relies on): t
-//! ascending, then p ascending, then b ascending, then schedule (GPipe, 1F1B,
-//! interleaved v = 2, 3, …), then recompute (none, full).
+//! ascending, then cp ascending, then p ascending, then b ascending, then
+//! schedule (GPipe, 1F1B, interleaved v = 2, 3, …), then recompute (none,
+//! full), then ZeRO stage, then precision (fp16, bf16, fp8).
+//!
+//! The three new dimensions are absent from the header and from every
+//! layout's record while they do not vary (cp = {1}, empty lists), so
+//! sweeps without them keep their bytes.
 
 use serde::{Deserialize, Serialize};
-use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{Precision, Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 
 /// What to sweep: model, cluster, size, batch and constraints. Serialized as
 /// the header of every sweep document, so shards of different sweeps never merge.
@@ -49,6 +58,18 @@ pub struct SweepSpace {
     pub tensor_parallel: Option<u32>,
     /// Only this pipeline-parallel degree, if set.
     pub pipeline_parallel: Option<u32>,
+    /// Context-parallel degrees cp tried, ascending (default {1}: none;
+    /// absent from the header then).
+    #[serde(default = "cp_none", skip_serializing_if = "is_cp_none")]
+    pub context_parallel: Vec<u32>,
+    /// ZeRO stages tried, ascending; empty (the default, absent from the
+    /// header): every layout runs with the shared options' `zero_stage`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub zero_stages: Vec<u8>,
+    /// Precisions tried, in canonical order; empty (the default, absent from
+    /// the header): every layout runs with the shared options' `precision`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub precisions: Vec<Precision>,
     /// Simulate layouts that do not fit in memory too (flagged in their records)
     /// instead of dropping them.
     pub ignore_memory: bool,
@@ -80,33 +101,75 @@ impl SweepSpace {
             recompute: vec![Recompute::None, Recompute::Full],
             tensor_parallel: None,
             pipeline_parallel: None,
+            context_parallel: cp_none(),
+            zero_stages: Vec::new(),
+            precisions: Vec::new(),
             ignore_memory: false,
             stack: None,
             options: TrainingOptionsFile::default(),
         }
     }
 
-    /// Sorts and deduplicates the schedule and recompute lists (canonical order).
+    /// Sorts and deduplicates the lists (canonical order). A ZeRO-stage or
+    /// precision list of one value becomes that shared option (nothing
+    /// varies), and a list of several clears the shared option, so one
+    /// sweep has one header.
     pub fn normalized(mut self) -> SweepSpace {
         self.schedules.sort();
         self.schedules.dedup();
         self.recompute.sort();
         self.recompute.dedup();
+        self.context_parallel.sort();
+        self.context_parallel.dedup();
+        self.zero_stages.sort();
+        self.zero_stages.dedup();
+        self.precisions.sort();
+        self.precisions.dedup();
+        match self.zero_stages[..] {
+            [] => {}
+            [stage] => {
+                self.options.zero_stage = Some(stage);
+                self.zero_stages.clear();
+            }
+            _ => self.options.zero_stage = None,
+        }
+        match self.precisions[..] {
+            [] => {}
+            [precision] => {
+                self.options.precision = Some(precision);
+                self.precisions.clear();
+            }
+            _ => self.options.precision = None,
+        }
         self
     }
 
-    /// The scenario file of one tuple (model, topology and profile from the space).
+    /// Whether the layouts differ in cp (a list other than {1}).
+    pub fn varies_context_parallel(&self) -> bool {
+        !is_cp_none(&self.context_parallel)
+    }
+
+    /// The scenario file of one tuple (model, topology and profile from the
+    /// space; the tuple's ZeRO stage and precision over the shared options).
     pub fn scenario_file(&self, candidate: &Candidate) -> ScenarioFile {
-        ScenarioFile {
+        let mut file = ScenarioFile {
             tp: Some(candidate.tensor_parallel),
             pp: Some(candidate.pipeline_parallel),
             dp: Some(candidate.data_parallel),
+            cp: Some(candidate.context_parallel),
             chunks: Some(candidate.chunks),
             microbatch_size: Some(candidate.microbatch_size),
             schedule: Some(candidate.schedule),
             recompute: Some(candidate.recompute),
             ..self.base_file()
+        };
+        if let Some(stage) = candidate.zero_stage {
+            file.options.zero_stage = Some(stage);
         }
+        if let Some(precision) = candidate.precision {
+            file.options.precision = Some(precision);
+        }
+        file
     }
 
     /// Model, topology, profile, global batch and the options every layout shares.
@@ -127,6 +190,9 @@ impl SweepSpace {
     pub fn tuples(&self, gpus_per_node: u32, layers: u64) -> Vec<Candidate> {
         let max_chunks = u64::from(self.max_chunks).min(layers) as u32;
         let n = self.gpus;
+        // None: the shared options' own value (the list is empty).
+        let zero_stages: Vec<Option<u8>> = optional(&self.zero_stages);
+        let precisions: Vec<Option<Precision>> = optional(&self.precisions);
         let mut out = Vec::new();
         for t in divisors(n) {
             if t > gpus_per_node && !self.allow_cross_node_tp {
@@ -135,27 +201,62 @@ impl SweepSpace {
             if self.tensor_parallel.is_some_and(|fixed| fixed != t) {
                 continue;
             }
-            for p in divisors(n / t) {
-                if self.pipeline_parallel.is_some_and(|fixed| fixed != p) {
+            for &cp in &self.context_parallel {
+                // cp = 0 is refused by the constraints before tuples are made.
+                if cp == 0 || !(n / t).is_multiple_of(cp) {
                     continue;
                 }
-                let d = n / t / p;
-                for b in powers_of_two_up_to(self.max_microbatch) {
-                    for &schedule in &self.schedules {
-                        let chunk_counts: Vec<u32> = match schedule {
-                            ScheduleKind::Interleaved => (2..=max_chunks).collect(),
-                            _ => vec![1],
-                        };
-                        for v in chunk_counts {
-                            for &recompute in &self.recompute {
+                for p in divisors(n / t / cp) {
+                    if self.pipeline_parallel.is_some_and(|fixed| fixed != p) {
+                        continue;
+                    }
+                    let layout = Candidate {
+                        tensor_parallel: t,
+                        context_parallel: cp,
+                        pipeline_parallel: p,
+                        data_parallel: n / t / cp / p,
+                        chunks: 1,
+                        microbatch_size: 1,
+                        schedule: ScheduleKind::Gpipe,
+                        recompute: Recompute::None,
+                        zero_stage: None,
+                        precision: None,
+                    };
+                    self.push_options_of(layout, max_chunks, &zero_stages, &precisions, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every (b, schedule, v, recompute, ZeRO stage, precision) of one
+    /// (t, cp, p, d), in generation order.
+    fn push_options_of(
+        &self,
+        layout: Candidate,
+        max_chunks: u32,
+        zero_stages: &[Option<u8>],
+        precisions: &[Option<Precision>],
+        out: &mut Vec<Candidate>,
+    ) {
+        for b in powers_of_two_up_to(self.max_microbatch) {
+            for &schedule in &self.schedules {
+                let chunk_counts: Vec<u32> = match schedule {
+                    ScheduleKind::Interleaved => (2..=max_chunks).collect(),
+                    _ => vec![1],
+                };
+                for v in chunk_counts {
+                    for &recompute in &self.recompute {
+                        for &zero_stage in zero_stages {
+                            for &precision in precisions {
                                 out.push(Candidate {
-                                    tensor_parallel: t,
-                                    pipeline_parallel: p,
-                                    data_parallel: d,
                                     chunks: v,
                                     microbatch_size: b,
                                     schedule,
                                     recompute,
+                                    zero_stage,
+                                    precision,
+                                    ..layout
                                 });
                             }
                         }
@@ -163,15 +264,17 @@ impl SweepSpace {
                 }
             }
         }
-        out
     }
 }
 
 /// One layout of the sweep (before or after validation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Candidate {
     pub tensor_parallel: u32,
+    /// Context-parallel degree cp (written only when above 1, as timelines do).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub context_parallel: u32,
     pub pipeline_parallel: u32,
     pub data_parallel: u32,
     /// Model chunks per stage v (1 unless interleaved).
@@ -179,20 +282,41 @@ pub struct Candidate {
     pub microbatch_size: u32,
     pub schedule: ScheduleKind,
     pub recompute: Recompute,
+    /// This layout's ZeRO stage, when the sweep varies it (else absent: the
+    /// sweep's shared options say it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_stage: Option<u8>,
+    /// This layout's precision, when the sweep varies it (else absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<Precision>,
 }
 
 impl Candidate {
-    /// Short form, e.g. `t=8 p=8 d=1 b=1 interleaved v=3 recompute=full`.
+    /// Short form, e.g. `t=8 p=8 d=1 b=1 interleaved v=3 recompute=full`,
+    /// with ` cp=2` after t when cp > 1 and ` zero_stage=3 precision=fp8`
+    /// at the end when the sweep varies them.
     pub fn label(&self) -> String {
-        format!(
-            "t={} p={} d={} b={} {} recompute={}",
+        let cp = if self.context_parallel > 1 {
+            format!(" cp={}", self.context_parallel)
+        } else {
+            String::new()
+        };
+        let mut label = format!(
+            "t={}{cp} p={} d={} b={} {} recompute={}",
             self.tensor_parallel,
             self.pipeline_parallel,
             self.data_parallel,
             self.microbatch_size,
             self.schedule_label(),
             self.recompute.name()
-        )
+        );
+        if let Some(stage) = self.zero_stage {
+            label.push_str(&format!(" zero_stage={stage}"));
+        }
+        if let Some(precision) = self.precision {
+            label.push_str(&format!(" precision={}", precision.name()));
+        }
+        label
     }
 
     /// `gpipe`, `1f1b` or `interleaved v=3`.
@@ -201,6 +325,32 @@ impl Candidate {
             ScheduleKind::Interleaved => format!("interleaved v={}", self.chunks),
             other => other.name().to_string(),
         }
+    }
+}
+
+/// The sweep's default cp list: {1}.
+fn cp_none() -> Vec<u32> {
+    vec![1]
+}
+
+fn is_cp_none(list: &[u32]) -> bool {
+    list == [1]
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(value: &u32) -> bool {
+    *value == 1
+}
+
+/// `[None]` for an empty list (the shared option), else every value.
+fn optional<T: Copy>(list: &[T]) -> Vec<Option<T>> {
+    if list.is_empty() {
+        vec![None]
+    } else {
+        list.iter().copied().map(Some).collect()
     }
 }
 
@@ -242,6 +392,47 @@ mod tests {
         assert_eq!(labels[1], "t=1 p=1 d=2 b=1 gpipe recompute=full");
         assert_eq!(labels[4], "t=1 p=1 d=2 b=1 interleaved v=2 recompute=none");
         assert_eq!(labels[6], "t=1 p=2 d=1 b=1 gpipe recompute=none");
+    }
+
+    #[test]
+    fn cp_zero_stages_and_precisions_nest_as_documented() {
+        let space = SweepSpace {
+            max_microbatch: 1,
+            schedules: vec![ScheduleKind::OneFOneB],
+            recompute: vec![Recompute::None],
+            context_parallel: vec![1, 2],
+            zero_stages: vec![1, 3],
+            precisions: vec![Precision::Bf16, Precision::Fp8],
+            ..SweepSpace::new("tiny", "dgx-h100-superpod", 4, 8)
+        };
+        let labels: Vec<String> = space.tuples(8, 4).iter().map(Candidate::label).collect();
+        // cp = 1: (t, p) ∈ {(1,1), (1,2), (1,4)}, then cp = 2: p ∈ {1, 2}; × 2 stages × 2 precisions.
+        let zero_and_precision = [
+            "zero_stage=1 precision=bf16",
+            "zero_stage=1 precision=fp8",
+            "zero_stage=3 precision=bf16",
+            "zero_stage=3 precision=fp8",
+        ];
+        for (i, tail) in zero_and_precision.iter().enumerate() {
+            assert_eq!(
+                labels[i],
+                format!("t=1 p=1 d=4 b=1 1f1b recompute=none {tail}")
+            );
+        }
+        assert_eq!(
+            labels[12],
+            "t=1 cp=2 p=1 d=2 b=1 1f1b recompute=none zero_stage=1 precision=bf16"
+        );
+        assert_eq!(
+            labels[16],
+            "t=1 cp=2 p=2 d=1 b=1 1f1b recompute=none zero_stage=1 precision=bf16"
+        );
+        assert_eq!(
+            labels[20],
+            "t=2 p=1 d=2 b=1 1f1b recompute=none zero_stage=1 precision=bf16"
+        );
+        // 9 (t, cp, p) × 4: t = 4 has no cp = 2 (4/4 = 1).
+        assert_eq!(labels.len(), 36);
     }
 
     #[test]

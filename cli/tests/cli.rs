@@ -490,7 +490,10 @@ fn collective_costs_with_the_nccl_asked_for_and_says_which() {
     };
     let default = run(&[]);
     assert_eq!(default, run(&["--nccl", "2.12"]));
-    assert!(default.contains("NCCL 2.12 tuner (v2.12.12-1)"), "{default}");
+    assert!(
+        default.contains("NCCL 2.12 tuner (v2.12.12-1)"),
+        "{default}"
+    );
     // 2.12 offers Hopper no LL128; 2.21 runs an 8 MiB all-reduce with it.
     assert!(!default.contains("LL128"), "{default}");
     let newer = run(&["--nccl", "2.21"]);
@@ -519,7 +522,10 @@ fn collective_costs_with_the_nccl_asked_for_and_says_which() {
     ]);
     assert!(explain.status.success(), "{}", stderr(&explain));
     let text = String::from_utf8(explain.stdout).unwrap();
-    assert!(text.contains("default nccl: NVIDIA/nccl v2.21.5-1"), "{text}");
+    assert!(
+        text.contains("default nccl: NVIDIA/nccl v2.21.5-1"),
+        "{text}"
+    );
     let path = std::env::temp_dir().join(format!("clustersim-nccl-{}.json", std::process::id()));
     std::fs::write(
         &path,

@@ -35,7 +35,7 @@ pub struct KernelCost {
 pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
-    let network = ClosedFormNetwork::for_scenario(&scenario);
+    let network = ClosedFormNetwork::for_scenario(scenario);
     let t = scenario.layout.tensor_parallel;
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
     // A schedule that splits the backward runs it as its two halves.

@@ -468,3 +468,73 @@ fn presets_lists_the_clusters_and_profiles_of_today_and_they_simulate() {
         "{report}"
     );
 }
+
+#[test]
+fn collective_costs_with_the_nccl_asked_for_and_says_which() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "collective",
+            "--topology",
+            "dgx-h100-superpod",
+            "--gpus",
+            "8",
+            "--min-bytes",
+            "8M",
+            "--max-bytes",
+            "8M",
+        ];
+        args.extend(extra);
+        let output = clustersim(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let default = run(&[]);
+    assert_eq!(default, run(&["--nccl", "2.12"]));
+    assert!(
+        default.contains("NCCL 2.12 tuner (v2.12.12-1)"),
+        "{default}"
+    );
+    // 2.12 offers Hopper no LL128; 2.21 runs an 8 MiB all-reduce with it.
+    assert!(!default.contains("LL128"), "{default}");
+    let newer = run(&["--nccl", "2.21"]);
+    assert!(newer.contains("NCCL 2.21 tuner (v2.21.5-1)"), "{newer}");
+    assert!(newer.contains(" ring  LL128 "), "{newer}");
+    assert_user_error(&["collective", "--nccl", "2.18"], "--nccl");
+
+    // A stack names its NCCL with a source; a bad one is a named error.
+    let explain = clustersim(&[
+        "simulate",
+        "--model",
+        "gpt-22b",
+        "--tp",
+        "8",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--microbatch-size",
+        "4",
+        "--global-batch",
+        "4",
+        "--stack",
+        "megatron-core-2024",
+        "--explain",
+    ]);
+    assert!(explain.status.success(), "{}", stderr(&explain));
+    let text = String::from_utf8(explain.stdout).unwrap();
+    assert!(
+        text.contains("default nccl: NVIDIA/nccl v2.21.5-1"),
+        "{text}"
+    );
+    let path = std::env::temp_dir().join(format!("clustersim-nccl-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"format_version": 1, "name": "x", "summary": "s", "options": {}, "nccl": {"value": "2.99", "source": "s"}}"#,
+    )
+    .unwrap();
+    assert_user_error(
+        &["simulate", "--stack", path.to_str().unwrap()],
+        "nccl: one of 2.12, 2.21",
+    );
+    std::fs::remove_file(&path).unwrap();
+}

@@ -175,6 +175,7 @@ mod tests {
             compute_capability: 80,
             intra_node_nvlink: true,
             amd_host_cpu: false,
+            nccl: crate::version::NcclVersion::V2_12,
         }
     }
 

@@ -11,7 +11,7 @@
 //! spread evenly over `nodes`, `ranks_per_node` on each. Rates are [`LinkRates`],
 //! from the calibration profile capped by the topology's line rates.
 //!
-//! **NCCL's tuner** ([`protocol`], from NVIDIA/nccl v2.12.12-1 `src/graph/tuning.cc`
+//! **NCCL's tuner** ([`protocol`], by default from NVIDIA/nccl v2.12.12-1 `src/graph/tuning.cc`
 //! and `src/enqueue.cc`): every collective but send/recv runs the (algorithm,
 //! protocol) pair of least modeled time, and takes that time:
 //!
@@ -58,10 +58,19 @@
 //! With the selene defaults an 8-GPU all-reduce runs LL below ~0.5 MB, LL128 to
 //! ~13 MB and Simple above; across nodes small all-reduces run trees.
 //!
-//! Not modeled: NCCL's per-channel caps (`ll128MaxBwPerCh`, `perChMaxTreeBw`: the
-//! channel count is not modeled), the tuner of NCCL versions after 2.12 (which
-//! enable LL128 on Hopper; 2.12 does not), NVLS/CollNet (SHARP), PXN, aggregated
-//! calls (`numPipeOps` = 1).
+//! **NCCL 2.21** ([`version`], v2.21.5-1's `tuning.cc`), chosen by
+//! [`LinkRates::nccl`] (a simulation takes it from its software stack,
+//! `clustersim collective` from `--nccl`): the same rule with LL128 on Hopper over
+//! NVLink, Hopper's `llMaxBws` row (141 GB/s on one node), its `baseLat`/`hwLat`,
+//! the ring LL at ½ the bus bandwidth, no Ampere cap and no ×1.8 LL hops, a
+//! net-overhead floor on a cross-node ring's intra-node hops, and a ×1.4 plateau
+//! from Ampere on. With the h100-sxm profile an 8-GPU all-reduce then runs LL to
+//! ~2 MiB, LL128 to ~32 MiB and Simple above (2.12: LL to 1 MiB, then Simple).
+//!
+//! Not modeled: NCCL's per-channel caps (`ll128MaxBwPerCh`, `perChMaxTreeBw`, 2.21's
+//! `perChMaxRingLL128Bws`…: the channel count is not modeled), NVLS/NVLS-tree
+//! (2.21 on NVSwitch Hopper nodes), CollNet (SHARP), PXN, aggregated calls
+//! (`numPipeOps` = 1).
 //!
 //! ```
 //! use collectives::{estimate, CollectiveOp, GroupShape, LinkRates};
@@ -75,6 +84,7 @@
 mod estimate;
 pub mod protocol;
 mod shape;
+pub mod version;
 
 pub use estimate::{
     choose_algorithm, estimate, ring_bus_bytes_per_s, ring_steps, ring_terms, CollectiveEstimate,
@@ -82,3 +92,4 @@ pub use estimate::{
 };
 pub use protocol::{nccl_terms, tune, Protocol};
 pub use shape::{compute_capability, Algorithm, CollectiveOp, GroupShape, LinkRates};
+pub use version::NcclVersion;

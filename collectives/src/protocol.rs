@@ -13,11 +13,19 @@
 //! network's `latencyInter` is taken as 0 (the IB plugin reports no latency), so
 //! network hops cost `hwLat[NET]`; GPUs reach their NICs over a PCIe switch
 //! (`typeInter ≤ PATH_PXB`, as on DGX nodes), which LL128 needs.
+//!
+//! The tuner of v2.21.5-1 (2024) is the same rule with other constants and a few
+//! changed refinements ([`crate::version`]); [`LinkRates::nccl`] picks the version.
 
 use super::estimate::{
     ring_bus_bytes_per_s, CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
 };
 use super::shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};
+use super::version::{
+    NcclVersion, BASE_LATENCY_US_2_21, HOP_LATENCY_US_2_21, LL_MAX_BUS_GB_PER_S_2_21,
+    NET_OVERHEAD_SIMPLE_FACTOR, NET_OVERHEAD_US_AMD, NET_OVERHEAD_US_INTEL, PLATEAU_CHANNELS,
+    RING_LL_SHARE_2_21, RING_PLATEAU_FACTOR_AMPERE_ON,
+};
 
 /// How NCCL moves data between ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,13 +112,62 @@ fn algorithm_index(algorithm: Algorithm) -> usize {
     }
 }
 
-fn hop_latency_us(link: HopLink, algorithm: Algorithm, protocol: Protocol) -> f64 {
+fn hop_latency_us(
+    version: NcclVersion,
+    link: HopLink,
+    algorithm: Algorithm,
+    protocol: Protocol,
+) -> f64 {
     let link = match link {
         HopLink::NvLink => 0,
         HopLink::Pci => 1,
         HopLink::Net => 2,
     };
-    HOP_LATENCY_US[link][algorithm_index(algorithm)][protocol.index()]
+    let table = match version {
+        NcclVersion::V2_12 => &HOP_LATENCY_US,
+        NcclVersion::V2_21 => &HOP_LATENCY_US_2_21,
+    };
+    table[link][algorithm_index(algorithm)][protocol.index()]
+}
+
+fn base_latency_us(version: NcclVersion, algorithm: Algorithm, protocol: Protocol) -> f64 {
+    let table = match version {
+        NcclVersion::V2_12 => &BASE_LATENCY_US,
+        NcclVersion::V2_21 => &BASE_LATENCY_US_2_21,
+    };
+    table[algorithm_index(algorithm)][protocol.index()]
+}
+
+/// `llMaxBw` (bytes/s) of the version: one node indexed by the GPU, several by
+/// the host CPU's vendor; columns 1 node, 2 nodes, more.
+fn ll_max_bytes_per_s(rates: &LinkRates, nodes: u32) -> f64 {
+    let column = (nodes.min(3) - 1) as usize;
+    let multi_node = nodes > 1;
+    let gb_per_s = match rates.nccl {
+        // `index1 = nNodes == 1 ? compCap80 : AMD`.
+        NcclVersion::V2_12 => {
+            let row = if multi_node {
+                usize::from(rates.amd_host_cpu)
+            } else {
+                usize::from(rates.compute_capability == 80)
+            };
+            LL_MAX_BUS_GB_PER_S[row][column]
+        }
+        // `index1 = nNodes == 1 ? compCapIndex : AMD`, `compCapIndex` Hopper from 90 on.
+        NcclVersion::V2_21 => {
+            let row = if multi_node {
+                usize::from(rates.amd_host_cpu)
+            } else {
+                match rates.compute_capability {
+                    cc if cc >= 90 => 2,
+                    cc if cc >= 80 => 1,
+                    _ => 0,
+                }
+            };
+            LL_MAX_BUS_GB_PER_S_2_21[row][column]
+        }
+    };
+    gb_per_s * 1e9
 }
 
 /// `log2i`: the floor of log2, 0 for 0.
@@ -118,11 +175,15 @@ fn log2_floor(n: u64) -> u32 {
     n.checked_ilog2().unwrap_or(0)
 }
 
-/// Whether NCCL 2.12 enables LL128 by default: GPUs of compute capability 7.0 or
-/// 8.0 joined by NVLink ("other cases are not tested and may cause silent data
-/// corruption"). Hopper and newer are not enabled by this version.
+/// Whether NCCL enables LL128 by default: GPUs joined by NVLink of compute
+/// capability 7.0 or 8.0 under 2.12, 7.0, 8.0 or 9.0 (Hopper) under 2.21 ("other
+/// cases are not tested and may cause silent data corruption").
 pub fn ll128_enabled(rates: &LinkRates) -> bool {
-    rates.intra_node_nvlink && matches!(rates.compute_capability, 70 | 80)
+    let tested = match rates.nccl {
+        NcclVersion::V2_12 => matches!(rates.compute_capability, 70 | 80),
+        NcclVersion::V2_21 => matches!(rates.compute_capability, 70 | 80 | 90),
+    };
+    rates.intra_node_nvlink && tested
 }
 
 /// Ring steps and their network steps as 2.12's tuner counts them: all-reduce
@@ -160,28 +221,25 @@ pub fn nccl_terms(
     if protocol == Protocol::Ll128 && !ll128_enabled(rates) {
         return None;
     }
+    let version = rates.nccl;
+    let v2_12 = version == NcclVersion::V2_12;
     let nodes = group.nodes.max(1);
     let ranks = f64::from(group.ranks);
     let multi_node = nodes > 1;
-    let ampere = rates.compute_capability == 80;
-    let ll_row = if multi_node {
-        usize::from(rates.amd_host_cpu)
-    } else {
-        usize::from(ampere)
-    };
-    let ll_column = (nodes.min(3) - 1) as usize;
-    let ll_max = LL_MAX_BUS_GB_PER_S[ll_row][ll_column] * 1e9;
+    let ll_max = ll_max_bytes_per_s(rates, nodes);
     let ranks_per_node = ranks / f64::from(nodes);
 
     // Bandwidth (`bandwidths[coll][a][p]`).
     let mut bus = ring_bus_bytes_per_s(group, rates);
-    if ampere {
+    if v2_12 && rates.compute_capability == 80 {
         bus = bus.min(AMPERE_BUS_CAP_GB_PER_S * 1e9);
     }
     let (steps, network_steps) = tuner_ring_steps(op, group);
     let bus = match (algorithm, protocol) {
         (Algorithm::Ring, Protocol::Ll) => {
-            let share = if multi_node || op == CollectiveOp::AllReduce {
+            let share = if !v2_12 {
+                RING_LL_SHARE_2_21
+            } else if multi_node || op == CollectiveOp::AllReduce {
                 1.0 / 4.0
             } else {
                 1.0 / 3.0
@@ -203,25 +261,36 @@ pub fn nccl_terms(
     let mut algbw_bytes_per_s = bus * ratio;
 
     // Latency (`latencies[coll][a][p]`).
-    let a = algorithm_index(algorithm);
     let intra_link = if rates.intra_node_nvlink {
         HopLink::NvLink
     } else {
         HopLink::Pci
     };
-    let mut intra_us = hop_latency_us(intra_link, algorithm, protocol);
-    let inter_us = hop_latency_us(HopLink::Net, algorithm, protocol);
-    if multi_node && protocol == Protocol::Ll {
+    let mut intra_us = hop_latency_us(version, intra_link, algorithm, protocol);
+    let inter_us = hop_latency_us(version, HopLink::Net, algorithm, protocol);
+    if v2_12 && multi_node && protocol == Protocol::Ll {
         intra_us *= LL_MULTI_NODE_INTRA_FACTOR;
     }
-    let mut latency_us = BASE_LATENCY_US[a][protocol.index()];
+    let mut latency_us = base_latency_us(version, algorithm, protocol);
     match algorithm {
         Algorithm::Ring if op == CollectiveOp::Broadcast => {
             // One hop: the ring's channels are the same on every rank (`sameChannels`).
             let link = if multi_node { HopLink::Net } else { intra_link };
-            latency_us += hop_latency_us(link, algorithm, protocol);
+            latency_us += hop_latency_us(version, link, algorithm, protocol);
         }
         Algorithm::Ring => {
+            // 2.21: "Inter-node rings still have to launch nsteps * net overhead".
+            if !v2_12 && multi_node {
+                let mut overhead_us = if rates.amd_host_cpu {
+                    NET_OVERHEAD_US_AMD
+                } else {
+                    NET_OVERHEAD_US_INTEL
+                };
+                if protocol == Protocol::Simple {
+                    overhead_us *= NET_OVERHEAD_SIMPLE_FACTOR;
+                }
+                intra_us = intra_us.max(overhead_us);
+            }
             // As NCCL computes it: with one rank per node an all-reduce counts
             // 2·nodes network steps out of 2(nodes−1), the intra count going negative.
             latency_us +=
@@ -243,9 +312,24 @@ pub fn nccl_terms(
         && protocol == Protocol::Simple
         && multi_node
         && op == CollectiveOp::AllReduce
-        && bytes as f64 >= ranks / 16.0 * 65536.0
     {
-        latency_us *= RING_PLATEAU_FACTOR;
+        match version {
+            NcclVersion::V2_12 => {
+                if bytes as f64 >= ranks / 16.0 * 65536.0 {
+                    latency_us *= RING_PLATEAU_FACTOR;
+                }
+            }
+            // `nBytes / (nChannels * nRanks) >= 64`, integer division.
+            NcclVersion::V2_21 => {
+                if bytes / (PLATEAU_CHANNELS * u64::from(group.ranks)) >= 64 {
+                    latency_us *= if rates.compute_capability < 80 {
+                        RING_PLATEAU_FACTOR
+                    } else {
+                        RING_PLATEAU_FACTOR_AMPERE_ON
+                    };
+                }
+            }
+        }
     }
     Some(CostTerms {
         latency_ns: latency_us * 1e3,
@@ -302,6 +386,7 @@ mod tests {
             compute_capability: 80,
             intra_node_nvlink: true,
             amd_host_cpu: false,
+            nccl: NcclVersion::V2_12,
         }
     }
 

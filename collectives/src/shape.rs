@@ -1,6 +1,7 @@
 //! The vocabulary of the collective model: which operation, which algorithm,
 //! the shape of the group of ranks, and the achieved link rates it runs on.
 
+use crate::version::NcclVersion;
 use profile::Profile;
 use std::collections::BTreeMap;
 use topologies::TopologySpec;
@@ -135,6 +136,9 @@ pub struct LinkRates {
     pub intra_node_nvlink: bool,
     /// The hosts' CPUs are AMD's (NCCL's LL cap across nodes depends on it).
     pub amd_host_cpu: bool,
+    /// The NCCL whose tuner picks and costs the (algorithm, protocol) pair
+    /// ([`crate::version`]); [`LinkRates::from`] gives the default, 2.12.
+    pub nccl: NcclVersion,
 }
 
 /// Compute capability × 10 of a GPU named as in topologies, from its datasheet's
@@ -179,7 +183,13 @@ impl LinkRates {
             compute_capability: compute_capability(&topology.gpu.name),
             intra_node_nvlink: topology.node.nvlink_bandwidth_bytes_per_s > 0.0,
             amd_host_cpu: topology.host_cpu.name.to_ascii_uppercase().contains("AMD"),
+            nccl: NcclVersion::default(),
         }
+    }
+
+    /// The same rates costed with `nccl`'s tuner.
+    pub fn with_nccl(self, nccl: NcclVersion) -> LinkRates {
+        LinkRates { nccl, ..self }
     }
 
     /// NIC rails a group with `ranks_per_node` ranks on each node may use per node:

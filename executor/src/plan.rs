@@ -151,7 +151,7 @@ pub fn rank_gpu(rank: u32, n_ranks: u32, gpus: u32) -> u32 {
 
 /// The simulator's per-work costs (closed-form network), as `simulate` uses them.
 pub fn simulated_costs(scenario: &Scenario, graph: &TaskGraph) -> Vec<WorkCost> {
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let network = ClosedFormNetwork::for_scenario(scenario);
     cost_works(scenario, graph.works(), &network)
 }
 

@@ -71,7 +71,7 @@ fn engine_only(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(10));
     for (label, scenario) in cases() {
         let (_, graph) = sim::build_graph(&scenario);
-        let network = sim::cost::ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+        let network = sim::cost::ClosedFormNetwork::for_scenario(&scenario);
         let costs = sim::cost::cost_works(&scenario, graph.works(), &network);
         let events = 2 * graph.task_count() as u64;
         group.throughput(Throughput::Elements(events));

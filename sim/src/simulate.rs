@@ -172,7 +172,7 @@ const BUSIEST_LINKS: usize = 10;
 /// Simulates one iteration of a scenario (or `scenario.iterations` consecutive ones).
 pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError> {
     let (schedule, graph) = build_graph(scenario);
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let network = ClosedFormNetwork::for_scenario(scenario);
     let costs = cost_works(scenario, graph.works(), &network);
     let total_ns: u128 = graph
         .tasks()

@@ -122,6 +122,7 @@ mod tests {
             compute_capability: 80,
             intra_node_nvlink: true,
             amd_host_cpu: false,
+            nccl: sim::collective::NcclVersion::V2_12,
         };
         let group = GroupShape::single_node(8);
         let rows = nccl_tests_table(

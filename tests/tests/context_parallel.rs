@@ -154,7 +154,7 @@ fn ring_exchanges_carry_kv_forward_and_kv_plus_dkv_backward() {
 fn exposed_by_hand(scenario: &Scenario, pass: ComputePass) -> f64 {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let network = ClosedFormNetwork::for_scenario(scenario);
     let steps = pass_steps(scenario, pass, 1, false, false);
     let ring: Vec<f64> = kernels_of(&steps)
         .into_iter()
@@ -198,7 +198,7 @@ fn a_pass_is_charged_its_kernels_plus_what_the_attention_steps_do_not_hide() {
     assert!(context::ring_crosses_nodes(&scenario));
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let network = ClosedFormNetwork::for_scenario(&scenario);
     let works = [
         Work::Compute {
             pass: ComputePass::Forward,

@@ -179,7 +179,7 @@ fn fp8_gemms_run_at_the_fp8_peak_with_the_bf16_efficiency_model() {
 #[test]
 fn each_chunks_first_forward_casts_its_weights_once_per_iteration() {
     let fp8 = scenario(Precision::Fp8);
-    let network = ClosedFormNetwork::new(&fp8.topology, &fp8.profile);
+    let network = ClosedFormNetwork::for_scenario(&fp8);
     let work = |fp8_weight_cast| Work::Compute {
         pass: ComputePass::Forward,
         layers: 22,

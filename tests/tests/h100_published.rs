@@ -34,6 +34,7 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     let errors: Vec<f64> = predicted.iter().map(|r| r.error_percent.unwrap()).collect();
     let mean_abs = errors.iter().map(|e| e.abs()).sum::<f64>() / errors.len() as f64;
     // Pinned (README, "Accuracy"): every prediction is optimistic today.
-    assert!((mean_abs - 27.6).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    // 27.60 % under NCCL 2.12's tuner, 27.70 % since megatron-core-2024 runs 2.21's.
+    assert!((mean_abs - 27.7).abs() < 0.5, "mean |error| {mean_abs:.2}%");
     assert!(errors.iter().all(|&e| e > 0.0), "{errors:?}");
 }

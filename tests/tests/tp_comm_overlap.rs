@@ -33,7 +33,7 @@ fn scenario(overlap: bool, precision: Precision) -> Scenario {
 }
 
 fn all_reduce_cost(scenario: &Scenario, pass: ComputePass, layers: u32) -> (SimDuration, u64) {
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let network = ClosedFormNetwork::for_scenario(scenario);
     let work = Work::TensorAllReduce {
         pass,
         layers,
@@ -50,7 +50,7 @@ fn all_reduce_cost(scenario: &Scenario, pass: ComputePass, layers: u32) -> (SimD
 fn by_hand(scenario: &Scenario, pass: ComputePass, pairs: [(&str, &str); 2]) -> SimDuration {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let network = ClosedFormNetwork::for_scenario(scenario);
     let steps = pass_steps(scenario, pass, 1, false, false);
     let seconds = |name: &str| {
         steps
@@ -120,7 +120,7 @@ fn the_embedding_and_head_all_reduces_are_not_hidden() {
         .iter()
         .any(|s| matches!(s, Step::TensorAllReduce { .. })));
     let network = |s: &Scenario| {
-        let network = ClosedFormNetwork::new(&s.topology, &s.profile);
+        let network = ClosedFormNetwork::for_scenario(s);
         let work = Work::TensorAllReduce {
             pass: ComputePass::Forward,
             layers: 0,

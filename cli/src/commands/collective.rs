@@ -1,17 +1,18 @@
 //! `clustersim collective`: predicted time, algorithm bandwidth and bus
 //! bandwidth of one collective over a size range, in nccl-tests' columns, with
-//! the algorithm and protocol NCCL's tuner picks and the latency term.
+//! the algorithm and protocol NCCL's tuner picks and the latency term, under
+//! the NCCL version `--nccl` names.
 
 use crate::exit::user_error;
 use clap::Args;
 use profile::Profile;
-use sim::collective::{Algorithm, CollectiveOp, GroupShape, LinkRates};
+use sim::collective::{Algorithm, CollectiveOp, GroupShape, LinkRates, NcclVersion};
 use studies::nccl_tests::{format_nccl_tests_table, nccl_tests_table, size_sweep};
 use topologies::TopologySpec;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples (compare with nccl-tests' all_reduce_perf -b 8 -e 1G -f 2 -g 8):\n  clustersim collective --gpus 8\n  clustersim collective --op all_reduce --gpus 64 --min-bytes 1M --max-bytes 8G\n  clustersim collective --op all_gather --gpus 16 --gpus-per-node 2 --algorithm ring"
+    after_help = "Examples (compare with nccl-tests' all_reduce_perf -b 8 -e 1G -f 2 -g 8):\n  clustersim collective --gpus 8\n  clustersim collective --op all_reduce --gpus 64 --min-bytes 1M --max-bytes 8G\n  clustersim collective --op all_gather --gpus 16 --gpus-per-node 2 --algorithm ring\n  clustersim collective --topology dgx-h100-superpod --gpus 8 --nccl 2.21"
 )]
 pub struct CollectiveArgs {
     /// all_reduce, reduce_scatter, all_gather, broadcast or send_recv.
@@ -43,6 +44,13 @@ pub struct CollectiveArgs {
     /// protocol for that algorithm; a tree is all-reduce only, other operations run rings).
     #[arg(long, value_parser = ["ring", "tree"])]
     pub algorithm: Option<String>,
+    /// Whose tuner picks and costs the (algorithm, protocol) pair: 2.12 (NVIDIA/nccl
+    /// v2.12.12-1, 2022: no LL128 on Hopper, Volta's LL cap for it) or 2.21 (v2.21.5-1,
+    /// 2024: LL128 on Hopper over NVLink, Hopper's LL cap, its latencies). Simulations
+    /// take the version from the software stack (megatron-core-2024: 2.21; others 2.12).
+    /// Neither models NVLS, CollNet or per-channel caps.
+    #[arg(long, default_value = "2.12", value_parser = ["2.12", "2.21"])]
+    pub nccl: String,
 }
 
 fn parse_bytes(text: &str) -> Result<u64, String> {
@@ -110,7 +118,8 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
         return Err(user_error(problems.join("; ")));
     }
     let group = GroupShape::new(nodes, args.gpus.min(per_node));
-    let rates = LinkRates::from(&topology, &profile);
+    let nccl = NcclVersion::parse(&args.nccl).expect("clap restricts --nccl");
+    let rates = LinkRates::from(&topology, &profile).with_nccl(nccl);
     let algorithm = args.algorithm.as_deref().map(|a| {
         if a == "tree" {
             Algorithm::Tree
@@ -120,7 +129,13 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
     });
     let sizes = size_sweep(args.min_bytes, args.max_bytes, args.factor);
     let rows = nccl_tests_table(op, &sizes, &group, &rates, algorithm);
-    println!("# topology {} · profile {}", topology.name, profile.id);
+    println!(
+        "# topology {} · profile {} · NCCL {} tuner ({})",
+        topology.name,
+        profile.id,
+        nccl.name(),
+        nccl.release()
+    );
     print!("{}", format_nccl_tests_table(op, &group, &rows));
     Ok(())
 }

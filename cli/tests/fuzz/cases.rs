@@ -152,7 +152,12 @@ fn collective(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         ("--op", &ops[..], 70),
         (
             "--topology",
-            &["selene", "topology.json", "dgx2-v100-x8"][..],
+            &[
+                "selene",
+                "topology.json",
+                "dgx2-v100-x8",
+                "dgx-h100-superpod",
+            ][..],
             60,
         ),
         ("--profile", &["profile.json", "h200"][..], 20),
@@ -162,6 +167,7 @@ fn collective(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         ("--max-bytes", &["1M", "1G", "8G"][..], 40),
         ("--factor", &["2", "4", "10"][..], 30),
         ("--algorithm", &["ring", "tree"][..], 30),
+        ("--nccl", &["2.12", "2.21"][..], 30),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

@@ -35,7 +35,7 @@ pub struct KernelCost {
 pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
-    let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+    let network = ClosedFormNetwork::for_scenario(scenario);
     let t = scenario.layout.tensor_parallel;
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
     // A schedule that splits the backward runs it as its two halves.
@@ -165,7 +165,7 @@ mod tests {
         .resolve()
         .unwrap();
         let rows = layer_kernel_costs(&scenario);
-        let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+        let network = ClosedFormNetwork::for_scenario(&scenario);
         for pass in [
             ComputePass::Forward,
             ComputePass::Recompute,

@@ -518,7 +518,7 @@ mod tests {
         };
         let cost = |fused: bool, work: Work| {
             let scenario = file(fused).resolve().unwrap();
-            let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+            let network = ClosedFormNetwork::for_scenario(&scenario);
             cost_works(&scenario, &[work], &network)[0]
         };
         let backward = Work::Compute {
@@ -614,7 +614,7 @@ mod tests {
         };
         let cost = |overlap: bool, pass: ComputePass| {
             let scenario = file(overlap).resolve().unwrap();
-            let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
+            let network = ClosedFormNetwork::for_scenario(&scenario);
             let work = Work::TensorAllReduce {
                 pass,
                 layers: 2,

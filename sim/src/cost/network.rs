@@ -7,6 +7,7 @@
 //! each as if alone on the fabric (no contention).
 
 use crate::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
+use crate::scenario::Scenario;
 use crate::time::SimDuration;
 use profile::Profile;
 use topologies::TopologySpec;
@@ -36,9 +37,18 @@ pub struct ClosedFormNetwork {
 }
 
 impl ClosedFormNetwork {
+    /// The topology and profile's rates under NCCL 2.12's tuner (the default).
     pub fn new(topology: &TopologySpec, profile: &Profile) -> ClosedFormNetwork {
         ClosedFormNetwork {
             rates: LinkRates::from(topology, profile),
+        }
+    }
+
+    /// A scenario's rates under its stack's NCCL ([`crate::scenario::Stack::nccl`]).
+    pub fn for_scenario(scenario: &Scenario) -> ClosedFormNetwork {
+        ClosedFormNetwork {
+            rates: LinkRates::from(&scenario.topology, &scenario.profile)
+                .with_nccl(scenario.stack.nccl),
         }
     }
 

@@ -103,7 +103,8 @@ impl<'a> FabricFlowPlanner<'a> {
         FabricFlowPlanner {
             graph,
             placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
-            rates: LinkRates::from(&scenario.topology, &scenario.profile),
+            rates: LinkRates::from(&scenario.topology, &scenario.profile)
+                .with_nccl(scenario.stack.nccl),
             pcie_latency: SimDuration::from_seconds_ceil(
                 scenario.topology.pcie.latency_ns as f64 * 1e-9,
             ),

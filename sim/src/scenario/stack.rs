@@ -24,8 +24,13 @@
 //! A stack's `kernels` section says which kernel implementations the software
 //! had where that changes the kernels a layer runs: today the longest
 //! sequence its fused softmax kernel accepts ([`models::softmax`]).
+//!
+//! A stack's optional `nccl` key says which NCCL it ran (`"2.12"` or `"2.21"`,
+//! with its source): the tuner that picks and costs every collective's algorithm
+//! and protocol ([`crate::collective::version`]). A stack without one runs 2.12's.
 
 use super::options::TrainingOptionsFile;
+use crate::collective::NcclVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -87,6 +92,9 @@ struct StackFile {
     /// Which kernel implementations the software has, when the stack says.
     #[serde(default)]
     kernels: Option<KernelsFile>,
+    /// The NCCL the software ran (`"2.12"`, `"2.21"`), when the stack says.
+    #[serde(default)]
+    nccl: Option<SourcedValue>,
     #[serde(default)]
     not_modeled: Vec<NotModeled>,
 }
@@ -155,6 +163,8 @@ pub struct Stack {
     pub fused_softmax_max_seq_len: Option<u64>,
     /// The attention core runs as one fused kernel (`models::attention`).
     pub fused_attention: bool,
+    /// The NCCL whose tuner costs the collectives (2.12 when the file says none).
+    pub nccl: NcclVersion,
     pub not_modeled: Vec<NotModeled>,
 }
 
@@ -324,6 +334,21 @@ impl Stack {
                     .ok_or_else(|| invalid("kernels.fused_attention: true or false".into()))?
             }
         };
+        let nccl = match &file.nccl {
+            None => NcclVersion::default(),
+            Some(sourced) => {
+                if sourced.source.trim().is_empty() {
+                    return Err(invalid("nccl: the version needs a source".into()));
+                }
+                sources.insert("nccl".into(), sourced.source.clone());
+                let names: Vec<&str> = NcclVersion::ALL.iter().map(|v| v.name()).collect();
+                sourced
+                    .value
+                    .as_str()
+                    .and_then(NcclVersion::parse)
+                    .ok_or_else(|| invalid(format!("nccl: one of {}", names.join(", "))))?
+            }
+        };
         Ok(Stack {
             name: file.name,
             summary: file.summary,
@@ -337,6 +362,7 @@ impl Stack {
             host,
             fused_softmax_max_seq_len,
             fused_attention,
+            nccl,
             not_modeled: file.not_modeled,
         })
     }
@@ -387,6 +413,17 @@ mod tests {
     }
 
     #[test]
+    fn stacks_run_the_nccl_of_their_time() {
+        let nccl = |name| Stack::builtin(name).unwrap().nccl;
+        assert_eq!(nccl("megatron-2021"), NcclVersion::V2_12);
+        assert_eq!(nccl("megatron-2022"), NcclVersion::V2_12);
+        assert_eq!(nccl("deepspeed-pipeline"), NcclVersion::V2_12);
+        assert_eq!(nccl("megatron-core-2024"), NcclVersion::V2_21);
+        let stack = Stack::builtin("megatron-core-2024").unwrap();
+        assert!(stack.sources["nccl"].contains("v2.21.5-1"));
+    }
+
+    #[test]
     fn the_default_stack_gives_the_options_their_own_defaults() {
         let stack = Stack::builtin(DEFAULT_STACK).unwrap();
         let resolved = stack
@@ -432,6 +469,22 @@ mod tests {
         assert!(error.contains("needs a source"), "{error}");
         let version = r#"{"format_version": 2, "name": "x", "summary": "", "options": {}}"#;
         assert!(Stack::from_json_str(version, "x.json").is_err());
+        let nccl = |value: &str, source: &str| {
+            let text = format!(
+                r#"{{"format_version": 1, "name": "x", "summary": "", "options": {{}}, "nccl": {{"value": {value}, "source": "{source}"}}}}"#
+            );
+            Stack::from_json_str(&text, "x.json").map(|s| s.nccl)
+        };
+        assert_eq!(nccl(r#""2.21""#, "s").unwrap(), NcclVersion::V2_21);
+        let error = nccl(r#""2.18""#, "s").unwrap_err().to_string();
+        assert!(error.contains("nccl: one of 2.12, 2.21"), "{error}");
+        let error = nccl("2.21", "s").unwrap_err().to_string();
+        assert!(error.contains("nccl: one of"), "{error}");
+        let error = nccl(r#""2.21""#, " ").unwrap_err().to_string();
+        assert!(
+            error.contains("nccl: the version needs a source"),
+            "{error}"
+        );
         let error = Stack::resolve("megatron-1999").unwrap_err().to_string();
         assert!(error.contains("built-ins: megatron-2021"), "{error}");
     }

@@ -31,6 +31,12 @@ impl PipelineSplit {
     pub fn is_even(&self) -> bool {
         !self.embedding && !self.loss
     }
+
+    /// The "layers" the split adds to the model's: one for the embedding
+    /// and one for the loss where it counts them.
+    pub fn counted_ends(&self) -> u64 {
+        u64::from(self.embedding) + u64::from(self.loss)
+    }
 }
 
 /// How a model is cut up: tensor-parallel degree t, pipeline stages p and
@@ -53,7 +59,7 @@ impl Sharding {
     /// The "layers" split evenly over the virtual stages: the model's, plus
     /// the embedding and the loss where the split counts them.
     pub fn split_layers(&self, layers: u64) -> u64 {
-        layers + u64::from(self.split.embedding) + u64::from(self.split.loss)
+        layers + self.split.counted_ends()
     }
 
     /// Transformer layers an ordinary virtual stage builds (the most any

@@ -169,7 +169,7 @@ impl ScenarioFile {
                 ));
             }
             let split = self.pipeline_split.unwrap_or_default();
-            let split_layers = model.layers + u64::from(split.embedding) + u64::from(split.loss);
+            let split_layers = model.layers + split.counted_ends();
             let virtual_stages = p as u64 * v as u64;
             if split.is_even() && model.layers % virtual_stages != 0 {
                 problems.push(format!(

@@ -68,8 +68,8 @@ impl GradientSplits {
             layers.div_ceil(layers_per_bucket(bucket_params, per_layer, layers)) as u64
         };
         let mut splits = GradientSplits::default();
-        // `parameters_on_rank` walks the chunks: a layout with more chunks than
-        // layers (refused by validation anyway) would take seconds to count.
+        // A layout with more chunks than layers is refused by validation
+        // anyway; it counts no ZeRO-Offload splits.
         if let Some(offload) = options
             .offload
             .filter(|_| u64::from(layout.chunks) <= model.layers)
@@ -81,18 +81,18 @@ impl GradientSplits {
                 .saturating_add(splits.offload_buckets);
             splits.adam_tiles = shard.div_ceil(CPU_ADAM_TILE_PARAMS);
         }
+        // The most layers a chunk builds (`Sharding::layers_per_chunk`: the
+        // uneven split counts the embedding and the loss as layers).
+        let per_chunk = u32::try_from(sharding.layers_per_chunk(model.layers)).unwrap_or(u32::MAX);
         if let Some(bucket_params) = options.grad_reduce_bucket_params {
-            let virtual_stages = layout.virtual_stages().max(1);
-            splits.reduce_buckets = buckets(bucket_params, layers / virtual_stages).max(1);
+            splits.reduce_buckets = buckets(bucket_params, per_chunk).max(1);
         }
         if options.overlap_param_gather && layout.replicas() > 1 {
             // The first forward of every chunk in buckets, each with its all-gather.
             let bucket = options.grad_reduce_bucket_params.unwrap_or(u64::MAX);
-            splits.sharded_buckets =
-                buckets(bucket, layers / layout.virtual_stages().max(1)).max(1);
+            splits.sharded_buckets = buckets(bucket, per_chunk).max(1);
         }
         if options.sharding >= super::Sharding::Gradients && layout.replicas() > 1 {
-            let per_chunk = layers / layout.virtual_stages().max(1);
             if options.sharding == super::Sharding::Full {
                 splits.sharded_units = per_chunk.max(1) as u64;
             } else {

@@ -150,8 +150,22 @@ pub struct GemmProfile {
     pub tile_shapes: Vec<[u64; 2]>,
     /// Fixed cost of every kernel launch (launch gap, prologue, tail).
     pub kernel_overhead_ns: Quantity,
+    /// An FP8 GEMM's efficiency relative to a bf16 GEMM's of the same shape
+    /// (the FP8 rate is the datasheet FP8 peak × `large_gemm_efficiency` ×
+    /// this × tile quantization). Absent: 1, the bf16 efficiency unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_relative_efficiency: Option<Quantity>,
     #[serde(default)]
     pub measured: Vec<GemmMeasurement>,
+}
+
+impl GemmProfile {
+    /// [`GemmProfile::fp8_relative_efficiency`], 1 when the profile has none.
+    pub fn fp8_relative_efficiency(&self) -> f64 {
+        self.fp8_relative_efficiency
+            .as_ref()
+            .map_or(1.0, |quantity| quantity.value)
+    }
 }
 
 /// A timed memory-bound kernel.
@@ -415,6 +429,9 @@ impl Profile {
             &self.gemm.large_gemm_efficiency,
         );
         fraction("memory.hbm_efficiency", &self.memory.hbm_efficiency);
+        if let Some(relative) = &self.gemm.fp8_relative_efficiency {
+            fraction("gemm.fp8_relative_efficiency", relative);
+        }
         let mut positive = |key: &str, q: &Quantity| {
             if !(q.value.is_finite() && (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&q.value)) {
                 problems.push(format!(

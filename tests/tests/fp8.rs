@@ -148,7 +148,7 @@ fn cast_kernels_and_fp8_gemms_move_their_closed_form_bytes() {
 }
 
 #[test]
-fn fp8_gemms_run_at_the_fp8_peak_with_the_bf16_efficiency_model() {
+fn fp8_gemms_run_at_the_fp8_peak_with_the_bf16_efficiency_model_times_the_fp8_ratio() {
     let fp8 = scenario(Precision::Fp8);
     let gpu = &fp8.topology.gpu;
     assert_eq!(gpu.peak.fp8_flops_per_s, Some(1979e12));
@@ -158,7 +158,11 @@ fn fp8_gemms_run_at_the_fp8_peak_with_the_bf16_efficiency_model() {
     let KernelClass::Fp8Gemm { shape, .. } = fc1.class else {
         panic!("mlp_fc1 is not FP8")
     };
+    // The H100 profile's FP8 GEMMs run at 0.95 of the bf16 efficiency (TE's
+    // published 1.90x over BF16 on Hopper).
+    assert_eq!(fp8.profile.gemm.fp8_relative_efficiency(), 0.95);
     let efficiency = fp8.profile.gemm.large_gemm_efficiency.value
+        * 0.95
         * sim::cost::quantization_efficiency(&shape, &fp8.profile.gemm.tile_shapes, gpu.sm_count);
     let compute_s = shape.flops() / (1979e12 * efficiency);
     let memory_s = sim::cost::memory_bound_seconds(fc1.bytes, gpu, &fp8.profile);

@@ -5,7 +5,8 @@
 //! within 0.5 points so that a model change shows here and in the README on
 //! purpose. The pinned figure is an error, not a target: these runs are FP8,
 //! and no FP8 GEMM has been measured (the FP8 rate takes the bf16
-//! large-GEMM efficiency).
+//! large-GEMM efficiency, measured on the lab H100 under sustained load,
+//! times TE's published FP8:BF16 kernel ratio).
 
 use studies::validation::{run_dev_set, ValidationRow};
 
@@ -34,7 +35,9 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     let errors: Vec<f64> = predicted.iter().map(|r| r.error_percent.unwrap()).collect();
     let mean_abs = errors.iter().map(|e| e.abs()).sum::<f64>() / errors.len() as f64;
     // Pinned (README, "Accuracy"): every prediction is optimistic today.
-    // 27.60 % under NCCL 2.12's tuner, 27.70 % since megatron-core-2024 runs 2.21's.
-    assert!((mean_abs - 27.7).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    // 27.60 % under NCCL 2.12's tuner, 27.70 % since megatron-core-2024 runs 2.21's,
+    // 14.2 % since the H100 profile takes the sustained large-GEMM efficiency
+    // (0.697, not a burst's 0.8) and FP8 GEMMs 0.95 of it.
+    assert!((mean_abs - 14.2).abs() < 0.5, "mean |error| {mean_abs:.2}%");
     assert!(errors.iter().all(|&e| e > 0.0), "{errors:?}");
 }

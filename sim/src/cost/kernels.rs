@@ -63,6 +63,7 @@ pub fn gemm_seconds_in(
 ) -> f64 {
     gemm_seconds_at(
         precision.peak_flops_per_s(&gpu.peak),
+        1.0,
         shape,
         shape.bytes(),
         gpu,
@@ -70,24 +71,28 @@ pub fn gemm_seconds_in(
     )
 }
 
-/// Modeled seconds of one GEMM at `peak_flops_per_s` moving `bytes` (without
-/// launch overhead): the same efficiency model whatever the format.
+/// Modeled seconds of one GEMM at `peak_flops_per_s` × `relative_efficiency`
+/// moving `bytes` (without launch overhead): the same efficiency model
+/// whatever the format.
 fn gemm_seconds_at(
     peak_flops_per_s: f64,
+    relative_efficiency: f64,
     shape: &GemmShape,
     bytes: f64,
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> f64 {
     let efficiency = profile.gemm.large_gemm_efficiency.value
+        * relative_efficiency
         * quantization_efficiency(shape, &profile.gemm.tile_shapes, gpu.sm_count);
     let compute = shape.flops() / (peak_flops_per_s * efficiency);
     compute.max(memory_bound_seconds(bytes, gpu, profile))
 }
 
 /// Modeled seconds of one FP8 GEMM (without launch overhead): the GPU's
-/// dense FP8 rate with the same large-GEMM efficiency and tile quantization
-/// as the bf16 GEMMs (no FP8 GEMM has been calibrated: an assumption), or its
+/// dense FP8 rate with the bf16 GEMMs' large-GEMM efficiency times the
+/// profile's `fp8_relative_efficiency` (a published FP8-to-bf16 kernel
+/// ratio: calibrate times no FP8 GEMM yet) and tile quantization, or its
 /// FP8-input bytes at HBM bandwidth if slower. A GPU without an FP8 rate is
 /// refused at validation; here it falls back to its bf16 rate.
 pub fn fp8_gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {
@@ -97,6 +102,7 @@ pub fn fp8_gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> 
         .unwrap_or(gpu.peak.bf16_flops_per_s);
     gemm_seconds_at(
         peak,
+        profile.gemm.fp8_relative_efficiency(),
         shape,
         models::fp8::fp8_gemm_bytes(shape),
         gpu,
@@ -491,14 +497,21 @@ mod tests {
         });
         let model = KernelCostModel::new(&gpu, &profile).with_precision(Precision::Fp8);
         assert!((model.kernel_seconds(&fp8_kernel) - 6e-6).abs() < 1e-15);
-        // Unmeasured, a compute-bound FP8 GEMM takes half the bf16 time on
-        // an H100 (1979 vs 989 TFLOP/s dense: exactly 2.0012).
+        // Unmeasured, a compute-bound FP8 GEMM runs at the FP8:bf16 peak
+        // ratio (1979 vs 989 TFLOP/s dense on an H100) times the profile's
+        // fp8_relative_efficiency (0.95): 1.901 times as fast.
         let big = GemmShape {
             batch: 1,
             m: 8192,
             n: 8192,
             k: 8192,
         };
+        let ratio = gemm_seconds_in(Precision::Bf16, &big, &gpu, &profile)
+            / fp8_gemm_seconds(&big, &gpu, &profile);
+        assert_eq!(profile.gemm.fp8_relative_efficiency(), 0.95);
+        assert!((ratio - 1979.0 / 989.0 * 0.95).abs() < 1e-12, "{ratio}");
+        // Without the field, the bf16 efficiency unchanged.
+        profile.gemm.fp8_relative_efficiency = None;
         let ratio = gemm_seconds_in(Precision::Bf16, &big, &gpu, &profile)
             / fp8_gemm_seconds(&big, &gpu, &profile);
         assert!((ratio - 1979.0 / 989.0).abs() < 1e-12, "{ratio}");

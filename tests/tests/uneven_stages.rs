@@ -27,6 +27,7 @@ fn file(split: Option<models::sharding::PipelineSplit>) -> ScenarioFile {
 const BOTH: models::sharding::PipelineSplit = models::sharding::PipelineSplit {
     embedding: true,
     loss: true,
+    layout: None,
 };
 
 #[test]
@@ -81,6 +82,7 @@ fn splits_that_do_not_divide_are_refused_by_name() {
     let embedding_only = models::sharding::PipelineSplit {
         embedding: true,
         loss: false,
+        layout: None,
     };
     let error = file(Some(embedding_only))
         .resolve()

@@ -36,7 +36,7 @@ pub struct StageContent {
 /// A layout string that does not parse: what and where (0-based character
 /// position in the string as written).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("pipeline_layout: {message} at position {position} of '{text}'")]
+#[error("pipeline_layout: position {position} of '{text}': {message}")]
 pub struct LayoutParseError {
     pub text: String,
     pub position: usize,

@@ -121,8 +121,16 @@ fn megatrons_layout_string_builds_the_layers_it_names_per_stage() {
     let by_split = sim::simulate(&file(Some(BOTH)).resolve().unwrap()).unwrap();
     assert_eq!(by_layout.timeline.tasks, by_split.timeline.tasks);
     assert_eq!(
-        by_layout.memory.iter().map(|m| m.parameters).collect::<Vec<_>>(),
-        by_split.memory.iter().map(|m| m.parameters).collect::<Vec<_>>()
+        by_layout
+            .memory
+            .iter()
+            .map(|m| m.parameters)
+            .collect::<Vec<_>>(),
+        by_split
+            .memory
+            .iter()
+            .map(|m| m.parameters)
+            .collect::<Vec<_>>()
     );
 }
 
@@ -183,16 +191,48 @@ fn an_interleaved_layout_gives_each_chunk_its_layers() {
 #[test]
 fn layouts_the_source_or_the_simulator_refuses_are_named() {
     for (layout, chunks, needle) in [
-        ("Et*7|(t*8|)*14,t*7L", 2, "has 16 stages, but pp × chunks = 16 × 2 = 32"),
+        (
+            "Et*7|(t*8|)*14,t*7L",
+            2,
+            "has 16 stages, but pp × chunks = 16 × 2 = 32",
+        ),
         ("Et*7|(t*8|)*30,t*7L", 1, "(chunks = 2 would match)"),
-        ("Et*7|(t*8|)*14,t*6L", 1, "125 transformer layers ('t'), but the model has 126"),
-        ("tEt*6|(t*8|)*14,t*7L", 1, "the embedding 'E' must appear exactly once, as the first layer"),
-        ("Et*7|(t*8|)*14,t*6Lt", 1, "the loss 'L' must appear exactly once, as the last layer"),
-        ("Et*7|(t*8|)*14,t*6mL", 1, "multi-token-prediction layers ('m') are not simulated"),
-        ("E|t*7|(t*8|)*13,t*15L", 1, "virtual stage 0 has no transformer layer"),
+        (
+            "Et*7|(t*8|)*14,t*6L",
+            1,
+            "125 transformer layers ('t'), but the model has 126",
+        ),
+        (
+            "tEt*6|(t*8|)*14,t*7L",
+            1,
+            "the embedding 'E' must appear exactly once, as the first layer",
+        ),
+        (
+            "Et*7|(t*8|)*14,t*6Lt",
+            1,
+            "the loss 'L' must appear exactly once, as the last layer",
+        ),
+        (
+            "Et*7|(t*8|)*14,t*6mL",
+            1,
+            "multi-token-prediction layers ('m') are not simulated",
+        ),
+        (
+            "E|t*7|(t*8|)*13,t*15L",
+            1,
+            "virtual stage 0 has no transformer layer",
+        ),
         ("|Et*7|(t*8|)*13,t*15L", 1, "put 'E' in the first stage"),
-        ("Et*7|(t*8|)*14,t*7x", 1, "position 18 of 'Et*7|(t*8|)*14,t*7x': unknown layer character 'x'"),
-        ("Et*7|(t*8|*14,t*7L", 1, "position 5 of 'Et*7|(t*8|*14,t*7L': '(' is never closed"),
+        (
+            "Et*7|(t*8|)*14,t*7x",
+            1,
+            "position 18 of 'Et*7|(t*8|)*14,t*7x': unknown layer character 'x'",
+        ),
+        (
+            "Et*7|(t*8|*14,t*7L",
+            1,
+            "position 5 of 'Et*7|(t*8|*14,t*7L': '(' is never closed",
+        ),
     ] {
         let error = ScenarioFile {
             chunks: Some(chunks),

@@ -40,6 +40,7 @@ pub mod moe;
 pub mod ops;
 pub mod parameter_tensors;
 pub mod pipeline_ends;
+pub mod pipeline_layout;
 mod presets;
 pub mod ring_attention;
 pub mod sharding;

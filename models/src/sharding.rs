@@ -24,12 +24,27 @@ pub struct PipelineSplit {
     /// The loss counts as a layer of the last virtual stage.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub loss: bool,
+    /// Megatron-Core's `--pipeline-model-parallel-layout`: the transformer
+    /// layers of every virtual stage, as written (`crate::pipeline_layout`);
+    /// the embedding on the first virtual stage, the loss on the last. Set
+    /// by the scenario's `pipeline_layout` key (validated there), never read
+    /// from this object.
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<crate::pipeline_layout::StageLayers>,
 }
 
 impl PipelineSplit {
     /// Every virtual stage builds L/(p·v) layers.
     pub fn is_even(&self) -> bool {
-        !self.embedding && !self.loss
+        !self.embedding && !self.loss && self.layout.is_none()
+    }
+
+    /// The split of an explicit layout.
+    pub fn from_layout(layout: crate::pipeline_layout::StageLayers) -> PipelineSplit {
+        PipelineSplit {
+            layout: Some(layout),
+            ..PipelineSplit::default()
+        }
     }
 
     /// The "layers" the split adds to the model's: one for the embedding
@@ -63,8 +78,11 @@ impl Sharding {
     }
 
     /// Transformer layers an ordinary virtual stage builds (the most any
-    /// builds): the split layers over p·v.
+    /// builds): the split layers over p·v, or a layout's largest stage.
     pub fn layers_per_chunk(&self, layers: u64) -> u64 {
+        if let Some(layout) = self.split.layout {
+            return layout.layers().iter().copied().max().unwrap_or(0) as u64;
+        }
         self.split_layers(layers) / (self.virtual_stages().max(1) as u64)
     }
 
@@ -72,8 +90,16 @@ impl Sharding {
     /// (virtual stage chunk·p + stage): [`Self::layers_per_chunk`], one fewer
     /// on the first virtual stage when the embedding counts as a layer and
     /// on the last when the loss does.
+    /// With a layout, the layout's count for that virtual stage.
     pub fn layers_of_chunk(&self, layers: u64, stage: u32, chunk: u32) -> u64 {
         let virtual_stage = chunk as u64 * self.pipeline_parallel as u64 + stage as u64;
+        if let Some(layout) = self.split.layout {
+            return layout
+                .layers()
+                .get(virtual_stage as usize)
+                .copied()
+                .unwrap_or(0) as u64;
+        }
         let last = self.virtual_stages().max(1) as u64 - 1;
         let mut count = self.layers_per_chunk(layers);
         if virtual_stage == 0 && self.split.embedding {
@@ -96,7 +122,13 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
     // form (a user may ask for 2³¹ chunks: validation refuses them, but
     // counts them first): every chunk but the first virtual stage's and the
     // last's has the same layers; the first adds the embedding, the last the
-    // head.
+    // head. A layout's chunks may all differ: summed one by one (its p·v
+    // stages were written out, so there are few).
+    if sharding.split.layout.is_some() {
+        return (0..sharding.chunks)
+            .map(|chunk| parameters_of_chunk(model, sharding, stage, chunk))
+            .sum();
+    }
     let chunks = sharding.chunks.max(1);
     let ordinary = parameters_of_layers(
         model,
@@ -250,6 +282,7 @@ mod tests {
             split: PipelineSplit {
                 embedding: true,
                 loss: true,
+                layout: None,
             },
         };
         let layers: Vec<u64> = (0..8)

@@ -15,7 +15,7 @@ use studies::sweep::SweepRecord;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 640;
-const SCHEDULES: [ScheduleKind; 5] = ScheduleKind::ALL;
+const SCHEDULES: [ScheduleKind; 6] = ScheduleKind::ALL;
 
 /// Draws `results` (in any order; ranked here by samples/s, ties by index)
 /// into `path` (.svg or .png); `title` goes above the chart.
@@ -37,6 +37,7 @@ fn schedule_color(schedule: ScheduleKind) -> RGBColor {
         ScheduleKind::Interleaved => SERIES_COLORS[2],
         ScheduleKind::ZbH1 => SERIES_COLORS[3],
         ScheduleKind::ZbH2 => SERIES_COLORS[4],
+        ScheduleKind::LoopedBfs => SERIES_COLORS[5],
     }
 }
 
@@ -174,11 +175,7 @@ mod tests {
                 context_parallel: 1,
                 pipeline_parallel: 2,
                 data_parallel: 1,
-                chunks: if schedule == ScheduleKind::Interleaved {
-                    2
-                } else {
-                    1
-                },
+                chunks: if schedule.uses_chunks() { 2 } else { 1 },
                 microbatch_size: 1,
                 schedule,
                 recompute: Recompute::None,

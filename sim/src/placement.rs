@@ -162,6 +162,7 @@ mod tests {
             context_parallel: 1,
             pipeline_split: Default::default(),
             chunks: 1,
+            microbatch_group_size: None,
             microbatch_size: 1,
             global_batch: d,
             microbatches: 1,

@@ -68,13 +68,7 @@ impl SimulationReport {
 
 /// Builds the schedule and task graph of a scenario (no costs).
 pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
-    let layout = scenario.layout;
-    let schedule = PipelineSchedule::generate(
-        scenario.schedule,
-        layout.pipeline_parallel,
-        layout.chunks,
-        layout.microbatches,
-    );
+    let schedule = PipelineSchedule::of(scenario);
     let graph = lower(scenario, &schedule);
     (schedule, graph)
 }

@@ -28,12 +28,7 @@ pub struct LargestModel {
 pub fn largest_model(scenario: &Scenario) -> Option<LargestModel> {
     let layout = scenario.layout;
     let step = layout.virtual_stages() as u64;
-    let schedule = PipelineSchedule::generate(
-        scenario.schedule,
-        layout.pipeline_parallel,
-        layout.chunks,
-        layout.microbatches,
-    );
+    let schedule = PipelineSchedule::of(scenario);
     let mut trial = scenario.clone();
     let mut memory_at = |units: u64| -> (bool, Vec<MemoryBreakdown>) {
         trial.model.layers = units * step;

@@ -11,6 +11,20 @@ pub fn small_scenario(
     chunks: u32,
     microbatches: u32,
 ) -> Scenario {
+    small_scenario_file(schedule, tp, pp, dp, chunks, microbatches)
+        .resolve()
+        .expect("valid small scenario")
+}
+
+/// The file of [`small_scenario`], for tests that set more keys.
+pub fn small_scenario_file(
+    schedule: ScheduleKind,
+    tp: u32,
+    pp: u32,
+    dp: u32,
+    chunks: u32,
+    microbatches: u32,
+) -> ScenarioFile {
     ScenarioFile {
         model: Some(serde_json::json!({
             "name": "test-48", "layers": 48, "hidden": 512, "heads": 8, "seq_len": 256, "vocab": 51200
@@ -26,8 +40,6 @@ pub fn small_scenario(
         recompute: Some(Recompute::None),
         ..ScenarioFile::default()
     }
-    .resolve()
-    .expect("valid small scenario")
 }
 
 /// Path of the validation set committed in the repository (`validation/dev-set.json`).

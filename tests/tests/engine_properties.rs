@@ -44,6 +44,22 @@ fn scenarios() -> Vec<sim::scenario::Scenario> {
     let mut zb_h2 = small_scenario(ScheduleKind::ZbH2, 2, 4, 2, 1, 8);
     zb_h2.recompute = Recompute::Full;
     list.push(zb_h2);
+    // Looped BFS with its chunks' last backwards (microbatch 0) cut into
+    // buckets, and interleaved with Megatron-Core's microbatch groups (m = 10
+    // on p = 4: groups of 5).
+    let mut looped = small_scenario(ScheduleKind::LoopedBfs, 2, 4, 2, 2, 8);
+    looped.options.overlap_grad_reduce = true;
+    looped.options.grad_reduce_bucket_params = Some(3 * (12 * 512 * 512 + 13 * 512) / 2);
+    looped.recompute = Recompute::Full;
+    list.push(looped);
+    list.push(
+        ScenarioFile {
+            microbatch_group_size: Some(5),
+            ..tests::small_scenario_file(ScheduleKind::Interleaved, 2, 4, 2, 2, 10)
+        }
+        .resolve()
+        .unwrap(),
+    );
     list
 }
 

@@ -27,6 +27,7 @@ fn file(split: Option<models::sharding::PipelineSplit>) -> ScenarioFile {
 const BOTH: models::sharding::PipelineSplit = models::sharding::PipelineSplit {
     embedding: true,
     loss: true,
+    layout: None,
 };
 
 #[test]
@@ -81,6 +82,7 @@ fn splits_that_do_not_divide_are_refused_by_name() {
     let embedding_only = models::sharding::PipelineSplit {
         embedding: true,
         loss: false,
+        layout: None,
     };
     let error = file(Some(embedding_only))
         .resolve()
@@ -90,4 +92,169 @@ fn splits_that_do_not_divide_are_refused_by_name() {
         error.contains("pipeline_split: layers + embedding + loss (127) must be divisible"),
         "{error}"
     );
+}
+
+/// Megatron-Core's layout string for the same split: `Et*7|(t*8|)*14,t*7L`.
+const LLAMA_16: &str = "Et*7|(t*8|)*14,t*7L";
+
+fn with_layout(layout: &str) -> ScenarioFile {
+    ScenarioFile {
+        pipeline_layout: Some(layout.into()),
+        ..file(None)
+    }
+}
+
+#[test]
+fn megatrons_layout_string_builds_the_layers_it_names_per_stage() {
+    let scenario = with_layout(LLAMA_16).resolve().expect("valid layout");
+    let sharding = scenario.layout.sharding();
+    let layers: Vec<u64> = (0..16)
+        .map(|stage| sharding.layers_of_chunk(126, stage, 0))
+        .collect();
+    let mut expected = vec![8u64; 16];
+    expected[0] = 7;
+    expected[15] = 7;
+    assert_eq!(layers, expected);
+    // The same split as counting the embedding and the loss as layers: the
+    // same simulation, task for task.
+    let by_layout = sim::simulate(&scenario).unwrap();
+    let by_split = sim::simulate(&file(Some(BOTH)).resolve().unwrap()).unwrap();
+    assert_eq!(by_layout.timeline.tasks, by_split.timeline.tasks);
+    assert_eq!(
+        by_layout
+            .memory
+            .iter()
+            .map(|m| m.parameters)
+            .collect::<Vec<_>>(),
+        by_split
+            .memory
+            .iter()
+            .map(|m| m.parameters)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_uneven_layout_moves_exactly_its_layers() {
+    // Two layers off the first stage onto the last: 6, 8 × 14, 8 + loss.
+    let scenario = with_layout("Et*6|(t*8|)*14,t*8L").resolve().unwrap();
+    let report = sim::simulate(&scenario).unwrap();
+    let forward = |stage: u32| {
+        report
+            .timeline
+            .tasks
+            .iter()
+            .find(|t| t.kind == TaskKind::Forward && t.stage == stage && t.microbatch == Some(0))
+            .map(|t| t.flops)
+            .unwrap()
+    };
+    let middle = forward(7);
+    assert_eq!(forward(0), middle * 6.0 / 8.0);
+    let head = 2.0 * 2048.0 * scenario.model.hidden as f64 * scenario.model.vocab as f64 / 8.0;
+    assert!((forward(15) - (middle + head)).abs() / forward(15) < 1e-12);
+    let total: u64 = report.memory.iter().map(|m| m.parameters * 8).sum();
+    assert_eq!(
+        total,
+        formulas::published_parameter_count(&scenario.model) + 7 * scenario.model.norm_parameters()
+    );
+}
+
+#[test]
+fn an_interleaved_layout_gives_each_chunk_its_layers() {
+    // 32 virtual stages on 16 ranks (v = 2): 3 beside the embedding and the
+    // loss, 4 elsewhere; virtual stage k·16 + r is chunk k of rank r.
+    let scenario = ScenarioFile {
+        chunks: Some(2),
+        schedule: Some(sim::scenario::ScheduleKind::Interleaved),
+        ..with_layout("Et*3|(t*4|)*30,t*3L")
+    }
+    .resolve()
+    .unwrap();
+    let sharding = scenario.layout.sharding();
+    assert_eq!(sharding.layers_of_chunk(126, 0, 0), 3);
+    assert_eq!(sharding.layers_of_chunk(126, 0, 1), 4);
+    assert_eq!(sharding.layers_of_chunk(126, 15, 0), 4);
+    assert_eq!(sharding.layers_of_chunk(126, 15, 1), 3);
+    let sum: u64 = (0..16)
+        .flat_map(|r| (0..2).map(move |c| (r, c)))
+        .map(|(r, c)| sharding.layers_of_chunk(126, r, c))
+        .sum();
+    assert_eq!(sum, 126);
+    let report = sim::simulate(&scenario).unwrap();
+    let total: u64 = report.memory.iter().map(|m| m.parameters * 8).sum();
+    assert_eq!(
+        total,
+        formulas::published_parameter_count(&scenario.model) + 7 * scenario.model.norm_parameters()
+    );
+}
+
+#[test]
+fn layouts_the_source_or_the_simulator_refuses_are_named() {
+    for (layout, chunks, needle) in [
+        (
+            "Et*7|(t*8|)*14,t*7L",
+            2,
+            "has 16 stages, but pp × chunks = 16 × 2 = 32",
+        ),
+        ("Et*7|(t*8|)*30,t*7L", 1, "(chunks = 2 would match)"),
+        (
+            "Et*7|(t*8|)*14,t*6L",
+            1,
+            "125 transformer layers ('t'), but the model has 126",
+        ),
+        (
+            "tEt*6|(t*8|)*14,t*7L",
+            1,
+            "the embedding 'E' must appear exactly once, as the first layer",
+        ),
+        (
+            "Et*7|(t*8|)*14,t*6Lt",
+            1,
+            "the loss 'L' must appear exactly once, as the last layer",
+        ),
+        (
+            "Et*7|(t*8|)*14,t*6mL",
+            1,
+            "multi-token-prediction layers ('m') are not simulated",
+        ),
+        (
+            "E|t*7|(t*8|)*13,t*15L",
+            1,
+            "virtual stage 0 has no transformer layer",
+        ),
+        ("|Et*7|(t*8|)*13,t*15L", 1, "put 'E' in the first stage"),
+        (
+            "Et*7|(t*8|)*14,t*7x",
+            1,
+            "position 18 of 'Et*7|(t*8|)*14,t*7x': unknown layer character 'x'",
+        ),
+        (
+            "Et*7|(t*8|*14,t*7L",
+            1,
+            "position 5 of 'Et*7|(t*8|*14,t*7L': '(' is never closed",
+        ),
+    ] {
+        let error = ScenarioFile {
+            chunks: Some(chunks),
+            schedule: Some(if chunks > 1 {
+                sim::scenario::ScheduleKind::Interleaved
+            } else {
+                sim::scenario::ScheduleKind::OneFOneB
+            }),
+            ..with_layout(layout)
+        }
+        .resolve()
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("pipeline_layout: "), "{layout}: {error}");
+        assert!(error.contains(needle), "{layout}: {error}");
+    }
+    let both = ScenarioFile {
+        pipeline_split: Some(BOTH),
+        ..with_layout(LLAMA_16)
+    }
+    .resolve()
+    .unwrap_err()
+    .to_string();
+    assert!(both.contains("drop pipeline_split"), "{both}");
 }

@@ -13,6 +13,12 @@ fn gib(bytes: u64) -> f64 {
 
 /// Prints the largest model that fits (or why none does).
 pub fn run(scenario: &Scenario, json: bool) -> anyhow::Result<()> {
+    if scenario.layout.pipeline_split.layout.is_some() {
+        // A layout fixes every stage's layers; the search varies the model's.
+        return Err(crate::exit::user_error(
+            "max-model-size: a pipeline_layout fixes the layers of every stage; the search grows the model and needs the even split (drop --pipeline-layout)",
+        ));
+    }
     let found = studies::max_model::largest_model(scenario);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

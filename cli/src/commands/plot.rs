@@ -1,7 +1,8 @@
 //! `clustersim plot bubble`: simulated pipeline-bubble fractions vs the number
-//! of microbatches for GPipe, 1F1B, interleaved (v = 2, 4) and ZB-H1, over the
-//! analytical curves (p−1)/m, (p−1)/(v·m) and ZB-H1's (p−1)/(3·m) (its
-//! (p−1)(F+I−W) bubble when F = I = W).
+//! of microbatches for GPipe, 1F1B, interleaved (v = 2, 4), ZB-H1 and looped
+//! BFS (v = 2), over the analytical curves (p−1)/m, (p−1)/(v·m) (looped BFS's
+//! too, once m ≥ p) and ZB-H1's (p−1)/(3·m) (its (p−1)(F+I−W) bubble when
+//! F = I = W).
 
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
@@ -57,6 +58,7 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         (ScheduleKind::Interleaved, 2, "interleaved v=2"),
         (ScheduleKind::Interleaved, 4, "interleaved v=4"),
         (ScheduleKind::ZbH1, 1, "ZB-H1"),
+        (ScheduleKind::LoopedBfs, 2, "looped BFS v=2"),
     ] {
         let mut points = Vec::new();
         for &m in &args.microbatches {

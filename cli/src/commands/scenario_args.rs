@@ -50,9 +50,22 @@ pub struct ScenarioArgs {
     /// config gives its longest context, e.g. 131072 for Llama 3.1).
     #[arg(long, value_name = "TOKENS")]
     pub seq_len: Option<u64>,
-    /// Model chunks per stage v (interleaved schedule only).
+    /// Model chunks per stage v (interleaved and looped-bfs schedules only).
     #[arg(long)]
     pub chunks: Option<u32>,
+    /// Interleaved schedule: microbatches per group N, pp ≤ N ≤ m (Megatron-Core's
+    /// --microbatch-group-size-per-vp-stage; default pp). Each group runs
+    /// through every chunk before the next starts; m need not be a multiple
+    /// of pp, but m mod N must be 0 or at least pp.
+    #[arg(long, value_name = "N")]
+    pub microbatch_group_size: Option<u32>,
+    /// Megatron-Core's pipeline layout (--pipeline-model-parallel-layout): the
+    /// layers of each of the pp × chunks virtual stages, e.g.
+    /// "Et*7|(t*8|)*14,t*7L" for 126 layers on 16 stages. E embedding (first),
+    /// t transformer layer, L loss (last), | between stages, (…)*n and x*n
+    /// repeat, commas are ignored. Replaces the even (or --account-for-…) split.
+    #[arg(long, value_name = "LAYOUT")]
+    pub pipeline_layout: Option<String>,
     /// Megatron-Core's uneven pipeline split: count the embedding as a layer
     /// of the first virtual stage, which then builds one transformer layer
     /// fewer (layers + 1 [+ 1] must divide into p·v).
@@ -70,8 +83,11 @@ pub struct ScenarioArgs {
     #[arg(long)]
     pub global_batch: Option<u32>,
     /// Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-h2
-    /// (zero-bubble: split backwards, weight gradients deferred).
-    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"])]
+    /// (zero-bubble: split backwards, weight gradients deferred), or
+    /// looped-bfs (PyTorch's ScheduleLoopedBFS: --chunks stages per rank on
+    /// the interleaved map, all forwards of each, then the backwards in
+    /// reverse; m·v microbatch-chunks of activations).
+    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "looped-bfs"])]
     pub schedule: Option<String>,
     /// Activation recomputation: none, selective (attention core only) or full.
     #[arg(long, value_parser = ["none", "selective", "full"])]
@@ -113,11 +129,14 @@ impl ScenarioArgs {
             dp: self.dp,
             cp: self.cp,
             chunks: self.chunks,
+            microbatch_group_size: self.microbatch_group_size,
+            pipeline_layout: self.pipeline_layout.clone(),
             pipeline_split: (self.account_for_embedding_in_pipeline_split
                 || self.account_for_loss_in_pipeline_split)
                 .then_some(models::sharding::PipelineSplit {
                     embedding: self.account_for_embedding_in_pipeline_split,
                     loss: self.account_for_loss_in_pipeline_split,
+                    layout: None,
                 }),
             microbatch_size: self.microbatch_size,
             global_batch: self.global_batch,

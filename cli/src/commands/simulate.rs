@@ -267,6 +267,7 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             ""
         }
     )?;
+    write_pipeline_shape(out, scenario, &schedule)?;
     if scenario.schedule.splits_backward() {
         let stages = schedule.actions.len() as u32;
         let owed: Vec<String> = (0..stages)
@@ -282,6 +283,63 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
         )?;
     }
     write_layer_kernels(out, scenario)
+}
+
+/// An explicit pipeline layout (layers per rank and chunk), Megatron-Core's
+/// microbatch groups and looped BFS's order, when the scenario uses them.
+fn write_pipeline_shape(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    schedule: &sim::schedule::PipelineSchedule,
+) -> anyhow::Result<()> {
+    let layout = &scenario.layout;
+    if let Some(stages) = layout.pipeline_split.layout {
+        writeln!(
+            out,
+            "pipeline layout '{}': transformer layers per rank (chunk 0 … {}), E embedding, L loss:",
+            stages.source(),
+            layout.chunks - 1
+        )?;
+        let sharding = layout.sharding();
+        let last = layout.virtual_stages() - 1;
+        for rank in 0..layout.pipeline_parallel {
+            let cells: Vec<String> = (0..layout.chunks)
+                .map(|chunk| {
+                    let virtual_stage = chunk * layout.pipeline_parallel + rank;
+                    format!(
+                        "{}{}{}",
+                        if virtual_stage == 0 { "E+" } else { "" },
+                        sharding.layers_of_chunk(scenario.model.layers, rank, chunk),
+                        if virtual_stage == last { "+L" } else { "" }
+                    )
+                })
+                .collect();
+            writeln!(out, "  rank {rank:>3}: {}", cells.join(" "))?;
+        }
+    }
+    if scenario.schedule == sim::scenario::ScheduleKind::Interleaved
+        && layout.microbatch_group_size.is_some()
+    {
+        let n = layout.microbatch_group_size();
+        let m = layout.microbatches;
+        writeln!(
+            out,
+            "microbatch groups of {n} (Megatron-Core's microbatch_group_size_per_vp_stage):              {} groups, the last of {}; each group runs through all {} chunks; rank r warms up              2(p−r−1)+(v−1)·{n} forwards",
+            m.div_ceil(n),
+            m - n * (m.div_ceil(n) - 1),
+            layout.chunks
+        )?;
+    }
+    if scenario.schedule == sim::scenario::ScheduleKind::LoopedBfs {
+        writeln!(
+            out,
+            "looped BFS: each rank runs all {} forwards of each of its {} chunks, then the              backwards in reverse; peak microbatch-chunks of activations per rank: {}",
+            layout.microbatches,
+            layout.chunks,
+            schedule.peak_in_flight(0)
+        )?;
+    }
+    Ok(())
 }
 
 /// Context parallelism: the ring, its steps and what each exchange carries.

@@ -154,14 +154,15 @@ pub struct SweepFlags {
     /// Largest microbatch size b; powers of two up to it are tried.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_microbatch: u32,
-    /// Largest number of model chunks v tried for the interleaved schedule.
+    /// Largest number of model chunks v tried for the interleaved and looped-bfs schedules.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_chunks: u32,
     /// Also try tensor parallelism across nodes (t a multiple of the GPUs per node).
     #[arg(long)]
     pub allow_cross_node_tp: bool,
-    /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2 on request).
-    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"])]
+    /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2 and
+    /// looped-bfs (v from 2 to --max-chunks) on request).
+    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "looped-bfs"])]
     pub schedule: Vec<String>,
     /// Only these recompute modes (comma-separated; default none,full).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]

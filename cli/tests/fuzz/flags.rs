@@ -231,11 +231,51 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
     }
     if chunks != "1" {
         flags.push("--chunks", Some(chunks.to_string()));
-        flags.push("--schedule", Some("interleaved".to_string()));
+        flags.push(
+            "--schedule",
+            Some(value(&["interleaved", "interleaved", "looped-bfs"], rng)),
+        );
     } else if rng.chance(40) {
         flags.push(
             "--schedule",
-            Some(value(&["gpipe", "1f1b", "zb-h1", "zb-h2"], rng)),
+            Some(value(
+                &["gpipe", "1f1b", "zb-h1", "zb-h2", "looped-bfs"],
+                rng,
+            )),
+        );
+    }
+    // Interleaved microbatch groups (valid ones are N in [p, m]) and
+    // Megatron-Core layouts of the 4-layer models (p·v = 2 or 4 stages;
+    // then broken ones).
+    if rng.chance(10) {
+        flags.push(
+            "--microbatch-group-size",
+            Some(value(&["2", "4", "8", "3", "0", "4294967295"], rng)),
+        );
+    }
+    if rng.chance(10) {
+        flags.push(
+            "--pipeline-layout",
+            Some(value(
+                &[
+                    "Ett|ttL",
+                    "Et|t|t|tL",
+                    "Et*2|t*2L",
+                    "(Et|tL)*1",
+                    "E(t|)*3,tL",
+                    "Ettt|tL",
+                    "E|ttt|tL",
+                    "Ett|ttmL",
+                    "Ett|ttX",
+                    "Et*4294967296|L",
+                    "E(t*1000|)*100000L",
+                    "((t)*2)*2",
+                    "",
+                    "|",
+                    "*",
+                ],
+                rng,
+            )),
         );
     }
     for (flag, valid, percent) in [

@@ -134,6 +134,14 @@ impl Seeds {
             r#"{"model":"model.json","topology":"topology.json","tp":1,"pp":2,"dp":4,"global_batch":8,
                 "recompute":"full","zero_stage":3,"shard_group_size":2}"#,
         ));
+        scenarios.push(Json::parse(
+            r#"{"model":"tiny","topology":"dgx-a100","tp":1,"pp":2,"dp":1,"chunks":2,"global_batch":6,
+                "schedule":"interleaved","microbatch_group_size":3,"recompute":"full"}"#,
+        ));
+        scenarios.push(Json::parse(
+            r#"{"model":"tiny","topology":"dgx-a100","tp":2,"pp":2,"dp":2,"chunks":2,"global_batch":8,
+                "schedule":"looped-bfs","pipeline_layout":"E(t|)*3,tL","overlap_grad_reduce":true}"#,
+        ));
         let run = |args: &[&str]| produce(binary, dir, args);
         let tiny = |extra: &[&str]| run(&[&["simulate"], TINY_LAYOUT, extra].concat());
         tiny(&[

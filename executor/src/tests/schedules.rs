@@ -1,5 +1,7 @@
 //! Every pipeline schedule the simulator has ([`ScheduleKind`]: GPipe, 1F1B,
-//! interleaved, ZB-H1, ZB-H2) over a grid of (p, m, v), with and without recompute: every
+//! interleaved, ZB-H1, ZB-H2, looped BFS) over a grid of (p, m, v), with and
+//! without recompute, and interleaved with Megatron-Core's microbatch groups
+//! of every valid N: every
 //! layout the simulator accepts, the executor plans in both modes, and the
 //! plan passes [`check`] (every task once, topological issue order, every
 //! cross-stream edge a wait, synthetic spins of exactly the simulated
@@ -20,7 +22,8 @@ fn every_schedule() -> Vec<ScheduleKind> {
             | ScheduleKind::OneFOneB
             | ScheduleKind::Interleaved
             | ScheduleKind::ZbH1
-            | ScheduleKind::ZbH2 => {}
+            | ScheduleKind::ZbH2
+            | ScheduleKind::LoopedBfs => {}
         }
     }
     all.to_vec()
@@ -38,44 +41,59 @@ fn every_schedule_plans_and_passes_the_check_over_a_grid_of_p_m_v() {
         for &p in &stages {
             for &m in &microbatches {
                 for &v in &chunks {
-                    for recompute in [Recompute::None, Recompute::Full] {
-                        let file = ScenarioFile {
-                            model: Some("gpt-22b".into()),
-                            topology: Some("dgx-a100".into()),
-                            tp: Some(1),
-                            pp: Some(p),
-                            dp: Some(1),
-                            chunks: Some(v),
-                            microbatch_size: Some(1),
-                            global_batch: Some(m),
-                            schedule: Some(schedule),
-                            recompute: Some(recompute),
-                            ..ScenarioFile::default()
-                        };
-                        // Layouts the simulator refuses are not the executor's to run.
-                        let Ok(scenario) = file.resolve() else {
-                            continue;
-                        };
-                        let (_, graph) = sim::build_graph(&scenario);
-                        let name = format!(
-                            "{} p={p} m={m} v={v} recompute={recompute:?}",
-                            schedule.name()
-                        );
-                        for mode in [ExecutionMode::Synthetic, ExecutionMode::Real] {
-                            let verdict = plan(&graph, &scenario, mode, 1)
-                                .and_then(|plan| check(&plan, &graph).map(|c| (plan, c)));
-                            match verdict {
-                                Ok((plan, verdict)) => {
-                                    assert_eq!(plan.tasks.len(), graph.task_count(), "{name}");
-                                    assert_eq!(verdict.implicit_orderings, 0, "{name}");
-                                    if p > 1 {
-                                        assert!(verdict.waits > 0, "{name}: stages wait");
+                    // Interleaved: every microbatch group size N in [p, m]
+                    // (None: the default p); other schedules have none.
+                    let groups: Vec<Option<u32>> = if schedule == ScheduleKind::Interleaved {
+                        std::iter::once(None).chain((p + 1..=m).map(Some)).collect()
+                    } else {
+                        vec![None]
+                    };
+                    for group in groups {
+                        for recompute in [Recompute::None, Recompute::Full] {
+                            let file = ScenarioFile {
+                                microbatch_group_size: group,
+                                model: Some("gpt-22b".into()),
+                                topology: Some("dgx-a100".into()),
+                                tp: Some(1),
+                                pp: Some(p),
+                                dp: Some(1),
+                                chunks: Some(v),
+                                microbatch_size: Some(1),
+                                global_batch: Some(m),
+                                schedule: Some(schedule),
+                                recompute: Some(recompute),
+                                ..ScenarioFile::default()
+                            };
+                            // Layouts the simulator refuses are not the executor's to run.
+                            let Ok(scenario) = file.resolve() else {
+                                continue;
+                            };
+                            let (_, graph) = sim::build_graph(&scenario);
+                            let name = format!(
+                                "{} p={p} m={m} v={v} N={group:?} recompute={recompute:?}",
+                                schedule.name()
+                            );
+                            for mode in [ExecutionMode::Synthetic, ExecutionMode::Real] {
+                                let verdict = plan(&graph, &scenario, mode, 1)
+                                    .and_then(|plan| check(&plan, &graph).map(|c| (plan, c)));
+                                match verdict {
+                                    Ok((plan, verdict)) => {
+                                        assert_eq!(plan.tasks.len(), graph.task_count(), "{name}");
+                                        assert_eq!(verdict.implicit_orderings, 0, "{name}");
+                                        if p > 1 {
+                                            assert!(verdict.waits > 0, "{name}: stages wait");
+                                        }
+                                    }
+                                    Err(error) => {
+                                        failures.push(format!("{name} {mode:?}: {error}"))
                                     }
                                 }
-                                Err(error) => failures.push(format!("{name} {mode:?}: {error}")),
+                            }
+                            *planned.entry(schedule.name()).or_default() += 1;
+                            if group.is_some() {
+                                *planned.entry("interleaved, N > p").or_default() += 1;
                             }
                         }
-                        *planned.entry(schedule.name()).or_default() += 1;
                     }
                 }
             }
@@ -88,4 +106,9 @@ fn every_schedule_plans_and_passes_the_check_over_a_grid_of_p_m_v() {
         let count = planned.get(schedule.name()).copied().unwrap_or(0);
         assert!(count >= 20, "{}: only {count} layouts", schedule.name());
     }
+    let grouped = planned.get("interleaved, N > p").copied().unwrap_or(0);
+    assert!(
+        grouped >= 20,
+        "interleaved with N > p: only {grouped} layouts"
+    );
 }

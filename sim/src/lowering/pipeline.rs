@@ -86,6 +86,8 @@ pub fn program(
     let recompute = scenario.recompute != Recompute::None;
     let chunks = layout.chunks as usize;
     let mut program = Program::default();
+    // Each (stage, chunk)'s last gradient-making action (microbatch 0 in looped BFS).
+    let last_gradient_actions = schedule.last_gradient_actions();
 
     let slot = |data_index: u32, virtual_stage: u32, microbatch: u32, pass: ComputePass| -> usize {
         ((data_index as usize * virtual_stages as usize + virtual_stage as usize) * m as usize
@@ -181,7 +183,9 @@ pub fn program(
                     let pieces = match (sharded, bucket_layers) {
                         (Some(pieces), _) => pieces,
                         (None, Some(per_bucket))
-                            if makes_gradients && action.microbatch + 1 == m =>
+                            if makes_gradients
+                                && last_gradient_actions[stage as usize][action.chunk as usize]
+                                    == Some(*action) =>
                         {
                             backward_buckets(chunk_layers, per_bucket, with_embedding, with_head)
                         }

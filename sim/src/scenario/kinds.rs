@@ -23,6 +23,11 @@ pub enum ScheduleKind {
     /// when F + I ≤ 2W.
     #[serde(rename = "zb-h2")]
     ZbH2,
+    /// PyTorch's `ScheduleLoopedBFS`: the interleaved stage map (rank r holds
+    /// stages r + k·p), every forward of each local stage in turn, then the
+    /// backwards in reverse; m·v microbatch-chunks of activations.
+    #[serde(rename = "looped-bfs")]
+    LoopedBfs,
 }
 
 impl ScheduleKind {
@@ -33,23 +38,34 @@ impl ScheduleKind {
             ScheduleKind::Interleaved => "interleaved",
             ScheduleKind::ZbH1 => "zb-h1",
             ScheduleKind::ZbH2 => "zb-h2",
+            ScheduleKind::LoopedBfs => "looped-bfs",
         }
     }
 
     /// Every schedule, in declaration order.
-    pub const ALL: [ScheduleKind; 5] = [
+    pub const ALL: [ScheduleKind; 6] = [
         ScheduleKind::Gpipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
         ScheduleKind::ZbH1,
         ScheduleKind::ZbH2,
+        ScheduleKind::LoopedBfs,
     ];
+
+    /// Whether the schedule runs v model chunks per rank on the interleaved
+    /// stage map (virtual stage k·p + r on rank r).
+    pub fn uses_chunks(self) -> bool {
+        matches!(self, ScheduleKind::Interleaved | ScheduleKind::LoopedBfs)
+    }
 
     /// Whether the schedule runs each backward as an input-gradient and a
     /// weight-gradient pass (`I`, `W`) instead of one `B`.
     pub fn splits_backward(self) -> bool {
         match self {
-            ScheduleKind::Gpipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved => false,
+            ScheduleKind::Gpipe
+            | ScheduleKind::OneFOneB
+            | ScheduleKind::Interleaved
+            | ScheduleKind::LoopedBfs => false,
             ScheduleKind::ZbH1 | ScheduleKind::ZbH2 => true,
         }
     }
@@ -61,6 +77,7 @@ impl ScheduleKind {
             "interleaved" => Some(ScheduleKind::Interleaved),
             "zb-h1" => Some(ScheduleKind::ZbH1),
             "zb-h2" => Some(ScheduleKind::ZbH2),
+            "looped-bfs" => Some(ScheduleKind::LoopedBfs),
             _ => None,
         }
     }

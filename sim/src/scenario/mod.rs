@@ -9,6 +9,7 @@ mod describe;
 mod kinds;
 mod offload;
 mod options;
+mod pipeline_layout;
 mod resolve;
 mod sharding;
 mod stack;
@@ -61,10 +62,21 @@ pub struct ScenarioFile {
     pub cp: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunks: Option<u32>,
+    /// Interleaved schedule: microbatches per group N, p ≤ N ≤ m (Megatron-Core's
+    /// `--microbatch-group-size-per-vp-stage`; default p). m need not be a
+    /// multiple of p, but its last group must hold 0 or at least p microbatches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microbatch_group_size: Option<u32>,
     /// Megatron-Core's uneven pipeline split: the embedding and/or the loss
     /// counted as a layer (`{"embedding": true, "loss": true}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline_split: Option<models::sharding::PipelineSplit>,
+    /// Megatron-Core's pipeline layout string (`--pipeline-model-parallel-layout`):
+    /// the layers of every virtual stage, e.g. `"Et*7|(t*8|)*14,t*7L"` (E
+    /// embedding, t transformer layer, L loss, `|` between stages, `(…)*n`
+    /// and `x*n` repeats); p·v stages, the embedding first, the loss last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_layout: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub microbatch_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,6 +110,9 @@ pub struct Layout {
     pub data_parallel: u32,
     /// Model chunks per stage v (interleaved schedule), 1 otherwise.
     pub chunks: u32,
+    /// Interleaved: microbatches per group N when set (default p).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microbatch_group_size: Option<u32>,
     /// Context-parallel degree cp (1: none); absent in older files.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub context_parallel: u32,
@@ -129,6 +144,10 @@ impl Layout {
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
         self.pipeline_parallel * self.chunks
+    }
+    /// Interleaved microbatch group size N: as set, else p.
+    pub fn microbatch_group_size(&self) -> u32 {
+        self.microbatch_group_size.unwrap_or(self.pipeline_parallel)
     }
     /// How the model is cut up (t, p, v), for parameter counts.
     pub fn sharding(&self) -> models::sharding::Sharding {
@@ -247,7 +266,9 @@ impl ScenarioFile {
             dp: self.dp.or(base.dp),
             cp: self.cp.or(base.cp),
             chunks: self.chunks.or(base.chunks),
+            microbatch_group_size: self.microbatch_group_size.or(base.microbatch_group_size),
             pipeline_split: self.pipeline_split.or(base.pipeline_split),
+            pipeline_layout: self.pipeline_layout.or(base.pipeline_layout),
             microbatch_size: self.microbatch_size.or(base.microbatch_size),
             global_batch: self.global_batch.or(base.global_batch),
             schedule: self.schedule.or(base.schedule),

@@ -124,20 +124,35 @@ impl ScenarioFile {
                         "pp: the interleaved schedule needs at least 2 pipeline stages".into(),
                     );
                 }
-                if m > 0 && !m.is_multiple_of(p) {
-                    problems.push(format!(
-                        "global_batch: the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p}"
-                    ));
+                match self.microbatch_group_size {
+                    None if m > 0 && !m.is_multiple_of(p) => problems.push(format!(
+                        "global_batch: the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p} (or a microbatch_group_size N in [pp, m] with m mod N = 0 or ≥ pp)"
+                    )),
+                    Some(n) if m > 0 && p >= 2 => {
+                        if let Some(problem) =
+                            crate::schedule::flexible_interleaved::group_size_problem(p, m, n)
+                        {
+                            problems.push(problem);
+                        }
+                    }
+                    _ => {}
                 }
             }
+            ScheduleKind::LoopedBfs => {}
             _ => {
                 if v != 1 {
                     problems.push(format!(
-                        "chunks: {v} model chunks need --schedule interleaved ({} uses one chunk per stage)",
+                        "chunks: {v} model chunks need --schedule interleaved or looped-bfs ({} uses one chunk per stage)",
                         schedule.name()
                     ));
                 }
             }
+        }
+        if self.microbatch_group_size.is_some() && schedule != ScheduleKind::Interleaved {
+            problems.push(format!(
+                "microbatch_group_size: microbatch groups are the interleaved schedule's ({} has none)",
+                schedule.name()
+            ));
         }
         if let Some(model) = &model {
             if model.heads % t as u64 != 0 {
@@ -171,7 +186,9 @@ impl ScenarioFile {
             let split = self.pipeline_split.unwrap_or_default();
             let split_layers = model.layers + split.counted_ends();
             let virtual_stages = p as u64 * v as u64;
-            if split.is_even() && model.layers % virtual_stages != 0 {
+            if self.pipeline_layout.is_some() {
+                // Checked by `pipeline_layout::resolve` below.
+            } else if split.is_even() && model.layers % virtual_stages != 0 {
                 problems.push(format!(
                     "pp: layers ({}) must be divisible by pp × chunks = {p} × {v} = {virtual_stages} (or count the embedding and the loss as layers: pipeline_split)",
                     model.layers,
@@ -230,6 +247,18 @@ impl ScenarioFile {
                 ));
             }
         }
+        let pipeline_split = match &self.pipeline_layout {
+            Some(text) => super::pipeline_layout::resolve(
+                text,
+                model.as_ref(),
+                p,
+                v,
+                self.pipeline_split.is_some_and(|split| !split.is_even()),
+                &mut problems,
+            )
+            .unwrap_or_default(),
+            None => self.pipeline_split.unwrap_or_default(),
+        };
         let stack = Stack::resolve(self.stack.as_deref().unwrap_or(DEFAULT_STACK))
             .map_err(|e| problems.push(format!("stack: {e}")))
             .ok();
@@ -251,6 +280,11 @@ impl ScenarioFile {
                 "schedule: {} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
                 schedule.name()
             ));
+        }
+        if schedule == ScheduleKind::LoopedBfs && options.offload.is_some() {
+            problems.push(
+                "schedule: looped-bfs under zero_offload is not built (the ZeRO-Offload program runs one chunk per stage); use --schedule 1f1b".into(),
+            );
         }
         if let (super::Precision::Bf16, Some(topology)) = (options.precision, &topology) {
             let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
@@ -290,8 +324,9 @@ impl ScenarioFile {
             pipeline_parallel: p,
             data_parallel: d,
             context_parallel: cp,
-            pipeline_split: self.pipeline_split.unwrap_or_default(),
+            pipeline_split,
             chunks: v,
+            microbatch_group_size: self.microbatch_group_size,
             microbatch_size: b,
             global_batch,
             microbatches: m,

@@ -14,8 +14,14 @@
 //!   `forward_backward_pipelining_with_interleaving`, `get_model_chunk_id`).
 //! - ZB-H1 and ZB-H2 (Qi et al. 2024): 1F1B with split backwards, the
 //!   weight-gradient passes deferred into the cool-down (`zero_bubble.rs`).
+//! - Interleaved with Megatron-Core's flexible microbatch groups of N
+//!   (`flexible_interleaved.rs`; N = p is the order above).
+//! - Looped BFS (PyTorch `ScheduleLoopedBFS`): every forward of each local
+//!   stage, then the backwards in reverse (`looped_bfs.rs`).
 
 mod action;
+pub mod flexible_interleaved;
+mod looped_bfs;
 mod zero_bubble;
 
 pub use action::{Action, ActionParseError, Pass};
@@ -29,25 +35,60 @@ pub struct PipelineSchedule {
     pub stages: u32,
     pub chunks: u32,
     pub microbatches: u32,
+    /// Interleaved: microbatches per group N (Megatron-Core's
+    /// `microbatch_group_size_per_vp_stage`; p unless set).
+    pub microbatch_group_size: u32,
     /// `actions[s]` is stage s's program, in order.
     pub actions: Vec<Vec<Action>>,
 }
 
 impl PipelineSchedule {
     /// Generates the schedule; the caller has validated (p, v, m).
+    /// Interleaved runs microbatch groups of p.
     pub fn generate(
         kind: ScheduleKind,
         stages: u32,
         chunks: u32,
         microbatches: u32,
     ) -> PipelineSchedule {
+        Self::generate_grouped(kind, stages, chunks, microbatches, stages)
+    }
+
+    /// The schedule of a resolved scenario (its layout's microbatch groups).
+    pub fn of(scenario: &crate::scenario::Scenario) -> PipelineSchedule {
+        let layout = &scenario.layout;
+        Self::generate_grouped(
+            scenario.schedule,
+            layout.pipeline_parallel,
+            layout.chunks,
+            layout.microbatches,
+            layout.microbatch_group_size(),
+        )
+    }
+
+    /// Generates the schedule with interleaved microbatch groups of
+    /// `group_size` (validated by `flexible_interleaved::group_size_problem`).
+    pub fn generate_grouped(
+        kind: ScheduleKind,
+        stages: u32,
+        chunks: u32,
+        microbatches: u32,
+        group_size: u32,
+    ) -> PipelineSchedule {
         let actions = (0..stages)
             .map(|stage| match kind {
                 ScheduleKind::Gpipe => gpipe(stage, microbatches),
                 ScheduleKind::OneFOneB => one_f_one_b(stage, stages, microbatches),
-                ScheduleKind::Interleaved => interleaved(stage, stages, chunks, microbatches),
+                ScheduleKind::Interleaved => flexible_interleaved::interleaved_grouped(
+                    stage,
+                    stages,
+                    chunks,
+                    microbatches,
+                    group_size,
+                ),
                 ScheduleKind::ZbH1 => zero_bubble::zb_h1(stage, stages, microbatches),
                 ScheduleKind::ZbH2 => zero_bubble::zb_h2(stage, stages, microbatches),
+                ScheduleKind::LoopedBfs => looped_bfs::looped_bfs(stage, chunks, microbatches),
             })
             .collect();
         PipelineSchedule {
@@ -55,8 +96,27 @@ impl PipelineSchedule {
             stages,
             chunks,
             microbatches,
+            microbatch_group_size: group_size,
             actions,
         }
+    }
+
+    /// Per (stage, chunk): the stage's last action that finishes the chunk's
+    /// gradients (its last backward, or split, its last weight-gradient
+    /// pass): microbatch m−1 in most schedules, microbatch 0 in looped BFS.
+    pub fn last_gradient_actions(&self) -> Vec<Vec<Option<Action>>> {
+        self.actions
+            .iter()
+            .map(|list| {
+                let mut last = vec![None; self.chunks as usize];
+                for action in list {
+                    if matches!(action.pass, Pass::Backward | Pass::WeightGradient) {
+                        last[action.chunk as usize] = Some(*action);
+                    }
+                }
+                last
+            })
+            .collect()
     }
 
     /// Compact text: one line per stage, actions separated by spaces.
@@ -115,7 +175,7 @@ impl PipelineSchedule {
     }
 }
 
-fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
+pub(crate) fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
     Action {
         stage,
         pass: Pass::Forward,
@@ -124,7 +184,7 @@ fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
     }
 }
 
-fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
+pub(crate) fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
     Action {
         stage,
         pass: Pass::Backward,
@@ -153,6 +213,7 @@ fn one_f_one_b(stage: u32, stages: u32, microbatches: u32) -> Vec<Action> {
 }
 
 /// (microbatch, chunk) of the k-th virtual microbatch in Megatron's interleaved order.
+#[cfg(test)]
 fn interleaved_slot(k: u32, stages: u32, chunks: u32, pass: Pass) -> (u32, u32) {
     let group = stages * chunks;
     let in_group = k % group;
@@ -165,6 +226,9 @@ fn interleaved_slot(k: u32, stages: u32, chunks: u32, pass: Pass) -> (u32, u32) 
     (microbatch, chunk)
 }
 
+/// SC21's interleaved order (groups of p), the reference the flexible
+/// groups reproduce with N = p.
+#[cfg(test)]
 fn interleaved(stage: u32, stages: u32, chunks: u32, microbatches: u32) -> Vec<Action> {
     let total = microbatches * chunks;
     let warmup = if microbatches == stages {
@@ -221,16 +285,8 @@ mod tests {
     #[test]
     fn text_form_parses_back() {
         for kind in ScheduleKind::ALL {
-            let schedule = PipelineSchedule::generate(
-                kind,
-                4,
-                if kind == ScheduleKind::Interleaved {
-                    2
-                } else {
-                    1
-                },
-                8,
-            );
+            let schedule =
+                PipelineSchedule::generate(kind, 4, if kind.uses_chunks() { 2 } else { 1 }, 8);
             assert_eq!(
                 PipelineSchedule::parse_actions(&schedule.to_text()).unwrap(),
                 schedule.actions

@@ -146,13 +146,7 @@ pub fn run_candidates(
 /// `Some` when the layout does not fit on some stage.
 pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
     let scenario = &candidate.scenario;
-    let layout = scenario.layout;
-    let schedule = PipelineSchedule::generate(
-        scenario.schedule,
-        layout.pipeline_parallel,
-        layout.chunks,
-        layout.microbatches,
-    );
+    let schedule = PipelineSchedule::of(scenario);
     let stages = memory_per_stage(scenario, &schedule);
     if stages.iter().all(|stage| stage.fits) {
         return None;

@@ -242,7 +242,10 @@ impl SweepSpace {
         for b in powers_of_two_up_to(self.max_microbatch) {
             for &schedule in &self.schedules {
                 let chunk_counts: Vec<u32> = match schedule {
-                    ScheduleKind::Interleaved => (2..=max_chunks).collect(),
+                    // Looped BFS with one chunk is GPipe's order: from 2 too.
+                    ScheduleKind::Interleaved | ScheduleKind::LoopedBfs => {
+                        (2..=max_chunks).collect()
+                    }
                     _ => vec![1],
                 };
                 for v in chunk_counts {
@@ -322,7 +325,9 @@ impl Candidate {
     /// `gpipe`, `1f1b` or `interleaved v=3`.
     pub fn schedule_label(&self) -> String {
         match self.schedule {
-            ScheduleKind::Interleaved => format!("interleaved v={}", self.chunks),
+            ScheduleKind::Interleaved | ScheduleKind::LoopedBfs => {
+                format!("{} v={}", self.schedule.name(), self.chunks)
+            }
             other => other.name().to_string(),
         }
     }

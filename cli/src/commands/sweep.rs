@@ -160,8 +160,9 @@ pub struct SweepFlags {
     /// Also try tensor parallelism across nodes (t a multiple of the GPUs per node).
     #[arg(long)]
     pub allow_cross_node_tp: bool,
-    /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2 on request).
-    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2"])]
+    /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2, zb-v
+    /// and dualpipev (v = 2, the V map) on request).
+    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev"])]
     pub schedule: Vec<String>,
     /// Only these recompute modes (comma-separated; default none,full).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]

@@ -1,5 +1,5 @@
 //! Every pipeline schedule the simulator has ([`ScheduleKind`]: GPipe, 1F1B,
-//! interleaved, ZB-H1, ZB-H2) over a grid of (p, m, v), with and without recompute: every
+//! interleaved, ZB-H1, ZB-H2, ZB-V, DualPipeV) over a grid of (p, m, v), with and without recompute: every
 //! layout the simulator accepts, the executor plans in both modes, and the
 //! plan passes [`check`] (every task once, topological issue order, every
 //! cross-stream edge a wait, synthetic spins of exactly the simulated
@@ -20,7 +20,10 @@ fn every_schedule() -> Vec<ScheduleKind> {
             | ScheduleKind::OneFOneB
             | ScheduleKind::Interleaved
             | ScheduleKind::ZbH1
-            | ScheduleKind::ZbH2 => {}
+            | ScheduleKind::ZbH2
+            | ScheduleKind::ZbV
+            | ScheduleKind::DualPipeV => {}
+            ScheduleKind::DualPipe => unreachable!("not built: refused, so not in ALL"),
         }
     }
     all.to_vec()

@@ -112,6 +112,9 @@ pub fn program(
     let host = scenario.stack.host;
     let synchronize_after_p2p = host.is_some_and(|costs| costs.synchronize_after_p2p);
     let mut host_first_steps: Vec<Option<StepId>> = vec![None; pass_steps.len()];
+    // The forward of an F&B pair, by the slot of the pair's receiving
+    // backward (or recompute): it waits for that gradient too.
+    let mut pair_forwards: Vec<Option<StepId>> = vec![None; pass_steps.len()];
     let bucket_layers = scenario.options.grad_reduce_bucket_params.map(|bucket| {
         let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
         layers_per_bucket(bucket, per_layer, layers_per_chunk)
@@ -139,8 +142,21 @@ pub fn program(
             // GPU work the host waits for before it issues more (synchronize).
             let mut host_waits: Vec<StepId> = Vec::new();
 
-            for action in &schedule.actions[stage as usize] {
-                let virtual_stage = action.chunk * p + stage;
+            // An overlapped F&B pair is lowered as its two passes back to
+            // back on the compute stream: the overlap of the pair is not
+            // modeled (costed as sequential). The pair is one unit, as its
+            // interleaved kernels make it: its forward starts once the
+            // backward's gradient is in too, and the forward's output is
+            // sent when the pair ends. `pair_half`: 0 or 1 within a pair.
+            let mut held_pair_send = None;
+            let mut pair_forward_step: Option<StepId> = None;
+            for (action, pair_half) in schedule.actions[stage as usize].iter().flat_map(|a| {
+                let pair = a.pass == Pass::ForwardBackward;
+                a.halves()
+                    .enumerate()
+                    .map(move |(half, action)| (action, pair.then_some(half)))
+            }) {
+                let virtual_stage = sharding.virtual_stage(stage, action.chunk);
                 let chunk_layers =
                     sharding.layers_of_chunk(scenario.model.layers, stage, action.chunk) as u32;
                 let embedding = virtual_stage == 0;
@@ -155,6 +171,7 @@ pub fn program(
                     }
                     (Pass::InputGradient, false) => &[ComputePass::InputGradient],
                     (Pass::WeightGradient, _) => &[ComputePass::WeightGradient],
+                    (Pass::ForwardBackward, _) => unreachable!("pairs are lowered as their halves"),
                 };
                 for &pass in passes {
                     // The recompute pass re-runs the layers only (not embedding or head).
@@ -272,6 +289,13 @@ pub fn program(
                     }
                     let pass_slot = slot(data_index, virtual_stage, action.microbatch, pass);
                     pass_steps[pass_slot] = first_piece;
+                    match (pair_half, pass) {
+                        (Some(0), _) => pair_forward_step = first_piece,
+                        (Some(1), ComputePass::Recompute | ComputePass::Backward) => {
+                            pair_forwards[pass_slot] = pair_forward_step;
+                        }
+                        _ => {}
+                    }
                     host_first_steps[pass_slot] = first_host;
                     if makes_gradients {
                         gradients_ready[((data_index * p + stage) as usize) * chunks
@@ -304,60 +328,84 @@ pub fn program(
                     )),
                     _ => None,
                 };
-                if let Some((kind, stream, peer_virtual_stage, peer_pass)) = send {
-                    let peer_stage = peer_virtual_stage % p;
-                    let peer_first = placement.tensor_group(peer_stage, data_index)[0];
-                    let crosses_nodes =
-                        placement.node(tensor_ranks[0]) != placement.node(peer_first);
-                    // A context-parallel rank sends its own s/cp tokens.
-                    let bytes = layout.microbatch_size as u64
-                        * (scenario.model.seq_len / layout.context_parallel as u64)
-                        * scenario.model.hidden
-                        * models::ops::FP16_BYTES;
-                    let work = builder.work(Work::PipelineTransfer {
-                        bytes,
-                        tensor_parallel: t,
-                        crosses_nodes,
-                        scatter_gather: scenario.options.pipeline_scatter_gather
-                            && crosses_nodes
-                            && t > 1,
+                let sends: Vec<_> = match pair_half {
+                    Some(0) => {
+                        held_pair_send = send.map(|send| (action, send));
+                        Vec::new()
+                    }
+                    _ => send
+                        .map(|send| (action, send))
+                        .into_iter()
+                        .chain(held_pair_send.take())
+                        .collect(),
+                };
+                for (action, send) in sends {
+                    // On the V map the turn between chunks stays on one rank: a
+                    // local hand-off, the receiving pass waits for this one.
+                    let send = Some(send).filter(|&(_, _, peer_virtual_stage, peer_pass)| {
+                        let peer_stage = sharding.map.place(p, peer_virtual_stage).0;
+                        if peer_stage == stage {
+                            let receiver =
+                                slot(data_index, peer_virtual_stage, action.microbatch, peer_pass);
+                            pending_receives.push((tail.expect("a pass was just added"), receiver));
+                        }
+                        peer_stage != stage
                     });
-                    let call = host.map(|_| {
-                        program.task(host_task(
-                            builder,
-                            tensor_group,
+                    if let Some((kind, stream, peer_virtual_stage, peer_pass)) = send {
+                        let peer_stage = sharding.map.place(p, peer_virtual_stage).0;
+                        let peer_first = placement.tensor_group(peer_stage, data_index)[0];
+                        let crosses_nodes =
+                            placement.node(tensor_ranks[0]) != placement.node(peer_first);
+                        // A context-parallel rank sends its own s/cp tokens.
+                        let bytes = layout.microbatch_size as u64
+                            * (scenario.model.seq_len / layout.context_parallel as u64)
+                            * scenario.model.hidden
+                            * models::ops::FP16_BYTES;
+                        let work = builder.work(Work::PipelineTransfer {
+                            bytes,
+                            tensor_parallel: t,
+                            crosses_nodes,
+                            scatter_gather: scenario.options.pipeline_scatter_gather
+                                && crosses_nodes
+                                && t > 1,
+                        });
+                        let call = host.map(|_| {
+                            program.task(host_task(
+                                builder,
+                                tensor_group,
+                                stage,
+                                action.chunk,
+                                action.microbatch,
+                                Work::HostCall,
+                            ))
+                        });
+                        let transfer = program.task(Task {
+                            kind,
+                            stream,
+                            chunk: action.chunk as u16,
                             stage,
-                            action.chunk,
-                            action.microbatch,
-                            Work::HostCall,
-                        ))
-                    });
-                    let transfer = program.task(Task {
-                        kind,
-                        stream,
-                        chunk: action.chunk as u16,
-                        stage,
-                        microbatch: action.microbatch,
-                        group: tensor_group,
-                        work,
-                        iteration: 0,
-                    });
-                    program.depend(
-                        tail.expect("a pass was just added"),
-                        transfer,
-                        Dependency::Data,
-                    );
-                    if let Some(call) = call {
-                        program.depend(call, transfer, Dependency::Data);
+                            microbatch: action.microbatch,
+                            group: tensor_group,
+                            work,
+                            iteration: 0,
+                        });
+                        program.depend(
+                            tail.expect("a pass was just added"),
+                            transfer,
+                            Dependency::Data,
+                        );
+                        if let Some(call) = call {
+                            program.depend(call, transfer, Dependency::Data);
+                        }
+                        if synchronize_after_p2p {
+                            host_waits.extend([transfer, tail.expect("a pass was just added")]);
+                        }
+                        blocking_sends.push(transfer);
+                        pending_receives.push((
+                            transfer,
+                            slot(data_index, peer_virtual_stage, action.microbatch, peer_pass),
+                        ));
                     }
-                    if synchronize_after_p2p {
-                        host_waits.extend([transfer, tail.expect("a pass was just added")]);
-                    }
-                    blocking_sends.push(transfer);
-                    pending_receives.push((
-                        transfer,
-                        slot(data_index, peer_virtual_stage, action.microbatch, peer_pass),
-                    ));
                 }
             }
             let index = (data_index * p + stage) as usize;
@@ -366,11 +414,14 @@ pub fn program(
         }
     }
 
-    // Every transfer feeds the pass that receives it.
+    // Every transfer (or local hand-off's pass) feeds the pass that receives it.
     for (transfer, receiver) in pending_receives {
         let received =
             pass_steps[receiver].expect("every receiving pass exists in a valid schedule");
         program.depend(transfer, received, Dependency::Data);
+        if let Some(forward) = pair_forwards[receiver] {
+            program.depend(transfer, forward, Dependency::Data);
+        }
         // A synchronizing exchange returns to the host only once the data is in.
         if let (true, Some(issued)) = (synchronize_after_p2p, host_first_steps[receiver]) {
             program.depend(transfer, issued, Dependency::Data);
@@ -486,15 +537,17 @@ pub fn program(
     // data-parallel reduction and before the optimizer (megatron/training.py
     // train_step, 2021: "All-reduce word_embeddings' grad across first and
     // last stages", torch.distributed.all_reduce(main_grad,
-    // group=mpu.get_embedding_group())). Untied output layers have none.
+    // group=mpu.get_embedding_group())). Untied output layers have none, and
+    // on the V map both ends are on stage 0 (their sum is a local add, not modeled).
     let mut embedding_all_reduces: std::collections::BTreeMap<(u32, u32, u32), StepId> =
         std::collections::BTreeMap::new();
-    if p > 1 && scenario.model.tied_embeddings {
+    let ((first_stage, _), (last_stage, _)) = sharding.ends();
+    if first_stage != last_stage && scenario.model.tied_embeddings {
         let embedding_params = scenario.model.vocab / t as u64 * scenario.model.hidden;
-        let ends = [0, p - 1];
+        let ends = [first_stage, last_stage];
         for data_index in 0..d {
-            let firsts = placement.tensor_group(0, data_index);
-            let lasts = placement.tensor_group(p - 1, data_index);
+            let firsts = placement.tensor_group(first_stage, data_index);
+            let lasts = placement.tensor_group(last_stage, data_index);
             for tensor_index in 0..t {
                 let ranks = [firsts[tensor_index as usize], lasts[tensor_index as usize]];
                 let group = builder.group(&ranks);

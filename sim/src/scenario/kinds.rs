@@ -23,6 +23,20 @@ pub enum ScheduleKind {
     /// when F + I ≤ 2W.
     #[serde(rename = "zb-h2")]
     ZbH2,
+    /// Zero-bubble ZB-V (Qi et al. 2024, Sec. 6; PyTorch
+    /// `ScheduleZBVZeroBubble`): two chunks per rank on the V map, split
+    /// backwards; no bubble inside a rank's span when F = I = W.
+    #[serde(rename = "zb-v")]
+    ZbV,
+    /// DualPipeV (deepseek-ai/DualPipe `dualpipev.py`; PyTorch
+    /// `ScheduleDualPipeV`): DualPipe cut in half onto the V map, with
+    /// forward/backward pairs of the two chunks (costed back to back).
+    #[serde(rename = "dualpipev")]
+    DualPipeV,
+    /// DualPipe (DeepSeek-V3 report): two parameter copies fed from both
+    /// ends. Named so that it is refused clearly: not built.
+    #[serde(rename = "dualpipe")]
+    DualPipe,
 }
 
 impl ScheduleKind {
@@ -33,24 +47,49 @@ impl ScheduleKind {
             ScheduleKind::Interleaved => "interleaved",
             ScheduleKind::ZbH1 => "zb-h1",
             ScheduleKind::ZbH2 => "zb-h2",
+            ScheduleKind::ZbV => "zb-v",
+            ScheduleKind::DualPipeV => "dualpipev",
+            ScheduleKind::DualPipe => "dualpipe",
         }
     }
 
-    /// Every schedule, in declaration order.
-    pub const ALL: [ScheduleKind; 5] = [
+    /// Every schedule the simulator builds, in declaration order
+    /// (`dualpipe` is refused by validation and not listed).
+    pub const ALL: [ScheduleKind; 7] = [
         ScheduleKind::Gpipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
         ScheduleKind::ZbH1,
         ScheduleKind::ZbH2,
+        ScheduleKind::ZbV,
+        ScheduleKind::DualPipeV,
     ];
+
+    /// Which rank holds which virtual stage: the V map for the V-shaped
+    /// schedules (two chunks per rank, rank r holding stages r and
+    /// 2p−1−r), Megatron's interleaved k·p + r for the others.
+    pub fn stage_map(self) -> models::sharding::StageMap {
+        match self {
+            ScheduleKind::ZbV | ScheduleKind::DualPipeV => models::sharding::StageMap::V,
+            ScheduleKind::Gpipe
+            | ScheduleKind::OneFOneB
+            | ScheduleKind::Interleaved
+            | ScheduleKind::ZbH1
+            | ScheduleKind::ZbH2
+            | ScheduleKind::DualPipe => models::sharding::StageMap::Interleaved,
+        }
+    }
 
     /// Whether the schedule runs each backward as an input-gradient and a
     /// weight-gradient pass (`I`, `W`) instead of one `B`.
     pub fn splits_backward(self) -> bool {
         match self {
             ScheduleKind::Gpipe | ScheduleKind::OneFOneB | ScheduleKind::Interleaved => false,
-            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 => true,
+            ScheduleKind::ZbH1
+            | ScheduleKind::ZbH2
+            | ScheduleKind::ZbV
+            | ScheduleKind::DualPipeV
+            | ScheduleKind::DualPipe => true,
         }
     }
 
@@ -61,6 +100,9 @@ impl ScheduleKind {
             "interleaved" => Some(ScheduleKind::Interleaved),
             "zb-h1" => Some(ScheduleKind::ZbH1),
             "zb-h2" => Some(ScheduleKind::ZbH2),
+            "zb-v" => Some(ScheduleKind::ZbV),
+            "dualpipev" => Some(ScheduleKind::DualPipeV),
+            "dualpipe" => Some(ScheduleKind::DualPipe),
             _ => None,
         }
     }

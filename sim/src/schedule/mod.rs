@@ -14,11 +14,14 @@
 //!   `forward_backward_pipelining_with_interleaving`, `get_model_chunk_id`).
 //! - ZB-H1 and ZB-H2 (Qi et al. 2024): 1F1B with split backwards, the
 //!   weight-gradient passes deferred into the cool-down (`zero_bubble.rs`).
+//! - ZB-V (Qi et al. 2024, Sec. 6) and DualPipeV (deepseek-ai/DualPipe):
+//!   two chunks per rank on the V map (`v_shape.rs`).
 
 mod action;
+mod v_shape;
 mod zero_bubble;
 
-pub use action::{Action, ActionParseError, Pass};
+pub use action::{Action, ActionParseError, Paired, Pass};
 
 use crate::scenario::ScheduleKind;
 
@@ -48,6 +51,10 @@ impl PipelineSchedule {
                 ScheduleKind::Interleaved => interleaved(stage, stages, chunks, microbatches),
                 ScheduleKind::ZbH1 => zero_bubble::zb_h1(stage, stages, microbatches),
                 ScheduleKind::ZbH2 => zero_bubble::zb_h2(stage, stages, microbatches),
+                ScheduleKind::ZbV => v_shape::zb_v(stage, stages, microbatches),
+                ScheduleKind::DualPipeV => v_shape::dualpipe_v(stage, stages, microbatches),
+                // Validation refuses it (`ScenarioFile::resolve`): not built.
+                ScheduleKind::DualPipe => unreachable!("dualpipe is refused by validation"),
             })
             .collect();
         PipelineSchedule {
@@ -88,7 +95,7 @@ impl PipelineSchedule {
         self.peak_count(stage, |pass| match pass {
             Pass::Forward => 1,
             Pass::Backward | Pass::InputGradient => -1,
-            Pass::WeightGradient => 0,
+            Pass::WeightGradient | Pass::ForwardBackward => 0,
         })
     }
 
@@ -100,14 +107,16 @@ impl PipelineSchedule {
         self.peak_count(stage, |pass| match pass {
             Pass::InputGradient => 1,
             Pass::WeightGradient => -1,
-            Pass::Forward | Pass::Backward => 0,
+            Pass::Forward | Pass::Backward | Pass::ForwardBackward => 0,
         })
     }
 
+    /// The peak of a running count over the stage's passes; an F&B pair
+    /// counts as its forward, then its backward (both halves live at once).
     fn peak_count(&self, stage: u32, change: impl Fn(Pass) -> i64) -> u32 {
         let mut count: i64 = 0;
         let mut peak: i64 = 0;
-        for action in &self.actions[stage as usize] {
+        for action in self.actions[stage as usize].iter().flat_map(Action::halves) {
             count += change(action.pass);
             peak = peak.max(count);
         }
@@ -116,21 +125,11 @@ impl PipelineSchedule {
 }
 
 fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
-    Action {
-        stage,
-        pass: Pass::Forward,
-        microbatch,
-        chunk,
-    }
+    Action::new(stage, Pass::Forward, microbatch, chunk)
 }
 
 fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
-    Action {
-        stage,
-        pass: Pass::Backward,
-        microbatch,
-        chunk,
-    }
+    Action::new(stage, Pass::Backward, microbatch, chunk)
 }
 
 fn gpipe(stage: u32, microbatches: u32) -> Vec<Action> {
@@ -159,7 +158,9 @@ fn interleaved_slot(k: u32, stages: u32, chunks: u32, pass: Pass) -> (u32, u32) 
     let forward_chunk = in_group / stages;
     let chunk = match pass {
         Pass::Forward => forward_chunk,
-        Pass::Backward | Pass::InputGradient | Pass::WeightGradient => chunks - 1 - forward_chunk,
+        Pass::Backward | Pass::InputGradient | Pass::WeightGradient | Pass::ForwardBackward => {
+            chunks - 1 - forward_chunk
+        }
     };
     let microbatch = (k / group) * stages + k % stages;
     (microbatch, chunk)
@@ -221,16 +222,11 @@ mod tests {
     #[test]
     fn text_form_parses_back() {
         for kind in ScheduleKind::ALL {
-            let schedule = PipelineSchedule::generate(
-                kind,
-                4,
-                if kind == ScheduleKind::Interleaved {
-                    2
-                } else {
-                    1
-                },
-                8,
-            );
+            let chunks = match kind {
+                ScheduleKind::Interleaved | ScheduleKind::ZbV | ScheduleKind::DualPipeV => 2,
+                _ => 1,
+            };
+            let schedule = PipelineSchedule::generate(kind, 4, chunks, 8);
             assert_eq!(
                 PipelineSchedule::parse_actions(&schedule.to_text()).unwrap(),
                 schedule.actions

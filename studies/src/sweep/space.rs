@@ -243,6 +243,8 @@ impl SweepSpace {
             for &schedule in &self.schedules {
                 let chunk_counts: Vec<u32> = match schedule {
                     ScheduleKind::Interleaved => (2..=max_chunks).collect(),
+                    // The V map: exactly two chunks per stage.
+                    ScheduleKind::ZbV | ScheduleKind::DualPipeV => vec![2],
                     _ => vec![1],
                 };
                 for v in chunk_counts {

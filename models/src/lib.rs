@@ -46,6 +46,7 @@ pub mod ring_attention;
 pub mod sharding;
 pub mod softmax;
 mod spec;
+pub mod stage_map;
 
 pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
 pub use presets::{preset, preset_names};

@@ -3,6 +3,7 @@
 //! layer each: [`PipelineSplit`]), every weight matrix split t ways, the word
 //! embedding vocab-parallel. Pure counts: no bytes, no time.
 
+pub use crate::stage_map::StageMap;
 use crate::{formulas, ModelSpec};
 use serde::{Deserialize, Serialize};
 
@@ -55,14 +56,16 @@ impl PipelineSplit {
 }
 
 /// How a model is cut up: tensor-parallel degree t, pipeline stages p and
-/// model chunks per stage v (interleaved schedules), so p·v virtual stages,
-/// and how the layers are split over them.
+/// model chunks per stage v (interleaved and V schedules), so p·v virtual
+/// stages, how the layers are split over them, and which rank holds which
+/// virtual stage ([`StageMap`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sharding {
     pub tensor_parallel: u32,
     pub pipeline_parallel: u32,
     pub chunks: u32,
     pub split: PipelineSplit,
+    pub map: StageMap,
 }
 
 impl Sharding {
@@ -86,13 +89,30 @@ impl Sharding {
         self.split_layers(layers) / (self.virtual_stages().max(1) as u64)
     }
 
+    /// The virtual stage chunk `chunk` of pipeline stage (rank) `stage` runs.
+    pub fn virtual_stage(&self, stage: u32, chunk: u32) -> u32 {
+        self.map.stage_of(self.pipeline_parallel, stage, chunk)
+    }
+
+    /// (pipeline stage, chunk) of the first and of the last virtual stage:
+    /// where the embedding and the head are.
+    pub fn ends(&self) -> ((u32, u32), (u32, u32)) {
+        let p = self.pipeline_parallel.max(1);
+        (
+            self.map.place(p, 0),
+            self.map.place(p, self.virtual_stages().max(1) - 1),
+        )
+    }
+
     /// Transformer layers of chunk `chunk` on pipeline stage `stage`
-    /// (virtual stage chunk·p + stage): [`Self::layers_per_chunk`], one fewer
-    /// on the first virtual stage when the embedding counts as a layer and
-    /// on the last when the loss does.
+    /// (virtual stage [`Self::virtual_stage`]): [`Self::layers_per_chunk`],
+    /// one fewer on the first virtual stage when the embedding counts as a
+    /// layer and on the last when the loss does.
     /// With a layout, the layout's count for that virtual stage.
     pub fn layers_of_chunk(&self, layers: u64, stage: u32, chunk: u32) -> u64 {
-        let virtual_stage = chunk as u64 * self.pipeline_parallel as u64 + stage as u64;
+        let virtual_stage =
+            self.map
+                .stage_of_wide(self.pipeline_parallel as u64, stage as u64, chunk as u64);
         if let Some(layout) = self.split.layout {
             return layout
                 .layers()
@@ -137,12 +157,13 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
         false,
         false,
     );
+    let ((first_stage, first_chunk), (last_stage, last_chunk)) = sharding.ends();
     let mut special: Vec<u32> = Vec::new();
-    if stage == 0 {
-        special.push(0);
+    if stage == first_stage {
+        special.push(first_chunk);
     }
-    if stage + 1 == sharding.pipeline_parallel && !special.contains(&(chunks - 1)) {
-        special.push(chunks - 1);
+    if stage == last_stage && !special.contains(&last_chunk) {
+        special.push(last_chunk);
     }
     let special_layers: u64 = special
         .iter()
@@ -160,8 +181,8 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
         model,
         sharding,
         0,
-        stage == 0,
-        stage + 1 == sharding.pipeline_parallel,
+        stage == first_stage,
+        stage == last_stage,
     );
     ordinary
         .saturating_mul(u64::from(chunks) - special.len() as u64)
@@ -172,7 +193,7 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
 /// Parameters of one model chunk on one rank of pipeline stage `stage`.
 pub fn parameters_of_chunk(model: &ModelSpec, sharding: Sharding, stage: u32, chunk: u32) -> u64 {
     let virtual_stages = sharding.virtual_stages();
-    let virtual_stage = chunk * sharding.pipeline_parallel + stage;
+    let virtual_stage = sharding.virtual_stage(stage, chunk);
     parameters_of_layers(
         model,
         sharding,
@@ -222,6 +243,7 @@ mod tests {
                     pipeline_parallel: p,
                     chunks: v,
                     split: Default::default(),
+                    map: Default::default(),
                 };
                 for stage in 0..p {
                     let summed: u64 = (0..v)
@@ -248,6 +270,7 @@ mod tests {
                 pipeline_parallel: p,
                 chunks: v,
                 split: Default::default(),
+                map: Default::default(),
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -284,6 +307,7 @@ mod tests {
                 loss: true,
                 layout: None,
             },
+            map: StageMap::Interleaved,
         };
         let layers: Vec<u64> = (0..8)
             .flat_map(|chunk| (0..8).map(move |stage| (stage, chunk)))
@@ -319,6 +343,7 @@ mod tests {
                 pipeline_parallel: p,
                 chunks: v,
                 split: Default::default(),
+                map: Default::default(),
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -328,6 +353,63 @@ mod tests {
             let expected = formulas::published_parameter_count(&model)
                 + (t as u64 - 1) * model.norm_parameters();
             assert_eq!(total, expected, "t={t} p={p} v={v}");
+        }
+    }
+
+    #[test]
+    fn on_the_v_map_rank_0_holds_embedding_and_head_and_the_turn_splits_evenly() {
+        let model = crate::preset("gpt3-175b").unwrap();
+        for split in [
+            PipelineSplit::default(),
+            PipelineSplit {
+                embedding: true,
+                loss: true,
+                layout: None,
+            },
+        ] {
+            let (t, p) = (8, 4);
+            let v_map = Sharding {
+                tensor_parallel: t,
+                pipeline_parallel: p,
+                chunks: 2,
+                split,
+                map: StageMap::V,
+            };
+            assert_eq!(v_map.ends(), ((0, 0), (0, 1)));
+            let interleaved = Sharding {
+                map: StageMap::Interleaved,
+                ..v_map
+            };
+            assert_eq!(interleaved.ends(), ((0, 0), (p - 1, 1)));
+            // Stage 0 holds the embedding and the head; the others none.
+            let ordinary = parameters_of_layers(
+                &model,
+                v_map,
+                2 * v_map.layers_per_chunk(model.layers),
+                false,
+                false,
+            );
+            for stage in 1..p {
+                assert_eq!(parameters_on_rank(&model, v_map, stage), ordinary);
+            }
+            let summed: u64 = (0..2)
+                .map(|chunk| parameters_of_chunk(&model, v_map, 0, chunk))
+                .sum();
+            assert_eq!(parameters_on_rank(&model, v_map, 0), summed);
+            // Both maps hold the whole model once over the ranks.
+            let total = |sharding| {
+                (0..p)
+                    .map(|stage| parameters_on_rank(&model, sharding, stage))
+                    .sum::<u64>()
+            };
+            assert_eq!(total(v_map), total(interleaved));
+            // Uneven split: one layer fewer on stage 0's two chunks (embedding, loss).
+            let layers = |stage, chunk| v_map.layers_of_chunk(model.layers, stage, chunk);
+            let per_chunk = v_map.layers_per_chunk(model.layers);
+            if !split.is_even() {
+                assert_eq!((layers(0, 0), layers(0, 1)), (per_chunk - 1, per_chunk - 1));
+                assert_eq!((layers(p - 1, 0), layers(p - 1, 1)), (per_chunk, per_chunk));
+            }
         }
     }
 }

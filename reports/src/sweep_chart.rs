@@ -15,7 +15,7 @@ use studies::sweep::SweepRecord;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 640;
-const SCHEDULES: [ScheduleKind; 6] = ScheduleKind::ALL;
+const SCHEDULES: [ScheduleKind; 8] = ScheduleKind::ALL;
 
 /// Draws `results` (in any order; ranked here by samples/s, ties by index)
 /// into `path` (.svg or .png); `title` goes above the chart.
@@ -38,6 +38,10 @@ fn schedule_color(schedule: ScheduleKind) -> RGBColor {
         ScheduleKind::ZbH1 => SERIES_COLORS[3],
         ScheduleKind::ZbH2 => SERIES_COLORS[4],
         ScheduleKind::LoopedBfs => SERIES_COLORS[5],
+        ScheduleKind::ZbV => SERIES_COLORS[6],
+        ScheduleKind::DualPipeV => SERIES_COLORS[7],
+        // Refused by validation: never in a sweep.
+        ScheduleKind::DualPipe => SERIES_COLORS[5],
     }
 }
 

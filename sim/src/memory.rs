@@ -151,8 +151,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
             let in_flight = schedule.peak_in_flight(stage);
-            let is_last = (0..layout.chunks)
-                .any(|c| c * layout.pipeline_parallel + stage == layout.virtual_stages() - 1);
+            let is_last = layout.sharding().ends().1 .0 == stage;
             // fp16 logits plus their fp32 softmax for the loss, one microbatch at a time.
             let logits = if is_last {
                 (b * rank_model.seq_len * model.vocab / t * 6) as f64

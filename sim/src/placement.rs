@@ -161,6 +161,7 @@ mod tests {
             data_parallel: d,
             context_parallel: 1,
             pipeline_split: Default::default(),
+            stage_map: Default::default(),
             chunks: 1,
             microbatch_group_size: None,
             microbatch_size: 1,

@@ -1,5 +1,7 @@
 //! Shared helpers for the integration tests in `tests/tests/`.
 
+pub mod bubble;
+
 use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
 
 /// A small 48-layer model on Selene with the given layout (48 divides every p·v the tests use).

@@ -6,69 +6,10 @@
 //! stage's span, the stages' (p−1)·F start skew outside it.
 
 use sim::scenario::ScheduleKind;
-use sim::task::{StreamKind, TaskKind};
-use sim::task_graph::{ComputePass, Work};
-use sim::time::SimDuration;
-use tests::small_scenario;
+use tests::bubble::Idle;
 
-/// What one simulated iteration leaves idle on each rank's compute stream.
-struct Idle {
-    makespan: u64,
-    /// makespan − busy, per rank.
-    idle: Vec<u64>,
-    /// (last pass end − first pass start) − busy, per rank: gaps inside the rank's span.
-    inside: Vec<u64>,
-}
-
-/// Idle ns of every rank's compute stream, with the given F, B (whole
-/// backward), I and W times and everything else free.
-fn idle_per_rank(
-    schedule: ScheduleKind,
-    pp: u32,
-    microbatches: u32,
-    [f, b, i, w]: [u64; 4],
-) -> Idle {
-    let scenario = small_scenario(schedule, 2, pp, 2, 1, microbatches);
-    let (_, graph) = sim::build_graph(&scenario);
-    let costs = sim::uniform_costs(&graph, |work| match work {
-        Work::Compute { pass, .. } => SimDuration(match pass {
-            ComputePass::Forward => f,
-            ComputePass::Backward => b,
-            ComputePass::InputGradient => i,
-            ComputePass::WeightGradient => w,
-            ComputePass::Recompute => unreachable!("no recompute"),
-        }),
-        _ => SimDuration::ZERO,
-    });
-    let (timeline, _) = sim::run_graph(&scenario, &graph, &costs).unwrap();
-    let makespan = timeline.makespan_ns();
-    let ranks = timeline.header.n_gpus as usize;
-    let mut busy = vec![0u64; ranks];
-    let mut span = vec![(u64::MAX, 0u64); ranks];
-    for task in timeline
-        .tasks
-        .iter()
-        .filter(|t| t.stream == StreamKind::Compute)
-    {
-        let is_pass = task.kind.is_compute() && task.kind != TaskKind::OptimizerStep;
-        for &rank in &timeline.header.groups[task.group as usize] {
-            busy[rank as usize] += task.duration_ns();
-            if is_pass {
-                let (first, last) = &mut span[rank as usize];
-                *first = (*first).min(task.start_ns);
-                *last = (*last).max(task.end_ns);
-            }
-        }
-    }
-    Idle {
-        makespan,
-        idle: busy.iter().map(|b| makespan - b).collect(),
-        inside: busy
-            .iter()
-            .zip(&span)
-            .map(|(b, (first, last))| last - first - b)
-            .collect(),
-    }
+fn idle_per_rank(schedule: ScheduleKind, pp: u32, microbatches: u32, costs: [u64; 4]) -> Idle {
+    tests::bubble::idle_per_rank(schedule, pp, 1, microbatches, costs)
 }
 
 /// The source's assumption (its Sec. 3.1): F = I = W, the backward B = I + W.

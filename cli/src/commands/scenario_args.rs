@@ -50,7 +50,7 @@ pub struct ScenarioArgs {
     /// config gives its longest context, e.g. 131072 for Llama 3.1).
     #[arg(long, value_name = "TOKENS")]
     pub seq_len: Option<u64>,
-    /// Model chunks per stage v (interleaved and looped-bfs schedules only).
+    /// Model chunks per stage v (interleaved and looped-bfs; zb-v and dualpipev run exactly 2, the default for them).
     #[arg(long)]
     pub chunks: Option<u32>,
     /// Interleaved schedule: microbatches per group N, pp ≤ N ≤ m (Megatron-Core's
@@ -83,11 +83,13 @@ pub struct ScenarioArgs {
     #[arg(long)]
     pub global_batch: Option<u32>,
     /// Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-h2
-    /// (zero-bubble: split backwards, weight gradients deferred), or
-    /// looped-bfs (PyTorch's ScheduleLoopedBFS: --chunks stages per rank on
+    /// (zero-bubble: split backwards, weight gradients deferred), zb-v or
+    /// dualpipev (two chunks per stage on the V map; dualpipev needs m ≥ 2p),
+    /// or looped-bfs (PyTorch's ScheduleLoopedBFS: --chunks stages per rank on
     /// the interleaved map, all forwards of each, then the backwards in
     /// reverse; m·v microbatch-chunks of activations).
-    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "looped-bfs"])]
+    /// dualpipe (two parameter copies) is named but refused: not built.
+    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "dualpipe", "looped-bfs"])]
     pub schedule: Option<String>,
     /// Activation recomputation: none, selective (attention core only) or full.
     #[arg(long, value_parser = ["none", "selective", "full"])]

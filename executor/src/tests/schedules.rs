@@ -1,7 +1,7 @@
 //! Every pipeline schedule the simulator has ([`ScheduleKind`]: GPipe, 1F1B,
-//! interleaved, ZB-H1, ZB-H2, looped BFS) over a grid of (p, m, v), with and
-//! without recompute, and interleaved with Megatron-Core's microbatch groups
-//! of every valid N: every
+//! interleaved, ZB-H1, ZB-H2, ZB-V, DualPipeV, looped BFS) over a grid of
+//! (p, m, v), with and without recompute, and interleaved with Megatron-Core's
+//! microbatch groups of every valid N: every
 //! layout the simulator accepts, the executor plans in both modes, and the
 //! plan passes [`check`] (every task once, topological issue order, every
 //! cross-stream edge a wait, synthetic spins of exactly the simulated
@@ -23,7 +23,10 @@ fn every_schedule() -> Vec<ScheduleKind> {
             | ScheduleKind::Interleaved
             | ScheduleKind::ZbH1
             | ScheduleKind::ZbH2
-            | ScheduleKind::LoopedBfs => {}
+            | ScheduleKind::LoopedBfs
+            | ScheduleKind::ZbV
+            | ScheduleKind::DualPipeV => {}
+            ScheduleKind::DualPipe => unreachable!("not built: refused, so not in ALL"),
         }
     }
     all.to_vec()

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod edges;
+mod iteration_end;
 pub mod offload;
 pub mod offload_plan;
 pub mod passes;

@@ -360,7 +360,7 @@ pub fn program(
                         state.offload_bucket(bucket, microbatch, iteration);
                     }
                 }
-                Pass::InputGradient | Pass::WeightGradient => {
+                Pass::InputGradient | Pass::WeightGradient | Pass::ForwardBackward => {
                     unreachable!("validation refuses split-backward schedules under ZeRO-Offload")
                 }
             }

@@ -28,16 +28,16 @@
 //! dp-cp group: each runs every microbatch on its s/cp tokens, and the
 //! gradient reduction and the distributed optimizer span all of them.
 
+use super::iteration_end::{self, StagesDone};
 use super::passes::{backward_buckets, layers_per_bucket, BucketLayers, PassPiece};
 use super::program::{Program, StepId, TensorGroup};
-use super::sharded::{self, ShardPlan, ShardedPiece};
-use crate::cost::gradients;
+use super::sharded::{ShardPlan, ShardedPiece};
 use crate::placement::Placement;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::{Pass, PipelineSchedule};
-use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use crate::task::{StreamKind, Task, TaskKind};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
-use models::sharding::{parameters_of_layers, parameters_on_rank};
+use models::sharding::parameters_of_layers;
 
 /// Passes per (data index, virtual stage, microbatch): forward, recompute,
 /// backward (or a split backward's input-gradient pass, which receives the
@@ -55,9 +55,9 @@ fn pass_slot(pass: ComputePass) -> usize {
 
 /// Where the gradients of a chunk (or of one bucket of it) are ready, and how many parameters they hold.
 #[derive(Debug, Clone, Copy)]
-struct GradientsReady {
-    step: StepId,
-    params: u64,
+pub(super) struct GradientsReady {
+    pub step: StepId,
+    pub params: u64,
 }
 
 /// The program of one iteration of a pipeline schedule.
@@ -114,6 +114,9 @@ pub fn program(
     let host = scenario.stack.host;
     let synchronize_after_p2p = host.is_some_and(|costs| costs.synchronize_after_p2p);
     let mut host_first_steps: Vec<Option<StepId>> = vec![None; pass_steps.len()];
+    // The forward of an F&B pair, by the slot of the pair's receiving
+    // backward (or recompute): it waits for that gradient too.
+    let mut pair_forwards: Vec<Option<StepId>> = vec![None; pass_steps.len()];
     let bucket_layers = scenario.options.grad_reduce_bucket_params.map(|bucket| {
         let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
         layers_per_bucket(bucket, per_layer, layers_per_chunk)
@@ -141,8 +144,21 @@ pub fn program(
             // GPU work the host waits for before it issues more (synchronize).
             let mut host_waits: Vec<StepId> = Vec::new();
 
-            for action in &schedule.actions[stage as usize] {
-                let virtual_stage = action.chunk * p + stage;
+            // An overlapped F&B pair is lowered as its two passes back to
+            // back on the compute stream: the overlap of the pair is not
+            // modeled (costed as sequential). The pair is one unit, as its
+            // interleaved kernels make it: its forward starts once the
+            // backward's gradient is in too, and the forward's output is
+            // sent when the pair ends. `pair_half`: 0 or 1 within a pair.
+            let mut held_pair_send = None;
+            let mut pair_forward_step: Option<StepId> = None;
+            for (action, pair_half) in schedule.actions[stage as usize].iter().flat_map(|a| {
+                let pair = a.pass == Pass::ForwardBackward;
+                a.halves()
+                    .enumerate()
+                    .map(move |(half, action)| (action, pair.then_some(half)))
+            }) {
+                let virtual_stage = sharding.virtual_stage(stage, action.chunk);
                 let chunk_layers =
                     sharding.layers_of_chunk(scenario.model.layers, stage, action.chunk) as u32;
                 let embedding = virtual_stage == 0;
@@ -157,6 +173,7 @@ pub fn program(
                     }
                     (Pass::InputGradient, false) => &[ComputePass::InputGradient],
                     (Pass::WeightGradient, _) => &[ComputePass::WeightGradient],
+                    (Pass::ForwardBackward, _) => unreachable!("pairs are lowered as their halves"),
                 };
                 for &pass in passes {
                     // The recompute pass re-runs the layers only (not embedding or head).
@@ -185,7 +202,7 @@ pub fn program(
                         (None, Some(per_bucket))
                             if makes_gradients
                                 && last_gradient_actions[stage as usize][action.chunk as usize]
-                                    == Some(*action) =>
+                                    == Some(action) =>
                         {
                             backward_buckets(chunk_layers, per_bucket, with_embedding, with_head)
                         }
@@ -276,6 +293,13 @@ pub fn program(
                     }
                     let pass_slot = slot(data_index, virtual_stage, action.microbatch, pass);
                     pass_steps[pass_slot] = first_piece;
+                    match (pair_half, pass) {
+                        (Some(0), _) => pair_forward_step = first_piece,
+                        (Some(1), ComputePass::Recompute | ComputePass::Backward) => {
+                            pair_forwards[pass_slot] = pair_forward_step;
+                        }
+                        _ => {}
+                    }
                     host_first_steps[pass_slot] = first_host;
                     if makes_gradients {
                         gradients_ready[((data_index * p + stage) as usize) * chunks
@@ -308,60 +332,84 @@ pub fn program(
                     )),
                     _ => None,
                 };
-                if let Some((kind, stream, peer_virtual_stage, peer_pass)) = send {
-                    let peer_stage = peer_virtual_stage % p;
-                    let peer_first = placement.tensor_group(peer_stage, data_index)[0];
-                    let crosses_nodes =
-                        placement.node(tensor_ranks[0]) != placement.node(peer_first);
-                    // A context-parallel rank sends its own s/cp tokens.
-                    let bytes = layout.microbatch_size as u64
-                        * (scenario.model.seq_len / layout.context_parallel as u64)
-                        * scenario.model.hidden
-                        * models::ops::FP16_BYTES;
-                    let work = builder.work(Work::PipelineTransfer {
-                        bytes,
-                        tensor_parallel: t,
-                        crosses_nodes,
-                        scatter_gather: scenario.options.pipeline_scatter_gather
-                            && crosses_nodes
-                            && t > 1,
+                let sends: Vec<_> = match pair_half {
+                    Some(0) => {
+                        held_pair_send = send.map(|send| (action, send));
+                        Vec::new()
+                    }
+                    _ => send
+                        .map(|send| (action, send))
+                        .into_iter()
+                        .chain(held_pair_send.take())
+                        .collect(),
+                };
+                for (action, send) in sends {
+                    // On the V map the turn between chunks stays on one rank: a
+                    // local hand-off, the receiving pass waits for this one.
+                    let send = Some(send).filter(|&(_, _, peer_virtual_stage, peer_pass)| {
+                        let peer_stage = sharding.map.place(p, peer_virtual_stage).0;
+                        if peer_stage == stage {
+                            let receiver =
+                                slot(data_index, peer_virtual_stage, action.microbatch, peer_pass);
+                            pending_receives.push((tail.expect("a pass was just added"), receiver));
+                        }
+                        peer_stage != stage
                     });
-                    let call = host.map(|_| {
-                        program.task(host_task(
-                            builder,
-                            tensor_group,
+                    if let Some((kind, stream, peer_virtual_stage, peer_pass)) = send {
+                        let peer_stage = sharding.map.place(p, peer_virtual_stage).0;
+                        let peer_first = placement.tensor_group(peer_stage, data_index)[0];
+                        let crosses_nodes =
+                            placement.node(tensor_ranks[0]) != placement.node(peer_first);
+                        // A context-parallel rank sends its own s/cp tokens.
+                        let bytes = layout.microbatch_size as u64
+                            * (scenario.model.seq_len / layout.context_parallel as u64)
+                            * scenario.model.hidden
+                            * models::ops::FP16_BYTES;
+                        let work = builder.work(Work::PipelineTransfer {
+                            bytes,
+                            tensor_parallel: t,
+                            crosses_nodes,
+                            scatter_gather: scenario.options.pipeline_scatter_gather
+                                && crosses_nodes
+                                && t > 1,
+                        });
+                        let call = host.map(|_| {
+                            program.task(host_task(
+                                builder,
+                                tensor_group,
+                                stage,
+                                action.chunk,
+                                action.microbatch,
+                                Work::HostCall,
+                            ))
+                        });
+                        let transfer = program.task(Task {
+                            kind,
+                            stream,
+                            chunk: action.chunk as u16,
                             stage,
-                            action.chunk,
-                            action.microbatch,
-                            Work::HostCall,
-                        ))
-                    });
-                    let transfer = program.task(Task {
-                        kind,
-                        stream,
-                        chunk: action.chunk as u16,
-                        stage,
-                        microbatch: action.microbatch,
-                        group: tensor_group,
-                        work,
-                        iteration: 0,
-                    });
-                    program.depend(
-                        tail.expect("a pass was just added"),
-                        transfer,
-                        Dependency::Data,
-                    );
-                    if let Some(call) = call {
-                        program.depend(call, transfer, Dependency::Data);
+                            microbatch: action.microbatch,
+                            group: tensor_group,
+                            work,
+                            iteration: 0,
+                        });
+                        program.depend(
+                            tail.expect("a pass was just added"),
+                            transfer,
+                            Dependency::Data,
+                        );
+                        if let Some(call) = call {
+                            program.depend(call, transfer, Dependency::Data);
+                        }
+                        if synchronize_after_p2p {
+                            host_waits.extend([transfer, tail.expect("a pass was just added")]);
+                        }
+                        blocking_sends.push(transfer);
+                        pending_receives.push((
+                            transfer,
+                            slot(data_index, peer_virtual_stage, action.microbatch, peer_pass),
+                        ));
                     }
-                    if synchronize_after_p2p {
-                        host_waits.extend([transfer, tail.expect("a pass was just added")]);
-                    }
-                    blocking_sends.push(transfer);
-                    pending_receives.push((
-                        transfer,
-                        slot(data_index, peer_virtual_stage, action.microbatch, peer_pass),
-                    ));
                 }
             }
             let index = (data_index * p + stage) as usize;
@@ -370,295 +418,40 @@ pub fn program(
         }
     }
 
-    // Every transfer feeds the pass that receives it.
+    // Every transfer (or local hand-off's pass) feeds the pass that receives it.
     for (transfer, receiver) in pending_receives {
         let received =
             pass_steps[receiver].expect("every receiving pass exists in a valid schedule");
         program.depend(transfer, received, Dependency::Data);
+        if let Some(forward) = pair_forwards[receiver] {
+            program.depend(transfer, forward, Dependency::Data);
+        }
         // A synchronizing exchange returns to the host only once the data is in.
         if let (true, Some(issued)) = (synchronize_after_p2p, host_first_steps[receiver]) {
             program.depend(transfer, issued, Dependency::Data);
         }
     }
 
-    // Data-parallel all-reduce (or, with the distributed optimizer,
-    // reduce-scatter) and optimizer step (on a 1/d shard, then an all-gather
-    // of the updated parameters).
-    let distributed = scenario.options.distributed_optimizer && d > 1;
-    // (With only the optimizer sharded, the reductions below are ZeRO-1's.)
-    let sharded_reductions = shard_plan.and_then(|plan| {
-        let reductions = sharded::emit(
-            &mut program,
-            builder,
-            scenario,
-            &placement,
-            &plan,
-            &sharded_pieces,
-        );
-        plan.shards_gradients().then_some(reductions)
-    });
-    let gradient_bytes_per_param =
-        gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
-    let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
-    for stage in 0..p {
-        let params = parameters_on_rank(&scenario.model, sharding, stage);
-        let gradient_bytes =
-            gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
-        let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
-        if let Some(reductions) = &sharded_reductions {
-            data_all_reduces = reductions[stage as usize].clone();
-        } else if d > 1 {
-            // Without overlap: one all-reduce of all the stage's gradients after
-            // the last pass. With overlap: one per chunk (or bucket), as soon as
-            // its backward is done, in the order chunks finish.
-            let reductions: Vec<(Option<(u32, usize)>, u64)> =
-                if scenario.options.overlap_grad_reduce {
-                    let index = stage as usize * chunks;
-                    chunk_finish_order[stage as usize]
-                        .iter()
-                        .flat_map(|&chunk| {
-                            gradients_ready[index + chunk as usize]
-                                .iter()
-                                .enumerate()
-                                .map(move |(bucket, ready)| {
-                                    (Some((chunk, bucket)), ready.params * gradient_bytes)
-                                })
-                        })
-                        .collect()
-                } else {
-                    vec![(None, params * gradient_bytes)]
-                };
-            for tensor_index in 0..t {
-                let ranks = placement.data_group(stage, tensor_index);
-                let group = builder.group(&ranks);
-                let nodes = placement.nodes_spanned(&ranks);
-                for &(bucket, bytes) in &reductions {
-                    let (work, kind) = if distributed {
-                        (
-                            Work::DataParallelReduceScatter {
-                                bytes,
-                                group_size: d,
-                                nodes,
-                            },
-                            TaskKind::DataParallelReduceScatter,
-                        )
-                    } else {
-                        (
-                            Work::DataParallelAllReduce {
-                                bytes,
-                                group_size: d,
-                                nodes,
-                            },
-                            TaskKind::DataParallelAllReduce,
-                        )
-                    };
-                    let work = builder.work(work);
-                    let all_reduce = program.task(Task {
-                        kind,
-                        stream: StreamKind::DataParallel,
-                        chunk: bucket.map_or(0, |(chunk, _)| chunk) as u16,
-                        stage,
-                        microbatch: NO_MICROBATCH,
-                        group,
-                        work,
-                        iteration: 0,
-                    });
-                    for data_index in 0..d {
-                        let index = (data_index * p + stage) as usize;
-                        let ready = match bucket {
-                            Some((chunk, bucket)) => {
-                                gradients_ready[index * chunks + chunk as usize][bucket].step
-                            }
-                            None => stage_tails[index].expect("set for every stage"),
-                        };
-                        program.depend(ready, all_reduce, Dependency::Data);
-                        if bucket.is_none() {
-                            for &send in &trailing_sends[index] {
-                                program.depend(send, all_reduce, Dependency::ProgramOrder);
-                            }
-                        }
-                    }
-                    data_all_reduces[tensor_index as usize].push(all_reduce);
-                }
-            }
-        }
-        reductions_by_stage.push(data_all_reduces);
-    }
-
-    // The word embedding's gradient, held by the first stage (embedding) and
-    // the last (the tied output layer), is all-reduced between them after the
-    // data-parallel reduction and before the optimizer (megatron/training.py
-    // train_step, 2021: "All-reduce word_embeddings' grad across first and
-    // last stages", torch.distributed.all_reduce(main_grad,
-    // group=mpu.get_embedding_group())). Untied output layers have none.
-    let mut embedding_all_reduces: std::collections::BTreeMap<(u32, u32, u32), StepId> =
-        std::collections::BTreeMap::new();
-    if p > 1 && scenario.model.tied_embeddings {
-        let embedding_params = scenario.model.vocab / t as u64 * scenario.model.hidden;
-        let ends = [0, p - 1];
-        for data_index in 0..d {
-            let firsts = placement.tensor_group(0, data_index);
-            let lasts = placement.tensor_group(p - 1, data_index);
-            for tensor_index in 0..t {
-                let ranks = [firsts[tensor_index as usize], lasts[tensor_index as usize]];
-                let group = builder.group(&ranks);
-                let work = builder.work(Work::DataParallelAllReduce {
-                    bytes: (embedding_params * gradient_bytes_per_param).div_ceil(
-                        shard_plan
-                            .filter(ShardPlan::shards_gradients)
-                            .map_or(1, |plan| plan.group as u64),
-                    ),
-                    group_size: 2,
-                    nodes: placement.nodes_spanned(&ranks),
-                });
-                let all_reduce = program.task(Task {
-                    kind: TaskKind::EmbeddingAllReduce,
-                    stream: StreamKind::DataParallel,
-                    chunk: 0,
-                    stage: 0,
-                    microbatch: NO_MICROBATCH,
-                    group,
-                    work,
-                    iteration: 0,
-                });
-                for stage in ends {
-                    let index = (data_index * p + stage) as usize;
-                    program.depend(
-                        stage_tails[index].expect("set for every stage"),
-                        all_reduce,
-                        Dependency::Data,
-                    );
-                    for &send in &trailing_sends[index] {
-                        program.depend(send, all_reduce, Dependency::ProgramOrder);
-                    }
-                    for &reduction in &reductions_by_stage[stage as usize][tensor_index as usize] {
-                        program.depend(reduction, all_reduce, Dependency::Data);
-                    }
-                    embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
-                }
-            }
-        }
-    }
-
-    for stage in 0..p {
-        let params = parameters_on_rank(&scenario.model, sharding, stage);
-        let optimizer_params = if let Some(plan) = shard_plan {
-            params.div_ceil(plan.group as u64)
-        } else if distributed {
-            params.div_ceil(d as u64)
-        } else {
-            params
-        };
-        let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
-        let data_all_reduces = &reductions_by_stage[stage as usize];
-        for data_index in 0..d {
-            let ranks = placement.tensor_group(stage, data_index);
-            // The host issues the optimizer after loss scaling's `.item()`
-            // (megatron/optimizer/optimizer.py: found_inf) waited for the
-            // gradients: the last pass and the data-parallel all-reduces.
-            let host_optimizer = host.map(|_| {
-                let group = builder.group(&ranks);
-                let issue = program.task(host_task(
-                    builder,
-                    group,
-                    stage,
-                    0,
-                    NO_MICROBATCH,
-                    Work::HostOptimizer,
-                ));
-                let index = (data_index * p + stage) as usize;
-                program.depend(
-                    stage_tails[index].expect("set for every stage"),
-                    issue,
-                    Dependency::Data,
-                );
-                for &all_reduce in data_all_reduces.iter().flatten() {
-                    program.depend(all_reduce, issue, Dependency::Data);
-                }
-                for tensor_index in 0..t {
-                    if let Some(&embedding) =
-                        embedding_all_reduces.get(&(stage, data_index, tensor_index))
-                    {
-                        program.depend(embedding, issue, Dependency::Data);
-                    }
-                }
-                issue
-            });
-            for (tensor_index, &rank) in ranks.iter().enumerate() {
-                let step = program.rank_task(
-                    builder,
-                    rank,
-                    TaskKind::OptimizerStep,
-                    StreamKind::Compute,
-                    Work::OptimizerStep {
-                        params: optimizer_params,
-                    },
-                    stage,
-                    NO_MICROBATCH,
-                    0,
-                );
-                optimizer_steps[tensor_index].push(step);
-                for &all_reduce in &data_all_reduces[tensor_index] {
-                    program.depend(all_reduce, step, Dependency::Data);
-                }
-                if let Some(issue) = host_optimizer {
-                    program.depend(issue, step, Dependency::Data);
-                }
-                if let Some(&embedding) =
-                    embedding_all_reduces.get(&(stage, data_index, tensor_index as u32))
-                {
-                    program.depend(embedding, step, Dependency::Data);
-                }
-                for &send in &trailing_sends[(data_index * p + stage) as usize] {
-                    program.depend(send, step, Dependency::ProgramOrder);
-                }
-            }
-        }
-        if let Some(plan) = &shard_plan {
-            for tensor_index in 0..t {
-                sharded::parameter_all_gathers(
-                    &mut program,
-                    builder,
-                    &placement,
-                    plan,
-                    stage,
-                    tensor_index,
-                    params,
-                    &optimizer_steps[tensor_index as usize],
-                );
-            }
-        } else if distributed {
-            // Each data-parallel group all-gathers its ranks' updated shards
-            // of fp16/bf16 parameters once every rank has stepped.
-            for tensor_index in 0..t {
-                let ranks = placement.data_group(stage, tensor_index);
-                let group = builder.group(&ranks);
-                let work = builder.work(Work::DataParallelAllGather {
-                    bytes: params * models::memory::WEIGHT_BYTES_PER_PARAM,
-                    group_size: d,
-                    nodes: placement.nodes_spanned(&ranks),
-                });
-                let all_gather = program.task(Task {
-                    kind: TaskKind::DataParallelAllGather,
-                    stream: StreamKind::DataParallel,
-                    chunk: 0,
-                    stage,
-                    microbatch: NO_MICROBATCH,
-                    group,
-                    work,
-                    iteration: 0,
-                });
-                for &step in &optimizer_steps[tensor_index as usize] {
-                    program.depend(step, all_gather, Dependency::Data);
-                }
-            }
-        }
-    }
+    let done = StagesDone {
+        stage_tails,
+        trailing_sends,
+        gradients_ready,
+        chunk_finish_order,
+        sharded_pieces,
+    };
+    iteration_end::emit(
+        &mut program,
+        builder,
+        scenario,
+        &placement,
+        shard_plan,
+        &done,
+    );
     program
 }
 
 /// A task of the host lane of a tensor group.
-fn host_task(
+pub(super) fn host_task(
     builder: &mut TaskGraphBuilder,
     group: crate::ids::GroupId,
     stage: u32,
@@ -677,106 +470,6 @@ fn host_task(
         iteration: 0,
     }
 }
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::ScenarioFile;
-
-    #[test]
-    fn one_f_one_b_on_two_stages_issues_passes_sends_and_optimizer_in_program_order() {
-        let scenario = ScenarioFile {
-            tp: Some(1),
-            pp: Some(2),
-            global_batch: Some(2),
-            ..ScenarioFile::tiny_example()
-        }
-        .resolve()
-        .unwrap();
-        let schedule = PipelineSchedule::generate(scenario.schedule, 2, 1, 2);
-        let mut builder = TaskGraphBuilder::default();
-        let program = program(&scenario, &schedule, &mut builder);
-        let kinds: Vec<&str> = (0..program.steps.len())
-            .map(|i| program.first_kind(StepId(i as u32)))
-            .filter(|&kind| kind != TaskKind::HostIssue)
-            .map(TaskKind::name)
-            .collect();
-        // The host lane: two issue steps per pass, one call per send, one per optimizer.
-        let host_steps = (0..program.steps.len())
-            .filter(|&i| program.first_kind(StepId(i as u32)) == TaskKind::HostIssue)
-            .count();
-        assert_eq!(host_steps, 2 * 8 + 4 + 2);
-        // Stage 0: F0 send F1 send B0 B1, stage 1: F0 B0 send F1 B1 send, then
-        // the tied embedding's all-reduce between them and two optimizer steps.
-        assert_eq!(
-            kinds,
-            [
-                "forward",
-                "pipeline_activation",
-                "forward",
-                "pipeline_activation",
-                "backward",
-                "backward",
-                "forward",
-                "backward",
-                "pipeline_gradient",
-                "forward",
-                "backward",
-                "pipeline_gradient",
-                "embedding_all_reduce",
-                "optimizer_step",
-                "optimizer_step"
-            ]
-        );
-        // Every transfer feeds exactly one pass, and every send blocks the next pass.
-        let data_from_transfers = program
-            .dependencies
-            .iter()
-            .filter(|d| {
-                d.why == Dependency::Data
-                    && program.first_kind(d.to) != TaskKind::HostIssue
-                    && matches!(
-                        program.first_kind(d.from),
-                        TaskKind::PipelineActivation | TaskKind::PipelineGradient
-                    )
-            })
-            .count();
-        assert_eq!(data_from_transfers, 4);
-    }
-
-    #[test]
-    fn the_host_lane_issues_every_pass_before_the_gpu_runs_it_and_bounds_the_iteration() {
-        let scenario = ScenarioFile::tiny_example().resolve().unwrap();
-        let host = scenario
-            .stack
-            .host
-            .expect("the default stack simulates the host");
-        let report = crate::simulate(&scenario).unwrap();
-        let tasks = &report.timeline.tasks;
-        let host_tasks: Vec<_> = tasks
-            .iter()
-            .filter(|t| t.kind == TaskKind::HostIssue)
-            .collect();
-        assert!(!host_tasks.is_empty());
-        assert!(host_tasks.iter().all(|t| t.stream == StreamKind::Host));
-        // One rank's host lane is serial, so the iteration lasts at least its busy time.
-        let rank0_group = 0u32;
-        let busy: u64 = host_tasks
-            .iter()
-            .filter(|t| report.timeline.header.groups[t.group as usize].contains(&rank0_group))
-            .map(|t| t.duration_ns())
-            .sum();
-        assert!(report.timeline.makespan_ns() >= busy);
-        assert!(busy >= host.kernel_issue_ns * 10, "{busy}");
-        // Without host costs there is no host lane, and the iteration is shorter.
-        let mut hostless = scenario.clone();
-        hostless.stack.host = None;
-        let fast = crate::simulate(&hostless).unwrap();
-        assert!(fast
-            .timeline
-            .tasks
-            .iter()
-            .all(|t| t.kind != TaskKind::HostIssue));
-        assert!(fast.timeline.makespan_ns() < report.timeline.makespan_ns());
-    }
-}
+#[path = "pipeline_tests.rs"]
+mod tests;

@@ -404,7 +404,7 @@ pub fn largest_piece_params(scenario: &Scenario, plan: &ShardPlan, stage: u32) -
     let sharding = layout.sharding();
     (0..layout.chunks)
         .flat_map(|chunk| {
-            let virtual_stage = chunk * layout.pipeline_parallel + stage;
+            let virtual_stage = sharding.virtual_stage(stage, chunk);
             plan.pieces(
                 ComputePass::Backward,
                 0,

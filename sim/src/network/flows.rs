@@ -148,10 +148,11 @@ impl<'a> FabricFlowPlanner<'a> {
     fn pipeline_pairs(&self, task: TaskId) -> Vec<(u32, u32)> {
         let t = self.graph.task(task);
         let p = self.placement.layout.pipeline_parallel;
-        let virtual_stage = t.chunk as u32 * p + t.stage;
+        let map = self.placement.layout.stage_map;
+        let virtual_stage = map.stage_of(p, t.stage, t.chunk as u32);
         let peer_stage = match t.kind {
-            TaskKind::PipelineActivation => (virtual_stage + 1) % p,
-            _ => (virtual_stage + p - 1) % p,
+            TaskKind::PipelineActivation => map.place(p, virtual_stage + 1).0,
+            _ => map.place(p, virtual_stage.saturating_sub(1)).0,
         };
         self.graph
             .group_ranks(t.group)

@@ -28,6 +28,20 @@ pub enum ScheduleKind {
     /// backwards in reverse; m·v microbatch-chunks of activations.
     #[serde(rename = "looped-bfs")]
     LoopedBfs,
+    /// Zero-bubble ZB-V (Qi et al. 2024, Sec. 6; PyTorch
+    /// `ScheduleZBVZeroBubble`): two chunks per rank on the V map, split
+    /// backwards; no bubble inside a rank's span when F = I = W.
+    #[serde(rename = "zb-v")]
+    ZbV,
+    /// DualPipeV (deepseek-ai/DualPipe `dualpipev.py`; PyTorch
+    /// `ScheduleDualPipeV`): DualPipe cut in half onto the V map, with
+    /// forward/backward pairs of the two chunks (costed back to back).
+    #[serde(rename = "dualpipev")]
+    DualPipeV,
+    /// DualPipe (DeepSeek-V3 report): two parameter copies fed from both
+    /// ends. Named so that it is refused clearly: not built.
+    #[serde(rename = "dualpipe")]
+    DualPipe,
 }
 
 impl ScheduleKind {
@@ -39,23 +53,52 @@ impl ScheduleKind {
             ScheduleKind::ZbH1 => "zb-h1",
             ScheduleKind::ZbH2 => "zb-h2",
             ScheduleKind::LoopedBfs => "looped-bfs",
+            ScheduleKind::ZbV => "zb-v",
+            ScheduleKind::DualPipeV => "dualpipev",
+            ScheduleKind::DualPipe => "dualpipe",
         }
     }
 
-    /// Every schedule, in declaration order.
-    pub const ALL: [ScheduleKind; 6] = [
+    /// Every schedule the simulator builds, in declaration order
+    /// (`dualpipe` is refused by validation and not listed).
+    pub const ALL: [ScheduleKind; 8] = [
         ScheduleKind::Gpipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
         ScheduleKind::ZbH1,
         ScheduleKind::ZbH2,
         ScheduleKind::LoopedBfs,
+        ScheduleKind::ZbV,
+        ScheduleKind::DualPipeV,
     ];
 
-    /// Whether the schedule runs v model chunks per rank on the interleaved
-    /// stage map (virtual stage k·p + r on rank r).
+    /// Whether the schedule runs more than one model chunk per rank (v):
+    /// interleaved and looped BFS on the interleaved map (virtual stage
+    /// k·p + r on rank r), ZB-V and DualPipeV two on the V map.
     pub fn uses_chunks(self) -> bool {
-        matches!(self, ScheduleKind::Interleaved | ScheduleKind::LoopedBfs)
+        matches!(
+            self,
+            ScheduleKind::Interleaved
+                | ScheduleKind::LoopedBfs
+                | ScheduleKind::ZbV
+                | ScheduleKind::DualPipeV
+        )
+    }
+
+    /// Which rank holds which virtual stage: the V map for the V-shaped
+    /// schedules (two chunks per rank, rank r holding stages r and
+    /// 2p−1−r), Megatron's interleaved k·p + r for the others.
+    pub fn stage_map(self) -> models::sharding::StageMap {
+        match self {
+            ScheduleKind::ZbV | ScheduleKind::DualPipeV => models::sharding::StageMap::V,
+            ScheduleKind::Gpipe
+            | ScheduleKind::OneFOneB
+            | ScheduleKind::Interleaved
+            | ScheduleKind::ZbH1
+            | ScheduleKind::ZbH2
+            | ScheduleKind::LoopedBfs
+            | ScheduleKind::DualPipe => models::sharding::StageMap::Interleaved,
+        }
     }
 
     /// Whether the schedule runs each backward as an input-gradient and a
@@ -66,7 +109,11 @@ impl ScheduleKind {
             | ScheduleKind::OneFOneB
             | ScheduleKind::Interleaved
             | ScheduleKind::LoopedBfs => false,
-            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 => true,
+            ScheduleKind::ZbH1
+            | ScheduleKind::ZbH2
+            | ScheduleKind::ZbV
+            | ScheduleKind::DualPipeV
+            | ScheduleKind::DualPipe => true,
         }
     }
 
@@ -78,6 +125,9 @@ impl ScheduleKind {
             "zb-h1" => Some(ScheduleKind::ZbH1),
             "zb-h2" => Some(ScheduleKind::ZbH2),
             "looped-bfs" => Some(ScheduleKind::LoopedBfs),
+            "zb-v" => Some(ScheduleKind::ZbV),
+            "dualpipev" => Some(ScheduleKind::DualPipeV),
+            "dualpipe" => Some(ScheduleKind::DualPipe),
             _ => None,
         }
     }

@@ -123,6 +123,14 @@ pub struct Layout {
         skip_serializing_if = "models::sharding::PipelineSplit::is_even"
     )]
     pub pipeline_split: models::sharding::PipelineSplit,
+    /// Which rank holds which virtual stage: interleaved (k·p + r, the
+    /// default, not written) or V (rank r holds stages r and 2p−1−r: the
+    /// V-shaped schedules).
+    #[serde(
+        default,
+        skip_serializing_if = "models::sharding::StageMap::is_interleaved"
+    )]
+    pub stage_map: models::sharding::StageMap,
     /// Microbatch size b.
     pub microbatch_size: u32,
     /// Global batch B.
@@ -156,6 +164,7 @@ impl Layout {
             pipeline_parallel: self.pipeline_parallel,
             chunks: self.chunks,
             split: self.pipeline_split,
+            map: self.stage_map,
         }
     }
 }

@@ -98,7 +98,9 @@ impl ScenarioFile {
         let p = positive("pp", self.pp, Some(1));
         let d = positive("dp", self.dp, Some(1));
         let cp = positive("cp", self.cp, Some(1));
-        let v = positive("chunks", self.chunks, Some(1));
+        // The V-shaped schedules hold two chunks per rank (the V map).
+        let v_shaped = schedule.stage_map() == models::sharding::StageMap::V;
+        let v = positive("chunks", self.chunks, Some(if v_shaped { 2 } else { 1 }));
         let b = positive("microbatch_size", self.microbatch_size, Some(1));
         let global_batch = positive("global_batch", self.global_batch, None);
         // u64 arithmetic throughout: flags are u32 and their products can overflow.
@@ -139,6 +141,26 @@ impl ScenarioFile {
                 }
             }
             ScheduleKind::LoopedBfs => {}
+            ScheduleKind::DualPipe => problems.push(
+                "schedule: dualpipe (DualPipe's two parameter copies fed from both ends) is not built; use dualpipev (the same phases on the V map, one copy)"
+                    .into(),
+            ),
+            ScheduleKind::ZbV | ScheduleKind::DualPipeV => {
+                if v != 2 {
+                    problems.push(format!(
+                        "chunks: {} runs exactly 2 model chunks per stage (the V map: stage r holds virtual stages r and 2p−1−r); got chunks = {v}, give --chunks 2",
+                        schedule.name()
+                    ));
+                }
+                // dualpipev.py asserts num_chunks >= num_ranks * 2; PyTorch's
+                // ScheduleDualPipeV refuses fewer microbatches than stages (2p).
+                if schedule == ScheduleKind::DualPipeV && m > 0 && (m as u64) < 2 * p as u64 {
+                    problems.push(format!(
+                        "global_batch: dualpipev needs microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
+                        2 * p as u64
+                    ));
+                }
+            }
             _ => {
                 if v != 1 {
                     problems.push(format!(
@@ -325,6 +347,7 @@ impl ScenarioFile {
             data_parallel: d,
             context_parallel: cp,
             pipeline_split,
+            stage_map: schedule.stage_map(),
             chunks: v,
             microbatch_group_size: self.microbatch_group_size,
             microbatch_size: b,

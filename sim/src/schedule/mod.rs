@@ -18,13 +18,16 @@
 //!   (`flexible_interleaved.rs`; N = p is the order above).
 //! - Looped BFS (PyTorch `ScheduleLoopedBFS`): every forward of each local
 //!   stage, then the backwards in reverse (`looped_bfs.rs`).
+//! - ZB-V (Qi et al. 2024, Sec. 6) and DualPipeV (deepseek-ai/DualPipe):
+//!   two chunks per rank on the V map (`v_shape.rs`).
 
 mod action;
 pub mod flexible_interleaved;
 mod looped_bfs;
+mod v_shape;
 mod zero_bubble;
 
-pub use action::{Action, ActionParseError, Pass};
+pub use action::{Action, ActionParseError, Paired, Pass};
 
 use crate::scenario::ScheduleKind;
 
@@ -89,6 +92,10 @@ impl PipelineSchedule {
                 ScheduleKind::ZbH1 => zero_bubble::zb_h1(stage, stages, microbatches),
                 ScheduleKind::ZbH2 => zero_bubble::zb_h2(stage, stages, microbatches),
                 ScheduleKind::LoopedBfs => looped_bfs::looped_bfs(stage, chunks, microbatches),
+                ScheduleKind::ZbV => v_shape::zb_v(stage, stages, microbatches),
+                ScheduleKind::DualPipeV => v_shape::dualpipe_v(stage, stages, microbatches),
+                // Validation refuses it (`ScenarioFile::resolve`): not built.
+                ScheduleKind::DualPipe => unreachable!("dualpipe is refused by validation"),
             })
             .collect();
         PipelineSchedule {
@@ -109,9 +116,10 @@ impl PipelineSchedule {
             .iter()
             .map(|list| {
                 let mut last = vec![None; self.chunks as usize];
-                for action in list {
+                // An F&B pair's backward half counts as a backward.
+                for action in list.iter().flat_map(Action::halves) {
                     if matches!(action.pass, Pass::Backward | Pass::WeightGradient) {
-                        last[action.chunk as usize] = Some(*action);
+                        last[action.chunk as usize] = Some(action);
                     }
                 }
                 last
@@ -148,7 +156,7 @@ impl PipelineSchedule {
         self.peak_count(stage, |pass| match pass {
             Pass::Forward => 1,
             Pass::Backward | Pass::InputGradient => -1,
-            Pass::WeightGradient => 0,
+            Pass::WeightGradient | Pass::ForwardBackward => 0,
         })
     }
 
@@ -160,14 +168,16 @@ impl PipelineSchedule {
         self.peak_count(stage, |pass| match pass {
             Pass::InputGradient => 1,
             Pass::WeightGradient => -1,
-            Pass::Forward | Pass::Backward => 0,
+            Pass::Forward | Pass::Backward | Pass::ForwardBackward => 0,
         })
     }
 
+    /// The peak of a running count over the stage's passes; an F&B pair
+    /// counts as its forward, then its backward (both halves live at once).
     fn peak_count(&self, stage: u32, change: impl Fn(Pass) -> i64) -> u32 {
         let mut count: i64 = 0;
         let mut peak: i64 = 0;
-        for action in &self.actions[stage as usize] {
+        for action in self.actions[stage as usize].iter().flat_map(Action::halves) {
             count += change(action.pass);
             peak = peak.max(count);
         }
@@ -176,21 +186,11 @@ impl PipelineSchedule {
 }
 
 pub(crate) fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
-    Action {
-        stage,
-        pass: Pass::Forward,
-        microbatch,
-        chunk,
-    }
+    Action::new(stage, Pass::Forward, microbatch, chunk)
 }
 
 pub(crate) fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
-    Action {
-        stage,
-        pass: Pass::Backward,
-        microbatch,
-        chunk,
-    }
+    Action::new(stage, Pass::Backward, microbatch, chunk)
 }
 
 fn gpipe(stage: u32, microbatches: u32) -> Vec<Action> {
@@ -220,7 +220,9 @@ fn interleaved_slot(k: u32, stages: u32, chunks: u32, pass: Pass) -> (u32, u32) 
     let forward_chunk = in_group / stages;
     let chunk = match pass {
         Pass::Forward => forward_chunk,
-        Pass::Backward | Pass::InputGradient | Pass::WeightGradient => chunks - 1 - forward_chunk,
+        Pass::Backward | Pass::InputGradient | Pass::WeightGradient | Pass::ForwardBackward => {
+            chunks - 1 - forward_chunk
+        }
     };
     let microbatch = (k / group) * stages + k % stages;
     (microbatch, chunk)

@@ -21,12 +21,7 @@
 use super::{Action, Pass};
 
 fn action(stage: u32, pass: Pass, microbatch: u32) -> Action {
-    Action {
-        stage,
-        pass,
-        microbatch,
-        chunk: 0,
-    }
+    Action::new(stage, pass, microbatch, 0)
 }
 
 /// Stage `stage`'s ZB-H1 program.

@@ -1,0 +1,407 @@
+//! The end of one pipeline iteration (lowering phase 1, after every
+//! stage's passes, `pipeline.rs`): the data-parallel reductions (all-reduce,
+//! or the distributed optimizer's reduce-scatter, or ZeRO-2/3's from
+//! `sharded.rs`), the tied word embedding's all-reduce between the stages
+//! holding the embedding and the head, the optimizer steps and the
+//! distributed optimizer's parameter all-gather.
+
+use super::pipeline::{host_task, GradientsReady};
+use super::program::{Program, StepId};
+use super::sharded::{self, ShardPlan, ShardedPiece};
+use crate::cost::gradients;
+use crate::placement::Placement;
+use crate::scenario::Scenario;
+use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
+use models::sharding::parameters_on_rank;
+use std::collections::BTreeMap;
+
+/// What every stage's passes left for the iteration's end, per (data index, stage).
+pub(super) struct StagesDone {
+    /// Last compute step of each (data index, stage) group.
+    pub stage_tails: Vec<Option<StepId>>,
+    /// Sends still in flight after it (the optimizer waits for them).
+    pub trailing_sends: Vec<Vec<StepId>>,
+    /// Where each (data index, stage, chunk)'s gradients become ready (per bucket).
+    pub gradients_ready: Vec<Vec<GradientsReady>>,
+    /// The order each stage's chunks finish their gradients (data index 0).
+    pub chunk_finish_order: Vec<Vec<u32>>,
+    /// ZeRO-2/3: the pieces of every pass.
+    pub sharded_pieces: Vec<Vec<ShardedPiece>>,
+}
+
+/// (t, p, d): d counts the d·cp replicas of each stage's tensor group.
+fn degrees(scenario: &Scenario) -> (u32, u32, u32) {
+    let layout = scenario.layout;
+    (
+        layout.tensor_parallel,
+        layout.pipeline_parallel,
+        layout.replicas(),
+    )
+}
+
+/// Emits the iteration's end after the stages' passes.
+pub(super) fn emit(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    scenario: &Scenario,
+    placement: &Placement,
+    shard_plan: Option<ShardPlan>,
+    done: &StagesDone,
+) {
+    let reductions_by_stage =
+        data_parallel_reductions(program, builder, scenario, placement, shard_plan, done);
+    let embedding_all_reduces = embedding_all_reduces(
+        program,
+        builder,
+        scenario,
+        placement,
+        shard_plan,
+        done,
+        &reductions_by_stage,
+    );
+    optimizer_steps(
+        program,
+        builder,
+        scenario,
+        placement,
+        shard_plan,
+        done,
+        &reductions_by_stage,
+        &embedding_all_reduces,
+    );
+}
+
+/// The data-parallel reductions of every stage, per tensor index.
+fn data_parallel_reductions(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    scenario: &Scenario,
+    placement: &Placement,
+    shard_plan: Option<ShardPlan>,
+    done: &StagesDone,
+) -> Vec<Vec<Vec<StepId>>> {
+    let StagesDone {
+        stage_tails,
+        trailing_sends,
+        gradients_ready,
+        chunk_finish_order,
+        sharded_pieces,
+    } = done;
+    let (t, p, d) = degrees(scenario);
+    let sharding = scenario.layout.sharding();
+    let chunks = scenario.layout.chunks as usize;
+    // Data-parallel all-reduce (or, with the distributed optimizer,
+    // reduce-scatter) and optimizer step (on a 1/d shard, then an all-gather
+    // of the updated parameters).
+    let distributed = scenario.options.distributed_optimizer && d > 1;
+    // (With only the optimizer sharded, the reductions below are ZeRO-1's.)
+    let sharded_reductions = shard_plan.and_then(|plan| {
+        let reductions =
+            sharded::emit(program, builder, scenario, placement, &plan, sharded_pieces);
+        plan.shards_gradients().then_some(reductions)
+    });
+    let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
+    for stage in 0..p {
+        let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let gradient_bytes =
+            gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+        let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
+        if let Some(reductions) = &sharded_reductions {
+            data_all_reduces = reductions[stage as usize].clone();
+        } else if d > 1 {
+            // Without overlap: one all-reduce of all the stage's gradients after
+            // the last pass. With overlap: one per chunk (or bucket), as soon as
+            // its backward is done, in the order chunks finish.
+            let reductions: Vec<(Option<(u32, usize)>, u64)> =
+                if scenario.options.overlap_grad_reduce {
+                    let index = stage as usize * chunks;
+                    chunk_finish_order[stage as usize]
+                        .iter()
+                        .flat_map(|&chunk| {
+                            gradients_ready[index + chunk as usize]
+                                .iter()
+                                .enumerate()
+                                .map(move |(bucket, ready)| {
+                                    (Some((chunk, bucket)), ready.params * gradient_bytes)
+                                })
+                        })
+                        .collect()
+                } else {
+                    vec![(None, params * gradient_bytes)]
+                };
+            for tensor_index in 0..t {
+                let ranks = placement.data_group(stage, tensor_index);
+                let group = builder.group(&ranks);
+                let nodes = placement.nodes_spanned(&ranks);
+                for &(bucket, bytes) in &reductions {
+                    let (work, kind) = if distributed {
+                        (
+                            Work::DataParallelReduceScatter {
+                                bytes,
+                                group_size: d,
+                                nodes,
+                            },
+                            TaskKind::DataParallelReduceScatter,
+                        )
+                    } else {
+                        (
+                            Work::DataParallelAllReduce {
+                                bytes,
+                                group_size: d,
+                                nodes,
+                            },
+                            TaskKind::DataParallelAllReduce,
+                        )
+                    };
+                    let work = builder.work(work);
+                    let all_reduce = program.task(Task {
+                        kind,
+                        stream: StreamKind::DataParallel,
+                        chunk: bucket.map_or(0, |(chunk, _)| chunk) as u16,
+                        stage,
+                        microbatch: NO_MICROBATCH,
+                        group,
+                        work,
+                        iteration: 0,
+                    });
+                    for data_index in 0..d {
+                        let index = (data_index * p + stage) as usize;
+                        let ready = match bucket {
+                            Some((chunk, bucket)) => {
+                                gradients_ready[index * chunks + chunk as usize][bucket].step
+                            }
+                            None => stage_tails[index].expect("set for every stage"),
+                        };
+                        program.depend(ready, all_reduce, Dependency::Data);
+                        if bucket.is_none() {
+                            for &send in &trailing_sends[index] {
+                                program.depend(send, all_reduce, Dependency::ProgramOrder);
+                            }
+                        }
+                    }
+                    data_all_reduces[tensor_index as usize].push(all_reduce);
+                }
+            }
+        }
+        reductions_by_stage.push(data_all_reduces);
+    }
+
+    reductions_by_stage
+}
+
+/// The tied word embedding's all-reduces, by (stage, data index, tensor index).
+fn embedding_all_reduces(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    scenario: &Scenario,
+    placement: &Placement,
+    shard_plan: Option<ShardPlan>,
+    done: &StagesDone,
+    reductions_by_stage: &[Vec<Vec<StepId>>],
+) -> BTreeMap<(u32, u32, u32), StepId> {
+    let StagesDone {
+        stage_tails,
+        trailing_sends,
+        ..
+    } = done;
+    let (t, p, d) = degrees(scenario);
+    let sharding = scenario.layout.sharding();
+    let gradient_bytes_per_param =
+        gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+    // The word embedding's gradient, held by the first stage (embedding) and
+    // the last (the tied output layer), is all-reduced between them after the
+    // data-parallel reduction and before the optimizer (megatron/training.py
+    // train_step, 2021: "All-reduce word_embeddings' grad across first and
+    // last stages", torch.distributed.all_reduce(main_grad,
+    // group=mpu.get_embedding_group())). Untied output layers have none, and
+    // on the V map both ends are on stage 0 (their sum is a local add, not modeled).
+    let mut embedding_all_reduces: BTreeMap<(u32, u32, u32), StepId> = BTreeMap::new();
+    let ((first_stage, _), (last_stage, _)) = sharding.ends();
+    if first_stage != last_stage && scenario.model.tied_embeddings {
+        let embedding_params = scenario.model.vocab / t as u64 * scenario.model.hidden;
+        let ends = [first_stage, last_stage];
+        for data_index in 0..d {
+            let firsts = placement.tensor_group(first_stage, data_index);
+            let lasts = placement.tensor_group(last_stage, data_index);
+            for tensor_index in 0..t {
+                let ranks = [firsts[tensor_index as usize], lasts[tensor_index as usize]];
+                let group = builder.group(&ranks);
+                let work = builder.work(Work::DataParallelAllReduce {
+                    bytes: (embedding_params * gradient_bytes_per_param).div_ceil(
+                        shard_plan
+                            .filter(ShardPlan::shards_gradients)
+                            .map_or(1, |plan| plan.group as u64),
+                    ),
+                    group_size: 2,
+                    nodes: placement.nodes_spanned(&ranks),
+                });
+                let all_reduce = program.task(Task {
+                    kind: TaskKind::EmbeddingAllReduce,
+                    stream: StreamKind::DataParallel,
+                    chunk: 0,
+                    stage: 0,
+                    microbatch: NO_MICROBATCH,
+                    group,
+                    work,
+                    iteration: 0,
+                });
+                for stage in ends {
+                    let index = (data_index * p + stage) as usize;
+                    program.depend(
+                        stage_tails[index].expect("set for every stage"),
+                        all_reduce,
+                        Dependency::Data,
+                    );
+                    for &send in &trailing_sends[index] {
+                        program.depend(send, all_reduce, Dependency::ProgramOrder);
+                    }
+                    for &reduction in &reductions_by_stage[stage as usize][tensor_index as usize] {
+                        program.depend(reduction, all_reduce, Dependency::Data);
+                    }
+                    embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
+                }
+            }
+        }
+    }
+
+    embedding_all_reduces
+}
+
+/// Every rank's optimizer step, and the distributed optimizer's (or
+/// ZeRO's) parameter all-gathers after them.
+#[allow(clippy::too_many_arguments)]
+fn optimizer_steps(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    scenario: &Scenario,
+    placement: &Placement,
+    shard_plan: Option<ShardPlan>,
+    done: &StagesDone,
+    reductions_by_stage: &[Vec<Vec<StepId>>],
+    embedding_all_reduces: &BTreeMap<(u32, u32, u32), StepId>,
+) {
+    let StagesDone {
+        stage_tails,
+        trailing_sends,
+        ..
+    } = done;
+    let (t, p, d) = degrees(scenario);
+    let sharding = scenario.layout.sharding();
+    let host = scenario.stack.host;
+    let distributed = scenario.options.distributed_optimizer && d > 1;
+    for stage in 0..p {
+        let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let optimizer_params = if let Some(plan) = shard_plan {
+            params.div_ceil(plan.group as u64)
+        } else if distributed {
+            params.div_ceil(d as u64)
+        } else {
+            params
+        };
+        let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
+        let data_all_reduces = &reductions_by_stage[stage as usize];
+        for data_index in 0..d {
+            let ranks = placement.tensor_group(stage, data_index);
+            // The host issues the optimizer after loss scaling's `.item()`
+            // (megatron/optimizer/optimizer.py: found_inf) waited for the
+            // gradients: the last pass and the data-parallel all-reduces.
+            let host_optimizer = host.map(|_| {
+                let group = builder.group(&ranks);
+                let issue = program.task(host_task(
+                    builder,
+                    group,
+                    stage,
+                    0,
+                    NO_MICROBATCH,
+                    Work::HostOptimizer,
+                ));
+                let index = (data_index * p + stage) as usize;
+                program.depend(
+                    stage_tails[index].expect("set for every stage"),
+                    issue,
+                    Dependency::Data,
+                );
+                for &all_reduce in data_all_reduces.iter().flatten() {
+                    program.depend(all_reduce, issue, Dependency::Data);
+                }
+                for tensor_index in 0..t {
+                    if let Some(&embedding) =
+                        embedding_all_reduces.get(&(stage, data_index, tensor_index))
+                    {
+                        program.depend(embedding, issue, Dependency::Data);
+                    }
+                }
+                issue
+            });
+            for (tensor_index, &rank) in ranks.iter().enumerate() {
+                let step = program.rank_task(
+                    builder,
+                    rank,
+                    TaskKind::OptimizerStep,
+                    StreamKind::Compute,
+                    Work::OptimizerStep {
+                        params: optimizer_params,
+                    },
+                    stage,
+                    NO_MICROBATCH,
+                    0,
+                );
+                optimizer_steps[tensor_index].push(step);
+                for &all_reduce in &data_all_reduces[tensor_index] {
+                    program.depend(all_reduce, step, Dependency::Data);
+                }
+                if let Some(issue) = host_optimizer {
+                    program.depend(issue, step, Dependency::Data);
+                }
+                if let Some(&embedding) =
+                    embedding_all_reduces.get(&(stage, data_index, tensor_index as u32))
+                {
+                    program.depend(embedding, step, Dependency::Data);
+                }
+                for &send in &trailing_sends[(data_index * p + stage) as usize] {
+                    program.depend(send, step, Dependency::ProgramOrder);
+                }
+            }
+        }
+        if let Some(plan) = &shard_plan {
+            for tensor_index in 0..t {
+                sharded::parameter_all_gathers(
+                    program,
+                    builder,
+                    placement,
+                    plan,
+                    stage,
+                    tensor_index,
+                    params,
+                    &optimizer_steps[tensor_index as usize],
+                );
+            }
+        } else if distributed {
+            // Each data-parallel group all-gathers its ranks' updated shards
+            // of fp16/bf16 parameters once every rank has stepped.
+            for tensor_index in 0..t {
+                let ranks = placement.data_group(stage, tensor_index);
+                let group = builder.group(&ranks);
+                let work = builder.work(Work::DataParallelAllGather {
+                    bytes: params * models::memory::WEIGHT_BYTES_PER_PARAM,
+                    group_size: d,
+                    nodes: placement.nodes_spanned(&ranks),
+                });
+                let all_gather = program.task(Task {
+                    kind: TaskKind::DataParallelAllGather,
+                    stream: StreamKind::DataParallel,
+                    chunk: 0,
+                    stage,
+                    microbatch: NO_MICROBATCH,
+                    group,
+                    work,
+                    iteration: 0,
+                });
+                for &step in &optimizer_steps[tensor_index as usize] {
+                    program.depend(step, all_gather, Dependency::Data);
+                }
+            }
+        }
+    }
+}

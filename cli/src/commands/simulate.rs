@@ -186,11 +186,24 @@ fn write_summary(
         m.bubble_fraction, min_stage, max_stage, m.compute_time_s
     )?;
     let e = &m.exposed_communication;
+    // Expert all-to-alls are named only when a mixture of experts has them.
+    let ep = if e.expert_parallel_s > 0.0 {
+        format!(" · EP all-to-all {:.3} s", e.expert_parallel_s)
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "  exposed comm        TP {:.3} s · PP {:.3} s · DP {:.3} s (mean per GPU)",
+        "  exposed comm        TP {:.3} s · PP {:.3} s · DP {:.3} s{ep} (mean per GPU)",
         e.tensor_s, e.pipeline_s, e.data_parallel_s
     )?;
+    if let Some(routing) = &scenario.experts {
+        writeln!(
+            out,
+            "  experts             {} routing; busiest expert-parallel rank {} carries {:.3}× the mean load",
+            routing.imbalance, routing.busiest_rank, routing.busiest_rank_load
+        )?;
+    }
     if e.host_s > 0.0 {
         writeln!(
             out,

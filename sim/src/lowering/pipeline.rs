@@ -37,7 +37,7 @@ use crate::scenario::{Recompute, Scenario};
 use crate::schedule::{Pass, PipelineSchedule};
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
-use models::sharding::{parameters_of_layers, parameters_on_rank};
+use models::sharding::{expert_parameters_of_stage, parameters_of_layers, parameters_on_rank};
 
 /// Passes per (data index, virtual stage, microbatch): forward, recompute,
 /// backward (or a split backward's input-gradient pass, which receives the
@@ -396,8 +396,10 @@ pub fn program(
     let gradient_bytes_per_param =
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
     let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
+    let expert_data_parallel = d / layout.expert_parallel.max(1);
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
         let gradient_bytes =
             gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
         let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
@@ -422,18 +424,34 @@ pub fn program(
                         })
                         .collect()
                 } else {
-                    vec![(None, params * gradient_bytes)]
+                    vec![(None, (params - expert_params) * gradient_bytes)]
                 };
             for tensor_index in 0..t {
                 let ranks = placement.data_group(stage, tensor_index);
                 let group = builder.group(&ranks);
                 let nodes = placement.nodes_spanned(&ranks);
-                for &(bucket, bytes) in &reductions {
+                // A mixture of experts' routed experts reduce over their
+                // expert-data-parallel groups (d/ep ranks each, all at once on
+                // the data group's ranks), after the dense gradients.
+                let expert_nodes =
+                    placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
+                let expert_reduction = (expert_params > 0 && expert_data_parallel > 1).then_some((
+                    None,
+                    expert_params * gradient_bytes,
+                    expert_data_parallel,
+                    expert_nodes,
+                ));
+                let all: Vec<(Option<(u32, usize)>, u64, u32, u32)> = reductions
+                    .iter()
+                    .map(|&(bucket, bytes)| (bucket, bytes, d, nodes))
+                    .chain(expert_reduction)
+                    .collect();
+                for &(bucket, bytes, group_size, nodes) in &all {
                     let (work, kind) = if distributed {
                         (
                             Work::DataParallelReduceScatter {
                                 bytes,
-                                group_size: d,
+                                group_size,
                                 nodes,
                             },
                             TaskKind::DataParallelReduceScatter,
@@ -442,7 +460,7 @@ pub fn program(
                         (
                             Work::DataParallelAllReduce {
                                 bytes,
-                                group_size: d,
+                                group_size,
                                 nodes,
                             },
                             TaskKind::DataParallelAllReduce,
@@ -538,10 +556,13 @@ pub fn program(
 
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
         let optimizer_params = if let Some(plan) = shard_plan {
             params.div_ceil(plan.group as u64)
         } else if distributed {
-            params.div_ceil(d as u64)
+            // Experts' states shard over their expert-data-parallel group.
+            (params - expert_params).div_ceil(d as u64)
+                + expert_params.div_ceil(expert_data_parallel.max(1) as u64)
         } else {
             params
         };

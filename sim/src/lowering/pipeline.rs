@@ -58,6 +58,9 @@ fn pass_slot(pass: ComputePass) -> usize {
 struct GradientsReady {
     step: StepId,
     params: u64,
+    /// Of `params`, a mixture of experts' routed experts (reduced over the
+    /// expert-data-parallel group).
+    expert_params: u64,
 }
 
 /// The program of one iteration of a pipeline schedule.
@@ -259,7 +262,16 @@ pub fn program(
                             piece.embedding,
                             piece.head,
                         );
-                        ready.push(GradientsReady { step, params });
+                        let expert_params = models::sharding::expert_parameters_of_layers(
+                            &scenario.model,
+                            sharding,
+                            piece.layers as u64,
+                        );
+                        ready.push(GradientsReady {
+                            step,
+                            params,
+                            expert_params,
+                        });
                         if shard_plan.is_some() {
                             sharded_pieces[(data_index * p + stage) as usize].push(ShardedPiece {
                                 pass,
@@ -409,7 +421,8 @@ pub fn program(
             // Without overlap: one all-reduce of all the stage's gradients after
             // the last pass. With overlap: one per chunk (or bucket), as soon as
             // its backward is done, in the order chunks finish.
-            let reductions: Vec<(Option<(u32, usize)>, u64)> =
+            // (bucket, dense gradient bytes, expert gradient bytes)
+            let reductions: Vec<(Option<(u32, usize)>, u64, u64)> =
                 if scenario.options.overlap_grad_reduce {
                     let index = stage as usize * chunks;
                     chunk_finish_order[stage as usize]
@@ -419,12 +432,20 @@ pub fn program(
                                 .iter()
                                 .enumerate()
                                 .map(move |(bucket, ready)| {
-                                    (Some((chunk, bucket)), ready.params * gradient_bytes)
+                                    (
+                                        Some((chunk, bucket)),
+                                        (ready.params - ready.expert_params) * gradient_bytes,
+                                        ready.expert_params * gradient_bytes,
+                                    )
                                 })
                         })
                         .collect()
                 } else {
-                    vec![(None, (params - expert_params) * gradient_bytes)]
+                    vec![(
+                        None,
+                        (params - expert_params) * gradient_bytes,
+                        expert_params * gradient_bytes,
+                    )]
                 };
             for tensor_index in 0..t {
                 let ranks = placement.data_group(stage, tensor_index);
@@ -435,17 +456,13 @@ pub fn program(
                 // the data group's ranks), after the dense gradients.
                 let expert_nodes =
                     placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
-                let expert_reduction = (expert_params > 0 && expert_data_parallel > 1).then_some((
-                    None,
-                    expert_params * gradient_bytes,
-                    expert_data_parallel,
-                    expert_nodes,
-                ));
-                let all: Vec<(Option<(u32, usize)>, u64, u32, u32)> = reductions
-                    .iter()
-                    .map(|&(bucket, bytes)| (bucket, bytes, d, nodes))
-                    .chain(expert_reduction)
-                    .collect();
+                let mut all: Vec<(Option<(u32, usize)>, u64, u32, u32)> = Vec::new();
+                for &(bucket, dense, experts) in &reductions {
+                    all.push((bucket, dense, d, nodes));
+                    if experts > 0 && expert_data_parallel > 1 {
+                        all.push((bucket, experts, expert_data_parallel, expert_nodes));
+                    }
+                }
                 for &(bucket, bytes, group_size, nodes) in &all {
                     let (work, kind) = if distributed {
                         (

@@ -30,9 +30,8 @@
 //! (tp > 1, etp > 1), MoE layers interleaved with dense ones
 //! (`first_dense_layers`, `layer_frequency`), token dropping
 //! (`capacity_factor`), biased experts, and options whose lowering does not
-//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload, overlapped or
-//! bucketed gradient reduction, overlapped parameter gathers), FP8 and
-//! `--contention`.
+//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload, overlapped
+//! parameter gathers), FP8 and `--contention`.
 
 use super::{Precision, Sharding, TrainingOptions};
 use models::ModelSpec;
@@ -212,9 +211,6 @@ pub fn check(
     }
     if options.offload.is_some() {
         not_built("zero_offload: ZeRO-Offload");
-    }
-    if options.overlap_grad_reduce {
-        not_built("overlap_grad_reduce: the overlapped (per-chunk or bucketed) gradient reduction");
     }
     if options.overlap_param_gather {
         not_built("overlap_param_gather: the overlapped parameter all-gather");

@@ -274,13 +274,11 @@ fn what_is_not_built_is_refused_by_name() {
     let text = problems(ScenarioFile {
         options: TrainingOptionsFile {
             zero_stage: Some(3),
-            network_contention: Some(true),
             ..TrainingOptionsFile::default()
         },
         ..mixtral(4, 16, 8, None, false)
     });
     assert!(text.contains("zero_stage: ZeRO-2/3 with mixture-of-experts layers is not simulated yet"), "{text}");
-    assert!(text.contains("network_contention: --contention"), "{text}");
     let text = problems(mixtral(4, 16, 8, Some("skew:0.5"), false));
     assert!(text.contains("expert_imbalance: 'skew:0.5': skew:X needs a finite X ≥ 1"), "{text}");
     // A dense model has no experts to spread.
@@ -295,4 +293,45 @@ fn what_is_not_built_is_refused_by_name() {
         ..mixtral(4, 16, 8, None, false)
     });
     assert!(text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla)"), "{text}");
+}
+
+#[test]
+fn under_contention_a_lone_all_to_all_runs_as_flows_in_its_closed_form_time() {
+    // dp = 2, ep = 2 in one node: rank 0 sends to rank 1 and rank 1 to rank 0
+    // over distinct NVSwitch ports, so nothing is shared and each task takes
+    // its closed-form time to within the rounding of its two parts.
+    let closed = small("uniform");
+    let mut file = ScenarioFile {
+        options: TrainingOptionsFile {
+            precision: Some(Precision::Bf16),
+            network_contention: Some(true),
+            ..TrainingOptionsFile::default()
+        },
+        model: Some(serde_json::to_value(&closed.model).unwrap()),
+        ..ScenarioFile::default()
+    };
+    file.topology = Some("dgx-h100-superpod".into());
+    file.tp = Some(1);
+    file.pp = Some(1);
+    file.dp = Some(2);
+    file.ep = Some(2);
+    file.global_batch = Some(2);
+    file.recompute = Some(Recompute::None);
+    let flows = resolve(file);
+    let durations = |scenario: &Scenario| -> Vec<u64> {
+        sim::simulate(scenario)
+            .unwrap()
+            .timeline
+            .tasks
+            .iter()
+            .filter(|task| task.kind == TaskKind::ExpertAllToAll)
+            .map(|task| task.end_ns - task.start_ns)
+            .collect()
+    };
+    let (a, b) = (durations(&closed), durations(&flows));
+    assert_eq!(a.len(), b.len());
+    assert!(!a.is_empty());
+    for (x, y) in a.iter().zip(&b) {
+        assert!(x.abs_diff(*y) <= 2, "{a:?} vs {b:?}");
+    }
 }

@@ -31,7 +31,7 @@
 //! (`first_dense_layers`, `layer_frequency`), token dropping
 //! (`capacity_factor`), biased experts, and options whose lowering does not
 //! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload, overlapped
-//! parameter gathers), FP8 and `--contention`.
+//! parameter gathers) and FP8.
 
 use super::{Precision, Sharding, TrainingOptions};
 use models::ModelSpec;
@@ -217,8 +217,5 @@ pub fn check(
     }
     if options.precision == Precision::Fp8 {
         not_built("precision: fp8");
-    }
-    if options.network_contention {
-        not_built("network_contention: --contention (expert all-to-alls are closed form)");
     }
 }

@@ -105,7 +105,10 @@ mod tests {
             None,
         );
         assert_eq!(e.duration.as_nanos(), 77_001);
-        assert_eq!((e.algorithm, e.protocol), (Algorithm::Ring, Protocol::Simple));
+        assert_eq!(
+            (e.algorithm, e.protocol),
+            (Algorithm::Ring, Protocol::Simple)
+        );
         assert_eq!(e.latency_ns, 7000.0);
         assert_eq!(e.busbw_bytes_per_s, e.algbw_bytes_per_s * 0.875);
     }
@@ -118,7 +121,13 @@ mod tests {
         let group = GroupShape::new(2, 8);
         let terms = all_to_all_terms(16_000_032, &group, &round_rates());
         assert_eq!(terms.latency_ns, 31_000.0);
-        let e = estimate(CollectiveOp::AllToAll, 16_000_032, &group, &round_rates(), None);
+        let e = estimate(
+            CollectiveOp::AllToAll,
+            16_000_032,
+            &group,
+            &round_rates(),
+            None,
+        );
         assert_eq!(e.duration.as_nanos(), 831_002);
         // One rank per node: every peer across the network.
         let e = estimate(

@@ -138,8 +138,11 @@ pub fn estimate(
     } else {
         ring_terms(op, bytes, group, rates)
     };
-    let (algorithm, protocol, terms) =
-        tune(op, bytes, group, rates, forced).unwrap_or((Algorithm::Ring, Protocol::Simple, untuned));
+    let (algorithm, protocol, terms) = tune(op, bytes, group, rates, forced).unwrap_or((
+        Algorithm::Ring,
+        Protocol::Simple,
+        untuned,
+    ));
     let duration = SimDuration::from_seconds_ceil(terms.total_seconds());
     let algbw_bytes_per_s = bytes as f64 / duration.as_seconds();
     CollectiveEstimate {

@@ -66,7 +66,10 @@ pub fn moe_block(
     tokens: u64,
     options: MoeLayerOptions,
 ) -> (Vec<Step>, Vec<Vec<Step>>) {
-    let moe = model.moe.as_ref().expect("moe_block needs a model with experts");
+    let moe = model
+        .moe
+        .as_ref()
+        .expect("moe_block needs a model with experts");
     let (t, h, e, k) = (tokens, model.hidden, moe.experts, moe.top_k);
     let local_experts = (e / options.expert_parallel.max(1)).max(1);
     let routed = options.busiest_rank_tokens;
@@ -132,7 +135,12 @@ pub fn moe_block(
     let activation_elems = (local_experts * per_expert * ffn) as f64;
     let (act, act_bwd) = activation_steps(
         model.ffn_type,
-        ["expert_gelu", "expert_gelu.bwd", "expert_swiglu", "expert_swiglu.bwd"],
+        [
+            "expert_gelu",
+            "expert_gelu.bwd",
+            "expert_swiglu",
+            "expert_swiglu.bwd",
+        ],
         activation_elems,
     );
     forward.push(act);

@@ -84,7 +84,10 @@ fn kernels_have_their_closed_form_shapes_flops_and_bytes() {
         }
     );
     assert_eq!(fc1.flops, 2.0 * 2.0 * 4096.0 * 2.0 * f * h);
-    assert_eq!(kernel(forward, "expert_fc2").flops, 2.0 * 2.0 * 4096.0 * h * f);
+    assert_eq!(
+        kernel(forward, "expert_fc2").flops,
+        2.0 * 2.0 * 4096.0 * h * f
+    );
     assert_eq!(kernel(forward, "expert_swiglu").bytes, 6.0 * 8192.0 * f);
     assert_eq!(
         kernel(forward, "moe_unpermute").bytes,
@@ -119,7 +122,9 @@ fn kernels_have_their_closed_form_shapes_flops_and_bytes() {
     let order: Vec<&str> = backward
         .iter()
         .filter_map(|step| match step {
-            Step::Kernel(kernel) if kernel.name.starts_with("moe_") || kernel.name.starts_with("expert_fc") => {
+            Step::Kernel(kernel)
+                if kernel.name.starts_with("moe_") || kernel.name.starts_with("expert_fc") =>
+            {
                 Some(kernel.name)
             }
             Step::ExpertAllToAll { .. } => Some("all_to_all"),

@@ -92,7 +92,9 @@ pub enum Step {
     /// over the expert-parallel group, blocking (Megatron-Core's all-to-all
     /// token dispatcher), of this many bytes sent by the busiest rank
     /// ([`crate::moe_ops`]).
-    ExpertAllToAll { bytes: u64 },
+    ExpertAllToAll {
+        bytes: u64,
+    },
 }
 
 impl Step {

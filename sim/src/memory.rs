@@ -98,8 +98,10 @@ pub fn fp8_saved_input_reduction(
 /// (2·E) for the softmax's backward. Nothing under full recompute (only the
 /// layer input is kept). 0 for dense models.
 pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f64 {
-    let (Some(moe), Some(options)) = (&scenario.model.moe, crate::cost::moe_layer_options(scenario))
-    else {
+    let (Some(moe), Some(options)) = (
+        &scenario.model.moe,
+        crate::cost::moe_layer_options(scenario),
+    ) else {
         return 0.0;
     };
     if kind == RecomputeKind::Full {
@@ -157,10 +159,10 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             fused_attention,
         ) + moe_activation_delta_bytes(scenario, kind)
             - if fp8 && kind != RecomputeKind::Full {
-            fp8_saved_input_reduction(&rank_model, b, t, sequence_parallel)
-        } else {
-            0.0
-        }
+                fp8_saved_input_reduction(&rank_model, b, t, sequence_parallel)
+            } else {
+                0.0
+            }
     };
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
@@ -179,8 +181,9 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     let hidden_bytes = (b * rank_model.seq_len * model.hidden * 2) as f64;
     // A MoE layer's all-to-all send and receive buffers (the busiest rank's
     // R·h bf16 each), live while one layer runs.
-    let dispatch_buffers = crate::cost::moe_layer_options(scenario)
-        .map_or(0.0, |moe| 2.0 * (moe.busiest_rank_tokens * model.hidden * 2) as f64);
+    let dispatch_buffers = crate::cost::moe_layer_options(scenario).map_or(0.0, |moe| {
+        2.0 * (moe.busiest_rank_tokens * model.hidden * 2) as f64
+    });
     let shard_plan = sharded::ShardPlan::new(scenario).filter(sharded::ShardPlan::shards_gradients);
     (0..layout.pipeline_parallel)
         .map(|stage| {

@@ -246,7 +246,10 @@ mod tests {
             placement.expert_group(0, 11, 0),
             (8..16).map(Rank).collect::<Vec<_>>()
         );
-        assert_eq!(placement.expert_data_group(0, 3, 0), vec![Rank(3), Rank(11)]);
+        assert_eq!(
+            placement.expert_data_group(0, 3, 0),
+            vec![Rank(3), Rank(11)]
+        );
         assert_eq!(placement.nodes_spanned(&placement.expert_group(0, 0, 0)), 1);
     }
 

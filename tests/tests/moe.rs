@@ -4,8 +4,8 @@
 //! gating the step through the busiest rank, and the refusals; checked
 //! against hand-computed closed forms.
 
-use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
 use models::ops::Step;
+use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
 use sim::cost::{cost_works, pass_steps, ClosedFormNetwork};
 use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::task::TaskKind;
@@ -197,8 +197,14 @@ fn a_skewed_routing_gates_the_step_by_the_busiest_rank_exactly() {
     assert_eq!(routing.busiest_rank, 0);
     assert_eq!(routing.busiest_rank_tokens(4096, 1), 6554);
     // Its grouped fc1: 2 local experts of 6554/2 = 3277 tokens, 2F × h.
-    assert_eq!(expert_fc1_flops(&skewed), 2.0 * 2.0 * 3277.0 * 8192.0 * 1024.0);
-    assert_eq!(expert_fc1_flops(&uniform), 2.0 * 2.0 * 2048.0 * 8192.0 * 1024.0);
+    assert_eq!(
+        expert_fc1_flops(&skewed),
+        2.0 * 2.0 * 3277.0 * 8192.0 * 1024.0
+    );
+    assert_eq!(
+        expert_fc1_flops(&uniform),
+        2.0 * 2.0 * 2048.0 * 8192.0 * 1024.0
+    );
     // Its all-to-alls: 4 layers × 2 of 6554·1024·2 bytes over 2 ranks of a node.
     let network = ClosedFormNetwork::for_scenario(&skewed);
     let (_, graph) = sim::build_graph(&skewed);
@@ -252,25 +258,43 @@ fn a_histogram_file_routes_by_its_counts() {
     };
     file.global_batch = Some(8);
     let text = problems(file);
-    assert!(text.contains("expert_imbalance:") && text.contains("has 3 counts; the model has 8 experts"), "{text}");
+    assert!(
+        text.contains("expert_imbalance:")
+            && text.contains("has 3 counts; the model has 8 experts"),
+        "{text}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn what_is_not_built_is_refused_by_name() {
     let text = problems(mixtral(4, 16, 3, None, false));
-    assert!(text.contains("ep: the 8 experts must split evenly over ep = 3 ranks"), "{text}");
-    assert!(text.contains("ep: expert-parallel groups are carved out of the dp × cp = 16"), "{text}");
+    assert!(
+        text.contains("ep: the 8 experts must split evenly over ep = 3 ranks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ep: expert-parallel groups are carved out of the dp × cp = 16"),
+        "{text}"
+    );
     let text = problems(ScenarioFile {
         tp: Some(2),
         ..mixtral(4, 8, 8, None, false)
     });
-    assert!(text.contains("tp: tensor parallelism (2) in a mixture-of-experts model is not simulated yet"), "{text}");
+    assert!(
+        text.contains(
+            "tp: tensor parallelism (2) in a mixture-of-experts model is not simulated yet"
+        ),
+        "{text}"
+    );
     let text = problems(ScenarioFile {
         etp: Some(2),
         ..mixtral(4, 16, 8, None, false)
     });
-    assert!(text.contains("etp: expert tensor parallelism (2) is not simulated yet"), "{text}");
+    assert!(
+        text.contains("etp: expert tensor parallelism (2) is not simulated yet"),
+        "{text}"
+    );
     let text = problems(ScenarioFile {
         options: TrainingOptionsFile {
             zero_stage: Some(3),
@@ -278,9 +302,15 @@ fn what_is_not_built_is_refused_by_name() {
         },
         ..mixtral(4, 16, 8, None, false)
     });
-    assert!(text.contains("zero_stage: ZeRO-2/3 with mixture-of-experts layers is not simulated yet"), "{text}");
+    assert!(
+        text.contains("zero_stage: ZeRO-2/3 with mixture-of-experts layers is not simulated yet"),
+        "{text}"
+    );
     let text = problems(mixtral(4, 16, 8, Some("skew:0.5"), false));
-    assert!(text.contains("expert_imbalance: 'skew:0.5': skew:X needs a finite X ≥ 1"), "{text}");
+    assert!(
+        text.contains("expert_imbalance: 'skew:0.5': skew:X needs a finite X ≥ 1"),
+        "{text}"
+    );
     // A dense model has no experts to spread.
     let text = problems(ScenarioFile {
         model: Some("llama3-8b".into()),

@@ -204,9 +204,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
                 Some(CommClass::DataParallel) => comm[2].extend(in_window),
                 Some(CommClass::Offload) => comm[3].extend(in_window),
                 Some(CommClass::Host) => comm[4].extend(in_window),
-                Some(CommClass::ExpertParallel) => {
-                    exposed_sum_ns[5] += task.duration_ns() as u128
-                }
+                Some(CommClass::ExpertParallel) => exposed_sum_ns[5] += task.duration_ns() as u128,
                 None => {}
             }
         }

@@ -122,6 +122,11 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         summary["zero_stage"] = options.sharding.stage().into();
         summary["shard_group_size"] = options.shard_group(scenario.layout.replicas()).into();
     }
+    // Mixtures of experts: ep and the routing (its busiest expert-parallel rank).
+    if let Some(routing) = &scenario.experts {
+        summary["expert_parallel"] = scenario.layout.expert_parallel.into();
+        summary["experts"] = serde_json::to_value(routing).unwrap_or_default();
+    }
     summary
 }
 

@@ -259,7 +259,14 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         ("--etp", &["1", "2", "0"][..], 5),
         (
             "--expert-imbalance",
-            &["uniform", "skew:2", "skew:0.5", "skew:x", "model.json", "missing.txt"][..],
+            &[
+                "uniform",
+                "skew:2",
+                "skew:0.5",
+                "skew:x",
+                "model.json",
+                "missing.txt",
+            ][..],
             8,
         ),
     ] {

@@ -63,6 +63,10 @@ struct GradientsReady {
     expert_params: u64,
 }
 
+/// A data-parallel reduction's (chunk, bucket) when overlapped (None: the
+/// stage's one reduction after its last pass).
+type BucketKey = Option<(u32, usize)>;
+
 /// The program of one iteration of a pipeline schedule.
 pub fn program(
     scenario: &Scenario,
@@ -422,31 +426,30 @@ pub fn program(
             // the last pass. With overlap: one per chunk (or bucket), as soon as
             // its backward is done, in the order chunks finish.
             // (bucket, dense gradient bytes, expert gradient bytes)
-            let reductions: Vec<(Option<(u32, usize)>, u64, u64)> =
-                if scenario.options.overlap_grad_reduce {
-                    let index = stage as usize * chunks;
-                    chunk_finish_order[stage as usize]
-                        .iter()
-                        .flat_map(|&chunk| {
-                            gradients_ready[index + chunk as usize]
-                                .iter()
-                                .enumerate()
-                                .map(move |(bucket, ready)| {
-                                    (
-                                        Some((chunk, bucket)),
-                                        (ready.params - ready.expert_params) * gradient_bytes,
-                                        ready.expert_params * gradient_bytes,
-                                    )
-                                })
-                        })
-                        .collect()
-                } else {
-                    vec![(
-                        None,
-                        (params - expert_params) * gradient_bytes,
-                        expert_params * gradient_bytes,
-                    )]
-                };
+            let reductions: Vec<(BucketKey, u64, u64)> = if scenario.options.overlap_grad_reduce {
+                let index = stage as usize * chunks;
+                chunk_finish_order[stage as usize]
+                    .iter()
+                    .flat_map(|&chunk| {
+                        gradients_ready[index + chunk as usize]
+                            .iter()
+                            .enumerate()
+                            .map(move |(bucket, ready)| {
+                                (
+                                    Some((chunk, bucket)),
+                                    (ready.params - ready.expert_params) * gradient_bytes,
+                                    ready.expert_params * gradient_bytes,
+                                )
+                            })
+                    })
+                    .collect()
+            } else {
+                vec![(
+                    None,
+                    (params - expert_params) * gradient_bytes,
+                    expert_params * gradient_bytes,
+                )]
+            };
             for tensor_index in 0..t {
                 let ranks = placement.data_group(stage, tensor_index);
                 let group = builder.group(&ranks);
@@ -456,7 +459,8 @@ pub fn program(
                 // the data group's ranks), after the dense gradients.
                 let expert_nodes =
                     placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
-                let mut all: Vec<(Option<(u32, usize)>, u64, u32, u32)> = Vec::new();
+                // (bucket, bytes, group size, nodes)
+                let mut all: Vec<(BucketKey, u64, u32, u32)> = Vec::new();
                 for &(bucket, dense, experts) in &reductions {
                     all.push((bucket, dense, d, nodes));
                     if experts > 0 && expert_data_parallel > 1 {

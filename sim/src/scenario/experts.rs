@@ -87,13 +87,13 @@ pub fn expert_shares(imbalance: &str, experts: u64) -> Result<Vec<f64>, String> 
         let last = (e.max(2) - 1) as f64;
         (0..e).map(|i| x.powf(-(i as f64) / last)).collect()
     } else {
-        let text = input_file::read_to_string_capped(
-            std::path::Path::new(imbalance),
-            MAX_HISTOGRAM_BYTES,
-        )
-        .map_err(|error| {
-            format!("'{imbalance}' is neither uniform, skew:X nor a readable histogram file: {error}")
-        })?;
+        let text =
+            input_file::read_to_string_capped(std::path::Path::new(imbalance), MAX_HISTOGRAM_BYTES)
+                .map_err(|error| {
+                    format!(
+                "'{imbalance}' is neither uniform, skew:X nor a readable histogram file: {error}"
+            )
+                })?;
         let mut values = Vec::new();
         for word in text
             .split(|c: char| c.is_whitespace() || c == ',')
@@ -103,7 +103,9 @@ pub fn expert_shares(imbalance: &str, experts: u64) -> Result<Vec<f64>, String> 
                 .parse()
                 .map_err(|_| format!("'{imbalance}': '{word}' is not a token count"))?;
             if !(value.is_finite() && value >= 0.0) {
-                return Err(format!("'{imbalance}': '{word}' is not a non-negative count"));
+                return Err(format!(
+                    "'{imbalance}': '{word}' is not a non-negative count"
+                ));
             }
             values.push(value);
         }

@@ -372,9 +372,7 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
 /// ([`super::experts`]).
 fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
     let moe_unsimulated = model.moe.as_ref().is_some_and(|moe| {
-        moe.moe_layers(model.layers) != model.layers
-            || moe.capacity_factor.is_some()
-            || model.bias
+        moe.moe_layers(model.layers) != model.layers || moe.capacity_factor.is_some() || model.bias
     });
     moe_unsimulated
         || model.mla.is_some()
@@ -468,7 +466,9 @@ mod tests {
         // at t > 1 its tensor parallelism is what is refused.
         let text = resolve_with_tp("mixtral-8x7b", 8).unwrap_err();
         assert!(
-            text.contains("tp: tensor parallelism (8) in a mixture-of-experts model is not simulated yet"),
+            text.contains(
+                "tp: tensor parallelism (8) in a mixture-of-experts model is not simulated yet"
+            ),
             "{text}"
         );
         assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());

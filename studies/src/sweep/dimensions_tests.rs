@@ -289,11 +289,17 @@ fn ep_enumerates_with_every_layout_and_resolve_decides_validity() {
     // d a power of two): 5 × 2, plus the 6 tuples whose d is below ep.
     assert_eq!(enumeration.rejections.get("ep"), Some(&16));
     let first = &enumeration.candidates[3];
-    assert_eq!(first.candidate.label(), "t=1 ep=8 p=1 d=16 b=1 1f1b recompute=full");
+    assert_eq!(
+        first.candidate.label(),
+        "t=1 ep=8 p=1 d=16 b=1 1f1b recompute=full"
+    );
     assert_eq!(first.scenario.layout.expert_parallel, 8);
     // The header names the list; a sweep without it writes nothing new.
     let header = serde_json::to_string(&space).unwrap();
-    assert!(header.contains("\"expert_parallel\":[1,2,3,4,8]"), "{header}");
+    assert!(
+        header.contains("\"expert_parallel\":[1,2,3,4,8]"),
+        "{header}"
+    );
     let plain = serde_json::to_string(&SweepSpace::new("tiny", "selene", 8, 8)).unwrap();
     assert!(!plain.contains("expert_parallel"), "{plain}");
 }

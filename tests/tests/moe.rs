@@ -365,3 +365,29 @@ fn under_contention_a_lone_all_to_all_runs_as_flows_in_its_closed_form_time() {
         assert!(x.abs_diff(*y) <= 2, "{a:?} vs {b:?}");
     }
 }
+
+#[test]
+fn moe_activations_and_dispatch_buffers_follow_their_closed_form() {
+    use models::memory::RecomputeKind;
+    // small(): T = 4096, h = 1024, E = 4, k = 1, F = 4096 (the dense
+    // ffn_hidden too, so the dense formula's MLP term is 6·4096 per token).
+    let uniform = small("uniform");
+    let skewed = small("skew:8");
+    // Uniform: R = 4096 copies × (4h + 6F) + T × (10k + 2E − 6·ffn).
+    let delta = sim::memory::moe_activation_delta_bytes(&uniform, RecomputeKind::None);
+    assert_eq!(delta, 4096.0 * 28672.0 + 4096.0 * (10.0 + 8.0 - 24576.0));
+    assert_eq!(delta, 16_850_944.0);
+    // Nothing under full recompute: only the layer's input is kept.
+    assert_eq!(
+        sim::memory::moe_activation_delta_bytes(&uniform, RecomputeKind::Full),
+        0.0
+    );
+    // The skewed busiest rank keeps 6554 − 4096 = 2458 more copies in each
+    // of 4 layers (one microbatch in flight at p = 1) and its two
+    // all-to-all buffers grow by 2458 · h · 2 B each.
+    let memory = |scenario: &Scenario| sim::simulate(scenario).unwrap().memory[0].activation_bytes;
+    assert_eq!(
+        memory(&skewed) - memory(&uniform),
+        2458 * 28672 * 4 + 2 * 2458 * 1024 * 2
+    );
+}

@@ -1,10 +1,14 @@
-//! NCCL collectives (all-reduce, reduce-scatter, all-gather) over a size
-//! sweep on every local GPU, through cudarc's NCCL binding: one
+//! NCCL collectives (all-reduce, reduce-scatter, all-gather, all-to-all)
+//! over a size sweep on every local GPU, through cudarc's NCCL binding: one
 //! communicator per GPU from `ncclCommInitAll`, driven from this thread
-//! inside `ncclGroupStart`/`ncclGroupEnd`.
+//! inside `ncclGroupStart`/`ncclGroupEnd`. NCCL has no all-to-all call: as
+//! nccl-tests' `alltoall_perf` (`src/alltoall.cu`) and PyTorch's
+//! `all_to_all_single` do, each rank issues an `ncclSend` and an `ncclRecv`
+//! of 1/n of its buffer to and from every rank, inside the same group.
 //!
 //! `bytes` is the full buffer (nccl-tests' "size"): the all-reduce payload,
-//! the reduce-scatter input, the all-gather output; bf16 elements. A
+//! the reduce-scatter input, the all-gather output, the all-to-all send
+//! buffer; bf16 elements. A
 //! repeat's time is the slowest rank's event-timed span. With one GPU NCCL
 //! reduces to a local copy: the entries are recorded with `group_size: 1`
 //! and multi-GPU rates stay those of the embedded default (topology).
@@ -27,13 +31,16 @@ pub enum Collective {
     AllReduce,
     ReduceScatter,
     AllGather,
+    /// Grouped send/recv of 1/n of the buffer to every rank.
+    AllToAll,
 }
 
 impl Collective {
-    pub const ALL: [Collective; 3] = [
+    pub const ALL: [Collective; 4] = [
         Collective::AllReduce,
         Collective::ReduceScatter,
         Collective::AllGather,
+        Collective::AllToAll,
     ];
 
     /// The name written to `CollectiveMeasurement::op`.
@@ -42,6 +49,7 @@ impl Collective {
             Collective::AllReduce => "all_reduce",
             Collective::ReduceScatter => "reduce_scatter",
             Collective::AllGather => "all_gather",
+            Collective::AllToAll => "all_to_all",
         }
     }
 
@@ -51,7 +59,9 @@ impl Collective {
         let n = group_size.max(1) as f64;
         match self {
             Collective::AllReduce => 2.0 * (n - 1.0) / n,
-            Collective::ReduceScatter | Collective::AllGather => (n - 1.0) / n,
+            Collective::ReduceScatter | Collective::AllGather | Collective::AllToAll => {
+                (n - 1.0) / n
+            }
         }
     }
 }
@@ -102,8 +112,12 @@ fn launch_group(
 ) -> Result<(), CalibrateError> {
     cudarc::nccl::group_start().nccl(|| format!("starting the NCCL group for {what}"))?;
     let mut first_error = None;
+    let ranks = comms.len();
     for (comm, rank) in comms.iter().zip(buffers.iter_mut()) {
         let issued = match op {
+            Collective::AllToAll => {
+                all_to_all(comm, rank, ranks).map(|()| cudarc::nccl::result::NcclStatus::Success)
+            }
             Collective::AllReduce => comm.all_reduce(&rank.send, &mut rank.recv, &ReduceOp::Sum),
             Collective::ReduceScatter => {
                 comm.reduce_scatter(&rank.send, &mut rank.recv, &ReduceOp::Sum)
@@ -120,6 +134,22 @@ fn launch_group(
         return Err(error).nccl(|| format!("issuing {what}"));
     }
     ended.nccl(|| format!("ending the NCCL group for {what}"))?;
+    Ok(())
+}
+
+/// One rank's share of an all-to-all: an `ncclSend` and an `ncclRecv` of
+/// `len / ranks` elements to and from every rank, in rank order.
+fn all_to_all(
+    comm: &Comm,
+    rank: &mut RankBuffers,
+    ranks: usize,
+) -> Result<(), cudarc::nccl::result::NcclError> {
+    let share = rank.send.len() / ranks.max(1);
+    for peer in 0..ranks {
+        let range = peer * share..(peer + 1) * share;
+        comm.send(&rank.send.slice(range.clone()), peer as i32)?;
+        comm.recv(&mut rank.recv.slice_mut(range), peer as i32)?;
+    }
     Ok(())
 }
 
@@ -190,6 +220,7 @@ fn time_with(
                 Collective::AllReduce => (elems, elems),
                 Collective::ReduceScatter => (elems, shard),
                 Collective::AllGather => (shard, elems),
+                Collective::AllToAll => (elems, elems),
             };
             let mut buffers = devices
                 .iter()
@@ -301,5 +332,7 @@ mod tests {
         assert!((eight - 1.75e9).abs() < 1.0);
         assert!(bus_bandwidth_bytes_per_s(Collective::AllReduce, &entry(1)).is_none());
         assert_eq!(Collective::AllGather.bus_factor(4), 0.75);
+        assert_eq!(Collective::AllToAll.bus_factor(8), 0.875);
+        assert_eq!(Collective::AllToAll.name(), "all_to_all");
     }
 }

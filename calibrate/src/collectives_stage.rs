@@ -122,7 +122,7 @@ mod tests {
         for part in [
             "NCCL error while issuing reduce_scatter of 1048576 bytes",
             "ncclSystemError",
-            "2 of 6 entries",
+            "2 of 8 entries",
         ] {
             assert!(remark.contains(part), "{remark}");
         }
@@ -131,7 +131,7 @@ mod tests {
         let mut findings = Findings::default();
         record_collectives(&mut findings, &SIZES, 8, timer(0, Err(nccl_error()))).unwrap();
         assert!(findings.collectives.is_empty());
-        assert!(findings.remarks[0].contains("0 of 6 entries"));
+        assert!(findings.remarks[0].contains("0 of 8 entries"));
     }
 
     #[test]
@@ -146,8 +146,8 @@ mod tests {
     #[test]
     fn without_an_error_every_entry_must_be_measured() {
         let mut findings = Findings::default();
-        record_collectives(&mut findings, &SIZES, 1, timer(6, Ok(()))).unwrap();
-        assert_eq!(findings.collectives.len(), 6);
+        record_collectives(&mut findings, &SIZES, 1, timer(8, Ok(()))).unwrap();
+        assert_eq!(findings.collectives.len(), 8);
         assert_eq!(
             findings.stages,
             vec!["NCCL collectives on 1 GPU(s)".to_string()]
@@ -155,21 +155,21 @@ mod tests {
         assert!(findings.remarks[0].starts_with("one local GPU"));
 
         let mut findings = Findings::default();
-        let error = record_collectives(&mut findings, &SIZES, 1, timer(4, Ok(()))).unwrap_err();
+        let error = record_collectives(&mut findings, &SIZES, 1, timer(6, Ok(()))).unwrap_err();
         let CalibrateError::CollectivesIncomplete { expected, missing } = &error else {
             panic!("expected CollectivesIncomplete, got {error}");
         };
-        assert_eq!(*expected, 6);
+        assert_eq!(*expected, 8);
         assert_eq!(
             missing,
             &vec![
-                "all_gather of 1048576 bytes".to_string(),
-                "all_gather of 67108864 bytes".to_string()
+                "all_to_all of 1048576 bytes".to_string(),
+                "all_to_all of 67108864 bytes".to_string()
             ]
         );
         assert!(error
             .to_string()
-            .contains("2 of 6 collective entries were not measured"));
+            .contains("2 of 8 collective entries were not measured"));
         assert!(findings.collectives.is_empty());
     }
 }

@@ -76,6 +76,8 @@ pub fn ring_steps(op: CollectiveOp, group: &GroupShape) -> (u64, u64) {
             (n - 1, nodes - 1)
         }
         CollectiveOp::SendRecv => (1, u64::from(nodes > 1)),
+        // One point-to-point round per peer; those on other nodes cross the network.
+        CollectiveOp::AllToAll => (n - 1, n - group.ranks_per_node.min(group.ranks) as u64),
     }
 }
 
@@ -107,7 +109,8 @@ pub fn ring_terms(
 /// ([`tune`]) and take that pair's modeled time; `algorithm: Some` restricts the
 /// choice to that algorithm, except that a tree is only defined for all-reduce (as
 /// in NCCL), so other operations run as rings and say so in the result. A send/recv
-/// is not tuned by NCCL: it runs Simple, one hop of [`ring_terms`].
+/// is not tuned by NCCL: it runs Simple, one hop of [`ring_terms`]; an all-to-all
+/// is point-to-point too ([`crate::all_to_all`], reported as a Simple ring).
 /// A group of one rank, or zero bytes, costs nothing.
 pub fn estimate(
     op: CollectiveOp,
@@ -130,10 +133,15 @@ pub fn estimate(
             busbw_bytes_per_s: 0.0,
         };
     }
+    let untuned = if op == CollectiveOp::AllToAll {
+        crate::all_to_all::all_to_all_terms(bytes, group, rates)
+    } else {
+        ring_terms(op, bytes, group, rates)
+    };
     let (algorithm, protocol, terms) = tune(op, bytes, group, rates, forced).unwrap_or((
         Algorithm::Ring,
         Protocol::Simple,
-        ring_terms(op, bytes, group, rates),
+        untuned,
     ));
     let duration = SimDuration::from_seconds_ceil(terms.total_seconds());
     let algbw_bytes_per_s = bytes as f64 / duration.as_seconds();

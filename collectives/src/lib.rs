@@ -52,6 +52,11 @@
 //! `step_latency + bytes / ring_bus_bandwidth`, with the profile's NVLink or
 //! network step latency ([`ring_terms`]).
 //!
+//! **All-to-all** ([`all_to_all`]) is grouped send/recv to every peer, not
+//! tuned (Simple): one point-to-point step latency per peer, and the bytes a
+//! rank sends to its node's peers over NVLink or to other nodes over its own
+//! NIC rail, whichever takes longer.
+//!
 //! Reported bandwidths are nccl-tests': algbw = bytes ÷ time, busbw = algbw ×
 //! bus factor (the all-reduce factor even for a tree, as nccl-tests does not know
 //! the algorithm). Durations are rounded up once, by `SimDuration::from_seconds_ceil`.
@@ -81,6 +86,7 @@
 //! assert!((e.busbw_bytes_per_s / 1e9 - 229.0).abs() < 3.0);
 //! ```
 
+pub mod all_to_all;
 mod estimate;
 pub mod protocol;
 mod shape;

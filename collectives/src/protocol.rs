@@ -195,7 +195,7 @@ fn tuner_ring_steps(op: CollectiveOp, group: &GroupShape) -> (i64, i64) {
     match op {
         CollectiveOp::AllReduce => (2 * (n - 1), if nodes > 1 { 2 * nodes } else { 0 }),
         CollectiveOp::ReduceScatter | CollectiveOp::AllGather => (n - 1, nodes - 1),
-        CollectiveOp::Broadcast | CollectiveOp::SendRecv => (n, nodes),
+        CollectiveOp::Broadcast | CollectiveOp::SendRecv | CollectiveOp::AllToAll => (n, nodes),
     }
 }
 
@@ -212,7 +212,7 @@ pub fn nccl_terms(
     algorithm: Algorithm,
     protocol: Protocol,
 ) -> Option<CostTerms> {
-    if op == CollectiveOp::SendRecv || group.ranks <= 1 {
+    if matches!(op, CollectiveOp::SendRecv | CollectiveOp::AllToAll) || group.ranks <= 1 {
         return None;
     }
     if algorithm == Algorithm::Tree && op != CollectiveOp::AllReduce {

@@ -15,15 +15,19 @@ pub enum CollectiveOp {
     Broadcast,
     /// One send matched by one receive between two ranks (nccl-tests `sendrecv_perf`).
     SendRecv,
+    /// Every rank sends `bytes / n` to every rank (nccl-tests `alltoall_perf`;
+    /// grouped `ncclSend`/`ncclRecv` per peer, [`crate::all_to_all`]).
+    AllToAll,
 }
 
 impl CollectiveOp {
-    pub const ALL: [CollectiveOp; 5] = [
+    pub const ALL: [CollectiveOp; 6] = [
         CollectiveOp::AllReduce,
         CollectiveOp::ReduceScatter,
         CollectiveOp::AllGather,
         CollectiveOp::Broadcast,
         CollectiveOp::SendRecv,
+        CollectiveOp::AllToAll,
     ];
 
     /// Snake-case name, as in profiles (`all_reduce`, …).
@@ -34,12 +38,14 @@ impl CollectiveOp {
             CollectiveOp::AllGather => "all_gather",
             CollectiveOp::Broadcast => "broadcast",
             CollectiveOp::SendRecv => "send_recv",
+            CollectiveOp::AllToAll => "all_to_all",
         }
     }
 
     /// nccl-tests' bus-bandwidth factor for `ranks` ranks: busbw = algbw × factor.
     /// All-reduce 2(n−1)/n; reduce-scatter and all-gather (n−1)/n; broadcast and
-    /// send/recv 1. Zero for a single rank (nothing crosses a link).
+    /// send/recv 1; all-to-all (n−1)/n (`AlltoAllGetBw`, nccl-tests
+    /// `src/alltoall.cu`). Zero for a single rank (nothing crosses a link).
     pub fn bus_factor(self, ranks: u32) -> f64 {
         if ranks <= 1 {
             return 0.0;
@@ -47,7 +53,9 @@ impl CollectiveOp {
         let n = ranks as f64;
         match self {
             CollectiveOp::AllReduce => 2.0 * (n - 1.0) / n,
-            CollectiveOp::ReduceScatter | CollectiveOp::AllGather => (n - 1.0) / n,
+            CollectiveOp::ReduceScatter | CollectiveOp::AllGather | CollectiveOp::AllToAll => {
+                (n - 1.0) / n
+            }
             CollectiveOp::Broadcast | CollectiveOp::SendRecv => 1.0,
         }
     }

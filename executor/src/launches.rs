@@ -34,6 +34,10 @@ pub enum CollectiveKind {
     ReduceScatter,
     /// All-gather producing `bytes` per rank (the distributed optimizer's parameters).
     AllGather,
+    /// All-to-all of `bytes` sent per rank (a mixture of experts' token
+    /// dispatch and combine): `ncclGroupStart`, an `ncclSend` and `ncclRecv`
+    /// of bytes/n per peer, `ncclGroupEnd` (cudarc's `Comm::send`/`recv`).
+    AllToAll,
 }
 
 /// One launch on the task's stream.
@@ -108,7 +112,7 @@ pub fn work_launches(
                     // Refused for real runs by `plan` (no real kernel).
                     KernelClass::FusedAttention(_) => None,
                 },
-                Step::TensorAllReduce { .. } => None,
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
             })
             .collect(),
         Work::TensorAllReduce {
@@ -123,7 +127,20 @@ pub fn work_launches(
                 Step::TensorAllReduce { bytes, .. } => {
                     communication(CollectiveKind::AllReduce, bytes)
                 }
-                Step::Kernel(_) => None,
+                Step::Kernel(_) | Step::ExpertAllToAll { .. } => None,
+            })
+            .collect(),
+        Work::ExpertAllToAll {
+            pass,
+            layers,
+            embedding,
+            head,
+            ..
+        } => pass_steps(scenario, pass, layers, embedding, head)
+            .into_iter()
+            .filter_map(|step| match step {
+                Step::ExpertAllToAll { bytes } => communication(CollectiveKind::AllToAll, bytes),
+                _ => None,
             })
             .collect(),
         Work::PipelineTransfer { bytes, .. } => communication(CollectiveKind::SendReceive, bytes)

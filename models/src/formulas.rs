@@ -44,6 +44,14 @@ pub fn moe_layer_parameters(model: &ModelSpec) -> u64 {
     narrow(moe_layer_wide(model, false))
 }
 
+/// Parameters of one MoE layer's routed experts (every expert's MLP), the
+/// part expert parallelism splits over its ranks; 0 without `moe`.
+pub fn routed_expert_parameters(model: &ModelSpec) -> u64 {
+    model.moe.as_ref().map_or(0, |moe| {
+        narrow(wide(moe.experts) * sum(mlp_wide(model, moe.expert_ffn_hidden)))
+    })
+}
+
 /// Parameters of all `layers` layers: dense and MoE layers each at their size.
 pub fn all_layers_parameters(model: &ModelSpec) -> u64 {
     narrow(layers_wide(model, false))

@@ -37,6 +37,7 @@ mod hf_config_moe;
 pub mod memory;
 pub mod memory_class;
 pub mod moe;
+pub mod moe_ops;
 pub mod ops;
 pub mod parameter_tensors;
 pub mod pipeline_ends;

@@ -1,8 +1,10 @@
 //! Mixture-of-experts MLPs and multi-head latent attention (MLA): the
 //! optional `moe` and `mla` objects of a [`crate::ModelSpec`], their keys named
 //! after the Hugging Face configs of Mixtral, DeepSeek-V3 and Qwen3-MoE, and
-//! their validation. What they count is in [`crate::formulas`]; the simulator
-//! refuses both (no kernels, routing or expert parallelism are lowered yet).
+//! their validation. What they count is in [`crate::formulas`]; the kernels
+//! of a MoE block under expert parallelism are in [`crate::moe_ops`] (the
+//! simulator lowers experts in every layer; latent attention, dense layers
+//! between MoE layers and capacity factors it still refuses).
 //!
 //! Layer rule (DeepSeek-V3's `DeepseekV3DecoderLayer`: `layer_idx >=
 //! first_k_dense_replace and layer_idx % moe_layer_freq == 0`; with the

@@ -88,6 +88,13 @@ pub enum Step {
         bytes: u64,
         async_window: u32,
     },
+    /// A mixture-of-experts layer's token dispatch or combine: an all-to-all
+    /// over the expert-parallel group, blocking (Megatron-Core's all-to-all
+    /// token dispatcher), of this many bytes sent by the busiest rank
+    /// ([`crate::moe_ops`]).
+    ExpertAllToAll {
+        bytes: u64,
+    },
 }
 
 impl Step {
@@ -125,7 +132,7 @@ impl PassSteps {
             .iter()
             .map(|step| match step {
                 Step::Kernel(kernel) => kernel.flops,
-                Step::TensorAllReduce { .. } => 0.0,
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
             })
             .sum()
     }
@@ -224,6 +231,9 @@ pub struct LayerOptions {
     /// on this rank's s/cp tokens and the attention core is Transformer
     /// Engine's ring attention ([`ring_attention_steps`]).
     pub context_parallel: u64,
+    /// A model with experts: its MLP block is the mixture of experts under
+    /// this expert parallelism ([`crate::moe_ops`]).
+    pub moe: Option<crate::moe_ops::MoeLayerOptions>,
 }
 
 impl Default for LayerOptions {
@@ -235,6 +245,7 @@ impl Default for LayerOptions {
             fused_softmax_max_seq_len: Some(u64::MAX),
             fused_attention: false,
             context_parallel: 1,
+            moe: None,
         }
     }
 }
@@ -438,67 +449,73 @@ pub fn transformer_layer_with(
     // --- MLP block ---
     pass.forward.push(Step::memory(norm_2, 4.0 * hidden_elems));
     mlp_bwd.push(vec![Step::memory(norm_2_bwd, 6.0 * hidden_elems)]);
-    // SwiGLU's gate and up matrices run as one GEMM of twice the columns.
-    let fc1_columns = match model.ffn_type {
-        FfnType::Gelu => ffn_per_rank,
-        FfnType::Swiglu => 2 * ffn_per_rank,
-    };
-    let mut fc1_bwd = Vec::new();
-    linear_with_bias(
-        &mut pass,
-        [
-            "mlp_fc1",
-            "mlp_fc1.dgrad",
-            "mlp_fc1.wgrad",
-            "mlp_fc1.bias_grad",
-        ],
-        GemmShape {
-            batch: 1,
-            m: tokens,
-            n: fc1_columns,
-            k: h,
-        },
-        bias((tokens * fc1_columns) as f64),
-        &mut fc1_bwd,
-    );
-    fc1_bwd.push(Step::TensorAllReduce {
-        bytes: allreduce_bytes,
-        async_window: column_window(model.bias),
-    });
-    mlp_bwd.push(fc1_bwd);
-    match model.ffn_type {
-        FfnType::Gelu => {
-            pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
-            mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
+    if let (Some(moe), Some(_)) = (options.moe, &model.moe) {
+        let (forward, backward) = crate::moe_ops::moe_block(model, tokens, moe);
+        pass.forward.extend(forward);
+        mlp_bwd.extend(backward);
+    } else {
+        // SwiGLU's gate and up matrices run as one GEMM of twice the columns.
+        let fc1_columns = match model.ffn_type {
+            FfnType::Gelu => ffn_per_rank,
+            FfnType::Swiglu => 2 * ffn_per_rank,
+        };
+        let mut fc1_bwd = Vec::new();
+        linear_with_bias(
+            &mut pass,
+            [
+                "mlp_fc1",
+                "mlp_fc1.dgrad",
+                "mlp_fc1.wgrad",
+                "mlp_fc1.bias_grad",
+            ],
+            GemmShape {
+                batch: 1,
+                m: tokens,
+                n: fc1_columns,
+                k: h,
+            },
+            bias((tokens * fc1_columns) as f64),
+            &mut fc1_bwd,
+        );
+        fc1_bwd.push(Step::TensorAllReduce {
+            bytes: allreduce_bytes,
+            async_window: column_window(model.bias),
+        });
+        mlp_bwd.push(fc1_bwd);
+        match model.ffn_type {
+            FfnType::Gelu => {
+                pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
+                mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
+            }
+            FfnType::Swiglu => {
+                pass.forward.push(Step::memory("swiglu", 6.0 * ffn_elems));
+                mlp_bwd.push(vec![Step::memory("swiglu.bwd", 10.0 * ffn_elems)]);
+            }
         }
-        FfnType::Swiglu => {
-            pass.forward.push(Step::memory("swiglu", 6.0 * ffn_elems));
-            mlp_bwd.push(vec![Step::memory("swiglu.bwd", 10.0 * ffn_elems)]);
-        }
+        let mut fc2_bwd = Vec::new();
+        linear_with_bias(
+            &mut pass,
+            [
+                "mlp_fc2",
+                "mlp_fc2.dgrad",
+                "mlp_fc2.wgrad",
+                "mlp_fc2.bias_grad",
+            ],
+            GemmShape {
+                batch: 1,
+                m: tokens,
+                n: h,
+                k: ffn_per_rank,
+            },
+            bias(hidden_elems),
+            &mut fc2_bwd,
+        );
+        mlp_bwd.push(fc2_bwd);
+        pass.forward.push(Step::TensorAllReduce {
+            bytes: allreduce_bytes,
+            async_window: 0,
+        });
     }
-    let mut fc2_bwd = Vec::new();
-    linear_with_bias(
-        &mut pass,
-        [
-            "mlp_fc2",
-            "mlp_fc2.dgrad",
-            "mlp_fc2.wgrad",
-            "mlp_fc2.bias_grad",
-        ],
-        GemmShape {
-            batch: 1,
-            m: tokens,
-            n: h,
-            k: ffn_per_rank,
-        },
-        bias(hidden_elems),
-        &mut fc2_bwd,
-    );
-    mlp_bwd.push(fc2_bwd);
-    pass.forward.push(Step::TensorAllReduce {
-        bytes: allreduce_bytes,
-        async_window: 0,
-    });
     pass.forward
         .push(Step::memory("dropout_residual_2", 7.0 * hidden_elems));
     mlp_bwd.push(vec![Step::memory(

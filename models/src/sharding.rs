@@ -66,6 +66,9 @@ pub struct Sharding {
     pub chunks: u32,
     pub split: PipelineSplit,
     pub map: StageMap,
+    /// Expert-parallel degree ep: each rank holds E/ep of every MoE layer's
+    /// routed experts (1 for dense models).
+    pub expert_parallel: u32,
 }
 
 impl Sharding {
@@ -203,6 +206,36 @@ pub fn parameters_of_chunk(model: &ModelSpec, sharding: Sharding, stage: u32, ch
     )
 }
 
+/// Parameters of one layer on one rank: a dense layer's split t ways; a MoE
+/// layer's (every layer of a model with `moe`: the simulator refuses
+/// interleaved dense layers) attention, norms and router t ways and its
+/// routed experts ep ways ([`expert_parameters_of_layers`]).
+pub fn layer_parameters_on_rank(model: &ModelSpec, sharding: Sharding) -> u64 {
+    let t = sharding.tensor_parallel.max(1) as u64;
+    if model.moe.is_none() {
+        return formulas::layer_parameters(model) / t;
+    }
+    let routed = formulas::routed_expert_parameters(model);
+    (formulas::moe_layer_parameters(model) - routed) / t
+        + routed / sharding.expert_parallel.max(1) as u64
+}
+
+/// The routed experts' parameters among `layers` layers on one rank: E/ep
+/// experts per layer (0 for a dense model). Their gradients are reduced over
+/// the expert-data-parallel group (dp·cp/ep ranks), the rest over dp·cp.
+pub fn expert_parameters_of_layers(model: &ModelSpec, sharding: Sharding, layers: u64) -> u64 {
+    layers * formulas::routed_expert_parameters(model) / sharding.expert_parallel.max(1) as u64
+}
+
+/// The routed experts' parameters on one rank of pipeline stage `stage`
+/// (every chunk's layers; 0 for a dense model).
+pub fn expert_parameters_of_stage(model: &ModelSpec, sharding: Sharding, stage: u32) -> u64 {
+    let layers: u64 = (0..sharding.chunks.max(1))
+        .map(|chunk| sharding.layers_of_chunk(model.layers, stage, chunk))
+        .sum();
+    expert_parameters_of_layers(model, sharding, layers)
+}
+
 /// Parameters on one rank of `layers` layers plus, optionally, the embedding
 /// (word and, without RoPE, position tables) and the head (final norm, and
 /// the output layer: its own matrix when untied, else the copy of the word
@@ -215,7 +248,7 @@ pub fn parameters_of_layers(
     head: bool,
 ) -> u64 {
     let t = sharding.tensor_parallel as u64;
-    let mut params = layers * formulas::layer_parameters(model) / t;
+    let mut params = layers * layer_parameters_on_rank(model, sharding);
     if embedding {
         params += model.vocab * model.hidden / t;
         if model.learned_positions() {
@@ -244,6 +277,7 @@ mod tests {
                     chunks: v,
                     split: Default::default(),
                     map: Default::default(),
+                    expert_parallel: 1,
                 };
                 for stage in 0..p {
                     let summed: u64 = (0..v)
@@ -271,6 +305,7 @@ mod tests {
                 chunks: v,
                 split: Default::default(),
                 map: Default::default(),
+                expert_parallel: 1,
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -308,6 +343,7 @@ mod tests {
                 layout: None,
             },
             map: StageMap::Interleaved,
+            expert_parallel: 1,
         };
         let layers: Vec<u64> = (0..8)
             .flat_map(|chunk| (0..8).map(move |stage| (stage, chunk)))
@@ -344,6 +380,7 @@ mod tests {
                 chunks: v,
                 split: Default::default(),
                 map: Default::default(),
+                expert_parallel: 1,
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -374,6 +411,7 @@ mod tests {
                 chunks: 2,
                 split,
                 map: StageMap::V,
+                expert_parallel: 1,
             };
             assert_eq!(v_map.ends(), ((0, 0), (0, 1)));
             let interleaved = Sharding {

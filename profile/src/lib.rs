@@ -208,7 +208,7 @@ pub struct MemoryProfile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CollectiveMeasurement {
-    /// "all_reduce", "reduce_scatter", "all_gather", "send_recv".
+    /// "all_reduce", "reduce_scatter", "all_gather", "send_recv", "all_to_all".
     pub op: String,
     pub group_size: u32,
     pub bytes: u64,

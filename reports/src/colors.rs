@@ -44,6 +44,9 @@ pub fn color_for_kind_name(name: &str) -> RGBColor {
         "cpu_adam" => RGBColor(0x5c, 0x5c, 0x5c),
         // Tableau 20's light grey-brown: the host lane sits behind the GPU lanes.
         "host_issue" => RGBColor(0xd7, 0xb5, 0xa6),
+        // Tableau 20's light red, beside the tensor all-reduce's red: the
+        // other blocking collective of a pass.
+        "expert_all_to_all" => RGBColor(0xff, 0x9d, 0x9a),
         _ => FALLBACK_COLOR,
     }
 }
@@ -73,6 +76,7 @@ pub fn label_for_kind_name(name: &str) -> &str {
         "pcie_h2d" => "PCIe H2D",
         "cpu_adam" => "CPU Adam",
         "host_issue" => "host issue",
+        "expert_all_to_all" => "EP all-to-all",
         other => other,
     }
 }

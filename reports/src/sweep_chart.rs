@@ -177,6 +177,7 @@ mod tests {
             layout: Candidate {
                 tensor_parallel: 8,
                 context_parallel: 1,
+                expert_parallel: 1,
                 pipeline_parallel: 2,
                 data_parallel: 1,
                 chunks: if schedule.uses_chunks() { 2 } else { 1 },

@@ -88,6 +88,38 @@ pub fn fp8_saved_input_reduction(
     tokens * (replicated + split as f64 / t)
 }
 
+/// What a MoE layer stores per microbatch beyond the dense layer's formula
+/// ([`models::memory`], whose MLP term is the dense `ffn_hidden` MLP's: 4·F
+/// (GeLU) or 6·F (SwiGLU) bytes per token): per routed copy on the busiest
+/// rank (R/T per token) the expert's input and output (2·2h, the latter for
+/// the combine's probability gradient), its fc1 output and activation
+/// output (4·F + 2·F for SwiGLU, 2·F + 2·F for GeLU); per token the k routing
+/// probabilities and int64 indices (10·k) and the E router probabilities
+/// (2·E) for the softmax's backward. Nothing under full recompute (only the
+/// layer input is kept). 0 for dense models.
+pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f64 {
+    let (Some(moe), Some(options)) = (
+        &scenario.model.moe,
+        crate::cost::moe_layer_options(scenario),
+    ) else {
+        return 0.0;
+    };
+    if kind == RecomputeKind::Full {
+        return 0.0;
+    }
+    let model = &scenario.model;
+    let tokens = (scenario.layout.microbatch_size as u64 * model.seq_len
+        / scenario.layout.context_parallel.max(1) as u64) as f64;
+    let (h, f) = (model.hidden as f64, moe.expert_ffn_hidden as f64);
+    let (dense_mlp, expert_mlp) = match model.ffn_type {
+        models::FfnType::Gelu => (4.0 * model.ffn() as f64, 4.0 * f),
+        models::FfnType::Swiglu => (6.0 * model.ffn() as f64, 6.0 * f),
+    };
+    let routed = options.busiest_rank_tokens as f64;
+    routed * (4.0 * h + expert_mlp)
+        + tokens * (10.0 * moe.top_k as f64 + 2.0 * moe.experts as f64 - dense_mlp)
+}
+
 /// Peak memory of one rank of every stage.
 pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec<MemoryBreakdown> {
     let model = &scenario.model;
@@ -125,11 +157,12 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             sequence_parallel,
             kind,
             fused_attention,
-        ) - if fp8 && kind != RecomputeKind::Full {
-            fp8_saved_input_reduction(&rank_model, b, t, sequence_parallel)
-        } else {
-            0.0
-        }
+        ) + moe_activation_delta_bytes(scenario, kind)
+            - if fp8 && kind != RecomputeKind::Full {
+                fp8_saved_input_reduction(&rank_model, b, t, sequence_parallel)
+            } else {
+                0.0
+            }
     };
     let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
@@ -146,10 +179,17 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         0.0
     };
     let hidden_bytes = (b * rank_model.seq_len * model.hidden * 2) as f64;
+    // A MoE layer's all-to-all send and receive buffers (the busiest rank's
+    // R·h bf16 each), live while one layer runs.
+    let dispatch_buffers = crate::cost::moe_layer_options(scenario).map_or(0.0, |moe| {
+        2.0 * (moe.busiest_rank_tokens * model.hidden * 2) as f64
+    });
     let shard_plan = sharded::ShardPlan::new(scenario).filter(sharded::ShardPlan::shards_gradients);
     (0..layout.pipeline_parallel)
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
+            let expert_parameters =
+                models::sharding::expert_parameters_of_stage(model, layout.sharding(), stage);
             let in_flight = schedule.peak_in_flight(stage);
             let is_last = layout.sharding().ends().1 .0 == stage;
             // fp16 logits plus their fp32 softmax for the loss, one microbatch at a time.
@@ -167,6 +207,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             let activation_bytes = (in_flight as f64 * per_microbatch_chunk
                 + working_layer
                 + ring_buffers
+                + dispatch_buffers
                 + logits
                 + pipeline_buffers) as u64;
             // FP8: each layer's cached FP8 weights with their transposes and
@@ -209,9 +250,14 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     parameters * grad_bytes_per_param,
                     // The distributed optimizer keeps 1/d of the fp32 master
                     // weights and Adam states (Megatron's distrib_optimizer.py).
+                    // A mixture of experts' routed experts shard over their
+                    // expert-data-parallel group (dp·cp/ep ranks).
                     if scenario.options.distributed_optimizer {
-                        (parameters * OPTIMIZER_BYTES_PER_PARAM)
+                        ((parameters - expert_parameters) * OPTIMIZER_BYTES_PER_PARAM)
                             .div_ceil(layout.replicas().max(1) as u64)
+                            + (expert_parameters * OPTIMIZER_BYTES_PER_PARAM).div_ceil(
+                                (layout.replicas() / layout.expert_parallel.max(1)).max(1) as u64,
+                            )
                     } else {
                         parameters * OPTIMIZER_BYTES_PER_PARAM
                     },

@@ -103,6 +103,40 @@ impl Placement {
             .collect()
     }
 
+    /// The expert-parallel group of the rank at (stage, data_index,
+    /// tensor_index): the ep consecutive members of its dp-cp group
+    /// (Megatron-Core carves expert-parallel groups out of the data-parallel
+    /// ranks; [`crate::scenario::experts`]).
+    pub fn expert_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
+        let ep = self.layout.expert_parallel.max(1);
+        let first = data_index / ep * ep;
+        (first..first + ep)
+            .map(|data_index| {
+                self.rank(Coordinates {
+                    stage,
+                    data_index,
+                    tensor_index,
+                })
+            })
+            .collect()
+    }
+
+    /// The expert-data-parallel group holding the same experts as the rank at
+    /// (stage, data_index, tensor_index): every ep-th member of its dp-cp group.
+    pub fn expert_data_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
+        let ep = self.layout.expert_parallel.max(1);
+        (data_index % ep..self.layout.replicas())
+            .step_by(ep as usize)
+            .map(|data_index| {
+                self.rank(Coordinates {
+                    stage,
+                    data_index,
+                    tensor_index,
+                })
+            })
+            .collect()
+    }
+
     /// Distinct nodes a set of ranks spans.
     pub fn nodes_spanned(&self, ranks: &[Rank]) -> u32 {
         let mut nodes: Vec<u32> = ranks.iter().map(|&r| self.node(r)).collect();
@@ -160,6 +194,7 @@ mod tests {
             pipeline_parallel: p,
             data_parallel: d,
             context_parallel: 1,
+            expert_parallel: 1,
             pipeline_split: Default::default(),
             stage_map: Default::default(),
             chunks: 1,
@@ -196,6 +231,28 @@ mod tests {
                 Rank(rank)
             );
         }
+    }
+
+    #[test]
+    fn expert_groups_are_consecutive_replicas_and_expert_data_groups_every_ep_th() {
+        // t = 1, p = 1, d = 16 on 8-GPU nodes, ep = 8: two expert groups of
+        // one node each; expert-data groups pair GPU r with GPU r + 8.
+        let placement = Placement::new(
+            Layout {
+                expert_parallel: 8,
+                ..layout(1, 1, 16)
+            },
+            8,
+        );
+        assert_eq!(
+            placement.expert_group(0, 11, 0),
+            (8..16).map(Rank).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            placement.expert_data_group(0, 3, 0),
+            vec![Rank(3), Rank(11)]
+        );
+        assert_eq!(placement.nodes_spanned(&placement.expert_group(0, 0, 0)), 1);
     }
 
     #[test]

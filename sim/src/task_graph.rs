@@ -33,6 +33,17 @@ pub enum Work {
         group_size: u32,
         nodes: u32,
     },
+    /// The blocking expert-parallel all-to-alls of that pass (token dispatch
+    /// and combine of every MoE layer), over `group_size` ranks spanning
+    /// `nodes` nodes; costed for the busiest rank of the group.
+    ExpertAllToAll {
+        pass: ComputePass,
+        layers: u32,
+        embedding: bool,
+        head: bool,
+        group_size: u32,
+        nodes: u32,
+    },
     /// Activations or gradients between consecutive stages' tensor groups.
     PipelineTransfer {
         bytes: u64,

@@ -89,7 +89,12 @@ pub fn format_nccl_tests_table(
             e.duration.as_nanos() as f64 / 1e3,
             e.algbw_bytes_per_s / 1e9,
             e.busbw_bytes_per_s / 1e9,
-            e.algorithm.name(),
+            // An all-to-all is grouped send/recv to every peer, no ring.
+            if op == CollectiveOp::AllToAll {
+                "p2p"
+            } else {
+                e.algorithm.name()
+            },
             e.protocol.name(),
             e.latency_ns / 1e3
         );

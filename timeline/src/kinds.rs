@@ -47,10 +47,13 @@ pub enum TaskKind {
     /// The weight-gradient half of a split backward: weight-gradient GEMMs
     /// (and their gradient accumulation), deferred by the schedule.
     BackwardWeight,
+    /// The blocking expert-parallel all-to-alls (token dispatch and combine)
+    /// of one forward/recompute/backward of a mixture-of-experts chunk.
+    ExpertAllToAll,
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 17] = [
+    pub const ALL: [TaskKind; 18] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -68,6 +71,7 @@ impl TaskKind {
         TaskKind::HostIssue,
         TaskKind::BackwardInput,
         TaskKind::BackwardWeight,
+        TaskKind::ExpertAllToAll,
     ];
 
     /// Kernels that do math (the compute stream's useful work).
@@ -96,6 +100,7 @@ impl TaskKind {
                 Some(CommClass::Offload)
             }
             TaskKind::HostIssue => Some(CommClass::Host),
+            TaskKind::ExpertAllToAll => Some(CommClass::ExpertParallel),
             _ => None,
         }
     }
@@ -120,6 +125,7 @@ impl TaskKind {
             TaskKind::HostIssue => "host_issue",
             TaskKind::BackwardInput => "backward_input",
             TaskKind::BackwardWeight => "backward_weight",
+            TaskKind::ExpertAllToAll => "expert_all_to_all",
         }
     }
 }
@@ -135,6 +141,8 @@ pub enum CommClass {
     Offload,
     /// The host issuing work: compute idle while it runs is host-bound time.
     Host,
+    /// Expert-parallel all-to-alls (token dispatch and combine).
+    ExpertParallel,
 }
 
 /// A stream of a GPU: tasks on one (rank, stream) run one at a time, in program order.

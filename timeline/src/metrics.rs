@@ -44,6 +44,10 @@ pub struct ExposedCommunication {
     /// work (absent from the JSON when the timeline has no host lane).
     #[serde(skip_serializing_if = "is_zero")]
     pub host_s: f64,
+    /// A mixture of experts' token all-to-alls over the expert-parallel
+    /// group, blocking on the compute stream (absent when there are none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub expert_parallel_s: f64,
 }
 
 /// Headline numbers of one iteration.
@@ -178,8 +182,8 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
 
     let mut idle_sum_ns = 0u128;
     let mut compute_sum_ns = 0u128;
-    let mut exposed_sum_ns = [0u128; 5];
-    let mut in_flight_sum_ns = [0u128; 5];
+    let mut exposed_sum_ns = [0u128; 6];
+    let mut in_flight_sum_ns = [0u128; 6];
     let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
     for rank in 0..n_ranks {
         let tasks = &by_rank[counts[rank]..counts[rank + 1]];
@@ -200,6 +204,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
                 Some(CommClass::DataParallel) => comm[2].extend(in_window),
                 Some(CommClass::Offload) => comm[3].extend(in_window),
                 Some(CommClass::Host) => comm[4].extend(in_window),
+                Some(CommClass::ExpertParallel) => exposed_sum_ns[5] += task.duration_ns() as u128,
                 None => {}
             }
         }
@@ -221,6 +226,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
     model_flops /= n_iterations as f64;
     compute_sum_ns /= n_iterations as u128;
     exposed_sum_ns[0] /= n_iterations as u128;
+    exposed_sum_ns[5] /= n_iterations as u128;
     let iteration_s = iteration_ns as f64 * 1e-9;
     let per_rank = |sum: u128| sum as f64 * 1e-9 / n_ranks.max(1) as f64;
     let tflops_per_gpu = if iteration_s > 0.0 {
@@ -270,6 +276,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
             data_parallel_s: per_rank(exposed_sum_ns[2]),
             offload_s: per_rank(exposed_sum_ns[3]),
             host_s: per_rank(exposed_sum_ns[4]),
+            expert_parallel_s: per_rank(exposed_sum_ns[5]),
         },
         communication: ExposedCommunication {
             tensor_s: per_rank(exposed_sum_ns[0]),
@@ -277,6 +284,7 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
             data_parallel_s: per_rank(in_flight_sum_ns[2]),
             offload_s: per_rank(in_flight_sum_ns[3]),
             host_s: per_rank(in_flight_sum_ns[4]),
+            expert_parallel_s: per_rank(exposed_sum_ns[5]),
         },
     }
 }

@@ -15,8 +15,8 @@ use topologies::TopologySpec;
     after_help = "Examples (compare with nccl-tests' all_reduce_perf -b 8 -e 1G -f 2 -g 8):\n  clustersim collective --gpus 8\n  clustersim collective --op all_reduce --gpus 64 --min-bytes 1M --max-bytes 8G\n  clustersim collective --op all_gather --gpus 16 --gpus-per-node 2 --algorithm ring\n  clustersim collective --topology dgx-h100-superpod --gpus 8 --nccl 2.21"
 )]
 pub struct CollectiveArgs {
-    /// all_reduce, reduce_scatter, all_gather, broadcast or send_recv.
-    #[arg(long, default_value = "all_reduce", value_parser = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv"])]
+    /// all_reduce, reduce_scatter, all_gather, broadcast, send_recv or all_to_all.
+    #[arg(long, default_value = "all_reduce", value_parser = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv", "all_to_all"])]
     pub op: String,
     /// Topology preset or file (≤ 256 MiB).
     #[arg(long, default_value = "selene")]

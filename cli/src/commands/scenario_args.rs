@@ -46,6 +46,21 @@ pub struct ScenarioArgs {
     /// (t·cp·p·d GPUs; the sequence must divide into 2·cp chunks).
     #[arg(long)]
     pub cp: Option<u32>,
+    /// Expert-parallel degree ep of a mixture-of-experts model (default 1):
+    /// groups of ep ranks carved out of the dp × cp ranks, each holding E/ep
+    /// experts, tokens exchanged by all-to-all (needs tp 1; E and dp·cp
+    /// divisible by ep).
+    #[arg(long)]
+    pub ep: Option<u32>,
+    /// Expert tensor-parallel degree (default 1; only 1 is simulated).
+    #[arg(long)]
+    pub etp: Option<u32>,
+    /// How routed tokens spread over the experts: uniform (default), skew:X
+    /// (geometric, the first expert X times the last, X ≥ 1) or a file of
+    /// tokens per expert (E numbers); the busiest expert-parallel rank gates
+    /// every MoE layer.
+    #[arg(long, value_name = "uniform|skew:X|FILE")]
+    pub expert_imbalance: Option<String>,
     /// Sequence length in tokens, overriding the model's (a Hugging Face
     /// config gives its longest context, e.g. 131072 for Llama 3.1).
     #[arg(long, value_name = "TOKENS")]
@@ -130,6 +145,9 @@ impl ScenarioArgs {
             pp: self.pp,
             dp: self.dp,
             cp: self.cp,
+            ep: self.ep,
+            etp: self.etp,
+            expert_imbalance: self.expert_imbalance.clone(),
             chunks: self.chunks,
             microbatch_group_size: self.microbatch_group_size,
             pipeline_layout: self.pipeline_layout.clone(),

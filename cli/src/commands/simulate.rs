@@ -122,6 +122,11 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         summary["zero_stage"] = options.sharding.stage().into();
         summary["shard_group_size"] = options.shard_group(scenario.layout.replicas()).into();
     }
+    // Mixtures of experts: ep and the routing (its busiest expert-parallel rank).
+    if let Some(routing) = &scenario.experts {
+        summary["expert_parallel"] = scenario.layout.expert_parallel.into();
+        summary["experts"] = serde_json::to_value(routing).unwrap_or_default();
+    }
     summary
 }
 
@@ -186,11 +191,24 @@ fn write_summary(
         m.bubble_fraction, min_stage, max_stage, m.compute_time_s
     )?;
     let e = &m.exposed_communication;
+    // Expert all-to-alls are named only when a mixture of experts has them.
+    let ep = if e.expert_parallel_s > 0.0 {
+        format!(" · EP all-to-all {:.3} s", e.expert_parallel_s)
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "  exposed comm        TP {:.3} s · PP {:.3} s · DP {:.3} s (mean per GPU)",
+        "  exposed comm        TP {:.3} s · PP {:.3} s · DP {:.3} s{ep} (mean per GPU)",
         e.tensor_s, e.pipeline_s, e.data_parallel_s
     )?;
+    if let Some(routing) = &scenario.experts {
+        writeln!(
+            out,
+            "  experts             {} routing; busiest expert-parallel rank {} carries {:.3}× the mean load",
+            routing.imbalance, routing.busiest_rank, routing.busiest_rank_load
+        )?;
+    }
     if e.host_s > 0.0 {
         writeln!(
             out,

@@ -181,6 +181,12 @@ pub struct SweepFlags {
     /// (seq_len divisible by 2·cp, tp × cp within or across whole nodes, …).
     #[arg(long, value_name = "DEGREES", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub cp: Vec<u32>,
+    /// Expert-parallel degrees tried for a mixture-of-experts model,
+    /// comma-separated (e.g. 1,2,8; default 1). Scenario validation refuses
+    /// the degrees that do not divide the experts or dp × cp; the memory
+    /// check applies to every layout.
+    #[arg(long, value_name = "DEGREES", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub ep: Vec<u32>,
     /// Try cp = 1, 2, 4, … up to N (instead of listing them with --cp).
     #[arg(long, value_name = "N", conflicts_with = "cp", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_cp: Option<u32>,
@@ -302,6 +308,10 @@ fn shared_options(space: &SweepSpace) -> String {
         let values = space.context_parallel.iter().map(u32::to_string).collect();
         varied.push_str(&format!(" · cp ∈ {}", list(values)));
     }
+    if space.varies_expert_parallel() {
+        let values = space.expert_parallel.iter().map(u32::to_string).collect();
+        varied.push_str(&format!(" · ep ∈ {}", list(values)));
+    }
     if !space.zero_stages.is_empty() {
         let values = space.zero_stages.iter().map(u8::to_string).collect();
         varied.push_str(&format!(" · ZeRO stage ∈ {}", list(values)));
@@ -339,6 +349,9 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
         space.context_parallel = sweep::space::powers_of_two_up_to(max);
     } else if !args.cp.is_empty() {
         space.context_parallel = args.cp.clone();
+    }
+    if !args.ep.is_empty() {
+        space.expert_parallel = args.ep.clone();
     }
     space.zero_stages = all.zero_stages.clone();
     space.precisions = all.precisions.clone();
@@ -493,7 +506,8 @@ fn write_report(
         return Ok(());
     }
     writeln!(out)?;
-    // cp after t, ZeRO stage and precision after rc: only in sweeps that vary them.
+    // cp and ep after t, ZeRO stage and precision after rc: only in sweeps that vary them.
+    let ep = s.varies_expert_parallel();
     let (cp, zero, precision) = (
         s.varies_context_parallel(),
         !s.zero_stages.is_empty(),
@@ -502,8 +516,8 @@ fn write_report(
     let optional = |on: bool, text: String| if on { text } else { String::new() };
     writeln!(
         out,
-        "{:>4} {:>3}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}",
-        "rank", "t", optional(cp, format!(" {:>3}", "cp")), "p", "d", "v", "b", "m", "schedule", "rc",
+        "{:>4} {:>3}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}",
+        "rank", "t", optional(cp, format!(" {:>3}", "cp")), optional(ep, format!(" {:>3}", "ep")), "p", "d", "v", "b", "m", "schedule", "rc",
         optional(zero, format!(" {:>4}", "zero")), optional(precision, format!(" {:<4}", "prec")),
         "samples/s", "TFLOP/s", "iter s", "bubble", "TP s", "PP s", "DP s", "GiB"
     )?;
@@ -513,10 +527,11 @@ fn write_report(
         let format = l.precision.map_or("-", |p| p.name());
         writeln!(
             out,
-            "{:>4} {:>3}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
+            "{:>4} {:>3}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
             position + 1,
             l.tensor_parallel,
             optional(cp, format!(" {:>3}", l.context_parallel)),
+            optional(ep, format!(" {:>3}", l.expert_parallel)),
             l.pipeline_parallel,
             l.data_parallel,
             l.chunks,

@@ -147,6 +147,7 @@ fn collective(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         "all_gather",
         "broadcast",
         "send_recv",
+        "all_to_all",
     ];
     for (flag, valid, percent) in [
         ("--op", &ops[..], 70),

@@ -294,6 +294,21 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         ("--seed", &["0", "7"][..], 5),
         ("--seq-len", &["64", "256", "0", "99999999999"][..], 8),
         ("--cp", &["1", "2", "4", "3", "0"][..], 10),
+        // Mixtures of experts: expert parallelism and routing skew.
+        ("--ep", &["1", "2", "8", "3", "0", "4294967295"][..], 10),
+        ("--etp", &["1", "2", "0"][..], 5),
+        (
+            "--expert-imbalance",
+            &[
+                "uniform",
+                "skew:2",
+                "skew:0.5",
+                "skew:x",
+                "model.json",
+                "missing.txt",
+            ][..],
+            8,
+        ),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

@@ -15,7 +15,7 @@ use models::ops::{KernelClass, Step};
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelCost {
     pub pass: ComputePass,
-    /// Kernel name, or "tensor_all_reduce".
+    /// Kernel name, or "tensor_all_reduce", or "expert_all_to_all".
     pub name: &'static str,
     pub seconds: f64,
     /// Matrix FLOPs (0 for memory-bound kernels and communication).
@@ -38,6 +38,11 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let network = ClosedFormNetwork::for_scenario(scenario);
     let t = scenario.layout.tensor_parallel;
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
+    // The expert-parallel group of the first rank (every group is alike).
+    let ep = scenario.layout.expert_parallel;
+    let placement =
+        crate::placement::Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
+    let ep_nodes = placement.nodes_spanned(&placement.expert_group(0, 0, 0));
     // A schedule that splits the backward runs it as its two halves.
     let backward: &[ComputePass] = if scenario.schedule.splits_backward() {
         &[ComputePass::InputGradient, ComputePass::WeightGradient]
@@ -90,6 +95,16 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                         is_communication: true,
                     }
                 }
+                Step::ExpertAllToAll { bytes } => KernelCost {
+                    pass,
+                    name: "expert_all_to_all",
+                    seconds: network.all_to_all(bytes, ep, ep_nodes).as_seconds(),
+                    flops: 0.0,
+                    bytes: bytes as f64,
+                    is_gemm: false,
+                    is_fp8: false,
+                    is_communication: true,
+                },
             });
         }
         if scenario.layout.context_parallel > 1 {
@@ -135,7 +150,7 @@ pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
                 is_fp8: false,
                 is_communication: false,
             }),
-            Step::TensorAllReduce { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
         })
         .collect()
 }

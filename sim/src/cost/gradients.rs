@@ -149,7 +149,9 @@ mod tests {
             .iter()
             .map(|step| match step {
                 Step::Kernel(Kernel { bytes, .. }) => *bytes,
-                Step::TensorAllReduce { .. } => panic!("no communication"),
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => {
+                    panic!("no communication")
+                }
             })
             .sum();
         let params: u64 = ops::layer_parameter_tensors(&model, 8)

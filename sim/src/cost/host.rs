@@ -60,6 +60,6 @@ fn issued(
         .iter()
         .fold((0, 0), |(kernels, calls), step| match step {
             Step::Kernel(_) => (kernels + 1, calls),
-            Step::TensorAllReduce { .. } => (kernels, calls + 1),
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => (kernels, calls + 1),
         })
 }

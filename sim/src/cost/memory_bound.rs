@@ -277,7 +277,8 @@ mod tests {
             .chain(layer.backward)
             .filter_map(|step| match step {
                 models::ops::Step::Kernel(kernel) => Some(kernel),
-                models::ops::Step::TensorAllReduce { .. } => None,
+                models::ops::Step::TensorAllReduce { .. }
+                | models::ops::Step::ExpertAllToAll { .. } => None,
             })
             .collect()
     }

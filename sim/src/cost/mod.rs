@@ -92,6 +92,26 @@ pub fn pass_steps(
     embedding: bool,
     head: bool,
 ) -> Vec<Step> {
+    pass_steps_with(
+        scenario,
+        pass,
+        layers,
+        embedding,
+        head,
+        moe_layer_options(scenario),
+    )
+}
+
+/// [`pass_steps`] with the MoE layers' options given (the uniform routing's
+/// for the FLOPs a skewed routing's pass reports).
+pub fn pass_steps_with(
+    scenario: &Scenario,
+    pass: ComputePass,
+    layers: u32,
+    embedding: bool,
+    head: bool,
+    moe: Option<models::moe_ops::MoeLayerOptions>,
+) -> Vec<Step> {
     let model = &scenario.model;
     let b = scenario.layout.microbatch_size as u64;
     let t = scenario.layout.tensor_parallel as u64;
@@ -110,6 +130,7 @@ pub fn pass_steps(
             fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
             fused_attention: scenario.stack.fused_attention,
             context_parallel: scenario.layout.context_parallel as u64,
+            moe,
         },
     );
     let fp8 = scenario.options.precision == Precision::Fp8;
@@ -173,6 +194,19 @@ pub fn pass_steps(
     }
 }
 
+/// What expert parallelism and the routing make of a MoE layer on the
+/// busiest rank of its expert-parallel group (None for dense models).
+pub fn moe_layer_options(scenario: &Scenario) -> Option<models::moe_ops::MoeLayerOptions> {
+    let (routing, moe) = scenario.experts.as_ref().zip(scenario.model.moe.as_ref())?;
+    let layout = &scenario.layout;
+    let tokens = layout.microbatch_size as u64 * scenario.model.seq_len
+        / layout.context_parallel.max(1) as u64;
+    Some(models::moe_ops::MoeLayerOptions {
+        expert_parallel: layout.expert_parallel.max(1) as u64,
+        busiest_rank_tokens: routing.busiest_rank_tokens(tokens, moe.top_k),
+    })
+}
+
 /// Whether a tensor all-reduce of this pass is charged only beyond what it
 /// overlaps (`--async-tensor-allreduce`): a whole backward's only; a split
 /// backward's input-gradient all-reduces are blocking ([`split_backward`]).
@@ -201,7 +235,7 @@ pub(crate) fn exposed_after_overlap(
         .take(window as usize)
         .map(|step| match step {
             Step::Kernel(kernel) => kernels.kernel_seconds(kernel),
-            Step::TensorAllReduce { .. } => 0.0,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
         })
         .sum();
     SimDuration::from_seconds_ceil(full.as_seconds() - overlapped_s)
@@ -259,6 +293,24 @@ fn cost_work(
             }
             // Ring attention's K/V exchanges, where the attention steps do not hide them.
             seconds += context::exposed_exchanges(scenario, pass, &steps, kernels, network).0;
+            // A skewed routing costs every rank as its group's busiest, but
+            // the FLOPs reported are the model's: the uniform routing's.
+            if let Some(mut moe) = moe_layer_options(scenario) {
+                let tokens = scenario.layout.microbatch_size as u64 * scenario.model.seq_len
+                    / scenario.layout.context_parallel.max(1) as u64;
+                let uniform = tokens * scenario.model.moe.as_ref().map_or(0, |m| m.top_k);
+                if moe.busiest_rank_tokens != uniform {
+                    moe.busiest_rank_tokens = uniform;
+                    flops = PassSteps::flops(&pass_steps_with(
+                        scenario,
+                        pass,
+                        layers,
+                        embedding,
+                        head,
+                        Some(moe),
+                    ));
+                }
+            }
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(seconds),
                 bytes: bytes as u64,
@@ -290,6 +342,28 @@ fn cost_work(
                     } else {
                         full
                     };
+                    bytes += payload;
+                }
+            }
+            WorkCost {
+                duration,
+                bytes,
+                flops: 0.0,
+            }
+        }
+        Work::ExpertAllToAll {
+            pass,
+            layers,
+            embedding,
+            head,
+            group_size,
+            nodes,
+        } => {
+            let mut duration = SimDuration::ZERO;
+            let mut bytes = 0;
+            for step in pass_steps(scenario, pass, layers, embedding, head) {
+                if let Step::ExpertAllToAll { bytes: payload } = step {
+                    duration += network.all_to_all(payload, group_size, nodes);
                     bytes += payload;
                 }
             }

@@ -18,6 +18,10 @@ pub trait NetworkModel {
     fn all_reduce(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration;
     /// All-gather producing `bytes` per rank over `group_size` ranks spread over `nodes` nodes.
     fn all_gather(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration;
+    /// All-to-all of `bytes` sent per rank over `group_size` ranks spread
+    /// over `nodes` nodes (grouped send/recv to every peer,
+    /// [`crate::collective::all_to_all`]).
+    fn all_to_all(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration;
     /// One pipeline transfer of `bytes` from a tensor group of `tensor_parallel`
     /// ranks to the next stage's group (optionally Megatron's scatter/gather).
     fn pipeline_transfer(
@@ -69,6 +73,10 @@ impl NetworkModel for ClosedFormNetwork {
 
     fn all_gather(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
         self.collective(CollectiveOp::AllGather, bytes, group_size, nodes)
+    }
+
+    fn all_to_all(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
+        self.collective(CollectiveOp::AllToAll, bytes, group_size, nodes)
     }
 
     fn pipeline_transfer(

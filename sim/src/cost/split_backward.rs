@@ -48,7 +48,7 @@ pub fn is_weight_gradient(step: &Step) -> bool {
             kernel.name.ends_with(".wgrad")
                 || WEIGHT_GRADIENT_ACCUMULATION_KERNELS.contains(&kernel.name)
         }
-        Step::TensorAllReduce { .. } => false,
+        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => false,
     }
 }
 
@@ -73,7 +73,7 @@ mod tests {
             .iter()
             .map(|step| match step {
                 Step::Kernel(kernel) => kernel.name,
-                Step::TensorAllReduce { .. } => "all_reduce",
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => "all_reduce",
             })
             .collect()
     }

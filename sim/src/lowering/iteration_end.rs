@@ -13,10 +13,14 @@ use crate::placement::Placement;
 use crate::scenario::Scenario;
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
-use models::sharding::parameters_on_rank;
+use models::sharding::{expert_parameters_of_stage, parameters_on_rank};
 use std::collections::BTreeMap;
 
 /// What every stage's passes left for the iteration's end, per (data index, stage).
+/// A data-parallel reduction's (chunk, bucket) when overlapped (None: the
+/// stage's one reduction after its last pass).
+type BucketKey = Option<(u32, usize)>;
+
 pub(super) struct StagesDone {
     /// Last compute step of each (data index, stage) group.
     pub stage_tails: Vec<Option<StepId>>,
@@ -102,8 +106,10 @@ fn data_parallel_reductions(
         plan.shards_gradients().then_some(reductions)
     });
     let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
+    let expert_data_parallel = d / scenario.layout.expert_parallel.max(1);
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
         let gradient_bytes =
             gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
         let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
@@ -113,33 +119,53 @@ fn data_parallel_reductions(
             // Without overlap: one all-reduce of all the stage's gradients after
             // the last pass. With overlap: one per chunk (or bucket), as soon as
             // its backward is done, in the order chunks finish.
-            let reductions: Vec<(Option<(u32, usize)>, u64)> =
-                if scenario.options.overlap_grad_reduce {
-                    let index = stage as usize * chunks;
-                    chunk_finish_order[stage as usize]
-                        .iter()
-                        .flat_map(|&chunk| {
-                            gradients_ready[index + chunk as usize]
-                                .iter()
-                                .enumerate()
-                                .map(move |(bucket, ready)| {
-                                    (Some((chunk, bucket)), ready.params * gradient_bytes)
-                                })
-                        })
-                        .collect()
-                } else {
-                    vec![(None, params * gradient_bytes)]
-                };
+            let reductions: Vec<(BucketKey, u64, u64)> = if scenario.options.overlap_grad_reduce {
+                let index = stage as usize * chunks;
+                chunk_finish_order[stage as usize]
+                    .iter()
+                    .flat_map(|&chunk| {
+                        gradients_ready[index + chunk as usize]
+                            .iter()
+                            .enumerate()
+                            .map(move |(bucket, ready)| {
+                                (
+                                    Some((chunk, bucket)),
+                                    (ready.params - ready.expert_params) * gradient_bytes,
+                                    ready.expert_params * gradient_bytes,
+                                )
+                            })
+                    })
+                    .collect()
+            } else {
+                vec![(
+                    None,
+                    (params - expert_params) * gradient_bytes,
+                    expert_params * gradient_bytes,
+                )]
+            };
             for tensor_index in 0..t {
                 let ranks = placement.data_group(stage, tensor_index);
                 let group = builder.group(&ranks);
                 let nodes = placement.nodes_spanned(&ranks);
-                for &(bucket, bytes) in &reductions {
+                // A mixture of experts' routed experts reduce over their
+                // expert-data-parallel groups (d/ep ranks each, all at once on
+                // the data group's ranks), after the dense gradients.
+                let expert_nodes =
+                    placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
+                // (bucket, bytes, group size, nodes)
+                let mut all: Vec<(BucketKey, u64, u32, u32)> = Vec::new();
+                for &(bucket, dense, experts) in &reductions {
+                    all.push((bucket, dense, d, nodes));
+                    if experts > 0 && expert_data_parallel > 1 {
+                        all.push((bucket, experts, expert_data_parallel, expert_nodes));
+                    }
+                }
+                for &(bucket, bytes, group_size, nodes) in &all {
                     let (work, kind) = if distributed {
                         (
                             Work::DataParallelReduceScatter {
                                 bytes,
-                                group_size: d,
+                                group_size,
                                 nodes,
                             },
                             TaskKind::DataParallelReduceScatter,
@@ -148,7 +174,7 @@ fn data_parallel_reductions(
                         (
                             Work::DataParallelAllReduce {
                                 bytes,
-                                group_size: d,
+                                group_size,
                                 nodes,
                             },
                             TaskKind::DataParallelAllReduce,
@@ -290,12 +316,16 @@ fn optimizer_steps(
     let sharding = scenario.layout.sharding();
     let host = scenario.stack.host;
     let distributed = scenario.options.distributed_optimizer && d > 1;
+    let expert_data_parallel = d / scenario.layout.expert_parallel.max(1);
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
+        let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
         let optimizer_params = if let Some(plan) = shard_plan {
             params.div_ceil(plan.group as u64)
         } else if distributed {
-            params.div_ceil(d as u64)
+            // Experts' states shard over their expert-data-parallel group.
+            (params - expert_params).div_ceil(d as u64)
+                + expert_params.div_ceil(expert_data_parallel.max(1) as u64)
         } else {
             params
         };

@@ -58,6 +58,9 @@ fn pass_slot(pass: ComputePass) -> usize {
 pub(super) struct GradientsReady {
     pub step: StepId,
     pub params: u64,
+    /// Of `params`, a mixture of experts' routed experts (reduced over the
+    /// expert-data-parallel group).
+    pub expert_params: u64,
 }
 
 /// The program of one iteration of a pipeline schedule.
@@ -280,7 +283,16 @@ pub fn program(
                             piece.embedding,
                             piece.head,
                         );
-                        ready.push(GradientsReady { step, params });
+                        let expert_params = models::sharding::expert_parameters_of_layers(
+                            &scenario.model,
+                            sharding,
+                            piece.layers as u64,
+                        );
+                        ready.push(GradientsReady {
+                            step,
+                            params,
+                            expert_params,
+                        });
                         if shard_plan.is_some() {
                             sharded_pieces[(data_index * p + stage) as usize].push(ShardedPiece {
                                 pass,

@@ -4,7 +4,8 @@
 //!
 //! A step is either one pass of a tensor-parallel group ([`Step::Pass`]: a
 //! compute task on every tensor rank, then the pass's blocking tensor
-//! all-reduces as one group task when t > 1) or a single task on some ranks
+//! all-reduces as one group task when t > 1, then its blocking
+//! expert-parallel all-to-alls as one group task when ep > 1) or a single task on some ranks
 //! ([`Step::Task`]: a pipeline transfer, a collective, an optimizer step, a
 //! PCIe copy, a CPU Adam tile). Steps are numbered in the order the ranks
 //! issue them, so on every (rank, stream) the steps' tasks are already in
@@ -44,6 +45,9 @@ pub struct TensorGroup {
     /// Nodes the tensor group spans.
     pub nodes: u32,
     pub stage: u32,
+    /// (ranks, nodes) of the expert-parallel group its first rank belongs to
+    /// ((1, 1) without expert parallelism).
+    pub expert_group: (u32, u32),
 }
 
 impl TensorGroup {
@@ -62,6 +66,10 @@ impl TensorGroup {
             tensor_group,
             nodes: placement.nodes_spanned(&ranks),
             stage,
+            expert_group: (
+                placement.layout.expert_parallel.max(1),
+                placement.nodes_spanned(&placement.expert_group(stage, data_index, 0)),
+            ),
         }
     }
 
@@ -80,6 +88,8 @@ pub enum Step {
         compute_work: WorkId,
         /// The pass's tensor all-reduces (t > 1).
         all_reduce_work: Option<WorkId>,
+        /// The pass's expert-parallel all-to-alls (ep > 1).
+        all_to_all_work: Option<WorkId>,
     },
     /// One task.
     Task(Task),
@@ -138,11 +148,24 @@ impl Program {
                 nodes,
             })
         });
+        let expert_group = tensor_group.expert_group;
+        let all_to_all_work = (expert_group.0 > 1 && piece.pass != ComputePass::WeightGradient)
+            .then(|| {
+                builder.work(Work::ExpertAllToAll {
+                    pass: piece.pass,
+                    layers: piece.layers,
+                    embedding: piece.embedding,
+                    head: piece.head,
+                    group_size: expert_group.0,
+                    nodes: expert_group.1,
+                })
+            });
         self.push(Step::Pass {
             group,
             piece,
             compute_work,
             all_reduce_work,
+            all_to_all_work,
         })
     }
 
@@ -196,8 +219,13 @@ impl Program {
                 Step::Pass {
                     group,
                     all_reduce_work,
+                    all_to_all_work,
                     ..
-                } => self.tensor_group(*group).size() as usize + all_reduce_work.is_some() as usize,
+                } => {
+                    self.tensor_group(*group).size() as usize
+                        + all_reduce_work.is_some() as usize
+                        + all_to_all_work.is_some() as usize
+                }
                 Step::Task(_) => 1,
             })
             .sum()

@@ -76,6 +76,7 @@ pub fn emit(program: &Program, builder: &mut TaskGraphBuilder) -> Vec<StepTasks>
                 piece,
                 compute_work,
                 all_reduce_work,
+                all_to_all_work,
             } => {
                 let group = program.tensor_group(*group);
                 let mut first = None;
@@ -94,19 +95,26 @@ pub fn emit(program: &Program, builder: &mut TaskGraphBuilder) -> Vec<StepTasks>
                 }
                 let head =
                     TaskRange::new(first.expect("tensor groups are non-empty"), group.size());
-                let tail = match all_reduce_work {
-                    None => head,
-                    Some(work) => TaskRange::single(builder.add_task(Task {
-                        kind: TaskKind::TensorAllReduce,
-                        stream: StreamKind::Compute,
-                        chunk: piece.chunk as u16,
-                        stage: group.stage,
-                        microbatch: piece.microbatch,
-                        group: group.tensor_group,
-                        work: *work,
-                        iteration: piece.iteration,
-                    })),
-                };
+                let mut tail = head;
+                // The pass's blocking collectives, on the compute stream after
+                // its kernels: tensor all-reduces, then expert all-to-alls.
+                for (kind, work) in [
+                    (TaskKind::TensorAllReduce, all_reduce_work),
+                    (TaskKind::ExpertAllToAll, all_to_all_work),
+                ] {
+                    if let Some(work) = work {
+                        tail = TaskRange::single(builder.add_task(Task {
+                            kind,
+                            stream: StreamKind::Compute,
+                            chunk: piece.chunk as u16,
+                            stage: group.stage,
+                            microbatch: piece.microbatch,
+                            group: group.tensor_group,
+                            work: *work,
+                            iteration: piece.iteration,
+                        }));
+                    }
+                }
                 StepTasks { head, tail }
             }
         })

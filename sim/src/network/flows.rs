@@ -25,6 +25,13 @@
 //!   all-reduce the task stands for);
 //! - ZeRO-2's reduce-scatter and all-gather: the same rings with the bus
 //!   factor (n−1)/n of the full buffer;
+//! - a mixture of experts' all-to-alls (one task per pass and tensor group,
+//!   standing for all of the pass's dispatches and combines): one flow from
+//!   each of the task's ranks to each peer of its expert-parallel group,
+//!   carrying 1/ep of the bytes, over the NVSwitch inside a node and the
+//!   rank's NIC rail across nodes (every rank of the group runs its own task
+//!   at the same time, so together they are the whole exchange); tail = the
+//!   closed-form time minus that transfer alone (the per-peer step latencies);
 //! - ZeRO-Offload's PCIe copies: one flow over the GPU's PCIe link and its
 //!   switch's host uplink (which the GPUs behind it share, and which the NIC
 //!   traffic of the GPU shares too); tail = the PCIe latency. The closed form
@@ -36,6 +43,7 @@
 //! (charged only the part their weight-gradient GEMMs do not hide).
 
 use super::Fabric;
+use crate::collective::all_to_all::all_to_all_terms;
 use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use crate::cost::{NetworkModel, WorkCost};
 use crate::ids::{Rank, TaskId};
@@ -228,6 +236,38 @@ impl<'a> FabricFlowPlanner<'a> {
         })
     }
 
+    /// A pass's expert all-to-alls: each of the task's ranks sends 1/ep of
+    /// the bytes to every other rank of its expert-parallel group.
+    fn all_to_all_flows(&self, task: TaskId, group_size: u32, nodes: u32) -> Option<FlowPlan> {
+        let t = self.graph.task(task);
+        let cost = self.costs[t.work.index()];
+        if group_size <= 1 || cost.bytes == 0 {
+            return None;
+        }
+        let per_peer = cost.bytes.div_ceil(group_size as u64);
+        let mut flows = Vec::new();
+        for &rank in self.graph.group_ranks(t.group) {
+            let c = self.placement.coordinates(rank);
+            for peer in self
+                .placement
+                .expert_group(c.stage, c.data_index, c.tensor_index)
+            {
+                if peer != rank {
+                    flows.push((FlowEnds::Gpus(rank.0, peer.0), per_peer));
+                }
+            }
+        }
+        let nodes = nodes.max(1);
+        let group = GroupShape::new(nodes, group_size.div_ceil(nodes));
+        let alone = SimDuration::from_seconds_ceil(
+            all_to_all_terms(cost.bytes, &group, &self.rates).transfer_seconds,
+        );
+        Some(FlowPlan {
+            flows,
+            tail: SimDuration(cost.duration.0.saturating_sub(alone.0)),
+        })
+    }
+
     fn ring_flows(
         &self,
         op: CollectiveOp,
@@ -309,6 +349,9 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             | Work::DataParallelAllGather {
                 nodes, group_size, ..
             } => self.collective_flows(task, CollectiveOp::AllGather, group_size, nodes),
+            Work::ExpertAllToAll {
+                group_size, nodes, ..
+            } => self.all_to_all_flows(task, group_size, nodes),
             Work::PcieTransfer {
                 direction, bytes, ..
             } if bytes > 0 => {

@@ -15,8 +15,19 @@ impl Scenario {
         } else {
             String::new()
         };
+        let ep = match &self.experts {
+            Some(routing) if l.expert_parallel > 1 || routing.imbalance != "uniform" => {
+                let skew = if routing.imbalance == "uniform" {
+                    String::new()
+                } else {
+                    format!(" ({})", routing.imbalance)
+                };
+                format!(" ep={}{skew}", l.expert_parallel)
+            }
+            _ => String::new(),
+        };
         format!(
-            "{} on {} · t={}{cp} p={} d={} v={} · b={} B={} · {} · recompute={}{options}",
+            "{} on {} · t={}{cp}{ep} p={} d={} v={} · b={} B={} · {} · recompute={}{options}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -50,6 +61,10 @@ impl Scenario {
         }
         if self.options.offload.is_some() {
             value["iterations"] = self.iterations.into();
+        }
+        // Mixtures of experts: the routing and its busiest expert-parallel rank.
+        if let Some(routing) = &self.experts {
+            value["experts"] = serde_json::to_value(routing).unwrap_or_default();
         }
         value
     }

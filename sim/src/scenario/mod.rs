@@ -6,6 +6,7 @@
 
 mod context;
 mod describe;
+pub mod experts;
 mod kinds;
 mod offload;
 mod options;
@@ -60,6 +61,20 @@ pub struct ScenarioFile {
     /// that each hold s/cp tokens (Megatron-Core `--context-parallel-size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cp: Option<u32>,
+    /// Expert-parallel degree ep (default 1) of a mixture-of-experts model:
+    /// groups of ep ranks carved out of the dp × cp ranks, each holding E/ep
+    /// of every MoE layer's experts, tokens exchanged by all-to-all
+    /// (Megatron-Core `--expert-model-parallel-size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ep: Option<u32>,
+    /// Expert tensor-parallel degree (default 1; only 1 is simulated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etp: Option<u32>,
+    /// How routed tokens spread over the experts: uniform (default),
+    /// skew:X (geometric, the first expert X times the last) or a file of
+    /// tokens per expert (a histogram).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_imbalance: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunks: Option<u32>,
     /// Interleaved schedule: microbatches per group N, p ≤ N ≤ m (Megatron-Core's
@@ -116,6 +131,9 @@ pub struct Layout {
     /// Context-parallel degree cp (1: none); absent in older files.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub context_parallel: u32,
+    /// Expert-parallel degree ep (1: none); absent in older files.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub expert_parallel: u32,
     /// How layers are split over the virtual stages (even unless the
     /// embedding or the loss count as a layer: `models::sharding::PipelineSplit`).
     #[serde(
@@ -165,6 +183,7 @@ impl Layout {
             chunks: self.chunks,
             split: self.pipeline_split,
             map: self.stage_map,
+            expert_parallel: self.expert_parallel,
         }
     }
 }
@@ -184,6 +203,9 @@ pub struct Scenario {
     pub topology: TopologySpec,
     pub profile: Profile,
     pub layout: Layout,
+    /// A mixture-of-experts model's routing over its expert-parallel ranks
+    /// (None for dense models).
+    pub experts: Option<experts::ExpertRouting>,
     pub schedule: ScheduleKind,
     pub recompute: Recompute,
     pub seed: u64,
@@ -274,6 +296,9 @@ impl ScenarioFile {
             pp: self.pp.or(base.pp),
             dp: self.dp.or(base.dp),
             cp: self.cp.or(base.cp),
+            ep: self.ep.or(base.ep),
+            etp: self.etp.or(base.etp),
+            expert_imbalance: self.expert_imbalance.or(base.expert_imbalance),
             chunks: self.chunks.or(base.chunks),
             microbatch_group_size: self.microbatch_group_size.or(base.microbatch_group_size),
             pipeline_split: self.pipeline_split.or(base.pipeline_split),

@@ -35,7 +35,7 @@ impl ScenarioFile {
         // models crate but no kernel, routing or expert parallelism is
         // lowered for them yet: refused here, so nothing downstream sees them.
         let model = match model {
-            Some(model) if model.has_unsimulated_blocks() => {
+            Some(model) if has_unsimulated_blocks(&model) => {
                 problems.push(format!("model: {}", unsimulated(&model)));
                 None
             }
@@ -98,6 +98,8 @@ impl ScenarioFile {
         let p = positive("pp", self.pp, Some(1));
         let d = positive("dp", self.dp, Some(1));
         let cp = positive("cp", self.cp, Some(1));
+        let ep = positive("ep", self.ep, Some(1));
+        let etp = positive("etp", self.etp, Some(1));
         // The V-shaped schedules hold two chunks per rank (the V map).
         let v_shaped = schedule.stage_map() == models::sharding::StageMap::V;
         let v = positive("chunks", self.chunks, Some(if v_shaped { 2 } else { 1 }));
@@ -341,11 +343,25 @@ impl ScenarioFile {
         if cp > 1 {
             super::context::check(cp, model.as_ref(), recompute, &options, &mut problems);
         }
+        let experts = model.as_ref().and_then(|model| {
+            super::experts::check(
+                model,
+                ep,
+                etp,
+                t,
+                d.saturating_mul(cp),
+                self.expert_imbalance.is_some(),
+                &options,
+                &mut problems,
+            );
+            super::experts::resolve(model, ep, self.expert_imbalance.as_deref(), &mut problems)
+        });
         let layout = Layout {
             tensor_parallel: t,
             pipeline_parallel: p,
             data_parallel: d,
             context_parallel: cp,
+            expert_parallel: ep,
             pipeline_split,
             stage_map: schedule.stage_map(),
             chunks: v,
@@ -386,6 +402,7 @@ impl ScenarioFile {
             topology: topology.expect("checked"),
             profile: profile.expect("checked"),
             layout,
+            experts,
             schedule,
             recompute,
             seed: self.seed.unwrap_or(0),
@@ -407,21 +424,46 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
     }
 }
 
+/// Whether the model has blocks the simulator does not lower: latent
+/// attention, Qwen3's wider heads and q/k norms, and of mixtures of experts
+/// everything but experts in every layer, dropless and without biases
+/// ([`super::experts`]).
+fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
+    let moe_unsimulated = model.moe.as_ref().is_some_and(|moe| {
+        moe.moe_layers(model.layers) != model.layers || moe.capacity_factor.is_some() || model.bias
+    });
+    moe_unsimulated
+        || model.mla.is_some()
+        || model.qk_norm
+        || model
+            .head_dim
+            .is_some_and(|d| Some(d) != model.hidden.checked_div(model.heads))
+}
+
 /// Why a model the models crate counts cannot be simulated: its first
 /// unlowered block leads, the others follow, then its parameter counts.
 fn unsimulated(model: &ModelSpec) -> String {
     let mut blocks = Vec::new();
     if let Some(moe) = &model.moe {
-        blocks.push((
-            "mixture-of-experts layers are",
-            format!(
-                "{} experts, top-{}, in {} of {} layers",
-                moe.experts,
-                moe.top_k,
-                moe.moe_layers(model.layers),
-                model.layers
-            ),
-        ));
+        let layers = moe.moe_layers(model.layers);
+        if layers != model.layers {
+            blocks.push((
+                "mixture-of-experts layers between dense layers are",
+                format!(
+                    "{} experts, top-{}, in {layers} of {} layers",
+                    moe.experts, moe.top_k, model.layers
+                ),
+            ));
+        }
+        if moe.capacity_factor.is_some() {
+            blocks.push((
+                "token dropping (a capacity factor) is",
+                "a capacity factor (moe.capacity_factor)".into(),
+            ));
+        }
+        if model.bias {
+            blocks.push(("experts with biases are", "biased experts".into()));
+        }
     }
     if model.mla.is_some() {
         blocks.push((
@@ -477,26 +519,31 @@ mod tests {
     }
 
     #[test]
-    fn mixtures_of_experts_are_refused_with_their_counts() {
-        let text = resolve_with_tp("mixtral-8x7b", 1).unwrap_err();
+    fn mixtures_of_experts_are_refused_where_not_built_with_their_counts() {
+        // Mixtral (experts in every layer, dropless, no biases) is simulated;
+        // at t > 1 its tensor parallelism is what is refused.
+        let text = resolve_with_tp("mixtral-8x7b", 8).unwrap_err();
         assert!(
-            text.contains("model: mixture-of-experts layers are not simulated yet (issue 17): 'mixtral-8x7b' has 8 experts, top-2, in 32 of 32 layers; 46702792704 parameters, 12879925248 active per token"),
+            text.contains(
+                "tp: tensor parallelism (8) in a mixture-of-experts model is not simulated yet"
+            ),
             "{text}"
         );
+        assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());
         let text = resolve_with_tp("deepseek-v3", 1).unwrap_err();
         assert!(
-            text.contains("mixture-of-experts layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token"),
+            text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token"),
             "{text}"
         );
         let text = resolve_with_tp("qwen3-30b-a3b", 1).unwrap_err();
         assert!(
             text.contains(
-                "in 48 of 48 layers, heads of head_dim 128, per-head query/key norms (qk_norm);"
+                "attention heads wider than hidden/heads are not simulated yet (issue 17): 'qwen3-30b-a3b' has heads of head_dim 128, per-head query/key norms (qk_norm);"
             ),
             "{text}"
         );
         // Nothing else is checked against a refused model (no tp messages).
-        let text = resolve_with_tp("mixtral-8x7b", 64).unwrap_err();
+        let text = resolve_with_tp("deepseek-v3", 64).unwrap_err();
         assert!(!text.contains("tp: heads"), "{text}");
         // MLA alone leads with itself.
         let mut deepseek = models::preset("deepseek-v3").unwrap();

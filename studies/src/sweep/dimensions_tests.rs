@@ -265,3 +265,41 @@ fn cp_lists_that_cannot_generate_tuples_are_refused_by_name() {
     assert!(enumeration.rejections.contains_key("zero_stage"));
     assert!(enumeration.rejections.contains_key("precision"));
 }
+
+#[test]
+fn ep_enumerates_with_every_layout_and_resolve_decides_validity() {
+    // Mixtral 8x7B (8 experts, 32 layers) on 16 GPUs, t = 1, ep ∈ {1,2,3,4,8}:
+    // p ∈ {1,2,4,8,16}, d = 16/p; ep is valid where it divides d and 8:
+    // d=16: 1,2,4,8; d=8: 1,2,4,8; d=4: 1,2,4; d=2: 1,2; d=1: 1 → 14 of 25.
+    let space = SweepSpace {
+        max_microbatch: 1,
+        schedules: vec![ScheduleKind::OneFOneB],
+        recompute: vec![Recompute::Full],
+        tensor_parallel: Some(1),
+        expert_parallel: vec![8, 1, 2, 3, 4],
+        ignore_memory: true,
+        ..SweepSpace::new("mixtral-8x7b", "dgx-h100-superpod", 16, 16)
+    }
+    .normalized();
+    assert!(space.varies_expert_parallel());
+    let enumeration = enumerate(&space).unwrap();
+    assert_eq!(enumeration.examined, 25);
+    assert_eq!(enumeration.candidates.len(), 14);
+    // Problems, not tuples: each ep = 3 tuple fails both rules (8 experts,
+    // d a power of two): 5 × 2, plus the 6 tuples whose d is below ep.
+    assert_eq!(enumeration.rejections.get("ep"), Some(&16));
+    let first = &enumeration.candidates[3];
+    assert_eq!(
+        first.candidate.label(),
+        "t=1 ep=8 p=1 d=16 b=1 1f1b recompute=full"
+    );
+    assert_eq!(first.scenario.layout.expert_parallel, 8);
+    // The header names the list; a sweep without it writes nothing new.
+    let header = serde_json::to_string(&space).unwrap();
+    assert!(
+        header.contains("\"expert_parallel\":[1,2,3,4,8]"),
+        "{header}"
+    );
+    let plain = serde_json::to_string(&SweepSpace::new("tiny", "selene", 8, 8)).unwrap();
+    assert!(!plain.contains("expert_parallel"), "{plain}");
+}

@@ -52,6 +52,7 @@ fn brute_force(space: &SweepSpace, gpus_per_node: u32) -> BTreeSet<Candidate> {
                                 let candidate = Candidate {
                                     tensor_parallel: t,
                                     context_parallel: cp,
+                                    expert_parallel: 1,
                                     pipeline_parallel: p,
                                     data_parallel: d,
                                     chunks: v,

@@ -134,6 +134,11 @@ fn layout_differences(best: &Candidate, other: &Candidate) -> Vec<String> {
         other.context_parallel.to_string(),
     );
     compare(
+        "ep",
+        best.expert_parallel.to_string(),
+        other.expert_parallel.to_string(),
+    );
+    compare(
         "p",
         best.pipeline_parallel.to_string(),
         other.pipeline_parallel.to_string(),

@@ -62,6 +62,11 @@ pub struct SweepSpace {
     /// absent from the header then).
     #[serde(default = "cp_none", skip_serializing_if = "is_cp_none")]
     pub context_parallel: Vec<u32>,
+    /// Expert-parallel degrees ep tried for a mixture of experts, ascending
+    /// (default {1}; absent from the header then). Validity (E and d·cp
+    /// divisible by ep, tp 1) is `resolve()`'s, as for every dimension.
+    #[serde(default = "cp_none", skip_serializing_if = "is_cp_none")]
+    pub expert_parallel: Vec<u32>,
     /// ZeRO stages tried, ascending; empty (the default, absent from the
     /// header): every layout runs with the shared options' `zero_stage`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -102,6 +107,7 @@ impl SweepSpace {
             tensor_parallel: None,
             pipeline_parallel: None,
             context_parallel: cp_none(),
+            expert_parallel: cp_none(),
             zero_stages: Vec::new(),
             precisions: Vec::new(),
             ignore_memory: false,
@@ -121,6 +127,8 @@ impl SweepSpace {
         self.recompute.dedup();
         self.context_parallel.sort();
         self.context_parallel.dedup();
+        self.expert_parallel.sort();
+        self.expert_parallel.dedup();
         self.zero_stages.sort();
         self.zero_stages.dedup();
         self.precisions.sort();
@@ -144,6 +152,11 @@ impl SweepSpace {
         self
     }
 
+    /// Whether the layouts differ in ep (a list other than {1}).
+    pub fn varies_expert_parallel(&self) -> bool {
+        !is_cp_none(&self.expert_parallel)
+    }
+
     /// Whether the layouts differ in cp (a list other than {1}).
     pub fn varies_context_parallel(&self) -> bool {
         !is_cp_none(&self.context_parallel)
@@ -157,6 +170,7 @@ impl SweepSpace {
             pp: Some(candidate.pipeline_parallel),
             dp: Some(candidate.data_parallel),
             cp: Some(candidate.context_parallel),
+            ep: (candidate.expert_parallel > 1).then_some(candidate.expert_parallel),
             chunks: Some(candidate.chunks),
             microbatch_size: Some(candidate.microbatch_size),
             schedule: Some(candidate.schedule),
@@ -210,19 +224,28 @@ impl SweepSpace {
                     if self.pipeline_parallel.is_some_and(|fixed| fixed != p) {
                         continue;
                     }
-                    let layout = Candidate {
-                        tensor_parallel: t,
-                        context_parallel: cp,
-                        pipeline_parallel: p,
-                        data_parallel: n / t / cp / p,
-                        chunks: 1,
-                        microbatch_size: 1,
-                        schedule: ScheduleKind::Gpipe,
-                        recompute: Recompute::None,
-                        zero_stage: None,
-                        precision: None,
-                    };
-                    self.push_options_of(layout, max_chunks, &zero_stages, &precisions, &mut out);
+                    for &ep in &self.expert_parallel {
+                        let layout = Candidate {
+                            tensor_parallel: t,
+                            context_parallel: cp,
+                            expert_parallel: ep,
+                            pipeline_parallel: p,
+                            data_parallel: n / t / cp / p,
+                            chunks: 1,
+                            microbatch_size: 1,
+                            schedule: ScheduleKind::Gpipe,
+                            recompute: Recompute::None,
+                            zero_stage: None,
+                            precision: None,
+                        };
+                        self.push_options_of(
+                            layout,
+                            max_chunks,
+                            &zero_stages,
+                            &precisions,
+                            &mut out,
+                        );
+                    }
                 }
             }
         }
@@ -280,6 +303,9 @@ pub struct Candidate {
     /// Context-parallel degree cp (written only when above 1, as timelines do).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub context_parallel: u32,
+    /// Expert-parallel degree ep (written only when above 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub expert_parallel: u32,
     pub pipeline_parallel: u32,
     pub data_parallel: u32,
     /// Model chunks per stage v (1 unless interleaved).
@@ -306,8 +332,13 @@ impl Candidate {
         } else {
             String::new()
         };
+        let ep = if self.expert_parallel > 1 {
+            format!(" ep={}", self.expert_parallel)
+        } else {
+            String::new()
+        };
         let mut label = format!(
-            "t={}{cp} p={} d={} b={} {} recompute={}",
+            "t={}{cp}{ep} p={} d={} b={} {} recompute={}",
             self.tensor_parallel,
             self.pipeline_parallel,
             self.data_parallel,

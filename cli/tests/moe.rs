@@ -1,0 +1,126 @@
+//! Mixtures of experts from the command line (issue 17): `simulate --ep`
+//! with its JSON, `--explain` rows and routing skew; `collective --op
+//! all_to_all`; bad expert flags exit 2 with the field named.
+
+mod common;
+use common::{clustersim, text};
+
+const MIXTRAL: [&str; 22] = [
+    "simulate",
+    "--model",
+    "mixtral-8x7b",
+    "--topology",
+    "dgx-h100-superpod",
+    "--seq-len",
+    "4096",
+    "--tp",
+    "1",
+    "--pp",
+    "4",
+    "--dp",
+    "16",
+    "--global-batch",
+    "64",
+    "--recompute",
+    "full",
+    "--precision",
+    "bf16",
+    "--distributed-optimizer",
+    "--ep",
+    "8",
+];
+
+fn json_of(extra: &[&str]) -> serde_json::Value {
+    let mut args = MIXTRAL.to_vec();
+    args.extend_from_slice(extra);
+    args.push("--json");
+    let out = clustersim(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_str(&text(&out.stdout)).unwrap()
+}
+
+#[test]
+fn simulate_with_ep_reports_the_all_to_alls_and_the_routing() {
+    let uniform = json_of(&[]);
+    assert!(
+        uniform["exposed_communication_s"]["expert_parallel_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(uniform["expert_parallel"], 8);
+    let text_of = uniform.to_string();
+    assert!(text_of.contains("\"busiest_rank_load\":1.0"), "{text_of}");
+    let skewed = json_of(&["--expert-imbalance", "skew:4"]);
+    assert!(skewed.to_string().contains("\"imbalance\":\"skew:4\""));
+    let time = |v: &serde_json::Value| v["iteration_time_s"].as_f64().unwrap();
+    assert!(time(&skewed) > time(&uniform));
+}
+
+#[test]
+fn explain_lists_the_moe_kernels_and_all_to_alls() {
+    let mut args = MIXTRAL.to_vec();
+    args.push("--explain");
+    let out = clustersim(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for row in [
+        "moe_router",
+        "moe_permute",
+        "expert_all_to_all",
+        "expert_fc1",
+        "expert_fc2.wgrad",
+        "moe_unpermute.bwd",
+    ] {
+        assert!(stdout.contains(row), "{row}: {stdout}");
+    }
+}
+
+#[test]
+fn the_collective_command_prices_an_all_to_all() {
+    let out = clustersim(&[
+        "collective",
+        "--op",
+        "all_to_all",
+        "--topology",
+        "dgx-h100-superpod",
+        "--gpus",
+        "8",
+        "--min-bytes",
+        "1G",
+        "--max-bytes",
+        "1G",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("all_to_all") && stdout.contains("p2p"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bad_expert_flags_exit_2_naming_the_field() {
+    for (flag, value, field) in [
+        ("--ep", "3", "ep:"),
+        ("--ep", "0", "ep:"),
+        ("--etp", "2", "etp:"),
+        ("--expert-imbalance", "skew:nan", "expert_imbalance:"),
+        (
+            "--expert-imbalance",
+            "/no/such/histogram",
+            "expert_imbalance:",
+        ),
+    ] {
+        let mut args = MIXTRAL[..MIXTRAL.len() - 2].to_vec();
+        args.extend([flag, value]);
+        let out = clustersim(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{flag} {value}: {}",
+            text(&out.stderr)
+        );
+        assert!(text(&out.stderr).contains(field), "{}", text(&out.stderr));
+    }
+}

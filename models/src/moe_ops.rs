@@ -1,0 +1,230 @@
+//! The kernels of a mixture-of-experts MLP block under expert parallelism,
+//! as Megatron-Core's `MoELayer` with the all-to-all token dispatcher runs
+//! them (`megatron/core/transformer/moe/`: `router.py` `TopKRouter`,
+//! `token_dispatcher.py` `MoEAlltoAllTokenDispatcher`, `experts.py`
+//! `GroupedMLP`, `moe_utils.py` `permute`/`unpermute`), on one rank of an
+//! expert-parallel group of ep ranks with tensor parallelism 1.
+//!
+//! With `T` tokens on the rank (b·s/cp), hidden size h, E routed experts,
+//! top-k, expert inner size F and `R` routed token copies reaching the
+//! rank's E/ep local experts (T·k when the routing is uniform; more on the
+//! busiest rank of a skewed routing, [`MoeLayerOptions::busiest_rank_tokens`]):
+//!
+//! | forward | kind | FLOPs / bytes |
+//! |---|---|---|
+//! | `moe_router` | GEMM T×E×h | 2·T·E·h |
+//! | `moe_router_topk` | memory-bound: softmax (or sigmoid) and top-k | 6·T·E + 10·T·k B |
+//! | `moe_permute` | memory-bound: gather each token's k copies in expert order | 4·T·k·h B |
+//! | dispatch all-to-all | over the EP group, R·h·2 B on the busiest rank | — |
+//! | `expert_fc1` | grouped GEMM, E/ep groups of ⌈R/(E/ep)⌉×(2)F×h | 2·E/ep·m·(2)F·h |
+//! | `expert_swiglu` / `expert_gelu` | memory-bound on m·E/ep·F | 6 (4) B per element |
+//! | `expert_fc2` | grouped GEMM, E/ep groups of m×h×F | 2·E/ep·m·h·F |
+//! | combine all-to-all | the dispatch's bytes back | — |
+//! | `moe_unpermute` | memory-bound: weight the k copies by their probabilities and sum | 2·T·k·h + 2·T·k + 2·T·h B |
+//! | `shared_expert_*` | a normal MLP of shared_experts × shared F on T tokens | as the dense MLP |
+//!
+//! Bytes: bf16 activations (2 B), top-k indices int64 (8 B, `torch.topk`);
+//! the top-k kernel reads the E logits and writes the k values and indices
+//! after the softmax read and wrote them (4·T·E). The backward mirrors it: the
+//! unpermute's backward (read the gradient and the k expert outputs, write
+//! the k copies' gradients and the probabilities' gradient:
+//! 2·T·h + 4·T·k·h + 2·T·k B), the combine's all-to-all, the experts'
+//! data- and weight-gradient grouped GEMMs, the dispatch's all-to-all, the
+//! permute's backward (sum the k copies: 2·T·k·h + 2·T·h B), the top-k and
+//! softmax backward (scatter the k gradients into E and the softmax's
+//! backward: 8·T·E + 10·T·k B), the router's GEMMs.
+//!
+//! The grouped GEMM (Megatron-Core's `GroupedMLP`, one CUTLASS grouped GEMM
+//! launch) is one kernel of class [`KernelClass::Gemm`] with `batch` = the
+//! local experts and `m` = the mean of their tokens, rounded up: its FLOPs are
+//! exact for the busiest rank and its efficiency is the GEMM table's at that
+//! per-expert shape (a batched GEMM of equal groups; the unequal groups of a
+//! skewed routing are not costed one by one).
+//!
+//! Not built (refused by the simulator): tensor parallelism inside a MoE
+//! layer (tp, etp > 1), token dropping (capacity factor), biases in experts.
+
+use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
+use crate::spec::FfnType;
+use crate::ModelSpec;
+
+/// What expert parallelism changes in a MoE layer's kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MoeLayerOptions {
+    /// Expert-parallel degree ep (experts on each rank: E/ep).
+    pub expert_parallel: u64,
+    /// Routed token copies (token × chosen expert) the busiest rank of the
+    /// expert-parallel group computes per microbatch: T·k for a uniform
+    /// routing, ep·T·k × the busiest rank's share of the routing otherwise.
+    pub busiest_rank_tokens: u64,
+}
+
+/// The forward steps of the MoE block after its norm, and its backward
+/// blocks in forward order (the caller reverses them with the layer's).
+pub fn moe_block(
+    model: &ModelSpec,
+    tokens: u64,
+    options: MoeLayerOptions,
+) -> (Vec<Step>, Vec<Vec<Step>>) {
+    let moe = model
+        .moe
+        .as_ref()
+        .expect("moe_block needs a model with experts");
+    let (t, h, e, k) = (tokens, model.hidden, moe.experts, moe.top_k);
+    let local_experts = (e / options.expert_parallel.max(1)).max(1);
+    let routed = options.busiest_rank_tokens;
+    let per_expert = routed.div_ceil(local_experts);
+    let b = FP16_BYTES as f64;
+    let (tf, ef, kf, hf) = (t as f64, e as f64, k as f64, h as f64);
+    let mut forward = Vec::new();
+    let mut backward: Vec<Vec<Step>> = Vec::new();
+
+    // Router: an h×E linear layer without bias, then softmax (sigmoid) + top-k.
+    let [router, router_dgrad, router_wgrad] = gemm_with_gradients(
+        ["moe_router", "moe_router.dgrad", "moe_router.wgrad"],
+        GemmShape {
+            batch: 1,
+            m: t,
+            n: e,
+            k: h,
+        },
+        GemmLayout::LINEAR_FORWARD,
+    );
+    forward.push(router);
+    backward.push(vec![router_dgrad, router_wgrad]);
+    forward.push(Step::memory(
+        "moe_router_topk",
+        3.0 * b * tf * ef + 10.0 * tf * kf,
+    ));
+    backward.push(vec![Step::memory(
+        "moe_router_topk.bwd",
+        4.0 * b * tf * ef + 10.0 * tf * kf,
+    )]);
+    // Permute: each token's k copies gathered in expert order.
+    forward.push(Step::memory("moe_permute", 2.0 * b * tf * kf * hf));
+    backward.push(vec![Step::memory(
+        "moe_permute.bwd",
+        b * tf * kf * hf + b * tf * hf,
+    )]);
+    // Dispatch all-to-all (its backward sends the gradients back).
+    let all_to_all = Step::ExpertAllToAll {
+        bytes: routed * h * FP16_BYTES,
+    };
+    forward.push(all_to_all.clone());
+    backward.push(vec![all_to_all.clone()]);
+
+    // The local experts: grouped GEMMs around the activation.
+    let ffn = moe.expert_ffn_hidden;
+    let fc1_columns = match model.ffn_type {
+        FfnType::Gelu => ffn,
+        FfnType::Swiglu => 2 * ffn,
+    };
+    let grouped = |m, n, k| GemmShape {
+        batch: local_experts,
+        m,
+        n,
+        k,
+    };
+    let [fc1, fc1_dgrad, fc1_wgrad] = gemm_with_gradients(
+        ["expert_fc1", "expert_fc1.dgrad", "expert_fc1.wgrad"],
+        grouped(per_expert, fc1_columns, h),
+        GemmLayout::LINEAR_FORWARD,
+    );
+    forward.push(fc1);
+    backward.push(vec![fc1_dgrad, fc1_wgrad]);
+    let activation_elems = (local_experts * per_expert * ffn) as f64;
+    let (act, act_bwd) = activation_steps(
+        model.ffn_type,
+        [
+            "expert_gelu",
+            "expert_gelu.bwd",
+            "expert_swiglu",
+            "expert_swiglu.bwd",
+        ],
+        activation_elems,
+    );
+    forward.push(act);
+    backward.push(vec![act_bwd]);
+    let [fc2, fc2_dgrad, fc2_wgrad] = gemm_with_gradients(
+        ["expert_fc2", "expert_fc2.dgrad", "expert_fc2.wgrad"],
+        grouped(per_expert, h, ffn),
+        GemmLayout::LINEAR_FORWARD,
+    );
+    forward.push(fc2);
+    backward.push(vec![fc2_dgrad, fc2_wgrad]);
+    // Combine all-to-all, then the weighted sum of each token's k outputs.
+    forward.push(all_to_all.clone());
+    backward.push(vec![all_to_all]);
+    forward.push(Step::memory(
+        "moe_unpermute",
+        b * tf * kf * hf + b * tf * kf + b * tf * hf,
+    ));
+    backward.push(vec![Step::memory(
+        "moe_unpermute.bwd",
+        b * tf * hf + 2.0 * b * tf * kf * hf + b * tf * kf,
+    )]);
+
+    // Shared experts: one dense MLP of their total inner size on every token.
+    if moe.shared_experts > 0 {
+        let shared = moe.shared_experts * moe.shared_ffn();
+        let shared_columns = match model.ffn_type {
+            FfnType::Gelu => shared,
+            FfnType::Swiglu => 2 * shared,
+        };
+        let dense = |m, n, k| GemmShape { batch: 1, m, n, k };
+        let [fc1, fc1_dgrad, fc1_wgrad] = gemm_with_gradients(
+            [
+                "shared_expert_fc1",
+                "shared_expert_fc1.dgrad",
+                "shared_expert_fc1.wgrad",
+            ],
+            dense(t, shared_columns, h),
+            GemmLayout::LINEAR_FORWARD,
+        );
+        forward.push(fc1);
+        backward.push(vec![fc1_dgrad, fc1_wgrad]);
+        let (act, act_bwd) = activation_steps(
+            model.ffn_type,
+            [
+                "shared_expert_gelu",
+                "shared_expert_gelu.bwd",
+                "shared_expert_swiglu",
+                "shared_expert_swiglu.bwd",
+            ],
+            (t * shared) as f64,
+        );
+        forward.push(act);
+        backward.push(vec![act_bwd]);
+        let [fc2, fc2_dgrad, fc2_wgrad] = gemm_with_gradients(
+            [
+                "shared_expert_fc2",
+                "shared_expert_fc2.dgrad",
+                "shared_expert_fc2.wgrad",
+            ],
+            dense(t, h, shared),
+            GemmLayout::LINEAR_FORWARD,
+        );
+        forward.push(fc2);
+        backward.push(vec![fc2_dgrad, fc2_wgrad]);
+    }
+    (forward, backward)
+}
+
+/// GeLU (4 B per element forward, 6 backward) or SwiGLU (6, 10), as the
+/// dense MLP's ([`crate::ops`]).
+fn activation_steps(ffn_type: FfnType, names: [&'static str; 4], elems: f64) -> (Step, Step) {
+    match ffn_type {
+        FfnType::Gelu => (
+            Step::memory(names[0], 4.0 * elems),
+            Step::memory(names[1], 6.0 * elems),
+        ),
+        FfnType::Swiglu => (
+            Step::memory(names[2], 6.0 * elems),
+            Step::memory(names[3], 10.0 * elems),
+        ),
+    }
+}
+
+#[cfg(test)]
+#[path = "moe_ops_tests.rs"]
+mod tests;

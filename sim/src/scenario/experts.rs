@@ -1,0 +1,223 @@
+//! Expert parallelism of a mixture-of-experts model (`ep`, `etp`,
+//! `expert_imbalance`): what a scenario may ask for, and how its routing
+//! loads the expert-parallel ranks.
+//!
+//! Placement (Megatron-Core, `parallel_state.py` before expert tensor
+//! parallelism was split off, `expert_model_parallel_size`): expert-parallel
+//! groups are carved out of the data- and context-parallel ranks — ep
+//! consecutive members of each dp·cp group (same stage, same tensor index)
+//! form one group, so `ep` must divide dp·cp — and each rank holds E/ep of
+//! every MoE layer's routed experts (`num_experts % ep == 0`), experts
+//! `[r·E/ep, (r+1)·E/ep)` on the group's r-th rank. The routed experts'
+//! gradients are reduced over the expert-data-parallel group (dp·cp/ep
+//! ranks with the same experts), everything else over dp·cp.
+//!
+//! Routing (`expert_imbalance`): the share of the routed token copies each
+//! expert receives, the same in every layer and microbatch, deterministic:
+//! - `uniform` (default): 1/E each;
+//! - `skew:X` (X ≥ 1): geometric from expert 0 down to expert E−1, the first
+//!   receiving X times the last: share_e ∝ X^(−e/(E−1));
+//! - a file of E non-negative numbers (tokens per expert, a histogram, as
+//!   whitespace-, comma- or line-separated text), normalized.
+//!
+//! The busiest rank of the group (the largest sum of its experts' shares)
+//! gates every MoE layer: an all-to-all ends when its busiest rank has
+//! received, and its grouped GEMMs run on that rank's tokens
+//! (`ep · T · k · share`, rounded up). Every rank of the group waits for it,
+//! so every rank is costed with it.
+//!
+//! Not built, and refused by [`check`]: tensor parallelism in a MoE model
+//! (tp > 1, etp > 1), MoE layers interleaved with dense ones
+//! (`first_dense_layers`, `layer_frequency`), token dropping
+//! (`capacity_factor`), biased experts, and options whose lowering does not
+//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload, overlapped
+//! parameter gathers) and FP8.
+
+use super::{Precision, Sharding, TrainingOptions};
+use models::ModelSpec;
+use serde::Serialize;
+
+/// Largest expert histogram file read (bytes): a number per expert.
+const MAX_HISTOGRAM_BYTES: u64 = 1 << 20;
+
+/// How the routed tokens spread over the experts, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExpertRouting {
+    /// Expert-parallel degree ep.
+    pub expert_parallel: u32,
+    /// What `expert_imbalance` said (`uniform`, `skew:X` or the file's path).
+    pub imbalance: String,
+    /// Each expert's share of the routed token copies (sums to 1).
+    #[serde(skip)]
+    pub shares: Vec<f64>,
+    /// The busiest expert-parallel rank's share of the group's routed
+    /// copies, times ep: 1 for a uniform routing, more when skewed.
+    pub busiest_rank_load: f64,
+    /// Which rank of the group that is (the first of equals).
+    pub busiest_rank: u32,
+}
+
+impl ExpertRouting {
+    /// Routed token copies the busiest rank computes in one microbatch of
+    /// `tokens` tokens per rank with top-`top_k` routing:
+    /// ⌈ep·T·k·share⌉, exactly T·k when uniform.
+    pub fn busiest_rank_tokens(&self, tokens: u64, top_k: u64) -> u64 {
+        let routed = tokens * top_k;
+        if self.busiest_rank_load <= 1.0 {
+            return routed;
+        }
+        (routed as f64 * self.busiest_rank_load).ceil() as u64
+    }
+}
+
+/// Each expert's share under `imbalance` (uniform, skew:X or a histogram file).
+pub fn expert_shares(imbalance: &str, experts: u64) -> Result<Vec<f64>, String> {
+    let e = experts as usize;
+    if imbalance == "uniform" {
+        return Ok(vec![1.0 / experts as f64; e]);
+    }
+    let weights: Vec<f64> = if let Some(x) = imbalance.strip_prefix("skew:") {
+        let x: f64 = x
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{imbalance}': skew:X needs a number X ≥ 1"))?;
+        if !(x.is_finite() && x >= 1.0) {
+            return Err(format!("'{imbalance}': skew:X needs a finite X ≥ 1"));
+        }
+        let last = (e.max(2) - 1) as f64;
+        (0..e).map(|i| x.powf(-(i as f64) / last)).collect()
+    } else {
+        let text =
+            input_file::read_to_string_capped(std::path::Path::new(imbalance), MAX_HISTOGRAM_BYTES)
+                .map_err(|error| {
+                    format!(
+                "'{imbalance}' is neither uniform, skew:X nor a readable histogram file: {error}"
+            )
+                })?;
+        let mut values = Vec::new();
+        for word in text
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+        {
+            let value: f64 = word
+                .parse()
+                .map_err(|_| format!("'{imbalance}': '{word}' is not a token count"))?;
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(format!(
+                    "'{imbalance}': '{word}' is not a non-negative count"
+                ));
+            }
+            values.push(value);
+        }
+        if values.len() != e {
+            return Err(format!(
+                "'{imbalance}' has {} counts; the model has {experts} experts",
+                values.len()
+            ));
+        }
+        values
+    };
+    let total: f64 = weights.iter().sum();
+    if !(total > 0.0 && total.is_finite()) {
+        return Err(format!("'{imbalance}': the counts sum to zero"));
+    }
+    Ok(weights.iter().map(|w| w / total).collect())
+}
+
+/// The routing of `model` over `ep` ranks, or the problems with it.
+pub fn resolve(
+    model: &ModelSpec,
+    ep: u32,
+    imbalance: Option<&str>,
+    problems: &mut Vec<String>,
+) -> Option<ExpertRouting> {
+    let moe = model.moe.as_ref()?;
+    let imbalance = imbalance.unwrap_or("uniform");
+    let shares = match expert_shares(imbalance, moe.experts) {
+        Ok(shares) => shares,
+        Err(error) => {
+            problems.push(format!("expert_imbalance: {error}"));
+            return None;
+        }
+    };
+    if ep == 0 || !moe.experts.is_multiple_of(ep as u64) {
+        return None; // reported by `check`
+    }
+    let per_rank = (moe.experts / ep as u64) as usize;
+    let mut busiest = (0, 0.0);
+    for (rank, experts) in shares.chunks(per_rank).enumerate() {
+        let load: f64 = experts.iter().sum();
+        if load > busiest.1 {
+            busiest = (rank as u32, load);
+        }
+    }
+    Some(ExpertRouting {
+        expert_parallel: ep,
+        imbalance: imbalance.to_string(),
+        shares,
+        busiest_rank_load: (busiest.1 * ep as f64).max(1.0),
+        busiest_rank: busiest.0,
+    })
+}
+
+/// What expert parallelism and the model require of the rest of the
+/// scenario; every problem names its key.
+#[allow(clippy::too_many_arguments)]
+pub fn check(
+    model: &ModelSpec,
+    ep: u32,
+    etp: u32,
+    tp: u32,
+    replicas: u32,
+    imbalance_given: bool,
+    options: &TrainingOptions,
+    problems: &mut Vec<String>,
+) {
+    let Some(moe) = &model.moe else {
+        if ep > 1 || etp > 1 || imbalance_given {
+            problems.push(format!(
+                "ep: '{}' has no experts (ep, etp and expert_imbalance apply to mixture-of-experts models)",
+                model.name
+            ));
+        }
+        return;
+    };
+    if !moe.experts.is_multiple_of(ep as u64) {
+        problems.push(format!(
+            "ep: the {} experts must split evenly over ep = {ep} ranks (num_experts % ep == 0)",
+            moe.experts
+        ));
+    }
+    if !replicas.is_multiple_of(ep) {
+        problems.push(format!(
+            "ep: expert-parallel groups are carved out of the dp × cp = {replicas} data-parallel ranks, which ep = {ep} must divide"
+        ));
+    }
+    if etp > 1 {
+        problems.push(format!(
+            "etp: expert tensor parallelism ({etp}) is not simulated yet; use etp 1"
+        ));
+    }
+    if tp > 1 {
+        problems.push(format!(
+            "tp: tensor parallelism ({tp}) in a mixture-of-experts model is not simulated yet (the token dispatch across tensor ranks is not built); use tp 1 with ep"
+        ));
+    }
+    let mut not_built = |what: &str| {
+        problems.push(format!(
+            "{what} with mixture-of-experts layers is not simulated yet (issue 17)"
+        ))
+    };
+    if options.sharding >= Sharding::Gradients {
+        not_built("zero_stage: ZeRO-2/3");
+    }
+    if options.offload.is_some() {
+        not_built("zero_offload: ZeRO-Offload");
+    }
+    if options.overlap_param_gather {
+        not_built("overlap_param_gather: the overlapped parameter all-gather");
+    }
+    if options.precision == Precision::Fp8 {
+        not_built("precision: fp8");
+    }
+}

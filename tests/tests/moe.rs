@@ -1,0 +1,393 @@
+//! Mixtures of experts under expert parallelism (`--ep`, issue 17): the
+//! all-to-all tasks, the split of parameters, gradients and optimizer states
+//! between the dense (dp·cp) and expert (dp·cp/ep) groups, the routing skew
+//! gating the step through the busiest rank, and the refusals; checked
+//! against hand-computed closed forms.
+
+use models::ops::Step;
+use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
+use sim::cost::{cost_works, pass_steps, ClosedFormNetwork};
+use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::task::TaskKind;
+use sim::task_graph::{ComputePass, Work};
+
+/// Mixtral 8x7B at s = 4096 on the DGX H100 SuperPOD, t = 1, bf16.
+fn mixtral(pp: u32, dp: u32, ep: u32, imbalance: Option<&str>, distributed: bool) -> ScenarioFile {
+    ScenarioFile {
+        model: Some("mixtral-8x7b".into()),
+        seq_len: Some(4096),
+        topology: Some("dgx-h100-superpod".into()),
+        tp: Some(1),
+        pp: Some(pp),
+        dp: Some(dp),
+        ep: Some(ep),
+        expert_imbalance: imbalance.map(Into::into),
+        chunks: Some(1),
+        microbatch_size: Some(1),
+        global_batch: Some(4 * dp),
+        recompute: Some(Recompute::None),
+        options: TrainingOptionsFile {
+            precision: Some(Precision::Bf16),
+            distributed_optimizer: Some(distributed),
+            ..TrainingOptionsFile::default()
+        },
+        ..ScenarioFile::default()
+    }
+}
+
+fn resolve(file: ScenarioFile) -> Scenario {
+    file.resolve().expect("valid scenario")
+}
+
+fn problems(file: ScenarioFile) -> String {
+    file.resolve().map(|_| ()).unwrap_err().to_string()
+}
+
+fn rates(scenario: &Scenario) -> LinkRates {
+    LinkRates::from(&scenario.topology, &scenario.profile).with_nccl(scenario.stack.nccl)
+}
+
+#[test]
+fn mixtral_with_ep_8_simulates_and_its_all_to_alls_are_the_closed_form() {
+    let scenario = resolve(mixtral(4, 16, 8, None, true));
+    let report = sim::simulate(&scenario).expect("simulates");
+    let m = &report.metrics;
+    assert!(m.iteration_time_s > 0.0 && m.tflops_per_gpu > 0.0);
+    assert!(m.exposed_communication.expert_parallel_s > 0.0);
+    // 8 layers per stage; a forward has 2 all-to-alls per layer, each the
+    // busiest rank's T·k·h·2 = 4096·2·4096·2 bytes over 8 ranks in one node.
+    let bytes = 4096 * 2 * 4096 * 2;
+    let one = estimate(
+        CollectiveOp::AllToAll,
+        bytes,
+        &GroupShape::single_node(8),
+        &rates(&scenario),
+        None,
+    )
+    .duration;
+    let forward = report
+        .timeline
+        .tasks
+        .iter()
+        .find(|task| task.kind == TaskKind::ExpertAllToAll)
+        .expect("all-to-all tasks are in the timeline");
+    assert_eq!(forward.end_ns - forward.start_ns, 16 * one.as_nanos());
+    // A forward, a backward: 16 each per microbatch, 4 microbatches, 4 stages,
+    // 16 replicas; one task per (tensor group, pass).
+    let count = report
+        .timeline
+        .tasks
+        .iter()
+        .filter(|task| task.kind == TaskKind::ExpertAllToAll)
+        .count();
+    assert_eq!(count, 2 * 4 * 4 * 16);
+}
+
+#[test]
+fn experts_split_over_ep_and_their_states_over_the_expert_data_group() {
+    let model = models::preset("mixtral-8x7b").unwrap();
+    let routed_per_layer = models::formulas::routed_expert_parameters(&model);
+    // 8 experts × 3·h·F (SwiGLU, no bias).
+    assert_eq!(routed_per_layer, 8 * 3 * 4096 * 14336);
+    let layer = models::formulas::moe_layer_parameters(&model);
+    for ep in [1u32, 2, 8] {
+        let scenario = resolve(mixtral(4, 16, ep, None, true));
+        let report = sim::simulate(&scenario).unwrap();
+        // Stage 1 holds 8 layers and nothing else.
+        let stage = &report.memory[1];
+        let dense = 8 * (layer - routed_per_layer);
+        let experts = 8 * routed_per_layer / ep as u64;
+        assert_eq!(stage.parameters, dense + experts, "ep {ep}");
+        assert_eq!(stage.weight_bytes, 2 * (dense + experts));
+        // Distributed optimizer: 12 B/param, dense over 16, experts over 16/ep.
+        assert_eq!(
+            stage.optimizer_state_bytes,
+            (12 * dense).div_ceil(16) + (12 * experts).div_ceil(16 / ep as u64),
+            "ep {ep}"
+        );
+    }
+}
+
+#[test]
+fn dense_gradients_reduce_over_dp_and_expert_gradients_over_dp_over_ep() {
+    // Without the distributed optimizer: per stage and tensor index one
+    // all-reduce over 16 ranks (dense) and one over 2 (experts), fp16 grads.
+    let scenario = resolve(mixtral(4, 16, 8, None, false));
+    let (_, graph) = sim::build_graph(&scenario);
+    let model = &scenario.model;
+    let routed = models::formulas::routed_expert_parameters(model);
+    let layer = models::formulas::moe_layer_parameters(model);
+    let mut seen: Vec<(u64, u32, u32)> = graph
+        .works()
+        .iter()
+        .filter_map(|work| match *work {
+            Work::DataParallelAllReduce {
+                bytes,
+                group_size,
+                nodes,
+            } => Some((bytes, group_size, nodes)),
+            _ => None,
+        })
+        .collect();
+    seen.sort_unstable();
+    let stage_1_dense = 8 * (layer - routed) * 2;
+    let experts = 8 * routed / 8 * 2;
+    // Expert-data groups pair GPU r with GPU r + 8 of the next node.
+    assert!(seen.contains(&(experts, 2, 2)), "{seen:?}");
+    // Stage 1 is GPUs 16-31: its data group spans two nodes.
+    assert!(seen.contains(&(stage_1_dense, 16, 2)), "{seen:?}");
+}
+
+/// A small mixture: 4 layers, h = 1024, 4 experts of F = 4096, top-1,
+/// s = 4096, on one DGX H100, dp = 2, ep = 2.
+fn small(imbalance: &str) -> Scenario {
+    let mut model = models::preset("mixtral-8x7b").unwrap();
+    model.name = "moe-small".into();
+    model.layers = 4;
+    model.hidden = 1024;
+    model.heads = 8;
+    model.kv_heads = Some(8);
+    model.ffn_hidden = Some(4096);
+    model.seq_len = 4096;
+    model.vocab = 1024;
+    model.vocab_unpadded = None;
+    let moe = model.moe.as_mut().unwrap();
+    moe.experts = 4;
+    moe.top_k = 1;
+    moe.expert_ffn_hidden = 4096;
+    resolve(ScenarioFile {
+        model: Some(serde_json::to_value(&model).unwrap()),
+        topology: Some("dgx-h100-superpod".into()),
+        tp: Some(1),
+        pp: Some(1),
+        dp: Some(2),
+        ep: Some(2),
+        expert_imbalance: Some(imbalance.into()),
+        chunks: Some(1),
+        microbatch_size: Some(1),
+        global_batch: Some(2),
+        recompute: Some(Recompute::None),
+        options: TrainingOptionsFile {
+            precision: Some(Precision::Bf16),
+            ..TrainingOptionsFile::default()
+        },
+        ..ScenarioFile::default()
+    })
+}
+
+fn expert_fc1_flops(scenario: &Scenario) -> f64 {
+    pass_steps(scenario, ComputePass::Forward, 1, false, false)
+        .iter()
+        .filter_map(|step| match step {
+            Step::Kernel(kernel) if kernel.name == "expert_fc1" => Some(kernel.flops),
+            _ => None,
+        })
+        .sum()
+}
+
+#[test]
+fn a_skewed_routing_gates_the_step_by_the_busiest_rank_exactly() {
+    let uniform = small("uniform");
+    let skewed = small("skew:8");
+    // skew:8 over 4 experts: shares ∝ 1, 1/2, 1/4, 1/8 (8^(−e/3)); rank 0
+    // holds experts 0 and 1: (1 + 1/2) / (15/8) = 0.8 of the copies, so
+    // 2 × 0.8 = 1.6 times the mean; T·k = 4096 → R = ⌈6553.6⌉ = 6554 copies.
+    let routing = skewed.experts.as_ref().unwrap();
+    assert!((routing.busiest_rank_load - 1.6).abs() < 1e-12);
+    assert_eq!(routing.busiest_rank, 0);
+    assert_eq!(routing.busiest_rank_tokens(4096, 1), 6554);
+    // Its grouped fc1: 2 local experts of 6554/2 = 3277 tokens, 2F × h.
+    assert_eq!(
+        expert_fc1_flops(&skewed),
+        2.0 * 2.0 * 3277.0 * 8192.0 * 1024.0
+    );
+    assert_eq!(
+        expert_fc1_flops(&uniform),
+        2.0 * 2.0 * 2048.0 * 8192.0 * 1024.0
+    );
+    // Its all-to-alls: 4 layers × 2 of 6554·1024·2 bytes over 2 ranks of a node.
+    let network = ClosedFormNetwork::for_scenario(&skewed);
+    let (_, graph) = sim::build_graph(&skewed);
+    let costs = cost_works(&skewed, graph.works(), &network);
+    let one = estimate(
+        CollectiveOp::AllToAll,
+        6554 * 1024 * 2,
+        &GroupShape::single_node(2),
+        &rates(&skewed),
+        None,
+    )
+    .duration;
+    let forward = graph
+        .works()
+        .iter()
+        .position(|work| {
+            matches!(
+                work,
+                Work::ExpertAllToAll {
+                    pass: ComputePass::Forward,
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    assert_eq!(costs[forward].duration.as_nanos(), one.as_nanos() * 8);
+    assert_eq!(costs[forward].bytes, 8 * 6554 * 1024 * 2);
+    // The step is longer, yet the FLOPs reported are the model's (uniform).
+    let fast = sim::simulate(&uniform).unwrap().metrics;
+    let slow = sim::simulate(&skewed).unwrap().metrics;
+    assert!(slow.iteration_time_s > fast.iteration_time_s);
+    let flops = |m: &timeline::metrics::Metrics| m.tflops_per_gpu * m.iteration_time_s;
+    assert!((flops(&slow) - flops(&fast)).abs() / flops(&fast) < 1e-9);
+}
+
+#[test]
+fn a_histogram_file_routes_by_its_counts() {
+    let dir = std::env::temp_dir().join(format!("clustersim-moe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("histogram.txt");
+    std::fs::write(&path, "10, 30\n20 40\n").unwrap();
+    let scenario = small(path.to_str().unwrap());
+    let routing = scenario.experts.as_ref().unwrap();
+    // Ranks hold (10 + 30) and (20 + 40) of 100: rank 1, 1.2 × the mean.
+    assert_eq!(routing.busiest_rank, 1);
+    assert!((routing.busiest_rank_load - 1.2).abs() < 1e-12);
+    std::fs::write(&path, "1 2 3").unwrap();
+    let mut file = ScenarioFile {
+        expert_imbalance: Some(path.to_str().unwrap().into()),
+        ..mixtral(1, 8, 8, None, false)
+    };
+    file.global_batch = Some(8);
+    let text = problems(file);
+    assert!(
+        text.contains("expert_imbalance:")
+            && text.contains("has 3 counts; the model has 8 experts"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn what_is_not_built_is_refused_by_name() {
+    let text = problems(mixtral(4, 16, 3, None, false));
+    assert!(
+        text.contains("ep: the 8 experts must split evenly over ep = 3 ranks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ep: expert-parallel groups are carved out of the dp × cp = 16"),
+        "{text}"
+    );
+    let text = problems(ScenarioFile {
+        tp: Some(2),
+        ..mixtral(4, 8, 8, None, false)
+    });
+    assert!(
+        text.contains(
+            "tp: tensor parallelism (2) in a mixture-of-experts model is not simulated yet"
+        ),
+        "{text}"
+    );
+    let text = problems(ScenarioFile {
+        etp: Some(2),
+        ..mixtral(4, 16, 8, None, false)
+    });
+    assert!(
+        text.contains("etp: expert tensor parallelism (2) is not simulated yet"),
+        "{text}"
+    );
+    let text = problems(ScenarioFile {
+        options: TrainingOptionsFile {
+            zero_stage: Some(3),
+            ..TrainingOptionsFile::default()
+        },
+        ..mixtral(4, 16, 8, None, false)
+    });
+    assert!(
+        text.contains("zero_stage: ZeRO-2/3 with mixture-of-experts layers is not simulated yet"),
+        "{text}"
+    );
+    let text = problems(mixtral(4, 16, 8, Some("skew:0.5"), false));
+    assert!(
+        text.contains("expert_imbalance: 'skew:0.5': skew:X needs a finite X ≥ 1"),
+        "{text}"
+    );
+    // A dense model has no experts to spread.
+    let text = problems(ScenarioFile {
+        model: Some("llama3-8b".into()),
+        ..mixtral(4, 16, 8, None, false)
+    });
+    assert!(text.contains("ep: 'llama3-8b' has no experts"), "{text}");
+    // DeepSeek-V3: its latent attention and first dense layers are not built.
+    let text = problems(ScenarioFile {
+        model: Some("deepseek-v3".into()),
+        ..mixtral(4, 16, 8, None, false)
+    });
+    assert!(text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla)"), "{text}");
+}
+
+#[test]
+fn under_contention_a_lone_all_to_all_runs_as_flows_in_its_closed_form_time() {
+    // dp = 2, ep = 2 in one node: rank 0 sends to rank 1 and rank 1 to rank 0
+    // over distinct NVSwitch ports, so nothing is shared and each task takes
+    // its closed-form time to within the rounding of its two parts.
+    let closed = small("uniform");
+    let mut file = ScenarioFile {
+        options: TrainingOptionsFile {
+            precision: Some(Precision::Bf16),
+            network_contention: Some(true),
+            ..TrainingOptionsFile::default()
+        },
+        model: Some(serde_json::to_value(&closed.model).unwrap()),
+        ..ScenarioFile::default()
+    };
+    file.topology = Some("dgx-h100-superpod".into());
+    file.tp = Some(1);
+    file.pp = Some(1);
+    file.dp = Some(2);
+    file.ep = Some(2);
+    file.global_batch = Some(2);
+    file.recompute = Some(Recompute::None);
+    let flows = resolve(file);
+    let durations = |scenario: &Scenario| -> Vec<u64> {
+        sim::simulate(scenario)
+            .unwrap()
+            .timeline
+            .tasks
+            .iter()
+            .filter(|task| task.kind == TaskKind::ExpertAllToAll)
+            .map(|task| task.end_ns - task.start_ns)
+            .collect()
+    };
+    let (a, b) = (durations(&closed), durations(&flows));
+    assert_eq!(a.len(), b.len());
+    assert!(!a.is_empty());
+    for (x, y) in a.iter().zip(&b) {
+        assert!(x.abs_diff(*y) <= 2, "{a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn moe_activations_and_dispatch_buffers_follow_their_closed_form() {
+    use models::memory::RecomputeKind;
+    // small(): T = 4096, h = 1024, E = 4, k = 1, F = 4096 (the dense
+    // ffn_hidden too, so the dense formula's MLP term is 6·4096 per token).
+    let uniform = small("uniform");
+    let skewed = small("skew:8");
+    // Uniform: R = 4096 copies × (4h + 6F) + T × (10k + 2E − 6·ffn).
+    let delta = sim::memory::moe_activation_delta_bytes(&uniform, RecomputeKind::None);
+    assert_eq!(delta, 4096.0 * 28672.0 + 4096.0 * (10.0 + 8.0 - 24576.0));
+    assert_eq!(delta, 16_850_944.0);
+    // Nothing under full recompute: only the layer's input is kept.
+    assert_eq!(
+        sim::memory::moe_activation_delta_bytes(&uniform, RecomputeKind::Full),
+        0.0
+    );
+    // The skewed busiest rank keeps 6554 − 4096 = 2458 more copies in each
+    // of 4 layers (one microbatch in flight at p = 1) and its two
+    // all-to-all buffers grow by 2458 · h · 2 B each.
+    let memory = |scenario: &Scenario| sim::simulate(scenario).unwrap().memory[0].activation_bytes;
+    assert_eq!(
+        memory(&skewed) - memory(&uniform),
+        2458 * 28672 * 4 + 2 * 2458 * 1024 * 2
+    );
+}

@@ -30,7 +30,8 @@
 pub use crate::attention::FusedAttentionShape;
 pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::parameter_tensors::{
-    embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors, ParameterTensor,
+    embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors,
+    layer_parameter_tensors_with_experts, ParameterTensor,
 };
 pub use crate::ring_attention::{ring_attention_steps, RING_ATTENTION_KERNELS_PER_STEP};
 use crate::spec::{FfnType, NormType};

@@ -32,6 +32,16 @@ macro_rules! tensor {
 /// are replicated, as are both norms (a weight, and a bias for LayerNorm).
 /// Tensors a model does not have (biases, RMSNorm's bias) are left out.
 pub fn layer_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<ParameterTensor> {
+    layer_parameter_tensors_with_experts(model, tensor_parallel, 1)
+}
+
+/// [`layer_parameter_tensors`] with a mixture of experts' experts split
+/// `expert_parallel` ways (E/ep per rank).
+pub fn layer_parameter_tensors_with_experts(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+) -> Vec<ParameterTensor> {
     let (h, t) = (model.hidden, tensor_parallel);
     let fc1_columns = match model.ffn_type {
         crate::spec::FfnType::Gelu => model.ffn(),
@@ -54,6 +64,32 @@ pub fn layer_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<P
     tensors.push(tensor!("layernorm_2.weight", h));
     if layernorm {
         tensors.push(tensor!("layernorm_2.bias", h));
+    }
+    if let Some(moe) = &model.moe {
+        // A MoE layer (t = 1): the router, the rank's E/ep experts as
+        // Megatron-Core's `GroupedMLP` registers them (one fc1 and one fc2
+        // tensor holding every local expert), the shared experts' MLP.
+        let expert_columns = |f: u64| match model.ffn_type {
+            crate::spec::FfnType::Gelu => f,
+            crate::spec::FfnType::Swiglu => 2 * f,
+        };
+        let local = moe.experts / expert_parallel.max(1);
+        let f = moe.expert_ffn_hidden;
+        tensors.push(tensor!("moe_router.weight", h * moe.experts));
+        if moe.router == crate::moe::RouterType::Sigmoid {
+            tensors.push(tensor!("moe_router.expert_bias", moe.experts));
+        }
+        tensors.push(tensor!("expert_fc1.weight", local * h * expert_columns(f)));
+        tensors.push(tensor!("expert_fc2.weight", local * f * h));
+        if moe.shared_experts > 0 {
+            let shared = moe.shared_experts * moe.shared_ffn();
+            tensors.push(tensor!(
+                "shared_expert_fc1.weight",
+                h * expert_columns(shared)
+            ));
+            tensors.push(tensor!("shared_expert_fc2.weight", shared * h));
+        }
+        return tensors;
     }
     tensors.push(tensor!("mlp_fc1.weight", h * fc1_columns / t));
     if model.bias {
@@ -100,6 +136,36 @@ pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<Pa
         model.vocab * model.hidden / tensor_parallel
     ));
     tensors
+}
+
+#[cfg(test)]
+mod moe_tests {
+    #[test]
+    fn a_moe_layer_s_tensors_sum_to_its_parameters_on_a_rank() {
+        for (name, ep) in [
+            ("mixtral-8x7b", 1u64),
+            ("mixtral-8x7b", 8),
+            ("mixtral-8x22b", 4),
+        ] {
+            let model = crate::preset(name).unwrap();
+            let sharding = crate::sharding::Sharding {
+                tensor_parallel: 1,
+                pipeline_parallel: 1,
+                chunks: 1,
+                split: Default::default(),
+                expert_parallel: ep as u32,
+            };
+            let total: u64 = super::layer_parameter_tensors_with_experts(&model, 1, ep)
+                .iter()
+                .map(|tensor| tensor.elements)
+                .sum();
+            assert_eq!(
+                total,
+                crate::sharding::layer_parameters_on_rank(&model, sharding),
+                "{name} ep {ep}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

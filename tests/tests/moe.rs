@@ -391,3 +391,24 @@ fn moe_activations_and_dispatch_buffers_follow_their_closed_form() {
         2458 * 28672 * 4 + 2 * 2458 * 1024 * 2
     );
 }
+
+#[test]
+fn unfused_gradient_accumulation_covers_the_rank_s_experts() {
+    // megatron-2021 accumulates fp16 gradients per tensor after each
+    // backward, 6 B per parameter: a Mixtral layer with E/ep experts.
+    for ep in [1u32, 8] {
+        let scenario = resolve(mixtral(4, 16, ep, None, false));
+        let bytes: f64 = pass_steps(&scenario, ComputePass::Backward, 1, false, false)
+            .iter()
+            .filter_map(|step| match step {
+                Step::Kernel(kernel) if kernel.name.ends_with(".grad_accumulate") => {
+                    Some(kernel.bytes)
+                }
+                _ => None,
+            })
+            .sum();
+        let params =
+            models::sharding::layer_parameters_on_rank(&scenario.model, scenario.layout.sharding());
+        assert_eq!(bytes, 6.0 * params as f64, "ep {ep}");
+    }
+}

@@ -119,7 +119,20 @@ fn accumulation_steps(tensors: &[ParameterTensor]) -> Vec<Step> {
 
 /// The unfused accumulation kernels after one layer's backward, one per parameter tensor.
 pub fn layer_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<Step> {
-    accumulation_steps(&ops::layer_parameter_tensors(model, tensor_parallel))
+    layer_accumulation_with_experts(model, tensor_parallel, 1)
+}
+
+/// [`layer_accumulation`] of a MoE layer whose experts split `expert_parallel` ways.
+pub fn layer_accumulation_with_experts(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+) -> Vec<Step> {
+    accumulation_steps(&ops::layer_parameter_tensors_with_experts(
+        model,
+        tensor_parallel,
+        expert_parallel,
+    ))
 }
 
 /// The unfused accumulation kernels after the embedding's backward.

@@ -26,10 +26,15 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
             head,
             first,
         } => {
-            let (kernels, mut calls) = issued(scenario, pass, layers, embedding, head);
+            let (kernels, mut calls, all_to_alls) = issued(scenario, pass, layers, embedding, head);
             // With one tensor rank Megatron's all-reduce returns without a call.
             if scenario.layout.tensor_parallel == 1 {
                 calls = 0;
+            }
+            // A MoE layer's dispatch and combine are one `all_to_all_single`
+            // call each over the expert-parallel group (none when ep = 1).
+            if scenario.layout.expert_parallel > 1 {
+                calls += all_to_alls;
             }
             if first {
                 host.kernel_issue_ns * kernels.min(1)
@@ -48,18 +53,22 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
     }
 }
 
-/// Kernels and tensor all-reduce calls of one pass.
+/// Kernels, tensor all-reduce calls and expert all-to-all calls of one pass.
 fn issued(
     scenario: &Scenario,
     pass: crate::task_graph::ComputePass,
     layers: u32,
     embedding: bool,
     head: bool,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     pass_steps(scenario, pass, layers, embedding, head)
         .iter()
-        .fold((0, 0), |(kernels, calls), step| match step {
-            Step::Kernel(_) => (kernels + 1, calls),
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => (kernels, calls + 1),
-        })
+        .fold(
+            (0, 0, 0),
+            |(kernels, calls, all_to_alls), step| match step {
+                Step::Kernel(_) => (kernels + 1, calls, all_to_alls),
+                Step::TensorAllReduce { .. } => (kernels, calls + 1, all_to_alls),
+                Step::ExpertAllToAll { .. } => (kernels, calls, all_to_alls + 1),
+            },
+        )
 }

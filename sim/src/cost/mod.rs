@@ -147,7 +147,11 @@ pub fn pass_steps_with(
         && !scenario.options.gradient_accumulation_fusion
         && scenario.options.offload.is_none();
     if accumulate {
-        layer.extend(gradients::layer_accumulation(model, t));
+        layer.extend(gradients::layer_accumulation_with_experts(
+            model,
+            t,
+            scenario.layout.expert_parallel as u64,
+        ));
     }
     let mut steps = Vec::new();
     // The stage that holds the embedding or the head loads the batch once per

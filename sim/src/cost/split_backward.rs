@@ -33,12 +33,18 @@ use models::ops::Step;
 /// produces ([`models::ops::layer_parameter_tensors`],
 /// [`models::ops::head_parameter_tensors`]): they run in `W` after their GEMM.
 /// Norm weights, biases and the embedding tables keep theirs in `I`.
-pub const WEIGHT_GRADIENT_ACCUMULATION_KERNELS: [&str; 5] = [
+pub const WEIGHT_GRADIENT_ACCUMULATION_KERNELS: [&str; 10] = [
     "qkv.weight.grad_accumulate",
     "output_projection.weight.grad_accumulate",
     "mlp_fc1.weight.grad_accumulate",
     "mlp_fc2.weight.grad_accumulate",
     "output_layer.weight.grad_accumulate",
+    // A MoE layer's linear weights (router, grouped experts, shared experts).
+    "moe_router.weight.grad_accumulate",
+    "expert_fc1.weight.grad_accumulate",
+    "expert_fc2.weight.grad_accumulate",
+    "shared_expert_fc1.weight.grad_accumulate",
+    "shared_expert_fc2.weight.grad_accumulate",
 ];
 
 /// Whether a backward step belongs to the weight-gradient pass `W`.

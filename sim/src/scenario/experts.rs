@@ -151,12 +151,18 @@ pub fn resolve(
             busiest = (rank as u32, load);
         }
     }
+    // Uniform is exactly 1 (summed shares of 1/E may round above it).
+    let busiest_rank_load = if imbalance == "uniform" {
+        1.0
+    } else {
+        (busiest.1 * ep as f64).max(1.0)
+    };
     Some(ExpertRouting {
         expert_parallel: ep,
         imbalance: imbalance.to_string(),
         shares,
-        busiest_rank_load: (busiest.1 * ep as f64).max(1.0),
-        busiest_rank: busiest.0,
+        busiest_rank_load,
+        busiest_rank: if imbalance == "uniform" { 0 } else { busiest.0 },
     })
 }
 
@@ -219,5 +225,35 @@ pub fn check(
     }
     if options.precision == Precision::Fp8 {
         not_built("precision: fp8");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_uniform_geometric_or_the_histogram_normalized() {
+        assert_eq!(expert_shares("uniform", 4).unwrap(), vec![0.25; 4]);
+        let skew = expert_shares("skew:8", 4).unwrap();
+        let total = 1.0 + 0.5 + 0.25 + 0.125;
+        for (share, weight) in skew.iter().zip([1.0, 0.5, 0.25, 0.125]) {
+            assert!((share - weight / total).abs() < 1e-15);
+        }
+        assert!(expert_shares("skew:0.9", 4).unwrap_err().contains("X ≥ 1"));
+        assert!(expert_shares("skew:inf", 4).is_err());
+        assert!(expert_shares("/no/such/file", 4)
+            .unwrap_err()
+            .contains("neither uniform, skew:X nor a readable histogram file"));
+    }
+
+    #[test]
+    fn a_uniform_routing_loads_every_rank_exactly_evenly() {
+        // 60 experts (1/60 is inexact in binary) over 4 ranks.
+        let mut model = models::preset("mixtral-8x7b").unwrap();
+        model.moe.as_mut().unwrap().experts = 60;
+        let routing = resolve(&model, 4, None, &mut Vec::new()).unwrap();
+        assert_eq!(routing.busiest_rank_load, 1.0);
+        assert_eq!(routing.busiest_rank_tokens(4096, 2), 8192);
     }
 }

@@ -153,6 +153,7 @@ mod moe_tests {
                 pipeline_parallel: 1,
                 chunks: 1,
                 split: Default::default(),
+                map: Default::default(),
                 expert_parallel: ep as u32,
             };
             let total: u64 = super::layer_parameter_tensors_with_experts(&model, 1, ep)

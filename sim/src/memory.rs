@@ -127,7 +127,8 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     let (b, t) = (layout.microbatch_size as u64, layout.tensor_parallel as u64);
     // The most layers a chunk builds: under an uneven split the first and
     // last virtual stages build one fewer, which this overstates by a layer
-    // of activations there (conservative).
+    // of activations there (conservative). An explicit pipeline layout
+    // counts each chunk's own layers (`peak_in_flight_layers` below).
     let sharding = layout.sharding();
     let layers_per_chunk = sharding.layers_per_chunk(model.layers);
     let kind = match scenario.recompute {
@@ -204,7 +205,18 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             } else {
                 0.0
             };
-            let activation_bytes = (in_flight as f64 * per_microbatch_chunk
+            // An explicit layout's chunks may differ by many layers: count
+            // the layers whose activations are held at the peak exactly.
+            let held = match sharding.split.layout {
+                Some(_) => {
+                    schedule.peak_in_flight_layers(stage, |chunk| {
+                        sharding.layers_of_chunk(model.layers, stage, chunk)
+                    }) as f64
+                        * stored(kind)
+                }
+                None => in_flight as f64 * per_microbatch_chunk,
+            };
+            let activation_bytes = (held
                 + working_layer
                 + ring_buffers
                 + dispatch_buffers

@@ -258,3 +258,25 @@ fn layouts_the_source_or_the_simulator_refuses_are_named() {
     .to_string();
     assert!(both.contains("drop pipeline_split"), "{both}");
 }
+
+#[test]
+fn a_layouts_activation_memory_counts_each_stages_own_layers() {
+    // Full recompute keeps one input per layer: activations scale with the
+    // layers held. 1F1B on stage r holds p − r microbatches; with the
+    // layout's 6 layers on stage 0 (8 on the others) stage 0 holds 6/8 of
+    // what the even count of the largest chunk would say.
+    let even = sim::simulate(&with_layout("Et*8|(t*8|)*14,t*6L").resolve().unwrap()).unwrap();
+    let light = sim::simulate(&with_layout("Et*6|(t*8|)*14,t*8L").resolve().unwrap()).unwrap();
+    let stage0 = |report: &sim::SimulationReport| {
+        let m = &report.memory[0];
+        (m.activation_bytes, m.peak_microbatches_in_flight)
+    };
+    let (even_bytes, even_in_flight) = stage0(&even);
+    let (light_bytes, light_in_flight) = stage0(&light);
+    assert_eq!((even_in_flight, light_in_flight), (16, 16));
+    // Full recompute keeps each layer's input, 2·s·b·h bytes (fp16, no
+    // sequence parallelism); the rest (recompute working layer, pipeline
+    // buffers) is the same on both: 16 microbatches × 2 layers apart.
+    let layer_input = 2 * 2048 * 16384;
+    assert_eq!(even_bytes - light_bytes, 16 * 2 * layer_input);
+}

@@ -26,8 +26,16 @@ impl Scenario {
             }
             _ => String::new(),
         };
+        // Microbatch groups and a layout are named only when set.
+        let mut schedule = self.schedule.name().to_string();
+        if let Some(n) = l.microbatch_group_size {
+            schedule.push_str(&format!(" N={n}"));
+        }
+        if let Some(layout) = l.pipeline_split.layout {
+            schedule.push_str(&format!(" layout={}", layout.source()));
+        }
         format!(
-            "{} on {} · t={}{cp}{ep} p={} d={} v={} · b={} B={} · {} · recompute={}{options}",
+            "{} on {} · t={}{cp}{ep} p={} d={} v={} · b={} B={} · {schedule} · recompute={}{options}",
             self.model.name,
             self.topology.name,
             l.tensor_parallel,
@@ -36,7 +44,6 @@ impl Scenario {
             l.chunks,
             l.microbatch_size,
             l.global_batch,
-            self.schedule.name(),
             self.recompute.name(),
         )
     }

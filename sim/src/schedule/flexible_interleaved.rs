@@ -51,8 +51,11 @@ pub fn group_size_problem(stages: u32, microbatches: u32, group_size: u32) -> Op
     }
     let last = microbatches % group_size;
     if last > 0 && last < stages {
+        // The smallest valid N near p (a bounded search: m = N, one group,
+        // is always valid).
         let whole = (stages..=microbatches)
-            .find(|&n| microbatches % n == 0 || microbatches % n >= stages)
+            .take(1024)
+            .find(|&n| microbatches.is_multiple_of(n) || microbatches % n >= stages)
             .unwrap_or(microbatches);
         return Some(format!(
             "microbatch_group_size: m = {microbatches} leaves a last group of {last} microbatches, fewer than pp = {stages}, which Megatron-Core refuses (dependency bubbles); use a group size N with m mod N = 0 or ≥ pp, e.g. {whole}"
@@ -138,6 +141,9 @@ mod tests {
         let remainder = group_size_problem(4, 10, 4).unwrap();
         assert!(remainder.contains("last group of 2"), "{remainder}");
         assert!(remainder.contains("e.g. 5"), "{remainder}");
+        // A huge prime m: the suggestion search stays bounded.
+        let prime = group_size_problem(1 << 20, 4_294_967_291, (1 << 20) + 1).unwrap();
+        assert!(prime.contains("e.g."), "{prime}");
     }
 
     #[test]

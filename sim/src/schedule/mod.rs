@@ -160,6 +160,27 @@ impl PipelineSchedule {
         })
     }
 
+    /// The most transformer layers whose activations stage `stage` holds at
+    /// once: [`Self::peak_in_flight`] with each microbatch-chunk weighted by
+    /// its chunk's layers (`layers(chunk)`), for chunks of unequal size.
+    pub fn peak_in_flight_layers(&self, stage: u32, layers: impl Fn(u32) -> u64) -> u64 {
+        let mut count: u64 = 0;
+        let mut peak: u64 = 0;
+        // An F&B pair counts as its forward, then its backward, as in
+        // `peak_count`.
+        for action in self.actions[stage as usize].iter().flat_map(Action::halves) {
+            match action.pass {
+                Pass::Forward => count += layers(action.chunk),
+                Pass::Backward | Pass::InputGradient => {
+                    count = count.saturating_sub(layers(action.chunk))
+                }
+                Pass::WeightGradient | Pass::ForwardBackward => {}
+            }
+            peak = peak.max(count);
+        }
+        peak
+    }
+
     /// The largest number of microbatches whose weight gradient stage
     /// `stage` still owes at once (input-gradient pass done, weight-gradient
     /// pass not yet): what a split backward keeps beyond the activations

@@ -136,8 +136,17 @@ fn cpu_only_profile_validates_and_marks_only_cpu_adam_measured() {
     assert!(provenance.created.ends_with('Z'));
     assert_eq!(
         provenance.remarks,
-        vec!["CPU-only run: no GPU quantity was measured".to_string()]
+        vec![
+            "CPU-only run: no GPU quantity was measured".to_string(),
+            "FP8 GEMMs not timed: CPU-only run; gemm.fp8_relative_efficiency keeps the base profile's value".to_string()
+        ]
     );
+    // The base (h200) FP8 ratio is kept, and no FP8 entry is invented.
+    assert_eq!(
+        profile.gemm.fp8_relative_efficiency,
+        default.gemm.fp8_relative_efficiency
+    );
+    assert!(profile.gemm.measured.iter().all(|g| g.dtype != "fp8"));
     assert!(provenance.gpu_state_before.is_none() && provenance.gpu_state_after.is_none());
     assert_eq!(provenance.statistic.as_deref(), Some("median"));
     assert_eq!(provenance.repeats, Some(2));

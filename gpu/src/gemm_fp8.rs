@@ -257,10 +257,22 @@ impl Fp8GemmPlan {
         set_desc(self.desc, Attr::CUBLASLT_MATMUL_DESC_TRANSB, &transb)?;
         let (scale, _record) = context.unit_scale.device_ptr(&context.stream);
         let scale_pointer = scale as *const c_void;
-        set_desc(self.desc, Attr::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_pointer)?;
-        set_desc(self.desc, Attr::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_pointer)?;
+        set_desc(
+            self.desc,
+            Attr::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+            &scale_pointer,
+        )?;
+        set_desc(
+            self.desc,
+            Attr::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+            &scale_pointer,
+        )?;
         let fast_accumulation = i8::from(self.role.fast_accumulation());
-        set_desc(self.desc, Attr::CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accumulation)?;
+        set_desc(
+            self.desc,
+            Attr::CUBLASLT_MATMUL_DESC_FAST_ACCUM,
+            &fast_accumulation,
+        )?;
         // Column-major shapes as stored: cuBLAS's A (our B) is k × m with
         // leading dimension lda (transposed), its B (our A) k × n, C m × n.
         let dims = |value: i32| value as u64;

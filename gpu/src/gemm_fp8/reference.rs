@@ -120,7 +120,10 @@ mod tests {
             n: 64,
             k: 64,
         };
-        let (a2, b2) = (random_codes(3, 64 * 64, E4M3), random_codes(4, 64 * 64, E4M3));
+        let (a2, b2) = (
+            random_codes(3, 64 * 64, E4M3),
+            random_codes(4, 64 * 64, E4M3),
+        );
         let mut b2_transposed = b2.clone();
         for row in 0..64 {
             for col in 0..64 {

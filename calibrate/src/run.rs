@@ -1,6 +1,6 @@
 //! The calibration run: checks for a GPU before touching CUDA, runs each
-//! stage in a fixed order (GEMM, kernel overhead, memory, PCIe, collectives,
-//! CPU Adam), reports progress, and hands the findings to the profile writer.
+//! stage in a fixed order (GEMM, kernel overhead, FP8 GEMM, memory, PCIe,
+//! collectives, CPU Adam), reports progress, and hands the findings to the profile writer.
 //! The GPUs' clocks, power and temperature are read before the first GPU
 //! stage and right after the last one (not after the CPU Adam stage, during
 //! which the GPUs idle back down).

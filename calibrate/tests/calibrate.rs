@@ -257,4 +257,54 @@ fn quick_gpu_run_measures_every_stage() {
     for remark in &profile.provenance.remarks {
         eprintln!("remark: {remark}");
     }
+    // A GPU whose datasheet has an FP8 peak (Hopper): every FP8 case timed
+    // in TN, faster than bf16 at 8192³, and the FP8 ratio measured.
+    let fp8_peak = profile
+        .provenance
+        .gpu_name
+        .as_deref()
+        .and_then(topologies::datasheet_for_device)
+        .and_then(|sheet| sheet.gpu.peak.fp8_flops_per_s);
+    let fp8: Vec<_> = profile
+        .gemm
+        .measured
+        .iter()
+        .filter(|g| g.dtype == "fp8")
+        .collect();
+    if fp8_peak.is_some() {
+        let model = options.model.as_ref().unwrap();
+        let cases = calibrate::gemm_fp8::fp8_cases(true, Some((model, 1, 8)));
+        assert_eq!(fp8.len(), cases.len(), "{:?}", profile.provenance.remarks);
+        assert!(fp8.iter().all(|g| g.layout.as_deref() == Some("tn")));
+        let square = |dtype: &str| {
+            profile
+                .gemm
+                .measured
+                .iter()
+                .find(|g| {
+                    g.dtype == dtype
+                        && g.layout.as_deref() == Some("tn")
+                        && (g.batch, g.m, g.n, g.k) == (1, 8192, 8192, 8192)
+                })
+                .unwrap()
+                .time_ns
+        };
+        assert!(
+            square("fp8") < square("bf16"),
+            "FP8 8192³ not faster than bf16"
+        );
+        let relative = profile.gemm.fp8_relative_efficiency.as_ref().unwrap();
+        assert_eq!(relative.source, Source::Measured, "{}", relative.note);
+        eprintln!(
+            "fp8_relative_efficiency {:.4}: {}",
+            relative.value, relative.note
+        );
+    } else {
+        assert!(fp8.is_empty());
+        assert!(profile
+            .provenance
+            .remarks
+            .iter()
+            .any(|r| r.starts_with("FP8 GEMMs not timed")));
+    }
 }

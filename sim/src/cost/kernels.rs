@@ -92,7 +92,8 @@ fn gemm_seconds_at(
 /// Modeled seconds of one FP8 GEMM (without launch overhead): the GPU's
 /// dense FP8 rate with the bf16 GEMMs' large-GEMM efficiency times the
 /// profile's `fp8_relative_efficiency` (a published FP8-to-bf16 kernel
-/// ratio: calibrate times no FP8 GEMM yet) and tile quantization, or its
+/// ratio in the embedded profiles; measured by calibrate's FP8 stage in a
+/// calibrated one) and tile quantization, or its
 /// FP8-input bytes at HBM bandwidth if slower. A GPU without an FP8 rate is
 /// refused at validation; here it falls back to its bf16 rate.
 pub fn fp8_gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {

@@ -136,7 +136,7 @@ pub fn fp8_relative_efficiency(
     let relative = fp8_efficiency / reference_efficiency;
     let layout = |g: &GemmMeasurement| g.layout.clone().unwrap_or_else(|| "?".into());
     let note = format!(
-        "cuBLASLt FP8 {}x{}x{} GEMM ({}, E4M3 inputs, bf16 output, random inputs, median {} ns) ran at {:.0} TFLOP/s = {:.4} of the {} datasheet dense FP8 peak {:.0} TFLOP/s; divided by this run's large-GEMM efficiency {:.4} (cuBLAS {} {}x{}x{} {}, median {} ns)",
+        "cuBLASLt FP8 {}x{}x{} GEMM ({}, FP8 inputs, bf16 output, random inputs, median {} ns) ran at {:.0} TFLOP/s = {:.4} of the {} datasheet dense FP8 peak {:.0} TFLOP/s; divided by this run's large-GEMM efficiency {:.4} (cuBLAS {} {}x{}x{} {}, median {} ns)",
         fp8.m,
         fp8.n,
         fp8.k,

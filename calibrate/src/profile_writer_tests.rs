@@ -308,7 +308,12 @@ fn fp8_relative_efficiency_is_not_written_without_its_inputs_or_above_one() {
     let efficiency = 2.0 * 16384f64.powi(3) / 12.5e-3 / 989e12;
     let fp8 = vec![fp8_gemm(16384, 7_500_000)];
     // No FP8 square: nothing to say.
-    assert!(fp8_relative_efficiency(&[bf16.clone()], &h100, Some((&bf16, efficiency))).is_none());
+    assert!(fp8_relative_efficiency(
+        std::slice::from_ref(&bf16),
+        &h100,
+        Some((&bf16, efficiency))
+    )
+    .is_none());
     let remark = |result: Option<Result<Quantity, String>>| result.unwrap().unwrap_err();
     assert!(remark(fp8_relative_efficiency(&fp8, &h100, None)).contains("no large-GEMM efficiency"));
     assert!(remark(fp8_relative_efficiency(

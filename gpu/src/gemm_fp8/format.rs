@@ -137,7 +137,6 @@ impl Fp8Format {
 #[cfg(test)]
 mod tests {
     use super::Fp8Format::{E4M3, E5M2};
-    use super::*;
 
     #[test]
     fn special_values_match_the_ocp_tables() {

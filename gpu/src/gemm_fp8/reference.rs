@@ -136,10 +136,9 @@ mod tests {
         // The gradient read as E4M3 instead of E5M2.
         let wrong_format = tn_product(&shape, &a, E4M3, &b, E4M3);
         assert!(relative_error(&wrong_format, &exact) > 0.5);
-        // A NaN in C fails the bound.
+        // A NaN in C gives a NaN error, which fails any `< bound` check.
         let mut poisoned = rounded.clone();
         poisoned[3] = f64::NAN;
         assert!(relative_error(&poisoned, &exact).is_nan());
-        assert!(!(relative_error(&poisoned, &exact) < MAX_RELATIVE_ERROR));
     }
 }

@@ -52,8 +52,8 @@ pub fn model_gemm_shapes(
         .filter_map(|step| match step {
             Step::Kernel(kernel) => match kernel.class {
                 KernelClass::Gemm { shape, layout } => Some((shape, layout)),
-                // No FP8 GEMM is timed yet (the model's layers are listed
-                // in fp16/bf16 here).
+                // The model's layers are listed in fp16/bf16 here; their
+                // FP8 GEMMs are crate::gemm_fp8's.
                 KernelClass::Fp8Gemm { .. }
                 | KernelClass::MemoryBound
                 | KernelClass::FusedAttention(_) => None,

@@ -9,6 +9,7 @@
 //! | stage | what is timed | module |
 //! |---|---|---|
 //! | GEMM | cuBLAS fp16/bf16 GEMMs (fp32 accumulate) on the model's layer and head shapes, each in its role's layout (TN, NN, NT), plus a grid | [`gemm`] |
+//! | FP8 GEMM | cuBLASLt FP8 GEMMs as Transformer Engine runs them (TN, E4M3 forward, E5M2 gradients, bf16 out) on the model's FP8 linear-layer shapes and 8192³/16384³, on GPUs with FP8 tensor cores; gives `gemm.fp8_relative_efficiency` | [`gemm_fp8`] |
 //! | memory | device-to-device copies over a size sweep | [`memory_bandwidth`] |
 //! | memory kernels | NVRTC kernels of each memory-bound class (LayerNorm, softmax, dropout, bias-dropout-add, GeLU, SwiGLU, the optimizer's phases), checked against a CPU reference, at transformer sizes | [`memory_classes`] (timing), [`memory_kernels`] (CUDA source), [`memory_plans`] (sizes, launches, bytes), [`memory_reference`] (CPU reference) |
 //! | PCIe | host↔device copies, pinned and pageable, each way and both at once | [`pcie`] |
@@ -117,6 +118,7 @@ pub mod collectives_stage;
 pub mod cpu_adam;
 mod error;
 pub mod gemm;
+pub mod gemm_fp8;
 pub mod gpu_state;
 pub mod host_timing;
 pub mod memory_bandwidth;

@@ -27,6 +27,9 @@ pub struct CalibrateOptions {
     pub warmup: u32,
     /// Time only the CPU optimizer; no CUDA library is touched.
     pub cpu_only: bool,
+    /// Do not time FP8 GEMMs (cuBLASLt), even on a GPU with FP8 tensor
+    /// cores: the profile then keeps the base `gemm.fp8_relative_efficiency`.
+    pub skip_fp8: bool,
     /// Built-in profile name or profile file to start from; by default the
     /// embedded profile of the detected GPU (`h200` for `cpu_only`).
     pub base_profile: Option<String>,
@@ -46,6 +49,7 @@ impl Default for CalibrateOptions {
             repeats: 20,
             warmup: 3,
             cpu_only: false,
+            skip_fp8: false,
             base_profile: None,
             cpu_adam_params: None,
             max_cpu_threads: None,

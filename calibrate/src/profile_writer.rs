@@ -103,6 +103,65 @@ fn slug(name: &str) -> String {
     }
 }
 
+/// `gemm.fp8_relative_efficiency` from one run: the largest square FP8 GEMM's
+/// rate over the datasheet's dense FP8 peak, divided by the large-GEMM
+/// efficiency measured in the same run (`large_gemm`: that GEMM and its
+/// efficiency), so that the simulator's FP8 model (FP8 peak ×
+/// `large_gemm_efficiency` × this) gives back the measured FP8 rate.
+/// `None` when no square FP8 GEMM was timed; `Some(Err(remark))` when one
+/// was but the ratio cannot be written (no large-GEMM efficiency in this
+/// run, no FP8 peak, or a ratio above 1, which the schema does not take).
+pub fn fp8_relative_efficiency(
+    gemms: &[GemmMeasurement],
+    sheet: &Datasheet,
+    large_gemm: Option<(&GemmMeasurement, f64)>,
+) -> Option<Result<Quantity, String>> {
+    let fp8 = gemms
+        .iter()
+        .filter(|g| g.dtype == "fp8" && g.batch == 1 && g.m == g.n && g.n == g.k)
+        .max_by_key(|g| g.m)?;
+    let not_written = |why: String| {
+        Some(Err(format!(
+            "gemm.fp8_relative_efficiency not computed: {why}; it keeps the base profile's value"
+        )))
+    };
+    let Some(peak) = sheet.peak_flops_per_s("fp8") else {
+        return not_written(format!("the {} datasheet has no FP8 peak", sheet.gpu.name));
+    };
+    let Some((reference, reference_efficiency)) = large_gemm else {
+        return not_written("no large-GEMM efficiency was measured in this run".into());
+    };
+    let rate = plausibility::gemm_flops_per_s(fp8);
+    let fp8_efficiency = rate / peak;
+    let relative = fp8_efficiency / reference_efficiency;
+    let layout = |g: &GemmMeasurement| g.layout.clone().unwrap_or_else(|| "?".into());
+    let note = format!(
+        "cuBLASLt FP8 {}x{}x{} GEMM ({}, FP8 inputs, bf16 output, random inputs, median {} ns) ran at {:.0} TFLOP/s = {:.4} of the {} datasheet dense FP8 peak {:.0} TFLOP/s; divided by this run's large-GEMM efficiency {:.4} (cuBLAS {} {}x{}x{} {}, median {} ns)",
+        fp8.m,
+        fp8.n,
+        fp8.k,
+        layout(fp8),
+        fp8.time_ns,
+        rate / 1e12,
+        fp8_efficiency,
+        sheet.gpu.name,
+        peak / 1e12,
+        reference_efficiency,
+        reference.dtype,
+        reference.m,
+        reference.n,
+        reference.k,
+        layout(reference),
+        reference.time_ns
+    );
+    if !(relative > 0.0 && relative <= 1.0) {
+        return not_written(format!(
+            "the ratio came out {relative:.4}, outside (0, 1]: {note}"
+        ));
+    }
+    Some(Ok(measured(relative, note)))
+}
+
 /// Builds the calibrated profile. `provenance` carries the device fields
 /// (and the GPU state before and after); tool, created, method, statistic and
 /// remarks are filled here.
@@ -127,10 +186,12 @@ pub fn write_profile(
     }
 
     // GEMM efficiency from the largest square GEMM (bf16 first).
+    let mut large_gemm_measured = None;
     if let (Some((largest, flops_per_s)), Some(sheet)) =
         (plausibility::large_gemm(&findings.gemm), datasheet.as_ref())
     {
         if let Some(peak) = sheet.peak_flops_per_s(&largest.dtype) {
+            large_gemm_measured = Some((largest.clone(), flops_per_s / peak));
             profile.gemm.large_gemm_efficiency = measured(
                 flops_per_s / peak,
                 format!(
@@ -145,6 +206,16 @@ pub fn write_profile(
                     peak / 1e12
                 ),
             );
+        }
+    }
+    if let Some(sheet) = datasheet.as_ref() {
+        let bf16 = large_gemm_measured
+            .as_ref()
+            .map(|(gemm, efficiency)| (gemm, *efficiency));
+        match fp8_relative_efficiency(&findings.gemm, sheet, bf16) {
+            Some(Ok(relative)) => profile.gemm.fp8_relative_efficiency = Some(relative),
+            Some(Err(remark)) => remarks.push(remark),
+            None => {}
         }
     }
     if let Some(overhead_ns) = findings.kernel_overhead_ns {

@@ -244,3 +244,96 @@ fn device_names_become_profile_ids() {
     );
     assert_eq!(slug("??"), "gpu");
 }
+
+fn fp8_gemm(size: u64, time_ns: u64) -> GemmMeasurement {
+    GemmMeasurement {
+        dtype: "fp8".into(),
+        layout: Some("tn".into()),
+        ..gemm(size, time_ns)
+    }
+}
+
+#[test]
+fn fp8_relative_efficiency_is_the_fp8_efficiency_over_this_runs_bf16_one() {
+    let base = base_profile(Some("NVIDIA H100 80GB HBM3"), None).unwrap();
+    let mut found = findings(800_000);
+    // bf16 16384³ in 12.5 ms, FP8 16384³ in 7.5 ms (and a smaller FP8
+    // square, and a non-square FP8 GEMM, neither of which counts).
+    found.gemm = vec![
+        gemm(16384, 12_500_000),
+        fp8_gemm(8192, 1_000_000),
+        fp8_gemm(16384, 7_500_000),
+        GemmMeasurement {
+            m: 32768,
+            ..fp8_gemm(16384, 14_000_000)
+        },
+    ];
+    let profile = write_profile(base, found, provenance_with_sms(132), 2).unwrap();
+    // (F/7.5 ms / 1979 T) / (F/12.5 ms / 989 T) = (12.5/7.5)·(989/1979).
+    let expected = (12.5 / 7.5) * (989.0 / 1979.0);
+    let relative = profile.gemm.fp8_relative_efficiency.as_ref().unwrap();
+    assert!(
+        (relative.value - expected).abs() < 1e-12,
+        "{}",
+        relative.value
+    );
+    assert_eq!(relative.source, Source::Measured);
+    for part in [
+        "16384x16384x16384",
+        "7500000 ns",
+        "12500000 ns",
+        "1979 TFLOP/s",
+    ] {
+        assert!(relative.note.contains(part), "{part}: {}", relative.note);
+    }
+    let flops = 2.0 * 16384f64.powi(3);
+    assert!((profile.gemm.large_gemm_efficiency.value - flops / 12.5e-3 / 989e12).abs() < 1e-12);
+    // The FP8 entries are kept as measured, for the FP8 cost lookup.
+    assert_eq!(
+        profile
+            .gemm
+            .measured
+            .iter()
+            .filter(|g| g.dtype == "fp8")
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn fp8_relative_efficiency_is_not_written_without_its_inputs_or_above_one() {
+    let h100 = topologies::datasheet_for_device("NVIDIA H100 80GB HBM3").unwrap();
+    let a100 = topologies::datasheet_for_device("NVIDIA A100-SXM4-80GB").unwrap();
+    let bf16 = gemm(16384, 12_500_000);
+    let efficiency = 2.0 * 16384f64.powi(3) / 12.5e-3 / 989e12;
+    let fp8 = vec![fp8_gemm(16384, 7_500_000)];
+    // No FP8 square: nothing to say.
+    assert!(fp8_relative_efficiency(
+        std::slice::from_ref(&bf16),
+        &h100,
+        Some((&bf16, efficiency))
+    )
+    .is_none());
+    let remark = |result: Option<Result<Quantity, String>>| result.unwrap().unwrap_err();
+    assert!(remark(fp8_relative_efficiency(&fp8, &h100, None)).contains("no large-GEMM efficiency"));
+    assert!(remark(fp8_relative_efficiency(
+        &fp8,
+        &a100,
+        Some((&bf16, efficiency))
+    ))
+    .contains("no FP8 peak"));
+    // FP8 at 5 ms: (12.5/5)·(989/1979) = 1.249 > 1.
+    let fast = vec![fp8_gemm(16384, 5_000_000)];
+    let above = remark(fp8_relative_efficiency(
+        &fast,
+        &h100,
+        Some((&bf16, efficiency)),
+    ));
+    assert!(above.contains("outside (0, 1]"), "{above}");
+    // Without an FP8 entry the base value stays (0.95 on the H100, a published ratio).
+    let base = base_profile(Some("NVIDIA H100 80GB HBM3"), None).unwrap();
+    let before = base.profile.gemm.fp8_relative_efficiency.clone();
+    let profile = write_profile(base, findings(800_000), provenance_with_sms(132), 2).unwrap();
+    assert_eq!(profile.gemm.fp8_relative_efficiency, before);
+    assert_eq!(before.unwrap().value, 0.95);
+}

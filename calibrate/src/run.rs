@@ -1,6 +1,6 @@
 //! The calibration run: checks for a GPU before touching CUDA, runs each
-//! stage in a fixed order (GEMM, kernel overhead, memory, PCIe, collectives,
-//! CPU Adam), reports progress, and hands the findings to the profile writer.
+//! stage in a fixed order (GEMM, kernel overhead, FP8 GEMM, memory, PCIe,
+//! collectives, CPU Adam), reports progress, and hands the findings to the profile writer.
 //! The GPUs' clocks, power and temperature are read before the first GPU
 //! stage and right after the last one (not after the CPU Adam stage, during
 //! which the GPUs idle back down).
@@ -9,7 +9,8 @@ use crate::error::CalibrateError;
 use crate::options::{CalibrateOptions, Progress};
 use crate::profile_writer::{self, Findings};
 use crate::{
-    collectives, collectives_stage, cpu_adam, gemm, gpu_state, memory_bandwidth, pcie, provenance,
+    collectives, collectives_stage, cpu_adam, gemm, gemm_fp8, gpu_state, memory_bandwidth, pcie,
+    provenance,
 };
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaContext;
@@ -39,6 +40,9 @@ pub fn run(
         findings
             .remarks
             .push("CPU-only run: no GPU quantity was measured".into());
+        findings
+            .remarks
+            .push("FP8 GEMMs not timed: CPU-only run; gemm.fp8_relative_efficiency keeps the base profile's value".into());
         let provenance = Provenance {
             host_cpu: provenance::host_cpu(),
             repeats: Some(options.cpu_adam_repeats()),
@@ -79,6 +83,11 @@ pub fn run(
     run_gemm(options, primary, &blas, &mut findings, progress)?;
     let cublas_version = gemm::cublas_version();
     drop(blas);
+    let datasheet = base
+        .detected
+        .as_ref()
+        .and_then(|gpu| gpu.datasheet.as_ref());
+    run_gemm_fp8(options, primary, datasheet, &mut findings, progress);
     run_memory(options, primary, &mut findings, progress)?;
     run_pcie(options, primary, &mut findings, progress)?;
     let nccl_version = run_collectives(options, &devices, &mut findings, progress)?;
@@ -186,19 +195,7 @@ fn run_gemm(
     let fp16_timings = gemm::time_shapes::<f16>(device, blas, &shapes, sweep, || stage.step())?;
     let progress = stage.sink;
     for timings in [bf16_timings, fp16_timings] {
-        findings.gemm.extend(timings.measured);
-        if !timings.skipped.is_empty() {
-            findings.remarks.push(format!(
-                "GEMMs not timed for lack of memory: {}",
-                timings.skipped.join(", ")
-            ));
-        }
-        if !timings.maybe_l2_resident.is_empty() {
-            findings.remarks.push(format!(
-                "GEMM entries that may be L2-resident (free memory allowed no buffer rotation above twice the L2): {}",
-                timings.maybe_l2_resident.join(", ")
-            ));
-        }
+        record_gemm_timings(findings, timings, "GEMMs not timed for lack of memory");
     }
     let mut stage = StageProgress::start("kernel overhead", 1, progress);
     findings.kernel_overhead_ns = Some(gpu::timing::launch_gap_ns(
@@ -215,6 +212,76 @@ fn run_gemm(
     });
     findings.stages.push("kernel overhead".into());
     Ok(())
+}
+
+/// The entries of one GEMM sweep, and remarks for what it skipped
+/// (`skipped_title`: why) and what may be L2-resident.
+fn record_gemm_timings(findings: &mut Findings, timings: gemm::GemmTimings, skipped_title: &str) {
+    findings.gemm.extend(timings.measured);
+    if !timings.skipped.is_empty() {
+        findings
+            .remarks
+            .push(format!("{skipped_title}: {}", timings.skipped.join(", ")));
+    }
+    if !timings.maybe_l2_resident.is_empty() {
+        findings.remarks.push(format!(
+            "GEMM entries that may be L2-resident (free memory allowed no buffer rotation above twice the L2): {}",
+            timings.maybe_l2_resident.join(", ")
+        ));
+    }
+}
+
+/// FP8 GEMMs through cuBLASLt, on GPUs with FP8 tensor cores
+/// ([`gemm_fp8::fp8_skip_reason`]). Like NCCL errors, a failure is a
+/// remark and the run goes on (no FP8 entry is then written).
+fn run_gemm_fp8(
+    options: &CalibrateOptions,
+    device: &Device,
+    datasheet: Option<&topologies::Datasheet>,
+    findings: &mut Findings,
+    progress: &mut dyn FnMut(Progress),
+) {
+    if let Some(reason) = gemm_fp8::fp8_skip_reason(
+        options.skip_fp8,
+        &device.info.name,
+        datasheet,
+        device.info.compute_capability,
+        gpu::gemm_fp8::cublaslt_present(),
+    ) {
+        findings.remarks.push(reason);
+        return;
+    }
+    let model = options.model.as_ref().map(|model| {
+        (
+            model,
+            options.microbatch_size as u64,
+            options.tensor_parallel as u64,
+        )
+    });
+    let cases = gemm_fp8::fp8_cases(options.quick, model);
+    let sweep = gemm::GemmSweep {
+        warmup: options.effective_warmup(),
+        repeats: options.effective_repeats(),
+    };
+    let mut stage = StageProgress::start("gemm fp8", cases.len(), progress);
+    let timings = gpu::gemm_fp8::LtContext::new(device.stream.clone())
+        .map_err(CalibrateError::from)
+        .and_then(|context| {
+            gemm_fp8::time_fp8_shapes(device, &context, &cases, sweep, || stage.step())
+        });
+    match timings {
+        Ok(timings) => {
+            record_gemm_timings(findings, timings, "FP8 GEMMs not timed");
+            findings.stages.push(if options.model.is_some() {
+                "gemm fp8 (cuBLASLt, TN, E4M3/E5M2 by role, bf16 out; model's FP8 layers + 8192^3/16384^3)".into()
+            } else {
+                "gemm fp8 (cuBLASLt, TN, E4M3, bf16 out; squares)".into()
+            });
+        }
+        Err(error) => findings.remarks.push(format!(
+            "FP8 GEMMs not timed: {error}; gemm.fp8_relative_efficiency keeps the base profile's value"
+        )),
+    }
 }
 
 fn run_memory(

@@ -136,8 +136,17 @@ fn cpu_only_profile_validates_and_marks_only_cpu_adam_measured() {
     assert!(provenance.created.ends_with('Z'));
     assert_eq!(
         provenance.remarks,
-        vec!["CPU-only run: no GPU quantity was measured".to_string()]
+        vec![
+            "CPU-only run: no GPU quantity was measured".to_string(),
+            "FP8 GEMMs not timed: CPU-only run; gemm.fp8_relative_efficiency keeps the base profile's value".to_string()
+        ]
     );
+    // The base (h200) FP8 ratio is kept, and no FP8 entry is invented.
+    assert_eq!(
+        profile.gemm.fp8_relative_efficiency,
+        default.gemm.fp8_relative_efficiency
+    );
+    assert!(profile.gemm.measured.iter().all(|g| g.dtype != "fp8"));
     assert!(provenance.gpu_state_before.is_none() && provenance.gpu_state_after.is_none());
     assert_eq!(provenance.statistic.as_deref(), Some("median"));
     assert_eq!(provenance.repeats, Some(2));
@@ -247,5 +256,55 @@ fn quick_gpu_run_measures_every_stage() {
     }
     for remark in &profile.provenance.remarks {
         eprintln!("remark: {remark}");
+    }
+    // A GPU whose datasheet has an FP8 peak (Hopper): every FP8 case timed
+    // in TN, faster than bf16 at 8192³, and the FP8 ratio measured.
+    let fp8_peak = profile
+        .provenance
+        .gpu_name
+        .as_deref()
+        .and_then(topologies::datasheet_for_device)
+        .and_then(|sheet| sheet.gpu.peak.fp8_flops_per_s);
+    let fp8: Vec<_> = profile
+        .gemm
+        .measured
+        .iter()
+        .filter(|g| g.dtype == "fp8")
+        .collect();
+    if fp8_peak.is_some() {
+        let model = options.model.as_ref().unwrap();
+        let cases = calibrate::gemm_fp8::fp8_cases(true, Some((model, 1, 8)));
+        assert_eq!(fp8.len(), cases.len(), "{:?}", profile.provenance.remarks);
+        assert!(fp8.iter().all(|g| g.layout.as_deref() == Some("tn")));
+        let square = |dtype: &str| {
+            profile
+                .gemm
+                .measured
+                .iter()
+                .find(|g| {
+                    g.dtype == dtype
+                        && g.layout.as_deref() == Some("tn")
+                        && (g.batch, g.m, g.n, g.k) == (1, 8192, 8192, 8192)
+                })
+                .unwrap()
+                .time_ns
+        };
+        assert!(
+            square("fp8") < square("bf16"),
+            "FP8 8192³ not faster than bf16"
+        );
+        let relative = profile.gemm.fp8_relative_efficiency.as_ref().unwrap();
+        assert_eq!(relative.source, Source::Measured, "{}", relative.note);
+        eprintln!(
+            "fp8_relative_efficiency {:.4}: {}",
+            relative.value, relative.note
+        );
+    } else {
+        assert!(fp8.is_empty());
+        assert!(profile
+            .provenance
+            .remarks
+            .iter()
+            .any(|r| r.starts_with("FP8 GEMMs not timed")));
     }
 }

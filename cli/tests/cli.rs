@@ -385,7 +385,13 @@ fn calibrate_prints_each_remark_on_its_own_line() {
     let text = std::fs::read_to_string(&out).unwrap();
     let profile = profile::Profile::from_json_str(&text, "cpu.json").unwrap();
     assert_eq!(printed, profile.provenance.remarks);
-    assert_eq!(printed, vec!["CPU-only run: no GPU quantity was measured"]);
+    assert_eq!(
+        printed,
+        vec![
+            "CPU-only run: no GPU quantity was measured",
+            "FP8 GEMMs not timed: CPU-only run; gemm.fp8_relative_efficiency keeps the base profile's value"
+        ]
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

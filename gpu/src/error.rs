@@ -37,6 +37,13 @@ pub enum GpuError {
         #[source]
         source: CublasError,
     },
+    /// A cuBLASLt call failed (the FP8 GEMMs, [`crate::gemm_fp8`]).
+    #[error("cuBLASLt error while {context}: {source}")]
+    CublasLt {
+        context: String,
+        #[source]
+        source: cudarc::cublaslt::result::CublasError,
+    },
     /// NVRTC could not compile a kernel.
     #[error("NVRTC error while {context}: {message}")]
     Nvrtc { context: String, message: String },
@@ -82,6 +89,20 @@ pub trait CublasContextExt<T> {
 impl<T> CublasContextExt<T> for Result<T, CublasError> {
     fn cublas(self, context: impl FnOnce() -> String) -> Result<T, GpuError> {
         self.map_err(|source| GpuError::Cublas {
+            context: context(),
+            source,
+        })
+    }
+}
+
+/// Adds context to cuBLASLt results.
+pub trait CublasLtContextExt<T> {
+    fn cublaslt(self, context: impl FnOnce() -> String) -> Result<T, GpuError>;
+}
+
+impl<T> CublasLtContextExt<T> for Result<T, cudarc::cublaslt::result::CublasError> {
+    fn cublaslt(self, context: impl FnOnce() -> String) -> Result<T, GpuError> {
+        self.map_err(|source| GpuError::CublasLt {
             context: context(),
             source,
         })

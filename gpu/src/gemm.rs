@@ -248,6 +248,6 @@ where
 #[cfg(test)]
 mod device_tests;
 #[cfg(test)]
-mod reference;
+pub(crate) mod reference;
 #[cfg(test)]
 mod tests;

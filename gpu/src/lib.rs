@@ -10,6 +10,7 @@
 //! | CUDA-event timing of repeated launches behind a gate; the GPU-side launch gap; how many buffer slots rotate beyond L2; the median/IQR summary | [`timing`] |
 //! | the gate (a `%globaltimer` wait kernel) and an empty kernel | [`gate`] |
 //! | one cuBLAS GEMM of a row-major shape in its operand layout (TN, NN, NT column-major call, buffer sets, random inputs) | [`gemm`] |
+//! | one FP8 GEMM through cuBLASLt as Transformer Engine issues it (E4M3/E5M2 by role, TN, bf16 out); the OCP FP8 encoder/decoder | [`gemm_fp8`] |
 //! | seeded random inputs (SplitMix64) | [`random`] |
 //! | find cuBLAS, NVRTC and NCCL (flags, env, loader, Python wheels) and the restart that makes cudarc load them | [`libraries`] |
 //! | NVRTC-compile a kernel to a cubin for the device's own architecture, load it | [`kernels`] |
@@ -31,6 +32,7 @@ pub mod detect;
 pub mod error;
 pub mod gate;
 pub mod gemm;
+pub mod gemm_fp8;
 pub mod kernels;
 pub mod libraries;
 pub mod random;

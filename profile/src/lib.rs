@@ -114,7 +114,8 @@ pub struct GpuState {
     pub temperature_c: Option<i32>,
 }
 
-/// A timed GEMM (fp16/bf16 in, fp32 accumulate).
+/// A timed GEMM: fp16/bf16 in (cuBLAS), or `dtype` "fp8" (cuBLASLt, E4M3/E5M2
+/// in, bf16 out, always layout "tn"); fp32 accumulate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GemmMeasurement {
@@ -153,6 +154,9 @@ pub struct GemmProfile {
     /// An FP8 GEMM's efficiency relative to a bf16 GEMM's of the same shape
     /// (the FP8 rate is the datasheet FP8 peak × `large_gemm_efficiency` ×
     /// this × tile quantization). Absent: 1, the bf16 efficiency unchanged.
+    /// calibrate measures it on GPUs with FP8 tensor cores: the largest FP8
+    /// square's efficiency over the FP8 peak, divided by the same run's
+    /// `large_gemm_efficiency`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp8_relative_efficiency: Option<Quantity>,
     #[serde(default)]

@@ -31,6 +31,10 @@ pub struct CalibrateArgs {
     /// Time only the CPU Adam step (no GPU needed).
     #[arg(long)]
     pub cpu_only: bool,
+    /// Do not time FP8 GEMMs (cuBLASLt) even on a GPU with FP8 tensor cores; the profile keeps the
+    /// base gemm.fp8_relative_efficiency.
+    #[arg(long)]
+    pub no_fp8: bool,
     /// Profile to start from (built-in name or file, ≤ 256 MiB); default: the built-in for the detected
     /// GPU (a100-80gb, v100-32gb, h100-sxm, h200, b200, gb200), or the closest one, said in a remark.
     #[arg(long)]
@@ -54,6 +58,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         microbatch_size: args.microbatch_size,
         repeats: args.repeats,
         cpu_only: args.cpu_only,
+        skip_fp8: args.no_fp8,
         base_profile: args.base_profile.clone(),
         ..CalibrateOptions::default()
     };

@@ -459,9 +459,21 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
     }
     let casts = sim::cost::layer_fp8_weight_casts(scenario);
     if !casts.is_empty() {
+        // A calibrated profile may hold FP8 GEMM timings (calibrate's FP8 stage).
+        let fp8_timed = scenario
+            .profile
+            .gemm
+            .measured
+            .iter()
+            .any(|g| g.dtype == "fp8");
+        let how = if fp8_timed {
+            "FP8 GEMMs timed by calibrate where the profile has the shape, else"
+        } else {
+            "no FP8 GEMM is calibrated:"
+        };
         writeln!(
             out,
-            "\nfp8: GEMMs marked (fp8) run on FP8 inputs at the {:.0} TFLOP/s FP8 peak (no FP8 GEMM is calibrated: \
+            "\nfp8: GEMMs marked (fp8) run on FP8 inputs at the {:.0} TFLOP/s FP8 peak ({how} \
              the bf16 efficiency model); the rest stays bf16. Once per iteration, before each chunk's first \
              microbatch, every layer's weights are cast to FP8 with their transposes (Transformer Engine's weight cache):",
             scenario.topology.gpu.peak.fp8_flops_per_s.unwrap_or(0.0) / 1e12

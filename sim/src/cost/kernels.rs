@@ -92,7 +92,8 @@ fn gemm_seconds_at(
 /// Modeled seconds of one FP8 GEMM (without launch overhead): the GPU's
 /// dense FP8 rate with the bf16 GEMMs' large-GEMM efficiency times the
 /// profile's `fp8_relative_efficiency` (a published FP8-to-bf16 kernel
-/// ratio: calibrate times no FP8 GEMM yet) and tile quantization, or its
+/// ratio in the embedded profiles; measured by calibrate's FP8 stage in a
+/// calibrated one) and tile quantization, or its
 /// FP8-input bytes at HBM bandwidth if slower. A GPU without an FP8 rate is
 /// refused at validation; here it falls back to its bf16 rate.
 pub fn fp8_gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {
@@ -180,7 +181,8 @@ impl<'a> KernelCostModel<'a> {
 
     /// Measured time of an FP8 GEMM: entries of dtype "fp8" only (a bf16
     /// measurement says nothing of the FP8 rate), its layout first. calibrate
-    /// times no FP8 GEMM yet, so today this is always `None`.
+    /// writes them (cuBLASLt, TN, on a GPU with FP8 tensor cores); the
+    /// embedded profiles have none.
     pub fn measured_fp8_gemm_seconds(&self, shape: &GemmShape, layout: GemmLayout) -> Option<f64> {
         let name = layout.name();
         let fp8 = |e: &GemmMeasurement| e.dtype == "fp8";
@@ -197,19 +199,21 @@ impl<'a> KernelCostModel<'a> {
     /// Measured time of a GEMM shape called in `layout`: exact, or
     /// interpolated along one dimension, from the first of these sets of
     /// entries that gives one: that layout in the model's precision, that
-    /// layout in any dtype, any layout in that precision, all entries.
+    /// layout in any dtype, any layout in that precision, all entries; FP8
+    /// entries never (an FP8 GEMM runs at about twice the bf16 rate).
     pub fn measured_gemm_seconds(&self, shape: &GemmShape, layout: GemmLayout) -> Option<f64> {
         if self.measured.is_empty() {
             return None;
         }
         let name = layout.name();
-        let same_layout = |e: &GemmMeasurement| e.layout.as_deref() == Some(name);
+        let not_fp8 = |e: &GemmMeasurement| e.dtype != "fp8";
+        let same_layout = |e: &GemmMeasurement| e.layout.as_deref() == Some(name) && not_fp8(e);
         let dtype = self.precision.high_precision().name();
         let same_dtype = |e: &GemmMeasurement| e.dtype == dtype;
         self.measured_seconds_among(shape, |e| same_layout(e) && same_dtype(e))
             .or_else(|| self.measured_seconds_among(shape, same_layout))
             .or_else(|| self.measured_seconds_among(shape, same_dtype))
-            .or_else(|| self.measured_seconds_among(shape, |_| true))
+            .or_else(|| self.measured_seconds_among(shape, not_fp8))
     }
 
     /// Exact or interpolated time from the entries `accept` keeps.
@@ -515,5 +519,45 @@ mod tests {
         let ratio = gemm_seconds_in(Precision::Bf16, &big, &gpu, &profile)
             / fp8_gemm_seconds(&big, &gpu, &profile);
         assert!((ratio - 1979.0 / 989.0).abs() < 1e-12, "{ratio}");
+    }
+    #[test]
+    fn bf16_gemms_never_take_fp8_measurements() {
+        let gpu = topologies::preset("h100").unwrap().gpu;
+        let mut profile = Profile::builtin("h100-sxm").unwrap();
+        // Only an FP8 entry of the very shape and layout (as calibrate now
+        // writes): the bf16 GEMM is modeled, not read at the FP8 time.
+        profile.gemm.measured = vec![GemmMeasurement {
+            dtype: "fp8".into(),
+            ..entry(1024, 6_000, "tn")
+        }];
+        let model = KernelCostModel::new(&gpu, &profile).with_precision(Precision::Bf16);
+        let bf16_kernel = Kernel {
+            name: "mlp_fc1",
+            class: KernelClass::Gemm {
+                shape: shape(1024, 1024),
+                layout: GemmLayout::Tn,
+            },
+            flops: shape(1024, 1024).flops(),
+            bytes: 0.0,
+        };
+        let overhead_s = profile.gemm.kernel_overhead_ns.value * 1e-9;
+        let modeled =
+            gemm_seconds_in(Precision::Bf16, &shape(1024, 1024), &gpu, &profile) + overhead_s;
+        assert_eq!(model.kernel_seconds(&bf16_kernel), modeled);
+        assert!(modeled > 6e-6 + overhead_s);
+        // Nor in another layout, nor through interpolation.
+        profile.gemm.measured.push(GemmMeasurement {
+            dtype: "fp8".into(),
+            ..entry(512, 2_000, "nn")
+        });
+        let model = KernelCostModel::new(&gpu, &profile).with_precision(Precision::Bf16);
+        assert_eq!(
+            model.measured_gemm_seconds(&shape(1024, 1024), GemmLayout::Nn),
+            None
+        );
+        assert_eq!(
+            model.measured_gemm_seconds(&shape(768, 1024), GemmLayout::Tn),
+            None
+        );
     }
 }

@@ -83,7 +83,7 @@ pub fn model_fp8_shapes(
                 }
                 _ => None,
             },
-            Step::TensorAllReduce { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
         });
     dedup_by_shape(cases)
 }

@@ -3,7 +3,9 @@
 //! analytical curves (p−1)/m for GPipe and 1F1B and (p−1)/(v·m) for
 //! interleaved 1F1B with v model chunks per rank; ZB-H1's (p−1)(F+I−W) over
 //! m(F+I+W) is (p−1)/(3·m) when F = I = W (Qi et al., ICLR 2024, Sec. 3.1),
-//! drawn as the curve of k = 3. The m axis is logarithmic
+//! drawn as the curve of k = 3, as is DualPipeV's (p−1)(F&B+B−3W) over
+//! 2m(F+I+W) per chunk when F&B = F+B (the DualPipe README); ZB-V's start
+//! skew (p−1)F over 2m(F+I+W) is the curve of k = 6. The m axis is logarithmic
 //! (base 2), ticked at the m values of the data.
 
 use crate::colors::SERIES_COLORS;
@@ -23,7 +25,7 @@ pub struct BubbleSeries {
     /// Legend label, e.g. "1F1B (simulated)".
     pub label: String,
     /// k of the analytical curve (p−1)/(k·m): the model chunks per rank v
-    /// (1 for GPipe and 1F1B), 3 for ZB-H1 (F = I = W).
+    /// (1 for GPipe and 1F1B), 3 for ZB-H1 and DualPipeV, 6 for ZB-V (F = I = W).
     pub chunks: u32,
     /// (microbatches m, simulated bubble time ÷ ideal compute time).
     pub points: Vec<(u32, f64)>,
@@ -204,7 +206,10 @@ impl Picture for BubbleChart {
             let label = if chunks == 1 {
                 "(p−1)/m analytical".to_string()
             } else if chunks == 3 {
-                "(p−1)/(3·m) analytical: ZB-H1 (F = I = W), interleaved v = 3".to_string()
+                "(p−1)/(3·m) analytical: ZB-H1, DualPipeV (F = I = W), interleaved v = 3"
+                    .to_string()
+            } else if chunks == 6 {
+                "(p−1)/(6·m) analytical: ZB-V's start skew (F = I = W)".to_string()
             } else {
                 format!("(p−1)/(v·m) analytical, v = {chunks}")
             };

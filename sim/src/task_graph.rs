@@ -147,8 +147,8 @@ impl From<Pass> for ComputePass {
             Pass::Backward => ComputePass::Backward,
             Pass::InputGradient => ComputePass::InputGradient,
             Pass::WeightGradient => ComputePass::WeightGradient,
-            // A pair is two passes; callers split it first (`Action::halves`).
-            Pass::ForwardBackward => ComputePass::Forward,
+            // A pair is two passes: lowering splits it first (`Action::halves`).
+            Pass::ForwardBackward => unreachable!("an F&B pair is two passes, not one"),
         }
     }
 }

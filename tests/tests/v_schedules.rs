@@ -121,6 +121,34 @@ fn in_flight_activations_match_the_sources() {
 }
 
 #[test]
+fn deferred_weight_gradients_owed_follow_the_action_order() {
+    // Not stated by the sources; counted from their orders. ZB-V: steady
+    // state I then W at once; the cool-down's r × [I₀, I₁] leaves 2r owed,
+    // the next I₀ makes 2r+1. DualPipeV: phase 6 leaves r+1 owed (its split
+    // from the midpoint), phase 7 keeps r+1 (a W, then an I), phase 8 drains.
+    for (p, m) in GRID {
+        let zb_v = PipelineSchedule::generate(ScheduleKind::ZbV, p, 2, m);
+        for rank in 0..p {
+            assert_eq!(
+                zb_v.peak_weight_pending(rank),
+                2 * rank + 1,
+                "zb-v p={p} m={m}"
+            );
+        }
+        if m >= 2 * p {
+            let dual = PipelineSchedule::generate(ScheduleKind::DualPipeV, p, 2, m);
+            for rank in 0..p {
+                assert_eq!(
+                    dual.peak_weight_pending(rank),
+                    rank + 1,
+                    "dualpipev p={p} m={m}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn every_v_schedule_runs_without_deadlock_over_a_grid_with_and_without_recompute() {
     for (p, m) in SHORT {
         let zb_v = PipelineSchedule::generate(ScheduleKind::ZbV, p, 2, m);

@@ -59,6 +59,8 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         (ScheduleKind::Interleaved, 4, "interleaved v=4"),
         (ScheduleKind::ZbH1, 1, "ZB-H1"),
         (ScheduleKind::LoopedBfs, 2, "looped BFS v=2"),
+        (ScheduleKind::ZbV, 2, "ZB-V"),
+        (ScheduleKind::DualPipeV, 2, "DualPipeV"),
     ] {
         let mut points = Vec::new();
         for &m in &args.microbatches {
@@ -85,11 +87,14 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         if !points.is_empty() {
             series.push(reports::BubbleSeries {
                 label: label.into(),
-                // ZB-H1's analytical curve is (p−1)/(3·m) (F = I = W).
-                chunks: if schedule == ScheduleKind::ZbH1 {
-                    3
-                } else {
-                    chunks
+                // With F = I = W (and F&B = F+B) over the ideal 2m(F+I+W)
+                // per chunk: ZB-H1's (p−1)F is (p−1)/(3·m), ZB-V's start
+                // skew (p−1)F is (p−1)/(6·m), DualPipeV's (p−1)(F&B+B−3W)
+                // = (p−1)·2F is (p−1)/(3·m).
+                chunks: match schedule {
+                    ScheduleKind::ZbH1 | ScheduleKind::DualPipeV => 3,
+                    ScheduleKind::ZbV => 6,
+                    _ => chunks,
                 },
                 points,
             });

@@ -300,6 +300,27 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             owed.join(" ")
         )?;
     }
+    if scenario.layout.stage_map == models::sharding::StageMap::V {
+        let p = scenario.layout.pipeline_parallel;
+        let in_flight: Vec<String> = (0..p)
+            .map(|stage| schedule.peak_in_flight(stage).to_string())
+            .collect();
+        writeln!(
+            out,
+            "V map ({}): stage r holds virtual stages r and 2p−1−r (embedding and loss on stage 0, \
+             the turn local on stage {}). Peak chunk-microbatches of activations per stage: {}",
+            scenario.schedule.name(),
+            p - 1,
+            in_flight.join(" ")
+        )?;
+        if scenario.schedule == sim::scenario::ScheduleKind::DualPipeV {
+            writeln!(
+                out,
+                "F&B pairs (F…&B…): overlap of the pair not modeled: costed as sequential, \
+                 the forward's output sent when the pair ends"
+            )?;
+        }
+    }
     write_layer_kernels(out, scenario)
 }
 

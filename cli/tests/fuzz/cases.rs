@@ -244,7 +244,14 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         ("--max-chunks", &["1", "2"][..], 70),
         (
             "--schedule",
-            &["1f1b", "gpipe,interleaved", "1f1b,1f1b", "looped-bfs,1f1b"][..],
+            &[
+                "1f1b",
+                "gpipe,interleaved",
+                "1f1b,1f1b",
+                "looped-bfs,1f1b",
+                "zb-v,dualpipev",
+                "dualpipe",
+            ][..],
             40,
         ),
         ("--recompute", &["none", "full,selective"][..], 40),

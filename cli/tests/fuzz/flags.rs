@@ -231,10 +231,17 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
     }
     if chunks != "1" {
         flags.push("--chunks", Some(chunks.to_string()));
+        // The V schedules need exactly 2 chunks (and dualpipev m ≥ 2p);
+        // other counts must be refused with exit 2, never a panic.
         flags.push(
             "--schedule",
-            Some(value(&["interleaved", "interleaved", "looped-bfs"], rng)),
+            Some(value(
+                &["interleaved", "interleaved", "looped-bfs", "zb-v", "dualpipev"],
+                rng,
+            )),
         );
+    } else if rng.chance(5) {
+        flags.push("--schedule", Some("dualpipe".to_string()));
     } else if rng.chance(40) {
         flags.push(
             "--schedule",

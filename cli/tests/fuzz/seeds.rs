@@ -181,6 +181,29 @@ impl Seeds {
             "2",
             "--dp",
             "1",
+            "--chunks",
+            "2",
+            "--schedule",
+            "zb-v",
+            "--explain",
+        ]);
+        tiny(&[
+            "--pp",
+            "2",
+            "--dp",
+            "1",
+            "--chunks",
+            "2",
+            "--schedule",
+            "dualpipev",
+            "--timeline",
+            "t5.json",
+        ]);
+        tiny(&[
+            "--pp",
+            "2",
+            "--dp",
+            "1",
             "--global-batch",
             "4",
             "--chunks",
@@ -210,7 +233,7 @@ impl Seeds {
             "--timeline",
             "t4.json",
         ]);
-        let timelines = ["t1.json", "t2.jsonl", "t3.json", "t4.json"]
+        let timelines = ["t1.json", "t2.jsonl", "t3.json", "t4.json", "t5.json"]
             .iter()
             .map(|name| {
                 let text = std::fs::read_to_string(dir.join(name)).unwrap();

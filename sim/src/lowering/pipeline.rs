@@ -18,7 +18,11 @@
 //! does; its weight-gradient pass sends nothing and has no tensor all-reduce,
 //! and a chunk's gradients are ready after its last weight-gradient pass.
 //! Sends are blocking as in Megatron's `send_forward_recv_backward`: the
-//! sender's next pass waits for its send. After the last action, the
+//! sender's next pass waits for its send. Virtual stages sit on the ranks the
+//! layout's stage map says (interleaved, or V: a send between two virtual
+//! stages of one rank is a local hand-off, no transfer); an overlapped F&B
+//! pair (DualPipeV) is lowered as its two passes back to back, as one unit.
+//! After the last action (`iteration_end.rs`), the
 //! data-parallel all-reduce (when d > 1; not overlapped, as in Megatron SC21)
 //! and the optimizer step follow. With `overlap_grad_reduce` the all-reduce
 //! is one per chunk, after the chunk's last backward; with

@@ -212,7 +212,23 @@ mod tests {
             schedule: Some(crate::scenario::ScheduleKind::ZbH2),
             ..ScenarioFile::tiny_example()
         };
-        for file in [offload, buckets, zero_bubble, ScenarioFile::tiny_example()] {
+        // The V schedules: two chunks per stage, a local turn, DualPipeV's pairs.
+        let v_shaped = |schedule| ScenarioFile {
+            pp: Some(2),
+            dp: Some(2),
+            chunks: Some(2),
+            global_batch: Some(16),
+            schedule: Some(schedule),
+            ..ScenarioFile::tiny_example()
+        };
+        for file in [
+            offload,
+            buckets,
+            zero_bubble,
+            v_shaped(crate::scenario::ScheduleKind::ZbV),
+            v_shaped(crate::scenario::ScheduleKind::DualPipeV),
+            ScenarioFile::tiny_example(),
+        ] {
             let (tasks, estimate) = tasks_and_estimate(file.clone());
             // About right: without its buckets and tiles the offload
             // estimate was 6.7 times too small.

@@ -199,12 +199,14 @@ pub fn dualpipe_v(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
     }
     // 6: both backwards, split from the midpoint on.
     let mut split = false;
-    for index in 0..r + 1 {
-        if index == (r + 1) / 2 && r % 2 == 1 {
+    let steps = r + 1;
+    let midpoint = steps / 2;
+    for index in 0..steps {
+        if index == midpoint && r % 2 == 1 {
             split = true;
         }
         state.backward(1, split);
-        if index == (r + 1) / 2 && r % 2 == 0 {
+        if index == midpoint && r % 2 == 0 {
             split = true;
         }
         state.backward(0, split);

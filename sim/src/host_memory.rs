@@ -41,7 +41,7 @@ pub fn available() -> Option<AvailableMemory> {
 /// A simulation that would not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "this layout needs about {:.1} GB to simulate ({tasks} tasks × {BYTES_PER_TASK} B) but only {:.1} GB is available ({limit}); use fewer microbatches or GPUs, or a machine with more memory",
+    "this layout needs about {tasks} tasks per simulation, about {:.1} GB ({BYTES_PER_TASK} B a task), but only {:.1} GB is available ({limit}); use fewer microbatches or GPUs, or a machine with more memory",
     *.needed_bytes as f64 / 1e9,
     *.available_bytes as f64 / 1e9
 )]

@@ -1,12 +1,14 @@
-//! The task graph: a petgraph DAG whose nodes are [`Task`]s and whose edges
-//! are data dependencies and per-stream program order, plus the side tables
-//! tasks index (rank groups, distinct works). Built by [`crate::lowering`],
-//! replayed by [`crate::engine`] and (later) by the GPU executor.
+//! The task graph: a DAG whose nodes are [`Task`]s and whose edges are data
+//! dependencies and per-stream program order, plus the side tables tasks
+//! index (rank groups, distinct works). Built by [`crate::lowering`], replayed
+//! by [`crate::engine`] and by the GPU executor. Stored compactly
+//! ([`crate::task_columns`]): task fields as columns, successors as CSR rows;
+//! petgraph only finds a cycle's members when there is one.
 
 use crate::ids::{GroupId, Rank, TaskId, WorkId};
 use crate::schedule::Pass;
 use crate::task::Task;
-use petgraph::graph::{DiGraph, NodeIndex};
+use crate::task_columns::{Csr, TaskColumns};
 use std::collections::BTreeMap;
 
 /// What a piece of work is; many tasks share one, so each is costed once.
@@ -149,11 +151,15 @@ pub enum Dependency {
     ProgramOrder,
 }
 
-/// A sealed task graph with its side tables. Read through its methods; the
-/// petgraph graph inside is an implementation detail.
+/// A sealed task graph with its side tables, in compact form: task fields as
+/// columns and successors as CSR rows ([`crate::task_columns`]). Read through
+/// its methods.
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
-    graph: DiGraph<Task, Dependency, u32>,
+    tasks: TaskColumns,
+    successors: Csr,
+    /// Predecessor rows, built on first use (the executor and tests ask; the engine does not).
+    predecessors: std::sync::OnceLock<Csr>,
     /// Ranks of each group.
     groups: Vec<Vec<Rank>>,
     /// Distinct works, indexed by `WorkId`.
@@ -177,10 +183,13 @@ fn describe_tasks(tasks: &[String]) -> String {
         .join(" → ")
 }
 
-/// Incremental builder used by lowering.
+/// Incremental builder used by lowering: tasks as columns, edges as a list
+/// turned into CSR rows once, by [`TaskGraphBuilder::finish`].
 #[derive(Debug, Default)]
 pub struct TaskGraphBuilder {
-    graph: DiGraph<Task, Dependency, u32>,
+    tasks: TaskColumns,
+    edges: Vec<(u32, u32)>,
+    why: Vec<Dependency>,
     groups: Vec<Vec<Rank>>,
     group_index: BTreeMap<Vec<Rank>, GroupId>,
     works: Vec<Work>,
@@ -190,7 +199,9 @@ pub struct TaskGraphBuilder {
 impl TaskGraphBuilder {
     pub fn with_capacity(nodes: usize, edges: usize) -> TaskGraphBuilder {
         TaskGraphBuilder {
-            graph: DiGraph::with_capacity(nodes, edges),
+            tasks: TaskColumns::with_capacity(nodes),
+            edges: Vec::with_capacity(edges),
+            why: Vec::with_capacity(edges),
             ..TaskGraphBuilder::default()
         }
     }
@@ -218,23 +229,26 @@ impl TaskGraphBuilder {
     }
 
     pub fn add_task(&mut self, task: Task) -> TaskId {
-        TaskId(self.graph.add_node(task).index() as u32)
+        self.tasks.push(task)
     }
 
     pub fn add_edge(&mut self, from: TaskId, to: TaskId, why: Dependency) {
-        self.graph.add_edge(
-            NodeIndex::new(from.index()),
-            NodeIndex::new(to.index()),
-            why,
-        );
+        debug_assert!(from.index() < self.tasks.len() && to.index() < self.tasks.len());
+        self.edges.push((from.0, to.0));
+        self.why.push(why);
     }
 
-    pub fn task(&self, id: TaskId) -> &Task {
-        &self.graph[NodeIndex::new(id.index())]
+    pub fn task(&self, id: TaskId) -> Task {
+        self.tasks.get(id.index())
+    }
+
+    /// The group of task `id` (without assembling the whole task).
+    pub fn task_group(&self, id: TaskId) -> GroupId {
+        self.tasks.group(id.index())
     }
 
     pub fn task_count(&self) -> usize {
-        self.graph.node_count()
+        self.tasks.len()
     }
 
     pub fn group_count(&self) -> usize {
@@ -246,11 +260,27 @@ impl TaskGraphBuilder {
         &self.groups[group.index()]
     }
 
+    /// Seals the graph: the edge list becomes CSR successor rows, each row
+    /// most recently added edge first (the order the engine has always
+    /// started successors in).
     pub fn finish(self, n_ranks: u32) -> TaskGraph {
+        let TaskGraphBuilder {
+            mut tasks,
+            edges,
+            why,
+            groups,
+            works,
+            ..
+        } = self;
+        tasks.shrink_to_fit();
+        let successors = Csr::from_edges(tasks.len(), &edges, &why);
+        drop((edges, why));
         TaskGraph {
-            graph: self.graph,
-            groups: self.groups,
-            works: self.works,
+            tasks,
+            successors,
+            predecessors: std::sync::OnceLock::new(),
+            groups,
+            works,
             n_ranks,
         }
     }
@@ -258,11 +288,11 @@ impl TaskGraphBuilder {
 
 impl TaskGraph {
     pub fn task_count(&self) -> usize {
-        self.graph.node_count()
+        self.tasks.len()
     }
 
     pub fn edge_count(&self) -> usize {
-        self.graph.edge_count()
+        self.successors.len()
     }
 
     /// GPUs the graph runs on.
@@ -271,8 +301,8 @@ impl TaskGraph {
     }
 
     /// Every task, by id.
-    pub fn tasks(&self) -> impl Iterator<Item = &Task> + '_ {
-        self.graph.node_weights()
+    pub fn tasks(&self) -> impl ExactSizeIterator<Item = Task> + '_ {
+        (0..self.tasks.len()).map(|index| self.tasks.get(index))
     }
 
     /// The ranks of a group.
@@ -294,63 +324,139 @@ impl TaskGraph {
         &self.works[work.index()]
     }
 
-    /// The tasks `id` waits for (most recently added edge first).
+    /// The work of task `id` (one column read: what the engine needs for a duration).
+    #[inline]
+    pub fn work_of(&self, id: TaskId) -> WorkId {
+        self.tasks.work(id.index())
+    }
+
+    /// Every task's work, by id.
+    pub fn task_works(&self) -> &[WorkId] {
+        self.tasks.works()
+    }
+
+    /// The kind of task `id`.
+    pub fn kind_of(&self, id: TaskId) -> crate::task::TaskKind {
+        self.tasks.kind(id.index())
+    }
+
+    /// The tasks `id` waits for, sources in id order (rows built on first call).
     pub fn predecessors(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
-        self.graph
-            .neighbors_directed(NodeIndex::new(id.index()), petgraph::Direction::Incoming)
-            .map(|node| TaskId(node.index() as u32))
+        self.predecessors
+            .get_or_init(|| self.successors.transpose())
+            .row(id.index())
+            .iter()
+            .map(|&index| TaskId(index))
     }
 
     /// The tasks waiting for `id` (most recently added edge first).
     pub fn successors(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
-        self.graph
-            .neighbors_directed(NodeIndex::new(id.index()), petgraph::Direction::Outgoing)
-            .map(|node| TaskId(node.index() as u32))
+        self.successors
+            .row(id.index())
+            .iter()
+            .map(|&index| TaskId(index))
     }
 
-    /// A topological order of the tasks, or the tasks of a cycle.
+    /// The successor ids of task `index` as a slice (the engine's inner loop).
+    #[inline]
+    pub(crate) fn successor_slice(&self, index: usize) -> &[u32] {
+        self.successors.row(index)
+    }
+
+    /// How many edges enter each task.
+    pub(crate) fn in_degrees(&self) -> Vec<u32> {
+        let mut degrees = vec![0u32; self.task_count()];
+        for &to in self.successors.targets() {
+            degrees[to as usize] += 1;
+        }
+        degrees
+    }
+
+    /// A topological order of the tasks (Kahn's, ready tasks first in, first
+    /// out), or the tasks of a cycle.
     pub fn topological_order(&self) -> Result<Vec<TaskId>, CycleError> {
-        self.check_acyclic()?;
-        let order = petgraph::algo::toposort(&self.graph, None).expect("checked acyclic");
-        Ok(order
-            .into_iter()
-            .map(|node| TaskId(node.index() as u32))
-            .collect())
+        let mut remaining = self.in_degrees();
+        let mut order: Vec<TaskId> = (0..self.task_count())
+            .filter(|&index| remaining[index] == 0)
+            .map(|index| TaskId(index as u32))
+            .collect();
+        let mut next = 0;
+        while next < order.len() {
+            let task = order[next];
+            next += 1;
+            for &successor in self.successor_slice(task.index()) {
+                remaining[successor as usize] -= 1;
+                if remaining[successor as usize] == 0 {
+                    order.push(TaskId(successor));
+                }
+            }
+        }
+        if order.len() == self.task_count() {
+            Ok(order)
+        } else {
+            Err(self.cycle(&remaining))
+        }
     }
 
-    /// Every edge as (from, to, why), in insertion order.
+    /// The tasks of one cycle among those Kahn's algorithm could not order
+    /// (`remaining` > 0), found with petgraph on that part of the graph.
+    fn cycle(&self, remaining: &[u32]) -> CycleError {
+        let stuck: Vec<u32> = (0..self.task_count() as u32)
+            .filter(|&index| remaining[index as usize] > 0)
+            .collect();
+        let mut graph = petgraph::graph::DiGraph::<u32, (), u32>::with_capacity(stuck.len(), 0);
+        let nodes: BTreeMap<u32, petgraph::graph::NodeIndex<u32>> = stuck
+            .iter()
+            .map(|&index| (index, graph.add_node(index)))
+            .collect();
+        for (&index, &node) in &nodes {
+            for successor in self.successor_slice(index as usize) {
+                if let Some(&target) = nodes.get(successor) {
+                    graph.add_edge(node, target, ());
+                }
+            }
+        }
+        let members = petgraph::algo::tarjan_scc(&graph)
+            .into_iter()
+            .find(|component| {
+                component.len() > 1
+                    || component
+                        .iter()
+                        .any(|&node| graph.contains_edge(node, node))
+            })
+            .unwrap_or_default();
+        CycleError {
+            tasks: members
+                .iter()
+                .map(|&node| self.describe(TaskId(graph[node])))
+                .collect(),
+        }
+    }
+
+    /// Every edge as (from, to, why), grouped by source in id order (each
+    /// source's in successor order).
     pub fn edges(&self) -> impl Iterator<Item = (TaskId, TaskId, Dependency)> + '_ {
-        self.graph.raw_edges().iter().map(|edge| {
-            (
-                TaskId(edge.source().index() as u32),
-                TaskId(edge.target().index() as u32),
-                edge.weight,
-            )
+        (0..self.task_count()).flat_map(move |from| {
+            self.successors
+                .row_with_why(from)
+                .map(move |(to, why)| (TaskId(from as u32), TaskId(to), why))
         })
     }
 
-    pub fn task(&self, id: TaskId) -> &Task {
-        &self.graph[NodeIndex::new(id.index())]
+    pub fn task(&self, id: TaskId) -> Task {
+        self.tasks.get(id.index())
     }
 
     /// Fails with the tasks of one cycle if the graph is not a DAG.
     pub fn check_acyclic(&self) -> Result<(), CycleError> {
-        match petgraph::algo::toposort(&self.graph, None) {
-            Ok(_) => Ok(()),
-            Err(cycle) => {
-                let sccs = petgraph::algo::tarjan_scc(&self.graph);
-                let members = sccs
-                    .into_iter()
-                    .find(|component| component.len() > 1 || component.contains(&cycle.node_id()))
-                    .unwrap_or_else(|| vec![cycle.node_id()]);
-                Err(CycleError {
-                    tasks: members
-                        .iter()
-                        .map(|&n| self.describe(TaskId(n.index() as u32)))
-                        .collect(),
-                })
-            }
-        }
+        self.topological_order().map(|_| ())
+    }
+
+    /// Frees the successor rows once the engine has run (the report keeps the
+    /// task columns to describe and materialise its timeline).
+    pub(crate) fn release_edges(&mut self) {
+        self.successors = Csr::default();
+        self.predecessors = std::sync::OnceLock::new();
     }
 
     /// "forward s3 mb5 c0 on ranks [24..31]"-style description of a task.

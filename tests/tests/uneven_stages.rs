@@ -38,7 +38,7 @@ fn a_126_layer_model_runs_on_16_stages_with_the_first_and_last_lighter() {
     let forward: Vec<f64> = (0..16)
         .map(|stage| {
             report
-                .timeline
+                .timeline()
                 .tasks
                 .iter()
                 .find(|t| {

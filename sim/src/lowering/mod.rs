@@ -45,7 +45,7 @@ pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
 /// Builds the task graph of a scenario's iteration (or iterations).
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let mut builder =
-        TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 2 * estimated_tasks(scenario));
+        TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 4 * estimated_tasks(scenario));
     let mut program = match scenario.options.offload {
         None => pipeline::program(scenario, schedule, &mut builder),
         Some(_) => offload::program(scenario, schedule, &mut builder),
@@ -57,9 +57,9 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     builder.finish(scenario.layout.gpus())
 }
 
-/// About how many tasks the graph gets (to size it once).
+/// About how many tasks the graph gets (to size it once; never past 32-bit ids).
 fn estimated_tasks(scenario: &Scenario) -> usize {
     scenario
         .estimated_tasks()
-        .min(crate::scenario::task_limit()) as usize
+        .min(crate::scenario::MAX_TASKS) as usize
 }

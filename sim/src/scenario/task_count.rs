@@ -1,6 +1,9 @@
 //! How many tasks a scenario's graph gets, estimated before it is built:
-//! scenario validation refuses graphs over [`task_limit`] (at most
-//! [`MAX_TASKS`]), and lowering sizes the graph with the same estimate.
+//! the host-memory check ([`crate::host_memory`]) refuses a simulation whose
+//! estimate × [`BYTES_PER_TASK`] exceeds what the machine has, scenario
+//! validation refuses only graphs past 32-bit task ids (or past
+//! `CLUSTERSIM_MAX_TASKS` when that is set), and lowering sizes the graph
+//! with the same estimate.
 
 use super::{Layout, Recompute, Scenario, TrainingOptions};
 use crate::lowering::passes::layers_per_bucket;
@@ -8,23 +11,27 @@ use crate::lowering::CPU_ADAM_TILE_PARAMS;
 use models::sharding::{parameters_of_layers, parameters_on_rank};
 use models::ModelSpec;
 
-/// Largest task graph a simulation will build (the 1T model on 3072 GPUs
-/// needs 7.3 million tasks with its host lane and ~1.2 GB).
-pub const MAX_TASKS: u64 = 60_000_000;
+/// The most tasks a graph can hold: task ids are `u32`
+/// ([`crate::task_columns::TaskColumns::push`]). Not a memory guess: memory
+/// is [`crate::host_memory`]'s to judge.
+pub const MAX_TASKS: u64 = u32::MAX as u64;
 
-/// Peak resident bytes per task of [`estimated_task_count`]: the task, its
-/// edges, its duration, the engine's queue entry and its timeline record.
+/// Peak resident bytes per task of [`estimated_task_count`]: the task's
+/// columns, its edges (CSR, built from an edge list), its duration, the
+/// engine's start, end and in-degree and the metrics' per-rank index.
 /// Measured on the 1T model on 3,072 GPUs (t=8 p=64 d=6, B=3072):
-/// `/usr/bin/time -v clustersim simulate` peaks at 1,275,208 KiB for
-/// 6,488,064 estimated tasks (7,266,176 built) = 201 B, rounded to 200.
-pub const BYTES_PER_TASK: u64 = 200;
+/// `/usr/bin/time -v clustersim simulate` peaks at 654,780 KiB for
+/// 6,488,064 estimated tasks (7,266,224 built) = 103 B, rounded up to 110
+/// (the petgraph engine before it peaked at 1,275,208 KiB, 201 B).
+pub const BYTES_PER_TASK: u64 = 110;
 
-/// The environment variable that lowers the task limit below [`MAX_TASKS`].
+/// The environment variable that sets a task limit below [`MAX_TASKS`]
+/// (none by default; the CLI fuzzer sets one to keep every run small).
 pub const TASK_LIMIT_VARIABLE: &str = "CLUSTERSIM_MAX_TASKS";
 
 /// The task limit in force: [`MAX_TASKS`], or the whole number in
-/// `CLUSTERSIM_MAX_TASKS` when that is smaller (a machine with less memory; the
-/// CLI fuzzer runs under a 4 GiB cap). Anything else in the variable is ignored.
+/// `CLUSTERSIM_MAX_TASKS` when that is smaller. Anything else in the
+/// variable is ignored.
 pub fn task_limit() -> u64 {
     static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *LIMIT.get_or_init(|| {

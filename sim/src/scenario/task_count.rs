@@ -263,7 +263,21 @@ mod tests {
             },
             ..ScenarioFile::default()
         };
-        let problems = file.resolve().unwrap_err().to_string();
-        assert!(problems.contains("tasks per simulation"), "{problems}");
+        // Its 1.6·10⁹ CPU Adam tiles are counted: under 32-bit ids, so
+        // validation passes it and the host-memory check refuses it.
+        let scenario = file.resolve().unwrap();
+        assert!(
+            scenario.estimated_tasks() > 1_600_000_000,
+            "{}",
+            scenario.estimated_tasks()
+        );
+        let workstation = crate::host_memory::AvailableMemory {
+            bytes: 64 << 30,
+            limit: "free memory",
+        };
+        let refusal = crate::host_memory::check_fits(&scenario, Some(workstation))
+            .unwrap_err()
+            .to_string();
+        assert!(refusal.contains("tasks per simulation"), "{refusal}");
     }
 }

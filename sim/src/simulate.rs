@@ -76,6 +76,32 @@ impl Spans for SimulatedRun {
             },
         }
     }
+
+    #[inline]
+    fn group(&self, index: usize) -> u32 {
+        self.graph.group_of(crate::ids::TaskId(index as u32)).0
+    }
+
+    #[inline]
+    fn flops(&self, index: usize) -> (timeline::TaskKind, u32, f64) {
+        let id = crate::ids::TaskId(index as u32);
+        (
+            self.graph.kind_of(id),
+            self.graph.group_of(id).0,
+            self.costs[self.graph.work_of(id).index()].flops,
+        )
+    }
+
+    #[inline]
+    fn interval(&self, index: usize) -> (timeline::TaskKind, timeline::StreamKind, u64, u64) {
+        let id = crate::ids::TaskId(index as u32);
+        (
+            self.graph.kind_of(id),
+            self.graph.stream_of(id),
+            self.start[index].as_nanos(),
+            self.end[index].as_nanos(),
+        )
+    }
 }
 
 /// How much one link carried over the iteration.

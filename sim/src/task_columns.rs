@@ -89,14 +89,17 @@ impl TaskColumns {
         &self.work
     }
 
+    #[inline]
     pub fn kind(&self, index: usize) -> TaskKind {
         self.kind[index]
     }
 
+    #[inline]
     pub fn stream(&self, index: usize) -> StreamKind {
         self.stream[index]
     }
 
+    #[inline]
     pub fn group(&self, index: usize) -> GroupId {
         self.group[index]
     }

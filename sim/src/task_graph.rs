@@ -247,6 +247,11 @@ impl TaskGraphBuilder {
         self.tasks.group(id.index())
     }
 
+    /// The stream of task `id` (without assembling the whole task).
+    pub fn task_stream(&self, id: TaskId) -> crate::task::StreamKind {
+        self.tasks.stream(id.index())
+    }
+
     pub fn task_count(&self) -> usize {
         self.tasks.len()
     }
@@ -335,9 +340,22 @@ impl TaskGraph {
         self.tasks.works()
     }
 
-    /// The kind of task `id`.
+    /// The kind of task `id` (one column read).
+    #[inline]
     pub fn kind_of(&self, id: TaskId) -> crate::task::TaskKind {
         self.tasks.kind(id.index())
+    }
+
+    /// The stream of task `id` (one column read).
+    #[inline]
+    pub fn stream_of(&self, id: TaskId) -> crate::task::StreamKind {
+        self.tasks.stream(id.index())
+    }
+
+    /// The group of task `id` (one column read).
+    #[inline]
+    pub fn group_of(&self, id: TaskId) -> GroupId {
+        self.tasks.group(id.index())
     }
 
     /// The tasks `id` waits for, sources in id order (rows built on first call).

@@ -128,7 +128,10 @@ fn reference_run(
             }
         }
     }
-    assert!(remaining.iter().all(|&r| r == 0), "the reference deadlocked");
+    assert!(
+        remaining.iter().all(|&r| r == 0),
+        "the reference deadlocked"
+    );
     (start, end, events)
 }
 
@@ -146,7 +149,14 @@ fn small_cluster() -> serde_json::Value {
 /// overlapped gradient reduction, half with a host lane (megatron-2021's).
 fn grid(contention: bool) -> Vec<Scenario> {
     let mut scenarios = Vec::new();
-    let layouts = [(1, 2, 2), (2, 2, 2), (1, 4, 4), (2, 4, 1), (4, 1, 4), (1, 8, 2)];
+    let layouts = [
+        (1, 2, 2),
+        (2, 2, 2),
+        (1, 4, 4),
+        (2, 4, 1),
+        (4, 1, 4),
+        (1, 8, 2),
+    ];
     let schedules = [
         (ScheduleKind::OneFOneB, 1),
         (ScheduleKind::Gpipe, 1),
@@ -172,7 +182,14 @@ fn grid(contention: bool) -> Vec<Scenario> {
                     "seq_len": 128, "vocab": 1024
                 })),
                 topology: Some(small_cluster()),
-                stack: Some(if index % 2 == 0 { "megatron-2021" } else { "megatron-core-2024" }.into()),
+                stack: Some(
+                    if index % 2 == 0 {
+                        "megatron-2021"
+                    } else {
+                        "megatron-core-2024"
+                    }
+                    .into(),
+                ),
                 tp: Some(t),
                 pp: Some(p),
                 dp: Some(d),
@@ -226,7 +243,12 @@ fn check(scenario: &Scenario) {
                 .map(|p| schedule.end[p.index()])
                 .max()
                 .unwrap_or(SimTime::ZERO);
-            assert_eq!(schedule.start[index], ready, "{title}: {}", graph.describe(id));
+            assert_eq!(
+                schedule.start[index],
+                ready,
+                "{title}: {}",
+                graph.describe(id)
+            );
             assert_eq!(schedule.end[index], ready + duration_of(id), "{title}");
         }
         (schedule.start, schedule.end, events)
@@ -254,14 +276,22 @@ fn check(scenario: &Scenario) {
         .options
         .precision
         .peak_flops_per_s(&scenario.topology.gpu.peak);
-    assert_eq!(report.metrics, timeline::metrics::compute(timeline, peak), "{title}");
+    assert_eq!(
+        report.metrics,
+        timeline::metrics::compute(timeline, peak),
+        "{title}"
+    );
     assert_eq!(report.makespan_ns(), timeline.makespan_ns(), "{title}");
 }
 
 #[test]
 fn the_compact_engine_starts_every_task_when_the_reference_engine_did() {
     let scenarios = grid(false);
-    assert!(scenarios.len() >= 28, "only {} layouts resolved", scenarios.len());
+    assert!(
+        scenarios.len() >= 28,
+        "only {} layouts resolved",
+        scenarios.len()
+    );
     for scenario in &scenarios {
         check(scenario);
     }
@@ -270,7 +300,11 @@ fn the_compact_engine_starts_every_task_when_the_reference_engine_did() {
 #[test]
 fn under_contention_too_flow_order_and_all() {
     let scenarios = grid(true);
-    assert!(scenarios.len() >= 28, "only {} layouts resolved", scenarios.len());
+    assert!(
+        scenarios.len() >= 28,
+        "only {} layouts resolved",
+        scenarios.len()
+    );
     let mut with_flows = 0;
     for scenario in &scenarios {
         check(scenario);

@@ -74,6 +74,21 @@ pub trait Spans {
     }
     /// Task `index` (ids are dense, `0..len()`).
     fn span(&self, index: usize) -> Span;
+    /// Task `index`'s group (what the per-rank index reads; a view may answer
+    /// it without building the whole span).
+    fn group(&self, index: usize) -> u32 {
+        self.span(index).group
+    }
+    /// Task `index`'s kind, group and FLOPs per rank (what the FLOP count reads).
+    fn flops(&self, index: usize) -> (TaskKind, u32, f64) {
+        let span = self.span(index);
+        (span.kind, span.group, span.flops)
+    }
+    /// Task `index`'s kind, stream, start and end (what the per-rank pass reads).
+    fn interval(&self, index: usize) -> (TaskKind, StreamKind, u64, u64) {
+        let span = self.span(index);
+        (span.kind, span.stream, span.start_ns, span.end_ns)
+    }
 }
 
 impl Spans for Timeline {
@@ -237,7 +252,7 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
     // Tasks of each rank (groups expanded), in CSR form.
     let mut counts = vec![0usize; n_ranks + 1];
     for index in 0..timeline.len() {
-        for &rank in &header.groups[timeline.span(index).group as usize] {
+        for &rank in &header.groups[timeline.group(index) as usize] {
             counts[rank as usize + 1] += 1;
         }
     }
@@ -247,7 +262,7 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
     let mut fill = counts.clone();
     let mut by_rank = vec![0u32; counts[n_ranks]];
     for index in 0..timeline.len() {
-        for &rank in &header.groups[timeline.span(index).group as usize] {
+        for &rank in &header.groups[timeline.group(index) as usize] {
             by_rank[fill[rank as usize]] = index as u32;
             fill[rank as usize] += 1;
         }
@@ -256,12 +271,12 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
     let mut total_flops = 0.0;
     let mut model_flops = 0.0;
     for index in 0..timeline.len() {
-        let task = timeline.span(index);
-        if task.kind.is_compute() {
-            let ranks = header.groups[task.group as usize].len() as f64;
-            total_flops += task.flops * ranks;
-            if task.kind != TaskKind::Recompute {
-                model_flops += task.flops * ranks;
+        let (kind, group, flops) = timeline.flops(index);
+        if kind.is_compute() {
+            let ranks = header.groups[group as usize].len() as f64;
+            total_flops += flops * ranks;
+            if kind != TaskKind::Recompute {
+                model_flops += flops * ranks;
             }
         }
     }
@@ -276,16 +291,17 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
         let mut busy = Vec::new();
         let mut comm: [Vec<(u64, u64)>; 5] = Default::default();
         for &index in tasks {
-            let task = timeline.span(index as usize);
-            let in_window = clip((task.start_ns, task.end_ns));
-            if task.stream == StreamKind::Compute {
+            let (kind, stream, start_ns, end_ns) = timeline.interval(index as usize);
+            let duration_ns = end_ns - start_ns;
+            let in_window = clip((start_ns, end_ns));
+            if stream == StreamKind::Compute {
                 busy.extend(in_window);
-                if task.kind.is_compute() {
-                    compute_sum_ns += task.duration_ns() as u128;
+                if kind.is_compute() {
+                    compute_sum_ns += duration_ns as u128;
                 }
             }
-            match task.kind.communication_class() {
-                Some(CommClass::Tensor) => exposed_sum_ns[0] += task.duration_ns() as u128,
+            match kind.communication_class() {
+                Some(CommClass::Tensor) => exposed_sum_ns[0] += duration_ns as u128,
                 Some(CommClass::Pipeline) => comm[1].extend(in_window),
                 Some(CommClass::DataParallel) => comm[2].extend(in_window),
                 Some(CommClass::Offload) => comm[3].extend(in_window),

@@ -59,7 +59,5 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
 
 /// About how many tasks the graph gets (to size it once; never past 32-bit ids).
 fn estimated_tasks(scenario: &Scenario) -> usize {
-    scenario
-        .estimated_tasks()
-        .min(crate::scenario::MAX_TASKS) as usize
+    scenario.estimated_tasks().min(crate::scenario::MAX_TASKS) as usize
 }

@@ -17,13 +17,14 @@ use models::ModelSpec;
 pub const MAX_TASKS: u64 = u32::MAX as u64;
 
 /// Peak resident bytes per task of [`estimated_task_count`]: the task's
-/// columns, its edges (CSR, built from an edge list), its duration, the
-/// engine's start, end and in-degree and the metrics' per-rank index.
+/// columns, its edges (the builder's list and the CSR rows built from it: the
+/// peak is at `TaskGraphBuilder::finish`), the engine's start, end and
+/// in-degree, and the metrics' per-rank index.
 /// Measured on the 1T model on 3,072 GPUs (t=8 p=64 d=6, B=3072):
-/// `/usr/bin/time -v clustersim simulate` peaks at 654,780 KiB for
-/// 6,488,064 estimated tasks (7,266,224 built) = 103 B, rounded up to 110
-/// (the petgraph engine before it peaked at 1,275,208 KiB, 201 B).
-pub const BYTES_PER_TASK: u64 = 110;
+/// `/usr/bin/time -v clustersim simulate` peaks at 631,240 KiB for 6,488,064
+/// estimated tasks (7,266,224 built) = 99.6 B, rounded to 100 (the petgraph
+/// engine with its eager Timeline peaked at 1,275,208 KiB, 201 B).
+pub const BYTES_PER_TASK: u64 = 100;
 
 /// The environment variable that sets a task limit below [`MAX_TASKS`]
 /// (none by default; the CLI fuzzer sets one to keep every run small).

@@ -234,7 +234,7 @@ fn layouts_larger_than_the_memory_left_are_refused_not_aborted() {
         &["cannot be simulated on this machine", "GB", "ulimit -v"],
     );
     let simulate = limited(&format!(
-        "simulate --model tiny --topology {topology} --tp 1 --pp 2 --dp 500000 --global-batch 1000000"
+        "simulate --model tiny --topology {topology} --tp 1 --pp 2 --dp 500000 --global-batch 4000000"
     ));
     assert_refused(&simulate, &["needs about", "ulimit -v"]);
 }

@@ -3,19 +3,22 @@
 //! layout too large for the machine is refused with both numbers instead of
 //! aborting half-way through an allocation.
 //!
-//! The estimate is [`Scenario::estimated_tasks`] × [`BYTES_PER_TASK`] (measured;
-//! both in `scenario/task_count.rs`). What the
+//! The estimate is [`Scenario::estimated_tasks`] × [`BYTES_PER_TASK`] plus
+//! GPUs × [`BYTES_PER_GPU`] (measured; all in `scenario/task_count.rs`). What the
 //! process may allocate is the least of, where the system says (Linux):
 //! `MemAvailable` in `/proc/meminfo`, the soft "Max address space" limit in
 //! `/proc/self/limits` (`ulimit -v`) less what the process already maps, and
 //! the cgroup v2 limit (`/sys/fs/cgroup/memory.max` less `memory.current`).
 //! Where none is readable nothing is refused.
 
-use crate::scenario::{Scenario, BYTES_PER_TASK};
+use crate::scenario::{Scenario, BYTES_PER_GPU, BYTES_PER_TASK};
 
 /// About how many bytes simulating `scenario` holds at its peak (saturating).
 pub fn simulation_bytes(scenario: &Scenario) -> u64 {
-    scenario.estimated_tasks().saturating_mul(BYTES_PER_TASK)
+    scenario
+        .estimated_tasks()
+        .saturating_mul(BYTES_PER_TASK)
+        .saturating_add(u64::from(scenario.layout.gpus()).saturating_mul(BYTES_PER_GPU))
 }
 
 /// What limits the memory this process may still allocate.
@@ -41,7 +44,7 @@ pub fn available() -> Option<AvailableMemory> {
 /// A simulation that would not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "this layout needs about {tasks} tasks per simulation, about {:.1} GB ({BYTES_PER_TASK} B a task), but only {:.1} GB is available ({limit}); use fewer microbatches or GPUs, or a machine with more memory",
+    "this layout needs about {tasks} tasks per simulation, about {:.1} GB ({BYTES_PER_TASK} B a task, {BYTES_PER_GPU} B a GPU), but only {:.1} GB is available ({limit}); use fewer microbatches or GPUs, or a machine with more memory",
     *.needed_bytes as f64 / 1e9,
     *.available_bytes as f64 / 1e9
 )]
@@ -58,7 +61,7 @@ pub fn check_fits(
     available: Option<AvailableMemory>,
 ) -> Result<(), DoesNotFit> {
     let tasks = scenario.estimated_tasks();
-    let needed_bytes = tasks.saturating_mul(BYTES_PER_TASK);
+    let needed_bytes = simulation_bytes(scenario);
     match available {
         Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
             tasks,

@@ -165,6 +165,18 @@ impl Csr {
         }
     }
 
+    /// Rows already built (`offsets` has one entry more than rows, ends at
+    /// `targets.len()`; `why` is empty or beside `targets`).
+    pub fn from_parts(offsets: Vec<u32>, targets: Vec<u32>, why: Vec<Dependency>) -> Csr {
+        assert_eq!(offsets.last().copied().unwrap_or(0) as usize, targets.len());
+        assert!(why.is_empty() || why.len() == targets.len());
+        Csr {
+            offsets,
+            targets,
+            why,
+        }
+    }
+
     /// The transpose (predecessor rows of successor rows), sources in id order.
     pub fn transpose(&self) -> Csr {
         let rows = self.rows();

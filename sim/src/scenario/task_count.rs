@@ -16,15 +16,23 @@ use models::ModelSpec;
 /// is [`crate::host_memory`]'s to judge.
 pub const MAX_TASKS: u64 = u32::MAX as u64;
 
-/// Peak resident bytes per task of [`estimated_task_count`]: the task's
-/// columns, its edges (the builder's list and the CSR rows built from it: the
-/// peak is at `TaskGraphBuilder::finish`), the engine's start, end and
-/// in-degree, and the metrics' per-rank index.
-/// Measured on the 1T model on 3,072 GPUs (t=8 p=64 d=6, B=3072):
-/// `/usr/bin/time -v clustersim simulate` peaks at 631,240 KiB for 6,488,064
-/// estimated tasks (7,266,224 built) = 99.6 B, rounded to 100 (the petgraph
-/// engine with its eager Timeline peaked at 1,275,208 KiB, 201 B).
-pub const BYTES_PER_TASK: u64 = 100;
+/// Peak bytes per task of [`estimated_task_count`]: the task's columns, its
+/// CSR edges (written in place by lowering's second edge pass), the engine's
+/// start, end and in-degree, and the metrics' per-rank index. Measured as
+/// address space (what `ulimit -v` limits; resident memory is less) on the
+/// 1T model on 3,072 GPUs (t=8 p=64 d=6, B=3072, 6,488,064 estimated tasks):
+/// it runs under `ulimit -v 700000` (716.8 MB) = 110.5 B a task, rounded to
+/// 111 (`/usr/bin/time` peak RSS 454,208 KiB, 71.7 B; the petgraph engine
+/// with its eager Timeline peaked at 1,275,208 KiB RSS, 201 B).
+pub const BYTES_PER_TASK: u64 = 111;
+
+/// Peak bytes per GPU beyond [`BYTES_PER_TASK`] (rank groups, placement,
+/// per-rank metrics), which matter where tasks per GPU are few. Measured
+/// with the tiny model on 1,000,000 GPUs (t=1 p=2 d=500,000, B=1,000,000,
+/// 24,000,000 estimated tasks, `cli/tests/reliability/topo1m.json`): it runs
+/// under `ulimit -v 3600000` (3.686 GB) and aborts under 3,300,000 KiB;
+/// 3.686 GB − 24 M × 111 B = 1,022 B a GPU, rounded to 1,040.
+pub const BYTES_PER_GPU: u64 = 1_040;
 
 /// The environment variable that sets a task limit below [`MAX_TASKS`]
 /// (none by default; the CLI fuzzer sets one to keep every run small).

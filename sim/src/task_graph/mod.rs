@@ -11,6 +11,9 @@ use crate::task::Task;
 use crate::task_columns::{Csr, TaskColumns};
 use std::collections::BTreeMap;
 
+mod builder;
+pub use builder::TaskGraphBuilder;
+
 /// What a piece of work is; many tasks share one, so each is costed once.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Work {
@@ -181,114 +184,6 @@ fn describe_tasks(tasks: &[String]) -> String {
         .cloned()
         .collect::<Vec<_>>()
         .join(" → ")
-}
-
-/// Incremental builder used by lowering: tasks as columns, edges as a list
-/// turned into CSR rows once, by [`TaskGraphBuilder::finish`].
-#[derive(Debug, Default)]
-pub struct TaskGraphBuilder {
-    tasks: TaskColumns,
-    edges: Vec<(u32, u32)>,
-    why: Vec<Dependency>,
-    groups: Vec<Vec<Rank>>,
-    group_index: BTreeMap<Vec<Rank>, GroupId>,
-    works: Vec<Work>,
-    work_index: BTreeMap<Work, WorkId>,
-}
-
-impl TaskGraphBuilder {
-    pub fn with_capacity(nodes: usize, edges: usize) -> TaskGraphBuilder {
-        TaskGraphBuilder {
-            tasks: TaskColumns::with_capacity(nodes),
-            edges: Vec::with_capacity(edges),
-            why: Vec::with_capacity(edges),
-            ..TaskGraphBuilder::default()
-        }
-    }
-
-    /// The id of this group of ranks, interning it on first use.
-    pub fn group(&mut self, ranks: &[Rank]) -> GroupId {
-        if let Some(&id) = self.group_index.get(ranks) {
-            return id;
-        }
-        let id = GroupId(self.groups.len() as u32);
-        self.groups.push(ranks.to_vec());
-        self.group_index.insert(ranks.to_vec(), id);
-        id
-    }
-
-    /// The id of this work, interning it on first use.
-    pub fn work(&mut self, work: Work) -> WorkId {
-        if let Some(&id) = self.work_index.get(&work) {
-            return id;
-        }
-        let id = WorkId(self.works.len() as u32);
-        self.works.push(work.clone());
-        self.work_index.insert(work, id);
-        id
-    }
-
-    pub fn add_task(&mut self, task: Task) -> TaskId {
-        self.tasks.push(task)
-    }
-
-    pub fn add_edge(&mut self, from: TaskId, to: TaskId, why: Dependency) {
-        debug_assert!(from.index() < self.tasks.len() && to.index() < self.tasks.len());
-        self.edges.push((from.0, to.0));
-        self.why.push(why);
-    }
-
-    pub fn task(&self, id: TaskId) -> Task {
-        self.tasks.get(id.index())
-    }
-
-    /// The group of task `id` (without assembling the whole task).
-    pub fn task_group(&self, id: TaskId) -> GroupId {
-        self.tasks.group(id.index())
-    }
-
-    /// The stream of task `id` (without assembling the whole task).
-    pub fn task_stream(&self, id: TaskId) -> crate::task::StreamKind {
-        self.tasks.stream(id.index())
-    }
-
-    pub fn task_count(&self) -> usize {
-        self.tasks.len()
-    }
-
-    pub fn group_count(&self) -> usize {
-        self.groups.len()
-    }
-
-    /// The ranks of an interned group.
-    pub fn group_ranks(&self, group: GroupId) -> &[Rank] {
-        &self.groups[group.index()]
-    }
-
-    /// Seals the graph: the edge list becomes CSR successor rows, each row
-    /// most recently added edge first (the order the engine has always
-    /// started successors in).
-    pub fn finish(self, n_ranks: u32) -> TaskGraph {
-        let TaskGraphBuilder {
-            mut tasks,
-            edges,
-            why,
-            groups,
-            works,
-            ..
-        } = self;
-        tasks.shrink_to_fit();
-        let successors = Csr::from_edges(tasks.len(), &edges, &why);
-        drop((edges, why));
-        TaskGraph {
-            tasks,
-            successors,
-            predecessors: std::sync::OnceLock::new(),
-            groups,
-            works,
-            n_ranks,
-        }
-    }
 }
 
 impl TaskGraph {
@@ -504,56 +399,4 @@ impl TaskGraph {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::task::{StreamKind, TaskKind};
-
-    fn task(builder: &mut TaskGraphBuilder, microbatch: u32) -> TaskId {
-        let group = builder.group(&[Rank(0)]);
-        let work = builder.work(Work::OptimizerStep { params: 1 });
-        builder.add_task(Task {
-            kind: TaskKind::Forward,
-            stream: StreamKind::Compute,
-            chunk: 0,
-            stage: 0,
-            microbatch,
-            iteration: 0,
-            group,
-            work,
-        })
-    }
-
-    #[test]
-    fn a_cycle_is_reported_with_the_tasks_on_it_and_the_engine_refuses_to_run_it() {
-        let mut builder = TaskGraphBuilder::default();
-        let (a, b, c, d) = (
-            task(&mut builder, 0),
-            task(&mut builder, 1),
-            task(&mut builder, 2),
-            task(&mut builder, 3),
-        );
-        builder.add_edge(a, b, Dependency::Data);
-        builder.add_edge(b, c, Dependency::Data);
-        builder.add_edge(c, b, Dependency::ProgramOrder);
-        builder.add_edge(c, d, Dependency::Data);
-        let graph = builder.finish(1);
-        let error = graph.check_acyclic().unwrap_err();
-        assert_eq!(error.tasks.len(), 2, "{error}");
-        assert!(
-            error.to_string().contains("forward s0 mb1")
-                && error.to_string().contains("forward s0 mb2"),
-            "{error}"
-        );
-        let deadlock = crate::engine::run(&graph, |_| crate::time::SimDuration(1)).unwrap_err();
-        assert_eq!(deadlock.stuck, 3, "{deadlock}");
-    }
-
-    #[test]
-    fn lowered_graphs_are_acyclic() {
-        let scenario = crate::scenario::ScenarioFile::tiny_example()
-            .resolve()
-            .unwrap();
-        let (_, graph) = crate::build_graph(&scenario);
-        graph.check_acyclic().unwrap();
-    }
-}
+mod tests;

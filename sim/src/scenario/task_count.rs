@@ -16,23 +16,33 @@ use models::ModelSpec;
 /// is [`crate::host_memory`]'s to judge.
 pub const MAX_TASKS: u64 = u32::MAX as u64;
 
-/// Peak bytes per task of [`estimated_task_count`]: the task's columns, its
-/// CSR edges (written in place by lowering's second edge pass), the engine's
-/// start, end and in-degree, and the metrics' per-rank index. Measured as
-/// address space (what `ulimit -v` limits; resident memory is less) on the
-/// 1T model on 3,072 GPUs (t=8 p=64 d=6, B=3072, 6,488,064 estimated tasks):
-/// it runs under `ulimit -v 700000` (716.8 MB) = 110.5 B a task, rounded to
-/// 111 (`/usr/bin/time` peak RSS 454,208 KiB, 71.7 B; the petgraph engine
-/// with its eager Timeline peaked at 1,275,208 KiB RSS, 201 B).
-pub const BYTES_PER_TASK: u64 = 111;
+/// Peak resident bytes per task of [`estimated_task_count`]: the task's
+/// columns, its CSR edges (written in place by lowering's second edge
+/// pass), the engine's start, end and in-degree, and the metrics' per-rank
+/// index. `/usr/bin/time` peak RSS of the 1T model (t=8 p=64, B = 512 d):
+/// 454,208 KiB on 3,072 GPUs (d=6, 6,488,064 estimated tasks) = 71.7 B;
+/// 4,773,760 KiB on 32,768 (d=64, 69,206,016) = 70.6 B; 9,539,888 KiB on
+/// 65,536 (d=128, 138,412,032) = 70.6 B; rounded up to 72 (the petgraph
+/// engine with its eager Timeline peaked at 1,275,208 KiB on 3,072 GPUs, 201 B).
+pub const BYTES_PER_TASK: u64 = 72;
 
-/// Peak bytes per GPU beyond [`BYTES_PER_TASK`] (rank groups, placement,
-/// per-rank metrics), which matter where tasks per GPU are few. Measured
-/// with the tiny model on 1,000,000 GPUs (t=1 p=2 d=500,000, B=1,000,000,
-/// 24,000,000 estimated tasks, `cli/tests/reliability/topo1m.json`): it runs
-/// under `ulimit -v 3600000` (3.686 GB) and aborts under 3,300,000 KiB;
-/// 3.686 GB − 24 M × 111 B = 1,022 B a GPU, rounded to 1,040.
-pub const BYTES_PER_GPU: u64 = 1_040;
+/// Peak resident bytes per GPU beyond [`BYTES_PER_TASK`] (rank groups,
+/// placement, per-rank metrics), which matter where tasks per GPU are few:
+/// the tiny model on 1,000,000 GPUs (t=1 p=2 d=500,000, B=1,000,000,
+/// 24,000,000 estimated tasks, `cli/tests/reliability/topo1m.json`) peaks at
+/// 2,508,972 KiB RSS: (2.569 GB − 24 M × 72 B) ÷ 10⁶ = 841 B, rounded to 850.
+pub const BYTES_PER_GPU: u64 = 850;
+
+/// Peak address space per task (what `ulimit -v` limits): the 1T model on
+/// 3,072 GPUs runs under `ulimit -v 700000` (716.8 MB) = 110.5 B a task,
+/// rounded to 111.
+pub const ADDRESS_BYTES_PER_TASK: u64 = 111;
+
+/// Peak address space per GPU beyond [`ADDRESS_BYTES_PER_TASK`]: the tiny
+/// model on 1,000,000 GPUs above runs under `ulimit -v 3600000` (3.686 GB)
+/// and aborts under 3,300,000 KiB: 3.686 GB − 24 M × 111 B = 1,022 B, rounded
+/// to 1,040.
+pub const ADDRESS_BYTES_PER_GPU: u64 = 1_040;
 
 /// The environment variable that sets a task limit below [`MAX_TASKS`]
 /// (none by default; the CLI fuzzer sets one to keep every run small).

@@ -34,7 +34,11 @@ pub fn simulation_error(error: sim::SimulationError) -> anyhow::Error {
 /// Refuses (exit 2) a simulation this machine's memory cannot hold, before
 /// anything is built.
 pub fn check_host_memory(scenario: &sim::scenario::Scenario) -> anyhow::Result<()> {
-    sim::host_memory::check_fits(scenario, sim::host_memory::available()).map_err(user_error)
+    // Each limit with its own kind of bytes (address space for `ulimit -v`).
+    for limit in sim::host_memory::limits() {
+        sim::host_memory::check_fits(scenario, Some(limit)).map_err(user_error)?;
+    }
+    Ok(())
 }
 
 /// Prints the error (if any) and picks the exit code.

@@ -208,7 +208,7 @@ fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts()
 fn absurd_sizes_are_refused_before_anything_is_built() {
     assert_user_error(
         &["simulate", "--global-batch", "4000000000", "--dp", "1"],
-        "the limit is 60000000",
+        "the limit is 4294967295 (task ids are 32-bit)",
     );
     assert_user_error(
         &[

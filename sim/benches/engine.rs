@@ -1,6 +1,10 @@
 //! Engine benchmarks: lowering and whole simulations at 64, 1024 and 3072
-//! GPUs, with throughput in events per second. Run with
-//! `cargo bench -p sim --bench engine` (add `-- whole_run/3072` to pick one).
+//! GPUs, with throughput in events per second, and the engine alone in
+//! events per CPU-second (`engine_cpu`, the figure to compare on a shared
+//! machine). Run with `cargo bench -p sim --bench engine` (add
+//! `-- whole_run/3072` to pick one).
+
+mod cpu_time;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sim::scenario::{Recompute, ScenarioFile, ScheduleKind};
@@ -78,7 +82,31 @@ fn engine_only(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter(label), |b| {
             b.iter(|| {
                 black_box(
-                    sim::engine::run(&graph, |id| costs[graph.task(id).work.index()].duration)
+                    sim::engine::run(&graph, |id| costs[graph.work_of(id).index()].duration)
+                        .unwrap(),
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+/// The engine alone, in CPU time of the benchmark thread.
+fn engine_cpu(c: &mut Criterion<cpu_time::CpuTime>) {
+    let mut group = c.benchmark_group("engine_cpu");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    for (label, scenario) in cases() {
+        let (_, graph) = sim::build_graph(&scenario);
+        let network = sim::cost::ClosedFormNetwork::for_scenario(&scenario);
+        let costs = sim::cost::cost_works(&scenario, graph.works(), &network);
+        let events = 2 * graph.task_count() as u64;
+        group.throughput(Throughput::Elements(events));
+        group.bench_function(BenchmarkId::from_parameter(label), |b| {
+            b.iter(|| {
+                black_box(
+                    sim::engine::run(&graph, |id| costs[graph.work_of(id).index()].duration)
                         .unwrap(),
                 )
             })
@@ -88,4 +116,9 @@ fn engine_only(c: &mut Criterion) {
 }
 
 criterion_group!(benches, lowering, engine_only, whole_run);
-criterion_main!(benches);
+criterion_group! {
+    name = cpu;
+    config = Criterion::default().with_measurement(cpu_time::CpuTime);
+    targets = engine_cpu
+}
+criterion_main!(benches, cpu);

@@ -1,106 +1,30 @@
 //! The event engine: a deterministic discrete-event simulation in integer
 //! nanoseconds.
 //!
-//! Task finishes live in a binary heap ordered by (time, sequence number):
-//! equal times pop in the order they were pushed (FIFO tie-break, as NeXosim
-//! does), so the run is a pure function of the task graph and the durations.
+//! Task finishes live in a radix heap ([`crate::event_queue`]) ordered by
+//! time: equal times pop in the order they were pushed (FIFO tie-break, as
+//! NeXosim does), so the run is a pure function of the task graph and the
+//! durations.
 //! A task starts the moment its last predecessor finishes (stream exclusivity
 //! is already in the graph as program-order edges), without a trip through the
 //! heap, and finishes `duration` later. `events` counts starts, finishes and
-//! (with a fabric) flow completions. The engine
-//! owns all its state in dense `Vec`s indexed by task id; no allocation per
-//! event beyond the heap's amortized growth.
+//! (with a fabric) flow completions. The engine reads the graph's CSR
+//! successor rows and its work column (one `u32` per task, the duration
+//! through the work's cost) and owns its state in dense `Vec`s indexed by
+//! task id (in-degree left, start, end: 20 bytes a task); no allocation per
+//! event beyond the queue's amortized growth.
 //!
 //! With a fabric ([`run_with_fabric`]), tasks a [`crate::network::FlowPlanner`] turns into
 //! flows (pipeline transfers, collectives and PCIe copies) share link bandwidth max-min fairly in
 //! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
 //! completes plus its fixed tail. Everything else keeps its fixed duration.
 
+use crate::event_queue::EventQueue;
 use crate::ids::TaskId;
 use crate::network::{FairShareNetwork, FlowEnds, LinkUtilization, SharedFabric};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
-
-/// A task finishing at `time`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Event {
-    time: SimTime,
-    task: u32,
-}
-
-/// Min-heap of task finishes with FIFO tie-break among equal times (a
-/// sequence number breaks ties in insertion order, so the run is deterministic).
-#[derive(Debug, Default)]
-pub struct EventQueue {
-    heap: BinaryHeap<Reverse<(SimTime, u64, u32)>>,
-    next_sequence: u64,
-}
-
-impl EventQueue {
-    pub fn with_capacity(capacity: usize) -> EventQueue {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(capacity),
-            next_sequence: 0,
-        }
-    }
-
-    fn push(&mut self, time: SimTime, task: u32) {
-        self.heap.push(Reverse((time, self.next_sequence, task)));
-        self.next_sequence += 1;
-    }
-
-    fn pop(&mut self) -> Option<Event> {
-        self.heap
-            .pop()
-            .map(|Reverse((time, _, task))| Event { time, task })
-    }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|Reverse((time, ..))| *time)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
-}
-
-/// Successor lists in compressed-sparse-row form: one pass over petgraph's
-/// edges, then contiguous slices (petgraph's linked edge lists are slow to walk
-/// at millions of tasks). Successors keep petgraph's per-node order.
-struct Successors {
-    offsets: Vec<u32>,
-    targets: Vec<u32>,
-}
-
-impl Successors {
-    fn new(graph: &TaskGraph) -> Successors {
-        let n = graph.task_count();
-        let mut offsets = vec![0u32; n + 1];
-        for (from, _, _) in graph.edges() {
-            offsets[from.index() + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut targets = vec![0u32; graph.edge_count()];
-        for (node, &offset) in offsets.iter().take(n).enumerate() {
-            for (at, next) in (offset as usize..).zip(graph.successors(TaskId(node as u32))) {
-                targets[at] = next.0;
-            }
-        }
-        Successors { offsets, targets }
-    }
-
-    fn of(&self, task: usize) -> &[u32] {
-        &self.targets[self.offsets[task] as usize..self.offsets[task + 1] as usize]
-    }
-}
+use std::collections::BTreeMap;
 
 /// When every task ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,6 +87,46 @@ impl RunState {
             (None, _, _) => self.queue.push(now + duration_of(TaskId(task)), task),
         }
     }
+
+    /// Starts `task` at `now` with its fixed duration (no fabric).
+    #[inline]
+    fn start_fixed(&mut self, task: u32, now: SimTime, duration: SimDuration) {
+        self.start[task as usize] = now;
+        self.queue.push(now + duration, task);
+    }
+}
+
+/// The fixed-duration loop: no fabric, so no flow can finish between queue events.
+fn run_fixed(
+    graph: &TaskGraph,
+    duration_of: &impl Fn(TaskId) -> SimDuration,
+    state: &mut RunState,
+    remaining: &mut [u32],
+    end: &mut [SimTime],
+) -> (u64, usize) {
+    let mut events = 0u64;
+    for index in 0..remaining.len() {
+        if remaining[index] == 0 {
+            let task = index as u32;
+            state.start_fixed(task, SimTime::ZERO, duration_of(TaskId(task)));
+            events += 1;
+        }
+    }
+    let mut finished = 0usize;
+    while let Some((time, task)) = state.queue.pop() {
+        events += 1;
+        end[task as usize] = time;
+        finished += 1;
+        for &successor in graph.successor_slice(task as usize) {
+            let slot = &mut remaining[successor as usize];
+            *slot -= 1;
+            if *slot == 0 {
+                state.start_fixed(successor, time, duration_of(TaskId(successor)));
+                events += 1;
+            }
+        }
+    }
+    (events, finished)
 }
 
 /// Runs the graph with a fixed duration per task.
@@ -182,11 +146,7 @@ pub fn run_with_fabric(
     fabric: Option<SharedFabric<'_>>,
 ) -> Result<(Schedule, Option<LinkUtilization>), DeadlockError> {
     let n = graph.task_count();
-    let successors = Successors::new(graph);
-    let mut remaining: Vec<u32> = vec![0; n];
-    for (_, to, _) in graph.edges() {
-        remaining[to.index()] += 1;
-    }
+    let mut remaining = graph.in_degrees();
     let mut state = RunState {
         start: vec![SimTime::ZERO; n],
         queue: EventQueue::with_capacity(1024),
@@ -197,10 +157,53 @@ pub fn run_with_fabric(
         flows_left: BTreeMap::new(),
     };
     let mut end = vec![SimTime::ZERO; n];
+    let (events, finished) = if fabric.is_none() {
+        run_fixed(graph, &duration_of, &mut state, &mut remaining, &mut end)
+    } else {
+        run_flows(
+            graph,
+            &duration_of,
+            fabric.as_ref(),
+            &mut state,
+            &mut remaining,
+            &mut end,
+        )
+    };
+    if finished < n {
+        let first = remaining
+            .iter()
+            .position(|&count| count > 0)
+            .expect("some task is stuck");
+        return Err(DeadlockError {
+            stuck: n - finished,
+            total: n,
+            first: graph.describe(TaskId(first as u32)),
+        });
+    }
+    Ok((
+        Schedule {
+            start: state.start,
+            end,
+            events,
+        },
+        state.network.map(|network| network.link_utilization()),
+    ))
+}
+
+/// The loop with a fabric: network completions at an instant are processed
+/// before other events at that instant.
+fn run_flows(
+    graph: &TaskGraph,
+    duration_of: &impl Fn(TaskId) -> SimDuration,
+    fabric: Option<&SharedFabric<'_>>,
+    state: &mut RunState,
+    remaining: &mut [u32],
+    end: &mut [SimTime],
+) -> (u64, usize) {
     let mut events = 0u64;
-    for (index, &count) in remaining.iter().enumerate() {
-        if count == 0 {
-            state.start_task(index as u32, SimTime::ZERO, fabric.as_ref(), &duration_of);
+    for index in 0..remaining.len() {
+        if remaining[index] == 0 {
+            state.start_task(index as u32, SimTime::ZERO, fabric, duration_of);
             events += 1;
         }
     }
@@ -226,57 +229,22 @@ pub fn run_with_fabric(
                 }
             }
         }
-        let Some(event) = state.queue.pop() else {
+        let Some((time, task)) = state.queue.pop() else {
             break;
         };
         events += 1;
-        let task = event.task as usize;
-        end[task] = event.time;
+        end[task as usize] = time;
         finished += 1;
         // Successors whose last predecessor this was start now, in successor order
-        // (each start counts as an event; it needs no trip through the heap).
-        for &successor in successors.of(task) {
+        // (each start counts as an event; it needs no trip through the queue).
+        for &successor in graph.successor_slice(task as usize) {
             let slot = &mut remaining[successor as usize];
             *slot -= 1;
             if *slot == 0 {
-                state.start_task(successor, event.time, fabric.as_ref(), &duration_of);
+                state.start_task(successor, time, fabric, duration_of);
                 events += 1;
             }
         }
     }
-    if finished < n {
-        let first = remaining
-            .iter()
-            .position(|&count| count > 0)
-            .expect("some task is stuck");
-        return Err(DeadlockError {
-            stuck: n - finished,
-            total: n,
-            first: graph.describe(TaskId(first as u32)),
-        });
-    }
-    Ok((
-        Schedule {
-            start: state.start,
-            end,
-            events,
-        },
-        state.network.map(|network| network.link_utilization()),
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equal_times_pop_in_insertion_order() {
-        let mut queue = EventQueue::with_capacity(4);
-        for task in [7, 3, 9, 1] {
-            queue.push(SimTime(5), task);
-        }
-        queue.push(SimTime(2), 42);
-        let order: Vec<u32> = std::iter::from_fn(|| queue.pop()).map(|e| e.task).collect();
-        assert_eq!(order, vec![42, 7, 3, 9, 1]);
-    }
+    (events, finished)
 }

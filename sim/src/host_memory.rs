@@ -3,19 +3,37 @@
 //! layout too large for the machine is refused with both numbers instead of
 //! aborting half-way through an allocation.
 //!
-//! The estimate is [`Scenario::estimated_tasks`] × [`BYTES_PER_TASK`] (measured;
-//! both in `scenario/task_count.rs`). What the
+//! The estimate is [`Scenario::estimated_tasks`] × [`BYTES_PER_TASK`] plus
+//! GPUs × [`BYTES_PER_GPU`] of resident memory, compared with free memory and
+//! the cgroup limit, or [`ADDRESS_BYTES_PER_TASK`] and
+//! [`ADDRESS_BYTES_PER_GPU`] of address space, compared with `ulimit -v`
+//! (measured; all in `scenario/task_count.rs`). What the
 //! process may allocate is the least of, where the system says (Linux):
 //! `MemAvailable` in `/proc/meminfo`, the soft "Max address space" limit in
 //! `/proc/self/limits` (`ulimit -v`) less what the process already maps, and
 //! the cgroup v2 limit (`/sys/fs/cgroup/memory.max` less `memory.current`).
 //! Where none is readable nothing is refused.
 
-use crate::scenario::{Scenario, BYTES_PER_TASK};
+use crate::scenario::{
+    Scenario, ADDRESS_BYTES_PER_GPU, ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU, BYTES_PER_TASK,
+};
 
-/// About how many bytes simulating `scenario` holds at its peak (saturating).
+/// About how many bytes simulating `scenario` keeps resident at its peak (saturating).
 pub fn simulation_bytes(scenario: &Scenario) -> u64 {
-    scenario.estimated_tasks().saturating_mul(BYTES_PER_TASK)
+    bytes_at(scenario, BYTES_PER_TASK, BYTES_PER_GPU)
+}
+
+/// About how much address space simulating `scenario` maps at its peak
+/// (what `ulimit -v` limits; saturating).
+pub fn address_space_bytes(scenario: &Scenario) -> u64 {
+    bytes_at(scenario, ADDRESS_BYTES_PER_TASK, ADDRESS_BYTES_PER_GPU)
+}
+
+fn bytes_at(scenario: &Scenario, per_task: u64, per_gpu: u64) -> u64 {
+    scenario
+        .estimated_tasks()
+        .saturating_mul(per_task)
+        .saturating_add(u64::from(scenario.layout.gpus()).saturating_mul(per_gpu))
 }
 
 /// What limits the memory this process may still allocate.
@@ -28,6 +46,11 @@ pub struct AvailableMemory {
 
 /// The least of the limits the system reports (`None` where it reports none).
 pub fn available() -> Option<AvailableMemory> {
+    limits().into_iter().min_by_key(|available| available.bytes)
+}
+
+/// Every limit the system reports (each is checked with its own kind of bytes).
+pub fn limits() -> Vec<AvailableMemory> {
     [
         (meminfo_available(), "free memory"),
         (address_space_left(), "ulimit -v"),
@@ -35,18 +58,20 @@ pub fn available() -> Option<AvailableMemory> {
     ]
     .into_iter()
     .filter_map(|(bytes, limit)| bytes.map(|bytes| AvailableMemory { bytes, limit }))
-    .min_by_key(|available| available.bytes)
+    .collect()
 }
 
 /// A simulation that would not fit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "this layout needs about {:.1} GB to simulate ({tasks} tasks × {BYTES_PER_TASK} B) but only {:.1} GB is available ({limit}); use fewer microbatches or GPUs, or a machine with more memory",
+    "this layout needs about {tasks} tasks per simulation, about {:.1} GB ({per_task} B a task, {per_gpu} B a GPU), but only {:.1} GB is available ({limit}); use fewer microbatches or GPUs, or a machine with more memory",
     *.needed_bytes as f64 / 1e9,
     *.available_bytes as f64 / 1e9
 )]
 pub struct DoesNotFit {
     pub tasks: u64,
+    pub per_task: u64,
+    pub per_gpu: u64,
     pub needed_bytes: u64,
     pub available_bytes: u64,
     pub limit: &'static str,
@@ -58,10 +83,19 @@ pub fn check_fits(
     available: Option<AvailableMemory>,
 ) -> Result<(), DoesNotFit> {
     let tasks = scenario.estimated_tasks();
-    let needed_bytes = tasks.saturating_mul(BYTES_PER_TASK);
+    // `ulimit -v` limits address space; the others, resident memory.
+    let (per_task, per_gpu) = match available {
+        Some(AvailableMemory {
+            limit: "ulimit -v", ..
+        }) => (ADDRESS_BYTES_PER_TASK, ADDRESS_BYTES_PER_GPU),
+        _ => (BYTES_PER_TASK, BYTES_PER_GPU),
+    };
+    let needed_bytes = bytes_at(scenario, per_task, per_gpu);
     match available {
         Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
             tasks,
+            per_task,
+            per_gpu,
             needed_bytes,
             available_bytes: available.bytes,
             limit: available.limit,
@@ -154,7 +188,8 @@ mod tests {
             limit: "ulimit -v",
         };
         let error = check_fits(&scenario, Some(tight)).unwrap_err();
-        assert_eq!(error.needed_bytes, needed);
+        assert_eq!(error.needed_bytes, address_space_bytes(&scenario));
+        assert!(error.needed_bytes > needed);
         let message = error.to_string();
         assert!(
             message.contains("ulimit -v") && message.contains("GB"),

@@ -32,6 +32,7 @@
 
 pub mod cost;
 pub mod engine;
+pub mod event_queue;
 pub mod host_memory;
 pub mod ids;
 pub mod lowering;
@@ -42,6 +43,7 @@ pub mod scenario;
 pub mod schedule;
 mod simulate;
 pub mod task;
+pub mod task_columns;
 pub mod task_graph;
 
 /// NCCL's collectives in closed form (the `collectives` crate).

@@ -1,5 +1,8 @@
 //! One call from a resolved scenario to a report: schedule → lowering →
-//! costs → engine → timeline → metrics and memory.
+//! costs → engine → metrics and memory. The Timeline is a view: metrics read
+//! the engine's start and end arrays through [`timeline::metrics::Spans`],
+//! and the records are built only when asked for
+//! ([`SimulationReport::timeline`]: `--timeline`, `--plot`, `--trace`).
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
 use crate::engine::{self, DeadlockError};
@@ -11,8 +14,9 @@ use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::task::NO_MICROBATCH;
 use crate::task_graph::TaskGraph;
-use crate::time::SimDuration;
-use timeline::metrics::{self, Metrics};
+use crate::time::{SimDuration, SimTime};
+use std::sync::OnceLock;
+use timeline::metrics::{self, Metrics, Span, Spans};
 use timeline::{
     Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout, TIMELINE_FORMAT_VERSION,
 };
@@ -22,12 +26,82 @@ use timeline::{
 pub struct SimulationReport {
     pub metrics: Metrics,
     pub memory: Vec<MemoryBreakdown>,
-    pub timeline: Timeline,
     pub n_tasks: usize,
     pub n_edges: usize,
     pub n_events: u64,
     /// The most loaded links, with `--contention` (empty otherwise).
     pub busiest_links: Vec<LinkLoad>,
+    /// What the engine computed, which the Timeline is a view of.
+    run: SimulatedRun,
+    /// The Timeline, built on first request.
+    timeline: OnceLock<Timeline>,
+}
+
+/// The engine's result with what it takes to describe every task: the
+/// graph's task columns (its edges freed), the costs, start and end times.
+#[derive(Debug, Clone)]
+struct SimulatedRun {
+    header: TimelineHeader,
+    graph: TaskGraph,
+    costs: Vec<WorkCost>,
+    start: Vec<SimTime>,
+    end: Vec<SimTime>,
+    /// Records carry their iteration (several iterations were simulated).
+    iterations: bool,
+}
+
+impl Spans for SimulatedRun {
+    fn header(&self) -> &TimelineHeader {
+        &self.header
+    }
+
+    fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    #[inline]
+    fn span(&self, index: usize) -> Span {
+        let task = self.graph.task(crate::ids::TaskId(index as u32));
+        Span {
+            kind: task.kind,
+            stream: task.stream,
+            group: task.group.0,
+            start_ns: self.start[index].as_nanos(),
+            end_ns: self.end[index].as_nanos(),
+            flops: self.costs[task.work.index()].flops,
+            iteration: if self.iterations {
+                task.iteration as u32
+            } else {
+                0
+            },
+        }
+    }
+
+    #[inline]
+    fn group(&self, index: usize) -> u32 {
+        self.graph.group_of(crate::ids::TaskId(index as u32)).0
+    }
+
+    #[inline]
+    fn flops(&self, index: usize) -> (timeline::TaskKind, u32, f64) {
+        let id = crate::ids::TaskId(index as u32);
+        (
+            self.graph.kind_of(id),
+            self.graph.group_of(id).0,
+            self.costs[self.graph.work_of(id).index()].flops,
+        )
+    }
+
+    #[inline]
+    fn interval(&self, index: usize) -> (timeline::TaskKind, timeline::StreamKind, u64, u64) {
+        let id = crate::ids::TaskId(index as u32);
+        (
+            self.graph.kind_of(id),
+            self.graph.stream_of(id),
+            self.start[index].as_nanos(),
+            self.end[index].as_nanos(),
+        )
+    }
 }
 
 /// How much one link carried over the iteration.
@@ -57,6 +131,31 @@ pub enum SimulationError {
 pub const MAX_TOTAL_TASK_NS: u128 = 1 << 62;
 
 impl SimulationReport {
+    /// The Timeline (every task's record), built on first call; the same
+    /// bytes the engine's Timeline always had.
+    pub fn timeline(&self) -> &Timeline {
+        self.timeline.get_or_init(|| {
+            let run = &self.run;
+            Timeline {
+                header: run.header.clone(),
+                tasks: records(&run.graph, &run.costs, run.iterations, |index| {
+                    (run.start[index].as_nanos(), run.end[index].as_nanos())
+                }),
+            }
+        })
+    }
+
+    /// The Timeline, moved out (built if it was not yet).
+    pub fn into_timeline(self) -> Timeline {
+        self.timeline();
+        self.timeline.into_inner().expect("just built")
+    }
+
+    /// The latest task end (the Timeline's makespan, without building it).
+    pub fn makespan_ns(&self) -> u64 {
+        self.run.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0)
+    }
+
     /// The peak over stages.
     pub fn peak_memory(&self) -> &MemoryBreakdown {
         self.memory
@@ -79,23 +178,14 @@ pub fn run_graph(
     graph: &TaskGraph,
     costs: &[WorkCost],
 ) -> Result<(Timeline, u64), DeadlockError> {
-    let outcome = engine::run(graph, |id| costs[graph.task(id).work.index()].duration)?;
-    Ok(package(scenario, graph, costs, &outcome))
-}
-
-fn package(
-    scenario: &Scenario,
-    graph: &TaskGraph,
-    costs: &[WorkCost],
-    outcome: &engine::Schedule,
-) -> (Timeline, u64) {
+    let outcome = engine::run(graph, |id| costs[graph.work_of(id).index()].duration)?;
     let timeline = timeline_from_spans(scenario, graph, costs, Producer::Sim, None, |index| {
         (
             outcome.start[index].as_nanos(),
             outcome.end[index].as_nanos(),
         )
     });
-    (timeline, outcome.events)
+    Ok((timeline, outcome.events))
 }
 
 /// The Timeline of a graph whose task `index` ran over `span(index)` = (start_ns, end_ns):
@@ -109,7 +199,20 @@ pub fn timeline_from_spans(
     executor_mode: Option<String>,
     span: impl Fn(usize) -> (u64, u64),
 ) -> Timeline {
-    let tasks = graph
+    Timeline {
+        header: timeline_header(scenario, graph, producer, executor_mode),
+        tasks: records(graph, costs, scenario.iterations > 1, span),
+    }
+}
+
+/// One record per task, in id order.
+fn records(
+    graph: &TaskGraph,
+    costs: &[WorkCost],
+    iterations: bool,
+    span: impl Fn(usize) -> (u64, u64),
+) -> Vec<TaskRecord> {
+    graph
         .tasks()
         .enumerate()
         .map(|(index, task)| {
@@ -127,12 +230,21 @@ pub fn timeline_from_spans(
                 end_ns,
                 bytes: cost.bytes,
                 flops: cost.flops,
-                iteration: (scenario.iterations > 1).then_some(task.iteration as u32),
+                iteration: iterations.then_some(task.iteration as u32),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The header every producer writes.
+fn timeline_header(
+    scenario: &Scenario,
+    graph: &TaskGraph,
+    producer: Producer,
+    executor_mode: Option<String>,
+) -> TimelineHeader {
     let layout = scenario.layout;
-    let header = TimelineHeader {
+    TimelineHeader {
         format_version: TIMELINE_FORMAT_VERSION,
         producer,
         executor_mode,
@@ -156,8 +268,7 @@ pub fn timeline_from_spans(
             .iter()
             .map(|ranks| ranks.iter().map(|r| r.0).collect())
             .collect(),
-    };
-    Timeline { header, tasks }
+    }
 }
 
 /// How many of the busiest links a report lists.
@@ -165,12 +276,13 @@ const BUSIEST_LINKS: usize = 10;
 
 /// Simulates one iteration of a scenario (or `scenario.iterations` consecutive ones).
 pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError> {
-    let (schedule, graph) = build_graph(scenario);
+    let (schedule, mut graph) = build_graph(scenario);
     let network = ClosedFormNetwork::for_scenario(scenario);
     let costs = cost_works(scenario, graph.works(), &network);
     let total_ns: u128 = graph
-        .tasks()
-        .map(|task| costs[task.work.index()].duration.0 as u128)
+        .task_works()
+        .iter()
+        .map(|work| costs[work.index()].duration.0 as u128)
         .sum();
     if total_ns > MAX_TOTAL_TASK_NS {
         return Err(SimulationError::OutOfRange {
@@ -178,8 +290,8 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
             limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
         });
     }
-    let duration_of = |id: crate::ids::TaskId| costs[graph.task(id).work.index()].duration;
-    let (timeline, n_events, busiest_links) = if scenario.options.network_contention {
+    let duration_of = |id: crate::ids::TaskId| costs[graph.work_of(id).index()].duration;
+    let (outcome, busiest_links) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
         let planner = FabricFlowPlanner::new(scenario, &graph, &network, &costs);
         let (outcome, utilization) = engine::run_with_fabric(
@@ -190,8 +302,7 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
                 planner: &planner,
             }),
         )?;
-        let (timeline, events) = package(scenario, &graph, &costs, &outcome);
-        let elapsed = SimDuration(timeline.makespan_ns());
+        let elapsed = SimDuration(outcome.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0));
         let busiest = utilization
             .map(|u| u.busiest(BUSIEST_LINKS, elapsed))
             .unwrap_or_default()
@@ -202,13 +313,22 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
                 utilization: busy.utilization,
             })
             .collect();
-        (timeline, events, busiest)
+        (outcome, busiest)
     } else {
-        let (timeline, events) = run_graph(scenario, &graph, &costs)?;
-        (timeline, events, Vec::new())
+        (engine::run(&graph, duration_of)?, Vec::new())
     };
-    let metrics = metrics::compute(
-        &timeline,
+    let (n_tasks, n_edges) = (graph.task_count(), graph.edge_count());
+    graph.release_edges();
+    let run = SimulatedRun {
+        header: timeline_header(scenario, &graph, Producer::Sim, None),
+        graph,
+        costs,
+        start: outcome.start,
+        end: outcome.end,
+        iterations: scenario.iterations > 1,
+    };
+    let metrics = metrics::compute_spans(
+        &run,
         scenario
             .options
             .precision
@@ -217,11 +337,12 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
     Ok(SimulationReport {
         metrics,
         memory: memory_per_stage(scenario, &schedule),
-        n_tasks: graph.task_count(),
-        n_edges: graph.edge_count(),
-        n_events,
-        timeline,
+        n_tasks,
+        n_edges,
+        n_events: outcome.events,
         busiest_links,
+        run,
+        timeline: OnceLock::new(),
     })
 }
 

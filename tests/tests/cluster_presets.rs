@@ -51,7 +51,7 @@ fn every_preset_picks_its_gpus_default_profile_and_simulates() {
         let time_s = report.metrics.iteration_time_s;
         assert!(time_s > 0.0 && time_s < 60.0, "{preset}: {time_s} s");
         let all_reduces = report
-            .timeline
+            .timeline()
             .tasks
             .iter()
             .filter(|t| t.kind == TaskKind::DataParallelAllReduce)
@@ -79,7 +79,7 @@ fn a_gb200_tensor_group_of_72_stays_on_nvlink() {
     let ring = |scenario: &sim::scenario::Scenario| {
         sim::simulate(scenario)
             .unwrap()
-            .timeline
+            .into_timeline()
             .tasks
             .iter()
             .filter(|t| t.kind == TaskKind::DataParallelAllReduce)

@@ -5,7 +5,7 @@ fn identical_timelines_compare_equal_and_a_slowed_task_is_found() {
     let scenario = sim::scenario::ScenarioFile::tiny_example()
         .resolve()
         .unwrap();
-    let timeline = sim::simulate(&scenario).unwrap().timeline;
+    let timeline = sim::simulate(&scenario).unwrap().into_timeline();
     let same = timeline::compare::compare(&timeline, &timeline, 5).unwrap();
     assert_eq!(same.iteration_error_percent, 0.0);
     assert!(same.worst_tasks.is_empty());

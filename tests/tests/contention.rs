@@ -35,7 +35,7 @@ fn shared_nic_scenario(contention: bool) -> sim::scenario::Scenario {
 fn durations_of(scenario: &sim::scenario::Scenario, kind: TaskKind) -> Vec<(u64, u64, u64)> {
     let report = sim::simulate(scenario).unwrap();
     report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == kind)
@@ -202,7 +202,7 @@ fn contention_runs_are_deterministic_and_report_busiest_links() {
     .unwrap();
     let first = sim::simulate(&scenario).unwrap();
     let second = sim::simulate(&scenario).unwrap();
-    assert_eq!(first.timeline, second.timeline);
+    assert_eq!(first.timeline(), second.timeline());
     assert!(!first.busiest_links.is_empty());
     assert!(
         first
@@ -241,7 +241,7 @@ fn offload_copies_run_on_the_pcie_links_and_alone_take_their_closed_form_time() 
     let without = sim::simulate(&offload_scenario("dgx2-v100", 1, false)).unwrap();
     for kind in [TaskKind::PcieDeviceToHost, TaskKind::PcieHostToDevice] {
         let durations = |r: &sim::SimulationReport| -> Vec<u64> {
-            r.timeline
+            r.timeline()
                 .tasks
                 .iter()
                 .filter(|t| t.kind == kind)

@@ -311,17 +311,17 @@ fn gradients_reduce_over_the_dp_cp_group_and_pipeline_sends_carry_s_over_cp_toke
     let report = sim::simulate(&scenario).unwrap();
     // Every one of the 16 ranks runs compute.
     let mut ranks: Vec<u32> = report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == timeline::TaskKind::Forward)
-        .flat_map(|t| report.timeline.header.groups[t.group as usize].clone())
+        .flat_map(|t| report.timeline().header.groups[t.group as usize].clone())
         .collect();
     ranks.sort_unstable();
     ranks.dedup();
     assert_eq!(ranks, (0..16).collect::<Vec<u32>>());
-    assert_eq!(report.timeline.header.layout.context_parallel, 2);
-    assert_eq!(report.timeline.header.n_gpus, 16);
+    assert_eq!(report.timeline().header.layout.context_parallel, 2);
+    assert_eq!(report.timeline().header.n_gpus, 16);
     // Optimizer states shard over d·cp = 4.
     for stage in &report.memory {
         assert_eq!(

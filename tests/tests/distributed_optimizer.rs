@@ -26,7 +26,7 @@ fn scenario(dp: u32, distributed: bool) -> sim::scenario::Scenario {
 
 fn count(result: &sim::SimulationReport, kind: TaskKind) -> usize {
     result
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == kind)
@@ -35,7 +35,7 @@ fn count(result: &sim::SimulationReport, kind: TaskKind) -> usize {
 
 fn total_ns(result: &sim::SimulationReport, kind: TaskKind) -> u64 {
     result
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == kind)
@@ -60,7 +60,7 @@ fn gradients_are_reduce_scattered_and_parameters_all_gathered() {
     assert!((ratio - 0.25).abs() < 0.02, "optimizer time ratio {ratio}");
     // Every all-gather starts after the optimizer steps of its group.
     let last_step_end = sharded
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == TaskKind::OptimizerStep)
@@ -68,7 +68,7 @@ fn gradients_are_reduce_scattered_and_parameters_all_gathered() {
         .min()
         .unwrap();
     assert!(sharded
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == TaskKind::DataParallelAllGather)
@@ -85,7 +85,7 @@ fn gradients_are_reduce_scattered_and_parameters_all_gathered() {
 fn without_data_parallelism_the_distributed_optimizer_changes_nothing() {
     let plain = sim::simulate(&scenario(1, false)).unwrap();
     let sharded = sim::simulate(&scenario(1, true)).unwrap();
-    assert_eq!(plain.timeline.tasks.len(), sharded.timeline.tasks.len());
+    assert_eq!(plain.timeline().tasks.len(), sharded.timeline().tasks.len());
     assert_eq!(
         plain.metrics.iteration_time_s,
         sharded.metrics.iteration_time_s

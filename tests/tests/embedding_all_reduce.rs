@@ -23,7 +23,7 @@ fn simulate(model: &str, pp: u32) -> sim::SimulationReport {
 
 fn of_kind(report: &sim::SimulationReport, kind: TaskKind) -> Vec<&timeline::TaskRecord> {
     report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == kind)
@@ -56,7 +56,7 @@ fn tied_embeddings_are_all_reduced_between_first_and_last_stage() {
         .min()
         .unwrap();
     assert!(first_start >= dp_end, "{first_start} < {dp_end}");
-    assert!(last_end <= report.timeline.makespan_ns());
+    assert!(last_end <= report.timeline().makespan_ns());
 }
 
 #[test]

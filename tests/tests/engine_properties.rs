@@ -68,7 +68,7 @@ fn every_task_runs_once_after_all_its_predecessors() {
     for scenario in scenarios() {
         let (_, graph) = sim::build_graph(&scenario);
         let report = sim::simulate(&scenario).unwrap();
-        let tasks = &report.timeline.tasks;
+        let tasks = &report.timeline().tasks;
         assert_eq!(tasks.len(), graph.task_count());
         for (index, task) in tasks.iter().enumerate() {
             assert_eq!(task.id as usize, index, "one record per task, in id order");
@@ -95,7 +95,7 @@ fn every_task_runs_once_after_all_its_predecessors() {
             finish[node.index()] = ready + tasks[node.index()].duration_ns();
         }
         assert_eq!(
-            report.timeline.makespan_ns(),
+            report.timeline().makespan_ns(),
             *finish.iter().max().unwrap(),
             "{}: with dependency-only starts the makespan equals the critical path",
             scenario.title()
@@ -107,7 +107,7 @@ fn every_task_runs_once_after_all_its_predecessors() {
 fn no_stream_of_any_rank_runs_two_tasks_at_once() {
     for scenario in scenarios() {
         let report = sim::simulate(&scenario).unwrap();
-        let timeline = &report.timeline;
+        let timeline = &report.timeline();
         let mut per_stream: BTreeMap<(u32, sim::task::StreamKind), Vec<(u64, u64)>> =
             BTreeMap::new();
         for task in &timeline.tasks {
@@ -144,7 +144,7 @@ fn same_inputs_give_byte_identical_timelines() {
         let mut out = Vec::new();
         sim::simulate(&scenario)
             .unwrap()
-            .timeline
+            .into_timeline()
             .write_json_lines(&mut out)
             .unwrap();
         out
@@ -157,7 +157,7 @@ fn same_inputs_give_byte_identical_timelines() {
 #[test]
 fn timelines_round_trip_through_both_file_forms() {
     let scenario = small_scenario(ScheduleKind::Interleaved, 2, 4, 2, 2, 8);
-    let timeline = sim::simulate(&scenario).unwrap().timeline;
+    let timeline = sim::simulate(&scenario).unwrap().into_timeline();
     let dir = std::env::temp_dir().join(format!("clustersim-roundtrip-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for name in ["t.json", "t.jsonl"] {
@@ -338,7 +338,7 @@ fn overlapped_gradient_reduction_hides_part_of_the_data_parallel_all_reduce() {
     let (a, b) = (&plain.metrics, &overlapped.metrics);
     // Same bytes reduced (split per chunk), less of it exposed, never a slower iteration.
     let dp_bytes = |r: &sim::SimulationReport| -> u64 {
-        r.timeline
+        r.timeline()
             .tasks
             .iter()
             .filter(|t| t.kind == sim::task::TaskKind::DataParallelAllReduce)
@@ -356,7 +356,7 @@ fn overlapped_gradient_reduction_hides_part_of_the_data_parallel_all_reduce() {
 }
 
 fn has_rank_zero(report: &sim::SimulationReport, group: u32) -> bool {
-    report.timeline.header.groups[group as usize].contains(&0)
+    report.timeline().header.groups[group as usize].contains(&0)
 }
 
 #[test]
@@ -393,7 +393,7 @@ fn gradient_buckets_start_reducing_during_the_last_backward() {
     let per_chunk = run(Some(true), None);
     let bucketed = run(Some(true), Some(12_500_000));
     let reductions = |r: &sim::SimulationReport| -> Vec<(u64, u64)> {
-        r.timeline
+        r.timeline()
             .tasks
             .iter()
             .filter(|t| {
@@ -415,7 +415,7 @@ fn gradient_buckets_start_reducing_during_the_last_backward() {
     assert_eq!(total(buckets.clone()), total(reductions(&plain)));
     // Splitting the last backward into buckets changes no work.
     let backward_flops = |r: &sim::SimulationReport| -> f64 {
-        r.timeline
+        r.timeline()
             .tasks
             .iter()
             .filter(|t| t.kind == sim::task::TaskKind::Backward)
@@ -426,7 +426,7 @@ fn gradient_buckets_start_reducing_during_the_last_backward() {
     assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
     // The first bucket starts while later layers' backward is still running.
     let last_backward_end = bucketed
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == sim::task::TaskKind::Backward && has_rank_zero(&bucketed, t.group))

@@ -65,7 +65,7 @@ fn simulated(name: &str, topology: serde_json::Value, profile: &Path) -> Timelin
         file.stack = Some(root().join(stack).display().to_string());
     }
     let scenario = file.resolve().expect("example resolves");
-    sim::simulate(&scenario).expect("simulates").timeline
+    sim::simulate(&scenario).expect("simulates").into_timeline()
 }
 
 /// Sum of task durations of one kind, in ns.

@@ -66,7 +66,7 @@ fn mixtral_with_ep_8_simulates_and_its_all_to_alls_are_the_closed_form() {
     )
     .duration;
     let forward = report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .find(|task| task.kind == TaskKind::ExpertAllToAll)
@@ -75,7 +75,7 @@ fn mixtral_with_ep_8_simulates_and_its_all_to_alls_are_the_closed_form() {
     // A forward, a backward: 16 each per microbatch, 4 microbatches, 4 stages,
     // 16 replicas; one task per (tensor group, pass).
     let count = report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|task| task.kind == TaskKind::ExpertAllToAll)
@@ -351,7 +351,7 @@ fn under_contention_a_lone_all_to_all_runs_as_flows_in_its_closed_form_time() {
     let durations = |scenario: &Scenario| -> Vec<u64> {
         sim::simulate(scenario)
             .unwrap()
-            .timeline
+            .timeline()
             .tasks
             .iter()
             .filter(|task| task.kind == TaskKind::ExpertAllToAll)

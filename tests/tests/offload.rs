@@ -54,13 +54,13 @@ fn one_gpu_moves_two_bytes_per_parameter_each_way_per_step() {
     let scenario = offload_file(1, 1, 1).resolve().unwrap();
     let report = sim::simulate(&scenario).unwrap();
     let p = params_per_rank(&scenario);
-    let down = bytes_per_rank(&report.timeline, TaskKind::PcieDeviceToHost);
-    let up = bytes_per_rank(&report.timeline, TaskKind::PcieHostToDevice);
+    let down = bytes_per_rank(&report.timeline(), TaskKind::PcieDeviceToHost);
+    let up = bytes_per_rank(&report.timeline(), TaskKind::PcieHostToDevice);
     assert_eq!(down, BTreeMap::from([(0, 2 * p)]));
     assert_eq!(up, BTreeMap::from([(0, 2 * p)]));
     // Several buckets, so the offload overlaps the backward.
     let copies = report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == TaskKind::PcieDeviceToHost)
@@ -77,7 +77,7 @@ fn each_of_d_gpus_moves_two_bytes_per_parameter_over_d_each_way() {
         assert_eq!(p % dp as u64, 0, "test model divides evenly");
         let expected = 2 * p / dp as u64;
         for kind in [TaskKind::PcieDeviceToHost, TaskKind::PcieHostToDevice] {
-            let sums = bytes_per_rank(&report.timeline, kind);
+            let sums = bytes_per_rank(&report.timeline(), kind);
             assert_eq!(sums.len(), (tp * dp) as usize);
             assert!(
                 sums.values().all(|&bytes| bytes == expected),
@@ -87,7 +87,7 @@ fn each_of_d_gpus_moves_two_bytes_per_parameter_over_d_each_way() {
         // ZeRO-2: every bucket is reduce-scattered, the parameters all-gathered once per data group.
         let count = |kind| {
             report
-                .timeline
+                .timeline()
                 .tasks
                 .iter()
                 .filter(|t| t.kind == kind)
@@ -110,11 +110,11 @@ fn every_microbatch_offloads_its_gradients() {
     let report = sim::simulate(&scenario).unwrap();
     let p = params_per_rank(&scenario);
     assert_eq!(
-        bytes_per_rank(&report.timeline, TaskKind::PcieDeviceToHost)[&0],
+        bytes_per_rank(&report.timeline(), TaskKind::PcieDeviceToHost)[&0],
         3 * 2 * p
     );
     assert_eq!(
-        bytes_per_rank(&report.timeline, TaskKind::PcieHostToDevice)[&0],
+        bytes_per_rank(&report.timeline(), TaskKind::PcieHostToDevice)[&0],
         2 * p
     );
 }
@@ -251,14 +251,14 @@ fn offload_streams_run_one_task_at_a_time_and_respect_dependencies() {
         .unwrap();
         let (_, graph) = sim::build_graph(&scenario);
         let report = sim::simulate(&scenario).unwrap();
-        let tasks = &report.timeline.tasks;
+        let tasks = &report.timeline().tasks;
         for (from, to, _) in graph.edges() {
             let (from, to) = (&tasks[from.index()], &tasks[to.index()]);
             assert!(from.end_ns <= to.start_ns);
         }
         let mut lanes: BTreeMap<(u32, StreamKind), Vec<(u64, u64)>> = BTreeMap::new();
         for task in tasks {
-            for &rank in &report.timeline.header.groups[task.group as usize] {
+            for &rank in &report.timeline().header.groups[task.group as usize] {
                 lanes
                     .entry((rank, task.stream))
                     .or_default()
@@ -283,9 +283,9 @@ fn offload_streams_run_one_task_at_a_time_and_respect_dependencies() {
         }
         // The JSON round trip keeps the iteration tags.
         let mut text = Vec::new();
-        report.timeline.write_json(&mut text).unwrap();
+        report.timeline().write_json(&mut text).unwrap();
         let back: Timeline = serde_json::from_slice(&text).unwrap();
-        assert_eq!(back, report.timeline);
+        assert_eq!(&back, report.timeline());
     }
 }
 
@@ -332,12 +332,12 @@ fn pcie_and_cpu_get_their_own_lanes_in_the_timeline_chart() {
         lanes_per_stream: true,
         ..reports::TimelineChartOptions::default()
     };
-    let summary = reports::render_timeline(&report.timeline, &options, &path).unwrap();
+    let summary = reports::render_timeline(&report.timeline(), &options, &path).unwrap();
     let svg = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_file(&path).ok();
     assert_eq!(summary.lanes, 4, "compute, pcie_d2h, pcie_h2d, cpu");
     for lane in ["rank 0 · pcie_d2h", "rank 0 · pcie_h2d", "rank 0 · cpu"] {
         assert!(svg.contains(lane), "missing lane {lane}");
     }
-    assert_eq!(summary.blocks, report.timeline.tasks.len());
+    assert_eq!(summary.blocks, report.timeline().tasks.len());
 }

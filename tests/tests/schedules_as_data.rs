@@ -21,7 +21,7 @@ fn looped_bfs_buckets_each_chunks_last_backward_which_is_microbatch_zero() {
     let report = sim::simulate(&scenario).unwrap();
     // Backward tasks per (stage, chunk, microbatch) of data index 0's group.
     let mut pieces: BTreeMap<(u32, u16, u32), usize> = BTreeMap::new();
-    for task in report.timeline.tasks.iter() {
+    for task in report.timeline().tasks.iter() {
         if task.kind == TaskKind::Backward {
             *pieces
                 .entry((task.stage, task.chunk, task.microbatch.unwrap()))
@@ -49,7 +49,7 @@ fn looped_bfs_buckets_each_chunks_last_backward_which_is_microbatch_zero() {
     }
     // Each of the 2 buckets all-reduced once per (stage, chunk, tensor index of t = 2).
     let all_reduces = report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == TaskKind::DataParallelAllReduce)

@@ -26,7 +26,7 @@ fn the_override_sets_the_models_sequence_length_and_its_cost() {
     let flops = |s: &sim::scenario::Scenario| -> f64 {
         sim::simulate(s)
             .unwrap()
-            .timeline
+            .into_timeline()
             .tasks
             .iter()
             .map(|t| t.flops)

@@ -56,9 +56,9 @@ fn run(file: ScenarioFile) -> (Scenario, SimulationReport) {
 
 /// (bytes, group size) of every task of `kind`, in id (issue) order.
 fn collectives(report: &SimulationReport, kind: TaskKind) -> Vec<(u64, usize)> {
-    let groups = &report.timeline.header.groups;
+    let groups = &report.timeline().header.groups;
     report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == kind)
@@ -67,9 +67,9 @@ fn collectives(report: &SimulationReport, kind: TaskKind) -> Vec<(u64, usize)> {
 }
 
 fn bytes_on_rank(report: &SimulationReport, kind: TaskKind, rank: u32) -> u64 {
-    let groups = &report.timeline.header.groups;
+    let groups = &report.timeline().header.groups;
     report
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == kind && groups[t.group as usize].contains(&rank))
@@ -135,10 +135,10 @@ fn zero3_gathers_every_unit_before_each_pass_and_scatters_it_after_its_backward(
 #[test]
 fn fsdp_prefetches_one_unit_ahead_and_waits_for_the_gathered_parameters() {
     let (_, report) = run(file(1, 1, 2, sharded(Sharding::Full, None)));
-    let groups = &report.timeline.header.groups;
+    let groups = &report.timeline().header.groups;
     let on_rank0 = |kind: TaskKind| -> Vec<(u64, u64)> {
         let mut spans: Vec<(u64, u64)> = report
-            .timeline
+            .timeline()
             .tasks
             .iter()
             .filter(|t| t.kind == kind && groups[t.group as usize].contains(&0))
@@ -196,7 +196,7 @@ fn zero2_reduce_scatters_every_backwards_buckets_and_gathers_parameters_once() {
 #[test]
 fn hsdp_scatters_in_the_group_all_reduces_across_groups_and_gathers_in_the_group() {
     let (_, report) = run(file(1, 1, 4, sharded(Sharding::Full, Some(2))));
-    let groups = &report.timeline.header.groups;
+    let groups = &report.timeline().header.groups;
     let all_gathers = collectives(&report, TaskKind::DataParallelAllGather);
     let reduce_scatters = collectives(&report, TaskKind::DataParallelReduceScatter);
     let all_reduces = collectives(&report, TaskKind::DataParallelAllReduce);
@@ -210,7 +210,7 @@ fn hsdp_scatters_in_the_group_all_reduces_across_groups_and_gathers_in_the_group
         .chain(&all_reduces)
         .all(|&(_, ranks)| ranks == 2));
     // Shard groups are consecutive data indices; replicas are two apart.
-    for task in &report.timeline.tasks {
+    for task in &report.timeline().tasks {
         let ranks = &groups[task.group as usize];
         match task.kind {
             TaskKind::DataParallelAllGather | TaskKind::DataParallelReduceScatter => {
@@ -287,7 +287,7 @@ fn without_data_parallelism_sharding_changes_nothing() {
     let plain = run(file(2, 2, 1, TrainingOptionsFile::default())).1;
     for mode in [Sharding::Gradients, Sharding::Full] {
         let sharded = run(file(2, 2, 1, sharded(mode, None))).1;
-        assert_eq!(plain.timeline.tasks.len(), sharded.timeline.tasks.len());
+        assert_eq!(plain.timeline().tasks.len(), sharded.timeline().tasks.len());
         assert_eq!(
             plain.metrics.iteration_time_s,
             sharded.metrics.iteration_time_s
@@ -504,7 +504,7 @@ fn the_overlapped_parameter_gather_feeds_the_first_forward_bucket_by_bucket() {
     );
     let first_of = |report: &SimulationReport, kind: TaskKind| {
         report
-            .timeline
+            .timeline()
             .tasks
             .iter()
             .filter(|t| t.kind == kind)
@@ -513,7 +513,7 @@ fn the_overlapped_parameter_gather_feeds_the_first_forward_bucket_by_bucket() {
             .unwrap()
     };
     let optimizer_end = overlapped
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == TaskKind::OptimizerStep)
@@ -525,7 +525,7 @@ fn the_overlapped_parameter_gather_feeds_the_first_forward_bucket_by_bucket() {
             <= first_of(&overlapped, TaskKind::Forward).0
     );
     assert!(overlapped
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .filter(|t| t.kind == TaskKind::DataParallelAllGather)

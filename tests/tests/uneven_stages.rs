@@ -39,7 +39,7 @@ fn a_126_layer_model_runs_on_16_stages_with_the_first_and_last_lighter() {
     let forward: Vec<f64> = (0..16)
         .map(|stage| {
             report
-                .timeline
+                .timeline()
                 .tasks
                 .iter()
                 .find(|t| {
@@ -119,7 +119,7 @@ fn megatrons_layout_string_builds_the_layers_it_names_per_stage() {
     // same simulation, task for task.
     let by_layout = sim::simulate(&scenario).unwrap();
     let by_split = sim::simulate(&file(Some(BOTH)).resolve().unwrap()).unwrap();
-    assert_eq!(by_layout.timeline.tasks, by_split.timeline.tasks);
+    assert_eq!(by_layout.timeline().tasks, by_split.timeline().tasks);
     assert_eq!(
         by_layout
             .memory
@@ -141,7 +141,7 @@ fn an_uneven_layout_moves_exactly_its_layers() {
     let report = sim::simulate(&scenario).unwrap();
     let forward = |stage: u32| {
         report
-            .timeline
+            .timeline()
             .tasks
             .iter()
             .find(|t| t.kind == TaskKind::Forward && t.stage == stage && t.microbatch == Some(0))

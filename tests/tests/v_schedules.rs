@@ -190,7 +190,7 @@ fn every_v_schedule_runs_without_deadlock_over_a_grid_with_and_without_recompute
                 let report = sim::simulate(&scenario)
                     .unwrap_or_else(|e| panic!("{schedule:?} p={p} m={m}: {e}"));
                 // Every pass ran: F, and I + W or B, per chunk and microbatch on every rank.
-                assert!(report.timeline.makespan_ns() > 0);
+                assert!(report.timeline().makespan_ns() > 0);
             }
         }
     }

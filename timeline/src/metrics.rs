@@ -25,8 +25,106 @@
 //! inside that window. `iteration_times_s` lists every iteration's span.
 
 use crate::kinds::{CommClass, StreamKind, TaskKind};
-use crate::Timeline;
+use crate::{TaskRecord, Timeline, TimelineHeader};
 use serde::Serialize;
+
+/// What metrics read of one task.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub kind: TaskKind,
+    pub stream: StreamKind,
+    /// Index into the header's groups.
+    pub group: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Matrix FLOPs done by each rank of the group.
+    pub flops: f64,
+    /// Training iteration (0 when the record names none).
+    pub iteration: u32,
+}
+
+impl Span {
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+impl From<&TaskRecord> for Span {
+    fn from(task: &TaskRecord) -> Span {
+        Span {
+            kind: task.kind,
+            stream: task.stream,
+            group: task.group,
+            start_ns: task.start_ns,
+            end_ns: task.end_ns,
+            flops: task.flops,
+            iteration: task.iteration.unwrap_or(0),
+        }
+    }
+}
+
+/// A timeline as metrics read it: the header and every task's [`Span`] by
+/// id. A [`Timeline`] is one; a producer can offer its own (the simulator's
+/// view over the engine's start and end arrays) without building records.
+pub trait Spans {
+    fn header(&self) -> &TimelineHeader;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Task `index` (ids are dense, `0..len()`).
+    fn span(&self, index: usize) -> Span;
+    /// Task `index`'s group (what the per-rank index reads; a view may answer
+    /// it without building the whole span).
+    fn group(&self, index: usize) -> u32 {
+        self.span(index).group
+    }
+    /// Task `index`'s kind, group and FLOPs per rank (what the FLOP count reads).
+    fn flops(&self, index: usize) -> (TaskKind, u32, f64) {
+        let span = self.span(index);
+        (span.kind, span.group, span.flops)
+    }
+    /// Task `index`'s kind, stream, start and end (what the per-rank pass reads).
+    fn interval(&self, index: usize) -> (TaskKind, StreamKind, u64, u64) {
+        let span = self.span(index);
+        (span.kind, span.stream, span.start_ns, span.end_ns)
+    }
+}
+
+impl Spans for Timeline {
+    fn header(&self) -> &TimelineHeader {
+        &self.header
+    }
+    fn len(&self) -> usize {
+        self.tasks.len()
+    }
+    fn span(&self, index: usize) -> Span {
+        Span::from(&self.tasks[index])
+    }
+}
+
+/// Latest end of each iteration present, in iteration order (one entry,
+/// 0, when there are no tasks): [`Timeline::iteration_ends_ns`] on any [`Spans`].
+pub fn iteration_ends_ns(spans: &impl Spans) -> Vec<u64> {
+    let mut ends = std::collections::BTreeMap::new();
+    for index in 0..spans.len() {
+        let task = spans.span(index);
+        let end = ends.entry(task.iteration).or_insert(0u64);
+        *end = (*end).max(task.end_ns);
+    }
+    if ends.is_empty() {
+        return vec![0];
+    }
+    ends.into_values().collect()
+}
+
+/// Latest end over all tasks: [`Timeline::makespan_ns`] on any [`Spans`].
+pub fn makespan_ns(spans: &impl Spans) -> u64 {
+    (0..spans.len())
+        .map(|index| spans.span(index).end_ns)
+        .max()
+        .unwrap_or(0)
+}
 
 fn is_zero(value: &f64) -> bool {
     *value == 0.0
@@ -130,18 +228,24 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
         "{:?}",
         timeline.check("timeline")
     );
-    let header = &timeline.header;
+    compute_spans(timeline, peak_flops_per_s)
+}
+
+/// [`compute`] on any [`Spans`] (the same arithmetic in the same order, so a
+/// view and the Timeline it would materialise give identical metrics).
+pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
+    let header = timeline.header();
     let n_ranks = header.n_gpus as usize;
     let layout = &header.layout;
     let ranks_per_stage = layout.ranks_per_stage() as usize;
-    let ends = timeline.iteration_ends_ns();
+    let ends = iteration_ends_ns(timeline);
     let n_iterations = ends.len();
     // The steady-state window: the last iteration that another one follows
     // (with DPU the next iteration's forward and backward overlap it).
     let (window_start, window_end) = match ends.as_slice() {
         [.., before, measured, _last] => (*before, *measured),
         [previous, last] => (*previous, *last),
-        _ => (0, timeline.makespan_ns()),
+        _ => (0, makespan_ns(timeline)),
     };
     let iteration_ns = window_end - window_start;
     let clip = |(start, end): (u64, u64)| -> Option<(u64, u64)> {
@@ -151,8 +255,8 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
 
     // Tasks of each rank (groups expanded), in CSR form.
     let mut counts = vec![0usize; n_ranks + 1];
-    for task in &timeline.tasks {
-        for &rank in &header.groups[task.group as usize] {
+    for index in 0..timeline.len() {
+        for &rank in &header.groups[timeline.group(index) as usize] {
             counts[rank as usize + 1] += 1;
         }
     }
@@ -161,8 +265,8 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
     }
     let mut fill = counts.clone();
     let mut by_rank = vec![0u32; counts[n_ranks]];
-    for (index, task) in timeline.tasks.iter().enumerate() {
-        for &rank in &header.groups[task.group as usize] {
+    for index in 0..timeline.len() {
+        for &rank in &header.groups[timeline.group(index) as usize] {
             by_rank[fill[rank as usize]] = index as u32;
             fill[rank as usize] += 1;
         }
@@ -170,12 +274,13 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
 
     let mut total_flops = 0.0;
     let mut model_flops = 0.0;
-    for task in &timeline.tasks {
-        if task.kind.is_compute() {
-            let ranks = header.groups[task.group as usize].len() as f64;
-            total_flops += task.flops * ranks;
-            if task.kind != TaskKind::Recompute {
-                model_flops += task.flops * ranks;
+    for index in 0..timeline.len() {
+        let (kind, group, flops) = timeline.flops(index);
+        if kind.is_compute() {
+            let ranks = header.groups[group as usize].len() as f64;
+            total_flops += flops * ranks;
+            if kind != TaskKind::Recompute {
+                model_flops += flops * ranks;
             }
         }
     }
@@ -190,21 +295,22 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
         let mut busy = Vec::new();
         let mut comm: [Vec<(u64, u64)>; 5] = Default::default();
         for &index in tasks {
-            let task = &timeline.tasks[index as usize];
-            let in_window = clip((task.start_ns, task.end_ns));
-            if task.stream == StreamKind::Compute {
+            let (kind, stream, start_ns, end_ns) = timeline.interval(index as usize);
+            let duration_ns = end_ns - start_ns;
+            let in_window = clip((start_ns, end_ns));
+            if stream == StreamKind::Compute {
                 busy.extend(in_window);
-                if task.kind.is_compute() {
-                    compute_sum_ns += task.duration_ns() as u128;
+                if kind.is_compute() {
+                    compute_sum_ns += duration_ns as u128;
                 }
             }
-            match task.kind.communication_class() {
-                Some(CommClass::Tensor) => exposed_sum_ns[0] += task.duration_ns() as u128,
+            match kind.communication_class() {
+                Some(CommClass::Tensor) => exposed_sum_ns[0] += duration_ns as u128,
                 Some(CommClass::Pipeline) => comm[1].extend(in_window),
                 Some(CommClass::DataParallel) => comm[2].extend(in_window),
                 Some(CommClass::Offload) => comm[3].extend(in_window),
                 Some(CommClass::Host) => comm[4].extend(in_window),
-                Some(CommClass::ExpertParallel) => exposed_sum_ns[5] += task.duration_ns() as u128,
+                Some(CommClass::ExpertParallel) => exposed_sum_ns[5] += duration_ns as u128,
                 None => {}
             }
         }

@@ -85,7 +85,7 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     print_plan(&scenario, &execution.plan, execution.check.waits);
     let simulated = sim::simulate(&scenario)
         .map_err(crate::exit::simulation_error)?
-        .timeline;
+        .into_timeline();
     let comparison = timeline::compare::compare(&simulated, &execution.timeline, 0)
         .map_err(|e| anyhow::anyhow!(e))?;
     println!(

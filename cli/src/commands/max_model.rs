@@ -84,7 +84,7 @@ pub fn write_offload_summary(
     report: &SimulationReport,
 ) -> anyhow::Result<()> {
     let m = &report.metrics;
-    let timeline = &report.timeline;
+    let timeline = report.timeline();
     // Bytes over PCIe per step of rank 0 (every rank moves the same).
     let rank_zero_bytes = |kind: TaskKind| -> u64 {
         timeline

@@ -47,7 +47,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.timeline {
         write_timeline(&report, path)?;
     }
-    let notes = args.pictures.write(&report.timeline)?;
+    // The Timeline is built only for what needs every record.
+    let notes = if args.pictures.plot.is_some() || args.pictures.trace.is_some() {
+        args.pictures.write(report.timeline())?
+    } else {
+        Vec::new()
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
@@ -69,9 +74,9 @@ fn write_timeline(report: &SimulationReport, path: &std::path::Path) -> anyhow::
     let lines = path.extension().is_some_and(|ext| ext == "jsonl");
     crate::output_file::write_output(path, |writer| {
         if lines {
-            report.timeline.write_json_lines(writer)
+            report.timeline().write_json_lines(writer)
         } else {
-            report.timeline.write_json(writer)
+            report.timeline().write_json(writer)
         }
     })
 }

@@ -138,7 +138,7 @@ fn there_is_one_stream_per_rank_and_stream_kind_and_group_tasks_use_the_lowest_r
 fn synthetic_spins_last_exactly_the_simulated_task_durations() {
     for (name, scenario) in layout_families() {
         let (_, plan) = planned(&scenario, ExecutionMode::Synthetic, 1);
-        let simulated = sim::simulate(&scenario).unwrap().timeline;
+        let simulated = sim::simulate(&scenario).unwrap().into_timeline();
         for task in &plan.tasks {
             let spun: u64 = task
                 .launches
@@ -378,7 +378,7 @@ fn a_measured_timeline_is_packaged_like_the_simulators() {
         },
     )
     .unwrap();
-    let simulated = sim::simulate(&scenario).unwrap().timeline;
+    let simulated = sim::simulate(&scenario).unwrap().into_timeline();
     let spans: Vec<Span> = simulated
         .tasks
         .iter()

@@ -53,10 +53,10 @@ fn program_order(builder: &mut TaskGraphBuilder, groups: &[Vec<Rank>]) {
     let mut previous: Vec<TaskId> = Vec::new();
     for index in 0..builder.task_count() {
         let id = TaskId(index as u32);
-        let task = *builder.task(id);
+        let stream = builder.task_stream(id).index();
         previous.clear();
-        for rank in &groups[task.group.index()] {
-            let slot = rank.index() * streams + task.stream.index();
+        for rank in &groups[builder.task_group(id).index()] {
+            let slot = rank.index() * streams + stream;
             if let Some(before) = last_on_stream[slot].replace(id) {
                 if !previous.contains(&before) {
                     previous.push(before);
@@ -78,7 +78,7 @@ fn connect_steps(
 ) {
     let sources = steps[dependency.from.index()].tail;
     let targets = steps[dependency.to.index()].head;
-    let ranks = |builder: &TaskGraphBuilder, id: TaskId| &groups[builder.task(id).group.index()];
+    let ranks = |builder: &TaskGraphBuilder, id: TaskId| &groups[builder.task_group(id).index()];
     let shares = |builder: &TaskGraphBuilder, source: TaskId, target: TaskId| {
         share_a_rank(ranks(builder, source), ranks(builder, target))
     };

@@ -45,8 +45,7 @@ pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
 
 /// Builds the task graph of a scenario's iteration (or iterations).
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
-    let mut builder =
-        TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 2 * estimated_tasks(scenario));
+    let mut builder = TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 0);
     let mut program = match scenario.options.offload {
         None => pipeline::program(scenario, schedule, &mut builder),
         Some(_) => offload::program(scenario, schedule, &mut builder),
@@ -54,13 +53,15 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     let steps = tasks::emit(&program, &mut builder);
     let dependencies = std::mem::take(&mut program.dependencies);
     drop(program);
+    // Twice: edges counted per task, then written into their CSR rows (no edge list).
+    builder.count_edges();
+    edges::connect(&dependencies, &steps, &mut builder);
+    builder.fill_edges();
     edges::connect(&dependencies, &steps, &mut builder);
     builder.finish(scenario.layout.gpus())
 }
 
-/// About how many tasks the graph gets (to size it once).
+/// About how many tasks the graph gets (to size it once; never past 32-bit ids).
 fn estimated_tasks(scenario: &Scenario) -> usize {
-    scenario
-        .estimated_tasks()
-        .min(crate::scenario::task_limit()) as usize
+    scenario.estimated_tasks().min(crate::scenario::MAX_TASKS) as usize
 }

@@ -72,7 +72,7 @@ fn the_host_lane_issues_every_pass_before_the_gpu_runs_it_and_bounds_the_iterati
         .host
         .expect("the default stack simulates the host");
     let report = crate::simulate(&scenario).unwrap();
-    let tasks = &report.timeline.tasks;
+    let tasks = &report.timeline().tasks;
     let host_tasks: Vec<_> = tasks
         .iter()
         .filter(|t| t.kind == TaskKind::HostIssue)
@@ -83,19 +83,19 @@ fn the_host_lane_issues_every_pass_before_the_gpu_runs_it_and_bounds_the_iterati
     let rank0_group = 0u32;
     let busy: u64 = host_tasks
         .iter()
-        .filter(|t| report.timeline.header.groups[t.group as usize].contains(&rank0_group))
+        .filter(|t| report.timeline().header.groups[t.group as usize].contains(&rank0_group))
         .map(|t| t.duration_ns())
         .sum();
-    assert!(report.timeline.makespan_ns() >= busy);
+    assert!(report.timeline().makespan_ns() >= busy);
     assert!(busy >= host.kernel_issue_ns * 10, "{busy}");
     // Without host costs there is no host lane, and the iteration is shorter.
     let mut hostless = scenario.clone();
     hostless.stack.host = None;
     let fast = crate::simulate(&hostless).unwrap();
     assert!(fast
-        .timeline
+        .timeline()
         .tasks
         .iter()
         .all(|t| t.kind != TaskKind::HostIssue));
-    assert!(fast.timeline.makespan_ns() < report.timeline.makespan_ns());
+    assert!(fast.timeline().makespan_ns() < report.timeline().makespan_ns());
 }

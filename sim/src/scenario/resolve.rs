@@ -370,8 +370,8 @@ impl ScenarioFile {
             global_batch,
             microbatches: m,
         };
-        // Every task is held in memory (~200 bytes with its edges and timeline
-        // record): refuse graphs that would not fit a workstation, before building them.
+        // Task ids are 32-bit: refuse graphs past them before building them (whether
+        // a graph fits this machine's memory is `host_memory`'s check).
         let splits = GradientSplits {
             split_backward: schedule.splits_backward(),
             ..model.as_ref().map_or(GradientSplits::default(), |model| {
@@ -387,11 +387,13 @@ impl ScenarioFile {
         );
         let limit = task_limit();
         if estimated_tasks > limit {
-            let gigabytes = (limit * BYTES_PER_TASK) as f64 / 1e9;
-            let precision = if gigabytes < 10.0 { 1 } else { 0 };
+            let why = if limit < MAX_TASKS {
+                format!("set by {TASK_LIMIT_VARIABLE}")
+            } else {
+                "task ids are 32-bit".to_string()
+            };
             problems.push(format!(
-                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {limit} (~{gigabytes:.precision$} GB{}); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs",
-                if limit < MAX_TASKS { format!(", set by {TASK_LIMIT_VARIABLE}") } else { String::new() }
+                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {limit} ({why}); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
             ));
         }
         if !problems.is_empty() {

@@ -1,6 +1,9 @@
 //! How many tasks a scenario's graph gets, estimated before it is built:
-//! scenario validation refuses graphs over [`task_limit`] (at most
-//! [`MAX_TASKS`]), and lowering sizes the graph with the same estimate.
+//! the host-memory check ([`crate::host_memory`]) refuses a simulation whose
+//! estimate × [`BYTES_PER_TASK`] exceeds what the machine has, scenario
+//! validation refuses only graphs past 32-bit task ids (or past
+//! `CLUSTERSIM_MAX_TASKS` when that is set), and lowering sizes the graph
+//! with the same estimate.
 
 use super::{Layout, Recompute, Scenario, TrainingOptions};
 use crate::lowering::passes::layers_per_bucket;
@@ -8,23 +11,46 @@ use crate::lowering::CPU_ADAM_TILE_PARAMS;
 use models::sharding::{parameters_of_layers, parameters_on_rank};
 use models::ModelSpec;
 
-/// Largest task graph a simulation will build (the 1T model on 3072 GPUs
-/// needs 7.3 million tasks with its host lane and ~1.2 GB).
-pub const MAX_TASKS: u64 = 60_000_000;
+/// The most tasks a graph can hold: task ids are `u32`
+/// ([`crate::task_columns::TaskColumns::push`]). Not a memory guess: memory
+/// is [`crate::host_memory`]'s to judge.
+pub const MAX_TASKS: u64 = u32::MAX as u64;
 
-/// Peak resident bytes per task of [`estimated_task_count`]: the task, its
-/// edges, its duration, the engine's queue entry and its timeline record.
-/// Measured on the 1T model on 3,072 GPUs (t=8 p=64 d=6, B=3072):
-/// `/usr/bin/time -v clustersim simulate` peaks at 1,275,208 KiB for
-/// 6,488,064 estimated tasks (7,266,176 built) = 201 B, rounded to 200.
-pub const BYTES_PER_TASK: u64 = 200;
+/// Peak resident bytes per task of [`estimated_task_count`]: the task's
+/// columns, its CSR edges (written in place by lowering's second edge
+/// pass), the engine's start, end and in-degree, and the metrics' per-rank
+/// index. `/usr/bin/time` peak RSS of the 1T model (t=8 p=64, B = 512 d):
+/// 454,208 KiB on 3,072 GPUs (d=6, 6,488,064 estimated tasks) = 71.7 B;
+/// 4,773,760 KiB on 32,768 (d=64, 69,206,016) = 70.6 B; 9,539,888 KiB on
+/// 65,536 (d=128, 138,412,032) = 70.6 B; rounded up to 72 (the petgraph
+/// engine with its eager Timeline peaked at 1,275,208 KiB on 3,072 GPUs, 201 B).
+pub const BYTES_PER_TASK: u64 = 72;
 
-/// The environment variable that lowers the task limit below [`MAX_TASKS`].
+/// Peak resident bytes per GPU beyond [`BYTES_PER_TASK`] (rank groups,
+/// placement, per-rank metrics), which matter where tasks per GPU are few:
+/// the tiny model on 1,000,000 GPUs (t=1 p=2 d=500,000, B=1,000,000,
+/// 24,000,000 estimated tasks, `cli/tests/reliability/topo1m.json`) peaks at
+/// 2,508,972 KiB RSS: (2.569 GB − 24 M × 72 B) ÷ 10⁶ = 841 B, rounded to 850.
+pub const BYTES_PER_GPU: u64 = 850;
+
+/// Peak address space per task (what `ulimit -v` limits): the 1T model on
+/// 3,072 GPUs runs under `ulimit -v 700000` (716.8 MB) = 110.5 B a task,
+/// rounded to 111.
+pub const ADDRESS_BYTES_PER_TASK: u64 = 111;
+
+/// Peak address space per GPU beyond [`ADDRESS_BYTES_PER_TASK`]: the tiny
+/// model on 1,000,000 GPUs above runs under `ulimit -v 3600000` (3.686 GB)
+/// and aborts under 3,300,000 KiB: 3.686 GB − 24 M × 111 B = 1,022 B, rounded
+/// to 1,040.
+pub const ADDRESS_BYTES_PER_GPU: u64 = 1_040;
+
+/// The environment variable that sets a task limit below [`MAX_TASKS`]
+/// (none by default; the CLI fuzzer sets one to keep every run small).
 pub const TASK_LIMIT_VARIABLE: &str = "CLUSTERSIM_MAX_TASKS";
 
 /// The task limit in force: [`MAX_TASKS`], or the whole number in
-/// `CLUSTERSIM_MAX_TASKS` when that is smaller (a machine with less memory; the
-/// CLI fuzzer runs under a 4 GiB cap). Anything else in the variable is ignored.
+/// `CLUSTERSIM_MAX_TASKS` when that is smaller. Anything else in the
+/// variable is ignored.
 pub fn task_limit() -> u64 {
     static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *LIMIT.get_or_init(|| {
@@ -272,7 +298,21 @@ mod tests {
             },
             ..ScenarioFile::default()
         };
-        let problems = file.resolve().unwrap_err().to_string();
-        assert!(problems.contains("tasks per simulation"), "{problems}");
+        // Its 1.6·10⁹ CPU Adam tiles are counted: under 32-bit ids, so
+        // validation passes it and the host-memory check refuses it.
+        let scenario = file.resolve().unwrap();
+        assert!(
+            scenario.estimated_tasks() > 1_600_000_000,
+            "{}",
+            scenario.estimated_tasks()
+        );
+        let workstation = crate::host_memory::AvailableMemory {
+            bytes: 64 << 30,
+            limit: "free memory",
+        };
+        let refusal = crate::host_memory::check_fits(&scenario, Some(workstation))
+            .unwrap_err()
+            .to_string();
+        assert!(refusal.contains("tasks per simulation"), "{refusal}");
     }
 }

@@ -187,7 +187,7 @@ fn simulate_one(candidate: &ValidCandidate) -> Result<SweepRecord, SweepError> {
         index: candidate.index,
         layout: candidate.candidate,
         microbatches: scenario.layout.microbatches,
-        iteration_time_ns: report.timeline.makespan_ns(),
+        iteration_time_ns: report.makespan_ns(),
         iteration_time_s: m.iteration_time_s,
         samples_per_s: m.samples_per_s,
         tflops_per_gpu: m.tflops_per_gpu,

@@ -281,13 +281,7 @@ pub fn simulate_run(run: &VtrainRun) -> VtrainResult {
         Ok(report) => report,
         Err(error) => return refused(error.to_string()),
     };
-    let ns = report
-        .timeline
-        .tasks
-        .iter()
-        .map(|task| task.end_ns)
-        .max()
-        .unwrap_or(0);
+    let ns = report.makespan_ns();
     let predicted_ms = ns as f64 / 1e6;
     let error_percent = 100.0 * (predicted_ms / run.measured_ms - 1.0);
     if !error_percent.is_finite() {

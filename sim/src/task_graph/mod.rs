@@ -1,13 +1,18 @@
-//! The task graph: a petgraph DAG whose nodes are [`Task`]s and whose edges
-//! are data dependencies and per-stream program order, plus the side tables
-//! tasks index (rank groups, distinct works). Built by [`crate::lowering`],
-//! replayed by [`crate::engine`] and (later) by the GPU executor.
+//! The task graph: a DAG whose nodes are [`Task`]s and whose edges are data
+//! dependencies and per-stream program order, plus the side tables tasks
+//! index (rank groups, distinct works). Built by [`crate::lowering`], replayed
+//! by [`crate::engine`] and by the GPU executor. Stored compactly
+//! ([`crate::task_columns`]): task fields as columns, successors as CSR rows;
+//! petgraph only finds a cycle's members when there is one.
 
 use crate::ids::{GroupId, Rank, TaskId, WorkId};
 use crate::schedule::Pass;
 use crate::task::Task;
-use petgraph::graph::{DiGraph, NodeIndex};
+use crate::task_columns::{Csr, TaskColumns};
 use std::collections::BTreeMap;
+
+mod builder;
+pub use builder::TaskGraphBuilder;
 
 /// What a piece of work is; many tasks share one, so each is costed once.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -162,11 +167,15 @@ pub enum Dependency {
     ProgramOrder,
 }
 
-/// A sealed task graph with its side tables. Read through its methods; the
-/// petgraph graph inside is an implementation detail.
+/// A sealed task graph with its side tables, in compact form: task fields as
+/// columns and successors as CSR rows ([`crate::task_columns`]). Read through
+/// its methods.
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
-    graph: DiGraph<Task, Dependency, u32>,
+    tasks: TaskColumns,
+    successors: Csr,
+    /// Predecessor rows, built on first use (the executor and tests ask; the engine does not).
+    predecessors: std::sync::OnceLock<Csr>,
     /// Ranks of each group.
     groups: Vec<Vec<Rank>>,
     /// Distinct works, indexed by `WorkId`.
@@ -190,92 +199,13 @@ fn describe_tasks(tasks: &[String]) -> String {
         .join(" → ")
 }
 
-/// Incremental builder used by lowering.
-#[derive(Debug, Default)]
-pub struct TaskGraphBuilder {
-    graph: DiGraph<Task, Dependency, u32>,
-    groups: Vec<Vec<Rank>>,
-    group_index: BTreeMap<Vec<Rank>, GroupId>,
-    works: Vec<Work>,
-    work_index: BTreeMap<Work, WorkId>,
-}
-
-impl TaskGraphBuilder {
-    pub fn with_capacity(nodes: usize, edges: usize) -> TaskGraphBuilder {
-        TaskGraphBuilder {
-            graph: DiGraph::with_capacity(nodes, edges),
-            ..TaskGraphBuilder::default()
-        }
-    }
-
-    /// The id of this group of ranks, interning it on first use.
-    pub fn group(&mut self, ranks: &[Rank]) -> GroupId {
-        if let Some(&id) = self.group_index.get(ranks) {
-            return id;
-        }
-        let id = GroupId(self.groups.len() as u32);
-        self.groups.push(ranks.to_vec());
-        self.group_index.insert(ranks.to_vec(), id);
-        id
-    }
-
-    /// The id of this work, interning it on first use.
-    pub fn work(&mut self, work: Work) -> WorkId {
-        if let Some(&id) = self.work_index.get(&work) {
-            return id;
-        }
-        let id = WorkId(self.works.len() as u32);
-        self.works.push(work.clone());
-        self.work_index.insert(work, id);
-        id
-    }
-
-    pub fn add_task(&mut self, task: Task) -> TaskId {
-        TaskId(self.graph.add_node(task).index() as u32)
-    }
-
-    pub fn add_edge(&mut self, from: TaskId, to: TaskId, why: Dependency) {
-        self.graph.add_edge(
-            NodeIndex::new(from.index()),
-            NodeIndex::new(to.index()),
-            why,
-        );
-    }
-
-    pub fn task(&self, id: TaskId) -> &Task {
-        &self.graph[NodeIndex::new(id.index())]
-    }
-
-    pub fn task_count(&self) -> usize {
-        self.graph.node_count()
-    }
-
-    pub fn group_count(&self) -> usize {
-        self.groups.len()
-    }
-
-    /// The ranks of an interned group.
-    pub fn group_ranks(&self, group: GroupId) -> &[Rank] {
-        &self.groups[group.index()]
-    }
-
-    pub fn finish(self, n_ranks: u32) -> TaskGraph {
-        TaskGraph {
-            graph: self.graph,
-            groups: self.groups,
-            works: self.works,
-            n_ranks,
-        }
-    }
-}
-
 impl TaskGraph {
     pub fn task_count(&self) -> usize {
-        self.graph.node_count()
+        self.tasks.len()
     }
 
     pub fn edge_count(&self) -> usize {
-        self.graph.edge_count()
+        self.successors.len()
     }
 
     /// GPUs the graph runs on.
@@ -284,8 +214,8 @@ impl TaskGraph {
     }
 
     /// Every task, by id.
-    pub fn tasks(&self) -> impl Iterator<Item = &Task> + '_ {
-        self.graph.node_weights()
+    pub fn tasks(&self) -> impl ExactSizeIterator<Item = Task> + '_ {
+        (0..self.tasks.len()).map(|index| self.tasks.get(index))
     }
 
     /// The ranks of a group.
@@ -307,63 +237,152 @@ impl TaskGraph {
         &self.works[work.index()]
     }
 
-    /// The tasks `id` waits for (most recently added edge first).
+    /// The work of task `id` (one column read: what the engine needs for a duration).
+    #[inline]
+    pub fn work_of(&self, id: TaskId) -> WorkId {
+        self.tasks.work(id.index())
+    }
+
+    /// Every task's work, by id.
+    pub fn task_works(&self) -> &[WorkId] {
+        self.tasks.works()
+    }
+
+    /// The kind of task `id` (one column read).
+    #[inline]
+    pub fn kind_of(&self, id: TaskId) -> crate::task::TaskKind {
+        self.tasks.kind(id.index())
+    }
+
+    /// The stream of task `id` (one column read).
+    #[inline]
+    pub fn stream_of(&self, id: TaskId) -> crate::task::StreamKind {
+        self.tasks.stream(id.index())
+    }
+
+    /// The group of task `id` (one column read).
+    #[inline]
+    pub fn group_of(&self, id: TaskId) -> GroupId {
+        self.tasks.group(id.index())
+    }
+
+    /// The tasks `id` waits for, sources in id order (rows built on first call).
     pub fn predecessors(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
-        self.graph
-            .neighbors_directed(NodeIndex::new(id.index()), petgraph::Direction::Incoming)
-            .map(|node| TaskId(node.index() as u32))
+        self.predecessors
+            .get_or_init(|| self.successors.transpose())
+            .row(id.index())
+            .iter()
+            .map(|&index| TaskId(index))
     }
 
     /// The tasks waiting for `id` (most recently added edge first).
     pub fn successors(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
-        self.graph
-            .neighbors_directed(NodeIndex::new(id.index()), petgraph::Direction::Outgoing)
-            .map(|node| TaskId(node.index() as u32))
+        self.successors
+            .row(id.index())
+            .iter()
+            .map(|&index| TaskId(index))
     }
 
-    /// A topological order of the tasks, or the tasks of a cycle.
+    /// The successor ids of task `index` as a slice (the engine's inner loop).
+    #[inline]
+    pub(crate) fn successor_slice(&self, index: usize) -> &[u32] {
+        self.successors.row(index)
+    }
+
+    /// How many edges enter each task.
+    pub(crate) fn in_degrees(&self) -> Vec<u32> {
+        let mut degrees = vec![0u32; self.task_count()];
+        for &to in self.successors.targets() {
+            degrees[to as usize] += 1;
+        }
+        degrees
+    }
+
+    /// A topological order of the tasks (Kahn's, ready tasks first in, first
+    /// out), or the tasks of a cycle.
     pub fn topological_order(&self) -> Result<Vec<TaskId>, CycleError> {
-        self.check_acyclic()?;
-        let order = petgraph::algo::toposort(&self.graph, None).expect("checked acyclic");
-        Ok(order
-            .into_iter()
-            .map(|node| TaskId(node.index() as u32))
-            .collect())
+        let mut remaining = self.in_degrees();
+        let mut order: Vec<TaskId> = (0..self.task_count())
+            .filter(|&index| remaining[index] == 0)
+            .map(|index| TaskId(index as u32))
+            .collect();
+        let mut next = 0;
+        while next < order.len() {
+            let task = order[next];
+            next += 1;
+            for &successor in self.successor_slice(task.index()) {
+                remaining[successor as usize] -= 1;
+                if remaining[successor as usize] == 0 {
+                    order.push(TaskId(successor));
+                }
+            }
+        }
+        if order.len() == self.task_count() {
+            Ok(order)
+        } else {
+            Err(self.cycle(&remaining))
+        }
     }
 
-    /// Every edge as (from, to, why), in insertion order.
+    /// The tasks of one cycle among those Kahn's algorithm could not order
+    /// (`remaining` > 0), found with petgraph on that part of the graph.
+    fn cycle(&self, remaining: &[u32]) -> CycleError {
+        let stuck: Vec<u32> = (0..self.task_count() as u32)
+            .filter(|&index| remaining[index as usize] > 0)
+            .collect();
+        let mut graph = petgraph::graph::DiGraph::<u32, (), u32>::with_capacity(stuck.len(), 0);
+        let nodes: BTreeMap<u32, petgraph::graph::NodeIndex<u32>> = stuck
+            .iter()
+            .map(|&index| (index, graph.add_node(index)))
+            .collect();
+        for (&index, &node) in &nodes {
+            for successor in self.successor_slice(index as usize) {
+                if let Some(&target) = nodes.get(successor) {
+                    graph.add_edge(node, target, ());
+                }
+            }
+        }
+        let members = petgraph::algo::tarjan_scc(&graph)
+            .into_iter()
+            .find(|component| {
+                component.len() > 1
+                    || component
+                        .iter()
+                        .any(|&node| graph.contains_edge(node, node))
+            })
+            .unwrap_or_default();
+        CycleError {
+            tasks: members
+                .iter()
+                .map(|&node| self.describe(TaskId(graph[node])))
+                .collect(),
+        }
+    }
+
+    /// Every edge as (from, to, why), grouped by source in id order (each
+    /// source's in successor order).
     pub fn edges(&self) -> impl Iterator<Item = (TaskId, TaskId, Dependency)> + '_ {
-        self.graph.raw_edges().iter().map(|edge| {
-            (
-                TaskId(edge.source().index() as u32),
-                TaskId(edge.target().index() as u32),
-                edge.weight,
-            )
+        (0..self.task_count()).flat_map(move |from| {
+            self.successors
+                .row_with_why(from)
+                .map(move |(to, why)| (TaskId(from as u32), TaskId(to), why))
         })
     }
 
-    pub fn task(&self, id: TaskId) -> &Task {
-        &self.graph[NodeIndex::new(id.index())]
+    pub fn task(&self, id: TaskId) -> Task {
+        self.tasks.get(id.index())
     }
 
     /// Fails with the tasks of one cycle if the graph is not a DAG.
     pub fn check_acyclic(&self) -> Result<(), CycleError> {
-        match petgraph::algo::toposort(&self.graph, None) {
-            Ok(_) => Ok(()),
-            Err(cycle) => {
-                let sccs = petgraph::algo::tarjan_scc(&self.graph);
-                let members = sccs
-                    .into_iter()
-                    .find(|component| component.len() > 1 || component.contains(&cycle.node_id()))
-                    .unwrap_or_else(|| vec![cycle.node_id()]);
-                Err(CycleError {
-                    tasks: members
-                        .iter()
-                        .map(|&n| self.describe(TaskId(n.index() as u32)))
-                        .collect(),
-                })
-            }
-        }
+        self.topological_order().map(|_| ())
+    }
+
+    /// Frees the successor rows once the engine has run (the report keeps the
+    /// task columns to describe and materialise its timeline).
+    pub(crate) fn release_edges(&mut self) {
+        self.successors = Csr::default();
+        self.predecessors = std::sync::OnceLock::new();
     }
 
     /// "forward s3 mb5 c0 on ranks [24..31]"-style description of a task.
@@ -393,56 +412,4 @@ impl TaskGraph {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::task::{StreamKind, TaskKind};
-
-    fn task(builder: &mut TaskGraphBuilder, microbatch: u32) -> TaskId {
-        let group = builder.group(&[Rank(0)]);
-        let work = builder.work(Work::OptimizerStep { params: 1 });
-        builder.add_task(Task {
-            kind: TaskKind::Forward,
-            stream: StreamKind::Compute,
-            chunk: 0,
-            stage: 0,
-            microbatch,
-            iteration: 0,
-            group,
-            work,
-        })
-    }
-
-    #[test]
-    fn a_cycle_is_reported_with_the_tasks_on_it_and_the_engine_refuses_to_run_it() {
-        let mut builder = TaskGraphBuilder::default();
-        let (a, b, c, d) = (
-            task(&mut builder, 0),
-            task(&mut builder, 1),
-            task(&mut builder, 2),
-            task(&mut builder, 3),
-        );
-        builder.add_edge(a, b, Dependency::Data);
-        builder.add_edge(b, c, Dependency::Data);
-        builder.add_edge(c, b, Dependency::ProgramOrder);
-        builder.add_edge(c, d, Dependency::Data);
-        let graph = builder.finish(1);
-        let error = graph.check_acyclic().unwrap_err();
-        assert_eq!(error.tasks.len(), 2, "{error}");
-        assert!(
-            error.to_string().contains("forward s0 mb1")
-                && error.to_string().contains("forward s0 mb2"),
-            "{error}"
-        );
-        let deadlock = crate::engine::run(&graph, |_| crate::time::SimDuration(1)).unwrap_err();
-        assert_eq!(deadlock.stuck, 3, "{deadlock}");
-    }
-
-    #[test]
-    fn lowered_graphs_are_acyclic() {
-        let scenario = crate::scenario::ScenarioFile::tiny_example()
-            .resolve()
-            .unwrap();
-        let (_, graph) = crate::build_graph(&scenario);
-        graph.check_acyclic().unwrap();
-    }
-}
+mod tests;

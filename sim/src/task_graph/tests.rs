@@ -1,0 +1,87 @@
+//! Task graph tests: cycles, two-pass edges, lowered graphs.
+use super::*;
+use crate::task::{StreamKind, TaskKind};
+
+fn task(builder: &mut TaskGraphBuilder, microbatch: u32) -> TaskId {
+    let group = builder.group(&[Rank(0)]);
+    let work = builder.work(Work::OptimizerStep { params: 1 });
+    builder.add_task(Task {
+        kind: TaskKind::Forward,
+        stream: StreamKind::Compute,
+        chunk: 0,
+        stage: 0,
+        microbatch,
+        iteration: 0,
+        group,
+        work,
+    })
+}
+
+#[test]
+fn a_cycle_is_reported_with_the_tasks_on_it_and_the_engine_refuses_to_run_it() {
+    let mut builder = TaskGraphBuilder::default();
+    let (a, b, c, d) = (
+        task(&mut builder, 0),
+        task(&mut builder, 1),
+        task(&mut builder, 2),
+        task(&mut builder, 3),
+    );
+    builder.add_edge(a, b, Dependency::Data);
+    builder.add_edge(b, c, Dependency::Data);
+    builder.add_edge(c, b, Dependency::ProgramOrder);
+    builder.add_edge(c, d, Dependency::Data);
+    let graph = builder.finish(1);
+    let error = graph.check_acyclic().unwrap_err();
+    assert_eq!(error.tasks.len(), 2, "{error}");
+    assert!(
+        error.to_string().contains("forward s0 mb1")
+            && error.to_string().contains("forward s0 mb2"),
+        "{error}"
+    );
+    let deadlock = crate::engine::run(&graph, |_| crate::time::SimDuration(1)).unwrap_err();
+    assert_eq!(deadlock.stuck, 3, "{deadlock}");
+}
+
+#[test]
+fn edges_written_in_two_passes_make_the_rows_an_edge_list_makes() {
+    let edges = [(0, 3), (1, 2), (0, 1), (2, 3), (0, 3), (1, 3), (0, 2)];
+    let build = |two_passes: bool| {
+        let mut builder = TaskGraphBuilder::default();
+        for microbatch in 0..4 {
+            task(&mut builder, microbatch);
+        }
+        let add = |builder: &mut TaskGraphBuilder| {
+            for (index, &(from, to)) in edges.iter().enumerate() {
+                let why = if index % 2 == 0 {
+                    Dependency::Data
+                } else {
+                    Dependency::ProgramOrder
+                };
+                builder.add_edge(TaskId(from), TaskId(to), why);
+            }
+        };
+        if two_passes {
+            builder.count_edges();
+            add(&mut builder);
+            builder.fill_edges();
+        }
+        add(&mut builder);
+        builder.finish(1)
+    };
+    let (listed, filled) = (build(false), build(true));
+    let all = |graph: &TaskGraph| graph.edges().collect::<Vec<_>>();
+    assert_eq!(all(&listed), all(&filled));
+    // Most recently added first: task 0's edges were added to 3, 1, 3, 2.
+    let row: Vec<u32> = filled.successors(TaskId(0)).map(|t| t.0).collect();
+    assert_eq!(row, [2, 3, 1, 3]);
+    assert_eq!(filled.edge_count(), edges.len());
+}
+
+#[test]
+fn lowered_graphs_are_acyclic() {
+    let scenario = crate::scenario::ScenarioFile::tiny_example()
+        .resolve()
+        .unwrap();
+    let (_, graph) = crate::build_graph(&scenario);
+    graph.check_acyclic().unwrap();
+}

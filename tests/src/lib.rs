@@ -61,3 +61,9 @@ pub fn vtrain_csv_path() -> std::path::PathBuf {
 pub fn h100_published_path() -> std::path::PathBuf {
     dev_set_path().with_file_name("h100-published.json")
 }
+
+/// `validation/h100-moe-published.json`: NVIDIA's published H100
+/// mixture-of-experts runs (Megatron-Bridge), each a whole scenario.
+pub fn h100_moe_published_path() -> std::path::PathBuf {
+    dev_set_path().with_file_name("h100-moe-published.json")
+}

@@ -236,7 +236,13 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         flags.push(
             "--schedule",
             Some(value(
-                &["interleaved", "interleaved", "looped-bfs", "zb-v", "dualpipev"],
+                &[
+                    "interleaved",
+                    "interleaved",
+                    "looped-bfs",
+                    "zb-v",
+                    "dualpipev",
+                ],
                 rng,
             )),
         );

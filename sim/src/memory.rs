@@ -267,9 +267,8 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     if scenario.options.distributed_optimizer {
                         ((parameters - expert_parameters) * OPTIMIZER_BYTES_PER_PARAM)
                             .div_ceil(layout.replicas().max(1) as u64)
-                            + (expert_parameters * OPTIMIZER_BYTES_PER_PARAM).div_ceil(
-                                (layout.replicas() / layout.expert_parallel.max(1)).max(1) as u64,
-                            )
+                            + (expert_parameters * OPTIMIZER_BYTES_PER_PARAM)
+                                .div_ceil(layout.expert_replicas() as u64)
                     } else {
                         parameters * OPTIMIZER_BYTES_PER_PARAM
                     },

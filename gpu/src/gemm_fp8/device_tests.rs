@@ -5,9 +5,10 @@
 //! tensor cores (compute capability below 8.9); a driver without cuBLASLt
 //! fails.
 
-use super::reference::{relative_error, tn_product, MAX_RELATIVE_ERROR};
+use super::reference::{tn_product, MAX_RELATIVE_ERROR};
 use super::*;
 use crate::detect::{open_device, CudaLibrary};
+use crate::gemm::reference::relative_frobenius_error;
 
 #[test]
 fn every_role_matches_the_cpu_product_on_the_gpu() {
@@ -71,7 +72,7 @@ fn every_role_matches_the_cpu_product_on_the_gpu() {
                 let got: Vec<f64> = c.iter().map(|v| v.to_f64()).collect();
                 let unwritten = got.iter().filter(|v| v.is_nan()).count();
                 assert_eq!(unwritten, 0, "{what}: {unwritten} elements of C are NaN");
-                let error = relative_error(&got, &expected);
+                let error = relative_frobenius_error(&got, &expected);
                 assert!(
                     error < MAX_RELATIVE_ERROR,
                     "{what}: relative Frobenius error {error:e} ≥ {MAX_RELATIVE_ERROR}"

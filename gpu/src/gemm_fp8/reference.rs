@@ -65,12 +65,6 @@ pub fn bf16_rounded(values: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// Relative Frobenius error of `got` against `expected` (NaN when `got`
-/// holds a NaN).
-pub fn relative_error(got: &[f64], expected: &[f64]) -> f64 {
-    relative_frobenius_error(got, expected)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::random_codes;
@@ -109,7 +103,7 @@ mod tests {
         let exact = tn_product(&shape, &a, E5M2, &b, E4M3);
         // What a right GPU result differs by: bf16 output rounding.
         let rounded = bf16_rounded(&exact);
-        let error = relative_error(&rounded, &exact);
+        let error = relative_frobenius_error(&rounded, &exact);
         assert!(error > 0.0 && error < 2f64.powi(-9), "{error}");
         assert!(error < MAX_RELATIVE_ERROR);
         // B stored k×n (as NN would) but read as TN's n×k: a different
@@ -132,13 +126,13 @@ mod tests {
         }
         let right = tn_product(&square, &a2, E4M3, &b2, E4M3);
         let transposed = tn_product(&square, &a2, E4M3, &b2_transposed, E4M3);
-        assert!(relative_error(&transposed, &right) > 0.5);
+        assert!(relative_frobenius_error(&transposed, &right) > 0.5);
         // The gradient read as E4M3 instead of E5M2.
         let wrong_format = tn_product(&shape, &a, E4M3, &b, E4M3);
-        assert!(relative_error(&wrong_format, &exact) > 0.5);
+        assert!(relative_frobenius_error(&wrong_format, &exact) > 0.5);
         // A NaN in C gives a NaN error, which fails any `< bound` check.
         let mut poisoned = rounded.clone();
         poisoned[3] = f64::NAN;
-        assert!(relative_error(&poisoned, &exact).is_nan());
+        assert!(relative_frobenius_error(&poisoned, &exact).is_nan());
     }
 }

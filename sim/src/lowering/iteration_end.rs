@@ -106,7 +106,7 @@ fn data_parallel_reductions(
         plan.shards_gradients().then_some(reductions)
     });
     let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
-    let expert_data_parallel = d / scenario.layout.expert_parallel.max(1);
+    let expert_data_parallel = scenario.layout.expert_replicas();
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
         let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
@@ -316,7 +316,7 @@ fn optimizer_steps(
     let sharding = scenario.layout.sharding();
     let host = scenario.stack.host;
     let distributed = scenario.options.distributed_optimizer && d > 1;
-    let expert_data_parallel = d / scenario.layout.expert_parallel.max(1);
+    let expert_data_parallel = scenario.layout.expert_replicas();
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
         let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
@@ -325,7 +325,7 @@ fn optimizer_steps(
         } else if distributed {
             // Experts' states shard over their expert-data-parallel group.
             (params - expert_params).div_ceil(d as u64)
-                + expert_params.div_ceil(expert_data_parallel.max(1) as u64)
+                + expert_params.div_ceil(expert_data_parallel as u64)
         } else {
             params
         };

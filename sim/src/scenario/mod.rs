@@ -167,6 +167,12 @@ impl Layout {
     pub fn replicas(&self) -> u32 {
         self.data_parallel * self.context_parallel
     }
+    /// Ranks that hold the same routed experts: the expert-data-parallel
+    /// group d·cp/ep, over which expert gradients are reduced and their
+    /// optimizer states shard (at least 1).
+    pub fn expert_replicas(&self) -> u32 {
+        (self.replicas() / self.expert_parallel.max(1)).max(1)
+    }
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
         self.pipeline_parallel * self.chunks

@@ -151,6 +151,9 @@ pub fn work_launches(
                 .into_iter()
                 .collect()
         }
+        Work::GradientCopy { bytes, kernels } => (0..kernels)
+            .map(|_| Launch::DeviceCopy { bytes: bytes / 2 })
+            .collect(),
         Work::OptimizerStep { params } => memory_bound(
             params as f64
                 * gradients::optimizer_bytes_per_param(

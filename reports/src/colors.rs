@@ -47,6 +47,8 @@ pub fn color_for_kind_name(name: &str) -> RGBColor {
         // Tableau 20's light red, beside the tensor all-reduce's red: the
         // other blocking collective of a pass.
         "expert_all_to_all" => RGBColor(0xff, 0x9d, 0x9a),
+        // Local DDP's gradient kernels: an olive beside the optimizer's brown.
+        "gradient_copy" => RGBColor(0xbc, 0xbd, 0x22),
         _ => FALLBACK_COLOR,
     }
 }

@@ -14,6 +14,10 @@ fn scenario(dp: u32, distributed: bool) -> sim::scenario::Scenario {
         pp: Some(2),
         dp: Some(dp),
         global_batch: Some(8 * dp),
+        // Megatron-LM 2022 (the distributed optimizer's first release):
+        // local DDP divides its contiguous buffer in place before the
+        // reduction with the distributed optimizer or without it.
+        stack: Some("megatron-2022".into()),
         options: TrainingOptionsFile {
             distributed_optimizer: Some(distributed),
             ..TrainingOptionsFile::default()

@@ -56,3 +56,73 @@ fn looped_bfs_buckets_each_chunks_last_backward_which_is_microbatch_zero() {
         .count();
     assert_eq!(all_reduces, (p * v * 2 * 2) as usize);
 }
+
+/// Megatron-LM 2021's interleaved steady state (`megatron/schedules.py` at
+/// de7dc40): a forward directly followed by a backward in a rank's order
+/// sends its output only with that backward's gradient, after it; warm-up
+/// forwards send at once. The 2022 code (and every later stack) sends each
+/// output as soon as its forward ends.
+#[test]
+fn the_2021_interleaved_schedule_sends_steady_state_outputs_with_the_next_backward() {
+    let (p, v, m) = (4, 2, 8);
+    let run = |stack: &str| {
+        let mut file = tests::small_scenario_file(ScheduleKind::Interleaved, 1, p, 1, v, m);
+        file.stack = Some(stack.into());
+        let mut scenario = file.resolve().unwrap();
+        // Without the host lane, whose send calls would wait for the host's
+        // issue of the passes before them (this small model is host-bound).
+        scenario.stack.host = None;
+        let schedule = sim::schedule::PipelineSchedule::of(&scenario);
+        (schedule, sim::simulate(&scenario).unwrap())
+    };
+    for (stack, combined) in [("megatron-2021", true), ("megatron-2022", false)] {
+        let (schedule, report) = run(stack);
+        let timeline = report.timeline();
+        let find = |kind: TaskKind, stage: u32, chunk: u32, microbatch: u32| {
+            timeline
+                .tasks
+                .iter()
+                .find(|t| {
+                    t.kind == kind
+                        && t.stage == stage
+                        && t.chunk as u32 == chunk
+                        && t.microbatch == Some(microbatch)
+                })
+                .unwrap_or_else(|| panic!("{kind:?} s{stage} c{chunk} m{microbatch}"))
+        };
+        let mut held = 0;
+        for (stage, actions) in schedule.actions.iter().enumerate() {
+            let stage = stage as u32;
+            for pair in actions.windows(2) {
+                let (forward, next) = (pair[0], pair[1]);
+                // The last virtual stage sends nothing forward.
+                if forward.pass != sim::schedule::Pass::Forward
+                    || (stage == p - 1 && forward.chunk == v - 1)
+                {
+                    continue;
+                }
+                let pass = find(TaskKind::Forward, stage, forward.chunk, forward.microbatch);
+                let send = find(
+                    TaskKind::PipelineActivation,
+                    stage,
+                    forward.chunk,
+                    forward.microbatch,
+                );
+                if combined && next.pass == sim::schedule::Pass::Backward {
+                    let backward = find(TaskKind::Backward, stage, next.chunk, next.microbatch);
+                    assert!(send.start_ns >= backward.end_ns, "{stack}: {forward:?}");
+                    held += 1;
+                } else {
+                    assert_eq!(send.start_ns, pass.end_ns, "{stack}: {forward:?}");
+                }
+            }
+        }
+        // Every rank's steady state: m·v − warm-up forwards, less the last
+        // virtual stage's (which sends nothing).
+        if combined {
+            assert!(held >= (p - 1) as usize * 2, "{held}");
+        } else {
+            assert_eq!(held, 0);
+        }
+    }
+}

@@ -284,9 +284,15 @@ fn sharding_composes_with_tensor_and_pipeline_parallelism() {
 
 #[test]
 fn without_data_parallelism_sharding_changes_nothing() {
-    let plain = run(file(2, 2, 1, TrainingOptionsFile::default())).1;
+    // Under a stack whose data parallelism has no local-DDP kernels (the
+    // default megatron-2021 flattens and copies gradients where ZeRO does not).
+    let core = |options| ScenarioFile {
+        stack: Some("megatron-core-2024".into()),
+        ..file(2, 2, 1, options)
+    };
+    let plain = run(core(TrainingOptionsFile::default())).1;
     for mode in [Sharding::Gradients, Sharding::Full] {
-        let sharded = run(file(2, 2, 1, sharded(mode, None))).1;
+        let sharded = run(core(sharded(mode, None))).1;
         assert_eq!(plain.timeline().tasks.len(), sharded.timeline().tasks.len());
         assert_eq!(
             plain.metrics.iteration_time_s,

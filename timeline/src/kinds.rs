@@ -50,10 +50,14 @@ pub enum TaskKind {
     /// The blocking expert-parallel all-to-alls (token dispatch and combine)
     /// of one forward/recompute/backward of a mixture-of-experts chunk.
     ExpertAllToAll,
+    /// Memory-bound kernels over the gradients around the data-parallel
+    /// all-reduce: local DDP's flatten, divide and copy back (Megatron-LM 2021)
+    /// or its in-place divide of the contiguous buffer (2022).
+    GradientCopy,
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 18] = [
+    pub const ALL: [TaskKind; 19] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -72,6 +76,7 @@ impl TaskKind {
         TaskKind::BackwardInput,
         TaskKind::BackwardWeight,
         TaskKind::ExpertAllToAll,
+        TaskKind::GradientCopy,
     ];
 
     /// Kernels that do math (the compute stream's useful work).
@@ -84,6 +89,7 @@ impl TaskKind {
                 | TaskKind::BackwardInput
                 | TaskKind::BackwardWeight
                 | TaskKind::OptimizerStep
+                | TaskKind::GradientCopy
         )
     }
 
@@ -126,6 +132,7 @@ impl TaskKind {
             TaskKind::BackwardInput => "backward_input",
             TaskKind::BackwardWeight => "backward_weight",
             TaskKind::ExpertAllToAll => "expert_all_to_all",
+            TaskKind::GradientCopy => "gradient_copy",
         }
     }
 }

@@ -196,6 +196,12 @@ impl<'a> KernelCostModel<'a> {
         self.memory.optimizer_seconds(params, fused_accumulation)
     }
 
+    /// Seconds of one memory-bound kernel named `kernel_name` moving `bytes`
+    /// ([`MemoryCostModel::kernel_seconds`]).
+    pub fn memory_kernel_seconds(&self, kernel_name: &str, bytes: f64) -> f64 {
+        self.memory.kernel_seconds(kernel_name, bytes)
+    }
+
     /// Measured time of a GEMM shape called in `layout`: exact, or
     /// interpolated along one dimension, from the first of these sets of
     /// entries that gives one: that layout in the model's precision, that

@@ -410,6 +410,21 @@ fn cost_work(
                 flops: 0.0,
             }
         }
+        Work::GradientCopy {
+            bytes,
+            kernels: count,
+        } => {
+            // Each kernel reads and writes the gradients once (`bytes` in
+            // all): not a class calibrate times, so costed as what a copy of
+            // its bytes cost on the profiled GPU (`memory_bound.rs`).
+            let seconds =
+                count as f64 * kernels.memory_kernel_seconds("ddp.gradient_copy", bytes as f64);
+            WorkCost {
+                duration: SimDuration::from_seconds_ceil(seconds),
+                bytes: bytes.saturating_mul(count as u64),
+                flops: 0.0,
+            }
+        }
         Work::DataParallelReduceScatter {
             bytes,
             group_size,

@@ -10,7 +10,7 @@ use super::program::{Program, StepId};
 use super::sharded::{self, ShardPlan, ShardedPiece};
 use crate::cost::gradients;
 use crate::placement::Placement;
-use crate::scenario::Scenario;
+use crate::scenario::{LocalDdpKernels, Scenario};
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
 use models::sharding::{expert_parameters_of_stage, parameters_on_rank};
@@ -44,6 +44,29 @@ fn degrees(scenario: &Scenario) -> (u32, u32, u32) {
     )
 }
 
+/// What the data-parallel reductions left for the rest of the iteration's end.
+struct Reductions {
+    /// Per stage, per tensor index: the reductions the optimizer waits for.
+    by_stage: Vec<Vec<Vec<StepId>>>,
+    /// Local DDP's copy back after the all-reduce, per rank, by
+    /// `(data index · p + stage) · t + tensor index` (empty without one).
+    copy_backs: Vec<StepId>,
+}
+
+impl Reductions {
+    fn copy_back(
+        &self,
+        scenario: &Scenario,
+        stage: u32,
+        data_index: u32,
+        tensor_index: u32,
+    ) -> Option<StepId> {
+        let (t, p, _) = degrees(scenario);
+        let index = ((data_index * p + stage) * t + tensor_index) as usize;
+        self.copy_backs.get(index).copied()
+    }
+}
+
 /// Emits the iteration's end after the stages' passes.
 pub(super) fn emit(
     program: &mut Program,
@@ -53,7 +76,7 @@ pub(super) fn emit(
     shard_plan: Option<ShardPlan>,
     done: &StagesDone,
 ) {
-    let reductions_by_stage =
+    let reductions =
         data_parallel_reductions(program, builder, scenario, placement, shard_plan, done);
     let embedding_all_reduces = embedding_all_reduces(
         program,
@@ -62,7 +85,7 @@ pub(super) fn emit(
         placement,
         shard_plan,
         done,
-        &reductions_by_stage,
+        &reductions,
     );
     optimizer_steps(
         program,
@@ -71,9 +94,61 @@ pub(super) fn emit(
         placement,
         shard_plan,
         done,
-        &reductions_by_stage,
+        &reductions,
         &embedding_all_reduces,
     );
+}
+
+/// The stack's local-DDP kernels, where its blocking reduction after the
+/// last pass is the one that runs: its own choice for the all-reduce; the
+/// in-place divide of the contiguous buffer for Megatron-LM's distributed
+/// optimizer, which requires that buffer (megatron/optimizer/distrib_optimizer.py
+/// at 3f4e71d, `reduce_model_grads`: `gbuf.data /= data_parallel_world_size`,
+/// then the reduce-scatter). None under ZeRO-2/3 or an overlapped, bucketed
+/// reduction (PyTorch's and Megatron-Core's DDP: their scaling is not modeled).
+fn local_ddp_kernels(
+    scenario: &Scenario,
+    shard_plan: Option<ShardPlan>,
+) -> Option<LocalDdpKernels> {
+    let options = &scenario.options;
+    if shard_plan.is_some() || options.overlap_grad_reduce {
+        return None;
+    }
+    scenario.stack.local_ddp.map(|kernels| {
+        if options.distributed_optimizer {
+            LocalDdpKernels::Divide
+        } else {
+            kernels
+        }
+    })
+}
+
+/// Local DDP's kernels on one rank before (`after` false) or after its
+/// all-reduce: `kernels` passes over the stage's gradients on the compute
+/// stream, after its last pass (program order).
+#[allow(clippy::too_many_arguments)]
+fn gradient_copy(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    rank: crate::ids::Rank,
+    stage: u32,
+    gradient_bytes: u64,
+    kernels: u32,
+) -> StepId {
+    program.rank_task(
+        builder,
+        rank,
+        TaskKind::GradientCopy,
+        StreamKind::Compute,
+        Work::GradientCopy {
+            // Read and written once per kernel.
+            bytes: gradient_bytes.saturating_mul(2),
+            kernels,
+        },
+        stage,
+        NO_MICROBATCH,
+        0,
+    )
 }
 
 /// The data-parallel reductions of every stage, per tensor index.
@@ -84,7 +159,7 @@ fn data_parallel_reductions(
     placement: &Placement,
     shard_plan: Option<ShardPlan>,
     done: &StagesDone,
-) -> Vec<Vec<Vec<StepId>>> {
+) -> Reductions {
     let StagesDone {
         stage_tails,
         trailing_sends,
@@ -107,11 +182,37 @@ fn data_parallel_reductions(
     });
     let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
     let expert_data_parallel = scenario.layout.expert_replicas();
+    let local_ddp = local_ddp_kernels(scenario, shard_plan);
+    // Local DDP's kernels before the all-reduce, per (data index, tensor index)
+    // of the stage being lowered, and after it, per rank.
+    let mut flattens: Vec<StepId> = Vec::new();
+    let mut copy_backs: Vec<StepId> = Vec::new();
+    if local_ddp.is_some() {
+        copy_backs = vec![StepId(u32::MAX); (d * p * t) as usize];
+    }
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
         let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
         let gradient_bytes =
             gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+        let (kernels_before, kernels_after) =
+            local_ddp.map_or((0, 0), LocalDdpKernels::kernels_before_and_after);
+        flattens.clear();
+        if kernels_before > 0 {
+            for data_index in 0..d {
+                for rank in placement.tensor_group(stage, data_index) {
+                    let step = gradient_copy(
+                        program,
+                        builder,
+                        rank,
+                        stage,
+                        params * gradient_bytes,
+                        kernels_before,
+                    );
+                    flattens.push(step);
+                }
+            }
+        }
         let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
         if let Some(reductions) = &sharded_reductions {
             data_all_reduces = reductions[stage as usize].clone();
@@ -200,6 +301,11 @@ fn data_parallel_reductions(
                             None => stage_tails[index].expect("set for every stage"),
                         };
                         program.depend(ready, all_reduce, Dependency::Data);
+                        if let Some(&flatten) =
+                            flattens.get((data_index * t + tensor_index) as usize)
+                        {
+                            program.depend(flatten, all_reduce, Dependency::Data);
+                        }
                         if bucket.is_none() {
                             for &send in &trailing_sends[index] {
                                 program.depend(send, all_reduce, Dependency::ProgramOrder);
@@ -210,10 +316,36 @@ fn data_parallel_reductions(
                 }
             }
         }
+        if kernels_after > 0 {
+            for data_index in 0..d {
+                let ranks = placement.tensor_group(stage, data_index);
+                for (tensor_index, rank) in ranks.into_iter().enumerate() {
+                    let step = gradient_copy(
+                        program,
+                        builder,
+                        rank,
+                        stage,
+                        params * gradient_bytes,
+                        kernels_after,
+                    );
+                    for &all_reduce in &data_all_reduces[tensor_index] {
+                        program.depend(all_reduce, step, Dependency::Data);
+                    }
+                    let index = ((data_index * p + stage) * t) as usize + tensor_index;
+                    copy_backs[index] = step;
+                }
+            }
+        }
         reductions_by_stage.push(data_all_reduces);
     }
+    if local_ddp.map_or(true, |kernels| kernels.kernels_before_and_after().1 == 0) {
+        copy_backs.clear();
+    }
 
-    reductions_by_stage
+    Reductions {
+        by_stage: reductions_by_stage,
+        copy_backs,
+    }
 }
 
 /// The tied word embedding's all-reduces, by (stage, data index, tensor index).
@@ -224,8 +356,9 @@ fn embedding_all_reduces(
     placement: &Placement,
     shard_plan: Option<ShardPlan>,
     done: &StagesDone,
-    reductions_by_stage: &[Vec<Vec<StepId>>],
+    reductions: &Reductions,
 ) -> BTreeMap<(u32, u32, u32), StepId> {
+    let reductions_by_stage = &reductions.by_stage;
     let StagesDone {
         stage_tails,
         trailing_sends,
@@ -285,6 +418,11 @@ fn embedding_all_reduces(
                     for &reduction in &reductions_by_stage[stage as usize][tensor_index as usize] {
                         program.depend(reduction, all_reduce, Dependency::Data);
                     }
+                    if let Some(copy_back) =
+                        reductions.copy_back(scenario, stage, data_index, tensor_index)
+                    {
+                        program.depend(copy_back, all_reduce, Dependency::Data);
+                    }
                     embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
                 }
             }
@@ -304,9 +442,10 @@ fn optimizer_steps(
     placement: &Placement,
     shard_plan: Option<ShardPlan>,
     done: &StagesDone,
-    reductions_by_stage: &[Vec<Vec<StepId>>],
+    reductions: &Reductions,
     embedding_all_reduces: &BTreeMap<(u32, u32, u32), StepId>,
 ) {
+    let reductions_by_stage = &reductions.by_stage;
     let StagesDone {
         stage_tails,
         trailing_sends,
@@ -354,6 +493,13 @@ fn optimizer_steps(
                 );
                 for &all_reduce in data_all_reduces.iter().flatten() {
                     program.depend(all_reduce, issue, Dependency::Data);
+                }
+                for tensor_index in 0..t {
+                    if let Some(copy_back) =
+                        reductions.copy_back(scenario, stage, data_index, tensor_index)
+                    {
+                        program.depend(copy_back, issue, Dependency::Data);
+                    }
                 }
                 for tensor_index in 0..t {
                     if let Some(&embedding) =

@@ -124,6 +124,17 @@ pub fn program(
     // The forward of an F&B pair, by the slot of the pair's receiving
     // backward (or recompute): it waits for that gradient too.
     let mut pair_forwards: Vec<Option<StepId>> = vec![None; pass_steps.len()];
+    // The 2021 interleaved schedule's combined forward/backward exchange
+    // (megatron/schedules.py at de7dc40: in the steady state the output of
+    // forward k + warm-up goes out with backward k's gradient, in one
+    // `send_forward_backward_recv_forward_backward` after both). That code
+    // has the SC21 order only (groups of p), and with m = p every forward is
+    // a warm-up one (`all_warmup_microbatches`): no steady state, no holding.
+    let combined_exchange = scenario.stack.combined_interleaved_exchange
+        && scenario.schedule == crate::scenario::ScheduleKind::Interleaved
+        && layout.chunks > 1
+        && layout.microbatch_group_size() == p
+        && m != p;
     let bucket_layers = scenario.options.grad_reduce_bucket_params.map(|bucket| {
         let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
         layers_per_bucket(bucket, per_layer, layers_per_chunk)
@@ -159,12 +170,24 @@ pub fn program(
             // sent when the pair ends. `pair_half`: 0 or 1 within a pair.
             let mut held_pair_send = None;
             let mut pair_forward_step: Option<StepId> = None;
-            for (action, pair_half) in schedule.actions[stage as usize].iter().flat_map(|a| {
-                let pair = a.pass == Pass::ForwardBackward;
-                a.halves()
-                    .enumerate()
-                    .map(move |(half, action)| (action, pair.then_some(half)))
-            }) {
+            let actions: Vec<_> = schedule.actions[stage as usize]
+                .iter()
+                .flat_map(|a| {
+                    let pair = a.pass == Pass::ForwardBackward;
+                    a.halves()
+                        .enumerate()
+                        .map(move |(half, action)| (action, pair.then_some(half)))
+                })
+                .collect();
+            for (index, &(action, pair_half)) in actions.iter().enumerate() {
+                // Megatron-LM 2021's interleaved steady state: a forward
+                // directly followed by a backward sends its output together
+                // with that backward's gradient, after it.
+                let held_for_backward = combined_exchange
+                    && action.pass == Pass::Forward
+                    && actions
+                        .get(index + 1)
+                        .is_some_and(|(next, _)| next.pass == Pass::Backward);
                 let virtual_stage = sharding.virtual_stage(stage, action.chunk);
                 let chunk_layers =
                     sharding.layers_of_chunk(scenario.model.layers, stage, action.chunk) as u32;
@@ -350,6 +373,10 @@ pub fn program(
                 };
                 let sends: Vec<_> = match pair_half {
                     Some(0) => {
+                        held_pair_send = send.map(|send| (action, send));
+                        Vec::new()
+                    }
+                    _ if held_for_backward => {
                         held_pair_send = send.map(|send| (action, send));
                         Vec::new()
                     }

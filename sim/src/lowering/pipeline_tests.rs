@@ -27,7 +27,9 @@ fn one_f_one_b_on_two_stages_issues_passes_sends_and_optimizer_in_program_order(
         .count();
     assert_eq!(host_steps, 2 * 8 + 4 + 2);
     // Stage 0: F0 send F1 send B0 B1, stage 1: F0 B0 send F1 B1 send, then
-    // the tied embedding's all-reduce between them and two optimizer steps.
+    // (megatron-2021's local DDP, d = 1) each stage's flatten-and-divide and
+    // copy back, the tied embedding's all-reduce between them and two
+    // optimizer steps.
     assert_eq!(
         kinds,
         [
@@ -43,6 +45,10 @@ fn one_f_one_b_on_two_stages_issues_passes_sends_and_optimizer_in_program_order(
             "forward",
             "backward",
             "pipeline_gradient",
+            "gradient_copy",
+            "gradient_copy",
+            "gradient_copy",
+            "gradient_copy",
             "embedding_all_reduce",
             "optimizer_step",
             "optimizer_step"

@@ -19,7 +19,7 @@ mod task_count;
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{Precision, Sharding, TrainingOptions, TrainingOptionsFile};
-pub use stack::{HostCosts, NotModeled, Stack, StackError, DEFAULT_STACK};
+pub use stack::{HostCosts, LocalDdpKernels, NotModeled, Stack, StackError, DEFAULT_STACK};
 pub use task_count::{
     estimated_task_count, task_limit, GradientSplits, ADDRESS_BYTES_PER_GPU,
     ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU, BYTES_PER_TASK, MAX_TASKS, TASK_LIMIT_VARIABLE,

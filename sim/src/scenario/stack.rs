@@ -92,6 +92,9 @@ struct StackFile {
     /// Which kernel implementations the software has, when the stack says.
     #[serde(default)]
     kernels: Option<KernelsFile>,
+    /// How its pipeline schedules exchange tensors, when the stack says.
+    #[serde(default)]
+    p2p: Option<P2pFile>,
     /// The NCCL the software ran (`"2.12"`, `"2.21"`), when the stack says.
     #[serde(default)]
     nccl: Option<SourcedValue>,
@@ -111,6 +114,46 @@ struct KernelsFile {
     /// (`models::attention`; absent: false).
     #[serde(default)]
     fused_attention: Option<SourcedValue>,
+    /// What local DDP runs over the gradients around its data-parallel
+    /// all-reduce (`"flatten_divide_copy_back"`, `"divide"`; absent or null:
+    /// nothing, as PyTorch's and Megatron-Core's DDP).
+    #[serde(default)]
+    local_ddp_gradient_kernels: Option<SourcedValue>,
+}
+
+/// The memory-bound kernels Megatron-LM's local DDP runs over one GPU's
+/// gradients when it all-reduces them after the last backward
+/// (`allreduce_gradients`, megatron/model/distributed.py), also at d = 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalDdpKernels {
+    /// No contiguous gradient buffer (before e8fb052, 2021-08-18):
+    /// `_flatten_dense_tensors` (a copy into one buffer), `coalesced /= d`,
+    /// the all-reduce, then every gradient copied back from the buffer.
+    FlattenDivideCopyBack,
+    /// The contiguous buffer (e8fb052 on): `buffer_.data /= d` in place,
+    /// then the all-reduce.
+    Divide,
+}
+
+impl LocalDdpKernels {
+    /// Memory-bound kernels before the all-reduce and after it, each reading
+    /// and writing the gradients once.
+    pub fn kernels_before_and_after(self) -> (u32, u32) {
+        match self {
+            LocalDdpKernels::FlattenDivideCopyBack => (2, 1),
+            LocalDdpKernels::Divide => (1, 0),
+        }
+    }
+}
+
+/// The `p2p` section as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct P2pFile {
+    /// The interleaved schedule's steady state sends a forward's output only
+    /// with the next backward's gradient, in one exchange (absent: false).
+    #[serde(default)]
+    combined_interleaved_exchange: Option<SourcedValue>,
 }
 
 /// The `host` section as written: each cost with its source.
@@ -163,6 +206,13 @@ pub struct Stack {
     pub fused_softmax_max_seq_len: Option<u64>,
     /// The attention core runs as one fused kernel (`models::attention`).
     pub fused_attention: bool,
+    /// Local DDP's kernels around a blocking data-parallel all-reduce
+    /// (`None`: none).
+    pub local_ddp: Option<LocalDdpKernels>,
+    /// The interleaved schedule's steady state holds each forward's output
+    /// until the next backward is done and sends both in one exchange
+    /// (Megatron-LM 2021's `send_forward_backward_recv_forward_backward`).
+    pub combined_interleaved_exchange: bool,
     /// The NCCL whose tuner costs the collectives (2.12 when the file says none).
     pub nccl: NcclVersion,
     pub not_modeled: Vec<NotModeled>,
@@ -334,6 +384,54 @@ impl Stack {
                     .ok_or_else(|| invalid("kernels.fused_attention: true or false".into()))?
             }
         };
+        let local_ddp = match kernels.and_then(|k| k.local_ddp_gradient_kernels.as_ref()) {
+            None => None,
+            Some(sourced) => {
+                if sourced.source.trim().is_empty() {
+                    return Err(invalid(
+                        "kernels.local_ddp_gradient_kernels: every choice needs a source".into(),
+                    ));
+                }
+                sources.insert(
+                    "kernels.local_ddp_gradient_kernels".into(),
+                    sourced.source.clone(),
+                );
+                match &sourced.value {
+                    serde_json::Value::Null => None,
+                    value => Some(match value.as_str() {
+                        Some("flatten_divide_copy_back") => LocalDdpKernels::FlattenDivideCopyBack,
+                        Some("divide") => LocalDdpKernels::Divide,
+                        _ => {
+                            return Err(invalid(
+                                "kernels.local_ddp_gradient_kernels: \"flatten_divide_copy_back\", \"divide\" or null"
+                                    .into(),
+                            ))
+                        }
+                    }),
+                }
+            }
+        };
+        let combined_interleaved_exchange = match file
+            .p2p
+            .as_ref()
+            .and_then(|p2p| p2p.combined_interleaved_exchange.as_ref())
+        {
+            None => false,
+            Some(sourced) => {
+                if sourced.source.trim().is_empty() {
+                    return Err(invalid(
+                        "p2p.combined_interleaved_exchange: every choice needs a source".into(),
+                    ));
+                }
+                sources.insert(
+                    "p2p.combined_interleaved_exchange".into(),
+                    sourced.source.clone(),
+                );
+                sourced.value.as_bool().ok_or_else(|| {
+                    invalid("p2p.combined_interleaved_exchange: true or false".into())
+                })?
+            }
+        };
         let nccl = match &file.nccl {
             None => NcclVersion::default(),
             Some(sourced) => {
@@ -362,6 +460,8 @@ impl Stack {
             host,
             fused_softmax_max_seq_len,
             fused_attention,
+            local_ddp,
+            combined_interleaved_exchange,
             nccl,
             not_modeled: file.not_modeled,
         })

@@ -64,6 +64,10 @@ pub enum Work {
     },
     /// The optimizer step over `params` parameters on one GPU.
     OptimizerStep { params: u64 },
+    /// `kernels` memory-bound kernels over one GPU's gradients, each moving
+    /// `bytes` through HBM (local DDP's flatten, divide and copy back around
+    /// the data-parallel all-reduce: [`crate::scenario::LocalDdpKernels`]).
+    GradientCopy { bytes: u64, kernels: u32 },
     /// The host issuing a pass: its first kernel (`first`), or the rest of
     /// its kernels and its tensor all-reduce calls.
     HostIssuePass {

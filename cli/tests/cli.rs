@@ -451,6 +451,9 @@ fn presets_lists_the_clusters_and_profiles_of_today_and_they_simulate() {
         "dgx-h200-superpod",
         "dgx-b200",
         "gb200-nvl72",
+        "dgx-h100-ib",
+        "dgx-h100-roce",
+        "h100-pcie-cluster",
     ] {
         assert!(topologies.iter().any(|t| t == name), "{name}: {listed}");
     }

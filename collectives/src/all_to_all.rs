@@ -23,8 +23,10 @@
 //!   NVSwitch: a ring's bus bandwidth is each GPU's send rate);
 //! - the latency term is one point-to-point step per peer (n−1 rounds): the
 //!   profile's NVLink step latency for each peer on the node, its network
-//!   step latency for each peer elsewhere. Rounds are counted one after the
-//!   other, as the schedule issues them; NCCL overlaps a few of them on
+//!   step latency (plus a declared fabric's path latency,
+//!   [`LinkRates::network_step_ns`]) for each peer elsewhere. Rounds are
+//!   counted one after the other, as the schedule issues them; NCCL overlaps
+//!   a few of them on
 //!   separate channels, which this does not model (an upper bound on the
 //!   latency term for large groups).
 //!
@@ -68,7 +70,7 @@ pub fn all_to_all_terms(bytes: u64, group: &GroupShape, rates: &LinkRates) -> Co
     };
     CostTerms {
         latency_ns: (local - 1) as f64 * rates.nvlink_step_latency_ns
-            + (n - local) as f64 * rates.network_step_latency_ns,
+            + (n - local) as f64 * rates.network_step_ns(),
         transfer_seconds: nvlink_seconds.max(network_seconds),
     }
 }
@@ -91,6 +93,7 @@ mod tests {
             intra_node_nvlink: true,
             amd_host_cpu: false,
             nccl: crate::NcclVersion::V2_12,
+            fabric_step_latency_ns: 0.0,
         }
     }
 

@@ -83,7 +83,8 @@ pub fn ring_steps(op: CollectiveOp, group: &GroupShape) -> (u64, u64) {
 
 /// Ring with the profile's per-step latencies, the model of a send/recv (one hop,
 /// Simple; NCCL does not tune point-to-point):
-/// latency = intra steps × nvlink step + inter steps × network step;
+/// latency = intra steps × nvlink step + inter steps × (network step + the
+/// declared fabric's path latency, [`LinkRates::network_step_ns`]);
 /// transfer = bus factor × bytes ÷ ring bus bandwidth (the Simple protocol's,
 /// which is also every tuned pair's bandwidth before its protocol factor).
 pub fn ring_terms(
@@ -96,9 +97,44 @@ pub fn ring_terms(
     let intra_steps = steps - inter_steps;
     CostTerms {
         latency_ns: intra_steps as f64 * rates.nvlink_step_latency_ns
-            + inter_steps as f64 * rates.network_step_latency_ns,
+            + inter_steps as f64 * rates.network_step_ns(),
         transfer_seconds: op.bus_factor(group.ranks) * bytes as f64
             / ring_bus_bytes_per_s(group, rates),
+    }
+}
+
+/// Network hops on one chunk's path through `algorithm`, each of which pays
+/// the declared fabric's path latency ([`LinkRates::fabric_step_latency_ns`]):
+/// a ring's inter-node steps ([`ring_steps`]: 2(nodes − 1) for an all-reduce,
+/// nodes − 1 for reduce-scatter, all-gather and broadcast), a tree's
+/// 2·⌊log2 nodes⌋ (up the double binary tree and down again, the count
+/// NCCL's tree latency uses).
+///
+/// Why the fabric's latency is added to the tuned pair's time rather than
+/// replacing NCCL's network latency or entering the tuner: NCCL's tuner
+/// costs a network hop at `hwLat[NET]` unless the network plugin reports a
+/// latency (`interLat = graphs[a]->latencyInter ? … : hwLat[NCCL_HW_NET]`,
+/// `src/graph/tuning.cc`), and its IB verbs transport — which runs both
+/// InfiniBand and RoCE — reports none (`props->latency = 0; // Not set`,
+/// `src/transport/net_ib.cc`). So NCCL chooses the same pair on either
+/// fabric (the choice here stays NCCL's), and `hwLat[NET]` is a per-hop
+/// constant that does not change with the NICs and switches a hop crosses;
+/// the fabric's own NIC and switch latency is added to each network hop on
+/// top of it. `hwLat[NET]` was set by NVIDIA on its own InfiniBand systems,
+/// so part of an InfiniBand path's latency may already be inside it: with a
+/// declared kind the absolute time is an upper bound by at most one path
+/// latency per network hop (1.65 µs on `dgx-h100-ib`), while the difference
+/// between two fabrics is exact. A topology without a kind adds nothing.
+/// Under `--contention` the added latency stays in the flow plan's tail
+/// (closed-form time minus the flows' transfer), and an untuned pipeline
+/// send's tail is [`LinkRates::network_step_ns`].
+pub fn fabric_hops(op: CollectiveOp, algorithm: Algorithm, group: &GroupShape) -> u64 {
+    if group.nodes <= 1 {
+        return 0;
+    }
+    match algorithm {
+        Algorithm::Ring => ring_steps(op, group).1,
+        Algorithm::Tree => 2 * u64::from(group.nodes.ilog2()),
     }
 }
 
@@ -138,11 +174,17 @@ pub fn estimate(
     } else {
         ring_terms(op, bytes, group, rates)
     };
-    let (algorithm, protocol, terms) = tune(op, bytes, group, rates, forced).unwrap_or((
-        Algorithm::Ring,
-        Protocol::Simple,
-        untuned,
-    ));
+    let (algorithm, protocol, terms) = match tune(op, bytes, group, rates, forced) {
+        Some((algorithm, protocol, tuned)) => {
+            let fabric_ns = fabric_hops(op, algorithm, group) as f64 * rates.fabric_step_latency_ns;
+            let terms = CostTerms {
+                latency_ns: tuned.latency_ns + fabric_ns,
+                ..tuned
+            };
+            (algorithm, protocol, terms)
+        }
+        None => (Algorithm::Ring, Protocol::Simple, untuned),
+    };
     let duration = SimDuration::from_seconds_ceil(terms.total_seconds());
     let algbw_bytes_per_s = bytes as f64 / duration.as_seconds();
     CollectiveEstimate {
@@ -184,6 +226,7 @@ mod tests {
             intra_node_nvlink: true,
             amd_host_cpu: false,
             nccl: crate::version::NcclVersion::V2_12,
+            fabric_step_latency_ns: 0.0,
         }
     }
 

@@ -63,6 +63,18 @@
 //! With the selene defaults an 8-GPU all-reduce runs LL below ~0.5 MB, LL128 to
 //! ~13 MB and Simple above; across nodes small all-reduces run trees.
 //!
+//! **The fabric's own latency** ([`fabric_hops`]): when the topology declares
+//! a fabric `kind` (InfiniBand, RoCEv2), every network hop on a chunk's path
+//! also pays the fabric's NIC and switch latency on its farthest path
+//! ([`LinkRates::fabric_step_latency_ns`]), added to the pair NCCL's tuner
+//! chose (NCCL's IB transport reports no latency, so the tuner cannot tell
+//! the fabrics apart); without a kind nothing is added, as before.
+//!
+//! **Nodes without NVLink** (`node.nvlink_bandwidth_bytes_per_s` = 0): the
+//! intra-node level is the GPUs' PCIe links ([`intra_node_line_bytes_per_s`]
+//! caps the profile's intra-node bus bandwidth) and NCCL's PCI hop latencies
+//! apply.
+//!
 //! **NCCL 2.21** ([`version`], v2.21.5-1's `tuning.cc`), chosen by
 //! [`LinkRates::nccl`] (a simulation takes it from its software stack,
 //! `clustersim collective` from `--nccl`): the same rule with LL128 on Hopper over
@@ -88,14 +100,18 @@
 
 pub mod all_to_all;
 mod estimate;
+#[cfg(test)]
+mod fabric_tests;
 pub mod protocol;
 mod shape;
 pub mod version;
 
 pub use estimate::{
-    choose_algorithm, estimate, ring_bus_bytes_per_s, ring_steps, ring_terms, CollectiveEstimate,
-    CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
+    choose_algorithm, estimate, fabric_hops, ring_bus_bytes_per_s, ring_steps, ring_terms,
+    CollectiveEstimate, CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
 };
 pub use protocol::{nccl_terms, tune, Protocol};
-pub use shape::{compute_capability, Algorithm, CollectiveOp, GroupShape, LinkRates};
+pub use shape::{
+    compute_capability, intra_node_line_bytes_per_s, Algorithm, CollectiveOp, GroupShape, LinkRates,
+};
 pub use version::NcclVersion;

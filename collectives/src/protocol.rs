@@ -387,6 +387,7 @@ mod tests {
             intra_node_nvlink: true,
             amd_host_cpu: false,
             nccl: NcclVersion::V2_12,
+            fabric_step_latency_ns: 0.0,
         }
     }
 

@@ -135,8 +135,14 @@ pub struct LinkRates {
     pub nic_bytes_per_s: f64,
     pub nics_per_node: u32,
     pub gpus_per_node: u32,
-    /// Fixed cost of one ring step whose hop crosses the network.
+    /// Fixed cost of one ring step whose hop crosses the network (the
+    /// profile's, for point-to-point steps NCCL does not tune).
     pub network_step_latency_ns: f64,
+    /// What the topology's own fabric adds to every network step: its NIC and
+    /// switch latencies on the farthest path (`FabricSpec::path_latency_ns`)
+    /// when the topology declares a fabric `kind`, else 0 (costs as before).
+    /// Added after NCCL's tuner has chosen (see [`crate::estimate`]).
+    pub fabric_step_latency_ns: f64,
     /// CUDA compute capability × 10 of the GPUs (80 for A100; 0 when unknown):
     /// NCCL's tuner enables LL128 and picks its caps by it.
     pub compute_capability: u32,
@@ -162,7 +168,25 @@ pub fn compute_capability(gpu_name: &str) -> u32 {
     }
 }
 
+/// Line rate per GPU per direction of a node's intra-node level: its NVLink,
+/// or, for a node without NVLink (`nvlink_bandwidth_bytes_per_s` = 0, e.g.
+/// H100 PCIe cards whose bridges join only pairs), its GPUs' PCIe links.
+pub fn intra_node_line_bytes_per_s(topology: &TopologySpec) -> f64 {
+    if topology.node.nvlink_bandwidth_bytes_per_s > 0.0 {
+        topology.node.nvlink_bandwidth_bytes_per_s
+    } else {
+        topology.pcie.bandwidth_bytes_per_s
+    }
+}
+
 impl LinkRates {
+    /// What one network step costs beyond NCCL's tuner or the bandwidth: the
+    /// profile's step latency plus the declared fabric's path latency (the
+    /// cost of one untuned point-to-point hop across nodes).
+    pub fn network_step_ns(&self) -> f64 {
+        self.network_step_latency_ns + self.fabric_step_latency_ns
+    }
+
     /// Rates from a topology and a profile. Each bandwidth is the profile's achieved
     /// figure, capped by the topology's line rate where the topology has one (a
     /// profile for a faster GPU cannot make a slower cluster faster).
@@ -178,7 +202,7 @@ impl LinkRates {
         LinkRates {
             nvlink_bus_bytes_per_s: cap(
                 comm.nvlink_bus_bandwidth_bytes_per_s.value,
-                topology.node.nvlink_bandwidth_bytes_per_s,
+                intra_node_line_bytes_per_s(topology),
             ),
             nvlink_step_latency_ns: comm.nvlink_step_latency_ns.value,
             nic_bytes_per_s: cap(
@@ -188,6 +212,10 @@ impl LinkRates {
             nics_per_node: topology.fabric.nics_per_node,
             gpus_per_node: topology.node.gpus_per_node,
             network_step_latency_ns: comm.network_step_latency_ns.value,
+            fabric_step_latency_ns: topology
+                .fabric
+                .path_latency_ns()
+                .map_or(0.0, |ns| ns as f64),
             compute_capability: compute_capability(&topology.gpu.name),
             intra_node_nvlink: topology.node.nvlink_bandwidth_bytes_per_s > 0.0,
             amd_host_cpu: topology.host_cpu.name.to_ascii_uppercase().contains("AMD"),

@@ -124,6 +124,7 @@ mod tests {
             intra_node_nvlink: true,
             amd_host_cpu: false,
             nccl: NcclVersion::V2_21,
+            fabric_step_latency_ns: 0.0,
         }
     }
 

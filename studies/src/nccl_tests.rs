@@ -128,6 +128,7 @@ mod tests {
             intra_node_nvlink: true,
             amd_host_cpu: false,
             nccl: sim::collective::NcclVersion::V2_12,
+            fabric_step_latency_ns: 0.0,
         };
         let group = GroupShape::single_node(8);
         let rows = nccl_tests_table(

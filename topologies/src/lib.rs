@@ -26,5 +26,6 @@ mod spec;
 pub use datasheets::{datasheet, datasheet_for_device, Datasheet};
 pub use presets::{preset, preset_names};
 pub use spec::{
-    FabricSpec, GpuSpec, HostCpuSpec, NodeSpec, PcieSpec, PeakFlops, TopologyError, TopologySpec,
+    FabricKind, FabricSpec, GpuSpec, HostCpuSpec, NodeSpec, PcieSpec, PeakFlops, TopologyError,
+    TopologySpec, MAX_FABRIC_PATH_LATENCY_NS,
 };

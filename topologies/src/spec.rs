@@ -37,7 +37,10 @@ pub struct GpuSpec {
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     pub gpus_per_node: u32,
-    /// NVLink bandwidth per GPU per direction (all links together).
+    /// NVLink bandwidth per GPU per direction (all links together); 0 for a
+    /// node whose GPUs talk over PCIe only (`pcie.bandwidth_bytes_per_s` is
+    /// then the intra-node line rate; NVLink bridges between pairs are not
+    /// modeled).
     pub nvlink_bandwidth_bytes_per_s: f64,
     /// One-way latency of an NVLink/NVSwitch transfer.
     pub nvlink_latency_ns: u64,
@@ -45,10 +48,48 @@ pub struct NodeSpec {
     pub nvswitch_count: u32,
 }
 
+/// What the scale-out fabric is, when a topology says (`fabric.kind`).
+///
+/// Both kinds are run by NCCL's IB verbs transport, whose plugin reports no
+/// latency (`props->latency = 0; // Not set`, `src/transport/net_ib.cc`), so
+/// NCCL's tuner costs them alike; what the kind brings to the cost model is
+/// that the fabric's own NIC and switch latencies are then read
+/// ([`FabricSpec::path_latency_ns`]). NVLink-network fabrics (NVLink Switch
+/// System across racks) are not offered: their multi-node NVLink domain is
+/// not modeled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FabricKind {
+    /// InfiniBand (e.g. NDR on Quantum-2 switches).
+    Infiniband,
+    /// RDMA over Converged Ethernet v2 (e.g. 400 GbE on Spectrum-4 switches).
+    RoceV2,
+}
+
+impl FabricKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FabricKind::Infiniband => "infiniband",
+            FabricKind::RoceV2 => "roce_v2",
+        }
+    }
+}
+
+/// Largest fabric path latency accepted (1 ms): no data-centre fabric comes
+/// near it, and it keeps every cost that adds it finite.
+pub const MAX_FABRIC_PATH_LATENCY_NS: u64 = 1_000_000;
+
 /// Inter-node fabric: NICs and a fat tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FabricSpec {
+    /// The fabric's kind. Absent (every preset before it, and topology files
+    /// without the key), `nic_latency_ns` and `switch_hop_latency_ns` do not
+    /// reach any cost and the network step latency is the profile's and
+    /// NCCL's, as before; given, every network step of a collective or
+    /// transfer also pays [`FabricSpec::path_latency_ns`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FabricKind>,
     /// Compute NICs per node (one rail per GPU on DGX A100).
     pub nics_per_node: u32,
     /// Line rate per NIC per direction.
@@ -61,6 +102,26 @@ pub struct FabricSpec {
     pub switch_radix: u32,
     /// Port-to-port latency of one switch hop.
     pub switch_hop_latency_ns: u64,
+}
+
+impl FabricSpec {
+    /// NIC-to-NIC latency of the fat tree's farthest path when the fabric has
+    /// a `kind`: the sending and the receiving NIC plus `2·levels − 1` switch
+    /// hops (up to the top level and down again), `2 × nic_latency_ns +
+    /// (2·fat_tree_levels − 1) × switch_hop_latency_ns`. The farthest path
+    /// because a ring's step waits for its slowest hop and the closed form
+    /// does not know under which leaves a group's nodes sit (a group under
+    /// one leaf is charged `2·(levels − 1)` hops too many). `None` without a
+    /// kind, or when the sum overflows (validation refuses that).
+    pub fn path_latency_ns(&self) -> Option<u64> {
+        self.kind?;
+        let switches = self.fat_tree_levels.max(1).checked_mul(2)? - 1;
+        let nics = self.nic_latency_ns.checked_mul(2)?;
+        let hops = self
+            .switch_hop_latency_ns
+            .checked_mul(u64::from(switches))?;
+        nics.checked_add(hops)
+    }
 }
 
 /// The PCIe link between each GPU and its host.
@@ -158,12 +219,6 @@ impl TopologySpec {
         );
         positive("host_cpu.cores", self.host_cpu.cores as f64);
         positive("host_cpu.memory_bytes", self.host_cpu.memory_bytes as f64);
-        if self.node.gpus_per_node > 1 {
-            positive(
-                "node.nvlink_bandwidth_bytes_per_s",
-                self.node.nvlink_bandwidth_bytes_per_s,
-            );
-        }
         if self.nodes > 1 {
             positive("fabric.nics_per_node", self.fabric.nics_per_node as f64);
             positive(
@@ -172,6 +227,27 @@ impl TopologySpec {
             );
             positive("fabric.fat_tree_levels", self.fabric.fat_tree_levels as f64);
             positive("fabric.switch_radix", self.fabric.switch_radix as f64);
+        }
+        let nvlink = self.node.nvlink_bandwidth_bytes_per_s;
+        if !(nvlink.is_finite() && nvlink >= 0.0) {
+            problems.push(format!(
+                "node.nvlink_bandwidth_bytes_per_s must be a number of at least 0 (got {nvlink}; \
+                 0: the node's GPUs talk over PCIe)"
+            ));
+        }
+        if let Some(kind) = self.fabric.kind {
+            match self.fabric.path_latency_ns() {
+                Some(ns) if ns <= MAX_FABRIC_PATH_LATENCY_NS => {}
+                _ => problems.push(format!(
+                    "fabric.kind {}: the path latency 2 × fabric.nic_latency_ns ({}) + \
+                     (2 × fabric.fat_tree_levels ({}) − 1) × fabric.switch_hop_latency_ns ({}) \
+                     must be at most {MAX_FABRIC_PATH_LATENCY_NS} ns",
+                    kind.name(),
+                    self.fabric.nic_latency_ns,
+                    self.fabric.fat_tree_levels,
+                    self.fabric.switch_hop_latency_ns
+                )),
+            }
         }
         if problems.is_empty() {
             Ok(())

@@ -254,6 +254,7 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
     for item in &stack.not_modeled {
         writeln!(out, "  not modeled: {} ({})", item.feature, item.source)?;
     }
+    write_fabric(out, &scenario.topology)?;
     let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
     if scenario.layout.context_parallel > 1 {
         writeln!(
@@ -384,6 +385,38 @@ fn write_pipeline_shape(
         )?;
     }
     Ok(())
+}
+
+/// A declared fabric kind's latency, and a node without NVLink: printed only
+/// for topologies that have them (others cost as before and print nothing).
+fn write_fabric(out: &mut impl Write, topology: &topologies::TopologySpec) -> anyhow::Result<()> {
+    let fabric = &topology.fabric;
+    if let (Some(kind), Some(path_ns)) = (fabric.kind, fabric.path_latency_ns()) {
+        writeln!(
+            out,
+            "
+fabric {}: every network hop also pays {path_ns} ns (2 NICs × {} ns + {} switch hops × {} ns, the fat tree's farthest path), added to the time of the pair NCCL's tuner chose",
+            kind.name(),
+            fabric.nic_latency_ns,
+            2 * fabric.fat_tree_levels.max(1) - 1,
+            fabric.switch_hop_latency_ns
+        )?;
+    }
+    if topology.node.gpus_per_node > 1 && topology.node.nvlink_bandwidth_bytes_per_s <= 0.0 {
+        writeln!(
+            out,
+            "
+node without NVLink: the {} GPUs of a node talk over PCIe ({}, {:.1} GB/s per direction line rate) with NCCL's PCI hop latencies; NVLink bridges are not used",
+            topology.node.gpus_per_node,
+            topology.pcie.generation,
+            collectives_line_gb_per_s(topology)
+        )?;
+    }
+    Ok(())
+}
+
+fn collectives_line_gb_per_s(topology: &topologies::TopologySpec) -> f64 {
+    sim::collective::intra_node_line_bytes_per_s(topology) / 1e9
 }
 
 /// Context parallelism: the ring, its steps and what each exchange carries.

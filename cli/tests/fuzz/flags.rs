@@ -215,6 +215,8 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         "topology.json",
         "dgx2-v100",
         "dgx-h100-superpod",
+        "dgx-h100-roce",
+        "h100-pcie-cluster",
     ];
     flags.push("--topology", Some(value(&topologies, rng)));
     let mut options = Flags(Vec::new());

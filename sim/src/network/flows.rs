@@ -9,7 +9,8 @@
 //!   sender to the receiver with the same tensor index (same rail), carrying
 //!   1/t of the activation with Megatron's scatter/gather (then an NVLink
 //!   all-gather, costed in closed form as the task's tail) or all of it
-//!   without; tail = one network step latency;
+//!   without; tail = one network step latency (`LinkRates::network_step_ns`: the
+//!   profile's, plus a declared fabric's path latency);
 //! - a pipeline transfer inside a node: one flow per tensor rank over its
 //!   NVSwitch ports (NVLink up, NVLink down) carrying the whole activation;
 //! - an all-reduce whose group spans nodes: NCCL's rings, one per rail of the
@@ -145,7 +146,7 @@ impl<'a> FabricFlowPlanner<'a> {
         } else {
             SimDuration::ZERO
         };
-        let step = SimDuration::from_seconds_ceil(self.rates.network_step_latency_ns * 1e-9);
+        let step = SimDuration::from_seconds_ceil(self.rates.network_step_ns() * 1e-9);
         FlowPlan {
             flows,
             tail: step + gather,

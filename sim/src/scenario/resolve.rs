@@ -338,6 +338,13 @@ impl ScenarioFile {
             if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
                 problems.push(format!("network_contention: {error}"));
             }
+            if topology.node.gpus_per_node > 1 && topology.node.nvlink_bandwidth_bytes_per_s <= 0.0
+            {
+                problems.push(format!(
+                    "network_contention: topology '{}' has no NVLink inside its nodes (node.nvlink_bandwidth_bytes_per_s = 0: its GPUs talk over PCIe), and the fabric's intra-node PCIe paths are not built; run without contention",
+                    topology.name
+                ));
+            }
         }
         let iterations = self.resolve_iterations(&options, &mut problems);
         if cp > 1 {

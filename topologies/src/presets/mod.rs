@@ -10,8 +10,11 @@
 //!   H200 or an H100 SXM in it.
 //! - clusters of today (`today.rs`, each number sourced there):
 //!   `dgx-h100-superpod`, `dgx-h200-superpod` (128 DGX nodes, 8 × 400 Gb/s
-//!   NDR rails, NVLink 4 through NVSwitch), `dgx-b200` (256 DGX B200 nodes) and
-//!   `gb200-nvl72` (8 racks of one 72-GPU NVLink 5 domain each).
+//!   NDR rails, NVLink 4 through NVSwitch), `dgx-h100-ib` and `dgx-h100-roce`
+//!   (the same nodes on a fabric of declared kind, InfiniBand or RoCEv2 on
+//!   Spectrum-4, whose NIC and switch latencies are costed), `dgx-b200` (256
+//!   DGX B200 nodes), `gb200-nvl72` (8 racks of one 72-GPU NVLink 5 domain
+//!   each) and `h100-pcie-cluster` (16 nodes of 8 H100 PCIe over PCIe Gen5).
 
 use crate::datasheets;
 use crate::spec::*;
@@ -33,6 +36,7 @@ fn dgx_a100(name: &str, nodes: u32) -> TopologySpec {
             nvswitch_count: 6,
         },
         fabric: FabricSpec {
+            kind: None,
             nics_per_node: 8,
             nic_bandwidth_bytes_per_s: 25.0 * GB, // HDR 200 Gb/s line rate
             nic_latency_ns: 600,                  // ConnectX-6 datasheet: sub-600 ns
@@ -67,6 +71,7 @@ fn dgx2_v100(name: &str, nodes: u32) -> TopologySpec {
             nvswitch_count: 12,
         },
         fabric: FabricSpec {
+            kind: None,
             nics_per_node: 8,
             nic_bandwidth_bytes_per_s: 12.5 * GB, // 100 Gb/s
             nic_latency_ns: 600,
@@ -102,6 +107,7 @@ fn lab_machine(name: &str, gpu: GpuSpec) -> TopologySpec {
             nvswitch_count: 0,
         },
         fabric: FabricSpec {
+            kind: None,
             nics_per_node: 0,
             nic_bandwidth_bytes_per_s: 0.0,
             nic_latency_ns: 0,

@@ -284,6 +284,7 @@ fn cost_work(
                 steps = models::fp8::weight_cast_steps(
                     &scenario.model,
                     scenario.layout.tensor_parallel as u64,
+                    scenario.layout.expert_parallel.max(1) as u64,
                     layers,
                 );
             }

@@ -304,6 +304,7 @@ pub fn program(
                                 microbatch: action.microbatch,
                                 step,
                                 params,
+                                expert_params,
                             });
                         }
                     }

@@ -30,10 +30,12 @@
 //! (tp > 1, etp > 1), MoE layers interleaved with dense ones
 //! (`first_dense_layers`, `layer_frequency`), token dropping
 //! (`capacity_factor`), biased experts, and options whose lowering does not
-//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload, overlapped
-//! parameter gathers) and FP8.
+//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload). FP8 runs the
+//! experts' grouped GEMMs in FP8 (`models::fp8`), and the distributed
+//! optimizer's parameter all-gathers, overlapped or not, gather expert
+//! parameters over the expert-data group (`lowering::sharded`).
 
-use super::{Precision, Sharding, TrainingOptions};
+use super::{Sharding, TrainingOptions};
 use models::ModelSpec;
 use serde::Serialize;
 
@@ -219,12 +221,6 @@ pub fn check(
     }
     if options.offload.is_some() {
         not_built("zero_offload: ZeRO-Offload");
-    }
-    if options.overlap_param_gather {
-        not_built("overlap_param_gather: the overlapped parameter all-gather");
-    }
-    if options.precision == Precision::Fp8 {
-        not_built("precision: fp8");
     }
 }
 

@@ -427,19 +427,14 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
 }
 
 /// Whether the model has blocks the simulator does not lower: latent
-/// attention, Qwen3's wider heads and q/k norms, and of mixtures of experts
+/// attention, and of mixtures of experts
 /// everything but experts in every layer, dropless and without biases
 /// ([`super::experts`]).
 fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
     let moe_unsimulated = model.moe.as_ref().is_some_and(|moe| {
         moe.moe_layers(model.layers) != model.layers || moe.capacity_factor.is_some() || model.bias
     });
-    moe_unsimulated
-        || model.mla.is_some()
-        || model.qk_norm
-        || model
-            .head_dim
-            .is_some_and(|d| Some(d) != model.hidden.checked_div(model.heads))
+    moe_unsimulated || model.mla.is_some()
 }
 
 /// Why a model the models crate counts cannot be simulated: its first
@@ -471,18 +466,6 @@ fn unsimulated(model: &ModelSpec) -> String {
         blocks.push((
             "multi-head latent attention is",
             "multi-head latent attention (mla)".into(),
-        ));
-    }
-    if model.head_dim.is_some() && model.q_width() != model.hidden {
-        blocks.push((
-            "attention heads wider than hidden/heads are",
-            format!("heads of head_dim {}", model.head_dim()),
-        ));
-    }
-    if model.qk_norm {
-        blocks.push((
-            "per-head query/key norms are",
-            "per-head query/key norms (qk_norm)".into(),
         ));
     }
     let lead = blocks.first().map_or("these blocks are", |(lead, _)| lead);
@@ -537,13 +520,8 @@ mod tests {
             text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token"),
             "{text}"
         );
-        let text = resolve_with_tp("qwen3-30b-a3b", 1).unwrap_err();
-        assert!(
-            text.contains(
-                "attention heads wider than hidden/heads are not simulated yet (issue 17): 'qwen3-30b-a3b' has heads of head_dim 128, per-head query/key norms (qk_norm);"
-            ),
-            "{text}"
-        );
+        // Qwen3's wider heads and q/k norms are lowered.
+        assert!(resolve_with_tp("qwen3-30b-a3b", 1).is_ok());
         // Nothing else is checked against a refused model (no tp messages).
         let text = resolve_with_tp("deepseek-v3", 64).unwrap_err();
         assert!(!text.contains("tp: heads"), "{text}");

@@ -457,7 +457,10 @@ pub fn transformer_layer_with(
     pass.forward.push(Step::memory(norm_2, 4.0 * hidden_elems));
     mlp_bwd.push(vec![Step::memory(norm_2_bwd, 6.0 * hidden_elems)]);
     if let (Some(moe), Some(_)) = (options.moe, &model.moe) {
-        let (forward, backward) = crate::moe_ops::moe_block(model, tokens, moe);
+        // Under t > 1 (with sequence parallelism) each tensor rank routes its
+        // own 1/t of the tokens; the block has no tensor-parallel collective.
+        let (forward, backward) =
+            crate::moe_ops::moe_block(model, crate::moe_ops::tokens_per_rank(tokens, t), moe);
         pass.forward.extend(forward);
         mlp_bwd.extend(backward);
     } else {

@@ -110,8 +110,11 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
         return 0.0;
     }
     let model = &scenario.model;
-    let tokens = (scenario.layout.microbatch_size as u64 * model.seq_len
-        / scenario.layout.context_parallel.max(1) as u64) as f64;
+    let tokens = models::moe_ops::tokens_per_rank(
+        scenario.layout.microbatch_size as u64 * model.seq_len
+            / scenario.layout.context_parallel.max(1) as u64,
+        scenario.layout.tensor_parallel as u64,
+    ) as f64;
     let (h, f) = (model.hidden as f64, moe.expert_ffn_hidden as f64);
     let (dense_mlp, expert_mlp) = match model.ffn_type {
         models::FfnType::Gelu => (4.0 * model.ffn() as f64, 4.0 * f),

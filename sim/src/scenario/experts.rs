@@ -174,7 +174,7 @@ pub fn resolve(
 pub fn check(
     model: &ModelSpec,
     ep: u32,
-    etp: u32,
+    (etp, etp_given): (u32, bool),
     tp: u32,
     replicas: u32,
     imbalance_given: bool,
@@ -196,9 +196,15 @@ pub fn check(
             moe.experts
         ));
     }
-    if !replicas.is_multiple_of(ep) {
+    if tp <= 1 && !replicas.is_multiple_of(ep) {
         problems.push(format!(
             "ep: expert-parallel groups are carved out of the dp × cp = {replicas} data-parallel ranks, which ep = {ep} must divide"
+        ));
+    }
+    if tp > 1 && !(tp.saturating_mul(replicas)).is_multiple_of(ep) {
+        problems.push(format!(
+            "ep: expert-parallel groups are carved out of the tp × dp × cp = {} ranks of a stage (expert tensor parallelism 1), which ep = {ep} must divide",
+            tp.saturating_mul(replicas)
         ));
     }
     if etp > 1 {
@@ -207,9 +213,26 @@ pub fn check(
         ));
     }
     if tp > 1 {
-        problems.push(format!(
-            "tp: tensor parallelism ({tp}) in a mixture-of-experts model is not simulated yet (the token dispatch across tensor ranks is not built); use tp 1 with ep"
-        ));
+        // Megatron-Core asserts it (megatron/training/arguments.py: "When
+        // using MoE and tensor parallelism, sequence parallelism must be used").
+        if !options.sequence_parallel {
+            problems.push(format!(
+                "sequence_parallel: tensor parallelism ({tp}) in a mixture-of-experts model needs sequence parallelism, as Megatron-Core asserts"
+            ));
+        }
+        // Megatron-Core's expert tensor parallelism defaults to tp
+        // (megatron/training/arguments.py: expert_tensor_parallel_size =
+        // tensor_model_parallel_size when not given); only etp = 1 is built.
+        if !etp_given {
+            problems.push(format!(
+                "etp: with tp = {tp} Megatron-Core's expert tensor parallelism defaults to tp, which is not simulated yet; give etp 1 (--expert-tensor-parallel-size 1, as Megatron-Bridge's Qwen3 recipes set it)"
+            ));
+        }
+        if moe.shared_experts > 0 {
+            problems.push(format!(
+                "tp: tensor parallelism ({tp}) with shared experts is not simulated yet (their tensor-parallel MLP is not built); use tp 1"
+            ));
+        }
     }
     let mut not_built = |what: &str| {
         problems.push(format!(

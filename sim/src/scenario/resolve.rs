@@ -347,7 +347,7 @@ impl ScenarioFile {
             super::experts::check(
                 model,
                 ep,
-                etp,
+                (etp, self.etp.is_some()),
                 t,
                 d.saturating_mul(cp),
                 self.expert_imbalance.is_some(),
@@ -506,12 +506,12 @@ mod tests {
     #[test]
     fn mixtures_of_experts_are_refused_where_not_built_with_their_counts() {
         // Mixtral (experts in every layer, dropless, no biases) is simulated;
-        // at t > 1 its tensor parallelism is what is refused.
+        // at t > 1 only with sequence parallelism and etp given (1).
         let text = resolve_with_tp("mixtral-8x7b", 8).unwrap_err();
         assert!(
             text.contains(
-                "tp: tensor parallelism (8) in a mixture-of-experts model is not simulated yet"
-            ),
+                "sequence_parallel: tensor parallelism (8) in a mixture-of-experts model needs sequence parallelism"
+            ) && text.contains("etp: with tp = 8 Megatron-Core's expert tensor parallelism defaults to tp"),
             "{text}"
         );
         assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());

@@ -1,8 +1,10 @@
 //! Qwen3-MoE as simulated (issue 17): FP8 in the experts' grouped GEMMs
-//! with their cast-transposes and a bf16 router, and the distributed
+//! with their cast-transposes and a bf16 router; the distributed
 //! optimizer's parameter all-gathers split into dense (over d·cp) and
-//! expert (over d·cp/ep) parameters, overlapped or not; checked against
-//! hand-computed closed forms.
+//! expert (over d·cp/ep) parameters, overlapped or not; tensor parallelism
+//! with sequence parallelism and expert tensor parallelism 1 (each tensor
+//! rank routes its own s/t tokens over an expert-parallel group of
+//! consecutive ranks); checked against hand-computed closed forms.
 
 use models::ops::{KernelClass, Step};
 use sim::cost::pass_steps;
@@ -213,4 +215,116 @@ fn parameter_all_gathers_split_dense_over_dp_and_experts_over_dp_over_ep() {
         let report = sim::simulate(scenario).expect("simulates");
         assert!(report.metrics.iteration_time_s > 0.0);
     }
+}
+
+/// Qwen3-30B-A3B at t = 2 with sequence parallelism, etp 1, ep = 8, d = 8:
+/// 16 GPUs, expert groups of 8 consecutive ranks (one node each).
+fn qwen3_tp2(sequence_parallel: bool, etp: Option<u32>) -> ScenarioFile {
+    let mut file = qwen3(8, Precision::Bf16, false);
+    file.tp = Some(2);
+    file.pp = Some(1);
+    file.dp = Some(8);
+    file.etp = etp;
+    file.options.sequence_parallel = Some(sequence_parallel);
+    file
+}
+
+#[test]
+fn under_tensor_parallelism_each_rank_routes_its_own_tokens_over_consecutive_ranks() {
+    let scenario = resolve(qwen3_tp2(true, Some(1)));
+    let forward = kernels(&pass_steps(
+        &scenario,
+        ComputePass::Forward,
+        1,
+        false,
+        false,
+    ));
+    // s/t = 2048 tokens per rank; 16 local experts receive 2048·8 copies.
+    let (tokens, local, h, f, e) = (2048u64, 16u64, 2048u64, 768u64, 128u64);
+    let router = find(&forward, "moe_router");
+    assert_eq!(router.2, 2.0 * (tokens * e * h) as f64);
+    let KernelClass::Gemm { shape, .. } = find(&forward, "expert_fc1").1 else {
+        panic!("bf16 expert GEMM expected")
+    };
+    assert_eq!(
+        (shape.batch, shape.m, shape.n, shape.k),
+        (local, 1024, 2 * f, h)
+    );
+    // The attention block keeps its tensor collectives; the MoE block has none.
+    let tensor_collectives = |steps: &[Step]| {
+        steps
+            .iter()
+            .filter(|s| matches!(s, Step::TensorAllReduce { .. }))
+            .count()
+    };
+    let layer = models::ops::transformer_layer_with(
+        &scenario.model,
+        1,
+        2,
+        models::ops::LayerOptions {
+            sequence_parallel: true,
+            moe: sim::cost::moe_layer_options(&scenario),
+            ..models::ops::LayerOptions::default()
+        },
+    );
+    assert_eq!(tensor_collectives(&layer.forward), 1);
+    assert_eq!(tensor_collectives(&layer.backward), 1);
+    let (_, graph) = sim::build_graph(&scenario);
+    let mut all_to_alls = Vec::new();
+    let mut expert_reductions = Vec::new();
+    for work in graph.works() {
+        match *work {
+            Work::ExpertAllToAll {
+                group_size, nodes, ..
+            } => all_to_alls.push((group_size, nodes)),
+            Work::DataParallelReduceScatter {
+                bytes, group_size, ..
+            } if group_size == 2 => expert_reductions.push(bytes),
+            _ => {}
+        }
+    }
+    assert!(!all_to_alls.is_empty());
+    assert!(all_to_alls.iter().all(|&g| g == (8, 1)), "{all_to_alls:?}");
+    // Expert gradients over t·d/ep = 2 ranks (one interned work for both
+    // tensor ranks' reduce-scatters): 48 layers × 16 experts at the main
+    // gradient's width.
+    let routed = models::formulas::routed_expert_parameters(&scenario.model);
+    let width = sim::cost::gradients::main_grad_bytes_per_param(
+        scenario.options.gradient_accumulation_fusion,
+    );
+    let bytes = 48 * routed / 8 * width;
+    assert_eq!(expert_reductions, vec![bytes]);
+    let dispatch = scenario
+        .experts
+        .as_ref()
+        .unwrap()
+        .busiest_rank_tokens(tokens, 8);
+    assert_eq!(dispatch, tokens * 8);
+    assert!(sim::simulate(&scenario).is_ok());
+}
+
+#[test]
+fn tensor_parallelism_with_experts_needs_sequence_parallelism_and_etp_1_given() {
+    let text = qwen3_tp2(false, None)
+        .resolve()
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("sequence_parallel: tensor parallelism (2) in a mixture-of-experts model needs sequence parallelism"),
+        "{text}"
+    );
+    assert!(
+        text.contains("etp: with tp = 2 Megatron-Core's expert tensor parallelism defaults to tp"),
+        "{text}"
+    );
+    let text = qwen3_tp2(true, Some(2))
+        .resolve()
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("etp: expert tensor parallelism (2) is not simulated yet"),
+        "{text}"
+    );
 }

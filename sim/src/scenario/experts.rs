@@ -26,8 +26,15 @@
 //! (`ep · T · k · share`, rounded up). Every rank of the group waits for it,
 //! so every rank is costed with it.
 //!
-//! Not built, and refused by [`check`]: tensor parallelism in a MoE model
-//! (tp > 1, etp > 1), MoE layers interleaved with dense ones
+//! Tensor parallelism t > 1 is built with expert tensor parallelism 1, as
+//! Megatron-Bridge's Qwen3 recipes run it: sequence parallelism required
+//! (Megatron-Core asserts it) and `etp` 1 given (Megatron-Core's default is
+//! etp = tp); each tensor rank routes its own tokens over an
+//! expert-parallel group of ep consecutive ranks of the stage
+//! (`crate::placement`).
+//!
+//! Not built, and refused by [`check`]: expert tensor parallelism (etp > 1),
+//! shared experts under t > 1, MoE layers interleaved with dense ones
 //! (`first_dense_layers`, `layer_frequency`), token dropping
 //! (`capacity_factor`), biased experts, and options whose lowering does not
 //! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload). FP8 runs the

@@ -169,7 +169,8 @@ fn bad_input_of_every_kind_exits_2_with_a_clear_message() {
 
 #[test]
 fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts() {
-    // Mixtral is simulated with t = 1; the embedded default's t = 8 is refused.
+    // Mixtral is simulated; the embedded default's t = 8 needs sequence
+    // parallelism and etp 1 given.
     assert_user_error(
         &[
             "simulate",
@@ -178,7 +179,7 @@ fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts()
             "--topology",
             "dgx-a100",
         ],
-        "tp: tensor parallelism (8) in a mixture-of-experts model is not simulated yet",
+        "sequence_parallel: tensor parallelism (8) in a mixture-of-experts model needs sequence parallelism",
     );
     let config = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -192,7 +193,7 @@ fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts()
         &[
             "sweep",
             "--model",
-            "qwen3-30b-a3b",
+            "deepseek-v3",
             "--topology",
             "dgx-a100",
             "--gpus",

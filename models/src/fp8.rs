@@ -45,6 +45,19 @@ use crate::ops::{Kernel, KernelClass, PassSteps, Step, FP16_BYTES};
 use crate::spec::FfnType;
 use crate::ModelSpec;
 
+/// A mixture of experts' linear layers TE runs in FP8 (`te.pytorch.GroupedLinear`
+/// for the routed experts, Megatron-Core's `TEGroupedMLP`; `te.Linear` for the
+/// shared experts), by the name of their forward GEMM in [`crate::moe_ops`].
+/// The router is not one: Megatron-Core computes its logits with
+/// `torch.nn.functional.linear` (or in fp32 with `moe_router_dtype`) outside
+/// any TE module (`megatron/core/transformer/moe/router.py`, `Router.gating`),
+/// and `fp8_autocast` only changes TE modules' GEMMs.
+pub const FP8_EXPERT_LINEAR_LAYERS: [&str; 4] = [
+    "expert_fc1",
+    "expert_fc2",
+    "shared_expert_fc1",
+    "shared_expert_fc2",
+];
 /// Bytes per FP8 element (E4M3 or E5M2).
 pub const FP8_BYTES: u64 = 1;
 /// Bytes per fp32 element (amax history, scales).
@@ -68,10 +81,13 @@ pub const CAST_TRANSPOSE_BYTES_PER_ELEMENT: u64 = FP16_BYTES + 2 * FP8_BYTES;
 /// Whether `name` is one of an FP8 linear layer's GEMMs (forward, `.dgrad`,
 /// `.wgrad`).
 pub fn is_fp8_gemm(name: &str) -> bool {
-    FP8_LINEAR_LAYERS.iter().any(|layer| {
-        name.strip_prefix(layer)
-            .is_some_and(|rest| rest.is_empty() || rest == ".dgrad" || rest == ".wgrad")
-    })
+    FP8_LINEAR_LAYERS
+        .iter()
+        .chain(FP8_EXPERT_LINEAR_LAYERS.iter())
+        .any(|layer| {
+            name.strip_prefix(layer)
+                .is_some_and(|rest| rest.is_empty() || rest == ".dgrad" || rest == ".wgrad")
+        })
 }
 
 /// Bytes of an FP8 GEMM: both inputs in FP8, the output in bf16.
@@ -97,6 +113,14 @@ fn cast_name(gemm: &str) -> Option<&'static str> {
         "output_projection.dgrad" => "output_projection.dgrad.cast_transpose",
         "mlp_fc1.dgrad" => "mlp_fc1.dgrad.cast_transpose",
         "mlp_fc2.dgrad" => "mlp_fc2.dgrad.cast_transpose",
+        "expert_fc1" => "expert_fc1.cast_transpose",
+        "expert_fc2" => "expert_fc2.cast_transpose",
+        "expert_fc1.dgrad" => "expert_fc1.dgrad.cast_transpose",
+        "expert_fc2.dgrad" => "expert_fc2.dgrad.cast_transpose",
+        "shared_expert_fc1" => "shared_expert_fc1.cast_transpose",
+        "shared_expert_fc2" => "shared_expert_fc2.cast_transpose",
+        "shared_expert_fc1.dgrad" => "shared_expert_fc1.dgrad.cast_transpose",
+        "shared_expert_fc2.dgrad" => "shared_expert_fc2.dgrad.cast_transpose",
         _ => return None,
     })
 }
@@ -147,38 +171,85 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
     out
 }
 
-/// Weight elements of one layer's FP8 linear layers on one tensor rank
-/// (biases stay bf16).
-pub fn fp8_weight_elements_per_layer(model: &ModelSpec, tensor_parallel: u64) -> u64 {
+/// The weights of one layer's FP8 linear layers on one rank, by the name of
+/// their per-iteration cast (biases stay bf16): QKV and the output projection
+/// (a·head_dim wide) split t ways; a dense MLP's fc1 and fc2 split t ways, or
+/// a mixture of experts' E/ep local experts' fc1 and fc2 (Transformer
+/// Engine's `GroupedLinear`, one weight per expert, each cast as `te.Linear`
+/// casts its own) and its shared experts' MLP. The router is not an FP8
+/// linear layer ([`FP8_EXPERT_LINEAR_LAYERS`]).
+fn fp8_weights(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+) -> Vec<(&'static str, u64)> {
     let h = model.hidden;
-    let fc1_columns = match model.ffn_type {
-        FfnType::Gelu => model.ffn(),
-        FfnType::Swiglu => 2 * model.ffn(),
+    let t = tensor_parallel.max(1);
+    let columns = |f: u64| match model.ffn_type {
+        FfnType::Gelu => f,
+        FfnType::Swiglu => 2 * f,
     };
-    (h * model.qkv_width() + h * h + h * fc1_columns + model.ffn() * h) / tensor_parallel
+    let mut weights = vec![
+        ("qkv_gemm.weight_cast_transpose", h * model.qkv_width() / t),
+        (
+            "output_projection.weight_cast_transpose",
+            model.q_width() * h / t,
+        ),
+    ];
+    match &model.moe {
+        None => {
+            weights.push((
+                "mlp_fc1.weight_cast_transpose",
+                h * columns(model.ffn()) / t,
+            ));
+            weights.push(("mlp_fc2.weight_cast_transpose", model.ffn() * h / t));
+        }
+        Some(moe) => {
+            let local = moe.experts / expert_parallel.max(1);
+            let f = moe.expert_ffn_hidden;
+            weights.push(("expert_fc1.weight_cast_transpose", local * h * columns(f)));
+            weights.push(("expert_fc2.weight_cast_transpose", local * f * h));
+            if moe.shared_experts > 0 {
+                let shared = moe.shared_experts * moe.shared_ffn();
+                weights.push((
+                    "shared_expert_fc1.weight_cast_transpose",
+                    h * columns(shared),
+                ));
+                weights.push(("shared_expert_fc2.weight_cast_transpose", shared * h));
+            }
+        }
+    }
+    weights
+}
+
+/// Weight elements of one layer's FP8 linear layers on one rank (tensor
+/// parallelism t, expert parallelism ep; biases stay bf16).
+pub fn fp8_weight_elements_per_layer(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+) -> u64 {
+    fp8_weights(model, tensor_parallel, expert_parallel)
+        .iter()
+        .map(|(_, elements)| elements)
+        .sum()
 }
 
 /// The per-iteration cast of `layers` layers' weights to FP8 with their
 /// transposes, one kernel per linear layer, on a chunk's first microbatch.
-pub fn weight_cast_steps(model: &ModelSpec, tensor_parallel: u64, layers: u32) -> Vec<Step> {
-    let h = model.hidden;
-    let fc1_columns = match model.ffn_type {
-        FfnType::Gelu => model.ffn(),
-        FfnType::Swiglu => 2 * model.ffn(),
-    };
-    let weights: [(&'static str, u64); 4] = [
-        ("qkv_gemm.weight_cast_transpose", h * model.qkv_width()),
-        ("output_projection.weight_cast_transpose", h * h),
-        ("mlp_fc1.weight_cast_transpose", h * fc1_columns),
-        ("mlp_fc2.weight_cast_transpose", model.ffn() * h),
-    ];
+pub fn weight_cast_steps(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+    layers: u32,
+) -> Vec<Step> {
+    let weights = fp8_weights(model, tensor_parallel, expert_parallel);
     let mut steps = Vec::new();
     for _ in 0..layers {
-        for (name, elements) in weights {
-            let elements = (elements / tensor_parallel) as f64;
+        for &(name, elements) in &weights {
             steps.push(Step::memory(
                 name,
-                elements * CAST_TRANSPOSE_BYTES_PER_ELEMENT as f64,
+                elements as f64 * CAST_TRANSPOSE_BYTES_PER_ELEMENT as f64,
             ));
         }
     }
@@ -215,8 +286,12 @@ pub fn amax_scale_update_step(layers: u32, backward: bool) -> Step {
 
 /// GPU bytes FP8 training adds per layer on one tensor rank: the cached FP8
 /// weights and their transposes, and every amax history and scale.
-pub fn extra_state_bytes_per_layer(model: &ModelSpec, tensor_parallel: u64) -> u64 {
-    2 * FP8_BYTES * fp8_weight_elements_per_layer(model, tensor_parallel)
+pub fn extra_state_bytes_per_layer(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+) -> u64 {
+    2 * FP8_BYTES * fp8_weight_elements_per_layer(model, tensor_parallel, expert_parallel)
         + scaling_state_bytes(FORWARD_SCALED_TENSORS + BACKWARD_SCALED_TENSORS)
 }
 
@@ -224,14 +299,27 @@ pub fn extra_state_bytes_per_layer(model: &ModelSpec, tensor_parallel: u64) -> u
 /// layers' inputs are kept in FP8 (1 B instead of 2), without tensor
 /// parallelism: (replicated on tensor ranks, split across them), the parts
 /// of [`crate::memory::linear_bytes_per_token`] they come from. Replicated:
-/// the QKV and FC1 inputs (h each); split: the projection's input (h) and
-/// FC2's input (ffn: GeLU's output, or SwiGLU's product).
+/// the QKV and FC1 inputs (h each); split: the projection's input (a·head_dim)
+/// and FC2's input (ffn: GeLU's output, or SwiGLU's product). A mixture of
+/// experts has no dense FC1/FC2: only the QKV input and the projection's
+/// (its experts' inputs are per routed copy: [`expert_saved_input_bytes_per_copy`]).
 pub fn saved_input_bytes_per_token(model: &ModelSpec) -> (u64, u64) {
     let h = model.hidden;
-    (
-        2 * h * (FP16_BYTES - FP8_BYTES),
-        (h + model.ffn()) * (FP16_BYTES - FP8_BYTES),
-    )
+    let saved = FP16_BYTES - FP8_BYTES;
+    if model.moe.is_some() {
+        return (h * saved, model.q_width() * saved);
+    }
+    (2 * h * saved, (model.q_width() + model.ffn()) * saved)
+}
+
+/// Bytes each routed token copy saves less when the experts' fc1 input (h)
+/// and fc2 input (the activation's output, the expert's inner size) are
+/// kept in FP8 (`GroupedLinear` saves its inputs as `Linear` does); 0 for a
+/// dense model.
+pub fn expert_saved_input_bytes_per_copy(model: &ModelSpec) -> u64 {
+    model.moe.as_ref().map_or(0, |moe| {
+        (model.hidden + moe.expert_ffn_hidden) * (FP16_BYTES - FP8_BYTES)
+    })
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ pub mod parameter_tensors;
 pub mod pipeline_ends;
 pub mod pipeline_layout;
 mod presets;
+pub mod qk_norm;
 pub mod ring_attention;
 pub mod sharding;
 pub mod softmax;

@@ -15,7 +15,10 @@
 //! ffn = 4h), SwiGLU 6·ffn (the gate+up GEMM's 2·ffn output, 4·ffn, and the
 //! product, 2·ffn). RoPE keeps nothing more (its backward is the inverse
 //! rotation; the rotated Q and K are the core's inputs above). The attention
-//! core's 5·a·s/(h·t) is unchanged: it is per query head.
+//! core's 5·a·s/(h·t) is unchanged: it is per query head. Heads wider than
+//! h/a (`head_dim`, Qwen3) make Q, the expanded K and V and the projection's
+//! input a·head_dim wide instead of h; per-head query/key norms (`qk_norm`)
+//! keep their inputs, 2·(a + kv)·head_dim ([`crate::qk_norm`]).
 
 use crate::spec::FfnType;
 use crate::ModelSpec;
@@ -125,15 +128,21 @@ pub fn stored_activation_bytes_per_layer_with(
 /// the module header. (10h, 24h) for the GPT block.
 pub fn linear_bytes_per_token(model: &ModelSpec, recompute: RecomputeKind) -> (u64, u64) {
     let h = model.hidden;
+    // Q and the projection's input are a·head_dim wide (h unless `head_dim`
+    // widens the heads).
+    let q = model.q_width();
     let key_value_width = match recompute {
-        RecomputeKind::None => h,
+        RecomputeKind::None => q,
         RecomputeKind::Selective | RecomputeKind::Full => model.kv_heads() * model.head_dim(),
     };
     let mlp = match model.ffn_type {
         FfnType::Gelu => 4 * model.ffn(),
         FfnType::Swiglu => 6 * model.ffn(),
     };
-    (10 * h, 2 * h + 4 * key_value_width + 2 * h + mlp)
+    (
+        10 * h,
+        2 * q + 4 * key_value_width + 2 * q + mlp + crate::qk_norm::saved_bytes_per_token(model),
+    )
 }
 
 /// What is recomputed in the backward pass.

@@ -3,7 +3,9 @@
 //! them (`megatron/core/transformer/moe/`: `router.py` `TopKRouter`,
 //! `token_dispatcher.py` `MoEAlltoAllTokenDispatcher`, `experts.py`
 //! `GroupedMLP`, `moe_utils.py` `permute`/`unpermute`), on one rank of an
-//! expert-parallel group of ep ranks with tensor parallelism 1.
+//! expert-parallel group of ep ranks with expert tensor parallelism 1 (under
+//! tensor parallelism t > 1 with sequence parallelism each tensor rank
+//! routes its own b·s/t tokens: [`tokens_per_rank`]).
 //!
 //! With `T` tokens on the rank (b·s/cp), hidden size h, E routed experts,
 //! top-k, expert inner size F and `R` routed token copies reaching the
@@ -41,12 +43,24 @@
 //! per-expert shape (a batched GEMM of equal groups; the unequal groups of a
 //! skewed routing are not costed one by one).
 //!
-//! Not built (refused by the simulator): tensor parallelism inside a MoE
-//! layer (tp, etp > 1), token dropping (capacity factor), biases in experts.
+//! Not built (refused by the simulator): expert tensor parallelism (etp > 1),
+//! shared experts under t > 1, token dropping (capacity factor), biases in
+//! experts.
 
 use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
 use crate::spec::FfnType;
 use crate::ModelSpec;
+
+/// Tokens a rank routes per microbatch: the `tokens` (b·s/cp) of its
+/// tensor group split t ways, as sequence parallelism leaves them — with
+/// t > 1 (Megatron-Core requires sequence parallelism with MoE and t > 1,
+/// `megatron/training/arguments.py`) and expert tensor parallelism 1 every
+/// tensor rank routes and dispatches its own s/t·b tokens
+/// (`token_dispatcher.py`: "num_local_tokens: S/TP*B"; the expert-TP
+/// all-gather after the all-to-all spans etp = 1 rank).
+pub fn tokens_per_rank(tokens: u64, tensor_parallel: u64) -> u64 {
+    tokens / tensor_parallel.max(1)
+}
 
 /// What expert parallelism changes in a MoE layer's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -332,6 +332,11 @@ pub fn transformer_layer_with(
         async_window: column_window(model.has_qkv_bias()),
     });
     attention_bwd.push(qkv_bwd);
+    // Qwen3's per-head query and key norms, between the QKV GEMM and RoPE.
+    let (qk_norms, qk_norms_bwd) =
+        crate::qk_norm::qk_norm_steps(model, tokens, heads_per_rank, kv_heads_per_rank);
+    pass.forward.extend(qk_norms);
+    attention_bwd.push(qk_norms_bwd);
     if model.rope {
         // Rotate Q and K: read and write each element once.
         let rotated = (tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
@@ -429,7 +434,8 @@ pub fn transformer_layer_with(
             batch: 1,
             m: tokens,
             n: h,
-            k: h / t,
+            // The a/t heads' outputs: h/t unless `head_dim` widens the heads.
+            k: model.q_width() / t,
         },
         bias(hidden_elems),
         &mut proj_bwd,
@@ -451,7 +457,10 @@ pub fn transformer_layer_with(
     pass.forward.push(Step::memory(norm_2, 4.0 * hidden_elems));
     mlp_bwd.push(vec![Step::memory(norm_2_bwd, 6.0 * hidden_elems)]);
     if let (Some(moe), Some(_)) = (options.moe, &model.moe) {
-        let (forward, backward) = crate::moe_ops::moe_block(model, tokens, moe);
+        // Under t > 1 (with sequence parallelism) each tensor rank routes its
+        // own 1/t of the tokens; the block has no tensor-parallel collective.
+        let (forward, backward) =
+            crate::moe_ops::moe_block(model, crate::moe_ops::tokens_per_rank(tokens, t), moe);
         pass.forward.extend(forward);
         mlp_bwd.extend(backward);
     } else {
@@ -535,75 +544,8 @@ pub fn transformer_layer_with(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::formulas;
-
-    fn per_iteration_flops(
-        model: &ModelSpec,
-        t: u64,
-        b: u64,
-        global_batch: u64,
-        recompute: bool,
-    ) -> f64 {
-        let layer = transformer_layer(model, b, t);
-        let head = crate::pipeline_ends::head(model, b, t);
-        let microbatches = (global_batch / b) as f64;
-        let layer_fwd = PassSteps::flops(&layer.forward);
-        let layer_bwd = PassSteps::flops(&layer.backward);
-        let per_rank_microbatch = model.layers as f64
-            * (layer_fwd * if recompute { 2.0 } else { 1.0 } + layer_bwd)
-            + PassSteps::flops(&head.forward)
-            + PassSteps::flops(&head.backward);
-        per_rank_microbatch * t as f64 * microbatches
-    }
-
-    #[test]
-    fn kernel_flops_sum_to_megatron_eq3_with_and_without_recompute() {
-        let model = crate::preset("gpt-1t").unwrap();
-        for t in [1, 8] {
-            let with = per_iteration_flops(&model, t, 1, 3072, true);
-            let eq3 = formulas::flops_per_iteration_full_recompute(&model, 3072);
-            assert!((with - eq3).abs() / eq3 < 1e-12, "t={t}: {with} vs {eq3}");
-            let without = per_iteration_flops(&model, t, 1, 3072, false);
-            let eq = formulas::flops_per_iteration_no_recompute(&model, 3072);
-            assert!(
-                (without - eq).abs() / eq < 1e-12,
-                "t={t}: {without} vs {eq}"
-            );
-        }
-    }
-
-    #[test]
-    fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
-        let model = crate::preset("gpt3-175b").unwrap();
-        let layer = transformer_layer(&model, 1, 8);
-        let count = |steps: &[Step]| {
-            steps
-                .iter()
-                .filter(|s| matches!(s, Step::TensorAllReduce { .. }))
-                .count()
-        };
-        assert_eq!(count(&layer.forward), 2);
-        assert_eq!(count(&layer.backward), 2);
-        // Every forward GEMM has a data- and a weight-gradient GEMM.
-        let gemms = |steps: &[Step]| {
-            steps
-                .iter()
-                .filter(|s| {
-                    matches!(
-                        s,
-                        Step::Kernel(Kernel {
-                            class: KernelClass::Gemm { .. },
-                            ..
-                        })
-                    )
-                })
-                .count()
-        };
-        assert_eq!(gemms(&layer.forward) * 2, gemms(&layer.backward));
-    }
-}
+#[path = "ops_tests.rs"]
+mod tests;
 
 #[cfg(test)]
 #[path = "ops_block_tests.rs"]

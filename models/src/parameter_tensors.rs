@@ -57,7 +57,13 @@ pub fn layer_parameter_tensors_with_experts(
     if model.has_qkv_bias() {
         tensors.push(tensor!("qkv.bias", qkv / t));
     }
-    tensors.push(tensor!("output_projection.weight", h * h / t));
+    if model.qk_norm {
+        // Qwen3's per-head norms (Megatron-Core's `q_layernorm`/`k_layernorm`):
+        // one head_dim weight each, replicated on tensor ranks.
+        tensors.push(tensor!("q_layernorm.weight", model.head_dim()));
+        tensors.push(tensor!("k_layernorm.weight", model.head_dim()));
+    }
+    tensors.push(tensor!("output_projection.weight", model.q_width() * h / t));
     if model.bias {
         tensors.push(tensor!("output_projection.bias", h));
     }
@@ -222,6 +228,19 @@ mod tests {
                 "mlp_fc2.weight"
             ]
         );
+    }
+
+    #[test]
+    fn qwen3_moe_layers_hold_their_formula_counts() {
+        // Wider heads (32 × 128 on h = 2048) and the two head_dim norms.
+        let model = crate::preset("qwen3-30b-a3b").unwrap();
+        let tensors = layer_parameter_tensors(&model, 1);
+        assert_eq!(sum(&tensors), formulas::moe_layer_parameters(&model));
+        let (h, q, d) = (2048, 32 * 128, 128);
+        let find = |name: &str| tensors.iter().find(|p| p.name == name).unwrap().elements;
+        assert_eq!(find("output_projection.weight"), q * h);
+        assert_eq!(find("q_layernorm.weight"), d);
+        assert_eq!(find("k_layernorm.weight"), d);
     }
 
     #[test]

@@ -95,7 +95,9 @@ pub fn fp8_saved_input_reduction(
 /// the combine's probability gradient), its fc1 output and activation
 /// output (4·F + 2·F for SwiGLU, 2·F + 2·F for GeLU); per token the k routing
 /// probabilities and int64 indices (10·k) and the E router probabilities
-/// (2·E) for the softmax's backward. Nothing under full recompute (only the
+/// (2·E) for the softmax's backward; under FP8 each copy's fc1 and fc2
+/// inputs at 1 B ([`models::fp8::expert_saved_input_bytes_per_copy`]).
+/// Nothing under full recompute (only the
 /// layer input is kept). 0 for dense models.
 pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f64 {
     let (Some(moe), Some(options)) = (
@@ -108,15 +110,24 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
         return 0.0;
     }
     let model = &scenario.model;
-    let tokens = (scenario.layout.microbatch_size as u64 * model.seq_len
-        / scenario.layout.context_parallel.max(1) as u64) as f64;
+    let tokens = models::moe_ops::tokens_per_rank(
+        scenario.layout.microbatch_size as u64 * model.seq_len
+            / scenario.layout.context_parallel.max(1) as u64,
+        scenario.layout.tensor_parallel as u64,
+    ) as f64;
     let (h, f) = (model.hidden as f64, moe.expert_ffn_hidden as f64);
     let (dense_mlp, expert_mlp) = match model.ffn_type {
         models::FfnType::Gelu => (4.0 * model.ffn() as f64, 4.0 * f),
         models::FfnType::Swiglu => (6.0 * model.ffn() as f64, 6.0 * f),
     };
     let routed = options.busiest_rank_tokens as f64;
-    routed * (4.0 * h + expert_mlp)
+    // Under FP8 the experts' fc1 and fc2 inputs are saved in FP8 (1 B).
+    let fp8_saved = if scenario.options.precision == crate::scenario::Precision::Fp8 {
+        models::fp8::expert_saved_input_bytes_per_copy(model) as f64
+    } else {
+        0.0
+    };
+    routed * (4.0 * h + expert_mlp - fp8_saved)
         + tokens * (10.0 * moe.top_k as f64 + 2.0 * moe.experts as f64 - dense_mlp)
 }
 
@@ -228,7 +239,11 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 (0..layout.chunks)
                     .map(|chunk| sharding.layers_of_chunk(model.layers, stage, chunk))
                     .sum::<u64>()
-                    * models::fp8::extra_state_bytes_per_layer(model, t)
+                    * models::fp8::extra_state_bytes_per_layer(
+                        model,
+                        t,
+                        layout.expert_parallel.max(1) as u64,
+                    )
             } else {
                 0
             };

@@ -104,37 +104,46 @@ impl Placement {
     }
 
     /// The expert-parallel group of the rank at (stage, data_index,
-    /// tensor_index): the ep consecutive members of its dp-cp group
-    /// (Megatron-Core carves expert-parallel groups out of the data-parallel
-    /// ranks; [`crate::scenario::experts`]).
+    /// tensor_index): ep consecutive ranks of the stage's expert grid, its
+    /// t·cp·d ranks in Megatron's order (tensor index innermost, then the
+    /// dp-cp replica): Megatron-Core builds expert groups with expert tensor
+    /// parallelism 1 from the same ranks, ep innermost
+    /// (`megatron/core/parallel_state.py`, the expert `RankGenerator`
+    /// "tp-ep-dp-pp" with tp = etp). At t = 1 these are ep consecutive
+    /// members of the dp-cp group ([`crate::scenario::experts`]).
     pub fn expert_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
         let ep = self.layout.expert_parallel.max(1);
-        let first = data_index / ep * ep;
+        let first = self.expert_grid_index(data_index, tensor_index) / ep * ep;
         (first..first + ep)
-            .map(|data_index| {
-                self.rank(Coordinates {
-                    stage,
-                    data_index,
-                    tensor_index,
-                })
-            })
+            .map(|index| self.expert_grid_rank(stage, index))
             .collect()
     }
 
     /// The expert-data-parallel group holding the same experts as the rank at
-    /// (stage, data_index, tensor_index): every ep-th member of its dp-cp group.
+    /// (stage, data_index, tensor_index): every ep-th rank of the stage's
+    /// expert grid (every ep-th member of its dp-cp group at t = 1).
     pub fn expert_data_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
         let ep = self.layout.expert_parallel.max(1);
-        (data_index % ep..self.layout.replicas())
+        let size = self.layout.tensor_parallel.max(1) * self.layout.replicas();
+        (self.expert_grid_index(data_index, tensor_index) % ep..size)
             .step_by(ep as usize)
-            .map(|data_index| {
-                self.rank(Coordinates {
-                    stage,
-                    data_index,
-                    tensor_index,
-                })
-            })
+            .map(|index| self.expert_grid_rank(stage, index))
             .collect()
+    }
+
+    /// A rank's position in its stage's expert grid: replica · t + tensor index.
+    fn expert_grid_index(&self, data_index: u32, tensor_index: u32) -> u32 {
+        data_index * self.layout.tensor_parallel.max(1) + tensor_index
+    }
+
+    /// The rank at position `index` of a stage's expert grid.
+    fn expert_grid_rank(&self, stage: u32, index: u32) -> Rank {
+        let t = self.layout.tensor_parallel.max(1);
+        self.rank(Coordinates {
+            stage,
+            data_index: index / t,
+            tensor_index: index % t,
+        })
     }
 
     /// Distinct nodes a set of ranks spans.
@@ -253,6 +262,35 @@ mod tests {
             vec![Rank(3), Rank(11)]
         );
         assert_eq!(placement.nodes_spanned(&placement.expert_group(0, 0, 0)), 1);
+    }
+
+    #[test]
+    fn with_tensor_parallelism_expert_groups_take_consecutive_ranks_of_the_stage() {
+        // t = 2, p = 2, d = 16 on 8-GPU nodes, ep = 8 (etp 1): the stage's
+        // 32 ranks in order, 8 at a time (4 replicas × 2 tensor ranks);
+        // expert-data groups every 8th rank: 32 / 8 = 4 ranks.
+        let placement = Placement::new(
+            Layout {
+                expert_parallel: 8,
+                ..layout(2, 2, 16)
+            },
+            8,
+        );
+        assert_eq!(placement.layout.expert_replicas(), 4);
+        // Replica 5, tensor rank 1 is rank 11 of stage 0: group 8..16.
+        assert_eq!(
+            placement.expert_group(0, 5, 1),
+            (8..16).map(Rank).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            placement.expert_data_group(0, 5, 1),
+            vec![Rank(3), Rank(11), Rank(19), Rank(27)]
+        );
+        // Stage 1 is ranks 32..64.
+        assert_eq!(
+            placement.expert_group(1, 0, 0),
+            (32..40).map(Rank).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -1,14 +1,17 @@
 //! NVIDIA's published H100 mixture-of-experts runs
 //! (`validation/h100-moe-published.json`, Megatron-Bridge 25.11 and 26.02):
-//! the targets of issue 17's validation. None is predicted yet, and each
-//! says why: the Qwen3 models' attention heads are wider than hidden/heads
-//! with per-head query/key norms, which the layer's kernels do not lower.
-//! When they are, this test fails and the rows get their pinned errors.
+//! the targets of issue 17's validation. Every row is predicted — the
+//! Qwen3-30B-A3B rows at t = 1, ep = 8; the Qwen3-235B-A22B rows at t = 2
+//! with sequence parallelism, etp 1 and ep = 32 over the tensor and data
+//! ranks; all FP8 with the overlapped parameter gather — and each error is
+//! pinned within 1 point, so that a model change shows here on purpose.
+//! The pinned figures are errors, not targets: no constant was fitted to
+//! these rows.
 
 use studies::validation::run_dev_set;
 
 #[test]
-fn every_published_h100_moe_run_is_refused_today_with_its_reason() {
+fn every_published_h100_moe_run_is_predicted_and_its_error_pinned() {
     let text = std::fs::read_to_string(tests::h100_moe_published_path()).unwrap();
     let rows = run_dev_set(&text).unwrap();
     let tokens: Vec<_> = rows
@@ -16,12 +19,21 @@ fn every_published_h100_moe_run_is_refused_today_with_its_reason() {
         .filter(|row| row.quantity == "tokens_per_s_per_gpu")
         .collect();
     assert_eq!(tokens.len(), 4);
-    for row in tokens {
-        assert!(row.predicted.is_none(), "{row:?}");
+    // Pinned errors (%), predicted over published. The 30B rows are far
+    // optimistic, the 235B rows pessimistic (what is not modeled:
+    // ARCHITECTURE.md's MoE note).
+    let pinned = [
+        ("bridge2602-qwen3-30b-a3b", 175.4),
+        ("bridge2602-qwen3-235b-a22b", -10.2),
+        ("bridge2511-qwen3-30b-a3b", 157.1),
+        ("bridge2511-qwen3-235b-a22b", -7.9),
+    ];
+    for (case, error) in pinned {
+        let row = tokens.iter().find(|row| row.case == case).unwrap();
+        let actual = row.error_percent.unwrap_or(f64::NAN);
         assert!(
-            row.note.contains("head_dim") && row.note.contains("qk_norm"),
-            "{}: {}",
-            row.case,
+            (actual - error).abs() < 1.0,
+            "{case}: {actual:.2}% vs {error}% ({})",
             row.note
         );
     }

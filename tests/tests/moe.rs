@@ -283,7 +283,7 @@ fn what_is_not_built_is_refused_by_name() {
     });
     assert!(
         text.contains(
-            "tp: tensor parallelism (2) in a mixture-of-experts model is not simulated yet"
+            "sequence_parallel: tensor parallelism (2) in a mixture-of-experts model needs sequence parallelism"
         ),
         "{text}"
     );

@@ -137,22 +137,27 @@ pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
     let t = scenario.layout.tensor_parallel as u64;
-    models::fp8::weight_cast_steps(&scenario.model, t, 1)
-        .into_iter()
-        .filter_map(|step| match step {
-            Step::Kernel(kernel) => Some(KernelCost {
-                pass: ComputePass::Forward,
-                name: kernel.name,
-                seconds: kernels.kernel_seconds(&kernel),
-                flops: 0.0,
-                bytes: kernel.bytes,
-                is_gemm: false,
-                is_fp8: false,
-                is_communication: false,
-            }),
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
-        })
-        .collect()
+    models::fp8::weight_cast_steps(
+        &scenario.model,
+        t,
+        scenario.layout.expert_parallel.max(1) as u64,
+        1,
+    )
+    .into_iter()
+    .filter_map(|step| match step {
+        Step::Kernel(kernel) => Some(KernelCost {
+            pass: ComputePass::Forward,
+            name: kernel.name,
+            seconds: kernels.kernel_seconds(&kernel),
+            flops: 0.0,
+            bytes: kernel.bytes,
+            is_gemm: false,
+            is_fp8: false,
+            is_communication: false,
+        }),
+        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+    })
+    .collect()
 }
 
 /// The row name of a pass's ring-attention exchanges under context parallelism.

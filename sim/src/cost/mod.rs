@@ -203,8 +203,11 @@ pub fn pass_steps_with(
 pub fn moe_layer_options(scenario: &Scenario) -> Option<models::moe_ops::MoeLayerOptions> {
     let (routing, moe) = scenario.experts.as_ref().zip(scenario.model.moe.as_ref())?;
     let layout = &scenario.layout;
-    let tokens = layout.microbatch_size as u64 * scenario.model.seq_len
-        / layout.context_parallel.max(1) as u64;
+    let tokens = models::moe_ops::tokens_per_rank(
+        layout.microbatch_size as u64 * scenario.model.seq_len
+            / layout.context_parallel.max(1) as u64,
+        layout.tensor_parallel as u64,
+    );
     Some(models::moe_ops::MoeLayerOptions {
         expert_parallel: layout.expert_parallel.max(1) as u64,
         busiest_rank_tokens: routing.busiest_rank_tokens(tokens, moe.top_k),
@@ -284,6 +287,7 @@ fn cost_work(
                 steps = models::fp8::weight_cast_steps(
                     &scenario.model,
                     scenario.layout.tensor_parallel as u64,
+                    scenario.layout.expert_parallel.max(1) as u64,
                     layers,
                 );
             }

@@ -555,27 +555,39 @@ fn optimizer_steps(
             }
         } else if distributed {
             // Each data-parallel group all-gathers its ranks' updated shards
-            // of fp16/bf16 parameters once every rank has stepped.
+            // of fp16/bf16 parameters once every rank has stepped; a mixture
+            // of experts' routed experts, sharded over their expert-data
+            // groups, are gathered there (all at once on the data group's
+            // ranks), after the dense parameters.
             for tensor_index in 0..t {
                 let ranks = placement.data_group(stage, tensor_index);
                 let group = builder.group(&ranks);
-                let work = builder.work(Work::DataParallelAllGather {
-                    bytes: params * models::memory::WEIGHT_BYTES_PER_PARAM,
-                    group_size: d,
-                    nodes: placement.nodes_spanned(&ranks),
-                });
-                let all_gather = program.task(Task {
-                    kind: TaskKind::DataParallelAllGather,
-                    stream: StreamKind::DataParallel,
-                    chunk: 0,
-                    stage,
-                    microbatch: NO_MICROBATCH,
-                    group,
-                    work,
-                    iteration: 0,
-                });
-                for &step in &optimizer_steps[tensor_index as usize] {
-                    program.depend(step, all_gather, Dependency::Data);
+                let expert_nodes =
+                    placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
+                let mut gathers =
+                    vec![(params - expert_params, d, placement.nodes_spanned(&ranks))];
+                if expert_params > 0 && expert_data_parallel > 1 {
+                    gathers.push((expert_params, expert_data_parallel, expert_nodes));
+                }
+                for (gathered, group_size, nodes) in gathers {
+                    let work = builder.work(Work::DataParallelAllGather {
+                        bytes: gathered * models::memory::WEIGHT_BYTES_PER_PARAM,
+                        group_size,
+                        nodes,
+                    });
+                    let all_gather = program.task(Task {
+                        kind: TaskKind::DataParallelAllGather,
+                        stream: StreamKind::DataParallel,
+                        chunk: 0,
+                        stage,
+                        microbatch: NO_MICROBATCH,
+                        group,
+                        work,
+                        iteration: 0,
+                    });
+                    for &step in &optimizer_steps[tensor_index as usize] {
+                        program.depend(step, all_gather, Dependency::Data);
+                    }
                 }
             }
         }

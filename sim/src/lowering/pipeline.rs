@@ -327,6 +327,7 @@ pub fn program(
                                 microbatch: action.microbatch,
                                 step,
                                 params,
+                                expert_params,
                             });
                         }
                     }

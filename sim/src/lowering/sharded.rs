@@ -168,6 +168,9 @@ pub struct ShardedPiece {
     pub step: StepId,
     /// Parameters of the piece's layers on one tensor rank.
     pub params: u64,
+    /// Of those, a mixture of experts' routed experts (E/ep per layer):
+    /// sharded, and gathered, over the expert-data group (0 for dense).
+    pub expert_params: u64,
 }
 
 /// A collective over the ranks `ranks` on the data-parallel stream.
@@ -215,6 +218,47 @@ fn collective(
     })
 }
 
+/// The routed experts' parameter all-gather of a piece: one task on the
+/// data group's `ranks` (every expert-data group at once, as
+/// `iteration_end` reduce-scatters their gradients) costed as an all-gather
+/// over one expert-data group of `group_size` ranks.
+#[allow(clippy::too_many_arguments)]
+fn expert_all_gather(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    placement: &Placement,
+    ranks: &[crate::ids::Rank],
+    group_size: u32,
+    bytes: u64,
+    piece: &ShardedPiece,
+    stage: u32,
+) -> StepId {
+    let nodes = placement.nodes_spanned(&expert_group_of(placement, ranks));
+    let group = builder.group(ranks);
+    let work = builder.work(Work::DataParallelAllGather {
+        bytes,
+        group_size,
+        nodes,
+    });
+    program.task(Task {
+        kind: TaskKind::DataParallelAllGather,
+        stream: StreamKind::DataParallel,
+        chunk: piece.chunk as u16,
+        stage,
+        microbatch: piece.microbatch,
+        group,
+        work,
+        iteration: 0,
+    })
+}
+
+/// The first expert-data group among a data group's `ranks` (every ep-th
+/// of them, as `Placement::expert_data_group` takes them).
+fn expert_group_of(placement: &Placement, ranks: &[crate::ids::Rank]) -> Vec<crate::ids::Rank> {
+    let ep = placement.layout.expert_parallel.max(1) as usize;
+    ranks.iter().step_by(ep).copied().collect()
+}
+
 /// Emits the all-gathers and reduce-scatters of every stage in FSDP's issue
 /// order; `pieces[data_index * p + stage]` lists the pieces of that tensor
 /// group in program order (the same shape for every data index). Returns,
@@ -233,6 +277,7 @@ pub fn emit(
     let gradient_bytes =
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
     let (n, replicas) = (plan.group, plan.replicas);
+    let expert_data_parallel = layout.expert_replicas();
     // Which pieces wait for an all-gather: ZeRO-3 all, the overlapped
     // parameter gather the first forward of each chunk, ZeRO-2 none.
     let gathers = |piece: &ShardedPiece| match plan.mode {
@@ -262,22 +307,42 @@ pub fn emit(
                     if n < 2 {
                         continue;
                     }
-                    let step = collective(
+                    // A mixture of experts' routed experts are sharded over
+                    // their expert-data group (d·cp/ep ranks): gathered
+                    // there, after the dense parameters (as the gradients
+                    // are reduce-scattered, `iteration_end`).
+                    let mut steps = vec![collective(
                         program,
                         builder,
                         placement,
                         &ranks,
                         TaskKind::DataParallelAllGather,
-                        first.params * WEIGHT_BYTES_PER_PARAM,
+                        (first.params - first.expert_params) * WEIGHT_BYTES_PER_PARAM,
                         &first,
                         stage,
-                    );
-                    for data_index in g * n..(g + 1) * n {
-                        program.depend(step, piece_of(data_index, j).step, Dependency::Data);
-                        if k >= INFLIGHT_ALL_GATHERS as usize {
-                            let freed =
-                                piece_of(data_index, gathered[k - INFLIGHT_ALL_GATHERS as usize]);
-                            program.depend(freed.step, step, Dependency::Data);
+                    )];
+                    if first.expert_params > 0 && expert_data_parallel > 1 {
+                        steps.push(expert_all_gather(
+                            program,
+                            builder,
+                            placement,
+                            &ranks,
+                            expert_data_parallel,
+                            first.expert_params * WEIGHT_BYTES_PER_PARAM,
+                            &first,
+                            stage,
+                        ));
+                    }
+                    for step in steps {
+                        for data_index in g * n..(g + 1) * n {
+                            program.depend(step, piece_of(data_index, j).step, Dependency::Data);
+                            if k >= INFLIGHT_ALL_GATHERS as usize {
+                                let freed = piece_of(
+                                    data_index,
+                                    gathered[k - INFLIGHT_ALL_GATHERS as usize],
+                                );
+                                program.depend(freed.step, step, Dependency::Data);
+                            }
                         }
                     }
                 }
@@ -377,6 +442,7 @@ pub fn parameter_all_gathers(
         microbatch: NO_MICROBATCH,
         step: optimizer_steps[0],
         params,
+        expert_params: 0,
     };
     for g in 0..plan.replicas {
         let ranks = &data_ranks[(g * n) as usize..((g + 1) * n) as usize];

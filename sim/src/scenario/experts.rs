@@ -26,14 +26,23 @@
 //! (`ep · T · k · share`, rounded up). Every rank of the group waits for it,
 //! so every rank is costed with it.
 //!
-//! Not built, and refused by [`check`]: tensor parallelism in a MoE model
-//! (tp > 1, etp > 1), MoE layers interleaved with dense ones
+//! Tensor parallelism t > 1 is built with expert tensor parallelism 1, as
+//! Megatron-Bridge's Qwen3 recipes run it: sequence parallelism required
+//! (Megatron-Core asserts it) and `etp` 1 given (Megatron-Core's default is
+//! etp = tp); each tensor rank routes its own tokens over an
+//! expert-parallel group of ep consecutive ranks of the stage
+//! (`crate::placement`).
+//!
+//! Not built, and refused by [`check`]: expert tensor parallelism (etp > 1),
+//! shared experts under t > 1, MoE layers interleaved with dense ones
 //! (`first_dense_layers`, `layer_frequency`), token dropping
 //! (`capacity_factor`), biased experts, and options whose lowering does not
-//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload, overlapped
-//! parameter gathers) and FP8.
+//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload). FP8 runs the
+//! experts' grouped GEMMs in FP8 (`models::fp8`), and the distributed
+//! optimizer's parameter all-gathers, overlapped or not, gather expert
+//! parameters over the expert-data group (`lowering::sharded`).
 
-use super::{Precision, Sharding, TrainingOptions};
+use super::{Sharding, TrainingOptions};
 use models::ModelSpec;
 use serde::Serialize;
 
@@ -172,7 +181,7 @@ pub fn resolve(
 pub fn check(
     model: &ModelSpec,
     ep: u32,
-    etp: u32,
+    (etp, etp_given): (u32, bool),
     tp: u32,
     replicas: u32,
     imbalance_given: bool,
@@ -194,9 +203,15 @@ pub fn check(
             moe.experts
         ));
     }
-    if !replicas.is_multiple_of(ep) {
+    if tp <= 1 && !replicas.is_multiple_of(ep) {
         problems.push(format!(
             "ep: expert-parallel groups are carved out of the dp × cp = {replicas} data-parallel ranks, which ep = {ep} must divide"
+        ));
+    }
+    if tp > 1 && !(tp.saturating_mul(replicas)).is_multiple_of(ep) {
+        problems.push(format!(
+            "ep: expert-parallel groups are carved out of the tp × dp × cp = {} ranks of a stage (expert tensor parallelism 1), which ep = {ep} must divide",
+            tp.saturating_mul(replicas)
         ));
     }
     if etp > 1 {
@@ -205,9 +220,26 @@ pub fn check(
         ));
     }
     if tp > 1 {
-        problems.push(format!(
-            "tp: tensor parallelism ({tp}) in a mixture-of-experts model is not simulated yet (the token dispatch across tensor ranks is not built); use tp 1 with ep"
-        ));
+        // Megatron-Core asserts it (megatron/training/arguments.py: "When
+        // using MoE and tensor parallelism, sequence parallelism must be used").
+        if !options.sequence_parallel {
+            problems.push(format!(
+                "sequence_parallel: tensor parallelism ({tp}) in a mixture-of-experts model needs sequence parallelism, as Megatron-Core asserts"
+            ));
+        }
+        // Megatron-Core's expert tensor parallelism defaults to tp
+        // (megatron/training/arguments.py: expert_tensor_parallel_size =
+        // tensor_model_parallel_size when not given); only etp = 1 is built.
+        if !etp_given {
+            problems.push(format!(
+                "etp: with tp = {tp} Megatron-Core's expert tensor parallelism defaults to tp, which is not simulated yet; give etp 1 (--expert-tensor-parallel-size 1, as Megatron-Bridge's Qwen3 recipes set it)"
+            ));
+        }
+        if moe.shared_experts > 0 {
+            problems.push(format!(
+                "tp: tensor parallelism ({tp}) with shared experts is not simulated yet (their tensor-parallel MLP is not built); use tp 1"
+            ));
+        }
     }
     let mut not_built = |what: &str| {
         problems.push(format!(
@@ -219,12 +251,6 @@ pub fn check(
     }
     if options.offload.is_some() {
         not_built("zero_offload: ZeRO-Offload");
-    }
-    if options.overlap_param_gather {
-        not_built("overlap_param_gather: the overlapped parameter all-gather");
-    }
-    if options.precision == Precision::Fp8 {
-        not_built("precision: fp8");
     }
 }
 

@@ -168,10 +168,11 @@ impl Layout {
         self.data_parallel * self.context_parallel
     }
     /// Ranks that hold the same routed experts: the expert-data-parallel
-    /// group d·cp/ep, over which expert gradients are reduced and their
-    /// optimizer states shard (at least 1).
+    /// group t·d·cp/ep (expert tensor parallelism 1: Megatron-Core's expert
+    /// grid spans the stage's t·cp·d ranks), over which expert gradients are
+    /// reduced and their optimizer states shard (at least 1; d·cp/ep at t = 1).
     pub fn expert_replicas(&self) -> u32 {
-        (self.replicas() / self.expert_parallel.max(1)).max(1)
+        (self.tensor_parallel.max(1) * self.replicas() / self.expert_parallel.max(1)).max(1)
     }
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {

@@ -354,7 +354,7 @@ impl ScenarioFile {
             super::experts::check(
                 model,
                 ep,
-                etp,
+                (etp, self.etp.is_some()),
                 t,
                 d.saturating_mul(cp),
                 self.expert_imbalance.is_some(),
@@ -434,19 +434,14 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
 }
 
 /// Whether the model has blocks the simulator does not lower: latent
-/// attention, Qwen3's wider heads and q/k norms, and of mixtures of experts
+/// attention, and of mixtures of experts
 /// everything but experts in every layer, dropless and without biases
 /// ([`super::experts`]).
 fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
     let moe_unsimulated = model.moe.as_ref().is_some_and(|moe| {
         moe.moe_layers(model.layers) != model.layers || moe.capacity_factor.is_some() || model.bias
     });
-    moe_unsimulated
-        || model.mla.is_some()
-        || model.qk_norm
-        || model
-            .head_dim
-            .is_some_and(|d| Some(d) != model.hidden.checked_div(model.heads))
+    moe_unsimulated || model.mla.is_some()
 }
 
 /// Why a model the models crate counts cannot be simulated: its first
@@ -478,18 +473,6 @@ fn unsimulated(model: &ModelSpec) -> String {
         blocks.push((
             "multi-head latent attention is",
             "multi-head latent attention (mla)".into(),
-        ));
-    }
-    if model.head_dim.is_some() && model.q_width() != model.hidden {
-        blocks.push((
-            "attention heads wider than hidden/heads are",
-            format!("heads of head_dim {}", model.head_dim()),
-        ));
-    }
-    if model.qk_norm {
-        blocks.push((
-            "per-head query/key norms are",
-            "per-head query/key norms (qk_norm)".into(),
         ));
     }
     let lead = blocks.first().map_or("these blocks are", |(lead, _)| lead);
@@ -530,12 +513,12 @@ mod tests {
     #[test]
     fn mixtures_of_experts_are_refused_where_not_built_with_their_counts() {
         // Mixtral (experts in every layer, dropless, no biases) is simulated;
-        // at t > 1 its tensor parallelism is what is refused.
+        // at t > 1 only with sequence parallelism and etp given (1).
         let text = resolve_with_tp("mixtral-8x7b", 8).unwrap_err();
         assert!(
             text.contains(
-                "tp: tensor parallelism (8) in a mixture-of-experts model is not simulated yet"
-            ),
+                "sequence_parallel: tensor parallelism (8) in a mixture-of-experts model needs sequence parallelism"
+            ) && text.contains("etp: with tp = 8 Megatron-Core's expert tensor parallelism defaults to tp"),
             "{text}"
         );
         assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());
@@ -544,13 +527,8 @@ mod tests {
             text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token"),
             "{text}"
         );
-        let text = resolve_with_tp("qwen3-30b-a3b", 1).unwrap_err();
-        assert!(
-            text.contains(
-                "attention heads wider than hidden/heads are not simulated yet (issue 17): 'qwen3-30b-a3b' has heads of head_dim 128, per-head query/key norms (qk_norm);"
-            ),
-            "{text}"
-        );
+        // Qwen3's wider heads and q/k norms are lowered.
+        assert!(resolve_with_tp("qwen3-30b-a3b", 1).is_ok());
         // Nothing else is checked against a refused model (no tp messages).
         let text = resolve_with_tp("deepseek-v3", 64).unwrap_err();
         assert!(!text.contains("tp: heads"), "{text}");

@@ -36,6 +36,7 @@ pub mod hf_config;
 mod hf_config_moe;
 pub mod memory;
 pub mod memory_class;
+pub mod mla_ops;
 pub mod moe;
 pub mod moe_ops;
 pub mod ops;

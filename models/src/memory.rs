@@ -15,7 +15,10 @@
 //! ffn = 4h), SwiGLU 6·ffn (the gate+up GEMM's 2·ffn output, 4·ffn, and the
 //! product, 2·ffn). RoPE keeps nothing more (its backward is the inverse
 //! rotation; the rotated Q and K are the core's inputs above). The attention
-//! core's 5·a·s/(h·t) is unchanged: it is per query head.
+//! core's 5·a·s/(h·t) is unchanged: it is per query head. Multi-head
+//! latent attention keeps its latents and its core's inputs in place of
+//! Q, K, V and the projection's input
+//! ([`crate::mla_ops::mla_attention_bytes_per_token`]).
 
 use crate::spec::FfnType;
 use crate::ModelSpec;
@@ -133,7 +136,11 @@ pub fn linear_bytes_per_token(model: &ModelSpec, recompute: RecomputeKind) -> (u
         FfnType::Gelu => 4 * model.ffn(),
         FfnType::Swiglu => 6 * model.ffn(),
     };
-    (10 * h, 2 * h + 4 * key_value_width + 2 * h + mlp)
+    let attention = match &model.mla {
+        Some(mla) => crate::mla_ops::mla_attention_bytes_per_token(model, mla),
+        None => 2 * h + 4 * key_value_width + 2 * h,
+    };
+    (10 * h, attention + mlp)
 }
 
 /// What is recomputed in the backward pass.

@@ -281,6 +281,9 @@ pub fn transformer_layer_with(
     let heads_per_rank = model.heads / t;
     let kv_heads_per_rank = model.kv_heads() / t;
     let head_dim = model.head_dim();
+    // The attention core's query/key and value head dimensions (both
+    // head_dim but with latent attention).
+    let (core_qk_dim, core_v_dim) = crate::mla_ops::core_head_dims(model);
     let ffn_per_rank = model.ffn() / t;
     let qkv_per_rank = model.qkv_width() / t;
     let [norm_1, norm_1_bwd, norm_2, norm_2_bwd] = norm_names(model.norm);
@@ -306,49 +309,62 @@ pub fn transformer_layer_with(
     // --- attention block ---
     pass.forward.push(Step::memory(norm_1, 4.0 * hidden_elems));
     attention_bwd.push(vec![Step::memory(norm_1_bwd, 6.0 * hidden_elems)]);
-    let mut qkv_bwd = Vec::new();
-    linear_with_bias(
-        &mut pass,
-        [
-            "qkv_gemm",
-            "qkv_gemm.dgrad",
-            "qkv_gemm.wgrad",
-            "qkv_gemm.bias_grad",
-        ],
-        GemmShape {
-            batch: 1,
-            m: tokens,
-            n: qkv_per_rank,
-            k: h,
-        },
-        model
-            .has_qkv_bias()
-            .then_some((tokens * qkv_per_rank) as f64),
-        &mut qkv_bwd,
-    );
-    // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
-    qkv_bwd.push(Step::TensorAllReduce {
-        bytes: allreduce_bytes,
-        async_window: column_window(model.has_qkv_bias()),
-    });
-    attention_bwd.push(qkv_bwd);
-    if model.rope {
-        // Rotate Q and K: read and write each element once.
-        let rotated = (tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
-        pass.forward
-            .push(Step::memory("rope", 2.0 * FP16_BYTES as f64 * rotated));
-        attention_bwd.push(vec![Step::memory(
-            "rope.bwd",
-            2.0 * FP16_BYTES as f64 * rotated,
-        )]);
+    if let Some(mla) = &model.mla {
+        // Multi-head latent attention's projections ([`crate::mla_ops`]).
+        let (forward, backward) = crate::mla_ops::mla_projections(model, mla, tokens, t);
+        pass.forward.extend(forward);
+        attention_bwd.extend(backward);
+    } else {
+        let mut qkv_bwd = Vec::new();
+        linear_with_bias(
+            &mut pass,
+            [
+                "qkv_gemm",
+                "qkv_gemm.dgrad",
+                "qkv_gemm.wgrad",
+                "qkv_gemm.bias_grad",
+            ],
+            GemmShape {
+                batch: 1,
+                m: tokens,
+                n: qkv_per_rank,
+                k: h,
+            },
+            model
+                .has_qkv_bias()
+                .then_some((tokens * qkv_per_rank) as f64),
+            &mut qkv_bwd,
+        );
+        // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
+        qkv_bwd.push(Step::TensorAllReduce {
+            bytes: allreduce_bytes,
+            async_window: column_window(model.has_qkv_bias()),
+        });
+        attention_bwd.push(qkv_bwd);
+        if model.rope {
+            // Rotate Q and K: read and write each element once.
+            let rotated = (tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+            pass.forward
+                .push(Step::memory("rope", 2.0 * FP16_BYTES as f64 * rotated));
+            attention_bwd.push(vec![Step::memory(
+                "rope.bwd",
+                2.0 * FP16_BYTES as f64 * rotated,
+            )]);
+        }
     }
     if cp > 1 {
         let (forward, backward) = ring_attention_steps(b, heads_per_rank, s * cp, head_dim, cp);
         pass.forward.extend(forward);
         attention_bwd.push(backward);
     } else if options.fused_attention {
-        let (forward, backward) =
-            attention::fused_attention(b, s, heads_per_rank, kv_heads_per_rank, head_dim);
+        let (forward, backward) = attention::fused_attention_with_dims(
+            b,
+            s,
+            heads_per_rank,
+            kv_heads_per_rank,
+            core_qk_dim,
+            core_v_dim,
+        );
         pass.forward.push(forward);
         attention_bwd.push(vec![backward]);
     } else {
@@ -376,7 +392,7 @@ pub fn transformer_layer_with(
                 batch: b * heads_per_rank,
                 m: s,
                 n: s,
-                k: head_dim,
+                k: core_qk_dim,
             },
             GemmLayout::Tn,
             &mut scores_bwd,
@@ -408,7 +424,7 @@ pub fn transformer_layer_with(
             GemmShape {
                 batch: b * heads_per_rank,
                 m: s,
-                n: head_dim,
+                n: core_v_dim,
                 k: s,
             },
             GemmLayout::Nn,
@@ -429,7 +445,7 @@ pub fn transformer_layer_with(
             batch: 1,
             m: tokens,
             n: h,
-            k: h / t,
+            k: crate::mla_ops::attention_output_width(model, t),
         },
         bias(hidden_elems),
         &mut proj_bwd,
@@ -535,75 +551,8 @@ pub fn transformer_layer_with(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::formulas;
-
-    fn per_iteration_flops(
-        model: &ModelSpec,
-        t: u64,
-        b: u64,
-        global_batch: u64,
-        recompute: bool,
-    ) -> f64 {
-        let layer = transformer_layer(model, b, t);
-        let head = crate::pipeline_ends::head(model, b, t);
-        let microbatches = (global_batch / b) as f64;
-        let layer_fwd = PassSteps::flops(&layer.forward);
-        let layer_bwd = PassSteps::flops(&layer.backward);
-        let per_rank_microbatch = model.layers as f64
-            * (layer_fwd * if recompute { 2.0 } else { 1.0 } + layer_bwd)
-            + PassSteps::flops(&head.forward)
-            + PassSteps::flops(&head.backward);
-        per_rank_microbatch * t as f64 * microbatches
-    }
-
-    #[test]
-    fn kernel_flops_sum_to_megatron_eq3_with_and_without_recompute() {
-        let model = crate::preset("gpt-1t").unwrap();
-        for t in [1, 8] {
-            let with = per_iteration_flops(&model, t, 1, 3072, true);
-            let eq3 = formulas::flops_per_iteration_full_recompute(&model, 3072);
-            assert!((with - eq3).abs() / eq3 < 1e-12, "t={t}: {with} vs {eq3}");
-            let without = per_iteration_flops(&model, t, 1, 3072, false);
-            let eq = formulas::flops_per_iteration_no_recompute(&model, 3072);
-            assert!(
-                (without - eq).abs() / eq < 1e-12,
-                "t={t}: {without} vs {eq}"
-            );
-        }
-    }
-
-    #[test]
-    fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
-        let model = crate::preset("gpt3-175b").unwrap();
-        let layer = transformer_layer(&model, 1, 8);
-        let count = |steps: &[Step]| {
-            steps
-                .iter()
-                .filter(|s| matches!(s, Step::TensorAllReduce { .. }))
-                .count()
-        };
-        assert_eq!(count(&layer.forward), 2);
-        assert_eq!(count(&layer.backward), 2);
-        // Every forward GEMM has a data- and a weight-gradient GEMM.
-        let gemms = |steps: &[Step]| {
-            steps
-                .iter()
-                .filter(|s| {
-                    matches!(
-                        s,
-                        Step::Kernel(Kernel {
-                            class: KernelClass::Gemm { .. },
-                            ..
-                        })
-                    )
-                })
-                .count()
-        };
-        assert_eq!(gemms(&layer.forward) * 2, gemms(&layer.backward));
-    }
-}
+#[path = "ops_tests.rs"]
+mod tests;
 
 #[cfg(test)]
 #[path = "ops_block_tests.rs"]

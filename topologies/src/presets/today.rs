@@ -1,4 +1,5 @@
-//! Clusters of today: DGX H100/H200 SuperPODs, DGX B200 and GB200 NVL72
+//! Clusters of today: DGX H100/H200 SuperPODs, an HGX H800 cluster as
+//! DeepSeek-V3 trained on, DGX B200 and GB200 NVL72
 //! (InfiniBand; a RoCE fabric is not offered: the switch and NIC latencies a
 //! fabric's kind changes are not yet read by the cost model, whose per-step
 //! network latency is the profile's). Every number carries
@@ -9,6 +10,7 @@
 //! |---|---|---|---|---|---|
 //! | `dgx-h100-superpod` | H100 SXM5 80 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 Gb/s NDR IB | QM9700, radix 64, 2 levels |
 //! | `dgx-h200-superpod` | H200 141 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 Gb/s NDR IB | QM9700, radix 64, 2 levels |
+//! | `hgx-h800` | H800 SXM5 80 GB | 256 × 8 = 2,048 | 200 GB/s (NVLink 4, cut) | 400 Gb/s NDR IB | QM9700, radix 64, 3 levels |
 //! | `dgx-b200` | B200 | 256 × 8 = 2,048 | 900 GB/s (NVLink 5) | 400 Gb/s NDR IB | QM9700, radix 64, 3 levels |
 //! | `gb200-nvl72` | GB200 | 8 × 72 = 576 | 900 GB/s (NVLink 5) | 400 Gb/s NDR IB | QM9700, radix 64, 3 levels |
 //!
@@ -201,9 +203,25 @@ pub(super) fn all() -> Vec<TopologySpec> {
             datasheets::h200_sxm().gpu,
             ndr_rails(8, 2),
         ),
+        hgx_h800("hgx-h800", 256),
         dgx_b200("dgx-b200", 256),
         gb200_nvl72("gb200-nvl72", 8),
     ]
+}
+
+/// H800 nodes as DeepSeek-V3's technical report (arXiv 2412.19437, Sec.
+/// 3.1) describes its 2,048-GPU cluster: 8 GPUs per node on NVLink and
+/// NVSwitch, InfiniBand across nodes with one 400 Gb/s NIC per GPU (the
+/// report's 8 × 400 Gb/s IB per node, IB 50 GB/s in Sec. 3.2.2). The node is
+/// otherwise a DGX H100's (NVSwitch chips, PCIe, host): unsourced, the report
+/// describes neither; 2,048 NIC ports on radix-64 switches take 3 levels
+/// here (the report does not give its fabric's shape).
+fn hgx_h800(name: &str, nodes: u32) -> TopologySpec {
+    let sheet = datasheets::h800_sxm();
+    let mut spec = dgx_hopper(name, nodes, sheet.gpu, ndr_rails(8, 3));
+    // The H800 datasheet entry: NVLink 400 GB/s both directions.
+    spec.node.nvlink_bandwidth_bytes_per_s = sheet.nvlink_bandwidth_bytes_per_s;
+    spec
 }
 
 #[cfg(test)]
@@ -221,7 +239,7 @@ mod tests {
             assert!(names.contains(&spec.name), "{}", spec.name);
             spec.validate().unwrap();
         }
-        assert_eq!(all().len(), 4);
+        assert_eq!(all().len(), 5);
     }
 
     #[test]
@@ -229,6 +247,7 @@ mod tests {
         let cases = [
             ("dgx-h100-superpod", "h100-sxm"),
             ("dgx-h200-superpod", "h200-sxm"),
+            ("hgx-h800", "h800-sxm"),
             ("dgx-b200", "b200"),
             ("gb200-nvl72", "gb200"),
         ];
@@ -253,6 +272,7 @@ mod tests {
         let cases = [
             ("dgx-h100-superpod", 128, 8, 450.0, 8, 4),
             ("dgx-h200-superpod", 128, 8, 450.0, 8, 4),
+            ("hgx-h800", 256, 8, 200.0, 8, 4),
             ("dgx-b200", 256, 8, 900.0, 8, 2),
             ("gb200-nvl72", 8, 72, 900.0, 72, 18),
         ];
@@ -273,6 +293,7 @@ mod tests {
         }
         assert_eq!(get("dgx-h100-superpod").total_gpus(), 1024);
         assert_eq!(get("dgx-b200").total_gpus(), 2048);
+        assert_eq!(get("hgx-h800").total_gpus(), 2048);
         assert_eq!(get("gb200-nvl72").total_gpus(), 576);
         assert_eq!(get("dgx-h100-superpod").host_cpu.cores, 112);
         assert_eq!(get("gb200-nvl72").host_cpu.cores, 2592);

@@ -343,6 +343,9 @@ impl ScenarioFile {
         if cp > 1 {
             super::context::check(cp, model.as_ref(), recompute, &options, &mut problems);
         }
+        if let Some(model) = &model {
+            super::mla::check(model, t, cp, &options, &mut problems);
+        }
         let experts = model.as_ref().and_then(|model| {
             super::experts::check(
                 model,
@@ -426,8 +429,7 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
     }
 }
 
-/// Whether the model has blocks the simulator does not lower: latent
-/// attention, Qwen3's wider heads and q/k norms, and of mixtures of experts
+/// Whether the model has blocks the simulator does not lower: Qwen3's wider heads and q/k norms, and of mixtures of experts
 /// everything but experts in every layer, dropless and without biases
 /// ([`super::experts`]).
 fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
@@ -435,7 +437,6 @@ fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
         moe.moe_layers(model.layers) != model.layers || moe.capacity_factor.is_some() || model.bias
     });
     moe_unsimulated
-        || model.mla.is_some()
         || model.qk_norm
         || model
             .head_dim
@@ -466,12 +467,6 @@ fn unsimulated(model: &ModelSpec) -> String {
         if model.bias {
             blocks.push(("experts with biases are", "biased experts".into()));
         }
-    }
-    if model.mla.is_some() {
-        blocks.push((
-            "multi-head latent attention is",
-            "multi-head latent attention (mla)".into(),
-        ));
     }
     if model.head_dim.is_some() && model.q_width() != model.hidden {
         blocks.push((
@@ -534,7 +529,7 @@ mod tests {
         assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());
         let text = resolve_with_tp("deepseek-v3", 1).unwrap_err();
         assert!(
-            text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token"),
+            text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers; 671026419200 parameters, 37552297472 active per token"),
             "{text}"
         );
         let text = resolve_with_tp("qwen3-30b-a3b", 1).unwrap_err();
@@ -547,16 +542,21 @@ mod tests {
         // Nothing else is checked against a refused model (no tp messages).
         let text = resolve_with_tp("deepseek-v3", 64).unwrap_err();
         assert!(!text.contains("tp: heads"), "{text}");
-        // MLA alone leads with itself.
+        // MLA alone is simulated at tp 1; tensor parallelism is refused by name.
         let mut deepseek = models::preset("deepseek-v3").unwrap();
         deepseek.moe = None;
-        let file = ScenarioFile {
+        let file = |tp| ScenarioFile {
             model: Some(serde_json::to_value(&deepseek).unwrap()),
+            tp: Some(tp),
+            pp: Some(1),
             ..ScenarioFile::embedded_default()
         };
-        let text = file.resolve().map(|_| ()).unwrap_err().to_string();
+        if let Err(e) = file(1).resolve() {
+            panic!("{e}");
+        }
+        let text = file(2).resolve().map(|_| ()).unwrap_err().to_string();
         assert!(
-            text.contains("model: multi-head latent attention is not simulated yet (issue 17): 'deepseek-v3' has multi-head latent attention (mla);"),
+            text.contains("tp: tensor parallelism (2) with multi-head latent attention is not simulated yet"),
             "{text}"
         );
     }

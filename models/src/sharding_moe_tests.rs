@@ -60,7 +60,9 @@ fn each_stage_holds_its_own_dense_and_moe_layers() {
     // Without expert parallelism the stages hold the whole model once (and
     // the final norm, outside `parameter_count` as outside Eq. 2).
     let s = sharding(4, 1, 1);
-    let total: u64 = (0..4).map(|stage| parameters_on_rank(&model, s, stage)).sum();
+    let total: u64 = (0..4)
+        .map(|stage| parameters_on_rank(&model, s, stage))
+        .sum();
     assert_eq!(total, formulas::parameter_count(&model) + h);
 }
 

@@ -190,6 +190,7 @@ mod tests {
                 Work::Compute {
                     pass,
                     layers: 1,
+                    dense_layers: 0,
                     embedding: false,
                     head: false,
                     fp8_weight_cast: false,
@@ -197,6 +198,7 @@ mod tests {
                 Work::TensorAllReduce {
                     pass,
                     layers: 1,
+                    dense_layers: 0,
                     embedding: false,
                     head: false,
                     group_size: 8,

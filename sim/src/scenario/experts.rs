@@ -26,9 +26,10 @@
 //! (`ep · T · k · share`, rounded up). Every rank of the group waits for it,
 //! so every rank is costed with it.
 //!
-//! Not built, and refused by [`check`]: tensor parallelism in a MoE model
-//! (tp > 1, etp > 1), MoE layers interleaved with dense ones
-//! (`first_dense_layers`, `layer_frequency`), token dropping
+//! Dense layers among the MoE layers (`first_dense_layers`,
+//! `layer_frequency`) hold no experts and exchange no tokens
+//! (`sim::cost::pass_steps_of`). Not built, and refused by [`check`]:
+//! tensor parallelism in a MoE model (tp > 1, etp > 1), token dropping
 //! (`capacity_factor`), biased experts, and options whose lowering does not
 //! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload, overlapped
 //! parameter gathers) and FP8.

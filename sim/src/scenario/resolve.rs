@@ -429,13 +429,14 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
     }
 }
 
-/// Whether the model has blocks the simulator does not lower: Qwen3's wider heads and q/k norms, and of mixtures of experts
-/// everything but experts in every layer, dropless and without biases
-/// ([`super::experts`]).
+/// Whether the model has blocks the simulator does not lower: Qwen3's
+/// wider heads and q/k norms, and of mixtures of experts token dropping and
+/// biases ([`super::experts`]).
 fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
-    let moe_unsimulated = model.moe.as_ref().is_some_and(|moe| {
-        moe.moe_layers(model.layers) != model.layers || moe.capacity_factor.is_some() || model.bias
-    });
+    let moe_unsimulated = model
+        .moe
+        .as_ref()
+        .is_some_and(|moe| moe.capacity_factor.is_some() || model.bias);
     moe_unsimulated
         || model.qk_norm
         || model
@@ -448,16 +449,6 @@ fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
 fn unsimulated(model: &ModelSpec) -> String {
     let mut blocks = Vec::new();
     if let Some(moe) = &model.moe {
-        let layers = moe.moe_layers(model.layers);
-        if layers != model.layers {
-            blocks.push((
-                "mixture-of-experts layers between dense layers are",
-                format!(
-                    "{} experts, top-{}, in {layers} of {} layers",
-                    moe.experts, moe.top_k, model.layers
-                ),
-            ));
-        }
         if moe.capacity_factor.is_some() {
             blocks.push((
                 "token dropping (a capacity factor) is",
@@ -527,9 +518,20 @@ mod tests {
             "{text}"
         );
         assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());
+        // DeepSeek-V3 (MLA, dense layers before its MoE layers, sigmoid
+        // router) is simulated: only the default layout's pp is refused.
         let text = resolve_with_tp("deepseek-v3", 1).unwrap_err();
+        assert!(!text.contains("model:"), "{text}");
+        assert!(text.contains("pp: layers (61)"), "{text}");
+        let mut dropping = models::preset("mixtral-8x7b").unwrap();
+        dropping.moe.as_mut().unwrap().capacity_factor = Some(models::CapacityFactor(1.25));
+        let file = ScenarioFile {
+            model: Some(serde_json::to_value(&dropping).unwrap()),
+            ..ScenarioFile::embedded_default()
+        };
+        let text = file.resolve().map(|_| ()).unwrap_err().to_string();
         assert!(
-            text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers; 671026419200 parameters, 37552297472 active per token"),
+            text.contains("model: token dropping (a capacity factor) is not simulated yet (issue 17): 'mixtral-8x7b' has a capacity factor (moe.capacity_factor); 46702792704 parameters"),
             "{text}"
         );
         let text = resolve_with_tp("qwen3-30b-a3b", 1).unwrap_err();
@@ -540,7 +542,7 @@ mod tests {
             "{text}"
         );
         // Nothing else is checked against a refused model (no tp messages).
-        let text = resolve_with_tp("deepseek-v3", 64).unwrap_err();
+        let text = resolve_with_tp("qwen3-30b-a3b", 64).unwrap_err();
         assert!(!text.contains("tp: heads"), "{text}");
         // MLA alone is simulated at tp 1; tensor parallelism is refused by name.
         let mut deepseek = models::preset("deepseek-v3").unwrap();
@@ -556,7 +558,9 @@ mod tests {
         }
         let text = file(2).resolve().map(|_| ()).unwrap_err().to_string();
         assert!(
-            text.contains("tp: tensor parallelism (2) with multi-head latent attention is not simulated yet"),
+            text.contains(
+                "tp: tensor parallelism (2) with multi-head latent attention is not simulated yet"
+            ),
             "{text}"
         );
     }

@@ -449,13 +449,14 @@ fn presets_lists_the_clusters_and_profiles_of_today_and_they_simulate() {
     for name in [
         "dgx-h100-superpod",
         "dgx-h200-superpod",
+        "hgx-h800",
         "dgx-b200",
         "gb200-nvl72",
     ] {
         assert!(topologies.iter().any(|t| t == name), "{name}: {listed}");
     }
     let profiles = line("profiles:");
-    for name in ["h100-sxm", "h200", "b200", "gb200"] {
+    for name in ["h100-sxm", "h200", "h800-sxm", "b200", "gb200"] {
         assert!(profiles.iter().any(|p| p == name), "{name}: {listed}");
     }
     let output = clustersim(&[

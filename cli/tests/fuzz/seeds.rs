@@ -81,11 +81,17 @@ impl Seeds {
         .iter()
         .map(|folder| read_json(&format!("models/fixtures/hf/{folder}/config.json")))
         .collect();
-        let topologies = ["dgx-a100", "dgx2-v100", "h200", "dgx-h100-superpod"]
-            .iter()
-            .map(|name| json_of(&topologies::preset(name).expect("preset")))
-            .chain([read_json("examples/h200-x4-virtual.json")])
-            .collect();
+        let topologies = [
+            "dgx-a100",
+            "dgx2-v100",
+            "h200",
+            "dgx-h100-superpod",
+            "hgx-h800",
+        ]
+        .iter()
+        .map(|name| json_of(&topologies::preset(name).expect("preset")))
+        .chain([read_json("examples/h200-x4-virtual.json")])
+        .collect();
         let profiles = ["a100-80gb", "v100-32gb", "h200"]
             .iter()
             .map(|name| read_json(&format!("profile/profiles/{name}.json")))

@@ -186,7 +186,7 @@ fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts()
     );
     assert_user_error(
         &["simulate", "--model", config, "--topology", "dgx-h100-superpod"],
-        "mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'DeepSeek-V3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token",
+        "tp: tensor parallelism (8) with multi-head latent attention is not simulated yet",
     );
     assert_user_error(
         &[

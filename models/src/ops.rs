@@ -25,7 +25,10 @@
 //! kernels. Dropout kernels stay: the spec has no dropout rate. Under context
 //! parallelism ([`LayerOptions::context_parallel`]) every kernel runs on the
 //! rank's s/cp tokens and the attention core is Transformer Engine's ring
-//! attention ([`ring_attention_steps`]).
+//! attention ([`ring_attention_steps`]). Multi-head latent attention
+//! (`mla`) replaces the QKV GEMM and rotation by its latent projections
+//! ([`crate::mla_ops`]); its core runs with d_qk and d_v apart and the
+//! output projection maps a·d_v to h.
 
 pub use crate::attention::FusedAttentionShape;
 pub use crate::gemm::{GemmLayout, GemmShape};

@@ -151,7 +151,7 @@ impl Sharding {
                 .map(|&n| n as u64)
                 .sum();
         }
-        let before = virtual_stage as u64 * self.layers_per_chunk(layers);
+        let before = virtual_stage * self.layers_per_chunk(layers);
         before.saturating_sub(u64::from(virtual_stage > 0 && self.split.embedding))
     }
 }

@@ -187,7 +187,7 @@ fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts()
     );
     assert_user_error(
         &["simulate", "--model", config, "--topology", "dgx-h100-superpod"],
-        "mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'DeepSeek-V3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token",
+        "tp: tensor parallelism (8) with multi-head latent attention is not simulated yet",
     );
     assert_user_error(
         &[
@@ -450,6 +450,7 @@ fn presets_lists_the_clusters_and_profiles_of_today_and_they_simulate() {
     for name in [
         "dgx-h100-superpod",
         "dgx-h200-superpod",
+        "hgx-h800",
         "dgx-b200",
         "gb200-nvl72",
         "dgx-h100-ib",
@@ -459,7 +460,7 @@ fn presets_lists_the_clusters_and_profiles_of_today_and_they_simulate() {
         assert!(topologies.iter().any(|t| t == name), "{name}: {listed}");
     }
     let profiles = line("profiles:");
-    for name in ["h100-sxm", "h200", "b200", "gb200"] {
+    for name in ["h100-sxm", "h200", "h800-sxm", "b200", "gb200"] {
         assert!(profiles.iter().any(|p| p == name), "{name}: {listed}");
     }
     let output = clustersim(&[

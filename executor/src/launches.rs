@@ -18,7 +18,7 @@
 use crate::plan::ExecutionMode;
 use models::ops::{GemmLayout, GemmShape, KernelClass, Step};
 use serde::Serialize;
-use sim::cost::{gradients, pass_steps, WorkCost};
+use sim::cost::{gradients, pass_steps_of, WorkCost};
 use sim::scenario::Scenario;
 use sim::task_graph::Work;
 
@@ -97,10 +97,11 @@ pub fn work_launches(
         Work::Compute {
             pass,
             layers,
+            dense_layers,
             embedding,
             head,
             ..
-        } => pass_steps(scenario, pass, layers, embedding, head)
+        } => pass_steps_of(scenario, pass, layers, dense_layers, embedding, head)
             .into_iter()
             .filter_map(|step| match step {
                 Step::Kernel(kernel) => match kernel.class {
@@ -118,10 +119,11 @@ pub fn work_launches(
         Work::TensorAllReduce {
             pass,
             layers,
+            dense_layers,
             embedding,
             head,
             ..
-        } => pass_steps(scenario, pass, layers, embedding, head)
+        } => pass_steps_of(scenario, pass, layers, dense_layers, embedding, head)
             .into_iter()
             .filter_map(|step| match step {
                 Step::TensorAllReduce { bytes, .. } => {
@@ -133,10 +135,11 @@ pub fn work_launches(
         Work::ExpertAllToAll {
             pass,
             layers,
+            dense_layers,
             embedding,
             head,
             ..
-        } => pass_steps(scenario, pass, layers, embedding, head)
+        } => pass_steps_of(scenario, pass, layers, dense_layers, embedding, head)
             .into_iter()
             .filter_map(|step| match step {
                 Step::ExpertAllToAll { bytes } => communication(CollectiveKind::AllToAll, bytes),

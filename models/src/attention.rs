@@ -88,25 +88,54 @@ pub fn fused_attention(
     kv_heads: u64,
     head_dim: u64,
 ) -> (Step, Step) {
+    fused_attention_with_dims(microbatch, seq_len, heads, kv_heads, head_dim, head_dim)
+}
+
+/// [`fused_attention`] with the query/key head dimension `qk_dim` and the
+/// value head dimension `v_dim` apart (multi-head latent attention:
+/// [`crate::mla_ops`]). FLOPs are the score product over `qk_dim` and the
+/// value product over `v_dim`, 2·b·a·s²·(d_qk + d_v) forward; the kernel is
+/// costed at the head dimension of the same FLOPs, ⌈(d_qk + d_v)/2⌉ (the
+/// published rates are per head dimension of equal Q, K and V). Q, K, dQ,
+/// dK have `qk_dim` columns per head; V, O, dO, dV `v_dim`.
+pub fn fused_attention_with_dims(
+    microbatch: u64,
+    seq_len: u64,
+    heads: u64,
+    kv_heads: u64,
+    qk_dim: u64,
+    v_dim: u64,
+) -> (Step, Step) {
     let shape = FusedAttentionShape {
         batch_heads: microbatch * heads,
         seq_len,
         kv_seq_len: seq_len,
-        head_dim,
+        head_dim: (qk_dim + v_dim).div_ceil(2),
         causal: true,
         backward: false,
     };
     let tokens = (microbatch * seq_len) as f64;
-    let query_like = tokens * (heads * head_dim) as f64 * FP16_BYTES as f64;
-    let key_value = tokens * (kv_heads * head_dim) as f64 * FP16_BYTES as f64;
+    let b = FP16_BYTES as f64;
+    let (q, o) = (
+        tokens * (heads * qk_dim) as f64 * b,
+        tokens * (heads * v_dim) as f64 * b,
+    );
+    let (k, v) = (
+        tokens * (kv_heads * qk_dim) as f64 * b,
+        tokens * (kv_heads * v_dim) as f64 * b,
+    );
     let stats = tokens * heads as f64 * SOFTMAX_STAT_BYTES as f64;
-    let forward_flops = shape.model_forward_flops();
+    let forward_flops = 2.0
+        * (microbatch * heads) as f64
+        * seq_len as f64
+        * seq_len as f64
+        * (qk_dim + v_dim) as f64;
     let forward = Step::Kernel(Kernel {
         name: "fused_attention",
         class: KernelClass::FusedAttention(shape),
         flops: forward_flops,
         // Q and O; K and V; the statistics.
-        bytes: 2.0 * query_like + 2.0 * key_value + stats,
+        bytes: q + o + k + v + stats,
     });
     let backward = Step::Kernel(Kernel {
         name: "fused_attention.bwd",
@@ -116,7 +145,7 @@ pub fn fused_attention(
         }),
         flops: 2.0 * forward_flops,
         // Q, O, dO, dQ; K, V, dK, dV; the statistics.
-        bytes: 4.0 * query_like + 4.0 * key_value + stats,
+        bytes: 2.0 * (q + o) + 2.0 * (k + v) + stats,
     });
     (forward, backward)
 }

@@ -3,7 +3,8 @@
 //! GPT-style by default; Llama-style blocks (grouped-query attention, SwiGLU,
 //! RMSNorm, RoPE, no biases, untied embeddings) by [`ModelSpec`]'s optional keys;
 //! mixtures of experts and multi-head latent attention ([`moe`]) are counted
-//! (parameters, active parameters, FLOPs per token) but not lowered to kernels.
+//! (parameters, active parameters, FLOPs per token) and lowered to kernels
+//! ([`moe_ops`], [`mla_ops`]).
 //!
 //! This crate knows nothing of time, GPUs or events. It answers:
 //! - what a model is ([`ModelSpec`], read from JSON, a Hugging Face
@@ -36,6 +37,7 @@ pub mod hf_config;
 mod hf_config_moe;
 pub mod memory;
 pub mod memory_class;
+pub mod mla_ops;
 pub mod moe;
 pub mod moe_ops;
 pub mod ops;

@@ -18,7 +18,10 @@
 //! core's 5·a·s/(h·t) is unchanged: it is per query head. Heads wider than
 //! h/a (`head_dim`, Qwen3) make Q, the expanded K and V and the projection's
 //! input a·head_dim wide instead of h; per-head query/key norms (`qk_norm`)
-//! keep their inputs, 2·(a + kv)·head_dim ([`crate::qk_norm`]).
+//! keep their inputs, 2·(a + kv)·head_dim ([`crate::qk_norm`]). Multi-head
+//! latent attention keeps its latents and its core's inputs in place of
+//! Q, K, V and the projection's input
+//! ([`crate::mla_ops::mla_attention_bytes_per_token`]).
 
 use crate::spec::FfnType;
 use crate::ModelSpec;
@@ -139,10 +142,13 @@ pub fn linear_bytes_per_token(model: &ModelSpec, recompute: RecomputeKind) -> (u
         FfnType::Gelu => 4 * model.ffn(),
         FfnType::Swiglu => 6 * model.ffn(),
     };
-    (
-        10 * h,
-        2 * q + 4 * key_value_width + 2 * q + mlp + crate::qk_norm::saved_bytes_per_token(model),
-    )
+    let attention = match &model.mla {
+        Some(mla) => crate::mla_ops::mla_attention_bytes_per_token(model, mla),
+        None => {
+            2 * q + 4 * key_value_width + 2 * q + crate::qk_norm::saved_bytes_per_token(model)
+        }
+    };
+    (10 * h, attention + mlp)
 }
 
 /// What is recomputed in the backward pass.

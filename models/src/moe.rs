@@ -3,8 +3,8 @@
 //! after the Hugging Face configs of Mixtral, DeepSeek-V3 and Qwen3-MoE, and
 //! their validation. What they count is in [`crate::formulas`]; the kernels
 //! of a MoE block under expert parallelism are in [`crate::moe_ops`] (the
-//! simulator lowers experts in every layer; latent attention, dense layers
-//! between MoE layers and capacity factors it still refuses).
+//! simulator lowers experts, dense layers between MoE layers and latent
+//! attention (`crate::mla_ops`); capacity factors it still refuses).
 //!
 //! Layer rule (DeepSeek-V3's `DeepseekV3DecoderLayer`: `layer_idx >=
 //! first_k_dense_replace and layer_idx % moe_layer_freq == 0`; with the
@@ -147,6 +147,12 @@ impl MoeSpec {
         let frequency = self.layer_frequency.max(1);
         let first = self.first_dense_layers.min(layers);
         layers.div_ceil(frequency) - first.div_ceil(frequency)
+    }
+
+    /// How many of the `count` layers from layer `first` (0-based) have the
+    /// mixture of experts.
+    pub fn moe_layers_in(&self, first: u64, count: u64) -> u64 {
+        self.moe_layers(first.saturating_add(count)) - self.moe_layers(first)
     }
 
     /// Problems with these keys, each naming its `moe.` key.

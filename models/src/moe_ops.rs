@@ -16,6 +16,7 @@
 //! |---|---|---|
 //! | `moe_router` | GEMM T×E×h | 2·T·E·h |
 //! | `moe_router_topk` | memory-bound: softmax (or sigmoid) and top-k | 6·T·E + 10·T·k B |
+//! | `moe_router_group_limit` | sigmoid router only: expert bias and group-limited mask | 10·T·E B |
 //! | `moe_permute` | memory-bound: gather each token's k copies in expert order | 4·T·k·h B |
 //! | dispatch all-to-all | over the EP group, R·h·2 B on the busiest rank | — |
 //! | `expert_fc1` | grouped GEMM, E/ep groups of ⌈R/(E/ep)⌉×(2)F×h | 2·E/ep·m·(2)F·h |
@@ -114,6 +115,15 @@ pub fn moe_block(
         "moe_router_topk.bwd",
         4.0 * b * tf * ef + 10.0 * tf * kf,
     )]);
+    if moe.router == crate::moe::RouterType::Sigmoid {
+        // DeepSeek-V3's aux-loss-free, group-limited choice (Megatron-Core
+        // `moe/moe_utils.py` `group_limited_topk` with the expert bias): the
+        // bias added to the scores (read and write T·E), each group's top-2
+        // summed (read T·E), the unchosen groups masked (read and write
+        // T·E); the spec has no group keys, their tiny T×groups tensors are
+        // not counted. No backward: the choice passes no gradient.
+        forward.push(Step::memory("moe_router_group_limit", 5.0 * b * tf * ef));
+    }
     // Permute: each token's k copies gathered in expert order.
     forward.push(Step::memory("moe_permute", 2.0 * b * tf * kf * hf));
     backward.push(vec![Step::memory(

@@ -25,7 +25,10 @@
 //! kernels. Dropout kernels stay: the spec has no dropout rate. Under context
 //! parallelism ([`LayerOptions::context_parallel`]) every kernel runs on the
 //! rank's s/cp tokens and the attention core is Transformer Engine's ring
-//! attention ([`ring_attention_steps`]).
+//! attention ([`ring_attention_steps`]). Multi-head latent attention
+//! (`mla`) replaces the QKV GEMM and rotation by its latent projections
+//! ([`crate::mla_ops`]); its core runs with d_qk and d_v apart and the
+//! output projection maps a·d_v to h.
 
 pub use crate::attention::FusedAttentionShape;
 pub use crate::gemm::{GemmLayout, GemmShape};
@@ -281,6 +284,9 @@ pub fn transformer_layer_with(
     let heads_per_rank = model.heads / t;
     let kv_heads_per_rank = model.kv_heads() / t;
     let head_dim = model.head_dim();
+    // The attention core's query/key and value head dimensions (both
+    // head_dim but with latent attention).
+    let (core_qk_dim, core_v_dim) = crate::mla_ops::core_head_dims(model);
     let ffn_per_rank = model.ffn() / t;
     let qkv_per_rank = model.qkv_width() / t;
     let [norm_1, norm_1_bwd, norm_2, norm_2_bwd] = norm_names(model.norm);
@@ -306,54 +312,67 @@ pub fn transformer_layer_with(
     // --- attention block ---
     pass.forward.push(Step::memory(norm_1, 4.0 * hidden_elems));
     attention_bwd.push(vec![Step::memory(norm_1_bwd, 6.0 * hidden_elems)]);
-    let mut qkv_bwd = Vec::new();
-    linear_with_bias(
-        &mut pass,
-        [
-            "qkv_gemm",
-            "qkv_gemm.dgrad",
-            "qkv_gemm.wgrad",
-            "qkv_gemm.bias_grad",
-        ],
-        GemmShape {
-            batch: 1,
-            m: tokens,
-            n: qkv_per_rank,
-            k: h,
-        },
-        model
-            .has_qkv_bias()
-            .then_some((tokens * qkv_per_rank) as f64),
-        &mut qkv_bwd,
-    );
-    // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
-    qkv_bwd.push(Step::TensorAllReduce {
-        bytes: allreduce_bytes,
-        async_window: column_window(model.has_qkv_bias()),
-    });
-    attention_bwd.push(qkv_bwd);
-    // Qwen3's per-head query and key norms, between the QKV GEMM and RoPE.
-    let (qk_norms, qk_norms_bwd) =
-        crate::qk_norm::qk_norm_steps(model, tokens, heads_per_rank, kv_heads_per_rank);
-    pass.forward.extend(qk_norms);
-    attention_bwd.push(qk_norms_bwd);
-    if model.rope {
-        // Rotate Q and K: read and write each element once.
-        let rotated = (tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
-        pass.forward
-            .push(Step::memory("rope", 2.0 * FP16_BYTES as f64 * rotated));
-        attention_bwd.push(vec![Step::memory(
-            "rope.bwd",
-            2.0 * FP16_BYTES as f64 * rotated,
-        )]);
+    if let Some(mla) = &model.mla {
+        // Multi-head latent attention's projections ([`crate::mla_ops`]).
+        let (forward, backward) = crate::mla_ops::mla_projections(model, mla, tokens, t);
+        pass.forward.extend(forward);
+        attention_bwd.extend(backward);
+    } else {
+        let mut qkv_bwd = Vec::new();
+        linear_with_bias(
+            &mut pass,
+            [
+                "qkv_gemm",
+                "qkv_gemm.dgrad",
+                "qkv_gemm.wgrad",
+                "qkv_gemm.bias_grad",
+            ],
+            GemmShape {
+                batch: 1,
+                m: tokens,
+                n: qkv_per_rank,
+                k: h,
+            },
+            model
+                .has_qkv_bias()
+                .then_some((tokens * qkv_per_rank) as f64),
+            &mut qkv_bwd,
+        );
+        // Column-parallel input: its gradient is all-reduced (Megatron's `f`).
+        qkv_bwd.push(Step::TensorAllReduce {
+            bytes: allreduce_bytes,
+            async_window: column_window(model.has_qkv_bias()),
+        });
+        attention_bwd.push(qkv_bwd);
+        // Qwen3's per-head query and key norms, between the QKV GEMM and RoPE.
+        let (qk_norms, qk_norms_bwd) =
+            crate::qk_norm::qk_norm_steps(model, tokens, heads_per_rank, kv_heads_per_rank);
+        pass.forward.extend(qk_norms);
+        attention_bwd.push(qk_norms_bwd);
+        if model.rope {
+            // Rotate Q and K: read and write each element once.
+            let rotated = (tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
+            pass.forward
+                .push(Step::memory("rope", 2.0 * FP16_BYTES as f64 * rotated));
+            attention_bwd.push(vec![Step::memory(
+                "rope.bwd",
+                2.0 * FP16_BYTES as f64 * rotated,
+            )]);
+        }
     }
     if cp > 1 {
         let (forward, backward) = ring_attention_steps(b, heads_per_rank, s * cp, head_dim, cp);
         pass.forward.extend(forward);
         attention_bwd.push(backward);
     } else if options.fused_attention {
-        let (forward, backward) =
-            attention::fused_attention(b, s, heads_per_rank, kv_heads_per_rank, head_dim);
+        let (forward, backward) = attention::fused_attention_with_dims(
+            b,
+            s,
+            heads_per_rank,
+            kv_heads_per_rank,
+            core_qk_dim,
+            core_v_dim,
+        );
         pass.forward.push(forward);
         attention_bwd.push(vec![backward]);
     } else {
@@ -381,7 +400,7 @@ pub fn transformer_layer_with(
                 batch: b * heads_per_rank,
                 m: s,
                 n: s,
-                k: head_dim,
+                k: core_qk_dim,
             },
             GemmLayout::Tn,
             &mut scores_bwd,
@@ -413,7 +432,7 @@ pub fn transformer_layer_with(
             GemmShape {
                 batch: b * heads_per_rank,
                 m: s,
-                n: head_dim,
+                n: core_v_dim,
                 k: s,
             },
             GemmLayout::Nn,
@@ -434,8 +453,9 @@ pub fn transformer_layer_with(
             batch: 1,
             m: tokens,
             n: h,
-            // The a/t heads' outputs: h/t unless `head_dim` widens the heads.
-            k: model.q_width() / t,
+            // The heads' outputs: a·head_dim/t (h/t unless `head_dim` widens
+            // the heads), or MLA's a·v_head_dim/t.
+            k: crate::mla_ops::attention_output_width(model, t),
         },
         bias(hidden_elems),
         &mut proj_bwd,

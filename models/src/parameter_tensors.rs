@@ -53,17 +53,42 @@ pub fn layer_parameter_tensors_with_experts(
     if layernorm {
         tensors.push(tensor!("layernorm_1.bias", h));
     }
-    tensors.push(tensor!("qkv.weight", qkv * h / t));
-    if model.has_qkv_bias() {
-        tensors.push(tensor!("qkv.bias", qkv / t));
+    if let Some(mla) = &model.mla {
+        // Megatron-Core's `MLASelfAttention`: duplicated down projections
+        // and latent norms, column-parallel up projections ([`crate::mla_ops`]).
+        let (n, r_kv) = (model.heads / t, mla.kv_lora_rank);
+        let qk = mla.qk_head_dim();
+        match mla.q_lora_rank {
+            Some(r_q) => {
+                tensors.push(tensor!("mla_q_down.weight", h * r_q));
+                tensors.push(tensor!("mla_q_norm.weight", r_q));
+                tensors.push(tensor!("mla_q_up.weight", r_q * n * qk));
+            }
+            None => tensors.push(tensor!("mla_q_proj.weight", h * n * qk)),
+        }
+        tensors.push(tensor!(
+            "mla_kv_down.weight",
+            h * (r_kv + mla.qk_rope_head_dim)
+        ));
+        tensors.push(tensor!("mla_kv_norm.weight", r_kv));
+        tensors.push(tensor!(
+            "mla_kv_up.weight",
+            r_kv * n * (mla.qk_nope_head_dim + mla.v_head_dim)
+        ));
+        tensors.push(tensor!("output_projection.weight", n * mla.v_head_dim * h));
+    } else {
+        tensors.push(tensor!("qkv.weight", qkv * h / t));
+        if model.has_qkv_bias() {
+            tensors.push(tensor!("qkv.bias", qkv / t));
+        }
+        if model.qk_norm {
+            // Qwen3's per-head norms (Megatron-Core's `q_layernorm`/`k_layernorm`):
+            // one head_dim weight each, replicated on tensor ranks.
+            tensors.push(tensor!("q_layernorm.weight", model.head_dim()));
+            tensors.push(tensor!("k_layernorm.weight", model.head_dim()));
+        }
+        tensors.push(tensor!("output_projection.weight", model.q_width() * h / t));
     }
-    if model.qk_norm {
-        // Qwen3's per-head norms (Megatron-Core's `q_layernorm`/`k_layernorm`):
-        // one head_dim weight each, replicated on tensor ranks.
-        tensors.push(tensor!("q_layernorm.weight", model.head_dim()));
-        tensors.push(tensor!("k_layernorm.weight", model.head_dim()));
-    }
-    tensors.push(tensor!("output_projection.weight", model.q_width() * h / t));
     if model.bias {
         tensors.push(tensor!("output_projection.bias", h));
     }

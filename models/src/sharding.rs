@@ -135,6 +135,46 @@ impl Sharding {
     }
 }
 
+impl Sharding {
+    /// The model's index (0-based) of the first transformer layer of chunk
+    /// `chunk` on pipeline stage `stage`: the layers of every earlier
+    /// virtual stage ([`Self::layers_of_chunk`]).
+    pub fn first_layer_of_chunk(&self, layers: u64, stage: u32, chunk: u32) -> u64 {
+        let virtual_stage =
+            self.map
+                .stage_of_wide(self.pipeline_parallel as u64, stage as u64, chunk as u64);
+        if let Some(layout) = self.split.layout {
+            return layout
+                .layers()
+                .iter()
+                .take(virtual_stage as usize)
+                .map(|&n| n as u64)
+                .sum();
+        }
+        let before = virtual_stage * self.layers_per_chunk(layers);
+        before.saturating_sub(u64::from(virtual_stage > 0 && self.split.embedding))
+    }
+}
+
+/// Whether a model's layers differ in kind: a mixture of experts with dense
+/// layers among its MoE layers (`first_dense_layers`, `layer_frequency`).
+pub fn has_dense_and_moe_layers(model: &ModelSpec) -> bool {
+    model
+        .moe
+        .as_ref()
+        .is_some_and(|moe| moe.moe_layers(model.layers) != model.layers)
+}
+
+/// Of the `layers` layers from the model's layer `first`, how many are dense
+/// in a model with experts (0 for a dense model: its every layer is the
+/// model's one kind).
+pub fn dense_layers_in(model: &ModelSpec, first: u64, layers: u64) -> u64 {
+    model
+        .moe
+        .as_ref()
+        .map_or(0, |moe| layers - moe.moe_layers_in(first, layers))
+}
+
 /// Parameters held by one rank of pipeline stage `stage`: its layers split t
 /// ways, the vocab-parallel word embedding on the first virtual stage (plus
 /// position embeddings, replicated, unless RoPE), and the output layer (the
@@ -147,7 +187,9 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
     // last's has the same layers; the first adds the embedding, the last the
     // head. A layout's chunks may all differ: summed one by one (its p·v
     // stages were written out, so there are few).
-    if sharding.split.layout.is_some() {
+    if sharding.split.layout.is_some()
+        || (has_dense_and_moe_layers(model) && u64::from(sharding.chunks) <= model.layers)
+    {
         return (0..sharding.chunks)
             .map(|chunk| parameters_of_chunk(model, sharding, stage, chunk))
             .sum();
@@ -197,19 +239,49 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
 pub fn parameters_of_chunk(model: &ModelSpec, sharding: Sharding, stage: u32, chunk: u32) -> u64 {
     let virtual_stages = sharding.virtual_stages();
     let virtual_stage = sharding.virtual_stage(stage, chunk);
-    parameters_of_layers(
+    parameters_of_layer_range(
         model,
         sharding,
+        sharding.first_layer_of_chunk(model.layers, stage, chunk),
         sharding.layers_of_chunk(model.layers, stage, chunk),
         virtual_stage == 0,
         virtual_stage == virtual_stages - 1,
     )
 }
 
+/// [`parameters_of_layers`] of the `layers` layers from the model's layer
+/// `first`, each at its own kind: a dense layer of a model with experts
+/// holds [`formulas::layer_parameters`] split t ways.
+pub fn parameters_of_layer_range(
+    model: &ModelSpec,
+    sharding: Sharding,
+    first: u64,
+    layers: u64,
+    embedding: bool,
+    head: bool,
+) -> u64 {
+    let dense = dense_layers_in(model, first, layers);
+    let dense_layer = formulas::layer_parameters(model) / sharding.tensor_parallel.max(1) as u64;
+    parameters_of_layers(model, sharding, layers - dense, embedding, head)
+        .saturating_add(dense.saturating_mul(dense_layer))
+}
+
+/// [`expert_parameters_of_layers`] of the `layers` layers from the model's
+/// layer `first`: only its MoE layers hold routed experts.
+pub fn expert_parameters_of_layer_range(
+    model: &ModelSpec,
+    sharding: Sharding,
+    first: u64,
+    layers: u64,
+) -> u64 {
+    let moe_layers = layers - dense_layers_in(model, first, layers);
+    expert_parameters_of_layers(model, sharding, moe_layers)
+}
+
 /// Parameters of one layer on one rank: a dense layer's split t ways; a MoE
-/// layer's (every layer of a model with `moe`: the simulator refuses
-/// interleaved dense layers) attention, norms and router t ways and its
-/// routed experts ep ways ([`expert_parameters_of_layers`]).
+/// layer's (the layers of a model with `moe`, but its dense ones:
+/// [`parameters_of_layer_range`]) attention, norms and router t ways and
+/// its routed experts ep ways ([`expert_parameters_of_layers`]).
 pub fn layer_parameters_on_rank(model: &ModelSpec, sharding: Sharding) -> u64 {
     let t = sharding.tensor_parallel.max(1) as u64;
     if model.moe.is_none() {
@@ -230,10 +302,16 @@ pub fn expert_parameters_of_layers(model: &ModelSpec, sharding: Sharding, layers
 /// The routed experts' parameters on one rank of pipeline stage `stage`
 /// (every chunk's layers; 0 for a dense model).
 pub fn expert_parameters_of_stage(model: &ModelSpec, sharding: Sharding, stage: u32) -> u64 {
-    let layers: u64 = (0..sharding.chunks.max(1))
-        .map(|chunk| sharding.layers_of_chunk(model.layers, stage, chunk))
-        .sum();
-    expert_parameters_of_layers(model, sharding, layers)
+    (0..sharding.chunks.max(1))
+        .map(|chunk| {
+            expert_parameters_of_layer_range(
+                model,
+                sharding,
+                sharding.first_layer_of_chunk(model.layers, stage, chunk),
+                sharding.layers_of_chunk(model.layers, stage, chunk),
+            )
+        })
+        .sum()
 }
 
 /// Parameters on one rank of `layers` layers plus, optionally, the embedding
@@ -451,3 +529,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "sharding_moe_tests.rs"]
+mod moe_tests;

@@ -343,12 +343,13 @@ pub enum ProfileError {
     Invalid { path: String, problems: Vec<String> },
 }
 
-const EMBEDDED: [(&str, &str); 7] = [
+const EMBEDDED: [(&str, &str); 8] = [
     ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
     ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
     ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
     ("h100-pcie", include_str!("../profiles/h100-pcie.json")),
     ("h200", include_str!("../profiles/h200.json")),
+    ("h800-sxm", include_str!("../profiles/h800-sxm.json")),
     ("b200", include_str!("../profiles/b200.json")),
     ("gb200", include_str!("../profiles/gb200.json")),
 ];

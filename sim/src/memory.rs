@@ -97,8 +97,10 @@ pub fn fp8_saved_input_reduction(
 /// probabilities and int64 indices (10·k) and the E router probabilities
 /// (2·E) for the softmax's backward; under FP8 each copy's fc1 and fc2
 /// inputs at 1 B ([`models::fp8::expert_saved_input_bytes_per_copy`]).
-/// Nothing under full recompute (only the
-/// layer input is kept). 0 for dense models.
+/// Nothing under full recompute (only the layer input is kept). 0 for dense
+/// models. A model's dense layers among its MoE layers (DeepSeek-V3's first
+/// three) are counted with it too: an overestimate where a MoE layer stores
+/// more than the dense one, as DeepSeek-V3's do.
 pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f64 {
     let (Some(moe), Some(options)) = (
         &scenario.model.moe,

@@ -67,3 +67,9 @@ pub fn h100_published_path() -> std::path::PathBuf {
 pub fn h100_moe_published_path() -> std::path::PathBuf {
     dev_set_path().with_file_name("h100-moe-published.json")
 }
+
+/// `validation/deepseek-v3-published.json`: DeepSeek-V3's published
+/// pre-training cost on 2,048 H800s as a whole scenario.
+pub fn deepseek_v3_published_path() -> std::path::PathBuf {
+    dev_set_path().with_file_name("deepseek-v3-published.json")
+}

@@ -203,6 +203,7 @@ fn a_pass_is_charged_its_kernels_plus_what_the_attention_steps_do_not_hide() {
         Work::Compute {
             pass: ComputePass::Forward,
             layers: 3,
+            dense_layers: 0,
             embedding: false,
             head: false,
             fp8_weight_cast: false,
@@ -210,6 +211,7 @@ fn a_pass_is_charged_its_kernels_plus_what_the_attention_steps_do_not_hide() {
         Work::Compute {
             pass: ComputePass::Backward,
             layers: 3,
+            dense_layers: 0,
             embedding: false,
             head: false,
             fp8_weight_cast: false,

@@ -187,6 +187,7 @@ fn each_chunks_first_forward_casts_its_weights_once_per_iteration() {
     let work = |fp8_weight_cast| Work::Compute {
         pass: ComputePass::Forward,
         layers: 22,
+        dense_layers: 0,
         embedding: false,
         head: false,
         fp8_weight_cast,

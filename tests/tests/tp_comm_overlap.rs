@@ -37,6 +37,7 @@ fn all_reduce_cost(scenario: &Scenario, pass: ComputePass, layers: u32) -> (SimD
     let work = Work::TensorAllReduce {
         pass,
         layers,
+        dense_layers: 0,
         embedding: false,
         head: false,
         group_size: 8,
@@ -124,6 +125,7 @@ fn the_embedding_and_head_all_reduces_are_not_hidden() {
         let work = Work::TensorAllReduce {
             pass: ComputePass::Forward,
             layers: 0,
+            dense_layers: 0,
             embedding: true,
             head: false,
             group_size: 8,

@@ -16,16 +16,20 @@
 //! | `a100-sxm4-80gb` | A100-SXM4-80GB | 312 | 80 GiB | 2039 GB/s | 108 | 40 MiB | 1410 MHz |
 //! | `h100-sxm` | H100-SXM5-80GB | 989 | 80 GiB | 3350 GB/s | 132 | 50 MiB | 1980 MHz |
 //! | `h100-pcie` | H100-PCIe-80GB | 756 | 80 GiB | 2000 GB/s | 114 | 50 MiB | 1755 MHz |
+//! | `h800-sxm` | H800-SXM5-80GB | 989 | 80 GiB | 3350 GB/s | 132 | 50 MiB | 1980 MHz |
 //! | `h200-sxm` | H200 | 989 | 141 GB | 4800 GB/s | 132 | 60 MiB | 1980 MHz |
 //! | `b200` | B200 | 2250 | 180 GB | 8000 GB/s | 148 | 126.5 MiB | 1965 MHz |
 //! | `gb200` | GB200 | 2500 | 186 GB | 8000 GB/s | 148 | 126.5 MiB | 1965 MHz |
 //!
-//! The Blackwell entries live in `datasheets/blackwell.rs`.
+//! The Blackwell entries live in `datasheets/blackwell.rs`, the H800 in
+//! `datasheets/h800.rs`.
 
 use crate::spec::{GpuSpec, PeakFlops};
 
 mod blackwell;
+mod h800;
 pub(crate) use blackwell::{b200, gb200};
+pub(crate) use h800::h800_sxm;
 
 const GB: f64 = 1e9;
 const GIB: u64 = 1 << 30;
@@ -410,6 +414,7 @@ pub fn datasheets() -> Vec<Datasheet> {
         a100_sxm4_80gb(),
         h100_sxm(),
         h100_pcie(),
+        h800_sxm(),
         h200_sxm(),
         b200(),
         gb200(),

@@ -18,12 +18,13 @@ pub struct ScenarioArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200,
-    /// dgx-h100-superpod, dgx-h200-superpod, dgx-b200, gb200-nvl72) or a JSON
+    /// dgx-h100-superpod, dgx-h200-superpod, hgx-h800, dgx-b200, gb200-nvl72) or a JSON
     /// file (≤ 256 MiB).
     #[arg(long)]
     pub topology: Option<String>,
-    /// Calibration profile: a built-in (a100-80gb, v100-32gb, h100-sxm, h200, b200, gb200) or a
-    /// file written by `clustersim calibrate` (≤ 256 MiB). Default: the built-in for the topology's GPU.
+    /// Calibration profile: a built-in (a100-80gb, v100-32gb, h100-sxm, h100-pcie, h200, h800-sxm,
+    /// b200, gb200) or a file written by `clustersim calibrate` (≤ 256 MiB). Default: the built-in
+    /// for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
     /// Software stack: a built-in (megatron-2021, megatron-2022, megatron-core-2024,

@@ -137,7 +137,7 @@ pub struct SweepFlags {
     #[arg(long, default_value = "gpt3-175b")]
     pub model: String,
     /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200,
-    /// dgx-h100-superpod, dgx-h200-superpod, dgx-b200, gb200-nvl72) or a JSON
+    /// dgx-h100-superpod, dgx-h200-superpod, hgx-h800, dgx-b200, gb200-nvl72) or a JSON
     /// file (≤ 256 MiB).
     #[arg(long, default_value = "selene")]
     pub topology: String,

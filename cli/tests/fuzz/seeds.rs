@@ -89,6 +89,7 @@ impl Seeds {
             "dgx-h100-superpod",
             "dgx-h100-roce",
             "h100-pcie-cluster",
+            "hgx-h800",
         ]
         .iter()
         .map(|name| json_of(&topologies::preset(name).expect("preset")))

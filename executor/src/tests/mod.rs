@@ -178,28 +178,35 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
             Work::Compute {
                 pass,
                 layers,
+                dense_layers,
                 embedding,
                 head,
                 ..
             } => {
-                let kernels: Vec<Launch> =
-                    sim::cost::pass_steps(&scenario, pass, layers, embedding, head)
-                        .into_iter()
-                        .filter_map(|step| match step {
-                            Step::Kernel(k) => match k.class {
-                                KernelClass::Gemm { shape, layout }
-                                | KernelClass::Fp8Gemm { shape, layout } => {
-                                    Some(Launch::Gemm { shape, layout })
-                                }
-                                KernelClass::MemoryBound => Some(Launch::DeviceCopy {
-                                    bytes: (k.bytes / 2.0).ceil() as u64,
-                                }),
-                                // No real kernel: `plan` refuses it in real mode.
-                                KernelClass::FusedAttention(_) => None,
-                            },
-                            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
-                        })
-                        .collect();
+                let kernels: Vec<Launch> = sim::cost::pass_steps_of(
+                    &scenario,
+                    pass,
+                    layers,
+                    dense_layers,
+                    embedding,
+                    head,
+                )
+                .into_iter()
+                .filter_map(|step| match step {
+                    Step::Kernel(k) => match k.class {
+                        KernelClass::Gemm { shape, layout }
+                        | KernelClass::Fp8Gemm { shape, layout } => {
+                            Some(Launch::Gemm { shape, layout })
+                        }
+                        KernelClass::MemoryBound => Some(Launch::DeviceCopy {
+                            bytes: (k.bytes / 2.0).ceil() as u64,
+                        }),
+                        // No real kernel: `plan` refuses it in real mode.
+                        KernelClass::FusedAttention(_) => None,
+                    },
+                    Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+                })
+                .collect();
                 assert_eq!(task.launches, kernels);
                 assert!(task
                     .launches

@@ -195,6 +195,7 @@ mod tests {
                 Work::Compute {
                     pass,
                     layers: 1,
+                    dense_layers: 0,
                     embedding: false,
                     head: false,
                     fp8_weight_cast: false,
@@ -202,6 +203,7 @@ mod tests {
                 Work::TensorAllReduce {
                     pass,
                     layers: 1,
+                    dense_layers: 0,
                     embedding: false,
                     head: false,
                     group_size: 8,

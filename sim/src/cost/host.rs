@@ -3,7 +3,7 @@
 //! the GPU cost uses ([`super::pass_steps`]), so the host issues exactly
 //! what the GPU runs.
 
-use super::{pass_steps, WorkCost};
+use super::WorkCost;
 use crate::scenario::Scenario;
 use crate::task_graph::Work;
 use crate::time::SimDuration;
@@ -22,11 +22,13 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
         Work::HostIssuePass {
             pass,
             layers,
+            dense_layers,
             embedding,
             head,
             first,
         } => {
-            let (kernels, mut calls, all_to_alls) = issued(scenario, pass, layers, embedding, head);
+            let (kernels, mut calls, all_to_alls) =
+                issued(scenario, pass, layers, dense_layers, embedding, head);
             // With one tensor rank Megatron's all-reduce returns without a call.
             if scenario.layout.tensor_parallel == 1 {
                 calls = 0;
@@ -58,10 +60,11 @@ fn issued(
     scenario: &Scenario,
     pass: crate::task_graph::ComputePass,
     layers: u32,
+    dense_layers: u32,
     embedding: bool,
     head: bool,
 ) -> (u64, u64, u64) {
-    pass_steps(scenario, pass, layers, embedding, head)
+    super::pass_steps_of(scenario, pass, layers, dense_layers, embedding, head)
         .iter()
         .fold(
             (0, 0, 0),

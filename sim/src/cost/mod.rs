@@ -92,22 +92,41 @@ pub fn pass_steps(
     embedding: bool,
     head: bool,
 ) -> Vec<Step> {
+    pass_steps_of(scenario, pass, layers, 0, embedding, head)
+}
+
+/// [`pass_steps`] of `layers` layers of which `dense_layers` are dense
+/// layers of a model with experts (DeepSeek-V3's `first_dense_layers`):
+/// those run the model's dense MLP of `ffn_hidden`, before the MoE layers
+/// in a forward and after them in a backward (a chunk's dense layers come
+/// first in the model; with a `layer_frequency` interleaving them the
+/// kernels are the same, their order within the pass is not).
+pub fn pass_steps_of(
+    scenario: &Scenario,
+    pass: ComputePass,
+    layers: u32,
+    dense_layers: u32,
+    embedding: bool,
+    head: bool,
+) -> Vec<Step> {
     pass_steps_with(
         scenario,
         pass,
         layers,
+        dense_layers,
         embedding,
         head,
         moe_layer_options(scenario),
     )
 }
 
-/// [`pass_steps`] with the MoE layers' options given (the uniform routing's
-/// for the FLOPs a skewed routing's pass reports).
+/// [`pass_steps_of`] with the MoE layers' options given (the uniform
+/// routing's for the FLOPs a skewed routing's pass reports).
 pub fn pass_steps_with(
     scenario: &Scenario,
     pass: ComputePass,
     layers: u32,
+    dense_layers: u32,
     embedding: bool,
     head: bool,
     moe: Option<models::moe_ops::MoeLayerOptions>,
@@ -121,38 +140,59 @@ pub fn pass_steps_with(
             steps.backward
         }
     };
-    let mut layer_steps = ops::transformer_layer_with(
-        model,
-        b,
-        t,
-        ops::LayerOptions {
-            sequence_parallel: scenario.options.sequence_parallel,
-            fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
-            fused_attention: scenario.stack.fused_attention,
-            context_parallel: scenario.layout.context_parallel as u64,
-            moe,
-        },
-    );
     let fp8 = scenario.options.precision == Precision::Fp8;
-    if fp8 {
-        layer_steps = models::fp8::fp8_layer(layer_steps);
-    }
-    let mut layer = pick(layer_steps);
-    if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
-        layer.retain(
-            |step| matches!(step, Step::Kernel(kernel) if is_selectively_recomputed(kernel.name)),
-        );
-    }
     let accumulate = pass.is_backward()
         && !scenario.options.gradient_accumulation_fusion
         && scenario.options.offload.is_none();
-    if accumulate {
-        layer.extend(gradients::layer_accumulation_with_experts(
-            model,
+    // One layer's steps: a MoE layer with `moe` (every layer of a dense
+    // model), or a dense layer of a model with experts.
+    let layer_of = |moe: Option<models::moe_ops::MoeLayerOptions>, dense_model: Option<&_>| {
+        let layer_model = dense_model.unwrap_or(model);
+        let mut layer_steps = ops::transformer_layer_with(
+            layer_model,
+            b,
             t,
-            scenario.layout.expert_parallel as u64,
-        ));
-    }
+            ops::LayerOptions {
+                sequence_parallel: scenario.options.sequence_parallel,
+                fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
+                fused_attention: scenario.stack.fused_attention,
+                context_parallel: scenario.layout.context_parallel as u64,
+                moe,
+            },
+        );
+        if fp8 {
+            layer_steps = models::fp8::fp8_layer(layer_steps);
+        }
+        let mut layer = pick(layer_steps);
+        if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
+            layer.retain(|step| {
+                matches!(step, Step::Kernel(kernel) if is_selectively_recomputed(kernel.name))
+            });
+        }
+        if accumulate {
+            layer.extend(gradients::layer_accumulation_with_experts(
+                layer_model,
+                t,
+                scenario.layout.expert_parallel as u64,
+            ));
+        }
+        layer
+    };
+    let layer = layer_of(moe, None);
+    let dense_layers = if model.moe.is_some() {
+        dense_layers.min(layers)
+    } else {
+        0
+    };
+    let dense_layer = if dense_layers > 0 {
+        let dense_model = models::ModelSpec {
+            moe: None,
+            ..model.clone()
+        };
+        layer_of(None, Some(&dense_model))
+    } else {
+        Vec::new()
+    };
     let mut steps = Vec::new();
     // The stage that holds the embedding or the head loads the batch once per
     // microbatch: the head's piece of a forward cut into pieces (ZeRO-3 units)
@@ -170,8 +210,20 @@ pub fn pass_steps_with(
             steps.extend(gradients::head_accumulation(model, t));
         }
     }
-    for _ in 0..layers {
+    // Dense layers first in a forward (and recompute), last in a backward.
+    let dense_first = !pass.is_backward();
+    if dense_first {
+        for _ in 0..dense_layers {
+            steps.extend(dense_layer.iter().cloned());
+        }
+    }
+    for _ in 0..layers - dense_layers {
         steps.extend(layer.iter().cloned());
+    }
+    if !dense_first {
+        for _ in 0..dense_layers {
+            steps.extend(dense_layer.iter().cloned());
+        }
     }
     // Transformer Engine's delayed scaling: one fused amax-history and scale
     // update after each forward and each backward of the chunk (none in a
@@ -275,6 +327,7 @@ fn cost_work(
         Work::Compute {
             pass,
             layers,
+            dense_layers,
             embedding,
             head,
             fp8_weight_cast,
@@ -291,7 +344,14 @@ fn cost_work(
                     layers,
                 );
             }
-            steps.extend(pass_steps(scenario, pass, layers, embedding, head));
+            steps.extend(pass_steps_of(
+                scenario,
+                pass,
+                layers,
+                dense_layers,
+                embedding,
+                head,
+            ));
             for step in &steps {
                 if let Step::Kernel(kernel) = step {
                     seconds += kernels.kernel_seconds(kernel);
@@ -313,6 +373,7 @@ fn cost_work(
                         scenario,
                         pass,
                         layers,
+                        dense_layers,
                         embedding,
                         head,
                         Some(moe),
@@ -328,12 +389,13 @@ fn cost_work(
         Work::TensorAllReduce {
             pass,
             layers,
+            dense_layers,
             embedding,
             head,
             group_size,
             nodes,
         } => {
-            let steps = pass_steps(scenario, pass, layers, embedding, head);
+            let steps = pass_steps_of(scenario, pass, layers, dense_layers, embedding, head);
             let mut duration = SimDuration::ZERO;
             let mut bytes = 0;
             for (index, step) in steps.iter().enumerate() {
@@ -362,6 +424,7 @@ fn cost_work(
         Work::ExpertAllToAll {
             pass,
             layers,
+            dense_layers,
             embedding,
             head,
             group_size,
@@ -369,7 +432,7 @@ fn cost_work(
         } => {
             let mut duration = SimDuration::ZERO;
             let mut bytes = 0;
-            for step in pass_steps(scenario, pass, layers, embedding, head) {
+            for step in pass_steps_of(scenario, pass, layers, dense_layers, embedding, head) {
                 if let Step::ExpertAllToAll { bytes: payload } = step {
                     duration += network.all_to_all(payload, group_size, nodes);
                     bytes += payload;

@@ -136,6 +136,7 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
     let backward = Work::Compute {
         pass: ComputePass::Backward,
         layers: 12,
+        dense_layers: 0,
         embedding: false,
         head: false,
         fp8_weight_cast: false,
@@ -230,6 +231,7 @@ fn async_tensor_all_reduce_hides_backward_all_reduces_only() {
         let work = Work::TensorAllReduce {
             pass,
             layers: 2,
+            dense_layers: 0,
             embedding: false,
             head: false,
             group_size: 8,

@@ -317,6 +317,8 @@ pub fn program(
                 microbatch,
                 iteration,
                 layers,
+                // Mixtures of experts are refused under ZeRO-Offload.
+                dense_layers: 0,
                 embedding,
                 head,
                 // FP8 training is refused under ZeRO-Offload.

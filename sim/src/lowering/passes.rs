@@ -15,6 +15,9 @@ pub struct PassPiece {
     pub microbatch: u32,
     pub iteration: u16,
     pub layers: u32,
+    /// Of those, the dense layers of a model with experts (0 for a dense
+    /// model): [`crate::task_graph::Work::Compute`]'s `dense_layers`.
+    pub dense_layers: u32,
     pub embedding: bool,
     pub head: bool,
     /// FP8 training: the chunk's first forward of the iteration, which casts

@@ -191,6 +191,10 @@ pub fn program(
                 let virtual_stage = sharding.virtual_stage(stage, action.chunk);
                 let chunk_layers =
                     sharding.layers_of_chunk(scenario.model.layers, stage, action.chunk) as u32;
+                // The model's index of the chunk's first layer: which of its
+                // layers are dense in a model with experts.
+                let chunk_first =
+                    sharding.first_layer_of_chunk(scenario.model.layers, stage, action.chunk);
                 let embedding = virtual_stage == 0;
                 let head = virtual_stage == virtual_stages - 1;
                 let passes: &[ComputePass] = match (action.pass, recompute) {
@@ -245,10 +249,27 @@ pub fn program(
                     let mut first_piece = None;
                     let mut first_host = None;
                     let mut ready = Vec::with_capacity(pieces.len());
+                    // Pieces cover the chunk's layers from the top in a
+                    // backward, from the bottom otherwise.
+                    let mut below = chunk_first;
+                    let mut above = chunk_first + chunk_layers as u64;
                     for piece in pieces {
+                        let piece_first = if pass.is_backward() {
+                            above -= piece.layers as u64;
+                            above
+                        } else {
+                            below += piece.layers as u64;
+                            below - piece.layers as u64
+                        };
+                        let dense_layers = models::sharding::dense_layers_in(
+                            &scenario.model,
+                            piece_first,
+                            piece.layers as u64,
+                        ) as u32;
                         let issue = |first| Work::HostIssuePass {
                             pass,
                             layers: piece.layers,
+                            dense_layers,
                             embedding: piece.embedding,
                             head: piece.head,
                             first,
@@ -285,6 +306,7 @@ pub fn program(
                                 microbatch: action.microbatch,
                                 iteration: 0,
                                 layers: piece.layers,
+                                dense_layers,
                                 embedding: piece.embedding,
                                 head: piece.head,
                                 // Megatron-Core marks each iteration's first
@@ -303,16 +325,18 @@ pub fn program(
                         }
                         first_piece.get_or_insert(step);
                         tail = Some(step);
-                        let params = parameters_of_layers(
+                        let params = models::sharding::parameters_of_layer_range(
                             &scenario.model,
                             sharding,
+                            piece_first,
                             piece.layers as u64,
                             piece.embedding,
                             piece.head,
                         );
-                        let expert_params = models::sharding::expert_parameters_of_layers(
+                        let expert_params = models::sharding::expert_parameters_of_layer_range(
                             &scenario.model,
                             sharding,
+                            piece_first,
                             piece.layers as u64,
                         );
                         ready.push(GradientsReady {

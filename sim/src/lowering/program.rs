@@ -133,6 +133,7 @@ impl Program {
         let compute_work = builder.work(Work::Compute {
             pass: piece.pass,
             layers: piece.layers,
+            dense_layers: piece.dense_layers,
             embedding: piece.embedding,
             head: piece.head,
             fp8_weight_cast: piece.fp8_weight_cast,
@@ -142,6 +143,7 @@ impl Program {
             builder.work(Work::TensorAllReduce {
                 pass: piece.pass,
                 layers: piece.layers,
+                dense_layers: piece.dense_layers,
                 embedding: piece.embedding,
                 head: piece.head,
                 group_size: t,
@@ -154,6 +156,7 @@ impl Program {
                 builder.work(Work::ExpertAllToAll {
                     pass: piece.pass,
                     layers: piece.layers,
+                    dense_layers: piece.dense_layers,
                     embedding: piece.embedding,
                     head: piece.head,
                     group_size: expert_group.0,

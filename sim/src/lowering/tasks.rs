@@ -157,6 +157,7 @@ mod tests {
             microbatch: 3,
             iteration: 0,
             layers: 2,
+            dense_layers: 0,
             embedding: false,
             head: false,
             fp8_weight_cast: false,

@@ -31,11 +31,12 @@
 //! (Megatron-Core asserts it) and `etp` 1 given (Megatron-Core's default is
 //! etp = tp); each tensor rank routes its own tokens over an
 //! expert-parallel group of ep consecutive ranks of the stage
-//! (`crate::placement`).
+//! (`crate::placement`). Dense layers among the MoE layers
+//! (`first_dense_layers`, `layer_frequency`) hold no experts and exchange no
+//! tokens (`sim::cost::pass_steps_of`).
 //!
 //! Not built, and refused by [`check`]: expert tensor parallelism (etp > 1),
-//! shared experts under t > 1, MoE layers interleaved with dense ones
-//! (`first_dense_layers`, `layer_frequency`), token dropping
+//! shared experts under t > 1, token dropping
 //! (`capacity_factor`), biased experts, and options whose lowering does not
 //! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload). FP8 runs the
 //! experts' grouped GEMMs in FP8 (`models::fp8`), and the distributed

@@ -8,6 +8,7 @@ mod context;
 mod describe;
 pub mod experts;
 mod kinds;
+mod mla;
 mod offload;
 mod options;
 mod pipeline_layout;

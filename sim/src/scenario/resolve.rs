@@ -350,6 +350,9 @@ impl ScenarioFile {
         if cp > 1 {
             super::context::check(cp, model.as_ref(), recompute, &options, &mut problems);
         }
+        if let Some(model) = &model {
+            super::mla::check(model, t, cp, &options, &mut problems);
+        }
         let experts = model.as_ref().and_then(|model| {
             super::experts::check(
                 model,
@@ -433,32 +436,20 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
     }
 }
 
-/// Whether the model has blocks the simulator does not lower: latent
-/// attention, and of mixtures of experts
-/// everything but experts in every layer, dropless and without biases
-/// ([`super::experts`]).
+/// Whether the model has blocks the simulator does not lower: of mixtures
+/// of experts, token dropping and biases ([`super::experts`]).
 fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
-    let moe_unsimulated = model.moe.as_ref().is_some_and(|moe| {
-        moe.moe_layers(model.layers) != model.layers || moe.capacity_factor.is_some() || model.bias
-    });
-    moe_unsimulated || model.mla.is_some()
+    model
+        .moe
+        .as_ref()
+        .is_some_and(|moe| moe.capacity_factor.is_some() || model.bias)
 }
 
 /// Why a model the models crate counts cannot be simulated: its first
 /// unlowered block leads, the others follow, then its parameter counts.
 fn unsimulated(model: &ModelSpec) -> String {
-    let mut blocks = Vec::new();
+    let mut blocks: Vec<(&str, String)> = Vec::new();
     if let Some(moe) = &model.moe {
-        let layers = moe.moe_layers(model.layers);
-        if layers != model.layers {
-            blocks.push((
-                "mixture-of-experts layers between dense layers are",
-                format!(
-                    "{} experts, top-{}, in {layers} of {} layers",
-                    moe.experts, moe.top_k, model.layers
-                ),
-            ));
-        }
         if moe.capacity_factor.is_some() {
             blocks.push((
                 "token dropping (a capacity factor) is",
@@ -468,12 +459,6 @@ fn unsimulated(model: &ModelSpec) -> String {
         if model.bias {
             blocks.push(("experts with biases are", "biased experts".into()));
         }
-    }
-    if model.mla.is_some() {
-        blocks.push((
-            "multi-head latent attention is",
-            "multi-head latent attention (mla)".into(),
-        ));
     }
     let lead = blocks.first().map_or("these blocks are", |(lead, _)| lead);
     let has: Vec<&str> = blocks.iter().map(|(_, what)| what.as_str()).collect();
@@ -522,26 +507,44 @@ mod tests {
             "{text}"
         );
         assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());
+        // DeepSeek-V3 (MLA, dense layers before its MoE layers, sigmoid
+        // router) is simulated: only the default layout's pp is refused.
         let text = resolve_with_tp("deepseek-v3", 1).unwrap_err();
+        assert!(!text.contains("model:"), "{text}");
+        assert!(text.contains("pp: layers (61)"), "{text}");
+        let mut dropping = models::preset("mixtral-8x7b").unwrap();
+        dropping.moe.as_mut().unwrap().capacity_factor = Some(models::CapacityFactor(1.25));
+        let file = ScenarioFile {
+            model: Some(serde_json::to_value(&dropping).unwrap()),
+            ..ScenarioFile::embedded_default()
+        };
+        let text = file.resolve().map(|_| ()).unwrap_err().to_string();
         assert!(
-            text.contains("mixture-of-experts layers between dense layers are not simulated yet (issue 17): 'deepseek-v3' has 256 experts, top-8, in 58 of 61 layers, multi-head latent attention (mla); 671026419200 parameters, 37552297472 active per token"),
+            text.contains("model: token dropping (a capacity factor) is not simulated yet (issue 17): 'mixtral-8x7b' has a capacity factor (moe.capacity_factor); 46702792704 parameters"),
             "{text}"
         );
         // Qwen3's wider heads and q/k norms are lowered.
         assert!(resolve_with_tp("qwen3-30b-a3b", 1).is_ok());
         // Nothing else is checked against a refused model (no tp messages).
-        let text = resolve_with_tp("deepseek-v3", 64).unwrap_err();
+        let text = resolve_with_tp("qwen3-30b-a3b", 64).unwrap_err();
         assert!(!text.contains("tp: heads"), "{text}");
-        // MLA alone leads with itself.
+        // MLA alone is simulated at tp 1; tensor parallelism is refused by name.
         let mut deepseek = models::preset("deepseek-v3").unwrap();
         deepseek.moe = None;
-        let file = ScenarioFile {
+        let file = |tp| ScenarioFile {
             model: Some(serde_json::to_value(&deepseek).unwrap()),
+            tp: Some(tp),
+            pp: Some(1),
             ..ScenarioFile::embedded_default()
         };
-        let text = file.resolve().map(|_| ()).unwrap_err().to_string();
+        if let Err(e) = file(1).resolve() {
+            panic!("{e}");
+        }
+        let text = file(2).resolve().map(|_| ()).unwrap_err().to_string();
         assert!(
-            text.contains("model: multi-head latent attention is not simulated yet (issue 17): 'deepseek-v3' has multi-head latent attention (mla);"),
+            text.contains(
+                "tp: tensor parallelism (2) with multi-head latent attention is not simulated yet"
+            ),
             "{text}"
         );
     }

@@ -22,6 +22,10 @@ pub enum Work {
     Compute {
         pass: ComputePass,
         layers: u32,
+        /// Of those, the dense layers of a model with experts (its
+        /// `first_dense_layers`, `layer_frequency`), costed before its MoE
+        /// layers; 0 for a dense model (its every layer is the one kind).
+        dense_layers: u32,
         embedding: bool,
         head: bool,
         /// FP8 training only: this forward is its chunk's first microbatch of
@@ -33,6 +37,7 @@ pub enum Work {
     TensorAllReduce {
         pass: ComputePass,
         layers: u32,
+        dense_layers: u32,
         embedding: bool,
         head: bool,
         group_size: u32,
@@ -44,6 +49,7 @@ pub enum Work {
     ExpertAllToAll {
         pass: ComputePass,
         layers: u32,
+        dense_layers: u32,
         embedding: bool,
         head: bool,
         group_size: u32,
@@ -73,6 +79,7 @@ pub enum Work {
     HostIssuePass {
         pass: ComputePass,
         layers: u32,
+        dense_layers: u32,
         embedding: bool,
         head: bool,
         first: bool,

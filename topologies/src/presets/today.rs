@@ -1,7 +1,8 @@
-//! Clusters of today: DGX H100/H200 SuperPODs, DGX B200 and GB200 NVL72 on
-//! InfiniBand, DGX H100 on RoCEv2, and nodes of eight H100 PCIe cards. Every
-//! number carries its source in a comment; a number no document we could
-//! find states is marked "unsourced" with what was taken instead.
+//! Clusters of today: DGX H100/H200 SuperPODs, an HGX H800 cluster as
+//! DeepSeek-V3 trained on, DGX B200 and GB200 NVL72 on InfiniBand, DGX H100
+//! on RoCEv2, and nodes of eight H100 PCIe cards. Every number carries its
+//! source in a comment; a number no document we could find states is marked
+//! "unsourced" with what was taken instead.
 //!
 //! | preset | GPUs | nodes × GPUs | intra-node per GPU per direction | scale-out per GPU | fabric kind | switches |
 //! |---|---|---|---|---|---|---|
@@ -9,6 +10,7 @@
 //! | `dgx-h100-ib` | H100 SXM5 80 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 Gb/s NDR IB | `infiniband` | QM9700, radix 64, 2 levels |
 //! | `dgx-h100-roce` | H100 SXM5 80 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 GbE RoCEv2 | `roce_v2` | SN5600, radix 128 at 400 GbE, 2 levels |
 //! | `dgx-h200-superpod` | H200 141 GB | 128 × 8 = 1,024 | 450 GB/s (NVLink 4) | 400 Gb/s NDR IB | none | QM9700, radix 64, 2 levels |
+//! | `hgx-h800` | H800 SXM5 80 GB | 256 × 8 = 2,048 | 200 GB/s (NVLink 4, cut) | 400 Gb/s NDR IB | none | QM9700, radix 64, 3 levels |
 //! | `dgx-b200` | B200 | 256 × 8 = 2,048 | 900 GB/s (NVLink 5) | 400 Gb/s NDR IB | none | QM9700, radix 64, 3 levels |
 //! | `gb200-nvl72` | GB200 | 8 × 72 = 576 | 900 GB/s (NVLink 5) | 400 Gb/s NDR IB | none | QM9700, radix 64, 3 levels |
 //! | `h100-pcie-cluster` | H100 PCIe 80 GB | 16 × 8 = 128 | 63 GB/s (PCIe Gen5 x16; NVLink bridges not used) | 400 Gb/s NDR IB | none | QM9700, radix 64, 2 levels |
@@ -317,10 +319,26 @@ pub(super) fn all() -> Vec<TopologySpec> {
             datasheets::h200_sxm().gpu,
             ndr_rails(8, 2),
         ),
+        hgx_h800("hgx-h800", 256),
         dgx_b200("dgx-b200", 256),
         gb200_nvl72("gb200-nvl72", 8),
         h100_pcie_cluster("h100-pcie-cluster", 16),
     ]
+}
+
+/// H800 nodes as DeepSeek-V3's technical report (arXiv 2412.19437, Sec.
+/// 3.1) describes its 2,048-GPU cluster: 8 GPUs per node on NVLink and
+/// NVSwitch, InfiniBand across nodes with one 400 Gb/s NIC per GPU (the
+/// report's 8 × 400 Gb/s IB per node, IB 50 GB/s in Sec. 3.2.2). The node is
+/// otherwise a DGX H100's (NVSwitch chips, PCIe, host): unsourced, the report
+/// describes neither; 2,048 NIC ports on radix-64 switches take 3 levels
+/// here (the report does not give its fabric's shape).
+fn hgx_h800(name: &str, nodes: u32) -> TopologySpec {
+    let sheet = datasheets::h800_sxm();
+    let mut spec = dgx_hopper(name, nodes, sheet.gpu, ndr_rails(8, 3));
+    // The H800 datasheet entry: NVLink 400 GB/s both directions.
+    spec.node.nvlink_bandwidth_bytes_per_s = sheet.nvlink_bandwidth_bytes_per_s;
+    spec
 }
 
 #[cfg(test)]
@@ -338,7 +356,7 @@ mod tests {
             assert!(names.contains(&spec.name), "{}", spec.name);
             spec.validate().unwrap();
         }
-        assert_eq!(all().len(), 7);
+        assert_eq!(all().len(), 8);
     }
 
     #[test]
@@ -348,6 +366,7 @@ mod tests {
             ("dgx-h100-ib", "h100-sxm"),
             ("dgx-h100-roce", "h100-sxm"),
             ("dgx-h200-superpod", "h200-sxm"),
+            ("hgx-h800", "h800-sxm"),
             ("dgx-b200", "b200"),
             ("gb200-nvl72", "gb200"),
         ];
@@ -374,6 +393,7 @@ mod tests {
             ("dgx-h100-ib", 128, 8, 450.0, 8, 4),
             ("dgx-h100-roce", 128, 8, 450.0, 8, 4),
             ("dgx-h200-superpod", 128, 8, 450.0, 8, 4),
+            ("hgx-h800", 256, 8, 200.0, 8, 4),
             ("dgx-b200", 256, 8, 900.0, 8, 2),
             ("gb200-nvl72", 8, 72, 900.0, 72, 18),
         ];
@@ -394,6 +414,7 @@ mod tests {
         }
         assert_eq!(get("dgx-h100-superpod").total_gpus(), 1024);
         assert_eq!(get("dgx-b200").total_gpus(), 2048);
+        assert_eq!(get("hgx-h800").total_gpus(), 2048);
         assert_eq!(get("gb200-nvl72").total_gpus(), 576);
         assert_eq!(get("dgx-h100-superpod").host_cpu.cores, 112);
         assert_eq!(get("gb200-nvl72").host_cpu.cores, 2592);

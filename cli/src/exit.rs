@@ -40,8 +40,7 @@ pub fn check_host_memory_with(
 ) -> anyhow::Result<()> {
     // Each limit with its own kind of bytes (address space for `ulimit -v`).
     for limit in sim::host_memory::limits() {
-        sim::host_memory::check_fits_with(scenario, Some(limit), expansion)
-            .map_err(user_error)?;
+        sim::host_memory::check_fits_with(scenario, Some(limit), expansion).map_err(user_error)?;
     }
     Ok(())
 }

@@ -222,11 +222,8 @@ impl FullCounts {
             .iter()
             .map(|ranks| ranks.iter().any(|&rank| !representative.contains(rank)))
             .collect();
-        let is_shared = |index: usize| {
-            shared[graph
-                .group_of(crate::ids::TaskId(index as u32))
-                .index()]
-        };
+        let is_shared =
+            |index: usize| shared[graph.group_of(crate::ids::TaskId(index as u32)).index()];
         let task_shared: Vec<bool> = (0..graph.task_count()).map(is_shared).collect();
         let shared_tasks = task_shared.iter().filter(|&&s| s).count();
         let mut edges = 0usize;

@@ -112,7 +112,14 @@ fn options(variant: usize) -> TrainingOptionsFile {
 
 #[test]
 fn a_representative_replica_gives_full_expansions_metrics_memory_and_counts() {
-    let layouts = [(1, 2, 2), (2, 2, 2), (1, 4, 4), (4, 1, 4), (1, 8, 2), (2, 1, 8)];
+    let layouts = [
+        (1, 2, 2),
+        (2, 2, 2),
+        (1, 4, 4),
+        (4, 1, 4),
+        (1, 8, 2),
+        (2, 1, 8),
+    ];
     let schedules = [
         (ScheduleKind::OneFOneB, 1),
         (ScheduleKind::Gpipe, 1),
@@ -128,8 +135,7 @@ fn a_representative_replica_gives_full_expansions_metrics_memory_and_counts() {
             } else {
                 "megatron-core-2024"
             };
-            let Some(scenario) = scenario(layout, schedule, 1, stack, options(index + s), 4)
-            else {
+            let Some(scenario) = scenario(layout, schedule, 1, stack, options(index + s), 4) else {
                 continue;
             };
             checked += 1;
@@ -175,7 +181,10 @@ fn what_breaks_symmetry_runs_in_full_and_still_agrees() {
     // replica 0's stages are ranks 0 and 3 (one node), replica 1's ranks 1
     // and 4 (two nodes): its pipeline sends cross nodes, so it runs in full.
     let odd = scenario(base.0, base.1, 1, "megatron-2021", options(0), 4).unwrap();
-    assert_eq!(sim::symmetry::symmetric_replicas(&odd), Err("replicas sit on the nodes differently"));
+    assert_eq!(
+        sim::symmetry::symmetric_replicas(&odd),
+        Err("replicas sit on the nodes differently")
+    );
     assert_eq!(compare(&odd), SimulationMode::Full);
     // Contention.
     let contention = scenario(
@@ -306,7 +315,10 @@ fn large_flop_totals_keep_their_bits() {
             ..ScenarioFile::default()
         };
         let scenario = file.resolve().unwrap();
-        assert!(matches!(compare(&scenario), SimulationMode::Symmetric { .. }));
+        assert!(matches!(
+            compare(&scenario),
+            SimulationMode::Symmetric { .. }
+        ));
         // The full run's FLOP total is not the representative's times d·cp:
         // only the repeated order gives its bits.
         let full = sim::simulate_with(&scenario, Expansion::Full).unwrap();

@@ -58,8 +58,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     };
     crate::exit::check_host_memory_with(&scenario, expansion)?;
     let started = Instant::now();
-    let report =
-        sim::simulate_with(&scenario, expansion).map_err(crate::exit::simulation_error)?;
+    let report = sim::simulate_with(&scenario, expansion).map_err(crate::exit::simulation_error)?;
     let elapsed_s = started.elapsed().as_secs_f64();
     if let Some(path) = &args.timeline {
         write_timeline(&report, path)?;

@@ -263,16 +263,12 @@ pub fn run(mut all: SweepArgs) -> anyhow::Result<()> {
     } else {
         sim::Expansion::Auto
     };
-    let outcome = sweep::run_candidates_with(
-        &candidates,
-        space.ignore_memory,
-        expansion,
-        &|_, total| {
+    let outcome =
+        sweep::run_candidates_with(&candidates, space.ignore_memory, expansion, &|_, total| {
             bar.set_length(total as u64);
             bar.inc(1);
-        },
-    )
-    .map_err(sweep_error)?;
+        })
+        .map_err(sweep_error)?;
     bar.finish_and_clear();
     let elapsed_s = started.elapsed().as_secs_f64();
     let output = SweepOutput::new(&space, &enumeration, shard, outcome);

@@ -95,7 +95,12 @@ pub fn run_candidates(
     ignore_memory: bool,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
-    run_candidates_with(candidates, ignore_memory, sim::Expansion::Auto, on_simulated)
+    run_candidates_with(
+        candidates,
+        ignore_memory,
+        sim::Expansion::Auto,
+        on_simulated,
+    )
 }
 
 /// [`run_candidates`], each layout simulated as `expansion` asks (one

@@ -273,6 +273,10 @@ fn symmetric_and_fully_expanded_sweeps_give_the_same_records_and_ranking() {
             .iter()
             .filter(|c| sim::symmetry::symmetric_replicas(&c.scenario).is_ok())
             .count();
-        assert!(symmetric * 2 >= candidates.len(), "{symmetric} of {}", candidates.len());
+        assert!(
+            symmetric * 2 >= candidates.len(),
+            "{symmetric} of {}",
+            candidates.len()
+        );
     }
 }

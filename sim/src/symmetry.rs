@@ -109,7 +109,7 @@ impl Representative {
     /// Whether `rank` belongs to replica 0.
     #[inline]
     pub fn contains(self, rank: Rank) -> bool {
-        (rank.0 / self.tensor_parallel) % self.replicas == 0
+        (rank.0 / self.tensor_parallel).is_multiple_of(self.replicas)
     }
 }
 

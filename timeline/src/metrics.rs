@@ -258,7 +258,7 @@ pub fn compute_spans_replicated(
     let replicas = replicas.max(1);
     let tensor_parallel = header.layout.tensor_parallel.max(1);
     // Ranks whose tasks are in the timeline (all, without symmetry).
-    let simulated = |rank: u32| replicas == 1 || (rank / tensor_parallel) % replicas == 0;
+    let simulated = |rank: u32| replicas == 1 || (rank / tensor_parallel).is_multiple_of(replicas);
     let layout = &header.layout;
     let ranks_per_stage = layout.ranks_per_stage() as usize;
     let ends = iteration_ends_ns(timeline);

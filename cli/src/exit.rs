@@ -33,10 +33,14 @@ pub fn simulation_error(error: sim::SimulationError) -> anyhow::Error {
 
 /// Refuses (exit 2) a simulation this machine's memory cannot hold, before
 /// anything is built.
-pub fn check_host_memory(scenario: &sim::scenario::Scenario) -> anyhow::Result<()> {
+/// (Under symmetry, `expansion` Auto, the graph holds one replica's tasks.)
+pub fn check_host_memory_with(
+    scenario: &sim::scenario::Scenario,
+    expansion: sim::Expansion,
+) -> anyhow::Result<()> {
     // Each limit with its own kind of bytes (address space for `ulimit -v`).
     for limit in sim::host_memory::limits() {
-        sim::host_memory::check_fits(scenario, Some(limit)).map_err(user_error)?;
+        sim::host_memory::check_fits_with(scenario, Some(limit), expansion).map_err(user_error)?;
     }
     Ok(())
 }

@@ -186,7 +186,13 @@ fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts()
         "/../models/fixtures/hf/DeepSeek-V3/config.json"
     );
     assert_user_error(
-        &["simulate", "--model", config, "--topology", "dgx-h100-superpod"],
+        &[
+            "simulate",
+            "--model",
+            config,
+            "--topology",
+            "dgx-h100-superpod",
+        ],
         "tp: tensor parallelism (8) with multi-head latent attention is not simulated yet",
     );
     assert_user_error(

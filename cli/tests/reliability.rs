@@ -233,10 +233,23 @@ fn layouts_larger_than_the_memory_left_are_refused_not_aborted() {
         &sweep,
         &["cannot be simulated on this machine", "GB", "ulimit -v"],
     );
-    let simulate = limited(&format!(
+    let layout = format!(
         "simulate --model tiny --topology {topology} --tp 1 --pp 2 --dp 500000 --global-batch 4000000"
-    ));
+    );
+    let simulate = limited(&format!("{layout} --no-symmetry"));
     assert_refused(&simulate, &["needs about", "ulimit -v"]);
+    // One representative of the 500,000 identical replicas fits (symmetry).
+    let symmetric = limited(&layout);
+    let stdout = String::from_utf8_lossy(&symmetric.stdout);
+    assert!(
+        symmetric.status.success(),
+        "{}",
+        String::from_utf8_lossy(&symmetric.stderr)
+    );
+    assert!(
+        stdout.contains("symmetric: 1 of 500000 identical data-parallel replicas"),
+        "{stdout}"
+    );
 }
 
 /// Found by `tests/fuzz.rs`: ZeRO-Offload's gradient buckets and CPU Adam

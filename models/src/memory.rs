@@ -144,9 +144,7 @@ pub fn linear_bytes_per_token(model: &ModelSpec, recompute: RecomputeKind) -> (u
     };
     let attention = match &model.mla {
         Some(mla) => crate::mla_ops::mla_attention_bytes_per_token(model, mla),
-        None => {
-            2 * q + 4 * key_value_width + 2 * q + crate::qk_norm::saved_bytes_per_token(model)
-        }
+        None => 2 * q + 4 * key_value_width + 2 * q + crate::qk_norm::saved_bytes_per_token(model),
     };
     (10 * h, attention + mlp)
 }

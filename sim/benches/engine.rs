@@ -1,5 +1,7 @@
 //! Engine benchmarks: lowering and whole simulations at 64, 1024 and 3072
-//! GPUs, with throughput in events per second, and the engine alone in
+//! GPUs, with throughput in events per second (`whole_run`: as `simulate`
+//! runs them, one representative replica where symmetry holds;
+//! `whole_run_full`: every replica), and the engine alone in
 //! events per CPU-second (`engine_cpu`, the figure to compare on a shared
 //! machine). Run with `cargo bench -p sim --bench engine` (add
 //! `-- whole_run/3072` to pick one).
@@ -68,6 +70,23 @@ fn whole_run(c: &mut Criterion) {
     group.finish();
 }
 
+/// Whole simulations with every replica lowered (`--no-symmetry`).
+fn whole_run_full(c: &mut Criterion) {
+    let mut group = c.benchmark_group("whole_run_full");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(20));
+    for (label, scenario) in cases() {
+        let full =
+            |s: &sim::scenario::Scenario| sim::simulate_with(s, sim::Expansion::Full).unwrap();
+        group.throughput(Throughput::Elements(full(&scenario).n_events));
+        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| {
+            b.iter(|| black_box(full(s)))
+        });
+    }
+    group.finish();
+}
+
 fn engine_only(c: &mut Criterion) {
     let mut group = c.benchmark_group("engine_only");
     group
@@ -115,7 +134,7 @@ fn engine_cpu(c: &mut Criterion<cpu_time::CpuTime>) {
     group.finish();
 }
 
-criterion_group!(benches, lowering, engine_only, whole_run);
+criterion_group!(benches, lowering, engine_only, whole_run, whole_run_full);
 criterion_group! {
     name = cpu;
     config = Criterion::default().with_measurement(cpu_time::CpuTime);

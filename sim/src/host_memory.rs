@@ -30,8 +30,11 @@ pub fn address_space_bytes(scenario: &Scenario) -> u64 {
 }
 
 fn bytes_at(scenario: &Scenario, per_task: u64, per_gpu: u64) -> u64 {
-    scenario
-        .estimated_tasks()
+    bytes_of(scenario.estimated_tasks(), scenario, per_task, per_gpu)
+}
+
+fn bytes_of(tasks: u64, scenario: &Scenario, per_task: u64, per_gpu: u64) -> u64 {
+    tasks
         .saturating_mul(per_task)
         .saturating_add(u64::from(scenario.layout.gpus()).saturating_mul(per_gpu))
 }
@@ -82,7 +85,19 @@ pub fn check_fits(
     scenario: &Scenario,
     available: Option<AvailableMemory>,
 ) -> Result<(), DoesNotFit> {
-    let tasks = scenario.estimated_tasks();
+    check_fits_with(scenario, available, crate::Expansion::Full)
+}
+
+/// [`check_fits`] for a simulation run as `expansion` asks: under symmetry
+/// the graph holds one replica's tasks (1/(d·cp) of the estimate, rounded
+/// up), the per-GPU arrays stay whole.
+pub fn check_fits_with(
+    scenario: &Scenario,
+    available: Option<AvailableMemory>,
+    expansion: crate::Expansion,
+) -> Result<(), DoesNotFit> {
+    let weight = u64::from(crate::symmetry::mode(scenario, expansion).weight());
+    let tasks = scenario.estimated_tasks().div_ceil(weight);
     // `ulimit -v` limits address space; the others, resident memory.
     let (per_task, per_gpu) = match available {
         Some(AvailableMemory {
@@ -90,7 +105,7 @@ pub fn check_fits(
         }) => (ADDRESS_BYTES_PER_TASK, ADDRESS_BYTES_PER_GPU),
         _ => (BYTES_PER_TASK, BYTES_PER_GPU),
     };
-    let needed_bytes = bytes_at(scenario, per_task, per_gpu);
+    let needed_bytes = bytes_of(tasks, scenario, per_task, per_gpu);
     match available {
         Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
             tasks,

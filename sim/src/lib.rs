@@ -42,6 +42,7 @@ pub mod placement;
 pub mod scenario;
 pub mod schedule;
 mod simulate;
+pub mod symmetry;
 pub mod task;
 pub mod task_columns;
 pub mod task_graph;
@@ -51,7 +52,9 @@ pub use collectives as collective;
 /// Simulated time (the `timeline` crate's integer nanoseconds).
 pub use timeline::time;
 
+pub use symmetry::{Expansion, SimulationMode};
+
 pub use simulate::{
-    build_graph, run_graph, simulate, timeline_from_spans, uniform_costs, LinkLoad,
+    build_graph, run_graph, simulate, simulate_with, timeline_from_spans, uniform_costs, LinkLoad,
     SimulationError, SimulationReport,
 };

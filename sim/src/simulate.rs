@@ -12,6 +12,7 @@ use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
+use crate::symmetry::{self, Expansion, FullCounts, Representative, SimulationMode};
 use crate::task::NO_MICROBATCH;
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
@@ -31,8 +32,16 @@ pub struct SimulationReport {
     pub n_events: u64,
     /// The most loaded links, with `--contention` (empty otherwise).
     pub busiest_links: Vec<LinkLoad>,
+    /// Full expansion, or one representative replica ([`crate::symmetry`]);
+    /// `n_tasks`, `n_edges` and `n_events` are full expansion's either way.
+    pub mode: SimulationMode,
+    /// Tasks the engine ran (`n_tasks` in full expansion).
+    pub simulated_tasks: usize,
     /// What the engine computed, which the Timeline is a view of.
     run: SimulatedRun,
+    /// Under symmetry: the scenario, expanded in full when the Timeline
+    /// (every rank's records) is asked for.
+    expand: Option<Box<Scenario>>,
     /// The Timeline, built on first request.
     timeline: OnceLock<Timeline>,
 }
@@ -135,6 +144,13 @@ impl SimulationReport {
     /// bytes the engine's Timeline always had.
     pub fn timeline(&self) -> &Timeline {
         self.timeline.get_or_init(|| {
+            if let Some(scenario) = &self.expand {
+                // Every rank's records: full expansion (exactly what the
+                // representative's times stand for, `crate::symmetry`).
+                return simulate_with(scenario, Expansion::Full)
+                    .expect("the representative replica ran, so full expansion runs")
+                    .into_timeline();
+            }
             let run = &self.run;
             Timeline {
                 header: run.header.clone(),
@@ -274,9 +290,26 @@ fn timeline_header(
 /// How many of the busiest links a report lists.
 const BUSIEST_LINKS: usize = 10;
 
-/// Simulates one iteration of a scenario (or `scenario.iterations` consecutive ones).
+/// Simulates one iteration of a scenario (or `scenario.iterations`
+/// consecutive ones): one representative data-parallel replica where that
+/// is exact ([`crate::symmetry`]), else every rank.
 pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError> {
-    let (schedule, mut graph) = build_graph(scenario);
+    simulate_with(scenario, Expansion::Auto)
+}
+
+/// [`simulate`], or with [`Expansion::Full`] every rank whatever the symmetry.
+pub fn simulate_with(
+    scenario: &Scenario,
+    expansion: Expansion,
+) -> Result<SimulationReport, SimulationError> {
+    let mode = symmetry::mode(scenario, expansion);
+    let schedule = PipelineSchedule::of(scenario);
+    let mut graph = match mode {
+        SimulationMode::Full => lower(scenario, &schedule),
+        SimulationMode::Symmetric { .. } => {
+            crate::lowering::lower_representative(scenario, &schedule)
+        }
+    };
     let network = ClosedFormNetwork::for_scenario(scenario);
     let costs = cost_works(scenario, graph.works(), &network);
     let total_ns: u128 = graph
@@ -317,7 +350,19 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
     } else {
         (engine::run(&graph, duration_of)?, Vec::new())
     };
-    let (n_tasks, n_edges) = (graph.task_count(), graph.edge_count());
+    let simulated_tasks = graph.task_count();
+    let (n_tasks, n_edges) = match mode {
+        SimulationMode::Full => (graph.task_count(), graph.edge_count()),
+        SimulationMode::Symmetric { .. } => {
+            let full = FullCounts::of(&graph, Representative::of(scenario));
+            (full.tasks, full.edges)
+        }
+    };
+    // Each task starts and finishes once (no flows: symmetry excludes contention).
+    let n_events = match mode {
+        SimulationMode::Full => outcome.events,
+        SimulationMode::Symmetric { .. } => 2 * n_tasks as u64,
+    };
     graph.release_edges();
     let run = SimulatedRun {
         header: timeline_header(scenario, &graph, Producer::Sim, None),
@@ -327,21 +372,28 @@ pub fn simulate(scenario: &Scenario) -> Result<SimulationReport, SimulationError
         end: outcome.end,
         iterations: scenario.iterations > 1,
     };
-    let metrics = metrics::compute_spans(
+    let metrics = metrics::compute_spans_replicated(
         &run,
         scenario
             .options
             .precision
             .peak_flops_per_s(&scenario.topology.gpu.peak),
+        mode.weight(),
     );
     Ok(SimulationReport {
         metrics,
         memory: memory_per_stage(scenario, &schedule),
         n_tasks,
         n_edges,
-        n_events: outcome.events,
+        n_events,
         busiest_links,
+        mode,
+        simulated_tasks,
         run,
+        expand: match mode {
+            SimulationMode::Full => None,
+            SimulationMode::Symmetric { .. } => Some(Box::new(scenario.clone())),
+        },
         timeline: OnceLock::new(),
     })
 }

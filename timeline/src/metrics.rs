@@ -234,8 +234,31 @@ pub fn compute(timeline: &Timeline, peak_flops_per_s: f64) -> Metrics {
 /// [`compute`] on any [`Spans`] (the same arithmetic in the same order, so a
 /// view and the Timeline it would materialise give identical metrics).
 pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
+    compute_spans_replicated(timeline, peak_flops_per_s, 1)
+}
+
+/// [`compute_spans`] on the timeline of one representative data-parallel
+/// replica standing for `replicas` identical ones (the simulator's symmetric
+/// mode): `timeline` holds replica 0's tasks (data index 0 of the dp-cp
+/// group, ranks with `(rank / t) % replicas == 0`) and the collectives that
+/// join replicas, whose groups name every replica's ranks. Per-rank sums run
+/// over replica 0's ranks and count `replicas` times (every other rank's
+/// intervals equal its twin's), and the FLOP total adds replica 0's compute
+/// tasks `replicas` times in id order, the order full expansion numbers the
+/// replicas' passes in (replica by replica): the same arithmetic, so the same
+/// bits, as [`compute_spans`] on the full timeline. `replicas` = 1 is
+/// [`compute_spans`].
+pub fn compute_spans_replicated(
+    timeline: &impl Spans,
+    peak_flops_per_s: f64,
+    replicas: u32,
+) -> Metrics {
     let header = timeline.header();
     let n_ranks = header.n_gpus as usize;
+    let replicas = replicas.max(1);
+    let tensor_parallel = header.layout.tensor_parallel.max(1);
+    // Ranks whose tasks are in the timeline (all, without symmetry).
+    let simulated = |rank: u32| replicas == 1 || (rank / tensor_parallel).is_multiple_of(replicas);
     let layout = &header.layout;
     let ranks_per_stage = layout.ranks_per_stage() as usize;
     let ends = iteration_ends_ns(timeline);
@@ -257,7 +280,9 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
     let mut counts = vec![0usize; n_ranks + 1];
     for index in 0..timeline.len() {
         for &rank in &header.groups[timeline.group(index) as usize] {
-            counts[rank as usize + 1] += 1;
+            if simulated(rank) {
+                counts[rank as usize + 1] += 1;
+            }
         }
     }
     for i in 0..n_ranks {
@@ -267,20 +292,26 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
     let mut by_rank = vec![0u32; counts[n_ranks]];
     for index in 0..timeline.len() {
         for &rank in &header.groups[timeline.group(index) as usize] {
-            by_rank[fill[rank as usize]] = index as u32;
-            fill[rank as usize] += 1;
+            if simulated(rank) {
+                by_rank[fill[rank as usize]] = index as u32;
+                fill[rank as usize] += 1;
+            }
         }
     }
 
     let mut total_flops = 0.0;
     let mut model_flops = 0.0;
-    for index in 0..timeline.len() {
-        let (kind, group, flops) = timeline.flops(index);
-        if kind.is_compute() {
-            let ranks = header.groups[group as usize].len() as f64;
-            total_flops += flops * ranks;
-            if kind != TaskKind::Recompute {
-                model_flops += flops * ranks;
+    // Compute tasks run on one replica's ranks: under symmetry each stands
+    // for its `replicas` twins, numbered replica by replica in full expansion.
+    for _ in 0..replicas {
+        for index in 0..timeline.len() {
+            let (kind, group, flops) = timeline.flops(index);
+            if kind.is_compute() {
+                let ranks = header.groups[group as usize].len() as f64;
+                total_flops += flops * ranks;
+                if kind != TaskKind::Recompute {
+                    model_flops += flops * ranks;
+                }
             }
         }
     }
@@ -290,7 +321,7 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
     let mut exposed_sum_ns = [0u128; 6];
     let mut in_flight_sum_ns = [0u128; 6];
     let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
-    for rank in 0..n_ranks {
+    for rank in (0..n_ranks).filter(|&rank| simulated(rank as u32)) {
         let tasks = &by_rank[counts[rank]..counts[rank + 1]];
         let mut busy = Vec::new();
         let mut comm: [Vec<(u64, u64)>; 5] = Default::default();
@@ -327,6 +358,18 @@ pub fn compute_spans(timeline: &impl Spans, peak_flops_per_s: f64) -> Metrics {
         }
     }
 
+    // Every simulated rank stands for `replicas` ranks (its twins).
+    if replicas > 1 {
+        let weight = replicas as u128;
+        idle_sum_ns *= weight;
+        compute_sum_ns *= weight;
+        for sum in exposed_sum_ns.iter_mut().chain(in_flight_sum_ns.iter_mut()) {
+            *sum *= weight;
+        }
+        for idle in stage_idle_ns.iter_mut() {
+            *idle *= weight;
+        }
+    }
     // Work totals are per iteration; the TP all-reduce sum counts every iteration too.
     total_flops /= n_iterations as f64;
     model_flops /= n_iterations as f64;

@@ -83,7 +83,8 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     }
     write_timeline(&execution.timeline, &args.out)?;
     print_plan(&scenario, &execution.plan, execution.check.waits);
-    let simulated = sim::simulate(&scenario)
+    // Every rank's records: full expansion.
+    let simulated = sim::simulate_with(&scenario, sim::Expansion::Full)
         .map_err(crate::exit::simulation_error)?
         .into_timeline();
     let comparison = timeline::compare::compare(&simulated, &execution.timeline, 0)

@@ -31,6 +31,11 @@ pub struct SimulateArgs {
     /// (GPU memory, and host memory under --zero-offload).
     #[arg(long)]
     pub max_model_size: bool,
+    /// Lower and simulate every data-parallel replica, even where one
+    /// representative replica gives the same result (symmetry: no
+    /// --contention, ZeRO-Offload or HSDP, replicas placed alike).
+    #[arg(long)]
+    pub no_symmetry: bool,
     #[command(flatten)]
     pub pictures: super::pictures::PictureArgs,
 }
@@ -40,9 +45,20 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     if args.max_model_size {
         return super::max_model::run(&scenario, args.json);
     }
-    crate::exit::check_host_memory(&scenario)?;
+    // Every rank's records (--timeline, --plot, --trace) come from full
+    // expansion: run it at once rather than the representative first.
+    let expansion = if args.no_symmetry
+        || args.timeline.is_some()
+        || args.pictures.plot.is_some()
+        || args.pictures.trace.is_some()
+    {
+        sim::Expansion::Full
+    } else {
+        sim::Expansion::Auto
+    };
+    crate::exit::check_host_memory_with(&scenario, expansion)?;
     let started = Instant::now();
-    let report = sim::simulate(&scenario).map_err(crate::exit::simulation_error)?;
+    let report = sim::simulate_with(&scenario, expansion).map_err(crate::exit::simulation_error)?;
     let elapsed_s = started.elapsed().as_secs_f64();
     if let Some(path) = &args.timeline {
         write_timeline(&report, path)?;
@@ -117,6 +133,8 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         "cpu_memory_bytes": peak.cpu_bytes,
         "cpu_memory_capacity_bytes": peak.cpu_capacity_bytes,
     });
+    // Full expansion, or one representative replica standing for d·cp.
+    summary["simulation_mode"] = report.mode.describe().into();
     // Named only when used, so outputs without context parallelism keep their bytes.
     if scenario.layout.context_parallel > 1 {
         summary["context_parallel"] = scenario.layout.context_parallel.into();
@@ -241,6 +259,17 @@ fn write_summary(
         out,
         "  simulation          {} tasks, {} edges, {} events in {:.3} s (profile {})",
         report.n_tasks, report.n_edges, report.n_events, elapsed_s, scenario.profile.id
+    )?;
+    writeln!(
+        out,
+        "  simulation mode     {}",
+        match report.mode {
+            sim::SimulationMode::Full => "full (every replica)".to_string(),
+            sim::SimulationMode::Symmetric { replicas } => format!(
+                "symmetric: 1 of {replicas} identical data-parallel replicas simulated ({} tasks), every rank mapped to it; --no-symmetry expands all",
+                report.simulated_tasks
+            ),
+        }
     )?;
     Ok(())
 }

@@ -170,6 +170,10 @@ pub struct SweepFlags {
     /// Simulate layouts that do not fit in GPU memory too (marked `*` in the table) instead of dropping them.
     #[arg(long)]
     pub ignore_memory: bool,
+    /// Simulate every data-parallel replica of each layout, even where one
+    /// representative replica gives the same records (symmetry).
+    #[arg(long)]
+    pub no_symmetry: bool,
     /// Only this tensor-parallel degree.
     #[arg(long)]
     pub tp: Option<u32>,
@@ -254,11 +258,17 @@ pub fn run(mut all: SweepArgs) -> anyhow::Result<()> {
         None => enumeration.candidates.clone(),
     };
     let bar = progress_bar();
-    let outcome = sweep::run_candidates(&candidates, space.ignore_memory, &|_, total| {
-        bar.set_length(total as u64);
-        bar.inc(1);
-    })
-    .map_err(sweep_error)?;
+    let expansion = if args.no_symmetry {
+        sim::Expansion::Full
+    } else {
+        sim::Expansion::Auto
+    };
+    let outcome =
+        sweep::run_candidates_with(&candidates, space.ignore_memory, expansion, &|_, total| {
+            bar.set_length(total as u64);
+            bar.inc(1);
+        })
+        .map_err(sweep_error)?;
     bar.finish_and_clear();
     let elapsed_s = started.elapsed().as_secs_f64();
     let output = SweepOutput::new(&space, &enumeration, shard, outcome);

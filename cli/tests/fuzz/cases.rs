@@ -123,6 +123,9 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         2 => flags.push("--max-model-size", None),
         _ => {}
     }
+    if rng.chance(20) {
+        flags.push("--no-symmetry", None);
+    }
     if large {
         return flags;
     }
@@ -282,7 +285,7 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
             flags.push(flag, Some(value(valid, rng)));
         }
     }
-    for switch in ["--allow-cross-node-tp", "--ignore-memory"] {
+    for switch in ["--allow-cross-node-tp", "--ignore-memory", "--no-symmetry"] {
         if rng.chance(15) {
             flags.push(switch, None);
         }

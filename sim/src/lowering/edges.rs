@@ -22,10 +22,16 @@ use crate::task::StreamKind;
 use crate::task_graph::{Dependency, TaskGraphBuilder};
 
 /// Adds the program-order edges, then the dependencies' edges.
+///
+/// With a `representative` (the graph of replica 0 alone, [`crate::symmetry`])
+/// program order is kept on its ranks only: a collective over several
+/// replicas follows the representative's own tasks, whose twins on the other
+/// replicas' ranks end at the same times.
 pub fn connect(
     dependencies: &[StepDependency],
     steps: &[StepTasks],
     builder: &mut TaskGraphBuilder,
+    representative: Option<crate::symmetry::Representative>,
 ) {
     let sorted_groups: Vec<Vec<Rank>> = (0..builder.group_count())
         .map(|index| {
@@ -34,7 +40,22 @@ pub fn connect(
             ranks
         })
         .collect();
-    program_order(builder, &sorted_groups);
+    match representative {
+        None => program_order(builder, &sorted_groups),
+        Some(representative) => {
+            let own: Vec<Vec<Rank>> = sorted_groups
+                .iter()
+                .map(|ranks| {
+                    ranks
+                        .iter()
+                        .copied()
+                        .filter(|&rank| representative.contains(rank))
+                        .collect()
+                })
+                .collect();
+            program_order(builder, &own);
+        }
+    }
     for dependency in dependencies {
         connect_steps(builder, &sorted_groups, steps, dependency);
     }

@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 type BucketKey = Option<(u32, usize)>;
 
 pub(super) struct StagesDone {
+    /// Replicas lowered: all d·cp, or 1 (the representative, `crate::symmetry`).
+    pub lowered_replicas: u32,
     /// Last compute step of each (data index, stage) group.
     pub stage_tails: Vec<Option<StepId>>,
     /// Sends still in flight after it (the optimizer waits for them).
@@ -161,6 +163,7 @@ fn data_parallel_reductions(
     done: &StagesDone,
 ) -> Reductions {
     let StagesDone {
+        lowered_replicas,
         stage_tails,
         trailing_sends,
         gradients_ready,
@@ -199,7 +202,7 @@ fn data_parallel_reductions(
             local_ddp.map_or((0, 0), LocalDdpKernels::kernels_before_and_after);
         flattens.clear();
         if kernels_before > 0 {
-            for data_index in 0..d {
+            for data_index in 0..*lowered_replicas {
                 for rank in placement.tensor_group(stage, data_index) {
                     let step = gradient_copy(
                         program,
@@ -292,7 +295,7 @@ fn data_parallel_reductions(
                         work,
                         iteration: 0,
                     });
-                    for data_index in 0..d {
+                    for data_index in 0..*lowered_replicas {
                         let index = (data_index * p + stage) as usize;
                         let ready = match bucket {
                             Some((chunk, bucket)) => {
@@ -317,7 +320,7 @@ fn data_parallel_reductions(
             }
         }
         if kernels_after > 0 {
-            for data_index in 0..d {
+            for data_index in 0..*lowered_replicas {
                 let ranks = placement.tensor_group(stage, data_index);
                 for (tensor_index, rank) in ranks.into_iter().enumerate() {
                     let step = gradient_copy(
@@ -360,11 +363,12 @@ fn embedding_all_reduces(
 ) -> BTreeMap<(u32, u32, u32), StepId> {
     let reductions_by_stage = &reductions.by_stage;
     let StagesDone {
+        lowered_replicas,
         stage_tails,
         trailing_sends,
         ..
     } = done;
-    let (t, p, d) = degrees(scenario);
+    let (t, p, _) = degrees(scenario);
     let sharding = scenario.layout.sharding();
     let gradient_bytes_per_param =
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
@@ -380,7 +384,7 @@ fn embedding_all_reduces(
     if first_stage != last_stage && scenario.model.tied_embeddings {
         let embedding_params = scenario.model.vocab / t as u64 * scenario.model.hidden;
         let ends = [first_stage, last_stage];
-        for data_index in 0..d {
+        for data_index in 0..*lowered_replicas {
             let firsts = placement.tensor_group(first_stage, data_index);
             let lasts = placement.tensor_group(last_stage, data_index);
             for tensor_index in 0..t {
@@ -447,6 +451,7 @@ fn optimizer_steps(
 ) {
     let reductions_by_stage = &reductions.by_stage;
     let StagesDone {
+        lowered_replicas,
         stage_tails,
         trailing_sends,
         ..
@@ -470,7 +475,7 @@ fn optimizer_steps(
         };
         let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
         let data_all_reduces = &reductions_by_stage[stage as usize];
-        for data_index in 0..d {
+        for data_index in 0..*lowered_replicas {
             let ranks = placement.tensor_group(stage, data_index);
             // The host issues the optimizer after loss scaling's `.item()`
             // (megatron/optimizer/optimizer.py: found_inf) waited for the

@@ -43,11 +43,40 @@ use crate::task_graph::{TaskGraph, TaskGraphBuilder};
 
 pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
 
-/// Builds the task graph of a scenario's iteration (or iterations).
+/// Builds the task graph of a scenario's iteration (or iterations): every replica.
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
-    let mut builder = TaskGraphBuilder::with_capacity(estimated_tasks(scenario), 0);
+    lower_replicas(scenario, schedule, None)
+}
+
+/// Builds the task graph of replica 0 alone (data index 0 of the dp-cp
+/// group), its collectives across replicas still over their whole groups:
+/// the graph [`crate::symmetry`] simulates in place of every replica. Only
+/// for scenarios [`crate::symmetry::symmetric_replicas`] accepts.
+pub fn lower_representative(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
+    debug_assert!(crate::symmetry::symmetric_replicas(scenario).is_ok());
+    lower_replicas(
+        scenario,
+        schedule,
+        Some(crate::symmetry::Representative::of(scenario)),
+    )
+}
+
+fn lower_replicas(
+    scenario: &Scenario,
+    schedule: &PipelineSchedule,
+    representative: Option<crate::symmetry::Representative>,
+) -> TaskGraph {
+    let lowered_replicas = if representative.is_some() {
+        1
+    } else {
+        scenario.layout.replicas()
+    };
+    let mut builder = TaskGraphBuilder::with_capacity(
+        estimated_tasks(scenario) / (scenario.layout.replicas() / lowered_replicas) as usize,
+        0,
+    );
     let mut program = match scenario.options.offload {
-        None => pipeline::program(scenario, schedule, &mut builder),
+        None => pipeline::program(scenario, schedule, &mut builder, lowered_replicas),
         Some(_) => offload::program(scenario, schedule, &mut builder),
     };
     let steps = tasks::emit(&program, &mut builder);
@@ -55,9 +84,9 @@ pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
     drop(program);
     // Twice: edges counted per task, then written into their CSR rows (no edge list).
     builder.count_edges();
-    edges::connect(&dependencies, &steps, &mut builder);
+    edges::connect(&dependencies, &steps, &mut builder, representative);
     builder.fill_edges();
-    edges::connect(&dependencies, &steps, &mut builder);
+    edges::connect(&dependencies, &steps, &mut builder, representative);
     builder.finish(scenario.layout.gpus())
 }
 

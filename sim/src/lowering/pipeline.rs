@@ -67,22 +67,28 @@ pub(super) struct GradientsReady {
     pub expert_params: u64,
 }
 
-/// The program of one iteration of a pipeline schedule.
+/// The program of one iteration of a pipeline schedule, for the first
+/// `lowered_replicas` replicas: all d·cp of them, or replica 0 alone
+/// ([`crate::symmetry`]; the collectives across replicas keep their whole
+/// groups, so they are costed for d·cp).
 pub fn program(
     scenario: &Scenario,
     schedule: &PipelineSchedule,
     builder: &mut TaskGraphBuilder,
+    lowered_replicas: u32,
 ) -> Program {
     let layout = scenario.layout;
     let sharding = layout.sharding();
     // With context parallelism every (data index, context index) pair is a
     // replica of the stage's tensor group running all m microbatches on its
     // s/cp tokens; gradients are reduced over the d·cp ranks (Megatron's
-    // dp-cp group), so `d` here counts replicas: d·cp ([`Placement`]).
+    // dp-cp group), so `d` here counts replicas: d·cp ([`Placement`]),
+    // of which the first `lowered_replicas` are lowered.
+    debug_assert!((1..=layout.replicas()).contains(&lowered_replicas));
     let (t, p, d, m) = (
         layout.tensor_parallel,
         layout.pipeline_parallel,
-        layout.replicas(),
+        lowered_replicas,
         layout.microbatches,
     );
     let virtual_stages = layout.virtual_stages();
@@ -501,6 +507,7 @@ pub fn program(
     }
 
     let done = StagesDone {
+        lowered_replicas,
         stage_tails,
         trailing_sends,
         gradients_ready,

@@ -278,6 +278,9 @@ pub fn emit(
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
     let (n, replicas) = (plan.group, plan.replicas);
     let expert_data_parallel = layout.expert_replicas();
+    // Replicas lowered: all, or the representative alone (`crate::symmetry`,
+    // one shard group then).
+    let lowered = (pieces.len() / p as usize) as u32;
     // Which pieces wait for an all-gather: ZeRO-3 all, the overlapped
     // parameter gather the first forward of each chunk, ZeRO-2 none.
     let gathers = |piece: &ShardedPiece| match plan.mode {
@@ -334,7 +337,7 @@ pub fn emit(
                         ));
                     }
                     for step in steps {
-                        for data_index in g * n..(g + 1) * n {
+                        for data_index in g * n..((g + 1) * n).min(lowered) {
                             program.depend(step, piece_of(data_index, j).step, Dependency::Data);
                             if k >= INFLIGHT_ALL_GATHERS as usize {
                                 let freed = piece_of(
@@ -375,7 +378,7 @@ pub fn emit(
                         &piece,
                         stage,
                     );
-                    for data_index in g * n..(g + 1) * n {
+                    for data_index in g * n..((g + 1) * n).min(lowered) {
                         program.depend(piece_of(data_index, j).step, step, Dependency::Data);
                     }
                     scattered.push(step);
@@ -456,7 +459,10 @@ pub fn parameter_all_gathers(
             &piece,
             stage,
         );
-        for &optimizer in &optimizer_steps[(g * n) as usize..((g + 1) * n) as usize] {
+        // (`optimizer_steps` holds the lowered replicas': all, or the representative's.)
+        let lowered = optimizer_steps.len();
+        let (first, last) = ((g * n) as usize, ((g + 1) * n) as usize);
+        for &optimizer in &optimizer_steps[first.min(lowered)..last.min(lowered)] {
             program.depend(optimizer, step, Dependency::Data);
         }
     }

@@ -49,7 +49,9 @@ pub use enumerate::{enumerate, Enumeration, ValidCandidate};
 pub use merge::merge;
 pub use output::{SweepCounts, SweepOutput, SWEEP_FORMAT_VERSION};
 pub use ranking::{explain_best, rank};
-pub use run::{run_candidates, DropReason, DroppedRecord, RunOutcome, SweepRecord};
+pub use run::{
+    run_candidates, run_candidates_with, DropReason, DroppedRecord, RunOutcome, SweepRecord,
+};
 pub use shard::Shard;
 pub use space::{Candidate, SweepSpace};
 

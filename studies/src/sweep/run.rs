@@ -95,6 +95,22 @@ pub fn run_candidates(
     ignore_memory: bool,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
+    run_candidates_with(
+        candidates,
+        ignore_memory,
+        sim::Expansion::Auto,
+        on_simulated,
+    )
+}
+
+/// [`run_candidates`], each layout simulated as `expansion` asks (one
+/// representative replica where exact, or every rank: the same records).
+pub fn run_candidates_with(
+    candidates: &[ValidCandidate],
+    ignore_memory: bool,
+    expansion: sim::Expansion,
+    on_simulated: &(dyn Fn(usize, usize) + Sync),
+) -> Result<RunOutcome, SweepError> {
     let checked: Vec<Option<DroppedRecord>> = if ignore_memory {
         vec![None; candidates.len()]
     } else {
@@ -134,7 +150,7 @@ pub fn run_candidates(
         .map(|candidate| {
             let _reservation =
                 budget.reserve(sim::host_memory::simulation_bytes(&candidate.scenario));
-            let record = simulate_one(candidate);
+            let record = simulate_one(candidate, expansion);
             on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len());
             record
         })
@@ -172,9 +188,12 @@ pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
     })
 }
 
-fn simulate_one(candidate: &ValidCandidate) -> Result<SweepRecord, SweepError> {
+fn simulate_one(
+    candidate: &ValidCandidate,
+    expansion: sim::Expansion,
+) -> Result<SweepRecord, SweepError> {
     let scenario = &candidate.scenario;
-    let report = sim::simulate(scenario).map_err(|error| {
+    let report = sim::simulate_with(scenario, expansion).map_err(|error| {
         let (layout, message) = (candidate.candidate.label(), error.to_string());
         match error {
             sim::SimulationError::Deadlock(_) => SweepError::Deadlock { layout, message },

@@ -245,3 +245,38 @@ fn zb_h1_beats_one_f_one_b_on_every_pipelined_layout() {
     }
     assert!(compared >= 3, "{compared} pipelined layouts");
 }
+
+#[test]
+fn symmetric_and_fully_expanded_sweeps_give_the_same_records_and_ranking() {
+    for space in [
+        space(),
+        SweepSpace {
+            max_microbatch: 2,
+            max_chunks: 2,
+            ignore_memory: true,
+            ..SweepSpace::new("gpt2-1b", "selene", 64, 128)
+        },
+    ] {
+        let enumeration = enumerate(&space).unwrap();
+        let candidates = enumeration.candidates.clone();
+        let run = |expansion| {
+            let mut outcome =
+                run_candidates_with(&candidates, space.ignore_memory, expansion, &|_, _| {})
+                    .unwrap();
+            ranking::rank(&mut outcome.results);
+            outcome
+        };
+        let (auto, full) = (run(sim::Expansion::Auto), run(sim::Expansion::Full));
+        assert!(full.results.len() >= 8, "{}", full.results.len());
+        assert_eq!(auto, full);
+        let symmetric = candidates
+            .iter()
+            .filter(|c| sim::symmetry::symmetric_replicas(&c.scenario).is_ok())
+            .count();
+        assert!(
+            symmetric * 2 >= candidates.len(),
+            "{symmetric} of {}",
+            candidates.len()
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! Data-parallel symmetry: when the d·cp replicas of a layout are identical,
+//! lower and simulate one of them and let it stand for all.
+//!
+//! **The rule.** A scenario is simulated *symmetric* when every replica
+//! (every data index of the dp-cp group, its p·t ranks) lowers to the same
+//! tasks with the same costs, and the only tasks joining replicas are
+//! collectives over groups that contain the representative's ranks (the
+//! data-parallel all-reduce, the distributed optimizer's reduce-scatter and
+//! all-gather, the expert-data-parallel reduction, ZeRO-2/3's collectives
+//! over the whole dp-cp group). That holds unless one of these breaks it
+//! ([`symmetric_replicas`] says which):
+//! - `--contention`: flows of different replicas share links;
+//! - ZeRO-Offload: its program interleaves replicas step by step, and its
+//!   PCIe links are shared between replicas;
+//! - HSDP (`--shard-group-size` below d·cp): its cross-group all-reduces run
+//!   on groups without the representative's ranks;
+//! - placement: the replicas must sit on the nodes alike. For each replica
+//!   the nodes of its ranks (stage by stage, tensor index by tensor index),
+//!   renumbered by first appearance, must equal replica 0's, and likewise
+//!   for every expert-parallel group (ep consecutive replicas) against the
+//!   first: then every group a replica forms (tensor group, pipeline peers,
+//!   embedding pair, expert group) spans as many nodes as replica 0's, and
+//!   every cost — a function of a work's shape, never of a rank — is equal.
+//!
+//! The topology is uniform by construction (every node alike, one fabric),
+//! and expert routing costs every rank of an expert-parallel group as its
+//! busiest one (`scenario::experts`), so routing is per-rank identical.
+//!
+//! **Why exact.** The engine starts a task when its last predecessor ends,
+//! so start = max(predecessors' ends) and end = start + duration whatever the
+//! event order. By induction over a topological order, a replica's task and
+//! its twin in replica 0 start and end together (same durations, twin
+//! predecessors), and a collective joining replicas starts at the latest of
+//! its predecessors in all replicas, which are twins of the representative's:
+//! at the representative's own arrival time. Program order on the ranks of
+//! other replicas adds nothing (a shared collective's predecessor on their
+//! ranks is the twin of the one on the representative's), so lowering keeps
+//! only the representative's ranks in program order ([`Representative`]).
+//!
+//! Everything is then per representative rank times d·cp: metrics'
+//! integer-nanosecond sums, the task, edge and event counts
+//! ([`FullCounts`]); the FLOP total repeats the representative's compute
+//! tasks d·cp times in full expansion's order (replica by replica), so even
+//! its floating-point sum is the same. Memory never depended on the graph.
+//! The Timeline of a symmetric run (every rank's records) is built by full
+//! expansion when asked for.
+
+use crate::ids::Rank;
+use crate::placement::Placement;
+use crate::scenario::Scenario;
+use crate::task_graph::TaskGraph;
+
+/// What a caller asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Expansion {
+    /// One representative replica where that is exact, else every replica.
+    #[default]
+    Auto,
+    /// Every replica (`--no-symmetry`).
+    Full,
+}
+
+/// What ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimulationMode {
+    /// Every rank lowered and simulated.
+    Full,
+    /// Replica 0 of `replicas` (d·cp) lowered and simulated.
+    Symmetric { replicas: u32 },
+}
+
+impl SimulationMode {
+    /// `"full"` or `"symmetric (1 of N replicas)"`.
+    pub fn describe(self) -> String {
+        match self {
+            SimulationMode::Full => "full".into(),
+            SimulationMode::Symmetric { replicas } => {
+                format!("symmetric (1 of {replicas} replicas)")
+            }
+        }
+    }
+
+    /// Replicas each simulated one stands for (1 in full expansion).
+    pub fn weight(self) -> u32 {
+        match self {
+            SimulationMode::Full => 1,
+            SimulationMode::Symmetric { replicas } => replicas,
+        }
+    }
+}
+
+/// The ranks of replica 0 (data index 0 of the dp-cp group): `rank =
+/// stage·t·D + data_index·t + tensor_index` ([`Placement`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Representative {
+    pub tensor_parallel: u32,
+    /// d·cp.
+    pub replicas: u32,
+}
+
+impl Representative {
+    pub fn of(scenario: &Scenario) -> Representative {
+        Representative {
+            tensor_parallel: scenario.layout.tensor_parallel,
+            replicas: scenario.layout.replicas(),
+        }
+    }
+
+    /// Whether `rank` belongs to replica 0.
+    #[inline]
+    pub fn contains(self, rank: Rank) -> bool {
+        (rank.0 / self.tensor_parallel).is_multiple_of(self.replicas)
+    }
+}
+
+/// The mode a scenario runs in when `expansion` is asked for.
+pub fn mode(scenario: &Scenario, expansion: Expansion) -> SimulationMode {
+    match (expansion, symmetric_replicas(scenario)) {
+        (Expansion::Auto, Ok(replicas)) => SimulationMode::Symmetric { replicas },
+        _ => SimulationMode::Full,
+    }
+}
+
+/// The replicas (d·cp ≥ 2) one representative stands for, or why the
+/// scenario must run in full.
+pub fn symmetric_replicas(scenario: &Scenario) -> Result<u32, &'static str> {
+    let layout = scenario.layout;
+    let replicas = layout.replicas();
+    if replicas < 2 {
+        return Err("a single replica");
+    }
+    if scenario.options.network_contention {
+        return Err("--contention shares links between replicas");
+    }
+    if scenario.options.offload.is_some() {
+        return Err("ZeRO-Offload interleaves replicas and shares PCIe links");
+    }
+    if crate::lowering::sharded::ShardPlan::new(scenario).is_some_and(|plan| plan.replicas > 1) {
+        return Err("HSDP's cross-group all-reduces leave the representative's ranks out");
+    }
+    if !placed_alike(&Placement::new(
+        layout,
+        scenario.topology.node.gpus_per_node,
+    )) {
+        return Err("replicas sit on the nodes differently");
+    }
+    Ok(replicas)
+}
+
+/// Node numbers renumbered by first appearance (0, 1, … in order).
+fn canonical_nodes(placement: &Placement, ranks: impl Iterator<Item = Rank>) -> Vec<u32> {
+    let mut seen: Vec<u32> = Vec::new();
+    ranks
+        .map(|rank| {
+            let node = placement.node(rank);
+            match seen.iter().position(|&n| n == node) {
+                Some(index) => index as u32,
+                None => {
+                    seen.push(node);
+                    seen.len() as u32 - 1
+                }
+            }
+        })
+        .collect()
+}
+
+/// Whether every replica, and every expert-parallel group of replicas,
+/// sits on its nodes as the first does.
+fn placed_alike(placement: &Placement) -> bool {
+    let layout = placement.layout;
+    let (t, p, replicas) = (
+        layout.tensor_parallel,
+        layout.pipeline_parallel,
+        layout.replicas(),
+    );
+    let ep = layout.expert_parallel.max(1);
+    // The ranks of replicas first..first+count, stage by stage.
+    let pattern = |first: u32, count: u32| {
+        canonical_nodes(
+            placement,
+            (0..p).flat_map(move |stage| {
+                (first..first + count).flat_map(move |data_index| {
+                    (0..t).map(move |tensor_index| {
+                        placement.rank(crate::placement::Coordinates {
+                            stage,
+                            data_index,
+                            tensor_index,
+                        })
+                    })
+                })
+            }),
+        )
+    };
+    let replica = pattern(0, 1);
+    if (1..replicas).any(|data_index| pattern(data_index, 1) != replica) {
+        return false;
+    }
+    if ep > 1 {
+        let group = pattern(0, ep);
+        if (1..replicas / ep).any(|g| pattern(g * ep, ep) != group) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Task, edge and event counts of full expansion, from the representative's
+/// graph: a task whose group holds only replica 0's ranks stands for d·cp
+/// twins, a collective over several replicas for itself; an edge touching a
+/// replica's task for d·cp edges, one between two collectives for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FullCounts {
+    pub tasks: usize,
+    pub edges: usize,
+}
+
+impl FullCounts {
+    pub fn of(graph: &TaskGraph, representative: Representative) -> FullCounts {
+        let weight = representative.replicas as usize;
+        let shared: Vec<bool> = graph
+            .groups()
+            .iter()
+            .map(|ranks| ranks.iter().any(|&rank| !representative.contains(rank)))
+            .collect();
+        let is_shared =
+            |index: usize| shared[graph.group_of(crate::ids::TaskId(index as u32)).index()];
+        let task_shared: Vec<bool> = (0..graph.task_count()).map(is_shared).collect();
+        let shared_tasks = task_shared.iter().filter(|&&s| s).count();
+        let mut edges = 0usize;
+        for (from, to, _) in graph.edges() {
+            edges += if task_shared[from.index()] && task_shared[to.index()] {
+                1
+            } else {
+                weight
+            };
+        }
+        FullCounts {
+            tasks: (graph.task_count() - shared_tasks) * weight + shared_tasks,
+            edges,
+        }
+    }
+}

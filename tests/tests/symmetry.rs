@@ -1,0 +1,337 @@
+//! Data-parallel symmetry (issue 18, item 3): one representative replica
+//! simulated in place of d·cp identical ones must give exactly what full
+//! expansion gives — iteration time, every metric (floating-point bits
+//! included), memory, the task, edge and event counts — on a grid of layouts
+//! (t, p, d, v, schedules, distributed optimizer, overlapped and bucketed
+//! gradient reduction, cp, ZeRO-1/2/3, MoE with ep, the host lane), and the
+//! cases symmetry does not cover (contention, ZeRO-Offload, HSDP, replicas
+//! placed differently on the nodes) must run in full.
+
+use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use sim::{Expansion, SimulationMode};
+
+/// 4 nodes × 4 GPUs (as the engine reference's cluster).
+fn small_cluster(gpus_per_node: u32, nodes: u32) -> serde_json::Value {
+    let mut topology = serde_json::to_value(topologies::preset("selene").unwrap()).unwrap();
+    topology["name"] = "small-nodes".into();
+    topology["nodes"] = nodes.into();
+    topology["node"]["gpus_per_node"] = gpus_per_node.into();
+    topology["fabric"]["nics_per_node"] = 2.into();
+    topology
+}
+
+fn sixteen_layers() -> serde_json::Value {
+    serde_json::json!({
+        "name": "sixteen-layers", "layers": 16, "hidden": 256, "heads": 4,
+        "seq_len": 128, "vocab": 1000
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn scenario(
+    (t, p, d): (u32, u32, u32),
+    (schedule, chunks): (ScheduleKind, u32),
+    cp: u32,
+    stack: &str,
+    options: TrainingOptionsFile,
+    gpus_per_node: u32,
+) -> Option<Scenario> {
+    let file = ScenarioFile {
+        model: Some(sixteen_layers()),
+        topology: Some(small_cluster(gpus_per_node, 32)),
+        stack: Some(stack.into()),
+        tp: Some(t),
+        pp: Some(p),
+        dp: Some(d),
+        cp: Some(cp),
+        chunks: Some(chunks),
+        global_batch: Some(d * 2 * p),
+        schedule: Some(schedule),
+        recompute: Some(Recompute::None),
+        options,
+        ..ScenarioFile::default()
+    };
+    match file.resolve() {
+        Ok(scenario) => Some(scenario),
+        Err(error) => {
+            eprintln!("skipped {t} {p} {d} {schedule:?} cp={cp}: {error}");
+            None
+        }
+    }
+}
+
+/// Simulates both ways; returns the mode the automatic run chose.
+fn compare(scenario: &Scenario) -> SimulationMode {
+    let title = scenario.title();
+    let full = sim::simulate_with(scenario, Expansion::Full).unwrap();
+    let auto = sim::simulate_with(scenario, Expansion::Auto).unwrap();
+    assert_eq!(full.mode, SimulationMode::Full);
+    assert_eq!(auto.metrics, full.metrics, "{title}");
+    assert_eq!(
+        auto.metrics.iteration_time_s.to_bits(),
+        full.metrics.iteration_time_s.to_bits()
+    );
+    assert_eq!(
+        auto.metrics.tflops_per_gpu.to_bits(),
+        full.metrics.tflops_per_gpu.to_bits(),
+        "{title}"
+    );
+    assert_eq!(auto.memory, full.memory, "{title}");
+    assert_eq!(auto.n_tasks, full.n_tasks, "{title}: tasks");
+    assert_eq!(auto.n_edges, full.n_edges, "{title}: edges");
+    assert_eq!(auto.n_events, full.n_events, "{title}: events");
+    assert_eq!(auto.makespan_ns(), full.makespan_ns(), "{title}");
+    if let SimulationMode::Symmetric { replicas } = auto.mode {
+        assert_eq!(replicas, scenario.layout.replicas());
+        assert!(auto.simulated_tasks < full.n_tasks, "{title}");
+        // The Timeline on demand is full expansion's, record for record.
+        assert_eq!(auto.timeline(), full.timeline(), "{title}");
+    }
+    auto.mode
+}
+
+fn options(variant: usize) -> TrainingOptionsFile {
+    let mut options = TrainingOptionsFile::default();
+    match variant % 7 {
+        1 => options.distributed_optimizer = Some(true),
+        2 => options.overlap_grad_reduce = Some(true),
+        3 => {
+            options.overlap_grad_reduce = Some(true);
+            options.grad_reduce_bucket_params = Some(200_000);
+        }
+        4 => options.zero_stage = Some(2),
+        5 => options.zero_stage = Some(3),
+        6 => {
+            options.distributed_optimizer = Some(true);
+            options.overlap_grad_reduce = Some(true);
+        }
+        _ => {}
+    }
+    options
+}
+
+#[test]
+fn a_representative_replica_gives_full_expansions_metrics_memory_and_counts() {
+    let layouts = [
+        (1, 2, 2),
+        (2, 2, 2),
+        (1, 4, 4),
+        (4, 1, 4),
+        (1, 8, 2),
+        (2, 1, 8),
+    ];
+    let schedules = [
+        (ScheduleKind::OneFOneB, 1),
+        (ScheduleKind::Gpipe, 1),
+        (ScheduleKind::Interleaved, 2),
+        (ScheduleKind::ZbH1, 1),
+        (ScheduleKind::ZbV, 2),
+    ];
+    let (mut symmetric, mut checked) = (0, 0);
+    for (index, &layout) in layouts.iter().enumerate() {
+        for (s, &schedule) in schedules.iter().enumerate() {
+            let stack = if (index + s) % 2 == 0 {
+                "megatron-2021"
+            } else {
+                "megatron-core-2024"
+            };
+            let Some(scenario) = scenario(layout, schedule, 1, stack, options(index + s), 4) else {
+                continue;
+            };
+            checked += 1;
+            if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+                symmetric += 1;
+            }
+        }
+    }
+    assert!(checked >= 24, "only {checked} layouts resolved");
+    assert!(
+        symmetric >= 20,
+        "only {symmetric} of {checked} ran symmetric"
+    );
+}
+
+#[test]
+fn every_option_variant_and_context_parallelism_stay_exact() {
+    let mut symmetric = 0;
+    for variant in 0..7 {
+        for (layout, cp) in [((2, 2, 2), 1), ((1, 2, 2), 2), ((2, 2, 1), 2)] {
+            let Some(scenario) = scenario(
+                layout,
+                (ScheduleKind::Interleaved, 2),
+                cp,
+                "megatron-core-2024",
+                options(variant),
+                8,
+            ) else {
+                continue;
+            };
+            if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+                symmetric += 1;
+            }
+        }
+    }
+    assert!(symmetric >= 14, "{symmetric}");
+}
+
+#[test]
+fn what_breaks_symmetry_runs_in_full_and_still_agrees() {
+    let base = ((1, 2, 3), (ScheduleKind::OneFOneB, 1));
+    // Three replicas of one rank per stage on 4-GPU nodes (rank 3s + j):
+    // replica 0's stages are ranks 0 and 3 (one node), replica 1's ranks 1
+    // and 4 (two nodes): its pipeline sends cross nodes, so it runs in full.
+    let odd = scenario(base.0, base.1, 1, "megatron-2021", options(0), 4).unwrap();
+    assert_eq!(
+        sim::symmetry::symmetric_replicas(&odd),
+        Err("replicas sit on the nodes differently")
+    );
+    assert_eq!(compare(&odd), SimulationMode::Full);
+    // Contention.
+    let contention = scenario(
+        (1, 2, 2),
+        base.1,
+        1,
+        "megatron-2021",
+        TrainingOptionsFile {
+            network_contention: Some(true),
+            ..Default::default()
+        },
+        4,
+    )
+    .unwrap();
+    assert_eq!(compare(&contention), SimulationMode::Full);
+    // HSDP: shard groups of 2 of 4 replicas.
+    let hsdp = scenario(
+        (1, 2, 4),
+        base.1,
+        1,
+        "megatron-2021",
+        TrainingOptionsFile {
+            zero_stage: Some(3),
+            shard_group_size: Some(2),
+            ..Default::default()
+        },
+        4,
+    )
+    .unwrap();
+    assert!(sim::symmetry::symmetric_replicas(&hsdp).is_err());
+    assert_eq!(compare(&hsdp), SimulationMode::Full);
+    // One replica: nothing to share.
+    let single = scenario((2, 2, 1), base.1, 1, "megatron-2021", options(0), 4).unwrap();
+    assert_eq!(compare(&single), SimulationMode::Full);
+}
+
+#[test]
+fn zero_offload_runs_in_full() {
+    let file = ScenarioFile {
+        model: Some("gpt2-10b".into()),
+        topology: Some("dgx2-v100".into()),
+        tp: Some(1),
+        pp: Some(1),
+        dp: Some(2),
+        microbatch_size: Some(4),
+        global_batch: Some(8),
+        options: TrainingOptionsFile {
+            zero_offload: Some(true),
+            ..Default::default()
+        },
+        ..ScenarioFile::default()
+    };
+    let scenario = file.resolve().unwrap();
+    assert!(sim::symmetry::symmetric_replicas(&scenario).is_err());
+    assert_eq!(compare(&scenario), SimulationMode::Full);
+}
+
+#[test]
+fn mixtures_of_experts_with_expert_parallelism_stay_exact() {
+    let mut symmetric = 0;
+    for (pp, dp, ep, distributed, overlap) in [
+        (2, 4, 2, true, false),
+        (2, 4, 4, false, true),
+        (1, 8, 8, true, true),
+        (2, 8, 4, true, false),
+    ] {
+        let file = ScenarioFile {
+            model: Some("mixtral-8x7b".into()),
+            seq_len: Some(512),
+            topology: Some("dgx-h100-superpod".into()),
+            tp: Some(1),
+            pp: Some(pp),
+            dp: Some(dp),
+            ep: Some(ep),
+            expert_imbalance: Some("skew:1.5".into()),
+            chunks: Some(1),
+            microbatch_size: Some(1),
+            global_batch: Some(2 * dp * pp),
+            recompute: Some(Recompute::Full),
+            options: TrainingOptionsFile {
+                // FP8 experts and the overlapped parameter gather split
+                // into dense and expert all-gathers, in one case each.
+                precision: Some(if dp == 8 && pp == 2 {
+                    sim::scenario::Precision::Fp8
+                } else {
+                    sim::scenario::Precision::Bf16
+                }),
+                distributed_optimizer: Some(distributed),
+                overlap_grad_reduce: Some(overlap),
+                overlap_param_gather: Some(distributed && overlap),
+                ..Default::default()
+            },
+            ..ScenarioFile::default()
+        };
+        let scenario = file.resolve().unwrap();
+        if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+            symmetric += 1;
+        }
+    }
+    assert_eq!(symmetric, 4);
+}
+
+#[test]
+fn the_mode_names_itself() {
+    assert_eq!(SimulationMode::Full.describe(), "full");
+    assert_eq!(
+        SimulationMode::Symmetric { replicas: 6 }.describe(),
+        "symmetric (1 of 6 replicas)"
+    );
+}
+
+/// FLOP totals past 2^53 round as they are summed: with odd sizes the bits
+/// depend on the order, which symmetry repeats (replica by replica).
+#[test]
+fn large_flop_totals_keep_their_bits() {
+    let mut inexact = 0;
+    for (seq_len, vocab, dp, schedule, chunks) in [
+        (2047, 50264, 4, ScheduleKind::Interleaved, 2),
+        (1999, 51200, 6, ScheduleKind::OneFOneB, 1),
+        (2048, 50264, 8, ScheduleKind::ZbH1, 1),
+    ] {
+        let file = ScenarioFile {
+            model: Some(serde_json::json!({
+                "name": "odd-wide", "layers": 96, "hidden": 98400, "heads": 96,
+                "seq_len": seq_len, "vocab": vocab
+            })),
+            topology: Some("selene".into()),
+            tp: Some(8),
+            pp: Some(8),
+            dp: Some(dp),
+            chunks: Some(chunks),
+            global_batch: Some(dp * 16),
+            schedule: Some(schedule),
+            recompute: Some(Recompute::Full),
+            ..ScenarioFile::default()
+        };
+        let scenario = file.resolve().unwrap();
+        assert!(matches!(
+            compare(&scenario),
+            SimulationMode::Symmetric { .. }
+        ));
+        // The full run's FLOP total is not the representative's times d·cp:
+        // only the repeated order gives its bits.
+        let full = sim::simulate_with(&scenario, Expansion::Full).unwrap();
+        let m = &full.metrics;
+        let total = m.tflops_per_gpu * 1e12 * m.iteration_time_s * scenario.layout.gpus() as f64;
+        inexact += usize::from(total > 2f64.powi(53));
+    }
+    assert_eq!(inexact, 3);
+}

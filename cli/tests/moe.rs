@@ -124,3 +124,17 @@ fn bad_expert_flags_exit_2_naming_the_field() {
         assert!(text(&out.stderr).contains(field), "{}", text(&out.stderr));
     }
 }
+
+#[test]
+fn the_summary_says_mixtures_of_experts_are_not_validated() {
+    let out = clustersim(&MIXTRAL);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("accuracy            NOT VALIDATED for mixtures of experts"),
+        "{stdout}"
+    );
+    // A dense model's summary has no such line.
+    let dense = clustersim(&["simulate"]);
+    assert!(!text(&dense.stdout).contains("NOT VALIDATED"));
+}

@@ -1,7 +1,7 @@
 //! The V-shaped schedules from the command line: `--schedule zb-v` and
 //! `dualpipev` (two chunks per stage on the V map) simulate, explain their
 //! map and pairs, sweep on request, and refuse what they cannot build with
-//! exit 2 (`dualpipe` by name: not built).
+//! exit 2; `dualpipe` (two model copies) likewise.
 
 mod common;
 use common::{clustersim, stderr};
@@ -191,13 +191,32 @@ fn v_schedules_refuse_what_they_cannot_build() {
                 "--model",
                 "tiny",
                 "--pp",
-                "2",
+                "3",
                 "--dp",
                 "1",
+                "--global-batch",
+                "7",
                 "--schedule",
                 "dualpipe",
             ][..],
-            "schedule: dualpipe (DualPipe's two parameter copies fed from both ends) is not built",
+            "pp: dualpipe needs an even number of pipeline stages",
+        ),
+        (
+            &[
+                "simulate",
+                "--model",
+                "tiny",
+                "--pp",
+                "2",
+                "--dp",
+                "1",
+                "--global-batch",
+                "6",
+                "--schedule",
+                "dualpipe",
+                "--distributed-optimizer",
+            ][..],
+            "distributed_optimizer: not built for dualpipe",
         ),
     ] {
         let output = clustersim(args);

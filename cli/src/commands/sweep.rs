@@ -161,8 +161,9 @@ pub struct SweepFlags {
     #[arg(long)]
     pub allow_cross_node_tp: bool,
     /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2, zb-v
-    /// and dualpipev (v = 2, the V map), and looped-bfs (v from 2 to --max-chunks) on request).
-    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "looped-bfs"])]
+    /// and dualpipev (v = 2, the V map), dualpipe (v = 2, two model copies), and looped-bfs
+    /// (v from 2 to --max-chunks) on request).
+    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "dualpipe", "looped-bfs"])]
     pub schedule: Vec<String>,
     /// Only these recompute modes (comma-separated; default none,full).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]

@@ -269,8 +269,8 @@ impl SweepSpace {
                     ScheduleKind::Interleaved | ScheduleKind::LoopedBfs => {
                         (2..=max_chunks).collect()
                     }
-                    // The V map: exactly two chunks per stage.
-                    ScheduleKind::ZbV | ScheduleKind::DualPipeV => vec![2],
+                    // The V map (DualPipe: one chunk of each copy): exactly two chunks per stage.
+                    ScheduleKind::ZbV | ScheduleKind::DualPipeV | ScheduleKind::DualPipe => vec![2],
                     _ => vec![1],
                 };
                 for v in chunk_counts {

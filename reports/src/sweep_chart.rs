@@ -187,6 +187,7 @@ mod tests {
                 recompute: Recompute::None,
                 zero_stage: None,
                 precision: None,
+                microbatch_group_size: None,
             },
             microbatches: 8,
             iteration_time_ns: (1e9 / samples_per_s) as u64,

@@ -147,7 +147,10 @@ fn sweep_tries_the_v_schedules_with_two_chunks_only() {
     };
     let zb_v = throughput("zb-v")[0];
     for interleaved in throughput("interleaved") {
-        assert!(zb_v > interleaved, "zb-v {zb_v} vs interleaved {interleaved}");
+        assert!(
+            zb_v > interleaved,
+            "zb-v {zb_v} vs interleaved {interleaved}"
+        );
     }
 }
 

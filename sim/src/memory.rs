@@ -232,8 +232,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             // output gradients: counted with the activations at their joint
             // peak over the stage's action order (not the sum of both peaks).
             let (held, weight_gradient_pending_bytes) = if scenario.schedule.splits_backward() {
-                let chunk_layers =
-                    |chunk| sharding.layers_of_chunk(model.layers, stage, chunk);
+                let chunk_layers = |chunk| sharding.layers_of_chunk(model.layers, stage, chunk);
                 let pending: Vec<f64> = (0..layout.chunks)
                     .map(|chunk| {
                         let head = sharding.is_end(sharding.virtual_stage(stage, chunk)).1;

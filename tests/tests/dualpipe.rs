@@ -53,11 +53,7 @@ fn in_flight_activations_are_pp_plus_1_chunks_per_rank() {
     for (p, m) in GRID {
         let schedule = PipelineSchedule::generate(ScheduleKind::DualPipe, p, 2, m);
         for rank in 0..p {
-            assert_eq!(
-                schedule.peak_in_flight(rank),
-                p + 1,
-                "p={p} m={m} r={rank}"
-            );
+            assert_eq!(schedule.peak_in_flight(rank), p + 1, "p={p} m={m} r={rank}");
         }
     }
 }
@@ -101,8 +97,8 @@ fn every_dualpipe_runs_without_deadlock_over_a_grid_with_and_without_recompute()
                     continue;
                 }
             };
-            let report = sim::simulate(&scenario)
-                .unwrap_or_else(|e| panic!("dualpipe p={p} m={m}: {e}"));
+            let report =
+                sim::simulate(&scenario).unwrap_or_else(|e| panic!("dualpipe p={p} m={m}: {e}"));
             assert!(report.timeline().makespan_ns() > 0);
         }
     }

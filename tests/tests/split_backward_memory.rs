@@ -75,7 +75,9 @@ fn zb_h1_counts_the_state_at_the_joint_peak_not_the_sum_of_peaks() {
     // The schedule owes a W on stage 0 at some step all the same.
     assert_eq!(PipelineSchedule::of(&zb).peak_weight_pending(0), 1);
     // Unsplit schedules keep nothing for W.
-    assert!(plain_memory.iter().all(|stage| stage.weight_gradient_pending_bytes == 0));
+    assert!(plain_memory
+        .iter()
+        .all(|stage| stage.weight_gradient_pending_bytes == 0));
 }
 
 #[test]

@@ -282,7 +282,11 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
             flags.push(flag, Some(value(valid, rng)));
         }
     }
-    for switch in ["--allow-cross-node-tp", "--ignore-memory", "--microbatch-groups"] {
+    for switch in [
+        "--allow-cross-node-tp",
+        "--ignore-memory",
+        "--microbatch-groups",
+    ] {
         if rng.chance(15) {
             flags.push(switch, None);
         }

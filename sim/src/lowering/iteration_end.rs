@@ -336,7 +336,8 @@ fn embedding_all_reduces(
                         for &send in &trailing_sends[index] {
                             program.depend(send, all_reduce, Dependency::ProgramOrder);
                         }
-                        for &reduction in &reductions_by_stage[stage as usize][tensor_index as usize]
+                        for &reduction in
+                            &reductions_by_stage[stage as usize][tensor_index as usize]
                         {
                             program.depend(reduction, all_reduce, Dependency::Data);
                         }

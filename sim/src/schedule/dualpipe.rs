@@ -136,7 +136,16 @@ mod tests {
 
     #[test]
     fn every_pass_of_each_copy_runs_once_in_order() {
-        for (p, m) in [(2, 4), (2, 6), (4, 8), (4, 10), (4, 16), (6, 12), (8, 16), (8, 40)] {
+        for (p, m) in [
+            (2, 4),
+            (2, 6),
+            (4, 8),
+            (4, 10),
+            (4, 16),
+            (6, 12),
+            (8, 16),
+            (8, 40),
+        ] {
             for rank in 0..p {
                 let list: Vec<Action> = dualpipe(rank, p, m)
                     .iter()
@@ -147,7 +156,9 @@ mod tests {
                         let at = |pass: Pass| {
                             list.iter()
                                 .enumerate()
-                                .filter(|(_, a)| a.pass == pass && a.microbatch == mb && a.chunk == chunk)
+                                .filter(|(_, a)| {
+                                    a.pass == pass && a.microbatch == mb && a.chunk == chunk
+                                })
                                 .map(|(i, _)| i)
                                 .collect::<Vec<_>>()
                         };

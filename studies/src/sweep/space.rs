@@ -213,9 +213,8 @@ impl SweepSpace {
         if m == 0 || m.is_multiple_of(p) {
             return None;
         }
-        (p + 1..=m).find(|&n| {
-            sim::schedule::flexible_interleaved::group_size_problem(p, m, n).is_none()
-        })
+        (p + 1..=m)
+            .find(|&n| sim::schedule::flexible_interleaved::group_size_problem(p, m, n).is_none())
     }
 
     /// Model, topology, profile, global batch and the options every layout shares.

@@ -281,4 +281,11 @@ fn plot_bubble_draws_the_v_schedules_over_their_curves() {
     assert!(text.contains("DualPipeV        m=8: "), "{text}");
     assert!(stderr(&output).contains("skipped DualPipeV m=4"));
     assert!(picture.contains("ZB-V&apos;s start skew (F = I = W)"));
+    // DualPipe's (p−2)/(3·m): 2/24 = 0.0833 at m = 8 (m = 4 < 2p skipped).
+    assert!(
+        text.contains("DualPipe         m=8: ") && text.contains("(formula 0.0833)"),
+        "{text}"
+    );
+    assert!(stderr(&output).contains("skipped DualPipe m=4"));
+    assert!(picture.contains("(p−1−1)/(3·m) analytical: DualPipe (F = I = W)"));
 }

@@ -1,6 +1,7 @@
 //! Looped BFS, interleaved microbatch groups and Megatron-Core's pipeline
 //! layout from the command line: they simulate, `--explain` shows them,
-//! `--help` documents them, sweeps and `plot bubble` know looped BFS, and
+//! `--help` documents them, sweeps and `plot bubble` know looped BFS (and
+//! sweeps, on request, interleaved with microbatch groups), and
 //! what cannot be built exits 2 with one message naming the field.
 
 mod common;
@@ -197,4 +198,71 @@ fn help_sweep_and_plot_know_the_new_schedules() {
     let printed = text(&plot.stdout);
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(printed.contains("looped BFS v=2"), "{printed}");
+}
+
+#[test]
+fn sweep_tries_interleaved_with_the_smallest_valid_group_size_only_when_asked() {
+    // gpt-22b, t = 2, p = 4, d = 1, B = 10: m = 10 (b = 1) and 5 (b = 2),
+    // neither a multiple of p = 4. The smallest valid N: 5 for both
+    // (10 mod 5 = 0, 5 mod 5 = 0; N ∈ [p, m], m mod N = 0 or ≥ p).
+    let dir = std::env::temp_dir().join(format!("clustersim-groups-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("sweep.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            "--model",
+            "gpt-22b",
+            "--topology",
+            "dgx-a100",
+            "--gpus",
+            "8",
+            "--global-batch",
+            "10",
+            "--tp",
+            "2",
+            "--pp",
+            "4",
+            "--schedule",
+            "interleaved",
+            "--recompute",
+            "full",
+            "--max-chunks",
+            "2",
+            "--max-microbatch",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let output = clustersim(&args);
+        let value: Option<serde_json::Value> = output
+            .status
+            .success()
+            .then(|| serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap());
+        (output, value)
+    };
+    // Without the flag every interleaved layout is refused (p does not divide m).
+    let (plain, _) = run(&[]);
+    assert_eq!(plain.status.code(), Some(2), "{}", stderr(&plain));
+    assert!(stderr(&plain).contains("no layout of 8 GPUs is valid"));
+    let (grouped, value) = run(&["--microbatch-groups"]);
+    assert!(grouped.status.success(), "{}", stderr(&grouped));
+    let value = value.unwrap();
+    assert_eq!(value["sweep"]["microbatch_groups"], true);
+    let results = value["results"].as_array().unwrap();
+    let seen: Vec<(u64, u64)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["layout"]["microbatch_size"].as_u64().unwrap(),
+                r["layout"]["microbatch_group_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(sorted, [(1, 5), (2, 5)]);
+    assert!(text(&grouped.stdout).contains("interleaved v=2 N=5"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -77,6 +77,31 @@ impl Sharding {
         self.pipeline_parallel * self.chunks
     }
 
+    /// The stages one copy of the model is cut into: p·v, or p for
+    /// DualPipe's two copies of p stages each.
+    pub fn model_stages(&self) -> u32 {
+        self.virtual_stages() / self.map.copies()
+    }
+
+    /// Which stage of its model copy virtual stage `virtual_stage` is (the
+    /// virtual stage itself unless the pipeline holds two copies).
+    pub fn model_stage(&self, virtual_stage: u32) -> u32 {
+        virtual_stage % self.model_stages().max(1)
+    }
+
+    /// Whether virtual stage `virtual_stage` is the first of its copy (the
+    /// embedding) and whether it is the last (the head and the loss).
+    pub fn is_end(&self, virtual_stage: u32) -> (bool, bool) {
+        let stage = self.model_stage(virtual_stage);
+        (stage == 0, stage + 1 == self.model_stages().max(1))
+    }
+
+    /// Whether some chunk of pipeline stage (rank) `stage` holds a head
+    /// and its loss (DualPipe: ranks 0 and p−1 both do).
+    pub fn holds_head(&self, stage: u32) -> bool {
+        (0..self.chunks).any(|chunk| self.is_end(self.virtual_stage(stage, chunk)).1)
+    }
+
     /// The "layers" split evenly over the virtual stages: the model's, plus
     /// the embedding and the loss where the split counts them.
     pub fn split_layers(&self, layers: u64) -> u64 {
@@ -89,7 +114,7 @@ impl Sharding {
         if let Some(layout) = self.split.layout {
             return layout.layers().iter().copied().max().unwrap_or(0) as u64;
         }
-        self.split_layers(layers) / (self.virtual_stages().max(1) as u64)
+        self.split_layers(layers) / (self.model_stages().max(1) as u64)
     }
 
     /// The virtual stage chunk `chunk` of pipeline stage (rank) `stage` runs.
@@ -115,7 +140,8 @@ impl Sharding {
     pub fn layers_of_chunk(&self, layers: u64, stage: u32, chunk: u32) -> u64 {
         let virtual_stage =
             self.map
-                .stage_of_wide(self.pipeline_parallel as u64, stage as u64, chunk as u64);
+                .stage_of_wide(self.pipeline_parallel as u64, stage as u64, chunk as u64)
+                % (self.model_stages().max(1) as u64);
         if let Some(layout) = self.split.layout {
             return layout
                 .layers()
@@ -123,7 +149,7 @@ impl Sharding {
                 .copied()
                 .unwrap_or(0) as u64;
         }
-        let last = self.virtual_stages().max(1) as u64 - 1;
+        let last = self.model_stages().max(1) as u64 - 1;
         let mut count = self.layers_per_chunk(layers);
         if virtual_stage == 0 && self.split.embedding {
             count = count.saturating_sub(1);
@@ -143,6 +169,8 @@ impl Sharding {
         let virtual_stage =
             self.map
                 .stage_of_wide(self.pipeline_parallel as u64, stage as u64, chunk as u64);
+        // Its place in its model copy (DualPipe's second copy starts over).
+        let virtual_stage = virtual_stage % u64::from(self.model_stages().max(1));
         if let Some(layout) = self.split.layout {
             return layout
                 .layers()
@@ -187,7 +215,10 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
     // last's has the same layers; the first adds the embedding, the last the
     // head. A layout's chunks may all differ: summed one by one (its p·v
     // stages were written out, so there are few).
+    // DualPipe's two copies put an end on both ranks 0 and p−1: summed too,
+    // as are the chunks of a model with dense layers among its MoE layers.
     if sharding.split.layout.is_some()
+        || sharding.map.copies() > 1
         || (has_dense_and_moe_layers(model) && u64::from(sharding.chunks) <= model.layers)
     {
         return (0..sharding.chunks)
@@ -237,15 +268,14 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
 
 /// Parameters of one model chunk on one rank of pipeline stage `stage`.
 pub fn parameters_of_chunk(model: &ModelSpec, sharding: Sharding, stage: u32, chunk: u32) -> u64 {
-    let virtual_stages = sharding.virtual_stages();
-    let virtual_stage = sharding.virtual_stage(stage, chunk);
+    let (first, last) = sharding.is_end(sharding.virtual_stage(stage, chunk));
     parameters_of_layer_range(
         model,
         sharding,
         sharding.first_layer_of_chunk(model.layers, stage, chunk),
         sharding.layers_of_chunk(model.layers, stage, chunk),
-        virtual_stage == 0,
-        virtual_stage == virtual_stages - 1,
+        first,
+        last,
     )
 }
 
@@ -527,6 +557,51 @@ mod tests {
                 assert_eq!((layers(p - 1, 0), layers(p - 1, 1)), (per_chunk, per_chunk));
             }
         }
+    }
+
+    #[test]
+    fn dualpipe_holds_two_copies_with_both_ends_on_the_first_and_last_rank() {
+        // Each copy is cut into p stages (layers/p each); rank r holds copy
+        // A's stage r and copy B's stage p−1−r: twice the parameters of one
+        // 1F1B stage pair, the whole model twice over the ranks.
+        let model = crate::preset("gpt3-175b").unwrap();
+        let (t, p) = (8, 4);
+        let dual = Sharding {
+            tensor_parallel: t,
+            pipeline_parallel: p,
+            chunks: 2,
+            split: PipelineSplit::default(),
+            map: StageMap::DualPipe,
+            expert_parallel: 1,
+        };
+        let one_f_one_b = Sharding {
+            chunks: 1,
+            map: StageMap::Interleaved,
+            ..dual
+        };
+        assert_eq!(dual.model_stages(), p);
+        assert_eq!(dual.layers_per_chunk(model.layers), model.layers / p as u64);
+        for rank in 0..p {
+            assert_eq!(
+                parameters_on_rank(&model, dual, rank),
+                parameters_on_rank(&model, one_f_one_b, rank)
+                    + parameters_on_rank(&model, one_f_one_b, p - 1 - rank),
+                "rank {rank}"
+            );
+            // The loss of one copy or the other on ranks 0 and p−1 only.
+            assert_eq!(dual.holds_head(rank), rank == 0 || rank == p - 1);
+        }
+        let total = |sharding| {
+            (0..p)
+                .map(|stage| parameters_on_rank(&model, sharding, stage))
+                .sum::<u64>()
+        };
+        assert_eq!(total(dual), 2 * total(one_f_one_b));
+        // Copy A's embedding and copy B's head on rank 0, the reverse on p−1.
+        assert_eq!(dual.is_end(dual.virtual_stage(0, 0)), (true, false));
+        assert_eq!(dual.is_end(dual.virtual_stage(0, 1)), (false, true));
+        assert_eq!(dual.is_end(dual.virtual_stage(p - 1, 0)), (false, true));
+        assert_eq!(dual.is_end(dual.virtual_stage(p - 1, 1)), (true, false));
     }
 }
 

@@ -5,7 +5,10 @@
 //! m(F+I+W) is (p−1)/(3·m) when F = I = W (Qi et al., ICLR 2024, Sec. 3.1),
 //! drawn as the curve of k = 3, as is DualPipeV's (p−1)(F&B+B−3W) over
 //! 2m(F+I+W) per chunk when F&B = F+B (the DualPipe README); ZB-V's start
-//! skew (p−1)F over 2m(F+I+W) is the curve of k = 6. The m axis is logarithmic
+//! skew (p−1)F over 2m(F+I+W) is the curve of k = 6. DualPipe's
+//! (p/2−1)(F&B+B−3W) over m(F+I+W) is (p−2)/(3·m) (the DualPipe README,
+//! PP = p): the curve of k = 3 with one stage fewer in the numerator
+//! ([`BubbleSeries::fewer_stages`]). The m axis is logarithmic
 //! (base 2), ticked at the m values of the data.
 
 use crate::colors::SERIES_COLORS;
@@ -27,6 +30,9 @@ pub struct BubbleSeries {
     /// k of the analytical curve (p−1)/(k·m): the model chunks per rank v
     /// (1 for GPipe and 1F1B), 3 for ZB-H1 and DualPipeV, 6 for ZB-V (F = I = W).
     pub chunks: u32,
+    /// Stages taken off p−1 in the curve's numerator: 0, or 1 for
+    /// DualPipe's (p−2)/(3·m).
+    pub fewer_stages: u32,
     /// (microbatches m, simulated bubble time ÷ ideal compute time).
     pub points: Vec<(u32, f64)>,
 }
@@ -57,8 +63,8 @@ pub fn analytical_bubble_fraction(pipeline_stages: u32, chunks: u32, microbatche
 struct BubbleChart {
     series: Vec<BubbleSeries>,
     pipeline_stages: u32,
-    /// Distinct chunk counts, one analytical curve each.
-    curves: Vec<u32>,
+    /// Distinct (k, stages fewer) pairs, one analytical curve each.
+    curves: Vec<(u32, u32)>,
     /// log2(m) range shown.
     x_range: (f64, f64),
     y_max: f64,
@@ -73,6 +79,7 @@ impl BubbleChart {
             .map(|one| BubbleSeries {
                 label: one.label.clone(),
                 chunks: one.chunks.max(1),
+                fewer_stages: one.fewer_stages,
                 points: one
                     .points
                     .iter()
@@ -92,10 +99,10 @@ impl BubbleChart {
                     .to_string(),
             });
         };
-        let curves: Vec<u32> = series
+        let curves: Vec<(u32, u32)> = series
             .iter()
-            .map(|one| one.chunks)
-            .collect::<BTreeSet<u32>>()
+            .map(|one| (one.chunks, one.fewer_stages))
+            .collect::<BTreeSet<(u32, u32)>>()
             .into_iter()
             .collect();
         let x_range = (f64::from(m_min).log2() - 0.3, f64::from(m_max).log2() + 0.3);
@@ -105,7 +112,9 @@ impl BubbleChart {
             .fold(0.0, f64::max);
         let analytical_max = curves
             .iter()
-            .map(|&chunks| analytical_bubble_fraction(pipeline_stages, chunks, m_min))
+            .map(|&(chunks, fewer)| {
+                analytical_bubble_fraction(pipeline_stages.saturating_sub(fewer), chunks, m_min)
+            })
             .fold(0.0, f64::max);
         let y_max = (simulated_max.max(analytical_max) * 1.15).max(0.01);
         let tick_ms = if all_ms.len() <= MAX_DATA_TICKS {
@@ -130,12 +139,12 @@ impl BubbleChart {
         SERIES_COLORS[index % SERIES_COLORS.len()]
     }
 
-    /// Colour of the curve for `chunks`: that of the first series using it.
-    fn curve_color(&self, chunks: u32) -> RGBColor {
+    /// Colour of the curve for (`chunks`, `fewer`): that of the first series using it.
+    fn curve_color(&self, chunks: u32, fewer: u32) -> RGBColor {
         let index = self
             .series
             .iter()
-            .position(|one| one.chunks == chunks)
+            .position(|one| one.chunks == chunks && one.fewer_stages == fewer)
             .unwrap_or(0);
         self.series_color(index)
     }
@@ -192,18 +201,21 @@ impl Picture for BubbleChart {
 
         // Analytical curves, dashed, clipped to the y range.
         const SAMPLES: usize = 200;
-        for &chunks in &self.curves {
-            let color = self.curve_color(chunks);
+        for &(chunks, fewer) in &self.curves {
+            let color = self.curve_color(chunks, fewer);
+            let numerator = f64::from(p.saturating_sub(1).saturating_sub(fewer));
             let (x0, x1) = self.x_range;
             let points: Vec<(f64, f64)> = (0..=SAMPLES)
                 .map(|index| x0 + (x1 - x0) * index as f64 / SAMPLES as f64)
                 .map(|x| {
                     let m = x.exp2();
-                    (x, f64::from(p.saturating_sub(1)) / (f64::from(chunks) * m))
+                    (x, numerator / (f64::from(chunks) * m))
                 })
                 .filter(|&(_, y)| y <= self.y_max)
                 .collect();
-            let label = if chunks == 1 {
+            let label = if fewer > 0 {
+                format!("(p−1−{fewer})/({chunks}·m) analytical: DualPipe (F = I = W)")
+            } else if chunks == 1 {
                 "(p−1)/m analytical".to_string()
             } else if chunks == 3 {
                 "(p−1)/(3·m) analytical: ZB-H1, DualPipeV (F = I = W), interleaved v = 3"
@@ -251,16 +263,35 @@ mod tests {
     fn series() -> Vec<BubbleSeries> {
         vec![
             BubbleSeries {
+                fewer_stages: 0,
                 label: "1F1B (simulated)".to_string(),
                 chunks: 1,
                 points: vec![(8, 0.40), (16, 0.20), (32, 0.10), (64, 0.05)],
             },
             BubbleSeries {
+                fewer_stages: 0,
                 label: "interleaved v=2 (simulated)".to_string(),
                 chunks: 2,
                 points: vec![(8, 0.20), (16, 0.10), (32, 0.05), (64, 0.025)],
             },
         ]
+    }
+
+    #[test]
+    fn dualpipe_gets_its_own_curve_with_one_stage_fewer() {
+        let mut all = series();
+        all.push(BubbleSeries {
+            fewer_stages: 1,
+            label: "DualPipe".to_string(),
+            chunks: 3,
+            points: vec![(8, 0.09), (16, 0.04)],
+        });
+        let chart = BubbleChart::build(&all, 8).unwrap();
+        assert_eq!(chart.curves, vec![(1, 0), (2, 0), (3, 1)]);
+        let ((), svg) = render_svg_string(&chart, (WIDTH_PX, HEIGHT_PX)).unwrap();
+        assert!(svg.contains("(p−1−1)/(3·m) analytical: DualPipe (F = I = W)"));
+        // (p−2)/(3·m) at p = 8, m = 16.
+        assert_eq!(analytical_bubble_fraction(8 - 1, 3, 16), 6.0 / 48.0);
     }
 
     #[test]
@@ -273,7 +304,7 @@ mod tests {
     #[test]
     fn chart_has_one_marker_per_point_a_curve_per_chunk_count_and_a_legend() {
         let chart = BubbleChart::build(&series(), 4).unwrap();
-        assert_eq!(chart.curves, vec![1, 2]);
+        assert_eq!(chart.curves, vec![(1, 0), (2, 0)]);
         assert_eq!(chart.tick_ms, vec![8, 16, 32, 64]);
         let ((), svg) = render_svg_string(&chart, (WIDTH_PX, HEIGHT_PX)).unwrap();
         // 8 data markers plus 2 legend markers.
@@ -286,6 +317,7 @@ mod tests {
     #[test]
     fn unusable_points_are_dropped_and_nothing_left_is_an_error() {
         let bad = vec![BubbleSeries {
+            fewer_stages: 0,
             label: "broken".to_string(),
             chunks: 0,
             points: vec![(0, 0.5), (8, f64::NAN), (8, -1.0)],

@@ -15,7 +15,7 @@ use studies::sweep::SweepRecord;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 640;
-const SCHEDULES: [ScheduleKind; 8] = ScheduleKind::ALL;
+const SCHEDULES: [ScheduleKind; 9] = ScheduleKind::ALL;
 
 /// Draws `results` (in any order; ranked here by samples/s, ties by index)
 /// into `path` (.svg or .png); `title` goes above the chart.
@@ -40,8 +40,9 @@ fn schedule_color(schedule: ScheduleKind) -> RGBColor {
         ScheduleKind::LoopedBfs => SERIES_COLORS[5],
         ScheduleKind::ZbV => SERIES_COLORS[6],
         ScheduleKind::DualPipeV => SERIES_COLORS[7],
-        // Refused by validation: never in a sweep.
-        ScheduleKind::DualPipe => SERIES_COLORS[5],
+        // The palette has eight series: DualPipe's bars are DualPipeV's
+        // yellow darkened, the two being one family.
+        ScheduleKind::DualPipe => RGBColor(0x9e, 0x7f, 0x1c),
     }
 }
 
@@ -186,6 +187,7 @@ mod tests {
                 recompute: Recompute::None,
                 zero_stage: None,
                 precision: None,
+                microbatch_group_size: None,
             },
             microbatches: 8,
             iteration_time_ns: (1e9 / samples_per_s) as u64,

@@ -50,7 +50,13 @@ pub struct MemoryBreakdown {
     pub weight_bytes: u64,
     pub gradient_bytes: u64,
     pub optimizer_state_bytes: u64,
+    /// Activations at the rank's peak, with what deferred weight-gradient
+    /// passes keep at that same moment (split backwards).
     pub activation_bytes: u64,
+    /// Of `activation_bytes`, the deferred weight-gradient passes' state
+    /// (each linear layer's input and output gradient; 0 unless split).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub weight_gradient_pending_bytes: u64,
     pub peak_microbatches_in_flight: u32,
     /// GPU bytes: weights + gradients + optimizer states + activations.
     pub total_bytes: u64,
@@ -62,6 +68,10 @@ pub struct MemoryBreakdown {
     /// This rank's share of its node's host memory.
     pub cpu_capacity_bytes: u64,
     pub cpu_fits: bool,
+}
+
+fn is_zero(bytes: &u64) -> bool {
+    *bytes == 0
 }
 
 /// Host bytes per offloaded parameter: fp16 gradient (2) + fp32 weight, momentum, variance (12).
@@ -205,7 +215,8 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             let expert_parameters =
                 models::sharding::expert_parameters_of_stage(model, layout.sharding(), stage);
             let in_flight = schedule.peak_in_flight(stage);
-            let is_last = layout.sharding().ends().1 .0 == stage;
+            // A stage holding a head (DualPipe: ranks 0 and p−1 both do).
+            let is_last = sharding.holds_head(stage);
             // fp16 logits plus their fp32 softmax for the loss, one microbatch at a time.
             let logits = if is_last {
                 (b * rank_model.seq_len * model.vocab / t * 6) as f64
@@ -228,6 +239,34 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                         * stored(kind)
                 }
                 None => in_flight as f64 * per_microbatch_chunk,
+            };
+            // A split backward keeps, from each input-gradient pass until its
+            // deferred weight-gradient pass, the linear layers' inputs and
+            // output gradients: counted with the activations at their joint
+            // peak over the stage's action order (not the sum of both peaks).
+            let (held, weight_gradient_pending_bytes) = if scenario.schedule.splits_backward() {
+                let chunk_layers = |chunk| sharding.layers_of_chunk(model.layers, stage, chunk);
+                let pending: Vec<f64> = (0..layout.chunks)
+                    .map(|chunk| {
+                        let head = sharding.is_end(sharding.virtual_stage(stage, chunk)).1;
+                        crate::cost::split_backward::weight_gradient_state_bytes(
+                            scenario,
+                            chunk_layers(chunk) as u32,
+                            head,
+                        ) as f64
+                    })
+                    .collect();
+                let (joint, owed) = schedule.peak_held_bytes(
+                    stage,
+                    |chunk| match sharding.split.layout {
+                        Some(_) => chunk_layers(chunk) as f64 * stored(kind),
+                        None => per_microbatch_chunk,
+                    },
+                    |chunk| pending[chunk as usize],
+                );
+                (joint, owed as u64)
+            } else {
+                (held, 0)
             };
             let activation_bytes = (held
                 + working_layer
@@ -323,6 +362,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 gradient_bytes,
                 optimizer_state_bytes,
                 activation_bytes,
+                weight_gradient_pending_bytes,
                 peak_microbatches_in_flight: in_flight,
                 total_bytes,
                 capacity_bytes,

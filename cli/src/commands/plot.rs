@@ -61,6 +61,7 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         (ScheduleKind::LoopedBfs, 2, "looped BFS v=2"),
         (ScheduleKind::ZbV, 2, "ZB-V"),
         (ScheduleKind::DualPipeV, 2, "DualPipeV"),
+        (ScheduleKind::DualPipe, 2, "DualPipe"),
     ] {
         let mut points = Vec::new();
         for &m in &args.microbatches {
@@ -92,10 +93,13 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
                 // skew (p−1)F is (p−1)/(6·m), DualPipeV's (p−1)(F&B+B−3W)
                 // = (p−1)·2F is (p−1)/(3·m).
                 chunks: match schedule {
-                    ScheduleKind::ZbH1 | ScheduleKind::DualPipeV => 3,
+                    // DualPipe: (p/2−1)(F&B+B−3W) = (p−2)F over m(F+I+W)
+                    // = 3mF: (p−2)/(3·m), one stage fewer.
+                    ScheduleKind::ZbH1 | ScheduleKind::DualPipeV | ScheduleKind::DualPipe => 3,
                     ScheduleKind::ZbV => 6,
                     _ => chunks,
                 },
+                fewer_stages: u32::from(schedule == ScheduleKind::DualPipe),
                 points,
             });
         }
@@ -116,7 +120,7 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
             .map(|(m, y)| {
                 format!(
                     "m={m}: {y:.4} (formula {:.4})",
-                    reports::analytical_bubble_fraction(p, s.chunks, *m)
+                    reports::analytical_bubble_fraction(p - s.fewer_stages, s.chunks, *m)
                 )
             })
             .collect();

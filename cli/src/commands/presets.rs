@@ -12,6 +12,8 @@ pub fn run() -> anyhow::Result<()> {
         sim::scenario::Stack::builtin_names().join(", "),
         sim::scenario::DEFAULT_STACK
     );
-    println!("schedules:  gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipev (dualpipe: refused, not built)");
+    println!(
+        "schedules:  gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipev, dualpipe, looped-bfs"
+    );
     Ok(())
 }

@@ -66,7 +66,7 @@ pub struct ScenarioArgs {
     /// config gives its longest context, e.g. 131072 for Llama 3.1).
     #[arg(long, value_name = "TOKENS")]
     pub seq_len: Option<u64>,
-    /// Model chunks per stage v (interleaved and looped-bfs; zb-v and dualpipev run exactly 2, the default for them).
+    /// Model chunks per stage v (interleaved and looped-bfs; zb-v, dualpipev and dualpipe run exactly 2, the default for them).
     #[arg(long)]
     pub chunks: Option<u32>,
     /// Interleaved schedule: microbatches per group N, pp ≤ N ≤ m (Megatron-Core's
@@ -104,7 +104,9 @@ pub struct ScenarioArgs {
     /// or looped-bfs (PyTorch's ScheduleLoopedBFS: --chunks stages per rank on
     /// the interleaved map, all forwards of each, then the backwards in
     /// reverse; m·v microbatch-chunks of activations).
-    /// dualpipe (two parameter copies) is named but refused: not built.
+    /// dualpipe (DeepSeek's DualPipe: two parameter copies, stage r holding
+    /// stage r of one and pp−1−r of the other, half the microbatches fed from
+    /// each end; pp even, m even and ≥ 2p).
     #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "dualpipe", "looped-bfs"])]
     pub schedule: Option<String>,
     /// Activation recomputation: none, selective (attention core only) or full.

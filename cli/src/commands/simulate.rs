@@ -244,12 +244,20 @@ fn write_summary(
     }
     writeln!(
         out,
-        "  peak memory / GPU   {:.1} GiB of {:.1} GiB (stage {}: weights+grads+Adam {:.1}, activations {:.1}, {} microbatches in flight) — {}",
+        "  peak memory / GPU   {:.1} GiB of {:.1} GiB (stage {}: weights+grads+Adam {:.1}, activations {:.1}{}, {} microbatches in flight) — {}",
         gib(peak.total_bytes),
         gib(peak.capacity_bytes),
         peak.stage,
         gib(peak.weight_bytes + peak.gradient_bytes + peak.optimizer_state_bytes),
         gib(peak.activation_bytes),
+        if peak.weight_gradient_pending_bytes > 0 {
+            format!(
+                " (with {:.1} of deferred weight-gradient state)",
+                gib(peak.weight_gradient_pending_bytes)
+            )
+        } else {
+            String::new()
+        },
         peak.peak_microbatches_in_flight,
         if report.memory.iter().all(|s| s.fits) { "fits" } else { "DOES NOT FIT" }
     )?;
@@ -339,7 +347,8 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             out,
             "split backward ({}): I = data-gradient GEMMs, the non-GEMM backward and the tensor \
              all-reduces; W = weight-gradient GEMMs (and their unfused accumulation), deferred. \
-             Peak weight gradients owed per stage: {} (their inputs are not counted in memory)",
+             Peak weight gradients owed per stage: {} (each keeps its linear layers' inputs and output \
+             gradients, counted in memory with the activations at their joint peak)",
             scenario.schedule.name(),
             owed.join(" ")
         )?;
@@ -364,6 +373,29 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
                  the forward's output sent when the pair ends"
             )?;
         }
+    }
+    if scenario.layout.stage_map == models::sharding::StageMap::DualPipe {
+        let p = scenario.layout.pipeline_parallel;
+        let in_flight: Vec<String> = (0..p)
+            .map(|stage| schedule.peak_in_flight(stage).to_string())
+            .collect();
+        writeln!(
+            out,
+            "DualPipe: two model copies of {p} stages; stage r holds stage r of copy A (chunk 0, \
+             fed from stage 0) and stage {}−r of copy B (chunk 1, fed from stage {}): parameters, \
+             gradients and optimizer states twice; each stage's gradients all-reduced with its \
+             mirror stage {}−r's before the optimizer. Peak chunk-microbatches of activations \
+             per stage: {}",
+            p - 1,
+            p - 1,
+            p - 1,
+            in_flight.join(" ")
+        )?;
+        writeln!(
+            out,
+            "F&B pairs (F…&B…): overlap of the pair not modeled: costed as sequential, \
+             the forward's output sent when the pair ends"
+        )?;
     }
     write_layer_kernels(out, scenario)
 }

@@ -160,9 +160,16 @@ pub struct SweepFlags {
     /// Also try tensor parallelism across nodes (t a multiple of the GPUs per node).
     #[arg(long)]
     pub allow_cross_node_tp: bool,
+    /// Also try interleaved where pp does not divide the microbatches m, with
+    /// Megatron-Core's smallest valid microbatch group size N (p < N ≤ m,
+    /// m mod N = 0 or ≥ p). Larger N only hold more activations (warm-up
+    /// 2(p−r−1)+(v−1)N) for the same bubble under uniform costs, so they are not tried.
+    #[arg(long)]
+    pub microbatch_groups: bool,
     /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2, zb-v
-    /// and dualpipev (v = 2, the V map), and looped-bfs (v from 2 to --max-chunks) on request).
-    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "looped-bfs"])]
+    /// and dualpipev (v = 2, the V map), dualpipe (v = 2, two model copies), and looped-bfs
+    /// (v from 2 to --max-chunks) on request).
+    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "dualpipe", "looped-bfs"])]
     pub schedule: Vec<String>,
     /// Only these recompute modes (comma-separated; default none,full).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]
@@ -350,6 +357,7 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.max_microbatch = args.max_microbatch;
     space.max_chunks = args.max_chunks;
     space.allow_cross_node_tp = args.allow_cross_node_tp;
+    space.microbatch_groups = args.microbatch_groups;
     space.ignore_memory = args.ignore_memory;
     space.options = args.options.clone();
     space.stack = args.stack.clone();

@@ -285,7 +285,12 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
             flags.push(flag, Some(value(valid, rng)));
         }
     }
-    for switch in ["--allow-cross-node-tp", "--ignore-memory", "--no-symmetry"] {
+    for switch in [
+        "--allow-cross-node-tp",
+        "--ignore-memory",
+        "--no-symmetry",
+        "--microbatch-groups",
+    ] {
         if rng.chance(15) {
             flags.push(switch, None);
         }

@@ -67,6 +67,51 @@ pub fn split(backward: Vec<Step>, weight: bool) -> Vec<Step> {
         .collect()
 }
 
+/// Bytes one deferred weight-gradient pass keeps on its rank from its
+/// input-gradient pass until it runs, for `layers` transformer layers (and
+/// the head's output layer when `head`): what each weight-gradient GEMM
+/// dW = Xᵀ·dY reads, the linear layer's saved input X and its output
+/// gradient dY (the fork's `WeightGradStore` queues `wgrad_gemm_accum`
+/// with both tensors). Exactly the A and B operands of every `*.wgrad`
+/// GEMM of the pass, batch·(m·k + k·n) elements of the GEMM's shape, at
+/// 2 bytes (fp16/bf16) or 1 for an FP8 GEMM ([`models::fp8::FP8_BYTES`]:
+/// Transformer Engine keeps both operands of its FP8 weight-gradient GEMM
+/// in FP8). Under sequence parallelism the input is the gathered one the
+/// GEMM reads.
+pub fn weight_gradient_state_bytes(
+    scenario: &crate::scenario::Scenario,
+    layers: u32,
+    head: bool,
+) -> u64 {
+    let steps = super::pass_steps(
+        scenario,
+        crate::task_graph::ComputePass::WeightGradient,
+        layers,
+        false,
+        head,
+    );
+    steps
+        .iter()
+        .map(|step| match step {
+            Step::Kernel(kernel) if kernel.name.ends_with(".wgrad") => match kernel.class {
+                models::ops::KernelClass::Gemm { shape, .. } => {
+                    operand_elements(shape) * models::ops::FP16_BYTES
+                }
+                models::ops::KernelClass::Fp8Gemm { shape, .. } => {
+                    operand_elements(shape) * models::fp8::FP8_BYTES
+                }
+                _ => 0,
+            },
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Elements of a GEMM's two inputs A[m,k] and B[k,n], `batch` times.
+fn operand_elements(shape: models::gemm::GemmShape) -> u64 {
+    shape.batch * (shape.m * shape.k + shape.k * shape.n)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::cost::pass_steps;

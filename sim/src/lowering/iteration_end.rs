@@ -2,7 +2,8 @@
 //! stage's passes, `pipeline.rs`): the data-parallel reductions (all-reduce,
 //! or the distributed optimizer's reduce-scatter, or ZeRO-2/3's from
 //! `sharded.rs`), the tied word embedding's all-reduce between the stages
-//! holding the embedding and the head, the optimizer steps and the
+//! holding the embedding and the head (DualPipe: the two copies'
+//! gradients all-reduced between mirrored ranks), the optimizer steps and the
 //! distributed optimizer's parameter all-gather.
 
 use super::pipeline::{host_task, GradientsReady};
@@ -428,6 +429,62 @@ fn embedding_all_reduces(
                         program.depend(copy_back, all_reduce, Dependency::Data);
                     }
                     embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
+                }
+            }
+        }
+    }
+    // DualPipe's two copies: rank r holds stages r (copy A) and p−1−r
+    // (copy B), rank p−1−r the same two stages the other way round; each
+    // copy's gradients are summed with the other's before the optimizer
+    // (deepseek-ai/DualPipe `examples/example_dualpipe.py`: "p0.grad +=
+    // p1all[pp_size - 1 - rank]", and the same for p1). Modeled as one
+    // all-reduce of all the rank's gradients between the two mirrored
+    // ranks (after the data-parallel reduction, like the tied embedding's);
+    // the example gathers them over the whole pipeline group, a check, not
+    // a training step. Both ends of each copy are on ranks 0 and p−1, so
+    // this sum also covers the tied embedding.
+    if sharding.map.copies() > 1 {
+        for stage in 0..p / 2 {
+            let mirror = p - 1 - stage;
+            let params = parameters_on_rank(&scenario.model, sharding, stage);
+            for data_index in 0..*lowered_replicas {
+                let ours = placement.tensor_group(stage, data_index);
+                let theirs = placement.tensor_group(mirror, data_index);
+                for tensor_index in 0..t {
+                    let ranks = [ours[tensor_index as usize], theirs[tensor_index as usize]];
+                    let group = builder.group(&ranks);
+                    let work = builder.work(Work::DataParallelAllReduce {
+                        bytes: params * gradient_bytes_per_param,
+                        group_size: 2,
+                        nodes: placement.nodes_spanned(&ranks),
+                    });
+                    let all_reduce = program.task(Task {
+                        kind: TaskKind::DataParallelAllReduce,
+                        stream: StreamKind::DataParallel,
+                        chunk: 0,
+                        stage,
+                        microbatch: NO_MICROBATCH,
+                        group,
+                        work,
+                        iteration: 0,
+                    });
+                    for stage in [stage, mirror] {
+                        let index = (data_index * p + stage) as usize;
+                        program.depend(
+                            stage_tails[index].expect("set for every stage"),
+                            all_reduce,
+                            Dependency::Data,
+                        );
+                        for &send in &trailing_sends[index] {
+                            program.depend(send, all_reduce, Dependency::ProgramOrder);
+                        }
+                        for &reduction in
+                            &reductions_by_stage[stage as usize][tensor_index as usize]
+                        {
+                            program.depend(reduction, all_reduce, Dependency::Data);
+                        }
+                        embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
+                    }
                 }
             }
         }

@@ -20,8 +20,10 @@
 //! Sends are blocking as in Megatron's `send_forward_recv_backward`: the
 //! sender's next pass waits for its send. Virtual stages sit on the ranks the
 //! layout's stage map says (interleaved, or V: a send between two virtual
-//! stages of one rank is a local hand-off, no transfer); an overlapped F&B
-//! pair (DualPipeV) is lowered as its two passes back to back, as one unit.
+//! stages of one rank is a local hand-off, no transfer; DualPipe's two
+//! copies: nothing is sent past a copy's last or first stage); an
+//! overlapped F&B pair (DualPipe, DualPipeV) is lowered as its two passes
+//! back to back, as one unit.
 //! After the last action (`iteration_end.rs`), the
 //! data-parallel all-reduce (when d > 1; not overlapped, as in Megatron SC21)
 //! and the optimizer step follow. With `overlap_grad_reduce` the all-reduce
@@ -201,8 +203,9 @@ pub fn program(
                 // layers are dense in a model with experts.
                 let chunk_first =
                     sharding.first_layer_of_chunk(scenario.model.layers, stage, action.chunk);
-                let embedding = virtual_stage == 0;
-                let head = virtual_stage == virtual_stages - 1;
+                // The first and last stage of the chunk's model copy (DualPipe
+                // has two copies, each with its embedding and its head).
+                let (embedding, head) = sharding.is_end(virtual_stage);
                 let passes: &[ComputePass] = match (action.pass, recompute) {
                     (Pass::Forward, _) => &[ComputePass::Forward],
                     (Pass::Backward, true) => &[ComputePass::Recompute, ComputePass::Backward],
@@ -384,13 +387,13 @@ pub fn program(
 
                 // Sends produced by this action.
                 let send = match action.pass {
-                    Pass::Forward if virtual_stage + 1 < virtual_stages => Some((
+                    Pass::Forward if !head => Some((
                         TaskKind::PipelineActivation,
                         StreamKind::PipelineSendNext,
                         virtual_stage + 1,
                         ComputePass::Forward,
                     )),
-                    Pass::Backward | Pass::InputGradient if virtual_stage > 0 => Some((
+                    Pass::Backward | Pass::InputGradient if !embedding => Some((
                         TaskKind::PipelineGradient,
                         StreamKind::PipelineSendPrevious,
                         virtual_stage - 1,

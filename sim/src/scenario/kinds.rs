@@ -38,8 +38,10 @@ pub enum ScheduleKind {
     /// forward/backward pairs of the two chunks (costed back to back).
     #[serde(rename = "dualpipev")]
     DualPipeV,
-    /// DualPipe (DeepSeek-V3 report): two parameter copies fed from both
-    /// ends. Named so that it is refused clearly: not built.
+    /// DualPipe (DeepSeek-V3 report; deepseek-ai/DualPipe `dualpipe.py`):
+    /// two parameter copies (rank r holds stage r of one and stage p−1−r of
+    /// the other), half the microbatches fed from each end, F&B pairs
+    /// (costed back to back).
     #[serde(rename = "dualpipe")]
     DualPipe,
 }
@@ -59,9 +61,8 @@ impl ScheduleKind {
         }
     }
 
-    /// Every schedule the simulator builds, in declaration order
-    /// (`dualpipe` is refused by validation and not listed).
-    pub const ALL: [ScheduleKind; 8] = [
+    /// Every schedule the simulator builds, in declaration order.
+    pub const ALL: [ScheduleKind; 9] = [
         ScheduleKind::Gpipe,
         ScheduleKind::OneFOneB,
         ScheduleKind::Interleaved,
@@ -70,11 +71,13 @@ impl ScheduleKind {
         ScheduleKind::LoopedBfs,
         ScheduleKind::ZbV,
         ScheduleKind::DualPipeV,
+        ScheduleKind::DualPipe,
     ];
 
     /// Whether the schedule runs more than one model chunk per rank (v):
     /// interleaved and looped BFS on the interleaved map (virtual stage
-    /// k·p + r on rank r), ZB-V and DualPipeV two on the V map.
+    /// k·p + r on rank r), ZB-V and DualPipeV two on the V map, DualPipe
+    /// one of each model copy.
     pub fn uses_chunks(self) -> bool {
         matches!(
             self,
@@ -82,22 +85,24 @@ impl ScheduleKind {
                 | ScheduleKind::LoopedBfs
                 | ScheduleKind::ZbV
                 | ScheduleKind::DualPipeV
+                | ScheduleKind::DualPipe
         )
     }
 
     /// Which rank holds which virtual stage: the V map for the V-shaped
     /// schedules (two chunks per rank, rank r holding stages r and
-    /// 2p−1−r), Megatron's interleaved k·p + r for the others.
+    /// 2p−1−r), DualPipe's two copies, Megatron's interleaved k·p + r for
+    /// the others.
     pub fn stage_map(self) -> models::sharding::StageMap {
         match self {
             ScheduleKind::ZbV | ScheduleKind::DualPipeV => models::sharding::StageMap::V,
+            ScheduleKind::DualPipe => models::sharding::StageMap::DualPipe,
             ScheduleKind::Gpipe
             | ScheduleKind::OneFOneB
             | ScheduleKind::Interleaved
             | ScheduleKind::ZbH1
             | ScheduleKind::ZbH2
-            | ScheduleKind::LoopedBfs
-            | ScheduleKind::DualPipe => models::sharding::StageMap::Interleaved,
+            | ScheduleKind::LoopedBfs => models::sharding::StageMap::Interleaved,
         }
     }
 

@@ -100,8 +100,9 @@ impl ScenarioFile {
         let cp = positive("cp", self.cp, Some(1));
         let ep = positive("ep", self.ep, Some(1));
         let etp = positive("etp", self.etp, Some(1));
-        // The V-shaped schedules hold two chunks per rank (the V map).
-        let v_shaped = schedule.stage_map() == models::sharding::StageMap::V;
+        // The V-shaped schedules hold two chunks per rank (the V map), DualPipe
+        // one chunk of each of its two copies.
+        let v_shaped = schedule.stage_map() != models::sharding::StageMap::Interleaved;
         let v = positive("chunks", self.chunks, Some(if v_shaped { 2 } else { 1 }));
         let b = positive("microbatch_size", self.microbatch_size, Some(1));
         let global_batch = positive("global_batch", self.global_batch, None);
@@ -143,10 +144,31 @@ impl ScenarioFile {
                 }
             }
             ScheduleKind::LoopedBfs => {}
-            ScheduleKind::DualPipe => problems.push(
-                "schedule: dualpipe (DualPipe's two parameter copies fed from both ends) is not built; use dualpipev (the same phases on the V map, one copy)"
-                    .into(),
-            ),
+            ScheduleKind::DualPipe => {
+                if v != 2 {
+                    problems.push(format!(
+                        "chunks: dualpipe runs exactly 2 model chunks per stage (stage r holds stage r of one model copy and stage pp−1−r of the other); got chunks = {v}, give --chunks 2"
+                    ));
+                }
+                // dualpipe.py `DualPipe.step`: `assert num_ranks % 2 == 0` and
+                // `num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`.
+                if !p.is_multiple_of(2) {
+                    problems.push(format!(
+                        "pp: dualpipe needs an even number of pipeline stages (half the microbatches enter from each end); got pp = {p}"
+                    ));
+                }
+                if m > 0 && (!m.is_multiple_of(2) || (m as u64) < 2 * p as u64) {
+                    problems.push(format!(
+                        "global_batch: dualpipe needs an even number of microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
+                        2 * p as u64
+                    ));
+                }
+                if self.pipeline_layout.is_some() {
+                    problems.push(
+                        "pipeline_layout: not built for dualpipe (its two copies would each need the layout's stages); use an even split or pipeline_split".into(),
+                    );
+                }
+            }
             ScheduleKind::ZbV | ScheduleKind::DualPipeV => {
                 if v != 2 {
                     problems.push(format!(
@@ -209,17 +231,25 @@ impl ScenarioFile {
             }
             let split = self.pipeline_split.unwrap_or_default();
             let split_layers = model.layers + split.counted_ends();
-            let virtual_stages = p as u64 * v as u64;
+            // DualPipe cuts each of its two copies into p stages.
+            let virtual_stages =
+                p as u64 * v as u64 / u64::from(schedule.stage_map().copies()).min(v as u64);
+            // What the layers are cut into, for the messages below.
+            let cut = if schedule == ScheduleKind::DualPipe {
+                format!("pp = {p} (each of dualpipe's two model copies is cut into pp stages)")
+            } else {
+                format!("pp × chunks = {p} × {v} = {virtual_stages}")
+            };
             if self.pipeline_layout.is_some() {
                 // Checked by `pipeline_layout::resolve` below.
             } else if split.is_even() && model.layers % virtual_stages != 0 {
                 problems.push(format!(
-                    "pp: layers ({}) must be divisible by pp × chunks = {p} × {v} = {virtual_stages} (or count the embedding and the loss as layers: pipeline_split)",
+                    "pp: layers ({}) must be divisible by {cut} (or count the embedding and the loss as layers: pipeline_split)",
                     model.layers,
                 ));
             } else if !split.is_even() && split_layers % virtual_stages != 0 {
                 problems.push(format!(
-                    "pipeline_split: layers + embedding + loss ({split_layers}) must be divisible by pp × chunks = {p} × {v} = {virtual_stages}"
+                    "pipeline_split: layers + embedding + loss ({split_layers}) must be divisible by {cut}"
                 ));
             } else if !split.is_even() && {
                 // Every virtual stage builds at least one transformer layer.
@@ -304,6 +334,11 @@ impl ScenarioFile {
                 "schedule: {} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
                 schedule.name()
             ));
+        }
+        if schedule == ScheduleKind::DualPipe && options.distributed_optimizer {
+            problems.push(
+                "distributed_optimizer: not built for dualpipe (its mirrored ranks order the two copies' gradients differently, so their shards would not line up); use dualpipev".into(),
+            );
         }
         if schedule == ScheduleKind::LoopedBfs && options.offload.is_some() {
             problems.push(

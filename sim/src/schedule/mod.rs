@@ -20,8 +20,11 @@
 //!   stage, then the backwards in reverse (`looped_bfs.rs`).
 //! - ZB-V (Qi et al. 2024, Sec. 6) and DualPipeV (deepseek-ai/DualPipe):
 //!   two chunks per rank on the V map (`v_shape.rs`).
+//! - DualPipe (DeepSeek-V3; deepseek-ai/DualPipe `dualpipe.py`): two model
+//!   copies fed from both ends (`dualpipe.rs`).
 
 mod action;
+mod dualpipe;
 pub mod flexible_interleaved;
 mod looped_bfs;
 mod v_shape;
@@ -94,8 +97,7 @@ impl PipelineSchedule {
                 ScheduleKind::LoopedBfs => looped_bfs::looped_bfs(stage, chunks, microbatches),
                 ScheduleKind::ZbV => v_shape::zb_v(stage, stages, microbatches),
                 ScheduleKind::DualPipeV => v_shape::dualpipe_v(stage, stages, microbatches),
-                // Validation refuses it (`ScenarioFile::resolve`): not built.
-                ScheduleKind::DualPipe => unreachable!("dualpipe is refused by validation"),
+                ScheduleKind::DualPipe => dualpipe::dualpipe(stage, stages, microbatches),
             })
             .collect();
         PipelineSchedule {
@@ -184,13 +186,49 @@ impl PipelineSchedule {
     /// The largest number of microbatches whose weight gradient stage
     /// `stage` still owes at once (input-gradient pass done, weight-gradient
     /// pass not yet): what a split backward keeps beyond the activations
-    /// (each layer's linear inputs and output gradients; not counted in memory).
+    /// (each layer's linear inputs and output gradients, counted in memory
+    /// by [`Self::peak_held_bytes`]).
     pub fn peak_weight_pending(&self, stage: u32) -> u32 {
         self.peak_count(stage, |pass| match pass {
             Pass::InputGradient => 1,
             Pass::WeightGradient => -1,
             Pass::Forward | Pass::Backward | Pass::ForwardBackward => 0,
         })
+    }
+
+    /// The joint peak of what stage `stage` holds for its microbatches,
+    /// walked over its passes in order: the activations of every
+    /// microbatch-chunk from its forward to its backward (or input-gradient
+    /// pass), `activation(chunk)` bytes each, plus the state each deferred
+    /// weight-gradient pass keeps from its input-gradient pass until it
+    /// runs, `pending(chunk)` bytes each. Not the sum of the two peaks: both
+    /// are taken at the same step. Returns (total, the pending part) at the
+    /// first step reaching the peak; an F&B pair counts as its forward, then
+    /// its backward.
+    pub fn peak_held_bytes(
+        &self,
+        stage: u32,
+        activation: impl Fn(u32) -> f64,
+        pending: impl Fn(u32) -> f64,
+    ) -> (f64, f64) {
+        let (mut held, mut owed) = (0.0f64, 0.0f64);
+        let mut peak = (0.0f64, 0.0f64);
+        for action in self.actions[stage as usize].iter().flat_map(Action::halves) {
+            match action.pass {
+                Pass::Forward => held += activation(action.chunk),
+                Pass::Backward => held -= activation(action.chunk),
+                Pass::InputGradient => {
+                    held -= activation(action.chunk);
+                    owed += pending(action.chunk);
+                }
+                Pass::WeightGradient => owed -= pending(action.chunk),
+                Pass::ForwardBackward => {}
+            }
+            if held + owed > peak.0 {
+                peak = (held + owed, owed);
+            }
+        }
+        peak
     }
 
     /// The peak of a running count over the stage's passes; an F&B pair

@@ -98,16 +98,17 @@ pub fn zb_v(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
 
 /// DualPipeV's running state on one rank: the next microbatch of every
 /// (chunk, pass) and the queue of weight-gradient passes owed.
-struct DualPipeV {
-    rank: u32,
-    forward: [u32; 2],
-    backward: [u32; 2],
-    weights_owed: std::collections::VecDeque<(u32, u32)>,
-    list: Vec<Action>,
+/// DualPipe (`dualpipe.rs`) runs the same state with chunks named per copy.
+pub(super) struct DualPipeV {
+    pub(super) rank: u32,
+    pub(super) forward: [u32; 2],
+    pub(super) backward: [u32; 2],
+    pub(super) weights_owed: std::collections::VecDeque<(u32, u32)>,
+    pub(super) list: Vec<Action>,
 }
 
 impl DualPipeV {
-    fn forward(&mut self, chunk: u32) {
+    pub(super) fn forward(&mut self, chunk: u32) {
         let microbatch = self.forward[chunk as usize];
         self.forward[chunk as usize] += 1;
         self.list
@@ -116,7 +117,7 @@ impl DualPipeV {
 
     /// A whole backward (`split` false) or its input-gradient half with the
     /// weight-gradient half queued.
-    fn backward(&mut self, chunk: u32, split: bool) {
+    pub(super) fn backward(&mut self, chunk: u32, split: bool) {
         let microbatch = self.backward[chunk as usize];
         self.backward[chunk as usize] += 1;
         let pass = if split {
@@ -129,7 +130,7 @@ impl DualPipeV {
             .push(Action::new(self.rank, pass, microbatch, chunk));
     }
 
-    fn forward_backward(&mut self, forward_chunk: u32, backward_chunk: u32) {
+    pub(super) fn forward_backward(&mut self, forward_chunk: u32, backward_chunk: u32) {
         let microbatch = self.forward[forward_chunk as usize];
         self.forward[forward_chunk as usize] += 1;
         let backward = Paired {
@@ -145,7 +146,7 @@ impl DualPipeV {
         ));
     }
 
-    fn owed_weight(&mut self) {
+    pub(super) fn owed_weight(&mut self) {
         if let Some((microbatch, chunk)) = self.weights_owed.pop_front() {
             self.list.push(Action::new(
                 self.rank,

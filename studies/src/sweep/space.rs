@@ -10,6 +10,13 @@
 //! - GPipe and 1F1B with v = 1; interleaved with every v in 2..=`max_chunks`,
 //!   but no more than the model's layers (a chunk holds at least one layer, so
 //!   a larger v is never valid and a huge `max_chunks` only costs time and memory);
+//! - with `microbatch_groups` (off by default), interleaved where m is not
+//!   a multiple of p also with Megatron-Core's microbatch groups: the
+//!   smallest valid N (`flexible_interleaved::group_size_problem`). Not
+//!   every N: under uniform costs the bubble is (p−1)(F+B)/v for any N,
+//!   while the warm-up 2(p−r−1)+(v−1)N, and so the activations held, grow
+//!   with N — the smallest is the one worth simulating; where p divides m,
+//!   N = p (the default) already is;
 //! - recompute none and full (selective on request);
 //! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes;
 //! - the training options every layout shares ([`TrainingOptionsFile`]), and
@@ -78,6 +85,10 @@ pub struct SweepSpace {
     /// Simulate layouts that do not fit in memory too (flagged in their records)
     /// instead of dropping them.
     pub ignore_memory: bool,
+    /// Also try interleaved where p does not divide m, with the smallest
+    /// valid microbatch group size N (absent from the header when false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub microbatch_groups: bool,
     /// Software stack (absent from the header when not named: the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
@@ -111,6 +122,7 @@ impl SweepSpace {
             zero_stages: Vec::new(),
             precisions: Vec::new(),
             ignore_memory: false,
+            microbatch_groups: false,
             stack: None,
             options: TrainingOptionsFile::default(),
         }
@@ -172,6 +184,7 @@ impl SweepSpace {
             cp: Some(candidate.context_parallel),
             ep: (candidate.expert_parallel > 1).then_some(candidate.expert_parallel),
             chunks: Some(candidate.chunks),
+            microbatch_group_size: candidate.microbatch_group_size,
             microbatch_size: Some(candidate.microbatch_size),
             schedule: Some(candidate.schedule),
             recompute: Some(candidate.recompute),
@@ -184,6 +197,24 @@ impl SweepSpace {
             file.options.precision = Some(precision);
         }
         file
+    }
+
+    /// The smallest microbatch group size N that makes interleaved valid for
+    /// `layout` at microbatch size `b` when p does not divide its m = B/(b·d)
+    /// (Megatron-Core's rule: p ≤ N ≤ m, m mod N = 0 or ≥ p); None where p
+    /// divides m (N = p, the default) or no N is valid.
+    fn smallest_group_size(&self, layout: &Candidate, b: u32) -> Option<u32> {
+        let p = layout.pipeline_parallel;
+        let samples = u64::from(b) * u64::from(layout.data_parallel);
+        if p < 2 || samples == 0 || !u64::from(self.global_batch).is_multiple_of(samples) {
+            return None;
+        }
+        let m = u32::try_from(u64::from(self.global_batch) / samples).ok()?;
+        if m == 0 || m.is_multiple_of(p) {
+            return None;
+        }
+        (p + 1..=m)
+            .find(|&n| sim::schedule::flexible_interleaved::group_size_problem(p, m, n).is_none())
     }
 
     /// Model, topology, profile, global batch and the options every layout shares.
@@ -237,6 +268,7 @@ impl SweepSpace {
                             recompute: Recompute::None,
                             zero_stage: None,
                             precision: None,
+                            microbatch_group_size: None,
                         };
                         self.push_options_of(
                             layout,
@@ -269,15 +301,21 @@ impl SweepSpace {
                     ScheduleKind::Interleaved | ScheduleKind::LoopedBfs => {
                         (2..=max_chunks).collect()
                     }
-                    // The V map: exactly two chunks per stage.
-                    ScheduleKind::ZbV | ScheduleKind::DualPipeV => vec![2],
+                    // The V map (DualPipe: one chunk of each copy): exactly two chunks per stage.
+                    ScheduleKind::ZbV | ScheduleKind::DualPipeV | ScheduleKind::DualPipe => vec![2],
                     _ => vec![1],
                 };
+                // Interleaved where p does not divide m: the smallest valid
+                // microbatch group size N, when asked for.
+                let group_size = (schedule == ScheduleKind::Interleaved && self.microbatch_groups)
+                    .then(|| self.smallest_group_size(&layout, b))
+                    .flatten();
                 for v in chunk_counts {
                     for &recompute in &self.recompute {
                         for &zero_stage in zero_stages {
                             for &precision in precisions {
                                 out.push(Candidate {
+                                    microbatch_group_size: group_size,
                                     chunks: v,
                                     microbatch_size: b,
                                     schedule,
@@ -320,6 +358,10 @@ pub struct Candidate {
     /// This layout's precision, when the sweep varies it (else absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<Precision>,
+    /// Interleaved: Megatron-Core's microbatch group size N, when the sweep
+    /// sets one (`microbatch_groups`; else absent: N = p).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microbatch_group_size: Option<u32>,
 }
 
 impl Candidate {
@@ -359,7 +401,10 @@ impl Candidate {
     pub fn schedule_label(&self) -> String {
         match self.schedule {
             ScheduleKind::Interleaved | ScheduleKind::LoopedBfs => {
-                format!("{} v={}", self.schedule.name(), self.chunks)
+                match self.microbatch_group_size {
+                    Some(n) => format!("{} v={} N={n}", self.schedule.name(), self.chunks),
+                    None => format!("{} v={}", self.schedule.name(), self.chunks),
+                }
             }
             other => other.name().to_string(),
         }
@@ -381,6 +426,10 @@ fn one() -> u32 {
 
 fn is_one(value: &u32) -> bool {
     *value == 1
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// `[None]` for an empty list (the shared option), else every value.

@@ -208,14 +208,15 @@ fn dev_set_predictions_stay_where_they_are() {
     // every dev-set error (percent, predicted vs published) to within 0.5
     // points, so any change to the cost model shows up here and must update
     // this table and the README's on purpose. Known optimism (issue 13): the
-    // Korthikanti runs' asynchronous tensor all-reduce is charged nothing
-    // beyond its weight-gradient GEMM; memory-bound kernels run near the HBM
-    // roofline.
+    // Korthikanti runs' asynchronous tensor all-reduce slows the
+    // weight-gradient GEMM beside it only by the SMs NCCL's channels hold
+    // (not by the HBM bandwidth it takes); memory-bound kernels run near the
+    // HBM roofline.
     const PINNED: [(&str, &str, f64); 20] = [
         (
             "korthikanti22-22b",
             "iteration_time_s (full recompute)",
-            -10.0,
+            -8.7,
         ),
         (
             "korthikanti22-22b",
@@ -230,7 +231,7 @@ fn dev_set_predictions_stay_where_they_are() {
         (
             "korthikanti22-175b",
             "iteration_time_s (full recompute)",
-            -4.8,
+            -4.0,
         ),
         (
             "korthikanti22-175b",
@@ -245,7 +246,7 @@ fn dev_set_predictions_stay_where_they_are() {
         (
             "korthikanti22-530b",
             "iteration_time_s (full recompute)",
-            -2.5,
+            -1.9,
         ),
         (
             "korthikanti22-530b",
@@ -257,7 +258,7 @@ fn dev_set_predictions_stay_where_they_are() {
             "model_flops_utilization_percent (SP + selective)",
             0.9,
         ),
-        ("korthikanti22-1t", "iteration_time_s (full recompute)", 0.4),
+        ("korthikanti22-1t", "iteration_time_s (full recompute)", 1.0),
         ("korthikanti22-1t", "iteration_time_s (SP + selective)", 3.4),
         (
             "korthikanti22-1t",
@@ -287,13 +288,13 @@ fn dev_set_predictions_stay_where_they_are() {
         (
             "korthikanti22-22b-layer",
             "backward_ms_full_recompute",
-            -10.8,
+            -8.9,
         ),
-        ("korthikanti22-22b-layer", "backward_ms_no_recompute", -13.9),
+        ("korthikanti22-22b-layer", "backward_ms_no_recompute", -10.9),
         (
             "korthikanti22-22b-layer",
             "backward_ms_selective_recompute",
-            -14.9,
+            -12.2,
         ),
         ("korthikanti22-22b-layer", "forward_ms", -7.1),
     ];

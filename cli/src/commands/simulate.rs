@@ -619,5 +619,17 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
             )?;
         }
     }
+    let sm_share = sim::cost::intra_node_collective_sm_share(&scenario.topology);
+    if scenario.options.async_tensor_allreduce && sm_share > 0.0 {
+        let sms = scenario.topology.gpu.sm_count;
+        let channels = sim::cost::NVSWITCH_NODE_COLLECTIVE_CHANNELS.min(sms);
+        writeln!(
+            out,
+            "\nasynchronous tensor all-reduce: each backward all-reduce runs beside the kernels \
+             before it (its row shows only what it adds to them); while it runs NCCL's {channels} \
+             channels hold {channels} of the {sms} SMs, so those kernels run at {:.1}% of their rate",
+            100.0 * (1.0 - sm_share)
+        )?;
+    }
     Ok(())
 }

@@ -4,8 +4,8 @@
 //! tensor all-reduces cost) and hold it against a profiler trace.
 
 use super::{
-    exposed_after_overlap, exposed_with_tp_overlap, overlaps_all_reduce, pass_steps,
-    ClosedFormNetwork, KernelCostModel, NetworkModel,
+    exposed_after_overlap, exposed_with_tp_overlap, intra_node_collective_sm_share,
+    overlaps_all_reduce, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel,
 };
 use crate::scenario::{Recompute, Scenario};
 use crate::task_graph::ComputePass;
@@ -78,7 +78,13 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                 } => {
                     let full = network.all_reduce(bytes, t, nodes);
                     let charged = if overlaps_all_reduce(scenario, pass, async_window) {
-                        exposed_after_overlap(full, &steps[..index], async_window, &kernels)
+                        exposed_after_overlap(
+                            full,
+                            &steps[..index],
+                            async_window,
+                            &kernels,
+                            intra_node_collective_sm_share(&scenario.topology),
+                        )
                     } else if scenario.options.tp_comm_overlap {
                         exposed_with_tp_overlap(full, &steps, index, &kernels)
                     } else {

@@ -16,6 +16,7 @@
 
 mod attention;
 mod breakdown;
+mod comm_sms;
 pub mod context;
 pub mod gradients;
 mod host;
@@ -27,6 +28,7 @@ pub mod split_backward;
 mod tp_overlap;
 
 pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost, RING_EXCHANGE_ROW};
+pub use comm_sms::{intra_node_collective_sm_share, NVSWITCH_NODE_COLLECTIVE_CHANNELS};
 pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
@@ -280,13 +282,19 @@ pub(crate) fn overlaps_all_reduce(
 }
 
 /// What an asynchronous all-reduce of `full` leaves exposed after the
-/// `window` kernels just before it (it runs alongside them; the pass waits
-/// only for the rest).
+/// `window` kernels just before it: it runs alongside them, and while it runs
+/// they progress at `1 − sm_share` of their rate (the SMs its NCCL kernel holds,
+/// [`intra_node_collective_sm_share`]); the pass waits for whatever of the two
+/// ends last. With W the kernels' time alone and A = `full`, the pair takes
+/// A + W − min(W, A·(1 − sm_share)), so the all-reduce adds
+/// A − min(W, A·(1 − sm_share)): A − W when the kernels end first, A·sm_share
+/// when they outlast it (0 and the old max(A − W, 0) at `sm_share` 0).
 pub(crate) fn exposed_after_overlap(
     full: SimDuration,
     before: &[Step],
     window: u32,
     kernels: &KernelCostModel,
+    sm_share: f64,
 ) -> SimDuration {
     let overlapped_s: f64 = before
         .iter()
@@ -297,7 +305,9 @@ pub(crate) fn exposed_after_overlap(
             Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
         })
         .sum();
-    SimDuration::from_seconds_ceil(full.as_seconds() - overlapped_s)
+    let full_s = full.as_seconds();
+    let kernel_rate = (1.0 - sm_share).clamp(0.0, 1.0);
+    SimDuration::from_seconds_ceil(full_s - overlapped_s.min(full_s * kernel_rate))
 }
 
 /// Costs every work of a task graph, in `WorkId` order.
@@ -406,7 +416,13 @@ fn cost_work(
                 {
                     let full = network.all_reduce(payload, group_size, nodes);
                     duration += if overlaps_all_reduce(scenario, pass, async_window) {
-                        exposed_after_overlap(full, &steps[..index], async_window, kernels)
+                        exposed_after_overlap(
+                            full,
+                            &steps[..index],
+                            async_window,
+                            kernels,
+                            intra_node_collective_sm_share(&scenario.topology),
+                        )
                     } else if scenario.options.tp_comm_overlap {
                         exposed_with_tp_overlap(full, &steps, index, kernels)
                     } else {

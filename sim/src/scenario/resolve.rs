@@ -560,9 +560,14 @@ mod tests {
         );
         // Qwen3's wider heads and q/k norms are lowered.
         assert!(resolve_with_tp("qwen3-30b-a3b", 1).is_ok());
-        // Nothing else is checked against a refused model (no tp messages).
+        // A simulated model's layout is checked like any other: every
+        // problem of tp = 64 is listed.
         let text = resolve_with_tp("qwen3-30b-a3b", 64).unwrap_err();
-        assert!(!text.contains("tp: heads"), "{text}");
+        assert!(
+            text.contains("tp: heads (32) must be divisible by tp (64)")
+                && text.contains("tp: kv_heads (4) must be divisible by tp (64)"),
+            "{text}"
+        );
         // MLA alone is simulated at tp 1; tensor parallelism is refused by name.
         let mut deepseek = models::preset("deepseek-v3").unwrap();
         deepseek.moe = None;

@@ -13,3 +13,13 @@ where
     output_file::write_with(path, write)
         .map_err(|e| user_error(format!("cannot write {}: {e}", path.display())))
 }
+
+/// Clap's parser of an image path (`--plot FILE`, `plot bubble --out FILE`):
+/// an extension other than `.svg` or `.png` is refused while the flags are
+/// read (exit 2), before any simulation runs and before any other output is
+/// written.
+pub fn image_path(value: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(value);
+    reports::check_image_path(&path).map_err(|e| e.to_string())?;
+    Ok(path)
+}

@@ -375,3 +375,63 @@ fn bf16_on_a_v100_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_image_path_without_svg_or_png_is_refused_before_any_work_or_output() {
+    // Fuzz seed 26, case 7917: `sweep … --csv out.csv --plot 1e308` simulated
+    // for 80 s, wrote out.csv, and only then refused the picture's name.
+    let dir = std::env::temp_dir().join(format!("clustersim-image-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("out.csv");
+    let csv = csv.to_str().unwrap();
+    let cases: [&[&str]; 5] = [
+        &[
+            "sweep",
+            "--model",
+            "tiny",
+            "--topology",
+            "dgx-a100",
+            "--gpus",
+            "8",
+            "--global-batch",
+            "8",
+            "--csv",
+            csv,
+            "--plot",
+            "1e308",
+        ],
+        &[
+            "simulate",
+            "--model",
+            "tiny",
+            "--topology",
+            "dgx-a100",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+            "--dp",
+            "1",
+            "--global-batch",
+            "1",
+            "--timeline",
+            csv,
+            "--plot",
+            "x.bmp",
+        ],
+        &["plot", "bubble", "--pp", "4", "--out", "b.jpg"],
+        &["compare", "a.json", "b.json", "--plot", "c.gif"],
+        &["timeline", "t.json", "--plot", "x"],
+    ];
+    for args in cases {
+        let output = clustersim(args);
+        let message = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(
+            message.contains("unsupported image extension") && message.contains("use .svg or .png"),
+            "{args:?}: {message}"
+        );
+        assert!(!std::path::Path::new(csv).exists(), "{args:?} wrote {csv}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

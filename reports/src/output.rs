@@ -36,6 +36,12 @@ pub(crate) fn image_format(path: &Path) -> Result<ImageFormat, ReportError> {
     }
 }
 
+/// Checks that `path` names an image this crate can write (`.svg` or `.png`),
+/// so a command can refuse a bad `--plot FILE` before doing its work.
+pub fn check_image_path(path: &Path) -> Result<(), ReportError> {
+    image_format(path).map(|_| ())
+}
+
 /// A plotting failure before the output path is attached.
 #[derive(Debug)]
 pub(crate) struct PlotError(pub String);

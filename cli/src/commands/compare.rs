@@ -19,7 +19,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PCT")]
     pub max_error: Option<f64>,
     /// Draw per-kind medians and iteration times side by side to FILE (.svg or .png).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::image_path)]
     pub plot: Option<PathBuf>,
     /// How many most-different tasks to list.
     #[arg(long, default_value_t = 5)]

@@ -10,7 +10,7 @@ use timeline::Timeline;
 pub struct PictureArgs {
     /// Draw the schedule timeline to FILE (.svg or .png): one lane per stage of
     /// pipeline 0 (tensor rank 0) unless --ranks selects others.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::image_path)]
     pub plot: Option<PathBuf>,
     /// Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks).
     #[arg(long, value_name = "FILE")]

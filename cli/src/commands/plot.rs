@@ -32,7 +32,7 @@ pub struct BubbleArgs {
     #[arg(long, value_delimiter = ',', default_value = "4,8,16,32,64")]
     pub microbatches: Vec<u32>,
     /// Output image (.svg or .png).
-    #[arg(long, default_value = "bubble.svg")]
+    #[arg(long, default_value = "bubble.svg", value_parser = crate::output_file::image_path)]
     pub out: PathBuf,
 }
 

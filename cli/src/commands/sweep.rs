@@ -242,7 +242,7 @@ pub struct OutputArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// Draw throughput per layout, coloured by schedule, to FILE (.svg or .png).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::image_path)]
     pub plot: Option<PathBuf>,
 }
 

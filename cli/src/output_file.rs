@@ -19,7 +19,20 @@ where
 /// read (exit 2), before any simulation runs and before any other output is
 /// written.
 pub fn image_path(value: &str) -> Result<std::path::PathBuf, String> {
-    let path = std::path::PathBuf::from(value);
+    let path = output_path(value)?;
     reports::check_image_path(&path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+/// Clap's parser of an output file (`--timeline`, `--trace`, `--json`,
+/// `--csv`, `--out`): a folder, or a name in a folder that does not exist, is
+/// refused while the flags are read (exit 2), before any work is done and
+/// before any other output is written. `-` (standard output, where a flag
+/// takes it) passes.
+pub fn output_path(value: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(value);
+    if value != "-" {
+        output_file::check_destination(&path)?;
+    }
     Ok(path)
 }

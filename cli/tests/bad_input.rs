@@ -435,3 +435,54 @@ fn an_image_path_without_svg_or_png_is_refused_before_any_work_or_output() {
     }
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn an_output_in_a_missing_folder_or_onto_a_folder_is_refused_before_any_work() {
+    let folder = std::env::temp_dir();
+    let folder = folder.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "simulate",
+                "--model",
+                "tiny",
+                "--timeline",
+                "/nonexistent-clustersim/t.json",
+            ],
+            "folder /nonexistent-clustersim does not exist",
+        ),
+        (
+            &["simulate", "--model", "tiny", "--trace", folder],
+            "is a folder, not a file",
+        ),
+        (
+            &[
+                "sweep",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+                "--csv",
+                "/nonexistent-clustersim/x.csv",
+            ],
+            "folder /nonexistent-clustersim does not exist",
+        ),
+        (
+            &[
+                "execute",
+                "--dry-run",
+                "--mode",
+                "synthetic",
+                "--out",
+                "/nonexistent-clustersim/m.json",
+            ],
+            "folder /nonexistent-clustersim does not exist",
+        ),
+    ];
+    for (args, needle) in cases {
+        let output = clustersim(args);
+        let message = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {message}");
+        assert!(message.contains(needle), "{args:?}: {message}");
+    }
+}

@@ -19,6 +19,32 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+/// Whether `path` can be a destination, checked before any work is done: an
+/// existing file, device or pipe, or a new name in an existing folder. A
+/// folder, or a name in a folder that does not exist, is refused with the
+/// reason (writing can still fail later, e.g. on permissions or a full disk).
+pub fn check_destination(path: &Path) -> Result<(), String> {
+    if let Ok(metadata) = std::fs::metadata(path) {
+        if metadata.is_dir() {
+            return Err(format!("{} is a folder, not a file", path.display()));
+        }
+        return Ok(());
+    }
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    if std::fs::metadata(folder).is_ok_and(|m| m.is_dir()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot write {}: folder {} does not exist",
+            path.display(),
+            folder.display()
+        ))
+    }
+}
+
 /// Writes `path` whole or not at all: `write` is given the path to write to
 /// (a temporary file beside `path`, or `path` itself for a device or pipe).
 /// `io_error` turns the rename's I/O error into the caller's error type.

@@ -40,7 +40,7 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub base_profile: Option<String>,
     /// Where to write the profile.
-    #[arg(long, default_value = "profile.json")]
+    #[arg(long, default_value = "profile.json", value_parser = crate::output_file::output_path)]
     pub out: PathBuf,
     #[command(flatten)]
     pub libs: super::cuda_libs::CudaLibArgs,

@@ -20,7 +20,7 @@ pub struct ExecuteArgs {
     #[arg(long, value_parser = ["real", "synthetic"])]
     pub mode: String,
     /// Where to write the measured Timeline (.json, or .jsonl for JSON lines).
-    #[arg(long, value_name = "FILE", default_value = "measured.json")]
+    #[arg(long, value_name = "FILE", default_value = "measured.json", value_parser = crate::output_file::output_path)]
     pub out: PathBuf,
     /// GPUs to spread ranks over; 1 folds every rank onto GPU 0 (only 1 runs today).
     #[arg(long, default_value_t = 1)]
@@ -32,7 +32,7 @@ pub struct ExecuteArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Also write the execution plan (streams, waits, launches per task) as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::output_path)]
     pub plan: Option<PathBuf>,
     #[command(flatten)]
     pub libs: super::cuda_libs::CudaLibArgs,

@@ -13,7 +13,7 @@ pub struct PictureArgs {
     #[arg(long, value_name = "FILE", value_parser = crate::output_file::image_path)]
     pub plot: Option<PathBuf>,
     /// Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::output_path)]
     pub trace: Option<PathBuf>,
     /// Ranks to draw or trace, e.g. 0,8,16 or 0-7 (comma-separated, ranges allowed).
     #[arg(long, value_name = "LIST", value_parser = parse_ranks)]

@@ -21,7 +21,7 @@ pub struct SimulateArgs {
     #[arg(long)]
     pub json: bool,
     /// Write the Timeline (every task's start and end) to FILE (.json, or .jsonl for JSON lines).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::output_path)]
     pub timeline: Option<PathBuf>,
     /// Also print the rank placement, stage 0's schedule and one layer's kernels with their modeled times.
     #[arg(long)]

@@ -236,10 +236,10 @@ pub struct OutputArgs {
     #[arg(long, default_value_t = 10)]
     pub top: usize,
     /// Write every result (ranked) as JSON to FILE (`-`: stdout, and the table goes to stderr).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::output_path)]
     pub json: Option<PathBuf>,
     /// Write every result as CSV to FILE (simulated ranked, then dropped).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::output_path)]
     pub csv: Option<PathBuf>,
     /// Draw throughput per layout, coloured by schedule, to FILE (.svg or .png).
     #[arg(long, value_name = "FILE", value_parser = crate::output_file::image_path)]

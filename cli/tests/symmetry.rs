@@ -155,7 +155,17 @@ fn the_text_summary_names_the_mode() {
     full.push("--no-symmetry");
     let text = run(&full);
     assert!(
-        text.contains("simulation mode     full (every replica)"),
+        text.contains("simulation mode     full (every replica): --no-symmetry"),
+        "{text}"
+    );
+    // Under --contention the summary says why it ran in full.
+    let mut contention = args.to_vec();
+    contention.push("--contention");
+    let text = run(&contention);
+    assert!(
+        text.contains(
+            "simulation mode     full (every replica): --contention shares links between replicas"
+        ),
         "{text}"
     );
     // A timeline is a view of the symmetric run: the same bytes as full

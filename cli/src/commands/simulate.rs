@@ -329,7 +329,14 @@ fn write_summary(
         out,
         "  simulation mode     {}",
         match report.mode {
-            sim::SimulationMode::Full => "full (every replica)".to_string(),
+            // Why: what breaks symmetry (`sim::symmetry::symmetric_replicas`),
+            // or --no-symmetry where nothing does.
+            sim::SimulationMode::Full => format!(
+                "full (every replica): {}",
+                sim::symmetry::symmetric_replicas(scenario)
+                    .err()
+                    .unwrap_or("--no-symmetry")
+            ),
             sim::SimulationMode::Symmetric { replicas } => format!(
                 "symmetric: 1 of {replicas} identical data-parallel replicas simulated ({} tasks), every rank mapped to it; --no-symmetry expands all",
                 report.simulated_tasks

@@ -231,6 +231,28 @@ fn every_option_variant_and_context_parallelism_stay_exact() {
 }
 
 #[test]
+fn dualpipes_mirrored_all_reduces_stay_exact() {
+    // DualPipe's mirrored-rank all-reduces are lowered in a loop of their
+    // own over the replicas (and the timeline view replays it).
+    let mut symmetric = 0;
+    for (layout, stack) in [((1, 4, 2), "megatron-2021"), ((2, 4, 2), "megatron-core-2024")] {
+        let scenario = scenario(
+            layout,
+            (ScheduleKind::DualPipe, 2),
+            1,
+            stack,
+            options(0),
+            4,
+        )
+        .unwrap();
+        if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+            symmetric += 1;
+        }
+    }
+    assert_eq!(symmetric, 2);
+}
+
+#[test]
 fn what_breaks_symmetry_runs_in_full_and_still_agrees() {
     let base = ((1, 2, 3), (ScheduleKind::OneFOneB, 1));
     // Three replicas of one rank per stage on 4-GPU nodes (rank 3s + j):

@@ -305,24 +305,25 @@ pub fn compute_spans_replicated(
     // Compute tasks run on one replica's ranks: under symmetry each stands
     // for its `replicas` twins, numbered replica by replica in full
     // expansion, so the sums repeat the same terms in the same order (the
-    // same bits); the terms are gathered once. A recomputation's model term
-    // is +0.0 (a sum of non-negative terms from +0.0 stays itself when +0.0
-    // is added), so both sums run in one loop, two independent chains.
-    let mut terms: Vec<[f64; 2]> = Vec::new();
+    // same bits); the terms are gathered once, 8 bytes each, a
+    // recomputation's negated. Both sums run in one loop, two independent
+    // chains: the total adds |term|, the model sum max(term, 0) — +0.0 or
+    // −0.0 for a recomputation, which leaves a sum of non-negative terms
+    // (from +0.0) as it is. abs and max are exact.
+    let mut terms: Vec<f64> = Vec::new();
     for index in 0..timeline.len() {
         let (kind, group, flops) = timeline.flops(index);
         if kind.is_compute() {
             let term = flops * header.groups[group as usize].len() as f64;
-            let model = if kind == TaskKind::Recompute { 0.0 } else { term };
-            terms.push([term, model]);
+            terms.push(if kind == TaskKind::Recompute { -term } else { term });
         }
     }
     let mut total_flops = 0.0;
     let mut model_flops = 0.0;
     for _ in 0..replicas {
-        for &[term, model] in &terms {
-            total_flops += term;
-            model_flops += model;
+        for &term in &terms {
+            total_flops += term.abs();
+            model_flops += term.max(0.0);
         }
     }
     drop(terms);

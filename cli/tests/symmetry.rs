@@ -155,19 +155,68 @@ fn the_text_summary_names_the_mode() {
     full.push("--no-symmetry");
     let text = run(&full);
     assert!(
-        text.contains("simulation mode     full (every replica)"),
+        text.contains("simulation mode     full (every replica): --no-symmetry"),
         "{text}"
     );
-    // A timeline asks for every rank's records: full expansion.
+    // Under --contention the summary says why it ran in full.
+    let mut contention = args.to_vec();
+    contention.push("--contention");
+    let text = run(&contention);
+    assert!(
+        text.contains(
+            "simulation mode     full (every replica): --contention shares links between replicas"
+        ),
+        "{text}"
+    );
+    // A timeline is a view of the symmetric run: the same bytes as full
+    // expansion's, for every rank or for the ranks and window asked.
     let dir = std::env::temp_dir().join(format!("clustersim-symmetry-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("run.timeline.json");
-    let mut with_timeline = args.to_vec();
-    with_timeline.extend(["--timeline", path.to_str().unwrap()]);
-    let text = run(&with_timeline);
+    let timeline_bytes = |extra: &[&str], name: &str| -> (String, Vec<u8>) {
+        let path = dir.join(name);
+        let mut with_timeline = args.to_vec();
+        with_timeline.extend(["--timeline", path.to_str().unwrap()]);
+        with_timeline.extend(extra);
+        let text = run(&with_timeline);
+        (text, std::fs::read(&path).unwrap())
+    };
+    let (text, symmetric) = timeline_bytes(&[], "auto.timeline.json");
     assert!(
-        text.contains("simulation mode     full (every replica)"),
+        text.contains("simulation mode     symmetric: 1 of 2"),
         "{text}"
     );
+    let (_, full) = timeline_bytes(&["--no-symmetry"], "full.timeline.json");
+    assert_eq!(symmetric, full);
+    let chosen = [
+        "--timeline-ranks",
+        "1,6-7",
+        "--timeline-window",
+        "0.001:",
+    ];
+    let (_, some) = timeline_bytes(&chosen, "some.timeline.jsonl");
+    let mut chosen_full = chosen.to_vec();
+    chosen_full.push("--no-symmetry");
+    let (_, some_full) = timeline_bytes(&chosen_full, "some-full.timeline.jsonl");
+    assert_eq!(some, some_full);
+    let records = |bytes: &[u8]| bytes.iter().filter(|&&b| b == b'\n').count();
+    let (_, all_lines) = timeline_bytes(&[], "all.timeline.jsonl");
+    assert!(
+        records(&some) > 1 && records(&some) < records(&all_lines),
+        "{} of {} lines",
+        records(&some),
+        records(&all_lines)
+    );
+    // Ranks past the layout and windows ending before they start: exit 2.
+    for (flag, value, says) in [
+        ("--timeline-ranks", "3,8", "rank 8 is outside this layout's 0..8 ranks"),
+        ("--timeline-window", "5:1", "ends before it starts"),
+        ("--timeline-window", "x:1", "not a number of milliseconds"),
+    ] {
+        let mut bad = args.to_vec();
+        bad.extend([flag, value]);
+        let output = clustersim(&bad);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+        assert!(stderr(&output).contains(says), "{}", stderr(&output));
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

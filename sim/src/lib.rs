@@ -39,9 +39,11 @@ pub mod lowering;
 pub mod memory;
 pub mod network;
 pub mod placement;
+pub mod replica_map;
 pub mod scenario;
 pub mod schedule;
 mod simulate;
+mod timeline_view;
 pub mod symmetry;
 pub mod task;
 pub mod task_columns;
@@ -53,6 +55,7 @@ pub use collectives as collective;
 pub use timeline::time;
 
 pub use symmetry::{Expansion, SimulationMode};
+pub use timeline_view::TimelineSelection;
 
 pub use simulate::{
     build_graph, run_graph, simulate, simulate_with, timeline_from_spans, uniform_costs, LinkLoad,

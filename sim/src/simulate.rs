@@ -13,7 +13,8 @@ use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::symmetry::{self, Expansion, FullCounts, Representative, SimulationMode};
-use crate::task::NO_MICROBATCH;
+use crate::replica_map::Expanded;
+use crate::timeline_view::{self, TimelineSelection};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
 use std::sync::OnceLock;
@@ -44,6 +45,10 @@ pub struct SimulationReport {
     expand: Option<Box<Scenario>>,
     /// The Timeline, built on first request.
     timeline: OnceLock<Timeline>,
+    /// Under symmetry: full expansion's ids ([`crate::replica_map`]), on
+    /// first request; `None` inside if the layout is outside what the
+    /// representative's loops describe.
+    expanded: OnceLock<Option<Expanded>>,
 }
 
 /// The engine's result with what it takes to describe every task: the
@@ -143,22 +148,73 @@ impl SimulationReport {
     /// The Timeline (every task's record), built on first call; the same
     /// bytes the engine's Timeline always had.
     pub fn timeline(&self) -> &Timeline {
-        self.timeline.get_or_init(|| {
-            if let Some(scenario) = &self.expand {
-                // Every rank's records: full expansion (exactly what the
-                // representative's times stand for, `crate::symmetry`).
-                return simulate_with(scenario, Expansion::Full)
-                    .expect("the representative replica ran, so full expansion runs")
-                    .into_timeline();
-            }
-            let run = &self.run;
-            Timeline {
+        self.timeline
+            .get_or_init(|| self.timeline_of(&TimelineSelection::all()))
+    }
+
+    /// The records of the chosen ranks and window only, as full expansion
+    /// would write them (ids, groups, header), built from the engine's
+    /// arrays ([`crate::timeline_view`]); under symmetry from the
+    /// representative's twins, without lowering other replicas.
+    pub fn timeline_of(&self, selection: &TimelineSelection) -> Timeline {
+        let run = &self.run;
+        let span = |index: usize| (run.start[index].as_nanos(), run.end[index].as_nanos());
+        let Some(scenario) = &self.expand else {
+            return Timeline {
                 header: run.header.clone(),
-                tasks: records(&run.graph, &run.costs, run.iterations, |index| {
-                    (run.start[index].as_nanos(), run.end[index].as_nanos())
-                }),
+                tasks: timeline_view::full_records(
+                    &run.graph,
+                    &run.costs,
+                    run.iterations,
+                    selection,
+                    span,
+                ),
+            };
+        };
+        match self.expanded() {
+            Some(expanded) => {
+                let mut header = run.header.clone();
+                header.groups = expanded
+                    .groups
+                    .iter()
+                    .map(|ranks| ranks.iter().map(|r| r.0).collect())
+                    .collect();
+                Timeline {
+                    header,
+                    tasks: timeline_view::expanded_records(
+                        &run.graph,
+                        expanded,
+                        &run.costs,
+                        run.iterations,
+                        selection,
+                        span,
+                    ),
+                }
             }
-        })
+            // Outside what the replica map describes: full expansion
+            // (exactly what the representative's times stand for).
+            None => simulate_with(scenario, Expansion::Full)
+                .expect("the representative replica ran, so full expansion runs")
+                .timeline_of(selection),
+        }
+    }
+
+    /// Under symmetry, full expansion's task and group ids (`None` in full
+    /// expansion, or where the replica map does not describe the layout).
+    pub fn expanded(&self) -> Option<&Expanded> {
+        let scenario = self.expand.as_ref()?;
+        self.expanded
+            .get_or_init(|| {
+                let graph = &self.run.graph;
+                graph.replica_map()?.expand(
+                    graph.groups(),
+                    |task| graph.group_of(crate::ids::TaskId(task)),
+                    graph.task_count() as u32,
+                    Representative::of(scenario),
+                    self.n_tasks,
+                )
+            })
+            .as_ref()
     }
 
     /// The Timeline, moved out (built if it was not yet).
@@ -232,22 +288,16 @@ fn records(
         .tasks()
         .enumerate()
         .map(|(index, task)| {
-            let cost = &costs[task.work.index()];
-            let (start_ns, end_ns) = span(index);
-            TaskRecord {
-                id: index as u32,
-                kind: task.kind,
-                stream: task.stream,
-                group: task.group.0,
-                stage: task.stage,
-                chunk: task.chunk,
-                microbatch: (task.microbatch != NO_MICROBATCH).then_some(task.microbatch),
-                start_ns,
-                end_ns,
-                bytes: cost.bytes,
-                flops: cost.flops,
-                iteration: iterations.then_some(task.iteration as u32),
-            }
+            let index = index as u32;
+            timeline_view::record(
+                graph,
+                costs,
+                iterations,
+                index,
+                index,
+                task.group.0,
+                span(index as usize),
+            )
         })
         .collect()
 }
@@ -395,6 +445,7 @@ pub fn simulate_with(
             SimulationMode::Symmetric { .. } => Some(Box::new(scenario.clone())),
         },
         timeline: OnceLock::new(),
+        expanded: OnceLock::new(),
     })
 }
 

@@ -84,10 +84,66 @@ fn compare(scenario: &Scenario) -> SimulationMode {
     if let SimulationMode::Symmetric { replicas } = auto.mode {
         assert_eq!(replicas, scenario.layout.replicas());
         assert!(auto.simulated_tasks < full.n_tasks, "{title}");
-        // The Timeline on demand is full expansion's, record for record.
+        // The Timeline on demand is full expansion's, record for record,
+        // built from the representative's twins (not by full expansion).
+        assert!(auto.expanded().is_some(), "{title}: no replica map");
         assert_eq!(auto.timeline(), full.timeline(), "{title}");
     }
+    // Some ranks' records in a window: full expansion's, filtered.
+    let gpus = scenario.layout.gpus();
+    let makespan = full.makespan_ns();
+    for selection in selections(gpus, makespan) {
+        let expected = filtered(full.timeline(), &selection);
+        assert_eq!(auto.timeline_of(&selection), expected, "{title}: {selection:?}");
+        assert_eq!(full.timeline_of(&selection), expected, "{title}: {selection:?}");
+    }
     auto.mode
+}
+
+/// Rank lists (the first, one in the middle, the last and a range) and
+/// windows (all, the middle third, an instant).
+fn selections(gpus: u32, makespan_ns: u64) -> Vec<sim::TimelineSelection> {
+    let ranks = [
+        None,
+        Some(vec![0]),
+        Some(vec![gpus / 2, gpus - 1]),
+        Some((gpus / 3..gpus / 3 + 3).map(|r| r.min(gpus - 1)).collect()),
+    ];
+    let windows = [
+        None,
+        Some((makespan_ns / 3, 2 * makespan_ns / 3)),
+        Some((makespan_ns / 2, makespan_ns / 2)),
+    ];
+    let mut all = Vec::new();
+    for ranks in &ranks {
+        for &window_ns in &windows {
+            all.push(sim::TimelineSelection {
+                ranks: ranks.clone(),
+                window_ns,
+            });
+        }
+    }
+    all
+}
+
+/// The records of `timeline` a selection keeps: those whose group holds a
+/// chosen rank and whose [start, end] meets the window, in order.
+fn filtered(timeline: &timeline::Timeline, selection: &sim::TimelineSelection) -> timeline::Timeline {
+    let keep = |record: &timeline::TaskRecord| {
+        let ranks_ok = selection.ranks.as_ref().is_none_or(|ranks| {
+            timeline.header.groups[record.group as usize]
+                .iter()
+                .any(|rank| ranks.contains(rank))
+        });
+        let window_ok = selection
+            .window_ns
+            .is_none_or(|(from, to)| record.start_ns <= to && record.end_ns >= from);
+        ranks_ok && window_ok
+    };
+    timeline::Timeline {
+        header: timeline.header.clone(),
+        tasks: timeline.tasks.iter().filter(|r| keep(r)).cloned().collect(),
+    }
 }
 
 fn options(variant: usize) -> TrainingOptionsFile {
@@ -172,6 +228,28 @@ fn every_option_variant_and_context_parallelism_stay_exact() {
         }
     }
     assert!(symmetric >= 14, "{symmetric}");
+}
+
+#[test]
+fn dualpipes_mirrored_all_reduces_stay_exact() {
+    // DualPipe's mirrored-rank all-reduces are lowered in a loop of their
+    // own over the replicas (and the timeline view replays it).
+    let mut symmetric = 0;
+    for (layout, stack) in [((1, 4, 2), "megatron-2021"), ((2, 4, 2), "megatron-core-2024")] {
+        let scenario = scenario(
+            layout,
+            (ScheduleKind::DualPipe, 2),
+            1,
+            stack,
+            options(0),
+            4,
+        )
+        .unwrap();
+        if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+            symmetric += 1;
+        }
+    }
+    assert_eq!(symmetric, 2);
 }
 
 #[test]

@@ -276,13 +276,18 @@ pub fn compute_spans_replicated(
         (end > start).then_some((start, end))
     };
 
+    // Each group's simulated members, once (a division per member is
+    // what the per-task loops below would otherwise pay).
+    let members: Vec<Vec<u32>> = header
+        .groups
+        .iter()
+        .map(|group| group.iter().copied().filter(|&rank| simulated(rank)).collect())
+        .collect();
     // Tasks of each rank (groups expanded), in CSR form.
     let mut counts = vec![0usize; n_ranks + 1];
     for index in 0..timeline.len() {
-        for &rank in &header.groups[timeline.group(index) as usize] {
-            if simulated(rank) {
-                counts[rank as usize + 1] += 1;
-            }
+        for &rank in &members[timeline.group(index) as usize] {
+            counts[rank as usize + 1] += 1;
         }
     }
     for i in 0..n_ranks {
@@ -291,30 +296,37 @@ pub fn compute_spans_replicated(
     let mut fill = counts.clone();
     let mut by_rank = vec![0u32; counts[n_ranks]];
     for index in 0..timeline.len() {
-        for &rank in &header.groups[timeline.group(index) as usize] {
-            if simulated(rank) {
-                by_rank[fill[rank as usize]] = index as u32;
-                fill[rank as usize] += 1;
-            }
+        for &rank in &members[timeline.group(index) as usize] {
+            by_rank[fill[rank as usize]] = index as u32;
+            fill[rank as usize] += 1;
         }
     }
 
-    let mut total_flops = 0.0;
-    let mut model_flops = 0.0;
     // Compute tasks run on one replica's ranks: under symmetry each stands
-    // for its `replicas` twins, numbered replica by replica in full expansion.
-    for _ in 0..replicas {
-        for index in 0..timeline.len() {
-            let (kind, group, flops) = timeline.flops(index);
-            if kind.is_compute() {
-                let ranks = header.groups[group as usize].len() as f64;
-                total_flops += flops * ranks;
-                if kind != TaskKind::Recompute {
-                    model_flops += flops * ranks;
-                }
-            }
+    // for its `replicas` twins, numbered replica by replica in full
+    // expansion, so the sums repeat the same terms in the same order (the
+    // same bits); the terms are gathered once, 8 bytes each, a
+    // recomputation's negated. Both sums run in one loop, two independent
+    // chains: the total adds |term|, the model sum max(term, 0) — +0.0 or
+    // −0.0 for a recomputation, which leaves a sum of non-negative terms
+    // (from +0.0) as it is. abs and max are exact.
+    let mut terms: Vec<f64> = Vec::new();
+    for index in 0..timeline.len() {
+        let (kind, group, flops) = timeline.flops(index);
+        if kind.is_compute() {
+            let term = flops * header.groups[group as usize].len() as f64;
+            terms.push(if kind == TaskKind::Recompute { -term } else { term });
         }
     }
+    let mut total_flops = 0.0;
+    let mut model_flops = 0.0;
+    for _ in 0..replicas {
+        for &term in &terms {
+            total_flops += term.abs();
+            model_flops += term.max(0.0);
+        }
+    }
+    drop(terms);
 
     let mut idle_sum_ns = 0u128;
     let mut compute_sum_ns = 0u128;

@@ -31,7 +31,7 @@ pub struct RankList(pub Vec<u32>);
 /// the largest cluster the simulator accepts), so a range cannot ask for gigabytes.
 pub const MAX_LISTED_RANKS: u64 = 1 << 20;
 
-fn parse_ranks(text: &str) -> Result<RankList, String> {
+pub(crate) fn parse_ranks(text: &str) -> Result<RankList, String> {
     let mut ranks: Vec<u32> = Vec::new();
     for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let number = |s: &str| {

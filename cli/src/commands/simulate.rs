@@ -23,6 +23,18 @@ pub struct SimulateArgs {
     /// Write the Timeline (every task's start and end) to FILE (.json, or .jsonl for JSON lines).
     #[arg(long, value_name = "FILE", value_parser = crate::output_file::output_path)]
     pub timeline: Option<PathBuf>,
+    /// Keep only the records of these ranks in --timeline, --plot and --trace
+    /// (a task is kept when its group holds one), e.g. 0,5,100-107; under
+    /// symmetry only those ranks' records are built, so a 100k-GPU run's
+    /// few ranks cost little. Record ids, groups and the header stay full
+    /// expansion's.
+    #[arg(long, value_name = "LIST", value_parser = super::pictures::parse_ranks)]
+    pub timeline_ranks: Option<super::pictures::RankList>,
+    /// Keep only the tasks overlapping this window of simulated time in
+    /// --timeline, --plot and --trace, in milliseconds: START:END, START:
+    /// (to the end) or :END; tasks are kept whole.
+    #[arg(long, value_name = "START_MS:END_MS", value_parser = parse_window)]
+    pub timeline_window: Option<(u64, u64)>,
     /// Also print the rank placement, stage 0's schedule and one layer's kernels with their modeled times.
     #[arg(long)]
     pub explain: bool,
@@ -45,29 +57,46 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     if args.max_model_size {
         return super::max_model::run(&scenario, args.json);
     }
-    // Every rank's records (--timeline, --plot, --trace) come from full
-    // expansion: run it at once rather than the representative first.
-    let expansion = if args.no_symmetry
-        || args.timeline.is_some()
-        || args.pictures.plot.is_some()
-        || args.pictures.trace.is_some()
-    {
+    // The Timeline (--timeline, --plot, --trace) is a view of the run:
+    // under symmetry the representative's twins, renumbered as full
+    // expansion numbers them (`sim::TimelineSelection`).
+    let expansion = if args.no_symmetry {
         sim::Expansion::Full
     } else {
         sim::Expansion::Auto
     };
+    let selection = sim::TimelineSelection {
+        ranks: args.timeline_ranks.as_ref().map(|list| list.0.clone()),
+        window_ns: args.timeline_window,
+    };
+    if let Some(rank) = selection
+        .ranks
+        .iter()
+        .flatten()
+        .find(|&&rank| rank >= scenario.layout.gpus())
+    {
+        return Err(crate::exit::user_error(format!(
+            "--timeline-ranks: rank {rank} is outside this layout's 0..{} ranks",
+            scenario.layout.gpus()
+        )));
+    }
     crate::exit::check_host_memory_with(&scenario, expansion)?;
     let started = Instant::now();
     let report = sim::simulate_with(&scenario, expansion).map_err(crate::exit::simulation_error)?;
     let elapsed_s = started.elapsed().as_secs_f64();
-    if let Some(path) = &args.timeline {
-        write_timeline(&report, path)?;
+    let wants_timeline = args.timeline.is_some()
+        || args.pictures.plot.is_some()
+        || args.pictures.trace.is_some();
+    // Built once, only when asked for, with the chosen records only.
+    let timeline = wants_timeline.then(|| report.timeline_of(&selection));
+    if let (Some(path), Some(timeline)) = (&args.timeline, &timeline) {
+        write_timeline(timeline, path)?;
     }
-    // The Timeline is built only for what needs every record.
-    let notes = if args.pictures.plot.is_some() || args.pictures.trace.is_some() {
-        args.pictures.write(report.timeline())?
-    } else {
-        Vec::new()
+    let notes = match &timeline {
+        Some(timeline) if args.pictures.plot.is_some() || args.pictures.trace.is_some() => {
+            args.pictures.write(timeline)?
+        }
+        _ => Vec::new(),
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -86,15 +115,42 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_timeline(report: &SimulationReport, path: &std::path::Path) -> anyhow::Result<()> {
+fn write_timeline(timeline: &timeline::Timeline, path: &std::path::Path) -> anyhow::Result<()> {
     let lines = path.extension().is_some_and(|ext| ext == "jsonl");
     crate::output_file::write_output(path, |writer| {
         if lines {
-            report.timeline().write_json_lines(writer)
+            timeline.write_json_lines(writer)
         } else {
-            report.timeline().write_json(writer)
+            timeline.write_json(writer)
         }
     })
+}
+
+/// `START_MS:END_MS` (either side may be empty) as a nanosecond window:
+/// the start rounded down, the end up, so the window covers what was asked.
+fn parse_window(text: &str) -> Result<(u64, u64), String> {
+    let (start, end) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}' is not START_MS:END_MS"))?;
+    let bound = |s: &str, round: fn(f64) -> f64, default: u64| -> Result<u64, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Ok(default);
+        }
+        let ms: f64 = s
+            .parse()
+            .map_err(|_| format!("'{s}' is not a number of milliseconds"))?;
+        let ns = round(ms * 1e6);
+        if !ns.is_finite() || ns < 0.0 || ns >= u64::MAX as f64 {
+            return Err(format!("'{s}' ms is not a time from 0 to 2^64 ns"));
+        }
+        Ok(ns as u64)
+    };
+    let window = (bound(start, f64::floor, 0)?, bound(end, f64::ceil, u64::MAX)?);
+    if window.0 > window.1 {
+        return Err(format!("window {text} ends before it starts"));
+    }
+    Ok(window)
 }
 
 /// The `--json` object (stable keys).
@@ -273,7 +329,14 @@ fn write_summary(
         out,
         "  simulation mode     {}",
         match report.mode {
-            sim::SimulationMode::Full => "full (every replica)".to_string(),
+            // Why: what breaks symmetry (`sim::symmetry::symmetric_replicas`),
+            // or --no-symmetry where nothing does.
+            sim::SimulationMode::Full => format!(
+                "full (every replica): {}",
+                sim::symmetry::symmetric_replicas(scenario)
+                    .err()
+                    .unwrap_or("--no-symmetry")
+            ),
             sim::SimulationMode::Symmetric { replicas } => format!(
                 "symmetric: 1 of {replicas} identical data-parallel replicas simulated ({} tasks), every rank mapped to it; --no-symmetry expands all",
                 report.simulated_tasks

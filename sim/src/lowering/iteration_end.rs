@@ -203,6 +203,7 @@ fn data_parallel_reductions(
             local_ddp.map_or((0, 0), LocalDdpKernels::kernels_before_and_after);
         flattens.clear();
         if kernels_before > 0 {
+            let replica_loop = program.begin_replicas(builder);
             for data_index in 0..*lowered_replicas {
                 for rank in placement.tensor_group(stage, data_index) {
                     let step = gradient_copy(
@@ -216,6 +217,7 @@ fn data_parallel_reductions(
                     flattens.push(step);
                 }
             }
+            program.end_replicas(builder, replica_loop);
         }
         let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
         if let Some(reductions) = &sharded_reductions {
@@ -321,6 +323,7 @@ fn data_parallel_reductions(
             }
         }
         if kernels_after > 0 {
+            let replica_loop = program.begin_replicas(builder);
             for data_index in 0..*lowered_replicas {
                 let ranks = placement.tensor_group(stage, data_index);
                 for (tensor_index, rank) in ranks.into_iter().enumerate() {
@@ -339,6 +342,7 @@ fn data_parallel_reductions(
                     copy_backs[index] = step;
                 }
             }
+            program.end_replicas(builder, replica_loop);
         }
         reductions_by_stage.push(data_all_reduces);
     }
@@ -385,6 +389,7 @@ fn embedding_all_reduces(
     if first_stage != last_stage && scenario.model.tied_embeddings {
         let embedding_params = scenario.model.vocab / t as u64 * scenario.model.hidden;
         let ends = [first_stage, last_stage];
+        let replica_loop = program.begin_replicas(builder);
         for data_index in 0..*lowered_replicas {
             let firsts = placement.tensor_group(first_stage, data_index);
             let lasts = placement.tensor_group(last_stage, data_index);
@@ -432,6 +437,7 @@ fn embedding_all_reduces(
                 }
             }
         }
+        program.end_replicas(builder, replica_loop);
     }
     // DualPipe's two copies: rank r holds stages r (copy A) and p−1−r
     // (copy B), rank p−1−r the same two stages the other way round; each
@@ -447,6 +453,7 @@ fn embedding_all_reduces(
         for stage in 0..p / 2 {
             let mirror = p - 1 - stage;
             let params = parameters_on_rank(&scenario.model, sharding, stage);
+            let replica_loop = program.begin_replicas(builder);
             for data_index in 0..*lowered_replicas {
                 let ours = placement.tensor_group(stage, data_index);
                 let theirs = placement.tensor_group(mirror, data_index);
@@ -487,6 +494,7 @@ fn embedding_all_reduces(
                     }
                 }
             }
+            program.end_replicas(builder, replica_loop);
         }
     }
 
@@ -532,6 +540,7 @@ fn optimizer_steps(
         };
         let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
         let data_all_reduces = &reductions_by_stage[stage as usize];
+        let replica_loop = program.begin_replicas(builder);
         for data_index in 0..*lowered_replicas {
             let ranks = placement.tensor_group(stage, data_index);
             // The host issues the optimizer after loss scaling's `.item()`
@@ -602,6 +611,7 @@ fn optimizer_steps(
                 }
             }
         }
+        program.end_replicas(builder, replica_loop);
         if let Some(plan) = &shard_plan {
             for tensor_index in 0..t {
                 sharded::parameter_all_gathers(

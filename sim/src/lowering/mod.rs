@@ -75,11 +75,22 @@ fn lower_replicas(
         estimated_tasks(scenario) / (scenario.layout.replicas() / lowered_replicas) as usize,
         0,
     );
+    if representative.is_some() {
+        builder.log_replicas();
+    }
     let mut program = match scenario.options.offload {
         None => pipeline::program(scenario, schedule, &mut builder, lowered_replicas),
         Some(_) => offload::program(scenario, schedule, &mut builder),
     };
     let steps = tasks::emit(&program, &mut builder);
+    let replica_map = builder.take_replica_log().map(|log| {
+        let task_count = builder.task_count() as u32;
+        crate::replica_map::ReplicaMap::new(log, |step| {
+            steps
+                .get(step as usize)
+                .map_or(task_count, |tasks| tasks.head.first().0)
+        })
+    });
     let dependencies = std::mem::take(&mut program.dependencies);
     drop(program);
     // Twice: edges counted per task, then written into their CSR rows (no edge list).
@@ -87,7 +98,9 @@ fn lower_replicas(
     edges::connect(&dependencies, &steps, &mut builder, representative);
     builder.fill_edges();
     edges::connect(&dependencies, &steps, &mut builder, representative);
-    builder.finish(scenario.layout.gpus())
+    let mut graph = builder.finish(scenario.layout.gpus());
+    graph.set_replica_map(replica_map);
+    graph
 }
 
 /// About how many tasks the graph gets (to size it once; never past 32-bit ids).

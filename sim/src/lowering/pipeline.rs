@@ -158,6 +158,7 @@ pub fn program(
         }
     ];
 
+    let replica_loop = program.begin_replicas(builder);
     for data_index in 0..d {
         for stage in 0..p {
             let tensor_ranks = placement.tensor_group(stage, data_index);
@@ -494,6 +495,7 @@ pub fn program(
             trailing_sends[index] = blocking_sends;
         }
     }
+    program.end_replicas(builder, replica_loop);
 
     // Every transfer (or local hand-off's pass) feeds the pass that receives it.
     for (transfer, receiver) in pending_receives {

@@ -112,6 +112,28 @@ pub struct Program {
 }
 
 impl Program {
+    /// Where a loop over the lowered replicas (`for data_index in …`)
+    /// starts: under symmetry its body is one replica's copy of what full
+    /// expansion repeats for every replica ([`crate::replica_map`]).
+    pub fn begin_replicas(&self, builder: &mut TaskGraphBuilder) -> Option<(u32, u32)> {
+        let steps = self.steps.len() as u32;
+        builder
+            .replica_log_mut()
+            .map(|log| (steps, log.interns.len() as u32))
+    }
+
+    /// Where that loop ends.
+    pub fn end_replicas(&self, builder: &mut TaskGraphBuilder, begun: Option<(u32, u32)>) {
+        let steps = self.steps.len() as u32;
+        if let (Some(log), Some((first_step, first_intern))) = (builder.replica_log_mut(), begun) {
+            let interns = log.interns.len() as u32;
+            log.loops.push(crate::replica_map::ReplicaLoop {
+                steps: first_step..steps,
+                interns: first_intern..interns,
+            });
+        }
+    }
+
     pub fn add_tensor_group(&mut self, group: TensorGroup) -> TensorGroupId {
         self.tensor_groups.push(group);
         TensorGroupId(self.tensor_groups.len() as u32 - 1)

@@ -30,6 +30,11 @@ impl TaskRange {
         TaskRange { first, len }
     }
 
+    /// The range's first task.
+    pub fn first(self) -> TaskId {
+        self.first
+    }
+
     pub fn len(self) -> u32 {
         self.len
     }

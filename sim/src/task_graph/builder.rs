@@ -21,6 +21,9 @@ pub struct TaskGraphBuilder {
     group_index: BTreeMap<Vec<Rank>, GroupId>,
     works: Vec<Work>,
     work_index: BTreeMap<Work, WorkId>,
+    /// Under symmetry: every group interned and where replica 0's loops
+    /// are, for the Timeline of any rank ([`crate::replica_map`]).
+    replica_log: Option<crate::replica_map::ReplicaLog>,
 }
 
 /// Where [`TaskGraphBuilder::add_edge`] puts an edge.
@@ -94,13 +97,35 @@ impl TaskGraphBuilder {
 
     /// The id of this group of ranks, interning it on first use.
     pub fn group(&mut self, ranks: &[Rank]) -> GroupId {
-        if let Some(&id) = self.group_index.get(ranks) {
-            return id;
+        let id = match self.group_index.get(ranks) {
+            Some(&id) => id,
+            None => {
+                let id = GroupId(self.groups.len() as u32);
+                self.groups.push(ranks.to_vec());
+                self.group_index.insert(ranks.to_vec(), id);
+                id
+            }
+        };
+        if let Some(log) = &mut self.replica_log {
+            log.interns.push(id);
         }
-        let id = GroupId(self.groups.len() as u32);
-        self.groups.push(ranks.to_vec());
-        self.group_index.insert(ranks.to_vec(), id);
         id
+    }
+
+    /// Starts logging every group request and replica loop (lowering of a
+    /// representative replica, [`crate::replica_map`]).
+    pub fn log_replicas(&mut self) {
+        self.replica_log = Some(crate::replica_map::ReplicaLog::default());
+    }
+
+    /// The log, when [`TaskGraphBuilder::log_replicas`] started one.
+    pub fn replica_log_mut(&mut self) -> Option<&mut crate::replica_map::ReplicaLog> {
+        self.replica_log.as_mut()
+    }
+
+    /// The log, taken out (lowering ends it).
+    pub fn take_replica_log(&mut self) -> Option<crate::replica_map::ReplicaLog> {
+        self.replica_log.take()
     }
 
     /// The id of this work, interning it on first use.
@@ -209,6 +234,7 @@ impl TaskGraphBuilder {
             groups,
             works,
             n_ranks,
+            replica_map: None,
         }
     }
 }

@@ -192,6 +192,9 @@ pub struct TaskGraph {
     /// Distinct works, indexed by `WorkId`.
     works: Vec<Work>,
     n_ranks: u32,
+    /// A representative replica's graph: where full expansion repeats it
+    /// ([`crate::replica_map`]).
+    replica_map: Option<Box<crate::replica_map::ReplicaMap>>,
 }
 
 /// A cycle: the graph cannot be executed; these tasks wait on each other.
@@ -237,6 +240,16 @@ impl TaskGraph {
     /// Every group's ranks, by `GroupId` (the Timeline header lists them).
     pub fn groups(&self) -> &[Vec<Rank>] {
         &self.groups
+    }
+
+    /// Where full expansion repeats this representative replica's graph
+    /// (set by [`crate::lowering::lower_representative`]).
+    pub fn replica_map(&self) -> Option<&crate::replica_map::ReplicaMap> {
+        self.replica_map.as_deref()
+    }
+
+    pub(crate) fn set_replica_map(&mut self, map: Option<crate::replica_map::ReplicaMap>) {
+        self.replica_map = map.map(Box::new);
     }
 
     /// Distinct works, by `WorkId`.

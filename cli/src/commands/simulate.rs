@@ -637,17 +637,24 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
                 100.0 * row.seconds / total_s
             )?;
         }
-        let communication_s: f64 = in_pass
-            .iter()
-            .filter(|r| r.is_communication && r.name != sim::cost::RING_EXCHANGE_ROW)
-            .map(|r| r.seconds)
-            .sum();
-        writeln!(
-            out,
+        let seconds_of = |name: &str| -> f64 {
+            in_pass
+                .iter()
+                .filter(|r| r.is_communication && r.name == name)
+                .map(|r| r.seconds)
+                .sum()
+        };
+        let all_reduce_s = seconds_of("tensor_all_reduce");
+        let all_to_all_s = seconds_of("expert_all_to_all");
+        let mut line = format!(
             "  {name:<10} total {:.1} µs, of which tensor all-reduces {:.1} µs",
             total_s * 1e6,
-            communication_s * 1e6
-        )?;
+            all_reduce_s * 1e6
+        );
+        if all_to_all_s > 0.0 {
+            line.push_str(&format!(", expert all-to-alls {:.1} µs", all_to_all_s * 1e6));
+        }
+        writeln!(out, "{line}")?;
     }
     let casts = sim::cost::layer_fp8_weight_casts(scenario);
     if !casts.is_empty() {

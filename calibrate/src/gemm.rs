@@ -58,7 +58,7 @@ pub fn model_gemm_shapes(
                 | KernelClass::MemoryBound
                 | KernelClass::FusedAttention(_) => None,
             },
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         })
         .collect();
     cases.into_iter().collect()

@@ -83,7 +83,7 @@ pub fn model_fp8_shapes(
                 }
                 _ => None,
             },
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         });
     dedup_by_shape(cases)
 }

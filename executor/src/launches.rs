@@ -113,7 +113,7 @@ pub fn work_launches(
                     // Refused for real runs by `plan` (no real kernel).
                     KernelClass::FusedAttention(_) => None,
                 },
-                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
             })
             .collect(),
         Work::TensorAllReduce {
@@ -129,7 +129,7 @@ pub fn work_launches(
                 Step::TensorAllReduce { bytes, .. } => {
                     communication(CollectiveKind::AllReduce, bytes)
                 }
-                Step::Kernel(_) | Step::ExpertAllToAll { .. } => None,
+                Step::Kernel(_) | Step::ExpertAllToAll { .. } | Step::HostSync => None,
             })
             .collect(),
         Work::ExpertAllToAll {

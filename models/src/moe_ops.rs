@@ -19,9 +19,10 @@
 //! | `moe_router_group_limit` | sigmoid router only: expert bias and group-limited mask | 10·T·E B |
 //! | `moe_permute` | memory-bound: gather each token's k copies in expert order | 4·T·k·h B |
 //! | dispatch all-to-all | over the EP group, R·h·2 B on the busiest rank | — |
-//! | `expert_fc1` | grouped GEMM, E/ep groups of ⌈R/(E/ep)⌉×(2)F×h | 2·E/ep·m·(2)F·h |
+//! | (host sync) | the host waits for the tokens per expert | — |
+//! | `expert_fc1` | E/ep GEMMs, one per local expert, of m = ⌈R/(E/ep)⌉ × (2)F × h | 2·E/ep·m·(2)F·h |
 //! | `expert_swiglu` / `expert_gelu` | memory-bound on m·E/ep·F | 6 (4) B per element |
-//! | `expert_fc2` | grouped GEMM, E/ep groups of m×h×F | 2·E/ep·m·h·F |
+//! | `expert_fc2` | E/ep GEMMs of m×h×F | 2·E/ep·m·h·F |
 //! | combine all-to-all | the dispatch's bytes back | — |
 //! | `moe_unpermute` | memory-bound: weight the k copies by their probabilities and sum | 2·T·k·h + 2·T·k + 2·T·h B |
 //! | `shared_expert_*` | a normal MLP of shared_experts × shared F on T tokens | as the dense MLP |
@@ -37,12 +38,33 @@
 //! softmax backward (scatter the k gradients into E and the softmax's
 //! backward: 8·T·E + 10·T·k B), the router's GEMMs.
 //!
-//! The grouped GEMM (Megatron-Core's `GroupedMLP`, one CUTLASS grouped GEMM
-//! launch) is one kernel of class [`KernelClass::Gemm`] with `batch` = the
-//! local experts and `m` = the mean of their tokens, rounded up: its FLOPs are
-//! exact for the busiest rank and its efficiency is the GEMM table's at that
-//! per-expert shape (a batched GEMM of equal groups; the unequal groups of a
-//! skewed routing are not costed one by one).
+//! The experts' GEMMs are the kernels Transformer Engine's `GroupedLinear`
+//! launches (Megatron-Core's `TEGroupedMLP`, its experts' module whenever
+//! `moe_grouped_gemm` runs with TE: `megatron/core/transformer/moe/experts.py`
+//! at core_r0.15.0, 575b0fbd): `general_grouped_gemm` →
+//! `tex.te_general_grouped_gemm` calls cuBLAS once per expert
+//! (`transformer_engine/pytorch/module/grouped_linear.py`,
+//! `cpp_extensions/gemm.py` at TE v2.9, 70f53666), so each local expert's
+//! fc1 and fc2 is its own [`KernelClass::Gemm`] of `m` = its tokens (the
+//! busiest rank's routed copies over its E/ep experts, rounded up), costed at
+//! that shape's efficiency; the backward's data-gradient GEMMs of all experts
+//! (one grouped call) come before their weight-gradient GEMMs (another).
+//! Under FP8 each expert's GEMM input is quantized by its own kernel
+//! (`tex.split_quantize` with one quantizer per expert; [`crate::fp8`] adds
+//! one cast per expert GEMM). TE spreads the per-expert GEMMs over several
+//! CUDA streams; that concurrency is not modeled (costed one after another).
+//!
+//! The dispatcher's host synchronization ([`Step::HostSync`]): dropless, the
+//! `MoEAlltoAllTokenDispatcher` copies the tokens per expert to the host on a
+//! side stream and waits for that copy (`self.d2h_event.synchronize()` in
+//! `_maybe_dtoh_and_synchronize`) at its `cuda_sync_point`,
+//! "before_ep_alltoall" when ep > 1 or t > 1 (the all-to-all's split sizes),
+//! else "before_finish" (the experts' `m_splits`):
+//! `megatron/core/transformer/moe/token_dispatcher.py` `preprocess` at
+//! core_r0.15.0. Either way once per MoE layer forward, after the permute and
+//! before the dispatch: the step sits there. The backward reuses the
+//! host-side splits saved by the forward (the all-to-all's autograd function
+//! and `GroupedLinear`'s `ctx.m_splits`): no synchronization.
 //!
 //! Not built (refused by the simulator): expert tensor parallelism (etp > 1),
 //! shared experts under t > 1, token dropping (capacity factor), biases in
@@ -126,6 +148,9 @@ pub fn moe_block(
     }
     // Permute: each token's k copies gathered in expert order.
     forward.push(Step::memory("moe_permute", 2.0 * b * tf * kf * hf));
+    // The host reads the tokens per expert (device-to-host) before it can
+    // launch the dispatch and the experts' GEMMs.
+    forward.push(Step::HostSync);
     backward.push(vec![Step::memory(
         "moe_permute.bwd",
         b * tf * kf * hf + b * tf * hf,
@@ -143,19 +168,27 @@ pub fn moe_block(
         FfnType::Gelu => ffn,
         FfnType::Swiglu => 2 * ffn,
     };
-    let grouped = |m, n, k| GemmShape {
-        batch: local_experts,
-        m,
-        n,
-        k,
+    // One cuBLAS GEMM per local expert (TE `GroupedLinear`).
+    let per_expert_gemms = |names: [&'static str; 3], n, k| {
+        let shape = GemmShape {
+            batch: 1,
+            m: per_expert,
+            n,
+            k,
+        };
+        let [forward, dgrad, wgrad] = gemm_with_gradients(names, shape, GemmLayout::LINEAR_FORWARD);
+        let experts = local_experts as usize;
+        let mut backward = vec![dgrad; experts];
+        backward.extend(std::iter::repeat_n(wgrad, experts));
+        (vec![forward; experts], backward)
     };
-    let [fc1, fc1_dgrad, fc1_wgrad] = gemm_with_gradients(
+    let (fc1, fc1_backward) = per_expert_gemms(
         ["expert_fc1", "expert_fc1.dgrad", "expert_fc1.wgrad"],
-        grouped(per_expert, fc1_columns, h),
-        GemmLayout::LINEAR_FORWARD,
+        fc1_columns,
+        h,
     );
-    forward.push(fc1);
-    backward.push(vec![fc1_dgrad, fc1_wgrad]);
+    forward.extend(fc1);
+    backward.push(fc1_backward);
     let activation_elems = (local_experts * per_expert * ffn) as f64;
     let (act, act_bwd) = activation_steps(
         model.ffn_type,
@@ -169,13 +202,13 @@ pub fn moe_block(
     );
     forward.push(act);
     backward.push(vec![act_bwd]);
-    let [fc2, fc2_dgrad, fc2_wgrad] = gemm_with_gradients(
+    let (fc2, fc2_backward) = per_expert_gemms(
         ["expert_fc2", "expert_fc2.dgrad", "expert_fc2.wgrad"],
-        grouped(per_expert, h, ffn),
-        GemmLayout::LINEAR_FORWARD,
+        h,
+        ffn,
     );
-    forward.push(fc2);
-    backward.push(vec![fc2_dgrad, fc2_wgrad]);
+    forward.extend(fc2);
+    backward.push(fc2_backward);
     // Combine all-to-all, then the weighted sum of each token's k outputs.
     forward.push(all_to_all.clone());
     backward.push(vec![all_to_all]);

@@ -99,6 +99,13 @@ pub enum Step {
     ExpertAllToAll {
         bytes: u64,
     },
+    /// The host waits here until the GPU has run every step before this one:
+    /// a device-to-host read the next launches depend on (Megatron-Core's
+    /// all-to-all token dispatcher reads the tokens per expert on the host to
+    /// size the all-to-all and the experts' GEMMs, [`crate::moe_ops`]). No
+    /// GPU work; the simulator splits a pass here into segments whose host
+    /// issue waits for the GPU's previous segment.
+    HostSync,
 }
 
 impl Step {
@@ -136,7 +143,7 @@ impl PassSteps {
             .iter()
             .map(|step| match step {
                 Step::Kernel(kernel) => kernel.flops,
-                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => 0.0,
             })
             .sum()
     }

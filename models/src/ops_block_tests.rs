@@ -17,7 +17,7 @@ fn names(steps: &[Step]) -> Vec<&'static str> {
         .iter()
         .filter_map(|s| match s {
             Step::Kernel(k) => Some(k.name),
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         })
         .collect()
 }
@@ -119,7 +119,7 @@ fn without_biases_the_input_gradient_all_reduce_overlaps_only_the_weight_gradien
             .iter()
             .filter_map(|s| match s {
                 Step::TensorAllReduce { async_window, .. } => Some(*async_window),
-                Step::Kernel(_) | Step::ExpertAllToAll { .. } => None,
+                Step::Kernel(_) | Step::ExpertAllToAll { .. } | Step::HostSync => None,
             })
             .collect()
     };

@@ -360,7 +360,7 @@ mod tests {
             .iter()
             .filter_map(|s| match s {
                 Step::Kernel(k) => Some(k.name),
-                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
             })
             .collect();
         assert!(names.contains(&"final_rmsnorm"));
@@ -388,7 +388,7 @@ mod tests {
             .iter()
             .map(|s| match s {
                 Step::Kernel(k) => k.bytes,
-                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => 0.0,
             })
             .sum();
         let s2 = (model.seq_len * model.seq_len) as f64;

@@ -129,7 +129,7 @@ mod tests {
                 .iter()
                 .map(|s| match s {
                     Step::Kernel(k) => k.bytes,
-                    Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
+                    Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => 0.0,
                 })
                 .sum()
         };

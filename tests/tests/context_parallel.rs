@@ -30,7 +30,7 @@ fn kernels_of(steps: &[Step]) -> Vec<&models::ops::Kernel> {
         .iter()
         .filter_map(|step| match step {
             Step::Kernel(kernel) => Some(kernel),
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         })
         .collect()
 }

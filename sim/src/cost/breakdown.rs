@@ -56,7 +56,12 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     passes.extend_from_slice(backward);
     let mut rows = Vec::new();
     for pass in passes {
-        let steps = pass_steps(scenario, pass, 1, false, false);
+        // The host synchronizations cost the GPU nothing: the engine's host
+        // lane shows them (`host_syncs`), not this table.
+        let steps = super::segment_steps(
+            pass_steps(scenario, pass, 1, false, false),
+            crate::task_graph::WHOLE_PASS,
+        );
         for (index, step) in steps.iter().enumerate() {
             rows.push(match *step {
                 Step::Kernel(ref kernel) => KernelCost {
@@ -101,6 +106,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                         is_communication: true,
                     }
                 }
+                Step::HostSync => unreachable!("segment_steps drops host synchronizations"),
                 Step::ExpertAllToAll { bytes } => KernelCost {
                     pass,
                     name: "expert_all_to_all",
@@ -161,7 +167,7 @@ pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
             is_fp8: false,
             is_communication: false,
         }),
-        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
     })
     .collect()
 }
@@ -205,6 +211,7 @@ mod tests {
                     embedding: false,
                     head: false,
                     fp8_weight_cast: false,
+                    segment: crate::task_graph::WHOLE_PASS,
                 },
                 Work::TensorAllReduce {
                     pass,
@@ -214,6 +221,7 @@ mod tests {
                     head: false,
                     group_size: 8,
                     nodes: 1,
+                    segment: crate::task_graph::WHOLE_PASS,
                 },
             ];
             let costs = cost_works(&scenario, &works, &network);

@@ -162,7 +162,7 @@ mod tests {
             .iter()
             .map(|step| match step {
                 Step::Kernel(Kernel { bytes, .. }) => *bytes,
-                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => {
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => {
                     panic!("no communication")
                 }
             })

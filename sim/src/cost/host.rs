@@ -26,9 +26,10 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
             embedding,
             head,
             first,
+            segment,
         } => {
             let (kernels, mut calls, all_to_alls) =
-                issued(scenario, pass, layers, dense_layers, embedding, head);
+                issued(scenario, pass, layers, dense_layers, embedding, head, segment);
             // With one tensor rank Megatron's all-reduce returns without a call.
             if scenario.layout.tensor_parallel == 1 {
                 calls = 0;
@@ -55,7 +56,10 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
     }
 }
 
-/// Kernels, tensor all-reduce calls and expert all-to-all calls of one pass.
+/// Kernels, tensor all-reduce calls and expert all-to-all calls of one
+/// segment of a pass (every per-expert GEMM and quantization kernel is a
+/// kernel issued: [`models::moe_ops`]).
+#[allow(clippy::too_many_arguments)]
 fn issued(
     scenario: &Scenario,
     pass: crate::task_graph::ComputePass,
@@ -63,15 +67,20 @@ fn issued(
     dense_layers: u32,
     embedding: bool,
     head: bool,
+    segment: u16,
 ) -> (u64, u64, u64) {
-    super::pass_steps_of(scenario, pass, layers, dense_layers, embedding, head)
-        .iter()
+    super::segment_steps(
+        super::pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+        segment,
+    )
+    .iter()
         .fold(
             (0, 0, 0),
             |(kernels, calls, all_to_alls), step| match step {
                 Step::Kernel(_) => (kernels + 1, calls, all_to_alls),
                 Step::TensorAllReduce { .. } => (kernels, calls + 1, all_to_alls),
                 Step::ExpertAllToAll { .. } => (kernels, calls, all_to_alls + 1),
+                Step::HostSync => (kernels, calls, all_to_alls),
             },
         )
 }

@@ -278,7 +278,8 @@ mod tests {
             .filter_map(|step| match step {
                 models::ops::Step::Kernel(kernel) => Some(kernel),
                 models::ops::Step::TensorAllReduce { .. }
-                | models::ops::Step::ExpertAllToAll { .. } => None,
+                | models::ops::Step::ExpertAllToAll { .. }
+                | models::ops::Step::HostSync => None,
             })
             .collect()
     }

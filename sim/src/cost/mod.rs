@@ -36,7 +36,7 @@ pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
 use crate::scenario::{Precision, Recompute, Scenario};
-use crate::task_graph::{ComputePass, PcieDirection, Work};
+use crate::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
 use models::pipeline_ends;
@@ -120,6 +120,47 @@ pub fn pass_steps_of(
         head,
         moe_layer_options(scenario),
     )
+}
+
+/// The steps of one segment of a pass: those between its `segment`-th and
+/// the next host synchronization ([`Step::HostSync`]), or every step but the
+/// synchronizations for [`WHOLE_PASS`]. Segment 0 starts the pass.
+pub fn segment_steps(steps: Vec<Step>, segment: u16) -> Vec<Step> {
+    if segment == WHOLE_PASS {
+        return steps
+            .into_iter()
+            .filter(|step| !matches!(step, Step::HostSync))
+            .collect();
+    }
+    let mut index = 0u16;
+    let mut out = Vec::new();
+    for step in steps {
+        if matches!(step, Step::HostSync) {
+            index += 1;
+        } else if index == segment {
+            out.push(step);
+        }
+    }
+    out
+}
+
+/// How many host synchronizations a pass of `layers` layers (`dense_layers`
+/// of them dense) makes: one per MoE layer in a forward or a full
+/// recompute (the token dispatcher's device-to-host read, [`models::moe_ops`]),
+/// none in a backward or a selective recompute (which does not re-run the
+/// dispatcher). The segments of the pass are one more. Equals the
+/// [`Step::HostSync`] steps of [`pass_steps_of`] (tested).
+pub fn host_syncs(scenario: &Scenario, pass: ComputePass, layers: u32, dense_layers: u32) -> u32 {
+    let moe_layers = if scenario.model.moe.is_some() {
+        layers - dense_layers.min(layers)
+    } else {
+        0
+    };
+    match pass {
+        ComputePass::Forward => moe_layers,
+        ComputePass::Recompute if scenario.recompute != Recompute::Selective => moe_layers,
+        _ => 0,
+    }
 }
 
 /// [`pass_steps_of`] with the MoE layers' options given (the uniform
@@ -302,7 +343,7 @@ pub(crate) fn exposed_after_overlap(
         .take(window as usize)
         .map(|step| match step {
             Step::Kernel(kernel) => kernels.kernel_seconds(kernel),
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => 0.0,
         })
         .sum();
     let full_s = full.as_seconds();
@@ -341,12 +382,14 @@ fn cost_work(
             embedding,
             head,
             fp8_weight_cast,
+            segment,
         } => {
             let mut seconds = 0.0;
             let mut bytes = 0.0;
             let mut flops = 0.0;
             let mut steps = Vec::new();
-            if fp8_weight_cast {
+            // The weight casts come first: in the pass's first segment.
+            if fp8_weight_cast && (segment == 0 || segment == WHOLE_PASS) {
                 steps = models::fp8::weight_cast_steps(
                     &scenario.model,
                     scenario.layout.tensor_parallel as u64,
@@ -354,13 +397,9 @@ fn cost_work(
                     layers,
                 );
             }
-            steps.extend(pass_steps_of(
-                scenario,
-                pass,
-                layers,
-                dense_layers,
-                embedding,
-                head,
+            steps.extend(segment_steps(
+                pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+                segment,
             ));
             for step in &steps {
                 if let Step::Kernel(kernel) = step {
@@ -379,14 +418,17 @@ fn cost_work(
                 let uniform = tokens * scenario.model.moe.as_ref().map_or(0, |m| m.top_k);
                 if moe.busiest_rank_tokens != uniform {
                     moe.busiest_rank_tokens = uniform;
-                    flops = PassSteps::flops(&pass_steps_with(
-                        scenario,
-                        pass,
-                        layers,
-                        dense_layers,
-                        embedding,
-                        head,
-                        Some(moe),
+                    flops = PassSteps::flops(&segment_steps(
+                        pass_steps_with(
+                            scenario,
+                            pass,
+                            layers,
+                            dense_layers,
+                            embedding,
+                            head,
+                            Some(moe),
+                        ),
+                        segment,
                     ));
                 }
             }
@@ -404,8 +446,12 @@ fn cost_work(
             head,
             group_size,
             nodes,
+            segment,
         } => {
-            let steps = pass_steps_of(scenario, pass, layers, dense_layers, embedding, head);
+            let steps = segment_steps(
+                pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+                segment,
+            );
             let mut duration = SimDuration::ZERO;
             let mut bytes = 0;
             for (index, step) in steps.iter().enumerate() {
@@ -445,10 +491,14 @@ fn cost_work(
             head,
             group_size,
             nodes,
+            segment,
         } => {
             let mut duration = SimDuration::ZERO;
             let mut bytes = 0;
-            for step in pass_steps_of(scenario, pass, layers, dense_layers, embedding, head) {
+            for step in segment_steps(
+                pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+                segment,
+            ) {
                 if let Step::ExpertAllToAll { bytes: payload } = step {
                     duration += network.all_to_all(payload, group_size, nodes);
                     bytes += payload;

@@ -54,7 +54,7 @@ pub fn is_weight_gradient(step: &Step) -> bool {
             kernel.name.ends_with(".wgrad")
                 || WEIGHT_GRADIENT_ACCUMULATION_KERNELS.contains(&kernel.name)
         }
-        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => false,
+        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => false,
     }
 }
 
@@ -124,7 +124,7 @@ mod tests {
             .iter()
             .map(|step| match step {
                 Step::Kernel(kernel) => kernel.name,
-                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => "all_reduce",
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => "all_reduce",
             })
             .collect()
     }

@@ -29,7 +29,7 @@ fn selective_recompute_reruns_only_the_attention_core_without_all_reduces() {
         .iter()
         .map(|step| match step {
             Step::Kernel(kernel) => kernel.name,
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => "all_reduce",
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => "all_reduce",
         })
         .collect();
     // GPT-3 has multi-head attention: no K/V expansion.
@@ -65,7 +65,7 @@ fn selective_recompute_of_grouped_query_attention_reruns_the_kv_expansion() {
         .iter()
         .filter_map(|step| match step {
             Step::Kernel(kernel) => Some(kernel.name),
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         })
         .collect();
     assert_eq!(names, SELECTIVE_RECOMPUTE_KERNELS[..5]);
@@ -75,7 +75,7 @@ fn selective_recompute_of_grouped_query_attention_reruns_the_kv_expansion() {
         .iter()
         .filter_map(|step| match step {
             Step::Kernel(kernel) => Some(kernel.name),
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => None,
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         })
         .collect();
     assert_eq!(fused, ["fused_attention"]);
@@ -197,7 +197,7 @@ fn an_asynchronous_all_reduce_is_charged_only_beyond_its_overlap_window() {
     let before = [memory(1e9), memory(2e9), memory(3e9)];
     let seconds = |step: &Step| match step {
         Step::Kernel(k) => kernels.kernel_seconds(k),
-        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } => 0.0,
+        Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => 0.0,
     };
     let window_s = seconds(&before[1]) + seconds(&before[2]);
     let long = SimDuration::from_seconds_ceil(window_s + 1e-3);

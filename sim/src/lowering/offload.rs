@@ -323,6 +323,8 @@ pub fn program(
                 head,
                 // FP8 training is refused under ZeRO-Offload.
                 fp8_weight_cast: false,
+                // No host lane in ZeRO-Offload programs.
+                segment: crate::task_graph::WHOLE_PASS,
             };
             match action.pass {
                 Pass::Forward => {

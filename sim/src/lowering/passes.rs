@@ -23,6 +23,9 @@ pub struct PassPiece {
     /// FP8 training: the chunk's first forward of the iteration, which casts
     /// the chunk's weights to FP8 (Transformer Engine's weight cache).
     pub fp8_weight_cast: bool,
+    /// The part of the pass between host synchronizations
+    /// ([`crate::task_graph::WHOLE_PASS`]: all of it).
+    pub segment: u16,
 }
 
 /// The task kind of a compute pass.

@@ -276,64 +276,97 @@ pub fn program(
                             piece_first,
                             piece.layers as u64,
                         ) as u32;
-                        let issue = |first| Work::HostIssuePass {
-                            pass,
-                            layers: piece.layers,
-                            dense_layers,
-                            embedding: piece.embedding,
-                            head: piece.head,
-                            first,
-                        };
-                        let host_issue = host.map(|_| {
-                            let first = program.task(host_task(
-                                builder,
-                                tensor_group,
-                                stage,
-                                action.chunk,
-                                action.microbatch,
-                                issue(true),
-                            ));
-                            for wait in host_waits.drain(..) {
-                                program.depend(wait, first, Dependency::Data);
-                            }
-                            program.task(host_task(
-                                builder,
-                                tensor_group,
-                                stage,
-                                action.chunk,
-                                action.microbatch,
-                                issue(false),
-                            ));
-                            first
-                        });
-                        first_host = first_host.or(host_issue);
-                        let step = program.pass(
-                            builder,
-                            group,
-                            PassPiece {
+                        // With a host lane a pass is cut at its host
+                        // synchronizations (the MoE token dispatcher's
+                        // device-to-host read): the host issues each segment
+                        // only once the GPU has run the one before, as it
+                        // waits after a synchronizing exchange.
+                        let segments: Vec<u16> = if host.is_some() {
+                            let syncs = crate::cost::host_syncs(
+                                scenario,
                                 pass,
-                                chunk: action.chunk,
-                                microbatch: action.microbatch,
-                                iteration: 0,
+                                piece.layers,
+                                dense_layers,
+                            );
+                            (0..=syncs as u16).collect()
+                        } else {
+                            vec![crate::task_graph::WHOLE_PASS]
+                        };
+                        let mut first_segment = None;
+                        let mut previous_segment: Option<StepId> = None;
+                        let mut step = None;
+                        for segment in segments {
+                            let issue = |first| Work::HostIssuePass {
+                                pass,
                                 layers: piece.layers,
                                 dense_layers,
                                 embedding: piece.embedding,
                                 head: piece.head,
-                                // Megatron-Core marks each iteration's first
-                                // microbatch; TE casts and caches FP8 weights then.
-                                fp8_weight_cast: scenario.options.precision
-                                    == crate::scenario::Precision::Fp8
-                                    && pass == ComputePass::Forward
-                                    && action.microbatch == 0,
-                            },
-                        );
-                        for send in blocking_sends.drain(..) {
-                            program.depend(send, step, Dependency::ProgramOrder);
+                                first,
+                                segment,
+                            };
+                            let host_issue = host.map(|_| {
+                                let first = program.task(host_task(
+                                    builder,
+                                    tensor_group,
+                                    stage,
+                                    action.chunk,
+                                    action.microbatch,
+                                    issue(true),
+                                ));
+                                for wait in host_waits.drain(..) {
+                                    program.depend(wait, first, Dependency::Data);
+                                }
+                                // The synchronization: the host waits for
+                                // the GPU's segment before this one.
+                                if let Some(previous) = previous_segment {
+                                    program.depend(previous, first, Dependency::Data);
+                                }
+                                program.task(host_task(
+                                    builder,
+                                    tensor_group,
+                                    stage,
+                                    action.chunk,
+                                    action.microbatch,
+                                    issue(false),
+                                ));
+                                first
+                            });
+                            first_host = first_host.or(host_issue);
+                            let segment_step = program.pass(
+                                builder,
+                                group,
+                                PassPiece {
+                                    pass,
+                                    chunk: action.chunk,
+                                    microbatch: action.microbatch,
+                                    iteration: 0,
+                                    layers: piece.layers,
+                                    dense_layers,
+                                    embedding: piece.embedding,
+                                    head: piece.head,
+                                    // Megatron-Core marks each iteration's first
+                                    // microbatch; TE casts and caches FP8 weights then.
+                                    fp8_weight_cast: scenario.options.precision
+                                        == crate::scenario::Precision::Fp8
+                                        && pass == ComputePass::Forward
+                                        && action.microbatch == 0,
+                                    segment,
+                                },
+                            );
+                            for send in blocking_sends.drain(..) {
+                                program.depend(send, segment_step, Dependency::ProgramOrder);
+                            }
+                            if let Some(issued) = host_issue {
+                                program.depend(issued, segment_step, Dependency::Data);
+                            }
+                            first_segment.get_or_insert(segment_step);
+                            previous_segment = Some(segment_step);
+                            step = Some(segment_step);
                         }
-                        if let Some(issued) = host_issue {
-                            program.depend(issued, step, Dependency::Data);
-                        }
-                        first_piece.get_or_insert(step);
+                        let step = step.expect("a pass has at least one segment");
+                        let first_segment = first_segment.expect("a pass has at least one segment");
+                        first_piece.get_or_insert(first_segment);
                         tail = Some(step);
                         let params = models::sharding::parameters_of_layer_range(
                             &scenario.model,
@@ -359,7 +392,8 @@ pub fn program(
                                 pass,
                                 chunk: action.chunk,
                                 microbatch: action.microbatch,
-                                step,
+                                step: first_segment,
+                                end_step: step,
                                 params,
                                 expert_params,
                             });

@@ -159,6 +159,7 @@ impl Program {
             embedding: piece.embedding,
             head: piece.head,
             fp8_weight_cast: piece.fp8_weight_cast,
+            segment: piece.segment,
         });
         // A weight-gradient pass has no tensor all-reduce: the backward's belong to its input gradient.
         let all_reduce_work = (t > 1 && piece.pass != ComputePass::WeightGradient).then(|| {
@@ -170,6 +171,7 @@ impl Program {
                 head: piece.head,
                 group_size: t,
                 nodes,
+                segment: piece.segment,
             })
         });
         let expert_group = tensor_group.expert_group;
@@ -183,6 +185,7 @@ impl Program {
                     head: piece.head,
                     group_size: expert_group.0,
                     nodes: expert_group.1,
+                    segment: piece.segment,
                 })
             });
         self.push(Step::Pass {

@@ -165,7 +165,11 @@ pub struct ShardedPiece {
     pub pass: ComputePass,
     pub chunk: u32,
     pub microbatch: u32,
+    /// The piece's first step (its parameters must be gathered before it).
     pub step: StepId,
+    /// Its last step: a pass cut at host synchronizations
+    /// ([`crate::cost::host_syncs`]) ends with its last segment.
+    pub end_step: StepId,
     /// Parameters of the piece's layers on one tensor rank.
     pub params: u64,
     /// Of those, a mixture of experts' routed experts (E/ep per layer):
@@ -344,7 +348,7 @@ pub fn emit(
                                     data_index,
                                     gathered[k - INFLIGHT_ALL_GATHERS as usize],
                                 );
-                                program.depend(freed.step, step, Dependency::Data);
+                                program.depend(freed.end_step, step, Dependency::Data);
                             }
                         }
                     }
@@ -379,7 +383,7 @@ pub fn emit(
                         stage,
                     );
                     for data_index in g * n..((g + 1) * n).min(lowered) {
-                        program.depend(piece_of(data_index, j).step, step, Dependency::Data);
+                        program.depend(piece_of(data_index, j).end_step, step, Dependency::Data);
                     }
                     scattered.push(step);
                 }
@@ -402,7 +406,7 @@ pub fn emit(
                         );
                         for g in 0..replicas {
                             let data_index = g * n + position;
-                            program.depend(piece_of(data_index, j).step, step, Dependency::Data);
+                            program.depend(piece_of(data_index, j).end_step, step, Dependency::Data);
                         }
                         for &rs in &scattered {
                             program.depend(rs, step, Dependency::Data);
@@ -444,6 +448,7 @@ pub fn parameter_all_gathers(
         chunk: 0,
         microbatch: NO_MICROBATCH,
         step: optimizer_steps[0],
+        end_step: optimizer_steps[0],
         params,
         expert_params: 0,
     };

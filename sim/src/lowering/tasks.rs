@@ -166,6 +166,7 @@ mod tests {
             embedding: false,
             head: false,
             fp8_weight_cast: false,
+            segment: crate::task_graph::WHOLE_PASS,
         };
         program.pass(&mut builder, group, piece);
         let steps = emit(&program, &mut builder);

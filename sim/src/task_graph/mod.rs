@@ -14,6 +14,11 @@ use std::collections::BTreeMap;
 mod builder;
 pub use builder::TaskGraphBuilder;
 
+/// A [`Work::Compute`]'s `segment` covering the whole pass: its host
+/// synchronizations, if any, are not lowered (no host lane, or programs that
+/// do not cut passes there).
+pub const WHOLE_PASS: u16 = u16::MAX;
+
 /// What a piece of work is; many tasks share one, so each is costed once.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Work {
@@ -32,6 +37,9 @@ pub enum Work {
         /// the iteration, which casts the layers' weights to FP8 first
         /// ([`models::fp8::weight_cast_steps`]).
         fp8_weight_cast: bool,
+        /// Which part of the pass between host synchronizations
+        /// ([`models::ops::Step::HostSync`]) this is, or [`WHOLE_PASS`].
+        segment: u16,
     },
     /// The blocking tensor-parallel all-reduces of that pass, over `group_size` ranks.
     TensorAllReduce {
@@ -42,6 +50,8 @@ pub enum Work {
         head: bool,
         group_size: u32,
         nodes: u32,
+        /// The pass's segment ([`Work::Compute`]'s `segment`).
+        segment: u16,
     },
     /// The blocking expert-parallel all-to-alls of that pass (token dispatch
     /// and combine of every MoE layer), over `group_size` ranks spanning
@@ -54,6 +64,8 @@ pub enum Work {
         head: bool,
         group_size: u32,
         nodes: u32,
+        /// The pass's segment ([`Work::Compute`]'s `segment`).
+        segment: u16,
     },
     /// Activations or gradients between consecutive stages' tensor groups.
     PipelineTransfer {
@@ -83,6 +95,9 @@ pub enum Work {
         embedding: bool,
         head: bool,
         first: bool,
+        /// The pass's segment ([`Work::Compute`]'s `segment`): the host
+        /// issues each segment after the GPU has run the one before.
+        segment: u16,
     },
     /// The host issuing one point-to-point or collective call.
     HostCall,

@@ -81,6 +81,11 @@ pub struct GradientSplits {
     /// The schedule splits every backward into an input- and a
     /// weight-gradient pass (zero-bubble schedules): one more pass each.
     pub split_backward: bool,
+    /// A mixture of experts' MoE layers in the largest chunk: with a host
+    /// lane every forward (and full recompute) is cut at each one's token
+    /// dispatcher synchronization into one more segment, a pass's tasks
+    /// each ([`crate::cost::host_syncs`]).
+    pub host_sync_segments: u64,
 }
 
 impl GradientSplits {
@@ -110,6 +115,9 @@ impl GradientSplits {
         // The most layers a chunk builds (`Sharding::layers_per_chunk`: the
         // uneven split counts the embedding and the loss as layers).
         let per_chunk = u32::try_from(sharding.layers_per_chunk(model.layers)).unwrap_or(u32::MAX);
+        if model.moe.is_some() {
+            splits.host_sync_segments = per_chunk as u64;
+        }
         if let Some(bucket_params) = options.grad_reduce_bucket_params {
             splits.reduce_buckets = buckets(bucket_params, per_chunk).max(1);
         }
@@ -172,6 +180,21 @@ pub fn estimated_task_count(
         // and HSDP all-reduces; ZeRO-2: every backward's buckets.
         product(&[d, p, v, m, passes, splits.sharded_units, per_pass + 3 * t]),
         product(&[d, p, v, m, splits.sharded_buckets, per_pass + 2 * t]),
+        // Host synchronizations: each forward's (and full recompute's) extra
+        // segments, with their all-to-all task.
+        if simulates_host && !offload {
+            product(&[
+                d,
+                p,
+                v,
+                m,
+                1 + (recompute == Recompute::Full) as u64,
+                splits.host_sync_segments,
+                per_pass + 1,
+            ])
+        } else {
+            0
+        },
     ]
     .into_iter()
     .fold(0u64, u64::saturating_add);

@@ -70,12 +70,13 @@ fn kernels_have_their_closed_form_shapes_flops_and_bytes() {
         6.0 * t * e + 10.0 * t * k
     );
     assert_eq!(kernel(forward, "moe_permute").bytes, 4.0 * t * k * h);
+    // One GEMM per local expert (TE GroupedLinear): 2 of each.
     let fc1 = kernel(forward, "expert_fc1");
     assert_eq!(
         fc1.class,
         KernelClass::Gemm {
             shape: GemmShape {
-                batch: 2,
+                batch: 1,
                 m: 4096,
                 n: 2 * 14336,
                 k: 4096
@@ -83,11 +84,19 @@ fn kernels_have_their_closed_form_shapes_flops_and_bytes() {
             layout: GemmLayout::LINEAR_FORWARD
         }
     );
-    assert_eq!(fc1.flops, 2.0 * 2.0 * 4096.0 * 2.0 * f * h);
-    assert_eq!(
-        kernel(forward, "expert_fc2").flops,
-        2.0 * 2.0 * 4096.0 * h * f
-    );
+    assert_eq!(fc1.flops, 2.0 * 4096.0 * 2.0 * f * h);
+    assert_eq!(kernel(forward, "expert_fc2").flops, 2.0 * 4096.0 * h * f);
+    for name in ["expert_fc1", "expert_fc2"] {
+        assert_eq!(count(forward, name), 2, "{name}");
+    }
+    for name in [
+        "expert_fc1.dgrad",
+        "expert_fc1.wgrad",
+        "expert_fc2.dgrad",
+        "expert_fc2.wgrad",
+    ] {
+        assert_eq!(count(&layer.backward, name), 2, "{name}");
+    }
     assert_eq!(kernel(forward, "expert_swiglu").bytes, 6.0 * 8192.0 * f);
     assert_eq!(
         kernel(forward, "moe_unpermute").bytes,
@@ -137,8 +146,12 @@ fn kernels_have_their_closed_form_shapes_flops_and_bytes() {
             "moe_unpermute.bwd",
             "all_to_all",
             "expert_fc2.dgrad",
+            "expert_fc2.dgrad",
+            "expert_fc2.wgrad",
             "expert_fc2.wgrad",
             "expert_fc1.dgrad",
+            "expert_fc1.dgrad",
+            "expert_fc1.wgrad",
             "expert_fc1.wgrad",
             "all_to_all",
             "moe_permute.bwd",
@@ -154,7 +167,36 @@ fn the_busiest_rank_computes_its_tokens_rounded_up_per_expert() {
     // 12 289 routed copies on 2 local experts: ⌈12 289 / 2⌉ = 6145 each.
     let layer = mixtral_layer(4, 12_289);
     let fc1 = kernel(&layer.forward, "expert_fc1");
-    assert_eq!(fc1.flops, 2.0 * 2.0 * 6145.0 * 2.0 * 14336.0 * 4096.0);
+    assert_eq!(fc1.flops, 2.0 * 6145.0 * 2.0 * 14336.0 * 4096.0);
+    assert_eq!(count(&layer.forward, "expert_fc1"), 2);
+}
+
+fn count(steps: &[Step], name: &str) -> usize {
+    steps
+        .iter()
+        .filter(|step| matches!(step, Step::Kernel(kernel) if kernel.name == name))
+        .count()
+}
+
+#[test]
+fn the_dispatcher_synchronizes_the_host_once_per_forward_after_the_permute() {
+    // token_dispatcher.py (core_r0.15.0): the tokens per expert are read on
+    // the host before the dispatch all-to-all; the backward reuses them.
+    for ep in [1, 4, 8] {
+        let layer = mixtral_layer(ep, 8192);
+        let syncs = |steps: &[Step]| steps.iter().filter(|s| matches!(s, Step::HostSync)).count();
+        assert_eq!(syncs(&layer.forward), 1, "ep {ep}");
+        assert_eq!(syncs(&layer.backward), 0, "ep {ep}");
+        let at = layer
+            .forward
+            .iter()
+            .position(|s| matches!(s, Step::HostSync))
+            .unwrap();
+        assert!(matches!(&layer.forward[at - 1], Step::Kernel(k) if k.name == "moe_permute"));
+        // Next: the dispatch all-to-all (no task at ep = 1), then the GEMMs.
+        assert!(matches!(layer.forward[at + 1], Step::ExpertAllToAll { .. }));
+        assert!(matches!(&layer.forward[at + 2], Step::Kernel(k) if k.name == "expert_fc1"));
+    }
 }
 
 #[test]

@@ -207,6 +207,7 @@ fn a_pass_is_charged_its_kernels_plus_what_the_attention_steps_do_not_hide() {
             embedding: false,
             head: false,
             fp8_weight_cast: false,
+            segment: sim::task_graph::WHOLE_PASS,
         },
         Work::Compute {
             pass: ComputePass::Backward,
@@ -215,6 +216,7 @@ fn a_pass_is_charged_its_kernels_plus_what_the_attention_steps_do_not_hide() {
             embedding: false,
             head: false,
             fp8_weight_cast: false,
+            segment: sim::task_graph::WHOLE_PASS,
         },
     ];
     let costs = cost_works(&scenario, &works, &network);

@@ -191,6 +191,7 @@ fn each_chunks_first_forward_casts_its_weights_once_per_iteration() {
         embedding: false,
         head: false,
         fp8_weight_cast,
+        segment: sim::task_graph::WHOLE_PASS,
     };
     let costs = cost_works(&fp8, &[work(false), work(true)], &network);
     // 22 layers × (QKV 3h² + proj h² + FC1 4h² + FC2 4h²)/t weights × 4 B.

@@ -42,6 +42,7 @@ fn all_reduce_cost(scenario: &Scenario, pass: ComputePass, layers: u32) -> (SimD
         head: false,
         group_size: 8,
         nodes: 1,
+        segment: sim::task_graph::WHOLE_PASS,
     };
     let cost = cost_works(scenario, &[work], &network)[0];
     (cost.duration, cost.bytes)
@@ -130,6 +131,7 @@ fn the_embedding_and_head_all_reduces_are_not_hidden() {
             head: false,
             group_size: 8,
             nodes: 1,
+            segment: sim::task_graph::WHOLE_PASS,
         };
         cost_works(s, &[work], &network)[0].duration
     };

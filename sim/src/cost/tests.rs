@@ -140,6 +140,7 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
         embedding: false,
         head: false,
         fp8_weight_cast: false,
+        segment: crate::task_graph::WHOLE_PASS,
     };
     let (unfused, fused) = (cost(false, backward.clone()), cost(true, backward));
     let scenario = file(false).resolve().unwrap();
@@ -263,6 +264,7 @@ fn async_tensor_all_reduce_hides_backward_all_reduces_only() {
             head: false,
             group_size: 8,
             nodes: 1,
+            segment: crate::task_graph::WHOLE_PASS,
         };
         cost_works(&scenario, &[work], &network)[0]
     };

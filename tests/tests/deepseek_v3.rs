@@ -167,5 +167,5 @@ fn deepseek_v3_on_2048_h800s_is_pinned_against_its_published_cost() {
     // Pinned, not a target: bf16 where the report trained in FP8, and the
     // all-to-alls DualPipe overlaps with computation costed exposed.
     let error = row.error_percent.expect("predicted");
-    assert!((error - -42.1).abs() < 0.5, "error {error:.2}%: {row:?}");
+    assert!((error - -42.3).abs() < 0.5, "error {error:.2}%: {row:?}");
 }

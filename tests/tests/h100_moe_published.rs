@@ -19,14 +19,16 @@ fn every_published_h100_moe_run_is_predicted_and_its_error_pinned() {
         .filter(|row| row.quantity == "tokens_per_s_per_gpu")
         .collect();
     assert_eq!(tokens.len(), 4);
-    // Pinned errors (%), predicted over published. The 30B rows are far
-    // optimistic, the 235B rows pessimistic (what is not modeled:
-    // ARCHITECTURE.md's MoE note).
+    // Pinned errors (%), predicted over published. The 30B rows were
+    // +175.4 / +157.1 before the token dispatcher's host synchronization and
+    // the per-expert GEMMs and quantizations (TE GroupedLinear) were lowered;
+    // they are still optimistic, the 235B rows pessimistic (what is not
+    // modeled: ARCHITECTURE.md's MoE note).
     let pinned = [
-        ("bridge2602-qwen3-30b-a3b", 175.4),
-        ("bridge2602-qwen3-235b-a22b", -10.2),
-        ("bridge2511-qwen3-30b-a3b", 157.1),
-        ("bridge2511-qwen3-235b-a22b", -7.9),
+        ("bridge2602-qwen3-30b-a3b", 40.2),
+        ("bridge2602-qwen3-235b-a22b", -11.0),
+        ("bridge2511-qwen3-30b-a3b", 118.4),
+        ("bridge2511-qwen3-235b-a22b", -8.7),
     ];
     for (case, error) in pinned {
         let row = tokens.iter().find(|row| row.case == case).unwrap();

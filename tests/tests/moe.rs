@@ -71,16 +71,25 @@ fn mixtral_with_ep_8_simulates_and_its_all_to_alls_are_the_closed_form() {
         .iter()
         .find(|task| task.kind == TaskKind::ExpertAllToAll)
         .expect("all-to-all tasks are in the timeline");
-    assert_eq!(forward.end_ns - forward.start_ns, 16 * one.as_nanos());
-    // A forward, a backward: 16 each per microbatch, 4 microbatches, 4 stages,
-    // 16 replicas; one task per (tensor group, pass).
+    // The host lane cuts a forward at each MoE layer's host synchronization:
+    // a segment holds one layer's dispatch and combine.
+    assert_eq!(forward.end_ns - forward.start_ns, 2 * one.as_nanos());
+    // A backward's 16 in one task.
+    assert!(report
+        .timeline()
+        .tasks
+        .iter()
+        .any(|task| task.kind == TaskKind::ExpertAllToAll
+            && task.end_ns - task.start_ns == 16 * one.as_nanos()));
+    // A forward: one task per segment after the first (8), a backward one;
+    // 4 microbatches, 4 stages, 16 replicas.
     let count = report
         .timeline()
         .tasks
         .iter()
         .filter(|task| task.kind == TaskKind::ExpertAllToAll)
         .count();
-    assert_eq!(count, 2 * 4 * 4 * 16);
+    assert_eq!(count, (8 + 1) * 4 * 4 * 16);
 }
 
 #[test]
@@ -205,7 +214,8 @@ fn a_skewed_routing_gates_the_step_by_the_busiest_rank_exactly() {
         expert_fc1_flops(&uniform),
         2.0 * 2.0 * 2048.0 * 8192.0 * 1024.0
     );
-    // Its all-to-alls: 4 layers × 2 of 6554·1024·2 bytes over 2 ranks of a node.
+    // Its all-to-alls: 4 layers × 2 of 6554·1024·2 bytes over 2 ranks of a
+    // node (a backward's: its forward is cut at the host synchronizations).
     let network = ClosedFormNetwork::for_scenario(&skewed);
     let (_, graph) = sim::build_graph(&skewed);
     let costs = cost_works(&skewed, graph.works(), &network);
@@ -224,7 +234,7 @@ fn a_skewed_routing_gates_the_step_by_the_busiest_rank_exactly() {
             matches!(
                 work,
                 Work::ExpertAllToAll {
-                    pass: ComputePass::Forward,
+                    pass: ComputePass::Backward,
                     ..
                 }
             )

@@ -83,28 +83,26 @@ fn under_fp8_the_experts_grouped_gemms_are_fp8_and_the_router_is_not() {
     let KernelClass::Fp8Gemm { shape, .. } = fc1.1 else {
         panic!("expert_fc1 is not FP8: {:?}", fc1.1)
     };
-    assert_eq!(
-        (shape.batch, shape.m, shape.n, shape.k),
-        (local, m, 2 * f, h)
-    );
-    assert_eq!(fc1.2, 2.0 * (local * m * 2 * f * h) as f64);
+    // One GEMM per local expert (TE GroupedLinear), each with its own cast.
+    assert_eq!((shape.batch, shape.m, shape.n, shape.k), (1, m, 2 * f, h));
+    let count = |name: &str| forward.iter().filter(|k| k.0 == name).count() as u64;
+    assert_eq!(count("expert_fc1"), local);
+    assert_eq!(count("expert_fc1.cast_transpose"), local);
+    assert_eq!(fc1.2, 2.0 * (m * 2 * f * h) as f64);
     // FP8 inputs (1 B), bf16 output.
-    assert_eq!(
-        fc1.3,
-        (local * (m * h + h * 2 * f) + 2 * local * m * 2 * f) as f64
-    );
+    assert_eq!(fc1.3, (m * h + h * 2 * f + 2 * m * 2 * f) as f64);
     // Each expert GEMM is preceded by its input's cast-transpose (4 B/element).
     assert_eq!(
         find(&forward, "expert_fc1.cast_transpose").3,
-        4.0 * (local * m * h) as f64
+        4.0 * (m * h) as f64
     );
     assert_eq!(
         find(&forward, "expert_fc2.cast_transpose").3,
-        4.0 * (local * m * f) as f64
+        4.0 * (m * f) as f64
     );
     assert_eq!(
         find(&backward, "expert_fc2.dgrad.cast_transpose").3,
-        4.0 * (local * m * h) as f64
+        4.0 * (m * h) as f64
     );
     for name in ["expert_fc2", "expert_fc2.dgrad", "expert_fc1.wgrad"] {
         let (steps, name) = if name == "expert_fc2" {
@@ -246,9 +244,10 @@ fn under_tensor_parallelism_each_rank_routes_its_own_tokens_over_consecutive_ran
     let KernelClass::Gemm { shape, .. } = find(&forward, "expert_fc1").1 else {
         panic!("bf16 expert GEMM expected")
     };
+    assert_eq!((shape.batch, shape.m, shape.n, shape.k), (1, 1024, 2 * f, h));
     assert_eq!(
-        (shape.batch, shape.m, shape.n, shape.k),
-        (local, 1024, 2 * f, h)
+        forward.iter().filter(|k| k.0 == "expert_fc1").count() as u64,
+        local
     );
     // The attention block keeps its tensor collectives; the MoE block has none.
     let tensor_collectives = |steps: &[Step]| {

@@ -175,7 +175,13 @@ impl Program {
             })
         });
         let expert_group = tensor_group.expert_group;
-        let all_to_all_work = (expert_group.0 > 1 && piece.pass != ComputePass::WeightGradient)
+        // A forward (or recompute) cut at host synchronizations has no
+        // all-to-all in its segment 0: a MoE layer's dispatch follows its sync.
+        let before_first_sync = piece.segment == 0
+            && matches!(piece.pass, ComputePass::Forward | ComputePass::Recompute);
+        let all_to_all_work = (expert_group.0 > 1
+            && piece.pass != ComputePass::WeightGradient
+            && !before_first_sync)
             .then(|| {
                 builder.work(Work::ExpertAllToAll {
                     pass: piece.pass,

@@ -362,7 +362,9 @@ mod tests {
             Step::Kernel(kernel) => {
                 assert_eq!(kernel.bytes, (3 * 4 * 3 * (2 * 1024 + 2) * 4) as f64)
             }
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => unreachable!(),
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => {
+                unreachable!()
+            }
         }
     }
 }

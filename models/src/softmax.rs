@@ -129,7 +129,9 @@ mod tests {
                 .iter()
                 .map(|s| match s {
                     Step::Kernel(k) => k.bytes,
-                    Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => 0.0,
+                    Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => {
+                        0.0
+                    }
                 })
                 .sum()
         };

@@ -39,7 +39,10 @@ fn qwen3_30b() -> Scenario {
 #[test]
 fn a_forward_is_cut_at_every_moe_layers_sync_and_the_host_waits_for_the_gpu_there() {
     let scenario = qwen3_30b();
-    let host = scenario.stack.host.expect("megatron-core-2024 has a host lane");
+    let host = scenario
+        .stack
+        .host
+        .expect("megatron-core-2024 has a host lane");
     let report = sim::simulate(&scenario).unwrap();
     let timeline = report.timeline();
     let on_rank0 = |t: &&timeline::TaskRecord| {

@@ -244,7 +244,10 @@ fn under_tensor_parallelism_each_rank_routes_its_own_tokens_over_consecutive_ran
     let KernelClass::Gemm { shape, .. } = find(&forward, "expert_fc1").1 else {
         panic!("bf16 expert GEMM expected")
     };
-    assert_eq!((shape.batch, shape.m, shape.n, shape.k), (1, 1024, 2 * f, h));
+    assert_eq!(
+        (shape.batch, shape.m, shape.n, shape.k),
+        (1, 1024, 2 * f, h)
+    );
     assert_eq!(
         forward.iter().filter(|k| k.0 == "expert_fc1").count() as u64,
         local

@@ -204,7 +204,9 @@ fn real_mode_launches_the_pass_kernels_and_copies_for_communication_on_one_gpu()
                         // No real kernel: `plan` refuses it in real mode.
                         KernelClass::FusedAttention(_) => None,
                     },
-                    Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
+                    Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => {
+                        None
+                    }
                 })
                 .collect();
                 assert_eq!(task.launches, kernels);

@@ -28,8 +28,15 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
             first,
             segment,
         } => {
-            let (kernels, mut calls, all_to_alls) =
-                issued(scenario, pass, layers, dense_layers, embedding, head, segment);
+            let (kernels, mut calls, all_to_alls) = issued(
+                scenario,
+                pass,
+                layers,
+                dense_layers,
+                embedding,
+                head,
+                segment,
+            );
             // With one tensor rank Megatron's all-reduce returns without a call.
             if scenario.layout.tensor_parallel == 1 {
                 calls = 0;
@@ -74,13 +81,13 @@ fn issued(
         segment,
     )
     .iter()
-        .fold(
-            (0, 0, 0),
-            |(kernels, calls, all_to_alls), step| match step {
-                Step::Kernel(_) => (kernels + 1, calls, all_to_alls),
-                Step::TensorAllReduce { .. } => (kernels, calls + 1, all_to_alls),
-                Step::ExpertAllToAll { .. } => (kernels, calls, all_to_alls + 1),
-                Step::HostSync => (kernels, calls, all_to_alls),
-            },
-        )
+    .fold(
+        (0, 0, 0),
+        |(kernels, calls, all_to_alls), step| match step {
+            Step::Kernel(_) => (kernels + 1, calls, all_to_alls),
+            Step::TensorAllReduce { .. } => (kernels, calls + 1, all_to_alls),
+            Step::ExpertAllToAll { .. } => (kernels, calls, all_to_alls + 1),
+            Step::HostSync => (kernels, calls, all_to_alls),
+        },
+    )
 }

@@ -124,7 +124,9 @@ mod tests {
             .iter()
             .map(|step| match step {
                 Step::Kernel(kernel) => kernel.name,
-                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => "all_reduce",
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => {
+                    "all_reduce"
+                }
             })
             .collect()
     }

@@ -29,7 +29,9 @@ fn selective_recompute_reruns_only_the_attention_core_without_all_reduces() {
         .iter()
         .map(|step| match step {
             Step::Kernel(kernel) => kernel.name,
-            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => "all_reduce",
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => {
+                "all_reduce"
+            }
         })
         .collect();
     // GPT-3 has multi-head attention: no K/V expansion.

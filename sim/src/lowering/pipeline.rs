@@ -282,12 +282,8 @@ pub fn program(
                         // only once the GPU has run the one before, as it
                         // waits after a synchronizing exchange.
                         let segments: Vec<u16> = if host.is_some() {
-                            let syncs = crate::cost::host_syncs(
-                                scenario,
-                                pass,
-                                piece.layers,
-                                dense_layers,
-                            );
+                            let syncs =
+                                crate::cost::host_syncs(scenario, pass, piece.layers, dense_layers);
                             (0..=syncs as u16).collect()
                         } else {
                             vec![crate::task_graph::WHOLE_PASS]

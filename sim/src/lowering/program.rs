@@ -179,21 +179,20 @@ impl Program {
         // all-to-all in its segment 0: a MoE layer's dispatch follows its sync.
         let before_first_sync = piece.segment == 0
             && matches!(piece.pass, ComputePass::Forward | ComputePass::Recompute);
-        let all_to_all_work = (expert_group.0 > 1
-            && piece.pass != ComputePass::WeightGradient
-            && !before_first_sync)
-            .then(|| {
-                builder.work(Work::ExpertAllToAll {
-                    pass: piece.pass,
-                    layers: piece.layers,
-                    dense_layers: piece.dense_layers,
-                    embedding: piece.embedding,
-                    head: piece.head,
-                    group_size: expert_group.0,
-                    nodes: expert_group.1,
-                    segment: piece.segment,
-                })
-            });
+        let all_to_all_work =
+            (expert_group.0 > 1 && piece.pass != ComputePass::WeightGradient && !before_first_sync)
+                .then(|| {
+                    builder.work(Work::ExpertAllToAll {
+                        pass: piece.pass,
+                        layers: piece.layers,
+                        dense_layers: piece.dense_layers,
+                        embedding: piece.embedding,
+                        head: piece.head,
+                        group_size: expert_group.0,
+                        nodes: expert_group.1,
+                        segment: piece.segment,
+                    })
+                });
         self.push(Step::Pass {
             group,
             piece,

@@ -406,7 +406,11 @@ pub fn emit(
                         );
                         for g in 0..replicas {
                             let data_index = g * n + position;
-                            program.depend(piece_of(data_index, j).end_step, step, Dependency::Data);
+                            program.depend(
+                                piece_of(data_index, j).end_step,
+                                step,
+                                Dependency::Data,
+                            );
                         }
                         for &rs in &scattered {
                             program.depend(rs, step, Dependency::Data);

@@ -187,12 +187,7 @@ fn the_text_summary_names_the_mode() {
     );
     let (_, full) = timeline_bytes(&["--no-symmetry"], "full.timeline.json");
     assert_eq!(symmetric, full);
-    let chosen = [
-        "--timeline-ranks",
-        "1,6-7",
-        "--timeline-window",
-        "0.001:",
-    ];
+    let chosen = ["--timeline-ranks", "1,6-7", "--timeline-window", "0.001:"];
     let (_, some) = timeline_bytes(&chosen, "some.timeline.jsonl");
     let mut chosen_full = chosen.to_vec();
     chosen_full.push("--no-symmetry");
@@ -208,7 +203,11 @@ fn the_text_summary_names_the_mode() {
     );
     // Ranks past the layout and windows ending before they start: exit 2.
     for (flag, value, says) in [
-        ("--timeline-ranks", "3,8", "rank 8 is outside this layout's 0..8 ranks"),
+        (
+            "--timeline-ranks",
+            "3,8",
+            "rank 8 is outside this layout's 0..8 ranks",
+        ),
         ("--timeline-window", "5:1", "ends before it starts"),
         ("--timeline-window", "x:1", "not a number of milliseconds"),
     ] {

@@ -43,11 +43,11 @@ pub mod replica_map;
 pub mod scenario;
 pub mod schedule;
 mod simulate;
-mod timeline_view;
 pub mod symmetry;
 pub mod task;
 pub mod task_columns;
 pub mod task_graph;
+mod timeline_view;
 
 /// NCCL's collectives in closed form (the `collectives` crate).
 pub use collectives as collective;

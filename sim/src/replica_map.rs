@@ -59,7 +59,12 @@ impl ReplicaMap {
         let loops = log
             .loops
             .into_iter()
-            .map(|l| (first_task(l.steps.start)..first_task(l.steps.end), l.interns))
+            .map(|l| {
+                (
+                    first_task(l.steps.start)..first_task(l.steps.end),
+                    l.interns,
+                )
+            })
             .filter(|(tasks, interns)| !tasks.is_empty() || !interns.is_empty())
             .collect();
         ReplicaMap {
@@ -91,8 +96,8 @@ impl ReplicaMap {
         let mut index: BTreeMap<Vec<Rank>, u32> = BTreeMap::new();
         let mut full_groups: Vec<Vec<Rank>> = Vec::new();
         let intern = |ranks: Vec<Rank>,
-                          index: &mut BTreeMap<Vec<Rank>, u32>,
-                          full_groups: &mut Vec<Vec<Rank>>|
+                      index: &mut BTreeMap<Vec<Rank>, u32>,
+                      full_groups: &mut Vec<Vec<Rank>>|
          -> u32 {
             if let Some(&id) = index.get(&ranks) {
                 return id;

@@ -10,13 +10,13 @@ use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
+use crate::replica_map::Expanded;
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::symmetry::{self, Expansion, FullCounts, Representative, SimulationMode};
-use crate::replica_map::Expanded;
-use crate::timeline_view::{self, TimelineSelection};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
+use crate::timeline_view::{self, TimelineSelection};
 use std::sync::OnceLock;
 use timeline::metrics::{self, Metrics, Span, Spans};
 use timeline::{

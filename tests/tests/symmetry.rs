@@ -94,8 +94,16 @@ fn compare(scenario: &Scenario) -> SimulationMode {
     let makespan = full.makespan_ns();
     for selection in selections(gpus, makespan) {
         let expected = filtered(full.timeline(), &selection);
-        assert_eq!(auto.timeline_of(&selection), expected, "{title}: {selection:?}");
-        assert_eq!(full.timeline_of(&selection), expected, "{title}: {selection:?}");
+        assert_eq!(
+            auto.timeline_of(&selection),
+            expected,
+            "{title}: {selection:?}"
+        );
+        assert_eq!(
+            full.timeline_of(&selection),
+            expected,
+            "{title}: {selection:?}"
+        );
     }
     auto.mode
 }
@@ -128,7 +136,10 @@ fn selections(gpus: u32, makespan_ns: u64) -> Vec<sim::TimelineSelection> {
 
 /// The records of `timeline` a selection keeps: those whose group holds a
 /// chosen rank and whose [start, end] meets the window, in order.
-fn filtered(timeline: &timeline::Timeline, selection: &sim::TimelineSelection) -> timeline::Timeline {
+fn filtered(
+    timeline: &timeline::Timeline,
+    selection: &sim::TimelineSelection,
+) -> timeline::Timeline {
     let keep = |record: &timeline::TaskRecord| {
         let ranks_ok = selection.ranks.as_ref().is_none_or(|ranks| {
             timeline.header.groups[record.group as usize]
@@ -235,16 +246,12 @@ fn dualpipes_mirrored_all_reduces_stay_exact() {
     // DualPipe's mirrored-rank all-reduces are lowered in a loop of their
     // own over the replicas (and the timeline view replays it).
     let mut symmetric = 0;
-    for (layout, stack) in [((1, 4, 2), "megatron-2021"), ((2, 4, 2), "megatron-core-2024")] {
-        let scenario = scenario(
-            layout,
-            (ScheduleKind::DualPipe, 2),
-            1,
-            stack,
-            options(0),
-            4,
-        )
-        .unwrap();
+    for (layout, stack) in [
+        ((1, 4, 2), "megatron-2021"),
+        ((2, 4, 2), "megatron-core-2024"),
+    ] {
+        let scenario =
+            scenario(layout, (ScheduleKind::DualPipe, 2), 1, stack, options(0), 4).unwrap();
         if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
             symmetric += 1;
         }

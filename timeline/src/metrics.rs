@@ -281,7 +281,13 @@ pub fn compute_spans_replicated(
     let members: Vec<Vec<u32>> = header
         .groups
         .iter()
-        .map(|group| group.iter().copied().filter(|&rank| simulated(rank)).collect())
+        .map(|group| {
+            group
+                .iter()
+                .copied()
+                .filter(|&rank| simulated(rank))
+                .collect()
+        })
         .collect();
     // Tasks of each rank (groups expanded), in CSR form.
     let mut counts = vec![0usize; n_ranks + 1];
@@ -315,7 +321,11 @@ pub fn compute_spans_replicated(
         let (kind, group, flops) = timeline.flops(index);
         if kind.is_compute() {
             let term = flops * header.groups[group as usize].len() as f64;
-            terms.push(if kind == TaskKind::Recompute { -term } else { term });
+            terms.push(if kind == TaskKind::Recompute {
+                -term
+            } else {
+                term
+            });
         }
     }
     let mut total_flops = 0.0;

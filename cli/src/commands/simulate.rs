@@ -84,9 +84,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let report = sim::simulate_with(&scenario, expansion).map_err(crate::exit::simulation_error)?;
     let elapsed_s = started.elapsed().as_secs_f64();
-    let wants_timeline = args.timeline.is_some()
-        || args.pictures.plot.is_some()
-        || args.pictures.trace.is_some();
+    let wants_timeline =
+        args.timeline.is_some() || args.pictures.plot.is_some() || args.pictures.trace.is_some();
     // Built once, only when asked for, with the chosen records only.
     let timeline = wants_timeline.then(|| report.timeline_of(&selection));
     if let (Some(path), Some(timeline)) = (&args.timeline, &timeline) {
@@ -146,7 +145,10 @@ fn parse_window(text: &str) -> Result<(u64, u64), String> {
         }
         Ok(ns as u64)
     };
-    let window = (bound(start, f64::floor, 0)?, bound(end, f64::ceil, u64::MAX)?);
+    let window = (
+        bound(start, f64::floor, 0)?,
+        bound(end, f64::ceil, u64::MAX)?,
+    );
     if window.0 > window.1 {
         return Err(format!("window {text} ends before it starts"));
     }
@@ -652,7 +654,10 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
             all_reduce_s * 1e6
         );
         if all_to_all_s > 0.0 {
-            line.push_str(&format!(", expert all-to-alls {:.1} µs", all_to_all_s * 1e6));
+            line.push_str(&format!(
+                ", expert all-to-alls {:.1} µs",
+                all_to_all_s * 1e6
+            ));
         }
         writeln!(out, "{line}")?;
     }

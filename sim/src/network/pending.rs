@@ -5,7 +5,9 @@
 //! heap never holds more than the flows running).
 //!
 //! Keys are distinct (a `FlowId` names one flow), so the order entries come
-//! out in is the order of their keys, whatever the heap's shape.
+//! out in is the order of their keys, whatever the heap's shape. Four
+//! children a node (half the levels of a binary heap), and an entry moved
+//! through a hole: each level costs one write and one position update.
 
 use super::FlowId;
 use crate::time::SimTime;
@@ -68,52 +70,57 @@ impl PendingCompletions {
         }
     }
 
-    fn key(&self, at: usize) -> (SimTime, FlowId) {
-        let (due, id, _) = self.entries[at];
-        (due, id)
+    fn key(entry: (SimTime, FlowId, u32)) -> (SimTime, FlowId) {
+        (entry.0, entry.1)
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.entries.swap(a, b);
-        self.position[self.entries[a].2 as usize] = a as u32;
-        self.position[self.entries[b].2 as usize] = b as u32;
+    fn place(&mut self, at: usize, entry: (SimTime, FlowId, u32)) {
+        self.entries[at] = entry;
+        self.position[entry.2 as usize] = at as u32;
     }
 
     /// Moves the entry at `at` towards the root while it is smaller than
     /// its parent; returns where it ends.
     fn sift_up(&mut self, mut at: usize) -> usize {
+        let entry = self.entries[at];
         while at > 0 {
-            let parent = (at - 1) / 2;
-            if self.key(at) >= self.key(parent) {
+            let parent = (at - 1) / ARITY;
+            if Self::key(entry) >= Self::key(self.entries[parent]) {
                 break;
             }
-            self.swap(at, parent);
+            self.place(at, self.entries[parent]);
             at = parent;
         }
+        self.place(at, entry);
         at
     }
 
     fn sift_down(&mut self, mut at: usize) {
         let len = self.entries.len();
+        let entry = self.entries[at];
         loop {
-            let left = 2 * at + 1;
-            if left >= len {
-                return;
+            let first = ARITY * at + 1;
+            if first >= len {
+                break;
             }
-            let right = left + 1;
-            let child = if right < len && self.key(right) < self.key(left) {
-                right
-            } else {
-                left
-            };
-            if self.key(at) <= self.key(child) {
-                return;
+            let mut child = first;
+            for other in first + 1..(first + ARITY).min(len) {
+                if Self::key(self.entries[other]) < Self::key(self.entries[child]) {
+                    child = other;
+                }
             }
-            self.swap(at, child);
+            if Self::key(entry) <= Self::key(self.entries[child]) {
+                break;
+            }
+            self.place(at, self.entries[child]);
             at = child;
         }
+        self.place(at, entry);
     }
 }
+
+/// Children per node.
+const ARITY: usize = 4;
 
 #[cfg(test)]
 mod tests {
@@ -135,6 +142,41 @@ mod tests {
         assert_eq!(pending.peek(), Some((SimTime(60), FlowId(9), 2)));
         pending.remove(2);
         pending.remove(0);
+        assert_eq!(pending.peek(), None);
+    }
+
+    #[test]
+    fn a_thousand_moves_and_removals_match_a_sorted_set() {
+        // A linear congruential sequence drives sets, moves and removals; a
+        // BTreeSet of the same keys says what must come out first.
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let mut pending = PendingCompletions::default();
+        let mut expected = std::collections::BTreeSet::new();
+        let mut due_of = vec![None; 300];
+        for _ in 0..1000 {
+            let slot = (next() % 300) as u32;
+            let id = FlowId(slot * 7);
+            if let Some(old) = due_of[slot as usize].take() {
+                expected.remove(&(old, id, slot));
+            }
+            if next() % 4 == 0 {
+                pending.remove(slot);
+            } else {
+                let due = SimTime(next() % 50);
+                pending.set(slot, id, due);
+                expected.insert((due, id, slot));
+                due_of[slot as usize] = Some(due);
+            }
+            assert_eq!(pending.peek(), expected.first().copied());
+        }
+        while let Some(first) = expected.pop_first() {
+            assert_eq!(pending.peek(), Some(first));
+            pending.remove(first.2);
+        }
         assert_eq!(pending.peek(), None);
     }
 }

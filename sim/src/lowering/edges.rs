@@ -268,8 +268,20 @@ mod tests {
             why: Dependency::Data,
         };
         let mut scratch = Scratch::default();
-        connect_steps(&mut builder, &groups, &steps, &dependency(0, 1), &mut scratch);
-        connect_steps(&mut builder, &groups, &steps, &dependency(0, 2), &mut scratch);
+        connect_steps(
+            &mut builder,
+            &groups,
+            &steps,
+            &dependency(0, 1),
+            &mut scratch,
+        );
+        connect_steps(
+            &mut builder,
+            &groups,
+            &steps,
+            &dependency(0, 2),
+            &mut scratch,
+        );
         let found = edges(builder);
         // The collective waits only for rank 1's part; the other stage for both.
         assert_eq!(

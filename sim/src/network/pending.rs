@@ -151,7 +151,9 @@ mod tests {
         // BTreeSet of the same keys says what must come out first.
         let mut state = 12345u64;
         let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             state >> 33
         };
         let mut pending = PendingCompletions::default();

@@ -4,6 +4,7 @@
 
 mod commands;
 mod exit;
+mod malloc_tuning;
 mod output_file;
 
 use clap::{Parser, Subcommand};
@@ -63,6 +64,9 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Sweep(_)) {
+        malloc_tuning::keep_freed_memory_for_reuse();
+    }
     if matches!(cli.command, Command::Execute(_)) {
         // The driver reads CUDA_DEVICE_MAX_CONNECTIONS when it initialises:
         // set it (unless the user did) while this is the only thread and

@@ -53,6 +53,8 @@ struct RunState {
     flow_owner: Vec<u32>,
     /// Per running flow task: flows still running and the fixed tail after them.
     flows_left: BTreeMap<u32, (u32, SimDuration)>,
+    /// The route of the flow being started (one buffer for every flow).
+    route_links: Vec<crate::network::LinkId>,
 }
 
 impl RunState {
@@ -71,14 +73,23 @@ impl RunState {
                 self.flows_left
                     .insert(task, (plan.flows.len() as u32, plan.tail));
                 for &(ends, bytes) in &plan.flows {
-                    let route = match ends {
+                    let links = match ends {
                         FlowEnds::Gpus(source, destination) => {
-                            shared.fabric.route(source, destination)
+                            shared
+                                .fabric
+                                .route_into(source, destination, &mut self.route_links);
+                            self.route_links.as_slice()
                         }
-                        FlowEnds::ToHost(gpu) => shared.fabric.route_to_host(gpu),
-                        FlowEnds::FromHost(gpu) => shared.fabric.route_from_host(gpu),
+                        FlowEnds::ToHost(gpu) => {
+                            self.route_links = shared.fabric.route_to_host(gpu).links;
+                            self.route_links.as_slice()
+                        }
+                        FlowEnds::FromHost(gpu) => {
+                            self.route_links = shared.fabric.route_from_host(gpu).links;
+                            self.route_links.as_slice()
+                        }
                     };
-                    let id = network.start_flow(now, &route.links, bytes);
+                    let id = network.start_flow(now, links, bytes);
                     debug_assert_eq!(id.index(), self.flow_owner.len());
                     self.flow_owner.push(task);
                 }
@@ -155,6 +166,7 @@ pub fn run_with_fabric(
             .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s())),
         flow_owner: Vec::new(),
         flows_left: BTreeMap::new(),
+        route_links: Vec::new(),
     };
     let mut end = vec![SimTime::ZERO; n];
     let (events, finished) = if fabric.is_none() {

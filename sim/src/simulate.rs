@@ -107,6 +107,16 @@ impl Spans for SimulatedRun {
     }
 
     #[inline]
+    fn iteration_end(&self, index: usize) -> (u32, u64) {
+        let iteration = if self.iterations {
+            self.graph.iteration_of(crate::ids::TaskId(index as u32)) as u32
+        } else {
+            0
+        };
+        (iteration, self.end[index].as_nanos())
+    }
+
+    #[inline]
     fn interval(&self, index: usize) -> (timeline::TaskKind, timeline::StreamKind, u64, u64) {
         let id = crate::ids::TaskId(index as u32);
         (

@@ -100,6 +100,11 @@ impl TaskColumns {
     }
 
     #[inline]
+    pub fn iteration(&self, index: usize) -> u16 {
+        self.iteration[index]
+    }
+
+    #[inline]
     pub fn group(&self, index: usize) -> GroupId {
         self.group[index]
     }

@@ -84,6 +84,11 @@ pub trait Spans {
         let span = self.span(index);
         (span.kind, span.group, span.flops)
     }
+    /// Task `index`'s iteration and end (what [`iteration_ends_ns`] reads).
+    fn iteration_end(&self, index: usize) -> (u32, u64) {
+        let span = self.span(index);
+        (span.iteration, span.end_ns)
+    }
     /// Task `index`'s kind, stream, start and end (what the per-rank pass reads).
     fn interval(&self, index: usize) -> (TaskKind, StreamKind, u64, u64) {
         let span = self.span(index);
@@ -106,16 +111,22 @@ impl Spans for Timeline {
 /// Latest end of each iteration present, in iteration order (one entry,
 /// 0, when there are no tasks): [`Timeline::iteration_ends_ns`] on any [`Spans`].
 pub fn iteration_ends_ns(spans: &impl Spans) -> Vec<u64> {
-    let mut ends = std::collections::BTreeMap::new();
+    // Indexed by iteration (a handful): `None` for an iteration without tasks.
+    let mut ends: Vec<Option<u64>> = Vec::new();
     for index in 0..spans.len() {
-        let task = spans.span(index);
-        let end = ends.entry(task.iteration).or_insert(0u64);
-        *end = (*end).max(task.end_ns);
+        let (iteration, end_ns) = spans.iteration_end(index);
+        let iteration = iteration as usize;
+        if ends.len() <= iteration {
+            ends.resize(iteration + 1, None);
+        }
+        let end = ends[iteration].get_or_insert(0);
+        *end = (*end).max(end_ns);
     }
+    let ends: Vec<u64> = ends.into_iter().flatten().collect();
     if ends.is_empty() {
         return vec![0];
     }
-    ends.into_values().collect()
+    ends
 }
 
 /// Latest end over all tasks: [`Timeline::makespan_ns`] on any [`Spans`].
@@ -268,7 +279,8 @@ pub fn compute_spans_replicated(
     let (window_start, window_end) = match ends.as_slice() {
         [.., before, measured, _last] => (*before, *measured),
         [previous, last] => (*previous, *last),
-        _ => (0, makespan_ns(timeline)),
+        // One iteration: its end is the latest end of all (the makespan).
+        _ => (0, ends.iter().copied().max().unwrap_or(0)),
     };
     let iteration_ns = window_end - window_start;
     let clip = |(start, end): (u64, u64)| -> Option<(u64, u64)> {

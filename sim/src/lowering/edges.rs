@@ -56,10 +56,28 @@ pub fn connect(
             program_order(builder, &own);
         }
     }
+    let mut scratch = Scratch::default();
     for dependency in dependencies {
-        connect_steps(builder, &sorted_groups, steps, dependency);
+        connect_steps(builder, &sorted_groups, steps, dependency, &mut scratch);
     }
 }
+
+/// Buffers [`connect_steps`] reuses from one dependency to the next.
+#[derive(Default)]
+struct Scratch {
+    /// The (source, target) pairs that share a rank, in edge order.
+    pairs: Vec<(TaskId, TaskId)>,
+    /// (rank, source position) for every rank of every source, sorted.
+    by_rank: Vec<(Rank, u32)>,
+    /// Positions of the sources sharing a rank with one target.
+    hits: Vec<u32>,
+}
+
+/// Above this many (source, target) pairs a dependency finds the sharing
+/// pairs through its sources' ranks instead of testing every pair: the
+/// index costs a sort of the sources' ranks, which a handful of pairs
+/// (a pass after a pass: t × 1 or 1 × t) does not repay.
+const PAIRS_TESTED_ONE_BY_ONE: u32 = 64;
 
 /// Rule 1: consecutive tasks of each (rank, stream) in id order.
 fn program_order(builder: &mut TaskGraphBuilder, groups: &[Vec<Rank>]) {
@@ -90,27 +108,63 @@ fn program_order(builder: &mut TaskGraphBuilder, groups: &[Vec<Rank>]) {
     }
 }
 
-/// Rule 2: one dependency between steps as edges between their tasks.
+/// Rule 2: one dependency between steps as edges between their tasks, for
+/// each target in order the sources in order: the pairs that share a rank,
+/// or every pair when none does.
 fn connect_steps(
     builder: &mut TaskGraphBuilder,
     groups: &[Vec<Rank>],
     steps: &[StepTasks],
     dependency: &StepDependency,
+    scratch: &mut Scratch,
 ) {
     let sources = steps[dependency.from.index()].tail;
     let targets = steps[dependency.to.index()].head;
-    let ranks = |builder: &TaskGraphBuilder, id: TaskId| &groups[builder.task_group(id).index()];
-    let shares = |builder: &TaskGraphBuilder, source: TaskId, target: TaskId| {
-        share_a_rank(ranks(builder, source), ranks(builder, target))
-    };
-    let any_shared = targets
-        .iter()
-        .any(|target| sources.iter().any(|source| shares(builder, source, target)));
-    for target in targets.iter() {
-        for source in sources.iter() {
-            if !any_shared || shares(builder, source, target) {
+    let ranks = |id: TaskId| groups[builder.task_group(id).index()].as_slice();
+    let pairs = &mut scratch.pairs;
+    pairs.clear();
+    if sources.len().saturating_mul(targets.len()) <= PAIRS_TESTED_ONE_BY_ONE {
+        for target in targets.iter() {
+            let target_ranks = ranks(target);
+            for source in sources.iter() {
+                if share_a_rank(ranks(source), target_ranks) {
+                    pairs.push((source, target));
+                }
+            }
+        }
+    } else {
+        let by_rank = &mut scratch.by_rank;
+        by_rank.clear();
+        for (position, source) in sources.iter().enumerate() {
+            by_rank.extend(ranks(source).iter().map(|&rank| (rank, position as u32)));
+        }
+        by_rank.sort_unstable();
+        for target in targets.iter() {
+            let hits = &mut scratch.hits;
+            hits.clear();
+            for &rank in ranks(target) {
+                let first = by_rank.partition_point(|&(other, _)| other < rank);
+                hits.extend(
+                    by_rank[first..]
+                        .iter()
+                        .take_while(|&&(other, _)| other == rank)
+                        .map(|&(_, position)| position),
+                );
+            }
+            hits.sort_unstable();
+            hits.dedup();
+            pairs.extend(hits.iter().map(|&position| (sources.get(position), target)));
+        }
+    }
+    if pairs.is_empty() {
+        for target in targets.iter() {
+            for source in sources.iter() {
                 builder.add_edge(source, target, dependency.why);
             }
+        }
+    } else {
+        for &(source, target) in pairs.iter() {
+            builder.add_edge(source, target, dependency.why);
         }
     }
 }
@@ -213,8 +267,21 @@ mod tests {
             to: super::super::program::StepId(to),
             why: Dependency::Data,
         };
-        connect_steps(&mut builder, &groups, &steps, &dependency(0, 1));
-        connect_steps(&mut builder, &groups, &steps, &dependency(0, 2));
+        let mut scratch = Scratch::default();
+        connect_steps(
+            &mut builder,
+            &groups,
+            &steps,
+            &dependency(0, 1),
+            &mut scratch,
+        );
+        connect_steps(
+            &mut builder,
+            &groups,
+            &steps,
+            &dependency(0, 2),
+            &mut scratch,
+        );
         let found = edges(builder);
         // The collective waits only for rank 1's part; the other stage for both.
         assert_eq!(

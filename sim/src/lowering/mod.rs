@@ -93,15 +93,30 @@ fn lower_replicas(
     });
     let dependencies = std::mem::take(&mut program.dependencies);
     drop(program);
-    // Twice: edges counted per task, then written into their CSR rows (no edge list).
-    builder.count_edges();
-    edges::connect(&dependencies, &steps, &mut builder, representative);
-    builder.fill_edges();
-    edges::connect(&dependencies, &steps, &mut builder, representative);
+    if builder.task_count() <= EDGE_LIST_MAX_TASKS {
+        // Once, as a list that `finish` counting-sorts into CSR rows.
+        edges::connect(&dependencies, &steps, &mut builder, representative);
+    } else {
+        // Twice: edges counted per task, then written into their CSR rows
+        // (no edge list). The same rows either way.
+        builder.count_edges();
+        edges::connect(&dependencies, &steps, &mut builder, representative);
+        builder.fill_edges();
+        edges::connect(&dependencies, &steps, &mut builder, representative);
+    }
     let mut graph = builder.finish(scenario.layout.gpus());
     graph.set_replica_map(replica_map);
     graph
 }
+
+/// Up to this many tasks, lowering generates the edges once into a list
+/// (9 bytes an edge while it lasts: about 3.3 edges a task, 24,268,248
+/// edges for 7,272,368 tasks in `simulate --model gpt-1t --tp 8 --pp 64
+/// --dp 6 --recompute full --global-batch 3072 --json`, so about 30 MB at
+/// this size) instead of generating them twice to save the list: the
+/// sweep's graphs, tens of thousands of tasks each, pay the second pass
+/// for nothing.
+const EDGE_LIST_MAX_TASKS: usize = 1 << 20;
 
 /// About how many tasks the graph gets (to size it once; never past 32-bit ids).
 fn estimated_tasks(scenario: &Scenario) -> usize {

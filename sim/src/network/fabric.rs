@@ -300,29 +300,34 @@ impl Fabric {
 
     /// Deterministic route from one GPU to another (global GPU indices).
     pub fn route(&self, src_gpu: u32, dst_gpu: u32) -> Route {
+        let mut links = Vec::new();
+        let latency_ns = self.route_into(src_gpu, dst_gpu, &mut links);
+        Route { links, latency_ns }
+    }
+
+    /// [`Fabric::route`]'s links written into `links` (cleared first; the
+    /// engine reuses one buffer for every flow); returns its latency.
+    pub fn route_into(&self, src_gpu: u32, dst_gpu: u32, links: &mut Vec<LinkId>) -> u64 {
         assert!(
             src_gpu < self.gpu_count() && dst_gpu < self.gpu_count(),
             "GPU {src_gpu} or {dst_gpu} is outside the fabric's {} GPUs",
             self.gpu_count()
         );
+        links.clear();
         if src_gpu == dst_gpu {
-            return Route::default();
+            return 0;
         }
         if src_gpu / self.gpus_per_node == dst_gpu / self.gpus_per_node {
-            return Route {
-                links: vec![
-                    self.id(LinkKind::NvlinkUp, src_gpu as u64),
-                    self.id(LinkKind::NvlinkDown, dst_gpu as u64),
-                ],
-                latency_ns: self.nvlink_latency_ns,
-            };
+            links.push(self.id(LinkKind::NvlinkUp, src_gpu as u64));
+            links.push(self.id(LinkKind::NvlinkDown, dst_gpu as u64));
+            return self.nvlink_latency_ns;
         }
         let tree = self.tree.expect("GPUs on different nodes imply a fabric");
         let (src_nic, dst_nic) = (self.nic_of(src_gpu), self.nic_of(dst_gpu));
         let (src_end, dst_end) = (self.endpoint_of_nic(src_nic), self.endpoint_of_nic(dst_nic));
         let ecmp_key = ((src_gpu as u64) << 32) | dst_gpu as u64;
         let hops = tree.route(src_end, dst_end, ecmp_key);
-        let mut links = Vec::with_capacity(4 + hops.len());
+        links.reserve(4 + hops.len());
         links.push(self.id(LinkKind::GpuPcieUp, src_gpu as u64));
         links.push(self.id(LinkKind::NicUp, src_nic as u64));
         for hop in &hops {
@@ -336,10 +341,7 @@ impl Fabric {
         links.push(self.id(LinkKind::NicDown, dst_nic as u64));
         links.push(self.id(LinkKind::GpuPcieDown, dst_gpu as u64));
         let switches = hops.len() as u64 + 1;
-        Route {
-            links,
-            latency_ns: 2 * self.nic_latency_ns + switches * self.switch_hop_latency_ns,
-        }
+        2 * self.nic_latency_ns + switches * self.switch_hop_latency_ns
     }
 
     fn host_link_of(&self, gpu: u32) -> u64 {

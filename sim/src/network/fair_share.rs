@@ -19,18 +19,25 @@
 //! [`FairShareNetwork::advance`]) before starting new ones at a later instant.
 //! Propagation latency (`Route::latency_ns`) is not added here.
 
+use super::pending::PendingCompletions;
 use super::utilization::LinkUtilization;
 use super::water_fill::WaterFill;
 use super::{FlowId, LinkId};
 use crate::time::{SimDuration, SimTime};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// A completion that never comes (no flow is ever due then).
 const NEVER: SimTime = SimTime(u64::MAX);
 
+/// `slot_of` for a flow that has completed.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A running flow, in a slot that the next flow reuses once it completes
+/// (its route's buffer too): memory follows the flows running, not the
+/// flows ever started.
 #[derive(Debug, Clone)]
 struct Flow {
+    /// Start order: completion ties and the water-filling order.
+    id: FlowId,
     route: Vec<LinkId>,
     bytes: u64,
     remaining_bytes: f64,
@@ -38,25 +45,34 @@ struct Flow {
     /// When `remaining_bytes` was last brought up to date.
     updated: SimTime,
     due: SimTime,
-    generation: u64,
-    active: bool,
+    /// Visit mark for component search: visited iff mark == epoch.
+    mark: u64,
 }
 
 /// Max-min fair sharing of link bandwidth among flows, updated incrementally.
 #[derive(Debug, Clone)]
 pub struct FairShareNetwork {
     capacities_bytes_per_s: Vec<f64>,
-    flows: Vec<Flow>,
-    /// Active flows on each link, in start order.
-    flows_on_link: Vec<Vec<FlowId>>,
-    pending: BinaryHeap<Reverse<(SimTime, FlowId, u64)>>,
+    /// Running flows by slot; free slots are listed in `free_slots`.
+    slots: Vec<Flow>,
+    free_slots: Vec<u32>,
+    /// Per flow ever started (by `FlowId`): its slot, `NO_SLOT` once completed.
+    slot_of: Vec<u32>,
+    /// Slots of the active flows on each link.
+    flows_on_link: Vec<Vec<u32>>,
+    pending: PendingCompletions,
     carried_bytes: Vec<u64>,
     water_fill: WaterFill,
-    /// Visit marks for component search: flow/link visited iff mark == epoch.
-    flow_mark: Vec<u64>,
     link_mark: Vec<u64>,
     epoch: u64,
     now: SimTime,
+    active: usize,
+    /// Buffers reused by every recomputation.
+    component: Vec<(FlowId, u32)>,
+    stack: Vec<u32>,
+    sharing: Vec<u32>,
+    rates: Vec<f64>,
+    neighbours: Vec<u32>,
 }
 
 impl FairShareNetwork {
@@ -65,22 +81,29 @@ impl FairShareNetwork {
         let links = capacities_bytes_per_s.len();
         FairShareNetwork {
             capacities_bytes_per_s,
-            flows: Vec::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            slot_of: Vec::new(),
             flows_on_link: vec![Vec::new(); links],
-            pending: BinaryHeap::new(),
+            pending: PendingCompletions::default(),
             carried_bytes: vec![0; links],
             water_fill: WaterFill::new(links),
-            flow_mark: Vec::new(),
             link_mark: vec![0; links],
             epoch: 0,
             now: SimTime::ZERO,
+            active: 0,
+            component: Vec::new(),
+            stack: Vec::new(),
+            sharing: Vec::new(),
+            rates: Vec::new(),
+            neighbours: Vec::new(),
         }
     }
 
     /// Starts a flow of `bytes` over `route` (distinct links) at `now`.
     pub fn start_flow(&mut self, now: SimTime, route: &[LinkId], bytes: u64) -> FlowId {
         self.set_now(now);
-        let id = FlowId(self.flows.len() as u32);
+        let id = FlowId(self.slot_of.len() as u32);
         debug_assert!(
             {
                 let mut links = route.to_vec();
@@ -90,59 +113,81 @@ impl FairShareNetwork {
             },
             "a route crosses each link once"
         );
-        self.flows.push(Flow {
-            route: route.to_vec(),
-            bytes,
-            remaining_bytes: bytes as f64,
-            rate_bytes_per_s: 0.0,
-            updated: now,
-            due: NEVER,
-            generation: 0,
-            active: true,
-        });
-        self.flow_mark.push(0);
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(Flow {
+                    id,
+                    route: Vec::new(),
+                    bytes: 0,
+                    remaining_bytes: 0.0,
+                    rate_bytes_per_s: 0.0,
+                    updated: now,
+                    due: NEVER,
+                    mark: 0,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let flow = &mut self.slots[slot as usize];
+        flow.id = id;
+        flow.route.clear();
+        flow.route.extend_from_slice(route);
+        flow.bytes = bytes;
+        flow.remaining_bytes = bytes as f64;
+        flow.rate_bytes_per_s = 0.0;
+        flow.updated = now;
+        flow.due = NEVER;
+        self.slot_of.push(slot);
+        self.active += 1;
         for &link in route {
-            self.flows_on_link[link.index()].push(id);
+            self.flows_on_link[link.index()].push(slot);
         }
-        self.recompute(now, &[id]);
+        let mut seeds = std::mem::take(&mut self.neighbours);
+        seeds.clear();
+        seeds.push(slot);
+        self.recompute(now, &seeds);
+        self.neighbours = seeds;
         id
     }
 
     /// The earliest pending completion (ties: lowest `FlowId`).
     pub fn next_completion(&mut self) -> Option<(SimTime, FlowId)> {
-        while let Some(&Reverse((due, id, generation))) = self.pending.peek() {
-            let flow = &self.flows[id.index()];
-            if flow.active && flow.generation == generation {
-                return Some((due, id));
-            }
-            self.pending.pop();
-        }
-        None
+        self.pending.peek().map(|(due, id, _)| (due, id))
     }
 
     /// Ends flow `id` at `now`, its completion time; re-shares its links.
     pub fn complete(&mut self, now: SimTime, id: FlowId) {
         self.set_now(now);
-        let flow = &mut self.flows[id.index()];
-        assert!(flow.active, "flow {id:?} completed twice");
-        debug_assert!(flow.due <= now, "flow {id:?} completed before it was due");
-        flow.active = false;
-        flow.generation += 1;
-        let route = std::mem::take(&mut flow.route);
+        let slot = self.slot_of[id.index()];
+        assert!(slot != NO_SLOT, "flow {id:?} completed twice");
+        debug_assert!(
+            self.slots[slot as usize].due <= now,
+            "flow {id:?} completed before it was due"
+        );
+        self.slot_of[id.index()] = NO_SLOT;
+        self.active -= 1;
+        self.pending.remove(slot);
+        let flow = &self.slots[slot as usize];
         let bytes = flow.bytes;
-        let mut neighbours = Vec::new();
-        for &link in &route {
+        let mut neighbours = std::mem::take(&mut self.neighbours);
+        neighbours.clear();
+        for &link in &flow.route {
             self.carried_bytes[link.index()] += bytes;
             let on_link = &mut self.flows_on_link[link.index()];
-            on_link.retain(|&other| other != id);
+            let at = on_link
+                .iter()
+                .position(|&other| other == slot)
+                .expect("a running flow is listed on its links");
+            // The order of a link's list is never read: the component
+            // search sorts what it finds by flow id.
+            on_link.swap_remove(at);
             neighbours.extend_from_slice(on_link);
         }
-        // A finished flow's route is never read again: free it (millions of
-        // flows on the largest runs).
-        drop(route);
-        neighbours.sort_unstable();
-        neighbours.dedup();
+        self.slots[slot as usize].route.clear();
+        self.free_slots.push(slot);
         self.recompute(now, &neighbours);
+        self.neighbours = neighbours;
     }
 
     /// Completes every flow due at or before `now`, in (time, `FlowId`) order.
@@ -160,17 +205,15 @@ impl FairShareNetwork {
 
     /// Current rate of a flow (0 once it has completed).
     pub fn rate_bytes_per_s(&self, id: FlowId) -> f64 {
-        let flow = &self.flows[id.index()];
-        if flow.active {
-            flow.rate_bytes_per_s
-        } else {
-            0.0
+        match self.slot_of[id.index()] {
+            NO_SLOT => 0.0,
+            slot => self.slots[slot as usize].rate_bytes_per_s,
         }
     }
 
     /// Flows started and not yet completed.
     pub fn active_flows(&self) -> usize {
-        self.flows.iter().filter(|flow| flow.active).count()
+        self.active
     }
 
     /// Bytes per link of the completed flows.
@@ -190,68 +233,73 @@ impl FairShareNetwork {
         self.now = now;
     }
 
-    /// Re-shares the connected component(s) of `seeds` at `now`.
-    fn recompute(&mut self, now: SimTime, seeds: &[FlowId]) {
-        let component = self.component(seeds);
+    /// Re-shares the connected component(s) of the running flows in slots
+    /// `seeds` at `now`.
+    fn recompute(&mut self, now: SimTime, seeds: &[u32]) {
+        self.find_component(seeds);
         // Bring every flow of the component up to `now`; split off those finishing now.
-        let mut sharing: Vec<FlowId> = Vec::with_capacity(component.len());
-        for &id in &component {
-            let flow = &mut self.flows[id.index()];
+        self.sharing.clear();
+        for &(_, slot) in &self.component {
+            let flow = &mut self.slots[slot as usize];
             if flow.updated < now && flow.rate_bytes_per_s.is_finite() {
                 let elapsed_s = (now.0 - flow.updated.0) as f64 * 1e-9;
                 flow.remaining_bytes -= flow.rate_bytes_per_s * elapsed_s;
             }
             flow.updated = now;
             if flow.due > now {
-                sharing.push(id);
+                self.sharing.push(slot);
             }
         }
-        let routes: Vec<&[LinkId]> = sharing
-            .iter()
-            .map(|id| self.flows[id.index()].route.as_slice())
-            .collect();
-        let rates = self.water_fill.rates(&routes, &self.capacities_bytes_per_s);
-        for (&id, rate_bytes_per_s) in sharing.iter().zip(rates) {
-            let flow = &mut self.flows[id.index()];
+        let (slots, sharing) = (&self.slots, &self.sharing);
+        self.water_fill.rates_into(
+            sharing.len(),
+            |index| slots[sharing[index] as usize].route.as_slice(),
+            &self.capacities_bytes_per_s,
+            &mut self.rates,
+        );
+        for (&slot, &rate_bytes_per_s) in self.sharing.iter().zip(&self.rates) {
+            let flow = &mut self.slots[slot as usize];
             flow.rate_bytes_per_s = rate_bytes_per_s;
             let due = now + SimDuration::from_seconds_ceil(flow.remaining_bytes / rate_bytes_per_s);
             if due != flow.due {
                 flow.due = due;
-                flow.generation += 1;
-                self.pending.push(Reverse((due, id, flow.generation)));
+                self.pending.set(slot, flow.id, due);
             }
         }
     }
 
-    /// Active flows connected to `seeds` through shared links, sorted by id.
-    fn component(&mut self, seeds: &[FlowId]) -> Vec<FlowId> {
+    /// Into `self.component`: the running flows connected to the slots
+    /// `seeds` through shared links, as (id, slot), sorted by id.
+    fn find_component(&mut self, seeds: &[u32]) {
         self.epoch += 1;
         let epoch = self.epoch;
-        let mut found = Vec::new();
-        let mut stack: Vec<FlowId> = Vec::new();
+        self.component.clear();
+        self.stack.clear();
         for &seed in seeds {
-            if self.flows[seed.index()].active && self.flow_mark[seed.index()] != epoch {
-                self.flow_mark[seed.index()] = epoch;
-                stack.push(seed);
+            let flow = &mut self.slots[seed as usize];
+            if flow.mark != epoch {
+                flow.mark = epoch;
+                self.stack.push(seed);
             }
         }
-        while let Some(id) = stack.pop() {
-            found.push(id);
-            for &link in &self.flows[id.index()].route {
+        while let Some(slot) = self.stack.pop() {
+            self.component.push((self.slots[slot as usize].id, slot));
+            for hop in 0..self.slots[slot as usize].route.len() {
+                let link = self.slots[slot as usize].route[hop];
                 if self.link_mark[link.index()] == epoch {
                     continue;
                 }
                 self.link_mark[link.index()] = epoch;
                 for &other in &self.flows_on_link[link.index()] {
-                    if self.flow_mark[other.index()] != epoch {
-                        self.flow_mark[other.index()] = epoch;
-                        stack.push(other);
+                    let other_flow = &mut self.slots[other as usize];
+                    if other_flow.mark != epoch {
+                        other_flow.mark = epoch;
+                        self.stack.push(other);
                     }
                 }
             }
         }
-        found.sort_unstable();
-        found
+        self.component.sort_unstable();
     }
 }
 
@@ -305,10 +353,11 @@ mod tests {
     fn unconnected_flows_keep_their_pending_completion() {
         let mut net = FairShareNetwork::new(vec![1e9, 1e9]);
         let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
-        let generation = net.flows[a.index()].generation;
+        let slot = net.slot_of[a.index()] as usize;
+        let due = net.slots[slot].due;
         net.start_flow(SimTime(10), &links(&[1]), 1_000_000);
-        assert_eq!(net.flows[a.index()].generation, generation);
-        assert_eq!(net.flows[a.index()].updated, SimTime(0));
+        assert_eq!(net.slots[slot].due, due);
+        assert_eq!(net.slots[slot].updated, SimTime(0));
     }
 
     #[test]

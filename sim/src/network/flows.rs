@@ -319,8 +319,8 @@ impl<'a> FabricFlowPlanner<'a> {
 
 impl FlowPlanner for FabricFlowPlanner<'_> {
     fn plan(&self, task: TaskId) -> Option<FlowPlan> {
-        let t = self.graph.task(task);
-        match *self.graph.work(t.work) {
+        // The work alone decides (one column read: most tasks are not flows).
+        match *self.graph.work(self.graph.work_of(task)) {
             Work::PipelineTransfer {
                 bytes,
                 tensor_parallel,
@@ -356,7 +356,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             Work::PcieTransfer {
                 direction, bytes, ..
             } if bytes > 0 => {
-                let gpu = self.graph.group_ranks(t.group)[0].0;
+                let gpu = self.graph.group_ranks(self.graph.group_of(task))[0].0;
                 let ends = match direction {
                     PcieDirection::DeviceToHost => FlowEnds::ToHost(gpu),
                     PcieDirection::HostToDevice => FlowEnds::FromHost(gpu),

@@ -37,54 +37,114 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// Scratch space reused across calls (sized to the fabric's links).
+/// Scratch space reused across calls (sized to the fabric's links): a call
+/// allocates nothing once the buffers have grown to the largest component.
 #[derive(Debug, Clone, Default)]
 pub struct WaterFill {
     /// Position of a link in the current call's tables, `u32::MAX` when absent.
     local_of_link: Vec<u32>,
+    /// The call's links, in first-crossed order.
+    links: Vec<LinkId>,
+    /// The flows on each of the call's links, in flow order, as CSR rows.
+    member_offsets: Vec<u32>,
+    members: Vec<u32>,
+    cursor: Vec<u32>,
+    remaining_bytes_per_s: Vec<f64>,
+    unfrozen: Vec<usize>,
+    frozen: Vec<bool>,
+    heap: Vec<Candidate>,
 }
 
 impl WaterFill {
     pub fn new(link_count: usize) -> WaterFill {
         WaterFill {
             local_of_link: vec![u32::MAX; link_count],
+            ..WaterFill::default()
         }
     }
 
     /// Max-min fair rates of `routes` (one per flow, in freezing-tie order) over
     /// links of the given capacities. Returns one rate per route.
     pub fn rates(&mut self, routes: &[&[LinkId]], capacities_bytes_per_s: &[f64]) -> Vec<f64> {
+        let mut rates = Vec::new();
+        self.rates_into(
+            routes.len(),
+            |flow| routes[flow],
+            capacities_bytes_per_s,
+            &mut rates,
+        );
+        rates
+    }
+
+    /// [`WaterFill::rates`] of `flows` flows whose routes `route(flow)`
+    /// gives, written into `rates` (cleared first): the same arithmetic in
+    /// the same order, without building the list of routes.
+    pub fn rates_into<'r>(
+        &mut self,
+        flows: usize,
+        route: impl Fn(usize) -> &'r [LinkId],
+        capacities_bytes_per_s: &[f64],
+        rates: &mut Vec<f64>,
+    ) {
         if self.local_of_link.len() < capacities_bytes_per_s.len() {
             self.local_of_link
                 .resize(capacities_bytes_per_s.len(), u32::MAX);
         }
-        let mut links: Vec<LinkId> = Vec::new();
-        let mut members: Vec<Vec<usize>> = Vec::new();
-        for (flow, route) in routes.iter().enumerate() {
-            for &link in route.iter() {
+        let links = &mut self.links;
+        let unfrozen = &mut self.unfrozen;
+        links.clear();
+        unfrozen.clear();
+        for flow in 0..flows {
+            for &link in route(flow) {
                 let slot = &mut self.local_of_link[link.index()];
                 if *slot == u32::MAX {
                     *slot = links.len() as u32;
                     links.push(link);
-                    members.push(Vec::new());
+                    unfrozen.push(0);
                 }
-                members[*slot as usize].push(flow);
+                unfrozen[*slot as usize] += 1;
             }
         }
-        let mut remaining_bytes_per_s: Vec<f64> = links
-            .iter()
-            .map(|link| capacities_bytes_per_s[link.index()])
-            .collect();
-        let mut unfrozen: Vec<usize> = members.iter().map(Vec::len).collect();
-        let mut rates = vec![f64::INFINITY; routes.len()];
-        let mut frozen = vec![false; routes.len()];
+        // Each link's flows in flow order (CSR rows from the counts).
+        self.member_offsets.clear();
+        self.member_offsets.push(0);
+        let mut total = 0u32;
+        for &count in unfrozen.iter() {
+            total += count as u32;
+            self.member_offsets.push(total);
+        }
+        self.cursor.clear();
+        self.cursor
+            .extend_from_slice(&self.member_offsets[..links.len()]);
+        self.members.clear();
+        self.members.resize(total as usize, 0);
+        for flow in 0..flows {
+            for &link in route(flow) {
+                let local = self.local_of_link[link.index()] as usize;
+                self.members[self.cursor[local] as usize] = flow as u32;
+                self.cursor[local] += 1;
+            }
+        }
+        self.remaining_bytes_per_s.clear();
+        self.remaining_bytes_per_s.extend(
+            links
+                .iter()
+                .map(|link| capacities_bytes_per_s[link.index()]),
+        );
+        let remaining_bytes_per_s = &mut self.remaining_bytes_per_s;
+        rates.clear();
+        rates.resize(flows, f64::INFINITY);
+        let frozen = &mut self.frozen;
+        frozen.clear();
+        frozen.resize(flows, false);
         let share = |remaining: f64, count: usize| remaining / count as f64;
-        let mut heap: BinaryHeap<Candidate> = (0..links.len())
-            .map(|local| Candidate {
-                share_bytes_per_s: share(remaining_bytes_per_s[local], unfrozen[local]),
-                link: links[local],
-            })
-            .collect();
+        let mut heap_entries = std::mem::take(&mut self.heap);
+        heap_entries.clear();
+        heap_entries.extend((0..links.len()).map(|local| Candidate {
+            share_bytes_per_s: share(remaining_bytes_per_s[local], unfrozen[local]),
+            link: links[local],
+        }));
+        let mut heap = BinaryHeap::from(heap_entries);
         while let Some(candidate) = heap.pop() {
             let local = self.local_of_link[candidate.link.index()] as usize;
             if unfrozen[local] == 0 {
@@ -98,13 +158,15 @@ impl WaterFill {
                 });
                 continue;
             }
-            for &flow in &members[local] {
+            let row = self.member_offsets[local] as usize..self.member_offsets[local + 1] as usize;
+            for &flow in &self.members[row] {
+                let flow = flow as usize;
                 if frozen[flow] {
                     continue;
                 }
                 frozen[flow] = true;
                 rates[flow] = current;
-                for &link in routes[flow].iter() {
+                for &link in route(flow) {
                     let other = self.local_of_link[link.index()] as usize;
                     remaining_bytes_per_s[other] =
                         (remaining_bytes_per_s[other] - current).max(0.0);
@@ -112,10 +174,10 @@ impl WaterFill {
                 }
             }
         }
-        for link in links {
+        self.heap = heap.into_vec();
+        for link in links.iter() {
             self.local_of_link[link.index()] = u32::MAX;
         }
-        rates
     }
 }
 

@@ -299,6 +299,12 @@ impl TaskGraph {
         self.tasks.stream(id.index())
     }
 
+    /// The iteration of task `id` (one column read).
+    #[inline]
+    pub fn iteration_of(&self, id: TaskId) -> u16 {
+        self.tasks.iteration(id.index())
+    }
+
     /// The group of task `id` (one column read).
     #[inline]
     pub fn group_of(&self, id: TaskId) -> GroupId {

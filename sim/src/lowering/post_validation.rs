@@ -244,3 +244,42 @@ pub(super) fn norm_exchanges(
     program.end_replicas(builder, replica_loop);
     received
 }
+
+/// What post-validation does in this scenario, for `simulate --explain`
+/// (None without it).
+pub fn explain(scenario: &Scenario, schedule: &crate::schedule::PipelineSchedule) -> Option<String> {
+    if !scenario.options.optimizer_post_validation {
+        return None;
+    }
+    let p = scenario.layout.pipeline_parallel;
+    let points: Vec<String> = (0..p)
+        .map(|stage| match schedule.post_validation_point(stage) {
+            Some(index) => format!(
+                "{} after {index} forward{}",
+                schedule.actions[stage as usize][index],
+                if index == 1 { "" } else { "s" }
+            ),
+            None => "none".into(),
+        })
+        .collect();
+    Some(format!(
+        "optimizer post-validation (Qi et al. 2024, Sec. 4; the source's --enable-optimizer-post-validation): \
+         {iterations} iterations simulated, metrics from the steady state. Stage r steps its optimizer once its \
+         own gradients are reduced and the partial squared gradient norm and inf/NaN flag of stages 0…r−1 have \
+         come from stage r−1; it adds its own and sends them on (norm_exchange: {hops} hops per pipeline per \
+         iteration, {bytes} B each, two fp32 scalars) — no sync across the pipeline before the step. Stage {last} \
+         then holds the full norm; it goes back stage by stage during the next iteration (post_validation: {hops} \
+         hops, {bytes} B), each stage validating before one forward of its warm-up: {points}. \
+         Rollback (AdamW inverted from the gradients, then a clipped re-step) is never taken in a normal step \
+         (norm below the clip threshold, no inf/NaN) and is not simulated. Memory kept for a rollback: 0 B (the \
+         gradients stay in Megatron's gradient buffer, zeroed only after the validation; the source's \
+         parameter and Adam-moment backup exists only under --enable-exactly-numeric-match, not modeled). \
+         Exchanges costed as {bytes}-byte pipeline transfers with the NCCL point-to-point model (the source \
+         sends CPU tensors over gloo, whose latency is not measured here).\n",
+        iterations = scenario.iterations,
+        hops = p.saturating_sub(1),
+        bytes = EXCHANGE_BYTES,
+        last = p - 1,
+        points = points.join("; "),
+    ))
+}

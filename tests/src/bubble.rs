@@ -81,6 +81,8 @@ pub struct SteadyState {
     pub iteration_ns: u64,
     /// Compute-stream idle ns of every rank inside that window.
     pub idle: Vec<u64>,
+    /// The whole run.
+    pub timeline: timeline::Timeline,
 }
 
 /// [`SteadyState`] of `scenario` with the given F, B, I and W per pass of
@@ -123,5 +125,6 @@ pub fn steady_state(scenario: &sim::scenario::Scenario, [f, b, i, w]: [u64; 4]) 
         iteration_ns: end - start,
         idle: busy.iter().map(|b| (end - start) - b).collect(),
         ends,
+        timeline,
     }
 }

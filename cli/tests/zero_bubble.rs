@@ -169,10 +169,7 @@ fn split_schedules_refuse_what_they_cannot_build() {
 
 /// A 13B-class GPT with untied embeddings (post-validation's requirement).
 fn untied_model() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "clustersim-untied-{}.json",
-        std::process::id()
-    ));
+    let path = std::env::temp_dir().join(format!("clustersim-untied-{}.json", std::process::id()));
     std::fs::write(
         &path,
         r#"{"name": "gpt-untied", "layers": 8, "hidden": 2048, "heads": 16, "seq_len": 1024, "vocab": 51200, "tied_embeddings": false}"#,
@@ -234,16 +231,43 @@ fn post_validation_shows_first_and_steady_state_iterations_and_explains_itself()
     }
     // Without the flag, ZB-H2's output names no post-validation.
     let output = clustersim(&[
-        "simulate", "--model", model.to_str().unwrap(), "--topology", "dgx-a100", "--tp", "1",
-        "--pp", "4", "--dp", "1", "--global-batch", "16", "--schedule", "zb-h2", "--json",
+        "simulate",
+        "--model",
+        model.to_str().unwrap(),
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "4",
+        "--dp",
+        "1",
+        "--global-batch",
+        "16",
+        "--schedule",
+        "zb-h2",
+        "--json",
     ]);
     let off: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(off.get("optimizer_post_validation").is_none());
     assert_eq!(off["iterations"], 1);
     // Refused where the source does not run it: one message, exit 2.
     let output = clustersim(&[
-        "simulate", "--model", model.to_str().unwrap(), "--topology", "dgx-a100", "--tp", "1",
-        "--pp", "4", "--dp", "1", "--global-batch", "16", "--schedule", "1f1b",
+        "simulate",
+        "--model",
+        model.to_str().unwrap(),
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "4",
+        "--dp",
+        "1",
+        "--global-batch",
+        "16",
+        "--schedule",
+        "1f1b",
         "--optimizer-post-validation",
     ]);
     let message = stderr(&output);

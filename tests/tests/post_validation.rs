@@ -133,12 +133,15 @@ fn the_norm_goes_forward_before_each_step_and_comes_back_in_the_next_warm_up() {
             .unwrap()
     };
     assert_eq!(first_forward(0), step_end(0));
-    assert_eq!(step_end(pp - 1) - first_forward(0), (pp as u64 - 1) * UNIFORM[0]);
+    assert_eq!(
+        step_end(pp - 1) - first_forward(0),
+        (pp as u64 - 1) * UNIFORM[0]
+    );
     // The forward at each stage's validation point waits for the state from the next stage.
     let schedule = sim::schedule::PipelineSchedule::of(&scenario);
     for stage in 0..pp - 1 {
-        let point = schedule.actions[stage as usize]
-            [schedule.post_validation_point(stage).unwrap()];
+        let point =
+            schedule.actions[stage as usize][schedule.post_validation_point(stage).unwrap()];
         let gated = tasks
             .iter()
             .find(|t| {
@@ -193,7 +196,10 @@ fn zb_h1_and_zb_v_keep_their_bubbles_in_the_steady_state() {
     for (pp, m) in GRID.into_iter().filter(|&(p, m)| m >= 2 * p) {
         let [f, _, i, w] = UNIFORM;
         let ideal = m as u64 * (f + i + w);
-        let h1 = steady_state(&file(ScheduleKind::ZbH1, pp, 1, m).resolve().unwrap(), UNIFORM);
+        let h1 = steady_state(
+            &file(ScheduleKind::ZbH1, pp, 1, m).resolve().unwrap(),
+            UNIFORM,
+        );
         let bubble = (pp as u64 - 1) * (f + i - w);
         assert_eq!(h1.iteration_ns, ideal + bubble, "zb-h1 p={pp} m={m}");
         assert!(h1.idle.iter().all(|&x| x == bubble), "{:?}", h1.idle);

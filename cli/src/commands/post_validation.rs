@@ -9,7 +9,10 @@ use sim::SimulationReport;
 fn first_and_steady(report: &SimulationReport) -> (f64, f64) {
     let m = &report.metrics;
     (
-        m.iteration_times_s.first().copied().unwrap_or(m.iteration_time_s),
+        m.iteration_times_s
+            .first()
+            .copied()
+            .unwrap_or(m.iteration_time_s),
         m.iteration_time_s,
     )
 }

@@ -154,7 +154,10 @@ fn post_validations_three_iterations_plan_and_pass_the_check() {
                 let plan = plan(&graph, &scenario, mode, 1).unwrap();
                 let verdict = check(&plan, &graph).unwrap();
                 assert_eq!(plan.tasks.len(), graph.task_count());
-                assert_eq!(verdict.implicit_orderings, 0, "{schedule:?} p={p} m={m} d={d}");
+                assert_eq!(
+                    verdict.implicit_orderings, 0,
+                    "{schedule:?} p={p} m={m} d={d}"
+                );
             }
             planned += 1;
         }

@@ -247,7 +247,10 @@ pub(super) fn norm_exchanges(
 
 /// What post-validation does in this scenario, for `simulate --explain`
 /// (None without it).
-pub fn explain(scenario: &Scenario, schedule: &crate::schedule::PipelineSchedule) -> Option<String> {
+pub fn explain(
+    scenario: &Scenario,
+    schedule: &crate::schedule::PipelineSchedule,
+) -> Option<String> {
     if !scenario.options.optimizer_post_validation {
         return None;
     }

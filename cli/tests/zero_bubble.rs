@@ -166,3 +166,113 @@ fn split_schedules_refuse_what_they_cannot_build() {
         assert!(!message.contains("panicked"), "{message}");
     }
 }
+
+/// A 13B-class GPT with untied embeddings (post-validation's requirement).
+fn untied_model() -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("clustersim-untied-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        r#"{"name": "gpt-untied", "layers": 8, "hidden": 2048, "heads": 16, "seq_len": 1024, "vocab": 51200, "tied_embeddings": false}"#,
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn post_validation_shows_first_and_steady_state_iterations_and_explains_itself() {
+    let model = untied_model();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--model",
+            model.to_str().unwrap(),
+            "--topology",
+            "dgx-a100",
+            "--tp",
+            "1",
+            "--pp",
+            "4",
+            "--dp",
+            "1",
+            "--global-batch",
+            "16",
+            "--recompute",
+            "none",
+            "--schedule",
+            "zb-h2",
+            "--optimizer-post-validation",
+        ];
+        args.extend_from_slice(extra);
+        let output = clustersim(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let json: serde_json::Value = serde_json::from_str(&run(&["--json"])).unwrap();
+    let validation = &json["optimizer_post_validation"];
+    assert_eq!(validation["iterations"], 3);
+    assert_eq!(json["iterations"], 3);
+    let first = validation["first_iteration_s"].as_f64().unwrap();
+    let steady = validation["steady_state_iteration_s"].as_f64().unwrap();
+    assert_eq!(steady, json["iteration_time_s"].as_f64().unwrap());
+    assert!(steady <= first, "{steady} vs {first}");
+    assert_eq!(validation["exchange_bytes_per_hop"], 8);
+    assert_eq!(validation["norm_exchange_hops_per_pipeline"], 3);
+    assert_eq!(validation["rollback_state_bytes"], 0);
+    let text = run(&["--explain"]);
+    for needle in [
+        "optimizer post-validation (3 iterations)",
+        "post-validation     steady-state iteration",
+        "norm_exchange: 3 hops per pipeline per iteration, 8 B each",
+        "s0F6 after 6 forwards; s1F4 after 4 forwards; s2F2 after 2 forwards; s3F0 after 0 forwards",
+        "Memory kept for a rollback: 0 B",
+        "never taken in a normal step",
+    ] {
+        assert!(text.contains(needle), "missing '{needle}' in:\n{text}");
+    }
+    // Without the flag, ZB-H2's output names no post-validation.
+    let output = clustersim(&[
+        "simulate",
+        "--model",
+        model.to_str().unwrap(),
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "4",
+        "--dp",
+        "1",
+        "--global-batch",
+        "16",
+        "--schedule",
+        "zb-h2",
+        "--json",
+    ]);
+    let off: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(off.get("optimizer_post_validation").is_none());
+    assert_eq!(off["iterations"], 1);
+    // Refused where the source does not run it: one message, exit 2.
+    let output = clustersim(&[
+        "simulate",
+        "--model",
+        model.to_str().unwrap(),
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "4",
+        "--dp",
+        "1",
+        "--global-batch",
+        "16",
+        "--schedule",
+        "1f1b",
+        "--optimizer-post-validation",
+    ]);
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("optimizer_post_validation: only with the zero-bubble schedules"));
+    assert!(!message.contains("panicked"), "{message}");
+    std::fs::remove_file(&model).unwrap();
+}

@@ -49,6 +49,11 @@ pub fn color_for_kind_name(name: &str) -> RGBColor {
         "expert_all_to_all" => RGBColor(0xff, 0x9d, 0x9a),
         // Local DDP's gradient kernels: an olive beside the optimizer's brown.
         "gradient_copy" => RGBColor(0xbc, 0xbd, 0x22),
+        // Optimizer post-validation's scalar exchanges along the pipeline:
+        // Tableau 20's light green (beside the activations' green) forward,
+        // its light yellow (beside the gradients' yellow) back.
+        "norm_exchange" => RGBColor(0x8c, 0xd1, 0x7d),
+        "post_validation" => RGBColor(0xf1, 0xce, 0x63),
         _ => FALLBACK_COLOR,
     }
 }
@@ -79,6 +84,8 @@ pub fn label_for_kind_name(name: &str) -> &str {
         "cpu_adam" => "CPU Adam",
         "host_issue" => "host issue",
         "expert_all_to_all" => "EP all-to-all",
+        "norm_exchange" => "norm/inf exchange",
+        "post_validation" => "post-validation",
         other => other,
     }
 }

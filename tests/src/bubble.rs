@@ -71,3 +71,60 @@ pub fn idle_per_rank(
         first_start: span.iter().map(|(first, _)| *first).collect(),
     }
 }
+
+/// Several simulated iterations (optimizer post-validation): the steady
+/// state as metrics measure it, in exact ns.
+pub struct SteadyState {
+    /// Each iteration's end (its last task's end).
+    pub ends: Vec<u64>,
+    /// The measured window, from the end of iteration n−3 to that of n−2.
+    pub iteration_ns: u64,
+    /// Compute-stream idle ns of every rank inside that window.
+    pub idle: Vec<u64>,
+    /// The whole run.
+    pub timeline: timeline::Timeline,
+}
+
+/// [`SteadyState`] of `scenario` with the given F, B, I and W per pass of
+/// one chunk and everything else (transfers, exchanges, optimizer) free.
+pub fn steady_state(scenario: &sim::scenario::Scenario, [f, b, i, w]: [u64; 4]) -> SteadyState {
+    let (_, graph) = sim::build_graph(scenario);
+    let costs = sim::uniform_costs(&graph, |work| match work {
+        Work::Compute { pass, .. } => SimDuration(match pass {
+            ComputePass::Forward => f,
+            ComputePass::Backward => b,
+            ComputePass::InputGradient => i,
+            ComputePass::WeightGradient => w,
+            ComputePass::Recompute => unreachable!("no recompute"),
+        }),
+        _ => SimDuration::ZERO,
+    });
+    let (timeline, _) = sim::run_graph(scenario, &graph, &costs).unwrap();
+    let mut ends: Vec<u64> = Vec::new();
+    for task in &timeline.tasks {
+        let k = task.iteration.expect("several iterations are numbered") as usize;
+        if ends.len() <= k {
+            ends.resize(k + 1, 0);
+        }
+        ends[k] = ends[k].max(task.end_ns);
+    }
+    assert!(ends.len() >= 3, "{} iterations", ends.len());
+    let (start, end) = (ends[ends.len() - 3], ends[ends.len() - 2]);
+    let mut busy = vec![0u64; timeline.header.n_gpus as usize];
+    for task in timeline
+        .tasks
+        .iter()
+        .filter(|t| t.stream == StreamKind::Compute)
+    {
+        let (s, e) = (task.start_ns.max(start), task.end_ns.min(end));
+        for &rank in &timeline.header.groups[task.group as usize] {
+            busy[rank as usize] += e.saturating_sub(s);
+        }
+    }
+    SteadyState {
+        iteration_ns: end - start,
+        idle: busy.iter().map(|b| (end - start) - b).collect(),
+        ends,
+        timeline,
+    }
+}

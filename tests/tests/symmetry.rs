@@ -420,3 +420,41 @@ fn large_flop_totals_keep_their_bits() {
     }
     assert_eq!(inexact, 3);
 }
+
+#[test]
+fn post_validations_iterations_stay_exact() {
+    // Optimizer post-validation lowers three iterations, its norm exchanges
+    // in a replica loop of their own and its validations inside the walk.
+    let mut symmetric = 0;
+    for (schedule, chunks, (t, p, d), distributed) in [
+        (ScheduleKind::ZbH2, 1, (1, 4, 2), false),
+        (ScheduleKind::ZbH2, 1, (2, 4, 2), true),
+        (ScheduleKind::ZbV, 2, (1, 4, 2), false),
+    ] {
+        let mut model = sixteen_layers();
+        model["tied_embeddings"] = false.into();
+        let file = ScenarioFile {
+            model: Some(model),
+            topology: Some(small_cluster(4, 32)),
+            tp: Some(t),
+            pp: Some(p),
+            dp: Some(d),
+            chunks: Some(chunks),
+            global_batch: Some(d * 2 * p),
+            schedule: Some(schedule),
+            recompute: Some(Recompute::None),
+            options: TrainingOptionsFile {
+                optimizer_post_validation: Some(true),
+                distributed_optimizer: Some(distributed),
+                ..TrainingOptionsFile::default()
+            },
+            ..ScenarioFile::default()
+        };
+        let scenario = file.resolve().unwrap();
+        assert_eq!(scenario.iterations, 3);
+        if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+            symmetric += 1;
+        }
+    }
+    assert_eq!(symmetric, 3);
+}

@@ -54,10 +54,18 @@ pub enum TaskKind {
     /// all-reduce: local DDP's flatten, divide and copy back (Megatron-LM 2021)
     /// or its in-place divide of the contiguous buffer (2022).
     GradientCopy,
+    /// Optimizer post-validation (Qi et al. 2024, Sec. 4; zero-bubble
+    /// schedules): a stage's partially reduced gradient norm and inf/NaN
+    /// flag, sent to the next stage before its optimizer step.
+    NormExchange,
+    /// Optimizer post-validation: the fully reduced norm and inf/NaN flag
+    /// sent back to the previous stage, which validates its (already taken)
+    /// step during the next iteration's warm-up.
+    PostValidation,
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 19] = [
+    pub const ALL: [TaskKind; 21] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -77,6 +85,8 @@ impl TaskKind {
         TaskKind::BackwardWeight,
         TaskKind::ExpertAllToAll,
         TaskKind::GradientCopy,
+        TaskKind::NormExchange,
+        TaskKind::PostValidation,
     ];
 
     /// Kernels that do math (the compute stream's useful work).
@@ -97,7 +107,10 @@ impl TaskKind {
     pub fn communication_class(self) -> Option<CommClass> {
         match self {
             TaskKind::TensorAllReduce => Some(CommClass::Tensor),
-            TaskKind::PipelineActivation | TaskKind::PipelineGradient => Some(CommClass::Pipeline),
+            TaskKind::PipelineActivation
+            | TaskKind::PipelineGradient
+            | TaskKind::NormExchange
+            | TaskKind::PostValidation => Some(CommClass::Pipeline),
             TaskKind::DataParallelAllReduce
             | TaskKind::EmbeddingAllReduce
             | TaskKind::DataParallelReduceScatter
@@ -133,6 +146,8 @@ impl TaskKind {
             TaskKind::BackwardWeight => "backward_weight",
             TaskKind::ExpertAllToAll => "expert_all_to_all",
             TaskKind::GradientCopy => "gradient_copy",
+            TaskKind::NormExchange => "norm_exchange",
+            TaskKind::PostValidation => "post_validation",
         }
     }
 }

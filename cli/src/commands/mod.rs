@@ -8,6 +8,7 @@ pub mod execute;
 pub mod max_model;
 pub mod pictures;
 pub mod plot;
+pub mod post_validation;
 pub mod presets;
 pub mod scenario_args;
 pub mod simulate;

@@ -208,6 +208,10 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         summary["expert_parallel"] = scenario.layout.expert_parallel.into();
         summary["experts"] = serde_json::to_value(routing).unwrap_or_default();
     }
+    // Zero-bubble optimizer post-validation, only when on.
+    if let Some(validation) = super::post_validation::json(scenario, report) {
+        summary["optimizer_post_validation"] = validation;
+    }
     summary
 }
 
@@ -322,6 +326,9 @@ fn write_summary(
     if scenario.options.offload.is_some() {
         super::max_model::write_offload_summary(out, report)?;
     }
+    if let Some(line) = super::post_validation::summary_line(scenario, report) {
+        writeln!(out, "{line}")?;
+    }
     writeln!(
         out,
         "  simulation          {} tasks, {} edges, {} events in {:.3} s (profile {})",
@@ -417,6 +424,9 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             scenario.schedule.name(),
             owed.join(" ")
         )?;
+    }
+    if let Some(text) = sim::lowering::post_validation::explain(scenario, &schedule) {
+        write!(out, "{text}")?;
     }
     if scenario.layout.stage_map == models::sharding::StageMap::V {
         let p = scenario.layout.pipeline_parallel;

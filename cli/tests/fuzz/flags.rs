@@ -149,6 +149,9 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                     Some(value(&["1000000", "1", "12500000"], rng)),
                 );
             }
+            if rng.chance(15) {
+                switch(flags, "--optimizer-post-validation", rng);
+            }
             false
         }
         _ => {

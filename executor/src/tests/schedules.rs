@@ -115,3 +115,52 @@ fn every_schedule_plans_and_passes_the_check_over_a_grid_of_p_m_v() {
         "interleaved with N > p: only {grouped} layouts"
     );
 }
+
+#[test]
+fn post_validations_three_iterations_plan_and_pass_the_check() {
+    // Optimizer post-validation (`--optimizer-post-validation`): three
+    // iterations with the norm exchanges and validations between stages.
+    let model = serde_json::json!({
+        "name": "untied-8", "layers": 8, "hidden": 1024, "heads": 16,
+        "seq_len": 512, "vocab": 51200, "tied_embeddings": false
+    });
+    let mut planned = 0;
+    for (schedule, v) in [
+        (ScheduleKind::ZbH1, 1),
+        (ScheduleKind::ZbH2, 1),
+        (ScheduleKind::ZbV, 2),
+    ] {
+        for (p, m, d) in [(2, 4, 1), (4, 8, 1), (4, 8, 2)] {
+            let file = ScenarioFile {
+                model: Some(model.clone()),
+                topology: Some("dgx-a100".into()),
+                tp: Some(1),
+                pp: Some(p),
+                dp: Some(d),
+                chunks: Some(v),
+                microbatch_size: Some(1),
+                global_batch: Some(m * d),
+                schedule: Some(schedule),
+                recompute: Some(Recompute::None),
+                options: sim::scenario::TrainingOptionsFile {
+                    optimizer_post_validation: Some(true),
+                    ..Default::default()
+                },
+                ..ScenarioFile::default()
+            };
+            let scenario = file.resolve().unwrap();
+            let (_, graph) = sim::build_graph(&scenario);
+            for mode in [ExecutionMode::Synthetic, ExecutionMode::Real] {
+                let plan = plan(&graph, &scenario, mode, 1).unwrap();
+                let verdict = check(&plan, &graph).unwrap();
+                assert_eq!(plan.tasks.len(), graph.task_count());
+                assert_eq!(
+                    verdict.implicit_orderings, 0,
+                    "{schedule:?} p={p} m={m} d={d}"
+                );
+            }
+            planned += 1;
+        }
+    }
+    assert_eq!(planned, 9);
+}

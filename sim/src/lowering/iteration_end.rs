@@ -7,6 +7,7 @@
 //! distributed optimizer's parameter all-gather.
 
 use super::pipeline::{host_task, GradientsReady};
+use super::post_validation::{self, Carry};
 use super::program::{Program, StepId};
 use super::sharded::{self, ShardPlan, ShardedPiece};
 use crate::cost::gradients;
@@ -25,6 +26,8 @@ type BucketKey = Option<(u32, usize)>;
 pub(super) struct StagesDone {
     /// Replicas lowered: all d·cp, or 1 (the representative, `crate::symmetry`).
     pub lowered_replicas: u32,
+    /// The iteration (0 unless optimizer post-validation simulates several).
+    pub iteration: u16,
     /// Last compute step of each (data index, stage) group.
     pub stage_tails: Vec<Option<StepId>>,
     /// Sends still in flight after it (the optimizer waits for them).
@@ -70,7 +73,8 @@ impl Reductions {
     }
 }
 
-/// Emits the iteration's end after the stages' passes.
+/// Emits the iteration's end after the stages' passes; returns what the
+/// next iteration waits for (read only under optimizer post-validation).
 pub(super) fn emit(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
@@ -78,7 +82,7 @@ pub(super) fn emit(
     placement: &Placement,
     shard_plan: Option<ShardPlan>,
     done: &StagesDone,
-) {
+) -> Carry {
     let reductions =
         data_parallel_reductions(program, builder, scenario, placement, shard_plan, done);
     let embedding_all_reduces = embedding_all_reduces(
@@ -90,7 +94,30 @@ pub(super) fn emit(
         done,
         &reductions,
     );
-    optimizer_steps(
+    // Post-validation: the partial norm and inf/NaN flag passed stage to
+    // stage, each stage's optimizer waiting only for the previous stage's.
+    let norm_received = if scenario.options.optimizer_post_validation {
+        post_validation::norm_exchanges(
+            program,
+            builder,
+            scenario,
+            placement,
+            done,
+            |stage, data_index| {
+                // The stage's reductions (collectives over its data groups)
+                // and this replica's local-DDP copies back.
+                let (t, _, _) = degrees(scenario);
+                let mut ready: Vec<StepId> = reductions.by_stage[stage as usize].concat();
+                ready.extend((0..t).filter_map(|tensor_index| {
+                    reductions.copy_back(scenario, stage, data_index, tensor_index)
+                }));
+                ready
+            },
+        )
+    } else {
+        Vec::new()
+    };
+    let params_ready = optimizer_steps(
         program,
         builder,
         scenario,
@@ -99,7 +126,12 @@ pub(super) fn emit(
         done,
         &reductions,
         &embedding_all_reduces,
+        &norm_received,
     );
+    Carry {
+        params_ready,
+        norm_received,
+    }
 }
 
 /// The stack's local-DDP kernels, where its blocking reduction after the
@@ -137,6 +169,7 @@ fn gradient_copy(
     stage: u32,
     gradient_bytes: u64,
     kernels: u32,
+    iteration: u16,
 ) -> StepId {
     program.rank_task(
         builder,
@@ -150,7 +183,7 @@ fn gradient_copy(
         },
         stage,
         NO_MICROBATCH,
-        0,
+        iteration,
     )
 }
 
@@ -170,6 +203,7 @@ fn data_parallel_reductions(
         gradients_ready,
         chunk_finish_order,
         sharded_pieces,
+        ..
     } = done;
     let (t, p, d) = degrees(scenario);
     let sharding = scenario.layout.sharding();
@@ -213,6 +247,7 @@ fn data_parallel_reductions(
                         stage,
                         params * gradient_bytes,
                         kernels_before,
+                        done.iteration,
                     );
                     flattens.push(step);
                 }
@@ -296,7 +331,7 @@ fn data_parallel_reductions(
                         microbatch: NO_MICROBATCH,
                         group,
                         work,
-                        iteration: 0,
+                        iteration: done.iteration,
                     });
                     for data_index in 0..*lowered_replicas {
                         let index = (data_index * p + stage) as usize;
@@ -334,6 +369,7 @@ fn data_parallel_reductions(
                         stage,
                         params * gradient_bytes,
                         kernels_after,
+                        done.iteration,
                     );
                     for &all_reduce in &data_all_reduces[tensor_index] {
                         program.depend(all_reduce, step, Dependency::Data);
@@ -413,7 +449,7 @@ fn embedding_all_reduces(
                     microbatch: NO_MICROBATCH,
                     group,
                     work,
-                    iteration: 0,
+                    iteration: done.iteration,
                 });
                 for stage in ends {
                     let index = (data_index * p + stage) as usize;
@@ -473,7 +509,7 @@ fn embedding_all_reduces(
                         microbatch: NO_MICROBATCH,
                         group,
                         work,
-                        iteration: 0,
+                        iteration: done.iteration,
                     });
                     for stage in [stage, mirror] {
                         let index = (data_index * p + stage) as usize;
@@ -502,7 +538,11 @@ fn embedding_all_reduces(
 }
 
 /// Every rank's optimizer step, and the distributed optimizer's (or
-/// ZeRO's) parameter all-gathers after them.
+/// ZeRO's) parameter all-gathers after them; under post-validation each
+/// waits for the partial norm from the previous stage (`norm_received`, by
+/// data index · p + stage). Returns, by data index · p + stage, the steps
+/// after which the stage's parameters are updated (its ranks' optimizer
+/// steps and the distributed optimizer's all-gathers).
 #[allow(clippy::too_many_arguments)]
 fn optimizer_steps(
     program: &mut Program,
@@ -513,7 +553,8 @@ fn optimizer_steps(
     done: &StagesDone,
     reductions: &Reductions,
     embedding_all_reduces: &BTreeMap<(u32, u32, u32), StepId>,
-) {
+    norm_received: &[Option<StepId>],
+) -> Vec<Vec<StepId>> {
     let reductions_by_stage = &reductions.by_stage;
     let StagesDone {
         lowered_replicas,
@@ -526,6 +567,7 @@ fn optimizer_steps(
     let host = scenario.stack.host;
     let distributed = scenario.options.distributed_optimizer && d > 1;
     let expert_data_parallel = scenario.layout.expert_replicas();
+    let mut params_ready: Vec<Vec<StepId>> = vec![Vec::new(); (*lowered_replicas * p) as usize];
     for stage in 0..p {
         let params = parameters_on_rank(&scenario.model, sharding, stage);
         let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
@@ -543,6 +585,10 @@ fn optimizer_steps(
         let replica_loop = program.begin_replicas(builder);
         for data_index in 0..*lowered_replicas {
             let ranks = placement.tensor_group(stage, data_index);
+            let received = norm_received
+                .get((data_index * p + stage) as usize)
+                .copied()
+                .flatten();
             // The host issues the optimizer after loss scaling's `.item()`
             // (megatron/optimizer/optimizer.py: found_inf) waited for the
             // gradients: the last pass and the data-parallel all-reduces.
@@ -555,6 +601,7 @@ fn optimizer_steps(
                     0,
                     NO_MICROBATCH,
                     Work::HostOptimizer,
+                    done.iteration,
                 ));
                 let index = (data_index * p + stage) as usize;
                 program.depend(
@@ -579,6 +626,10 @@ fn optimizer_steps(
                         program.depend(embedding, issue, Dependency::Data);
                     }
                 }
+                // Post-validation: the host's blocking receive of the partial norm.
+                if let Some(received) = received {
+                    program.depend(received, issue, Dependency::Data);
+                }
                 issue
             });
             for (tensor_index, &rank) in ranks.iter().enumerate() {
@@ -592,9 +643,13 @@ fn optimizer_steps(
                     },
                     stage,
                     NO_MICROBATCH,
-                    0,
+                    done.iteration,
                 );
                 optimizer_steps[tensor_index].push(step);
+                params_ready[(data_index * p + stage) as usize].push(step);
+                if let Some(received) = received {
+                    program.depend(received, step, Dependency::Data);
+                }
                 for &all_reduce in &data_all_reduces[tensor_index] {
                     program.depend(all_reduce, step, Dependency::Data);
                 }
@@ -655,13 +710,17 @@ fn optimizer_steps(
                         microbatch: NO_MICROBATCH,
                         group,
                         work,
-                        iteration: 0,
+                        iteration: done.iteration,
                     });
                     for &step in &optimizer_steps[tensor_index as usize] {
                         program.depend(step, all_gather, Dependency::Data);
+                    }
+                    for data_index in 0..*lowered_replicas {
+                        params_ready[(data_index * p + stage) as usize].push(all_gather);
                     }
                 }
             }
         }
     }
+    params_ready
 }

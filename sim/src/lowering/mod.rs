@@ -33,6 +33,7 @@ pub mod offload;
 pub mod offload_plan;
 pub mod passes;
 pub mod pipeline;
+pub mod post_validation;
 pub mod program;
 pub mod sharded;
 pub mod tasks;

@@ -160,7 +160,9 @@ impl<'a> FabricFlowPlanner<'a> {
         let map = self.placement.layout.stage_map;
         let virtual_stage = map.stage_of(p, t.stage, t.chunk as u32);
         let peer_stage = match t.kind {
-            TaskKind::PipelineActivation => map.place(p, virtual_stage + 1).0,
+            TaskKind::PipelineActivation | TaskKind::NormExchange => {
+                map.place(p, virtual_stage + 1).0
+            }
             _ => map.place(p, virtual_stage.saturating_sub(1)).0,
         };
         self.graph

@@ -12,6 +12,7 @@ mod mla;
 mod offload;
 mod options;
 mod pipeline_layout;
+pub mod post_validation;
 mod resolve;
 mod sharding;
 mod stack;

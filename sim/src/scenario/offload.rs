@@ -1,5 +1,6 @@
 //! ZeRO-Offload options of a scenario, and how many consecutive iterations
-//! a scenario simulates (several only under ZeRO-Offload's delayed update).
+//! a scenario simulates (several only under ZeRO-Offload, or with
+//! zero-bubble optimizer post-validation).
 
 use super::{ScenarioFile, TrainingOptions};
 use serde::{Deserialize, Serialize};
@@ -40,9 +41,11 @@ impl ScenarioFile {
                 "iterations: at most {} can be simulated (got {iterations})",
                 u16::MAX
             ));
+        } else if options.optimizer_post_validation {
+            problems.extend(super::post_validation::iterations_problem(iterations));
         } else if iterations > 1 && !zero_offload {
             problems.push(
-                "iterations: several consecutive iterations are simulated only with zero_offload (every other iteration is identical)"
+                "iterations: several consecutive iterations are simulated only with zero_offload or optimizer_post_validation (every other iteration is identical)"
                     .into(),
             );
         } else if let Some(offload) = delayed {

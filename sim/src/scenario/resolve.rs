@@ -381,6 +381,12 @@ impl ScenarioFile {
                 ));
             }
         }
+        super::post_validation::check(
+            &options,
+            schedule,
+            model.as_ref().map(|model| model.tied_embeddings),
+            &mut problems,
+        );
         let iterations = self.resolve_iterations(&options, &mut problems);
         if cp > 1 {
             super::context::check(cp, model.as_ref(), recompute, &options, &mut problems);

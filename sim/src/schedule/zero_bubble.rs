@@ -16,9 +16,41 @@
 //! pass when F+I ≤ 2W ((p−1)(F+I−2W) otherwise). The stages start (p−1)·F
 //! apart as in every pipeline; the source overlaps that skew with the previous
 //! iteration's tail by validating the optimizer step afterwards
-//! (post-validation), which a one-iteration simulation does not show.
+//! (post-validation, `--optimizer-post-validation`: several iterations are
+//! simulated, `lowering/post_validation.rs`); one iteration shows the skew.
+//!
+//! Where post-validation runs in the next iteration
+//! ([`PipelineSchedule::post_validation_point`]): the source
+//! (sail-sg/zero-bubble-pipeline-parallelism at 39f2c18,
+//! `megatron/core/pipeline_parallel/zerobubble/scheduler/communication.py`,
+//! `get_post_validation_time` and `add_post_validation_nodes`) places its
+//! nodes on stage r just before the forward of microbatch
+//! min(2(p−1−r), m−1, n−1) of chunk 0, n being the number of chunk-0
+//! forwards the stage's list starts with; the runtime
+//! (`zerobubble/runtime.py`, `run_until_post_validation`) runs the forwards
+//! before it, then validates, then the rest.
 
-use super::{Action, Pass};
+use super::{Action, Pass, PipelineSchedule};
+
+impl PipelineSchedule {
+    /// The index in `actions[stage]` of the action the stage's
+    /// post-validation of the previous iteration runs just before (see the
+    /// module header); `None` when the stage's list does not start with a
+    /// chunk-0 forward.
+    pub fn post_validation_point(&self, stage: u32) -> Option<usize> {
+        let actions = &self.actions[stage as usize];
+        let leading = actions
+            .iter()
+            .take_while(|a| a.pass == Pass::Forward && a.chunk == 0)
+            .count() as u32;
+        let target = (2 * (self.stages - 1 - stage))
+            .min(self.microbatches.saturating_sub(1))
+            .min(leading.checked_sub(1)?);
+        actions
+            .iter()
+            .position(|a| a.pass == Pass::Forward && a.chunk == 0 && a.microbatch == target)
+    }
+}
 
 fn action(stage: u32, pass: Pass, microbatch: u32) -> Action {
     Action::new(stage, pass, microbatch, 0)

@@ -30,16 +30,7 @@ pub fn idle_per_rank(
 ) -> Idle {
     let scenario = crate::small_scenario(schedule, 2, pp, 1, chunks, microbatches);
     let (_, graph) = sim::build_graph(&scenario);
-    let costs = sim::uniform_costs(&graph, |work| match work {
-        Work::Compute { pass, .. } => SimDuration(match pass {
-            ComputePass::Forward => f,
-            ComputePass::Backward => b,
-            ComputePass::InputGradient => i,
-            ComputePass::WeightGradient => w,
-            ComputePass::Recompute => unreachable!("no recompute"),
-        }),
-        _ => SimDuration::ZERO,
-    });
+    let costs = pass_costs(&graph, [f, b, i, w]);
     let (timeline, _) = sim::run_graph(&scenario, &graph, &costs).unwrap();
     let makespan = timeline.makespan_ns();
     let ranks = timeline.header.n_gpus as usize;
@@ -89,16 +80,7 @@ pub struct SteadyState {
 /// one chunk and everything else (transfers, exchanges, optimizer) free.
 pub fn steady_state(scenario: &sim::scenario::Scenario, [f, b, i, w]: [u64; 4]) -> SteadyState {
     let (_, graph) = sim::build_graph(scenario);
-    let costs = sim::uniform_costs(&graph, |work| match work {
-        Work::Compute { pass, .. } => SimDuration(match pass {
-            ComputePass::Forward => f,
-            ComputePass::Backward => b,
-            ComputePass::InputGradient => i,
-            ComputePass::WeightGradient => w,
-            ComputePass::Recompute => unreachable!("no recompute"),
-        }),
-        _ => SimDuration::ZERO,
-    });
+    let costs = pass_costs(&graph, [f, b, i, w]);
     let (timeline, _) = sim::run_graph(scenario, &graph, &costs).unwrap();
     let mut ends: Vec<u64> = Vec::new();
     for task in &timeline.tasks {
@@ -127,4 +109,21 @@ pub fn steady_state(scenario: &sim::scenario::Scenario, [f, b, i, w]: [u64; 4]) 
         ends,
         timeline,
     }
+}
+
+/// Every compute pass at its given F, B, I or W time (ns); everything else free.
+fn pass_costs(
+    graph: &sim::task_graph::TaskGraph,
+    [f, b, i, w]: [u64; 4],
+) -> Vec<sim::cost::WorkCost> {
+    sim::uniform_costs(graph, |work| match work {
+        Work::Compute { pass, .. } => SimDuration(match pass {
+            ComputePass::Forward => f,
+            ComputePass::Backward => b,
+            ComputePass::InputGradient => i,
+            ComputePass::WeightGradient => w,
+            ComputePass::Recompute => unreachable!("no recompute"),
+        }),
+        _ => SimDuration::ZERO,
+    })
 }

@@ -1,5 +1,6 @@
 //! One module per subcommand, plus the argument groups they share.
 
+pub mod accuracy;
 pub mod calibrate;
 pub mod collective;
 pub mod compare;

@@ -1,0 +1,41 @@
+//! The summary's `accuracy` line: what published runs of the same kind say
+//! about a prediction, so that a user never reads an optimistic figure as a
+//! validated one.
+//!
+//! Each line restates errors that the validation tests pin (change a line
+//! with its test):
+//! - mixtures of experts: `tests/tests/h100_moe_published.rs` and
+//!   `tests/tests/deepseek_v3.rs`;
+//! - dense FP8: `tests/tests/h100_published.rs` (NVIDIA's H100 runs, all
+//!   FP8); `cli/tests/accuracy.rs` checks that the line states the range and
+//!   mean `clustersim validate validation/h100-published.json` gives.
+//!
+//! Runs in bf16 or fp16 print no line: their published checks (the dev set
+//! and vTrain's single-node runs, `clustersim validate`) are A100-era runs
+//! whose errors the README states.
+
+use sim::scenario::{Precision, Scenario};
+
+/// What the published mixture-of-experts runs say about these predictions.
+pub const MOE_ACCURACY: &str =
+    "NOT VALIDATED for mixtures of experts: on published runs tokens/s came out \
++40…+118 % (Qwen3-30B-A3B), −9…−11 % (Qwen3-235B-A22B) and −42 % (DeepSeek-V3, bf16 for FP8) \
+(validation/h100-moe-published.json, deepseek-v3-published.json); do not plan on this figure";
+
+/// What NVIDIA's published H100 FP8 runs say about these predictions.
+pub const DENSE_FP8_ACCURACY: &str =
+    "OPTIMISTIC for FP8: on NVIDIA's 14 published H100 FP8 runs tokens/s came out \
++2.8…+27.1 % too high (mean +14.2 %; the highest, +19…+27 %, for models run at t = 1) \
+(validation/h100-published.json); expect the run to be that much slower";
+
+/// The accuracy line for `scenario`, where published runs of its kind say
+/// something.
+pub fn accuracy_line(scenario: &Scenario) -> Option<&'static str> {
+    if scenario.experts.is_some() {
+        Some(MOE_ACCURACY)
+    } else if scenario.options.precision == Precision::Fp8 {
+        Some(DENSE_FP8_ACCURACY)
+    } else {
+        None
+    }
+}

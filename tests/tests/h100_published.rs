@@ -37,7 +37,8 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     // Pinned (README, "Accuracy"): every prediction is optimistic today.
     // 27.60 % under NCCL 2.12's tuner, 27.70 % since megatron-core-2024 runs 2.21's,
     // 14.2 % since the H100 profile takes the sustained large-GEMM efficiency
-    // (0.697, not a burst's 0.8) and FP8 GEMMs 0.95 of it.
-    assert!((mean_abs - 14.2).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    // (0.697, not a burst's 0.8) and FP8 GEMMs 0.95 of it; 13.7 % since the
+    // overlapped GEMMs pay the SMs of each recipe's userbuffers configuration.
+    assert!((mean_abs - 13.7).abs() < 0.5, "mean |error| {mean_abs:.2}%");
     assert!(errors.iter().all(|&e| e > 0.0), "{errors:?}");
 }

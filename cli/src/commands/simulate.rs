@@ -714,5 +714,35 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
             100.0 * (1.0 - sm_share)
         )?;
     }
+    if scenario.options.tp_comm_overlap {
+        write_userbuffers(out, scenario)?;
+    }
+    Ok(())
+}
+
+/// `--explain`'s note on `--tp-comm-overlap`: the userbuffers configuration
+/// and the SMs each overlapped GEMM gives up (`sim::cost::tp_overlap`).
+fn write_userbuffers(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
+    use sim::scenario::userbuffers::UB_GEMMS;
+    let config = scenario.options.tp_comm_overlap_config;
+    let sms = scenario.topology.gpu.sm_count;
+    let methods: Vec<String> = UB_GEMMS
+        .iter()
+        .zip(config.methods())
+        .map(|(name, method)| match (method.comm_sms, method.set_sm_margin) {
+            (0, _) => format!("{name} copy engines"),
+            (n, true) => format!("{name} on {} SMs", sms.saturating_sub(n)),
+            (n, false) => format!("{name} shares {n}"),
+        })
+        .collect();
+    writeln!(
+        out,
+        "
+tensor-parallel communication overlap (Transformer Engine userbuffers, {}): each \
+         sequence-parallel reduce-scatter or all-gather row shows only what it adds to the GEMM \
+         hiding it, including the SMs its communication takes of the {sms}: {}",
+        config.name(),
+        methods.join(", ")
+    )?;
     Ok(())
 }

@@ -91,7 +91,14 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                             intra_node_collective_sm_share(&scenario.topology),
                         )
                     } else if scenario.options.tp_comm_overlap {
-                        exposed_with_tp_overlap(full, &steps, index, &kernels)
+                        exposed_with_tp_overlap(
+                            full,
+                            &steps,
+                            index,
+                            &kernels,
+                            scenario.options.tp_comm_overlap_config,
+                            scenario.topology.gpu.sm_count,
+                        )
                     } else {
                         full
                     };

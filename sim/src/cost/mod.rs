@@ -470,7 +470,14 @@ fn cost_work(
                             intra_node_collective_sm_share(&scenario.topology),
                         )
                     } else if scenario.options.tp_comm_overlap {
-                        exposed_with_tp_overlap(full, &steps, index, kernels)
+                        exposed_with_tp_overlap(
+                            full,
+                            &steps,
+                            index,
+                            kernels,
+                            scenario.options.tp_comm_overlap_config,
+                            scenario.topology.gpu.sm_count,
+                        )
                     } else {
                         full
                     };

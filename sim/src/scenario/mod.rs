@@ -17,6 +17,7 @@ mod resolve;
 mod sharding;
 mod stack;
 mod task_count;
+pub mod userbuffers;
 
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
@@ -26,6 +27,7 @@ pub use task_count::{
     estimated_task_count, task_limit, GradientSplits, ADDRESS_BYTES_PER_GPU,
     ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU, BYTES_PER_TASK, MAX_TASKS, TASK_LIMIT_VARIABLE,
 };
+pub use userbuffers::UserbuffersConfig;
 
 use models::ModelSpec;
 use profile::Profile;

@@ -16,6 +16,7 @@
 
 use super::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use super::sharding::Sharding;
+use super::userbuffers::UserbuffersConfig;
 use serde::{Deserialize, Serialize};
 
 /// Largest warm-up before the delayed update: warm-up + 3 iterations must fit
@@ -141,6 +142,13 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub tp_comm_overlap: Option<bool>,
+    /// With tp_comm_overlap: the Transformer Engine userbuffers configuration
+    /// whose SM counts the overlapped GEMMs pay (`te-defaults`, TE's own,
+    /// unless given; NVIDIA's recipes name theirs, e.g.
+    /// ub_cfg_h100_h6144_tp2_mbs2_seqlen2048 for NeMo's GPT-3 20B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub tp_comm_overlap_config: Option<UserbuffersConfig>,
     /// Megatron's distributed optimizer (`--use-distributed-optimizer`, ZeRO
     /// stage 1): gradients are reduce-scattered over the data-parallel group
     /// instead of all-reduced, each rank updates its 1/d of the fp32 master
@@ -242,6 +250,10 @@ pub struct TrainingOptions {
     /// layers' GEMMs (Megatron-Core `--tp-comm-overlap`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tp_comm_overlap: bool,
+    /// The userbuffers configuration whose SMs the overlapped GEMMs pay
+    /// (meaningful with `tp_comm_overlap`).
+    #[serde(skip_serializing_if = "UserbuffersConfig::is_default")]
+    pub tp_comm_overlap_config: UserbuffersConfig,
     /// Cross-node pipeline transfers scatter over the t NICs and gather over NVLink.
     pub pipeline_scatter_gather: bool,
     /// Gradients reduce-scattered, optimizer states sharded over d, parameters all-gathered.
@@ -287,6 +299,7 @@ impl TrainingOptionsFile {
                 .or(base.gradient_accumulation_fusion),
             async_tensor_allreduce: self.async_tensor_allreduce.or(base.async_tensor_allreduce),
             tp_comm_overlap: self.tp_comm_overlap.or(base.tp_comm_overlap),
+            tp_comm_overlap_config: self.tp_comm_overlap_config.or(base.tp_comm_overlap_config),
             pipeline_scatter_gather: self
                 .pipeline_scatter_gather
                 .or(base.pipeline_scatter_gather),
@@ -317,6 +330,7 @@ impl TrainingOptionsFile {
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
             tp_comm_overlap: self.tp_comm_overlap.unwrap_or(false),
+            tp_comm_overlap_config: self.tp_comm_overlap_config.unwrap_or_default(),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             distributed_optimizer: self.distributed_optimizer.unwrap_or(false)
                 || self.sharding().unwrap_or_default() >= Sharding::Optimizer,
@@ -410,6 +424,12 @@ impl TrainingOptionsFile {
                 "tp_comm_overlap: needs sequence_parallel (Megatron-Core overlaps the sequence-parallel all-gathers and reduce-scatters with the linear layers' GEMMs; add --sequence-parallel)".into(),
             );
         }
+        if self.tp_comm_overlap_config.is_some() && !options.tp_comm_overlap {
+            problems.push(
+                "tp_comm_overlap_config: only meaningful with tp_comm_overlap (--tp-comm-overlap)"
+                    .into(),
+            );
+        }
         if options.tp_comm_overlap && zero_offload {
             problems.push(
                 "tp_comm_overlap: not modeled under zero_offload (DeepSpeed has no Transformer Engine userbuffers overlap)".into(),
@@ -489,7 +509,10 @@ impl TrainingOptions {
             labels.push("async TP all-reduce".into());
         }
         if self.tp_comm_overlap {
-            labels.push("TP comm overlap".into());
+            labels.push(match self.tp_comm_overlap_config {
+                UserbuffersConfig::TeDefaults => "TP comm overlap".into(),
+                config => format!("TP comm overlap ({})", config.name()),
+            });
         }
         match self.offload {
             None => {}

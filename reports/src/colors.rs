@@ -86,6 +86,7 @@ pub fn label_for_kind_name(name: &str) -> &str {
         "expert_all_to_all" => "EP all-to-all",
         "norm_exchange" => "norm/inf exchange",
         "post_validation" => "post-validation",
+        "gradient_copy" => "DDP gradient copy",
         other => other,
     }
 }
@@ -141,6 +142,20 @@ mod tests {
             .collect();
         assert_eq!(colors.len(), TaskKind::ALL.len());
         assert!(!colors.contains(&(FALLBACK_COLOR.0, FALLBACK_COLOR.1, FALLBACK_COLOR.2)));
+    }
+
+    #[test]
+    fn every_known_kind_has_a_label_of_its_own() {
+        // A kind without a label would show its JSON name (snake_case) in legends.
+        let labels: BTreeSet<&str> = TaskKind::ALL.iter().map(|&kind| kind_label(kind)).collect();
+        assert_eq!(labels.len(), TaskKind::ALL.len());
+        for kind in TaskKind::ALL {
+            assert!(
+                !kind_label(kind).contains('_'),
+                "{kind:?}: {}",
+                kind_label(kind)
+            );
+        }
     }
 
     #[test]

@@ -103,11 +103,17 @@ fn by_hand(scenario: &Scenario, pass: ComputePass, pairs: Pairs) -> SimDuration 
 /// The hiding GEMMs of each pass's two all-reduces, with TE's names.
 type Pairs = [((&'static str, &'static str), (&'static str, &'static str)); 2];
 const FORWARD_PAIRS: Pairs = [
-    (("output_projection", "proj_fprop"), ("mlp_fc1", "fc1_fprop")),
+    (
+        ("output_projection", "proj_fprop"),
+        ("mlp_fc1", "fc1_fprop"),
+    ),
     (("mlp_fc2", "fc2_fprop"), ("qkv_gemm", "qkv_fprop")),
 ];
 const BACKWARD_PAIRS: Pairs = [
-    (("mlp_fc1.wgrad", "fc1_wgrad"), ("mlp_fc2.dgrad", "fc2_dgrad")),
+    (
+        ("mlp_fc1.wgrad", "fc1_wgrad"),
+        ("mlp_fc2.dgrad", "fc2_dgrad"),
+    ),
     (
         ("qkv_gemm.wgrad", "qkv_wgrad"),
         ("output_projection.dgrad", "proj_dgrad"),

@@ -729,11 +729,13 @@ fn write_userbuffers(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     let methods: Vec<String> = UB_GEMMS
         .iter()
         .zip(config.methods())
-        .map(|(name, method)| match (method.comm_sms, method.set_sm_margin) {
-            (0, _) => format!("{name} copy engines"),
-            (n, true) => format!("{name} on {} SMs", sms.saturating_sub(n)),
-            (n, false) => format!("{name} shares {n}"),
-        })
+        .map(
+            |(name, method)| match (method.comm_sms, method.set_sm_margin) {
+                (0, _) => format!("{name} copy engines"),
+                (n, true) => format!("{name} on {} SMs", sms.saturating_sub(n)),
+                (n, false) => format!("{name} shares {n}"),
+            },
+        )
         .collect();
     writeln!(
         out,

@@ -16,6 +16,8 @@ pub struct Idle {
     pub inside: Vec<u64>,
     /// First pass start per rank.
     pub first_start: Vec<u64>,
+    /// The whole run.
+    pub timeline: timeline::Timeline,
 }
 
 /// Idle ns of every rank's compute stream of [`crate::small_scenario`]
@@ -42,9 +44,15 @@ pub fn idle_per_rank_with_p2p(
     p2p_ns: u64,
 ) -> Idle {
     let scenario = crate::small_scenario(schedule, 2, pp, 1, chunks, microbatches);
-    let (_, graph) = sim::build_graph(&scenario);
+    idle_of(&scenario, costs, p2p_ns)
+}
+
+/// [`Idle`] of one iteration of `scenario` with the given F, B, I and W per
+/// pass of one chunk, transfers between stages at `p2p_ns`, everything else free.
+pub fn idle_of(scenario: &sim::scenario::Scenario, costs: [u64; 4], p2p_ns: u64) -> Idle {
+    let (_, graph) = sim::build_graph(scenario);
     let costs = pass_costs(&graph, costs, p2p_ns);
-    let (timeline, _) = sim::run_graph(&scenario, &graph, &costs).unwrap();
+    let (timeline, _) = sim::run_graph(scenario, &graph, &costs).unwrap();
     let makespan = timeline.makespan_ns();
     let ranks = timeline.header.n_gpus as usize;
     let mut busy = vec![0u64; ranks];
@@ -73,6 +81,7 @@ pub fn idle_per_rank_with_p2p(
             .map(|(b, (first, last))| last - first - b)
             .collect(),
         first_start: span.iter().map(|(first, _)| *first).collect(),
+        timeline,
     }
 }
 

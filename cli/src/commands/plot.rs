@@ -102,7 +102,7 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
             .iter()
             .map(|(m, y)| format!("m={m}: {y:.4} (formula {:.4})", s.formula.fraction(p, *m)))
             .collect();
-        println!("{:<38} {}", s.label, cells.join(", "));
+        println!("{:<16} {}", s.label, cells.join(", "));
     }
     println!("bubble chart: {}", args.out.display());
     Ok(())

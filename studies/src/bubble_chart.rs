@@ -94,10 +94,9 @@ const fn curve(
     }
 }
 
-/// Every series, in legend order. Interleaved runs with the scenario's
-/// microbatch group size N (Megatron-Core's flexible groups,
-/// `--microbatch-group-size`; m need not be a multiple of p): its bubble is
-/// (p−1)/(v·m) for any N.
+/// Every series, in legend order. Interleaved runs with Megatron-Core's
+/// flexible microbatch groups where they are needed ([`group_size`]): its
+/// bubble is (p−1)/(v·m) for any group size N.
 pub const CURVES: [BubbleCurve; 10] = [
     curve(ScheduleKind::Gpipe, 1, false, "GPipe", over(1, 0)),
     curve(ScheduleKind::OneFOneB, 1, false, "1F1B", over(1, 0)),
@@ -135,19 +134,47 @@ pub const CURVES: [BubbleCurve; 10] = [
     curve(ScheduleKind::DualPipe, 2, false, "DualPipe", over(3, 1)),
 ];
 
-/// The scenario file of one point: `file` with the curve's schedule, chunks
-/// and post-validation, and m microbatches per pipeline (the global batch
-/// m · `samples_per_microbatch`, saturating: resolution refuses what does
-/// not fit).
+/// The microbatch group size N an interleaved point runs with: the
+/// scenario's (`--microbatch-group-size`), else, where p does not divide m,
+/// the smallest valid one (p < N ≤ m, m mod N = 0 or ≥ p: Megatron-Core's
+/// `get_schedule_table` rule), as `sweep --microbatch-groups` picks it; None
+/// for the other schedules and where p divides m (N = p).
+pub fn group_size(
+    file: &ScenarioFile,
+    curve: &BubbleCurve,
+    microbatches: u32,
+    pipeline_stages: u32,
+) -> Option<u32> {
+    if curve.schedule != ScheduleKind::Interleaved {
+        return None;
+    }
+    if file.microbatch_group_size.is_some() {
+        return file.microbatch_group_size;
+    }
+    if pipeline_stages < 2 || microbatches.is_multiple_of(pipeline_stages) {
+        return None;
+    }
+    (pipeline_stages + 1..=microbatches).find(|&n| {
+        sim::schedule::flexible_interleaved::group_size_problem(pipeline_stages, microbatches, n)
+            .is_none()
+    })
+}
+
+/// The scenario file of one point: `file` with the curve's schedule, chunks,
+/// microbatch group size ([`group_size`]) and post-validation, and m
+/// microbatches per pipeline (the global batch m · `samples_per_microbatch`,
+/// saturating: resolution refuses what does not fit).
 pub fn point_file(
     file: &ScenarioFile,
     curve: &BubbleCurve,
     microbatches: u32,
     samples_per_microbatch: u32,
+    pipeline_stages: u32,
 ) -> ScenarioFile {
     let mut point = ScenarioFile {
         schedule: Some(curve.schedule),
         chunks: Some(curve.chunks),
+        microbatch_group_size: group_size(file, curve, microbatches, pipeline_stages),
         global_batch: Some(microbatches.saturating_mul(samples_per_microbatch)),
         ..file.clone()
     };

@@ -2,7 +2,8 @@
 //! scenario as the chart builds it (`studies::bubble_chart::point_file`,
 //! ZB-H2 with optimizer post-validation), run with uniform per-pass costs
 //! F = I = W (B = I + W) and free communication, leaves every rank idle
-//! exactly its curve's fraction of the ideal compute time, in integer
+//! exactly its curve's fraction of the ideal compute time (interleaved with
+//! flexible groups where p does not divide m), in integer
 //! nanoseconds; and the chart's y, from the metrics as the command takes
 //! them (the steady-state window under post-validation), is that fraction.
 
@@ -21,7 +22,7 @@ fn point(curve: &BubbleCurve, pp: u32, m: u32) -> (Vec<u64>, u64, f64) {
         "name": "test-96", "layers": 96, "hidden": 512, "heads": 8, "seq_len": 256,
         "vocab": 51200, "tied_embeddings": false
     }));
-    let scenario = point_file(&file, curve, m, 1).resolve().unwrap();
+    let scenario = point_file(&file, curve, m, 1, pp).resolve().unwrap();
     assert_eq!(
         scenario.options.optimizer_post_validation,
         curve.post_validation
@@ -85,7 +86,8 @@ fn every_series_leaves_its_curves_fraction_idle_in_ns() {
         assert!(schedules.contains(&name), "{name} has no series");
     }
     for curve in &CURVES {
-        for (pp, m) in [(4, 8), (4, 16), (8, 16), (8, 32)] {
+        // p ∤ m at (4, 10) and (8, 20): interleaved with groups of N = 5, 10.
+        for (pp, m) in [(4, 8), (4, 10), (4, 16), (8, 16), (8, 20), (8, 32)] {
             let (idle, ideal, y) = point(curve, pp, m);
             let (numerator, denominator) = curve.formula.ratio(pp, m);
             let case = format!("{} p={pp} m={m}: {idle:?} of {ideal}", curve.label);

@@ -1,7 +1,7 @@
 //! `clustersim plot bubble`: simulated pipeline-bubble fractions vs the number
 //! of microbatches for every schedule of `studies::bubble_chart::CURVES`
-//! (GPipe, 1F1B, interleaved v = 2, 4 with the scenario's microbatch group
-//! size, ZB-H1, ZB-H2 with optimizer post-validation in its steady state,
+//! (GPipe, 1F1B, interleaved v = 2, 4 with flexible microbatch groups where
+//! p does not divide m or `--microbatch-group-size` asks, ZB-H1, ZB-H2 with optimizer post-validation in its steady state,
 //! looped BFS v = 2, ZB-V, DualPipeV, DualPipe), over their analytical curves;
 //! a point the scenario refuses is skipped with the reason.
 
@@ -29,9 +29,10 @@ pub enum Chart {
 pub struct BubbleArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
-    /// Microbatch counts m to simulate (interleaved: m mod N must be 0 or at
-    /// least pp, N = --microbatch-group-size, default pp; DualPipe and
-    /// DualPipeV: m ≥ 2·pp).
+    /// Microbatch counts m to simulate (interleaved: where pp does not divide
+    /// m, the smallest valid microbatch group size N, or --microbatch-group-size
+    /// for every m (m mod N must be 0 or at least pp); DualPipe and DualPipeV:
+    /// m ≥ 2·pp).
     #[arg(long, value_delimiter = ',', default_value = "4,8,16,32,64")]
     pub microbatches: Vec<u32>,
     /// Output image (.svg or .png).
@@ -47,7 +48,13 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
 
 fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
     let file = args.scenario.file()?;
-    let base = file.resolve().map_err(user_error)?;
+    // The group size is the interleaved points' alone (`bubble_chart::group_size`).
+    let base = sim::scenario::ScenarioFile {
+        microbatch_group_size: None,
+        ..file.clone()
+    }
+    .resolve()
+    .map_err(user_error)?;
     let p = base.layout.pipeline_parallel;
     if p < 2 {
         return Err(user_error("plot bubble needs --pp ≥ 2"));
@@ -55,11 +62,12 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
     let samples_per_microbatch = base.layout.microbatch_size * base.layout.data_parallel;
     let mut series = Vec::new();
     let mut skipped = Vec::new();
+    let mut groups = Vec::new();
     for curve in &bubble_chart::CURVES {
         let label = curve.label;
         let mut points = Vec::new();
         for &m in &args.microbatches {
-            let candidate = bubble_chart::point_file(&file, curve, m, samples_per_microbatch);
+            let candidate = bubble_chart::point_file(&file, curve, m, samples_per_microbatch, p);
             let scenario = match candidate.resolve() {
                 Ok(scenario) => scenario,
                 Err(error) => {
@@ -71,6 +79,9 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
                 }
             };
             let report = sim::simulate(&scenario).map_err(crate::exit::simulation_error)?;
+            if let Some(n) = candidate.microbatch_group_size {
+                groups.push(format!("{label} m={m}: microbatch groups of N = {n}"));
+            }
             points.push((
                 m,
                 bubble_chart::over_ideal(
@@ -103,6 +114,9 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
             .map(|(m, y)| format!("m={m}: {y:.4} (formula {:.4})", s.formula.fraction(p, *m)))
             .collect();
         println!("{:<16} {}", s.label, cells.join(", "));
+    }
+    for line in &groups {
+        println!("{line}");
     }
     println!("bubble chart: {}", args.out.display());
     Ok(())

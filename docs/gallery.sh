@@ -12,4 +12,5 @@ common=(--model gpt3-175b --tp 8 --pp 4 --dp 1 --global-batch 8 --recompute full
 "$bin" simulate "${common[@]}" --schedule zb-v --chunks 2 --plot "$out/zb-v.png"
 "$bin" simulate "${common[@]}" --schedule dualpipev --chunks 2 --plot "$out/dualpipev.png"
 "$bin" simulate "${common[@]}" --schedule dualpipe --chunks 2 --plot "$out/dualpipe.png"
-"$bin" plot bubble --model gpt3-175b --tp 8 --pp 4 --dp 1 --global-batch 8 --recompute full --microbatches 4,8,16,32,64 --out "$out/bubble.png"
+# Llama 2 70B: untied embeddings, so ZB-H2 runs with optimizer post-validation (GPT-3 175B ties them).
+"$bin" plot bubble --model llama2-70b --tp 8 --pp 4 --dp 1 --global-batch 8 --recompute full --microbatches 4,8,16,32,64 --out "$out/bubble.png"

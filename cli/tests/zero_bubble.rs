@@ -276,3 +276,52 @@ fn post_validation_shows_first_and_steady_state_iterations_and_explains_itself()
     assert!(!message.contains("panicked"), "{message}");
     std::fs::remove_file(&model).unwrap();
 }
+
+#[test]
+fn plot_bubble_draws_zb_h2_with_post_validation_or_says_why_not() {
+    let svg = std::env::temp_dir().join(format!("clustersim-zb-bubble-{}.svg", std::process::id()));
+    let run = |model: &str| {
+        clustersim(&[
+            "plot",
+            "bubble",
+            "--model",
+            model,
+            "--tp",
+            "8",
+            "--pp",
+            "4",
+            "--dp",
+            "1",
+            "--global-batch",
+            "8",
+            "--recompute",
+            "full",
+            "--microbatches",
+            "8,16",
+            "--out",
+            svg.to_str().unwrap(),
+        ])
+    };
+    // Llama 2 70B unties its embeddings: ZB-H2 runs with post-validation.
+    let output = run("llama2-70b");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout.clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("ZB-H2 (post-validation, steady state) m=8: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("(formula 0.0000)"), "{line}");
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.contains("ZB-H2 (post-validation, steady state)"));
+    assert!(picture.contains("0 analytical: ZB-H2 with post-validation"));
+    // GPT-3 175B ties them: the series is skipped with the reason, the rest drawn.
+    let output = run("gpt3-175b");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("skipped ZB-H2 (post-validation, steady state) m=8: ")
+            && message.contains("needs untied embeddings"),
+        "{message}"
+    );
+    std::fs::remove_file(&svg).ok();
+}

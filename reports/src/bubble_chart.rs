@@ -8,8 +8,11 @@
 //! skew (p−1)F over 2m(F+I+W) is the curve of k = 6. DualPipe's
 //! (p/2−1)(F&B+B−3W) over m(F+I+W) is (p−2)/(3·m) (the DualPipe README,
 //! PP = p): the curve of k = 3 with one stage fewer in the numerator
-//! ([`BubbleSeries::fewer_stages`]). The m axis is logarithmic
-//! (base 2), ticked at the m values of the data.
+//! ([`BubbleFormula::OverKm`]'s `fewer_stages`). ZB-H2 with optimizer
+//! post-validation has (p−1)(F+I+2c−2W)⁺ = 0 at F = I = W and c = 0: the
+//! zero line ([`BubbleFormula::Zero`]). Which schedule gets which curve:
+//! `studies::bubble_chart`. The m axis is logarithmic (base 2), ticked at
+//! the m values of the data.
 
 use crate::colors::SERIES_COLORS;
 use crate::error::ReportError;
@@ -21,18 +24,15 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::BTreeSet;
 use std::path::Path;
+pub use studies::bubble_chart::BubbleFormula;
 
 /// Simulated bubble fractions of one schedule.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BubbleSeries {
     /// Legend label, e.g. "1F1B (simulated)".
     pub label: String,
-    /// k of the analytical curve (p−1)/(k·m): the model chunks per rank v
-    /// (1 for GPipe and 1F1B), 3 for ZB-H1 and DualPipeV, 6 for ZB-V (F = I = W).
-    pub chunks: u32,
-    /// Stages taken off p−1 in the curve's numerator: 0, or 1 for
-    /// DualPipe's (p−2)/(3·m).
-    pub fewer_stages: u32,
+    /// The analytical curve it is drawn over.
+    pub formula: BubbleFormula,
     /// (microbatches m, simulated bubble time ÷ ideal compute time).
     pub points: Vec<(u32, f64)>,
 }
@@ -53,18 +53,12 @@ pub fn render_bubble_chart(
     render_to_file(&chart, (WIDTH_PX, HEIGHT_PX), path)
 }
 
-/// The analytical bubble fraction (p−1)/(v·m).
-pub fn analytical_bubble_fraction(pipeline_stages: u32, chunks: u32, microbatches: u32) -> f64 {
-    f64::from(pipeline_stages.saturating_sub(1))
-        / (f64::from(chunks.max(1)) * f64::from(microbatches.max(1)))
-}
-
 #[derive(Debug, Clone, PartialEq)]
 struct BubbleChart {
     series: Vec<BubbleSeries>,
     pipeline_stages: u32,
-    /// Distinct (k, stages fewer) pairs, one analytical curve each.
-    curves: Vec<(u32, u32)>,
+    /// Distinct formulas, one analytical curve each.
+    curves: Vec<BubbleFormula>,
     /// log2(m) range shown.
     x_range: (f64, f64),
     y_max: f64,
@@ -78,8 +72,7 @@ impl BubbleChart {
             .iter()
             .map(|one| BubbleSeries {
                 label: one.label.clone(),
-                chunks: one.chunks.max(1),
-                fewer_stages: one.fewer_stages,
+                formula: one.formula,
                 points: one
                     .points
                     .iter()
@@ -99,10 +92,10 @@ impl BubbleChart {
                     .to_string(),
             });
         };
-        let curves: Vec<(u32, u32)> = series
+        let curves: Vec<BubbleFormula> = series
             .iter()
-            .map(|one| (one.chunks, one.fewer_stages))
-            .collect::<BTreeSet<(u32, u32)>>()
+            .map(|one| one.formula)
+            .collect::<BTreeSet<BubbleFormula>>()
             .into_iter()
             .collect();
         let x_range = (f64::from(m_min).log2() - 0.3, f64::from(m_max).log2() + 0.3);
@@ -112,9 +105,7 @@ impl BubbleChart {
             .fold(0.0, f64::max);
         let analytical_max = curves
             .iter()
-            .map(|&(chunks, fewer)| {
-                analytical_bubble_fraction(pipeline_stages.saturating_sub(fewer), chunks, m_min)
-            })
+            .map(|formula| formula.fraction(pipeline_stages, m_min))
             .fold(0.0, f64::max);
         let y_max = (simulated_max.max(analytical_max) * 1.15).max(0.01);
         let tick_ms = if all_ms.len() <= MAX_DATA_TICKS {
@@ -139,14 +130,29 @@ impl BubbleChart {
         SERIES_COLORS[index % SERIES_COLORS.len()]
     }
 
-    /// Colour of the curve for (`chunks`, `fewer`): that of the first series using it.
-    fn curve_color(&self, chunks: u32, fewer: u32) -> RGBColor {
+    /// Colour of the curve of `formula`: that of the first series using it.
+    fn curve_color(&self, formula: BubbleFormula) -> RGBColor {
         let index = self
             .series
             .iter()
-            .position(|one| one.chunks == chunks && one.fewer_stages == fewer)
+            .position(|one| one.formula == formula)
             .unwrap_or(0);
         self.series_color(index)
+    }
+}
+
+/// The legend of the curve (p−1−`fewer`)/(`k`·m).
+fn curve_label(k: u32, fewer: u32) -> String {
+    if fewer > 0 {
+        format!("(p−1−{fewer})/({k}·m) analytical: DualPipe (F = I = W)")
+    } else if k == 1 {
+        "(p−1)/m analytical".to_string()
+    } else if k == 3 {
+        "(p−1)/(3·m) analytical: ZB-H1, DualPipeV (F = I = W), interleaved v = 3".to_string()
+    } else if k == 6 {
+        "(p−1)/(6·m) analytical: ZB-V's start skew (F = I = W)".to_string()
+    } else {
+        format!("(p−1)/(v·m) analytical, v = {k}")
     }
 }
 
@@ -201,29 +207,30 @@ impl Picture for BubbleChart {
 
         // Analytical curves, dashed, clipped to the y range.
         const SAMPLES: usize = 200;
-        for &(chunks, fewer) in &self.curves {
-            let color = self.curve_color(chunks, fewer);
-            let numerator = f64::from(p.saturating_sub(1).saturating_sub(fewer));
+        for &formula in &self.curves {
+            let color = self.curve_color(formula);
             let (x0, x1) = self.x_range;
             let points: Vec<(f64, f64)> = (0..=SAMPLES)
                 .map(|index| x0 + (x1 - x0) * index as f64 / SAMPLES as f64)
                 .map(|x| {
                     let m = x.exp2();
-                    (x, numerator / (f64::from(chunks) * m))
+                    let y = match formula {
+                        BubbleFormula::OverKm { k, fewer_stages } => {
+                            f64::from(p.saturating_sub(1).saturating_sub(fewer_stages))
+                                / (f64::from(k.max(1)) * m)
+                        }
+                        BubbleFormula::Zero => 0.0,
+                    };
+                    (x, y)
                 })
                 .filter(|&(_, y)| y <= self.y_max)
                 .collect();
-            let label = if fewer > 0 {
-                format!("(p−1−{fewer})/({chunks}·m) analytical: DualPipe (F = I = W)")
-            } else if chunks == 1 {
-                "(p−1)/m analytical".to_string()
-            } else if chunks == 3 {
-                "(p−1)/(3·m) analytical: ZB-H1, DualPipeV (F = I = W), interleaved v = 3"
-                    .to_string()
-            } else if chunks == 6 {
-                "(p−1)/(6·m) analytical: ZB-V's start skew (F = I = W)".to_string()
-            } else {
-                format!("(p−1)/(v·m) analytical, v = {chunks}")
+            let label = match formula {
+                BubbleFormula::Zero => {
+                    "0 analytical: ZB-H2 with post-validation, (p−1)(F+I+2c−2W)⁺ at F = I = W, c = 0"
+                        .to_string()
+                }
+                BubbleFormula::OverKm { k, fewer_stages } => curve_label(k, fewer_stages),
             };
             chart
                 .draw_series(DashedLineSeries::new(points, 8, 5, color.stroke_width(2)))?
@@ -260,18 +267,26 @@ mod tests {
     use super::*;
     use crate::output::render_svg_string;
 
+    fn over(k: u32, fewer_stages: u32) -> BubbleFormula {
+        BubbleFormula::OverKm { k, fewer_stages }
+    }
+
     fn series() -> Vec<BubbleSeries> {
         vec![
             BubbleSeries {
-                fewer_stages: 0,
+                formula: BubbleFormula::OverKm {
+                    k: 1,
+                    fewer_stages: 0,
+                },
                 label: "1F1B (simulated)".to_string(),
-                chunks: 1,
                 points: vec![(8, 0.40), (16, 0.20), (32, 0.10), (64, 0.05)],
             },
             BubbleSeries {
-                fewer_stages: 0,
+                formula: BubbleFormula::OverKm {
+                    k: 2,
+                    fewer_stages: 0,
+                },
                 label: "interleaved v=2 (simulated)".to_string(),
-                chunks: 2,
                 points: vec![(8, 0.20), (16, 0.10), (32, 0.05), (64, 0.025)],
             },
         ]
@@ -281,30 +296,54 @@ mod tests {
     fn dualpipe_gets_its_own_curve_with_one_stage_fewer() {
         let mut all = series();
         all.push(BubbleSeries {
-            fewer_stages: 1,
+            formula: BubbleFormula::OverKm {
+                k: 3,
+                fewer_stages: 1,
+            },
             label: "DualPipe".to_string(),
-            chunks: 3,
             points: vec![(8, 0.09), (16, 0.04)],
         });
         let chart = BubbleChart::build(&all, 8).unwrap();
-        assert_eq!(chart.curves, vec![(1, 0), (2, 0), (3, 1)]);
+        assert_eq!(chart.curves, vec![over(1, 0), over(2, 0), over(3, 1)]);
         let ((), svg) = render_svg_string(&chart, (WIDTH_PX, HEIGHT_PX)).unwrap();
         assert!(svg.contains("(p−1−1)/(3·m) analytical: DualPipe (F = I = W)"));
         // (p−2)/(3·m) at p = 8, m = 16.
-        assert_eq!(analytical_bubble_fraction(8 - 1, 3, 16), 6.0 / 48.0);
+        assert_eq!(over(3, 1).fraction(8, 16), 6.0 / 48.0);
+    }
+
+    #[test]
+    fn zb_h2_gets_the_zero_line_labelled_with_what_is_simulated() {
+        let mut all = series();
+        all.push(BubbleSeries {
+            formula: BubbleFormula::Zero,
+            label: "ZB-H2 (post-validation, steady state)".to_string(),
+            points: vec![(8, 0.02), (16, 0.01)],
+        });
+        let chart = BubbleChart::build(&all, 4).unwrap();
+        assert_eq!(
+            chart.curves,
+            vec![over(1, 0), over(2, 0), BubbleFormula::Zero]
+        );
+        let ((), svg) = render_svg_string(&chart, (WIDTH_PX, HEIGHT_PX)).unwrap();
+        assert!(svg.contains(
+            "0 analytical: ZB-H2 with post-validation, (p−1)(F+I+2c−2W)⁺ at F = I = W, c = 0"
+        ));
+        assert!(svg.contains("ZB-H2 (post-validation, steady state)"));
     }
 
     #[test]
     fn analytical_fraction_matches_the_formulas() {
-        assert_eq!(analytical_bubble_fraction(4, 1, 8), 3.0 / 8.0);
-        assert_eq!(analytical_bubble_fraction(8, 3, 16), 7.0 / 48.0);
-        assert_eq!(analytical_bubble_fraction(1, 1, 8), 0.0);
+        assert_eq!(over(1, 0).fraction(4, 8), 3.0 / 8.0);
+        assert_eq!(over(3, 0).fraction(8, 16), 7.0 / 48.0);
+        assert_eq!(over(1, 0).fraction(1, 8), 0.0);
+        assert_eq!(BubbleFormula::Zero.fraction(8, 16), 0.0);
+        assert_eq!(over(3, 1).ratio(8, 16), (6, 48));
     }
 
     #[test]
     fn chart_has_one_marker_per_point_a_curve_per_chunk_count_and_a_legend() {
         let chart = BubbleChart::build(&series(), 4).unwrap();
-        assert_eq!(chart.curves, vec![(1, 0), (2, 0)]);
+        assert_eq!(chart.curves, vec![over(1, 0), over(2, 0)]);
         assert_eq!(chart.tick_ms, vec![8, 16, 32, 64]);
         let ((), svg) = render_svg_string(&chart, (WIDTH_PX, HEIGHT_PX)).unwrap();
         // 8 data markers plus 2 legend markers.
@@ -317,9 +356,11 @@ mod tests {
     #[test]
     fn unusable_points_are_dropped_and_nothing_left_is_an_error() {
         let bad = vec![BubbleSeries {
-            fewer_stages: 0,
+            formula: BubbleFormula::OverKm {
+                k: 0,
+                fewer_stages: 0,
+            },
             label: "broken".to_string(),
-            chunks: 0,
             points: vec![(0, 0.5), (8, f64::NAN), (8, -1.0)],
         }];
         assert!(matches!(

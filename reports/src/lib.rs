@@ -43,7 +43,7 @@ mod timeline_chart;
 #[cfg(test)]
 mod fixtures;
 
-pub use bubble_chart::{analytical_bubble_fraction, render_bubble_chart, BubbleSeries};
+pub use bubble_chart::{render_bubble_chart, BubbleFormula, BubbleSeries};
 pub use comparison::{
     comparison_table, format_comparison_table, render_comparison, ComparisonRow, ComparisonSide,
     ITERATION_METRIC,

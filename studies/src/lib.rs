@@ -11,6 +11,8 @@
 //!   CSV of 1,440 measured runs) with its error table per (hidden size, t);
 //! - [`nccl_tests`]: a collective's predicted time, algbw and busbw over a
 //!   size range, in nccl-tests' columns (`clustersim collective`);
+//! - [`bubble_chart`]: the schedules `plot bubble` simulates, each point's
+//!   scenario and its analytical curve;
 //! - [`max_model`]: the largest model of a family that fits in memory under
 //!   ZeRO-Offload (the paper's Figure 7 question).
 //!
@@ -21,6 +23,7 @@
 //! assert!(!enumeration.candidates.is_empty());
 //! ```
 
+pub mod bubble_chart;
 pub mod max_model;
 pub mod nccl_tests;
 pub mod sweep;

@@ -16,6 +16,8 @@ pub struct Idle {
     pub inside: Vec<u64>,
     /// First pass start per rank.
     pub first_start: Vec<u64>,
+    /// The whole run.
+    pub timeline: timeline::Timeline,
 }
 
 /// Idle ns of every rank's compute stream of [`crate::small_scenario`]
@@ -26,12 +28,31 @@ pub fn idle_per_rank(
     pp: u32,
     chunks: u32,
     microbatches: u32,
-    [f, b, i, w]: [u64; 4],
+    costs: [u64; 4],
+) -> Idle {
+    idle_per_rank_with_p2p(schedule, pp, chunks, microbatches, costs, 0)
+}
+
+/// [`idle_per_rank`] with every activation or gradient transfer between
+/// stages taking `p2p_ns` (the formulas' c).
+pub fn idle_per_rank_with_p2p(
+    schedule: ScheduleKind,
+    pp: u32,
+    chunks: u32,
+    microbatches: u32,
+    costs: [u64; 4],
+    p2p_ns: u64,
 ) -> Idle {
     let scenario = crate::small_scenario(schedule, 2, pp, 1, chunks, microbatches);
-    let (_, graph) = sim::build_graph(&scenario);
-    let costs = pass_costs(&graph, [f, b, i, w]);
-    let (timeline, _) = sim::run_graph(&scenario, &graph, &costs).unwrap();
+    idle_of(&scenario, costs, p2p_ns)
+}
+
+/// [`Idle`] of one iteration of `scenario` with the given F, B, I and W per
+/// pass of one chunk, transfers between stages at `p2p_ns`, everything else free.
+pub fn idle_of(scenario: &sim::scenario::Scenario, costs: [u64; 4], p2p_ns: u64) -> Idle {
+    let (_, graph) = sim::build_graph(scenario);
+    let costs = pass_costs(&graph, costs, p2p_ns);
+    let (timeline, _) = sim::run_graph(scenario, &graph, &costs).unwrap();
     let makespan = timeline.makespan_ns();
     let ranks = timeline.header.n_gpus as usize;
     let mut busy = vec![0u64; ranks];
@@ -60,6 +81,7 @@ pub fn idle_per_rank(
             .map(|(b, (first, last))| last - first - b)
             .collect(),
         first_start: span.iter().map(|(first, _)| *first).collect(),
+        timeline,
     }
 }
 
@@ -78,9 +100,21 @@ pub struct SteadyState {
 
 /// [`SteadyState`] of `scenario` with the given F, B, I and W per pass of
 /// one chunk and everything else (transfers, exchanges, optimizer) free.
-pub fn steady_state(scenario: &sim::scenario::Scenario, [f, b, i, w]: [u64; 4]) -> SteadyState {
+pub fn steady_state(scenario: &sim::scenario::Scenario, costs: [u64; 4]) -> SteadyState {
+    steady_state_with_p2p(scenario, costs, 0)
+}
+
+/// [`steady_state`] with every activation or gradient transfer between
+/// stages taking `p2p_ns` (the formulas' c); post-validation's 8-byte
+/// norm and state exchanges stay free (the source sends them over gloo,
+/// off the GPU's streams).
+pub fn steady_state_with_p2p(
+    scenario: &sim::scenario::Scenario,
+    costs: [u64; 4],
+    p2p_ns: u64,
+) -> SteadyState {
     let (_, graph) = sim::build_graph(scenario);
-    let costs = pass_costs(&graph, [f, b, i, w]);
+    let costs = pass_costs(&graph, costs, p2p_ns);
     let (timeline, _) = sim::run_graph(scenario, &graph, &costs).unwrap();
     let mut ends: Vec<u64> = Vec::new();
     for task in &timeline.tasks {
@@ -111,10 +145,13 @@ pub fn steady_state(scenario: &sim::scenario::Scenario, [f, b, i, w]: [u64; 4]) 
     }
 }
 
-/// Every compute pass at its given F, B, I or W time (ns); everything else free.
+/// Every compute pass at its given F, B, I or W time (ns), every
+/// activation or gradient transfer between stages at `p2p_ns`; everything
+/// else free.
 fn pass_costs(
     graph: &sim::task_graph::TaskGraph,
     [f, b, i, w]: [u64; 4],
+    p2p_ns: u64,
 ) -> Vec<sim::cost::WorkCost> {
     sim::uniform_costs(graph, |work| match work {
         Work::Compute { pass, .. } => SimDuration(match pass {
@@ -124,6 +161,11 @@ fn pass_costs(
             ComputePass::WeightGradient => w,
             ComputePass::Recompute => unreachable!("no recompute"),
         }),
+        Work::PipelineTransfer { bytes, .. }
+            if *bytes != sim::lowering::post_validation::EXCHANGE_BYTES =>
+        {
+            SimDuration(p2p_ns)
+        }
         _ => SimDuration::ZERO,
     })
 }

@@ -126,3 +126,44 @@ fn the_2021_interleaved_schedule_sends_steady_state_outputs_with_the_next_backwa
         }
     }
 }
+
+/// Megatron-Core's interleaved schedule with microbatch groups of N
+/// (`megatron/core/pipeline_parallel/schedules.py`,
+/// `forward_backward_pipelining_with_interleaving`): rank r warms up with
+/// 2(p−r−1) + (v−1)·N forwards (all of them when m = p, or when that
+/// exceeds m·v), then runs one more forward before each backward, so it
+/// holds warm-up + 1 microbatch-chunks of activations at its peak.
+#[test]
+fn interleaved_groups_hold_the_sources_warm_up_plus_one_in_flight() {
+    use sim::schedule::flexible_interleaved::group_size_problem;
+    use sim::schedule::PipelineSchedule;
+    for (p, v, m) in [
+        (2, 2, 5),
+        (4, 2, 8),
+        (4, 2, 10),
+        (4, 3, 13),
+        (8, 2, 20),
+        (3, 4, 9),
+    ] {
+        for n in p..=m {
+            if group_size_problem(p, m, n).is_some() {
+                continue;
+            }
+            let schedule =
+                PipelineSchedule::generate_grouped(ScheduleKind::Interleaved, p, v, m, n);
+            for r in 0..p {
+                let total = m * v;
+                let warm_up = if m == p {
+                    total
+                } else {
+                    (2 * (p - r - 1) + (v - 1) * n).min(total)
+                };
+                assert_eq!(
+                    schedule.peak_in_flight(r),
+                    (warm_up + 1).min(total),
+                    "p={p} v={v} m={m} N={n} r={r}"
+                );
+            }
+        }
+    }
+}

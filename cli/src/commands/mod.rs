@@ -14,5 +14,6 @@ pub mod presets;
 pub mod scenario_args;
 pub mod simulate;
 pub mod sweep;
+pub mod sweep_post_validation;
 pub mod timeline;
 pub mod validate;

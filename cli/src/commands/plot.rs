@@ -1,14 +1,15 @@
 //! `clustersim plot bubble`: simulated pipeline-bubble fractions vs the number
-//! of microbatches for GPipe, 1F1B, interleaved (v = 2, 4), ZB-H1 and looped
-//! BFS (v = 2), over the analytical curves (p−1)/m, (p−1)/(v·m) (looped BFS's
-//! too, once m ≥ p) and ZB-H1's (p−1)/(3·m) (its (p−1)(F+I−W) bubble when
-//! F = I = W).
+//! of microbatches for every schedule of `studies::bubble_chart::CURVES`
+//! (GPipe, 1F1B, interleaved v = 2, 4 with flexible microbatch groups where
+//! p does not divide m or `--microbatch-group-size` asks, ZB-H1, ZB-H2 with optimizer post-validation in its steady state,
+//! looped BFS v = 2, ZB-V, DualPipeV, DualPipe), over their analytical curves;
+//! a point the scenario refuses is skipped with the reason.
 
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
 use clap::{Args, Subcommand};
-use sim::scenario::{ScenarioFile, ScheduleKind};
 use std::path::PathBuf;
+use studies::bubble_chart;
 
 #[derive(Debug, Args)]
 pub struct PlotArgs {
@@ -28,7 +29,10 @@ pub enum Chart {
 pub struct BubbleArgs {
     #[command(flatten)]
     pub scenario: ScenarioArgs,
-    /// Microbatch counts m to simulate (multiples of pp for interleaved).
+    /// Microbatch counts m to simulate (interleaved: where pp does not divide
+    /// m, the smallest valid microbatch group size N, or --microbatch-group-size
+    /// for every m (m mod N must be 0 or at least pp); DualPipe and DualPipeV:
+    /// m ≥ 2·pp).
     #[arg(long, value_delimiter = ',', default_value = "4,8,16,32,64")]
     pub microbatches: Vec<u32>,
     /// Output image (.svg or .png).
@@ -44,7 +48,13 @@ pub fn run(args: PlotArgs) -> anyhow::Result<()> {
 
 fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
     let file = args.scenario.file()?;
-    let base = file.resolve().map_err(user_error)?;
+    // The group size is the interleaved points' alone (`bubble_chart::group_size`).
+    let base = sim::scenario::ScenarioFile {
+        microbatch_group_size: None,
+        ..file.clone()
+    }
+    .resolve()
+    .map_err(user_error)?;
     let p = base.layout.pipeline_parallel;
     if p < 2 {
         return Err(user_error("plot bubble needs --pp ≥ 2"));
@@ -52,25 +62,12 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
     let samples_per_microbatch = base.layout.microbatch_size * base.layout.data_parallel;
     let mut series = Vec::new();
     let mut skipped = Vec::new();
-    for (schedule, chunks, label) in [
-        (ScheduleKind::Gpipe, 1, "GPipe"),
-        (ScheduleKind::OneFOneB, 1, "1F1B"),
-        (ScheduleKind::Interleaved, 2, "interleaved v=2"),
-        (ScheduleKind::Interleaved, 4, "interleaved v=4"),
-        (ScheduleKind::ZbH1, 1, "ZB-H1"),
-        (ScheduleKind::LoopedBfs, 2, "looped BFS v=2"),
-        (ScheduleKind::ZbV, 2, "ZB-V"),
-        (ScheduleKind::DualPipeV, 2, "DualPipeV"),
-        (ScheduleKind::DualPipe, 2, "DualPipe"),
-    ] {
+    let mut groups = Vec::new();
+    for curve in &bubble_chart::CURVES {
+        let label = curve.label;
         let mut points = Vec::new();
         for &m in &args.microbatches {
-            let candidate = ScenarioFile {
-                schedule: Some(schedule),
-                chunks: Some(chunks),
-                global_batch: Some(m.saturating_mul(samples_per_microbatch)),
-                ..file.clone()
-            };
+            let candidate = bubble_chart::point_file(&file, curve, m, samples_per_microbatch, p);
             let scenario = match candidate.resolve() {
                 Ok(scenario) => scenario,
                 Err(error) => {
@@ -82,24 +79,21 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
                 }
             };
             let report = sim::simulate(&scenario).map_err(crate::exit::simulation_error)?;
-            let idle = report.metrics.bubble_fraction * report.metrics.iteration_time_s;
-            points.push((m, idle / (report.metrics.iteration_time_s - idle)));
+            if let Some(n) = candidate.microbatch_group_size {
+                groups.push(format!("{label} m={m}: microbatch groups of N = {n}"));
+            }
+            points.push((
+                m,
+                bubble_chart::over_ideal(
+                    report.metrics.bubble_fraction,
+                    report.metrics.iteration_time_s,
+                ),
+            ));
         }
         if !points.is_empty() {
             series.push(reports::BubbleSeries {
                 label: label.into(),
-                // With F = I = W (and F&B = F+B) over the ideal 2m(F+I+W)
-                // per chunk: ZB-H1's (p−1)F is (p−1)/(3·m), ZB-V's start
-                // skew (p−1)F is (p−1)/(6·m), DualPipeV's (p−1)(F&B+B−3W)
-                // = (p−1)·2F is (p−1)/(3·m).
-                chunks: match schedule {
-                    // DualPipe: (p/2−1)(F&B+B−3W) = (p−2)F over m(F+I+W)
-                    // = 3mF: (p−2)/(3·m), one stage fewer.
-                    ScheduleKind::ZbH1 | ScheduleKind::DualPipeV | ScheduleKind::DualPipe => 3,
-                    ScheduleKind::ZbV => 6,
-                    _ => chunks,
-                },
-                fewer_stages: u32::from(schedule == ScheduleKind::DualPipe),
+                formula: curve.formula,
                 points,
             });
         }
@@ -117,14 +111,12 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         let cells: Vec<String> = s
             .points
             .iter()
-            .map(|(m, y)| {
-                format!(
-                    "m={m}: {y:.4} (formula {:.4})",
-                    reports::analytical_bubble_fraction(p - s.fewer_stages, s.chunks, *m)
-                )
-            })
+            .map(|(m, y)| format!("m={m}: {y:.4} (formula {:.4})", s.formula.fraction(p, *m)))
             .collect();
         println!("{:<16} {}", s.label, cells.join(", "));
+    }
+    for line in &groups {
+        println!("{line}");
     }
     println!("bubble chart: {}", args.out.display());
     Ok(())

@@ -387,7 +387,9 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
             .filter_map(|s| Recompute::parse(s))
             .collect();
     }
-    Ok(space.normalized())
+    let space = space.normalized();
+    super::sweep_post_validation::check(&space)?;
+    Ok(space)
 }
 
 /// Every sweep error comes from the user's flags or files except a deadlock (a bug).

@@ -18,7 +18,9 @@
 //! does; its weight-gradient pass sends nothing and has no tensor all-reduce,
 //! and a chunk's gradients are ready after its last weight-gradient pass.
 //! Sends are blocking as in Megatron's `send_forward_recv_backward`: the
-//! sender's next pass waits for its send. Virtual stages sit on the ranks the
+//! sender's next pass waits for its send — except under the zero-bubble
+//! runtime (ZB-H1, ZB-H2, ZB-V: `ScheduleKind::sends_block`), whose sends
+//! only the receiver waits for. Virtual stages sit on the ranks the
 //! layout's stage map says (interleaved, or V: a send between two virtual
 //! stages of one rank is a local hand-off, no transfer; DualPipe's two
 //! copies: nothing is sent past a copy's last or first stage); an
@@ -141,7 +143,12 @@ pub fn program(
         // The host lane (when the stack simulates the host): the first-issue
         // step of every pass by slot, for receives the host must wait for.
         let host = scenario.stack.host;
-        let synchronize_after_p2p = host.is_some_and(|costs| costs.synchronize_after_p2p);
+        // The zero-bubble runtime's sends hold neither the next pass nor the
+        // host (`ScheduleKind::sends_block`: it posts isend/irecv and never
+        // synchronizes); the iteration end still follows them.
+        let sends_block = scenario.schedule.sends_block();
+        let synchronize_after_p2p =
+            sends_block && host.is_some_and(|costs| costs.synchronize_after_p2p);
         let mut host_first_steps: Vec<Option<StepId>> = vec![None; pass_steps.len()];
         // The forward of an F&B pair, by the slot of the pair's receiving
         // backward (or recompute): it waits for that gradient too.
@@ -182,7 +189,8 @@ pub fn program(
                     .add_tensor_group(TensorGroup::new(builder, &placement, stage, data_index));
                 let tensor_group = program.tensor_group(group).tensor_group;
                 let mut tail: Option<StepId> = None;
-                // Sends the next compute pass must wait for (blocking p2p).
+                // Sends since the last pass: the next compute pass waits for
+                // them when sends block; the iteration end after the last pass.
                 let mut blocking_sends: Vec<StepId> = Vec::new();
                 // GPU work the host waits for before it issues more (synchronize).
                 let mut host_waits: Vec<StepId> = Vec::new();
@@ -399,7 +407,13 @@ pub fn program(
                                     },
                                 );
                                 for send in blocking_sends.drain(..) {
-                                    program.depend(send, segment_step, Dependency::ProgramOrder);
+                                    if sends_block {
+                                        program.depend(
+                                            send,
+                                            segment_step,
+                                            Dependency::ProgramOrder,
+                                        );
+                                    }
                                 }
                                 // The stage's first pass uses the parameters its
                                 // previous iteration's optimizer updated.

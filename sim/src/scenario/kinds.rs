@@ -47,6 +47,24 @@ pub enum ScheduleKind {
 }
 
 impl ScheduleKind {
+    /// Whether a stage's next pass waits for its own pipeline sends.
+    /// Megatron's schedules send with blocking p2p calls
+    /// (`send_forward_recv_backward`, …). The zero-bubble runtime that runs
+    /// ZB-H1, ZB-H2 and ZB-V (sail-sg/zero-bubble-pipeline-parallelism at
+    /// 39f2c18, `megatron/core/pipeline_parallel/zerobubble/runtime.py`:
+    /// `flush` posts the batched isend/irecv and "send handles (send_reqs)
+    /// can simply be dropped"; `schedule_f_impl` and `schedule_b_impl` wait
+    /// only for the receives they consume; no `torch.cuda.synchronize` after
+    /// its p2p calls, unlike Megatron's 2021 `_communicate`) never waits for a
+    /// send, as PyTorch's `ScheduleZBVZeroBubble` waits for its sends only at
+    /// the end of the step.
+    pub fn sends_block(self) -> bool {
+        !matches!(
+            self,
+            ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ScheduleKind::Gpipe => "gpipe",

@@ -218,8 +218,14 @@ impl SweepSpace {
     }
 
     /// Model, topology, profile, global batch and the options every layout shares.
+    /// With optimizer post-validation, which only the zero-bubble schedules
+    /// take, the base runs the sweep's first schedule (the CLI refuses a
+    /// sweep with any other schedule; here each such layout is rejected).
     pub fn base_file(&self) -> ScenarioFile {
         ScenarioFile {
+            schedule: (self.options.optimizer_post_validation == Some(true))
+                .then(|| self.schedules.first().copied())
+                .flatten(),
             model: Some(self.model.clone().into()),
             topology: Some(self.topology.clone().into()),
             profile: self.profile.clone(),

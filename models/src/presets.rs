@@ -110,6 +110,7 @@ fn experts(experts: u64, top_k: u64, expert_ffn_hidden: u64) -> MoeSpec {
         layer_frequency: 1,
         router: RouterType::Softmax,
         capacity_factor: None,
+        pad_expert_input_to_capacity: false,
     }
 }
 

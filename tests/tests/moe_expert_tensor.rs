@@ -278,5 +278,18 @@ fn unset_etp_is_tp_as_megatron_core_defaults_it() {
             ..
         }
     )));
-    assert!(sim::simulate(&scenario).is_ok());
+    // The FLOPs reported are the model's whatever t: the same 64 GPUs and
+    // tokens at t = 1 report the same total (the uniform routing's copies
+    // on each rank's own 2048 tokens, not on b·s).
+    let total = |s: &Scenario| {
+        let m = sim::simulate(s).unwrap().metrics;
+        m.tflops_per_gpu * m.iteration_time_s * s.layout.gpus() as f64
+    };
+    let flat = resolve(mixtral(1, false));
+    assert!(
+        (total(&scenario) - total(&flat)).abs() / total(&flat) < 1e-9,
+        "{} vs {}",
+        total(&scenario),
+        total(&flat)
+    );
 }

@@ -170,7 +170,7 @@ fn bad_input_of_every_kind_exits_2_with_a_clear_message() {
 #[test]
 fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts() {
     // Mixtral is simulated; the embedded default's t = 8 needs sequence
-    // parallelism and etp 1 given.
+    // parallelism (etp then defaults to t).
     assert_user_error(
         &[
             "simulate",

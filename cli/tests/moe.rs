@@ -104,7 +104,7 @@ fn bad_expert_flags_exit_2_naming_the_field() {
     for (flag, value, field) in [
         ("--ep", "3", "ep:"),
         ("--ep", "0", "ep:"),
-        ("--etp", "2", "etp:"),
+        ("--etp", "3", "etp:"),
         ("--expert-imbalance", "skew:nan", "expert_imbalance:"),
         (
             "--expert-imbalance",

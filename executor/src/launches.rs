@@ -141,10 +141,20 @@ pub fn work_launches(
             ..
         } => pass_steps_of(scenario, pass, layers, dense_layers, embedding, head)
             .into_iter()
-            .filter_map(|step| match step {
-                Step::ExpertAllToAll { bytes } => communication(CollectiveKind::AllToAll, bytes),
-                _ => None,
+            .flat_map(|step| match step {
+                // Under expert tensor parallelism each all-to-all goes with
+                // an all-gather (or reduce-scatter, planned as its equal)
+                // over the expert tensor group.
+                Step::ExpertAllToAll {
+                    bytes,
+                    expert_tensor_bytes,
+                } => [
+                    communication(CollectiveKind::AllToAll, bytes),
+                    communication(CollectiveKind::AllGather, expert_tensor_bytes),
+                ],
+                _ => [None, None],
             })
+            .flatten()
             .collect(),
         Work::PipelineTransfer { bytes, .. } => communication(CollectiveKind::SendReceive, bytes)
             .into_iter()

@@ -24,6 +24,7 @@ fn routed(fields: &Fields, experts_key: &str, ffn_key: &str) -> Result<MoeSpec, 
         layer_frequency: 1,
         router: RouterType::Softmax,
         capacity_factor: None,
+        pad_expert_input_to_capacity: false,
     })
 }
 

@@ -247,6 +247,8 @@ fn the_sigmoid_router_adds_its_group_limited_choice() {
             moe: Some(crate::moe_ops::MoeLayerOptions {
                 expert_parallel: 64,
                 busiest_rank_tokens: 4096 * 8,
+                expert_tensor_parallel: 1,
+                capacity: None,
             }),
             ..LayerOptions::default()
         },
@@ -269,6 +271,8 @@ fn the_sigmoid_router_adds_its_group_limited_choice() {
             moe: Some(crate::moe_ops::MoeLayerOptions {
                 expert_parallel: 8,
                 busiest_rank_tokens: 4096 * 2,
+                expert_tensor_parallel: 1,
+                capacity: None,
             }),
             ..LayerOptions::default()
         },

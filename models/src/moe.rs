@@ -3,8 +3,8 @@
 //! after the Hugging Face configs of Mixtral, DeepSeek-V3 and Qwen3-MoE, and
 //! their validation. What they count is in [`crate::formulas`]; the kernels
 //! of a MoE block under expert parallelism are in [`crate::moe_ops`] (the
-//! simulator lowers experts, dense layers between MoE layers and latent
-//! attention (`crate::mla_ops`); capacity factors it still refuses).
+//! simulator lowers experts, dense layers between MoE layers, token
+//! dropping at a capacity factor and latent attention (`crate::mla_ops`)).
 //!
 //! Layer rule (DeepSeek-V3's `DeepseekV3DecoderLayer`: `layer_idx >=
 //! first_k_dense_replace and layer_idx % moe_layer_freq == 0`; with the
@@ -88,11 +88,28 @@ pub struct MoeSpec {
     /// The router: "softmax" (default) or "sigmoid" (DeepSeek-V3).
     #[serde(default, skip_serializing_if = "is_default")]
     pub router: RouterType,
-    /// Token dropping at this capacity factor; absent: dropless (every
-    /// token reaches its top-k experts, as Mixtral, DeepSeek-V3 and Qwen3-MoE
-    /// are trained and served).
+    /// Token dropping at this capacity factor (Megatron-Core's
+    /// `--moe-expert-capacity-factor`); absent: dropless (every token
+    /// reaches its top-k experts, as Mixtral, DeepSeek-V3 and Qwen3-MoE are
+    /// trained and served). Each rank's router keeps at most
+    /// [`expert_capacity`] of its own copies per expert.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_factor: Option<CapacityFactor>,
+    /// With a capacity factor, every expert's input padded to its capacity
+    /// (Megatron-Core's `--moe-pad-expert-input-to-capacity`: each rank
+    /// sends exactly the capacity to every expert; default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pad_expert_input_to_capacity: bool,
+}
+
+/// The most copies one expert takes from one rank's `copies` routed copies
+/// (tokens × top-k) at `capacity_factor`: Megatron-Core's `get_capacity`,
+/// `math.ceil((num_tokens / num_experts) * capacity_factor)` with
+/// `num_tokens` = the rank's tokens × top-k (`moe_utils.py`
+/// `apply_router_token_dropping` and the all-to-all dispatcher's
+/// `preprocess`, core_r0.15.0 575b0fbd), in the same f64 arithmetic.
+pub fn expert_capacity(copies: u64, experts: u64, capacity_factor: f64) -> u64 {
+    ((copies as f64 / experts.max(1) as f64) * capacity_factor).ceil() as u64
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3): queries through an optional
@@ -207,6 +224,13 @@ impl MoeSpec {
                 "moe: no layer has experts (first_dense_layers {}, layer_frequency {}, {layers} layers)",
                 self.first_dense_layers, self.layer_frequency
             ));
+        }
+        if self.pad_expert_input_to_capacity && self.capacity_factor.is_none() {
+            // Megatron-Core's TransformerConfig raises the same.
+            problems.push(
+                "moe.pad_expert_input_to_capacity needs moe.capacity_factor (padding is to a capacity)"
+                    .into(),
+            );
         }
         if let Some(CapacityFactor(factor)) = self.capacity_factor {
             if !(factor.is_finite() && factor > 0.0 && factor <= MAX_CAPACITY_FACTOR) {

@@ -3,14 +3,16 @@
 //! them (`megatron/core/transformer/moe/`: `router.py` `TopKRouter`,
 //! `token_dispatcher.py` `MoEAlltoAllTokenDispatcher`, `experts.py`
 //! `GroupedMLP`, `moe_utils.py` `permute`/`unpermute`), on one rank of an
-//! expert-parallel group of ep ranks with expert tensor parallelism 1 (under
-//! tensor parallelism t > 1 with sequence parallelism each tensor rank
-//! routes its own b·s/t tokens: [`tokens_per_rank`]).
+//! expert-parallel group of ep ranks and an expert tensor-parallel group of
+//! etp ranks (under tensor parallelism t > 1 with sequence parallelism each
+//! tensor rank routes its own b·s/t tokens: [`tokens_per_rank`]).
 //!
 //! With `T` tokens on the rank (b·s/cp), hidden size h, E routed experts,
 //! top-k, expert inner size F and `R` routed token copies reaching the
-//! rank's E/ep local experts (T·k when the routing is uniform; more on the
-//! busiest rank of a skewed routing, [`MoeLayerOptions::busiest_rank_tokens`]):
+//! rank's E/ep local experts through its all-to-all (T·k when the routing
+//! is uniform; more on the busiest rank of a skewed routing,
+//! [`MoeLayerOptions::busiest_rank_tokens`]; capped or padded under a
+//! capacity factor, [`ExpertCapacity`]):
 //!
 //! | forward | kind | FLOPs / bytes |
 //! |---|---|---|
@@ -19,10 +21,12 @@
 //! | `moe_router_group_limit` | sigmoid router only: expert bias and group-limited mask | 10·T·E B |
 //! | `moe_permute` | memory-bound: gather each token's k copies in expert order | 4·T·k·h B |
 //! | dispatch all-to-all | over the EP group, R·h·2 B on the busiest rank | — |
+//! | (etp > 1) expert-tensor all-gather | over the etp group, etp·R·h·2 B gathered | — |
 //! | (host sync) | the host waits for the tokens per expert | — |
-//! | `expert_fc1` | E/ep GEMMs, one per local expert, of m = ⌈R/(E/ep)⌉ × (2)F × h | 2·E/ep·m·(2)F·h |
-//! | `expert_swiglu` / `expert_gelu` | memory-bound on m·E/ep·F | 6 (4) B per element |
-//! | `expert_fc2` | E/ep GEMMs of m×h×F | 2·E/ep·m·h·F |
+//! | `expert_fc1` | E/ep GEMMs, one per local expert, of m = ⌈etp·R/(E/ep)⌉ × (2)F/etp × h | 2·E/ep·m·(2)F/etp·h |
+//! | `expert_swiglu` / `expert_gelu` | memory-bound on m·E/ep·F/etp | 6 (4) B per element |
+//! | `expert_fc2` | E/ep GEMMs of m×h×F/etp | 2·E/ep·m·h·F/etp |
+//! | (etp > 1) expert-tensor reduce-scatter | over the etp group, etp·R·h·2 B reduced | — |
 //! | combine all-to-all | the dispatch's bytes back | — |
 //! | `moe_unpermute` | memory-bound: weight the k copies by their probabilities and sum | 2·T·k·h + 2·T·k + 2·T·h B |
 //! | `shared_expert_*` | a normal MLP of shared_experts × shared F on T tokens | as the dense MLP |
@@ -66,9 +70,38 @@
 //! host-side splits saved by the forward (the all-to-all's autograd function
 //! and `GroupedLinear`'s `ctx.m_splits`): no synchronization.
 //!
-//! Not built (refused by the simulator): expert tensor parallelism (etp > 1),
-//! shared experts under t > 1, token dropping (capacity factor), biases in
-//! experts.
+//! Expert tensor parallelism (`MoEAlltoAllTokenDispatcher` with
+//! `tp_size` = the expert tensor group's, `token_dispatcher.py` steps (4)
+//! "AG(TP)" and (5) "RS(TP)" at core_r0.15.0 575b0fbd; `TEGroupedMLP`'s
+//! fc1 `TEColumnParallelGroupedLinear` and fc2 `TERowParallelGroupedLinear`
+//! over `pg_collection.expt_tp`, `experts.py`): after the dispatch each rank
+//! all-gathers its etp group's received tokens (etp·R copies), runs its E/ep
+//! experts' fc1 on 2F/etp columns (F/etp without a gate) and fc2 on F/etp
+//! rows, and reduce-scatters the partial outputs back to its R copies
+//! before the combine; the backward mirrors them (the all-gather's
+//! gradient is a reduce-scatter and the other way round). FLOPs per rank
+//! are etp = 1's; the GEMMs are etp times taller and etp times narrower.
+//! The routing probabilities' all-to-all and all-gather (fp32, R values) are
+//! not counted, as at etp = 1.
+//!
+//! Token dropping ([`ExpertCapacity`]; Megatron-Core's
+//! `--moe-expert-capacity-factor`): the router keeps at most C =
+//! ⌈T·k/E·factor⌉ of the rank's own copies per expert
+//! ([`crate::moe::expert_capacity`]) through a capacity mask
+//! (`moe_utils.py` `apply_router_token_dropping`: a top-C over the tokens of
+//! each expert's T×E probabilities, a scatter into a zero mask, the mask
+//! ANDed with the routing map unless padding, the probabilities multiplied
+//! by it), `moe_capacity_mask`, one memory-bound kernel of its bytes with
+//! bf16 probabilities: topk reads 2·T·E and writes C·E values and int64
+//! indices (10·C·E), the zero mask 2·T·E, the scatter reads the indices and
+//! writes 2·C·E, `.bool()` 3·T·E, the AND 3·T·E (not when padding), the
+//! product 5·T·E; its backward is the product's, 5·T·E. The permute and
+//! unpermute move the rank's kept copies instead of T·k. Without padding
+//! the dispatcher still reads the tokens per expert on the host, earlier
+//! ("before_permutation_1": the permute's output size is dynamic); with
+//! `--moe-pad-expert-input-to-capacity` every rank sends every expert
+//! exactly C copies, the splits are known on the host and nothing
+//! synchronizes (`preprocess` returns before setting a sync point).
 
 use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
 use crate::spec::FfnType;
@@ -77,10 +110,10 @@ use crate::ModelSpec;
 /// Tokens a rank routes per microbatch: the `tokens` (b·s/cp) of its
 /// tensor group split t ways, as sequence parallelism leaves them — with
 /// t > 1 (Megatron-Core requires sequence parallelism with MoE and t > 1,
-/// `megatron/training/arguments.py`) and expert tensor parallelism 1 every
-/// tensor rank routes and dispatches its own s/t·b tokens
-/// (`token_dispatcher.py`: "num_local_tokens: S/TP*B"; the expert-TP
-/// all-gather after the all-to-all spans etp = 1 rank).
+/// `megatron/training/arguments.py`) every tensor rank routes and
+/// dispatches its own s/t·b tokens (`token_dispatcher.py`:
+/// "num_local_tokens: S/TP*B"), whatever etp; the expert-TP all-gather
+/// after the all-to-all brings etp ranks' received tokens together.
 pub fn tokens_per_rank(tokens: u64, tensor_parallel: u64) -> u64 {
     tokens / tensor_parallel.max(1)
 }
@@ -91,9 +124,40 @@ pub struct MoeLayerOptions {
     /// Expert-parallel degree ep (experts on each rank: E/ep).
     pub expert_parallel: u64,
     /// Routed token copies (token × chosen expert) the busiest rank of the
-    /// expert-parallel group computes per microbatch: T·k for a uniform
-    /// routing, ep·T·k × the busiest rank's share of the routing otherwise.
+    /// expert-parallel group receives through its all-to-all per
+    /// microbatch: T·k for a uniform dropless routing, ep·T·k × the busiest
+    /// rank's share of the routing otherwise (capped or padded under a
+    /// capacity factor). Its experts compute etp times these.
     pub busiest_rank_tokens: u64,
+    /// Expert tensor-parallel degree etp (1: each expert whole on its rank).
+    pub expert_tensor_parallel: u64,
+    /// Token dropping at a capacity factor (None: dropless).
+    pub capacity: Option<ExpertCapacity>,
+}
+
+/// What a capacity factor makes of one rank's routing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpertCapacity {
+    /// C: the most of the rank's own copies one expert keeps
+    /// ([`crate::moe::expert_capacity`]).
+    pub per_expert: u64,
+    /// Whether every expert's input is padded to C (E·C copies sent).
+    pub padded: bool,
+    /// The rank's own copies kept after dropping (padded: E·C), which the
+    /// permute and unpermute move.
+    pub kept_copies: u64,
+}
+
+impl MoeLayerOptions {
+    /// Dropless at expert tensor parallelism 1.
+    pub fn dropless(expert_parallel: u64, busiest_rank_tokens: u64) -> MoeLayerOptions {
+        MoeLayerOptions {
+            expert_parallel,
+            busiest_rank_tokens,
+            expert_tensor_parallel: 1,
+            capacity: None,
+        }
+    }
 }
 
 /// The forward steps of the MoE block after its norm, and its backward
@@ -109,8 +173,14 @@ pub fn moe_block(
         .expect("moe_block needs a model with experts");
     let (t, h, e, k) = (tokens, model.hidden, moe.experts, moe.top_k);
     let local_experts = (e / options.expert_parallel.max(1)).max(1);
+    let etp = options.expert_tensor_parallel.max(1);
     let routed = options.busiest_rank_tokens;
-    let per_expert = routed.div_ceil(local_experts);
+    // The etp group's received copies, gathered before the experts.
+    let per_expert = (etp * routed).div_ceil(local_experts);
+    // The rank's own copies its permute and unpermute move.
+    let kept = options
+        .capacity
+        .map_or(t * k, |capacity| capacity.kept_copies) as f64;
     let b = FP16_BYTES as f64;
     let (tf, ef, kf, hf) = (t as f64, e as f64, k as f64, h as f64);
     let mut forward = Vec::new();
@@ -146,18 +216,37 @@ pub fn moe_block(
         // not counted. No backward: the choice passes no gradient.
         forward.push(Step::memory("moe_router_group_limit", 5.0 * b * tf * ef));
     }
-    // Permute: each token's k copies gathered in expert order.
-    forward.push(Step::memory("moe_permute", 2.0 * b * tf * kf * hf));
-    // The host reads the tokens per expert (device-to-host) before it can
-    // launch the dispatch and the experts' GEMMs.
-    forward.push(Step::HostSync);
+    if let Some(capacity) = options.capacity {
+        // The capacity mask (`apply_router_token_dropping`, bytes above).
+        let cf = capacity.per_expert as f64;
+        let and = if capacity.padded { 0.0 } else { 3.0 };
+        forward.push(Step::memory(
+            "moe_capacity_mask",
+            (12.0 + and) * tf * ef + 20.0 * cf * ef,
+        ));
+        backward.push(vec![Step::memory("moe_capacity_mask.bwd", 5.0 * tf * ef)]);
+        if !capacity.padded {
+            // "before_permutation_1": the permute's output size is read first.
+            forward.push(Step::HostSync);
+        }
+    }
+    // Permute: each token's kept copies gathered in expert order.
+    forward.push(Step::memory("moe_permute", 2.0 * b * kept * hf));
+    if options.capacity.is_none() {
+        // The host reads the tokens per expert (device-to-host) before it
+        // can launch the dispatch and the experts' GEMMs.
+        forward.push(Step::HostSync);
+    }
     backward.push(vec![Step::memory(
         "moe_permute.bwd",
-        b * tf * kf * hf + b * tf * hf,
+        b * kept * hf + b * tf * hf,
     )]);
-    // Dispatch all-to-all (its backward sends the gradients back).
+    // Dispatch all-to-all (its backward sends the gradients back), with the
+    // expert-tensor all-gather after it (reduce-scatter in the backward).
+    let received = routed * h * FP16_BYTES;
     let all_to_all = Step::ExpertAllToAll {
-        bytes: routed * h * FP16_BYTES,
+        bytes: received,
+        expert_tensor_bytes: if etp > 1 { etp * received } else { 0 },
     };
     forward.push(all_to_all.clone());
     backward.push(vec![all_to_all.clone()]);
@@ -182,14 +271,16 @@ pub fn moe_block(
         backward.extend(std::iter::repeat_n(wgrad, experts));
         (vec![forward; experts], backward)
     };
+    // Column-parallel fc1 and row-parallel fc2 over the etp group (the
+    // simulator requires etp to divide F).
     let (fc1, fc1_backward) = per_expert_gemms(
         ["expert_fc1", "expert_fc1.dgrad", "expert_fc1.wgrad"],
-        fc1_columns,
+        fc1_columns / etp,
         h,
     );
     forward.extend(fc1);
     backward.push(fc1_backward);
-    let activation_elems = (local_experts * per_expert * ffn) as f64;
+    let activation_elems = (local_experts * per_expert * (ffn / etp)) as f64;
     let (act, act_bwd) = activation_steps(
         model.ffn_type,
         [
@@ -205,7 +296,7 @@ pub fn moe_block(
     let (fc2, fc2_backward) = per_expert_gemms(
         ["expert_fc2", "expert_fc2.dgrad", "expert_fc2.wgrad"],
         h,
-        ffn,
+        ffn / etp,
     );
     forward.extend(fc2);
     backward.push(fc2_backward);
@@ -214,11 +305,11 @@ pub fn moe_block(
     backward.push(vec![all_to_all]);
     forward.push(Step::memory(
         "moe_unpermute",
-        b * tf * kf * hf + b * tf * kf + b * tf * hf,
+        b * kept * hf + b * kept + b * tf * hf,
     ));
     backward.push(vec![Step::memory(
         "moe_unpermute.bwd",
-        b * tf * hf + 2.0 * b * tf * kf * hf + b * tf * kf,
+        b * tf * hf + 2.0 * b * kept * hf + b * kept,
     )]);
 
     // Shared experts: one dense MLP of their total inner size on every token.

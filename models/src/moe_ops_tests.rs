@@ -31,6 +31,8 @@ fn mixtral_layer(ep: u64, busiest_rank_tokens: u64) -> PassSteps {
             moe: Some(MoeLayerOptions {
                 expert_parallel: ep,
                 busiest_rank_tokens,
+                expert_tensor_parallel: 1,
+                capacity: None,
             }),
             ..LayerOptions::default()
         },
@@ -120,7 +122,7 @@ fn kernels_have_their_closed_form_shapes_flops_and_bytes() {
         steps
             .iter()
             .filter_map(|step| match step {
-                Step::ExpertAllToAll { bytes } => Some(*bytes),
+                Step::ExpertAllToAll { bytes, .. } => Some(*bytes),
                 _ => None,
             })
             .collect()
@@ -211,6 +213,8 @@ fn shared_experts_run_as_one_dense_mlp_on_every_token() {
         MoeLayerOptions {
             expert_parallel: 8,
             busiest_rank_tokens: 200,
+            expert_tensor_parallel: 1,
+            capacity: None,
         },
     );
     assert_eq!(

@@ -95,9 +95,13 @@ pub enum Step {
     /// A mixture-of-experts layer's token dispatch or combine: an all-to-all
     /// over the expert-parallel group, blocking (Megatron-Core's all-to-all
     /// token dispatcher), of this many bytes sent by the busiest rank
-    /// ([`crate::moe_ops`]).
+    /// ([`crate::moe_ops`]); under expert tensor parallelism (etp > 1) with
+    /// the collective over the expert tensor group that goes with it — the
+    /// all-gather after a dispatch, the reduce-scatter before a combine —
+    /// of `expert_tensor_bytes` (the gathered buffer; 0 at etp = 1).
     ExpertAllToAll {
         bytes: u64,
+        expert_tensor_bytes: u64,
     },
     /// The host waits here until the GPU has run every step before this one:
     /// a device-to-host read the next launches depend on (Megatron-Core's

@@ -42,6 +42,19 @@ pub fn layer_parameter_tensors_with_experts(
     tensor_parallel: u64,
     expert_parallel: u64,
 ) -> Vec<ParameterTensor> {
+    layer_parameter_tensors_with_expert_split(model, tensor_parallel, expert_parallel, 1)
+}
+
+/// [`layer_parameter_tensors_with_experts`] with each local expert's fc1
+/// column-parallel and fc2 row-parallel over `expert_tensor_parallel` ranks
+/// (1/etp of each expert tensor: Megatron-Core's `TEGroupedMLP` over the
+/// expert tensor group).
+pub fn layer_parameter_tensors_with_expert_split(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+    expert_tensor_parallel: u64,
+) -> Vec<ParameterTensor> {
     let (h, t) = (model.hidden, tensor_parallel);
     let fc1_columns = match model.ffn_type {
         crate::spec::FfnType::Gelu => model.ffn(),
@@ -105,7 +118,7 @@ pub fn layer_parameter_tensors_with_experts(
             crate::spec::FfnType::Swiglu => 2 * f,
         };
         let local = moe.experts / expert_parallel.max(1);
-        let f = moe.expert_ffn_hidden;
+        let f = moe.expert_ffn_hidden / expert_tensor_parallel.max(1);
         tensors.push(tensor!("moe_router.weight", h * moe.experts));
         if moe.router == crate::moe::RouterType::Sigmoid {
             tensors.push(tensor!("moe_router.expert_bias", moe.experts));
@@ -186,6 +199,7 @@ mod moe_tests {
                 split: Default::default(),
                 map: Default::default(),
                 expert_parallel: ep as u32,
+                expert_tensor_parallel: 1,
             };
             let total: u64 = super::layer_parameter_tensors_with_experts(&model, 1, ep)
                 .iter()

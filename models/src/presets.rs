@@ -98,7 +98,11 @@ fn config(
 }
 
 /// Routed experts of `expert_ffn_hidden` in every layer, `top_k` per token,
-/// softmax router, dropless: Mixtral's and Qwen3-MoE's `SparseMoeBlock`.
+/// softmax router, dropless: Mixtral's and Qwen3-MoE's `SparseMoeBlock`
+/// (their Hugging Face configs carry no capacity factor, the `transformers`
+/// blocks drop no token, and Megatron-LM's Mixtral example,
+/// `examples/mixtral/train_mixtral_8x7b_distributed.sh` at 575b0fbd, sets no
+/// `--moe-expert-capacity-factor`).
 fn experts(experts: u64, top_k: u64, expert_ffn_hidden: u64) -> MoeSpec {
     MoeSpec {
         experts,
@@ -110,6 +114,7 @@ fn experts(experts: u64, top_k: u64, expert_ffn_hidden: u64) -> MoeSpec {
         layer_frequency: 1,
         router: RouterType::Softmax,
         capacity_factor: None,
+        pad_expert_input_to_capacity: false,
     }
 }
 

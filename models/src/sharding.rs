@@ -69,9 +69,19 @@ pub struct Sharding {
     /// Expert-parallel degree ep: each rank holds E/ep of every MoE layer's
     /// routed experts (1 for dense models).
     pub expert_parallel: u32,
+    /// Expert tensor-parallel degree etp: each of those experts' fc1
+    /// column-parallel and fc2 row-parallel over etp ranks, 1/etp of its
+    /// weights on each (Megatron-Core's `TEGroupedMLP` over the expert
+    /// tensor group; 1 for dense models).
+    pub expert_tensor_parallel: u32,
 }
 
 impl Sharding {
+    /// Ways a MoE layer's routed experts' parameters are split: ep·etp.
+    pub fn expert_ways(&self) -> u64 {
+        self.expert_parallel.max(1) as u64 * self.expert_tensor_parallel.max(1) as u64
+    }
+
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
         self.pipeline_parallel * self.chunks
@@ -311,22 +321,24 @@ pub fn expert_parameters_of_layer_range(
 /// Parameters of one layer on one rank: a dense layer's split t ways; a MoE
 /// layer's (the layers of a model with `moe`, but its dense ones:
 /// [`parameters_of_layer_range`]) attention, norms and router t ways and
-/// its routed experts ep ways ([`expert_parameters_of_layers`]).
+/// its routed experts ep·etp ways ([`expert_parameters_of_layers`]).
 pub fn layer_parameters_on_rank(model: &ModelSpec, sharding: Sharding) -> u64 {
     let t = sharding.tensor_parallel.max(1) as u64;
     if model.moe.is_none() {
         return formulas::layer_parameters(model) / t;
     }
     let routed = formulas::routed_expert_parameters(model);
-    (formulas::moe_layer_parameters(model) - routed) / t
-        + routed / sharding.expert_parallel.max(1) as u64
+    (formulas::moe_layer_parameters(model) - routed) / t + routed / sharding.expert_ways()
 }
 
 /// The routed experts' parameters among `layers` layers on one rank: E/ep
-/// experts per layer (0 for a dense model). Their gradients are reduced over
-/// the expert-data-parallel group (dp·cp/ep ranks), the rest over dp·cp.
+/// experts per layer, each 1/etp of its weights (0 for a dense model; the
+/// simulator requires etp to divide the expert's inner size, and refuses
+/// biased experts, so the split is exact). Their gradients are reduced over
+/// the expert-data-parallel group (t·dp·cp/(ep·etp) ranks), the rest over
+/// dp·cp.
 pub fn expert_parameters_of_layers(model: &ModelSpec, sharding: Sharding, layers: u64) -> u64 {
-    layers * formulas::routed_expert_parameters(model) / sharding.expert_parallel.max(1) as u64
+    layers * formulas::routed_expert_parameters(model) / sharding.expert_ways()
 }
 
 /// The routed experts' parameters on one rank of pipeline stage `stage`
@@ -386,6 +398,7 @@ mod tests {
                     split: Default::default(),
                     map: Default::default(),
                     expert_parallel: 1,
+                    expert_tensor_parallel: 1,
                 };
                 for stage in 0..p {
                     let summed: u64 = (0..v)
@@ -414,6 +427,7 @@ mod tests {
                 split: Default::default(),
                 map: Default::default(),
                 expert_parallel: 1,
+                expert_tensor_parallel: 1,
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -452,6 +466,7 @@ mod tests {
             },
             map: StageMap::Interleaved,
             expert_parallel: 1,
+            expert_tensor_parallel: 1,
         };
         let layers: Vec<u64> = (0..8)
             .flat_map(|chunk| (0..8).map(move |stage| (stage, chunk)))
@@ -489,6 +504,7 @@ mod tests {
                 split: Default::default(),
                 map: Default::default(),
                 expert_parallel: 1,
+                expert_tensor_parallel: 1,
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -520,6 +536,7 @@ mod tests {
                 split,
                 map: StageMap::V,
                 expert_parallel: 1,
+                expert_tensor_parallel: 1,
             };
             assert_eq!(v_map.ends(), ((0, 0), (0, 1)));
             let interleaved = Sharding {
@@ -573,6 +590,7 @@ mod tests {
             split: PipelineSplit::default(),
             map: StageMap::DualPipe,
             expert_parallel: 1,
+            expert_tensor_parallel: 1,
         };
         let one_f_one_b = Sharding {
             chunks: 1,

@@ -18,6 +18,7 @@ fn sharding(p: u32, v: u32, ep: u32) -> Sharding {
         split: Default::default(),
         map: Default::default(),
         expert_parallel: ep,
+        expert_tensor_parallel: 1,
     }
 }
 

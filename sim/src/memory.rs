@@ -107,6 +107,12 @@ pub fn fp8_saved_input_reduction(
 /// probabilities and int64 indices (10·k) and the E router probabilities
 /// (2·E) for the softmax's backward; under FP8 each copy's fc1 and fc2
 /// inputs at 1 B ([`models::fp8::expert_saved_input_bytes_per_copy`]).
+/// Under expert tensor parallelism the experts run on the etp·R copies
+/// their group gathered: the gathered input (2h each) and 1/etp of the
+/// fc1 and activation outputs per gathered copy, the output still per
+/// received copy: R·(2h + etp·2h + expert MLP). Under a capacity factor
+/// R is the capped (or padded) count, and the router keeps its T×E
+/// capacity mask (1 B each) for the probabilities' backward.
 /// Nothing under full recompute (only the layer input is kept). 0 for dense
 /// models. A model's dense layers among its MoE layers (DeepSeek-V3's first
 /// three) are counted with it too: an overestimate where a MoE layer stores
@@ -139,8 +145,14 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
     } else {
         0.0
     };
-    routed * (4.0 * h + expert_mlp - fp8_saved)
-        + tokens * (10.0 * moe.top_k as f64 + 2.0 * moe.experts as f64 - dense_mlp)
+    let etp = options.expert_tensor_parallel.max(1) as f64;
+    let capacity_mask = if options.capacity.is_some() {
+        moe.experts as f64
+    } else {
+        0.0
+    };
+    routed * (2.0 * h + etp * 2.0 * h + expert_mlp - fp8_saved)
+        + tokens * (10.0 * moe.top_k as f64 + 2.0 * moe.experts as f64 + capacity_mask - dense_mlp)
 }
 
 /// Peak memory of one rank of every stage.
@@ -204,9 +216,12 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     };
     let hidden_bytes = (b * rank_model.seq_len * model.hidden * 2) as f64;
     // A MoE layer's all-to-all send and receive buffers (the busiest rank's
-    // R·h bf16 each), live while one layer runs.
+    // R·h bf16 each), live while one layer runs; under etp > 1 also the
+    // experts' gathered output before its reduce-scatter (etp·R·h bf16).
     let dispatch_buffers = crate::cost::moe_layer_options(scenario).map_or(0.0, |moe| {
-        2.0 * (moe.busiest_rank_tokens * model.hidden * 2) as f64
+        let etp = moe.expert_tensor_parallel.max(1);
+        let gathered = if etp > 1 { etp } else { 0 };
+        ((2 + gathered) * moe.busiest_rank_tokens * model.hidden * 2) as f64
     });
     let shard_plan = sharded::ShardPlan::new(scenario).filter(sharded::ShardPlan::shards_gradients);
     (0..layout.pipeline_parallel)

@@ -104,31 +104,56 @@ impl Placement {
     }
 
     /// The expert-parallel group of the rank at (stage, data_index,
-    /// tensor_index): ep consecutive ranks of the stage's expert grid, its
-    /// t·cp·d ranks in Megatron's order (tensor index innermost, then the
-    /// dp-cp replica): Megatron-Core builds expert groups with expert tensor
-    /// parallelism 1 from the same ranks, ep innermost
-    /// (`megatron/core/parallel_state.py`, the expert `RankGenerator`
-    /// "tp-ep-dp-pp" with tp = etp). At t = 1 these are ep consecutive
-    /// members of the dp-cp group ([`crate::scenario::experts`]).
+    /// tensor_index). Megatron-Core carves the expert groups out of the same
+    /// ranks as the dense ones (`megatron/core/parallel_state.py`, the
+    /// expert `RankGenerator` "tp-ep-dp-pp" with tp = etp, cp folded into
+    /// dp): the stage's expert grid is its t·cp·d ranks in Megatron's order
+    /// (tensor index innermost, then the dp-cp replica), etp innermost, then
+    /// ep, then the expert-data index. So an expert-parallel group is ep
+    /// ranks etp apart within a block of ep·etp consecutive grid positions
+    /// (ep consecutive ranks at etp = 1, ep consecutive members of the dp-cp
+    /// group at t = etp = 1: [`crate::scenario::experts`]).
     pub fn expert_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
-        let ep = self.layout.expert_parallel.max(1);
-        let first = self.expert_grid_index(data_index, tensor_index) / ep * ep;
-        (first..first + ep)
+        let (ep, etp) = self.expert_degrees();
+        let index = self.expert_grid_index(data_index, tensor_index);
+        let first = index / (ep * etp) * (ep * etp) + index % etp;
+        (0..ep)
+            .map(|j| self.expert_grid_rank(stage, first + j * etp))
+            .collect()
+    }
+
+    /// The expert tensor-parallel group of the rank at (stage, data_index,
+    /// tensor_index): etp consecutive positions of the stage's expert grid
+    /// (Megatron-Core's `get_ranks('tp')` of the expert generator), over
+    /// which its experts' weights are split and the dispatched tokens
+    /// gathered and reduce-scattered.
+    pub fn expert_tensor_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
+        let (_, etp) = self.expert_degrees();
+        let first = self.expert_grid_index(data_index, tensor_index) / etp * etp;
+        (first..first + etp)
             .map(|index| self.expert_grid_rank(stage, index))
             .collect()
     }
 
-    /// The expert-data-parallel group holding the same experts as the rank at
-    /// (stage, data_index, tensor_index): every ep-th rank of the stage's
-    /// expert grid (every ep-th member of its dp-cp group at t = 1).
+    /// The expert-data-parallel group holding the same expert shards as the
+    /// rank at (stage, data_index, tensor_index): every (ep·etp)-th rank of
+    /// the stage's expert grid (every ep-th member of its dp-cp group at
+    /// t = etp = 1), t·cp·d/(ep·etp) ranks.
     pub fn expert_data_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
-        let ep = self.layout.expert_parallel.max(1);
+        let (ep, etp) = self.expert_degrees();
         let size = self.layout.tensor_parallel.max(1) * self.layout.replicas();
-        (self.expert_grid_index(data_index, tensor_index) % ep..size)
-            .step_by(ep as usize)
+        (self.expert_grid_index(data_index, tensor_index) % (ep * etp)..size)
+            .step_by((ep * etp) as usize)
             .map(|index| self.expert_grid_rank(stage, index))
             .collect()
+    }
+
+    /// (ep, etp), each at least 1.
+    fn expert_degrees(&self) -> (u32, u32) {
+        (
+            self.layout.expert_parallel.max(1),
+            self.layout.expert_tensor_parallel.max(1),
+        )
     }
 
     /// A rank's position in its stage's expert grid: replica · t + tensor index.
@@ -204,6 +229,7 @@ mod tests {
             data_parallel: d,
             context_parallel: 1,
             expert_parallel: 1,
+            expert_tensor_parallel: 1,
             pipeline_split: Default::default(),
             stage_map: Default::default(),
             chunks: 1,

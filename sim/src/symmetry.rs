@@ -18,7 +18,8 @@
 //!   the nodes of its ranks (stage by stage, tensor index by tensor index),
 //!   renumbered by first appearance, must equal replica 0's, and likewise
 //!   for every expert-parallel group (ep consecutive replicas) against the
-//!   first: then every group a replica forms (tensor group, pipeline peers,
+//!   first (under expert tensor parallelism every rank's expert-parallel and
+//!   expert tensor group must span as many nodes as replica 0's): then every group a replica forms (tensor group, pipeline peers,
 //!   embedding pair, expert group) spans as many nodes as replica 0's, and
 //!   every cost — a function of a work's shape, never of a rank — is equal.
 //!
@@ -199,6 +200,31 @@ fn placed_alike(placement: &Placement) -> bool {
         let group = pattern(0, ep);
         if (1..replicas / ep).any(|g| pattern(g * ep, ep) != group) {
             return false;
+        }
+    }
+    if layout.expert_tensor_parallel > 1 {
+        // Expert-parallel groups etp apart and expert tensor groups: every
+        // rank's must span as many nodes as the representative's (the
+        // shapes its works are costed with).
+        let spans = |stage, data_index, tensor_index| {
+            (
+                placement.nodes_spanned(&placement.expert_group(stage, data_index, tensor_index)),
+                placement.nodes_spanned(&placement.expert_tensor_group(
+                    stage,
+                    data_index,
+                    tensor_index,
+                )),
+            )
+        };
+        let first = spans(0, 0, 0);
+        for stage in 0..p {
+            for data_index in 0..replicas {
+                for tensor_index in 0..t {
+                    if spans(stage, data_index, tensor_index) != first {
+                        return false;
+                    }
+                }
+            }
         }
     }
     true

@@ -109,6 +109,7 @@ fn each_stage_runs_its_own_dense_and_moe_layers() {
         head: false,
         group_size: 8,
         nodes: 1,
+        expert_tensor_group: (1, 1),
         segment: sim::task_graph::WHOLE_PASS,
     };
     let costs = cost_works(

@@ -297,12 +297,47 @@ fn what_is_not_built_is_refused_by_name() {
         ),
         "{text}"
     );
+    // Expert tensor parallelism is built; what it cannot split, and what
+    // is not built with it, is refused by name.
     let text = problems(ScenarioFile {
-        etp: Some(2),
+        etp: Some(3),
         ..mixtral(4, 16, 8, None, false)
     });
     assert!(
-        text.contains("etp: expert tensor parallelism (2) is not simulated yet"),
+        text.contains("etp: the experts' inner size 14336 must split evenly over etp = 3 ranks")
+            && text.contains("which ep × etp = 8 × 3 must divide"),
+        "{text}"
+    );
+    let mut fp8 = mixtral(4, 8, 4, None, false);
+    fp8.etp = Some(2);
+    fp8.options.precision = Some(Precision::Fp8);
+    fp8.options.network_contention = Some(true);
+    let text = problems(fp8);
+    assert!(
+        text.contains("precision: fp8 with expert tensor parallelism (etp = 2) is not simulated yet")
+            && text.contains(
+                "network_contention: expert tensor parallelism (etp = 2) under contention is not simulated yet"
+            ),
+        "{text}"
+    );
+    // Shared experts under tensor parallelism and biased experts stay refused.
+    let text = problems(ScenarioFile {
+        model: Some("deepseek-v3".into()),
+        tp: Some(2),
+        ..mixtral(4, 16, 8, None, false)
+    });
+    assert!(
+        text.contains("tp: tensor parallelism (2) with shared experts is not simulated yet"),
+        "{text}"
+    );
+    let mut biased = models::preset("mixtral-8x7b").unwrap();
+    biased.bias = true;
+    let text = problems(ScenarioFile {
+        model: Some(serde_json::to_value(&biased).unwrap()),
+        ..mixtral(4, 16, 8, None, false)
+    });
+    assert!(
+        text.contains("model: experts with biases are not simulated yet (issue 17)"),
         "{text}"
     );
     let text = problems(ScenarioFile {

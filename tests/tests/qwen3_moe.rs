@@ -306,7 +306,7 @@ fn under_tensor_parallelism_each_rank_routes_its_own_tokens_over_consecutive_ran
 }
 
 #[test]
-fn tensor_parallelism_with_experts_needs_sequence_parallelism_and_etp_1_given() {
+fn tensor_parallelism_with_experts_needs_sequence_parallelism_and_etp_defaults_to_tp() {
     let text = qwen3_tp2(false, None)
         .resolve()
         .map(|_| ())
@@ -316,17 +316,15 @@ fn tensor_parallelism_with_experts_needs_sequence_parallelism_and_etp_1_given() 
         text.contains("sequence_parallel: tensor parallelism (2) in a mixture-of-experts model needs sequence parallelism"),
         "{text}"
     );
-    assert!(
-        text.contains("etp: with tp = 2 Megatron-Core's expert tensor parallelism defaults to tp"),
-        "{text}"
-    );
-    let text = qwen3_tp2(true, Some(2))
-        .resolve()
-        .map(|_| ())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        text.contains("etp: expert tensor parallelism (2) is not simulated yet"),
-        "{text}"
+    assert!(!text.contains("etp:"), "{text}");
+    // Unset, etp is t (Megatron-Core's default), the same as giving it.
+    let default = resolve(qwen3_tp2(true, None));
+    assert_eq!(default.layout.expert_tensor_parallel, 2);
+    assert_eq!(default, resolve(qwen3_tp2(true, Some(2))));
+    assert_eq!(
+        resolve(qwen3_tp2(true, Some(1)))
+            .layout
+            .expert_tensor_parallel,
+        1
     );
 }

@@ -43,6 +43,10 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let placement =
         crate::placement::Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
     let ep_nodes = placement.nodes_spanned(&placement.expert_group(0, 0, 0));
+    // Its expert tensor group, whose all-gather or reduce-scatter the
+    // all-to-all's row carries (etp > 1).
+    let etp = scenario.layout.expert_tensor_parallel;
+    let etp_nodes = placement.nodes_spanned(&placement.expert_tensor_group(0, 0, 0));
     // A schedule that splits the backward runs it as its two halves.
     let backward: &[ComputePass] = if scenario.schedule.splits_backward() {
         &[ComputePass::InputGradient, ComputePass::WeightGradient]
@@ -114,12 +118,17 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     }
                 }
                 Step::HostSync => unreachable!("segment_steps drops host synchronizations"),
-                Step::ExpertAllToAll { bytes } => KernelCost {
+                Step::ExpertAllToAll {
+                    bytes,
+                    expert_tensor_bytes,
+                } => KernelCost {
                     pass,
                     name: "expert_all_to_all",
-                    seconds: network.all_to_all(bytes, ep, ep_nodes).as_seconds(),
+                    seconds: (network.all_to_all(bytes, ep, ep_nodes)
+                        + network.all_gather(expert_tensor_bytes, etp, etp_nodes))
+                    .as_seconds(),
                     flops: 0.0,
-                    bytes: bytes as f64,
+                    bytes: (bytes + expert_tensor_bytes) as f64,
                     is_gemm: false,
                     is_fp8: false,
                     is_communication: true,

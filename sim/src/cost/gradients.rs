@@ -128,11 +128,25 @@ pub fn layer_accumulation_with_experts(
     tensor_parallel: u64,
     expert_parallel: u64,
 ) -> Vec<Step> {
-    accumulation_steps(&ops::layer_parameter_tensors_with_experts(
-        model,
-        tensor_parallel,
-        expert_parallel,
-    ))
+    layer_accumulation_with_expert_split(model, tensor_parallel, expert_parallel, 1)
+}
+
+/// [`layer_accumulation_with_experts`] with each expert split
+/// `expert_tensor_parallel` ways too.
+pub fn layer_accumulation_with_expert_split(
+    model: &ModelSpec,
+    tensor_parallel: u64,
+    expert_parallel: u64,
+    expert_tensor_parallel: u64,
+) -> Vec<Step> {
+    accumulation_steps(
+        &models::parameter_tensors::layer_parameter_tensors_with_expert_split(
+            model,
+            tensor_parallel,
+            expert_parallel,
+            expert_tensor_parallel,
+        ),
+    )
 }
 
 /// The unfused accumulation kernels after the embedding's backward.

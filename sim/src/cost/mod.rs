@@ -151,7 +151,7 @@ pub fn segment_steps(steps: Vec<Step>, segment: u16) -> Vec<Step> {
 /// dispatcher). The segments of the pass are one more. Equals the
 /// [`Step::HostSync`] steps of [`pass_steps_of`] (tested).
 pub fn host_syncs(scenario: &Scenario, pass: ComputePass, layers: u32, dense_layers: u32) -> u32 {
-    let moe_layers = if scenario.model.moe.is_some() {
+    let moe_layers = if scenario.model.moe.is_some() && !pads_to_capacity(scenario) {
         layers - dense_layers.min(layers)
     } else {
         0
@@ -161,6 +161,18 @@ pub fn host_syncs(scenario: &Scenario, pass: ComputePass, layers: u32, dense_lay
         ComputePass::Recompute if scenario.recompute != Recompute::Selective => moe_layers,
         _ => 0,
     }
+}
+
+/// Whether the scenario's experts take inputs padded to their capacity
+/// (`moe.pad_expert_input_to_capacity`): the dispatcher then knows every
+/// split on the host and never synchronizes ([`models::moe_ops`]), so no
+/// pass is cut at a host synchronization.
+pub fn pads_to_capacity(scenario: &Scenario) -> bool {
+    scenario
+        .model
+        .moe
+        .as_ref()
+        .is_some_and(|moe| moe.capacity_factor.is_some() && moe.pad_expert_input_to_capacity)
 }
 
 /// [`pass_steps_of`] with the MoE layers' options given (the uniform
@@ -213,10 +225,11 @@ pub fn pass_steps_with(
             });
         }
         if accumulate {
-            layer.extend(gradients::layer_accumulation_with_experts(
+            layer.extend(gradients::layer_accumulation_with_expert_split(
                 layer_model,
                 t,
                 scenario.layout.expert_parallel as u64,
+                scenario.layout.expert_tensor_parallel.max(1) as u64,
             ));
         }
         layer
@@ -297,16 +310,18 @@ pub fn pass_steps_with(
 /// busiest rank of its expert-parallel group (None for dense models).
 pub fn moe_layer_options(scenario: &Scenario) -> Option<models::moe_ops::MoeLayerOptions> {
     let (routing, moe) = scenario.experts.as_ref().zip(scenario.model.moe.as_ref())?;
+    Some(routing.layer_options(moe_tokens_per_rank(scenario), moe.top_k))
+}
+
+/// The tokens a rank routes per microbatch: b·s/cp split t ways
+/// ([`models::moe_ops::tokens_per_rank`]).
+pub fn moe_tokens_per_rank(scenario: &Scenario) -> u64 {
     let layout = &scenario.layout;
-    let tokens = models::moe_ops::tokens_per_rank(
+    models::moe_ops::tokens_per_rank(
         layout.microbatch_size as u64 * scenario.model.seq_len
             / layout.context_parallel.max(1) as u64,
         layout.tensor_parallel as u64,
-    );
-    Some(models::moe_ops::MoeLayerOptions {
-        expert_parallel: layout.expert_parallel.max(1) as u64,
-        busiest_rank_tokens: routing.busiest_rank_tokens(tokens, moe.top_k),
-    })
+    )
 }
 
 /// Whether a tensor all-reduce of this pass is charged only beyond what it
@@ -412,12 +427,17 @@ fn cost_work(
             seconds += context::exposed_exchanges(scenario, pass, &steps, kernels, network).0;
             // A skewed routing costs every rank as its group's busiest, but
             // the FLOPs reported are the model's: the uniform routing's.
-            if let Some(mut moe) = moe_layer_options(scenario) {
-                let tokens = scenario.layout.microbatch_size as u64 * scenario.model.seq_len
-                    / scenario.layout.context_parallel.max(1) as u64;
-                let uniform = tokens * scenario.model.moe.as_ref().map_or(0, |m| m.top_k);
-                if moe.busiest_rank_tokens != uniform {
-                    moe.busiest_rank_tokens = uniform;
+            // Token dropping and padding likewise: the dropless uniform
+            // routing's FLOPs, on the rank's own b·s/(cp·t) tokens.
+            if let (Some(moe), Some(routing), Some(spec)) = (
+                moe_layer_options(scenario),
+                &scenario.experts,
+                &scenario.model.moe,
+            ) {
+                let uniform =
+                    routing.uniform_layer_options(moe_tokens_per_rank(scenario), spec.top_k);
+                if moe != uniform {
+                    let moe = uniform;
                     flops = PassSteps::flops(&segment_steps(
                         pass_steps_with(
                             scenario,
@@ -498,6 +518,7 @@ fn cost_work(
             head,
             group_size,
             nodes,
+            expert_tensor_group,
             segment,
         } => {
             let mut duration = SimDuration::ZERO;
@@ -506,9 +527,18 @@ fn cost_work(
                 pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
                 segment,
             ) {
-                if let Step::ExpertAllToAll { bytes: payload } = step {
+                if let Step::ExpertAllToAll {
+                    bytes: payload,
+                    expert_tensor_bytes,
+                } = step
+                {
                     duration += network.all_to_all(payload, group_size, nodes);
-                    bytes += payload;
+                    // The expert tensor group's all-gather or reduce-scatter
+                    // (NCCL's tuner costs both alike: n − 1 ring steps, bus
+                    // factor (n − 1)/n, `ring_steps`).
+                    let (etp, etp_nodes) = expert_tensor_group;
+                    duration += network.all_gather(expert_tensor_bytes, etp, etp_nodes);
+                    bytes += payload + expert_tensor_bytes;
                 }
             }
             WorkCost {

@@ -331,17 +331,20 @@ pub fn program(
                             // device-to-host read): the host issues each segment
                             // only once the GPU has run the one before, as it
                             // waits after a synchronizing exchange.
-                            let segments: Vec<u16> = if host.is_some() {
-                                let syncs = crate::cost::host_syncs(
-                                    scenario,
-                                    pass,
-                                    piece.layers,
-                                    dense_layers,
-                                );
-                                (0..=syncs as u16).collect()
-                            } else {
-                                vec![crate::task_graph::WHOLE_PASS]
-                            };
+                            // Padded to capacity, the dispatcher never
+                            // synchronizes: whole passes, as without a host lane.
+                            let segments: Vec<u16> =
+                                if host.is_some() && !crate::cost::pads_to_capacity(scenario) {
+                                    let syncs = crate::cost::host_syncs(
+                                        scenario,
+                                        pass,
+                                        piece.layers,
+                                        dense_layers,
+                                    );
+                                    (0..=syncs as u16).collect()
+                                } else {
+                                    vec![crate::task_graph::WHOLE_PASS]
+                                };
                             let mut first_segment = None;
                             let mut previous_segment: Option<StepId> = None;
                             let mut step = None;

@@ -48,6 +48,9 @@ pub struct TensorGroup {
     /// (ranks, nodes) of the expert-parallel group its first rank belongs to
     /// ((1, 1) without expert parallelism).
     pub expert_group: (u32, u32),
+    /// (ranks, nodes) of the expert tensor-parallel group its first rank
+    /// belongs to ((1, 1) without expert tensor parallelism).
+    pub expert_tensor_group: (u32, u32),
 }
 
 impl TensorGroup {
@@ -69,6 +72,10 @@ impl TensorGroup {
             expert_group: (
                 placement.layout.expert_parallel.max(1),
                 placement.nodes_spanned(&placement.expert_group(stage, data_index, 0)),
+            ),
+            expert_tensor_group: (
+                placement.layout.expert_tensor_parallel.max(1),
+                placement.nodes_spanned(&placement.expert_tensor_group(stage, data_index, 0)),
             ),
         }
     }
@@ -174,25 +181,28 @@ impl Program {
                 segment: piece.segment,
             })
         });
-        let expert_group = tensor_group.expert_group;
+        let (expert_group, expert_tensor_group) =
+            (tensor_group.expert_group, tensor_group.expert_tensor_group);
         // A forward (or recompute) cut at host synchronizations has no
         // all-to-all in its segment 0: a MoE layer's dispatch follows its sync.
         let before_first_sync = piece.segment == 0
             && matches!(piece.pass, ComputePass::Forward | ComputePass::Recompute);
-        let all_to_all_work =
-            (expert_group.0 > 1 && piece.pass != ComputePass::WeightGradient && !before_first_sync)
-                .then(|| {
-                    builder.work(Work::ExpertAllToAll {
-                        pass: piece.pass,
-                        layers: piece.layers,
-                        dense_layers: piece.dense_layers,
-                        embedding: piece.embedding,
-                        head: piece.head,
-                        group_size: expert_group.0,
-                        nodes: expert_group.1,
-                        segment: piece.segment,
-                    })
-                });
+        let all_to_all_work = ((expert_group.0 > 1 || expert_tensor_group.0 > 1)
+            && piece.pass != ComputePass::WeightGradient
+            && !before_first_sync)
+            .then(|| {
+                builder.work(Work::ExpertAllToAll {
+                    pass: piece.pass,
+                    layers: piece.layers,
+                    dense_layers: piece.dense_layers,
+                    embedding: piece.embedding,
+                    head: piece.head,
+                    group_size: expert_group.0,
+                    nodes: expert_group.1,
+                    expert_tensor_group,
+                    segment: piece.segment,
+                })
+            });
         self.push(Step::Pass {
             group,
             piece,

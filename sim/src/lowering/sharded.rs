@@ -256,11 +256,12 @@ fn expert_all_gather(
     })
 }
 
-/// The first expert-data group among a data group's `ranks` (every ep-th
-/// of them, as `Placement::expert_data_group` takes them).
+/// The expert-data group of a data group's first rank
+/// (`Placement::expert_data_group`: every (ep·etp)-th rank of the stage's
+/// expert grid).
 fn expert_group_of(placement: &Placement, ranks: &[crate::ids::Rank]) -> Vec<crate::ids::Rank> {
-    let ep = placement.layout.expert_parallel.max(1) as usize;
-    ranks.iter().step_by(ep).copied().collect()
+    let c = placement.coordinates(ranks[0]);
+    placement.expert_data_group(c.stage, c.data_index, c.tensor_index)
 }
 
 /// Emits the all-gathers and reduce-scatters of every stage in FSDP's issue

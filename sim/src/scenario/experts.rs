@@ -2,15 +2,21 @@
 //! `expert_imbalance`): what a scenario may ask for, and how its routing
 //! loads the expert-parallel ranks.
 //!
-//! Placement (Megatron-Core, `parallel_state.py` before expert tensor
-//! parallelism was split off, `expert_model_parallel_size`): expert-parallel
-//! groups are carved out of the data- and context-parallel ranks — ep
-//! consecutive members of each dp·cp group (same stage, same tensor index)
-//! form one group, so `ep` must divide dp·cp — and each rank holds E/ep of
-//! every MoE layer's routed experts (`num_experts % ep == 0`), experts
-//! `[r·E/ep, (r+1)·E/ep)` on the group's r-th rank. The routed experts'
-//! gradients are reduced over the expert-data-parallel group (dp·cp/ep
-//! ranks with the same experts), everything else over dp·cp.
+//! Placement (Megatron-Core `parallel_state.py`, `initialize_model_parallel`
+//! at core_r0.15.0 575b0fbd: the expert `RankGenerator` with tp = etp, ep,
+//! dp = world/(etp·ep·pp), order "tp-ep-dp-pp"): the expert groups are
+//! carved out of each stage's t·cp·d ranks — etp consecutive ranks form an
+//! expert tensor-parallel group, ep such groups side by side an
+//! expert-parallel group, and what is left is the expert-data-parallel
+//! group of t·cp·d/(ep·etp) ranks, so ep·etp must divide t·cp·d
+//! (Megatron-Core raises unless etp·ep·pp divides the world size) — and
+//! each rank holds E/ep of every MoE layer's routed experts
+//! (`num_experts % ep == 0`), experts `[r·E/ep, (r+1)·E/ep)` on the group's
+//! r-th rank, each 1/etp of them (`F % etp == 0`, as Transformer Engine's
+//! column- and row-parallel `GroupedLinear` split F). The routed experts'
+//! gradients are reduced over the expert-data-parallel group, everything
+//! else over dp·cp. Unset, etp is t (`megatron/training/arguments.py`:
+//! `expert_tensor_parallel_size = tensor_model_parallel_size`).
 //!
 //! Routing (`expert_imbalance`): the share of the routed token copies each
 //! expert receives, the same in every layer and microbatch, deterministic:
@@ -26,22 +32,21 @@
 //! (`ep · T · k · share`, rounded up). Every rank of the group waits for it,
 //! so every rank is costed with it.
 //!
-//! Tensor parallelism t > 1 is built with expert tensor parallelism 1, as
-//! Megatron-Bridge's Qwen3 recipes run it: sequence parallelism required
-//! (Megatron-Core asserts it) and `etp` 1 given (Megatron-Core's default is
-//! etp = tp); each tensor rank routes its own tokens over an
-//! expert-parallel group of ep consecutive ranks of the stage
-//! (`crate::placement`). Dense layers among the MoE layers
-//! (`first_dense_layers`, `layer_frequency`) hold no experts and exchange no
-//! tokens (`sim::cost::pass_steps_of`).
+//! Tensor parallelism t > 1 needs sequence parallelism (Megatron-Core
+//! asserts it); each tensor rank routes its own tokens over its
+//! expert-parallel group (`crate::placement`), and under etp > 1 gathers its
+//! expert tensor group's dispatched tokens (`models::moe_ops`). Dense layers
+//! among the MoE layers (`first_dense_layers`, `layer_frequency`) hold no
+//! experts and exchange no tokens (`sim::cost::pass_steps_of`). Token
+//! dropping at a capacity factor caps what each expert takes from each rank
+//! ([`super::expert_capacity`]).
 //!
-//! Not built, and refused by [`check`]: expert tensor parallelism (etp > 1),
-//! shared experts under t > 1, token dropping
-//! (`capacity_factor`), biased experts, and options whose lowering does not
-//! split expert from dense gradients (ZeRO-2/3, ZeRO-Offload). FP8 runs the
-//! experts' grouped GEMMs in FP8 (`models::fp8`), and the distributed
-//! optimizer's parameter all-gathers, overlapped or not, gather expert
-//! parameters over the expert-data group (`lowering::sharded`).
+//! Not built, and refused by [`check`]: shared experts under t > 1, biased
+//! experts, FP8 and `--contention` with etp > 1, and options whose lowering
+//! does not split expert from dense gradients (ZeRO-2/3, ZeRO-Offload). FP8
+//! runs the experts' grouped GEMMs in FP8 (`models::fp8`), and the
+//! distributed optimizer's parameter all-gathers, overlapped or not, gather
+//! expert parameters over the expert-data group (`lowering::sharded`).
 
 use super::{Sharding, TrainingOptions};
 use models::ModelSpec;
@@ -55,6 +60,16 @@ const MAX_HISTOGRAM_BYTES: u64 = 1 << 20;
 pub struct ExpertRouting {
     /// Expert-parallel degree ep.
     pub expert_parallel: u32,
+    /// Expert tensor-parallel degree etp (written when above 1).
+    #[serde(skip_serializing_if = "is_one")]
+    pub expert_tensor_parallel: u32,
+    /// Token dropping at this capacity factor (the model's
+    /// `moe.capacity_factor`; absent: dropless).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_factor: Option<f64>,
+    /// Every expert's input padded to its capacity.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pad_expert_input_to_capacity: bool,
     /// What `expert_imbalance` said (`uniform`, `skew:X` or the file's path).
     pub imbalance: String,
     /// Each expert's share of the routed token copies (sums to 1).
@@ -68,16 +83,29 @@ pub struct ExpertRouting {
 }
 
 impl ExpertRouting {
-    /// Routed token copies the busiest rank computes in one microbatch of
-    /// `tokens` tokens per rank with top-`top_k` routing:
-    /// ⌈ep·T·k·share⌉, exactly T·k when uniform.
+    /// Routed token copies the busiest rank receives in one microbatch of
+    /// `tokens` tokens per rank with top-`top_k` routing: ⌈ep·T·k·share⌉,
+    /// exactly T·k when uniform; under a capacity factor capped per expert
+    /// ([`super::expert_capacity`]).
     pub fn busiest_rank_tokens(&self, tokens: u64, top_k: u64) -> u64 {
+        match self.capacity(tokens, top_k) {
+            Some(capacity) => capacity.busiest_rank_tokens,
+            None => self.dropless_busiest_rank_tokens(tokens, top_k),
+        }
+    }
+
+    /// [`Self::busiest_rank_tokens`] without token dropping.
+    pub fn dropless_busiest_rank_tokens(&self, tokens: u64, top_k: u64) -> u64 {
         let routed = tokens * top_k;
         if self.busiest_rank_load <= 1.0 {
             return routed;
         }
         (routed as f64 * self.busiest_rank_load).ceil() as u64
     }
+}
+
+fn is_one(value: &u32) -> bool {
+    *value == 1
 }
 
 /// Each expert's share under `imbalance` (uniform, skew:X or a histogram file).
@@ -134,10 +162,11 @@ pub fn expert_shares(imbalance: &str, experts: u64) -> Result<Vec<f64>, String> 
     Ok(weights.iter().map(|w| w / total).collect())
 }
 
-/// The routing of `model` over `ep` ranks, or the problems with it.
+/// The routing of `model` over `ep` ranks (each expert split over `etp`),
+/// or the problems with it.
 pub fn resolve(
     model: &ModelSpec,
-    ep: u32,
+    (ep, etp): (u32, u32),
     imbalance: Option<&str>,
     problems: &mut Vec<String>,
 ) -> Option<ExpertRouting> {
@@ -169,6 +198,9 @@ pub fn resolve(
     };
     Some(ExpertRouting {
         expert_parallel: ep,
+        expert_tensor_parallel: etp,
+        capacity_factor: moe.capacity_factor.map(|factor| factor.0),
+        pad_expert_input_to_capacity: moe.pad_expert_input_to_capacity,
         imbalance: imbalance.to_string(),
         shares,
         busiest_rank_load,
@@ -190,7 +222,7 @@ pub fn check(
     problems: &mut Vec<String>,
 ) {
     let Some(moe) = &model.moe else {
-        if ep > 1 || etp > 1 || imbalance_given {
+        if ep > 1 || (etp_given && etp > 1) || imbalance_given {
             problems.push(format!(
                 "ep: '{}' has no experts (ep, etp and expert_imbalance apply to mixture-of-experts models)",
                 model.name
@@ -204,36 +236,24 @@ pub fn check(
             moe.experts
         ));
     }
-    if tp <= 1 && !replicas.is_multiple_of(ep) {
+    let stage_ranks = tp.saturating_mul(replicas);
+    let ways = ep.saturating_mul(etp);
+    if tp <= 1 && etp <= 1 && !replicas.is_multiple_of(ep) {
         problems.push(format!(
             "ep: expert-parallel groups are carved out of the dp × cp = {replicas} data-parallel ranks, which ep = {ep} must divide"
         ));
-    }
-    if tp > 1 && !(tp.saturating_mul(replicas)).is_multiple_of(ep) {
+    } else if (tp > 1 || etp > 1) && !stage_ranks.is_multiple_of(ways) {
         problems.push(format!(
-            "ep: expert-parallel groups are carved out of the tp × dp × cp = {} ranks of a stage (expert tensor parallelism 1), which ep = {ep} must divide",
-            tp.saturating_mul(replicas)
+            "ep: expert-parallel and expert tensor-parallel groups are carved out of the tp × dp × cp = {stage_ranks} ranks of a stage, which ep × etp = {ep} × {etp} must divide (Megatron-Core: world size divisible by etp × ep × pp)"
         ));
     }
-    if etp > 1 {
-        problems.push(format!(
-            "etp: expert tensor parallelism ({etp}) is not simulated yet; use etp 1"
-        ));
-    }
+    super::expert_tensor::check(model, etp, options, problems);
     if tp > 1 {
         // Megatron-Core asserts it (megatron/training/arguments.py: "When
         // using MoE and tensor parallelism, sequence parallelism must be used").
         if !options.sequence_parallel {
             problems.push(format!(
                 "sequence_parallel: tensor parallelism ({tp}) in a mixture-of-experts model needs sequence parallelism, as Megatron-Core asserts"
-            ));
-        }
-        // Megatron-Core's expert tensor parallelism defaults to tp
-        // (megatron/training/arguments.py: expert_tensor_parallel_size =
-        // tensor_model_parallel_size when not given); only etp = 1 is built.
-        if !etp_given {
-            problems.push(format!(
-                "etp: with tp = {tp} Megatron-Core's expert tensor parallelism defaults to tp, which is not simulated yet; give etp 1 (--expert-tensor-parallel-size 1, as Megatron-Bridge's Qwen3 recipes set it)"
             ));
         }
         if moe.shared_experts > 0 {
@@ -279,7 +299,7 @@ mod tests {
         // 60 experts (1/60 is inexact in binary) over 4 ranks.
         let mut model = models::preset("mixtral-8x7b").unwrap();
         model.moe.as_mut().unwrap().experts = 60;
-        let routing = resolve(&model, 4, None, &mut Vec::new()).unwrap();
+        let routing = resolve(&model, (4, 1), None, &mut Vec::new()).unwrap();
         assert_eq!(routing.busiest_rank_load, 1.0);
         assert_eq!(routing.busiest_rank_tokens(4096, 2), 8192);
     }

@@ -6,6 +6,8 @@
 
 mod context;
 mod describe;
+pub mod expert_capacity;
+mod expert_tensor;
 pub mod experts;
 mod kinds;
 mod mla;
@@ -138,6 +140,9 @@ pub struct Layout {
     /// Expert-parallel degree ep (1: none); absent in older files.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub expert_parallel: u32,
+    /// Expert tensor-parallel degree etp (1: none); absent in older files.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub expert_tensor_parallel: u32,
     /// How layers are split over the virtual stages (even unless the
     /// embedding or the loss count as a layer: `models::sharding::PipelineSplit`).
     #[serde(
@@ -172,11 +177,13 @@ impl Layout {
         self.data_parallel * self.context_parallel
     }
     /// Ranks that hold the same routed experts: the expert-data-parallel
-    /// group t·d·cp/ep (expert tensor parallelism 1: Megatron-Core's expert
-    /// grid spans the stage's t·cp·d ranks), over which expert gradients are
-    /// reduced and their optimizer states shard (at least 1; d·cp/ep at t = 1).
+    /// group t·d·cp/(ep·etp) (Megatron-Core's expert grid spans the stage's
+    /// t·cp·d ranks, `parallel_state.py`: expert_data_parallel_size =
+    /// world_size // (etp·ep·pp)), over which expert gradients are reduced
+    /// and their optimizer states shard (at least 1; d·cp/ep at t = etp = 1).
     pub fn expert_replicas(&self) -> u32 {
-        (self.tensor_parallel.max(1) * self.replicas() / self.expert_parallel.max(1)).max(1)
+        let ways = self.expert_parallel.max(1) * self.expert_tensor_parallel.max(1);
+        (self.tensor_parallel.max(1) * self.replicas() / ways).max(1)
     }
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
@@ -195,6 +202,7 @@ impl Layout {
             split: self.pipeline_split,
             map: self.stage_map,
             expert_parallel: self.expert_parallel,
+            expert_tensor_parallel: self.expert_tensor_parallel,
         }
     }
 }

@@ -99,7 +99,10 @@ impl ScenarioFile {
         let d = positive("dp", self.dp, Some(1));
         let cp = positive("cp", self.cp, Some(1));
         let ep = positive("ep", self.ep, Some(1));
-        let etp = positive("etp", self.etp, Some(1));
+        // Megatron-Core's default expert tensor parallelism is tp
+        // (megatron/training/arguments.py: expert_tensor_parallel_size =
+        // tensor_model_parallel_size when not given).
+        let etp = positive("etp", self.etp, Some(t));
         // The V-shaped schedules hold two chunks per rank (the V map), DualPipe
         // one chunk of each of its two copies.
         let v_shaped = schedule.stage_map() != models::sharding::StageMap::Interleaved;
@@ -405,14 +408,22 @@ impl ScenarioFile {
                 &options,
                 &mut problems,
             );
-            super::experts::resolve(model, ep, self.expert_imbalance.as_deref(), &mut problems)
+            super::experts::resolve(
+                model,
+                (ep, etp),
+                self.expert_imbalance.as_deref(),
+                &mut problems,
+            )
         });
+        // A dense model has no expert tensor groups, whatever tp.
+        let etp = if experts.is_some() { etp } else { 1 };
         let layout = Layout {
             tensor_parallel: t,
             pipeline_parallel: p,
             data_parallel: d,
             context_parallel: cp,
             expert_parallel: ep,
+            expert_tensor_parallel: etp,
             pipeline_split,
             stage_map: schedule.stage_map(),
             chunks: v,
@@ -478,25 +489,16 @@ fn resolve_model(value: &serde_json::Value) -> Result<ModelSpec, String> {
 }
 
 /// Whether the model has blocks the simulator does not lower: of mixtures
-/// of experts, token dropping and biases ([`super::experts`]).
+/// of experts, biases ([`super::experts`]).
 fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
-    model
-        .moe
-        .as_ref()
-        .is_some_and(|moe| moe.capacity_factor.is_some() || model.bias)
+    model.moe.is_some() && model.bias
 }
 
 /// Why a model the models crate counts cannot be simulated: its first
 /// unlowered block leads, the others follow, then its parameter counts.
 fn unsimulated(model: &ModelSpec) -> String {
     let mut blocks: Vec<(&str, String)> = Vec::new();
-    if let Some(moe) = &model.moe {
-        if moe.capacity_factor.is_some() {
-            blocks.push((
-                "token dropping (a capacity factor) is",
-                "a capacity factor (moe.capacity_factor)".into(),
-            ));
-        }
+    if model.moe.is_some() {
         if model.bias {
             blocks.push(("experts with biases are", "biased experts".into()));
         }
@@ -539,12 +541,12 @@ mod tests {
     #[test]
     fn mixtures_of_experts_are_refused_where_not_built_with_their_counts() {
         // Mixtral (experts in every layer, dropless, no biases) is simulated;
-        // at t > 1 only with sequence parallelism and etp given (1).
+        // at t > 1 only with sequence parallelism (etp then defaults to t).
         let text = resolve_with_tp("mixtral-8x7b", 8).unwrap_err();
         assert!(
             text.contains(
                 "sequence_parallel: tensor parallelism (8) in a mixture-of-experts model needs sequence parallelism"
-            ) && text.contains("etp: with tp = 8 Megatron-Core's expert tensor parallelism defaults to tp"),
+            ) && !text.contains("etp:"),
             "{text}"
         );
         assert!(resolve_with_tp("mixtral-8x7b", 1).is_ok());
@@ -553,15 +555,22 @@ mod tests {
         let text = resolve_with_tp("deepseek-v3", 1).unwrap_err();
         assert!(!text.contains("model:"), "{text}");
         assert!(text.contains("pp: layers (61)"), "{text}");
+        // Token dropping is simulated; biased experts are refused with
+        // the model's counts.
         let mut dropping = models::preset("mixtral-8x7b").unwrap();
         dropping.moe.as_mut().unwrap().capacity_factor = Some(models::CapacityFactor(1.25));
-        let file = ScenarioFile {
-            model: Some(serde_json::to_value(&dropping).unwrap()),
+        let file = |model: &models::ModelSpec| ScenarioFile {
+            model: Some(serde_json::to_value(model).unwrap()),
             ..ScenarioFile::embedded_default()
         };
-        let text = file.resolve().map(|_| ()).unwrap_err().to_string();
+        if let Err(e) = file(&dropping).resolve() {
+            panic!("{e}");
+        }
+        let mut biased = dropping.clone();
+        biased.bias = true;
+        let text = file(&biased).resolve().map(|_| ()).unwrap_err().to_string();
         assert!(
-            text.contains("model: token dropping (a capacity factor) is not simulated yet (issue 17): 'mixtral-8x7b' has a capacity factor (moe.capacity_factor); 46702792704 parameters"),
+            text.contains("model: experts with biases are not simulated yet (issue 17): 'mixtral-8x7b' has biased experts;"),
             "{text}"
         );
         // Qwen3's wider heads and q/k norms are lowered.

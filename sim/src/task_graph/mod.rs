@@ -55,7 +55,10 @@ pub enum Work {
     },
     /// The blocking expert-parallel all-to-alls of that pass (token dispatch
     /// and combine of every MoE layer), over `group_size` ranks spanning
-    /// `nodes` nodes; costed for the busiest rank of the group.
+    /// `nodes` nodes, and under expert tensor parallelism their all-gathers
+    /// and reduce-scatters over the expert tensor group of
+    /// `expert_tensor_group` (ranks, nodes); costed for the busiest rank of
+    /// the group.
     ExpertAllToAll {
         pass: ComputePass,
         layers: u32,
@@ -64,6 +67,7 @@ pub enum Work {
         head: bool,
         group_size: u32,
         nodes: u32,
+        expert_tensor_group: (u32, u32),
         /// The pass's segment ([`Work::Compute`]'s `segment`).
         segment: u16,
     },

@@ -191,6 +191,8 @@ pub fn work_launches(
                 .collect()
         }
         Work::PcieTransfer { .. } | Work::CpuAdam { .. } => Vec::new(),
+        // `plan` refuses pair_overlap before launches are built.
+        Work::ComputeBeside { .. } => Vec::new(),
     }
 }
 

@@ -24,6 +24,7 @@ mod kernels;
 mod memory_bound;
 mod network;
 mod offload;
+pub mod pair_overlap;
 pub mod split_backward;
 mod tp_overlap;
 
@@ -36,6 +37,7 @@ pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
 use crate::scenario::{Precision, Recompute, Scenario};
+use crate::scenario::moe_comm::MoeDispatcher;
 use crate::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
@@ -126,6 +128,9 @@ pub fn pass_steps_of(
 /// the next host synchronization ([`Step::HostSync`]), or every step but the
 /// synchronizations for [`WHOLE_PASS`]. Segment 0 starts the pass.
 pub fn segment_steps(steps: Vec<Step>, segment: u16) -> Vec<Step> {
+    if let Some(piece) = pair_overlap::piece_of(segment) {
+        return pair_overlap::piece_steps(steps, piece);
+    }
     if segment == WHOLE_PASS {
         return steps
             .into_iter()
@@ -375,6 +380,21 @@ fn cost_work(
         Work::HostIssuePass { .. } | Work::HostCall | Work::HostOptimizer => {
             host::host_cost(scenario, work)
         }
+        Work::ComputeBeside {
+            ref compute,
+            ref beside,
+        } => {
+            let computed = cost_work(scenario, compute, kernels, network);
+            let communicated = cost_work(scenario, beside, kernels, network);
+            WorkCost {
+                duration: pair_overlap::stretched(
+                    computed.duration,
+                    communicated.duration,
+                    pair_overlap::communication_sms(scenario),
+                ),
+                ..computed
+            }
+        }
         Work::Compute {
             pass,
             layers,
@@ -389,7 +409,7 @@ fn cost_work(
             let mut flops = 0.0;
             let mut steps = Vec::new();
             // The weight casts come first: in the pass's first segment.
-            if fp8_weight_cast && (segment == 0 || segment == WHOLE_PASS) {
+            if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
                 steps = models::fp8::weight_cast_steps(
                     &scenario.model,
                     scenario.layout.tensor_parallel as u64,
@@ -500,7 +520,12 @@ fn cost_work(
                 segment,
             ) {
                 if let Step::ExpertAllToAll { bytes: payload } = step {
-                    duration += network.all_to_all(payload, group_size, nodes);
+                    duration += match scenario.options.moe_dispatcher {
+                        MoeDispatcher::Nccl => network.all_to_all(payload, group_size, nodes),
+                        MoeDispatcher::Deepep => {
+                            pair_overlap::deepep_duration(scenario, payload, group_size, nodes)
+                        }
+                    };
                     bytes += payload;
                 }
             }

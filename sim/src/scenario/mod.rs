@@ -9,6 +9,7 @@ mod describe;
 pub mod experts;
 mod kinds;
 mod mla;
+pub mod moe_comm;
 mod offload;
 mod options;
 mod pipeline_layout;

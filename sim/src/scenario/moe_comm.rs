@@ -77,11 +77,6 @@ pub(super) fn check(
                 "pair_overlap: not modeled with recompute (the recompute pass of a pair's backward is not cut at its all-to-alls)".into(),
             );
         }
-        if options.grad_reduce_bucket_params.is_some() {
-            problems.push(
-                "pair_overlap: not modeled with grad_reduce_bucket_params (a pair's backward is not cut into gradient buckets)".into(),
-            );
-        }
         if options.network_contention {
             problems.push(
                 "pair_overlap: not modeled under network_contention (the pieces' all-to-alls are costed in closed form)".into(),

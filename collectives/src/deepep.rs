@@ -52,7 +52,7 @@ fn miss_probability(s: u64, e: u64, k: u64) -> f64 {
 }
 
 /// Per token: (distinct remote nodes reached over IB, copies over NVLink).
-pub fn copies_per_token(experts: u64, top_k: u64, group: &GroupShape) -> (f64, f64) {
+pub fn deepep_copies(experts: u64, top_k: u64, group: &GroupShape) -> (f64, f64) {
     let ranks = u64::from(group.ranks.max(1));
     let nodes = u64::from(group.nodes.max(1));
     let per_node = u64::from(group.ranks_per_node.max(1));
@@ -77,7 +77,7 @@ pub fn deepep_terms(
     group: &GroupShape,
     rates: &LinkRates,
 ) -> CostTerms {
-    let (remote_nodes, nvlink_copies) = copies_per_token(experts, top_k, group);
+    let (remote_nodes, nvlink_copies) = deepep_copies(experts, top_k, group);
     let network_seconds = if remote_nodes > 0.0 {
         token_bytes * remote_nodes / per_rank_network_bytes_per_s(rates)
     } else {
@@ -107,7 +107,7 @@ mod tests {
     fn one_expert_per_gpu_inside_one_node_sends_each_copy_but_its_own() {
         // 8 experts on 8 GPUs of one node, top-2: a token reaches 2 GPUs, and
         // each is the sender itself with probability 1/8.
-        let (remote, nvlink) = copies_per_token(8, 2, &GroupShape::single_node(8));
+        let (remote, nvlink) = deepep_copies(8, 2, &GroupShape::single_node(8));
         assert_eq!(remote, 0.0);
         assert!((nvlink - 2.0 * 7.0 / 8.0).abs() < 1e-12);
     }
@@ -116,7 +116,7 @@ mod tests {
     fn deepseek_v3_on_eight_nodes_reaches_under_four_nodes_per_token() {
         // 256 experts, top-8, 64 ranks on 8 nodes: 4 of 8 nodes chosen, 128
         // experts among them, 32 per node, 4 per GPU.
-        let (remote, nvlink) = copies_per_token(256, 8, &GroupShape::new(8, 8));
+        let (remote, nvlink) = deepep_copies(256, 8, &GroupShape::new(8, 8));
         let node_miss: f64 = (0..8).map(|i| (96 - i) as f64 / (128 - i) as f64).product();
         let gpu_miss: f64 = (0..8).map(|i| (124 - i) as f64 / (128 - i) as f64).product();
         assert!((remote - 4.0 * (1.0 - node_miss) * 7.0 / 8.0).abs() < 1e-12);

@@ -110,7 +110,10 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                 Step::ExpertAllToAll { bytes } => KernelCost {
                     pass,
                     name: "expert_all_to_all",
-                    seconds: network.all_to_all(bytes, ep, ep_nodes).as_seconds(),
+                    seconds: super::pair_overlap::expert_all_to_all(
+                        scenario, &network, bytes, ep, ep_nodes,
+                    )
+                    .as_seconds(),
                     flops: 0.0,
                     bytes: bytes as f64,
                     is_gemm: false,

@@ -37,7 +37,6 @@ pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
 use crate::scenario::{Precision, Recompute, Scenario};
-use crate::scenario::moe_comm::MoeDispatcher;
 use crate::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
@@ -520,12 +519,8 @@ fn cost_work(
                 segment,
             ) {
                 if let Step::ExpertAllToAll { bytes: payload } = step {
-                    duration += match scenario.options.moe_dispatcher {
-                        MoeDispatcher::Nccl => network.all_to_all(payload, group_size, nodes),
-                        MoeDispatcher::Deepep => {
-                            pair_overlap::deepep_duration(scenario, payload, group_size, nodes)
-                        }
-                    };
+                    duration +=
+                        pair_overlap::expert_all_to_all(scenario, network, payload, group_size, nodes);
                     bytes += payload;
                 }
             }

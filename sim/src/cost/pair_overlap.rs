@@ -144,6 +144,52 @@ pub fn deepep_duration(
     SimDuration::from_seconds_ceil(terms.total_seconds())
 }
 
+/// One dispatch or combine of `payload` bytes (the NCCL all-to-all's
+/// per-rank buffer) by the scenario's dispatcher.
+pub fn expert_all_to_all(
+    scenario: &Scenario,
+    network: &dyn super::NetworkModel,
+    payload: u64,
+    group_size: u32,
+    nodes: u32,
+) -> SimDuration {
+    match scenario.options.moe_dispatcher {
+        MoeDispatcher::Nccl => network.all_to_all(payload, group_size, nodes),
+        MoeDispatcher::Deepep => deepep_duration(scenario, payload, group_size, nodes),
+    }
+}
+
+/// `simulate --explain`'s lines on the dispatcher and the pair overlap
+/// (None for a model without experts or ep 1).
+pub fn explain(scenario: &Scenario) -> Option<String> {
+    let moe = scenario.model.moe.as_ref()?;
+    let ep = scenario.layout.expert_parallel;
+    if ep <= 1 {
+        return None;
+    }
+    let mut text = String::new();
+    if scenario.options.moe_dispatcher == MoeDispatcher::Deepep {
+        let per_node = scenario.topology.node.gpus_per_node.clamp(1, ep);
+        let group = GroupShape::new(ep.div_ceil(per_node), per_node);
+        let (remote, nvlink) = deepep::deepep_copies(moe.experts, moe.top_k, &group);
+        text.push_str(&format!(
+            "\nMoE dispatcher: DeepEP (node-limited routing, at most {} nodes per token): over {} ranks on {} nodes each token crosses InfiniBand {remote:.2} times (once per remote node it reaches, to the same-index GPU) and NVLink {nvlink:.2} times (forwarded to each other GPU holding its experts), against {} routed copies under NCCL's all-to-all; the slower link sets the time\n",
+            deepep::MAX_NODES_PER_TOKEN,
+            group.ranks,
+            group.nodes,
+            moe.top_k
+        ));
+    }
+    if scenario.options.pair_overlap {
+        text.push_str(&format!(
+            "\nF&B pairs overlapped (DeepSeek-V3 Sec. 3.2.1): each pair's forward and backward are cut at their all-to-alls and interleaved on the compute stream (F0 B0 F1 B1 …), the all-to-alls on the ep stream, each running beside the other half's next piece, which gets {:.1}% of the SMs while it runs ({} dispatcher); a pair whose backward is bucketed for gradient reduction runs back to back\n",
+            100.0 * (1.0 - communication_sms(scenario)),
+            scenario.options.moe_dispatcher.name()
+        ));
+    }
+    (!text.is_empty()).then_some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

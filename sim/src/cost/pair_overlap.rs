@@ -182,7 +182,7 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
     }
     if scenario.options.pair_overlap {
         text.push_str(&format!(
-            "\nF&B pairs overlapped (DeepSeek-V3 Sec. 3.2.1): each pair's forward and backward are cut at their all-to-alls and interleaved on the compute stream (F0 B0 F1 B1 …), the all-to-alls on the ep stream, each running beside the other half's next piece, which gets {:.1}% of the SMs while it runs ({} dispatcher); a pair whose backward is bucketed for gradient reduction runs back to back\n",
+            "\nF&B pairs overlapped (DeepSeek-V3 Sec. 3.2.1): each pair's forward and backward are cut at their all-to-alls and interleaved on the compute stream (F0 B0 F1 B1 …), the all-to-alls on the ep stream, each running beside the other half's next piece, which gets {:.1}% of the SMs while it runs ({} dispatcher); a pair whose backward is bucketed for gradient reduction, or whose forward waits for the overlapped parameter gather, runs back to back\n",
             100.0 * (1.0 - communication_sms(scenario)),
             scenario.options.moe_dispatcher.name()
         ));

@@ -260,12 +260,30 @@ pub fn program(
                     // `pair_overlap`: both halves lowered at the forward's turn.
                     // A pair whose backward is its chunk's last, cut into
                     // gradient buckets, stays unoverlapped (back to back).
+                    // So does one with a half the sharded-data-parallel plan
+                    // cuts (the overlapped parameter gather's first forward).
                     if pair_half == Some(0) {
                         let backward = actions[index + 1].0;
+                        let cut_by_plan = |half: &crate::schedule::Action, pass| {
+                            let (half, _, _) =
+                                PairHalf::of(scenario, &sharding, stage, half, pass);
+                            shard_plan.is_some_and(|plan| {
+                                plan.pieces(
+                                    pass,
+                                    half.microbatch,
+                                    half.layers,
+                                    half.embedding,
+                                    half.head,
+                                )
+                                .is_some()
+                            })
+                        };
                         pair_overlapped = scenario.options.pair_overlap
                             && !(bucket_layers.is_some()
                                 && last_gradient_actions[stage as usize][backward.chunk as usize]
-                                    == Some(backward));
+                                    == Some(backward))
+                            && !cut_by_plan(&action, ComputePass::Forward)
+                            && !cut_by_plan(&backward, ComputePass::Backward);
                     }
                     let overlapped = pair_overlapped && pair_half.is_some();
                     if overlapped && pair_half == Some(0) {

@@ -49,7 +49,10 @@ fn the_fp8_line_states_the_published_h100_errors_validate_gives() {
     let low = errors.iter().copied().fold(f64::INFINITY, f64::min);
     let high = errors.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
-    assert!(low > 0.0, "the line says every run was optimistic: {errors:?}");
+    assert!(
+        low > 0.0,
+        "the line says every run was optimistic: {errors:?}"
+    );
 
     let mut fp8 = LLAMA2_7B.to_vec();
     fp8.extend(["--precision", "fp8"]);
@@ -60,7 +63,10 @@ fn the_fp8_line_states_the_published_h100_errors_validate_gives() {
         .unwrap_or_else(|| panic!("no accuracy line:\n{summary}"));
     assert!(line.contains(&format!("+{low:.1}…+{high:.1} %")), "{line}");
     assert!(line.contains(&format!("mean +{mean:.1} %")), "{line}");
-    assert!(line.contains(&format!("{} published H100 FP8 runs", errors.len())), "{line}");
+    assert!(
+        line.contains(&format!("{} published H100 FP8 runs", errors.len())),
+        "{line}"
+    );
 
     fp8.push("--json");
     let json: serde_json::Value = serde_json::from_str(&run(&fp8)).unwrap();

@@ -182,5 +182,7 @@ fn deepep_and_overlapped_pairs_show_in_json_and_explain_and_refuse_by_name() {
     args.push("--pair-overlap");
     let refused = clustersim(&args);
     assert_eq!(refused.status.code(), Some(2));
-    assert!(text(&refused.stderr).contains("pair_overlap: only with the schedules that run F&B pairs"));
+    assert!(
+        text(&refused.stderr).contains("pair_overlap: only with the schedules that run F&B pairs")
+    );
 }

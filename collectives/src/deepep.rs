@@ -118,7 +118,9 @@ mod tests {
         // experts among them, 32 per node, 4 per GPU.
         let (remote, nvlink) = deepep_copies(256, 8, &GroupShape::new(8, 8));
         let node_miss: f64 = (0..8).map(|i| (96 - i) as f64 / (128 - i) as f64).product();
-        let gpu_miss: f64 = (0..8).map(|i| (124 - i) as f64 / (128 - i) as f64).product();
+        let gpu_miss: f64 = (0..8)
+            .map(|i| (124 - i) as f64 / (128 - i) as f64)
+            .product();
         assert!((remote - 4.0 * (1.0 - node_miss) * 7.0 / 8.0).abs() < 1e-12);
         assert!((nvlink - 32.0 * (1.0 - gpu_miss) * 7.0 / 8.0).abs() < 1e-12);
         assert!(remote < 3.5 && remote > 3.0, "{remote}");

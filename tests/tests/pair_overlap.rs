@@ -10,7 +10,9 @@ use sim::cost::pair_overlap::{piece_of, DEEPEP_SMS};
 use sim::cost::{cost_works, ClosedFormNetwork};
 use sim::ids::TaskId;
 use sim::scenario::moe_comm::MoeDispatcher;
-use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{
+    Precision, Recompute, Scenario, ScenarioFile, ScheduleKind, TrainingOptionsFile,
+};
 use sim::task::{StreamKind, TaskKind};
 use sim::task_graph::{ComputePass, Work};
 use sim::time::SimDuration;
@@ -81,11 +83,12 @@ fn pair_spans(scenario: &Scenario, computation: u64, all_to_all: u64, rank: u32)
         .map(|t| (t.start_ns, t.end_ns))
         .collect();
     pieces.sort_unstable();
-    assert!(!pieces.is_empty() && pieces.len() % 6 == 0, "{} pieces", pieces.len());
-    pieces
-        .chunks(6)
-        .map(|pair| pair[5].1 - pair[0].0)
-        .collect()
+    assert!(
+        !pieces.is_empty() && pieces.len() % 6 == 0,
+        "{} pieces",
+        pieces.len()
+    );
+    pieces.chunks(6).map(|pair| pair[5].1 - pair[0].0).collect()
 }
 
 #[test]
@@ -129,13 +132,15 @@ fn the_pairs_all_to_alls_run_on_their_own_stream_and_the_rest_on_the_compute_str
     // 2 + 2 all-to-alls on the ep stream.
     assert!(on(StreamKind::ExpertParallel) > 0);
     assert_eq!(on(StreamKind::ExpertParallel) % 4, 0);
-    assert!(on(StreamKind::Compute) > 0, "unpaired passes keep theirs inline");
+    assert!(
+        on(StreamKind::Compute) > 0,
+        "unpaired passes keep theirs inline"
+    );
     // The FLOPs are the model's whatever the cut.
     let unpaired = sim::simulate(&resolve(mixtral_pairs(false, None))).unwrap();
     let flops = |m: &timeline::metrics::Metrics| m.model_tflops_per_gpu * m.iteration_time_s;
     assert!(
-        (flops(&report.metrics) - flops(&unpaired.metrics)).abs() / flops(&unpaired.metrics)
-            < 1e-9
+        (flops(&report.metrics) - flops(&unpaired.metrics)).abs() / flops(&unpaired.metrics) < 1e-9
     );
 }
 
@@ -296,18 +301,26 @@ fn what_the_options_need_is_refused_by_name() {
     let mut one_f_one_b = mixtral_pairs(true, None);
     one_f_one_b.schedule = Some(ScheduleKind::OneFOneB);
     one_f_one_b.chunks = Some(1);
-    assert!(problems(one_f_one_b).contains("pair_overlap: only with the schedules that run F&B pairs"));
+    assert!(
+        problems(one_f_one_b).contains("pair_overlap: only with the schedules that run F&B pairs")
+    );
     let mut no_ep = mixtral_pairs(true, Some(MoeDispatcher::Deepep));
     no_ep.ep = Some(1);
     let text = problems(no_ep);
     assert!(text.contains("pair_overlap: needs ep > 1"), "{text}");
-    assert!(text.contains("moe_dispatcher: deepep needs ep > 1"), "{text}");
+    assert!(
+        text.contains("moe_dispatcher: deepep needs ep > 1"),
+        "{text}"
+    );
     let mut recompute = mixtral_pairs(true, None);
     recompute.recompute = Some(Recompute::Full);
     assert!(problems(recompute).contains("pair_overlap: not modeled with recompute"));
     let mut contention = mixtral_pairs(true, Some(MoeDispatcher::Deepep));
     contention.options.network_contention = Some(true);
     let text = problems(contention);
-    assert!(text.contains("pair_overlap: not modeled under network_contention"), "{text}");
+    assert!(
+        text.contains("pair_overlap: not modeled under network_contention"),
+        "{text}"
+    );
     assert!(text.contains("moe_dispatcher: deepep is not modeled under network_contention"));
 }

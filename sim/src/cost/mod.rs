@@ -519,8 +519,9 @@ fn cost_work(
                 segment,
             ) {
                 if let Step::ExpertAllToAll { bytes: payload } = step {
-                    duration +=
-                        pair_overlap::expert_all_to_all(scenario, network, payload, group_size, nodes);
+                    duration += pair_overlap::expert_all_to_all(
+                        scenario, network, payload, group_size, nodes,
+                    );
                     bytes += payload;
                 }
             }

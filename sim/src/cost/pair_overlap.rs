@@ -208,7 +208,10 @@ mod tests {
         ];
         assert_eq!(pieces_with_host_sync(&steps), [true, false, false]);
         assert_eq!(piece_steps(steps.clone(), 0), [kernel("attention")]);
-        assert_eq!(piece_steps(steps.clone(), 1), [a2a.clone(), kernel("experts")]);
+        assert_eq!(
+            piece_steps(steps.clone(), 1),
+            [a2a.clone(), kernel("experts")]
+        );
         assert_eq!(piece_steps(steps.clone(), 2), [a2a, kernel("unpermute")]);
         assert!(piece_steps(steps, 3).is_empty());
         assert_eq!(piece_of(piece_segment(2)), Some(2));

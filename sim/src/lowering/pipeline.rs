@@ -265,8 +265,7 @@ pub fn program(
                     if pair_half == Some(0) {
                         let backward = actions[index + 1].0;
                         let cut_by_plan = |half: &crate::schedule::Action, pass| {
-                            let (half, _, _) =
-                                PairHalf::of(scenario, &sharding, stage, half, pass);
+                            let (half, _, _) = PairHalf::of(scenario, &sharding, stage, half, pass);
                             shard_plan.is_some_and(|plan| {
                                 plan.pieces(
                                     pass,
@@ -288,13 +287,8 @@ pub fn program(
                     let overlapped = pair_overlapped && pair_half.is_some();
                     if overlapped && pair_half == Some(0) {
                         let backward = actions[index + 1].0;
-                        let (forward_half, _, _) = PairHalf::of(
-                            scenario,
-                            &sharding,
-                            stage,
-                            &action,
-                            ComputePass::Forward,
-                        );
+                        let (forward_half, _, _) =
+                            PairHalf::of(scenario, &sharding, stage, &action, ComputePass::Forward);
                         let (backward_half, backward_stage, backward_first) = PairHalf::of(
                             scenario,
                             &sharding,
@@ -315,8 +309,12 @@ pub fn program(
                                 host_waits: &mut host_waits,
                             },
                         );
-                        let forward_slot =
-                            slot(data_index, virtual_stage, action.microbatch, ComputePass::Forward);
+                        let forward_slot = slot(
+                            data_index,
+                            virtual_stage,
+                            action.microbatch,
+                            ComputePass::Forward,
+                        );
                         let backward_slot = slot(
                             data_index,
                             backward_stage,

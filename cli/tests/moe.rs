@@ -138,3 +138,51 @@ fn the_summary_says_mixtures_of_experts_are_not_validated() {
     let dense = clustersim(&["simulate"]);
     assert!(!text(&dense.stdout).contains("NOT VALIDATED"));
 }
+
+#[test]
+fn deepep_and_overlapped_pairs_show_in_json_and_explain_and_refuse_by_name() {
+    // DualPipeV on 2 stages (m = 64/16 = 4 ≥ 2p) with recompute off, as
+    // pair_overlap needs.
+    fn base<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = MIXTRAL.to_vec();
+        let set = |args: &mut Vec<&str>, flag: &str, value: &'static str| {
+            let at = args.iter().position(|a| *a == flag).unwrap();
+            args[at + 1] = value;
+        };
+        set(&mut args, "--pp", "2");
+        set(&mut args, "--recompute", "none");
+        args.extend_from_slice(&["--schedule", "dualpipev", "--chunks", "2"]);
+        args.extend_from_slice(extra);
+        args
+    }
+    let run = |extra: &[&str]| clustersim(&base(extra));
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let mut extra = extra.to_vec();
+        extra.push("--json");
+        let out = run(&extra);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_str(&text(&out.stdout)).unwrap()
+    };
+    let plain = json(&[]);
+    assert_eq!(plain["moe_dispatcher"], "nccl");
+    assert_eq!(plain["pair_overlap"], false);
+    let both = json(&["--moe-dispatcher", "deepep", "--pair-overlap"]);
+    assert_eq!(both["moe_dispatcher"], "deepep");
+    assert_eq!(both["pair_overlap"], true);
+    let time = |v: &serde_json::Value| v["iteration_time_s"].as_f64().unwrap();
+    assert!(time(&both) < time(&plain));
+    let explain = run(&["--moe-dispatcher", "deepep", "--pair-overlap", "--explain"]);
+    assert_eq!(explain.status.code(), Some(0));
+    let out = text(&explain.stdout);
+    assert!(out.contains("MoE dispatcher: DeepEP"), "{out}");
+    assert!(out.contains("F&B pairs overlapped"), "{out}");
+    assert!(out.contains("84.8% of the SMs"), "{out}");
+    // pair_overlap without a pair schedule: exit 2 naming the key.
+    let mut args = MIXTRAL.to_vec();
+    args.push("--pair-overlap");
+    let refused = clustersim(&args);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("pair_overlap: only with the schedules that run F&B pairs")
+    );
+}

@@ -99,6 +99,7 @@
 //! ```
 
 pub mod all_to_all;
+pub mod deepep;
 mod estimate;
 #[cfg(test)]
 mod fabric_tests;

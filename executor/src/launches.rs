@@ -201,6 +201,8 @@ pub fn work_launches(
                 .collect()
         }
         Work::PcieTransfer { .. } | Work::CpuAdam { .. } => Vec::new(),
+        // `plan` refuses pair_overlap before launches are built.
+        Work::ComputeBeside { .. } => Vec::new(),
     }
 }
 

@@ -173,6 +173,16 @@ pub fn plan(
             "precision fp8 cannot be executed yet: the executor launches cuBLAS fp16/bf16 GEMMs only, not Transformer Engine's FP8 GEMMs and casts".into(),
         ));
     }
+    if scenario.options.pair_overlap {
+        return Err(ExecuteError::Unsupported(
+            "pair_overlap cannot be executed yet: the executor runs each pass whole, not cut at its expert all-to-alls".into(),
+        ));
+    }
+    if scenario.options.moe_dispatcher != sim::scenario::moe_comm::MoeDispatcher::Nccl {
+        return Err(ExecuteError::Unsupported(
+            "moe_dispatcher deepep cannot be executed: the executor has no DeepEP kernels".into(),
+        ));
+    }
     if scenario.options.tp_comm_overlap {
         return Err(ExecuteError::Unsupported(
             "tp_comm_overlap cannot be executed yet: the executor runs tensor all-reduces blocking on the compute stream".into(),

@@ -165,8 +165,14 @@ fn deepseek_v3_on_2048_h800s_is_pinned_against_its_published_cost() {
     assert_eq!(row.published, 1543.2);
     // 1e12 tokens per 180K GPU-hours: 1543.2 tokens/s per GPU.
     assert!((1e12 / (180e3 * 3600.0) - row.published).abs() < 0.05);
-    // Pinned, not a target: bf16 where the report trained in FP8, and the
-    // all-to-alls DualPipe overlaps with computation costed exposed.
+    // Pinned, not a target: bf16 where the report trained in FP8 (and
+    // dispatched in FP8), DualPipeV for DualPipe. −42.3% with NCCL
+    // all-to-alls after each pass; +5.8% since the case runs DeepEP's
+    // node-limited dispatch (`moe_dispatcher: deepep`: a token crosses IB
+    // ~3.2 times instead of 56/64 of its 8 copies) and DualPipe's
+    // overlapped pairs (`pair_overlap`: each all-to-all beside the other
+    // half's computation, which loses DeepEP's 20 of 132 SMs meanwhile).
+    // Each alone: −16.2% (deepep), −23.0% (pair_overlap with NCCL).
     let error = row.error_percent.expect("predicted");
-    assert!((error - -42.3).abs() < 0.5, "error {error:.2}%: {row:?}");
+    assert!((error - 5.8).abs() < 0.5, "error {error:.2}%: {row:?}");
 }

@@ -458,3 +458,45 @@ fn post_validations_iterations_stay_exact() {
     }
     assert_eq!(symmetric, 3);
 }
+
+#[test]
+fn overlapped_pairs_and_deepep_stay_exact() {
+    // DualPipeV's F&B pairs cut at their all-to-alls (the ep stream) with
+    // DeepEP's dispatch, the megatron-core-2024 host lane and its
+    // overlapped, bucketed gradient reduction; DualPipe likewise.
+    let mut symmetric = 0;
+    for (schedule, dp, ep) in [
+        (sim::scenario::ScheduleKind::DualPipeV, 4, 2),
+        (sim::scenario::ScheduleKind::DualPipeV, 4, 4),
+        (sim::scenario::ScheduleKind::DualPipe, 2, 2),
+    ] {
+        let file = ScenarioFile {
+            model: Some("mixtral-8x7b".into()),
+            seq_len: Some(512),
+            topology: Some("dgx-h100-superpod".into()),
+            stack: Some("megatron-core-2024".into()),
+            tp: Some(1),
+            pp: Some(2),
+            dp: Some(dp),
+            ep: Some(ep),
+            chunks: Some(2),
+            microbatch_size: Some(1),
+            global_batch: Some(4 * dp),
+            schedule: Some(schedule),
+            recompute: Some(Recompute::None),
+            options: TrainingOptionsFile {
+                precision: Some(sim::scenario::Precision::Bf16),
+                distributed_optimizer: Some(schedule != sim::scenario::ScheduleKind::DualPipe),
+                pair_overlap: Some(true),
+                moe_dispatcher: Some(sim::scenario::moe_comm::MoeDispatcher::Deepep),
+                ..Default::default()
+            },
+            ..ScenarioFile::default()
+        };
+        let scenario = file.resolve().unwrap();
+        if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+            symmetric += 1;
+        }
+    }
+    assert_eq!(symmetric, 3);
+}

@@ -189,10 +189,14 @@ pub enum StreamKind {
     Cpu,
     /// The host thread that issues this GPU's kernels and collective calls.
     Host,
+    /// Expert-parallel all-to-alls run beside the compute stream (DualPipe's
+    /// overlapped F&B pairs, `sim`'s `pair_overlap`).
+    #[serde(rename = "ep")]
+    ExpertParallel,
 }
 
 impl StreamKind {
-    pub const ALL: [StreamKind; 8] = [
+    pub const ALL: [StreamKind; 9] = [
         StreamKind::Compute,
         StreamKind::PipelineSendNext,
         StreamKind::PipelineSendPrevious,
@@ -201,6 +205,7 @@ impl StreamKind {
         StreamKind::PcieHostToDevice,
         StreamKind::Cpu,
         StreamKind::Host,
+        StreamKind::ExpertParallel,
     ];
 
     pub fn index(self) -> usize {
@@ -217,6 +222,7 @@ impl StreamKind {
             StreamKind::PcieHostToDevice => "pcie_h2d",
             StreamKind::Cpu => "cpu",
             StreamKind::Host => "host",
+            StreamKind::ExpertParallel => "ep",
         }
     }
 }

@@ -19,7 +19,7 @@ use sim::scenario::{Precision, Scenario};
 /// What the published mixture-of-experts runs say about these predictions.
 pub const MOE_ACCURACY: &str =
     "NOT VALIDATED for mixtures of experts: on published runs tokens/s came out \
-+40…+118 % (Qwen3-30B-A3B), −9…−11 % (Qwen3-235B-A22B) and −42 % (DeepSeek-V3, bf16 for FP8) \
++40…+118 % (Qwen3-30B-A3B), −9…−11 % (Qwen3-235B-A22B) and +6 % (DeepSeek-V3 with DeepEP's dispatch and overlapped F&B pairs, bf16 for FP8; −42 % with NCCL all-to-alls exposed) \
 (validation/h100-moe-published.json, deepseek-v3-published.json); do not plan on this figure";
 
 /// What NVIDIA's published H100 FP8 runs say about these predictions.

@@ -211,6 +211,8 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     if let Some(routing) = &scenario.experts {
         summary["expert_parallel"] = scenario.layout.expert_parallel.into();
         summary["experts"] = serde_json::to_value(routing).unwrap_or_default();
+        summary["moe_dispatcher"] = options.moe_dispatcher.name().into();
+        summary["pair_overlap"] = options.pair_overlap.into();
     }
     // Zero-bubble optimizer post-validation, only when on.
     if let Some(validation) = super::post_validation::json(scenario, report) {
@@ -426,6 +428,9 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
     if let Some(text) = sim::lowering::post_validation::explain(scenario, &schedule) {
         write!(out, "{text}")?;
     }
+    if let Some(text) = sim::cost::pair_overlap::explain(scenario) {
+        write!(out, "{text}")?;
+    }
     if scenario.layout.stage_map == models::sharding::StageMap::V {
         let p = scenario.layout.pipeline_parallel;
         let in_flight: Vec<String> = (0..p)
@@ -439,7 +444,9 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             p - 1,
             in_flight.join(" ")
         )?;
-        if scenario.schedule == sim::scenario::ScheduleKind::DualPipeV {
+        if scenario.schedule == sim::scenario::ScheduleKind::DualPipeV
+            && !scenario.options.pair_overlap
+        {
             writeln!(
                 out,
                 "F&B pairs (F…&B…): overlap of the pair not modeled: costed as sequential, \
@@ -464,11 +471,13 @@ fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()
             p - 1,
             in_flight.join(" ")
         )?;
-        writeln!(
-            out,
-            "F&B pairs (F…&B…): overlap of the pair not modeled: costed as sequential, \
-             the forward's output sent when the pair ends"
-        )?;
+        if !scenario.options.pair_overlap {
+            writeln!(
+                out,
+                "F&B pairs (F…&B…): overlap of the pair not modeled: costed as sequential, \
+                 the forward's output sent when the pair ends (--pair-overlap models it with ep > 1)"
+            )?;
+        }
     }
     write_layer_kernels(out, scenario)
 }

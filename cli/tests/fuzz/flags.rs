@@ -327,6 +327,9 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
             ][..],
             8,
         ),
+        // DeepEP's dispatch and DualPipe's overlapped pairs.
+        ("--moe-dispatcher", &["nccl", "deepep", "nvshmem"][..], 8),
+        ("--pair-overlap", &["true", "false", "maybe"][..], 10),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

@@ -124,8 +124,9 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                 } => KernelCost {
                     pass,
                     name: "expert_all_to_all",
-                    seconds: (network.all_to_all(bytes, ep, ep_nodes)
-                        + network.all_gather(expert_tensor_bytes, etp, etp_nodes))
+                    seconds: (super::pair_overlap::expert_all_to_all(
+                        scenario, &network, bytes, ep, ep_nodes,
+                    ) + network.all_gather(expert_tensor_bytes, etp, etp_nodes))
                     .as_seconds(),
                     flops: 0.0,
                     bytes: (bytes + expert_tensor_bytes) as f64,

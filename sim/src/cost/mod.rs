@@ -24,6 +24,7 @@ mod kernels;
 mod memory_bound;
 mod network;
 mod offload;
+pub mod pair_overlap;
 pub mod split_backward;
 mod tp_overlap;
 
@@ -126,6 +127,9 @@ pub fn pass_steps_of(
 /// the next host synchronization ([`Step::HostSync`]), or every step but the
 /// synchronizations for [`WHOLE_PASS`]. Segment 0 starts the pass.
 pub fn segment_steps(steps: Vec<Step>, segment: u16) -> Vec<Step> {
+    if let Some(piece) = pair_overlap::piece_of(segment) {
+        return pair_overlap::piece_steps(steps, piece);
+    }
     if segment == WHOLE_PASS {
         return steps
             .into_iter()
@@ -390,6 +394,21 @@ fn cost_work(
         Work::HostIssuePass { .. } | Work::HostCall | Work::HostOptimizer => {
             host::host_cost(scenario, work)
         }
+        Work::ComputeBeside {
+            ref compute,
+            ref beside,
+        } => {
+            let computed = cost_work(scenario, compute, kernels, network);
+            let communicated = cost_work(scenario, beside, kernels, network);
+            WorkCost {
+                duration: pair_overlap::stretched(
+                    computed.duration,
+                    communicated.duration,
+                    pair_overlap::communication_sms(scenario),
+                ),
+                ..computed
+            }
+        }
         Work::Compute {
             pass,
             layers,
@@ -404,7 +423,7 @@ fn cost_work(
             let mut flops = 0.0;
             let mut steps = Vec::new();
             // The weight casts come first: in the pass's first segment.
-            if fp8_weight_cast && (segment == 0 || segment == WHOLE_PASS) {
+            if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
                 steps = models::fp8::weight_cast_steps(
                     &scenario.model,
                     scenario.layout.tensor_parallel as u64,
@@ -532,7 +551,9 @@ fn cost_work(
                     expert_tensor_bytes,
                 } = step
                 {
-                    duration += network.all_to_all(payload, group_size, nodes);
+                    duration += pair_overlap::expert_all_to_all(
+                        scenario, network, payload, group_size, nodes,
+                    );
                     // The expert tensor group's all-gather or reduce-scatter
                     // (NCCL's tuner costs both alike: n − 1 ring steps, bus
                     // factor (n − 1)/n, `ring_steps`).

@@ -31,6 +31,7 @@ pub mod edges;
 mod iteration_end;
 pub mod offload;
 pub mod offload_plan;
+mod pair_overlap;
 pub mod passes;
 pub mod pipeline;
 pub mod post_validation;

@@ -37,6 +37,7 @@
 //! gradient reduction and the distributed optimizer span all of them.
 
 use super::iteration_end::{self, StagesDone};
+use super::pair_overlap::{lower_pair, PairHalf, PairWaits};
 use super::passes::{backward_buckets, layers_per_bucket, BucketLayers, PassPiece};
 use super::post_validation::{Carry, PostValidation};
 use super::program::{Program, StepId, TensorGroup};
@@ -203,6 +204,7 @@ pub fn program(
                 // sent when the pair ends. `pair_half`: 0 or 1 within a pair.
                 let mut held_pair_send = None;
                 let mut pair_forward_step: Option<StepId> = None;
+                let mut pair_overlapped = false;
                 let actions: Vec<_> = schedule.actions[stage as usize]
                     .iter()
                     .flat_map(|a| {
@@ -263,7 +265,102 @@ pub fn program(
                             unreachable!("pairs are lowered as their halves")
                         }
                     };
-                    for &pass in passes {
+                    // `pair_overlap`: both halves lowered at the forward's turn.
+                    // A pair whose backward is its chunk's last, cut into
+                    // gradient buckets, stays unoverlapped (back to back).
+                    // So does one with a half the sharded-data-parallel plan
+                    // cuts (the overlapped parameter gather's first forward).
+                    if pair_half == Some(0) {
+                        let backward = actions[index + 1].0;
+                        let cut_by_plan = |half: &crate::schedule::Action, pass| {
+                            let (half, _, _) = PairHalf::of(scenario, &sharding, stage, half, pass);
+                            shard_plan.is_some_and(|plan| {
+                                plan.pieces(
+                                    pass,
+                                    half.microbatch,
+                                    half.layers,
+                                    half.embedding,
+                                    half.head,
+                                )
+                                .is_some()
+                            })
+                        };
+                        pair_overlapped = scenario.options.pair_overlap
+                            && !(bucket_layers.is_some()
+                                && last_gradient_actions[stage as usize][backward.chunk as usize]
+                                    == Some(backward))
+                            && !cut_by_plan(&action, ComputePass::Forward)
+                            && !cut_by_plan(&backward, ComputePass::Backward);
+                    }
+                    let overlapped = pair_overlapped && pair_half.is_some();
+                    if overlapped && pair_half == Some(0) {
+                        let backward = actions[index + 1].0;
+                        let (forward_half, _, _) =
+                            PairHalf::of(scenario, &sharding, stage, &action, ComputePass::Forward);
+                        let (backward_half, backward_stage, backward_first) = PairHalf::of(
+                            scenario,
+                            &sharding,
+                            stage,
+                            &backward,
+                            ComputePass::Backward,
+                        );
+                        let pair = lower_pair(
+                            &mut program,
+                            builder,
+                            scenario,
+                            group,
+                            stage,
+                            iteration,
+                            [forward_half, backward_half],
+                            PairWaits {
+                                blocking_sends: &mut blocking_sends,
+                                host_waits: &mut host_waits,
+                            },
+                        );
+                        let forward_slot = slot(
+                            data_index,
+                            virtual_stage,
+                            action.microbatch,
+                            ComputePass::Forward,
+                        );
+                        let backward_slot = slot(
+                            data_index,
+                            backward_stage,
+                            backward.microbatch,
+                            ComputePass::Backward,
+                        );
+                        pass_steps[forward_slot] = Some(pair.first[0]);
+                        pass_steps[backward_slot] = Some(pair.first[1]);
+                        host_first_steps[forward_slot] = pair.first_host[0];
+                        host_first_steps[backward_slot] = pair.first_host[1];
+                        // DualPipe waits for both inputs before the pair.
+                        pair_forwards[backward_slot] = Some(pair.first[0]);
+                        gradients_ready[((data_index * p + stage) as usize) * chunks
+                            + backward.chunk as usize] = vec![GradientsReady {
+                            step: pair.last[1],
+                            params: models::sharding::parameters_of_layer_range(
+                                &scenario.model,
+                                sharding,
+                                backward_first,
+                                backward_half.layers as u64,
+                                backward_half.embedding,
+                                backward_half.head,
+                            ),
+                            expert_params: models::sharding::expert_parameters_of_layer_range(
+                                &scenario.model,
+                                sharding,
+                                backward_first,
+                                backward_half.layers as u64,
+                            ),
+                        }];
+                        if data_index == 0 {
+                            let order = &mut chunk_finish_order[stage as usize];
+                            order.retain(|&c| c != backward.chunk);
+                            order.push(backward.chunk);
+                        }
+                        tail = Some(pair.tail);
+                    }
+                    for &pass in if overlapped { &[][..] } else { passes } {
                         // The recompute pass re-runs the layers only (not embedding or head).
                         let (with_embedding, with_head) = if pass == ComputePass::Recompute {
                             (false, false)

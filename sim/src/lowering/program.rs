@@ -212,6 +212,42 @@ impl Program {
         })
     }
 
+    /// Appends a piece of a pass whose computation is `compute` (a
+    /// [`Work::Compute`], or one run beside communication) with the piece's
+    /// tensor all-reduces and no expert all-to-all: the overlapped F&B
+    /// pair's pieces, whose all-to-alls are tasks of their own
+    /// (`pair_overlap.rs`).
+    pub fn pass_piece(
+        &mut self,
+        builder: &mut TaskGraphBuilder,
+        group: TensorGroupId,
+        piece: PassPiece,
+        compute: Work,
+    ) -> StepId {
+        let tensor_group = self.tensor_group(group);
+        let (t, nodes) = (tensor_group.size(), tensor_group.nodes);
+        let compute_work = builder.work(compute);
+        let all_reduce_work = (t > 1 && piece.pass != ComputePass::WeightGradient).then(|| {
+            builder.work(Work::TensorAllReduce {
+                pass: piece.pass,
+                layers: piece.layers,
+                dense_layers: piece.dense_layers,
+                embedding: piece.embedding,
+                head: piece.head,
+                group_size: t,
+                nodes,
+                segment: piece.segment,
+            })
+        });
+        self.push(Step::Pass {
+            group,
+            piece,
+            compute_work,
+            all_reduce_work,
+            all_to_all_work: None,
+        })
+    }
+
     /// Appends a single task.
     pub fn task(&mut self, task: Task) -> StepId {
         self.push(Step::Task(task))

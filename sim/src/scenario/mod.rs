@@ -11,6 +11,7 @@ mod expert_tensor;
 pub mod experts;
 mod kinds;
 mod mla;
+pub mod moe_comm;
 mod offload;
 mod options;
 mod pipeline_layout;

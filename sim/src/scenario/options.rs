@@ -225,6 +225,22 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub optimizer_post_validation: Option<bool>,
+    /// DualPipe's overlapped F&B pairs (DeepSeek-V3 report, Sec. 3.2.1):
+    /// with dualpipe or dualpipev and ep > 1, each pair's forward and
+    /// backward are cut at their expert all-to-alls and interleaved, the
+    /// all-to-alls on their own stream beside the other half's computation,
+    /// which meanwhile runs on the SMs communication leaves (default false:
+    /// the pair's two passes back to back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub pair_overlap: Option<bool>,
+    /// How a mixture of experts' tokens are dispatched and combined: nccl
+    /// (default: NCCL's all-to-all over the EP group) or deepep (DeepEP's
+    /// node-limited dispatch: each token to at most 4 nodes, sent once over
+    /// InfiniBand to the same-index GPU, forwarded over NVLink).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "DISPATCHER")]
+    pub moe_dispatcher: Option<super::moe_comm::MoeDispatcher>,
 }
 
 /// Training options, validated, with defaults filled in.
@@ -282,6 +298,12 @@ pub struct TrainingOptions {
     /// with the norm passed stage to stage, validated afterwards.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub optimizer_post_validation: bool,
+    /// DualPipe's F&B pairs overlap their expert all-to-alls with computation.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pair_overlap: bool,
+    /// The MoE token dispatcher's communication.
+    #[serde(skip_serializing_if = "super::moe_comm::MoeDispatcher::is_default")]
+    pub moe_dispatcher: super::moe_comm::MoeDispatcher,
 }
 
 impl TrainingOptionsFile {
@@ -315,6 +337,8 @@ impl TrainingOptionsFile {
             optimizer_post_validation: self
                 .optimizer_post_validation
                 .or(base.optimizer_post_validation),
+            pair_overlap: self.pair_overlap.or(base.pair_overlap),
+            moe_dispatcher: self.moe_dispatcher.or(base.moe_dispatcher),
         }
     }
 
@@ -355,6 +379,8 @@ impl TrainingOptionsFile {
                     .max(1),
             }),
             optimizer_post_validation: self.optimizer_post_validation.unwrap_or(false),
+            pair_overlap: self.pair_overlap.unwrap_or(false),
+            moe_dispatcher: self.moe_dispatcher.unwrap_or_default(),
         }
     }
 
@@ -532,6 +558,12 @@ impl TrainingOptions {
             labels.push(format!(
                 "optimizer post-validation ({iterations} iterations)"
             ));
+        }
+        if self.pair_overlap {
+            labels.push("overlapped F&B pairs".into());
+        }
+        if !self.moe_dispatcher.is_default() {
+            labels.push(format!("{} dispatcher", self.moe_dispatcher.name()));
         }
         if self.network_contention {
             labels.push("contention".into());

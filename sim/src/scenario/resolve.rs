@@ -397,6 +397,7 @@ impl ScenarioFile {
         if let Some(model) = &model {
             super::mla::check(model, t, cp, &options, &mut problems);
         }
+        super::moe_comm::check(&options, schedule, ep, recompute, &mut problems);
         let experts = model.as_ref().and_then(|model| {
             super::experts::check(
                 model,

@@ -41,6 +41,15 @@ pub enum Work {
         /// ([`models::ops::Step::HostSync`]) this is, or [`WHOLE_PASS`].
         segment: u16,
     },
+    /// A piece of an overlapped F&B pair's computation (`compute`, a
+    /// [`Work::Compute`] of one all-to-all piece) issued beside an expert
+    /// all-to-all of the pair's other half (`beside`, a
+    /// [`Work::ExpertAllToAll`]), which holds some of the GPU's SMs while
+    /// it runs ([`crate::cost::pair_overlap`]).
+    ComputeBeside {
+        compute: Box<Work>,
+        beside: Box<Work>,
+    },
     /// The blocking tensor-parallel all-reduces of that pass, over `group_size` ranks.
     TensorAllReduce {
         pass: ComputePass,

@@ -195,6 +195,7 @@ fn computation_beside_an_all_to_all_runs_on_the_sms_it_leaves() {
         head: false,
         group_size: 2,
         nodes: 1,
+        expert_tensor_group: (1, 1),
         segment: sim::cost::pair_overlap::piece_segment(1),
     };
     let costs = cost_works(
@@ -270,6 +271,7 @@ fn a_lone_deepep_dispatch_is_its_closed_form() {
         head: false,
         group_size: 64,
         nodes: 8,
+        expert_tensor_group: (1, 1),
         segment: sim::cost::pair_overlap::piece_segment(1),
     };
     let network = ClosedFormNetwork::for_scenario(&scenario);

@@ -84,7 +84,7 @@ fn pair_spans(scenario: &Scenario, computation: u64, all_to_all: u64, rank: u32)
         .collect();
     pieces.sort_unstable();
     assert!(
-        !pieces.is_empty() && pieces.len() % 6 == 0,
+        !pieces.is_empty() && pieces.len().is_multiple_of(6),
         "{} pieces",
         pieces.len()
     );
@@ -275,7 +275,7 @@ fn a_lone_deepep_dispatch_is_its_closed_form() {
         segment: sim::cost::pair_overlap::piece_segment(1),
     };
     let network = ClosedFormNetwork::for_scenario(&scenario);
-    let cost = &cost_works(&scenario, &[one_layer.clone()], &network)[0];
+    let cost = &cost_works(&scenario, std::slice::from_ref(&one_layer), &network)[0];
     assert_eq!(cost.bytes, payload);
     assert_eq!(cost.duration, expected);
     // Against NCCL's all-to-all of the same payload: 56/64 of the k copies

@@ -286,9 +286,9 @@ pub fn program(
                             })
                         };
                         pair_overlapped = scenario.options.pair_overlap
-                            && !(bucket_layers.is_some()
-                                && last_gradient_actions[stage as usize][backward.chunk as usize]
-                                    == Some(backward))
+                            && (bucket_layers.is_none()
+                                || last_gradient_actions[stage as usize][backward.chunk as usize]
+                                    != Some(backward))
                             && !cut_by_plan(&action, ComputePass::Forward)
                             && !cut_by_plan(&backward, ComputePass::Backward);
                     }

@@ -660,8 +660,8 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
             in_pass
                 .iter()
                 .filter(|r| r.is_communication && r.name == name)
-                .map(|r| r.seconds)
-                .sum()
+                // A fold from +0.0: f64's `sum` of nothing is −0.0, printed "-0.0".
+                .fold(0.0, |total, r| total + r.seconds)
         };
         let all_reduce_s = seconds_of("tensor_all_reduce");
         let all_to_all_s = seconds_of("expert_all_to_all");

@@ -186,3 +186,102 @@ fn deepep_and_overlapped_pairs_show_in_json_and_explain_and_refuse_by_name() {
         text(&refused.stderr).contains("pair_overlap: only with the schedules that run F&B pairs")
     );
 }
+
+#[test]
+fn a_sweep_over_ep_and_etp_names_both_and_each_layout_is_what_simulate_gives() {
+    let sweep = [
+        "sweep",
+        "--model",
+        "mixtral-8x7b",
+        "--topology",
+        "dgx-h100-superpod",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "256",
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--ep",
+        "4,8",
+        "--etp",
+        "1,2",
+        "--sequence-parallel",
+        "--recompute",
+        "full",
+        "--schedule",
+        "1f1b",
+        "--max-microbatch",
+        "1",
+        "--precision",
+        "bf16",
+        "--distributed-optimizer",
+        "--ignore-memory",
+        "--json",
+        "-",
+    ];
+    let out = clustersim(&sweep);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = text(&out.stderr);
+    assert!(report.contains("ep ∈ {4,8} · etp ∈ {1,2}"), "{report}");
+    assert!(report.contains("  ep etp "), "{report}");
+    let json: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert_eq!(
+        json["sweep"]["expert_tensor_parallel"],
+        serde_json::json!([1, 2])
+    );
+    let results = json["results"].as_array().unwrap();
+    // t 2, p 2, d 16: ep 4 and 8 each with etp 1 and 2 (ep·etp divides t·d = 32).
+    assert_eq!(results.len(), 4, "{json}");
+    let etp_2_ep_8 = results
+        .iter()
+        .find(|r| r["layout"]["expert_parallel"] == 8 && r["layout"]["expert_tensor_parallel"] == 2)
+        .expect("the ep 8, etp 2 layout");
+    let simulated = json_of_with(&[
+        "--tp",
+        "2",
+        "--pp",
+        "2",
+        "--dp",
+        "16",
+        "--ep",
+        "8",
+        "--etp",
+        "2",
+        "--global-batch",
+        "256",
+        "--microbatch-size",
+        "1",
+    ]);
+    assert_eq!(
+        etp_2_ep_8["iteration_time_s"], simulated["iteration_time_s"],
+        "{etp_2_ep_8}\n{simulated}"
+    );
+}
+
+/// `simulate` of Mixtral 8x7B on dgx-h100-superpod with `extra` (bf16, full
+/// recompute, sequence parallelism and the distributed optimizer, as the
+/// sweep above runs it).
+fn json_of_with(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "simulate",
+        "--model",
+        "mixtral-8x7b",
+        "--topology",
+        "dgx-h100-superpod",
+        "--recompute",
+        "full",
+        "--precision",
+        "bf16",
+        "--sequence-parallel",
+        "--distributed-optimizer",
+        "--schedule",
+        "1f1b",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = clustersim(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    serde_json::from_str(&text(&out.stdout)).unwrap()
+}

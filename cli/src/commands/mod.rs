@@ -15,5 +15,6 @@ pub mod scenario_args;
 pub mod simulate;
 pub mod sweep;
 pub mod sweep_post_validation;
+pub mod sweep_report;
 pub mod timeline;
 pub mod validate;

@@ -7,9 +7,7 @@
 use crate::exit::user_error;
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sim::scenario::{
-    Precision, Recompute, ScheduleKind, Sharding, Stack, TrainingOptionsFile, DEFAULT_STACK,
-};
+use sim::scenario::{Precision, Recompute, ScheduleKind, TrainingOptionsFile};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -198,6 +196,12 @@ pub struct SweepFlags {
     /// check applies to every layout.
     #[arg(long, value_name = "DEGREES", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     pub ep: Vec<u32>,
+    /// Expert tensor-parallel degrees tried for a mixture of experts,
+    /// comma-separated (e.g. 1,2); default: each layout's t, as Megatron-Core
+    /// defaults etp. Scenario validation refuses the degrees that do not fit
+    /// (etp must divide the experts' FFN size, ep × etp the stage's t × cp × d).
+    #[arg(long, value_name = "DEGREES", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub etp: Vec<u32>,
     /// Try cp = 1, 2, 4, … up to N (instead of listing them with --cp).
     #[arg(long, value_name = "N", conflicts_with = "cp", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_cp: Option<u32>,
@@ -299,54 +303,6 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
     present(&output, &args.output, None)
 }
 
-/// The options every layout of the sweep runs with, for the title line,
-/// then the dimensions it varies beyond the layout.
-fn shared_options(space: &SweepSpace) -> String {
-    let stack_name = space.stack.as_deref().unwrap_or(DEFAULT_STACK);
-    let mut options = match Stack::resolve(stack_name) {
-        Ok(stack) => stack.defaults_under(&space.options).with_defaults(),
-        Err(_) => space.options.with_defaults(),
-    };
-    // A varied option is named by its list below, not by the stack's default.
-    if !space.precisions.is_empty() {
-        options.precision = Precision::default();
-    }
-    if !space.zero_stages.is_empty() {
-        options.sharding = Sharding::None;
-        options.distributed_optimizer = false;
-    }
-    let stack = match &space.stack {
-        Some(name) => format!(" · stack {name}"),
-        None => String::new(),
-    };
-    let list = |values: Vec<String>| format!("{{{}}}", values.join(","));
-    let mut varied = String::new();
-    if space.varies_context_parallel() {
-        let values = space.context_parallel.iter().map(u32::to_string).collect();
-        varied.push_str(&format!(" · cp ∈ {}", list(values)));
-    }
-    if space.varies_expert_parallel() {
-        let values = space.expert_parallel.iter().map(u32::to_string).collect();
-        varied.push_str(&format!(" · ep ∈ {}", list(values)));
-    }
-    if !space.zero_stages.is_empty() {
-        let values = space.zero_stages.iter().map(u8::to_string).collect();
-        varied.push_str(&format!(" · ZeRO stage ∈ {}", list(values)));
-    }
-    if !space.precisions.is_empty() {
-        let values = space
-            .precisions
-            .iter()
-            .map(|p| p.name().to_string())
-            .collect();
-        varied.push_str(&format!(" · precision ∈ {}", list(values)));
-    }
-    format!(
-        "{}{stack}{varied}",
-        options.title_suffix(options.default_iterations())
-    )
-}
-
 /// Flags → the sweep space (flag errors exit 2).
 fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
     let args = &all.flags;
@@ -371,6 +327,7 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
     if !args.ep.is_empty() {
         space.expert_parallel = args.ep.clone();
     }
+    space.expert_tensor_parallel = args.etp.clone();
     space.zero_stages = all.zero_stages.clone();
     space.precisions = all.precisions.clone();
     if !args.schedule.is_empty() {
@@ -439,7 +396,7 @@ fn present(output: &SweepOutput, args: &OutputArgs, timing: Option<&str>) -> any
         }
     }
     let mut text = Vec::new();
-    write_report(&mut text, output, args.top, timing)?;
+    super::sweep_report::write_report(&mut text, output, args.top, timing)?;
     for note in notes {
         writeln!(text, "{note}")?;
     }
@@ -461,137 +418,4 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     crate::output_file::write_output(path, |writer| {
         std::io::Write::write_all(writer, text.as_bytes())
     })
-}
-
-fn gib(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 30) as f64
-}
-
-fn write_report(
-    out: &mut impl Write,
-    output: &SweepOutput,
-    top: usize,
-    timing: Option<&str>,
-) -> anyhow::Result<()> {
-    let s = &output.sweep;
-    let c = &output.counts;
-    writeln!(
-        out,
-        "clustersim sweep · {} on {} · {} GPUs · B = {}{}{}",
-        s.model,
-        s.topology,
-        s.gpus,
-        s.global_batch,
-        shared_options(s),
-        output
-            .shard
-            .map(|shard| format!(" · shard {shard}"))
-            .unwrap_or_default()
-    )?;
-    writeln!(
-        out,
-        "  {} layouts examined: {} rejected by validation (problems by field: {}), {} valid",
-        c.examined,
-        c.rejected,
-        sweep::enumerate::summarize(&output.rejections),
-        c.valid
-    )?;
-    if let Some(shard) = output.shard {
-        writeln!(
-            out,
-            "  this shard ({shard}) holds {} of them",
-            c.dropped_out_of_memory + c.simulated
-        )?;
-    }
-    if c.dropped_out_of_memory > 0 {
-        let capacity = output.dropped[0].memory_capacity_bytes;
-        let reasons: Vec<String> = output
-            .dropped_by_reason()
-            .iter()
-            .map(|(reason, count)| format!("{count}: {}", reason.describe()))
-            .collect();
-        writeln!(
-            out,
-            "  {} dropped, do not fit in {:.1} GiB per GPU ({})",
-            c.dropped_out_of_memory,
-            gib(capacity),
-            reasons.join("; ")
-        )?;
-    }
-    match timing {
-        Some(timing) => writeln!(out, "  {timing}")?,
-        None => writeln!(out, "  {} simulated", c.simulated)?,
-    }
-    if output.results.is_empty() {
-        return Ok(());
-    }
-    writeln!(out)?;
-    // cp and ep after t, ZeRO stage and precision after rc: only in sweeps that vary them.
-    let ep = s.varies_expert_parallel();
-    let (cp, zero, precision) = (
-        s.varies_context_parallel(),
-        !s.zero_stages.is_empty(),
-        !s.precisions.is_empty(),
-    );
-    let optional = |on: bool, text: String| if on { text } else { String::new() };
-    writeln!(
-        out,
-        "{:>4} {:>3}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}",
-        "rank", "t", optional(cp, format!(" {:>3}", "cp")), optional(ep, format!(" {:>3}", "ep")), "p", "d", "v", "b", "m", "schedule", "rc",
-        optional(zero, format!(" {:>4}", "zero")), optional(precision, format!(" {:<4}", "prec")),
-        "samples/s", "TFLOP/s", "iter s", "bubble", "TP s", "PP s", "DP s", "GiB"
-    )?;
-    for (position, r) in output.results.iter().take(top).enumerate() {
-        let l = &r.layout;
-        let stage = l.zero_stage.map_or("-".to_string(), |z| z.to_string());
-        let format = l.precision.map_or("-", |p| p.name());
-        writeln!(
-            out,
-            "{:>4} {:>3}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
-            position + 1,
-            l.tensor_parallel,
-            optional(cp, format!(" {:>3}", l.context_parallel)),
-            optional(ep, format!(" {:>3}", l.expert_parallel)),
-            l.pipeline_parallel,
-            l.data_parallel,
-            l.chunks,
-            l.microbatch_size,
-            r.microbatches,
-            l.schedule.name(),
-            l.recompute.name(),
-            optional(zero, format!(" {stage:>4}")),
-            optional(precision, format!(" {format:<4}")),
-            r.samples_per_s,
-            r.tflops_per_gpu,
-            r.iteration_time_s,
-            r.bubble_fraction,
-            r.exposed_tensor_s,
-            r.exposed_pipeline_s,
-            r.exposed_data_parallel_s,
-            gib(r.peak_memory_bytes),
-            if r.fits_in_memory { "" } else { " *" }
-        )?;
-    }
-    if output.results.len() > top {
-        writeln!(
-            out,
-            "  … {} more (--top N, --csv, --json)",
-            output.results.len() - top
-        )?;
-    }
-    writeln!(
-        out,
-        "  (TFLOP/s per GPU counts recompute as Megatron does; TP/PP/DP s: exposed communication per GPU; GiB: peak memory per GPU)"
-    )?;
-    if output.results.iter().any(|r| !r.fits_in_memory) {
-        writeln!(
-            out,
-            "  * does not fit in GPU memory (simulated because of --ignore-memory)"
-        )?;
-    }
-    if let Some(sentence) = sweep::explain_best(&output.results) {
-        writeln!(out)?;
-        writeln!(out, "{sentence}")?;
-    }
-    Ok(())
 }

@@ -53,6 +53,7 @@ fn brute_force(space: &SweepSpace, gpus_per_node: u32) -> BTreeSet<Candidate> {
                                     tensor_parallel: t,
                                     context_parallel: cp,
                                     expert_parallel: 1,
+                                    expert_tensor_parallel: None,
                                     pipeline_parallel: p,
                                     data_parallel: d,
                                     chunks: v,

@@ -119,11 +119,12 @@ impl SweepOutput {
     }
 
     /// CSV: a header, then one row per simulated layout (ranked), then one
-    /// per dropped layout. A `cp` column (then an `ep` column) follows `tp`, and `zero_stage` and
+    /// per dropped layout. A `cp` column (then `ep` and `etp` columns) follows `tp`, and `zero_stage` and
     /// `precision` columns follow `recompute`, only in sweeps that vary them.
     pub fn to_csv_string(&self) -> String {
         let space = &self.sweep;
         let ep = space.varies_expert_parallel();
+        let etp = space.varies_expert_tensor_parallel();
         let (cp, zero, precision) = (
             space.varies_context_parallel(),
             !space.zero_stages.is_empty(),
@@ -132,6 +133,7 @@ impl SweepOutput {
         let mut header = vec!["rank", "index", "status", "tp"];
         header.extend(cp.then_some("cp"));
         header.extend(ep.then_some("ep"));
+        header.extend(etp.then_some("etp"));
         header.extend([
             "pp",
             "dp",
@@ -164,6 +166,10 @@ impl SweepOutput {
             let mut row = vec![l.tensor_parallel.to_string()];
             row.extend(cp.then(|| l.context_parallel.to_string()));
             row.extend(ep.then(|| l.expert_parallel.to_string()));
+            row.extend(etp.then(|| {
+                l.expert_tensor_parallel
+                    .map_or_else(String::new, |etp| etp.to_string())
+            }));
             row.extend([
                 l.pipeline_parallel.to_string(),
                 l.data_parallel.to_string(),

@@ -139,6 +139,14 @@ fn layout_differences(best: &Candidate, other: &Candidate) -> Vec<String> {
         other.expert_parallel.to_string(),
     );
     compare(
+        "etp",
+        best.expert_tensor_parallel
+            .map_or_else(|| "t".to_string(), |etp| etp.to_string()),
+        other
+            .expert_tensor_parallel
+            .map_or_else(|| "t".to_string(), |etp| etp.to_string()),
+    );
+    compare(
         "p",
         best.pipeline_parallel.to_string(),
         other.pipeline_parallel.to_string(),

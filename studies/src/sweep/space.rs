@@ -74,6 +74,11 @@ pub struct SweepSpace {
     /// divisible by ep, tp 1) is `resolve()`'s, as for every dimension.
     #[serde(default = "cp_none", skip_serializing_if = "is_cp_none")]
     pub expert_parallel: Vec<u32>,
+    /// Expert tensor-parallel degrees etp tried for a mixture of experts,
+    /// ascending; empty (the default, absent from the header): every layout
+    /// takes Megatron-Core's default, etp = t. Validity is `resolve()`'s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expert_tensor_parallel: Vec<u32>,
     /// ZeRO stages tried, ascending; empty (the default, absent from the
     /// header): every layout runs with the shared options' `zero_stage`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -119,6 +124,7 @@ impl SweepSpace {
             pipeline_parallel: None,
             context_parallel: cp_none(),
             expert_parallel: cp_none(),
+            expert_tensor_parallel: Vec::new(),
             zero_stages: Vec::new(),
             precisions: Vec::new(),
             ignore_memory: false,
@@ -141,6 +147,8 @@ impl SweepSpace {
         self.context_parallel.dedup();
         self.expert_parallel.sort();
         self.expert_parallel.dedup();
+        self.expert_tensor_parallel.sort();
+        self.expert_tensor_parallel.dedup();
         self.zero_stages.sort();
         self.zero_stages.dedup();
         self.precisions.sort();
@@ -169,6 +177,11 @@ impl SweepSpace {
         !is_cp_none(&self.expert_parallel)
     }
 
+    /// Whether the layouts name their etp (a list was given).
+    pub fn varies_expert_tensor_parallel(&self) -> bool {
+        !self.expert_tensor_parallel.is_empty()
+    }
+
     /// Whether the layouts differ in cp (a list other than {1}).
     pub fn varies_context_parallel(&self) -> bool {
         !is_cp_none(&self.context_parallel)
@@ -183,6 +196,7 @@ impl SweepSpace {
             dp: Some(candidate.data_parallel),
             cp: Some(candidate.context_parallel),
             ep: (candidate.expert_parallel > 1).then_some(candidate.expert_parallel),
+            etp: candidate.expert_tensor_parallel,
             chunks: Some(candidate.chunks),
             microbatch_group_size: candidate.microbatch_group_size,
             microbatch_size: Some(candidate.microbatch_size),
@@ -244,6 +258,7 @@ impl SweepSpace {
         // None: the shared options' own value (the list is empty).
         let zero_stages: Vec<Option<u8>> = optional(&self.zero_stages);
         let precisions: Vec<Option<Precision>> = optional(&self.precisions);
+        let expert_tensor: Vec<Option<u32>> = optional(&self.expert_tensor_parallel);
         let mut out = Vec::new();
         for t in divisors(n) {
             if t > gpus_per_node && !self.allow_cross_node_tp {
@@ -262,27 +277,30 @@ impl SweepSpace {
                         continue;
                     }
                     for &ep in &self.expert_parallel {
-                        let layout = Candidate {
-                            tensor_parallel: t,
-                            context_parallel: cp,
-                            expert_parallel: ep,
-                            pipeline_parallel: p,
-                            data_parallel: n / t / cp / p,
-                            chunks: 1,
-                            microbatch_size: 1,
-                            schedule: ScheduleKind::Gpipe,
-                            recompute: Recompute::None,
-                            zero_stage: None,
-                            precision: None,
-                            microbatch_group_size: None,
-                        };
-                        self.push_options_of(
-                            layout,
-                            max_chunks,
-                            &zero_stages,
-                            &precisions,
-                            &mut out,
-                        );
+                        for &etp in &expert_tensor {
+                            let layout = Candidate {
+                                tensor_parallel: t,
+                                context_parallel: cp,
+                                expert_parallel: ep,
+                                expert_tensor_parallel: etp,
+                                pipeline_parallel: p,
+                                data_parallel: n / t / cp / p,
+                                chunks: 1,
+                                microbatch_size: 1,
+                                schedule: ScheduleKind::Gpipe,
+                                recompute: Recompute::None,
+                                zero_stage: None,
+                                precision: None,
+                                microbatch_group_size: None,
+                            };
+                            self.push_options_of(
+                                layout,
+                                max_chunks,
+                                &zero_stages,
+                                &precisions,
+                                &mut out,
+                            );
+                        }
                     }
                 }
             }
@@ -350,6 +368,10 @@ pub struct Candidate {
     /// Expert-parallel degree ep (written only when above 1).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub expert_parallel: u32,
+    /// Expert tensor-parallel degree etp, when the sweep varies it (else
+    /// absent: Megatron-Core's default, t).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expert_tensor_parallel: Option<u32>,
     pub pipeline_parallel: u32,
     pub data_parallel: u32,
     /// Model chunks per stage v (1 unless interleaved).
@@ -384,6 +406,10 @@ impl Candidate {
             format!(" ep={}", self.expert_parallel)
         } else {
             String::new()
+        };
+        let ep = match self.expert_tensor_parallel {
+            Some(etp) => format!("{ep} etp={etp}"),
+            None => ep,
         };
         let mut label = format!(
             "t={}{cp}{ep} p={} d={} b={} {} recompute={}",

@@ -197,7 +197,10 @@ mod tests {
     #[test]
     fn pieces_cut_before_each_all_to_all() {
         let kernel = |name| Step::memory(name, 1.0);
-        let a2a = Step::ExpertAllToAll { bytes: 8 };
+        let a2a = Step::ExpertAllToAll {
+            bytes: 8,
+            expert_tensor_bytes: 0,
+        };
         let steps = vec![
             kernel("attention"),
             Step::HostSync,

@@ -562,6 +562,7 @@ mod tests {
         dropping.moe.as_mut().unwrap().capacity_factor = Some(models::CapacityFactor(1.25));
         let file = |model: &models::ModelSpec| ScenarioFile {
             model: Some(serde_json::to_value(model).unwrap()),
+            tp: Some(1),
             ..ScenarioFile::embedded_default()
         };
         if let Err(e) = file(&dropping).resolve() {

@@ -179,6 +179,7 @@ mod tests {
                 tensor_parallel: 8,
                 context_parallel: 1,
                 expert_parallel: 1,
+                expert_tensor_parallel: None,
                 pipeline_parallel: 2,
                 data_parallel: 1,
                 chunks: if schedule.uses_chunks() { 2 } else { 1 },

@@ -24,7 +24,6 @@ use crate::ids::TaskId;
 use crate::network::{FairShareNetwork, FlowEnds, LinkUtilization, SharedFabric};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
-use std::collections::BTreeMap;
 
 /// When every task ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,15 +43,26 @@ pub struct DeadlockError {
     pub first: String,
 }
 
+/// A running flow task: its flows still running and the fixed tail after them.
+#[derive(Debug, Clone, Copy)]
+struct FlowTask {
+    task: u32,
+    flows_left: u32,
+    tail: SimDuration,
+}
+
 /// The engine's mutable state while it runs.
 struct RunState {
     start: Vec<SimTime>,
     queue: EventQueue,
     network: Option<FairShareNetwork>,
-    /// Per flow: the task it belongs to.
+    /// Per flow: its task's entry in `flow_tasks`.
     flow_owner: Vec<u32>,
-    /// Per running flow task: flows still running and the fixed tail after them.
-    flows_left: BTreeMap<u32, (u32, SimDuration)>,
+    /// Per running flow task, in a slot reused once it ends: the task, its
+    /// flows still running and the fixed tail after them.
+    flow_tasks: Vec<FlowTask>,
+    /// Slots of `flow_tasks` free for the next flow task.
+    free_flow_tasks: Vec<u32>,
     /// The route of the flow being started (one buffer for every flow).
     route_links: Vec<crate::network::LinkId>,
 }
@@ -70,8 +80,21 @@ impl RunState {
         let plan = fabric.and_then(|f| f.planner.plan(TaskId(task)));
         match (plan, self.network.as_mut(), fabric) {
             (Some(plan), Some(network), Some(shared)) if !plan.flows.is_empty() => {
-                self.flows_left
-                    .insert(task, (plan.flows.len() as u32, plan.tail));
+                let entry = FlowTask {
+                    task,
+                    flows_left: plan.flows.len() as u32,
+                    tail: plan.tail,
+                };
+                let owner = match self.free_flow_tasks.pop() {
+                    Some(free) => {
+                        self.flow_tasks[free as usize] = entry;
+                        free
+                    }
+                    None => {
+                        self.flow_tasks.push(entry);
+                        (self.flow_tasks.len() - 1) as u32
+                    }
+                };
                 for &(ends, bytes) in &plan.flows {
                     let links = match ends {
                         FlowEnds::Gpus(source, destination) => {
@@ -91,7 +114,7 @@ impl RunState {
                     };
                     let id = network.start_flow(now, links, bytes);
                     debug_assert_eq!(id.index(), self.flow_owner.len());
-                    self.flow_owner.push(task);
+                    self.flow_owner.push(owner);
                 }
             }
             (Some(plan), _, _) => self.queue.push(now + plan.tail, task),
@@ -165,7 +188,8 @@ pub fn run_with_fabric(
             .as_ref()
             .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s())),
         flow_owner: Vec::new(),
-        flows_left: BTreeMap::new(),
+        flow_tasks: Vec::new(),
+        free_flow_tasks: Vec::new(),
         route_links: Vec::new(),
     };
     let mut end = vec![SimTime::ZERO; n];
@@ -226,15 +250,12 @@ fn run_flows(
                 if state.queue.peek_time().is_none_or(|next| due <= next) {
                     network.complete(due, flow);
                     events += 1;
-                    let task = state.flow_owner[flow.index()];
-                    let entry = state
-                        .flows_left
-                        .get_mut(&task)
-                        .expect("a running flow task");
-                    entry.0 -= 1;
-                    if entry.0 == 0 {
-                        let tail = entry.1;
-                        state.flows_left.remove(&task);
+                    let owner = state.flow_owner[flow.index()];
+                    let entry = &mut state.flow_tasks[owner as usize];
+                    entry.flows_left -= 1;
+                    if entry.flows_left == 0 {
+                        let (task, tail) = (entry.task, entry.tail);
+                        state.free_flow_tasks.push(owner);
                         state.queue.push(due + tail, task);
                     }
                     continue;

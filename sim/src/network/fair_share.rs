@@ -236,6 +236,10 @@ impl FairShareNetwork {
     /// Re-shares the connected component(s) of the running flows in slots
     /// `seeds` at `now`.
     fn recompute(&mut self, now: SimTime, seeds: &[u32]) {
+        // A flow that ended alone on its links leaves nothing to re-share.
+        if seeds.is_empty() {
+            return;
+        }
         self.find_component(seeds);
         // Bring every flow of the component up to `now`; split off those finishing now.
         self.sharing.clear();
@@ -250,13 +254,26 @@ impl FairShareNetwork {
                 self.sharing.push(slot);
             }
         }
-        let (slots, sharing) = (&self.slots, &self.sharing);
-        self.water_fill.rates_into(
-            sharing.len(),
-            |index| slots[sharing[index] as usize].route.as_slice(),
-            &self.capacities_bytes_per_s,
-            &mut self.rates,
-        );
+        if let [only] = self.sharing[..] {
+            // One flow alone: water-filling freezes it at its first
+            // bottleneck's share, capacity ÷ 1, i.e. its slowest link's
+            // capacity (+∞ with no link), exactly as `rates_into` computes.
+            let rate_bytes_per_s = self.slots[only as usize]
+                .route
+                .iter()
+                .map(|link| self.capacities_bytes_per_s[link.index()])
+                .fold(f64::INFINITY, f64::min);
+            self.rates.clear();
+            self.rates.push(rate_bytes_per_s);
+        } else {
+            let (slots, sharing) = (&self.slots, &self.sharing);
+            self.water_fill.rates_into(
+                sharing.len(),
+                |index| slots[sharing[index] as usize].route.as_slice(),
+                &self.capacities_bytes_per_s,
+                &mut self.rates,
+            );
+        }
         for (&slot, &rate_bytes_per_s) in self.sharing.iter().zip(&self.rates) {
             let flow = &mut self.slots[slot as usize];
             flow.rate_bytes_per_s = rate_bytes_per_s;

@@ -139,8 +139,8 @@ fn run_fixed(
     end: &mut [SimTime],
 ) -> (u64, usize) {
     let mut events = 0u64;
-    for index in 0..remaining.len() {
-        if remaining[index] == 0 {
+    for (index, &left) in remaining.iter().enumerate() {
+        if left == 0 {
             let task = index as u32;
             state.start_fixed(task, SimTime::ZERO, duration_of(TaskId(task)));
             events += 1;
@@ -237,8 +237,8 @@ fn run_flows(
     end: &mut [SimTime],
 ) -> (u64, usize) {
     let mut events = 0u64;
-    for index in 0..remaining.len() {
-        if remaining[index] == 0 {
+    for (index, &left) in remaining.iter().enumerate() {
+        if left == 0 {
             state.start_task(index as u32, SimTime::ZERO, fabric, duration_of);
             events += 1;
         }

@@ -115,7 +115,7 @@ pub fn fp8_gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> 
 /// fp16 by default as the SC21 and dev-set runs trained): a calibration
 /// times bf16 and fp16, which differ by ~5% on an H100 (8192^3: 794 vs 759
 /// TFLOP/s, lab H100 2026-11-22).
-
+///
 /// Kernel costs for one GPU type and profile.
 pub struct KernelCostModel<'a> {
     gpu: &'a GpuSpec,

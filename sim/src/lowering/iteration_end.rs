@@ -382,7 +382,7 @@ fn data_parallel_reductions(
         }
         reductions_by_stage.push(data_all_reduces);
     }
-    if local_ddp.map_or(true, |kernels| kernels.kernels_before_and_after().1 == 0) {
+    if local_ddp.is_none_or(|kernels| kernels.kernels_before_and_after().1 == 0) {
         copy_backs.clear();
     }
 

@@ -250,7 +250,7 @@ impl ScenarioFile {
                     "pp: layers ({}) must be divisible by {cut} (or count the embedding and the loss as layers: pipeline_split)",
                     model.layers,
                 ));
-            } else if !split.is_even() && split_layers % virtual_stages != 0 {
+            } else if !split.is_even() && !split_layers.is_multiple_of(virtual_stages) {
                 problems.push(format!(
                     "pipeline_split: layers + embedding + loss ({split_layers}) must be divisible by {cut}"
                 ));
@@ -499,10 +499,8 @@ fn has_unsimulated_blocks(model: &ModelSpec) -> bool {
 /// unlowered block leads, the others follow, then its parameter counts.
 fn unsimulated(model: &ModelSpec) -> String {
     let mut blocks: Vec<(&str, String)> = Vec::new();
-    if model.moe.is_some() {
-        if model.bias {
-            blocks.push(("experts with biases are", "biased experts".into()));
-        }
+    if model.moe.is_some() && model.bias {
+        blocks.push(("experts with biases are", "biased experts".into()));
     }
     let lead = blocks.first().map_or("these blocks are", |(lead, _)| lead);
     let has: Vec<&str> = blocks.iter().map(|(_, what)| what.as_str()).collect();

@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests in `tests/tests/`.
 
 pub mod bubble;
+pub mod moe;
 
 use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind};
 

@@ -5,34 +5,15 @@
 //! against hand-computed closed forms.
 
 use models::ops::Step;
-use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
+use sim::collective::{estimate, CollectiveOp, GroupShape};
 use sim::cost::{cost_works, pass_steps, ClosedFormNetwork};
 use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::task::TaskKind;
 use sim::task_graph::{ComputePass, Work};
+use tests::moe::{link_rates as rates, mixtral, small_model, small_scenario};
 
-/// Mixtral 8x7B at s = 4096 on the DGX H100 SuperPOD, t = 1, bf16.
-fn mixtral(pp: u32, dp: u32, ep: u32, imbalance: Option<&str>, distributed: bool) -> ScenarioFile {
-    ScenarioFile {
-        model: Some("mixtral-8x7b".into()),
-        seq_len: Some(4096),
-        topology: Some("dgx-h100-superpod".into()),
-        tp: Some(1),
-        pp: Some(pp),
-        dp: Some(dp),
-        ep: Some(ep),
-        expert_imbalance: imbalance.map(Into::into),
-        chunks: Some(1),
-        microbatch_size: Some(1),
-        global_batch: Some(4 * dp),
-        recompute: Some(Recompute::None),
-        options: TrainingOptionsFile {
-            precision: Some(Precision::Bf16),
-            distributed_optimizer: Some(distributed),
-            ..TrainingOptionsFile::default()
-        },
-        ..ScenarioFile::default()
-    }
+fn small(imbalance: &str) -> Scenario {
+    small_scenario(&small_model(), imbalance)
 }
 
 fn resolve(file: ScenarioFile) -> Scenario {
@@ -41,10 +22,6 @@ fn resolve(file: ScenarioFile) -> Scenario {
 
 fn problems(file: ScenarioFile) -> String {
     file.resolve().map(|_| ()).unwrap_err().to_string()
-}
-
-fn rates(scenario: &Scenario) -> LinkRates {
-    LinkRates::from(&scenario.topology, &scenario.profile).with_nccl(scenario.stack.nccl)
 }
 
 #[test]
@@ -145,43 +122,6 @@ fn dense_gradients_reduce_over_dp_and_expert_gradients_over_dp_over_ep() {
     assert!(seen.contains(&(experts, 2, 2)), "{seen:?}");
     // Stage 1 is GPUs 16-31: its data group spans two nodes.
     assert!(seen.contains(&(stage_1_dense, 16, 2)), "{seen:?}");
-}
-
-/// A small mixture: 4 layers, h = 1024, 4 experts of F = 4096, top-1,
-/// s = 4096, on one DGX H100, dp = 2, ep = 2.
-fn small(imbalance: &str) -> Scenario {
-    let mut model = models::preset("mixtral-8x7b").unwrap();
-    model.name = "moe-small".into();
-    model.layers = 4;
-    model.hidden = 1024;
-    model.heads = 8;
-    model.kv_heads = Some(8);
-    model.ffn_hidden = Some(4096);
-    model.seq_len = 4096;
-    model.vocab = 1024;
-    model.vocab_unpadded = None;
-    let moe = model.moe.as_mut().unwrap();
-    moe.experts = 4;
-    moe.top_k = 1;
-    moe.expert_ffn_hidden = 4096;
-    resolve(ScenarioFile {
-        model: Some(serde_json::to_value(&model).unwrap()),
-        topology: Some("dgx-h100-superpod".into()),
-        tp: Some(1),
-        pp: Some(1),
-        dp: Some(2),
-        ep: Some(2),
-        expert_imbalance: Some(imbalance.into()),
-        chunks: Some(1),
-        microbatch_size: Some(1),
-        global_batch: Some(2),
-        recompute: Some(Recompute::None),
-        options: TrainingOptionsFile {
-            precision: Some(Precision::Bf16),
-            ..TrainingOptionsFile::default()
-        },
-        ..ScenarioFile::default()
-    })
 }
 
 fn expert_fc1_flops(scenario: &Scenario) -> f64 {

@@ -10,49 +10,18 @@ use models::ops::Step;
 use models::CapacityFactor;
 use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
 use sim::cost::{cost_works, pass_steps, ClosedFormNetwork};
-use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::scenario::{Scenario, ScenarioFile};
 use sim::task_graph::{ComputePass, Work};
 
-/// A small mixture: 4 layers, h = 1024, 4 experts of F = 4096, top-1,
-/// s = 4096, on one DGX H100, dp = 2, ep = 2 (as `tests/moe.rs`), with a
-/// capacity factor (None: dropless) and padding or not.
+/// The small mixture of `tests::moe` (4 layers, h = 1024, 4 experts of
+/// F = 4096, top-1, s = 4096, one DGX H100, dp = 2, ep = 2) with a capacity
+/// factor (None: dropless) and padding or not.
 fn small(imbalance: &str, capacity: Option<f64>, pad: bool) -> Scenario {
-    let mut model = models::preset("mixtral-8x7b").unwrap();
-    model.name = "moe-small".into();
-    model.layers = 4;
-    model.hidden = 1024;
-    model.heads = 8;
-    model.kv_heads = Some(8);
-    model.ffn_hidden = Some(4096);
-    model.seq_len = 4096;
-    model.vocab = 1024;
-    model.vocab_unpadded = None;
+    let mut model = tests::moe::small_model();
     let moe = model.moe.as_mut().unwrap();
-    moe.experts = 4;
-    moe.top_k = 1;
-    moe.expert_ffn_hidden = 4096;
     moe.capacity_factor = capacity.map(CapacityFactor);
     moe.pad_expert_input_to_capacity = pad;
-    ScenarioFile {
-        model: Some(serde_json::to_value(&model).unwrap()),
-        topology: Some("dgx-h100-superpod".into()),
-        tp: Some(1),
-        pp: Some(1),
-        dp: Some(2),
-        ep: Some(2),
-        expert_imbalance: Some(imbalance.into()),
-        chunks: Some(1),
-        microbatch_size: Some(1),
-        global_batch: Some(2),
-        recompute: Some(Recompute::None),
-        options: TrainingOptionsFile {
-            precision: Some(Precision::Bf16),
-            ..TrainingOptionsFile::default()
-        },
-        ..ScenarioFile::default()
-    }
-    .resolve()
-    .expect("valid scenario")
+    tests::moe::small_scenario(&model, imbalance)
 }
 
 fn forward(scenario: &Scenario) -> Vec<Step> {

@@ -7,44 +7,25 @@
 //! at core_r0.15.0 575b0fbd).
 
 use models::ops::{KernelClass, Step};
-use sim::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
+use sim::collective::{estimate, CollectiveOp, GroupShape};
 use sim::cost::{cost_works, pass_steps, ClosedFormNetwork};
 use sim::ids::Rank;
 use sim::placement::Placement;
-use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::scenario::{Scenario, ScenarioFile};
 use sim::task_graph::{ComputePass, Work};
+use tests::moe::link_rates as rates;
 
 /// Mixtral 8x7B at s = 4096 on the DGX H100 SuperPOD, t = 1, p = 4, d = 16,
 /// ep = 4, etp = 2, bf16: 64 GPUs; the expert-data group is 16/(4·2) = 2.
 fn mixtral(etp: u32, distributed: bool) -> ScenarioFile {
     ScenarioFile {
-        model: Some("mixtral-8x7b".into()),
-        seq_len: Some(4096),
-        topology: Some("dgx-h100-superpod".into()),
-        tp: Some(1),
-        pp: Some(4),
-        dp: Some(16),
-        ep: Some(4),
         etp: Some(etp),
-        chunks: Some(1),
-        microbatch_size: Some(1),
-        global_batch: Some(64),
-        recompute: Some(Recompute::None),
-        options: TrainingOptionsFile {
-            precision: Some(Precision::Bf16),
-            distributed_optimizer: Some(distributed),
-            ..TrainingOptionsFile::default()
-        },
-        ..ScenarioFile::default()
+        ..tests::moe::mixtral(4, 16, 4, None, distributed)
     }
 }
 
 fn resolve(file: ScenarioFile) -> Scenario {
     file.resolve().expect("valid scenario")
-}
-
-fn rates(scenario: &Scenario) -> LinkRates {
-    LinkRates::from(&scenario.topology, &scenario.profile).with_nccl(scenario.stack.nccl)
 }
 
 #[test]

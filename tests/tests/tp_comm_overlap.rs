@@ -60,24 +60,36 @@ fn all_reduce_cost(scenario: &Scenario, pass: ComputePass, layers: u32) -> (SimD
     (cost.duration, cost.bytes)
 }
 
-/// Each half of a `full` all-reduce beyond the GEMM of that name.
-fn by_hand(scenario: &Scenario, pass: ComputePass, pairs: Pairs) -> SimDuration {
+/// The modeled seconds of each GEMM of one layer's `pass`, by name.
+fn gemm_seconds(scenario: &Scenario, pass: ComputePass) -> impl Fn(&str) -> f64 {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
-    let network = ClosedFormNetwork::for_scenario(scenario);
-    let steps = pass_steps(scenario, pass, 1, false, false);
-    let seconds = |name: &str| {
-        steps
+    let seconds: Vec<(&'static str, f64)> = pass_steps(scenario, pass, 1, false, false)
+        .iter()
+        .filter_map(|s| match s {
+            Step::Kernel(k) => Some((k.name, kernels.kernel_seconds(k))),
+            _ => None,
+        })
+        .collect();
+    move |name| {
+        seconds
             .iter()
-            .find_map(|s| match s {
-                Step::Kernel(k) if k.name == name => Some(kernels.kernel_seconds(k)),
-                _ => None,
-            })
+            .find_map(|&(kernel, s)| (kernel == name).then_some(s))
             .unwrap()
-    };
-    // b·s·h bf16 bytes per all-reduce.
-    let full = network.all_reduce(4 * 2048 * 6144 * 2, 8, 1);
-    let half = full.as_seconds() / 2.0;
+    }
+}
+
+/// Half of one sequence-parallel all-reduce's seconds: b·s·h bf16 bytes over
+/// the 8 tensor ranks of one node.
+fn half_all_reduce_seconds(scenario: &Scenario) -> f64 {
+    let full = ClosedFormNetwork::for_scenario(scenario).all_reduce(4 * 2048 * 6144 * 2, 8, 1);
+    full.as_seconds() / 2.0
+}
+
+/// Each half of a `full` all-reduce beyond the GEMM of that name.
+fn by_hand(scenario: &Scenario, pass: ComputePass, pairs: Pairs) -> SimDuration {
+    let seconds = gemm_seconds(scenario, pass);
+    let half = half_all_reduce_seconds(scenario);
     let config = scenario.options.tp_comm_overlap_config;
     let sms = f64::from(scenario.topology.gpu.sm_count);
     // What one half adds beside the GEMM `gemm` (TE's name `te`).
@@ -172,22 +184,8 @@ fn the_sms_userbuffers_take_cost_the_gemms_beside_them() {
     let (te, _) = all_reduce_cost(&defaults, ComputePass::Forward, 1);
     assert_ne!(recipe, te, "the configuration changes the cost");
     let free_sms = {
-        let kernels = KernelCostModel::new(&nemo.topology.gpu, &nemo.profile)
-            .with_precision(nemo.options.precision);
-        let steps = pass_steps(&nemo, ComputePass::Forward, 1, false, false);
-        let gemm = |name: &str| {
-            steps
-                .iter()
-                .find_map(|s| match s {
-                    Step::Kernel(k) if k.name == name => Some(kernels.kernel_seconds(k)),
-                    _ => None,
-                })
-                .unwrap()
-        };
-        let half = ClosedFormNetwork::for_scenario(&nemo)
-            .all_reduce(4 * 2048 * 6144 * 2, 8, 1)
-            .as_seconds()
-            / 2.0;
+        let gemm = gemm_seconds(&nemo, ComputePass::Forward);
+        let half = half_all_reduce_seconds(&nemo);
         ["output_projection", "mlp_fc1", "mlp_fc2", "qkv_gemm"]
             .iter()
             .map(|g| SimDuration::from_seconds_ceil((half - gemm(g)).max(0.0)))

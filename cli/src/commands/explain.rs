@@ -78,18 +78,22 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     if let Some(text) = sim::cost::pair_overlap::explain(scenario) {
         write!(out, "{text}")?;
     }
-    if scenario.layout.stage_map == models::sharding::StageMap::V {
-        let p = scenario.layout.pipeline_parallel;
-        let in_flight: Vec<String> = (0..p)
+    // Peak chunk-microbatches of activations per stage, for the two-chunk maps.
+    let in_flight = || -> String {
+        let per_stage: Vec<String> = (0..scenario.layout.pipeline_parallel)
             .map(|stage| schedule.peak_in_flight(stage).to_string())
             .collect();
+        per_stage.join(" ")
+    };
+    if scenario.layout.stage_map == models::sharding::StageMap::V {
+        let p = scenario.layout.pipeline_parallel;
         writeln!(
             out,
             "V map ({}): stage r holds virtual stages r and 2p−1−r (embedding and loss on stage 0, \
              the turn local on stage {}). Peak chunk-microbatches of activations per stage: {}",
             scenario.schedule.name(),
             p - 1,
-            in_flight.join(" ")
+            in_flight()
         )?;
         if scenario.schedule == sim::scenario::ScheduleKind::DualPipeV
             && !scenario.options.pair_overlap
@@ -103,9 +107,6 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     }
     if scenario.layout.stage_map == models::sharding::StageMap::DualPipe {
         let p = scenario.layout.pipeline_parallel;
-        let in_flight: Vec<String> = (0..p)
-            .map(|stage| schedule.peak_in_flight(stage).to_string())
-            .collect();
         writeln!(
             out,
             "DualPipe: two model copies of {p} stages; stage r holds stage r of copy A (chunk 0, \
@@ -116,7 +117,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
             p - 1,
             p - 1,
             p - 1,
-            in_flight.join(" ")
+            in_flight()
         )?;
         if !scenario.options.pair_overlap {
             writeln!(

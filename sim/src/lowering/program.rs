@@ -168,19 +168,7 @@ impl Program {
             fp8_weight_cast: piece.fp8_weight_cast,
             segment: piece.segment,
         });
-        // A weight-gradient pass has no tensor all-reduce: the backward's belong to its input gradient.
-        let all_reduce_work = (t > 1 && piece.pass != ComputePass::WeightGradient).then(|| {
-            builder.work(Work::TensorAllReduce {
-                pass: piece.pass,
-                layers: piece.layers,
-                dense_layers: piece.dense_layers,
-                embedding: piece.embedding,
-                head: piece.head,
-                group_size: t,
-                nodes,
-                segment: piece.segment,
-            })
-        });
+        let all_reduce_work = tensor_all_reduce_work(builder, &piece, t, nodes);
         let (expert_group, expert_tensor_group) =
             (tensor_group.expert_group, tensor_group.expert_tensor_group);
         // A forward (or recompute) cut at host synchronizations has no
@@ -227,18 +215,7 @@ impl Program {
         let tensor_group = self.tensor_group(group);
         let (t, nodes) = (tensor_group.size(), tensor_group.nodes);
         let compute_work = builder.work(compute);
-        let all_reduce_work = (t > 1 && piece.pass != ComputePass::WeightGradient).then(|| {
-            builder.work(Work::TensorAllReduce {
-                pass: piece.pass,
-                layers: piece.layers,
-                dense_layers: piece.dense_layers,
-                embedding: piece.embedding,
-                head: piece.head,
-                group_size: t,
-                nodes,
-                segment: piece.segment,
-            })
-        });
+        let all_reduce_work = tensor_all_reduce_work(builder, &piece, t, nodes);
         self.push(Step::Pass {
             group,
             piece,
@@ -317,4 +294,27 @@ impl Program {
             Step::Task(task) => task.kind,
         }
     }
+}
+
+/// The tensor all-reduce work of `piece` over a group of `t` ranks on
+/// `nodes` nodes (None at t = 1, and for a weight-gradient pass, whose
+/// backward all-reduces belong to its input gradient).
+fn tensor_all_reduce_work(
+    builder: &mut TaskGraphBuilder,
+    piece: &PassPiece,
+    t: u32,
+    nodes: u32,
+) -> Option<WorkId> {
+    (t > 1 && piece.pass != ComputePass::WeightGradient).then(|| {
+        builder.work(Work::TensorAllReduce {
+            pass: piece.pass,
+            layers: piece.layers,
+            dense_layers: piece.dense_layers,
+            embedding: piece.embedding,
+            head: piece.head,
+            group_size: t,
+            nodes,
+            segment: piece.segment,
+        })
+    })
 }

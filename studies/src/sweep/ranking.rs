@@ -140,11 +140,8 @@ fn layout_differences(best: &Candidate, other: &Candidate) -> Vec<String> {
     );
     compare(
         "etp",
-        best.expert_tensor_parallel
-            .map_or_else(|| "t".to_string(), |etp| etp.to_string()),
-        other
-            .expert_tensor_parallel
-            .map_or_else(|| "t".to_string(), |etp| etp.to_string()),
+        etp_label(best.expert_tensor_parallel),
+        etp_label(other.expert_tensor_parallel),
     );
     compare(
         "p",
@@ -172,4 +169,10 @@ fn layout_differences(best: &Candidate, other: &Candidate) -> Vec<String> {
     let precision = |c: &Candidate| c.precision.map_or("-", |p| p.name()).to_string();
     compare("precision", precision(best), precision(other));
     out
+}
+
+/// A layout's etp as the comparison sentence names it: "t" where it takes
+/// Megatron-Core's default (etp = t).
+fn etp_label(etp: Option<u32>) -> String {
+    etp.map_or_else(|| "t".to_string(), |etp| etp.to_string())
 }

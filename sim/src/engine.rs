@@ -21,7 +21,7 @@
 
 use crate::event_queue::EventQueue;
 use crate::ids::TaskId;
-use crate::network::{FairShareNetwork, FlowEnds, LinkUtilization, SharedFabric};
+use crate::network::{FairShareNetwork, LinkUtilization, RouteCache, SharedFabric};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
 
@@ -56,15 +56,13 @@ struct RunState {
     start: Vec<SimTime>,
     queue: EventQueue,
     network: Option<FairShareNetwork>,
-    /// Per flow: its task's entry in `flow_tasks`.
-    flow_owner: Vec<u32>,
     /// Per running flow task, in a slot reused once it ends: the task, its
     /// flows still running and the fixed tail after them.
     flow_tasks: Vec<FlowTask>,
     /// Slots of `flow_tasks` free for the next flow task.
     free_flow_tasks: Vec<u32>,
-    /// The route of the flow being started (one buffer for every flow).
-    route_links: Vec<crate::network::LinkId>,
+    /// Each pair of flow ends' route, computed once.
+    routes: RouteCache,
 }
 
 impl RunState {
@@ -96,25 +94,8 @@ impl RunState {
                     }
                 };
                 for &(ends, bytes) in &plan.flows {
-                    let links = match ends {
-                        FlowEnds::Gpus(source, destination) => {
-                            shared
-                                .fabric
-                                .route_into(source, destination, &mut self.route_links);
-                            self.route_links.as_slice()
-                        }
-                        FlowEnds::ToHost(gpu) => {
-                            self.route_links = shared.fabric.route_to_host(gpu).links;
-                            self.route_links.as_slice()
-                        }
-                        FlowEnds::FromHost(gpu) => {
-                            self.route_links = shared.fabric.route_from_host(gpu).links;
-                            self.route_links.as_slice()
-                        }
-                    };
-                    let id = network.start_flow(now, links, bytes);
-                    debug_assert_eq!(id.index(), self.flow_owner.len());
-                    self.flow_owner.push(owner);
+                    let links = self.routes.route(shared.fabric, ends);
+                    network.start_flow_for(now, links, bytes, owner);
                 }
             }
             (Some(plan), _, _) => self.queue.push(now + plan.tail, task),
@@ -187,10 +168,9 @@ pub fn run_with_fabric(
         network: fabric
             .as_ref()
             .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s())),
-        flow_owner: Vec::new(),
         flow_tasks: Vec::new(),
         free_flow_tasks: Vec::new(),
-        route_links: Vec::new(),
+        routes: RouteCache::default(),
     };
     let mut end = vec![SimTime::ZERO; n];
     let (events, finished) = if fabric.is_none() {
@@ -246,11 +226,10 @@ fn run_flows(
     let mut finished = 0usize;
     loop {
         if let Some(network) = state.network.as_mut() {
-            if let Some((due, flow)) = network.next_completion() {
+            if let Some(due) = network.next_due() {
                 if state.queue.peek_time().is_none_or(|next| due <= next) {
-                    network.complete(due, flow);
+                    let (due, owner) = network.complete_next().expect("a flow is pending");
                     events += 1;
-                    let owner = state.flow_owner[flow.index()];
                     let entry = &mut state.flow_tasks[owner as usize];
                     entry.flows_left -= 1;
                     if entry.flows_left == 0 {

@@ -29,6 +29,9 @@ pub struct EventQueue {
     buckets: Vec<Vec<(u64, u32)>>,
     /// The smallest time in each bucket (`u64::MAX` when empty).
     minimum: [u64; BUCKETS],
+    /// Bit `b − 1` set iff bucket `b` (1 ≤ b ≤ 64) is non-empty: the lowest
+    /// one is a `trailing_zeros` away instead of a scan of 64 buckets.
+    occupied: u64,
     /// Entries of bucket 0 already popped.
     front: usize,
     len: usize,
@@ -50,6 +53,7 @@ impl EventQueue {
             last: 0,
             buckets,
             minimum: [u64::MAX; BUCKETS],
+            occupied: 0,
             front: 0,
             len: 0,
             spare: Vec::new(),
@@ -76,6 +80,7 @@ impl EventQueue {
         if time < self.minimum[bucket] {
             self.minimum[bucket] = time;
         }
+        self.mark_occupied(bucket);
         self.len += 1;
     }
 
@@ -96,14 +101,28 @@ impl EventQueue {
         Some((SimTime(time), task))
     }
 
+    #[inline]
+    fn mark_occupied(&mut self, bucket: usize) {
+        if bucket > 0 {
+            self.occupied |= 1 << (bucket - 1);
+        }
+    }
+
+    /// The lowest non-empty bucket above 0.
+    #[inline]
+    fn lowest_occupied(&self) -> Option<usize> {
+        (self.occupied != 0).then(|| self.occupied.trailing_zeros() as usize + 1)
+    }
+
     /// Empties the lowest non-empty bucket into lower ones around its
     /// smallest time, which becomes the last time; `None` when empty.
     fn refill(&mut self) -> Option<()> {
         self.buckets[0].clear();
         self.front = 0;
-        let lowest = (1..BUCKETS).find(|&b| !self.buckets[b].is_empty())?;
+        let lowest = self.lowest_occupied()?;
         self.last = self.minimum[lowest];
         self.minimum[lowest] = u64::MAX;
+        self.occupied &= !(1 << (lowest - 1));
         std::mem::swap(&mut self.spare, &mut self.buckets[lowest]);
         for index in 0..self.spare.len() {
             let (time, task) = self.spare[index];
@@ -112,6 +131,7 @@ impl EventQueue {
             if time < self.minimum[bucket] {
                 self.minimum[bucket] = time;
             }
+            self.mark_occupied(bucket);
         }
         self.spare.clear();
         Some(())
@@ -123,9 +143,7 @@ impl EventQueue {
         if self.front < self.buckets[0].len() {
             return Some(SimTime(self.last));
         }
-        (1..BUCKETS)
-            .find(|&b| !self.buckets[b].is_empty())
-            .map(|b| SimTime(self.minimum[b]))
+        self.lowest_occupied().map(|b| SimTime(self.minimum[b]))
     }
 
     pub fn len(&self) -> usize {

@@ -6,9 +6,12 @@
 //!   so a start or an end re-runs water-filling (`water_fill.rs`) only on the
 //!   component of the changed flow; every other flow keeps its rate, its remaining
 //!   bytes as of its last rate change, and its pending completion.
-//! - Each flow has one pending completion in a min-heap ordered by (time, `FlowId`),
-//!   tagged with the flow's generation; re-arming a flow bumps its generation, and
-//!   stale entries are dropped when they surface (lazy cancellation).
+//! - Each flow has one pending completion in a radix heap ordered by (time,
+//!   `FlowId`) that knows where each flow's entry is (`pending.rs`): re-arming a
+//!   flow moves its entry. A flow that starts on links no other flow uses is its
+//!   own component: it takes its slowest link's capacity without a search.
+//! - Nothing is kept per flow ever started, only per running flow (slots reused),
+//!   and the caller's tag for each flow (the engine's task entry) rides in its slot.
 //! - Remaining bytes are `f64`; a completion time is `last change + ceil(remaining ÷
 //!   rate)` via `SimDuration::from_seconds_ceil`. A flow holds its rate until that
 //!   rounded instant. Flows due at the instant of a recomputation are finishing: they
@@ -28,9 +31,6 @@ use crate::time::{SimDuration, SimTime};
 /// A completion that never comes (no flow is ever due then).
 const NEVER: SimTime = SimTime(u64::MAX);
 
-/// `slot_of` for a flow that has completed.
-const NO_SLOT: u32 = u32::MAX;
-
 /// A running flow, in a slot that the next flow reuses once it completes
 /// (its route's buffer too): memory follows the flows running, not the
 /// flows ever started.
@@ -47,6 +47,10 @@ struct Flow {
     due: SimTime,
     /// Visit mark for component search: visited iff mark == epoch.
     mark: u64,
+    /// What the caller named the flow for (the engine: its task's entry).
+    owner: u32,
+    /// Running (false once completed: the slot is free).
+    active: bool,
 }
 
 /// Max-min fair sharing of link bandwidth among flows, updated incrementally.
@@ -56,8 +60,9 @@ pub struct FairShareNetwork {
     /// Running flows by slot; free slots are listed in `free_slots`.
     slots: Vec<Flow>,
     free_slots: Vec<u32>,
-    /// Per flow ever started (by `FlowId`): its slot, `NO_SLOT` once completed.
-    slot_of: Vec<u32>,
+    /// Flows ever started: the next `FlowId`. Nothing is kept per flow
+    /// ever started, only per slot, so memory follows the flows running.
+    started: u32,
     /// Slots of the active flows on each link.
     flows_on_link: Vec<Vec<u32>>,
     pending: PendingCompletions,
@@ -83,7 +88,7 @@ impl FairShareNetwork {
             capacities_bytes_per_s,
             slots: Vec::new(),
             free_slots: Vec::new(),
-            slot_of: Vec::new(),
+            started: 0,
             flows_on_link: vec![Vec::new(); links],
             pending: PendingCompletions::default(),
             carried_bytes: vec![0; links],
@@ -102,8 +107,24 @@ impl FairShareNetwork {
 
     /// Starts a flow of `bytes` over `route` (distinct links) at `now`.
     pub fn start_flow(&mut self, now: SimTime, route: &[LinkId], bytes: u64) -> FlowId {
+        self.start_flow_for(now, route, bytes, 0)
+    }
+
+    /// [`FairShareNetwork::start_flow`] for `owner`, which
+    /// [`FairShareNetwork::complete_next`] gives back when the flow ends.
+    pub fn start_flow_for(
+        &mut self,
+        now: SimTime,
+        route: &[LinkId],
+        bytes: u64,
+        owner: u32,
+    ) -> FlowId {
         self.set_now(now);
-        let id = FlowId(self.slot_of.len() as u32);
+        let id = FlowId(self.started);
+        self.started = self
+            .started
+            .checked_add(1)
+            .expect("fewer than 2^32 flows in one run");
         debug_assert!(
             {
                 let mut links = route.to_vec();
@@ -125,6 +146,8 @@ impl FairShareNetwork {
                     updated: now,
                     due: NEVER,
                     mark: 0,
+                    owner,
+                    active: false,
                 });
                 (self.slots.len() - 1) as u32
             }
@@ -138,10 +161,28 @@ impl FairShareNetwork {
         flow.rate_bytes_per_s = 0.0;
         flow.updated = now;
         flow.due = NEVER;
-        self.slot_of.push(slot);
+        flow.owner = owner;
+        flow.active = true;
         self.active += 1;
+        let mut alone = true;
+        let mut rate_bytes_per_s = f64::INFINITY;
         for &link in route {
-            self.flows_on_link[link.index()].push(slot);
+            let on_link = &mut self.flows_on_link[link.index()];
+            alone &= on_link.is_empty();
+            on_link.push(slot);
+            rate_bytes_per_s = rate_bytes_per_s.min(self.capacities_bytes_per_s[link.index()]);
+        }
+        if alone {
+            // Its own component: what `recompute` would do, without the
+            // search (a lone flow takes its slowest link's capacity).
+            let flow = &mut self.slots[slot as usize];
+            flow.rate_bytes_per_s = rate_bytes_per_s;
+            let due = now + SimDuration::from_seconds_ceil(flow.remaining_bytes / rate_bytes_per_s);
+            if due != flow.due {
+                flow.due = due;
+                self.pending.set(slot, id, due);
+            }
+            return id;
         }
         let mut seeds = std::mem::take(&mut self.neighbours);
         seeds.clear();
@@ -156,16 +197,51 @@ impl FairShareNetwork {
         self.pending.peek().map(|(due, id, _)| (due, id))
     }
 
+    /// The time of the earliest pending completion, without looking for
+    /// which flow it is.
+    pub fn next_due(&self) -> Option<SimTime> {
+        self.pending.peek_due()
+    }
+
+    /// Ends the earliest pending flow at its completion time; returns that
+    /// time and the flow's owner (see [`FairShareNetwork::start_flow_for`]).
+    pub fn complete_next(&mut self) -> Option<(SimTime, u32)> {
+        let (due, _, slot) = self.pending.first()?;
+        let owner = self.slots[slot as usize].owner;
+        self.complete_slot(due, slot);
+        Some((due, owner))
+    }
+
+    /// The slot of running flow `id`: the earliest pending one's directly
+    /// (what the engine and [`FairShareNetwork::advance`] complete), any
+    /// other by a search of the slots.
+    fn slot_of(&self, id: FlowId) -> Option<u32> {
+        match self.pending.peek() {
+            Some((_, first, slot)) if first == id => Some(slot),
+            _ => self
+                .slots
+                .iter()
+                .position(|flow| flow.active && flow.id == id)
+                .map(|slot| slot as u32),
+        }
+    }
+
     /// Ends flow `id` at `now`, its completion time; re-shares its links.
     pub fn complete(&mut self, now: SimTime, id: FlowId) {
+        let slot = self
+            .slot_of(id)
+            .unwrap_or_else(|| panic!("flow {id:?} is not running (completed twice?)"));
+        self.complete_slot(now, slot);
+    }
+
+    fn complete_slot(&mut self, now: SimTime, slot: u32) {
         self.set_now(now);
-        let slot = self.slot_of[id.index()];
-        assert!(slot != NO_SLOT, "flow {id:?} completed twice");
         debug_assert!(
             self.slots[slot as usize].due <= now,
-            "flow {id:?} completed before it was due"
+            "flow {:?} completed before it was due",
+            self.slots[slot as usize].id
         );
-        self.slot_of[id.index()] = NO_SLOT;
+        self.slots[slot as usize].active = false;
         self.active -= 1;
         self.pending.remove(slot);
         let flow = &self.slots[slot as usize];
@@ -205,10 +281,8 @@ impl FairShareNetwork {
 
     /// Current rate of a flow (0 once it has completed).
     pub fn rate_bytes_per_s(&self, id: FlowId) -> f64 {
-        match self.slot_of[id.index()] {
-            NO_SLOT => 0.0,
-            slot => self.slots[slot as usize].rate_bytes_per_s,
-        }
+        self.slot_of(id)
+            .map_or(0.0, |slot| self.slots[slot as usize].rate_bytes_per_s)
     }
 
     /// Flows started and not yet completed.
@@ -370,7 +444,7 @@ mod tests {
     fn unconnected_flows_keep_their_pending_completion() {
         let mut net = FairShareNetwork::new(vec![1e9, 1e9]);
         let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
-        let slot = net.slot_of[a.index()] as usize;
+        let slot = net.slot_of(a).unwrap() as usize;
         let due = net.slots[slot].due;
         net.start_flow(SimTime(10), &links(&[1]), 1_000_000);
         assert_eq!(net.slots[slot].due, due);

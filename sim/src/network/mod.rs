@@ -31,6 +31,7 @@ mod fat_tree;
 mod flows;
 mod pending;
 mod reference;
+mod route_cache;
 mod utilization;
 mod water_fill;
 
@@ -41,6 +42,7 @@ pub use fair_share::FairShareNetwork;
 pub use fat_tree::{splitmix64, FatTree, TreeHop};
 pub use flows::{FabricFlowPlanner, FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
 pub use reference::ReferenceNetwork;
+pub use route_cache::RouteCache;
 pub use utilization::{BusyLink, LinkUtilization};
 pub use water_fill::WaterFill;
 

@@ -21,7 +21,7 @@
 
 use crate::event_queue::EventQueue;
 use crate::ids::TaskId;
-use crate::network::{FairShareNetwork, LinkUtilization, RouteCache, SharedFabric};
+use crate::network::{FairShareNetwork, FlowPlan, LinkUtilization, RouteCache, SharedFabric};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
 
@@ -63,6 +63,8 @@ struct RunState {
     free_flow_tasks: Vec<u32>,
     /// Each pair of flow ends' route, computed once.
     routes: RouteCache,
+    /// The plan of the flow task being started (one buffer for every task).
+    plan: FlowPlan,
 }
 
 impl RunState {
@@ -75,32 +77,37 @@ impl RunState {
         duration_of: &impl Fn(TaskId) -> SimDuration,
     ) {
         self.start[task as usize] = now;
-        let plan = fabric.and_then(|f| f.planner.plan(TaskId(task)));
-        match (plan, self.network.as_mut(), fabric) {
-            (Some(plan), Some(network), Some(shared)) if !plan.flows.is_empty() => {
-                let entry = FlowTask {
-                    task,
-                    flows_left: plan.flows.len() as u32,
-                    tail: plan.tail,
-                };
-                let owner = match self.free_flow_tasks.pop() {
-                    Some(free) => {
-                        self.flow_tasks[free as usize] = entry;
-                        free
-                    }
-                    None => {
-                        self.flow_tasks.push(entry);
-                        (self.flow_tasks.len() - 1) as u32
-                    }
-                };
-                for &(ends, bytes) in &plan.flows {
-                    let links = self.routes.route(shared.fabric, ends);
-                    network.start_flow_for(now, links, bytes, owner);
+        let Some(shared) = fabric else {
+            self.queue.push(now + duration_of(TaskId(task)), task);
+            return;
+        };
+        let mut plan = std::mem::take(&mut self.plan);
+        if !shared.planner.plan_into(TaskId(task), &mut plan) {
+            self.queue.push(now + duration_of(TaskId(task)), task);
+        } else if let (false, Some(network)) = (plan.flows.is_empty(), self.network.as_mut()) {
+            let entry = FlowTask {
+                task,
+                flows_left: plan.flows.len() as u32,
+                tail: plan.tail,
+            };
+            let owner = match self.free_flow_tasks.pop() {
+                Some(free) => {
+                    self.flow_tasks[free as usize] = entry;
+                    free
                 }
+                None => {
+                    self.flow_tasks.push(entry);
+                    (self.flow_tasks.len() - 1) as u32
+                }
+            };
+            for &(ends, bytes) in &plan.flows {
+                let links = self.routes.route(shared.fabric, ends);
+                network.start_flow_for(now, links, bytes, owner);
             }
-            (Some(plan), _, _) => self.queue.push(now + plan.tail, task),
-            (None, _, _) => self.queue.push(now + duration_of(TaskId(task)), task),
+        } else {
+            self.queue.push(now + plan.tail, task);
         }
+        self.plan = plan;
     }
 
     /// Starts `task` at `now` with its fixed duration (no fabric).
@@ -171,6 +178,7 @@ pub fn run_with_fabric(
         flow_tasks: Vec::new(),
         free_flow_tasks: Vec::new(),
         routes: RouteCache::default(),
+        plan: FlowPlan::default(),
     };
     let mut end = vec![SimTime::ZERO; n];
     let (events, finished) = if fabric.is_none() {

@@ -78,6 +78,18 @@ pub struct FlowPlan {
 /// starts; `None` means the task's duration is fixed.
 pub trait FlowPlanner {
     fn plan(&self, task: TaskId) -> Option<FlowPlan>;
+
+    /// [`FlowPlanner::plan`] into `plan` (its buffer reused): false, and
+    /// `plan` unspecified, when the task is not planned.
+    fn plan_into(&self, task: TaskId, plan: &mut FlowPlan) -> bool {
+        match self.plan(task) {
+            Some(planned) => {
+                *plan = planned;
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The fabric and its fair-share state during a run.
@@ -91,7 +103,6 @@ pub struct FabricFlowPlanner<'a> {
     graph: &'a TaskGraph,
     placement: Placement,
     rates: LinkRates,
-    network: &'a dyn NetworkModel,
     costs: &'a [WorkCost],
     pcie_latency: SimDuration,
     /// Backward tensor all-reduces overlap weight-gradient GEMMs and are
@@ -100,6 +111,10 @@ pub struct FabricFlowPlanner<'a> {
     /// Tensor all-reduces overlapped with the linear layers' GEMMs
     /// (`--tp-comm-overlap`): charged only their exposed part, closed form.
     tp_comm_overlap: bool,
+    /// Per work: a cross-node pipeline transfer's tail (the network step and,
+    /// scattered, the NVLink all-gather), computed once per work instead of
+    /// at each of its tasks' starts; zero for other works.
+    pipeline_tails: Vec<SimDuration>,
 }
 
 impl<'a> FabricFlowPlanner<'a> {
@@ -109,52 +124,65 @@ impl<'a> FabricFlowPlanner<'a> {
         network: &'a dyn NetworkModel,
         costs: &'a [WorkCost],
     ) -> Self {
+        let rates =
+            LinkRates::from(&scenario.topology, &scenario.profile).with_nccl(scenario.stack.nccl);
+        let step = SimDuration::from_seconds_ceil(rates.network_step_ns() * 1e-9);
+        let pipeline_tails = graph
+            .works()
+            .iter()
+            .map(|work| match *work {
+                Work::PipelineTransfer {
+                    bytes,
+                    tensor_parallel,
+                    crosses_nodes: true,
+                    scatter_gather,
+                } => {
+                    let gather = if scatter_gather {
+                        network.all_gather(bytes, tensor_parallel, 1)
+                    } else {
+                        SimDuration::ZERO
+                    };
+                    step + gather
+                }
+                _ => SimDuration::ZERO,
+            })
+            .collect();
         FabricFlowPlanner {
             graph,
             placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
-            rates: LinkRates::from(&scenario.topology, &scenario.profile)
-                .with_nccl(scenario.stack.nccl),
+            rates,
+            pipeline_tails,
             pcie_latency: SimDuration::from_seconds_ceil(
                 scenario.topology.pcie.latency_ns as f64 * 1e-9,
             ),
             async_tensor_allreduce: scenario.options.async_tensor_allreduce,
             tp_comm_overlap: scenario.options.tp_comm_overlap,
-            network,
             costs,
         }
     }
 
+    /// A pipeline transfer between nodes: one flow per tensor rank, 1/t of
+    /// the activation each when scattered.
     fn pipeline_flows(
         &self,
         task: TaskId,
         bytes: u64,
         tensor_parallel: u32,
         scatter_gather: bool,
-    ) -> FlowPlan {
+        plan: &mut FlowPlan,
+    ) {
         let per_rank_bytes = if scatter_gather {
             bytes.div_ceil(tensor_parallel as u64)
         } else {
             bytes
         };
-        let flows = self
-            .pipeline_pairs(task)
-            .into_iter()
-            .map(|(from, to)| (FlowEnds::Gpus(from, to), per_rank_bytes))
-            .collect();
-        let gather = if scatter_gather {
-            self.network.all_gather(bytes, tensor_parallel, 1)
-        } else {
-            SimDuration::ZERO
-        };
-        let step = SimDuration::from_seconds_ceil(self.rates.network_step_ns() * 1e-9);
-        FlowPlan {
-            flows,
-            tail: step + gather,
-        }
+        self.pipeline_pairs(task, per_rank_bytes, &mut plan.flows);
+        plan.tail = self.pipeline_tails[self.graph.work_of(task).index()];
     }
 
-    /// Peers of a pipeline transfer task's ranks: (sender, receiver) per tensor rank.
-    fn pipeline_pairs(&self, task: TaskId) -> Vec<(u32, u32)> {
+    /// Appends one flow of `bytes` per tensor rank of a pipeline transfer
+    /// task: from the sender to the receiver with the same coordinates.
+    fn pipeline_pairs(&self, task: TaskId, bytes: u64, flows: &mut Vec<(FlowEnds, u64)>) {
         let t = self.graph.task(task);
         let p = self.placement.layout.pipeline_parallel;
         let map = self.placement.layout.stage_map;
@@ -165,32 +193,21 @@ impl<'a> FabricFlowPlanner<'a> {
             }
             _ => map.place(p, virtual_stage.saturating_sub(1)).0,
         };
-        self.graph
-            .group_ranks(t.group)
-            .iter()
-            .map(|&rank| {
-                let c = self.placement.coordinates(rank);
-                let peer = self.placement.rank(Coordinates {
-                    stage: peer_stage,
-                    ..c
-                });
-                (rank.0, peer.0)
-            })
-            .collect()
+        flows.extend(self.graph.group_ranks(t.group).iter().map(|&rank| {
+            let c = self.placement.coordinates(rank);
+            let peer = self.placement.rank(Coordinates {
+                stage: peer_stage,
+                ..c
+            });
+            (FlowEnds::Gpus(rank.0, peer.0), bytes)
+        }));
     }
 
     /// A pipeline transfer between stages on one node: every tensor rank sends
     /// the whole activation to its peer through the NVSwitch.
-    fn nvlink_pipeline_flows(&self, task: TaskId, bytes: u64) -> FlowPlan {
-        let flows = self
-            .pipeline_pairs(task)
-            .into_iter()
-            .map(|(from, to)| (FlowEnds::Gpus(from, to), bytes))
-            .collect();
-        FlowPlan {
-            flows,
-            tail: SimDuration::from_seconds_ceil(self.rates.nvlink_step_latency_ns * 1e-9),
-        }
+    fn nvlink_pipeline_flows(&self, task: TaskId, bytes: u64, plan: &mut FlowPlan) {
+        self.pipeline_pairs(task, bytes, &mut plan.flows);
+        plan.tail = SimDuration::from_seconds_ceil(self.rates.nvlink_step_latency_ns * 1e-9);
     }
 
     /// A ring inside one node: GPU i sends to GPU i+1 (in rank order) over
@@ -201,21 +218,17 @@ impl<'a> FabricFlowPlanner<'a> {
         ranks: &[Rank],
         bytes: u64,
         duration: SimDuration,
-    ) -> FlowPlan {
+        plan: &mut FlowPlan,
+    ) {
         let bus_factor = op.bus_factor(ranks.len() as u32);
         let hop_bytes = (bus_factor * bytes as f64).ceil() as u64;
-        let flows = (0..ranks.len())
-            .map(|i| {
-                let next = ranks[(i + 1) % ranks.len()].0;
-                (FlowEnds::Gpus(ranks[i].0, next), hop_bytes)
-            })
-            .collect();
+        plan.flows.extend((0..ranks.len()).map(|i| {
+            let next = ranks[(i + 1) % ranks.len()].0;
+            (FlowEnds::Gpus(ranks[i].0, next), hop_bytes)
+        }));
         let alone =
             SimDuration::from_seconds_ceil(hop_bytes as f64 / self.rates.nvlink_bus_bytes_per_s);
-        FlowPlan {
-            flows,
-            tail: SimDuration(duration.0.saturating_sub(alone.0)),
-        }
+        plan.tail = SimDuration(duration.0.saturating_sub(alone.0));
     }
 
     /// A collective task's rings: across nodes over the NIC rails, or inside one node.
@@ -225,18 +238,19 @@ impl<'a> FabricFlowPlanner<'a> {
         op: CollectiveOp,
         group_size: u32,
         nodes: u32,
-    ) -> Option<FlowPlan> {
-        let t = self.graph.task(task);
-        let cost = self.costs[t.work.index()];
+        plan: &mut FlowPlan,
+    ) -> bool {
+        let cost = self.costs[self.graph.work_of(task).index()];
         if group_size <= 1 || cost.bytes == 0 {
-            return None;
+            return false;
         }
-        let ranks = &self.graph.group_ranks(t.group);
-        Some(if nodes > 1 {
-            self.ring_flows(op, ranks, cost.bytes, cost.duration)
+        let ranks = self.graph.group_ranks(self.graph.group_of(task));
+        if nodes > 1 {
+            *plan = self.ring_flows(op, ranks, cost.bytes, cost.duration);
         } else {
-            self.nvlink_ring_flows(op, ranks, cost.bytes, cost.duration)
-        })
+            self.nvlink_ring_flows(op, ranks, cost.bytes, cost.duration, plan);
+        }
+        true
     }
 
     /// A pass's expert all-to-alls: each of the task's ranks sends 1/ep of
@@ -321,6 +335,13 @@ impl<'a> FabricFlowPlanner<'a> {
 
 impl FlowPlanner for FabricFlowPlanner<'_> {
     fn plan(&self, task: TaskId) -> Option<FlowPlan> {
+        let mut plan = FlowPlan::default();
+        self.plan_into(task, &mut plan).then_some(plan)
+    }
+
+    fn plan_into(&self, task: TaskId, plan: &mut FlowPlan) -> bool {
+        plan.flows.clear();
+        plan.tail = SimDuration::ZERO;
         // The work alone decides (one column read: most tasks are not flows).
         match *self.graph.work(self.graph.work_of(task)) {
             Work::PipelineTransfer {
@@ -328,33 +349,45 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                 tensor_parallel,
                 crosses_nodes: true,
                 scatter_gather,
-            } => Some(self.pipeline_flows(task, bytes, tensor_parallel, scatter_gather)),
+            } => {
+                self.pipeline_flows(task, bytes, tensor_parallel, scatter_gather, plan);
+                true
+            }
             Work::PipelineTransfer {
                 bytes,
                 crosses_nodes: false,
                 ..
-            } => Some(self.nvlink_pipeline_flows(task, bytes)),
+            } => {
+                self.nvlink_pipeline_flows(task, bytes, plan);
+                true
+            }
             Work::TensorAllReduce {
                 pass: ComputePass::Backward,
                 ..
-            } if self.async_tensor_allreduce => None,
-            Work::TensorAllReduce { .. } if self.tp_comm_overlap => None,
+            } if self.async_tensor_allreduce => false,
+            Work::TensorAllReduce { .. } if self.tp_comm_overlap => false,
             Work::DataParallelAllReduce {
                 nodes, group_size, ..
             }
             | Work::TensorAllReduce {
                 nodes, group_size, ..
-            } => self.collective_flows(task, CollectiveOp::AllReduce, group_size, nodes),
+            } => self.collective_flows(task, CollectiveOp::AllReduce, group_size, nodes, plan),
             // ZeRO-2 (the cost model charges both as an all-gather of the buffer).
             Work::DataParallelReduceScatter {
                 nodes, group_size, ..
             }
             | Work::DataParallelAllGather {
                 nodes, group_size, ..
-            } => self.collective_flows(task, CollectiveOp::AllGather, group_size, nodes),
+            } => self.collective_flows(task, CollectiveOp::AllGather, group_size, nodes, plan),
             Work::ExpertAllToAll {
                 group_size, nodes, ..
-            } => self.all_to_all_flows(task, group_size, nodes),
+            } => match self.all_to_all_flows(task, group_size, nodes) {
+                Some(planned) => {
+                    *plan = planned;
+                    true
+                }
+                None => false,
+            },
             Work::PcieTransfer {
                 direction, bytes, ..
             } if bytes > 0 => {
@@ -363,12 +396,11 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                     PcieDirection::DeviceToHost => FlowEnds::ToHost(gpu),
                     PcieDirection::HostToDevice => FlowEnds::FromHost(gpu),
                 };
-                Some(FlowPlan {
-                    flows: vec![(ends, bytes)],
-                    tail: self.pcie_latency,
-                })
+                plan.flows.push((ends, bytes));
+                plan.tail = self.pcie_latency;
+                true
             }
-            _ => None,
+            _ => false,
         }
     }
 }

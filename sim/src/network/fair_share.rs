@@ -6,9 +6,9 @@
 //!   so a start or an end re-runs water-filling (`water_fill.rs`) only on the
 //!   component of the changed flow; every other flow keeps its rate, its remaining
 //!   bytes as of its last rate change, and its pending completion.
-//! - Each flow has one pending completion in a radix heap ordered by (time,
-//!   `FlowId`) that knows where each flow's entry is (`pending.rs`): re-arming a
-//!   flow moves its entry. A flow that starts on links no other flow uses is its
+//! - Each flow has one pending completion in a binary heap ordered by (time,
+//!   `FlowId`) (`pending.rs`): re-arming a flow leaves its older entry stale, to be
+//!   dropped when it surfaces (lazy cancellation). A flow that starts on links no other flow uses is its
 //!   own component: it takes its slowest link's capacity without a search.
 //! - Nothing is kept per flow ever started, only per running flow (slots reused),
 //!   and the caller's tag for each flow (the engine's task entry) rides in its slot.
@@ -199,7 +199,7 @@ impl FairShareNetwork {
 
     /// The time of the earliest pending completion, without looking for
     /// which flow it is.
-    pub fn next_due(&self) -> Option<SimTime> {
+    pub fn next_due(&mut self) -> Option<SimTime> {
         self.pending.peek_due()
     }
 
@@ -212,25 +212,22 @@ impl FairShareNetwork {
         Some((due, owner))
     }
 
-    /// The slot of running flow `id`: the earliest pending one's directly
-    /// (what the engine and [`FairShareNetwork::advance`] complete), any
-    /// other by a search of the slots.
+    /// The slot of running flow `id`, by a search of the slots (the engine
+    /// completes flows by [`FairShareNetwork::complete_next`]).
     fn slot_of(&self, id: FlowId) -> Option<u32> {
-        match self.pending.peek() {
-            Some((_, first, slot)) if first == id => Some(slot),
-            _ => self
-                .slots
-                .iter()
-                .position(|flow| flow.active && flow.id == id)
-                .map(|slot| slot as u32),
-        }
+        self.slots
+            .iter()
+            .position(|flow| flow.active && flow.id == id)
+            .map(|slot| slot as u32)
     }
 
     /// Ends flow `id` at `now`, its completion time; re-shares its links.
     pub fn complete(&mut self, now: SimTime, id: FlowId) {
-        let slot = self
-            .slot_of(id)
-            .unwrap_or_else(|| panic!("flow {id:?} is not running (completed twice?)"));
+        let slot = match self.pending.peek() {
+            Some((_, first, slot)) if first == id => Some(slot),
+            _ => self.slot_of(id),
+        }
+        .unwrap_or_else(|| panic!("flow {id:?} is not running (completed twice?)"));
         self.complete_slot(now, slot);
     }
 

@@ -1,214 +1,94 @@
-//! The pending completions of [`super::FairShareNetwork`]'s flows: one entry
-//! per running flow that has a completion time, in a radix heap keyed by
-//! time (as the engine's [`crate::event_queue`]), ties broken by `FlowId`.
+//! The pending completions of [`super::FairShareNetwork`]'s flows: a binary
+//! min-heap of (due, `FlowId`) keys, one integer each (due in the high 64
+//! bits, the flow id in the low 32, so the integer order is the (time,
+//! `FlowId`) order the network completes flows in), with lazy cancellation.
 //!
-//! - Completion times are monotone: a flow's new time is never before now,
-//!   and a flow completes only when it is the earliest. So the radix heap
-//!   applies: bucket `b` holds the entries whose highest bit differing from
-//!   the last time taken is bit `b − 1`, bucket 0 those equal to it, and the
-//!   lowest non-empty bucket is emptied into lower ones when bucket 0 runs
-//!   out (Ahuja, Mehlhorn, Orlin and Tarjan, J. ACM 37(2), 1990).
-//! - Ties: entries of one time always share a bucket; bucket 0 is kept
-//!   sorted by `FlowId` (descending, so the next is at its end), so flows due
-//!   together come out lowest id first, as the (time, `FlowId`) order wants.
-//! - A flow's time can change (a re-share) and a flow can leave: each slot
-//!   knows where its entry is, so an entry is moved or removed at once
-//!   (no stale entries), and every bucket keeps its exact minimum time, so
-//!   [`PendingCompletions::peek_due`] moves nothing and a later re-share
-//!   may still set any time from now on.
-//!
-//! It replaced an indexed 4-ary heap whose pops sifted an entry down four
-//! levels at each of the 7.8 M completions of the 1T model on 3,072 GPUs.
+//! - A flow's time can change (a re-share) or its flow leave: the slot's
+//!   generation moves on, and the entries of an older generation are
+//!   dropped when they reach the top. The fair-share network re-arms a flow
+//!   only when a re-share changes its time, which is rare (most flows run
+//!   alone on their links), so stale entries are few.
+//! - A binary heap's pop sifts one hole to the bottom with one comparison
+//!   per level (the standard library's `BinaryHeap`): cheaper than the
+//!   indexed 4-ary heap it replaced, which kept every slot's position up to
+//!   date, and than a radix heap, whose entries moved down many buckets
+//!   each before their time came (completion times lie micro- to
+//!   milliseconds ahead).
 
 use super::FlowId;
 use crate::time::SimTime;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
-/// Buckets: times equal to the last, then one per differing bit of a `u64`.
-const BUCKETS: usize = 65;
-
-/// `position` of a slot without an entry.
-const ABSENT: u32 = u32::MAX;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    due: u64,
-    id: u32,
-    slot: u32,
-}
-
-/// A monotone min-queue of (due, flow) with each slot's entry located.
-#[derive(Debug, Clone)]
+/// Min-heap of (due, flow) keys with each slot's current generation.
+#[derive(Debug, Clone, Default)]
 pub struct PendingCompletions {
-    /// Every entry's time is at least this (the last time taken).
-    last: u64,
-    buckets: Vec<Vec<Entry>>,
-    /// The smallest time in each bucket above 0 (`u64::MAX` when empty).
-    minimum: [u64; BUCKETS],
-    /// Bit `b − 1` set iff bucket `b` (1 ≤ b ≤ 64) holds an entry.
-    occupied: u64,
-    /// Per slot: (bucket, index) of its entry; bucket `ABSENT` when none.
-    position: Vec<(u32, u32)>,
-    /// Reused while a bucket is emptied into lower ones.
-    spare: Vec<Entry>,
+    /// (key, slot, generation): the key packs (due, flow).
+    heap: BinaryHeap<Reverse<(u128, u32, u32)>>,
+    /// Per slot: the generation of its live entry (entries of another
+    /// generation are stale).
+    generation: Vec<u32>,
+    /// Per slot: whether it has a live entry.
+    live: Vec<bool>,
 }
 
-impl Default for PendingCompletions {
-    fn default() -> PendingCompletions {
-        PendingCompletions {
-            last: 0,
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            minimum: [u64::MAX; BUCKETS],
-            occupied: 0,
-            position: Vec::new(),
-            spare: Vec::new(),
-        }
-    }
+/// (due, flow) as one integer with the same order.
+#[inline]
+fn pack(due: SimTime, id: FlowId) -> u128 {
+    ((due.0 as u128) << 32) | id.0 as u128
 }
 
 impl PendingCompletions {
-    /// The earliest time pending, without moving anything.
+    /// Drops stale entries from the top; the live earliest, if any.
     #[inline]
-    pub fn peek_due(&self) -> Option<SimTime> {
-        if !self.buckets[0].is_empty() {
-            return Some(SimTime(self.last));
+    fn top(&mut self) -> Option<(u128, u32)> {
+        while let Some(&Reverse((key, slot, generation))) = self.heap.peek() {
+            let index = slot as usize;
+            if self.live[index] && self.generation[index] == generation {
+                return Some((key, slot));
+            }
+            self.heap.pop();
         }
-        self.lowest_occupied().map(|b| SimTime(self.minimum[b]))
+        None
     }
 
-    /// The earliest (due, flow, slot), without moving anything (a search of
-    /// one bucket when the earliest time has not been taken yet).
-    pub fn peek(&self) -> Option<(SimTime, FlowId, u32)> {
-        let first = match self.buckets[0].last() {
-            Some(&entry) => entry,
-            None => *self.buckets[self.lowest_occupied()?]
-                .iter()
-                .min_by_key(|entry| (entry.due, entry.id))
-                .expect("an occupied bucket has an entry"),
-        };
-        Some((SimTime(first.due), FlowId(first.id), first.slot))
+    /// The earliest time pending.
+    #[inline]
+    pub fn peek_due(&mut self) -> Option<SimTime> {
+        self.top().map(|(key, _)| SimTime((key >> 32) as u64))
     }
 
-    /// The earliest (due, flow, slot), its time taken as the last one: every
-    /// time set afterwards must be at least it (the caller completes it now).
+    /// The earliest (due, flow, slot).
+    pub fn peek(&mut self) -> Option<(SimTime, FlowId, u32)> {
+        self.top()
+            .map(|(key, slot)| (SimTime((key >> 32) as u64), FlowId(key as u32), slot))
+    }
+
+    /// The earliest (due, flow, slot), as [`PendingCompletions::peek`] (the
+    /// name says the caller completes it now).
     pub fn first(&mut self) -> Option<(SimTime, FlowId, u32)> {
-        if self.buckets[0].is_empty() {
-            self.refill()?;
-        }
-        let entry = *self.buckets[0].last().expect("refilled");
-        Some((SimTime(entry.due), FlowId(entry.id), entry.slot))
+        self.peek()
     }
 
-    /// Gives `slot` (running flow `id`) the completion time `due`, no
-    /// earlier than the last time taken: a new entry, or its entry moved.
+    /// Gives `slot` (running flow `id`) the completion time `due`: its
+    /// earlier entry, if any, goes stale.
     pub fn set(&mut self, slot: u32, id: FlowId, due: SimTime) {
-        debug_assert!(due.0 >= self.last, "a completion before the last taken");
         let index = slot as usize;
-        if self.position.len() <= index {
-            self.position.resize(index + 1, (ABSENT, 0));
+        if self.generation.len() <= index {
+            self.generation.resize(index + 1, 0);
+            self.live.resize(index + 1, false);
         }
-        self.remove(slot);
-        self.insert(Entry {
-            due: due.0,
-            id: id.0,
-            slot,
-        });
+        let generation = self.generation[index].wrapping_add(1);
+        self.generation[index] = generation;
+        self.live[index] = true;
+        self.heap.push(Reverse((pack(due, id), slot, generation)));
     }
 
     /// Drops `slot`'s entry, if it has one.
     pub fn remove(&mut self, slot: u32) {
-        let Some(&(bucket, index)) = self.position.get(slot as usize) else {
-            return;
-        };
-        if bucket == ABSENT {
-            return;
+        if let Some(live) = self.live.get_mut(slot as usize) {
+            *live = false;
         }
-        self.position[slot as usize] = (ABSENT, 0);
-        let (bucket, index) = (bucket as usize, index as usize);
-        if bucket == 0 {
-            // Keep the order: the entries after it move down by one.
-            self.buckets[0].remove(index);
-            for at in index..self.buckets[0].len() {
-                let moved = self.buckets[0][at].slot;
-                self.position[moved as usize] = (0, at as u32);
-            }
-            return;
-        }
-        let removed = self.buckets[bucket].swap_remove(index);
-        if let Some(moved) = self.buckets[bucket].get(index) {
-            self.position[moved.slot as usize] = (bucket as u32, index as u32);
-        }
-        if self.buckets[bucket].is_empty() {
-            self.minimum[bucket] = u64::MAX;
-            self.occupied &= !(1 << (bucket - 1));
-        } else if removed.due == self.minimum[bucket] {
-            self.minimum[bucket] = self.buckets[bucket]
-                .iter()
-                .map(|entry| entry.due)
-                .min()
-                .expect("not empty");
-        }
-    }
-
-    #[inline]
-    fn bucket_of(&self, due: u64) -> usize {
-        if due == self.last {
-            0
-        } else {
-            (u64::BITS - (due ^ self.last).leading_zeros()) as usize
-        }
-    }
-
-    #[inline]
-    fn lowest_occupied(&self) -> Option<usize> {
-        (self.occupied != 0).then(|| self.occupied.trailing_zeros() as usize + 1)
-    }
-
-    fn insert(&mut self, entry: Entry) {
-        let bucket = self.bucket_of(entry.due);
-        if bucket == 0 {
-            // Descending ids: before the first entry with a smaller id.
-            let at = self.buckets[0].partition_point(|other| other.id > entry.id);
-            self.buckets[0].insert(at, entry);
-            for index in at..self.buckets[0].len() {
-                let moved = self.buckets[0][index].slot;
-                self.position[moved as usize] = (0, index as u32);
-            }
-            return;
-        }
-        let entries = &mut self.buckets[bucket];
-        self.position[entry.slot as usize] = (bucket as u32, entries.len() as u32);
-        entries.push(entry);
-        if entry.due < self.minimum[bucket] {
-            self.minimum[bucket] = entry.due;
-        }
-        self.occupied |= 1 << (bucket - 1);
-    }
-
-    /// Empties the lowest non-empty bucket into lower ones around its
-    /// smallest time, which becomes the last time; `None` when empty.
-    fn refill(&mut self) -> Option<()> {
-        debug_assert!(self.buckets[0].is_empty());
-        let lowest = self.lowest_occupied()?;
-        self.last = self.minimum[lowest];
-        self.minimum[lowest] = u64::MAX;
-        self.occupied &= !(1 << (lowest - 1));
-        std::mem::swap(&mut self.spare, &mut self.buckets[lowest]);
-        for index in 0..self.spare.len() {
-            let entry = self.spare[index];
-            let bucket = self.bucket_of(entry.due);
-            if bucket == 0 {
-                self.buckets[0].push(entry);
-            } else {
-                self.insert(entry);
-            }
-        }
-        self.spare.clear();
-        let ready = &mut self.buckets[0];
-        ready.sort_unstable_by(|a, b| b.id.cmp(&a.id));
-        for (index, entry) in ready.iter().enumerate() {
-            self.position[entry.slot as usize] = (0, index as u32);
-        }
-        Some(())
     }
 }
 

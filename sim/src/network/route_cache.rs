@@ -4,34 +4,43 @@
 //! (pipeline peers, ring neighbours: tens of thousands). Each pair's route is
 //! computed by [`Fabric`] the first time and then read from a flat buffer.
 //!
-//! The map is only looked up, never iterated, so its order never reaches
-//! output; memory is one entry and the route's links per distinct pair.
+//! Memory is one entry and the route's links per distinct pair.
 
 use super::{Fabric, FlowEnds, LinkId};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// Routes by flow ends, as ranges of one buffer of links.
 #[derive(Debug, Default)]
 pub struct RouteCache {
-    /// Key of the flow ends → (first link in `links`, link count).
-    index: HashMap<u64, (u32, u32), BuildHasherDefault<PairHasher>>,
+    /// Per source GPU: (destination, first link in `links`, link count) of
+    /// each destination it has sent to. A GPU sends to a handful of peers
+    /// (its ring neighbours, pipeline peers, its host), so a scan of its
+    /// short list is cheaper than hashing.
+    by_source: Vec<Vec<(u32, u32, u32)>>,
     links: Vec<LinkId>,
 }
 
-/// GPU index standing for the host in a key.
-const HOST: u64 = u32::MAX as u64;
+/// Destinations standing for the GPU's host, in a source's list.
+const TO_HOST: u32 = u32::MAX;
+const FROM_HOST: u32 = u32::MAX - 1;
 
 impl RouteCache {
     /// The links of a flow between `ends` on `fabric`.
     pub fn route(&mut self, fabric: &Fabric, ends: FlowEnds) -> &[LinkId] {
-        let key = match ends {
-            FlowEnds::Gpus(source, destination) => (source as u64) << 32 | destination as u64,
-            FlowEnds::ToHost(gpu) => (gpu as u64) << 32 | HOST,
-            FlowEnds::FromHost(gpu) => HOST << 32 | gpu as u64,
+        let (source, destination) = match ends {
+            FlowEnds::Gpus(source, destination) => (source, destination),
+            FlowEnds::ToHost(gpu) => (gpu, TO_HOST),
+            FlowEnds::FromHost(gpu) => (gpu, FROM_HOST),
         };
-        let (first, count) = match self.index.get(&key) {
-            Some(&range) => range,
+        let source_index = source as usize;
+        if self.by_source.len() <= source_index {
+            self.by_source.resize_with(source_index + 1, Vec::new);
+        }
+        let known = self.by_source[source_index]
+            .iter()
+            .find(|entry| entry.0 == destination)
+            .copied();
+        let (_, first, count) = match known {
+            Some(entry) => entry,
             None => {
                 let first = self.links.len();
                 match ends {
@@ -47,36 +56,25 @@ impl RouteCache {
                         self.links.extend(fabric.route_from_host(gpu).links);
                     }
                 }
-                let range = (
+                let entry = (
+                    destination,
                     u32::try_from(first).expect("fewer than 2^32 cached links"),
                     (self.links.len() - first) as u32,
                 );
-                self.index.insert(key, range);
-                range
+                self.by_source[source_index].push(entry);
+                entry
             }
         };
         &self.links[first as usize..(first + count) as usize]
     }
-}
 
-/// SplitMix64 of the one `u64` a key writes: a fast, well-mixed hash for
-/// integer keys (the standard SipHash costs more than the lookup saves).
-#[derive(Debug, Default)]
-pub struct PairHasher(u64);
-
-impl Hasher for PairHasher {
-    fn finish(&self) -> u64 {
-        super::splitmix64(self.0)
+    /// Distinct pairs of ends cached.
+    pub fn len(&self) -> usize {
+        self.by_source.iter().map(Vec::len).sum()
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0 << 8) ^ byte as u64;
-        }
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -108,6 +106,6 @@ mod tests {
             );
         }
         // Each distinct pair once: 5 GPU pairs and 2 host copies.
-        assert_eq!(cache.index.len(), 7);
+        assert_eq!(cache.len(), 7);
     }
 }

@@ -1,51 +1,61 @@
 //! The pending completions of [`super::FairShareNetwork`]'s flows: a binary
-//! min-heap of (due, `FlowId`) keys, one integer each (due in the high 64
-//! bits, the flow id in the low 32, so the integer order is the (time,
-//! `FlowId`) order the network completes flows in), with lazy cancellation.
+//! min-heap of one integer per entry, (due, `FlowId`, slot) packed high to
+//! low (due in the top 64 bits, the flow id and slot in 32 each), so the
+//! integer order is the (time, `FlowId`) order the network completes flows
+//! in, with lazy cancellation.
 //!
 //! - A flow's time can change (a re-share) or its flow leave: the slot's
-//!   generation moves on, and the entries of an older generation are
-//!   dropped when they reach the top. The fair-share network re-arms a flow
-//!   only when a re-share changes its time, which is rare (most flows run
-//!   alone on their links), so stale entries are few.
+//!   current entry is recorded, and an entry that is not its slot's current
+//!   one is dropped when it reaches the top. The fair-share network re-arms
+//!   a flow only when a re-share changes its time, which is rare (most flows
+//!   run alone on their links), so stale entries are few. (A flow re-armed
+//!   back to an earlier time has two equal entries: the first completes the
+//!   flow, which leaves the slot, and the second is then stale.)
 //! - A binary heap's pop sifts one hole to the bottom with one comparison
-//!   per level (the standard library's `BinaryHeap`): cheaper than the
-//!   indexed 4-ary heap it replaced, which kept every slot's position up to
-//!   date, and than a radix heap, whose entries moved down many buckets
-//!   each before their time came (completion times lie micro- to
-//!   milliseconds ahead).
+//!   per level (the standard library's `BinaryHeap`), here of 16-byte
+//!   integers: cheaper than the indexed 4-ary heap it replaced, which kept
+//!   every slot's position up to date, and than a radix heap, whose entries
+//!   moved down many buckets each before their time came (completion times
+//!   lie micro- to milliseconds ahead).
 
 use super::FlowId;
 use crate::time::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Min-heap of (due, flow) keys with each slot's current generation.
+/// `current` of a slot without an entry (no entry packs to it: a slot
+/// index is below `u32::MAX`).
+const NONE: u128 = u128::MAX;
+
+/// Min-heap of packed (due, flow, slot) entries.
 #[derive(Debug, Clone, Default)]
 pub struct PendingCompletions {
-    /// (key, slot, generation): the key packs (due, flow).
-    heap: BinaryHeap<Reverse<(u128, u32, u32)>>,
-    /// Per slot: the generation of its live entry (entries of another
-    /// generation are stale).
-    generation: Vec<u32>,
-    /// Per slot: whether it has a live entry.
-    live: Vec<bool>,
+    heap: BinaryHeap<Reverse<u128>>,
+    /// Per slot: its live entry, or `NONE`.
+    current: Vec<u128>,
 }
 
-/// (due, flow) as one integer with the same order.
 #[inline]
-fn pack(due: SimTime, id: FlowId) -> u128 {
-    ((due.0 as u128) << 32) | id.0 as u128
+fn pack(due: SimTime, id: FlowId, slot: u32) -> u128 {
+    ((due.0 as u128) << 64) | ((id.0 as u128) << 32) | slot as u128
+}
+
+#[inline]
+fn unpack(entry: u128) -> (SimTime, FlowId, u32) {
+    (
+        SimTime((entry >> 64) as u64),
+        FlowId((entry >> 32) as u32),
+        entry as u32,
+    )
 }
 
 impl PendingCompletions {
     /// Drops stale entries from the top; the live earliest, if any.
     #[inline]
-    fn top(&mut self) -> Option<(u128, u32)> {
-        while let Some(&Reverse((key, slot, generation))) = self.heap.peek() {
-            let index = slot as usize;
-            if self.live[index] && self.generation[index] == generation {
-                return Some((key, slot));
+    fn top(&mut self) -> Option<u128> {
+        while let Some(&Reverse(entry)) = self.heap.peek() {
+            if self.current[entry as u32 as usize] == entry {
+                return Some(entry);
             }
             self.heap.pop();
         }
@@ -55,13 +65,12 @@ impl PendingCompletions {
     /// The earliest time pending.
     #[inline]
     pub fn peek_due(&mut self) -> Option<SimTime> {
-        self.top().map(|(key, _)| SimTime((key >> 32) as u64))
+        self.top().map(|entry| unpack(entry).0)
     }
 
     /// The earliest (due, flow, slot).
     pub fn peek(&mut self) -> Option<(SimTime, FlowId, u32)> {
-        self.top()
-            .map(|(key, slot)| (SimTime((key >> 32) as u64), FlowId(key as u32), slot))
+        self.top().map(unpack)
     }
 
     /// The earliest (due, flow, slot), as [`PendingCompletions::peek`] (the
@@ -74,20 +83,18 @@ impl PendingCompletions {
     /// earlier entry, if any, goes stale.
     pub fn set(&mut self, slot: u32, id: FlowId, due: SimTime) {
         let index = slot as usize;
-        if self.generation.len() <= index {
-            self.generation.resize(index + 1, 0);
-            self.live.resize(index + 1, false);
+        if self.current.len() <= index {
+            self.current.resize(index + 1, NONE);
         }
-        let generation = self.generation[index].wrapping_add(1);
-        self.generation[index] = generation;
-        self.live[index] = true;
-        self.heap.push(Reverse((pack(due, id), slot, generation)));
+        let entry = pack(due, id, slot);
+        self.current[index] = entry;
+        self.heap.push(Reverse(entry));
     }
 
     /// Drops `slot`'s entry, if it has one.
     pub fn remove(&mut self, slot: u32) {
-        if let Some(live) = self.live.get_mut(slot as usize) {
-            *live = false;
+        if let Some(current) = self.current.get_mut(slot as usize) {
+            *current = NONE;
         }
     }
 }

@@ -100,10 +100,12 @@ impl RunState {
                     (self.flow_tasks.len() - 1) as u32
                 }
             };
+            network.begin_group();
             for &(ends, bytes) in &plan.flows {
                 let links = self.routes.route(shared.fabric, ends);
                 network.start_flow_for(now, links, bytes, owner);
             }
+            network.end_group();
         } else {
             self.queue.push(now + plan.tail, task);
         }

@@ -78,6 +78,12 @@ pub struct FairShareNetwork {
     sharing: Vec<u32>,
     rates: Vec<f64>,
     neighbours: Vec<u32>,
+    /// Between [`FairShareNetwork::begin_group`] and
+    /// [`FairShareNetwork::end_group`] while every flow started alone:
+    /// those flows' (slot, id, due), not yet pending.
+    grouping: bool,
+    deferred: Vec<(u32, FlowId, SimTime)>,
+    group_slots: Vec<u32>,
 }
 
 impl FairShareNetwork {
@@ -102,6 +108,9 @@ impl FairShareNetwork {
             sharing: Vec::new(),
             rates: Vec::new(),
             neighbours: Vec::new(),
+            grouping: false,
+            deferred: Vec::new(),
+            group_slots: Vec::new(),
         }
     }
 
@@ -180,16 +189,56 @@ impl FairShareNetwork {
             let due = now + SimDuration::from_seconds_ceil(flow.remaining_bytes / rate_bytes_per_s);
             if due != flow.due {
                 flow.due = due;
-                self.pending.set(slot, id, due);
+                if self.grouping {
+                    self.deferred.push((slot, id, due));
+                } else {
+                    self.pending.set(slot, id, due);
+                }
             }
             return id;
         }
+        self.flush_deferred();
         let mut seeds = std::mem::take(&mut self.neighbours);
         seeds.clear();
         seeds.push(slot);
         self.recompute(now, &seeds);
         self.neighbours = seeds;
         id
+    }
+
+    /// Starts a group: the flows started until [`FairShareNetwork::end_group`]
+    /// (at one instant: one task's flows) share one pending entry if every
+    /// one of them starts alone on its links and all end at one time. The
+    /// outcome is the same as without the group; only the bookkeeping is
+    /// lighter (see `pending.rs`).
+    pub fn begin_group(&mut self) {
+        debug_assert!(!self.grouping && self.deferred.is_empty());
+        self.grouping = true;
+    }
+
+    /// Ends the group begun by [`FairShareNetwork::begin_group`].
+    pub fn end_group(&mut self) {
+        if self.grouping && self.deferred.len() >= 2 {
+            let due = self.deferred[0].2;
+            if self.deferred.iter().all(|&(_, _, other)| other == due) {
+                let first_id = self.deferred[0].1;
+                self.group_slots.clear();
+                self.group_slots
+                    .extend(self.deferred.iter().map(|&(slot, ..)| slot));
+                self.pending.set_group(&self.group_slots, first_id, due);
+                self.deferred.clear();
+            }
+        }
+        self.flush_deferred();
+    }
+
+    /// Gives the group's flows started so far their own pending entries, and
+    /// ends the group (a flow that does not start alone re-shares others).
+    fn flush_deferred(&mut self) {
+        self.grouping = false;
+        for (slot, id, due) in self.deferred.drain(..) {
+            self.pending.set(slot, id, due);
+        }
     }
 
     /// The earliest pending completion (ties: lowest `FlowId`).
@@ -446,6 +495,59 @@ mod tests {
         net.start_flow(SimTime(10), &links(&[1]), 1_000_000);
         assert_eq!(net.slots[slot].due, due);
         assert_eq!(net.slots[slot].updated, SimTime(0));
+    }
+
+    /// The same flows started one by one and in groups (a ring's hops
+    /// alone on their links, a group broken by a later flow on one of its
+    /// links, a group whose second flow is not alone) end at the same times
+    /// in the same order.
+    #[test]
+    fn groups_change_nothing_but_the_bookkeeping() {
+        let capacities = vec![1e9, 1e9, 1e9, 2e9, 1e9, 1e9];
+        // (start ns, route, bytes, group): flows of one group start together.
+        let flows: [(u64, &[u32], u64, u32); 10] = [
+            (0, &[0], 1_000_000, 0),
+            (0, &[1], 1_000_000, 0),
+            (0, &[2], 1_000_000, 0),
+            (10, &[3], 4_000_000, 1),
+            (10, &[4], 2_000_000, 1),
+            (500_000, &[1, 5], 1_000_000, 2),
+            (500_000, &[4], 500_000, 2),
+            (600_000, &[5], 700_000, 3),
+            (600_000, &[0], 300_000, 3),
+            (600_000, &[3, 5], 100_000, 3),
+        ];
+        let run = |grouped: bool| {
+            let mut net = FairShareNetwork::new(capacities.clone());
+            let mut done = Vec::new();
+            let mut index = 0;
+            while index < flows.len() {
+                let (start, _, _, group) = flows[index];
+                done.extend(net.advance(SimTime(start)));
+                if grouped {
+                    net.begin_group();
+                }
+                while index < flows.len() && flows[index].3 == group {
+                    let (_, route, bytes, _) = flows[index];
+                    net.start_flow(SimTime(start), &links(route), bytes);
+                    index += 1;
+                }
+                if grouped {
+                    net.end_group();
+                }
+            }
+            done.extend(net.advance(SimTime(u64::MAX - 1)));
+            (done, net.pending.groups_made())
+        };
+        let (one_by_one, none) = run(false);
+        assert_eq!(one_by_one.len(), flows.len());
+        assert_eq!(none, 0);
+        let (grouped, made) = run(true);
+        assert_eq!(grouped, one_by_one);
+        // Only groups whose every flow starts alone are made: 0 and 1 (group
+        // 2's first flow shares link 1 with group 0's, group 3's first link 5
+        // with group 2's).
+        assert_eq!(made, 2);
     }
 
     #[test]

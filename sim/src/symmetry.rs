@@ -253,12 +253,14 @@ impl FullCounts {
         let task_shared: Vec<bool> = (0..graph.task_count()).map(is_shared).collect();
         let shared_tasks = task_shared.iter().filter(|&&s| s).count();
         let mut edges = 0usize;
-        for (from, to, _) in graph.edges() {
-            edges += if task_shared[from.index()] && task_shared[to.index()] {
-                1
-            } else {
-                weight
-            };
+        for (from, &from_shared) in task_shared.iter().enumerate() {
+            for &to in graph.successor_slice(from) {
+                edges += if from_shared && task_shared[to as usize] {
+                    1
+                } else {
+                    weight
+                };
+            }
         }
         FullCounts {
             tasks: (graph.task_count() - shared_tasks) * weight + shared_tasks,

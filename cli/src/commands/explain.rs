@@ -98,11 +98,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
         if scenario.schedule == sim::scenario::ScheduleKind::DualPipeV
             && !scenario.options.pair_overlap
         {
-            writeln!(
-                out,
-                "F&B pairs (F…&B…): overlap of the pair not modeled: costed as sequential, \
-                 the forward's output sent when the pair ends"
-            )?;
+            writeln!(out, "{SEQUENTIAL_PAIRS}")?;
         }
     }
     if scenario.layout.stage_map == models::sharding::StageMap::DualPipe {
@@ -120,15 +116,16 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
             in_flight()
         )?;
         if !scenario.options.pair_overlap {
-            writeln!(
-                out,
-                "F&B pairs (F…&B…): overlap of the pair not modeled: costed as sequential, \
-                 the forward's output sent when the pair ends (--pair-overlap models it with ep > 1)"
-            )?;
+            writeln!(out, "{SEQUENTIAL_PAIRS}")?;
         }
     }
     write_layer_kernels(out, scenario)
 }
+
+
+/// DualPipe's and DualPipeV's F&B pairs without `--pair-overlap`.
+const SEQUENTIAL_PAIRS: &str = "F&B pairs (F…&B…): overlap of the pair not modeled: costed as \
+     sequential, the forward's output sent when the pair ends (--pair-overlap models it with ep > 1)";
 
 /// An explicit pipeline layout (layers per rank and chunk), Megatron-Core's
 /// microbatch groups and looped BFS's order, when the scenario uses them.

@@ -114,8 +114,9 @@ pub fn darker(color: RGBColor) -> RGBColor {
 pub const COMPARISON_COLORS: [RGBColor; 2] =
     [RGBColor(0x4e, 0x79, 0xa7), RGBColor(0xf2, 0x8e, 0x2b)];
 
-/// Colours of bubble-chart series, cycled.
-pub const SERIES_COLORS: [RGBColor; 8] = [
+/// Colours of chart series, cycled: all ten of Tableau 10 (the bubble
+/// chart draws ten schedules, each in its own colour).
+pub const SERIES_COLORS: [RGBColor; 10] = [
     RGBColor(0x4e, 0x79, 0xa7),
     RGBColor(0xf2, 0x8e, 0x2b),
     RGBColor(0x59, 0xa1, 0x4f),
@@ -124,6 +125,8 @@ pub const SERIES_COLORS: [RGBColor; 8] = [
     RGBColor(0x9c, 0x75, 0x5f),
     RGBColor(0x76, 0xb7, 0xb2),
     RGBColor(0xed, 0xc9, 0x48),
+    RGBColor(0xff, 0x9d, 0xa7),
+    RGBColor(0xba, 0xb0, 0xac),
 ];
 
 #[cfg(test)]
@@ -156,6 +159,15 @@ mod tests {
                 kind_label(kind)
             );
         }
+    }
+
+    #[test]
+    fn series_colours_are_distinct() {
+        let colors: BTreeSet<(u8, u8, u8)> = SERIES_COLORS
+            .iter()
+            .map(|&RGBColor(r, g, b)| (r, g, b))
+            .collect();
+        assert_eq!(colors.len(), SERIES_COLORS.len());
     }
 
     #[test]

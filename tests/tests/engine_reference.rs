@@ -75,8 +75,8 @@ fn reference_run(
         heap.push(Reverse((time, sequence, task)));
         sequence += 1;
     };
-    for index in 0..n {
-        if remaining[index] == 0 {
+    for (index, &left) in remaining.iter().enumerate() {
+        if left == 0 {
             if let Some(time) = start_task(
                 index as u32,
                 SimTime::ZERO,

@@ -54,8 +54,8 @@ fn one_gpu_moves_two_bytes_per_parameter_each_way_per_step() {
     let scenario = offload_file(1, 1, 1).resolve().unwrap();
     let report = sim::simulate(&scenario).unwrap();
     let p = params_per_rank(&scenario);
-    let down = bytes_per_rank(&report.timeline(), TaskKind::PcieDeviceToHost);
-    let up = bytes_per_rank(&report.timeline(), TaskKind::PcieHostToDevice);
+    let down = bytes_per_rank(report.timeline(), TaskKind::PcieDeviceToHost);
+    let up = bytes_per_rank(report.timeline(), TaskKind::PcieHostToDevice);
     assert_eq!(down, BTreeMap::from([(0, 2 * p)]));
     assert_eq!(up, BTreeMap::from([(0, 2 * p)]));
     // Several buckets, so the offload overlaps the backward.
@@ -77,7 +77,7 @@ fn each_of_d_gpus_moves_two_bytes_per_parameter_over_d_each_way() {
         assert_eq!(p % dp as u64, 0, "test model divides evenly");
         let expected = 2 * p / dp as u64;
         for kind in [TaskKind::PcieDeviceToHost, TaskKind::PcieHostToDevice] {
-            let sums = bytes_per_rank(&report.timeline(), kind);
+            let sums = bytes_per_rank(report.timeline(), kind);
             assert_eq!(sums.len(), (tp * dp) as usize);
             assert!(
                 sums.values().all(|&bytes| bytes == expected),
@@ -110,11 +110,11 @@ fn every_microbatch_offloads_its_gradients() {
     let report = sim::simulate(&scenario).unwrap();
     let p = params_per_rank(&scenario);
     assert_eq!(
-        bytes_per_rank(&report.timeline(), TaskKind::PcieDeviceToHost)[&0],
+        bytes_per_rank(report.timeline(), TaskKind::PcieDeviceToHost)[&0],
         3 * 2 * p
     );
     assert_eq!(
-        bytes_per_rank(&report.timeline(), TaskKind::PcieHostToDevice)[&0],
+        bytes_per_rank(report.timeline(), TaskKind::PcieHostToDevice)[&0],
         2 * p
     );
 }
@@ -332,7 +332,7 @@ fn pcie_and_cpu_get_their_own_lanes_in_the_timeline_chart() {
         lanes_per_stream: true,
         ..reports::TimelineChartOptions::default()
     };
-    let summary = reports::render_timeline(&report.timeline(), &options, &path).unwrap();
+    let summary = reports::render_timeline(report.timeline(), &options, &path).unwrap();
     let svg = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_file(&path).ok();
     assert_eq!(summary.lanes, 4, "compute, pcie_d2h, pcie_h2d, cpu");

@@ -280,8 +280,10 @@ fn under_tensor_parallelism_each_rank_routes_its_own_tokens_over_consecutive_ran
                 group_size, nodes, ..
             } => all_to_alls.push((group_size, nodes)),
             Work::DataParallelReduceScatter {
-                bytes, group_size, ..
-            } if group_size == 2 => expert_reductions.push(bytes),
+                bytes,
+                group_size: 2,
+                ..
+            } => expert_reductions.push(bytes),
             _ => {}
         }
     }

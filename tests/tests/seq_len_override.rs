@@ -33,7 +33,7 @@ fn the_override_sets_the_models_sequence_length_and_its_cost() {
             .sum()
     };
     let ratio = flops(&longer) / flops(&base);
-    assert!(ratio >= 2.0 && ratio < 2.5, "FLOPs ratio {ratio}");
+    assert!((2.0..2.5).contains(&ratio), "FLOPs ratio {ratio}");
 }
 
 #[test]

@@ -86,6 +86,11 @@ pub struct GradientSplits {
     /// dispatcher synchronization into one more segment, a pass's tasks
     /// each ([`crate::cost::host_syncs`]).
     pub host_sync_segments: u64,
+    /// DualPipe's overlapped F&B pairs (`pair_overlap`): the MoE layers in
+    /// the largest chunk, each cutting a pair's forward and backward at its
+    /// dispatch and combine into more pieces, with their all-to-all tasks
+    /// (0 without pair overlap).
+    pub pair_overlap_layers: u64,
 }
 
 impl GradientSplits {
@@ -117,6 +122,9 @@ impl GradientSplits {
         let per_chunk = u32::try_from(sharding.layers_per_chunk(model.layers)).unwrap_or(u32::MAX);
         if model.moe.is_some() {
             splits.host_sync_segments = per_chunk as u64;
+            if options.pair_overlap {
+                splits.pair_overlap_layers = per_chunk as u64;
+            }
         }
         if let Some(bucket_params) = options.grad_reduce_bucket_params {
             splits.reduce_buckets = buckets(bucket_params, per_chunk).max(1);
@@ -195,6 +203,10 @@ pub fn estimated_task_count(
         } else {
             0
         },
+        // Overlapped pairs: per MoE layer, a forward's and a backward's
+        // pieces and all-to-alls (measured: 5 tasks a layer and pass with a
+        // host lane at t = 1; counted as per_pass + 1).
+        product(&[d, p, v, m, 2, splits.pair_overlap_layers, per_pass + 1]),
     ]
     .into_iter()
     .fold(0u64, u64::saturating_add);

@@ -239,38 +239,6 @@ pub fn compute_spans_replicated(
         _ => (0, ends.iter().copied().max().unwrap_or(0)),
     };
     let iteration_ns = window_end - window_start;
-    // Each group's simulated members, once (a division per member is
-    // what the per-task loops below would otherwise pay).
-    let members: Vec<Vec<u32>> = header
-        .groups
-        .iter()
-        .map(|group| {
-            group
-                .iter()
-                .copied()
-                .filter(|&rank| simulated(rank))
-                .collect()
-        })
-        .collect();
-    // Tasks of each rank (groups expanded), in CSR form.
-    let mut counts = vec![0usize; n_ranks + 1];
-    for index in 0..timeline.len() {
-        for &rank in &members[timeline.group(index) as usize] {
-            counts[rank as usize + 1] += 1;
-        }
-    }
-    for i in 0..n_ranks {
-        counts[i + 1] += counts[i];
-    }
-    let mut fill = counts.clone();
-    let mut by_rank = vec![0u32; counts[n_ranks]];
-    for index in 0..timeline.len() {
-        for &rank in &members[timeline.group(index) as usize] {
-            by_rank[fill[rank as usize]] = index as u32;
-            fill[rank as usize] += 1;
-        }
-    }
-
     // Compute tasks run on one replica's ranks: under symmetry each stands
     // for its `replicas` twins, numbered replica by replica in full
     // expansion, so the sums repeat the same terms in the same order (the
@@ -278,10 +246,13 @@ pub fn compute_spans_replicated(
     // recomputation's negated. Both sums run in one loop, two independent
     // chains: the total adds |term|, the model sum max(term, 0) — +0.0 or
     // −0.0 for a recomputation, which leaves a sum of non-negative terms
-    // (from +0.0) as it is. abs and max are exact.
+    // (from +0.0) as it is. abs and max are exact. The same pass counts
+    // each group's tasks, which sizes the per-rank index below.
     let mut terms: Vec<f64> = Vec::new();
+    let mut tasks_of_group = vec![0usize; header.groups.len()];
     for index in 0..timeline.len() {
         let (kind, group, flops) = timeline.flops(index);
+        tasks_of_group[group as usize] += 1;
         if kind.is_compute() {
             let term = flops * header.groups[group as usize].len() as f64;
             terms.push(if kind == TaskKind::Recompute {
@@ -300,6 +271,38 @@ pub fn compute_spans_replicated(
         }
     }
     drop(terms);
+
+    // Each group's simulated members, once, in CSR form (a division per
+    // member is what the per-task loop below would otherwise pay).
+    let mut member_offsets = Vec::with_capacity(header.groups.len() + 1);
+    let mut members: Vec<u32> = Vec::new();
+    member_offsets.push(0);
+    for group in &header.groups {
+        members.extend(group.iter().copied().filter(|&rank| simulated(rank)));
+        member_offsets.push(members.len());
+    }
+    let members_of = |group: usize| &members[member_offsets[group]..member_offsets[group + 1]];
+    // Tasks of each rank (groups expanded), in CSR form: a rank's count is
+    // the tasks of its groups.
+    let mut counts = vec![0usize; n_ranks + 1];
+    for (group, &tasks) in tasks_of_group.iter().enumerate() {
+        for &rank in members_of(group) {
+            counts[rank as usize + 1] += tasks;
+        }
+    }
+    drop(tasks_of_group);
+    for i in 0..n_ranks {
+        counts[i + 1] += counts[i];
+    }
+    let mut fill = counts[..n_ranks].to_vec();
+    let mut by_rank = vec![0u32; counts[n_ranks]];
+    for index in 0..timeline.len() {
+        for &rank in members_of(timeline.group(index) as usize) {
+            by_rank[fill[rank as usize]] = index as u32;
+            fill[rank as usize] += 1;
+        }
+    }
+    drop(fill);
 
     let mut idle_sum_ns = 0u128;
     let mut compute_sum_ns = 0u128;

@@ -11,10 +11,7 @@
 //! is exactly what adding its recomputed sums would be.
 
 use super::Spans;
-use crate::kinds::{CommClass, StreamKind, TaskKind};
-
-/// What the pass reads of one task: kind, stream, start and end (ns).
-type Interval = (TaskKind, StreamKind, u64, u64);
+use crate::kinds::{CommClass, StreamKind};
 
 /// One rank's sums, integer nanoseconds. Classes are indexed as the metrics
 /// index them: 0 tensor, 1 pipeline, 2 data parallel, 3 offload, 4 host,
@@ -40,12 +37,9 @@ pub(crate) struct RankSums {
 pub(crate) struct RankPass<'a> {
     window_start_ns: u64,
     window_end_ns: u64,
-    /// The last rank measured (or reused): its task ids, intervals and sums.
+    /// The last rank measured (or reused): its task ids and sums.
     last_tasks: &'a [u32],
-    last_intervals: Vec<Interval>,
     last_sums: Option<RankSums>,
-    /// The rank being measured.
-    intervals: Vec<Interval>,
     /// Clipped compute-stream intervals, then their union.
     busy: Vec<(u64, u64)>,
     /// Clipped intervals per windowed class: pipeline, data parallel,
@@ -62,9 +56,7 @@ impl<'a> RankPass<'a> {
             window_start_ns,
             window_end_ns,
             last_tasks: &[],
-            last_intervals: Vec::new(),
             last_sums: None,
-            intervals: Vec::new(),
             busy: Vec::new(),
             windowed: Default::default(),
             reused: 0,
@@ -72,6 +64,7 @@ impl<'a> RankPass<'a> {
     }
 
     /// Ranks so far whose sums were the previous rank's.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn reused(&self) -> usize {
         self.reused
     }
@@ -79,37 +72,28 @@ impl<'a> RankPass<'a> {
     /// The sums of the rank running `tasks` (ids into `timeline`, in id order).
     pub fn sums(&mut self, timeline: &impl Spans, tasks: &'a [u32]) -> RankSums {
         if let Some(sums) = self.last_sums {
-            if tasks == self.last_tasks {
+            if same_intervals(timeline, tasks, self.last_tasks) {
+                self.last_tasks = tasks;
                 self.reused += 1;
                 return sums;
             }
         }
-        self.intervals.clear();
-        self.intervals
-            .extend(tasks.iter().map(|&index| timeline.interval(index as usize)));
+        let sums = self.measure(timeline, tasks);
         self.last_tasks = tasks;
-        if let Some(sums) = self.last_sums {
-            // Other tasks (a rank's own pipeline sends), the same intervals.
-            if self.intervals == self.last_intervals {
-                self.reused += 1;
-                return sums;
-            }
-        }
-        let sums = self.measure();
-        std::mem::swap(&mut self.intervals, &mut self.last_intervals);
         self.last_sums = Some(sums);
         sums
     }
 
-    /// Measures `self.intervals`.
-    fn measure(&mut self) -> RankSums {
+    /// Measures the rank running `tasks`.
+    fn measure(&mut self, timeline: &impl Spans, tasks: &[u32]) -> RankSums {
         let (window_start, window_end) = (self.window_start_ns, self.window_end_ns);
         let mut sums = RankSums::default();
         self.busy.clear();
         for intervals in &mut self.windowed {
             intervals.clear();
         }
-        for &(kind, stream, start_ns, end_ns) in &self.intervals {
+        for &index in tasks {
+            let (kind, stream, start_ns, end_ns) = timeline.interval(index as usize);
             let duration_ns = (end_ns - start_ns) as u128;
             let (clipped_start, clipped_end) = (start_ns.max(window_start), end_ns.min(window_end));
             let in_window = (clipped_end > clipped_start).then_some((clipped_start, clipped_end));
@@ -149,6 +133,16 @@ impl<'a> RankPass<'a> {
             (in_flight_ns - overlap_ns(&self.busy, expert_stream)) as u128;
         sums
     }
+}
+
+/// Whether two ranks' tasks (ids in id order) have the same sequence of
+/// (kind, stream, start, end): position by position, the same id or two ids
+/// whose intervals are equal (only those are read).
+fn same_intervals(timeline: &impl Spans, tasks: &[u32], other: &[u32]) -> bool {
+    tasks.len() == other.len()
+        && tasks.iter().zip(other).all(|(&task, &twin)| {
+            task == twin || timeline.interval(task as usize) == timeline.interval(twin as usize)
+        })
 }
 
 /// Sum of lengths of the intersection of two sorted, disjoint interval lists.
@@ -193,6 +187,114 @@ fn union_in_place(intervals: &mut Vec<(u64, u64)>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::TaskKind;
+    use crate::{Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout};
+
+    fn task(
+        id: u32,
+        kind: TaskKind,
+        stream: StreamKind,
+        group: u32,
+        span_ns: (u64, u64),
+    ) -> TaskRecord {
+        TaskRecord {
+            id,
+            kind,
+            stream,
+            group,
+            stage: 0,
+            chunk: 0,
+            microbatch: None,
+            start_ns: span_ns.0,
+            end_ns: span_ns.1,
+            bytes: 0,
+            flops: 0.0,
+            iteration: None,
+        }
+    }
+
+    /// Four tensor ranks of one stage sharing a forward and a backward
+    /// (group 0), each with one task of its own (groups 1–4, one rank each)
+    /// in the compute stream's gap [100, 150): rank 1's has rank 0's
+    /// interval, rank 2's the same kind and stream with another end, rank
+    /// 3's rank 2's times with another kind and stream.
+    fn four_ranks() -> Timeline {
+        use StreamKind::{Compute, DataParallel, PipelineSendNext};
+        use TaskKind::{Backward, DataParallelAllReduce, Forward, PipelineActivation};
+        Timeline {
+            header: TimelineHeader {
+                format_version: crate::TIMELINE_FORMAT_VERSION,
+                producer: Producer::Sim,
+                executor_mode: None,
+                scenario: serde_json::json!({}),
+                profile_id: "test".to_string(),
+                seed: 0,
+                n_gpus: 4,
+                layout: TimelineLayout {
+                    tensor_parallel: 4,
+                    pipeline_parallel: 1,
+                    data_parallel: 1,
+                    context_parallel: 1,
+                    chunks: 1,
+                    microbatches: 1,
+                    microbatch_size: 1,
+                    global_batch: 1,
+                    gpus_per_node: 4,
+                },
+                groups: vec![vec![0, 1, 2, 3], vec![0], vec![1], vec![2], vec![3]],
+            },
+            tasks: vec![
+                task(0, Forward, Compute, 0, (0, 100)),
+                task(1, PipelineActivation, PipelineSendNext, 1, (100, 140)),
+                task(2, PipelineActivation, PipelineSendNext, 2, (100, 140)),
+                task(3, PipelineActivation, PipelineSendNext, 3, (100, 145)),
+                task(4, DataParallelAllReduce, DataParallel, 4, (100, 145)),
+                task(5, Backward, Compute, 0, (150, 250)),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_rank_reuses_the_previous_sums_only_when_its_intervals_are_equal() {
+        let timeline = four_ranks();
+        timeline.check("four ranks").unwrap();
+        // Every rank runs three tasks: equal counts, not equal intervals.
+        let tasks: [[u32; 3]; 4] = [[0, 1, 5], [0, 2, 5], [0, 3, 5], [0, 4, 5]];
+        let mut pass = RankPass::new(0, 250);
+        let sums: Vec<RankSums> = tasks
+            .iter()
+            .map(|tasks| pass.sums(&timeline, tasks))
+            .collect();
+        // Rank 1 only (rank 0's intervals through other ids).
+        assert_eq!(pass.reused(), 1);
+        for (rank, tasks) in tasks.iter().enumerate() {
+            // A fresh pass measures (it has nothing to reuse).
+            let mut fresh = RankPass::new(0, 250);
+            assert_eq!(sums[rank], fresh.sums(&timeline, tasks), "rank {rank}");
+            assert_eq!(fresh.reused(), 0);
+            assert_eq!(sums[rank].idle_ns, 50);
+            assert_eq!(sums[rank].compute_ns, 200);
+        }
+        // The sends in the gap are exposed whole: 40, 40, 45 ns; rank 3's
+        // 45 ns are data-parallel.
+        let pipeline: Vec<u128> = sums.iter().map(|sums| sums.exposed_ns[1]).collect();
+        assert_eq!(pipeline, [40, 40, 45, 0]);
+        let data_parallel: Vec<u128> = sums.iter().map(|sums| sums.in_flight_ns[2]).collect();
+        assert_eq!(data_parallel, [0, 0, 0, 45]);
+        // The same task ids reuse without reading intervals.
+        let mut pass = RankPass::new(0, 250);
+        assert_eq!(pass.sums(&timeline, &tasks[2]), sums[2]);
+        assert_eq!(pass.sums(&timeline, &tasks[2]), sums[2]);
+        assert_eq!(pass.reused(), 1);
+        // The metrics add every rank's own sums.
+        let metrics = super::super::compute(&timeline, 1e15);
+        assert_eq!(metrics.exposed_communication.pipeline_s, 125.0 * 1e-9 / 4.0);
+        assert_eq!(
+            metrics.exposed_communication.data_parallel_s,
+            45.0 * 1e-9 / 4.0
+        );
+        assert_eq!(metrics.bubble_fraction, 200.0 / (4.0 * 250.0));
+    }
 
     #[test]
     fn interval_helpers_measure_overlaps() {

@@ -296,6 +296,169 @@ mod tests {
         assert_eq!(metrics.bubble_fraction, 200.0 / (4.0 * 250.0));
     }
 
+    /// The per-rank computation as it was written before the pass: each
+    /// class's intervals sorted and merged, the compute stream's gaps
+    /// listed, exposure as the overlap with the gaps.
+    fn plain_sums(intervals: &[(TaskKind, StreamKind, u64, u64)], window: (u64, u64)) -> RankSums {
+        fn union(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+            intervals.sort();
+            let mut merged: Vec<(u64, u64)> = Vec::new();
+            for (start, end) in intervals {
+                match merged.last_mut() {
+                    Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                    _ => merged.push((start, end)),
+                }
+            }
+            merged
+        }
+        let clip = |start: u64, end: u64| {
+            let (start, end) = (start.max(window.0), end.min(window.1));
+            (end > start).then_some((start, end))
+        };
+        let mut sums = RankSums::default();
+        let mut busy = Vec::new();
+        let mut classes: [Vec<(u64, u64)>; 6] = Default::default();
+        for &(kind, stream, start, end) in intervals {
+            if stream == StreamKind::Compute {
+                busy.extend(clip(start, end));
+                if kind.is_compute() {
+                    sums.compute_ns += (end - start) as u128;
+                }
+            }
+            let class = match kind.communication_class() {
+                Some(CommClass::Tensor) => {
+                    sums.exposed_ns[0] += (end - start) as u128;
+                    continue;
+                }
+                Some(CommClass::ExpertParallel) if stream == StreamKind::Compute => {
+                    sums.exposed_ns[5] += (end - start) as u128;
+                    continue;
+                }
+                Some(CommClass::Pipeline) => 1,
+                Some(CommClass::DataParallel) => 2,
+                Some(CommClass::Offload) => 3,
+                Some(CommClass::Host) => 4,
+                Some(CommClass::ExpertParallel) => 5,
+                None => continue,
+            };
+            classes[class].extend(clip(start, end));
+        }
+        let busy = union(busy);
+        let busy_ns: u64 = busy.iter().map(|(start, end)| end - start).sum();
+        sums.idle_ns = (window.1 - window.0).saturating_sub(busy_ns);
+        let mut idle = Vec::new();
+        let mut cursor = window.0;
+        for &(start, end) in &busy {
+            if start > cursor {
+                idle.push((cursor, start));
+            }
+            cursor = end;
+        }
+        if window.1 > cursor {
+            idle.push((cursor, window.1));
+        }
+        for (class, intervals) in classes.into_iter().enumerate().skip(1) {
+            let merged = union(intervals);
+            let exposed = overlap_ns(&idle, &merged) as u128;
+            if class == 5 {
+                sums.expert_stream_exposed_ns = exposed;
+            } else {
+                sums.exposed_ns[class] = exposed;
+                sums.in_flight_ns[class] = merged.iter().map(|(s, e)| (e - s) as u128).sum();
+            }
+        }
+        sums
+    }
+
+    #[test]
+    fn the_pass_matches_the_plain_per_rank_computation() {
+        use StreamKind as S;
+        use TaskKind as K;
+        let kinds = [
+            (K::Forward, S::Compute),
+            (K::Recompute, S::Compute),
+            (K::BackwardWeight, S::Compute),
+            (K::TensorAllReduce, S::Compute),
+            (K::PipelineActivation, S::PipelineSendNext),
+            (K::PipelineGradient, S::PipelineSendPrevious),
+            (K::DataParallelAllReduce, S::DataParallel),
+            (K::PcieDeviceToHost, S::PcieDeviceToHost),
+            (K::CpuAdam, S::Cpu),
+            (K::HostIssue, S::Host),
+            (K::ExpertAllToAll, S::Compute),
+            (K::ExpertAllToAll, S::ExpertParallel),
+        ];
+        // A fixed linear congruential sequence (Knuth's MMIX constants).
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % bound
+        };
+        // 64 ranks of 40 tasks each; a rank copies the previous rank's tasks
+        // (other ids, same intervals) or changes one field of one of them.
+        let mut tasks = Vec::new();
+        let mut by_rank: Vec<Vec<u32>> = Vec::new();
+        for rank in 0..64u32 {
+            let mut intervals: Vec<(TaskKind, StreamKind, u64, u64)> = match (rank, next(4)) {
+                (0, _) | (_, 0) => (0..40)
+                    .map(|_| {
+                        let (kind, stream) = kinds[next(kinds.len() as u64) as usize];
+                        let start = next(1000);
+                        (kind, stream, start, start + 1 + next(120))
+                    })
+                    .collect(),
+                (_, choice) => {
+                    let mut copy: Vec<_> = by_rank[rank as usize - 1]
+                        .iter()
+                        .map(|&id| {
+                            let task: &TaskRecord = &tasks[id as usize];
+                            (task.kind, task.stream, task.start_ns, task.end_ns)
+                        })
+                        .collect();
+                    let changed = next(40) as usize;
+                    match choice {
+                        1 => {}
+                        2 => copy[changed].3 += 1,
+                        _ => {
+                            let (kind, stream) = kinds[next(kinds.len() as u64) as usize];
+                            copy[changed].0 = kind;
+                            copy[changed].1 = stream;
+                        }
+                    }
+                    copy
+                }
+            };
+            intervals.sort_by_key(|interval| interval.2);
+            let mut ids = Vec::new();
+            for (kind, stream, start, end) in intervals {
+                ids.push(tasks.len() as u32);
+                tasks.push(task(tasks.len() as u32, kind, stream, rank, (start, end)));
+            }
+            by_rank.push(ids);
+        }
+        let timeline = Timeline {
+            header: four_ranks().header,
+            tasks,
+        };
+        let window = (200, 900);
+        let mut pass = RankPass::new(window.0, window.1);
+        for (rank, ids) in by_rank.iter().enumerate() {
+            let intervals: Vec<_> = ids
+                .iter()
+                .map(|&id| timeline.interval(id as usize))
+                .collect();
+            assert_eq!(
+                pass.sums(&timeline, ids),
+                plain_sums(&intervals, window),
+                "rank {rank}"
+            );
+        }
+        // Some ranks were reused, not all.
+        assert!(pass.reused() > 4 && pass.reused() < 48, "{}", pass.reused());
+    }
+
     #[test]
     fn interval_helpers_measure_overlaps() {
         let mut merged = vec![(5, 8), (0, 2), (1, 3), (8, 9)];

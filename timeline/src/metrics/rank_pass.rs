@@ -22,8 +22,8 @@ pub(crate) struct RankSums {
     pub idle_ns: u64,
     /// Compute kernels' time, every iteration.
     pub compute_ns: u128,
-    /// Tensor (0) and blocking expert-parallel (5) all-to-all time over every
-    /// iteration; classes 1–4: time inside the window the compute stream idles
+    /// Tensor all-reduce (0) and blocking expert all-to-all (5) time over
+    /// every iteration; classes 1–4: time inside the window the compute stream idles
     /// while that class is in flight.
     pub exposed_ns: [u128; 6],
     /// Classes 1–4: time inside the window that class is in flight (0 and 5 unused).

@@ -24,8 +24,11 @@
 //! (all iterations do the same work); idle and exposed times are measured
 //! inside that window. `iteration_times_s` lists every iteration's span.
 
-use crate::kinds::{CommClass, StreamKind, TaskKind};
+mod rank_pass;
+
+use crate::kinds::{StreamKind, TaskKind};
 use crate::{TaskRecord, Timeline, TimelineHeader};
+use rank_pass::RankPass;
 use serde::Serialize;
 
 /// What metrics read of one task.
@@ -182,53 +185,6 @@ pub struct Metrics {
     pub communication: ExposedCommunication,
 }
 
-/// Sum of lengths of the intersection of two sorted, disjoint interval lists.
-fn overlap_ns(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
-    let (mut i, mut j, mut total) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        let lo = a[i].0.max(b[j].0);
-        let hi = a[i].1.min(b[j].1);
-        if hi > lo {
-            total += hi - lo;
-        }
-        if a[i].1 < b[j].1 {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    total
-}
-
-/// Sorts and merges overlapping intervals.
-fn union(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
-    intervals.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
-    for (start, end) in intervals {
-        match merged.last_mut() {
-            Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
-        }
-    }
-    merged
-}
-
-/// Gaps of `busy` (sorted, disjoint, inside the window) within [start, horizon).
-fn gaps(busy: &[(u64, u64)], start: u64, horizon: u64) -> Vec<(u64, u64)> {
-    let mut out = Vec::with_capacity(busy.len() + 1);
-    let mut cursor = start;
-    for &(start, end) in busy {
-        if start > cursor {
-            out.push((cursor, start));
-        }
-        cursor = cursor.max(end);
-    }
-    if horizon > cursor {
-        out.push((cursor, horizon));
-    }
-    out
-}
-
 /// Computes the metrics; `peak_flops_per_s` is the GPU's dense fp16 peak.
 /// The timeline must pass [`Timeline::check`] ([`Timeline::read`] and
 /// [`crate::compare::compare`] check it; the producers build valid ones);
@@ -283,43 +239,6 @@ pub fn compute_spans_replicated(
         _ => (0, ends.iter().copied().max().unwrap_or(0)),
     };
     let iteration_ns = window_end - window_start;
-    let clip = |(start, end): (u64, u64)| -> Option<(u64, u64)> {
-        let (start, end) = (start.max(window_start), end.min(window_end));
-        (end > start).then_some((start, end))
-    };
-
-    // Each group's simulated members, once (a division per member is
-    // what the per-task loops below would otherwise pay).
-    let members: Vec<Vec<u32>> = header
-        .groups
-        .iter()
-        .map(|group| {
-            group
-                .iter()
-                .copied()
-                .filter(|&rank| simulated(rank))
-                .collect()
-        })
-        .collect();
-    // Tasks of each rank (groups expanded), in CSR form.
-    let mut counts = vec![0usize; n_ranks + 1];
-    for index in 0..timeline.len() {
-        for &rank in &members[timeline.group(index) as usize] {
-            counts[rank as usize + 1] += 1;
-        }
-    }
-    for i in 0..n_ranks {
-        counts[i + 1] += counts[i];
-    }
-    let mut fill = counts.clone();
-    let mut by_rank = vec![0u32; counts[n_ranks]];
-    for index in 0..timeline.len() {
-        for &rank in &members[timeline.group(index) as usize] {
-            by_rank[fill[rank as usize]] = index as u32;
-            fill[rank as usize] += 1;
-        }
-    }
-
     // Compute tasks run on one replica's ranks: under symmetry each stands
     // for its `replicas` twins, numbered replica by replica in full
     // expansion, so the sums repeat the same terms in the same order (the
@@ -327,10 +246,13 @@ pub fn compute_spans_replicated(
     // recomputation's negated. Both sums run in one loop, two independent
     // chains: the total adds |term|, the model sum max(term, 0) — +0.0 or
     // −0.0 for a recomputation, which leaves a sum of non-negative terms
-    // (from +0.0) as it is. abs and max are exact.
+    // (from +0.0) as it is. abs and max are exact. The same pass counts
+    // each group's tasks, which sizes the per-rank index below.
     let mut terms: Vec<f64> = Vec::new();
+    let mut tasks_of_group = vec![0usize; header.groups.len()];
     for index in 0..timeline.len() {
         let (kind, group, flops) = timeline.flops(index);
+        tasks_of_group[group as usize] += 1;
         if kind.is_compute() {
             let term = flops * header.groups[group as usize].len() as f64;
             terms.push(if kind == TaskKind::Recompute {
@@ -350,56 +272,57 @@ pub fn compute_spans_replicated(
     }
     drop(terms);
 
+    // Each group's simulated members, once, in CSR form (a division per
+    // member is what the per-task loop below would otherwise pay).
+    let mut member_offsets = Vec::with_capacity(header.groups.len() + 1);
+    let mut members: Vec<u32> = Vec::new();
+    member_offsets.push(0);
+    for group in &header.groups {
+        members.extend(group.iter().copied().filter(|&rank| simulated(rank)));
+        member_offsets.push(members.len());
+    }
+    let members_of = |group: usize| &members[member_offsets[group]..member_offsets[group + 1]];
+    // Tasks of each rank (groups expanded), in CSR form: a rank's count is
+    // the tasks of its groups.
+    let mut counts = vec![0usize; n_ranks + 1];
+    for (group, &tasks) in tasks_of_group.iter().enumerate() {
+        for &rank in members_of(group) {
+            counts[rank as usize + 1] += tasks;
+        }
+    }
+    drop(tasks_of_group);
+    for i in 0..n_ranks {
+        counts[i + 1] += counts[i];
+    }
+    let mut fill = counts[..n_ranks].to_vec();
+    let mut by_rank = vec![0u32; counts[n_ranks]];
+    for index in 0..timeline.len() {
+        for &rank in members_of(timeline.group(index) as usize) {
+            by_rank[fill[rank as usize]] = index as u32;
+            fill[rank as usize] += 1;
+        }
+    }
+    drop(fill);
+
     let mut idle_sum_ns = 0u128;
     let mut compute_sum_ns = 0u128;
     let mut exposed_sum_ns = [0u128; 6];
     let mut in_flight_sum_ns = [0u128; 6];
     let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
     let mut expert_stream_exposed_ns = 0u128;
+    // Ranks in order, each reusing the previous one's sums when its
+    // intervals are the same (checked in full; see `rank_pass`).
+    let mut pass = RankPass::new(window_start, window_end);
     for rank in (0..n_ranks).filter(|&rank| simulated(rank as u32)) {
-        let tasks = &by_rank[counts[rank]..counts[rank + 1]];
-        let mut busy = Vec::new();
-        let mut comm: [Vec<(u64, u64)>; 5] = Default::default();
-        // Expert all-to-alls on their own stream (overlapped F&B pairs):
-        // exposed where the compute stream idles, as pipeline transfers are.
-        let mut expert_stream: Vec<(u64, u64)> = Vec::new();
-        for &index in tasks {
-            let (kind, stream, start_ns, end_ns) = timeline.interval(index as usize);
-            let duration_ns = end_ns - start_ns;
-            let in_window = clip((start_ns, end_ns));
-            if stream == StreamKind::Compute {
-                busy.extend(in_window);
-                if kind.is_compute() {
-                    compute_sum_ns += duration_ns as u128;
-                }
-            }
-            match kind.communication_class() {
-                Some(CommClass::Tensor) => exposed_sum_ns[0] += duration_ns as u128,
-                Some(CommClass::Pipeline) => comm[1].extend(in_window),
-                Some(CommClass::DataParallel) => comm[2].extend(in_window),
-                Some(CommClass::Offload) => comm[3].extend(in_window),
-                Some(CommClass::Host) => comm[4].extend(in_window),
-                Some(CommClass::ExpertParallel) if stream != StreamKind::Compute => {
-                    expert_stream.extend(in_window)
-                }
-                Some(CommClass::ExpertParallel) => exposed_sum_ns[5] += duration_ns as u128,
-                None => {}
-            }
+        let sums = pass.sums(timeline, &by_rank[counts[rank]..counts[rank + 1]]);
+        idle_sum_ns += sums.idle_ns as u128;
+        stage_idle_ns[rank / ranks_per_stage] += sums.idle_ns as u128;
+        compute_sum_ns += sums.compute_ns;
+        for class in 0..6 {
+            exposed_sum_ns[class] += sums.exposed_ns[class];
+            in_flight_sum_ns[class] += sums.in_flight_ns[class];
         }
-        let busy = union(busy);
-        let busy_ns: u64 = busy.iter().map(|(s, e)| e - s).sum();
-        let idle_ns = iteration_ns.saturating_sub(busy_ns);
-        idle_sum_ns += idle_ns as u128;
-        stage_idle_ns[rank / ranks_per_stage] += idle_ns as u128;
-        let idle = gaps(&busy, window_start, window_end);
-        for class in 1..5 {
-            let intervals = union(std::mem::take(&mut comm[class]));
-            exposed_sum_ns[class] += overlap_ns(&idle, &intervals) as u128;
-            in_flight_sum_ns[class] += intervals.iter().map(|(s, e)| (e - s) as u128).sum::<u128>();
-        }
-        if !expert_stream.is_empty() {
-            expert_stream_exposed_ns += overlap_ns(&idle, &union(expert_stream)) as u128;
-        }
+        expert_stream_exposed_ns += sums.expert_stream_exposed_ns;
     }
 
     // Every simulated rank stands for `replicas` ranks (its twins).
@@ -494,18 +417,4 @@ pub fn checked(
 ) -> Result<Metrics, crate::TimelineError> {
     timeline.check(name)?;
     Ok(compute(timeline, peak_flops_per_s))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn interval_helpers_measure_overlaps() {
-        let merged = union(vec![(5, 8), (0, 2), (1, 3), (8, 9)]);
-        assert_eq!(merged, vec![(0, 3), (5, 9)]);
-        assert_eq!(gaps(&merged, 0, 12), vec![(3, 5), (9, 12)]);
-        assert_eq!(gaps(&[(4, 6)], 2, 8), vec![(2, 4), (6, 8)]);
-        assert_eq!(overlap_ns(&[(3, 5), (9, 12)], &[(4, 10)]), 2);
-    }
 }

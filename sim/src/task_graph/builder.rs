@@ -5,7 +5,7 @@ use super::{Dependency, TaskGraph, Work};
 use crate::ids::{GroupId, Rank, TaskId, WorkId};
 use crate::task::Task;
 use crate::task_columns::{Csr, TaskColumns};
-use std::collections::BTreeMap;
+use super::intern_hash::InternMap;
 
 /// Incremental builder used by lowering: tasks as columns; edges either as a
 /// list turned into CSR rows once, by [`TaskGraphBuilder::finish`], or, when
@@ -18,9 +18,9 @@ pub struct TaskGraphBuilder {
     why: Vec<Dependency>,
     sink: EdgeSink,
     groups: Vec<Vec<Rank>>,
-    group_index: BTreeMap<Vec<Rank>, GroupId>,
+    group_index: InternMap<Vec<Rank>, GroupId>,
     works: Vec<Work>,
-    work_index: BTreeMap<Work, WorkId>,
+    work_index: InternMap<Work, WorkId>,
     /// Under symmetry: every group interned and where replica 0's loops
     /// are, for the Timeline of any rank ([`crate::replica_map`]).
     replica_log: Option<crate::replica_map::ReplicaLog>,

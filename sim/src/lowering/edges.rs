@@ -126,7 +126,9 @@ fn program_order(builder: &mut TaskGraphBuilder, groups: &GroupRanks) {
         for rank in ranks {
             let slot = rank.index() * streams + stream;
             if let Some(before) = last_on_stream[slot].replace(id) {
-                if !previous.contains(&before) {
+                // A group task before it is met once per rank it shares,
+                // mostly in a row.
+                if previous.last() != Some(&before) && !previous.contains(&before) {
                     previous.push(before);
                 }
             }

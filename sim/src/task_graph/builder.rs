@@ -143,6 +143,21 @@ impl TaskGraphBuilder {
         self.tasks.push(task)
     }
 
+    /// Adds `task` once per group of `groups` (consecutive ids, the first
+    /// returned): the compute tasks of a tensor-parallel pass.
+    pub fn add_task_per_group(&mut self, task: Task, groups: &[GroupId]) -> TaskId {
+        self.tasks.push_per_group(task, groups)
+    }
+
+    /// Makes room for `edges` more edges in the edge list (none while
+    /// counting or filling rows).
+    pub fn reserve_edges(&mut self, edges: usize) {
+        if let EdgeSink::List = self.sink {
+            self.edges.reserve(edges);
+            self.why.reserve(edges);
+        }
+    }
+
     pub fn add_edge(&mut self, from: TaskId, to: TaskId, why: Dependency) {
         debug_assert!(from.index() < self.tasks.len() && to.index() < self.tasks.len());
         match &mut self.sink {

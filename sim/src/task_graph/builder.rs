@@ -158,6 +158,7 @@ impl TaskGraphBuilder {
         }
     }
 
+    #[inline]
     pub fn add_edge(&mut self, from: TaskId, to: TaskId, why: Dependency) {
         debug_assert!(from.index() < self.tasks.len() && to.index() < self.tasks.len());
         match &mut self.sink {

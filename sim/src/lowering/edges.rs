@@ -84,7 +84,11 @@ impl GroupRanks {
 
     /// One more than the highest rank (0 without ranks).
     fn rank_bound(&self) -> usize {
-        self.ranks.iter().map(|rank| rank.index() + 1).max().unwrap_or(0)
+        self.ranks
+            .iter()
+            .map(|rank| rank.index() + 1)
+            .max()
+            .unwrap_or(0)
     }
 }
 

@@ -405,7 +405,8 @@ pub fn program(
                         };
                         let mut first_piece = None;
                         let mut first_host = None;
-                        let mut ready = Vec::with_capacity(pieces.len());
+                        let mut ready =
+                            Vec::with_capacity(if makes_gradients { pieces.len() } else { 0 });
                         // Pieces cover the chunk's layers from the top in a
                         // backward, from the bottom otherwise.
                         let mut below = chunk_first;
@@ -430,7 +431,7 @@ pub fn program(
                             // waits after a synchronizing exchange.
                             // Padded to capacity, the dispatcher never
                             // synchronizes: whole passes, as without a host lane.
-                            let segments: Vec<u16> =
+                            let segments: std::ops::RangeInclusive<u16> =
                                 if host.is_some() && !crate::cost::pads_to_capacity(scenario) {
                                     let syncs = crate::cost::host_syncs(
                                         scenario,
@@ -438,9 +439,9 @@ pub fn program(
                                         piece.layers,
                                         dense_layers,
                                     );
-                                    (0..=syncs as u16).collect()
+                                    0..=syncs as u16
                                 } else {
-                                    vec![crate::task_graph::WHOLE_PASS]
+                                    crate::task_graph::WHOLE_PASS..=crate::task_graph::WHOLE_PASS
                                 };
                             let mut first_segment = None;
                             let mut previous_segment: Option<StepId> = None;
@@ -534,6 +535,11 @@ pub fn program(
                                 first_segment.expect("a pass has at least one segment");
                             first_piece.get_or_insert(first_segment);
                             tail = Some(step);
+                            // Parameter counts only where they are used:
+                            // gradients made, or a sharded plan's pieces.
+                            if !makes_gradients && shard_plan.is_none() {
+                                continue;
+                            }
                             let params = models::sharding::parameters_of_layer_range(
                                 &scenario.model,
                                 sharding,
@@ -548,11 +554,13 @@ pub fn program(
                                 piece_first,
                                 piece.layers as u64,
                             );
-                            ready.push(GradientsReady {
-                                step,
-                                params,
-                                expert_params,
-                            });
+                            if makes_gradients {
+                                ready.push(GradientsReady {
+                                    step,
+                                    params,
+                                    expert_params,
+                                });
+                            }
                             if shard_plan.is_some() {
                                 sharded_pieces[(data_index * p + stage) as usize].push(
                                     ShardedPiece {

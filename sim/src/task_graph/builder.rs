@@ -1,11 +1,11 @@
 //! The task graph's builder: lowering adds tasks (as columns) and edges (as
 //! a list, or counted then written straight into CSR rows), then seals it.
 
+use super::intern_hash::InternMap;
 use super::{Dependency, TaskGraph, Work};
 use crate::ids::{GroupId, Rank, TaskId, WorkId};
 use crate::task::Task;
 use crate::task_columns::{Csr, TaskColumns};
-use super::intern_hash::InternMap;
 
 /// Incremental builder used by lowering: tasks as columns; edges either as a
 /// list turned into CSR rows once, by [`TaskGraphBuilder::finish`], or, when

@@ -107,6 +107,9 @@ fn a_filling_pass_that_adds_other_edges_than_it_counted_panics() {
             }
             builder.finish(1)
         });
-        assert!(outcome.is_err(), "source {source}, counted only {counted_only}");
+        assert!(
+            outcome.is_err(),
+            "source {source}, counted only {counted_only}"
+        );
     }
 }

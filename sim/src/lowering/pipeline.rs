@@ -382,26 +382,33 @@ pub fn program(
                                 with_head,
                             )
                         });
-                        let pieces = match (sharded, bucket_layers) {
-                            (Some(pieces), _) => pieces,
+                        // One piece, the whole chunk (most passes), needs no Vec.
+                        let whole = [BucketLayers {
+                            layers: chunk_layers,
+                            embedding: with_embedding,
+                            head: with_head,
+                        }];
+                        let cut: Vec<BucketLayers>;
+                        let pieces: &[BucketLayers] = match (sharded, bucket_layers) {
+                            (Some(pieces), _) => {
+                                cut = pieces;
+                                &cut
+                            }
                             (None, Some(per_bucket))
                                 if makes_gradients
                                     && last_gradient_actions[stage as usize]
                                         [action.chunk as usize]
                                         == Some(action) =>
                             {
-                                backward_buckets(
+                                cut = backward_buckets(
                                     chunk_layers,
                                     per_bucket,
                                     with_embedding,
                                     with_head,
-                                )
+                                );
+                                &cut
                             }
-                            (None, _) => vec![BucketLayers {
-                                layers: chunk_layers,
-                                embedding: with_embedding,
-                                head: with_head,
-                            }],
+                            (None, _) => &whole,
                         };
                         let mut first_piece = None;
                         let mut first_host = None;
@@ -411,7 +418,7 @@ pub fn program(
                         // backward, from the bottom otherwise.
                         let mut below = chunk_first;
                         let mut above = chunk_first + chunk_layers as u64;
-                        for piece in pieces {
+                        for &piece in pieces {
                             let piece_first = if pass.is_backward() {
                                 above -= piece.layers as u64;
                                 above
@@ -623,22 +630,19 @@ pub fn program(
                         )),
                         _ => None,
                     };
-                    let sends: Vec<_> = match pair_half {
+                    // This action's send, then a held one (no Vec: at most two).
+                    let sends: [Option<_>; 2] = match pair_half {
                         Some(0) => {
                             held_pair_send = send.map(|send| (action, send));
-                            Vec::new()
+                            [None, None]
                         }
                         _ if held_for_backward => {
                             held_pair_send = send.map(|send| (action, send));
-                            Vec::new()
+                            [None, None]
                         }
-                        _ => send
-                            .map(|send| (action, send))
-                            .into_iter()
-                            .chain(held_pair_send.take())
-                            .collect(),
+                        _ => [send.map(|send| (action, send)), held_pair_send.take()],
                     };
-                    for (action, send) in sends {
+                    for (action, send) in sends.into_iter().flatten() {
                         // On the V map the turn between chunks stays on one rank: a
                         // local hand-off, the receiving pass waits for this one.
                         let send = Some(send).filter(|&(_, _, peer_virtual_stage, peer_pass)| {

@@ -132,10 +132,16 @@ fn program_order(builder: &mut TaskGraphBuilder, groups: &GroupRanks) {
             if let Some(before) = last_on_stream[slot].replace(id) {
                 // A group task before it is met once per rank it shares,
                 // mostly in a row.
-                if previous.last() != Some(&before) && !previous.contains(&before) {
+                if previous.last() != Some(&before) {
                     previous.push(before);
                 }
             }
+        }
+        // Each predecessor once. Sorting changes no CSR row: these edges
+        // all have different sources, so each goes to a row of its own.
+        if previous.len() > 1 {
+            previous.sort_unstable();
+            previous.dedup();
         }
         for &before in &previous {
             builder.add_edge(before, id, Dependency::ProgramOrder);

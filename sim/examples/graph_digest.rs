@@ -59,12 +59,24 @@ fn digest(label: &str, graph: &sim::task_graph::TaskGraph) {
     );
 }
 
+/// One message and exit status 2 (bad input).
+fn refuse(message: String) -> ! {
+    eprintln!("graph_digest: {message}");
+    std::process::exit(2)
+}
+
 fn main() {
-    let path = std::env::args().nth(1).expect("a scenario file");
-    let text = std::fs::read_to_string(&path).expect("readable");
-    let file: ScenarioFile = serde_json::from_str(&text).expect("a scenario file");
-    let file = file.or(ScenarioFile::embedded_default());
-    let scenario = file.resolve().expect("a valid scenario");
+    let Some(path) = std::env::args().nth(1) else {
+        refuse("usage: graph_digest SCENARIO.json".to_string())
+    };
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|error| refuse(format!("{path}: {error}")));
+    let file: ScenarioFile =
+        serde_json::from_str(&text).unwrap_or_else(|error| refuse(format!("{path}: {error}")));
+    let scenario = file
+        .or(ScenarioFile::embedded_default())
+        .resolve()
+        .unwrap_or_else(|error| refuse(format!("{path}: {error}")));
     let schedule = PipelineSchedule::of(&scenario);
     let start = std::time::Instant::now();
     let full = sim::lowering::lower(&scenario, &schedule);

@@ -68,16 +68,12 @@ pub type InternMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<In
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::{BuildHasher, Hash};
+    use std::hash::BuildHasher;
 
     #[test]
     fn equal_keys_hash_alike_and_different_ones_apart() {
         let build = BuildHasherDefault::<InternHasher>::default();
-        let hash = |key: &(u32, u64, bool)| {
-            let mut hasher = build.build_hasher();
-            key.hash(&mut hasher);
-            hasher.finish()
-        };
+        let hash = |key: &(u32, u64, bool)| build.hash_one(key);
         assert_eq!(hash(&(1, 2, true)), hash(&(1, 2, true)));
         assert_ne!(hash(&(1, 2, true)), hash(&(1, 2, false)));
         assert_ne!(hash(&(1, 2, true)), hash(&(2, 1, true)));

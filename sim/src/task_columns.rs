@@ -156,7 +156,7 @@ impl Csr {
     /// Rows of `rows` nodes from edges given in insertion order: each row
     /// lists its edges most recently added first (petgraph's order, which the
     /// engine's FIFO tie-break has always followed). A counting sort, two
-    /// passes over the edges, no buffer beside the rows.
+    /// passes over the edges.
     ///
     /// # Panics
     /// With `u32::MAX` edges or more (far beyond what any machine simulates).
@@ -173,31 +173,27 @@ impl Csr {
         for i in 0..rows {
             offsets[i + 1] += offsets[i];
         }
-        // `offsets[i + 1]` is row i's end; each row is filled from its end
-        // in insertion order, so it lists the most recent edge first, and
-        // `offsets[i + 1]` ends at row i's start.
+        let mut fill: Vec<u32> = offsets[..rows].to_vec();
         let mut targets = vec![0u32; edges.len()];
         let mut whys = vec![Dependency::Data; why.len()];
         if why.len() == edges.len() {
-            for (&(from, to), &reason) in edges.iter().zip(why) {
-                let end = &mut offsets[from as usize + 1];
-                *end -= 1;
-                targets[*end as usize] = to;
-                whys[*end as usize] = reason;
+            for (&(from, to), &reason) in edges.iter().zip(why).rev() {
+                let slot = &mut fill[from as usize];
+                let at = *slot as usize;
+                *slot += 1;
+                targets[at] = to;
+                whys[at] = reason;
             }
         } else {
-            for (index, &(from, to)) in edges.iter().enumerate() {
-                let end = &mut offsets[from as usize + 1];
-                *end -= 1;
-                targets[*end as usize] = to;
+            for (index, &(from, to)) in edges.iter().enumerate().rev() {
+                let at = fill[from as usize] as usize;
+                fill[from as usize] += 1;
+                targets[at] = to;
                 if let Some(&reason) = why.get(index) {
-                    whys[*end as usize] = reason;
+                    whys[at] = reason;
                 }
             }
         }
-        // Row starts, shifted down to their rows; the total last.
-        offsets.copy_within(1.., 0);
-        offsets[rows] = edges.len() as u32;
         Csr {
             offsets,
             targets,

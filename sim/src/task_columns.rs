@@ -55,6 +55,27 @@ impl TaskColumns {
         TaskId(id)
     }
 
+    /// Appends one task per group of `groups`, each `task` but for its
+    /// group, with consecutive ids; returns the first (the next id when
+    /// `groups` is empty). Column by column: a tensor-parallel pass's tasks.
+    ///
+    /// # Panics
+    /// Past `u32::MAX` tasks.
+    pub fn push_per_group(&mut self, task: Task, groups: &[GroupId]) -> TaskId {
+        let first = u32::try_from(self.kind.len()).expect("task ids are 32-bit");
+        let end = self.kind.len() + groups.len();
+        u32::try_from(end).expect("task ids are 32-bit");
+        self.kind.resize(end, task.kind);
+        self.stream.resize(end, task.stream);
+        self.chunk.resize(end, task.chunk);
+        self.iteration.resize(end, task.iteration);
+        self.stage.resize(end, task.stage);
+        self.microbatch.resize(end, task.microbatch);
+        self.group.extend_from_slice(groups);
+        self.work.resize(end, task.work);
+        TaskId(first)
+    }
+
     pub fn len(&self) -> usize {
         self.kind.len()
     }
@@ -155,12 +176,22 @@ impl Csr {
         let mut fill: Vec<u32> = offsets[..rows].to_vec();
         let mut targets = vec![0u32; edges.len()];
         let mut whys = vec![Dependency::Data; why.len()];
-        for (index, &(from, to)) in edges.iter().enumerate().rev() {
-            let at = fill[from as usize] as usize;
-            fill[from as usize] += 1;
-            targets[at] = to;
-            if let Some(&reason) = why.get(index) {
+        if why.len() == edges.len() {
+            for (&(from, to), &reason) in edges.iter().zip(why).rev() {
+                let slot = &mut fill[from as usize];
+                let at = *slot as usize;
+                *slot += 1;
+                targets[at] = to;
                 whys[at] = reason;
+            }
+        } else {
+            for (index, &(from, to)) in edges.iter().enumerate().rev() {
+                let at = fill[from as usize] as usize;
+                fill[from as usize] += 1;
+                targets[at] = to;
+                if let Some(&reason) = why.get(index) {
+                    whys[at] = reason;
+                }
             }
         }
         Csr {
@@ -242,6 +273,34 @@ impl Csr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_of_tasks_gets_consecutive_ids_and_its_own_groups() {
+        let mut columns = TaskColumns::default();
+        let task = Task {
+            kind: TaskKind::Forward,
+            stream: StreamKind::Compute,
+            chunk: 1,
+            stage: 2,
+            microbatch: 3,
+            iteration: 4,
+            group: GroupId(0),
+            work: WorkId(5),
+        };
+        columns.push(task);
+        let first = columns.push_per_group(task, &[GroupId(7), GroupId(9)]);
+        assert_eq!(first, TaskId(1));
+        assert_eq!(columns.len(), 3);
+        assert_eq!(
+            columns.get(2),
+            Task {
+                group: GroupId(9),
+                ..task
+            }
+        );
+        assert_eq!(columns.get(1).group, GroupId(7));
+        assert_eq!(columns.push_per_group(task, &[]), TaskId(3));
+    }
 
     #[test]
     fn rows_list_their_edges_most_recent_first_and_transpose_back() {

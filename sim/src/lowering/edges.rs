@@ -33,32 +33,62 @@ pub fn connect(
     builder: &mut TaskGraphBuilder,
     representative: Option<crate::symmetry::Representative>,
 ) {
-    let sorted_groups: Vec<Vec<Rank>> = (0..builder.group_count())
-        .map(|index| {
-            let mut ranks = builder.group_ranks(GroupId(index as u32)).to_vec();
-            ranks.sort_unstable();
-            ranks
-        })
-        .collect();
+    let sorted_groups = GroupRanks::sorted(builder, |_| true);
     match representative {
         None => program_order(builder, &sorted_groups),
         Some(representative) => {
-            let own: Vec<Vec<Rank>> = sorted_groups
-                .iter()
-                .map(|ranks| {
-                    ranks
-                        .iter()
-                        .copied()
-                        .filter(|&rank| representative.contains(rank))
-                        .collect()
-                })
-                .collect();
+            let own = GroupRanks::sorted(builder, |rank| representative.contains(rank));
             program_order(builder, &own);
         }
     }
     let mut scratch = Scratch::default();
     for dependency in dependencies {
         connect_steps(builder, &sorted_groups, steps, dependency, &mut scratch);
+    }
+}
+
+/// Every interned group's ranks (those a filter keeps), sorted, in one
+/// array: group `g` is `ranks[offsets[g] .. offsets[g + 1]]`.
+struct GroupRanks {
+    offsets: Vec<u32>,
+    ranks: Vec<Rank>,
+}
+
+impl GroupRanks {
+    fn sorted(builder: &TaskGraphBuilder, keep: impl Fn(Rank) -> bool) -> GroupRanks {
+        let count = builder.group_count();
+        let mut offsets = Vec::with_capacity(count + 1);
+        offsets.push(0u32);
+        let mut ranks = Vec::new();
+        for index in 0..count {
+            let start = ranks.len();
+            ranks.extend(
+                builder
+                    .group_ranks(GroupId(index as u32))
+                    .iter()
+                    .copied()
+                    .filter(|&rank| keep(rank)),
+            );
+            ranks[start..].sort_unstable();
+            offsets.push(u32::try_from(ranks.len()).expect("group ranks fit 32-bit offsets"));
+        }
+        GroupRanks { offsets, ranks }
+    }
+
+    /// The ranks of `group`, sorted.
+    #[inline]
+    fn of(&self, group: GroupId) -> &[Rank] {
+        let index = group.index();
+        &self.ranks[self.offsets[index] as usize..self.offsets[index + 1] as usize]
+    }
+
+    /// One more than the highest rank (0 without ranks).
+    fn rank_bound(&self) -> usize {
+        self.ranks
+            .iter()
+            .map(|rank| rank.index() + 1)
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -80,27 +110,38 @@ struct Scratch {
 const PAIRS_TESTED_ONE_BY_ONE: u32 = 64;
 
 /// Rule 1: consecutive tasks of each (rank, stream) in id order.
-fn program_order(builder: &mut TaskGraphBuilder, groups: &[Vec<Rank>]) {
-    let ranks = groups
-        .iter()
-        .flatten()
-        .map(|rank| rank.index() + 1)
-        .max()
-        .unwrap_or(0);
+fn program_order(builder: &mut TaskGraphBuilder, groups: &GroupRanks) {
     let streams = StreamKind::ALL.len();
-    let mut last_on_stream: Vec<Option<TaskId>> = vec![None; ranks * streams];
+    let mut last_on_stream: Vec<Option<TaskId>> = vec![None; groups.rank_bound() * streams];
     let mut previous: Vec<TaskId> = Vec::new();
     for index in 0..builder.task_count() {
         let id = TaskId(index as u32);
         let stream = builder.task_stream(id).index();
-        previous.clear();
-        for rank in &groups[builder.task_group(id).index()] {
+        let ranks = groups.of(builder.task_group(id));
+        if let [rank] = ranks {
+            // One rank (most tasks): at most one task before it.
             let slot = rank.index() * streams + stream;
             if let Some(before) = last_on_stream[slot].replace(id) {
-                if !previous.contains(&before) {
+                builder.add_edge(before, id, Dependency::ProgramOrder);
+            }
+            continue;
+        }
+        previous.clear();
+        for rank in ranks {
+            let slot = rank.index() * streams + stream;
+            if let Some(before) = last_on_stream[slot].replace(id) {
+                // A group task before it is met once per rank it shares,
+                // mostly in a row.
+                if previous.last() != Some(&before) {
                     previous.push(before);
                 }
             }
+        }
+        // Each predecessor once. Sorting changes no CSR row: these edges
+        // all have different sources, so each goes to a row of its own.
+        if previous.len() > 1 {
+            previous.sort_unstable();
+            previous.dedup();
         }
         for &before in &previous {
             builder.add_edge(before, id, Dependency::ProgramOrder);
@@ -113,14 +154,19 @@ fn program_order(builder: &mut TaskGraphBuilder, groups: &[Vec<Rank>]) {
 /// or every pair when none does.
 fn connect_steps(
     builder: &mut TaskGraphBuilder,
-    groups: &[Vec<Rank>],
+    groups: &GroupRanks,
     steps: &[StepTasks],
     dependency: &StepDependency,
     scratch: &mut Scratch,
 ) {
     let sources = steps[dependency.from.index()].tail;
     let targets = steps[dependency.to.index()].head;
-    let ranks = |id: TaskId| groups[builder.task_group(id).index()].as_slice();
+    if sources.len() == 1 && targets.len() == 1 {
+        // The one pair, whether or not its tasks share a rank.
+        builder.add_edge(sources.first(), targets.first(), dependency.why);
+        return;
+    }
+    let ranks = |id: TaskId| groups.of(builder.task_group(id));
     let pairs = &mut scratch.pairs;
     pairs.clear();
     if sources.len().saturating_mul(targets.len()) <= PAIRS_TESTED_ONE_BY_ONE {
@@ -171,6 +217,12 @@ fn connect_steps(
 
 /// Whether two sorted rank lists have a rank in common.
 fn share_a_rank(a: &[Rank], b: &[Rank]) -> bool {
+    // Disjoint spans (another stage's ranks, most often) share nothing.
+    match (a.first(), a.last(), b.first(), b.last()) {
+        (Some(a_first), Some(a_last), Some(b_first), Some(b_last))
+            if a_last >= b_first && b_last >= a_first => {}
+        _ => return false,
+    }
     let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     small.iter().any(|rank| large.binary_search(rank).is_ok())
 }
@@ -215,10 +267,8 @@ mod tests {
         let next0 = task(&mut builder, &[0], StreamKind::Compute);
         let send = task(&mut builder, &[0, 1], StreamKind::PipelineSendNext);
         let send_again = task(&mut builder, &[0, 1], StreamKind::PipelineSendNext);
-        program_order(
-            &mut builder,
-            &[vec![Rank(0)], vec![Rank(1)], vec![Rank(0), Rank(1)]],
-        );
+        let groups = GroupRanks::sorted(&builder, |_| true);
+        program_order(&mut builder, &groups);
         assert_eq!(
             edges(builder),
             [
@@ -237,6 +287,10 @@ mod tests {
             &[Rank(0), Rank(5), Rank(9)]
         ));
         assert!(!share_a_rank(&[Rank(1), Rank(2)], &[Rank(3)]));
+        // Spans that overlap without a common rank.
+        assert!(!share_a_rank(&[Rank(1), Rank(5)], &[Rank(2), Rank(3)]));
+        assert!(share_a_rank(&[Rank(3)], &[Rank(2), Rank(3)]));
+        assert!(!share_a_rank(&[], &[Rank(2)]));
         let mut builder = TaskGraphBuilder::default();
         // Two ranks' compute tasks, a data-parallel collective over ranks
         // {1, 3}, and a transfer to another stage's ranks {2, 3}.
@@ -245,9 +299,7 @@ mod tests {
         let collective = task(&mut builder, &[1, 3], StreamKind::DataParallel);
         let receiver2 = task(&mut builder, &[2], StreamKind::Compute);
         let receiver3 = task(&mut builder, &[3], StreamKind::Compute);
-        let groups: Vec<Vec<Rank>> = (0..builder.group_count())
-            .map(|g| builder.group_ranks(GroupId(g as u32)).to_vec())
-            .collect();
+        let groups = GroupRanks::sorted(&builder, |_| true);
         let steps = [
             StepTasks {
                 head: super::super::tasks::TaskRange::new(c0, 2),

@@ -382,35 +382,43 @@ pub fn program(
                                 with_head,
                             )
                         });
-                        let pieces = match (sharded, bucket_layers) {
-                            (Some(pieces), _) => pieces,
+                        // One piece, the whole chunk (most passes), needs no Vec.
+                        let whole = [BucketLayers {
+                            layers: chunk_layers,
+                            embedding: with_embedding,
+                            head: with_head,
+                        }];
+                        let cut: Vec<BucketLayers>;
+                        let pieces: &[BucketLayers] = match (sharded, bucket_layers) {
+                            (Some(pieces), _) => {
+                                cut = pieces;
+                                &cut
+                            }
                             (None, Some(per_bucket))
                                 if makes_gradients
                                     && last_gradient_actions[stage as usize]
                                         [action.chunk as usize]
                                         == Some(action) =>
                             {
-                                backward_buckets(
+                                cut = backward_buckets(
                                     chunk_layers,
                                     per_bucket,
                                     with_embedding,
                                     with_head,
-                                )
+                                );
+                                &cut
                             }
-                            (None, _) => vec![BucketLayers {
-                                layers: chunk_layers,
-                                embedding: with_embedding,
-                                head: with_head,
-                            }],
+                            (None, _) => &whole,
                         };
                         let mut first_piece = None;
                         let mut first_host = None;
-                        let mut ready = Vec::with_capacity(pieces.len());
+                        let mut ready =
+                            Vec::with_capacity(if makes_gradients { pieces.len() } else { 0 });
                         // Pieces cover the chunk's layers from the top in a
                         // backward, from the bottom otherwise.
                         let mut below = chunk_first;
                         let mut above = chunk_first + chunk_layers as u64;
-                        for piece in pieces {
+                        for &piece in pieces {
                             let piece_first = if pass.is_backward() {
                                 above -= piece.layers as u64;
                                 above
@@ -430,7 +438,7 @@ pub fn program(
                             // waits after a synchronizing exchange.
                             // Padded to capacity, the dispatcher never
                             // synchronizes: whole passes, as without a host lane.
-                            let segments: Vec<u16> =
+                            let segments: std::ops::RangeInclusive<u16> =
                                 if host.is_some() && !crate::cost::pads_to_capacity(scenario) {
                                     let syncs = crate::cost::host_syncs(
                                         scenario,
@@ -438,9 +446,9 @@ pub fn program(
                                         piece.layers,
                                         dense_layers,
                                     );
-                                    (0..=syncs as u16).collect()
+                                    0..=syncs as u16
                                 } else {
-                                    vec![crate::task_graph::WHOLE_PASS]
+                                    crate::task_graph::WHOLE_PASS..=crate::task_graph::WHOLE_PASS
                                 };
                             let mut first_segment = None;
                             let mut previous_segment: Option<StepId> = None;
@@ -534,6 +542,11 @@ pub fn program(
                                 first_segment.expect("a pass has at least one segment");
                             first_piece.get_or_insert(first_segment);
                             tail = Some(step);
+                            // Parameter counts only where they are used:
+                            // gradients made, or a sharded plan's pieces.
+                            if !makes_gradients && shard_plan.is_none() {
+                                continue;
+                            }
                             let params = models::sharding::parameters_of_layer_range(
                                 &scenario.model,
                                 sharding,
@@ -548,11 +561,13 @@ pub fn program(
                                 piece_first,
                                 piece.layers as u64,
                             );
-                            ready.push(GradientsReady {
-                                step,
-                                params,
-                                expert_params,
-                            });
+                            if makes_gradients {
+                                ready.push(GradientsReady {
+                                    step,
+                                    params,
+                                    expert_params,
+                                });
+                            }
                             if shard_plan.is_some() {
                                 sharded_pieces[(data_index * p + stage) as usize].push(
                                     ShardedPiece {
@@ -615,22 +630,19 @@ pub fn program(
                         )),
                         _ => None,
                     };
-                    let sends: Vec<_> = match pair_half {
+                    // This action's send, then a held one (no Vec: at most two).
+                    let sends: [Option<_>; 2] = match pair_half {
                         Some(0) => {
                             held_pair_send = send.map(|send| (action, send));
-                            Vec::new()
+                            [None, None]
                         }
                         _ if held_for_backward => {
                             held_pair_send = send.map(|send| (action, send));
-                            Vec::new()
+                            [None, None]
                         }
-                        _ => send
-                            .map(|send| (action, send))
-                            .into_iter()
-                            .chain(held_pair_send.take())
-                            .collect(),
+                        _ => [send.map(|send| (action, send)), held_pair_send.take()],
                     };
-                    for (action, send) in sends {
+                    for (action, send) in sends.into_iter().flatten() {
                         // On the V map the turn between chunks stays on one rank: a
                         // local hand-off, the receiving pass waits for this one.
                         let send = Some(send).filter(|&(_, _, peer_virtual_stage, peer_pass)| {

@@ -84,22 +84,21 @@ pub fn emit(program: &Program, builder: &mut TaskGraphBuilder) -> Vec<StepTasks>
                 all_to_all_work,
             } => {
                 let group = program.tensor_group(*group);
-                let mut first = None;
-                for &rank_group in &group.rank_groups {
-                    let id = builder.add_task(Task {
+                assert!(!group.rank_groups.is_empty(), "tensor groups are non-empty");
+                let first = builder.add_task_per_group(
+                    Task {
                         kind: task_kind(piece.pass),
                         stream: StreamKind::Compute,
                         chunk: piece.chunk as u16,
                         stage: group.stage,
                         microbatch: piece.microbatch,
-                        group: rank_group,
+                        group: group.rank_groups[0],
                         work: *compute_work,
                         iteration: piece.iteration,
-                    });
-                    first.get_or_insert(id);
-                }
-                let head =
-                    TaskRange::new(first.expect("tensor groups are non-empty"), group.size());
+                    },
+                    &group.rank_groups,
+                );
+                let head = TaskRange::new(first, group.size());
                 let mut tail = head;
                 // The pass's blocking collectives, on the compute stream after
                 // its kernels: tensor all-reduces, then expert all-to-alls.

@@ -1,11 +1,11 @@
 //! The task graph's builder: lowering adds tasks (as columns) and edges (as
 //! a list, or counted then written straight into CSR rows), then seals it.
 
+use super::intern_hash::InternMap;
 use super::{Dependency, TaskGraph, Work};
 use crate::ids::{GroupId, Rank, TaskId, WorkId};
 use crate::task::Task;
 use crate::task_columns::{Csr, TaskColumns};
-use std::collections::BTreeMap;
 
 /// Incremental builder used by lowering: tasks as columns; edges either as a
 /// list turned into CSR rows once, by [`TaskGraphBuilder::finish`], or, when
@@ -18,9 +18,9 @@ pub struct TaskGraphBuilder {
     why: Vec<Dependency>,
     sink: EdgeSink,
     groups: Vec<Vec<Rank>>,
-    group_index: BTreeMap<Vec<Rank>, GroupId>,
+    group_index: InternMap<Vec<Rank>, GroupId>,
     works: Vec<Work>,
-    work_index: BTreeMap<Work, WorkId>,
+    work_index: InternMap<Work, WorkId>,
     /// Under symmetry: every group interned and where replica 0's loops
     /// are, for the Timeline of any rank ([`crate::replica_map`]).
     replica_log: Option<crate::replica_map::ReplicaLog>,
@@ -143,6 +143,22 @@ impl TaskGraphBuilder {
         self.tasks.push(task)
     }
 
+    /// Adds `task` once per group of `groups` (consecutive ids, the first
+    /// returned): the compute tasks of a tensor-parallel pass.
+    pub fn add_task_per_group(&mut self, task: Task, groups: &[GroupId]) -> TaskId {
+        self.tasks.push_per_group(task, groups)
+    }
+
+    /// Makes room for `edges` more edges in the edge list (none while
+    /// counting or filling rows).
+    pub fn reserve_edges(&mut self, edges: usize) {
+        if let EdgeSink::List = self.sink {
+            self.edges.reserve(edges);
+            self.why.reserve(edges);
+        }
+    }
+
+    #[inline]
     pub fn add_edge(&mut self, from: TaskId, to: TaskId, why: Dependency) {
         debug_assert!(from.index() < self.tasks.len() && to.index() < self.tasks.len());
         match &mut self.sink {
@@ -152,17 +168,16 @@ impl TaskGraphBuilder {
             }
             EdgeSink::Count { out_degree } => out_degree[from.index()] += 1,
             EdgeSink::Fill {
-                offsets,
                 next,
                 targets,
                 why: reasons,
+                ..
             } => {
+                // A row given more edges than counted runs below its start
+                // (into the row before, or out of bounds): `finish` then
+                // finds a row whose cursor is not at its start, and panics.
                 let slot = &mut next[from.index()];
-                assert!(
-                    *slot > offsets[from.index()],
-                    "the filling pass added an edge the counting pass did not"
-                );
-                *slot -= 1;
+                *slot = slot.wrapping_sub(1);
                 targets[*slot as usize] = to.0;
                 reasons[*slot as usize] = why;
             }
@@ -221,7 +236,7 @@ impl TaskGraphBuilder {
             } => {
                 assert!(
                     next.iter().zip(&offsets).all(|(next, start)| next == start),
-                    "the filling pass added fewer edges than the counting pass"
+                    "the filling pass added other edges than the counting pass"
                 );
                 Csr::from_parts(offsets, targets, why)
             }

@@ -12,6 +12,7 @@ use crate::task_columns::{Csr, TaskColumns};
 use std::collections::BTreeMap;
 
 mod builder;
+mod intern_hash;
 pub use builder::TaskGraphBuilder;
 
 /// A [`Work::Compute`]'s `segment` covering the whole pass: its host

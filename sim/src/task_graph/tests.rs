@@ -85,3 +85,31 @@ fn lowered_graphs_are_acyclic() {
     let (_, graph) = crate::build_graph(&scenario);
     graph.check_acyclic().unwrap();
 }
+
+#[test]
+fn a_filling_pass_that_adds_other_edges_than_it_counted_panics() {
+    // (extra edge's source, whether the counting pass sees it)
+    for (source, counted_only) in [(0, false), (2, false), (2, true)] {
+        let outcome = std::panic::catch_unwind(|| {
+            let mut builder = TaskGraphBuilder::default();
+            for microbatch in 0..4 {
+                task(&mut builder, microbatch);
+            }
+            builder.count_edges();
+            builder.add_edge(TaskId(1), TaskId(3), Dependency::Data);
+            if counted_only {
+                builder.add_edge(TaskId(source), TaskId(3), Dependency::Data);
+            }
+            builder.fill_edges();
+            builder.add_edge(TaskId(1), TaskId(3), Dependency::Data);
+            if !counted_only {
+                builder.add_edge(TaskId(source), TaskId(3), Dependency::Data);
+            }
+            builder.finish(1)
+        });
+        assert!(
+            outcome.is_err(),
+            "source {source}, counted only {counted_only}"
+        );
+    }
+}

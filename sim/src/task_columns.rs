@@ -130,6 +130,16 @@ impl TaskColumns {
         self.group[index]
     }
 
+    #[inline]
+    pub fn stage(&self, index: usize) -> u32 {
+        self.stage[index]
+    }
+
+    #[inline]
+    pub fn chunk(&self, index: usize) -> u16 {
+        self.chunk[index]
+    }
+
     pub fn shrink_to_fit(&mut self) {
         self.kind.shrink_to_fit();
         self.stream.shrink_to_fit();

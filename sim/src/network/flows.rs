@@ -115,6 +115,11 @@ pub struct FabricFlowPlanner<'a> {
     /// scattered, the NVLink all-gather), computed once per work instead of
     /// at each of its tasks' starts; zero for other works.
     pipeline_tails: Vec<SimDuration>,
+    /// Per work: a collective inside one node as a ring over `group_size`
+    /// ranks, (hop bytes, tail) for each operation the planner may cost it
+    /// as (all-reduce, all-gather), computed once per work; `None` for
+    /// other works.
+    nvlink_rings: Vec<Option<[(u64, SimDuration); 2]>>,
 }
 
 impl<'a> FabricFlowPlanner<'a> {
@@ -147,11 +152,35 @@ impl<'a> FabricFlowPlanner<'a> {
                 _ => SimDuration::ZERO,
             })
             .collect();
+        let nvlink_bus_bytes_per_s = rates.nvlink_bus_bytes_per_s;
+        let nvlink_rings = graph
+            .works()
+            .iter()
+            .zip(costs)
+            .map(|(work, cost)| match *work {
+                Work::DataParallelAllReduce { group_size, .. }
+                | Work::TensorAllReduce { group_size, .. }
+                | Work::DataParallelReduceScatter { group_size, .. }
+                | Work::DataParallelAllGather { group_size, .. } => Some(
+                    [CollectiveOp::AllReduce, CollectiveOp::AllGather].map(|op| {
+                        nvlink_ring_hop(
+                            op,
+                            group_size as usize,
+                            cost.bytes,
+                            cost.duration,
+                            nvlink_bus_bytes_per_s,
+                        )
+                    }),
+                ),
+                _ => None,
+            })
+            .collect();
         FabricFlowPlanner {
             graph,
             placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
             rates,
             pipeline_tails,
+            nvlink_rings,
             pcie_latency: SimDuration::from_seconds_ceil(
                 scenario.topology.pcie.latency_ns as f64 * 1e-9,
             ),
@@ -183,24 +212,35 @@ impl<'a> FabricFlowPlanner<'a> {
     /// Appends one flow of `bytes` per tensor rank of a pipeline transfer
     /// task: from the sender to the receiver with the same coordinates.
     fn pipeline_pairs(&self, task: TaskId, bytes: u64, flows: &mut Vec<(FlowEnds, u64)>) {
-        let t = self.graph.task(task);
+        let (stage, chunk) = self.graph.stage_and_chunk_of(task);
         let p = self.placement.layout.pipeline_parallel;
         let map = self.placement.layout.stage_map;
-        let virtual_stage = map.stage_of(p, t.stage, t.chunk as u32);
-        let peer_stage = match t.kind {
+        let virtual_stage = map.stage_of(p, stage, chunk as u32);
+        let peer_stage = match self.graph.kind_of(task) {
             TaskKind::PipelineActivation | TaskKind::NormExchange => {
                 map.place(p, virtual_stage + 1).0
             }
             _ => map.place(p, virtual_stage.saturating_sub(1)).0,
         };
-        flows.extend(self.graph.group_ranks(t.group).iter().map(|&rank| {
-            let c = self.placement.coordinates(rank);
-            let peer = self.placement.rank(Coordinates {
-                stage: peer_stage,
-                ..c
-            });
-            (FlowEnds::Gpus(rank.0, peer.0), bytes)
-        }));
+        // `Placement::rank` of the rank's coordinates with the peer's stage:
+        // the stage is the rank's outermost digit (t·d ranks a stage).
+        let ranks_per_stage = self.placement.layout.tensor_parallel * self.placement.layout.replicas();
+        flows.extend(
+            self.graph
+                .group_ranks(self.graph.group_of(task))
+                .iter()
+                .map(|&rank| {
+                    let peer = peer_stage * ranks_per_stage + rank.0 % ranks_per_stage;
+                    debug_assert_eq!(
+                        Rank(peer),
+                        self.placement.rank(Coordinates {
+                            stage: peer_stage,
+                            ..self.placement.coordinates(rank)
+                        })
+                    );
+                    (FlowEnds::Gpus(rank.0, peer), bytes)
+                }),
+        );
     }
 
     /// A pipeline transfer between stages on one node: every tensor rank sends
@@ -220,15 +260,15 @@ impl<'a> FabricFlowPlanner<'a> {
         duration: SimDuration,
         plan: &mut FlowPlan,
     ) {
-        let bus_factor = op.bus_factor(ranks.len() as u32);
-        let hop_bytes = (bus_factor * bytes as f64).ceil() as u64;
-        plan.flows.extend((0..ranks.len()).map(|i| {
-            let next = ranks[(i + 1) % ranks.len()].0;
-            (FlowEnds::Gpus(ranks[i].0, next), hop_bytes)
-        }));
-        let alone =
-            SimDuration::from_seconds_ceil(hop_bytes as f64 / self.rates.nvlink_bus_bytes_per_s);
-        plan.tail = SimDuration(duration.0.saturating_sub(alone.0));
+        let (hop_bytes, tail) = nvlink_ring_hop(
+            op,
+            ranks.len(),
+            bytes,
+            duration,
+            self.rates.nvlink_bus_bytes_per_s,
+        );
+        push_ring(ranks, hop_bytes, plan);
+        plan.tail = tail;
     }
 
     /// A collective task's rings: across nodes over the NIC rails, or inside one node.
@@ -244,9 +284,17 @@ impl<'a> FabricFlowPlanner<'a> {
         if group_size <= 1 || cost.bytes == 0 {
             return false;
         }
+        let work = self.graph.work_of(task);
         let ranks = self.graph.group_ranks(self.graph.group_of(task));
         if nodes > 1 {
             *plan = self.ring_flows(op, ranks, cost.bytes, cost.duration);
+        } else if let Some(rings) = self.nvlink_rings[work.index()]
+            .filter(|_| ranks.len() == group_size as usize)
+        {
+            // The work's ring, computed once (for a group of its size).
+            let (hop_bytes, tail) = rings[usize::from(op == CollectiveOp::AllGather)];
+            push_ring(ranks, hop_bytes, plan);
+            plan.tail = tail;
         } else {
             self.nvlink_ring_flows(op, ranks, cost.bytes, cost.duration, plan);
         }
@@ -403,4 +451,28 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             _ => false,
         }
     }
+}
+
+/// A ring inside one node of `ranks` ranks: each hop's bytes (the
+/// operation's bus factor of the work's) and the tail (the closed-form time
+/// minus that hop alone at the NVSwitch's bus rate).
+fn nvlink_ring_hop(
+    op: CollectiveOp,
+    ranks: usize,
+    bytes: u64,
+    duration: SimDuration,
+    nvlink_bus_bytes_per_s: f64,
+) -> (u64, SimDuration) {
+    let bus_factor = op.bus_factor(ranks as u32);
+    let hop_bytes = (bus_factor * bytes as f64).ceil() as u64;
+    let alone = SimDuration::from_seconds_ceil(hop_bytes as f64 / nvlink_bus_bytes_per_s);
+    (hop_bytes, SimDuration(duration.0.saturating_sub(alone.0)))
+}
+
+/// GPU i sends `hop_bytes` to GPU i+1, in rank order, around the ring.
+fn push_ring(ranks: &[Rank], hop_bytes: u64, plan: &mut FlowPlan) {
+    plan.flows.extend((0..ranks.len()).map(|i| {
+        let next = ranks[(i + 1) % ranks.len()].0;
+        (FlowEnds::Gpus(ranks[i].0, next), hop_bytes)
+    }));
 }

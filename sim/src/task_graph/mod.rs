@@ -325,6 +325,12 @@ impl TaskGraph {
         self.tasks.group(id.index())
     }
 
+    /// The stage and chunk of task `id` (two column reads).
+    #[inline]
+    pub fn stage_and_chunk_of(&self, id: TaskId) -> (u32, u16) {
+        (self.tasks.stage(id.index()), self.tasks.chunk(id.index()))
+    }
+
     /// The tasks `id` waits for, sources in id order (rows built on first call).
     pub fn predecessors(&self, id: TaskId) -> impl Iterator<Item = TaskId> + '_ {
         self.predecessors

@@ -22,6 +22,7 @@
 //! [`FairShareNetwork::advance`]) before starting new ones at a later instant.
 //! Propagation latency (`Route::latency_ns`) is not added here.
 
+use super::link_flows::LinkFlows;
 use super::pending::PendingCompletions;
 use super::utilization::LinkUtilization;
 use super::water_fill::WaterFill;
@@ -64,7 +65,7 @@ pub struct FairShareNetwork {
     /// ever started, only per slot, so memory follows the flows running.
     started: u32,
     /// Slots of the active flows on each link.
-    flows_on_link: Vec<Vec<u32>>,
+    flows_on_link: LinkFlows,
     pending: PendingCompletions,
     carried_bytes: Vec<u64>,
     water_fill: WaterFill,
@@ -95,7 +96,7 @@ impl FairShareNetwork {
             slots: Vec::new(),
             free_slots: Vec::new(),
             started: 0,
-            flows_on_link: vec![Vec::new(); links],
+            flows_on_link: LinkFlows::new(links),
             pending: PendingCompletions::default(),
             carried_bytes: vec![0; links],
             water_fill: WaterFill::new(links),
@@ -176,9 +177,8 @@ impl FairShareNetwork {
         let mut alone = true;
         let mut rate_bytes_per_s = f64::INFINITY;
         for &link in route {
-            let on_link = &mut self.flows_on_link[link.index()];
-            alone &= on_link.is_empty();
-            on_link.push(slot);
+            alone &= self.flows_on_link.is_empty(link.index());
+            self.flows_on_link.add(link.index(), slot);
             rate_bytes_per_s = rate_bytes_per_s.min(self.capacities_bytes_per_s[link.index()]);
         }
         if alone {
@@ -296,15 +296,8 @@ impl FairShareNetwork {
         neighbours.clear();
         for &link in &flow.route {
             self.carried_bytes[link.index()] += bytes;
-            let on_link = &mut self.flows_on_link[link.index()];
-            let at = on_link
-                .iter()
-                .position(|&other| other == slot)
-                .expect("a running flow is listed on its links");
-            // The order of a link's list is never read: the component
-            // search sorts what it finds by flow id.
-            on_link.swap_remove(at);
-            neighbours.extend_from_slice(on_link);
+            self.flows_on_link.remove(link.index(), slot);
+            neighbours.extend_from_slice(self.flows_on_link.on(link.index()));
         }
         self.slots[slot as usize].route.clear();
         self.free_slots.push(slot);
@@ -427,7 +420,7 @@ impl FairShareNetwork {
                     continue;
                 }
                 self.link_mark[link.index()] = epoch;
-                for &other in &self.flows_on_link[link.index()] {
+                for &other in self.flows_on_link.on(link.index()) {
                     let other_flow = &mut self.slots[other as usize];
                     if other_flow.mark != epoch {
                         other_flow.mark = epoch;

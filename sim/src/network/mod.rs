@@ -29,6 +29,7 @@ mod fabric;
 mod fair_share;
 mod fat_tree;
 mod flows;
+mod link_flows;
 mod pending;
 mod reference;
 mod route_cache;

@@ -7,9 +7,13 @@
 //!   component of the changed flow; every other flow keeps its rate, its remaining
 //!   bytes as of its last rate change, and its pending completion.
 //! - Each flow has one pending completion in a binary heap ordered by (time,
-//!   `FlowId`) (`pending.rs`): re-arming a flow leaves its older entry stale, to be
-//!   dropped when it surfaces (lazy cancellation). A flow that starts on links no other flow uses is its
-//!   own component: it takes its slowest link's capacity without a search.
+//!   `FlowId`) (`pending.rs`): re-arming a flow leaves its older entry stale, to
+//!   be dropped when it surfaces (lazy cancellation). The flows of one group
+//!   ([`FairShareNetwork::begin_group`]: the engine's flows of one task) that all
+//!   start alone and end together share one entry.
+//! - A flow that starts on links no other flow uses is its own component: it
+//!   takes its slowest link's capacity without a search. Which flows cross each
+//!   link is kept in `link_flows.rs`.
 //! - Nothing is kept per flow ever started, only per running flow (slots reused),
 //!   and the caller's tag for each flow (the engine's task entry) rides in its slot.
 //! - Remaining bytes are `f64`; a completion time is `last change + ceil(remaining ÷

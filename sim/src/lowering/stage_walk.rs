@@ -120,7 +120,12 @@ pub(super) fn lower_tensor_group(
         pair_forward_step: None,
         pair_overlapped: false,
     };
-    // An overlapped F&B pair's halves, each with its place in the pair (0 or 1).
+    // The actions in program order, an F&B pair as its two halves with
+    // their place in the pair (`pair_half`: 0 or 1). Without `pair_overlap`
+    // a pair is lowered as its two passes back to back on the compute
+    // stream (costed as sequential), as one unit, as its interleaved
+    // kernels make it: its forward starts once the backward's gradient is
+    // in too, and the forward's output is sent when the pair ends.
     let actions: Vec<(Action, Option<usize>)> = cx.schedule.actions[stage as usize]
         .iter()
         .flat_map(|a| {

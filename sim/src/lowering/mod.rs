@@ -32,11 +32,14 @@ mod iteration_end;
 pub mod offload;
 pub mod offload_plan;
 mod pair_overlap;
+mod pass_lowering;
 pub mod passes;
 pub mod pipeline;
+mod pipeline_sends;
 pub mod post_validation;
 pub mod program;
 pub mod sharded;
+mod stage_walk;
 pub mod tasks;
 
 use crate::scenario::Scenario;

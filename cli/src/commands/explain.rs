@@ -122,7 +122,6 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     write_layer_kernels(out, scenario)
 }
 
-
 /// DualPipe's and DualPipeV's F&B pairs without `--pair-overlap`.
 const SEQUENTIAL_PAIRS: &str = "F&B pairs (F…&B…): overlap of the pair not modeled: costed as \
      sequential, the forward's output sent when the pair ends (--pair-overlap models it with ep > 1)";

@@ -224,7 +224,8 @@ impl<'a> FabricFlowPlanner<'a> {
         };
         // `Placement::rank` of the rank's coordinates with the peer's stage:
         // the stage is the rank's outermost digit (t·d ranks a stage).
-        let ranks_per_stage = self.placement.layout.tensor_parallel * self.placement.layout.replicas();
+        let ranks_per_stage =
+            self.placement.layout.tensor_parallel * self.placement.layout.replicas();
         flows.extend(
             self.graph
                 .group_ranks(self.graph.group_of(task))
@@ -288,8 +289,8 @@ impl<'a> FabricFlowPlanner<'a> {
         let ranks = self.graph.group_ranks(self.graph.group_of(task));
         if nodes > 1 {
             *plan = self.ring_flows(op, ranks, cost.bytes, cost.duration);
-        } else if let Some(rings) = self.nvlink_rings[work.index()]
-            .filter(|_| ranks.len() == group_size as usize)
+        } else if let Some(rings) =
+            self.nvlink_rings[work.index()].filter(|_| ranks.len() == group_size as usize)
         {
             // The work's ring, computed once (for a group of its size).
             let (hop_bytes, tail) = rings[usize::from(op == CollectiveOp::AllGather)];

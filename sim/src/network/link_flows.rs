@@ -64,7 +64,10 @@ impl LinkFlows {
     pub fn remove(&mut self, link: usize, slot: u32) {
         match self.count[link] {
             0 => panic!("flow slot {slot} is not listed on link {link}"),
-            1 => assert_eq!(self.sole[link], slot, "a running flow is listed on its links"),
+            1 => assert_eq!(
+                self.sole[link], slot,
+                "a running flow is listed on its links"
+            ),
             _ => {
                 let many = &mut self.many[link];
                 let at = many

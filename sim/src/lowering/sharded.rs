@@ -1,8 +1,8 @@
 //! Sharded data parallelism beyond the optimizer (`--zero-stage 2|3`,
 //! `--shard-group-size`): what the pipeline program adds for ZeRO-2 and
 //! ZeRO-3/FSDP, and HSDP's replication across shard groups. (ZeRO-1, the
-//! distributed optimizer, stays in `pipeline.rs`: one reduce-scatter after
-//! the last pass and one parameter all-gather after the optimizer.)
+//! distributed optimizer, stays in `iteration_end.rs`: one reduce-scatter
+//! after the last pass and one parameter all-gather after the optimizer.)
 //!
 //! - **ZeRO-2** (Rajbhandari et al. 2020, Sec. 5.2, P_os+g): every backward
 //!   (every microbatch, as DeepSpeed's stage-2 `reduce_ipg_grads` and FSDP's
@@ -38,7 +38,7 @@
 //!   the first forward of every chunk is cut into the gradient buckets (in
 //!   forward order), each waiting for its all-gather, issued by the same
 //!   two-in-flight rule as FSDP's; no all-gather follows the optimizer. The
-//!   gradients still go as ZeRO-1's reduce-scatters (`pipeline.rs`).
+//!   gradients still go as ZeRO-1's reduce-scatters (`iteration_end.rs`).
 //! - **HSDP** (`ShardingStrategy.HYBRID_SHARD`): shard groups of N
 //!   consecutive data-parallel indices; a gradient reduce-scatter inside each
 //!   group is followed by an all-reduce of each shard across the d/N groups

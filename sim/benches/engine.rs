@@ -3,7 +3,9 @@
 //! runs them, one representative replica where symmetry holds;
 //! `whole_run_full`: every replica), and the engine alone in
 //! events per CPU-second (`engine_cpu`, the figure to compare on a shared
-//! machine). Run with `cargo bench -p sim --bench engine` (add
+//! machine), and whole `--contention` simulations of the 1T model
+//! (`contention`, in CPU time: flows sharing links max-min fairly, every
+//! replica lowered). Run with `cargo bench -p sim --bench engine` (add
 //! `-- whole_run/3072` to pick one).
 
 mod cpu_time;
@@ -134,10 +136,44 @@ fn engine_cpu(c: &mut Criterion<cpu_time::CpuTime>) {
     group.finish();
 }
 
+/// Whole `--contention` simulations of the 1T model on 3,072 GPUs at 64 and
+/// 512 microbatches a pipeline, in CPU time of the benchmark thread
+/// (`scripts/bench-scale.sh 3072-contention` times the second as a command).
+fn contention(c: &mut Criterion<cpu_time::CpuTime>) {
+    let mut group = c.benchmark_group("contention");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(30));
+    let base = ScenarioFile::embedded_default();
+    for (label, global_batch) in [("3072-m64", 384), ("3072-m512", 3072)] {
+        let file = ScenarioFile {
+            model: Some("gpt-1t".into()),
+            tp: Some(8),
+            pp: Some(64),
+            dp: Some(6),
+            global_batch: Some(global_batch),
+            schedule: Some(ScheduleKind::OneFOneB),
+            recompute: Some(Recompute::Full),
+            options: sim::scenario::TrainingOptionsFile {
+                network_contention: Some(true),
+                ..base.options.clone()
+            },
+            ..base.clone()
+        };
+        let scenario = file.resolve().unwrap();
+        let events = sim::simulate(&scenario).unwrap().n_events;
+        group.throughput(Throughput::Elements(events));
+        group.bench_with_input(BenchmarkId::from_parameter(label), &scenario, |b, s| {
+            b.iter(|| black_box(sim::simulate(s).unwrap()))
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(benches, lowering, engine_only, whole_run, whole_run_full);
 criterion_group! {
     name = cpu;
     config = Criterion::default().with_measurement(cpu_time::CpuTime);
-    targets = engine_cpu
+    targets = engine_cpu, contention
 }
 criterion_main!(benches, cpu);

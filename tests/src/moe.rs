@@ -1,10 +1,12 @@
 //! Mixture-of-experts scenarios that several test files share: Mixtral 8x7B
-//! on the DGX H100 SuperPOD, a small 4-expert mixture on one node, and the
-//! link rates their closed forms are computed with.
+//! on the DGX H100 SuperPOD, a small 4-expert mixture on one node, the
+//! link rates their closed forms are computed with, and the works of a
+//! graph the tests look up.
 
 use models::ModelSpec;
 use sim::collective::LinkRates;
 use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::task_graph::{ComputePass, TaskGraph, Work};
 
 /// Mixtral 8x7B at s = 4096 on the DGX H100 SuperPOD, t = 1, bf16, 4
 /// microbatches per replica.
@@ -85,4 +87,38 @@ pub fn small_scenario(model: &ModelSpec, imbalance: &str) -> Scenario {
 /// The link rates of `scenario`'s topology and profile under its stack's NCCL.
 pub fn link_rates(scenario: &Scenario) -> LinkRates {
     LinkRates::from(&scenario.topology, &scenario.profile).with_nccl(scenario.stack.nccl)
+}
+
+/// The index of `graph`'s first backward expert all-to-all work.
+pub fn backward_all_to_all_work(graph: &TaskGraph) -> usize {
+    graph
+        .works()
+        .iter()
+        .position(|work| {
+            matches!(
+                work,
+                Work::ExpertAllToAll {
+                    pass: ComputePass::Backward,
+                    ..
+                }
+            )
+        })
+        .expect("a backward expert all-to-all")
+}
+
+/// (bytes, group size, nodes) of every data-parallel all-reduce work of
+/// `graph`, in work order.
+pub fn data_parallel_all_reduces(graph: &TaskGraph) -> Vec<(u64, u32, u32)> {
+    graph
+        .works()
+        .iter()
+        .filter_map(|work| match *work {
+            Work::DataParallelAllReduce {
+                bytes,
+                group_size,
+                nodes,
+            } => Some((bytes, group_size, nodes)),
+            _ => None,
+        })
+        .collect()
 }

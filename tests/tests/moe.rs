@@ -9,7 +9,7 @@ use sim::collective::{estimate, CollectiveOp, GroupShape};
 use sim::cost::{cost_works, pass_steps, ClosedFormNetwork};
 use sim::scenario::{Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::task::TaskKind;
-use sim::task_graph::{ComputePass, Work};
+use sim::task_graph::ComputePass;
 use tests::moe::{link_rates as rates, mixtral, small_model, small_scenario};
 
 fn small(imbalance: &str) -> Scenario {
@@ -103,18 +103,7 @@ fn dense_gradients_reduce_over_dp_and_expert_gradients_over_dp_over_ep() {
     let model = &scenario.model;
     let routed = models::formulas::routed_expert_parameters(model);
     let layer = models::formulas::moe_layer_parameters(model);
-    let mut seen: Vec<(u64, u32, u32)> = graph
-        .works()
-        .iter()
-        .filter_map(|work| match *work {
-            Work::DataParallelAllReduce {
-                bytes,
-                group_size,
-                nodes,
-            } => Some((bytes, group_size, nodes)),
-            _ => None,
-        })
-        .collect();
+    let mut seen: Vec<(u64, u32, u32)> = tests::moe::data_parallel_all_reduces(&graph);
     seen.sort_unstable();
     let stage_1_dense = 8 * (layer - routed) * 2;
     let experts = 8 * routed / 8 * 2;
@@ -167,21 +156,9 @@ fn a_skewed_routing_gates_the_step_by_the_busiest_rank_exactly() {
         None,
     )
     .duration;
-    let forward = graph
-        .works()
-        .iter()
-        .position(|work| {
-            matches!(
-                work,
-                Work::ExpertAllToAll {
-                    pass: ComputePass::Backward,
-                    ..
-                }
-            )
-        })
-        .unwrap();
-    assert_eq!(costs[forward].duration.as_nanos(), one.as_nanos() * 8);
-    assert_eq!(costs[forward].bytes, 8 * 6554 * 1024 * 2);
+    let backward = tests::moe::backward_all_to_all_work(&graph);
+    assert_eq!(costs[backward].duration.as_nanos(), one.as_nanos() * 8);
+    assert_eq!(costs[backward].bytes, 8 * 6554 * 1024 * 2);
     // The step is longer, yet the FLOPs reported are the model's (uniform).
     let fast = sim::simulate(&uniform).unwrap().metrics;
     let slow = sim::simulate(&skewed).unwrap().metrics;

@@ -91,19 +91,7 @@ fn a_capacity_factor_caps_the_skewed_busiest_rank_exactly() {
         None,
     )
     .duration;
-    let backward = graph
-        .works()
-        .iter()
-        .position(|work| {
-            matches!(
-                work,
-                Work::ExpertAllToAll {
-                    pass: ComputePass::Backward,
-                    ..
-                }
-            )
-        })
-        .unwrap();
+    let backward = tests::moe::backward_all_to_all_work(&graph);
     assert_eq!(costs[backward].duration.as_nanos(), 8 * one.as_nanos());
     // Dropping makes the step shorter, padding to a larger capacity longer;
     // the FLOPs reported stay the model's (the dropless uniform routing's).

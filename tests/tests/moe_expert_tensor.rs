@@ -147,19 +147,7 @@ fn the_all_to_alls_carry_their_expert_tensor_all_gathers_and_reduce_scatters() {
     )
     .duration;
     assert_eq!(gather, scatter);
-    let backward = graph
-        .works()
-        .iter()
-        .position(|work| {
-            matches!(
-                work,
-                Work::ExpertAllToAll {
-                    pass: ComputePass::Backward,
-                    ..
-                }
-            )
-        })
-        .expect("a backward all-to-all");
+    let backward = tests::moe::backward_all_to_all_work(&graph);
     let Work::ExpertAllToAll {
         group_size,
         nodes,
@@ -185,18 +173,7 @@ fn expert_gradients_reduce_over_t_d_cp_over_ep_etp() {
     let scenario = resolve(mixtral(2, false));
     let (_, graph) = sim::build_graph(&scenario);
     let routed = models::formulas::routed_expert_parameters(&scenario.model);
-    let seen: Vec<(u64, u32, u32)> = graph
-        .works()
-        .iter()
-        .filter_map(|work| match *work {
-            Work::DataParallelAllReduce {
-                bytes,
-                group_size,
-                nodes,
-            } => Some((bytes, group_size, nodes)),
-            _ => None,
-        })
-        .collect();
+    let seen: Vec<(u64, u32, u32)> = tests::moe::data_parallel_all_reduces(&graph);
     // Stage 1's expert-data pairs: GPU r and r + 8, on two nodes.
     assert!(seen.contains(&(8 * routed / 8 * 2, 2, 2)), "{seen:?}");
 }

@@ -82,32 +82,33 @@ impl RunState {
             return;
         };
         let mut plan = std::mem::take(&mut self.plan);
-        if !shared.planner.plan_into(TaskId(task), &mut plan) {
-            self.queue.push(now + duration_of(TaskId(task)), task);
-        } else if let (false, Some(network)) = (plan.flows.is_empty(), self.network.as_mut()) {
-            let entry = FlowTask {
-                task,
-                flows_left: plan.flows.len() as u32,
-                tail: plan.tail,
-            };
-            let owner = match self.free_flow_tasks.pop() {
-                Some(free) => {
-                    self.flow_tasks[free as usize] = entry;
-                    free
+        let planned = shared.planner.plan_into(TaskId(task), &mut plan);
+        match self.network.as_mut() {
+            Some(network) if planned && !plan.flows.is_empty() => {
+                let entry = FlowTask {
+                    task,
+                    flows_left: plan.flows.len() as u32,
+                    tail: plan.tail,
+                };
+                let owner = match self.free_flow_tasks.pop() {
+                    Some(free) => {
+                        self.flow_tasks[free as usize] = entry;
+                        free
+                    }
+                    None => {
+                        self.flow_tasks.push(entry);
+                        (self.flow_tasks.len() - 1) as u32
+                    }
+                };
+                network.begin_group();
+                for &(ends, bytes) in &plan.flows {
+                    let links = self.routes.route(shared.fabric, ends);
+                    network.start_flow_for(now, links, bytes, owner);
                 }
-                None => {
-                    self.flow_tasks.push(entry);
-                    (self.flow_tasks.len() - 1) as u32
-                }
-            };
-            network.begin_group();
-            for &(ends, bytes) in &plan.flows {
-                let links = self.routes.route(shared.fabric, ends);
-                network.start_flow_for(now, links, bytes, owner);
+                network.end_group();
             }
-            network.end_group();
-        } else {
-            self.queue.push(now + plan.tail, task);
+            _ if planned => self.queue.push(now + plan.tail, task),
+            _ => self.queue.push(now + duration_of(TaskId(task)), task),
         }
         self.plan = plan;
     }

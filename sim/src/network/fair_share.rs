@@ -259,7 +259,7 @@ impl FairShareNetwork {
     /// Ends the earliest pending flow at its completion time; returns that
     /// time and the flow's owner (see [`FairShareNetwork::start_flow_for`]).
     pub fn complete_next(&mut self) -> Option<(SimTime, u32)> {
-        let (due, _, slot) = self.pending.first()?;
+        let (due, _, slot) = self.pending.peek()?;
         let owner = self.slots[slot as usize].owner;
         self.complete_slot(due, slot);
         Some((due, owner))

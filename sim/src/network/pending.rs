@@ -111,12 +111,6 @@ impl PendingCompletions {
         self.top()
     }
 
-    /// The earliest (due, flow, slot), as [`PendingCompletions::peek`] (the
-    /// name says the caller completes it now).
-    pub fn first(&mut self) -> Option<(SimTime, FlowId, u32)> {
-        self.top()
-    }
-
     fn grow_to(&mut self, slot: u32) {
         let index = slot as usize;
         if self.current.len() <= index {
@@ -229,7 +223,7 @@ mod tests {
         assert_eq!(pending.peek_due(), Some(SimTime(10)));
         pending.set(2, FlowId(9), SimTime(60));
         assert_eq!(pending.peek(), Some((SimTime(50), FlowId(3), 1)));
-        assert_eq!(pending.first(), Some((SimTime(50), FlowId(3), 1)));
+        assert_eq!(pending.peek(), Some((SimTime(50), FlowId(3), 1)));
         pending.remove(1);
         pending.remove(1);
         assert_eq!(pending.peek(), Some((SimTime(50), FlowId(7), 0)));
@@ -240,7 +234,7 @@ mod tests {
         pending.remove(0);
         assert_eq!(pending.peek(), None);
         assert_eq!(pending.peek_due(), None);
-        assert_eq!(pending.first(), None);
+        assert_eq!(pending.peek(), None);
     }
 
     /// A group's members come out in id order among single entries of the
@@ -253,7 +247,7 @@ mod tests {
         pending.set_group(&[5, 3, 4], FlowId(3), SimTime(100));
         pending.set(1, FlowId(6), SimTime(100));
         let mut order = Vec::new();
-        while let Some((due, id, slot)) = pending.first() {
+        while let Some((due, id, slot)) = pending.peek() {
             order.push((due.0, id.0, slot));
             pending.remove(slot);
         }
@@ -272,21 +266,21 @@ mod tests {
         // Member 7 (slot 1) re-armed later: 6 and 8 keep the group's time.
         pending.set_group(&[0, 1, 2], FlowId(6), SimTime(200));
         pending.set(1, FlowId(7), SimTime(300));
-        assert_eq!(pending.first(), Some((SimTime(200), FlowId(6), 0)));
+        assert_eq!(pending.peek(), Some((SimTime(200), FlowId(6), 0)));
         pending.remove(0);
-        assert_eq!(pending.first(), Some((SimTime(200), FlowId(8), 2)));
+        assert_eq!(pending.peek(), Some((SimTime(200), FlowId(8), 2)));
         // Slot 2 leaves; then slot 1 is the last entry.
         pending.remove(2);
-        assert_eq!(pending.first(), Some((SimTime(300), FlowId(7), 1)));
+        assert_eq!(pending.peek(), Some((SimTime(300), FlowId(7), 1)));
         pending.remove(1);
-        assert_eq!(pending.first(), None);
+        assert_eq!(pending.peek(), None);
 
         // A member leaving out of turn (slot 4 before slot 3).
         pending.set_group(&[3, 4, 5], FlowId(10), SimTime(400));
         pending.remove(4);
-        assert_eq!(pending.first(), Some((SimTime(400), FlowId(10), 3)));
+        assert_eq!(pending.peek(), Some((SimTime(400), FlowId(10), 3)));
         pending.remove(3);
-        assert_eq!(pending.first(), Some((SimTime(400), FlowId(12), 5)));
+        assert_eq!(pending.peek(), Some((SimTime(400), FlowId(12), 5)));
         pending.remove(5);
         assert_eq!(pending.peek_due(), None);
     }
@@ -340,7 +334,7 @@ mod tests {
                     due_of[slot as usize] = Some((due, id));
                 }
                 _ => {
-                    let first = pending.first();
+                    let first = pending.peek();
                     assert_eq!(
                         first,
                         expected

@@ -14,6 +14,9 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+mod tile_model;
+pub use tile_model::{GemmTileModel, MAX_OVERLAP_EXPONENT};
+
 /// Version of the profile schema this build reads and writes.
 pub const PROFILE_SCHEMA_VERSION: u32 = 1;
 
@@ -147,8 +150,13 @@ pub struct GemmProfile {
     /// Fraction of the datasheet peak a large, well-shaped GEMM reaches.
     pub large_gemm_efficiency: Quantity,
     /// Output tile shapes [rows, cols] the library chooses among; the cost
-    /// model takes the one with the least tile+wave quantization waste.
+    /// model takes the one that finishes first (the tile model) or the one
+    /// with the least tile+wave quantization waste (without it).
     pub tile_shapes: Vec<[u64; 2]>,
+    /// The tile-and-wave model's constants; absent, GEMMs are priced at
+    /// `large_gemm_efficiency` × tile quantization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tile_model: Option<GemmTileModel>,
     /// Fixed cost of every kernel launch (launch gap, prologue, tail).
     pub kernel_overhead_ns: Quantity,
     /// An FP8 GEMM's efficiency relative to a bf16 GEMM's of the same shape
@@ -479,6 +487,9 @@ impl Profile {
                     q.value
                 ));
             }
+        }
+        if let Some(model) = &self.gemm.tile_model {
+            problems.extend(model.problems());
         }
         if self.gemm.tile_shapes.is_empty()
             || self.gemm.tile_shapes.iter().any(|t| t[0] == 0 || t[1] == 0)

@@ -33,25 +33,42 @@ fn measured(name: &str) -> Timeline {
     Timeline::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn h100_profile() -> PathBuf {
-    root().join("calibrate/profiles/h100-sxm.json")
-}
-
-/// The H100 profile with only its `copy` memory entries, written to a
-/// scratch file: what the executor's real mode runs for memory-bound kernels.
-fn copies_only() -> PathBuf {
+/// The lab H100's profile at burst rates (`sustained_ratio` 1), written to
+/// a scratch file: the executor's runs lasted well under a second, as
+/// short as calibrate's, so the GPU ran them at its burst clock, not the
+/// sustained one a training job settles to. `copies_only` also keeps only
+/// the `copy` memory entries: what the executor's real mode runs for
+/// memory-bound kernels.
+fn burst_profile(copies_only: bool) -> PathBuf {
     let mut profile = profile::Profile::from_json_str(
-        &std::fs::read_to_string(h100_profile()).unwrap(),
+        &std::fs::read_to_string(root().join("calibrate/profiles/h100-sxm.json")).unwrap(),
         "h100-sxm.json",
     )
     .unwrap();
-    profile.memory.measured.retain(|m| m.kernel == "copy");
+    profile
+        .gemm
+        .tile_model
+        .as_mut()
+        .unwrap()
+        .sustained_ratio
+        .value = 1.0;
+    if copies_only {
+        profile.memory.measured.retain(|m| m.kernel == "copy");
+    }
     let path = std::env::temp_dir().join(format!(
-        "clustersim-h100-copies-only-{}.json",
+        "clustersim-h100-burst-{copies_only}-{}.json",
         std::process::id()
     ));
     std::fs::write(&path, serde_json::to_string(&profile).unwrap()).unwrap();
     path
+}
+
+fn h100_profile() -> PathBuf {
+    burst_profile(false)
+}
+
+fn copies_only() -> PathBuf {
+    burst_profile(true)
 }
 
 /// The example simulated with `profile` on `topology`.

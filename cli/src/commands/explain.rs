@@ -322,6 +322,7 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
         }
         writeln!(out, "{line}")?;
     }
+    write_gemm_tiles(out, scenario, &rows)?;
     let casts = sim::cost::layer_fp8_weight_casts(scenario);
     if !casts.is_empty() {
         // A calibrated profile may hold FP8 GEMM timings (calibrate's FP8 stage).
@@ -369,6 +370,83 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
     }
     if scenario.options.tp_comm_overlap {
         write_userbuffers(out, scenario)?;
+    }
+    Ok(())
+}
+
+/// The layer's GEMMs as the tile model runs them: tile, split-K, waves,
+/// burst and sustained efficiency (of the precision's datasheet peak), and
+/// whether a measured entry set the price (then stretched to sustained).
+fn write_gemm_tiles(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    rows: &[sim::cost::KernelCost],
+) -> anyhow::Result<()> {
+    let Some(constants) = &scenario.profile.gemm.tile_model else {
+        writeln!(
+            out,
+            "\nGEMMs: the profile has no tile model (gemm.tile_model): priced at \
+             large_gemm_efficiency x tile quantization, at burst rates"
+        )?;
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "\nGEMMs by tiles and waves on {} SMs (main loop {:.1}% of peak in a burst, x{:.3} sustained; \
+         {:.0} ns per kernel and {:.0} ns per wave; efficiency = FLOPs / (time x peak), launch gap excluded):",
+        scenario.topology.gpu.sm_count,
+        100.0 * constants.mainloop_efficiency.value,
+        constants.sustained_ratio.value,
+        constants.kernel_latency_ns.value,
+        constants.wave_latency_ns.value,
+    )?;
+    writeln!(
+        out,
+        "  {:<10} {:<30} {:>24} {:>8} {:>5} {:>6} {:>6} {:>6}  {}",
+        "pass",
+        "kernel",
+        "batch x m x n x k",
+        "tile",
+        "split",
+        "waves",
+        "burst",
+        "sust.",
+        "priced by"
+    )?;
+    let gpu = &scenario.topology.gpu;
+    for row in rows {
+        let (Some(detail), true) = (row.gemm, row.is_gemm) else {
+            continue;
+        };
+        let Some(estimate) = detail.estimate else {
+            continue;
+        };
+        let peak = if row.is_fp8 {
+            gpu.peak
+                .fp8_flops_per_s
+                .unwrap_or(gpu.peak.bf16_flops_per_s)
+        } else {
+            scenario.options.precision.peak_flops_per_s(&gpu.peak)
+        };
+        let efficiency = |seconds: f64| 100.0 * row.flops / (seconds * peak);
+        let shape = detail.shape;
+        writeln!(
+            out,
+            "  {:<10} {:<30} {:>24} {:>8} {:>5} {:>6} {:>5.1}% {:>5.1}%  {}",
+            row.pass.name(),
+            row.name,
+            format!("{} x {} x {} x {}", shape.batch, shape.m, shape.n, shape.k),
+            format!("{}x{}", estimate.tile[0], estimate.tile[1]),
+            estimate.split_k,
+            estimate.waves,
+            efficiency(estimate.burst_s),
+            efficiency(estimate.seconds),
+            if detail.measured {
+                "measured (stretched to sustained)"
+            } else {
+                "model"
+            }
+        )?;
     }
     Ok(())
 }

@@ -7,9 +7,10 @@ use super::{
     exposed_after_overlap, exposed_with_tp_overlap, intra_node_collective_sm_share,
     overlaps_all_reduce, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel,
 };
-use crate::scenario::{Recompute, Scenario};
+use super::{gemm_estimate, GemmEstimate};
+use crate::scenario::{Precision, Recompute, Scenario};
 use crate::task_graph::ComputePass;
-use models::ops::{KernelClass, Step};
+use models::ops::{GemmShape, Kernel, KernelClass, Step};
 
 /// One kernel (or tensor all-reduce) of one pass of one layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +27,44 @@ pub struct KernelCost {
     /// A GEMM on FP8 inputs (`--precision fp8`).
     pub is_fp8: bool,
     pub is_communication: bool,
+    /// How a GEMM was priced (none for other rows).
+    pub gemm: Option<GemmDetail>,
+}
+
+/// A GEMM row's shape, whether a measured entry priced it, and the tile
+/// model's run of it (none without a tile model in the profile).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GemmDetail {
+    pub shape: GemmShape,
+    pub measured: bool,
+    pub estimate: Option<GemmEstimate>,
+}
+
+/// [`GemmDetail`] of a GEMM kernel, `None` for any other.
+fn gemm_detail(
+    kernels: &KernelCostModel,
+    kernel: &Kernel,
+    scenario: &Scenario,
+) -> Option<GemmDetail> {
+    let (shape, precision, measured) = match kernel.class {
+        KernelClass::Gemm { shape, layout } => (
+            shape,
+            scenario.options.precision.high_precision(),
+            kernels.measured_gemm_seconds(&shape, layout).is_some(),
+        ),
+        KernelClass::Fp8Gemm { shape, layout } => (
+            shape,
+            Precision::Fp8,
+            kernels.measured_fp8_gemm_seconds(&shape, layout).is_some(),
+        ),
+        KernelClass::MemoryBound | KernelClass::FusedAttention(_) => return None,
+    };
+    let estimate = gemm_estimate(precision, &shape, &scenario.topology.gpu, &scenario.profile);
+    Some(GemmDetail {
+        shape,
+        measured,
+        estimate,
+    })
 }
 
 /// The kernels of one layer's forward, recompute (when the scenario
@@ -80,6 +119,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     ),
                     is_fp8: matches!(kernel.class, KernelClass::Fp8Gemm { .. }),
                     is_communication: false,
+                    gemm: gemm_detail(&kernels, kernel, scenario),
                 },
                 Step::TensorAllReduce {
                     bytes,
@@ -115,6 +155,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                         is_gemm: false,
                         is_fp8: false,
                         is_communication: true,
+                        gemm: None,
                     }
                 }
                 Step::HostSync => unreachable!("segment_steps drops host synchronizations"),
@@ -133,6 +174,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     is_gemm: false,
                     is_fp8: false,
                     is_communication: true,
+                    gemm: None,
                 },
             });
         }
@@ -150,6 +192,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                 is_gemm: false,
                 is_fp8: false,
                 is_communication: true,
+                gemm: None,
             });
         }
     }
@@ -183,6 +226,7 @@ pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
             is_gemm: false,
             is_fp8: false,
             is_communication: false,
+            gemm: None,
         }),
         Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
     })

@@ -18,6 +18,7 @@ mod attention;
 mod breakdown;
 mod comm_sms;
 pub mod context;
+mod gemm_tiles;
 pub mod gradients;
 mod host;
 mod kernels;
@@ -28,9 +29,14 @@ pub mod pair_overlap;
 pub mod split_backward;
 mod tp_overlap;
 
-pub use breakdown::{layer_fp8_weight_casts, layer_kernel_costs, KernelCost, RING_EXCHANGE_ROW};
+pub use breakdown::{
+    layer_fp8_weight_casts, layer_kernel_costs, GemmDetail, KernelCost, RING_EXCHANGE_ROW,
+};
 pub use comm_sms::{intra_node_collective_sm_share, NVSWITCH_NODE_COLLECTIVE_CHANNELS};
-pub use kernels::{gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel};
+pub use gemm_tiles::{GemmEstimate, TileModel};
+pub use kernels::{
+    gemm_estimate, gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel,
+};
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};

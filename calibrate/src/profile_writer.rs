@@ -1,5 +1,6 @@
 //! Turns measurements into a [`Profile`]: the base profile ([`base_profile`])
-//! with every measured list appended and exactly the scalar quantities that
+//! with every measured list appended (a memory class it timed replacing the
+//! base's entries of that class) and exactly the scalar quantities that
 //! were measured replaced, each with `source: measured` and a note saying
 //! how. Everything else keeps its original value, source and note.
 //!
@@ -247,6 +248,14 @@ pub fn write_profile(
             ),
         );
     }
+    // A class this run timed replaces the base profile's entries of it (the
+    // embedded profiles carry the lab H100's classes, scaled by bandwidth).
+    profile.memory.measured.retain(|base| {
+        !findings
+            .memory
+            .iter()
+            .any(|timed| timed.kernel == base.kernel)
+    });
     profile.memory.measured.extend(findings.memory);
 
     // NVLink bus bandwidth only from a real multi-GPU all-reduce.

@@ -174,7 +174,20 @@ fn an_unknown_gpu_is_measured_but_no_efficiency_is_computed() {
         default.gemm.large_gemm_efficiency
     );
     assert_eq!(profile.memory.hbm_efficiency, default.memory.hbm_efficiency);
-    assert_eq!(profile.memory.measured.len(), 1);
+    // The copy this run timed replaced the base's carried copies; the
+    // base's other classes stay (carried from the lab H100).
+    let copies: Vec<_> = profile
+        .memory
+        .measured
+        .iter()
+        .filter(|m| m.kernel == "copy")
+        .collect();
+    assert_eq!(copies.len(), 1);
+    assert_eq!(copies[0].source, Source::Measured);
+    assert_eq!(
+        profile.memory.measured.len(),
+        default.memory.measured.len() - default_copies(&default) + 1
+    );
     assert_eq!(
         profile.pcie.host_to_device_bytes_per_s.source,
         Source::Measured
@@ -336,4 +349,14 @@ fn fp8_relative_efficiency_is_not_written_without_its_inputs_or_above_one() {
     let profile = write_profile(base, findings(800_000), provenance_with_sms(132), 2).unwrap();
     assert_eq!(profile.gemm.fp8_relative_efficiency, before);
     assert_eq!(before.unwrap().value, 0.95);
+}
+
+/// How many `copy` entries a profile has.
+fn default_copies(profile: &Profile) -> usize {
+    profile
+        .memory
+        .measured
+        .iter()
+        .filter(|m| m.kernel == "copy")
+        .count()
 }

@@ -8,7 +8,9 @@
 //! Embedded defaults for A100-80GB, V100-32GB, H100 SXM, H200, B200 and GB200
 //! live in `profile/profiles/*.json`, built from shared/HARDWARE.md (the B200
 //! and GB200 efficiencies are Hopper's, assumed, not measured on Blackwell,
-//! as each note says); `calibrate` writes the
+//! as each note says); each carries a GEMM tile model (`tile_model.rs`) and
+//! the lab H100's measured memory-bound kernel classes, scaled to its HBM
+//! bandwidth (`scripts/carry-memory-classes.py`). `calibrate` writes the
 //! same schema from real timings. Measured entries win over the model.
 
 use serde::{Deserialize, Serialize};

@@ -216,91 +216,87 @@ fn dev_set_predictions_stay_where_they_are() {
         (
             "korthikanti22-22b",
             "iteration_time_s (full recompute)",
-            -2.9,
+            0.8,
         ),
         (
             "korthikanti22-22b",
             "iteration_time_s (SP + selective)",
-            -2.5,
+            -0.4,
         ),
         (
             "korthikanti22-22b",
             "model_flops_utilization_percent (SP + selective)",
+            0.8,
+        ),
+        (
+            "korthikanti22-175b",
+            "iteration_time_s (full recompute)",
             2.9,
         ),
         (
             "korthikanti22-175b",
-            "iteration_time_s (full recompute)",
-            0.6,
-        ),
-        (
-            "korthikanti22-175b",
-            "iteration_time_s (SP + selective)",
-            2.0,
-        ),
-        (
-            "korthikanti22-175b",
-            "model_flops_utilization_percent (SP + selective)",
-            -2.0,
-        ),
-        (
-            "korthikanti22-530b",
-            "iteration_time_s (full recompute)",
-            4.7,
-        ),
-        (
-            "korthikanti22-530b",
-            "iteration_time_s (SP + selective)",
-            5.9,
-        ),
-        (
-            "korthikanti22-530b",
-            "model_flops_utilization_percent (SP + selective)",
-            -5.5,
-        ),
-        ("korthikanti22-1t", "iteration_time_s (full recompute)", 7.2),
-        (
-            "korthikanti22-1t",
-            "iteration_time_s (SP + selective)",
-            10.0,
-        ),
-        (
-            "korthikanti22-1t",
-            "model_flops_utilization_percent (SP + selective)",
-            -9.2,
-        ),
-        (
-            "korthikanti22-530b-dp8",
             "iteration_time_s (SP + selective)",
             3.2,
         ),
         (
+            "korthikanti22-175b",
+            "model_flops_utilization_percent (SP + selective)",
+            -3.1,
+        ),
+        (
+            "korthikanti22-530b",
+            "iteration_time_s (full recompute)",
+            6.2,
+        ),
+        (
+            "korthikanti22-530b",
+            "iteration_time_s (SP + selective)",
+            6.7,
+        ),
+        (
+            "korthikanti22-530b",
+            "model_flops_utilization_percent (SP + selective)",
+            -6.2,
+        ),
+        ("korthikanti22-1t", "iteration_time_s (full recompute)", 8.4),
+        (
+            "korthikanti22-1t",
+            "iteration_time_s (SP + selective)",
+            10.7,
+        ),
+        (
+            "korthikanti22-1t",
+            "model_flops_utilization_percent (SP + selective)",
+            -9.7,
+        ),
+        (
+            "korthikanti22-530b-dp8",
+            "iteration_time_s (SP + selective)",
+            3.8,
+        ),
+        (
             "megatron-sc21-1t-3072",
             "aggregate_pflops (full recompute)",
-            -1.0,
+            -2.1,
         ),
         (
             "megatron-sc21-1t-3072",
             "percent_of_peak (full recompute)",
-            -0.3,
+            -1.4,
         ),
         (
             "megatron-sc21-1t-3072",
             "tflops_per_gpu (full recompute)",
-            -0.7,
+            -1.9,
         ),
-        (
-            "korthikanti22-22b-layer",
-            "backward_ms_full_recompute",
-            -2.4,
-        ),
-        ("korthikanti22-22b-layer", "backward_ms_no_recompute", -4.0),
+        ("korthikanti22-22b-layer", "backward_ms_full_recompute", 1.1),
+        ("korthikanti22-22b-layer", "backward_ms_no_recompute", -0.7),
         (
             "korthikanti22-22b-layer",
             "backward_ms_selective_recompute",
-            -5.2,
+            -1.4,
         ),
-        ("korthikanti22-22b-layer", "forward_ms", -1.3),
+        ("korthikanti22-22b-layer", "forward_ms", 2.5),
     ];
     let path = tests::dev_set_path();
     let rows = studies::validation::run_dev_set(&std::fs::read_to_string(path).unwrap()).unwrap();

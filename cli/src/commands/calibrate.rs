@@ -93,6 +93,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         | CalibrateError::Profile(_) => user_error(error),
         other => anyhow::anyhow!(other),
     })?;
+    let mut profile = profile;
+    refit_tile_model(&mut profile);
     // What the run could not do or the reader should know, one per line.
     for remark in &profile.provenance.remarks {
         eprintln!("remark: {remark}");
@@ -108,4 +110,42 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         args.out.display()
     );
     Ok(())
+}
+
+/// Fits the GEMM tile model to the GEMMs this run timed
+/// ([`sim::cost::fit_tile_model`]); where it cannot, the base profile's model
+/// stays and a remark says why (none when the run timed no GEMM at all: a
+/// CPU-only run's remark says so).
+fn refit_tile_model(profile: &mut profile::Profile) {
+    if profile.gemm.measured.is_empty() {
+        return;
+    }
+    let Some(sheet) = topologies::datasheet(&profile.gpu) else {
+        profile.provenance.remarks.push(format!(
+            "no datasheet for {}: the GEMM tile model is the base profile's",
+            profile.gpu
+        ));
+        return;
+    };
+    match sim::cost::fit_tile_model(profile, &sheet.gpu) {
+        Ok(fit) => {
+            let sustained = if fit.sustained_gemms > 0 {
+                format!(
+                    ", sustained ratio {:.3} from {} GEMMs of 10 ms or more",
+                    fit.constants.sustained_ratio.value, fit.sustained_gemms
+                )
+            } else {
+                "; sustained ratio kept from the base profile".to_string()
+            };
+            profile.provenance.remarks.push(format!(
+                "GEMM tile model fitted to {} GEMMs: mean |error| {:.2} %{sustained}",
+                fit.gemms,
+                100.0 * fit.mean_abs_error
+            ));
+            profile.gemm.tile_model = Some(fit.constants);
+        }
+        Err(why) => profile.provenance.remarks.push(format!(
+            "GEMM tile model not fitted ({why}): the base profile's is kept"
+        )),
+    }
 }

@@ -402,16 +402,8 @@ fn write_gemm_tiles(
     )?;
     writeln!(
         out,
-        "  {:<10} {:<30} {:>24} {:>8} {:>5} {:>6} {:>6} {:>6}  {}",
-        "pass",
-        "kernel",
-        "batch x m x n x k",
-        "tile",
-        "split",
-        "waves",
-        "burst",
-        "sust.",
-        "priced by"
+        "  {:<10} {:<30} {:>24} {:>8} {:>5} {:>6} {:>6} {:>6}  priced by",
+        "pass", "kernel", "batch x m x n x k", "tile", "split", "waves", "burst", "sust."
     )?;
     let gpu = &scenario.topology.gpu;
     for row in rows {

@@ -1,21 +1,26 @@
 //! `clustersim validate FILE`: published measurements vs predictions. FILE is
-//! a dev set (validation/dev-set.json format) or vTrain's single-node ground
-//! truth CSV (validation/vtrain-single-node.csv), told apart by its `.csv`
-//! extension or its `#` header line.
+//! a dev set (validation/dev-set.json format), a GEMM table
+//! (validation/kernels/*.csv, told apart by its `b,m,n,k,dtype,flops_per_s`
+//! header) or vTrain's single-node ground truth CSV
+//! (validation/vtrain-single-node.csv), told apart by its `.csv` extension or
+//! its `#` header line.
 
 use crate::exit::user_error;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use studies::validation::gemm_table;
 use studies::validation::vtrain::{self, VtrainResult};
 use studies::validation::vtrain_table::{error_table, ErrorTable};
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  clustersim validate validation/dev-set.json\n  clustersim validate validation/vtrain-single-node.csv"
+    after_help = "Examples:\n  clustersim validate validation/dev-set.json\n  clustersim validate validation/vtrain-single-node.csv\n  clustersim validate validation/kernels/xla-h100-matmul.csv   (a GEMM table against the tile model)"
 )]
 pub struct ValidateArgs {
-    /// A file of published cases (validation/dev-set.json format) or vTrain's
+    /// A file of published cases (validation/dev-set.json format), a GEMM
+    /// table (validation/kernels/*.csv: `b,m,n,k,dtype,flops_per_s` rows and
+    /// `# clustersim-gpu:` / `# clustersim-timing:` lines) or vTrain's
     /// ground-truth CSV (validation/vtrain-single-node.csv); at most 256 MiB.
     #[arg(value_name = "FILE")]
     pub dev_set: PathBuf,
@@ -27,6 +32,9 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
     let text = input_file::read_to_string(&args.dev_set)
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.dev_set.display())))?;
+    if gemm_table::looks_like_gemm_table(&text) {
+        return run_gemm_table(&args, &text);
+    }
     if is_vtrain_csv(&args.dev_set, &text) {
         return run_vtrain(&args, &text);
     }
@@ -63,6 +71,73 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
             "\n{} predictions: mean |error| {mean:.1}%, max {max:.1}%",
             errors.len()
         );
+    }
+    Ok(())
+}
+
+/// Reads, predicts and reports a GEMM table (a bad file exits 2).
+fn run_gemm_table(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
+    let path = args.dev_set.display();
+    let mut table = gemm_table::read(text).map_err(|e| user_error(format!("{path}: {e}")))?;
+    gemm_table::predict(&mut table);
+    let summaries = gemm_table::summaries(&table.rows);
+    if args.json {
+        let json = serde_json::json!({
+            "gpu": table.gpu.name,
+            "profile": table.profile.id,
+            "timing": table.timing,
+            "dtypes": summaries,
+            "rows": table.rows,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(());
+    }
+    let timing = match table.timing {
+        gemm_table::Timing::Kernel => "kernel durations (no launch gap)".to_string(),
+        gemm_table::Timing::BackToBack { launch_gap_ns } => {
+            format!("back-to-back launches ({launch_gap_ns:.0} ns launch gap added)")
+        }
+    };
+    println!(
+        "GEMM table {path}: {} rows on {} (profile {}), timed as {timing}; predicted by the \
+         tile model at its burst rate; error = predicted / measured - 1",
+        table.rows.len(),
+        table.gpu.name,
+        table.profile.id
+    );
+    println!(
+        "\n{:<26} {:>6} {:>9} {:>12} {:>11} {:>8} {:>6}",
+        "dtype", "rows", "predicted", "mean |error|", "mean error", "worst", "line"
+    );
+    let percent = |v: Option<f64>, signed: bool| match (v, signed) {
+        (Some(v), true) => format!("{v:+.1}%"),
+        (Some(v), false) => format!("{v:.1}%"),
+        (None, _) => "-".into(),
+    };
+    for s in &summaries {
+        println!(
+            "{:<26} {:>6} {:>9} {:>12} {:>11} {:>8} {:>6}",
+            s.dtype,
+            s.rows,
+            s.predicted,
+            percent(s.mean_abs_error_percent, false),
+            percent(s.mean_error_percent, true),
+            percent(s.worst_error_percent, true),
+            s.worst_line.map_or("-".into(), |l| l.to_string())
+        );
+    }
+    println!();
+    // Each reason once per data type (its first word tells reasons apart).
+    let mut reasons: Vec<(&str, &str)> = Vec::new();
+    for row in table.rows.iter().filter(|r| r.predicted_s.is_none()) {
+        let why = row.note.split_whitespace().next().unwrap_or("");
+        if !reasons.contains(&(row.dtype.as_str(), why)) {
+            reasons.push((&row.dtype, why));
+            println!(
+                "not predicted: {} (first at line {}): {}",
+                row.dtype, row.line, row.note
+            );
+        }
     }
     Ok(())
 }

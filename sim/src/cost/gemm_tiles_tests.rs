@@ -62,8 +62,7 @@ fn the_lab_h100_grid_is_reproduced_within_three_percent() {
 
 #[test]
 fn xla_h100_table_within_its_measured_error() {
-    // XLA's table times kernels with a tracer (no launch gap between
-    // them); the model adds the lab's launch gap, as calibrate measured.
+    // XLA's table holds kernel durations from a tracer: no launch gap.
     let (gpu, profile) = h100();
     let constants = profile.gemm.tile_model.as_ref().unwrap();
     let model = TileModel::new(constants, &profile.gemm.tile_shapes, &gpu, 989e12, 1.0);
@@ -77,13 +76,17 @@ fn xla_h100_table_within_its_measured_error() {
             let n: Vec<u64> = fields[..4].iter().map(|f| f.parse().unwrap()).collect();
             let s = shape(n[0], n[1], n[2], n[3]);
             let flops_per_s: f64 = fields[5].parse().unwrap();
-            (burst_with_launch(&model, &s), s.flops() / flops_per_s)
+            (
+                model.estimate(&s, s.bytes()).burst_s,
+                s.flops() / flops_per_s,
+            )
         })
         .collect();
     assert_eq!(pairs.len(), 375);
     let error = mean_abs_error(&pairs);
-    // Measured 7.06% (issue 30's target is 6%: not yet met).
-    assert!(error < 0.075, "mean |error| {error}");
+    // Measured 10.65 % (7.06 % if the lab's launch gap were added, which a
+    // tracer's durations do not hold); issue 30's target of 6 % is not met.
+    assert!(error < 0.11, "mean |error| {error}");
 }
 
 #[test]

@@ -13,8 +13,9 @@
 //! `"copy"` entries, interpolated the same way: a 2 MB copy ran at 0.5 TB/s
 //! on the lab H100, a 4 GB one at 3.0), and without copy entries what it
 //! always did: bytes ÷ (datasheet HBM bandwidth × `hbm_efficiency`) plus the
-//! profile's kernel overhead. A profile without measured memory entries (every
-//! embedded one) therefore gives exactly the times it gave before.
+//! profile's kernel overhead. The embedded profiles carry the lab H100's
+//! measured classes and copies, their byte-moving part scaled to each GPU's
+//! HBM bandwidth (`scripts/carry-memory-classes.py`).
 
 use super::gradients;
 use super::kernels::memory_bound_seconds;
@@ -288,7 +289,9 @@ mod tests {
     fn class_entries_cost_their_class_and_measured_copies_cost_the_rest() {
         use crate::cost::KernelCostModel;
         let gpu = topologies::preset("h200").unwrap().gpu;
-        let plain = Profile::builtin("h200").unwrap();
+        // The H200's profile without its carried memory entries.
+        let mut plain = Profile::builtin("h200").unwrap();
+        plain.memory.measured.clear();
         let kernels = layer_kernels();
         let find = |name: &str| kernels.iter().find(|k| k.name == name).unwrap().clone();
         let layernorm = find("layernorm_1");
@@ -371,6 +374,7 @@ mod tests {
     fn optimizer_phases_with_measurements_replace_their_share_of_the_bandwidth_model() {
         let gpu = topologies::preset("h200").unwrap().gpu;
         let mut profile = Profile::builtin("h200").unwrap();
+        profile.memory.measured.clear();
         let params = 100_000_000u64;
         let before = MemoryCostModel::new(&gpu, &profile, 5e-6);
         let unmeasured = before.optimizer_seconds(params, false);

@@ -27,6 +27,7 @@ mod network;
 mod offload;
 pub mod pair_overlap;
 pub mod split_backward;
+mod tile_fit;
 mod tp_overlap;
 
 pub use breakdown::{
@@ -40,6 +41,7 @@ pub use kernels::{
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
+pub use tile_fit::{fit_tile_model, TileFit};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
 use crate::scenario::{Precision, Recompute, Scenario};

@@ -19,6 +19,9 @@ pub enum CalibrateError {
     /// library it needs could not be loaded (the `gpu` crate's error, same message).
     #[error(transparent)]
     Gpu(GpuError),
+    /// The sustained stage could not time enough windows.
+    #[error("sustained stage: {0}")]
+    Sustained(String),
     /// An NCCL call failed (NCCL's error code is given by name).
     #[error("NCCL error while {context}: {code}")]
     Nccl { context: String, code: String },

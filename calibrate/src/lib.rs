@@ -132,6 +132,7 @@ pub mod plausibility;
 pub mod profile_writer;
 pub mod provenance;
 mod run;
+pub mod sustained;
 
 pub use error::CalibrateError;
 pub use gpu::GpuError;

@@ -30,6 +30,10 @@ pub struct CalibrateOptions {
     /// Do not time FP8 GEMMs (cuBLASLt), even on a GPU with FP8 tensor
     /// cores: the profile then keeps the base `gemm.fp8_relative_efficiency`.
     pub skip_fp8: bool,
+    /// Skip the sustained stage (one GEMM back to back for 20 s, 5 s quick):
+    /// the sustained ratio then comes from the grid's GEMMs of 10 ms or more
+    /// (a full run has them), else the base profile's is kept.
+    pub skip_sustained: bool,
     /// Built-in profile name or profile file to start from; by default the
     /// embedded profile of the detected GPU (`h200` for `cpu_only`).
     pub base_profile: Option<String>,
@@ -50,6 +54,7 @@ impl Default for CalibrateOptions {
             warmup: 3,
             cpu_only: false,
             skip_fp8: false,
+            skip_sustained: false,
             base_profile: None,
             cpu_adam_params: None,
             max_cpu_threads: None,

@@ -39,6 +39,8 @@ pub struct Findings {
     pub collectives: Vec<CollectiveMeasurement>,
     pub pcie: Vec<PcieMeasurement>,
     pub cpu_adam: Vec<CpuAdamMeasurement>,
+    /// The sustained stage's run, when it ran.
+    pub sustained: Option<profile::SustainedRun>,
     /// Stages that ran, for the provenance ("gemm", "cpu_adam", …).
     pub stages: Vec<String>,
     /// Remarks for `provenance.remarks` (skipped shapes, one-GPU collectives,
@@ -229,6 +231,8 @@ pub fn write_profile(
         );
     }
     profile.gemm.measured.extend(findings.gemm);
+    // A base profile's sustained run describes another run: never kept.
+    profile.gemm.sustained_run = findings.sustained;
 
     // HBM efficiency from the largest device-to-device copy.
     if let (Some(copy), Some(sheet)) = (

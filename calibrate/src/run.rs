@@ -10,7 +10,7 @@ use crate::options::{CalibrateOptions, Progress};
 use crate::profile_writer::{self, Findings};
 use crate::{
     collectives, collectives_stage, cpu_adam, gemm, gemm_fp8, gpu_state, memory_bandwidth, pcie,
-    provenance,
+    provenance, sustained,
 };
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaContext;
@@ -81,6 +81,7 @@ pub fn run(
     let blas =
         CudaBlas::new(primary.stream.clone()).cublas(|| "creating a cuBLAS handle".into())?;
     run_gemm(options, primary, &blas, &mut findings, progress)?;
+    run_sustained(options, primary, &blas, &mut findings, progress);
     let cublas_version = gemm::cublas_version();
     drop(blas);
     let datasheet = base
@@ -212,6 +213,39 @@ fn run_gemm(
     });
     findings.stages.push("kernel overhead".into());
     Ok(())
+}
+
+/// The sustained stage ([`sustained::run_sustained`]); a failure is a remark
+/// and the run goes on (the ratio then comes from the grid's long GEMMs or
+/// the base profile).
+fn run_sustained(
+    options: &CalibrateOptions,
+    device: &Device,
+    blas: &CudaBlas,
+    findings: &mut Findings,
+    progress: &mut dyn FnMut(Progress),
+) {
+    if options.skip_sustained {
+        return;
+    }
+    let seconds = if options.quick {
+        sustained::QUICK_SECONDS
+    } else {
+        sustained::FULL_SECONDS
+    };
+    let mut stage = StageProgress::start("sustained gemm", 1, progress);
+    match sustained::run_sustained(device, blas, seconds) {
+        Ok(run) => {
+            findings.sustained = Some(run);
+            findings
+                .stages
+                .push(format!("sustained GEMM ({seconds} s back to back)"));
+        }
+        Err(error) => findings
+            .remarks
+            .push(format!("the sustained stage was not recorded: {error}")),
+    }
+    stage.step();
 }
 
 /// The entries of one GEMM sweep, and remarks for what it skipped

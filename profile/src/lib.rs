@@ -16,7 +16,9 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+mod sustained;
 mod tile_model;
+pub use sustained::{SustainedRun, SustainedSample, MAX_SUSTAINED_SECONDS};
 pub use tile_model::{GemmTileModel, MAX_OVERLAP_EXPONENT};
 
 /// Version of the profile schema this build reads and writes.
@@ -159,6 +161,9 @@ pub struct GemmProfile {
     /// `large_gemm_efficiency` × tile quantization.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tile_model: Option<GemmTileModel>,
+    /// calibrate's sustained stage: one GEMM back to back for seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sustained_run: Option<SustainedRun>,
     /// Fixed cost of every kernel launch (launch gap, prologue, tail).
     pub kernel_overhead_ns: Quantity,
     /// An FP8 GEMM's efficiency relative to a bf16 GEMM's of the same shape
@@ -309,6 +314,12 @@ pub struct AttentionMeasurement {
 
 /// The directions an attention rate may have.
 pub const ATTENTION_DIRECTIONS: [&str; 2] = ["forward", "backward"];
+
+/// Largest batch, m, n or k a measured GEMM may have (2^24): products of
+/// three stay far inside u64.
+pub const MAX_GEMM_DIMENSION: u64 = 1 << 24;
+/// Sides a GEMM tile may have, in elements.
+pub const TILE_SIDES: std::ops::RangeInclusive<u64> = 8..=1024;
 
 /// Largest overhead or latency a profile may state: 1 s.
 pub const MAX_OVERHEAD_NS: f64 = 1e9;
@@ -493,21 +504,32 @@ impl Profile {
         if let Some(model) = &self.gemm.tile_model {
             problems.extend(model.problems());
         }
+        if let Some(run) = &self.gemm.sustained_run {
+            problems.extend(run.problems());
+        }
         if self.gemm.tile_shapes.is_empty()
-            || self.gemm.tile_shapes.iter().any(|t| t[0] == 0 || t[1] == 0)
+            || self
+                .gemm
+                .tile_shapes
+                .iter()
+                .flatten()
+                .any(|side| !TILE_SIDES.contains(side))
         {
-            problems
-                .push("gemm.tile_shapes must list at least one non-zero [rows, cols] tile".into());
+            problems.push(format!(
+                "gemm.tile_shapes must list at least one [rows, cols] tile, each side from {} to {}",
+                TILE_SIDES.start(),
+                TILE_SIDES.end()
+            ));
         }
         for (index, entry) in self.gemm.measured.iter().enumerate() {
-            if entry.batch == 0
-                || entry.m == 0
-                || entry.n == 0
-                || entry.k == 0
+            let dimensions = [entry.batch, entry.m, entry.n, entry.k];
+            if dimensions
+                .iter()
+                .any(|d| !(1..=MAX_GEMM_DIMENSION).contains(d))
                 || entry.time_ns == 0
             {
                 problems.push(format!(
-                    "gemm.measured[{index}] needs non-zero batch, m, n, k and time_ns"
+                    "gemm.measured[{index}] needs batch, m, n and k from 1 to {MAX_GEMM_DIMENSION} and a non-zero time_ns"
                 ));
             }
             if let Some(layout) = &entry.layout {

@@ -35,8 +35,10 @@ pub struct GemmTileModel {
     pub overlap_exponent: Quantity,
     /// Sustained compute rate over burst rate: what the main loop keeps of
     /// its burst speed when the GPU runs at its power limit for seconds, as
-    /// a training step does. Applied to measured GEMMs too (their times are
-    /// bursts), so a shape on a measured grid is priced like one beside it.
+    /// a training step does. Applied to measured GEMMs shorter than 2 ms too
+    /// (their times are bursts), so a shape on a measured grid is priced like
+    /// one beside it; not to those of 10 ms or more, whose repeats already
+    /// ran at the power limit (linearly in between).
     pub sustained_ratio: Quantity,
 }
 

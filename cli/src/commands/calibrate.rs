@@ -35,6 +35,12 @@ pub struct CalibrateArgs {
     /// base gemm.fp8_relative_efficiency.
     #[arg(long)]
     pub no_fp8: bool,
+    /// Skip the sustained stage (one 8192³ GEMM back to back for 20 s, 5 s with
+    /// --quick, clocks and power sampled): the sustained-over-burst ratio then
+    /// comes from the grid's GEMMs of 10 ms or more (a full run has them), else
+    /// the base profile's is kept
+    #[arg(long)]
+    pub no_sustained: bool,
     /// Profile to start from (built-in name or file, ≤ 256 MiB); default: the built-in for the detected
     /// GPU (a100-80gb, v100-32gb, h100-sxm, h200, b200, gb200), or the closest one, said in a remark.
     #[arg(long)]
@@ -59,6 +65,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         repeats: args.repeats,
         cpu_only: args.cpu_only,
         skip_fp8: args.no_fp8,
+        skip_sustained: args.no_sustained,
         base_profile: args.base_profile.clone(),
         ..CalibrateOptions::default()
     };
@@ -129,13 +136,18 @@ fn refit_tile_model(profile: &mut profile::Profile) {
     };
     match sim::cost::fit_tile_model(profile, &sheet.gpu) {
         Ok(fit) => {
-            let sustained = if fit.sustained_gemms > 0 {
-                format!(
-                    ", sustained ratio {:.3} from {} GEMMs of 10 ms or more",
-                    fit.constants.sustained_ratio.value, fit.sustained_gemms
-                )
-            } else {
-                "; sustained ratio kept from the base profile".to_string()
+            let sustained = match fit.sustained_from {
+                sim::cost::SustainedFrom::SustainedRun => format!(
+                    ", sustained ratio {:.3} from the sustained stage",
+                    fit.constants.sustained_ratio.value
+                ),
+                sim::cost::SustainedFrom::LongGemms(count) => format!(
+                    ", sustained ratio {:.3} from {count} GEMMs of 10 ms or more",
+                    fit.constants.sustained_ratio.value
+                ),
+                sim::cost::SustainedFrom::Kept => {
+                    "; sustained ratio kept from the base profile".to_string()
+                }
             };
             profile.provenance.remarks.push(format!(
                 "GEMM tile model fitted to {} GEMMs: mean |error| {:.2} %{sustained}",

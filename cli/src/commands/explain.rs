@@ -393,7 +393,9 @@ fn write_gemm_tiles(
     writeln!(
         out,
         "\nGEMMs by tiles and waves on {} SMs (main loop {:.1}% of peak in a burst, x{:.3} sustained; \
-         {:.0} ns per kernel and {:.0} ns per wave; efficiency = FLOPs / (time x peak), launch gap excluded):",
+         {:.0} ns per kernel and {:.0} ns per wave; the model's tile, split and waves at the sustained \
+         clock, its efficiency = FLOPs / (time x peak) without the launch gap; a measured GEMM's price \
+         is in the table above):",
         scenario.topology.gpu.sm_count,
         100.0 * constants.mainloop_efficiency.value,
         constants.sustained_ratio.value,

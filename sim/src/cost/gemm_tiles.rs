@@ -35,6 +35,8 @@ const K_STEP: u64 = 64;
 const PARTIAL_BYTES: f64 = 4.0;
 
 /// How the model runs one GEMM, for `--explain` and the validation tables.
+/// Tile, split and waves are the sustained choice (the burst one may differ
+/// where two candidates are close).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GemmEstimate {
     /// The output tile [rows, cols] chosen.
@@ -109,15 +111,21 @@ impl<'a> TileModel<'a> {
         let memory_s = bytes / self.memory_bytes_per_s;
         let mut best: Option<GemmEstimate> = None;
         for &tile in self.tiles {
-            let tiles = shape.batch * shape.m.div_ceil(tile[0]) * shape.n.div_ceil(tile[1]);
+            // Saturating: a validated profile or table keeps these far
+            // inside u64 (sides up to 2^24, tiles at least 8 wide).
+            let tiles = shape
+                .batch
+                .saturating_mul(shape.m.div_ceil(tile[0]))
+                .saturating_mul(shape.n.div_ceil(tile[1]));
             for split_k in SPLIT_K_FACTORS {
                 let splits_allowed = split_k == 1
-                    || (tiles * split_k <= self.sm_count && shape.k / split_k >= MIN_SPLIT_K_DEPTH);
+                    || (tiles.saturating_mul(split_k) <= self.sm_count
+                        && shape.k / split_k >= MIN_SPLIT_K_DEPTH);
                 if !splits_allowed {
                     continue;
                 }
                 let depth = shape.k.div_ceil(split_k * K_STEP) * K_STEP;
-                let waves = (tiles * split_k).div_ceil(self.sm_count);
+                let waves = tiles.saturating_mul(split_k).div_ceil(self.sm_count);
                 let wave_s = self.wave_latency_s
                     + 2.0 * tile[0] as f64 * tile[1] as f64 * depth as f64 / sm_flops_per_s;
                 let compute_s = waves as f64 * wave_s;

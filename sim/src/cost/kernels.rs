@@ -14,9 +14,11 @@
 //! linear layer) are searched first, exact then interpolated; only when they
 //! give nothing are all entries searched the same way, whatever their layout
 //! (profiles written before layouts were recorded have none). Measured
-//! times are bursts: with a tile model they are stretched by the model's
-//! sustained-over-burst time of that shape, so a shape on the measured grid
-//! is priced like its unmeasured neighbours.
+//! times shorter than 2 ms are bursts: with a tile model they are stretched
+//! by the model's sustained-over-burst time of that shape, so a shape on the
+//! measured grid is priced like its unmeasured neighbours; times of 10 ms or
+//! more (repeats at the power limit) are taken as they are, with a linear
+//! taper between.
 //!
 //! Memory-bound kernels are costed in [`super::memory_bound`]: from the
 //! measured entries of their kernel class, or at achieved HBM bandwidth; the
@@ -24,6 +26,7 @@
 
 use super::gemm_tiles::{GemmEstimate, TileModel};
 use super::memory_bound::MemoryCostModel;
+use super::tile_fit::{BURST_MAX_NS, SUSTAINED_MIN_NS};
 use crate::scenario::Precision;
 use models::ops::{GemmLayout, GemmShape, Kernel, KernelClass};
 use profile::{GemmMeasurement, Profile};
@@ -198,7 +201,8 @@ impl<'a> KernelCostModel<'a> {
             KernelClass::Gemm { shape, layout } => match self.measured_gemm_seconds(&shape, layout)
             {
                 Some(seconds) => {
-                    seconds * self.sustained_stretch(self.precision.high_precision(), &shape)
+                    seconds
+                        * self.sustained_stretch(self.precision.high_precision(), &shape, seconds)
                 }
                 None => {
                     gemm_seconds_in(self.precision, &shape, self.gpu, self.profile)
@@ -207,7 +211,9 @@ impl<'a> KernelCostModel<'a> {
             },
             KernelClass::Fp8Gemm { shape, layout } => {
                 match self.measured_fp8_gemm_seconds(&shape, layout) {
-                    Some(seconds) => seconds * self.sustained_stretch(Precision::Fp8, &shape),
+                    Some(seconds) => {
+                        seconds * self.sustained_stretch(Precision::Fp8, &shape, seconds)
+                    }
                     None => fp8_gemm_seconds(&shape, self.gpu, self.profile) + self.overhead_s,
                 }
             }
@@ -223,16 +229,21 @@ impl<'a> KernelCostModel<'a> {
         }
     }
 
-    /// Sustained over burst time of `shape` in the tile model, launch gap
-    /// included (a measured time includes it): what a measured burst is
-    /// stretched by. 1 without a tile model.
-    fn sustained_stretch(&self, precision: Precision, shape: &GemmShape) -> f64 {
-        match gemm_estimate(precision, shape, self.gpu, self.profile) {
-            Some(estimate) => {
-                (estimate.seconds + self.overhead_s) / (estimate.burst_s + self.overhead_s)
-            }
-            None => 1.0,
-        }
+    /// What a measured time of `measured_s` for `shape` is stretched by: the
+    /// tile model's sustained over burst time of the shape, launch gap
+    /// included (a measured time includes it), in full for a measurement
+    /// shorter than [`BURST_MAX_NS`] (its repeats were a burst), not at all
+    /// from [`SUSTAINED_MIN_NS`] on (its repeats held the GPU at its power
+    /// limit: the lab H100's 16384³ GEMMs), linearly in between. 1 without a
+    /// tile model.
+    fn sustained_stretch(&self, precision: Precision, shape: &GemmShape, measured_s: f64) -> f64 {
+        let Some(estimate) = gemm_estimate(precision, shape, self.gpu, self.profile) else {
+            return 1.0;
+        };
+        let full = (estimate.seconds + self.overhead_s) / (estimate.burst_s + self.overhead_s);
+        let (burst_s, sustained_s) = (BURST_MAX_NS as f64 * 1e-9, SUSTAINED_MIN_NS as f64 * 1e-9);
+        let share = ((sustained_s - measured_s) / (sustained_s - burst_s)).clamp(0.0, 1.0);
+        1.0 + (full - 1.0) * share
     }
 
     /// Measured time of an FP8 GEMM: entries of dtype "fp8" only (a bf16

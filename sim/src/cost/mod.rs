@@ -41,7 +41,7 @@ pub use kernels::{
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
-pub use tile_fit::{fit_tile_model, TileFit};
+pub use tile_fit::{fit_tile_model, SustainedFrom, TileFit};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
 use crate::scenario::{Precision, Recompute, Scenario};

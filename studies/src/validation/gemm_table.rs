@@ -107,8 +107,13 @@ pub fn read(text: &str) -> Result<GemmTable, String> {
         .into_iter()
         .find(|sheet| sheet.id == gpu_id)
         .ok_or_else(|| format!("unknown GPU {gpu_id:?} in clustersim-gpu"))?;
-    let profile = profile::Profile::default_for_gpu(&sheet.gpu.name)
+    let mut profile = profile::Profile::default_for_gpu(&sheet.gpu.name)
         .ok_or_else(|| format!("no embedded profile for {}", sheet.gpu.name))?;
+    // A table's kernels are short bursts: priced, tile chosen and all, at
+    // the burst rate.
+    if let Some(model) = profile.gemm.tile_model.as_mut() {
+        model.sustained_ratio.value = 1.0;
+    }
     if rows.is_empty() {
         return Err("the table has no rows".into());
     }
@@ -230,9 +235,13 @@ pub fn predict(table: &mut GemmTable) {
             n: row.n,
             k: row.k,
         };
-        let peak = match precision {
-            Precision::Fp8 => table.gpu.peak.fp8_flops_per_s.unwrap_or(0.0),
-            other => other.peak_flops_per_s(&table.gpu.peak),
+        let peak = match (precision, table.gpu.peak.fp8_flops_per_s) {
+            (Precision::Fp8, Some(fp8)) => fp8,
+            (Precision::Fp8, None) => {
+                row.note = format!("the {} has no FP8 tensor cores", table.gpu.name);
+                continue;
+            }
+            (other, _) => other.peak_flops_per_s(&table.gpu.peak),
         };
         let measured_rate = shape.flops() / row.measured_s;
         if measured_rate > PEAK_MARGIN * peak {
@@ -247,7 +256,8 @@ pub fn predict(table: &mut GemmTable) {
             row.note = "the GPU's profile has no tile model".into();
             continue;
         };
-        let predicted = estimate.burst_s + gap_s;
+        // The profile's sustained ratio is 1 here: `seconds` is the burst.
+        let predicted = estimate.seconds + gap_s;
         row.predicted_s = Some(predicted);
         row.error_percent = Some((predicted / row.measured_s - 1.0) * 100.0);
         row.note = format!(

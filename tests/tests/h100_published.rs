@@ -40,7 +40,8 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     // (0.697, not a burst's 0.8) and FP8 GEMMs 0.95 of it; 13.7 % since the
     // overlapped GEMMs pay the SMs of each recipe's userbuffers configuration;
     // 12.6 % since GEMMs are priced by tiles and waves at the sustained clock;
-    // 11.5 % since memory-bound kernels take the lab H100's measured classes.
-    assert!((mean_abs - 11.5).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    // 11.5 % since memory-bound kernels take the lab H100's measured classes;
+    // 11.6 % since the H100's launch gap is the lab's measured 1,628 ns.
+    assert!((mean_abs - 11.6).abs() < 0.5, "mean |error| {mean_abs:.2}%");
     assert!(errors.iter().all(|&e| e > 0.0), "{errors:?}");
 }

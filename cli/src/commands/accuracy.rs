@@ -25,7 +25,7 @@ pub const MOE_ACCURACY: &str =
 /// What NVIDIA's published H100 FP8 runs say about these predictions.
 pub const DENSE_FP8_ACCURACY: &str =
     "OPTIMISTIC for FP8: on NVIDIA's 14 published H100 FP8 runs tokens/s came out \
-+1.7…+23.0 % too high (mean +11.5 %; the worst, +17…+23 %, for the models of 20 B parameters or fewer) \
++1.8…+23.0 % too high (mean +11.6 %; the worst, +17…+23 %, for the models of 20 B parameters or fewer) \
 (validation/h100-published.json); expect the run to be that much slower";
 
 /// The accuracy line for `scenario`, where published runs of its kind say

@@ -187,6 +187,15 @@ pub struct GemmTimings {
     pub maybe_l2_resident: Vec<String>,
 }
 
+/// A chunk of seeded random operand values in [-1, 1] that
+/// [`rotation::RotatingBuffers`] tiles over a GEMM's A and B.
+pub fn operand_chunk<T: GemmElement>(seed: u64) -> Vec<T> {
+    random::signed_values(seed, RANDOM_CHUNK_ELEMS, 1.0)
+        .into_iter()
+        .map(T::from_f32)
+        .collect()
+}
+
 /// Times every GEMM in `T`'s dtype, each in its layout; `on_shape` is
 /// called after each.
 pub fn time_shapes<T: GemmElement>(
@@ -201,11 +210,7 @@ where
 {
     let dtype = T::DTYPE.name();
     let stream = &device.stream;
-    let chunk: Vec<T> =
-        random::signed_values(0x6e6d_6d00 + T::DTYPE as u64, RANDOM_CHUNK_ELEMS, 1.0)
-            .into_iter()
-            .map(T::from_f32)
-            .collect();
+    let chunk = operand_chunk::<T>(0x6e6d_6d00 + T::DTYPE as u64);
     let element_bytes = std::mem::size_of::<T>() as u64;
     let l2_bytes = device.info.l2_cache_bytes;
     let mut timings = GemmTimings::default();

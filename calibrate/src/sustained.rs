@@ -12,14 +12,14 @@
 //! issue 38 is its first.
 
 use crate::error::CalibrateError;
+use crate::gemm::operand_chunk;
 use crate::gemm::rotation::{self, RotatingBuffers};
 use crate::gpu_state::read_gpu_state;
 use cudarc::cublas::{CudaBlas, Gemm};
 use gpu::detect::Device;
 use gpu::error::CublasContextExt;
 use gpu::error::CudaContextExt;
-use gpu::gemm::{launch_on, ColumnMajorCall, GemmElement, RANDOM_CHUNK_ELEMS};
-use gpu::random;
+use gpu::gemm::{launch_on, ColumnMajorCall, GemmElement};
 use gpu::timing::{self, Summary};
 use half::{bf16, f16};
 use models::ops::{GemmLayout, GemmShape};
@@ -99,10 +99,7 @@ where
     let what = format!("the sustained stage's {dtype} TN GEMM 8192x8192x8192");
     let stream = &device.stream;
     let call = ColumnMajorCall::for_shape(&shape, layout)?;
-    let chunk: Vec<T> = random::signed_values(0x5a57_a1e0, RANDOM_CHUNK_ELEMS, 1.0)
-        .into_iter()
-        .map(T::from_f32)
-        .collect();
+    let chunk = operand_chunk::<T>(0x5a57_a1e0);
     let element_bytes = std::mem::size_of::<T>() as u64;
     let free_bytes = device
         .ctx

@@ -274,7 +274,7 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
         let total_s: f64 = in_pass.iter().map(|r| r.seconds).sum();
         let name = pass.name();
         for row in &in_pass {
-            let tflops = if row.is_gemm {
+            let tflops = if row.is_gemm() {
                 format!("{:.1}", row.flops / row.seconds * 1e-12)
             } else {
                 "-".into()
@@ -407,22 +407,14 @@ fn write_gemm_tiles(
         "  {:<10} {:<30} {:>24} {:>8} {:>5} {:>6} {:>6} {:>6}  priced by",
         "pass", "kernel", "batch x m x n x k", "tile", "split", "waves", "burst", "sust."
     )?;
-    let gpu = &scenario.topology.gpu;
     for row in rows {
-        let (Some(detail), true) = (row.gemm, row.is_gemm) else {
+        let Some(detail) = row.gemm else {
             continue;
         };
         let Some(estimate) = detail.estimate else {
             continue;
         };
-        let peak = if row.is_fp8 {
-            gpu.peak
-                .fp8_flops_per_s
-                .unwrap_or(gpu.peak.bf16_flops_per_s)
-        } else {
-            scenario.options.precision.peak_flops_per_s(&gpu.peak)
-        };
-        let efficiency = |seconds: f64| 100.0 * row.flops / (seconds * peak);
+        let efficiency = |seconds: f64| 100.0 * row.flops / (seconds * detail.peak_flops_per_s);
         let shape = detail.shape;
         writeln!(
             out,

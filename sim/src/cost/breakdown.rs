@@ -7,7 +7,7 @@ use super::{
     exposed_after_overlap, exposed_with_tp_overlap, intra_node_collective_sm_share,
     overlaps_all_reduce, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel,
 };
-use super::{gemm_estimate, GemmEstimate};
+use super::{gemm_estimate, gemm_peak_flops_per_s, GemmEstimate};
 use crate::scenario::{Precision, Recompute, Scenario};
 use crate::task_graph::ComputePass;
 use models::ops::{GemmShape, Kernel, KernelClass, Step};
@@ -23,7 +23,6 @@ pub struct KernelCost {
     pub flops: f64,
     /// Bytes through HBM (kernels) or per rank on the wire (all-reduces).
     pub bytes: f64,
-    pub is_gemm: bool,
     /// A GEMM on FP8 inputs (`--precision fp8`).
     pub is_fp8: bool,
     pub is_communication: bool,
@@ -31,11 +30,20 @@ pub struct KernelCost {
     pub gemm: Option<GemmDetail>,
 }
 
-/// A GEMM row's shape, whether a measured entry priced it, and the tile
-/// model's run of it (none without a tile model in the profile).
+impl KernelCost {
+    /// A GEMM (bf16/fp16 or FP8) row.
+    pub fn is_gemm(&self) -> bool {
+        self.gemm.is_some()
+    }
+}
+
+/// A GEMM row's shape, the datasheet peak it runs against, whether a
+/// measured entry priced it, and the tile model's run of it (none without a
+/// tile model in the profile).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GemmDetail {
     pub shape: GemmShape,
+    pub peak_flops_per_s: f64,
     pub measured: bool,
     pub estimate: Option<GemmEstimate>,
 }
@@ -59,11 +67,12 @@ fn gemm_detail(
         ),
         KernelClass::MemoryBound | KernelClass::FusedAttention(_) => return None,
     };
-    let estimate = gemm_estimate(precision, &shape, &scenario.topology.gpu, &scenario.profile);
+    let gpu = &scenario.topology.gpu;
     Some(GemmDetail {
         shape,
+        peak_flops_per_s: gemm_peak_flops_per_s(precision, gpu),
         measured,
-        estimate,
+        estimate: gemm_estimate(precision, &shape, gpu, &scenario.profile),
     })
 }
 
@@ -113,10 +122,6 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     seconds: kernels.kernel_seconds(kernel),
                     flops: kernel.flops,
                     bytes: kernel.bytes,
-                    is_gemm: matches!(
-                        kernel.class,
-                        KernelClass::Gemm { .. } | KernelClass::Fp8Gemm { .. }
-                    ),
                     is_fp8: matches!(kernel.class, KernelClass::Fp8Gemm { .. }),
                     is_communication: false,
                     gemm: gemm_detail(&kernels, kernel, scenario),
@@ -152,7 +157,6 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                         seconds: charged.as_seconds(),
                         flops: 0.0,
                         bytes: bytes as f64,
-                        is_gemm: false,
                         is_fp8: false,
                         is_communication: true,
                         gemm: None,
@@ -171,7 +175,6 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                     .as_seconds(),
                     flops: 0.0,
                     bytes: (bytes + expert_tensor_bytes) as f64,
-                    is_gemm: false,
                     is_fp8: false,
                     is_communication: true,
                     gemm: None,
@@ -189,7 +192,6 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                 seconds: exposed_s,
                 flops: 0.0,
                 bytes: bytes as f64,
-                is_gemm: false,
                 is_fp8: false,
                 is_communication: true,
                 gemm: None,
@@ -223,7 +225,6 @@ pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
             seconds: kernels.kernel_seconds(&kernel),
             flops: 0.0,
             bytes: kernel.bytes,
-            is_gemm: false,
             is_fp8: false,
             is_communication: false,
             gemm: None,
@@ -296,7 +297,7 @@ mod tests {
             assert!((sum(false) - costs[0].duration.as_seconds()).abs() < 1e-9);
             assert!((sum(true) - costs[1].duration.as_seconds()).abs() < 1e-9 * 4.0);
         }
-        assert!(rows.iter().any(|r| r.is_gemm && r.flops > 0.0));
+        assert!(rows.iter().any(|r| r.is_gemm() && r.flops > 0.0));
         assert!(rows
             .iter()
             .filter(|r| r.pass == ComputePass::Recompute)

@@ -91,21 +91,43 @@ fn gemm_seconds_at(
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> f64 {
-    if let Some(constants) = &profile.gemm.tile_model {
-        let model = TileModel::new(
-            constants,
-            &profile.gemm.tile_shapes,
-            gpu,
-            peak_flops_per_s,
-            relative_efficiency,
-        );
-        return model.estimate(shape, bytes).seconds;
+    if let Some(estimate) = tile_estimate(
+        peak_flops_per_s,
+        relative_efficiency,
+        shape,
+        bytes,
+        gpu,
+        profile,
+    ) {
+        return estimate.seconds;
     }
     let efficiency = profile.gemm.large_gemm_efficiency.value
         * relative_efficiency
         * quantization_efficiency(shape, &profile.gemm.tile_shapes, gpu.sm_count);
     let compute = shape.flops() / (peak_flops_per_s * efficiency);
     compute.max(memory_bound_seconds(bytes, gpu, profile))
+}
+
+/// The tile model's run of one GEMM at `peak_flops_per_s` ×
+/// `relative_efficiency` moving `bytes`, or `None` for a profile without a
+/// tile model.
+fn tile_estimate(
+    peak_flops_per_s: f64,
+    relative_efficiency: f64,
+    shape: &GemmShape,
+    bytes: f64,
+    gpu: &GpuSpec,
+    profile: &Profile,
+) -> Option<GemmEstimate> {
+    let constants = profile.gemm.tile_model.as_ref()?;
+    let model = TileModel::new(
+        constants,
+        &profile.gemm.tile_shapes,
+        gpu,
+        peak_flops_per_s,
+        relative_efficiency,
+    );
+    Some(model.estimate(shape, bytes))
 }
 
 /// How the tile model runs one GEMM in `precision` (FP8 at the FP8 peak and
@@ -116,26 +138,29 @@ pub fn gemm_estimate(
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> Option<GemmEstimate> {
-    let constants = profile.gemm.tile_model.as_ref()?;
-    let (peak, relative, bytes) = if precision == Precision::Fp8 {
+    let peak = gemm_peak_flops_per_s(precision, gpu);
+    let (relative, bytes) = if precision == Precision::Fp8 {
         (
-            fp8_peak_flops_per_s(gpu),
             profile.gemm.fp8_relative_efficiency(),
             models::fp8::fp8_gemm_bytes(shape),
         )
     } else {
-        (precision.peak_flops_per_s(&gpu.peak), 1.0, shape.bytes())
+        (1.0, shape.bytes())
     };
-    let model = TileModel::new(constants, &profile.gemm.tile_shapes, gpu, peak, relative);
-    Some(model.estimate(shape, bytes))
+    tile_estimate(peak, relative, shape, bytes, gpu, profile)
 }
 
-/// The GPU's dense FP8 rate (its bf16 rate where it has none: validation
-/// refuses FP8 there).
-fn fp8_peak_flops_per_s(gpu: &GpuSpec) -> f64 {
-    gpu.peak
-        .fp8_flops_per_s
-        .unwrap_or(gpu.peak.bf16_flops_per_s)
+/// The datasheet dense peak a GEMM in `precision` runs against: the FP8
+/// rate for FP8 (the bf16 rate on a GPU without one: validation refuses FP8
+/// there), else the high precision's.
+pub fn gemm_peak_flops_per_s(precision: Precision, gpu: &GpuSpec) -> f64 {
+    match precision {
+        Precision::Fp8 => gpu
+            .peak
+            .fp8_flops_per_s
+            .unwrap_or(gpu.peak.bf16_flops_per_s),
+        other => other.peak_flops_per_s(&gpu.peak),
+    }
 }
 
 /// Modeled seconds of one FP8 GEMM (without launch overhead): the GPU's
@@ -147,7 +172,7 @@ fn fp8_peak_flops_per_s(gpu: &GpuSpec) -> f64 {
 /// refused at validation; here it falls back to its bf16 rate.
 pub fn fp8_gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {
     gemm_seconds_at(
-        fp8_peak_flops_per_s(gpu),
+        gemm_peak_flops_per_s(Precision::Fp8, gpu),
         profile.gemm.fp8_relative_efficiency(),
         shape,
         models::fp8::fp8_gemm_bytes(shape),

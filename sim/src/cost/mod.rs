@@ -23,6 +23,7 @@ pub mod gradients;
 mod host;
 mod kernels;
 mod memory_bound;
+mod nelder_mead;
 mod network;
 mod offload;
 pub mod pair_overlap;
@@ -36,7 +37,8 @@ pub use breakdown::{
 pub use comm_sms::{intra_node_collective_sm_share, NVSWITCH_NODE_COLLECTIVE_CHANNELS};
 pub use gemm_tiles::{GemmEstimate, TileModel};
 pub use kernels::{
-    gemm_estimate, gemm_seconds, memory_bound_seconds, quantization_efficiency, KernelCostModel,
+    gemm_estimate, gemm_peak_flops_per_s, gemm_seconds, memory_bound_seconds,
+    quantization_efficiency, KernelCostModel,
 };
 pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};

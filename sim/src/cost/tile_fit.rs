@@ -17,6 +17,7 @@
 //! search), from which the embedded H100 constants come.
 
 use super::gemm_tiles::TileModel;
+use super::nelder_mead;
 use models::ops::GemmShape;
 use profile::{GemmTileModel, Profile, Quantity, Source};
 use topologies::GpuSpec;
@@ -39,6 +40,11 @@ pub const BOUNDS: [(f64, f64); 5] = [
     (0.3, 1.0),      // memory_efficiency
     (1.0, 16.0),     // overlap_exponent
 ];
+
+/// Nelder–Mead iterations of each of the fit's two passes (the second from
+/// the first's best point): enough on the lab grid to reach the global
+/// search's optimum from the A100's constants (`tile_fit_tests.rs`).
+const NELDER_MEAD_ITERATIONS: usize = 600;
 
 /// A fitted tile model and how well it reproduces its GEMMs.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,8 +211,19 @@ pub fn fit_tile_model(profile: &Profile, gpu: &GpuSpec) -> Result<TileFit, Strin
         start.overlap_exponent.value,
     ];
     let loss = |x: &[f64; 5]| fitter.loss(x, &burst);
-    let first = nelder_mead(&loss, clamp(&x0));
-    let best = clamp(&nelder_mead(&loss, first));
+    let start_x = clamp(&x0);
+    let first = nelder_mead::minimize(
+        &loss,
+        start_x,
+        simplex_steps(&start_x),
+        NELDER_MEAD_ITERATIONS,
+    );
+    let best = clamp(&nelder_mead::minimize(
+        &loss,
+        first,
+        simplex_steps(&first),
+        NELDER_MEAD_ITERATIONS,
+    ));
     let mean_abs_error = burst
         .iter()
         .map(|s| (fitter.seconds(&best, s, 1.0) / s.seconds - 1.0).abs())
@@ -280,6 +297,20 @@ fn annotate(
     constants.sustained_ratio.note = note;
 }
 
+/// The initial simplex's step of each constant from `x`: a tenth of its
+/// bound's width, downward where upward would leave the bound.
+fn simplex_steps(x: &[f64; 5]) -> [f64; 5] {
+    std::array::from_fn(|i| {
+        let (_, high) = BOUNDS[i];
+        let step = 0.1 * (high - BOUNDS[i].0);
+        if x[i] + step <= high {
+            step
+        } else {
+            -step
+        }
+    })
+}
+
 fn clamp(x: &[f64; 5]) -> [f64; 5] {
     let mut out = *x;
     for (value, (low, high)) in out.iter_mut().zip(BOUNDS) {
@@ -309,58 +340,6 @@ fn sustained_ratio_matching(seconds_at: &dyn Fn(f64) -> f64, measured: f64) -> f
         }
     }
     0.5 * (low + high)
-}
-
-/// Nelder–Mead minimization of `f` from `x0` (initial simplex: each
-/// coordinate moved by a tenth of its bound's width), 600 iterations.
-fn nelder_mead(f: &dyn Fn(&[f64; 5]) -> f64, x0: [f64; 5]) -> [f64; 5] {
-    let mut simplex: Vec<([f64; 5], f64)> = vec![(x0, f(&x0))];
-    for (i, (low, high)) in BOUNDS.iter().enumerate() {
-        let mut x = x0;
-        let step = 0.1 * (high - low);
-        x[i] = if x[i] + step <= *high {
-            x[i] + step
-        } else {
-            x[i] - step
-        };
-        simplex.push((x, f(&x)));
-    }
-    let along = |a: &[f64; 5], b: &[f64; 5], t: f64| -> [f64; 5] {
-        std::array::from_fn(|i| a[i] + t * (b[i] - a[i]))
-    };
-    for _ in 0..600 {
-        simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let worst = simplex[5];
-        let centroid: [f64; 5] =
-            std::array::from_fn(|i| simplex[..5].iter().map(|(x, _)| x[i]).sum::<f64>() / 5.0);
-        let reflected = along(&centroid, &worst.0, -1.0);
-        let reflected_f = f(&reflected);
-        if reflected_f < simplex[0].1 {
-            let expanded = along(&centroid, &worst.0, -2.0);
-            let expanded_f = f(&expanded);
-            simplex[5] = if expanded_f < reflected_f {
-                (expanded, expanded_f)
-            } else {
-                (reflected, reflected_f)
-            };
-        } else if reflected_f < simplex[4].1 {
-            simplex[5] = (reflected, reflected_f);
-        } else {
-            let contracted = along(&centroid, &worst.0, 0.5);
-            let contracted_f = f(&contracted);
-            if contracted_f < worst.1 {
-                simplex[5] = (contracted, contracted_f);
-            } else {
-                let best = simplex[0].0;
-                for point in simplex.iter_mut().skip(1) {
-                    point.0 = along(&best, &point.0, 0.5);
-                    point.1 = f(&point.0);
-                }
-            }
-        }
-    }
-    simplex.sort_by(|a, b| a.1.total_cmp(&b.1));
-    simplex[0].0
 }
 
 #[cfg(test)]

@@ -18,8 +18,9 @@ use topologies::GpuSpec;
 
 /// The CSV header a GEMM table starts with.
 pub const HEADER: &str = "b,m,n,k,dtype,flops_per_s";
-/// Largest batch, m, n or k a row may give.
-pub const MAX_DIMENSION: u64 = 1 << 24;
+/// Largest batch, m, n or k a row may give: what a profile's measured GEMM
+/// may have.
+pub const MAX_DIMENSION: u64 = profile::MAX_GEMM_DIMENSION;
 /// Largest FLOP/s a row may give (10 PFLOP/s).
 pub const MAX_FLOPS_PER_S: f64 = 1e16;
 

@@ -49,9 +49,10 @@ fn the_fp8_line_states_the_published_h100_errors_validate_gives() {
     let low = errors.iter().copied().fold(f64::INFINITY, f64::min);
     let high = errors.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+    let optimistic = errors.iter().filter(|&&e| e > 0.0).count();
     assert!(
-        low > 0.0,
-        "the line says every run was optimistic: {errors:?}"
+        optimistic > errors.len() / 2,
+        "the line says most runs were optimistic: {errors:?}"
     );
 
     let mut fp8 = LLAMA2_7B.to_vec();
@@ -61,8 +62,20 @@ fn the_fp8_line_states_the_published_h100_errors_validate_gives() {
         .lines()
         .find(|line| line.trim_start().starts_with("accuracy"))
         .unwrap_or_else(|| panic!("no accuracy line:\n{summary}"));
-    assert!(line.contains(&format!("+{low:.1}…+{high:.1} %")), "{line}");
-    assert!(line.contains(&format!("mean +{mean:.1} %")), "{line}");
+    assert!(
+        line.contains(&format!("{low:+.1}…{high:+.1} % off")),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("{optimistic} of them too high")),
+        "{line}"
+    );
+    assert!(line.contains(&format!("mean {mean:+.1} %")), "{line}");
+    let mean_abs = errors.iter().map(|e| e.abs()).sum::<f64>() / errors.len() as f64;
+    assert!(
+        line.contains(&format!("mean |error| {mean_abs:.1} %")),
+        "{line}"
+    );
     assert!(
         line.contains(&format!("{} published H100 FP8 runs", errors.len())),
         "{line}"

@@ -40,9 +40,24 @@ pub struct GemmTileModel {
     /// one beside it; not to those of 10 ms or more, whose repeats already
     /// ran at the power limit (linearly in between).
     pub sustained_ratio: Quantity,
+    /// The sustained ratio of FP8 GEMMs, where it differs from the bf16
+    /// GEMMs' `sustained_ratio`: FP8 tensor cores doing twice the work per
+    /// clock draw more power, so at the same power limit the clock falls
+    /// further. Absent: FP8 GEMMs take `sustained_ratio`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_sustained_ratio: Option<Quantity>,
 }
 
 impl GemmTileModel {
+    /// The sustained ratio of FP8 GEMMs: `fp8_sustained_ratio`, or the bf16
+    /// GEMMs' `sustained_ratio` without one.
+    pub fn fp8_sustained_ratio(&self) -> f64 {
+        self.fp8_sustained_ratio
+            .as_ref()
+            .unwrap_or(&self.sustained_ratio)
+            .value
+    }
+
     /// Every problem with the constants, each naming its key.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
@@ -50,7 +65,13 @@ impl GemmTileModel {
             ("mainloop_efficiency", &self.mainloop_efficiency),
             ("memory_efficiency", &self.memory_efficiency),
             ("sustained_ratio", &self.sustained_ratio),
-        ] {
+        ]
+        .into_iter()
+        .chain(
+            self.fp8_sustained_ratio
+                .as_ref()
+                .map(|q| ("fp8_sustained_ratio", q)),
+        ) {
             if !(q.value >= MIN_EFFICIENCY && q.value <= 1.0) {
                 problems.push(format!(
                     "gemm.tile_model.{key} must be in [{MIN_EFFICIENCY}, 1], got {:e}",

@@ -41,7 +41,10 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     // overlapped GEMMs pay the SMs of each recipe's userbuffers configuration;
     // 12.6 % since GEMMs are priced by tiles and waves at the sustained clock;
     // 11.5 % since memory-bound kernels take the lab H100's measured classes;
-    // 11.6 % since the H100's launch gap is the lab's measured 1,628 ns.
-    assert!((mean_abs - 11.6).abs() < 0.5, "mean |error| {mean_abs:.2}%");
-    assert!(errors.iter().all(|&e| e > 0.0), "{errors:?}");
+    // 11.6 % since the H100's launch gap is the lab's measured 1,628 ns;
+    // 7.5 % since FP8 GEMMs run at their own sustained clock (0.795, not
+    // the bf16 GEMMs' 0.858), when two of the 14 became pessimistic.
+    assert!((mean_abs - 7.5).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    let optimistic = errors.iter().filter(|&&e| e > 0.0).count();
+    assert_eq!(optimistic, 12, "{errors:?}");
 }

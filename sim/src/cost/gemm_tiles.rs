@@ -91,6 +91,13 @@ impl<'a> TileModel<'a> {
         }
     }
 
+    /// The same model with the main loop at `sustained_ratio` of its burst
+    /// rate when sustained (FP8 GEMMs' own ratio, where the profile has one).
+    pub fn with_sustained_ratio(mut self, sustained_ratio: f64) -> Self {
+        self.sustained_ratio = sustained_ratio;
+        self
+    }
+
     /// The GEMM's burst and sustained times moving `bytes` through HBM.
     pub fn estimate(&self, shape: &GemmShape, bytes: f64) -> GemmEstimate {
         let burst = self.fastest(shape, bytes, self.sm_burst_flops_per_s);

@@ -69,53 +69,71 @@ pub fn gemm_seconds_in(
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> f64 {
-    gemm_seconds_at(
-        precision.peak_flops_per_s(&gpu.peak),
-        1.0,
-        shape,
-        shape.bytes(),
-        gpu,
-        profile,
-    )
+    gemm_seconds_at(GemmInputs::High(precision), shape, gpu, profile)
 }
 
-/// Modeled seconds of one GEMM at `peak_flops_per_s` × `relative_efficiency`
-/// moving `bytes` (without launch overhead): the tile model at the
-/// sustained clock where the profile has one, else the whole-GEMM formula;
-/// the same model whatever the format.
-fn gemm_seconds_at(
-    peak_flops_per_s: f64,
-    relative_efficiency: f64,
-    shape: &GemmShape,
-    bytes: f64,
-    gpu: &GpuSpec,
-    profile: &Profile,
-) -> f64 {
-    if let Some(estimate) = tile_estimate(
-        peak_flops_per_s,
-        relative_efficiency,
-        shape,
-        bytes,
-        gpu,
-        profile,
-    ) {
+/// What a GEMM's tensor cores take in: the run's high precision (fp16 or
+/// bf16; FP8 runs keep it for their unconverted GEMMs), or FP8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GemmInputs {
+    High(Precision),
+    Fp8,
+}
+
+impl GemmInputs {
+    /// The datasheet dense peak these inputs run against.
+    fn peak_flops_per_s(self, gpu: &GpuSpec) -> f64 {
+        match self {
+            GemmInputs::High(precision) => precision.peak_flops_per_s(&gpu.peak),
+            GemmInputs::Fp8 => gemm_peak_flops_per_s(Precision::Fp8, gpu),
+        }
+    }
+
+    /// The main loop's efficiency relative to a bf16 GEMM's.
+    fn relative_efficiency(self, profile: &Profile) -> f64 {
+        match self {
+            GemmInputs::High(_) => 1.0,
+            GemmInputs::Fp8 => profile.gemm.fp8_relative_efficiency(),
+        }
+    }
+
+    /// HBM bytes of `shape` in these inputs.
+    fn bytes(self, shape: &GemmShape) -> f64 {
+        match self {
+            GemmInputs::High(_) => shape.bytes(),
+            GemmInputs::Fp8 => models::fp8::fp8_gemm_bytes(shape),
+        }
+    }
+
+    /// The tile model's sustained ratio for these inputs.
+    fn sustained_ratio(self, constants: &profile::GemmTileModel) -> f64 {
+        match self {
+            GemmInputs::High(_) => constants.sustained_ratio.value,
+            GemmInputs::Fp8 => constants.fp8_sustained_ratio(),
+        }
+    }
+}
+
+/// Modeled seconds of one GEMM on `inputs` (without launch overhead): the
+/// tile model at the sustained clock where the profile has one, else the
+/// whole-GEMM formula; the same model whatever the format.
+fn gemm_seconds_at(inputs: GemmInputs, shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {
+    if let Some(estimate) = tile_estimate(inputs, shape, gpu, profile) {
         return estimate.seconds;
     }
+    let relative_efficiency = inputs.relative_efficiency(profile);
     let efficiency = profile.gemm.large_gemm_efficiency.value
         * relative_efficiency
         * quantization_efficiency(shape, &profile.gemm.tile_shapes, gpu.sm_count);
-    let compute = shape.flops() / (peak_flops_per_s * efficiency);
-    compute.max(memory_bound_seconds(bytes, gpu, profile))
+    let compute = shape.flops() / (inputs.peak_flops_per_s(gpu) * efficiency);
+    compute.max(memory_bound_seconds(inputs.bytes(shape), gpu, profile))
 }
 
-/// The tile model's run of one GEMM at `peak_flops_per_s` ×
-/// `relative_efficiency` moving `bytes`, or `None` for a profile without a
-/// tile model.
+/// The tile model's run of one GEMM on `inputs`, or `None` for a profile
+/// without a tile model.
 fn tile_estimate(
-    peak_flops_per_s: f64,
-    relative_efficiency: f64,
+    inputs: GemmInputs,
     shape: &GemmShape,
-    bytes: f64,
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> Option<GemmEstimate> {
@@ -124,30 +142,27 @@ fn tile_estimate(
         constants,
         &profile.gemm.tile_shapes,
         gpu,
-        peak_flops_per_s,
-        relative_efficiency,
-    );
-    Some(model.estimate(shape, bytes))
+        inputs.peak_flops_per_s(gpu),
+        inputs.relative_efficiency(profile),
+    )
+    .with_sustained_ratio(inputs.sustained_ratio(constants));
+    Some(model.estimate(shape, inputs.bytes(shape)))
 }
 
-/// How the tile model runs one GEMM in `precision` (FP8 at the FP8 peak and
-/// bytes), or `None` for a profile without a tile model.
+/// How the tile model runs one GEMM in `precision` (FP8 at the FP8 peak,
+/// bytes and sustained ratio), or `None` for a profile without a tile model.
 pub fn gemm_estimate(
     precision: Precision,
     shape: &GemmShape,
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> Option<GemmEstimate> {
-    let peak = gemm_peak_flops_per_s(precision, gpu);
-    let (relative, bytes) = if precision == Precision::Fp8 {
-        (
-            profile.gemm.fp8_relative_efficiency(),
-            models::fp8::fp8_gemm_bytes(shape),
-        )
+    let inputs = if precision == Precision::Fp8 {
+        GemmInputs::Fp8
     } else {
-        (1.0, shape.bytes())
+        GemmInputs::High(precision)
     };
-    tile_estimate(peak, relative, shape, bytes, gpu, profile)
+    tile_estimate(inputs, shape, gpu, profile)
 }
 
 /// The datasheet dense peak a GEMM in `precision` runs against: the FP8
@@ -171,14 +186,7 @@ pub fn gemm_peak_flops_per_s(precision: Precision, gpu: &GpuSpec) -> f64 {
 /// FP8-input bytes at HBM bandwidth if slower. A GPU without an FP8 rate is
 /// refused at validation; here it falls back to its bf16 rate.
 pub fn fp8_gemm_seconds(shape: &GemmShape, gpu: &GpuSpec, profile: &Profile) -> f64 {
-    gemm_seconds_at(
-        gemm_peak_flops_per_s(Precision::Fp8, gpu),
-        profile.gemm.fp8_relative_efficiency(),
-        shape,
-        models::fp8::fp8_gemm_bytes(shape),
-        gpu,
-        profile,
-    )
+    gemm_seconds_at(GemmInputs::Fp8, shape, gpu, profile)
 }
 
 /// Measured GEMMs are looked up in the scenario's precision (`--precision`,

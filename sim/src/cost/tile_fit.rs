@@ -258,6 +258,8 @@ fn with_values(start: &GemmTileModel, x: &[f64; 5], sustained_ratio: f64) -> Gem
         memory_efficiency: set(&start.memory_efficiency, x[3]),
         overlap_exponent: set(&start.overlap_exponent, x[4]),
         sustained_ratio: set(&start.sustained_ratio, sustained_ratio),
+        // The sustained stage runs bf16 only: FP8's ratio stays the base's.
+        fp8_sustained_ratio: start.fp8_sustained_ratio.clone(),
     }
 }
 

@@ -51,6 +51,7 @@ pub mod sharding;
 pub mod softmax;
 mod spec;
 pub mod stage_map;
+pub mod unfused_attention;
 
 pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
 pub use presets::{preset, preset_names};

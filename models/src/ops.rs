@@ -38,6 +38,7 @@ pub use crate::parameter_tensors::{
 };
 pub use crate::ring_attention::{ring_attention_steps, RING_ATTENTION_KERNELS_PER_STEP};
 use crate::spec::{FfnType, NormType};
+use crate::unfused_attention::UnfusedCore;
 use crate::{attention, softmax, ModelSpec};
 use serde::Serialize;
 
@@ -310,7 +311,6 @@ pub fn transformer_layer_with(
     // Elementwise work on the full hidden activation, replicated on every tensor
     // rank unless the sequence is split across them.
     let hidden_elems = (tokens * h) as f64 / if sequence_parallel { t as f64 } else { 1.0 };
-    let score_elems = (b * heads_per_rank * s * s) as f64;
     let ffn_elems = (tokens * ffn_per_rank) as f64;
     let allreduce_bytes = tokens * h * FP16_BYTES;
 
@@ -398,58 +398,23 @@ pub fn transformer_layer_with(
                 FP16_BYTES as f64 * copies,
             )]);
         }
-        let mut scores_bwd = Vec::new();
-        // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
-        linear(
-            &mut pass,
-            [
-                "attention_scores",
-                "attention_scores.dgrad_q",
-                "attention_scores.dgrad_k",
-            ],
-            GemmShape {
-                batch: b * heads_per_rank,
-                m: s,
-                n: s,
-                k: core_qk_dim,
-            },
-            GemmLayout::Tn,
-            &mut scores_bwd,
-        );
-        attention_bwd.push(scores_bwd);
-        let softmax = softmax::megatron_attention_softmax(
-            b * heads_per_rank,
-            s,
-            options.fused_softmax_max_seq_len,
-        );
-        pass.forward
-            .extend(softmax::forward(softmax, score_elems, heads_per_rank));
-        attention_bwd.push(softmax::backward(softmax, score_elems, heads_per_rank));
-        pass.forward
-            .push(Step::memory("attention_dropout", 5.0 * score_elems));
-        attention_bwd.push(vec![Step::memory(
-            "attention_dropout.bwd",
-            5.0 * score_elems,
-        )]);
-        let mut values_bwd = Vec::new();
-        // P·V: `bmm(P, V)` with both operands row-major (NN, see GemmLayout).
-        linear(
-            &mut pass,
-            [
-                "attention_over_values",
-                "attention_over_values.dgrad_probs",
-                "attention_over_values.dgrad_values",
-            ],
-            GemmShape {
-                batch: b * heads_per_rank,
-                m: s,
-                n: core_v_dim,
-                k: s,
-            },
-            GemmLayout::Nn,
-            &mut values_bwd,
-        );
-        attention_bwd.push(values_bwd);
+        let core = UnfusedCore {
+            batch: b,
+            heads: heads_per_rank,
+            seq_len: s,
+            qk_dim: core_qk_dim,
+            v_dim: core_v_dim,
+            softmax: softmax::megatron_attention_softmax(
+                b * heads_per_rank,
+                s,
+                options.fused_softmax_max_seq_len,
+            ),
+            // The spec has no dropout rate: dropout kernels stay.
+            dropout: true,
+        }
+        .steps();
+        pass.forward.extend(core.forward);
+        attention_bwd.extend(core.backward_groups);
     }
     let mut proj_bwd = Vec::new();
     linear_with_bias(

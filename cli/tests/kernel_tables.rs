@@ -124,3 +124,47 @@ fn tile_model_constants_outside_physical_ranges_are_named() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_flashattention_appendix_table_validates_megatrons_rows() {
+    let out = clustersim(&["validate", &table("flashattention-a100-attention.csv")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("85 rows on A100-SXM4-40GB (profile a100-40gb)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("not predicted: pytorch"), "{stdout}");
+    let json = clustersim(&[
+        "validate",
+        &table("flashattention-a100-attention.csv"),
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_str(&text(&json.stdout)).unwrap();
+    let predicted = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["predicted_s"].is_number())
+        .count();
+    assert_eq!(predicted, 20);
+}
+
+#[test]
+fn a_bad_attention_table_is_exit_2_with_its_line() {
+    let dir =
+        std::env::temp_dir().join(format!("clustersim-attention-table-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.csv");
+    std::fs::write(
+        &path,
+        "# clustersim-gpu: a100-sxm4-40gb\nimplementation,pass,dropout,batch,heads,seq_len,head_dim,dtype,ms\nmegatron,forward,0,16,8,1024,64,fp16,nan\n",
+    )
+    .unwrap();
+    let output = clustersim(&["validate", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("line 3: ms must be above 0"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -364,7 +364,8 @@ pub enum ProfileError {
     Invalid { path: String, problems: Vec<String> },
 }
 
-const EMBEDDED: [(&str, &str); 8] = [
+const EMBEDDED: [(&str, &str); 9] = [
+    ("a100-40gb", include_str!("../profiles/a100-40gb.json")),
     ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
     ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
     ("h100-sxm", include_str!("../profiles/h100-sxm.json")),

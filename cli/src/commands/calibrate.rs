@@ -42,7 +42,8 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub no_sustained: bool,
     /// Profile to start from (built-in name or file, ≤ 256 MiB); default: the built-in for the detected
-    /// GPU (a100-80gb, v100-32gb, h100-sxm, h200, b200, gb200), or the closest one, said in a remark.
+    /// GPU (a100-40gb, a100-80gb, v100-32gb, h100-sxm, h200, b200, gb200), or the closest one, said in a
+    /// remark.
     #[arg(long)]
     pub base_profile: Option<String>,
     /// Where to write the profile.

@@ -19,3 +19,4 @@ pub mod sweep_post_validation;
 pub mod sweep_report;
 pub mod timeline;
 pub mod validate;
+pub mod validate_attention;

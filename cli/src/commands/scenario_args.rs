@@ -22,7 +22,7 @@ pub struct ScenarioArgs {
     /// file (≤ 256 MiB).
     #[arg(long)]
     pub topology: Option<String>,
-    /// Calibration profile: a built-in (a100-80gb, v100-32gb, h100-sxm, h100-pcie, h200, h800-sxm,
+    /// Calibration profile: a built-in (a100-40gb, a100-80gb, v100-32gb, h100-sxm, h100-pcie, h200, h800-sxm,
     /// b200, gb200) or a file written by `clustersim calibrate` (≤ 256 MiB). Default: the built-in
     /// for the topology's GPU.
     #[arg(long)]

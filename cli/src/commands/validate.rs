@@ -1,7 +1,8 @@
 //! `clustersim validate FILE`: published measurements vs predictions. FILE is
 //! a dev set (validation/dev-set.json format), a GEMM table
 //! (validation/kernels/*.csv, told apart by its `b,m,n,k,dtype,flops_per_s`
-//! header) or vTrain's single-node ground truth CSV
+//! header), an attention table (validation/kernels/*attention*.csv, by its
+//! `implementation,pass,…` header) or vTrain's single-node ground truth CSV
 //! (validation/vtrain-single-node.csv), told apart by its `.csv` extension or
 //! its `#` header line.
 
@@ -9,18 +10,20 @@ use crate::exit::user_error;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use studies::validation::gemm_table;
 use studies::validation::vtrain::{self, VtrainResult};
 use studies::validation::vtrain_table::{error_table, ErrorTable};
+use studies::validation::{attention_table, gemm_table};
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  clustersim validate validation/dev-set.json\n  clustersim validate validation/vtrain-single-node.csv\n  clustersim validate validation/kernels/xla-h100-matmul.csv   (a GEMM table against the tile model)"
+    after_help = "Examples:\n  clustersim validate validation/dev-set.json\n  clustersim validate validation/vtrain-single-node.csv\n  clustersim validate validation/kernels/xla-h100-matmul.csv   (a GEMM table against the tile model)\n  clustersim validate validation/kernels/flashattention-a100-attention.csv   (Megatron's attention core)"
 )]
 pub struct ValidateArgs {
     /// A file of published cases (validation/dev-set.json format), a GEMM
     /// table (validation/kernels/*.csv: `b,m,n,k,dtype,flops_per_s` rows and
-    /// `# clustersim-gpu:` / `# clustersim-timing:` lines) or vTrain's
+    /// `# clustersim-gpu:` / `# clustersim-timing:` lines), an attention
+    /// table (`implementation,pass,dropout,batch,heads,seq_len,head_dim,dtype,ms`
+    /// rows and a `# clustersim-gpu:` line) or vTrain's
     /// ground-truth CSV (validation/vtrain-single-node.csv); at most 256 MiB.
     #[arg(value_name = "FILE")]
     pub dev_set: PathBuf,
@@ -34,6 +37,10 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.dev_set.display())))?;
     if gemm_table::looks_like_gemm_table(&text) {
         return run_gemm_table(&args, &text);
+    }
+    if attention_table::looks_like_attention_table(&text) {
+        let path = args.dev_set.display().to_string();
+        return super::validate_attention::run_attention_table(&path, &text, args.json);
     }
     if is_vtrain_csv(&args.dev_set, &text) {
         return run_vtrain(&args, &text);

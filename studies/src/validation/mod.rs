@@ -33,6 +33,7 @@
 //! its own reader and runner in [`vtrain`] and its error table in
 //! [`vtrain_table`].
 
+pub mod attention_table;
 pub mod gemm_table;
 mod keys;
 mod scenario_cases;

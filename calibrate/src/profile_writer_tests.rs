@@ -219,7 +219,7 @@ fn a_gpu_with_other_sms_than_its_datasheet_gets_no_efficiency() {
 
 #[test]
 fn a_base_of_another_gpu_still_describes_the_timed_gpu() {
-    // Requested h200 on an H100; a stand-in a100-80gb on an A100 40 GB.
+    // Requested h200 on an H100; a stand-in v100-32gb on a V100 SXM2.
     let base = base_profile(Some("NVIDIA H100 80GB HBM3"), Some("h200")).unwrap();
     let profile = write_profile(base, findings(700_000), provenance_with_sms(132), 1).unwrap();
     assert_eq!(
@@ -234,17 +234,17 @@ fn a_base_of_another_gpu_still_describes_the_timed_gpu() {
         .iter()
         .any(|r| r.contains("'h200' describes H200")));
 
-    let base = base_profile(Some("NVIDIA A100-SXM4-40GB"), None).unwrap();
-    assert!(base.reason.contains("a100-80gb as the closest stand-in"));
-    let mut a100 = findings(1_500_000);
-    a100.gemm = vec![gemm(8192, 4_400_000)];
-    a100.collectives[0].time_ns = 400_000;
-    let profile = write_profile(base, a100, provenance_with_sms(108), 1).unwrap();
+    let base = base_profile(Some("Tesla V100-SXM2-32GB"), None).unwrap();
+    assert!(base.reason.contains("v100-32gb as the closest stand-in"));
+    let mut v100 = findings(3_000_000);
+    v100.gemm = vec![gemm(8192, 12_000_000)];
+    v100.collectives[0].time_ns = 800_000;
+    let profile = write_profile(base, v100, provenance_with_sms(80), 1).unwrap();
     assert_eq!(
         (profile.id.as_str(), profile.gpu.as_str()),
-        ("a100-sxm4-40gb-calibrated", "A100-SXM4-40GB")
+        ("v100-sxm2-32gb-calibrated", "V100-SXM2-32GB")
     );
-    let expected = (2u64 << 30) as f64 / 1.5e-3 / 1555e9;
+    let expected = (2u64 << 30) as f64 / 3e-3 / 900e9;
     assert!((profile.memory.hbm_efficiency.value - expected).abs() < 1e-9);
 }
 

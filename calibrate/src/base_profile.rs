@@ -158,10 +158,7 @@ mod tests {
         assert_eq!(closest_builtin("NVIDIA H200"), exact("h200"));
         assert_eq!(closest_builtin("NVIDIA A100-SXM4-80GB"), exact("a100-80gb"));
         assert_eq!(closest_builtin("Tesla V100-SXM3-32GB"), exact("v100-32gb"));
-        assert_eq!(
-            closest_builtin("NVIDIA A100-SXM4-40GB"),
-            exact("a100-40gb")
-        );
+        assert_eq!(closest_builtin("NVIDIA A100-SXM4-40GB"), exact("a100-40gb"));
         assert_eq!(closest_builtin("NVIDIA H100 PCIe"), exact("h100-pcie"));
         assert_eq!(
             closest_builtin("Tesla V100-SXM2-32GB"),

@@ -23,6 +23,7 @@
 //! K and V have the model's `kv_heads` (grouped-query attention needs no
 //! expanded copy: the fused kernels read each K/V head for its query group).
 
+use crate::kernel_role::KernelRole;
 use crate::ops::{Kernel, KernelClass, Step, FP16_BYTES};
 use serde::Serialize;
 
@@ -136,6 +137,7 @@ pub fn fused_attention_with_dims(
         flops: forward_flops,
         // Q and O; K and V; the statistics.
         bytes: q + o + k + v + stats,
+        role: KernelRole::Forward,
     });
     let backward = Step::Kernel(Kernel {
         name: "fused_attention.bwd",
@@ -146,6 +148,7 @@ pub fn fused_attention_with_dims(
         flops: 2.0 * forward_flops,
         // Q, O, dO, dQ; K, V, dK, dV; the statistics.
         bytes: 2.0 * (q + o) + 2.0 * (k + v) + stats,
+        role: KernelRole::Backward,
     });
     (forward, backward)
 }

@@ -41,6 +41,7 @@
 //!   `inputmat_t` and `ln_out` as FP8).
 
 use crate::gemm::{GemmLayout, GemmShape};
+use crate::kernel_role::KernelRole;
 use crate::ops::{Kernel, KernelClass, PassSteps, Step, FP16_BYTES};
 use crate::spec::FfnType;
 use crate::ModelSpec;
@@ -144,13 +145,17 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
                 name,
                 class: KernelClass::Gemm { shape, .. },
                 flops,
+                role,
                 ..
             }) if is_fp8_gemm(name) => {
                 if let Some(cast) = cast_name(name) {
                     // The GEMM's A operand: the input (forward) or the output
                     // gradient (data gradient), m×k of this GEMM.
                     let elements = (shape.batch * shape.m * shape.k) as f64;
+                    // Cast with the GEMM: before a forward GEMM, or in the
+                    // backward before its data-gradient GEMM.
                     out.push(Step::memory(
+                        role,
                         cast,
                         elements * CAST_TRANSPOSE_BYTES_PER_ELEMENT as f64,
                     ));
@@ -163,6 +168,7 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
                     },
                     flops,
                     bytes: fp8_gemm_bytes(&shape),
+                    role,
                 }));
             }
             other => out.push(other),
@@ -248,6 +254,7 @@ pub fn weight_cast_steps(
     for _ in 0..layers {
         for &(name, elements) in &weights {
             steps.push(Step::memory(
+                KernelRole::Forward,
                 name,
                 elements as f64 * CAST_TRANSPOSE_BYTES_PER_ELEMENT as f64,
             ));
@@ -275,6 +282,11 @@ pub fn amax_scale_update_step(layers: u32, backward: bool) -> Step {
     let per_tensor = (2 * AMAX_HISTORY_LEN + 2) * FP32_BYTES;
     let bytes = layers as u64 * FP8_LINEAR_LAYERS.len() as u64 * tensors * per_tensor;
     Step::memory(
+        if backward {
+            KernelRole::Backward
+        } else {
+            KernelRole::Forward
+        },
         if backward {
             "fp8.amax_scale_update.bwd"
         } else {

@@ -35,6 +35,7 @@ pub mod fp8;
 pub mod gemm;
 pub mod hf_config;
 mod hf_config_moe;
+pub mod kernel_role;
 pub mod memory;
 pub mod memory_class;
 pub mod mla_ops;

@@ -47,6 +47,7 @@
 //! as any column-parallel layer's. The simulator lowers MLA at t = 1 only
 //! (the partial gradient of the shared rotary key at t > 1 is not modeled).
 
+use crate::kernel_role::KernelRole;
 use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
 use crate::{MlaSpec, ModelSpec};
 
@@ -117,11 +118,24 @@ pub fn mla_projections(
     backward.push(kv_down);
     // Latent norms (RMSNorm: LayerNorm's bytes, as the layer's norms).
     if let Some(r_q) = mla.q_lora_rank {
-        forward.push(Step::memory("mla_q_norm", 4.0 * tf * r_q as f64));
-        backward.push(vec![Step::memory("mla_q_norm.bwd", 6.0 * tf * r_q as f64)]);
+        forward.push(Step::memory(
+            KernelRole::Forward,
+            "mla_q_norm",
+            4.0 * tf * r_q as f64,
+        ));
+        backward.push(vec![Step::memory(
+            KernelRole::Backward,
+            "mla_q_norm.bwd",
+            6.0 * tf * r_q as f64,
+        )]);
     }
-    forward.push(Step::memory("mla_kv_norm", 4.0 * tf * r_kv as f64));
+    forward.push(Step::memory(
+        KernelRole::Forward,
+        "mla_kv_norm",
+        4.0 * tf * r_kv as f64,
+    ));
     backward.push(vec![Step::memory(
+        KernelRole::Backward,
         "mla_kv_norm.bwd",
         6.0 * tf * r_kv as f64,
     )]);
@@ -157,11 +171,11 @@ pub fn mla_projections(
     // Rotary embedding into contiguous query, key and value.
     let rope_q = 2.0 * b * tf * (n * qk) as f64;
     let rope_kv = b * tf * ((n * (nope + v) + rope) as f64 + (n * (qk + v)) as f64);
-    forward.push(Step::memory("mla_rope_q", rope_q));
-    forward.push(Step::memory("mla_rope_kv", rope_kv));
+    forward.push(Step::memory(KernelRole::Forward, "mla_rope_q", rope_q));
+    forward.push(Step::memory(KernelRole::Forward, "mla_rope_kv", rope_kv));
     backward.push(vec![
-        Step::memory("mla_rope_q.bwd", rope_q),
-        Step::memory("mla_rope_kv.bwd", rope_kv),
+        Step::memory(KernelRole::Backward, "mla_rope_q.bwd", rope_q),
+        Step::memory(KernelRole::Backward, "mla_rope_kv.bwd", rope_kv),
     ]);
     (forward, backward)
 }

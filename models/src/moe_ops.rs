@@ -103,6 +103,7 @@
 //! exactly C copies, the splits are known on the host and nothing
 //! synchronizes (`preprocess` returns before setting a sync point).
 
+use crate::kernel_role::KernelRole;
 use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
 use crate::spec::FfnType;
 use crate::ModelSpec;
@@ -200,10 +201,12 @@ pub fn moe_block(
     forward.push(router);
     backward.push(vec![router_dgrad, router_wgrad]);
     forward.push(Step::memory(
+        KernelRole::Forward,
         "moe_router_topk",
         3.0 * b * tf * ef + 10.0 * tf * kf,
     ));
     backward.push(vec![Step::memory(
+        KernelRole::Backward,
         "moe_router_topk.bwd",
         4.0 * b * tf * ef + 10.0 * tf * kf,
     )]);
@@ -214,30 +217,44 @@ pub fn moe_block(
         // summed (read T·E), the unchosen groups masked (read and write
         // T·E); the spec has no group keys, their tiny T×groups tensors are
         // not counted. No backward: the choice passes no gradient.
-        forward.push(Step::memory("moe_router_group_limit", 5.0 * b * tf * ef));
+        forward.push(Step::memory(
+            KernelRole::Forward,
+            "moe_router_group_limit",
+            5.0 * b * tf * ef,
+        ));
     }
     if let Some(capacity) = options.capacity {
         // The capacity mask (`apply_router_token_dropping`, bytes above).
         let cf = capacity.per_expert as f64;
         let and = if capacity.padded { 0.0 } else { 3.0 };
         forward.push(Step::memory(
+            KernelRole::Forward,
             "moe_capacity_mask",
             (12.0 + and) * tf * ef + 20.0 * cf * ef,
         ));
-        backward.push(vec![Step::memory("moe_capacity_mask.bwd", 5.0 * tf * ef)]);
+        backward.push(vec![Step::memory(
+            KernelRole::Backward,
+            "moe_capacity_mask.bwd",
+            5.0 * tf * ef,
+        )]);
         if !capacity.padded {
             // "before_permutation_1": the permute's output size is read first.
             forward.push(Step::HostSync);
         }
     }
     // Permute: each token's kept copies gathered in expert order.
-    forward.push(Step::memory("moe_permute", 2.0 * b * kept * hf));
+    forward.push(Step::memory(
+        KernelRole::Forward,
+        "moe_permute",
+        2.0 * b * kept * hf,
+    ));
     if options.capacity.is_none() {
         // The host reads the tokens per expert (device-to-host) before it
         // can launch the dispatch and the experts' GEMMs.
         forward.push(Step::HostSync);
     }
     backward.push(vec![Step::memory(
+        KernelRole::Backward,
         "moe_permute.bwd",
         b * kept * hf + b * tf * hf,
     )]);
@@ -304,10 +321,12 @@ pub fn moe_block(
     forward.push(all_to_all.clone());
     backward.push(vec![all_to_all]);
     forward.push(Step::memory(
+        KernelRole::Forward,
         "moe_unpermute",
         b * kept * hf + b * kept + b * tf * hf,
     ));
     backward.push(vec![Step::memory(
+        KernelRole::Backward,
         "moe_unpermute.bwd",
         b * tf * hf + 2.0 * b * kept * hf + b * kept,
     )]);
@@ -363,12 +382,12 @@ pub fn moe_block(
 fn activation_steps(ffn_type: FfnType, names: [&'static str; 4], elems: f64) -> (Step, Step) {
     match ffn_type {
         FfnType::Gelu => (
-            Step::memory(names[0], 4.0 * elems),
-            Step::memory(names[1], 6.0 * elems),
+            Step::memory(KernelRole::Forward, names[0], 4.0 * elems),
+            Step::memory(KernelRole::Backward, names[1], 6.0 * elems),
         ),
         FfnType::Swiglu => (
-            Step::memory(names[2], 6.0 * elems),
-            Step::memory(names[3], 10.0 * elems),
+            Step::memory(KernelRole::Forward, names[2], 6.0 * elems),
+            Step::memory(KernelRole::Backward, names[3], 10.0 * elems),
         ),
     }
 }

@@ -32,6 +32,7 @@
 
 pub use crate::attention::FusedAttentionShape;
 pub use crate::gemm::{GemmLayout, GemmShape};
+pub use crate::kernel_role::KernelRole;
 pub use crate::parameter_tensors::{
     embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors,
     layer_parameter_tensors_with_experts, ParameterTensor,
@@ -76,6 +77,8 @@ pub struct Kernel {
     pub flops: f64,
     /// Bytes read plus written in device memory.
     pub bytes: f64,
+    /// Its part in the training step, set where it is created.
+    pub role: KernelRole,
 }
 
 /// One step of a layer's forward or backward pass.
@@ -115,21 +118,28 @@ pub enum Step {
 
 impl Step {
     /// A GEMM kernel of this shape, called in this layout.
-    pub fn gemm(name: &'static str, shape: GemmShape, layout: GemmLayout) -> Step {
+    pub fn gemm(
+        role: KernelRole,
+        name: &'static str,
+        shape: GemmShape,
+        layout: GemmLayout,
+    ) -> Step {
         Step::Kernel(Kernel {
             name,
             class: KernelClass::Gemm { shape, layout },
             flops: shape.flops(),
             bytes: shape.bytes(),
+            role,
         })
     }
     /// A memory-bound kernel moving `bytes` through HBM.
-    pub fn memory(name: &'static str, bytes: f64) -> Step {
+    pub fn memory(role: KernelRole, name: &'static str, bytes: f64) -> Step {
         Step::Kernel(Kernel {
             name,
             class: KernelClass::MemoryBound,
             flops: 0.0,
             bytes,
+            role,
         })
     }
 }
@@ -161,11 +171,41 @@ pub fn gemm_with_gradients(
     shape: GemmShape,
     layout: GemmLayout,
 ) -> [Step; 3] {
+    gemm_and_backward(names, shape, layout, KernelRole::WeightGradientGemm)
+}
+
+/// A product of two activations (the attention core's Q·Kᵀ and P·V) and
+/// its two backward GEMMs, shaped as [`gemm_with_gradients`]'s but both
+/// ordinary backward work: there is no weight.
+pub fn activation_gemm_with_gradients(
+    names: [&'static str; 3],
+    shape: GemmShape,
+    layout: GemmLayout,
+) -> [Step; 3] {
+    gemm_and_backward(names, shape, layout, KernelRole::Backward)
+}
+
+fn gemm_and_backward(
+    names: [&'static str; 3],
+    shape: GemmShape,
+    layout: GemmLayout,
+    second_gradient_role: KernelRole,
+) -> [Step; 3] {
     let [name, dgrad, wgrad] = names;
     [
-        Step::gemm(name, shape, layout),
-        Step::gemm(dgrad, shape.data_gradient(), layout.data_gradient()),
-        Step::gemm(wgrad, shape.weight_gradient(), layout.weight_gradient()),
+        Step::gemm(KernelRole::Forward, name, shape, layout),
+        Step::gemm(
+            KernelRole::Backward,
+            dgrad,
+            shape.data_gradient(),
+            layout.data_gradient(),
+        ),
+        Step::gemm(
+            second_gradient_role,
+            wgrad,
+            shape.weight_gradient(),
+            layout.weight_gradient(),
+        ),
     ]
 }
 
@@ -206,7 +246,11 @@ fn linear_with_bias(
         backward,
     );
     if let Some(elems) = bias_output_elems {
-        backward.push(Step::memory(bias_grad, elems * FP16_BYTES as f64));
+        backward.push(Step::memory(
+            KernelRole::Backward,
+            bias_grad,
+            elems * FP16_BYTES as f64,
+        ));
     }
 }
 
@@ -321,8 +365,16 @@ pub fn transformer_layer_with(
     let mut mlp_bwd = Vec::new();
 
     // --- attention block ---
-    pass.forward.push(Step::memory(norm_1, 4.0 * hidden_elems));
-    attention_bwd.push(vec![Step::memory(norm_1_bwd, 6.0 * hidden_elems)]);
+    pass.forward.push(Step::memory(
+        KernelRole::Forward,
+        norm_1,
+        4.0 * hidden_elems,
+    ));
+    attention_bwd.push(vec![Step::memory(
+        KernelRole::Backward,
+        norm_1_bwd,
+        6.0 * hidden_elems,
+    )]);
     if let Some(mla) = &model.mla {
         // Multi-head latent attention's projections ([`crate::mla_ops`]).
         let (forward, backward) = crate::mla_ops::mla_projections(model, mla, tokens, t);
@@ -363,9 +415,13 @@ pub fn transformer_layer_with(
         if model.rope {
             // Rotate Q and K: read and write each element once.
             let rotated = (tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
-            pass.forward
-                .push(Step::memory("rope", 2.0 * FP16_BYTES as f64 * rotated));
+            pass.forward.push(Step::memory(
+                KernelRole::Forward,
+                "rope",
+                2.0 * FP16_BYTES as f64 * rotated,
+            ));
             attention_bwd.push(vec![Step::memory(
+                KernelRole::Backward,
                 "rope.bwd",
                 2.0 * FP16_BYTES as f64 * rotated,
             )]);
@@ -391,9 +447,13 @@ pub fn transformer_layer_with(
             // K and V: read kv heads, write every query head's copy; backward
             // reads the copies' gradients and writes their sums.
             let copies = (2 * tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
-            pass.forward
-                .push(Step::memory("gqa_expand_kv", FP16_BYTES as f64 * copies));
+            pass.forward.push(Step::memory(
+                KernelRole::Forward,
+                "gqa_expand_kv",
+                FP16_BYTES as f64 * copies,
+            ));
             attention_bwd.push(vec![Step::memory(
+                KernelRole::Backward,
                 "gqa_expand_kv.bwd",
                 FP16_BYTES as f64 * copies,
             )]);
@@ -442,16 +502,28 @@ pub fn transformer_layer_with(
         bytes: allreduce_bytes,
         async_window: 0,
     });
-    pass.forward
-        .push(Step::memory("dropout_residual_1", 7.0 * hidden_elems));
+    pass.forward.push(Step::memory(
+        KernelRole::Forward,
+        "dropout_residual_1",
+        7.0 * hidden_elems,
+    ));
     attention_bwd.push(vec![Step::memory(
+        KernelRole::Backward,
         "dropout_residual_1.bwd",
         5.0 * hidden_elems,
     )]);
 
     // --- MLP block ---
-    pass.forward.push(Step::memory(norm_2, 4.0 * hidden_elems));
-    mlp_bwd.push(vec![Step::memory(norm_2_bwd, 6.0 * hidden_elems)]);
+    pass.forward.push(Step::memory(
+        KernelRole::Forward,
+        norm_2,
+        4.0 * hidden_elems,
+    ));
+    mlp_bwd.push(vec![Step::memory(
+        KernelRole::Backward,
+        norm_2_bwd,
+        6.0 * hidden_elems,
+    )]);
     if let (Some(moe), Some(_)) = (options.moe, &model.moe) {
         // Under t > 1 (with sequence parallelism) each tensor rank routes its
         // own 1/t of the tokens; the block has no tensor-parallel collective.
@@ -490,12 +562,22 @@ pub fn transformer_layer_with(
         mlp_bwd.push(fc1_bwd);
         match model.ffn_type {
             FfnType::Gelu => {
-                pass.forward.push(Step::memory("gelu", 4.0 * ffn_elems));
-                mlp_bwd.push(vec![Step::memory("gelu.bwd", 6.0 * ffn_elems)]);
+                pass.forward
+                    .push(Step::memory(KernelRole::Forward, "gelu", 4.0 * ffn_elems));
+                mlp_bwd.push(vec![Step::memory(
+                    KernelRole::Backward,
+                    "gelu.bwd",
+                    6.0 * ffn_elems,
+                )]);
             }
             FfnType::Swiglu => {
-                pass.forward.push(Step::memory("swiglu", 6.0 * ffn_elems));
-                mlp_bwd.push(vec![Step::memory("swiglu.bwd", 10.0 * ffn_elems)]);
+                pass.forward
+                    .push(Step::memory(KernelRole::Forward, "swiglu", 6.0 * ffn_elems));
+                mlp_bwd.push(vec![Step::memory(
+                    KernelRole::Backward,
+                    "swiglu.bwd",
+                    10.0 * ffn_elems,
+                )]);
             }
         }
         let mut fc2_bwd = Vec::new();
@@ -522,9 +604,13 @@ pub fn transformer_layer_with(
             async_window: 0,
         });
     }
-    pass.forward
-        .push(Step::memory("dropout_residual_2", 7.0 * hidden_elems));
+    pass.forward.push(Step::memory(
+        KernelRole::Forward,
+        "dropout_residual_2",
+        7.0 * hidden_elems,
+    ));
     mlp_bwd.push(vec![Step::memory(
+        KernelRole::Backward,
         "dropout_residual_2.bwd",
         5.0 * hidden_elems,
     )]);

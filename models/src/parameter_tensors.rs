@@ -4,23 +4,41 @@
 //! Megatron fuses Q, K and V into one tensor (grouped-query attention
 //! included) and a SwiGLU's gate and up matrices into one `mlp_fc1` tensor.
 
+use crate::kernel_role::KernelRole;
 use crate::spec::NormType;
 use crate::ModelSpec;
 
 /// One parameter tensor of one rank: its name, the name of the kernel that
-/// adds a microbatch's gradient into its accumulated gradient, and its elements.
+/// adds a microbatch's gradient into its accumulated gradient and that
+/// kernel's role, and its elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParameterTensor {
     pub name: &'static str,
     pub accumulate_kernel: &'static str,
+    /// [`KernelRole::WeightGradientAccumulation`] for a weight that a
+    /// weight-gradient GEMM produces (its accumulation follows the GEMM),
+    /// [`KernelRole::GradientAccumulation`] for the rest (norm weights,
+    /// biases, embedding tables).
+    pub accumulate_role: KernelRole,
     pub elements: u64,
 }
 
+/// `tensor!(gemm "name", elements)`: a weight a weight-gradient GEMM
+/// produces; `tensor!("name", elements)`: any other parameter.
 macro_rules! tensor {
+    (gemm $name:literal, $elements:expr) => {
+        ParameterTensor {
+            name: $name,
+            accumulate_kernel: concat!($name, ".grad_accumulate"),
+            accumulate_role: KernelRole::WeightGradientAccumulation,
+            elements: $elements,
+        }
+    };
     ($name:literal, $elements:expr) => {
         ParameterTensor {
             name: $name,
             accumulate_kernel: concat!($name, ".grad_accumulate"),
+            accumulate_role: KernelRole::GradientAccumulation,
             elements: $elements,
         }
     };
@@ -88,9 +106,9 @@ pub fn layer_parameter_tensors_with_expert_split(
             "mla_kv_up.weight",
             r_kv * n * (mla.qk_nope_head_dim + mla.v_head_dim)
         ));
-        tensors.push(tensor!("output_projection.weight", n * mla.v_head_dim * h));
+        tensors.push(tensor!(gemm "output_projection.weight", n * mla.v_head_dim * h));
     } else {
-        tensors.push(tensor!("qkv.weight", qkv * h / t));
+        tensors.push(tensor!(gemm "qkv.weight", qkv * h / t));
         if model.has_qkv_bias() {
             tensors.push(tensor!("qkv.bias", qkv / t));
         }
@@ -100,7 +118,7 @@ pub fn layer_parameter_tensors_with_expert_split(
             tensors.push(tensor!("q_layernorm.weight", model.head_dim()));
             tensors.push(tensor!("k_layernorm.weight", model.head_dim()));
         }
-        tensors.push(tensor!("output_projection.weight", model.q_width() * h / t));
+        tensors.push(tensor!(gemm "output_projection.weight", model.q_width() * h / t));
     }
     if model.bias {
         tensors.push(tensor!("output_projection.bias", h));
@@ -119,27 +137,27 @@ pub fn layer_parameter_tensors_with_expert_split(
         };
         let local = moe.experts / expert_parallel.max(1);
         let f = moe.expert_ffn_hidden / expert_tensor_parallel.max(1);
-        tensors.push(tensor!("moe_router.weight", h * moe.experts));
+        tensors.push(tensor!(gemm "moe_router.weight", h * moe.experts));
         if moe.router == crate::moe::RouterType::Sigmoid {
             tensors.push(tensor!("moe_router.expert_bias", moe.experts));
         }
-        tensors.push(tensor!("expert_fc1.weight", local * h * expert_columns(f)));
-        tensors.push(tensor!("expert_fc2.weight", local * f * h));
+        tensors.push(tensor!(gemm "expert_fc1.weight", local * h * expert_columns(f)));
+        tensors.push(tensor!(gemm "expert_fc2.weight", local * f * h));
         if moe.shared_experts > 0 {
             let shared = moe.shared_experts * moe.shared_ffn();
             tensors.push(tensor!(
-                "shared_expert_fc1.weight",
+                gemm "shared_expert_fc1.weight",
                 h * expert_columns(shared)
             ));
-            tensors.push(tensor!("shared_expert_fc2.weight", shared * h));
+            tensors.push(tensor!(gemm "shared_expert_fc2.weight", shared * h));
         }
         return tensors;
     }
-    tensors.push(tensor!("mlp_fc1.weight", h * fc1_columns / t));
+    tensors.push(tensor!(gemm "mlp_fc1.weight", h * fc1_columns / t));
     if model.bias {
         tensors.push(tensor!("mlp_fc1.bias", fc1_columns / t));
     }
-    tensors.push(tensor!("mlp_fc2.weight", model.ffn() * h / t));
+    tensors.push(tensor!(gemm "mlp_fc2.weight", model.ffn() * h / t));
     if model.bias {
         tensors.push(tensor!("mlp_fc2.bias", h));
     }
@@ -176,7 +194,7 @@ pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<Pa
         tensors.push(tensor!("final_layernorm.bias", model.hidden));
     }
     tensors.push(tensor!(
-        "output_layer.weight",
+        gemm "output_layer.weight",
         model.vocab * model.hidden / tensor_parallel
     ));
     tensors

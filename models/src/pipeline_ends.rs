@@ -17,6 +17,7 @@
 //! gradient. With RMSNorm the final norm is `final_rmsnorm` (same bytes). An
 //! untied output layer runs the same logits GEMMs on its own matrix.
 
+use crate::kernel_role::KernelRole;
 use crate::ops::{
     final_norm_names, gemm_with_gradients, GemmLayout, GemmShape, PassSteps, Step, FP16_BYTES,
 };
@@ -40,9 +41,9 @@ const EMBEDDING_BACKWARD_SORTED_KERNELS: usize = 8;
 
 /// One tiny kernel per name, each reading and writing `elements` 4-byte
 /// values (token ids, masks, per-token losses).
-fn tiny(steps: &mut Vec<Step>, names: &[&'static str], elements: u64) {
+fn tiny(steps: &mut Vec<Step>, role: KernelRole, names: &[&'static str], elements: u64) {
     for name in names {
-        steps.push(Step::memory(name, 2.0 * FP32_BYTES * elements as f64));
+        steps.push(Step::memory(role, name, 2.0 * FP32_BYTES * elements as f64));
     }
 }
 
@@ -59,6 +60,7 @@ pub fn data_load(model: &ModelSpec, microbatch: u64) -> Vec<Step> {
     let mut steps = Vec::new();
     tiny(
         &mut steps,
+        KernelRole::Forward,
         &[
             "data.sizes_to_gpu",
             "data.sizes_to_cpu",
@@ -68,17 +70,24 @@ pub fn data_load(model: &ModelSpec, microbatch: u64) -> Vec<Step> {
         ],
         tokens,
     );
-    steps.push(Step::memory("data.mask_ones", FP32_BYTES * mask_elems));
     steps.push(Step::memory(
+        KernelRole::Forward,
+        "data.mask_ones",
+        FP32_BYTES * mask_elems,
+    ));
+    steps.push(Step::memory(
+        KernelRole::Forward,
         "data.mask_tril",
         2.0 * FP32_BYTES * mask_elems,
     ));
     tiny(
         &mut steps,
+        KernelRole::Forward,
         &["data.loss_mask_ones", "data.position_ids"],
         tokens,
     );
     steps.push(Step::memory(
+        KernelRole::Forward,
         "data.mask_compare",
         (FP32_BYTES + 1.0) * mask_elems,
     ));
@@ -100,6 +109,7 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
     if split {
         tiny(
             &mut forward,
+            KernelRole::Forward,
             &[
                 "embedding.ids_below",
                 "embedding.ids_above",
@@ -113,11 +123,13 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
     }
     // Gather b·s rows: read and write them.
     forward.push(Step::memory(
+        KernelRole::Forward,
         "embedding.word_lookup",
         2.0 * fp16 * hidden_elems,
     ));
     if split {
         forward.push(Step::memory(
+            KernelRole::Forward,
             "embedding.zero_masked_rows",
             2.0 * fp16 * hidden_elems,
         ));
@@ -128,24 +140,39 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
     }
     if model.learned_positions() {
         forward.push(Step::memory(
+            KernelRole::Forward,
             "embedding.position_lookup",
             2.0 * fp16 * hidden_elems,
         ));
-        forward.push(Step::memory("embedding.add", 3.0 * fp16 * hidden_elems));
+        forward.push(Step::memory(
+            KernelRole::Forward,
+            "embedding.add",
+            3.0 * fp16 * hidden_elems,
+        ));
     }
     forward.push(Step::memory(
+        KernelRole::Forward,
         "embedding.transpose",
         2.0 * fp16 * hidden_elems,
     ));
     // Read fp16, write fp16 and a 1-byte mask.
     forward.push(Step::memory(
+        KernelRole::Forward,
         "embedding.dropout",
         (2.0 * fp16 + 1.0) * hidden_elems,
     ));
 
     let mut backward = vec![
-        Step::memory("embedding.dropout.bwd", (2.0 * fp16 + 1.0) * hidden_elems),
-        Step::memory("embedding.transpose.bwd", 2.0 * fp16 * hidden_elems),
+        Step::memory(
+            KernelRole::Backward,
+            "embedding.dropout.bwd",
+            (2.0 * fp16 + 1.0) * hidden_elems,
+        ),
+        Step::memory(
+            KernelRole::Backward,
+            "embedding.transpose.bwd",
+            2.0 * fp16 * hidden_elems,
+        ),
     ];
     let tables = [
         ("embedding.position_grad_zero", model.seq_len * model.hidden),
@@ -156,22 +183,29 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
     ];
     let skip_positions = usize::from(!model.learned_positions());
     for (zero, table_elems) in tables.into_iter().skip(skip_positions) {
-        backward.push(Step::memory(zero, fp16 * table_elems as f64));
+        backward.push(Step::memory(
+            KernelRole::Backward,
+            zero,
+            fp16 * table_elems as f64,
+        ));
         if tokens > EMBEDDING_BACKWARD_DIRECT_MAX_INDICES {
             for _ in 1..EMBEDDING_BACKWARD_SORTED_KERNELS {
                 backward.push(Step::memory(
+                    KernelRole::Backward,
                     "embedding.grad_sort",
                     2.0 * FP32_BYTES * tokens as f64,
                 ));
             }
         }
         backward.push(Step::memory(
+            KernelRole::Backward,
             "embedding.grad_scatter",
             2.0 * fp16 * hidden_elems,
         ));
     }
     if split {
         backward.push(Step::memory(
+            KernelRole::Backward,
             "embedding.zero_masked_rows.bwd",
             2.0 * fp16 * hidden_elems,
         ));
@@ -211,16 +245,33 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
         async_window: 0,
     };
     let mut forward = vec![
-        Step::memory("head.transpose", 2.0 * fp16 * hidden_elems),
-        Step::memory(final_norm, 2.0 * fp16 * hidden_elems),
+        Step::memory(
+            KernelRole::Forward,
+            "head.transpose",
+            2.0 * fp16 * hidden_elems,
+        ),
+        Step::memory(KernelRole::Forward, final_norm, 2.0 * fp16 * hidden_elems),
         logits_forward,
-        Step::memory("logits.to_fp32", (fp16 + FP32_BYTES) * logit_elems),
-        Step::memory("cross_entropy.max", FP32_BYTES * logit_elems),
+        Step::memory(
+            KernelRole::Forward,
+            "logits.to_fp32",
+            (fp16 + FP32_BYTES) * logit_elems,
+        ),
+        Step::memory(
+            KernelRole::Forward,
+            "cross_entropy.max",
+            FP32_BYTES * logit_elems,
+        ),
         reduction.clone(),
-        Step::memory("cross_entropy.subtract_max", 2.0 * FP32_BYTES * logit_elems),
+        Step::memory(
+            KernelRole::Forward,
+            "cross_entropy.subtract_max",
+            2.0 * FP32_BYTES * logit_elems,
+        ),
     ];
     tiny(
         &mut forward,
+        KernelRole::Forward,
         &[
             "cross_entropy.target_below",
             "cross_entropy.target_above",
@@ -237,22 +288,30 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
     );
     forward.push(reduction.clone());
     forward.push(Step::memory(
+        KernelRole::Forward,
         "cross_entropy.exp",
         2.0 * FP32_BYTES * logit_elems,
     ));
-    forward.push(Step::memory("cross_entropy.sum", FP32_BYTES * logit_elems));
+    forward.push(Step::memory(
+        KernelRole::Forward,
+        "cross_entropy.sum",
+        FP32_BYTES * logit_elems,
+    ));
     forward.push(reduction);
     tiny(
         &mut forward,
+        KernelRole::Forward,
         &["cross_entropy.log", "cross_entropy.loss"],
         tokens,
     );
     forward.push(Step::memory(
+        KernelRole::Forward,
         "cross_entropy.softmax_divide",
         2.0 * FP32_BYTES * logit_elems,
     ));
     tiny(
         &mut forward,
+        KernelRole::Forward,
         &[
             "loss.mask_multiply",
             "loss.sum",
@@ -265,6 +324,7 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
     let mut backward = Vec::new();
     tiny(
         &mut backward,
+        KernelRole::Backward,
         &[
             "loss.divide.bwd",
             "loss.sum.bwd",
@@ -279,10 +339,12 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
         tokens,
     );
     backward.push(Step::memory(
+        KernelRole::Backward,
         "cross_entropy.scale.bwd",
         2.0 * FP32_BYTES * logit_elems,
     ));
     backward.push(Step::memory(
+        KernelRole::Backward,
         "logits.to_fp32.bwd",
         (FP32_BYTES + fp16) * logit_elems,
     ));
@@ -294,8 +356,13 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSte
         bytes: tokens * model.hidden * FP16_BYTES,
         async_window: 1,
     });
-    backward.push(Step::memory(final_norm_bwd, 3.0 * fp16 * hidden_elems));
     backward.push(Step::memory(
+        KernelRole::Backward,
+        final_norm_bwd,
+        3.0 * fp16 * hidden_elems,
+    ));
+    backward.push(Step::memory(
+        KernelRole::Backward,
         "head.transpose.bwd",
         2.0 * fp16 * hidden_elems,
     ));

@@ -13,6 +13,7 @@
 //! on the rank × head_dim. The backward saves the norm's input: Q and K
 //! (2 B per element) are kept once more ([`crate::memory`]).
 
+use crate::kernel_role::KernelRole;
 use crate::ops::{Step, FP16_BYTES};
 use crate::spec::NormType;
 use crate::ModelSpec;
@@ -59,12 +60,12 @@ pub fn qk_norm_steps(
     );
     (
         vec![
-            Step::memory(q, fwd * q_elems),
-            Step::memory(k, fwd * k_elems),
+            Step::memory(KernelRole::Forward, q, fwd * q_elems),
+            Step::memory(KernelRole::Forward, k, fwd * k_elems),
         ],
         vec![
-            Step::memory(q_bwd, bwd * q_elems),
-            Step::memory(k_bwd, bwd * k_elems),
+            Step::memory(KernelRole::Backward, q_bwd, bwd * q_elems),
+            Step::memory(KernelRole::Backward, k_bwd, bwd * k_elems),
         ],
     )
 }

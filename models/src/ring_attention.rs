@@ -2,6 +2,7 @@
 //! as the kernels one rank runs per layer pass (see [`ring_attention_steps`]).
 
 use crate::attention::FusedAttentionShape;
+use crate::kernel_role::KernelRole;
 use crate::ops::{Kernel, KernelClass, Step, FP16_BYTES};
 
 /// Kernels per ring step, forward and backward: one fused attention call
@@ -62,6 +63,7 @@ pub fn ring_attention_steps(
             class: KernelClass::FusedAttention(shape),
             flops: forward_flops,
             bytes: forward_bytes,
+            role: KernelRole::Forward,
         }));
         backward.push(Step::Kernel(Kernel {
             name: "ring_attention.bwd.step",
@@ -71,6 +73,7 @@ pub fn ring_attention_steps(
             }),
             flops: 2.0 * forward_flops,
             bytes: backward_bytes,
+            role: KernelRole::Backward,
         }));
     }
     (forward, backward)

@@ -22,6 +22,7 @@
 //! b·np = 2) falls off the fused kernel, and so does any sequence over the
 //! stack's limit.
 
+use crate::kernel_role::KernelRole;
 use crate::ops::Step;
 
 /// Which softmax implementation a layer runs.
@@ -62,20 +63,32 @@ pub fn megatron_attention_softmax(
 pub fn forward(softmax: AttentionSoftmax, score_elems: f64, heads_per_rank: u64) -> Vec<Step> {
     match softmax {
         // Read the fp16 scores, write fp16 probabilities.
-        AttentionSoftmax::Fused => vec![Step::memory("softmax", 4.0 * score_elems)],
+        AttentionSoftmax::Fused => vec![Step::memory(
+            KernelRole::Forward,
+            "softmax",
+            4.0 * score_elems,
+        )],
         AttentionSoftmax::Eager => {
             let mask_bytes = score_elems / heads_per_rank.max(1) as f64;
             vec![
                 // input.float(): read fp16, write fp32.
-                Step::memory("softmax.to_fp32", 6.0 * score_elems),
+                Step::memory(KernelRole::Forward, "softmax.to_fp32", 6.0 * score_elems),
                 // input * scale: fp32 in and out.
-                Step::memory("softmax.scale", 8.0 * score_elems),
+                Step::memory(KernelRole::Forward, "softmax.scale", 8.0 * score_elems),
                 // masked_fill_(mask, -10000.0): fp32 in place plus the mask.
-                Step::memory("softmax.mask_fill", 8.0 * score_elems + mask_bytes),
+                Step::memory(
+                    KernelRole::Forward,
+                    "softmax.mask_fill",
+                    8.0 * score_elems + mask_bytes,
+                ),
                 // torch.nn.Softmax in fp32.
-                Step::memory("softmax.softmax_fp32", 8.0 * score_elems),
+                Step::memory(
+                    KernelRole::Forward,
+                    "softmax.softmax_fp32",
+                    8.0 * score_elems,
+                ),
                 // probs.half(): read fp32, write fp16.
-                Step::memory("softmax.to_fp16", 6.0 * score_elems),
+                Step::memory(KernelRole::Forward, "softmax.to_fp16", 6.0 * score_elems),
             ]
         }
     }
@@ -85,20 +98,40 @@ pub fn forward(softmax: AttentionSoftmax, score_elems: f64, heads_per_rank: u64)
 pub fn backward(softmax: AttentionSoftmax, score_elems: f64, heads_per_rank: u64) -> Vec<Step> {
     match softmax {
         // Read the gradient and the saved probabilities, write the gradient.
-        AttentionSoftmax::Fused => vec![Step::memory("softmax.bwd", 6.0 * score_elems)],
+        AttentionSoftmax::Fused => vec![Step::memory(
+            KernelRole::Backward,
+            "softmax.bwd",
+            6.0 * score_elems,
+        )],
         AttentionSoftmax::Eager => {
             let mask_bytes = score_elems / heads_per_rank.max(1) as f64;
             vec![
                 // Gradient of .half(): fp16 → fp32.
-                Step::memory("softmax.to_fp16.bwd", 6.0 * score_elems),
+                Step::memory(
+                    KernelRole::Backward,
+                    "softmax.to_fp16.bwd",
+                    6.0 * score_elems,
+                ),
                 // _softmax_backward_data: read gradient and output, write gradient.
-                Step::memory("softmax.softmax_fp32.bwd", 12.0 * score_elems),
+                Step::memory(
+                    KernelRole::Backward,
+                    "softmax.softmax_fp32.bwd",
+                    12.0 * score_elems,
+                ),
                 // masked_fill backward: zero the masked gradient.
-                Step::memory("softmax.mask_fill.bwd", 8.0 * score_elems + mask_bytes),
+                Step::memory(
+                    KernelRole::Backward,
+                    "softmax.mask_fill.bwd",
+                    8.0 * score_elems + mask_bytes,
+                ),
                 // Gradient of the scale multiply.
-                Step::memory("softmax.scale.bwd", 8.0 * score_elems),
+                Step::memory(KernelRole::Backward, "softmax.scale.bwd", 8.0 * score_elems),
                 // Gradient of .float(): fp32 → fp16.
-                Step::memory("softmax.to_fp32.bwd", 6.0 * score_elems),
+                Step::memory(
+                    KernelRole::Backward,
+                    "softmax.to_fp32.bwd",
+                    6.0 * score_elems,
+                ),
             ]
         }
     }

@@ -12,7 +12,8 @@
 //! tables), so the two cannot drift apart.
 
 use crate::gemm::{GemmLayout, GemmShape};
-use crate::ops::{gemm_with_gradients, Step};
+use crate::kernel_role::KernelRole;
+use crate::ops::{activation_gemm_with_gradients, Step};
 use crate::softmax::{self, AttentionSoftmax};
 
 /// One rank's unfused attention core.
@@ -52,7 +53,7 @@ impl UnfusedCore {
         let score_elems = self.score_elems();
         let scores_batch = self.batch * self.heads;
         // Q·Kᵀ: `baddbmm(Q, Kᵀ)` reads Kᵀ as a transposed view (TN, see GemmLayout).
-        let [scores, scores_dgrad_q, scores_dgrad_k] = gemm_with_gradients(
+        let [scores, scores_dgrad_q, scores_dgrad_k] = activation_gemm_with_gradients(
             [
                 "attention_scores",
                 "attention_scores.dgrad_q",
@@ -67,7 +68,7 @@ impl UnfusedCore {
             GemmLayout::Tn,
         );
         // P·V: `bmm(P, V)` with both operands row-major (NN, see GemmLayout).
-        let [values, values_dgrad_probs, values_dgrad_values] = gemm_with_gradients(
+        let [values, values_dgrad_probs, values_dgrad_values] = activation_gemm_with_gradients(
             [
                 "attention_over_values",
                 "attention_over_values.dgrad_probs",
@@ -87,8 +88,13 @@ impl UnfusedCore {
         backward_groups.push(softmax::backward(self.softmax, score_elems, self.heads));
         if self.dropout {
             // Read the fp16 probabilities, write them and a one-byte mask.
-            forward.push(Step::memory("attention_dropout", 5.0 * score_elems));
+            forward.push(Step::memory(
+                KernelRole::Forward,
+                "attention_dropout",
+                5.0 * score_elems,
+            ));
             backward_groups.push(vec![Step::memory(
+                KernelRole::Backward,
                 "attention_dropout.bwd",
                 5.0 * score_elems,
             )]);

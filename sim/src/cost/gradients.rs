@@ -110,6 +110,7 @@ fn accumulation_steps(tensors: &[ParameterTensor]) -> Vec<Step> {
         .iter()
         .map(|tensor| {
             Step::memory(
+                tensor.accumulate_role,
                 tensor.accumulate_kernel,
                 UNFUSED_ACCUMULATION_BYTES_PER_PARAM * tensor.elements as f64,
             )

@@ -682,3 +682,6 @@ fn cost_work(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod kernel_roles_tests;

@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn pieces_cut_before_each_all_to_all() {
-        let kernel = |name| Step::memory(name, 1.0);
+        let kernel = |name| Step::memory(models::ops::KernelRole::Forward, name, 1.0);
         let a2a = Step::ExpertAllToAll {
             bytes: 8,
             expert_tensor_bytes: 0,

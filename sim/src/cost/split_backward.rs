@@ -15,11 +15,13 @@
 //! dropout, attention-core GEMMs (no weights), the cross-entropy, the
 //! embedding's scatter — stays in `I`. So here:
 //!
-//! - `W` = the kernels named `*.wgrad` (the linear layers' and the logits
-//!   GEMM's weight-gradient GEMMs) and, when the scenario accumulates
-//!   gradients unfused, the accumulation kernels of the weights those GEMMs
-//!   produce (each adds its GEMM's fresh gradient into `main_grad`, so it
-//!   follows its GEMM: [`WEIGHT_GRADIENT_ACCUMULATION_KERNELS`]);
+//! - `W` = the weight-gradient GEMMs (role
+//!   [`KernelRole::WeightGradientGemm`]: the linear layers' and the logits
+//!   GEMM's) and, when the scenario accumulates gradients unfused, the
+//!   accumulation kernels of the weights those GEMMs produce (each adds its
+//!   GEMM's fresh gradient into `main_grad`, so it follows its GEMM:
+//!   [`KernelRole::WeightGradientAccumulation`], set per parameter tensor in
+//!   [`models::parameter_tensors`]);
 //! - `I` = every other step of the backward, tensor all-reduces included.
 //!
 //! `I` + `W` hold exactly the backward's kernels. The all-reduces of `I` are
@@ -27,33 +29,13 @@
 //! Megatron's asynchronous all-reduce to overlap (the fork issues it with
 //! `async_op=False` when the backward is split).
 
-use models::ops::Step;
+use models::ops::{KernelRole, Step};
 
-/// Unfused gradient-accumulation kernels of weights a weight-gradient GEMM
-/// produces ([`models::ops::layer_parameter_tensors`],
-/// [`models::ops::head_parameter_tensors`]): they run in `W` after their GEMM.
-/// Norm weights, biases and the embedding tables keep theirs in `I`.
-pub const WEIGHT_GRADIENT_ACCUMULATION_KERNELS: [&str; 10] = [
-    "qkv.weight.grad_accumulate",
-    "output_projection.weight.grad_accumulate",
-    "mlp_fc1.weight.grad_accumulate",
-    "mlp_fc2.weight.grad_accumulate",
-    "output_layer.weight.grad_accumulate",
-    // A MoE layer's linear weights (router, grouped experts, shared experts).
-    "moe_router.weight.grad_accumulate",
-    "expert_fc1.weight.grad_accumulate",
-    "expert_fc2.weight.grad_accumulate",
-    "shared_expert_fc1.weight.grad_accumulate",
-    "shared_expert_fc2.weight.grad_accumulate",
-];
-
-/// Whether a backward step belongs to the weight-gradient pass `W`.
+/// Whether a backward step belongs to the weight-gradient pass `W`: by the
+/// role its kernel was created with ([`KernelRole::in_weight_gradient_pass`]).
 pub fn is_weight_gradient(step: &Step) -> bool {
     match step {
-        Step::Kernel(kernel) => {
-            kernel.name.ends_with(".wgrad")
-                || WEIGHT_GRADIENT_ACCUMULATION_KERNELS.contains(&kernel.name)
-        }
+        Step::Kernel(kernel) => kernel.role.in_weight_gradient_pass(),
         Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => false,
     }
 }
@@ -93,15 +75,17 @@ pub fn weight_gradient_state_bytes(
     steps
         .iter()
         .map(|step| match step {
-            Step::Kernel(kernel) if kernel.name.ends_with(".wgrad") => match kernel.class {
-                models::ops::KernelClass::Gemm { shape, .. } => {
-                    operand_elements(shape) * models::ops::FP16_BYTES
+            Step::Kernel(kernel) if kernel.role == KernelRole::WeightGradientGemm => {
+                match kernel.class {
+                    models::ops::KernelClass::Gemm { shape, .. } => {
+                        operand_elements(shape) * models::ops::FP16_BYTES
+                    }
+                    models::ops::KernelClass::Fp8Gemm { shape, .. } => {
+                        operand_elements(shape) * models::fp8::FP8_BYTES
+                    }
+                    _ => 0,
                 }
-                models::ops::KernelClass::Fp8Gemm { shape, .. } => {
-                    operand_elements(shape) * models::fp8::FP8_BYTES
-                }
-                _ => 0,
-            },
+            }
             _ => 0,
         })
         .sum()

@@ -194,6 +194,7 @@ fn an_asynchronous_all_reduce_is_charged_only_beyond_its_overlap_window() {
             class: models::ops::KernelClass::MemoryBound,
             flops: 0.0,
             bytes,
+            role: models::ops::KernelRole::Backward,
         })
     };
     // Three kernels before the all-reduce; a window of 2 overlaps the last two.

@@ -91,19 +91,19 @@ pub fn layer_parameter_tensors_with_expert_split(
         let qk = mla.qk_head_dim();
         match mla.q_lora_rank {
             Some(r_q) => {
-                tensors.push(tensor!("mla_q_down.weight", h * r_q));
+                tensors.push(tensor!(gemm "mla_q_down.weight", h * r_q));
                 tensors.push(tensor!("mla_q_norm.weight", r_q));
-                tensors.push(tensor!("mla_q_up.weight", r_q * n * qk));
+                tensors.push(tensor!(gemm "mla_q_up.weight", r_q * n * qk));
             }
-            None => tensors.push(tensor!("mla_q_proj.weight", h * n * qk)),
+            None => tensors.push(tensor!(gemm "mla_q_proj.weight", h * n * qk)),
         }
         tensors.push(tensor!(
-            "mla_kv_down.weight",
+            gemm "mla_kv_down.weight",
             h * (r_kv + mla.qk_rope_head_dim)
         ));
         tensors.push(tensor!("mla_kv_norm.weight", r_kv));
         tensors.push(tensor!(
-            "mla_kv_up.weight",
+            gemm "mla_kv_up.weight",
             r_kv * n * (mla.qk_nope_head_dim + mla.v_head_dim)
         ));
         tensors.push(tensor!(gemm "output_projection.weight", n * mla.v_head_dim * h));

@@ -5,7 +5,7 @@
 //! attention in 2021, fused in 2024, FP8 on an H100).
 
 use crate::cost::pass_steps;
-use crate::scenario::{Precision, ScenarioFile, TrainingOptionsFile};
+use crate::scenario::{Precision, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use crate::task_graph::ComputePass;
 use models::ops::{KernelRole, Step};
 
@@ -103,4 +103,82 @@ fn roles_agree_with_the_pass_each_kernel_runs_in() {
             }
         }
     }
+}
+
+/// The weight-gradient GEMM that produces `weight`'s gradient, by the
+/// layers' naming (`qkv.weight` by `qkv_gemm.wgrad`, the untied output layer
+/// by the logits GEMM), or `None` for a parameter no GEMM produces.
+fn weight_gradient_gemm_of(weight: &str, backward: &[Step]) -> Option<&'static str> {
+    let layer = weight.strip_suffix(".weight")?;
+    let gemm = match layer {
+        "qkv" => "qkv_gemm",
+        "output_layer" => "logits_gemm",
+        other => other,
+    };
+    kernels(backward)
+        .map(|kernel| kernel.name)
+        .find(|name| name.strip_suffix(".wgrad") == Some(gemm))
+}
+
+#[test]
+fn each_accumulation_runs_in_the_pass_of_the_gemm_that_produced_its_gradient() {
+    // The split (`split_backward::split`) reads only the backward's kernels,
+    // so it is the same for every split schedule: checked below on the
+    // GPT-3 175B under every split schedule, then for every
+    // preset once. Unfused accumulation needs the 2021 stack.
+    let split_schedules: Vec<ScheduleKind> = ScheduleKind::ALL
+        .into_iter()
+        .filter(|s| s.splits_backward())
+        .collect();
+    assert_eq!(split_schedules.len(), 5);
+    for schedule in &split_schedules {
+        let scenario = ScenarioFile {
+            model: Some("gpt3-175b".into()),
+            tp: Some(1),
+            pp: Some(2),
+            dp: Some(1),
+            chunks: Some(if schedule.uses_chunks() { 2 } else { 1 }),
+            microbatch_size: Some(1),
+            global_batch: Some(8),
+            schedule: Some(*schedule),
+            stack: Some("megatron-2021".into()),
+            recompute: Some(crate::scenario::Recompute::None),
+            ..ScenarioFile::embedded_default()
+        }
+        .resolve()
+        .unwrap_or_else(|e| panic!("{schedule:?}: {e}"));
+        let reference = every_preset("megatron-2021", "selene", Precision::Fp16)
+            .into_iter()
+            .find(|(name, _)| name == "gpt3-175b")
+            .unwrap()
+            .1;
+        for pass in [ComputePass::InputGradient, ComputePass::WeightGradient] {
+            assert_eq!(
+                pass_steps(&scenario, pass, 2, true, true),
+                pass_steps(&reference, pass, 2, true, true),
+                "{schedule:?} {pass:?}"
+            );
+        }
+    }
+    let mut checked = 0;
+    for (name, scenario) in every_preset("megatron-2021", "selene", Precision::Fp16) {
+        let backward = pass_steps(&scenario, ComputePass::Backward, 1, true, true);
+        let weight = pass_steps(&scenario, ComputePass::WeightGradient, 1, true, true);
+        let in_weight_pass = |kernel: &str| kernels(&weight).any(|k| k.name == kernel);
+        for accumulation in kernels(&backward).filter(|k| k.name.ends_with(".grad_accumulate")) {
+            let parameter = accumulation.name.strip_suffix(".grad_accumulate").unwrap();
+            let expected = match weight_gradient_gemm_of(parameter, &backward) {
+                Some(gemm) => in_weight_pass(gemm),
+                None => false,
+            };
+            assert_eq!(
+                in_weight_pass(accumulation.name),
+                expected,
+                "{name}: {} (its GEMM in W: {expected})",
+                accumulation.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
 }

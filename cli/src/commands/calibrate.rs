@@ -41,10 +41,7 @@ pub struct CalibrateArgs {
     /// the base profile's is kept
     #[arg(long)]
     pub no_sustained: bool,
-    /// Profile to start from (built-in name or file, ≤ 256 MiB); default: the built-in for the detected
-    /// GPU (a100-40gb, a100-80gb, v100-32gb, h100-sxm, h200, b200, gb200), or the closest one, said in a
-    /// remark.
-    #[arg(long)]
+    #[arg(long, help = super::registry_help::base_profile_help())]
     pub base_profile: Option<String>,
     /// Where to write the profile.
     #[arg(long, default_value = "profile.json", value_parser = crate::output_file::output_path)]

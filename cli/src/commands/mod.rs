@@ -12,6 +12,7 @@ pub mod pictures;
 pub mod plot;
 pub mod post_validation;
 pub mod presets;
+pub mod registry_help;
 pub mod scenario_args;
 pub mod simulate;
 pub mod sweep;

@@ -13,7 +13,8 @@ pub fn run() -> anyhow::Result<()> {
         sim::scenario::DEFAULT_STACK
     );
     println!(
-        "schedules:  gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipev, dualpipe, looped-bfs"
+        "schedules:  {}",
+        sim::scenario::ScheduleKind::names().join(", ")
     );
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! (`simulate`, `execute`): a scenario file, overridden by flags; the
 //! training options are `sim::scenario::TrainingOptionsFile`, flattened.
 
+use super::registry_help;
 use crate::exit::user_error;
 use clap::Args;
 use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind, TrainingOptionsFile};
@@ -17,21 +18,11 @@ pub struct ScenarioArgs {
     /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
     #[arg(long)]
     pub model: Option<String>,
-    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200,
-    /// dgx-h100-superpod, dgx-h200-superpod, hgx-h800, dgx-b200, gb200-nvl72) or a JSON
-    /// file (≤ 256 MiB).
-    #[arg(long)]
+    #[arg(long, help = registry_help::topology_help())]
     pub topology: Option<String>,
-    /// Calibration profile: a built-in (a100-40gb, a100-80gb, v100-32gb, h100-sxm, h100-pcie, h200, h800-sxm,
-    /// b200, gb200) or a file written by `clustersim calibrate` (≤ 256 MiB). Default: the built-in
-    /// for the topology's GPU.
-    #[arg(long)]
+    #[arg(long, help = registry_help::profile_help())]
     pub profile: Option<String>,
-    /// Software stack: a built-in (megatron-2021, megatron-2022, megatron-core-2024,
-    /// deepspeed-pipeline) or a stack JSON file (≤ 256 MiB). It sets the defaults of the training
-    /// options below as that software had them; flags and the scenario file override
-    /// it. Default: megatron-2021 (see `clustersim presets`).
-    #[arg(long, value_name = "NAME|FILE")]
+    #[arg(long, value_name = "NAME|FILE", help = registry_help::stack_help())]
     pub stack: Option<String>,
     /// Tensor-parallel degree t (ranks inside a node).
     #[arg(long)]
@@ -107,7 +98,7 @@ pub struct ScenarioArgs {
     /// dualpipe (DeepSeek's DualPipe: two parameter copies, stage r holding
     /// stage r of one and pp−1−r of the other, half the microbatches fed from
     /// each end; pp even, m even and ≥ 2p).
-    #[arg(long, value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "dualpipe", "looped-bfs"])]
+    #[arg(long, value_parser = registry_help::schedule_values())]
     pub schedule: Option<String>,
     /// Activation recomputation: none, selective (attention core only) or full.
     #[arg(long, value_parser = ["none", "selective", "full"])]

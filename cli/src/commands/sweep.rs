@@ -134,10 +134,7 @@ pub struct SweepFlags {
     /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
     #[arg(long, default_value = "gpt3-175b")]
     pub model: String,
-    /// Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200,
-    /// dgx-h100-superpod, dgx-h200-superpod, hgx-h800, dgx-b200, gb200-nvl72) or a JSON
-    /// file (≤ 256 MiB).
-    #[arg(long, default_value = "selene")]
+    #[arg(long, default_value = "selene", help = super::registry_help::topology_help())]
     pub topology: String,
     /// Calibration profile: a built-in or a file (≤ 256 MiB). Default: the built-in
     /// for the topology's GPU.
@@ -167,7 +164,7 @@ pub struct SweepFlags {
     /// Only these schedules (comma-separated; default gpipe,1f1b,interleaved; zb-h1, zb-h2, zb-v
     /// and dualpipev (v = 2, the V map), dualpipe (v = 2, two model copies), and looped-bfs
     /// (v from 2 to --max-chunks) on request).
-    #[arg(long, value_delimiter = ',', value_parser = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "dualpipe", "looped-bfs"])]
+    #[arg(long, value_delimiter = ',', value_parser = super::registry_help::schedule_values())]
     pub schedule: Vec<String>,
     /// Only these recompute modes (comma-separated; default none,full).
     #[arg(long, value_delimiter = ',', value_parser = ["none", "selective", "full"])]

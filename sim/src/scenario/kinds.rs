@@ -2,47 +2,40 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Pipeline schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Pipeline schedule. Its name ([`ScheduleKind::name`]) is the one table
+/// of schedule names: parsing, serde, `--help` and `clustersim presets` read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ScheduleKind {
     /// All forwards, then all backwards (Huang et al. 2019).
     Gpipe,
     /// PipeDream-Flush: warm-up forwards, steady one-forward-one-backward, cool-down.
-    #[serde(rename = "1f1b")]
     OneFOneB,
     /// Megatron's interleaved 1F1B over `chunks` model chunks per stage.
     Interleaved,
     /// Zero-bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B with the backward split
     /// into input- and weight-gradient passes, the weight gradients deferred
     /// into the cool-down; 1F1B's activation memory.
-    #[serde(rename = "zb-h1")]
     ZbH1,
     /// Zero-bubble ZB-H2: twice ZB-H1's warm-up and weight-gradient lag;
     /// about 2p microbatches of activations, no bubble inside a stage's span
     /// when F + I ≤ 2W.
-    #[serde(rename = "zb-h2")]
     ZbH2,
     /// PyTorch's `ScheduleLoopedBFS`: the interleaved stage map (rank r holds
     /// stages r + k·p), every forward of each local stage in turn, then the
     /// backwards in reverse; m·v microbatch-chunks of activations.
-    #[serde(rename = "looped-bfs")]
     LoopedBfs,
     /// Zero-bubble ZB-V (Qi et al. 2024, Sec. 6; PyTorch
     /// `ScheduleZBVZeroBubble`): two chunks per rank on the V map, split
     /// backwards; no bubble inside a rank's span when F = I = W.
-    #[serde(rename = "zb-v")]
     ZbV,
     /// DualPipeV (deepseek-ai/DualPipe `dualpipev.py`; PyTorch
     /// `ScheduleDualPipeV`): DualPipe cut in half onto the V map, with
     /// forward/backward pairs of the two chunks (costed back to back).
-    #[serde(rename = "dualpipev")]
     DualPipeV,
     /// DualPipe (DeepSeek-V3 report; deepseek-ai/DualPipe `dualpipe.py`):
     /// two parameter copies (rank r holds stage r of one and stage p−1−r of
     /// the other), half the microbatches fed from each end, F&B pairs
     /// (costed back to back).
-    #[serde(rename = "dualpipe")]
     DualPipe,
 }
 
@@ -140,19 +133,37 @@ impl ScheduleKind {
         }
     }
 
+    /// The schedule named `text` ([`ScheduleKind::name`]).
     pub fn parse(text: &str) -> Option<ScheduleKind> {
-        match text {
-            "gpipe" => Some(ScheduleKind::Gpipe),
-            "1f1b" => Some(ScheduleKind::OneFOneB),
-            "interleaved" => Some(ScheduleKind::Interleaved),
-            "zb-h1" => Some(ScheduleKind::ZbH1),
-            "zb-h2" => Some(ScheduleKind::ZbH2),
-            "looped-bfs" => Some(ScheduleKind::LoopedBfs),
-            "zb-v" => Some(ScheduleKind::ZbV),
-            "dualpipev" => Some(ScheduleKind::DualPipeV),
-            "dualpipe" => Some(ScheduleKind::DualPipe),
-            _ => None,
-        }
+        ScheduleKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == text)
+    }
+
+    /// Every schedule's name, in [`ScheduleKind::ALL`]'s order.
+    pub fn names() -> Vec<&'static str> {
+        ScheduleKind::ALL
+            .into_iter()
+            .map(ScheduleKind::name)
+            .collect()
+    }
+}
+
+impl Serialize for ScheduleKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for ScheduleKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ScheduleKind::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown schedule {text:?}; expected one of {}",
+                ScheduleKind::names().join(", ")
+            ))
+        })
     }
 }
 

@@ -23,7 +23,7 @@ fn every_published_h100_moe_run_is_predicted_and_its_error_pinned() {
     // +175.4 / +157.1 before the token dispatcher's host synchronization and
     // the per-expert GEMMs and quantizations (TE GroupedLinear) were lowered;
     // they are still optimistic, the 235B rows pessimistic (what is not
-    // modeled: ARCHITECTURE.md's MoE note). Then 40.2 / -11.0 / 118.4 / -8.7
+    // modeled: docs/dev/architecture-notes.md's MoE note). Then 40.2 / -11.0 / 118.4 / -8.7
     // before issue 30's GEMM tile model and carried memory classes; 39.7 /
     // -12.5 / 117.4 / -10.2 before FP8 GEMMs took their own sustained clock.
     let pinned = [

@@ -4,9 +4,14 @@
 //! `sharded.rs`), the tied word embedding's all-reduce between the stages
 //! holding the embedding and the head (DualPipe: the two copies'
 //! gradients all-reduced between mirrored ranks), the optimizer steps and the
-//! distributed optimizer's parameter all-gather.
+//! distributed optimizer's parameter all-gather (`optimizer_steps.rs`).
+//!
+//! Every part reads one [`EndContext`]: the scenario, the placement, the
+//! shard plan, what the stages' passes left, and the degrees.
 
-use super::pipeline::{host_task, GradientsReady};
+use super::gradient_sums::{dualpipe_copy_all_reduces, tied_embedding_all_reduces};
+use super::optimizer_steps::optimizer_steps;
+use super::pipeline::GradientsReady;
 use super::post_validation::{self, Carry};
 use super::program::{Program, StepId};
 use super::sharded::{self, ShardPlan, ShardedPiece};
@@ -16,7 +21,6 @@ use crate::scenario::{LocalDdpKernels, Scenario};
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
 use models::sharding::{expert_parameters_of_stage, parameters_on_rank};
-use std::collections::BTreeMap;
 
 /// What every stage's passes left for the iteration's end, per (data index, stage).
 /// A data-parallel reduction's (chunk, bucket) when overlapped (None: the
@@ -40,35 +44,84 @@ pub(super) struct StagesDone {
     pub sharded_pieces: Vec<Vec<ShardedPiece>>,
 }
 
-/// (t, p, d): d counts the d·cp replicas of each stage's tensor group.
-fn degrees(scenario: &Scenario) -> (u32, u32, u32) {
-    let layout = scenario.layout;
-    (
-        layout.tensor_parallel,
-        layout.pipeline_parallel,
-        layout.replicas(),
-    )
+/// What every part of the iteration's end reads.
+pub(super) struct EndContext<'a> {
+    pub scenario: &'a Scenario,
+    pub placement: &'a Placement,
+    pub shard_plan: Option<ShardPlan>,
+    pub done: &'a StagesDone,
+    /// Tensor-parallel degree.
+    pub t: u32,
+    /// Pipeline stages.
+    pub p: u32,
+    /// The d·cp replicas of each stage's tensor group.
+    pub d: u32,
+}
+
+impl<'a> EndContext<'a> {
+    fn new(
+        scenario: &'a Scenario,
+        placement: &'a Placement,
+        shard_plan: Option<ShardPlan>,
+        done: &'a StagesDone,
+    ) -> EndContext<'a> {
+        let layout = scenario.layout;
+        EndContext {
+            scenario,
+            placement,
+            shard_plan,
+            done,
+            t: layout.tensor_parallel,
+            p: layout.pipeline_parallel,
+            d: layout.replicas(),
+        }
+    }
+
+    /// Index of (data index, stage) in the per-stage lists of [`StagesDone`].
+    pub fn stage_index(&self, data_index: u32, stage: u32) -> usize {
+        (data_index * self.p + stage) as usize
+    }
+
+    /// The last compute step of (data index, stage).
+    pub fn stage_tail(&self, data_index: u32, stage: u32) -> StepId {
+        self.done.stage_tails[self.stage_index(data_index, stage)].expect("set for every stage")
+    }
+
+    /// The sends of (data index, stage) still in flight after its last pass.
+    pub fn trailing_sends(&self, data_index: u32, stage: u32) -> &[StepId] {
+        &self.done.trailing_sends[self.stage_index(data_index, stage)]
+    }
+
+    /// Whether the data-parallel reductions are the distributed optimizer's
+    /// reduce-scatters (and its parameter all-gathers follow the optimizer).
+    pub fn distributed_optimizer(&self) -> bool {
+        self.scenario.options.distributed_optimizer && self.d > 1
+    }
+
+    /// Bytes of one parameter's gradient in the reduced buffer.
+    pub fn gradient_bytes_per_param(&self) -> u64 {
+        gradients::main_grad_bytes_per_param(self.scenario.options.gradient_accumulation_fusion)
+    }
 }
 
 /// What the data-parallel reductions left for the rest of the iteration's end.
-struct Reductions {
+pub(super) struct Reductions {
     /// Per stage, per tensor index: the reductions the optimizer waits for.
-    by_stage: Vec<Vec<Vec<StepId>>>,
+    pub by_stage: Vec<Vec<Vec<StepId>>>,
     /// Local DDP's copy back after the all-reduce, per rank, by
     /// `(data index · p + stage) · t + tensor index` (empty without one).
     copy_backs: Vec<StepId>,
 }
 
 impl Reductions {
-    fn copy_back(
+    pub fn copy_back(
         &self,
-        scenario: &Scenario,
+        cx: &EndContext,
         stage: u32,
         data_index: u32,
         tensor_index: u32,
     ) -> Option<StepId> {
-        let (t, p, _) = degrees(scenario);
-        let index = ((data_index * p + stage) * t + tensor_index) as usize;
+        let index = cx.stage_index(data_index, stage) * cx.t as usize + tensor_index as usize;
         self.copy_backs.get(index).copied()
     }
 }
@@ -83,17 +136,10 @@ pub(super) fn emit(
     shard_plan: Option<ShardPlan>,
     done: &StagesDone,
 ) -> Carry {
-    let reductions =
-        data_parallel_reductions(program, builder, scenario, placement, shard_plan, done);
-    let embedding_all_reduces = embedding_all_reduces(
-        program,
-        builder,
-        scenario,
-        placement,
-        shard_plan,
-        done,
-        &reductions,
-    );
+    let cx = EndContext::new(scenario, placement, shard_plan, done);
+    let reductions = data_parallel_reductions(&cx, program, builder);
+    let mut gradient_sums = tied_embedding_all_reduces(&cx, program, builder, &reductions);
+    dualpipe_copy_all_reduces(&cx, program, builder, &reductions, &mut gradient_sums);
     // Post-validation: the partial norm and inf/NaN flag passed stage to
     // stage, each stage's optimizer waiting only for the previous stage's.
     let norm_received = if scenario.options.optimizer_post_validation {
@@ -106,10 +152,9 @@ pub(super) fn emit(
             |stage, data_index| {
                 // The stage's reductions (collectives over its data groups)
                 // and this replica's local-DDP copies back.
-                let (t, _, _) = degrees(scenario);
                 let mut ready: Vec<StepId> = reductions.by_stage[stage as usize].concat();
-                ready.extend((0..t).filter_map(|tensor_index| {
-                    reductions.copy_back(scenario, stage, data_index, tensor_index)
+                ready.extend((0..cx.t).filter_map(|tensor_index| {
+                    reductions.copy_back(&cx, stage, data_index, tensor_index)
                 }));
                 ready
             },
@@ -118,14 +163,11 @@ pub(super) fn emit(
         Vec::new()
     };
     let params_ready = optimizer_steps(
+        &cx,
         program,
         builder,
-        scenario,
-        placement,
-        shard_plan,
-        done,
         &reductions,
-        &embedding_all_reduces,
+        &gradient_sums,
         &norm_received,
     );
     Carry {
@@ -187,540 +229,269 @@ fn gradient_copy(
     )
 }
 
-/// The data-parallel reductions of every stage, per tensor index.
+/// The data-parallel reductions of every stage, per tensor index: ZeRO-2/3's
+/// from `sharded.rs`, else an all-reduce (or the distributed optimizer's
+/// reduce-scatter) per tensor index, with local DDP's copies around them.
 fn data_parallel_reductions(
+    cx: &EndContext,
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
-    scenario: &Scenario,
-    placement: &Placement,
-    shard_plan: Option<ShardPlan>,
-    done: &StagesDone,
 ) -> Reductions {
-    let StagesDone {
-        lowered_replicas,
-        stage_tails,
-        trailing_sends,
-        gradients_ready,
-        chunk_finish_order,
-        sharded_pieces,
-        ..
-    } = done;
-    let (t, p, d) = degrees(scenario);
-    let sharding = scenario.layout.sharding();
-    let chunks = scenario.layout.chunks as usize;
-    // Data-parallel all-reduce (or, with the distributed optimizer,
-    // reduce-scatter) and optimizer step (on a 1/d shard, then an all-gather
-    // of the updated parameters).
-    let distributed = scenario.options.distributed_optimizer && d > 1;
+    let (t, p) = (cx.t, cx.p);
     // (With only the optimizer sharded, the reductions below are ZeRO-1's.)
-    let sharded_reductions = shard_plan.and_then(|plan| {
-        let reductions =
-            sharded::emit(program, builder, scenario, placement, &plan, sharded_pieces);
+    let sharded_reductions = cx.shard_plan.and_then(|plan| {
+        let reductions = sharded::emit(
+            program,
+            builder,
+            cx.scenario,
+            cx.placement,
+            &plan,
+            &cx.done.sharded_pieces,
+        );
         plan.shards_gradients().then_some(reductions)
     });
-    let mut reductions_by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
-    let expert_data_parallel = scenario.layout.expert_replicas();
-    let local_ddp = local_ddp_kernels(scenario, shard_plan);
-    // Local DDP's kernels before the all-reduce, per (data index, tensor index)
-    // of the stage being lowered, and after it, per rank.
-    let mut flattens: Vec<StepId> = Vec::new();
+    let (kernels_before, kernels_after) = local_ddp_kernels(cx.scenario, cx.shard_plan)
+        .map_or((0, 0), LocalDdpKernels::kernels_before_and_after);
+    // Local DDP's copies back after the all-reduce, per rank.
     let mut copy_backs: Vec<StepId> = Vec::new();
-    if local_ddp.is_some() {
-        copy_backs = vec![StepId(u32::MAX); (d * p * t) as usize];
+    if kernels_after > 0 {
+        copy_backs = vec![StepId(u32::MAX); (cx.d * p * t) as usize];
     }
+    let sharding = cx.scenario.layout.sharding();
+    let mut by_stage: Vec<Vec<Vec<StepId>>> = Vec::with_capacity(p as usize);
     for stage in 0..p {
-        let params = parameters_on_rank(&scenario.model, sharding, stage);
-        let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
-        let gradient_bytes =
-            gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
-        let (kernels_before, kernels_after) =
-            local_ddp.map_or((0, 0), LocalDdpKernels::kernels_before_and_after);
-        flattens.clear();
-        if kernels_before > 0 {
-            let replica_loop = program.begin_replicas(builder);
-            for data_index in 0..*lowered_replicas {
-                for rank in placement.tensor_group(stage, data_index) {
-                    let step = gradient_copy(
-                        program,
-                        builder,
-                        rank,
-                        stage,
-                        params * gradient_bytes,
-                        kernels_before,
-                        done.iteration,
-                    );
-                    flattens.push(step);
-                }
-            }
-            program.end_replicas(builder, replica_loop);
-        }
-        let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
-        if let Some(reductions) = &sharded_reductions {
-            data_all_reduces = reductions[stage as usize].clone();
-        } else if d > 1 {
-            // Without overlap: one all-reduce of all the stage's gradients after
-            // the last pass. With overlap: one per chunk (or bucket), as soon as
-            // its backward is done, in the order chunks finish.
-            let reductions: Vec<(BucketKey, u64, u64)> = if scenario.options.overlap_grad_reduce {
-                let index = stage as usize * chunks;
-                chunk_finish_order[stage as usize]
-                    .iter()
-                    .flat_map(|&chunk| {
-                        gradients_ready[index + chunk as usize]
-                            .iter()
-                            .enumerate()
-                            .map(move |(bucket, ready)| {
-                                (
-                                    Some((chunk, bucket)),
-                                    (ready.params - ready.expert_params) * gradient_bytes,
-                                    ready.expert_params * gradient_bytes,
-                                )
-                            })
-                    })
-                    .collect()
-            } else {
-                vec![(
-                    None,
-                    (params - expert_params) * gradient_bytes,
-                    expert_params * gradient_bytes,
-                )]
-            };
-            for tensor_index in 0..t {
-                let ranks = placement.data_group(stage, tensor_index);
-                let group = builder.group(&ranks);
-                let nodes = placement.nodes_spanned(&ranks);
-                // A mixture of experts' routed experts reduce over their
-                // expert-data-parallel groups (d/ep ranks each, all at once on
-                // the data group's ranks), after the dense gradients.
-                let expert_nodes =
-                    placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
-                // (bucket, bytes, group size, nodes)
-                let mut all: Vec<(BucketKey, u64, u32, u32)> = Vec::new();
-                for &(bucket, dense, experts) in &reductions {
-                    all.push((bucket, dense, d, nodes));
-                    if experts > 0 && expert_data_parallel > 1 {
-                        all.push((bucket, experts, expert_data_parallel, expert_nodes));
-                    }
-                }
-                for &(bucket, bytes, group_size, nodes) in &all {
-                    let (work, kind) = if distributed {
-                        (
-                            Work::DataParallelReduceScatter {
-                                bytes,
-                                group_size,
-                                nodes,
-                            },
-                            TaskKind::DataParallelReduceScatter,
-                        )
-                    } else {
-                        (
-                            Work::DataParallelAllReduce {
-                                bytes,
-                                group_size,
-                                nodes,
-                            },
-                            TaskKind::DataParallelAllReduce,
-                        )
-                    };
-                    let work = builder.work(work);
-                    let all_reduce = program.task(Task {
-                        kind,
-                        stream: StreamKind::DataParallel,
-                        chunk: bucket.map_or(0, |(chunk, _)| chunk) as u16,
-                        stage,
-                        microbatch: NO_MICROBATCH,
-                        group,
-                        work,
-                        iteration: done.iteration,
-                    });
-                    for data_index in 0..*lowered_replicas {
-                        let index = (data_index * p + stage) as usize;
-                        let ready = match bucket {
-                            Some((chunk, bucket)) => {
-                                gradients_ready[index * chunks + chunk as usize][bucket].step
-                            }
-                            None => stage_tails[index].expect("set for every stage"),
-                        };
-                        program.depend(ready, all_reduce, Dependency::Data);
-                        if let Some(&flatten) =
-                            flattens.get((data_index * t + tensor_index) as usize)
-                        {
-                            program.depend(flatten, all_reduce, Dependency::Data);
-                        }
-                        if bucket.is_none() {
-                            for &send in &trailing_sends[index] {
-                                program.depend(send, all_reduce, Dependency::ProgramOrder);
-                            }
-                        }
-                    }
-                    data_all_reduces[tensor_index as usize].push(all_reduce);
-                }
-            }
-        }
+        let params = parameters_on_rank(&cx.scenario.model, sharding, stage);
+        let gradient_bytes = params * cx.gradient_bytes_per_param();
+        // Local DDP's kernels before the all-reduce, per (data index, tensor index).
+        let flattens = if kernels_before > 0 {
+            copies_before(cx, program, builder, stage, gradient_bytes, kernels_before)
+        } else {
+            Vec::new()
+        };
+        let data_all_reduces = if let Some(reductions) = &sharded_reductions {
+            reductions[stage as usize].clone()
+        } else if cx.d > 1 {
+            stage_reductions(cx, program, builder, stage, params, &flattens)
+        } else {
+            vec![Vec::new(); t as usize]
+        };
         if kernels_after > 0 {
-            let replica_loop = program.begin_replicas(builder);
-            for data_index in 0..*lowered_replicas {
-                let ranks = placement.tensor_group(stage, data_index);
-                for (tensor_index, rank) in ranks.into_iter().enumerate() {
-                    let step = gradient_copy(
-                        program,
-                        builder,
-                        rank,
-                        stage,
-                        params * gradient_bytes,
-                        kernels_after,
-                        done.iteration,
-                    );
-                    for &all_reduce in &data_all_reduces[tensor_index] {
-                        program.depend(all_reduce, step, Dependency::Data);
-                    }
-                    let index = ((data_index * p + stage) * t) as usize + tensor_index;
-                    copy_backs[index] = step;
-                }
-            }
-            program.end_replicas(builder, replica_loop);
+            let copies = (gradient_bytes, kernels_after);
+            copies_back(
+                cx,
+                program,
+                builder,
+                stage,
+                copies,
+                &data_all_reduces,
+                &mut copy_backs,
+            );
         }
-        reductions_by_stage.push(data_all_reduces);
+        by_stage.push(data_all_reduces);
     }
-    if local_ddp.is_none_or(|kernels| kernels.kernels_before_and_after().1 == 0) {
-        copy_backs.clear();
-    }
-
     Reductions {
-        by_stage: reductions_by_stage,
+        by_stage,
         copy_backs,
     }
 }
 
-/// The tied word embedding's all-reduces, by (stage, data index, tensor index).
-fn embedding_all_reduces(
+/// Local DDP's kernels before the all-reduce: `kernels` passes over `gradient_bytes` on every rank of
+/// `stage`, one replica loop, by data index · t + tensor index.
+fn copies_before(
+    cx: &EndContext,
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
-    scenario: &Scenario,
-    placement: &Placement,
-    shard_plan: Option<ShardPlan>,
-    done: &StagesDone,
-    reductions: &Reductions,
-) -> BTreeMap<(u32, u32, u32), StepId> {
-    let reductions_by_stage = &reductions.by_stage;
-    let StagesDone {
-        lowered_replicas,
-        stage_tails,
-        trailing_sends,
-        ..
-    } = done;
-    let (t, p, _) = degrees(scenario);
-    let sharding = scenario.layout.sharding();
-    let gradient_bytes_per_param =
-        gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
-    // The word embedding's gradient, held by the first stage (embedding) and
-    // the last (the tied output layer), is all-reduced between them after the
-    // data-parallel reduction and before the optimizer (megatron/training.py
-    // train_step, 2021: "All-reduce word_embeddings' grad across first and
-    // last stages", torch.distributed.all_reduce(main_grad,
-    // group=mpu.get_embedding_group())). Untied output layers have none, and
-    // on the V map both ends are on stage 0 (their sum is a local add, not modeled).
-    let mut embedding_all_reduces: BTreeMap<(u32, u32, u32), StepId> = BTreeMap::new();
-    let ((first_stage, _), (last_stage, _)) = sharding.ends();
-    if first_stage != last_stage && scenario.model.tied_embeddings {
-        let embedding_params = scenario.model.vocab / t as u64 * scenario.model.hidden;
-        let ends = [first_stage, last_stage];
-        let replica_loop = program.begin_replicas(builder);
-        for data_index in 0..*lowered_replicas {
-            let firsts = placement.tensor_group(first_stage, data_index);
-            let lasts = placement.tensor_group(last_stage, data_index);
-            for tensor_index in 0..t {
-                let ranks = [firsts[tensor_index as usize], lasts[tensor_index as usize]];
-                let group = builder.group(&ranks);
-                let work = builder.work(Work::DataParallelAllReduce {
-                    bytes: (embedding_params * gradient_bytes_per_param).div_ceil(
-                        shard_plan
-                            .filter(ShardPlan::shards_gradients)
-                            .map_or(1, |plan| plan.group as u64),
-                    ),
-                    group_size: 2,
-                    nodes: placement.nodes_spanned(&ranks),
-                });
-                let all_reduce = program.task(Task {
-                    kind: TaskKind::EmbeddingAllReduce,
-                    stream: StreamKind::DataParallel,
-                    chunk: 0,
-                    stage: 0,
-                    microbatch: NO_MICROBATCH,
-                    group,
-                    work,
-                    iteration: done.iteration,
-                });
-                for stage in ends {
-                    let index = (data_index * p + stage) as usize;
-                    program.depend(
-                        stage_tails[index].expect("set for every stage"),
-                        all_reduce,
-                        Dependency::Data,
-                    );
-                    for &send in &trailing_sends[index] {
-                        program.depend(send, all_reduce, Dependency::ProgramOrder);
-                    }
-                    for &reduction in &reductions_by_stage[stage as usize][tensor_index as usize] {
-                        program.depend(reduction, all_reduce, Dependency::Data);
-                    }
-                    if let Some(copy_back) =
-                        reductions.copy_back(scenario, stage, data_index, tensor_index)
-                    {
-                        program.depend(copy_back, all_reduce, Dependency::Data);
-                    }
-                    embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
-                }
-            }
-        }
-        program.end_replicas(builder, replica_loop);
-    }
-    // DualPipe's two copies: rank r holds stages r (copy A) and p−1−r
-    // (copy B), rank p−1−r the same two stages the other way round; each
-    // copy's gradients are summed with the other's before the optimizer
-    // (deepseek-ai/DualPipe `examples/example_dualpipe.py`: "p0.grad +=
-    // p1all[pp_size - 1 - rank]", and the same for p1). Modeled as one
-    // all-reduce of all the rank's gradients between the two mirrored
-    // ranks (after the data-parallel reduction, like the tied embedding's);
-    // the example gathers them over the whole pipeline group, a check, not
-    // a training step. Both ends of each copy are on ranks 0 and p−1, so
-    // this sum also covers the tied embedding.
-    if sharding.map.copies() > 1 {
-        for stage in 0..p / 2 {
-            let mirror = p - 1 - stage;
-            let params = parameters_on_rank(&scenario.model, sharding, stage);
-            let replica_loop = program.begin_replicas(builder);
-            for data_index in 0..*lowered_replicas {
-                let ours = placement.tensor_group(stage, data_index);
-                let theirs = placement.tensor_group(mirror, data_index);
-                for tensor_index in 0..t {
-                    let ranks = [ours[tensor_index as usize], theirs[tensor_index as usize]];
-                    let group = builder.group(&ranks);
-                    let work = builder.work(Work::DataParallelAllReduce {
-                        bytes: params * gradient_bytes_per_param,
-                        group_size: 2,
-                        nodes: placement.nodes_spanned(&ranks),
-                    });
-                    let all_reduce = program.task(Task {
-                        kind: TaskKind::DataParallelAllReduce,
-                        stream: StreamKind::DataParallel,
-                        chunk: 0,
-                        stage,
-                        microbatch: NO_MICROBATCH,
-                        group,
-                        work,
-                        iteration: done.iteration,
-                    });
-                    for stage in [stage, mirror] {
-                        let index = (data_index * p + stage) as usize;
-                        program.depend(
-                            stage_tails[index].expect("set for every stage"),
-                            all_reduce,
-                            Dependency::Data,
-                        );
-                        for &send in &trailing_sends[index] {
-                            program.depend(send, all_reduce, Dependency::ProgramOrder);
-                        }
-                        for &reduction in
-                            &reductions_by_stage[stage as usize][tensor_index as usize]
-                        {
-                            program.depend(reduction, all_reduce, Dependency::Data);
-                        }
-                        embedding_all_reduces.insert((stage, data_index, tensor_index), all_reduce);
-                    }
-                }
-            }
-            program.end_replicas(builder, replica_loop);
+    stage: u32,
+    gradient_bytes: u64,
+    kernels: u32,
+) -> Vec<StepId> {
+    let mut copies = Vec::new();
+    let replica_loop = program.begin_replicas(builder);
+    for data_index in 0..cx.done.lowered_replicas {
+        for rank in cx.placement.tensor_group(stage, data_index) {
+            copies.push(gradient_copy(
+                program,
+                builder,
+                rank,
+                stage,
+                gradient_bytes,
+                kernels,
+                cx.done.iteration,
+            ));
         }
     }
-
-    embedding_all_reduces
+    program.end_replicas(builder, replica_loop);
+    copies
 }
 
-/// Every rank's optimizer step, and the distributed optimizer's (or
-/// ZeRO's) parameter all-gathers after them; under post-validation each
-/// waits for the partial norm from the previous stage (`norm_received`, by
-/// data index · p + stage). Returns, by data index · p + stage, the steps
-/// after which the stage's parameters are updated (its ranks' optimizer
-/// steps and the distributed optimizer's all-gathers).
-#[allow(clippy::too_many_arguments)]
-fn optimizer_steps(
+/// Local DDP's copies back after the all-reduce on every rank of `stage`
+/// (`kernels` passes over `gradient_bytes`), each after its tensor index's
+/// reductions, into `copy_backs` by (data index · p + stage) · t + tensor index.
+fn copies_back(
+    cx: &EndContext,
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
-    scenario: &Scenario,
-    placement: &Placement,
-    shard_plan: Option<ShardPlan>,
-    done: &StagesDone,
-    reductions: &Reductions,
-    embedding_all_reduces: &BTreeMap<(u32, u32, u32), StepId>,
-    norm_received: &[Option<StepId>],
-) -> Vec<Vec<StepId>> {
-    let reductions_by_stage = &reductions.by_stage;
-    let StagesDone {
-        lowered_replicas,
-        stage_tails,
-        trailing_sends,
-        ..
-    } = done;
-    let (t, p, d) = degrees(scenario);
-    let sharding = scenario.layout.sharding();
-    let host = scenario.stack.host;
-    let distributed = scenario.options.distributed_optimizer && d > 1;
-    let expert_data_parallel = scenario.layout.expert_replicas();
-    let mut params_ready: Vec<Vec<StepId>> = vec![Vec::new(); (*lowered_replicas * p) as usize];
-    for stage in 0..p {
-        let params = parameters_on_rank(&scenario.model, sharding, stage);
-        let expert_params = expert_parameters_of_stage(&scenario.model, sharding, stage);
-        let optimizer_params = if let Some(plan) = shard_plan {
-            params.div_ceil(plan.group as u64)
-        } else if distributed {
-            // Experts' states shard over their expert-data-parallel group.
-            (params - expert_params).div_ceil(d as u64)
-                + expert_params.div_ceil(expert_data_parallel as u64)
-        } else {
-            params
-        };
-        let mut optimizer_steps: Vec<Vec<StepId>> = vec![Vec::new(); t as usize];
-        let data_all_reduces = &reductions_by_stage[stage as usize];
-        let replica_loop = program.begin_replicas(builder);
-        for data_index in 0..*lowered_replicas {
-            let ranks = placement.tensor_group(stage, data_index);
-            let received = norm_received
-                .get((data_index * p + stage) as usize)
-                .copied()
-                .flatten();
-            // The host issues the optimizer after loss scaling's `.item()`
-            // (megatron/optimizer/optimizer.py: found_inf) waited for the
-            // gradients: the last pass and the data-parallel all-reduces.
-            let host_optimizer = host.map(|_| {
-                let group = builder.group(&ranks);
-                let issue = program.task(host_task(
-                    builder,
-                    group,
-                    stage,
-                    0,
-                    NO_MICROBATCH,
-                    Work::HostOptimizer,
-                    done.iteration,
-                ));
-                let index = (data_index * p + stage) as usize;
-                program.depend(
-                    stage_tails[index].expect("set for every stage"),
-                    issue,
-                    Dependency::Data,
-                );
-                for &all_reduce in data_all_reduces.iter().flatten() {
-                    program.depend(all_reduce, issue, Dependency::Data);
-                }
-                for tensor_index in 0..t {
-                    if let Some(copy_back) =
-                        reductions.copy_back(scenario, stage, data_index, tensor_index)
-                    {
-                        program.depend(copy_back, issue, Dependency::Data);
-                    }
-                }
-                for tensor_index in 0..t {
-                    if let Some(&embedding) =
-                        embedding_all_reduces.get(&(stage, data_index, tensor_index))
-                    {
-                        program.depend(embedding, issue, Dependency::Data);
-                    }
-                }
-                // Post-validation: the host's blocking receive of the partial norm.
-                if let Some(received) = received {
-                    program.depend(received, issue, Dependency::Data);
-                }
-                issue
-            });
-            for (tensor_index, &rank) in ranks.iter().enumerate() {
-                let step = program.rank_task(
-                    builder,
-                    rank,
-                    TaskKind::OptimizerStep,
-                    StreamKind::Compute,
-                    Work::OptimizerStep {
-                        params: optimizer_params,
-                    },
-                    stage,
-                    NO_MICROBATCH,
-                    done.iteration,
-                );
-                optimizer_steps[tensor_index].push(step);
-                params_ready[(data_index * p + stage) as usize].push(step);
-                if let Some(received) = received {
-                    program.depend(received, step, Dependency::Data);
-                }
-                for &all_reduce in &data_all_reduces[tensor_index] {
-                    program.depend(all_reduce, step, Dependency::Data);
-                }
-                if let Some(issue) = host_optimizer {
-                    program.depend(issue, step, Dependency::Data);
-                }
-                if let Some(&embedding) =
-                    embedding_all_reduces.get(&(stage, data_index, tensor_index as u32))
-                {
-                    program.depend(embedding, step, Dependency::Data);
-                }
-                for &send in &trailing_sends[(data_index * p + stage) as usize] {
-                    program.depend(send, step, Dependency::ProgramOrder);
-                }
+    stage: u32,
+    (gradient_bytes, kernels): (u64, u32),
+    data_all_reduces: &[Vec<StepId>],
+    copy_backs: &mut [StepId],
+) {
+    let replica_loop = program.begin_replicas(builder);
+    for data_index in 0..cx.done.lowered_replicas {
+        let ranks = cx.placement.tensor_group(stage, data_index);
+        for (tensor_index, rank) in ranks.into_iter().enumerate() {
+            let step = gradient_copy(
+                program,
+                builder,
+                rank,
+                stage,
+                gradient_bytes,
+                kernels,
+                cx.done.iteration,
+            );
+            for &all_reduce in &data_all_reduces[tensor_index] {
+                program.depend(all_reduce, step, Dependency::Data);
             }
-        }
-        program.end_replicas(builder, replica_loop);
-        if let Some(plan) = &shard_plan {
-            for tensor_index in 0..t {
-                sharded::parameter_all_gathers(
-                    program,
-                    builder,
-                    placement,
-                    plan,
-                    stage,
-                    tensor_index,
-                    params,
-                    &optimizer_steps[tensor_index as usize],
-                );
-            }
-        } else if distributed {
-            // Each data-parallel group all-gathers its ranks' updated shards
-            // of fp16/bf16 parameters once every rank has stepped; a mixture
-            // of experts' routed experts, sharded over their expert-data
-            // groups, are gathered there (all at once on the data group's
-            // ranks), after the dense parameters.
-            for tensor_index in 0..t {
-                let ranks = placement.data_group(stage, tensor_index);
-                let group = builder.group(&ranks);
-                let expert_nodes =
-                    placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
-                let mut gathers =
-                    vec![(params - expert_params, d, placement.nodes_spanned(&ranks))];
-                if expert_params > 0 && expert_data_parallel > 1 {
-                    gathers.push((expert_params, expert_data_parallel, expert_nodes));
-                }
-                for (gathered, group_size, nodes) in gathers {
-                    let work = builder.work(Work::DataParallelAllGather {
-                        bytes: gathered * models::memory::WEIGHT_BYTES_PER_PARAM,
-                        group_size,
-                        nodes,
-                    });
-                    let all_gather = program.task(Task {
-                        kind: TaskKind::DataParallelAllGather,
-                        stream: StreamKind::DataParallel,
-                        chunk: 0,
-                        stage,
-                        microbatch: NO_MICROBATCH,
-                        group,
-                        work,
-                        iteration: done.iteration,
-                    });
-                    for &step in &optimizer_steps[tensor_index as usize] {
-                        program.depend(step, all_gather, Dependency::Data);
-                    }
-                    for data_index in 0..*lowered_replicas {
-                        params_ready[(data_index * p + stage) as usize].push(all_gather);
-                    }
-                }
-            }
+            copy_backs[cx.stage_index(data_index, stage) * cx.t as usize + tensor_index] = step;
         }
     }
-    params_ready
+    program.end_replicas(builder, replica_loop);
+}
+
+/// The gradients `stage` reduces over its data groups, as (bucket, dense
+/// bytes, routed experts' bytes): without overlap one reduction of all of
+/// them after the last pass; with overlap one per chunk (or bucket), as soon
+/// as its backward is done, in the order chunks finish.
+fn reduction_buckets(cx: &EndContext, stage: u32, params: u64) -> Vec<(BucketKey, u64, u64)> {
+    let gradient_bytes = cx.gradient_bytes_per_param();
+    if !cx.scenario.options.overlap_grad_reduce {
+        let sharding = cx.scenario.layout.sharding();
+        let expert_params = expert_parameters_of_stage(&cx.scenario.model, sharding, stage);
+        return vec![(
+            None,
+            (params - expert_params) * gradient_bytes,
+            expert_params * gradient_bytes,
+        )];
+    }
+    let chunks = cx.scenario.layout.chunks as usize;
+    let index = stage as usize * chunks;
+    cx.done.chunk_finish_order[stage as usize]
+        .iter()
+        .flat_map(|&chunk| {
+            cx.done.gradients_ready[index + chunk as usize]
+                .iter()
+                .enumerate()
+                .map(move |(bucket, ready)| {
+                    (
+                        Some((chunk, bucket)),
+                        (ready.params - ready.expert_params) * gradient_bytes,
+                        ready.expert_params * gradient_bytes,
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The data-parallel reductions of `stage` (d > 1, no ZeRO-2/3), per
+/// tensor index: each of [`reduction_buckets`] over the data group, and a
+/// mixture of experts' routed experts over their expert-data-parallel
+/// groups (d/ep ranks each, all at once on the data group's ranks), after
+/// the dense gradients.
+fn stage_reductions(
+    cx: &EndContext,
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    stage: u32,
+    params: u64,
+    flattens: &[StepId],
+) -> Vec<Vec<StepId>> {
+    let placement = cx.placement;
+    let buckets = reduction_buckets(cx, stage, params);
+    let expert_data_parallel = cx.scenario.layout.expert_replicas();
+    let mut data_all_reduces: Vec<Vec<StepId>> = vec![Vec::new(); cx.t as usize];
+    for tensor_index in 0..cx.t {
+        let ranks = placement.data_group(stage, tensor_index);
+        let group = builder.group(&ranks);
+        let nodes = placement.nodes_spanned(&ranks);
+        let expert_nodes =
+            placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
+        // (bucket, bytes, group size, nodes)
+        let mut all: Vec<(BucketKey, u64, u32, u32)> = Vec::new();
+        for &(bucket, dense, experts) in &buckets {
+            all.push((bucket, dense, cx.d, nodes));
+            if experts > 0 && expert_data_parallel > 1 {
+                all.push((bucket, experts, expert_data_parallel, expert_nodes));
+            }
+        }
+        for (bucket, bytes, group_size, nodes) in all {
+            let all_reduce = reduction_task(cx, program, builder, stage, group, bucket, {
+                (bytes, group_size, nodes)
+            });
+            for data_index in 0..cx.done.lowered_replicas {
+                let ready = match bucket {
+                    Some((chunk, bucket)) => {
+                        let index = cx.stage_index(data_index, stage)
+                            * cx.scenario.layout.chunks as usize
+                            + chunk as usize;
+                        cx.done.gradients_ready[index][bucket].step
+                    }
+                    None => cx.stage_tail(data_index, stage),
+                };
+                program.depend(ready, all_reduce, Dependency::Data);
+                if let Some(&flatten) = flattens.get((data_index * cx.t + tensor_index) as usize) {
+                    program.depend(flatten, all_reduce, Dependency::Data);
+                }
+                if bucket.is_none() {
+                    for &send in cx.trailing_sends(data_index, stage) {
+                        program.depend(send, all_reduce, Dependency::ProgramOrder);
+                    }
+                }
+            }
+            data_all_reduces[tensor_index as usize].push(all_reduce);
+        }
+    }
+    data_all_reduces
+}
+
+/// One data-parallel reduction task of (bytes, group size, nodes): the
+/// distributed optimizer's reduce-scatter, else an all-reduce.
+fn reduction_task(
+    cx: &EndContext,
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    stage: u32,
+    group: crate::ids::GroupId,
+    bucket: BucketKey,
+    (bytes, group_size, nodes): (u64, u32, u32),
+) -> StepId {
+    let (work, kind) = if cx.distributed_optimizer() {
+        (
+            Work::DataParallelReduceScatter {
+                bytes,
+                group_size,
+                nodes,
+            },
+            TaskKind::DataParallelReduceScatter,
+        )
+    } else {
+        (
+            Work::DataParallelAllReduce {
+                bytes,
+                group_size,
+                nodes,
+            },
+            TaskKind::DataParallelAllReduce,
+        )
+    };
+    let work = builder.work(work);
+    program.task(Task {
+        kind,
+        stream: StreamKind::DataParallel,
+        chunk: bucket.map_or(0, |(chunk, _)| chunk) as u16,
+        stage,
+        microbatch: NO_MICROBATCH,
+        group,
+        work,
+        iteration: cx.done.iteration,
+    })
 }

@@ -28,9 +28,11 @@
 //! ```
 
 pub mod edges;
+mod gradient_sums;
 mod iteration_end;
 pub mod offload;
 pub mod offload_plan;
+mod optimizer_steps;
 mod pair_overlap;
 mod pass_lowering;
 pub mod passes;

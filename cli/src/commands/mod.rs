@@ -6,6 +6,7 @@ pub mod collective;
 pub mod compare;
 pub mod cuda_libs;
 pub mod execute;
+pub mod expected_range;
 pub mod explain;
 pub mod max_model;
 pub mod pictures;

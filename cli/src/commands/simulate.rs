@@ -193,6 +193,8 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     if let Some(accuracy) = super::accuracy::accuracy_line(scenario) {
         summary["accuracy"] = accuracy.into();
     }
+    // What the validation runs of the same regime say about this prediction.
+    summary["expected_range"] = super::expected_range::ExpectedRange::of(scenario).json(m);
     // Full expansion, or one representative replica standing for d·cp.
     summary["simulation_mode"] = report.mode.describe().into();
     // Named only when used, so outputs without context parallelism keep their bytes.
@@ -261,6 +263,11 @@ fn write_summary(
         out,
         "  throughput          {:.2} samples/s",
         m.samples_per_s
+    )?;
+    writeln!(
+        out,
+        "  expected range      {}",
+        super::expected_range::ExpectedRange::of(scenario).line(m)
     )?;
     writeln!(
         out,

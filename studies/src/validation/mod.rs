@@ -36,6 +36,8 @@
 pub mod attention_table;
 pub mod gemm_table;
 mod keys;
+pub mod regime;
+pub mod residuals;
 mod scenario_cases;
 pub mod vtrain;
 pub mod vtrain_table;
@@ -60,6 +62,19 @@ pub struct ValidationRow {
     pub error_percent: Option<f64>,
     /// Breakdown or reason.
     pub note: String,
+    /// The simulated run's regime, for an iteration-level prediction
+    /// ([`residuals`]); not written out.
+    #[serde(skip)]
+    pub regime: Option<regime::Regime>,
+}
+
+impl ValidationRow {
+    fn in_regime(mut self, regime: &regime::Regime) -> ValidationRow {
+        if self.predicted.is_some() {
+            self.regime = Some(regime.clone());
+        }
+        self
+    }
 }
 
 /// Problems with the dev-set file itself.
@@ -105,6 +120,7 @@ fn row(case: &str, quantity: &str, published: f64, predicted: f64, note: String)
         predicted: Some(predicted),
         error_percent: Some(error_percent),
         note,
+        regime: None,
     }
 }
 
@@ -117,6 +133,7 @@ fn skipped(case: &str, quantity: &str, published: f64, why: &str) -> ValidationR
         error_percent: None,
         // One line per row: multi-problem scenario errors are joined.
         note: why.replace(":\n  - ", ": ").replace("\n  - ", "; "),
+        regime: None,
     }
 }
 
@@ -191,13 +208,16 @@ pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
                 .entry(variant)
                 .or_insert_with(|| simulate_variant(&file, variant));
             match outcome {
-                Ok(simulated) => rows.push(row(
-                    id,
-                    &label,
-                    published,
-                    simulated.predict(quantity),
-                    breakdown(&simulated.metrics) + &ignored,
-                )),
+                Ok(simulated) => rows.push(
+                    row(
+                        id,
+                        &label,
+                        published,
+                        simulated.predict(quantity),
+                        breakdown(&simulated.metrics) + &ignored,
+                    )
+                    .in_regime(&simulated.regime),
+                ),
                 Err(why) => rows.push(skipped(id, &label, published, why)),
             }
         }
@@ -392,6 +412,7 @@ fn topology_for_hardware(hardware: &str, gpus: u64) -> &'static str {
 /// What is kept of one simulated variant (not its timeline).
 struct Simulated {
     metrics: Metrics,
+    regime: regime::Regime,
     peak_flops_per_s: f64,
     gpus: u32,
     seq_len: u64,
@@ -428,6 +449,7 @@ fn simulate_file(file: &ScenarioFile) -> Result<Simulated, String> {
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
         metrics: report.metrics,
+        regime: regime::Regime::of(&scenario),
         peak_flops_per_s: scenario
             .options
             .precision

@@ -80,7 +80,8 @@ pub fn rows(
                     published,
                     simulated.predict(quantity),
                     breakdown(&simulated.metrics),
-                ),
+                )
+                .in_regime(&simulated.regime),
                 Err(why) => skipped(id, quantity.name(), published, why),
             }
         })

@@ -260,6 +260,9 @@ pub struct VtrainResult {
     pub fits_in_memory: Option<bool>,
     /// Why the simulator refused the row (invalid layout, …).
     pub refused: Option<String>,
+    /// The simulated run's regime ([`super::residuals`]); not written out.
+    #[serde(skip)]
+    pub regime: Option<super::regime::Regime>,
 }
 
 /// Simulates one row.
@@ -272,6 +275,7 @@ pub fn simulate_run(run: &VtrainRun) -> VtrainResult {
         fits_in_memory: None,
         // One line per row: multi-problem scenario errors are joined.
         refused: Some(why.replace(":\n  - ", ": ").replace("\n  - ", "; ")),
+        regime: None,
     };
     let scenario = match scenario_file(run).resolve() {
         Ok(scenario) => scenario,
@@ -297,6 +301,7 @@ pub fn simulate_run(run: &VtrainRun) -> VtrainResult {
         error_percent: Some(error_percent),
         fits_in_memory: Some(report.memory.iter().all(|stage| stage.fits)),
         refused: None,
+        regime: Some(super::regime::Regime::of(&scenario)),
     }
 }
 

@@ -178,6 +178,7 @@ mod tests {
             error_percent: error,
             fits_in_memory: error.map(|_| true),
             refused: error.is_none().then(|| "pp: layers (5)".to_string()),
+            regime: None,
         }
     }
 

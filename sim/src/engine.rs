@@ -27,7 +27,7 @@ use crate::time::{SimDuration, SimTime};
 
 /// When every task ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Schedule {
+pub struct TaskTimes {
     pub start: Vec<SimTime>,
     pub end: Vec<SimTime>,
     /// Events processed (starts + finishes).
@@ -158,7 +158,7 @@ fn run_fixed(
 pub fn run(
     graph: &TaskGraph,
     duration_of: impl Fn(TaskId) -> SimDuration,
-) -> Result<Schedule, DeadlockError> {
+) -> Result<TaskTimes, DeadlockError> {
     run_with_fabric(graph, duration_of, None).map(|(schedule, _)| schedule)
 }
 
@@ -169,7 +169,7 @@ pub fn run_with_fabric(
     graph: &TaskGraph,
     duration_of: impl Fn(TaskId) -> SimDuration,
     fabric: Option<SharedFabric<'_>>,
-) -> Result<(Schedule, Option<LinkUtilization>), DeadlockError> {
+) -> Result<(TaskTimes, Option<LinkUtilization>), DeadlockError> {
     let n = graph.task_count();
     let mut remaining = graph.in_degrees();
     let mut state = RunState {
@@ -208,7 +208,7 @@ pub fn run_with_fabric(
         });
     }
     Ok((
-        Schedule {
+        TaskTimes {
             start: state.start,
             end,
             events,

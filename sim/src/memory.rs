@@ -32,7 +32,7 @@
 
 use crate::cost::gradients;
 use crate::lowering::sharded;
-use crate::scenario::Sharding;
+use crate::scenario::ZeroStage;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
 use models::memory::{
@@ -320,7 +320,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     } else {
                         (sharded::INFLIGHT_ALL_GATHERS * largest).min(parameters)
                     };
-                    if plan.mode == Sharding::Full {
+                    if plan.mode == ZeroStage::Full {
                         weight_bytes = (shard + working) * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
                     }
                     (

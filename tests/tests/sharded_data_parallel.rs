@@ -10,7 +10,7 @@
 //! 512; all: 4,472,320. With t = p = 1 the FSDP units are embedding + layer 0
 //! (2,102,528), layers 1 and 2 (789,760 each), layer 3 + final norm (790,272).
 
-use sim::scenario::{Recompute, Scenario, ScenarioFile, Sharding, TrainingOptionsFile};
+use sim::scenario::{Recompute, Scenario, ScenarioFile, TrainingOptionsFile, ZeroStage};
 use sim::SimulationReport;
 use timeline::TaskKind;
 
@@ -40,7 +40,7 @@ fn file(t: u32, p: u32, d: u32, options: TrainingOptionsFile) -> ScenarioFile {
     }
 }
 
-fn sharded(mode: Sharding, group: Option<u32>) -> TrainingOptionsFile {
+fn sharded(mode: ZeroStage, group: Option<u32>) -> TrainingOptionsFile {
     TrainingOptionsFile {
         zero_stage: Some(mode.stage()),
         shard_group_size: group,
@@ -90,7 +90,7 @@ fn the_hand_model_has_the_hand_counted_parameters() {
 
 #[test]
 fn zero3_gathers_every_unit_before_each_pass_and_scatters_it_after_its_backward() {
-    let (_, report) = run(file(1, 1, 4, sharded(Sharding::Full, None)));
+    let (_, report) = run(file(1, 1, 4, sharded(ZeroStage::Full, None)));
     let (first, middle, last) = (LAYER + EMBEDDING, LAYER, LAYER + NORM);
     // Per microbatch: forward units in order, then backward units in reverse.
     let forward = [first, middle, middle, last];
@@ -134,7 +134,7 @@ fn zero3_gathers_every_unit_before_each_pass_and_scatters_it_after_its_backward(
 
 #[test]
 fn fsdp_prefetches_one_unit_ahead_and_waits_for_the_gathered_parameters() {
-    let (_, report) = run(file(1, 1, 2, sharded(Sharding::Full, None)));
+    let (_, report) = run(file(1, 1, 2, sharded(ZeroStage::Full, None)));
     let groups = &report.timeline().header.groups;
     let on_rank0 = |kind: TaskKind| -> Vec<(u64, u64)> {
         let mut spans: Vec<(u64, u64)> = report
@@ -169,7 +169,7 @@ fn zero2_reduce_scatters_every_backwards_buckets_and_gathers_parameters_once() {
     // Buckets of 1.6 M parameters: two layers each (head with the first).
     let options = TrainingOptionsFile {
         grad_reduce_bucket_params: Some(1_600_000),
-        ..sharded(Sharding::Gradients, None)
+        ..sharded(ZeroStage::Gradients, None)
     };
     let (_, report) = run(file(1, 1, 4, options));
     let (top, bottom) = (2 * LAYER + NORM, 2 * LAYER + EMBEDDING);
@@ -195,7 +195,7 @@ fn zero2_reduce_scatters_every_backwards_buckets_and_gathers_parameters_once() {
 
 #[test]
 fn hsdp_scatters_in_the_group_all_reduces_across_groups_and_gathers_in_the_group() {
-    let (_, report) = run(file(1, 1, 4, sharded(Sharding::Full, Some(2))));
+    let (_, report) = run(file(1, 1, 4, sharded(ZeroStage::Full, Some(2))));
     let groups = &report.timeline().header.groups;
     let all_gathers = collectives(&report, TaskKind::DataParallelAllGather);
     let reduce_scatters = collectives(&report, TaskKind::DataParallelReduceScatter);
@@ -243,7 +243,7 @@ fn hsdp_scatters_in_the_group_all_reduces_across_groups_and_gathers_in_the_group
 
 #[test]
 fn sharding_composes_with_tensor_and_pipeline_parallelism() {
-    for mode in [Sharding::Gradients, Sharding::Full] {
+    for mode in [ZeroStage::Gradients, ZeroStage::Full] {
         let (scenario, report) = run(file(2, 2, 2, sharded(mode, None)));
         let layout = scenario.layout;
         let placement =
@@ -261,7 +261,7 @@ fn sharding_composes_with_tensor_and_pipeline_parallelism() {
                 );
                 let gathered = match mode {
                     // Forward and backward of two microbatches.
-                    Sharding::Full => 2 * 2 * 2 * params,
+                    ZeroStage::Full => 2 * 2 * 2 * params,
                     // The updated parameters once.
                     _ => 2 * params,
                 };
@@ -291,7 +291,7 @@ fn without_data_parallelism_sharding_changes_nothing() {
         ..file(2, 2, 1, options)
     };
     let plain = run(core(TrainingOptionsFile::default())).1;
-    for mode in [Sharding::Gradients, Sharding::Full] {
+    for mode in [ZeroStage::Gradients, ZeroStage::Full] {
         let sharded = run(core(sharded(mode, None))).1;
         assert_eq!(plain.timeline().tasks.len(), sharded.timeline().tasks.len());
         assert_eq!(
@@ -304,7 +304,7 @@ fn without_data_parallelism_sharding_changes_nothing() {
 
 #[test]
 fn every_mode_runs_llama3_8b_on_the_superpod_and_sheds_memory_in_order() {
-    let llama = |mode: Sharding| {
+    let llama = |mode: ZeroStage| {
         run(ScenarioFile {
             model: Some("llama3-8b".into()),
             topology: Some("dgx-h100-superpod".into()),
@@ -319,10 +319,10 @@ fn every_mode_runs_llama3_8b_on_the_superpod_and_sheds_memory_in_order() {
         })
     };
     let runs: Vec<_> = [
-        Sharding::None,
-        Sharding::Optimizer,
-        Sharding::Gradients,
-        Sharding::Full,
+        ZeroStage::None,
+        ZeroStage::Optimizer,
+        ZeroStage::Gradients,
+        ZeroStage::Full,
     ]
     .into_iter()
     .map(llama)
@@ -369,11 +369,11 @@ fn bad_sharding_options_are_refused_by_key() {
     };
     let cases = [
         (
-            sharded(Sharding::Full, Some(3)),
+            sharded(ZeroStage::Full, Some(3)),
             "shard_group_size: must divide the data-parallel size 4 (got 3)",
         ),
         (
-            sharded(Sharding::Full, Some(0)),
+            sharded(ZeroStage::Full, Some(0)),
             "shard_group_size: must be at least 1",
         ),
         (
@@ -384,7 +384,7 @@ fn bad_sharding_options_are_refused_by_key() {
             "zero_stage: must be 0, 1, 2 or 3",
         ),
         (
-            sharded(Sharding::Optimizer, Some(2)),
+            sharded(ZeroStage::Optimizer, Some(2)),
             "shard_group_size: HSDP is built for zero_stage 2 or 3",
         ),
         (
@@ -397,28 +397,28 @@ fn bad_sharding_options_are_refused_by_key() {
         (
             TrainingOptionsFile {
                 distributed_optimizer: Some(false),
-                ..sharded(Sharding::Gradients, None)
+                ..sharded(ZeroStage::Gradients, None)
             },
             "zero_stage: 2 shards the optimizer states",
         ),
         (
             TrainingOptionsFile {
                 distributed_optimizer: Some(true),
-                ..sharded(Sharding::None, None)
+                ..sharded(ZeroStage::None, None)
             },
             "zero_stage: 0 contradicts",
         ),
         (
             TrainingOptionsFile {
                 overlap_grad_reduce: Some(true),
-                ..sharded(Sharding::Full, None)
+                ..sharded(ZeroStage::Full, None)
             },
             "overlap_grad_reduce: zero_stage 3",
         ),
         (
             TrainingOptionsFile {
                 grad_reduce_bucket_params: Some(1000),
-                ..sharded(Sharding::Full, None)
+                ..sharded(ZeroStage::Full, None)
             },
             "grad_reduce_bucket_params: zero_stage 3",
         ),
@@ -435,7 +435,7 @@ fn bad_sharding_options_are_refused_by_key() {
             4,
             TrainingOptionsFile {
                 zero_offload: Some(true),
-                ..sharded(Sharding::Full, None)
+                ..sharded(ZeroStage::Full, None)
             },
         )
     };
@@ -448,7 +448,7 @@ fn bad_sharding_options_are_refused_by_key() {
 
 #[test]
 fn the_optimizer_mode_is_the_distributed_optimizer_and_titles_name_each_mode() {
-    let via_mode = file(1, 1, 4, sharded(Sharding::Optimizer, None))
+    let via_mode = file(1, 1, 4, sharded(ZeroStage::Optimizer, None))
         .resolve()
         .unwrap();
     let via_flag = file(
@@ -467,7 +467,7 @@ fn the_optimizer_mode_is_the_distributed_optimizer_and_titles_name_each_mode() {
     // options stay byte-identical).
     let json = |s: &Scenario| serde_json::to_string(&s.options).unwrap();
     assert!(!json(&via_mode).contains("zero_stage"));
-    let full = file(1, 1, 4, sharded(Sharding::Full, Some(2)))
+    let full = file(1, 1, 4, sharded(ZeroStage::Full, Some(2)))
         .resolve()
         .unwrap();
     assert!(json(&full).contains("\"zero_stage\":3"), "{}", json(&full));
@@ -567,8 +567,8 @@ fn the_overlapped_parameter_gather_feeds_the_first_forward_bucket_by_bucket() {
 #[test]
 fn the_task_estimate_covers_sharded_pieces_and_collectives() {
     for options in [
-        sharded(Sharding::Full, Some(2)),
-        sharded(Sharding::Gradients, None),
+        sharded(ZeroStage::Full, Some(2)),
+        sharded(ZeroStage::Gradients, None),
         TrainingOptionsFile {
             distributed_optimizer: Some(true),
             overlap_grad_reduce: Some(true),
@@ -595,7 +595,7 @@ fn the_task_estimate_covers_sharded_pieces_and_collectives() {
 /// reduce-scatter and all-gather spans four ranks.
 #[test]
 fn context_parallel_ranks_join_the_shard_group() {
-    for mode in [Sharding::Gradients, Sharding::Full] {
+    for mode in [ZeroStage::Gradients, ZeroStage::Full] {
         let plain = run(file(1, 1, 4, sharded(mode, None))).1;
         let mut with_cp = file(1, 1, 2, sharded(mode, None));
         with_cp.cp = Some(2);

@@ -203,7 +203,7 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     }
     // Sharded data parallelism, only when on (earlier outputs stay byte-identical).
     let options = &scenario.options;
-    if options.sharding != sim::scenario::Sharding::None {
+    if options.sharding != sim::scenario::ZeroStage::None {
         summary["zero_stage"] = options.sharding.stage().into();
         summary["shard_group_size"] = options.shard_group(scenario.layout.replicas()).into();
     }

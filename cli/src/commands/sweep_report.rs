@@ -2,7 +2,7 @@
 //! cp, ep, etp, ZeRO-stage and precision columns only in sweeps that vary
 //! them) and the sentence on why the best layout wins.
 
-use sim::scenario::{Precision, Sharding, Stack, DEFAULT_STACK};
+use sim::scenario::{Precision, Stack, ZeroStage, DEFAULT_STACK};
 use std::io::Write;
 use studies::sweep::{self, SweepOutput, SweepSpace};
 
@@ -157,7 +157,7 @@ pub fn shared_options(space: &SweepSpace) -> String {
         options.precision = Precision::default();
     }
     if !space.zero_stages.is_empty() {
-        options.sharding = Sharding::None;
+        options.sharding = ZeroStage::None;
         options.distributed_optimizer = false;
     }
     let stack = match &space.stack {

@@ -52,7 +52,7 @@ use super::passes::{backward_buckets, layers_per_bucket, BucketLayers};
 use super::program::{Program, StepId};
 use crate::cost::gradients;
 use crate::placement::Placement;
-use crate::scenario::{Scenario, Sharding, DEFAULT_OFFLOAD_BUCKET_PARAMS};
+use crate::scenario::{Scenario, ZeroStage, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use models::memory::WEIGHT_BYTES_PER_PARAM;
@@ -69,7 +69,7 @@ pub const INFLIGHT_ALL_GATHERS: u64 = 2;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardPlan {
     /// Gradients or Full.
-    pub mode: Sharding,
+    pub mode: ZeroStage,
     /// Data-parallel ranks per shard group (N).
     pub group: u32,
     /// Shard groups (d / N), replicating each other.
@@ -85,8 +85,8 @@ impl ShardPlan {
         let d = scenario.layout.replicas();
         let mode = scenario.options.sharding;
         let gathers_overlapped =
-            mode == Sharding::Optimizer && scenario.options.overlap_param_gather;
-        if (mode < Sharding::Gradients && !gathers_overlapped) || d < 2 {
+            mode == ZeroStage::Optimizer && scenario.options.overlap_param_gather;
+        if (mode < ZeroStage::Gradients && !gathers_overlapped) || d < 2 {
             return None;
         }
         let group = scenario.options.shard_group(d);
@@ -111,7 +111,7 @@ impl ShardPlan {
             group,
             replicas: d / group,
             bucket_layers: match mode {
-                Sharding::Full => 1,
+                ZeroStage::Full => 1,
                 _ => layers_per_bucket(bucket, per_layer, layers_per_chunk),
             },
         })
@@ -120,7 +120,7 @@ impl ShardPlan {
     /// Whether gradients (and more) are sharded (ZeRO-2/3), not only the
     /// optimizer with its overlapped parameter gather.
     pub fn shards_gradients(&self) -> bool {
-        self.mode >= Sharding::Gradients
+        self.mode >= ZeroStage::Gradients
     }
 
     /// The pieces a pass is cut into, in the order it runs them, or None
@@ -136,19 +136,19 @@ impl ShardPlan {
         head: bool,
     ) -> Option<Vec<BucketLayers>> {
         match (self.mode, pass) {
-            (Sharding::Optimizer, ComputePass::Forward) if microbatch == 0 => {
+            (ZeroStage::Optimizer, ComputePass::Forward) if microbatch == 0 => {
                 let mut buckets = backward_buckets(layers, self.bucket_layers, embedding, head);
                 buckets.reverse();
                 Some(buckets)
             }
-            (Sharding::Full, ComputePass::Backward)
-            | (Sharding::Gradients, ComputePass::Backward) => Some(backward_buckets(
+            (ZeroStage::Full, ComputePass::Backward)
+            | (ZeroStage::Gradients, ComputePass::Backward) => Some(backward_buckets(
                 layers,
                 self.bucket_layers,
                 embedding,
                 head,
             )),
-            (Sharding::Full, _) => {
+            (ZeroStage::Full, _) => {
                 // Forward order: the reverse of the backward's (embedding first, head last).
                 let mut units = backward_buckets(layers, 1, embedding, head);
                 units.reverse();
@@ -289,8 +289,8 @@ pub fn emit(
     // Which pieces wait for an all-gather: ZeRO-3 all, the overlapped
     // parameter gather the first forward of each chunk, ZeRO-2 none.
     let gathers = |piece: &ShardedPiece| match plan.mode {
-        Sharding::Full => true,
-        Sharding::Optimizer => piece.pass == ComputePass::Forward && piece.microbatch == 0,
+        ZeroStage::Full => true,
+        ZeroStage::Optimizer => piece.pass == ComputePass::Forward && piece.microbatch == 0,
         _ => false,
     };
     let mut last: Vec<Vec<Vec<StepId>>> = vec![vec![Vec::new(); t as usize]; p as usize];
@@ -443,7 +443,7 @@ pub fn parameter_all_gathers(
     params: u64,
     optimizer_steps: &[StepId],
 ) {
-    if plan.mode != Sharding::Gradients || plan.group < 2 {
+    if plan.mode != ZeroStage::Gradients || plan.group < 2 {
         return;
     }
     let data_ranks = placement.data_group(stage, tensor_index);
@@ -512,7 +512,7 @@ pub fn largest_piece_params(scenario: &Scenario, plan: &ShardPlan, stage: u32) -
 /// The `--explain` lines of sharded data parallelism (None when off).
 pub fn explain(scenario: &Scenario) -> Option<String> {
     let options = &scenario.options;
-    if options.sharding < Sharding::Optimizer {
+    if options.sharding < ZeroStage::Optimizer {
         return None;
     }
     let d = scenario.layout.replicas();
@@ -536,9 +536,9 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
         }
     );
     let line = match options.sharding {
-        Sharding::Optimizer if options.overlap_param_gather => "  gradients reduce-scattered as each bucket's last backward ends; optimizer on 1/d; parameters all-gathered bucket by bucket as the next forward reaches them (--overlap-param-gather)\n".to_string(),
-        Sharding::Optimizer => "  gradients reduce-scattered after the last backward; optimizer on 1/d; parameters all-gathered after it\n".to_string(),
-        Sharding::Gradients => format!(
+        ZeroStage::Optimizer if options.overlap_param_gather => "  gradients reduce-scattered as each bucket's last backward ends; optimizer on 1/d; parameters all-gathered bucket by bucket as the next forward reaches them (--overlap-param-gather)\n".to_string(),
+        ZeroStage::Optimizer => "  gradients reduce-scattered after the last backward; optimizer on 1/d; parameters all-gathered after it\n".to_string(),
+        ZeroStage::Gradients => format!(
             "  every backward's gradient buckets reduce-scattered as produced ({} B per layer per tensor rank); optimizer on 1/N; parameters all-gathered after it\n",
             per_layer * gradient_bytes
         ),
@@ -559,7 +559,7 @@ mod tests {
     #[test]
     fn full_sharding_cuts_forwards_embedding_first_and_backwards_head_first() {
         let plan = ShardPlan {
-            mode: Sharding::Full,
+            mode: ZeroStage::Full,
             group: 2,
             replicas: 1,
             bucket_layers: 1,
@@ -573,7 +573,7 @@ mod tests {
         assert!(backward[0].head && backward[2].embedding);
         assert!(forward.iter().chain(&backward).all(|u| u.layers == 1));
         let gradients = ShardPlan {
-            mode: Sharding::Gradients,
+            mode: ZeroStage::Gradients,
             bucket_layers: 2,
             ..plan
         };

@@ -48,7 +48,7 @@
 //! distributed optimizer's parameter all-gathers, overlapped or not, gather
 //! expert parameters over the expert-data group (`lowering::sharded`).
 
-use super::{Sharding, TrainingOptions};
+use super::{TrainingOptions, ZeroStage};
 use models::ModelSpec;
 use serde::Serialize;
 
@@ -267,7 +267,7 @@ pub fn check(
             "{what} with mixture-of-experts layers is not simulated yet (issue 17)"
         ))
     };
-    if options.sharding >= Sharding::Gradients {
+    if options.sharding >= ZeroStage::Gradients {
         not_built("zero_stage: ZeRO-2/3");
     }
     if options.offload.is_some() {

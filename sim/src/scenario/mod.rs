@@ -24,7 +24,7 @@ pub mod userbuffers;
 
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
-pub use options::{Precision, Sharding, TrainingOptions, TrainingOptionsFile};
+pub use options::{Precision, TrainingOptions, TrainingOptionsFile, ZeroStage};
 pub use stack::{HostCosts, LocalDdpKernels, NotModeled, Stack, StackError, DEFAULT_STACK};
 pub use task_count::{
     estimated_task_count, task_limit, GradientSplits, ADDRESS_BYTES_PER_GPU,

@@ -15,7 +15,7 @@
 //! code that uses it, and a test.
 
 use super::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
-pub use super::sharding::Sharding;
+pub use super::sharding::ZeroStage;
 use super::userbuffers::UserbuffersConfig;
 use serde::{Deserialize, Serialize};
 
@@ -279,9 +279,9 @@ pub struct TrainingOptions {
     /// either, `distributed_optimizer` is true too.
     #[serde(
         rename = "zero_stage",
-        skip_serializing_if = "Sharding::below_gradients"
+        skip_serializing_if = "ZeroStage::below_gradients"
     )]
-    pub sharding: Sharding,
+    pub sharding: ZeroStage,
     /// HSDP: data-parallel ranks per shard group (None: all d).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard_group_size: Option<u32>,
@@ -357,12 +357,12 @@ impl TrainingOptionsFile {
             tp_comm_overlap_config: self.tp_comm_overlap_config.unwrap_or_default(),
             pipeline_scatter_gather: self.pipeline_scatter_gather.unwrap_or(true),
             distributed_optimizer: self.distributed_optimizer.unwrap_or(false)
-                || self.sharding().unwrap_or_default() >= Sharding::Optimizer,
+                || self.sharding().unwrap_or_default() >= ZeroStage::Optimizer,
             sharding: self.sharding().unwrap_or_default().max(
                 if self.distributed_optimizer == Some(true) {
-                    Sharding::Optimizer
+                    ZeroStage::Optimizer
                 } else {
-                    Sharding::None
+                    ZeroStage::None
                 },
             ),
             shard_group_size: self.shard_group_size,
@@ -429,7 +429,7 @@ impl TrainingOptionsFile {
             if bucket == 0 {
                 problems.push("grad_reduce_bucket_params: must be at least 1".into());
             }
-            if self.overlap_grad_reduce != Some(true) && options.sharding != Sharding::Gradients {
+            if self.overlap_grad_reduce != Some(true) && options.sharding != ZeroStage::Gradients {
                 problems.push(
                     "grad_reduce_bucket_params: needs overlap_grad_reduce or zero_stage 2 (buckets only matter when the all-reduce overlaps the backward)".into(),
                 );
@@ -518,12 +518,12 @@ impl TrainingOptions {
             labels.push("fused grad accumulation".into());
         }
         match self.sharding {
-            Sharding::None | Sharding::Optimizer if self.distributed_optimizer => {
+            ZeroStage::None | ZeroStage::Optimizer if self.distributed_optimizer => {
                 labels.push("distributed optimizer".into())
             }
-            Sharding::None | Sharding::Optimizer => {}
-            Sharding::Gradients => labels.push("ZeRO-2 sharded gradients".into()),
-            Sharding::Full => labels.push("ZeRO-3/FSDP full sharding".into()),
+            ZeroStage::None | ZeroStage::Optimizer => {}
+            ZeroStage::Gradients => labels.push("ZeRO-2 sharded gradients".into()),
+            ZeroStage::Full => labels.push("ZeRO-3/FSDP full sharding".into()),
         }
         if let Some(group) = self.shard_group_size {
             labels.push(format!("HSDP shard groups of {group}"));

@@ -323,9 +323,9 @@ impl ScenarioFile {
             Some(stack) => stack.defaults_under(&self.options),
             None => self.options.clone(),
         };
-        // Sharding and HSDP groups span the dp-cp group: d·cp ranks.
+        // ZeroStage and HSDP groups span the dp-cp group: d·cp ranks.
         let options = options_file.resolve(p, d.saturating_mul(cp), &mut problems);
-        if schedule.splits_backward() && options.sharding >= super::Sharding::Gradients {
+        if schedule.splits_backward() && options.sharding >= super::ZeroStage::Gradients {
             problems.push(format!(
                 "schedule: {} splits the backward, which the sharded lowering of zero_stage {} does not cut yet (it shards whole backwards); use --schedule 1f1b or zero_stage 1",
                 schedule.name(),

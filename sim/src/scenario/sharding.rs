@@ -9,7 +9,7 @@ use serde::{Serialize, Serializer};
 /// 2020, ZeRO, Sec. 5: stages P_os, P_os+g, P_os+g+p).
 /// Written as its ZeRO stage, `zero_stage` 0 to 3.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Sharding {
+pub enum ZeroStage {
     /// Every data-parallel rank holds all model states (all-reduce of gradients).
     #[default]
     None,
@@ -25,20 +25,20 @@ pub enum Sharding {
     Full,
 }
 
-impl Serialize for Sharding {
+impl Serialize for ZeroStage {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_u8(self.stage())
     }
 }
 
-impl Sharding {
+impl ZeroStage {
     /// The mode of ZeRO stage `stage` (None past 3).
-    pub fn from_stage(stage: u8) -> Option<Sharding> {
+    pub fn from_stage(stage: u8) -> Option<ZeroStage> {
         [
-            Sharding::None,
-            Sharding::Optimizer,
-            Sharding::Gradients,
-            Sharding::Full,
+            ZeroStage::None,
+            ZeroStage::Optimizer,
+            ZeroStage::Gradients,
+            ZeroStage::Full,
         ]
         .get(stage as usize)
         .copied()
@@ -52,24 +52,24 @@ impl Sharding {
     /// What it shards, in words.
     pub fn name(self) -> &'static str {
         match self {
-            Sharding::None => "nothing sharded",
-            Sharding::Optimizer => "optimizer states sharded",
-            Sharding::Gradients => "optimizer states and gradients sharded",
-            Sharding::Full => "optimizer states, gradients and parameters sharded: FSDP",
+            ZeroStage::None => "nothing sharded",
+            ZeroStage::Optimizer => "optimizer states sharded",
+            ZeroStage::Gradients => "optimizer states and gradients sharded",
+            ZeroStage::Full => "optimizer states, gradients and parameters sharded: FSDP",
         }
     }
 
     /// Serialized only where `distributed_optimizer` does not already say it
     /// (outputs of earlier options stay byte-identical).
     pub(super) fn below_gradients(&self) -> bool {
-        *self < Sharding::Gradients
+        *self < ZeroStage::Gradients
     }
 }
 
 impl TrainingOptionsFile {
     /// The sharding mode `zero_stage` asks for (None when unset or past 3).
-    pub fn sharding(&self) -> Option<Sharding> {
-        self.zero_stage.and_then(Sharding::from_stage)
+    pub fn sharding(&self) -> Option<ZeroStage> {
+        self.zero_stage.and_then(ZeroStage::from_stage)
     }
 
     /// The sharding keys' own checks and their conflicts with the others.
@@ -78,7 +78,7 @@ impl TrainingOptionsFile {
             // megatron/training/arguments.py (2024): "--overlap-param-gather only
             // supported with distributed optimizer" and "... with --overlap-grad-reduce".
             let distributed = self.distributed_optimizer == Some(true)
-                || self.sharding() == Some(Sharding::Optimizer);
+                || self.sharding() == Some(ZeroStage::Optimizer);
             if !distributed {
                 problems.push(
                     "overlap_param_gather: needs the distributed optimizer (--distributed-optimizer or --zero-stage 1; zero_stage 3 gathers per layer by itself)".into(),
@@ -102,10 +102,10 @@ impl TrainingOptionsFile {
             return;
         };
         match (sharding, self.distributed_optimizer) {
-            (Sharding::None, Some(true)) => problems.push(
+            (ZeroStage::None, Some(true)) => problems.push(
                 "zero_stage: 0 contradicts distributed_optimizer = true (which is zero_stage 1)".into(),
             ),
-            (Sharding::Optimizer | Sharding::Gradients | Sharding::Full, Some(false)) => {
+            (ZeroStage::Optimizer | ZeroStage::Gradients | ZeroStage::Full, Some(false)) => {
                 problems.push(format!(
                     "zero_stage: {} shards the optimizer states, which contradicts distributed_optimizer = false",
                     sharding.stage()
@@ -113,24 +113,24 @@ impl TrainingOptionsFile {
             }
             _ => {}
         }
-        if sharding != Sharding::None && self.zero_offload == Some(true) {
+        if sharding != ZeroStage::None && self.zero_offload == Some(true) {
             problems.push(
                 "zero_stage: ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group".into(),
             );
         }
-        if sharding >= Sharding::Gradients && self.overlap_grad_reduce == Some(true) {
+        if sharding >= ZeroStage::Gradients && self.overlap_grad_reduce == Some(true) {
             problems.push(format!(
                 "overlap_grad_reduce: zero_stage {} already reduce-scatters gradients as the backward produces them",
                 sharding.stage()
             ));
         }
-        if sharding == Sharding::Full && self.grad_reduce_bucket_params.is_some() {
+        if sharding == ZeroStage::Full && self.grad_reduce_bucket_params.is_some() {
             problems.push(
                 "grad_reduce_bucket_params: zero_stage 3 reduce-scatters each layer's gradients (one FSDP unit per layer), not buckets".into(),
             );
         }
         if let Some(group) = self.shard_group_size {
-            if sharding < Sharding::Gradients {
+            if sharding < ZeroStage::Gradients {
                 problems.push(format!(
                     "shard_group_size: HSDP is built for zero_stage 2 or 3, not {}",
                     sharding.stage()

@@ -487,10 +487,10 @@ impl Stack {
         // a stack's overlapped all-reduce does not apply (its bucket size
         // still cuts ZeRO-2's buckets; ZeRO-3's units are layers).
         let sharding = options.sharding().unwrap_or_default();
-        if sharding >= super::Sharding::Gradients {
+        if sharding >= super::ZeroStage::Gradients {
             defaults.overlap_grad_reduce = None;
         }
-        if sharding == super::Sharding::Full {
+        if sharding == super::ZeroStage::Full {
             defaults.grad_reduce_bucket_params = None;
         }
         options.clone().or(defaults)

@@ -117,7 +117,7 @@ impl GradientSplits {
                 .saturating_add(splits.offload_buckets);
             splits.adam_tiles = shard.div_ceil(CPU_ADAM_TILE_PARAMS);
         }
-        // The most layers a chunk builds (`Sharding::layers_per_chunk`: the
+        // The most layers a chunk builds (`ZeroStage::layers_per_chunk`: the
         // uneven split counts the embedding and the loss as layers).
         let per_chunk = u32::try_from(sharding.layers_per_chunk(model.layers)).unwrap_or(u32::MAX);
         if model.moe.is_some() {
@@ -134,8 +134,8 @@ impl GradientSplits {
             let bucket = options.grad_reduce_bucket_params.unwrap_or(u64::MAX);
             splits.sharded_buckets = buckets(bucket, per_chunk).max(1);
         }
-        if options.sharding >= super::Sharding::Gradients && layout.replicas() > 1 {
-            if options.sharding == super::Sharding::Full {
+        if options.sharding >= super::ZeroStage::Gradients && layout.replicas() > 1 {
+            if options.sharding == super::ZeroStage::Full {
                 splits.sharded_units = per_chunk.max(1) as u64;
             } else {
                 let bucket = options

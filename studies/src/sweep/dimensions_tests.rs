@@ -4,7 +4,7 @@
 //! the space, and sweeps that do not vary them writing what they wrote before.
 
 use super::*;
-use sim::scenario::{Precision, Recompute, ScheduleKind, Sharding};
+use sim::scenario::{Precision, Recompute, ScheduleKind, ZeroStage};
 use std::collections::BTreeMap;
 
 /// tiny on 4 GPUs of an H100 SuperPOD: cp ∈ {1, 2}, ZeRO stage ∈ {1, 3},
@@ -91,8 +91,8 @@ fn cp_zero_stage_and_precision_enumerate_the_hand_counted_tuples() {
         assert_eq!(s.layout.context_parallel, l.context_parallel);
         assert_eq!(s.options.precision, l.precision.unwrap());
         let sharding = match l.zero_stage.unwrap() {
-            1 => Sharding::Optimizer,
-            _ => Sharding::Full,
+            1 => ZeroStage::Optimizer,
+            _ => ZeroStage::Full,
         };
         assert_eq!(s.options.sharding, sharding);
     }

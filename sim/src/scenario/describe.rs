@@ -16,8 +16,8 @@ impl Scenario {
             String::new()
         };
         let ep = match &self.experts {
-            Some(routing) if l.expert_parallel > 1 || routing.imbalance != "uniform" => {
-                let skew = if routing.imbalance == "uniform" {
+            Some(routing) if l.expert_parallel > 1 || !routing.imbalance.is_uniform() => {
+                let skew = if routing.imbalance.is_uniform() {
                     String::new()
                 } else {
                     format!(" ({})", routing.imbalance)

@@ -48,12 +48,10 @@
 //! distributed optimizer's parameter all-gathers, overlapped or not, gather
 //! expert parameters over the expert-data group (`lowering::sharded`).
 
+use super::expert_imbalance::ExpertImbalance;
 use super::{TrainingOptions, ZeroStage};
 use models::ModelSpec;
 use serde::Serialize;
-
-/// Largest expert histogram file read (bytes): a number per expert.
-const MAX_HISTOGRAM_BYTES: u64 = 1 << 20;
 
 /// How the routed tokens spread over the experts, resolved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,8 +68,9 @@ pub struct ExpertRouting {
     /// Every expert's input padded to its capacity.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pad_expert_input_to_capacity: bool,
-    /// What `expert_imbalance` said (`uniform`, `skew:X` or the file's path).
-    pub imbalance: String,
+    /// What `expert_imbalance` said (written as `uniform`, `skew:X` or the
+    /// file's path).
+    pub imbalance: ExpertImbalance,
     /// Each expert's share of the routed token copies (sums to 1).
     #[serde(skip)]
     pub shares: Vec<f64>,
@@ -108,58 +107,10 @@ fn is_one(value: &u32) -> bool {
     *value == 1
 }
 
-/// Each expert's share under `imbalance` (uniform, skew:X or a histogram file).
+/// Each expert's share under `imbalance` (uniform, skew:X or a histogram
+/// file), as [`ExpertImbalance::shares`].
 pub fn expert_shares(imbalance: &str, experts: u64) -> Result<Vec<f64>, String> {
-    let e = experts as usize;
-    if imbalance == "uniform" {
-        return Ok(vec![1.0 / experts as f64; e]);
-    }
-    let weights: Vec<f64> = if let Some(x) = imbalance.strip_prefix("skew:") {
-        let x: f64 = x
-            .trim()
-            .parse()
-            .map_err(|_| format!("'{imbalance}': skew:X needs a number X ≥ 1"))?;
-        if !(x.is_finite() && x >= 1.0) {
-            return Err(format!("'{imbalance}': skew:X needs a finite X ≥ 1"));
-        }
-        let last = (e.max(2) - 1) as f64;
-        (0..e).map(|i| x.powf(-(i as f64) / last)).collect()
-    } else {
-        let text =
-            input_file::read_to_string_capped(std::path::Path::new(imbalance), MAX_HISTOGRAM_BYTES)
-                .map_err(|error| {
-                    format!(
-                "'{imbalance}' is neither uniform, skew:X nor a readable histogram file: {error}"
-            )
-                })?;
-        let mut values = Vec::new();
-        for word in text
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .filter(|w| !w.is_empty())
-        {
-            let value: f64 = word
-                .parse()
-                .map_err(|_| format!("'{imbalance}': '{word}' is not a token count"))?;
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(format!(
-                    "'{imbalance}': '{word}' is not a non-negative count"
-                ));
-            }
-            values.push(value);
-        }
-        if values.len() != e {
-            return Err(format!(
-                "'{imbalance}' has {} counts; the model has {experts} experts",
-                values.len()
-            ));
-        }
-        values
-    };
-    let total: f64 = weights.iter().sum();
-    if !(total > 0.0 && total.is_finite()) {
-        return Err(format!("'{imbalance}': the counts sum to zero"));
-    }
-    Ok(weights.iter().map(|w| w / total).collect())
+    ExpertImbalance::parse(imbalance)?.shares(experts)
 }
 
 /// The routing of `model` over `ep` ranks (each expert split over `etp`),
@@ -171,8 +122,14 @@ pub fn resolve(
     problems: &mut Vec<String>,
 ) -> Option<ExpertRouting> {
     let moe = model.moe.as_ref()?;
-    let imbalance = imbalance.unwrap_or("uniform");
-    let shares = match expert_shares(imbalance, moe.experts) {
+    let imbalance = match ExpertImbalance::parse(imbalance.unwrap_or("uniform")) {
+        Ok(imbalance) => imbalance,
+        Err(error) => {
+            problems.push(format!("expert_imbalance: {error}"));
+            return None;
+        }
+    };
+    let shares = match imbalance.shares(moe.experts) {
         Ok(shares) => shares,
         Err(error) => {
             problems.push(format!("expert_imbalance: {error}"));
@@ -191,7 +148,7 @@ pub fn resolve(
         }
     }
     // Uniform is exactly 1 (summed shares of 1/E may round above it).
-    let busiest_rank_load = if imbalance == "uniform" {
+    let busiest_rank_load = if imbalance.is_uniform() {
         1.0
     } else {
         (busiest.1 * ep as f64).max(1.0)
@@ -201,10 +158,10 @@ pub fn resolve(
         expert_tensor_parallel: etp,
         capacity_factor: moe.capacity_factor.map(|factor| factor.0),
         pad_expert_input_to_capacity: moe.pad_expert_input_to_capacity,
-        imbalance: imbalance.to_string(),
+        busiest_rank: if imbalance.is_uniform() { 0 } else { busiest.0 },
+        imbalance,
         shares,
         busiest_rank_load,
-        busiest_rank: if imbalance == "uniform" { 0 } else { busiest.0 },
     })
 }
 

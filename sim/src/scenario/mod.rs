@@ -7,6 +7,7 @@
 mod context;
 mod describe;
 pub mod expert_capacity;
+pub mod expert_imbalance;
 mod expert_tensor;
 pub mod experts;
 mod kinds;

@@ -1,0 +1,117 @@
+//! `expert_imbalance` parsed once into what it says: a uniform routing, a
+//! geometric skew, or a histogram file of token counts per expert. Rules
+//! read the variant, never the text; the text as written is what outputs
+//! name (its `Display` and serialization).
+
+use serde::{Serialize, Serializer};
+use std::fmt;
+use std::path::PathBuf;
+
+/// Largest expert histogram file read (bytes): a number per expert.
+const MAX_HISTOGRAM_BYTES: u64 = 1 << 20;
+
+/// How the routed token copies spread over the experts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExpertImbalance {
+    /// 1/E each (the default).
+    Uniform,
+    /// `skew:X` (X ≥ 1): geometric from expert 0 down to expert E−1, the
+    /// first getting X times the last's share.
+    Skew { factor: f64, written: String },
+    /// A file of E token counts (whitespace or commas between them).
+    Histogram(PathBuf),
+}
+
+impl ExpertImbalance {
+    /// `uniform`, `skew:X`, or else a histogram file's path (read by
+    /// [`ExpertImbalance::shares`]).
+    pub fn parse(text: &str) -> Result<ExpertImbalance, String> {
+        if text == "uniform" {
+            return Ok(ExpertImbalance::Uniform);
+        }
+        let Some(x) = text.strip_prefix("skew:") else {
+            return Ok(ExpertImbalance::Histogram(PathBuf::from(text)));
+        };
+        let factor: f64 = x
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{text}': skew:X needs a number X ≥ 1"))?;
+        if !(factor.is_finite() && factor >= 1.0) {
+            return Err(format!("'{text}': skew:X needs a finite X ≥ 1"));
+        }
+        Ok(ExpertImbalance::Skew {
+            factor,
+            written: text.to_string(),
+        })
+    }
+
+    pub fn is_uniform(&self) -> bool {
+        *self == ExpertImbalance::Uniform
+    }
+
+    /// Each of the `experts` experts' share of the routed copies (sums to
+    /// 1); a histogram is read here.
+    pub fn shares(&self, experts: u64) -> Result<Vec<f64>, String> {
+        let e = experts as usize;
+        let weights: Vec<f64> = match self {
+            ExpertImbalance::Uniform => return Ok(vec![1.0 / experts as f64; e]),
+            ExpertImbalance::Skew { factor, .. } => {
+                let last = (e.max(2) - 1) as f64;
+                (0..e).map(|i| factor.powf(-(i as f64) / last)).collect()
+            }
+            ExpertImbalance::Histogram(path) => self.histogram(path, experts)?,
+        };
+        let total: f64 = weights.iter().sum();
+        if !(total > 0.0 && total.is_finite()) {
+            return Err(format!("'{self}': the counts sum to zero"));
+        }
+        Ok(weights.iter().map(|w| w / total).collect())
+    }
+
+    /// The histogram file's counts, one per expert.
+    fn histogram(&self, path: &std::path::Path, experts: u64) -> Result<Vec<f64>, String> {
+        let text =
+            input_file::read_to_string_capped(path, MAX_HISTOGRAM_BYTES).map_err(|error| {
+                format!(
+                    "'{self}' is neither uniform, skew:X nor a readable histogram file: {error}"
+                )
+            })?;
+        let mut values = Vec::new();
+        for word in text
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+        {
+            let value: f64 = word
+                .parse()
+                .map_err(|_| format!("'{self}': '{word}' is not a token count"))?;
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(format!("'{self}': '{word}' is not a non-negative count"));
+            }
+            values.push(value);
+        }
+        if values.len() as u64 != experts {
+            return Err(format!(
+                "'{self}' has {} counts; the model has {experts} experts",
+                values.len()
+            ));
+        }
+        Ok(values)
+    }
+}
+
+impl fmt::Display for ExpertImbalance {
+    /// As written: `uniform`, `skew:X`, the file's path.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExpertImbalance::Uniform => f.write_str("uniform"),
+            ExpertImbalance::Skew { written, .. } => f.write_str(written),
+            ExpertImbalance::Histogram(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+impl Serialize for ExpertImbalance {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}

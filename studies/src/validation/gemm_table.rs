@@ -114,6 +114,7 @@ pub fn read(text: &str) -> Result<GemmTable, String> {
     // the burst rate.
     if let Some(model) = profile.gemm.tile_model.as_mut() {
         model.sustained_ratio.value = 1.0;
+        model.fp8_sustained_ratio = None;
     }
     if rows.is_empty() {
         return Err("the table has no rows".into());

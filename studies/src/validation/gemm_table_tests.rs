@@ -76,3 +76,13 @@ fn bad_tables_are_refused_with_their_line() {
         "# clustersim-gpu: h100-sxm\n# clustersim-timing: soon\nb,m,n,k,dtype,flops_per_s\n";
     assert!(error(timing).contains("line 2: clustersim-timing"));
 }
+
+#[test]
+fn tables_price_fp8_and_bf16_gemms_at_the_burst_rate() {
+    // The H100 profile's FP8 GEMMs have their own sustained ratio (0.795):
+    // a table of short runs must not take it.
+    let table = read(XLA).unwrap();
+    let model = table.profile.gemm.tile_model.as_ref().unwrap();
+    assert_eq!(model.sustained_ratio.value, 1.0);
+    assert_eq!(model.fp8_sustained_ratio(), 1.0);
+}

@@ -14,10 +14,12 @@
 //! product, Megatron's fused softmax (its kernel's limit of 2,048, as in
 //! the 2021 stack), dropout where the row ran it, the value product, and the
 //! backward of each, every kernel with its launch, issued by the host at
-//! the 2021 stack's cost per kernel (eager PyTorch, [`MEGATRON_STACK`]). The other
+//! the 2021 stack's cost per kernel (eager PyTorch, [`MEGATRON_STACK`],
+//! whose fused softmax limit applies too). The other
 //! implementations are not a stack the simulator runs: their rows are kept
 //! as data and left unpredicted, saying so.
 
+use super::kernel_table::{self, TableLine};
 use models::ops::Step;
 use models::softmax::megatron_attention_softmax;
 use models::unfused_attention::UnfusedCore;
@@ -29,13 +31,10 @@ use topologies::GpuSpec;
 pub const HEADER: &str = "implementation,pass,dropout,batch,heads,seq_len,head_dim,dtype,ms";
 /// Largest batch, heads, sequence or head dimension a row may give.
 pub const MAX_DIMENSION: u64 = 1 << 20;
-/// Largest score-matrix element count a row may give (b·heads·s²): 2^40.
+/// Largest score-matrix element count a row may give (b·heads·s² elements): 2^40.
 pub const MAX_SCORE_ELEMS: u64 = 1 << 40;
-/// Longest runtime a row may give: one hour.
+/// Longest runtime a row may give, in ms: one hour.
 pub const MAX_MS: f64 = 3.6e6;
-/// The longest sequence Megatron's fused softmax kernel took in the 2021
-/// and 2022 code (`models::softmax`).
-const MEGATRON_FUSED_SOFTMAX_MAX_SEQ_LEN: u64 = 2048;
 
 /// Which attention a row timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -85,60 +84,30 @@ pub struct AttentionTable {
 /// Whether `text` is an attention table: its first line that is neither
 /// empty nor a comment is [`HEADER`].
 pub fn looks_like_attention_table(text: &str) -> bool {
-    text.lines()
-        .map(|line| line.trim_end_matches('\r').trim())
-        .find(|line| !line.is_empty() && !line.starts_with('#'))
-        == Some(HEADER)
+    kernel_table::starts_with_header(text, HEADER)
 }
 
 /// Reads a table; the first problem found, naming its line.
 pub fn read(text: &str) -> Result<AttentionTable, String> {
     let mut gpu_id = None;
     let mut rows = Vec::new();
-    let mut header_seen = false;
-    for (index, raw) in text.lines().enumerate() {
-        let line_number = index + 1;
-        let line = raw.trim_end_matches('\r').trim();
-        if let Some(comment) = line.strip_prefix('#') {
-            if let Some(id) = comment.trim().strip_prefix("clustersim-gpu:") {
-                gpu_id = Some(id.trim().to_string());
+    kernel_table::for_each_line(text, HEADER, |line| {
+        match line {
+            TableLine::Comment { text, .. } => {
+                if let Some(id) = text.strip_prefix("clustersim-gpu:") {
+                    gpu_id = Some(id.trim().to_string());
+                }
             }
-            continue;
+            TableLine::Row { line, text } => rows.push(parse_row(text, line)?),
         }
-        if line.is_empty() {
-            continue;
-        }
-        if !header_seen {
-            if line != HEADER {
-                return Err(format!(
-                    "line {line_number}: expected the header {HEADER:?}"
-                ));
-            }
-            header_seen = true;
-            continue;
-        }
-        rows.push(parse_row(line, line_number)?);
-    }
+        Ok(())
+    })?;
     let gpu_id = gpu_id.ok_or("no '# clustersim-gpu: ID' line naming the GPU")?;
-    let sheet = topologies::datasheets::datasheets()
-        .into_iter()
-        .find(|sheet| sheet.id == gpu_id)
-        .ok_or_else(|| format!("unknown GPU {gpu_id:?} in clustersim-gpu"))?;
-    let mut profile = profile::Profile::default_for_gpu(&sheet.gpu.name)
-        .ok_or_else(|| format!("no embedded profile for {}", sheet.gpu.name))?;
-    // Short runs: every GEMM at the burst rate.
-    if let Some(model) = profile.gemm.tile_model.as_mut() {
-        model.sustained_ratio.value = 1.0;
-        model.fp8_sustained_ratio = None;
-    }
+    let (gpu, profile) = kernel_table::burst_profile(&gpu_id)?;
     if rows.is_empty() {
         return Err("the table has no rows".into());
     }
-    Ok(AttentionTable {
-        gpu: sheet.gpu,
-        profile,
-        rows,
-    })
+    Ok(AttentionTable { gpu, profile, rows })
 }
 
 fn parse_row(line: &str, line_number: usize) -> Result<AttentionRow, String> {
@@ -224,13 +193,15 @@ fn parse_row(line: &str, line_number: usize) -> Result<AttentionRow, String> {
     })
 }
 
-/// The stack whose host costs Megatron's rows are issued with.
+/// The stack Megatron's rows run under: its host cost per kernel and its
+/// fused softmax's longest sequence (2,048 in the 2021 code).
 pub const MEGATRON_STACK: &str = "megatron-2021";
 
 /// Every Megatron row predicted (fp16 and bf16 only); the others say why not.
 pub fn predict(table: &mut AttentionTable) {
-    let host_issue_s = Stack::builtin(MEGATRON_STACK)
-        .and_then(|stack| stack.host)
+    let stack = Stack::builtin(MEGATRON_STACK).expect("a built-in stack");
+    let host_issue_s = stack
+        .host
         .map_or(0.0, |host| host.kernel_issue_ns as f64 * 1e-9);
     for row in &mut table.rows {
         let precision = match row.dtype.as_str() {
@@ -252,7 +223,7 @@ pub fn predict(table: &mut AttentionTable) {
             continue;
         }
         let costs = KernelCostModel::new(&table.gpu, &table.profile).with_precision(precision);
-        let kernels = megatron_kernels(row);
+        let kernels = megatron_kernels(row, stack.fused_softmax_max_seq_len);
         let times: Vec<(&str, f64)> = kernels
             .iter()
             .filter_map(|step| match step {
@@ -285,8 +256,9 @@ fn issued_and_run_seconds(kernels: &[(&str, f64)], issue_s: f64) -> f64 {
     gpu_free_s
 }
 
-/// The kernels the simulator runs for a Megatron row, in order.
-fn megatron_kernels(row: &AttentionRow) -> Vec<Step> {
+/// The kernels the simulator runs for a Megatron row, in order, with the
+/// stack's fused softmax up to `fused_softmax_max_seq_len`.
+fn megatron_kernels(row: &AttentionRow, fused_softmax_max_seq_len: Option<u64>) -> Vec<Step> {
     let core = UnfusedCore {
         batch: row.batch,
         heads: row.heads,
@@ -296,7 +268,7 @@ fn megatron_kernels(row: &AttentionRow) -> Vec<Step> {
         softmax: megatron_attention_softmax(
             row.batch * row.heads,
             row.seq_len,
-            Some(MEGATRON_FUSED_SOFTMAX_MAX_SEQ_LEN),
+            fused_softmax_max_seq_len,
         ),
         dropout: row.dropout,
     }

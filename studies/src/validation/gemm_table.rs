@@ -12,6 +12,7 @@
 //! including a launch gap of NS nanoseconds, as `calibrate` times them).
 //! Tables are short bursts, so rows are priced at the burst rate.
 
+use super::kernel_table::{self, TableLine};
 use sim::cost::gemm_estimate;
 use sim::scenario::Precision;
 use topologies::GpuSpec;
@@ -63,10 +64,7 @@ pub struct GemmTable {
 /// Whether `text` is a GEMM table: its first line that is neither empty nor
 /// a comment is [`HEADER`].
 pub fn looks_like_gemm_table(text: &str) -> bool {
-    text.lines()
-        .map(|line| line.trim_end_matches('\r').trim())
-        .find(|line| !line.is_empty() && !line.starts_with('#'))
-        == Some(HEADER)
+    kernel_table::starts_with_header(text, HEADER)
 }
 
 /// Reads a table; the first problem found, naming its line.
@@ -74,53 +72,28 @@ pub fn read(text: &str) -> Result<GemmTable, String> {
     let mut gpu_id = None;
     let mut timing = None;
     let mut rows = Vec::new();
-    let mut header_seen = false;
-    for (index, raw) in text.lines().enumerate() {
-        let line_number = index + 1;
-        let line = raw.trim_end_matches('\r').trim();
-        if let Some(comment) = line.strip_prefix('#') {
-            let comment = comment.trim();
-            if let Some(id) = comment.strip_prefix("clustersim-gpu:") {
-                gpu_id = Some(id.trim().to_string());
-            } else if let Some(how) = comment.strip_prefix("clustersim-timing:") {
-                timing = Some(parse_timing(how.trim(), line_number)?);
+    kernel_table::for_each_line(text, HEADER, |line| {
+        match line {
+            TableLine::Comment { line, text } => {
+                if let Some(id) = text.strip_prefix("clustersim-gpu:") {
+                    gpu_id = Some(id.trim().to_string());
+                } else if let Some(how) = text.strip_prefix("clustersim-timing:") {
+                    timing = Some(parse_timing(how.trim(), line)?);
+                }
             }
-            continue;
+            TableLine::Row { line, text } => rows.push(parse_row(text, line)?),
         }
-        if line.is_empty() {
-            continue;
-        }
-        if !header_seen {
-            if line != HEADER {
-                return Err(format!(
-                    "line {line_number}: expected the header {HEADER:?}"
-                ));
-            }
-            header_seen = true;
-            continue;
-        }
-        rows.push(parse_row(line, line_number)?);
-    }
+        Ok(())
+    })?;
     let gpu_id = gpu_id.ok_or("no '# clustersim-gpu: ID' line naming the GPU")?;
     let timing = timing
         .ok_or("no '# clustersim-timing: kernel' or '# clustersim-timing: back-to-back NS' line")?;
-    let sheet = topologies::datasheets::datasheets()
-        .into_iter()
-        .find(|sheet| sheet.id == gpu_id)
-        .ok_or_else(|| format!("unknown GPU {gpu_id:?} in clustersim-gpu"))?;
-    let mut profile = profile::Profile::default_for_gpu(&sheet.gpu.name)
-        .ok_or_else(|| format!("no embedded profile for {}", sheet.gpu.name))?;
-    // A table's kernels are short bursts: priced, tile chosen and all, at
-    // the burst rate.
-    if let Some(model) = profile.gemm.tile_model.as_mut() {
-        model.sustained_ratio.value = 1.0;
-        model.fp8_sustained_ratio = None;
-    }
+    let (gpu, profile) = kernel_table::burst_profile(&gpu_id)?;
     if rows.is_empty() {
         return Err("the table has no rows".into());
     }
     Ok(GemmTable {
-        gpu: sheet.gpu,
+        gpu,
         profile,
         timing,
         rows,

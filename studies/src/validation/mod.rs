@@ -35,6 +35,7 @@
 
 pub mod attention_table;
 pub mod gemm_table;
+mod kernel_table;
 mod keys;
 pub mod regime;
 pub mod residuals;

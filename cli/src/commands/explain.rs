@@ -323,39 +323,7 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
         writeln!(out, "{line}")?;
     }
     write_gemm_tiles(out, scenario, &rows)?;
-    let casts = sim::cost::layer_fp8_weight_casts(scenario);
-    if !casts.is_empty() {
-        // A calibrated profile may hold FP8 GEMM timings (calibrate's FP8 stage).
-        let fp8_timed = scenario
-            .profile
-            .gemm
-            .measured
-            .iter()
-            .any(|g| g.dtype == "fp8");
-        let how = if fp8_timed {
-            "FP8 GEMMs timed by calibrate where the profile has the shape, else"
-        } else {
-            "no FP8 GEMM is calibrated:"
-        };
-        writeln!(
-            out,
-            "\nfp8: GEMMs marked (fp8) run on FP8 inputs at the {:.0} TFLOP/s FP8 peak ({how} \
-             the bf16 efficiency model); the rest stays bf16. Once per iteration, before each chunk's first \
-             microbatch, every layer's weights are cast to FP8 with their transposes (Transformer Engine's weight cache):",
-            scenario.topology.gpu.peak.fp8_flops_per_s.unwrap_or(0.0) / 1e12
-        )?;
-        for row in &casts {
-            writeln!(
-                out,
-                "  {:<10} {:<42} {:>9.1} {:>8} {:>8.0}",
-                "iteration",
-                row.name,
-                row.seconds * 1e6,
-                "-",
-                row.bytes / row.seconds * 1e-9
-            )?;
-        }
-    }
+    write_fp8_weight_casts(out, scenario)?;
     let sm_share = sim::cost::intra_node_collective_sm_share(&scenario.topology);
     if scenario.options.async_tensor_allreduce && sm_share > 0.0 {
         let sms = scenario.topology.gpu.sm_count;
@@ -370,6 +338,45 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
     }
     if scenario.options.tp_comm_overlap {
         write_userbuffers(out, scenario)?;
+    }
+    Ok(())
+}
+
+/// The FP8 note and the once-per-iteration weight casts, for an FP8 run.
+fn write_fp8_weight_casts(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
+    let casts = sim::cost::layer_fp8_weight_casts(scenario);
+    if casts.is_empty() {
+        return Ok(());
+    }
+    // A calibrated profile may hold FP8 GEMM timings (calibrate's FP8 stage).
+    let fp8_timed = scenario
+        .profile
+        .gemm
+        .measured
+        .iter()
+        .any(|g| g.dtype == "fp8");
+    let how = if fp8_timed {
+        "FP8 GEMMs timed by calibrate where the profile has the shape, else"
+    } else {
+        "no FP8 GEMM is calibrated:"
+    };
+    writeln!(
+            out,
+            "\nfp8: GEMMs marked (fp8) run on FP8 inputs at the {:.0} TFLOP/s FP8 peak ({how} \
+             the bf16 efficiency model); the rest stays bf16. Once per iteration, before each chunk's first \
+             microbatch, every layer's weights are cast to FP8 with their transposes (Transformer Engine's weight cache):",
+            scenario.topology.gpu.peak.fp8_flops_per_s.unwrap_or(0.0) / 1e12
+        )?;
+    for row in &casts {
+        writeln!(
+            out,
+            "  {:<10} {:<42} {:>9.1} {:>8} {:>8.0}",
+            "iteration",
+            row.name,
+            row.seconds * 1e6,
+            "-",
+            row.bytes / row.seconds * 1e-9
+        )?;
     }
     Ok(())
 }

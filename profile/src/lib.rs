@@ -293,7 +293,23 @@ pub const MAX_RATE_PER_S: f64 = 1e16;
 pub struct AttentionProfile {
     /// Which kernels the rates are of, e.g. "cuDNN fused attention (BF16)".
     pub implementation: String,
+    /// At which clock the rates were timed: burst rates are priced at the
+    /// GEMM tile model's sustained ratio, as the GEMMs are.
+    pub clock: AttentionClock,
+    /// Where `clock` comes from (the benchmark's method).
+    pub clock_source: String,
     pub measured: Vec<AttentionMeasurement>,
+}
+
+/// The clock a set of attention rates was timed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttentionClock {
+    /// Short runs at the boost clock (a benchmark that rests the GPU
+    /// between configurations): faster than a training step sustains.
+    Burst,
+    /// Seconds of back-to-back kernels at the power limit.
+    Sustained,
 }
 
 /// One rate of the fused attention kernel.

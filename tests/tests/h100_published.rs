@@ -43,8 +43,10 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     // 11.5 % since memory-bound kernels take the lab H100's measured classes;
     // 11.6 % since the H100's launch gap is the lab's measured 1,628 ns;
     // 7.5 % since FP8 GEMMs run at their own sustained clock (0.795, not
-    // the bf16 GEMMs' 0.858), when two of the 14 became pessimistic.
-    assert!((mean_abs - 7.5).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    // the bf16 GEMMs' 0.858), when two of the 14 became pessimistic;
+    // 6.3 % since the fused attention's published burst rates are priced at
+    // the sustained clock too, when a third (Llama 3 8B, FSDP) did.
+    assert!((mean_abs - 6.3).abs() < 0.5, "mean |error| {mean_abs:.2}%");
     let optimistic = errors.iter().filter(|&&e| e > 0.0).count();
-    assert_eq!(optimistic, 12, "{errors:?}");
+    assert_eq!(optimistic, 11, "{errors:?}");
 }

@@ -323,6 +323,7 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
         writeln!(out, "{line}")?;
     }
     write_gemm_tiles(out, scenario, &rows)?;
+    write_fused_attention(out, scenario, &rows)?;
     write_fp8_weight_casts(out, scenario)?;
     let sm_share = sim::cost::intra_node_collective_sm_share(&scenario.topology);
     if scenario.options.async_tensor_allreduce && sm_share > 0.0 {
@@ -339,6 +340,38 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
     if scenario.options.tp_comm_overlap {
         write_userbuffers(out, scenario)?;
     }
+    Ok(())
+}
+
+/// How the fused attention kernel is priced, when the layer runs one.
+fn write_fused_attention(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    rows: &[sim::cost::KernelCost],
+) -> anyhow::Result<()> {
+    let fused = rows
+        .iter()
+        .any(|row| row.name.starts_with("fused_attention"));
+    let Some(attention) = scenario.profile.attention.as_ref().filter(|_| fused) else {
+        return Ok(());
+    };
+    let share = sim::cost::attention_sustained_share(&scenario.profile);
+    let clock = match attention.clock {
+        profile::AttentionClock::Burst => format!(
+            "timed in bursts, priced at x{share:.3}, the GEMMs' sustained ratio ({})",
+            attention.clock_source
+        ),
+        profile::AttentionClock::Sustained => {
+            format!("timed at the power limit ({})", attention.clock_source)
+        }
+    };
+    writeln!(
+        out,
+        "
+fused attention: the profile's rates of {} by head dimension and sequence length, {clock}; \
+         a head dimension without rates is costed as its score and value GEMMs",
+        attention.implementation
+    )?;
     Ok(())
 }
 

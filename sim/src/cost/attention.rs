@@ -17,6 +17,14 @@
 //! same sequence length — the mask costing the backward what it costs the
 //! forward, an assumption stated here and in `--explain`'s note.
 //!
+//! Rates timed in bursts (the profile's `attention.clock`: the
+//! FlashAttention-3 paper's benchmark rests the GPU a second between
+//! configurations "to avoid residual power throttling") are priced at the
+//! GEMM tile model's sustained ratio, the share of the boost clock a GPU
+//! holds at its power limit: the kernel is tensor-core bound as a GEMM is,
+//! and a training step runs it for seconds among GEMMs. Without a tile model
+//! (a profile written before it) the rates are taken as they are.
+//!
 //! Without rates for the kernel (another GPU, another head dimension) the
 //! kernel is costed as the score and value products it fuses, each at the
 //! GEMM model's rate for its batched shape, halved with a causal mask and
@@ -26,7 +34,7 @@
 use super::kernels::gemm_seconds_in;
 use crate::scenario::Precision;
 use models::ops::{FusedAttentionShape, GemmShape};
-use profile::{AttentionMeasurement, Profile};
+use profile::{AttentionClock, AttentionMeasurement, Profile};
 use topologies::GpuSpec;
 
 /// Seconds of one fused attention kernel, without launch overhead.
@@ -37,8 +45,21 @@ pub fn fused_attention_seconds(
     profile: &Profile,
 ) -> f64 {
     match published_rate(shape, profile) {
-        Some(flops_per_s) => shape.benchmark_flops() / flops_per_s,
+        Some(flops_per_s) => shape.benchmark_flops() / (flops_per_s * sustained_share(profile)),
         None => gemm_equivalent_seconds(shape, precision, gpu, profile),
+    }
+}
+
+/// The share of the profile's attention rates a training step sustains: the
+/// tile model's (bf16) sustained ratio for rates timed in bursts, else 1.
+pub fn sustained_share(profile: &Profile) -> f64 {
+    let timed_in_bursts = profile
+        .attention
+        .as_ref()
+        .is_some_and(|attention| attention.clock == AttentionClock::Burst);
+    match &profile.gemm.tile_model {
+        Some(constants) if timed_in_bursts => constants.sustained_ratio.value,
+        _ => 1.0,
     }
 }
 
@@ -185,12 +206,28 @@ mod tests {
     }
 
     #[test]
-    fn seconds_are_benchmark_flops_over_the_rate() {
+    fn seconds_are_benchmark_flops_over_the_rate_at_the_sustained_clock() {
         let (gpu, profile) = h100();
         let forward = shape(8192, true, false);
-        let expected = 4.0 * 64.0 * 8192f64.powi(2) * 128.0 * 0.5 / 529e12;
+        // The published 529 TFLOP/s was timed in a burst; the H100's GEMMs
+        // sustain 0.8581 of their burst rate at the power limit.
+        assert_eq!(sustained_share(&profile), 0.8581);
+        let expected = 4.0 * 64.0 * 8192f64.powi(2) * 128.0 * 0.5 / (529e12 * 0.8581);
         let got = fused_attention_seconds(&forward, Precision::Bf16, &gpu, &profile);
         assert!((got - expected).abs() < 1e-12, "{got} vs {expected}");
+    }
+
+    #[test]
+    fn rates_timed_sustained_or_without_a_tile_model_are_taken_as_they_are() {
+        let (gpu, mut profile) = h100();
+        let forward = shape(8192, true, false);
+        let published = forward.benchmark_flops() / 529e12;
+        profile.attention.as_mut().unwrap().clock = AttentionClock::Sustained;
+        let got = fused_attention_seconds(&forward, Precision::Bf16, &gpu, &profile);
+        assert!((got - published).abs() < 1e-12, "{got} vs {published}");
+        let (_, mut legacy) = h100();
+        legacy.gemm.tile_model = None;
+        assert_eq!(sustained_share(&legacy), 1.0);
     }
 
     #[test]

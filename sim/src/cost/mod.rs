@@ -31,6 +31,7 @@ pub mod split_backward;
 mod tile_fit;
 mod tp_overlap;
 
+pub use attention::sustained_share as attention_sustained_share;
 pub use breakdown::{
     layer_fp8_weight_casts, layer_kernel_costs, GemmDetail, KernelCost, RING_EXCHANGE_ROW,
 };

@@ -45,6 +45,9 @@ pub struct FusedAttentionShape {
     pub causal: bool,
     /// The backward kernel (dQ, dK, dV), else the forward.
     pub backward: bool,
+    /// Dropout on the probabilities inside the kernel (a rate above 0): the
+    /// kernel draws random numbers for every score it keeps.
+    pub dropout: bool,
 }
 
 impl FusedAttentionShape {
@@ -88,8 +91,11 @@ pub fn fused_attention(
     heads: u64,
     kv_heads: u64,
     head_dim: u64,
+    dropout: bool,
 ) -> (Step, Step) {
-    fused_attention_with_dims(microbatch, seq_len, heads, kv_heads, head_dim, head_dim)
+    fused_attention_with_dims(
+        microbatch, seq_len, heads, kv_heads, head_dim, head_dim, dropout,
+    )
 }
 
 /// [`fused_attention`] with the query/key head dimension `qk_dim` and the
@@ -106,6 +112,7 @@ pub fn fused_attention_with_dims(
     kv_heads: u64,
     qk_dim: u64,
     v_dim: u64,
+    dropout: bool,
 ) -> (Step, Step) {
     let shape = FusedAttentionShape {
         batch_heads: microbatch * heads,
@@ -114,6 +121,7 @@ pub fn fused_attention_with_dims(
         head_dim: (qk_dim + v_dim).div_ceil(2),
         causal: true,
         backward: false,
+        dropout,
     };
     let tokens = (microbatch * seq_len) as f64;
     let b = FP16_BYTES as f64;
@@ -167,7 +175,7 @@ mod tests {
     #[test]
     fn flops_and_bytes_by_hand() {
         // b=2, s=1024, 8 query heads and 2 kv heads of 128 on this rank.
-        let (forward, backward) = fused_attention(2, 1024, 8, 2, 128);
+        let (forward, backward) = fused_attention(2, 1024, 8, 2, 128, false);
         let (f, b) = (kernel(&forward), kernel(&backward));
         let model_flops = 4.0 * 16.0 * 1024.0 * 1024.0 * 128.0;
         assert_eq!(f.flops, model_flops);

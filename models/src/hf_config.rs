@@ -23,10 +23,14 @@
 //!   (`--make-vocab-size-divisible-by`, default 128; its further factor of t
 //!   is left to the layout check), with `vocab_unpadded` keeping the
 //!   tokenizer's size for the published parameter count;
+//! - dropout: `attention_dropout` (default 0.0) and no residual dropout for
+//!   the Llama-style blocks, `attn_pdrop` and `resid_pdrop` (default 0.1) for
+//!   GPT-2 ([`crate::dropout`]);
 //! - name: the folder holding `config.json` (a Hugging Face snapshot is
 //!   named after the model), else the file's stem.
 
 use crate::spec::{FfnType, ModelError, ModelSpec, NormType};
+use crate::DropoutRate;
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -132,6 +136,19 @@ impl Fields<'_> {
         }
     }
 
+    /// A dropout probability (a number; validated with the spec).
+    pub(crate) fn dropout(&self, key: &str, default: f64) -> Result<DropoutRate, ModelError> {
+        match self.object.get(key) {
+            None | Some(Value::Null) => Ok(DropoutRate::new(default)),
+            Some(value) => value.as_f64().map(DropoutRate::new).ok_or_else(|| {
+                invalid(
+                    self.origin,
+                    format!("config key {key} is {value}, not a probability"),
+                )
+            }),
+        }
+    }
+
     pub(crate) fn text(&self, key: &str) -> Option<&str> {
         self.object.get(key).and_then(Value::as_str)
     }
@@ -219,6 +236,10 @@ pub(crate) fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec,
         qk_norm: false,
         moe: None,
         mla: None,
+        // `LlamaConfig` and its kin: `attention_dropout` (default 0.0); the
+        // decoder layer has no residual dropout.
+        attention_dropout: fields.dropout("attention_dropout", 0.0)?,
+        hidden_dropout: DropoutRate::NONE,
     })
 }
 
@@ -254,6 +275,10 @@ fn gpt2(fields: &Fields) -> Result<ModelSpec, ModelError> {
         qk_norm: false,
         moe: None,
         mla: None,
+        // `GPT2Config`'s defaults, 0.1 each; `embd_pdrop` is taken to be
+        // `resid_pdrop` (one hidden rate for the residual and the embeddings).
+        attention_dropout: fields.dropout("attn_pdrop", 0.1)?,
+        hidden_dropout: fields.dropout("resid_pdrop", 0.1)?,
     })
 }
 

@@ -66,6 +66,9 @@ fn gpt2_keeps_learned_positions_tied_embeddings_and_a_padded_vocabulary() {
     assert_eq!((spec.vocab, spec.vocab_unpadded), (50304, Some(50257)));
     assert!(spec.tied_embeddings && spec.bias && !spec.rope);
     assert_eq!(spec.ffn(), 4 * 768);
+    // attn_pdrop and resid_pdrop, 0.1 in GPT-2's config.
+    assert_eq!(spec.attention_dropout, crate::DropoutRate::new(0.1));
+    assert_eq!(spec.hidden_dropout, crate::DropoutRate::new(0.1));
 }
 
 #[test]

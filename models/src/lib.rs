@@ -30,6 +30,7 @@
 //! ```
 
 pub mod attention;
+pub mod dropout;
 pub mod formulas;
 pub mod fp8;
 pub mod gemm;
@@ -54,6 +55,7 @@ mod spec;
 pub mod stage_map;
 pub mod unfused_attention;
 
+pub use dropout::DropoutRate;
 pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
 pub use presets::{preset, preset_names};
 pub use spec::{FfnType, ModelError, ModelSpec, NormType};

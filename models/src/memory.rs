@@ -6,7 +6,8 @@
 //! Today's blocks in the same accounting (fp16 bytes per token of one layer,
 //! t = 1): replicated on tensor ranks, 10h — both norms' inputs (2h each;
 //! RMSNorm keeps its input as LayerNorm does), the QKV and MLP-in GEMMs'
-//! inputs (2h each), two 1-byte dropout masks; split t ways, the attention's
+//! inputs (2h each), two 1-byte dropout masks (none without hidden dropout,
+//! [`crate::dropout`]); split t ways, the attention's
 //! Q (2h), K and V (2h each, or 2·kv·d each with grouped-query attention
 //! when the core is recomputed and only its inputs are kept; without
 //! recomputation the unfused core keeps the copies expanded to every query
@@ -15,7 +16,9 @@
 //! ffn = 4h), SwiGLU 6·ffn (the gate+up GEMM's 2·ffn output, 4·ffn, and the
 //! product, 2·ffn). RoPE keeps nothing more (its backward is the inverse
 //! rotation; the rotated Q and K are the core's inputs above). The attention
-//! core's 5·a·s/(h·t) is unchanged: it is per query head. Heads wider than
+//! core's 5·a·s/(h·t) is unchanged: it is per query head (2·a·s/(h·t)
+//! without attention dropout: no mask, and the softmax output is the value
+//! product's input). Heads wider than
 //! h/a (`head_dim`, Qwen3) make Q, the expanded K and V and the projection's
 //! input a·head_dim wide instead of h; per-head query/key norms (`qk_norm`)
 //! keep their inputs, 2·(a + kv)·head_dim ([`crate::qk_norm`]). Multi-head
@@ -107,7 +110,15 @@ pub fn stored_activation_bytes_per_layer_with(
         model.heads as f64,
         tensor_parallel as f64,
     );
-    let attention = 5.0 * a * s / (h * t);
+    // Korthikanti's 5 bytes per score: the softmax output (2), the dropout
+    // mask (1) and the dropout output (2); without attention dropout the
+    // softmax output is the value product's input: 2 ([`crate::dropout`]).
+    let per_score = if model.attention_dropout.is_on() {
+        5.0
+    } else {
+        2.0
+    };
+    let attention = per_score * a * s / (h * t);
     let (replicated, split) = linear_bytes_per_token(model, recompute);
     // Exact integers divided by h: 10.0 and 24.0 for the GPT block.
     let (replicated, split) = (replicated as f64 / h, split as f64 / h);
@@ -146,7 +157,14 @@ pub fn linear_bytes_per_token(model: &ModelSpec, recompute: RecomputeKind) -> (u
         Some(mla) => crate::mla_ops::mla_attention_bytes_per_token(model, mla),
         None => 2 * q + 4 * key_value_width + 2 * q + crate::qk_norm::saved_bytes_per_token(model),
     };
-    (10 * h, attention + mlp)
+    // The norms' and the QKV and MLP-in GEMMs' inputs (8h), and the two
+    // one-byte dropout masks (2h) when hidden dropout runs.
+    let masks = if model.hidden_dropout.is_on() {
+        2 * h
+    } else {
+        0
+    };
+    (8 * h + masks, attention + mlp)
 }
 
 /// What is recomputed in the backward pass.
@@ -185,18 +203,19 @@ mod tests {
     fn llama_blocks_keep_their_own_tensors() {
         let model = crate::preset("llama3-70b").unwrap();
         let (h, f, kvd) = (8192u64, 28672u64, 8 * 128u64);
+        // No dropout masks: Llama trains without dropout.
         assert_eq!(
             linear_bytes_per_token(&model, RecomputeKind::Selective),
-            (10 * h, 4 * h + 4 * kvd + 6 * f)
+            (8 * h, 4 * h + 4 * kvd + 6 * f)
         );
         assert_eq!(
             linear_bytes_per_token(&model, RecomputeKind::None),
-            (10 * h, 8 * h + 6 * f)
+            (8 * h, 8 * h + 6 * f)
         );
         let (s, b, t) = (8192.0, 1.0, 8.0);
         let selective =
             stored_activation_bytes_per_layer(&model, 1, 8, true, RecomputeKind::Selective);
-        let expected = s * b * (10 * h + 4 * h + 4 * kvd + 6 * f) as f64 / t;
+        let expected = s * b * (8 * h + 4 * h + 4 * kvd + 6 * f) as f64 / t;
         assert!(
             (selective - expected).abs() < 1.0,
             "{selective} vs {expected}"
@@ -216,10 +235,11 @@ mod tests {
         let (s, b, h, t) = (model.seq_len as f64, 2.0, model.hidden as f64, 4.0);
         let kv = (model.kv_heads() * model.head_dim()) as f64;
         let a = model.heads as f64;
-        // Replicated 10h; split Q 2h, K and V 2·kv each, projection input 2h,
-        // SwiGLU 6·ffn; plus a 4-byte statistic per query row and head.
+        // Replicated 8h (no dropout masks); split Q 2h, K and V 2·kv each,
+        // projection input 2h, SwiGLU 6·ffn; plus a 4-byte statistic per
+        // query row and head.
         let split = 2.0 * h + 4.0 * kv + 2.0 * h + 6.0 * model.ffn() as f64;
-        let expected = s * b * (10.0 * h + split / t) + s * b * 4.0 * a / t;
+        let expected = s * b * (8.0 * h + split / t) + s * b * 4.0 * a / t;
         let fused =
             stored_activation_bytes_per_layer_with(&model, 2, 4, false, RecomputeKind::None, true);
         assert_eq!(fused, expected);

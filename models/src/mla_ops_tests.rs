@@ -220,7 +220,7 @@ fn activations_keep_latents_and_core_inputs() {
     ] {
         assert_eq!(
             memory::linear_bytes_per_token(&model, kind),
-            (10 * h, attention + 6 * f)
+            (8 * h, attention + 6 * f)
         );
     }
 }

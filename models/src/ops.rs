@@ -22,10 +22,12 @@
 //! gradients, 10 B); RMSNorm moves LayerNorm's bytes under its own names
 //! (`rmsnorm_1`, ...: not the operation calibrate times as `layernorm`, so
 //! costed at achieved bandwidth); without biases there are no bias-gradient
-//! kernels. Dropout kernels stay: the spec has no dropout rate. Under context
-//! parallelism ([`LayerOptions::context_parallel`]) every kernel runs on the
-//! rank's s/cp tokens and the attention core is Transformer Engine's ring
-//! attention ([`ring_attention_steps`]). Multi-head latent attention
+//! kernels. Dropout kernels run where the spec's rates are above 0
+//! ([`crate::dropout`]: Megatron's default 0.1 for GPT-style specs, none for
+//! the Llama-style presets). Under context parallelism
+//! ([`LayerOptions::context_parallel`]) every kernel runs on the rank's s/cp
+//! tokens and the attention core is Transformer Engine's ring attention
+//! ([`ring_attention_steps`]). Multi-head latent attention
 //! (`mla`) replaces the QKV GEMM and rotation by its latent projections
 //! ([`crate::mla_ops`]); its core runs with d_qk and d_v apart and the
 //! output projection maps a·d_v to h.
@@ -428,7 +430,14 @@ pub fn transformer_layer_with(
         }
     }
     if cp > 1 {
-        let (forward, backward) = ring_attention_steps(b, heads_per_rank, s * cp, head_dim, cp);
+        let (forward, backward) = ring_attention_steps(
+            b,
+            heads_per_rank,
+            s * cp,
+            head_dim,
+            cp,
+            model.attention_dropout.is_on(),
+        );
         pass.forward.extend(forward);
         attention_bwd.push(backward);
     } else if options.fused_attention {
@@ -439,6 +448,7 @@ pub fn transformer_layer_with(
             kv_heads_per_rank,
             core_qk_dim,
             core_v_dim,
+            model.attention_dropout.is_on(),
         );
         pass.forward.push(forward);
         attention_bwd.push(vec![backward]);
@@ -469,8 +479,7 @@ pub fn transformer_layer_with(
                 s,
                 options.fused_softmax_max_seq_len,
             ),
-            // The spec has no dropout rate: dropout kernels stay.
-            dropout: true,
+            dropout: model.attention_dropout.is_on(),
         }
         .steps();
         pass.forward.extend(core.forward);
@@ -502,16 +511,9 @@ pub fn transformer_layer_with(
         bytes: allreduce_bytes,
         async_window: 0,
     });
-    pass.forward.push(Step::memory(
-        KernelRole::Forward,
-        "dropout_residual_1",
-        7.0 * hidden_elems,
-    ));
-    attention_bwd.push(vec![Step::memory(
-        KernelRole::Backward,
-        "dropout_residual_1.bwd",
-        5.0 * hidden_elems,
-    )]);
+    let (residual, residual_bwd) = residual_add(model, hidden_elems, 1);
+    pass.forward.push(residual);
+    attention_bwd.push(residual_bwd);
 
     // --- MLP block ---
     pass.forward.push(Step::memory(
@@ -604,16 +606,9 @@ pub fn transformer_layer_with(
             async_window: 0,
         });
     }
-    pass.forward.push(Step::memory(
-        KernelRole::Forward,
-        "dropout_residual_2",
-        7.0 * hidden_elems,
-    ));
-    mlp_bwd.push(vec![Step::memory(
-        KernelRole::Backward,
-        "dropout_residual_2.bwd",
-        5.0 * hidden_elems,
-    )]);
+    let (residual, residual_bwd) = residual_add(model, hidden_elems, 2);
+    pass.forward.push(residual);
+    mlp_bwd.push(residual_bwd);
 
     for block in mlp_bwd
         .into_iter()
@@ -623,6 +618,43 @@ pub fn transformer_layer_with(
         pass.backward.extend(block);
     }
     pass
+}
+
+/// The block's output joining the residual stream (`which`: 1 after
+/// attention, 2 after the MLP), as Megatron's fused bias-dropout-add runs it
+/// over `hidden_elems`: with hidden dropout, read the output and the
+/// residual, write the sum and a one-byte mask (7 B per element), and a
+/// backward through the mask (5 B); without ([`crate::dropout`]: p = 0 draws
+/// no mask), the same kernel adds only (6 B) and the gradient passes
+/// through both branches untouched, with no backward kernel.
+fn residual_add(model: &ModelSpec, hidden_elems: f64, which: u8) -> (Step, Vec<Step>) {
+    let [forward, backward, plain] = match which {
+        1 => [
+            "dropout_residual_1",
+            "dropout_residual_1.bwd",
+            "residual_add_1",
+        ],
+        _ => [
+            "dropout_residual_2",
+            "dropout_residual_2.bwd",
+            "residual_add_2",
+        ],
+    };
+    if model.hidden_dropout.is_on() {
+        (
+            Step::memory(KernelRole::Forward, forward, 7.0 * hidden_elems),
+            vec![Step::memory(
+                KernelRole::Backward,
+                backward,
+                5.0 * hidden_elems,
+            )],
+        )
+    } else {
+        (
+            Step::memory(KernelRole::Forward, plain, 6.0 * hidden_elems),
+            Vec::new(),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -97,9 +97,9 @@ pub fn data_load(model: &ModelSpec, microbatch: u64) -> Vec<Step> {
 /// The embedding on the first stage: vocab-parallel word lookup (with t > 1
 /// the out-of-range ids masked before and the rows zeroed after, then the
 /// output all-reduced), position lookup, add, transpose to [s, b, h] and
-/// dropout. Backward: the same in reverse, each table's gradient zeroed and
-/// scattered (directly, or sorted above
-/// [`EMBEDDING_BACKWARD_DIRECT_MAX_INDICES`]).
+/// dropout (at a hidden dropout rate above 0). Backward: the same in
+/// reverse, each table's gradient zeroed and scattered (directly, or sorted
+/// above [`EMBEDDING_BACKWARD_DIRECT_MAX_INDICES`]).
 pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
     let tokens = microbatch * model.seq_len;
     let hidden_elems = (tokens * model.hidden) as f64;
@@ -155,25 +155,27 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
         "embedding.transpose",
         2.0 * fp16 * hidden_elems,
     ));
-    // Read fp16, write fp16 and a 1-byte mask.
-    forward.push(Step::memory(
-        KernelRole::Forward,
-        "embedding.dropout",
-        (2.0 * fp16 + 1.0) * hidden_elems,
-    ));
-
-    let mut backward = vec![
-        Step::memory(
+    let mut backward = Vec::new();
+    // Megatron's embedding dropout takes the hidden rate; at 0 it runs no
+    // kernel ([`crate::dropout`]).
+    if model.hidden_dropout.is_on() {
+        // Read fp16, write fp16 and a 1-byte mask.
+        forward.push(Step::memory(
+            KernelRole::Forward,
+            "embedding.dropout",
+            (2.0 * fp16 + 1.0) * hidden_elems,
+        ));
+        backward.push(Step::memory(
             KernelRole::Backward,
             "embedding.dropout.bwd",
             (2.0 * fp16 + 1.0) * hidden_elems,
-        ),
-        Step::memory(
-            KernelRole::Backward,
-            "embedding.transpose.bwd",
-            2.0 * fp16 * hidden_elems,
-        ),
-    ];
+        ));
+    }
+    backward.push(Step::memory(
+        KernelRole::Backward,
+        "embedding.transpose.bwd",
+        2.0 * fp16 * hidden_elems,
+    ));
     let tables = [
         ("embedding.position_grad_zero", model.seq_len * model.hidden),
         (

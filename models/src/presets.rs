@@ -8,7 +8,7 @@
 
 use crate::moe::{MlaSpec, MoeSpec, RouterType};
 use crate::spec::{FfnType, NormType};
-use crate::ModelSpec;
+use crate::{DropoutRate, ModelSpec};
 
 fn gpt(name: &str, layers: u64, hidden: u64, heads: u64, seq_len: u64) -> ModelSpec {
     ModelSpec {
@@ -31,6 +31,8 @@ fn gpt(name: &str, layers: u64, hidden: u64, heads: u64, seq_len: u64) -> ModelS
         qk_norm: false,
         moe: None,
         mla: None,
+        attention_dropout: DropoutRate::MEGATRON_DEFAULT,
+        hidden_dropout: DropoutRate::MEGATRON_DEFAULT,
     }
 }
 
@@ -74,6 +76,12 @@ fn llama(name: &str, config: LlamaConfig, seq_len: u64, qkv_bias: bool) -> Model
         qk_norm: false,
         moe: None,
         mla: None,
+        // Their configs' `attention_dropout` is 0.0 and their blocks have no
+        // residual dropout; Megatron's recipes train them so
+        // (NeMo-Framework-Launcher conf/training/llama/*.yaml at 1a7171d7:
+        // hidden_dropout and attention_dropout 0.0).
+        attention_dropout: DropoutRate::NONE,
+        hidden_dropout: DropoutRate::NONE,
     }
 }
 
@@ -354,7 +362,9 @@ mod tests {
         }
         let mixtral = serde_json::to_string(&preset("mixtral-8x7b").unwrap()).unwrap();
         assert!(
-            mixtral.ends_with(r#""moe":{"experts":8,"top_k":2,"expert_ffn_hidden":14336}}"#),
+            mixtral.ends_with(
+                r#""moe":{"experts":8,"top_k":2,"expert_ffn_hidden":14336},"attention_dropout":0.0,"hidden_dropout":0.0}"#
+            ),
             "{mixtral}"
         );
     }

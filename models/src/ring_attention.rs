@@ -37,6 +37,7 @@ pub fn ring_attention_steps(
     seq_len: u64,
     head_dim: u64,
     context_parallel: u64,
+    dropout: bool,
 ) -> (Vec<Step>, Vec<Step>) {
     let cp = context_parallel.max(1);
     let batch_heads = microbatch * heads_per_rank;
@@ -48,6 +49,7 @@ pub fn ring_attention_steps(
         head_dim,
         causal: false,
         backward: false,
+        dropout,
     };
     let element = FP16_BYTES as f64 * (batch_heads * head_dim) as f64;
     let stats = (batch_heads * q * 4) as f64;
@@ -86,7 +88,7 @@ mod tests {
     #[test]
     fn cp_steps_carry_eq3_share_and_the_block_shape() {
         // b=1, 4 heads, s=256, d=64, cp=2: blocks 128 × 64.
-        let (forward, backward) = ring_attention_steps(1, 4, 256, 64, 2);
+        let (forward, backward) = ring_attention_steps(1, 4, 256, 64, 2, false);
         assert_eq!((forward.len(), backward.len()), (2, 2));
         let flops: f64 = forward
             .iter()

@@ -5,10 +5,12 @@
 //! Mistral and Qwen use them, and the keys of today's larger models: heads
 //! wider than hidden/heads (`head_dim`) with per-head query/key norms
 //! (`qk_norm`, Qwen3), mixtures of experts (`moe`) and multi-head latent
-//! attention (`mla`), both in [`crate::moe`]. Every new key is optional and its
+//! attention (`mla`), both in [`crate::moe`], and dropout rates
+//! (`attention_dropout`, `hidden_dropout`: [`crate::dropout`]). Every new key is optional and its
 //! default is the GPT-style block, so a spec without them means what it
 //! always meant (and serializes to the same bytes).
 
+use crate::dropout::DropoutRate;
 use crate::moe::{MlaSpec, MoeSpec};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -115,6 +117,20 @@ pub struct ModelSpec {
     /// QKV projection of `heads`/`kv_heads`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mla: Option<MlaSpec>,
+    /// Dropout on the attention probabilities ([`crate::dropout`]); absent:
+    /// Megatron-LM's 0.1.
+    #[serde(
+        default = "crate::dropout::megatron_default",
+        skip_serializing_if = "crate::dropout::is_megatron_default"
+    )]
+    pub attention_dropout: DropoutRate,
+    /// Dropout after the attention projection and the MLP and on the
+    /// embeddings ([`crate::dropout`]); absent: Megatron-LM's 0.1.
+    #[serde(
+        default = "crate::dropout::megatron_default",
+        skip_serializing_if = "crate::dropout::is_megatron_default"
+    )]
+    pub hidden_dropout: DropoutRate,
 }
 
 /// Everything that can be wrong with a model spec or its file.
@@ -283,6 +299,8 @@ impl ModelSpec {
                 self.head_dim()
             ));
         }
+        problems.extend(self.attention_dropout.problem("attention_dropout"));
+        problems.extend(self.hidden_dropout.problem("hidden_dropout"));
         if let Some(moe) = &self.moe {
             problems.extend(moe.problems(self.layers));
         }

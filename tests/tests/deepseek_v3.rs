@@ -174,7 +174,8 @@ fn deepseek_v3_on_2048_h800s_is_pinned_against_its_published_cost() {
     // half's computation, which loses DeepEP's 20 of 132 SMs meanwhile).
     // Each alone: −16.2% (deepep), −23.0% (pair_overlap with NCCL).
     // +2.4% since GEMMs are priced by tiles and waves at the sustained clock,
-    // +2.3% since memory-bound kernels take the lab H100's measured classes.
+    // +2.3% since memory-bound kernels take the lab H100's measured classes,
+    // +2.6% since the preset trains without dropout (its config's 0.0).
     let error = row.error_percent.expect("predicted");
-    assert!((error - 2.3).abs() < 0.5, "error {error:.2}%: {row:?}");
+    assert!((error - 2.6).abs() < 0.5, "error {error:.2}%: {row:?}");
 }

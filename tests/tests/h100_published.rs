@@ -45,8 +45,12 @@ fn every_published_h100_run_is_predicted_or_says_why_not() {
     // 7.5 % since FP8 GEMMs run at their own sustained clock (0.795, not
     // the bf16 GEMMs' 0.858), when two of the 14 became pessimistic;
     // 6.3 % since the fused attention's published burst rates are priced at
-    // the sustained clock too, when a third (Llama 3 8B, FSDP) did.
-    assert!((mean_abs - 6.3).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    // the sustained clock too, when a third (Llama 3 8B, FSDP) did; 6.2 %
+    // (max 15.5 -> 13.2) since dropout runs as the configs set it (GPT-3's
+    // 0.1 inside the fused attention kernel, none for Llama).
+    assert!((mean_abs - 6.2).abs() < 0.5, "mean |error| {mean_abs:.2}%");
+    let worst = errors.iter().fold(0.0f64, |m, e| m.max(e.abs()));
+    assert!(worst < 15.0, "worst {worst:.2}%");
     let optimistic = errors.iter().filter(|&&e| e > 0.0).count();
     assert_eq!(optimistic, 11, "{errors:?}");
 }

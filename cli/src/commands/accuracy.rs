@@ -19,13 +19,13 @@ use sim::scenario::{Precision, Scenario};
 /// What the published mixture-of-experts runs say about these predictions.
 pub const MOE_ACCURACY: &str =
     "NOT VALIDATED for mixtures of experts: on published runs tokens/s came out \
-+40…+112 % (Qwen3-30B-A3B), −12…−14 % (Qwen3-235B-A22B) and +2 % (DeepSeek-V3 with DeepEP's dispatch and overlapped F&B pairs, bf16 for FP8; −42 % with NCCL all-to-alls exposed) \
++41…+114 % (Qwen3-30B-A3B), −12…−14 % (Qwen3-235B-A22B) and +3 % (DeepSeek-V3 with DeepEP's dispatch and overlapped F&B pairs, bf16 for FP8; −42 % with NCCL all-to-alls exposed) \
 (validation/h100-moe-published.json, deepseek-v3-published.json); do not plan on this figure";
 
 /// What NVIDIA's published H100 FP8 runs say about these predictions.
 pub const DENSE_FP8_ACCURACY: &str =
     "OPTIMISTIC for FP8: on NVIDIA's 14 published H100 FP8 runs tokens/s came out \
--4.0…+15.5 % off, 11 of them too high (mean +5.1 %, mean |error| 6.3 %; the worst, +9…+16 %, for the single-stage models of 20 B parameters or fewer) \
+-3.5…+13.2 % off, 11 of them too high (mean +5.2 %, mean |error| 6.2 %; the worst, +10…+13 %, for the single-stage models of 20 B parameters or fewer) \
 (validation/h100-published.json); expect the run to be up to that much slower";
 
 /// The accuracy line for `scenario`, where published runs of its kind say

@@ -25,12 +25,17 @@
 //! and a training step runs it for seconds among GEMMs. Without a tile model
 //! (a profile written before it) the rates are taken as they are.
 //!
+//! Either time is stretched by dropout inside the kernel, where the model's
+//! attention dropout is above 0 ([`super::attention_dropout`]: the
+//! FlashAttention paper's measured ratio, 1.15–1.25).
+//!
 //! Without rates for the kernel (another GPU, another head dimension) the
 //! kernel is costed as the score and value products it fuses, each at the
 //! GEMM model's rate for its batched shape, halved with a causal mask and
 //! 2.5 times as long backward, with no softmax traffic: what a fused kernel
 //! at GEMM efficiency would take.
 
+use super::attention_dropout::dropout_time_ratio;
 use super::kernels::gemm_seconds_in;
 use crate::scenario::Precision;
 use models::ops::{FusedAttentionShape, GemmShape};
@@ -44,9 +49,14 @@ pub fn fused_attention_seconds(
     gpu: &GpuSpec,
     profile: &Profile,
 ) -> f64 {
-    match published_rate(shape, profile) {
+    let without_dropout = match published_rate(shape, profile) {
         Some(flops_per_s) => shape.benchmark_flops() / (flops_per_s * sustained_share(profile)),
         None => gemm_equivalent_seconds(shape, precision, gpu, profile),
+    };
+    if shape.dropout {
+        without_dropout * dropout_time_ratio(shape.equivalent_seq_len(), shape.backward)
+    } else {
+        without_dropout
     }
 }
 
@@ -155,6 +165,23 @@ mod tests {
             head_dim: 128,
             causal,
             backward,
+            dropout: false,
+        }
+    }
+
+    #[test]
+    fn dropout_stretches_the_kernel_by_the_measured_ratio() {
+        let (gpu, profile) = h100();
+        for backward in [false, true] {
+            let plain = shape(2048, true, backward);
+            let with_dropout = FusedAttentionShape {
+                dropout: true,
+                ..plain
+            };
+            let ratio = fused_attention_seconds(&with_dropout, Precision::Bf16, &gpu, &profile)
+                / fused_attention_seconds(&plain, Precision::Bf16, &gpu, &profile);
+            let expected = if backward { 6.5 / 5.45 } else { 2.81 / 2.4 };
+            assert!((ratio - expected).abs() < 1e-9, "{ratio} vs {expected}");
         }
     }
 

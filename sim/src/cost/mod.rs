@@ -15,6 +15,7 @@
 //! buffer in n−1 steps for both, so the formulas are identical).
 
 mod attention;
+mod attention_dropout;
 mod breakdown;
 mod comm_sms;
 pub mod context;

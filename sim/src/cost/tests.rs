@@ -70,7 +70,25 @@ fn selective_recompute_of_grouped_query_attention_reruns_the_kv_expansion() {
             Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         })
         .collect();
-    assert_eq!(names, SELECTIVE_RECOMPUTE_KERNELS[..5]);
+    // Llama trains without attention dropout: no dropout kernel to re-run.
+    assert_eq!(
+        names,
+        [
+            "gqa_expand_kv",
+            "attention_scores",
+            "softmax",
+            "attention_over_values"
+        ]
+    );
+    scenario.model.attention_dropout = models::DropoutRate::MEGATRON_DEFAULT;
+    let with_dropout: Vec<&str> = pass_steps(&scenario, ComputePass::Recompute, 1, false, false)
+        .iter()
+        .filter_map(|step| match step {
+            Step::Kernel(kernel) => Some(kernel.name),
+            Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
+        })
+        .collect();
+    assert_eq!(with_dropout, SELECTIVE_RECOMPUTE_KERNELS[..5]);
     // Under a stack with fused attention the core is the one fused kernel.
     scenario.stack.fused_attention = true;
     let fused: Vec<&str> = pass_steps(&scenario, ComputePass::Recompute, 1, false, false)

@@ -322,6 +322,8 @@ mod tests {
             qk_norm: false,
             moe: None,
             mla: None,
+            attention_dropout: models::DropoutRate::MEGATRON_DEFAULT,
+            hidden_dropout: models::DropoutRate::MEGATRON_DEFAULT,
         };
         let file = ScenarioFile {
             model: Some(serde_json::to_value(&model).unwrap()),

@@ -16,7 +16,7 @@
 //! expansion's tasks are, in order: the tasks outside loops as they are,
 //! each loop's tasks repeated d·cp times; and its groups are interned by
 //! replaying the group requests the same way ([`ReplicaMap::expand`]).
-//! `tests/tests/symmetry.rs` checks the whole Timeline and rank/window
+//! `tests/tests/it/symmetry.rs` checks the whole Timeline and rank/window
 //! subsets against full expansion's on its grid of layouts (schedules,
 //! DualPipe, options, cp, ZeRO, MoE); a layout whose counts do not
 //! match full expansion's ([`crate::symmetry::FullCounts`]) is refused

@@ -5,7 +5,7 @@
 //! records are the representative's twins, renumbered to full expansion's
 //! task and group ids ([`crate::replica_map`]), so they are byte for byte
 //! the records full expansion would write for those ranks
-//! (`tests/tests/symmetry.rs`), at the cost of the chosen ranks' records
+//! (`tests/tests/it/symmetry.rs`), at the cost of the chosen ranks' records
 //! and full expansion's group table (the header keeps every group, so
 //! record group ids mean what they do in a whole Timeline).
 

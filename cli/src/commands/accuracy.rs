@@ -4,10 +4,10 @@
 //!
 //! Each line restates errors that the validation tests pin (change a line
 //! with its test):
-//! - mixtures of experts: `tests/tests/h100_moe_published.rs` and
-//!   `tests/tests/deepseek_v3.rs`;
-//! - dense FP8: `tests/tests/h100_published.rs` (NVIDIA's H100 runs, all
-//!   FP8); `cli/tests/accuracy.rs` checks that the line states the range and
+//! - mixtures of experts: `tests/tests/it/h100_moe_published.rs` and
+//!   `tests/tests/it/deepseek_v3.rs`;
+//! - dense FP8: `tests/tests/it/h100_published.rs` (NVIDIA's H100 runs, all
+//!   FP8); `cli/tests/it/accuracy.rs` checks that the line states the range and
 //!   mean `clustersim validate validation/h100-published.json` gives.
 //!
 //! Runs in bf16 or fp16 print no line: their published checks (the dev set

@@ -1,7 +1,7 @@
 //! `clustersim validate` on GEMM tables (validation/kernels/*.csv) and
 //! `simulate --explain`'s GEMM section: the tile model as a user meets it.
 
-mod common;
+use crate::common;
 use common::{clustersim, repository_root, text};
 
 fn table(name: &str) -> String {

@@ -1,7 +1,7 @@
 //! `simulate` with and without `--no-symmetry`: the `--json` reports are
 //! byte-identical but for `simulation_mode`, and the text says which mode ran.
 
-mod common;
+use crate::common;
 use common::{clustersim, stderr};
 
 fn run(args: &[&str]) -> String {

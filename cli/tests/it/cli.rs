@@ -2,7 +2,7 @@
 //! promised keys, and every class of bad input gives one clear message and
 //! exit code 2, never a panic.
 
-mod common;
+use crate::common;
 use common::{clustersim, stderr};
 
 #[test]

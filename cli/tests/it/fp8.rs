@@ -2,7 +2,7 @@
 //! name it (the FP8 GEMMs, the cast kernels, the per-iteration weight casts),
 //! and a GPU without FP8 tensor cores is refused with exit code 2.
 
-mod common;
+use crate::common;
 use common::{clustersim, stderr};
 
 const RUN: [&str; 16] = [

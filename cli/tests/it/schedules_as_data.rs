@@ -4,7 +4,7 @@
 //! sweeps, on request, interleaved with microbatch groups), and
 //! what cannot be built exits 2 with one message naming the field.
 
-mod common;
+use crate::common;
 use common::{clustersim, stderr, text};
 
 /// gpt-22b (48 layers) on one DGX A100: t = 1, p = 4, d = 1.

@@ -3,7 +3,7 @@
 //! one), `collective` costs RoCE above InfiniBand by exactly that difference,
 //! and a bad kind or an absurd latency is one message with exit code 2.
 
-mod common;
+use crate::common;
 use common::{clustersim, text};
 
 fn explain(topology: &str) -> String {

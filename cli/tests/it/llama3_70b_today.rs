@@ -5,7 +5,7 @@
 //! attention); the JSON names every one of them (the config's parameter
 //! count, 70,553,706,496 as published, is checked in `models`).
 
-mod common;
+use crate::common;
 use common::{clustersim, repository_root, text};
 
 #[test]

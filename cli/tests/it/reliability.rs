@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-mod common;
+use crate::common;
 use common::clustersim;
 
 fn input(name: &str) -> String {
@@ -422,7 +422,10 @@ fn validate_refuses_a_vtrain_row_too_small_for_a_finite_error() {
     let last = lines.pop().unwrap();
     let (row, _) = last.rsplit_once(',').unwrap();
     lines.push(format!("{row},5e-324"));
-    let dir = std::env::temp_dir().join(format!("clustersim-vtrain-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "clustersim-reliability-vtrain-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("runs.csv");
     std::fs::write(&path, lines.join("\n")).unwrap();

@@ -4,7 +4,7 @@
 //! and the JSON say so, and a layout's iteration is `simulate`'s
 //! steady-state one with the same flag, not the single iteration without.
 
-mod common;
+use crate::common;
 use common::{clustersim, text};
 
 const LLAMA: [&str; 13] = [

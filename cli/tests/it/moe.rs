@@ -2,7 +2,7 @@
 //! with its JSON, `--explain` rows and routing skew; `collective --op
 //! all_to_all`; bad expert flags exit 2 with the field named.
 
-mod common;
+use crate::common;
 use common::{clustersim, text};
 
 const MIXTRAL: [&str; 22] = [

@@ -2,7 +2,7 @@
 //! `zb-h2` simulate, explain their split backward, beat 1F1B on the same
 //! layout, sweep on request, and refuse what they cannot build with exit 2.
 
-mod common;
+use crate::common;
 use common::{clustersim, stderr};
 
 /// GPT-3 175B on 64 GPUs (t=8, p=8), 64 microbatches, without recompute.

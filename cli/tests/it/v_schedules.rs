@@ -3,7 +3,7 @@
 //! map and pairs, sweep on request, and refuse what they cannot build with
 //! exit 2; `dualpipe` (two model copies) likewise.
 
-mod common;
+use crate::common;
 use common::{clustersim, stderr};
 
 /// GPT-3 175B on 64 H100s (t=8, p=8), 128 microbatches, full recompute.

@@ -2,9 +2,9 @@
 //! files merged by `sweep merge` equal the unsharded `--json` file byte for
 //! byte, and bad flags exit 2 with one clear line.
 
-use std::path::PathBuf;
-mod common;
+use crate::common;
 use common::{clustersim, text};
+use std::path::PathBuf;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("clustersim-sweep-{}-{name}", std::process::id()));

@@ -3,7 +3,7 @@
 //! the model: the dense FP8 line's range and mean are recomputed here from
 //! `validate validation/h100-published.json`.
 
-mod common;
+use crate::common;
 use common::{clustersim, repository_root, text};
 
 const LLAMA2_7B: [&str; 17] = [

@@ -1,7 +1,7 @@
 //! `--cp` through the binary: `--explain` shows the ring, `--json` names cp,
 //! a bad degree is one clear message with exit 2.
 
-mod common;
+use crate::common;
 use common::{clustersim, text};
 
 const TINY_CP2: &[&str] = &[

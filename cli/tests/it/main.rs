@@ -1,0 +1,25 @@
+//! The CLI's integration tests, one module per topic, in one test binary (one link
+//! instead of one per file): `cargo test -p cli --test it`, a topic alone with
+//! `cargo test -p cli --test it <module>::`. The golden outputs (`golden.rs`, the bless
+//! tool), the long fuzz run (`fuzz.rs`, which must not share the CPU with other tests
+//! under its hang timeout) and the GPU tests the lab bundle carries (`execute.rs`) stay
+//! binaries of their own.
+
+mod accuracy;
+mod bad_input;
+mod cli;
+#[path = "../common/mod.rs"]
+mod common;
+mod context_parallel;
+mod fabric_kind;
+mod fp8;
+mod kernel_tables;
+mod llama3_70b_today;
+mod moe;
+mod reliability;
+mod schedules_as_data;
+mod sweep;
+mod sweep_post_validation;
+mod symmetry;
+mod v_schedules;
+mod zero_bubble;

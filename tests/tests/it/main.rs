@@ -1,0 +1,44 @@
+//! The workspace's integration tests, one module per topic, in one test binary:
+//! one link instead of one per file (`cargo test -p tests --test it`; a topic alone:
+//! `cargo test -p tests --test it <module>::`).
+
+mod bubble;
+mod bubble_chart_series;
+mod cluster_presets;
+mod collective_calibration;
+mod compare;
+mod contention;
+mod context_parallel;
+mod deepseek_v3;
+mod distributed_optimizer;
+mod dualpipe;
+mod embedding_all_reduce;
+mod engine_properties;
+mod engine_reference;
+mod fair_share_properties;
+mod fp8;
+mod h100_moe_published;
+mod h100_published;
+mod local_ddp;
+mod measured_h100;
+mod moe;
+mod moe_capacity;
+mod moe_expert_tensor;
+mod moe_host_sync;
+mod offload;
+mod p2p_bubble;
+mod pair_overlap;
+mod post_validation;
+mod qwen3_moe;
+mod ring_step_flows;
+mod scenario_validation;
+mod schedules_as_data;
+mod seq_len_override;
+mod sharded_data_parallel;
+mod split_backward_memory;
+mod symmetry;
+mod tp_comm_overlap;
+mod uneven_stages;
+mod v_schedules;
+mod vtrain;
+mod zero_bubble;

@@ -12,6 +12,7 @@
 //! exceed twice the L2 (four times when memory allows), so repeats do not
 //! find their inputs in L2; entries whose free memory did not allow that are
 //! named so the run can say they may be L2-resident.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 pub mod rotation;
 

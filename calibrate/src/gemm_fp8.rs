@@ -16,6 +16,7 @@
 //! Buffers rotate as the bf16 stage's do ([`crate::gemm::rotation`]): sets
 //! of A, B (1 byte per element) and C (bf16) together above 2× (aiming at
 //! 4×) the L2.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::error::CalibrateError;
 use crate::gemm::rotation;

@@ -12,6 +12,7 @@
 //! skipped and named. Times are the median of event-timed repeats behind
 //! the gate ([`gpu::timing::time_launches`]); a class with several launches
 //! (the LayerNorm backward, the gradient norm) is timed as all of them.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::error::CalibrateError;
 use crate::memory_kernels;

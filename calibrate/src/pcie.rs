@@ -8,6 +8,7 @@
 //! the host-side staging. The profile's `pcie` rates are the pinned ones at
 //! the largest size (what ZeRO-Offload's pinned buffers get); pageable and
 //! bidirectional rates go into the notes.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::error::CalibrateError;
 use crate::host_timing::time_on_host;

@@ -2,6 +2,7 @@
 //! `std::time`, no date crate), the host CPU from `/proc/cpuinfo`, the
 //! NVIDIA kernel driver version from `/proc/driver/nvidia/version`, and the
 //! CUDA driver API version from `cuDriverGetVersion`.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

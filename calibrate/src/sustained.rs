@@ -10,6 +10,7 @@
 //!
 //! Not yet run on a GPU (written 2026-11-27 without one): the lab run of
 //! issue 38 is its first.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::error::CalibrateError;
 use crate::gemm::operand_chunk;

@@ -11,6 +11,7 @@
 //! either one alone saves nothing (0.88 s and 0.97 s). Single simulations
 //! keep the defaults: there they only raised peak RSS (82 → 102 MB for the
 //! 1T model on 3,072 GPUs) for no time.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 /// Blocks of up to 32 MiB come from the heap, not from `mmap`: glibc's own
 /// ceiling for its dynamic threshold on 64-bit targets

@@ -19,6 +19,7 @@
 //! - the executor's GPU tests run in-process after other CUDA use, so they
 //!   must be started with `CUDA_DEVICE_MAX_CONNECTIONS=32` in the environment
 //!   (they fail, saying so, without it).
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use serde_json::json;
 

@@ -18,6 +18,7 @@
 //! buffer sets sized for the largest shape, rotated so that together they are
 //! at least four times L2 (as calibration does), and a copy pool through
 //! which copies rotate; copies larger than the pool are split.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::check::{check, PlanCheck};
 use crate::error::ExecuteError;

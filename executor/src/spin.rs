@@ -27,6 +27,7 @@
 //!
 //! The same kernel holds every stream at the start gate while the host
 //! issues the iteration (see [`crate::runtime`] and [`crate::gate`]).
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};

@@ -7,6 +7,7 @@
 //! through [`CudaLibrary`]) and turn a "no" into a [`GpuError`] with one
 //! clear line. [`open_device`] opens a GPU and reads what the driver says
 //! about it.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::error::{CudaContextExt, GpuError};
 use cudarc::driver::sys::CUdevice_attribute;

@@ -13,6 +13,7 @@
 //!
 //! The kernels are compiled once per device (cubin, [`crate::kernels`]) and
 //! kept for the life of the process.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::error::{CudaContextExt, GpuError};
 use crate::kernels;

@@ -14,6 +14,7 @@
 //! Inputs are seeded random values (tensor-core timing and power depend on
 //! the bits): one random chunk, tiled over every input buffer by
 //! [`fill_tiled`].
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::error::{CudaContextExt, GpuError};
 use cudarc::cublas::sys::cublasOperation_t;

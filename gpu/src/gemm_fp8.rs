@@ -30,6 +30,7 @@
 //! Inputs are seeded random FP8 codes ([`random_codes`]: uniform values in
 //! [−1, 1] encoded with [`format::Fp8Format::encode`]); a CPU reference of
 //! the product is in the test module.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 pub mod format;
 

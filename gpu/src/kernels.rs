@@ -8,6 +8,7 @@
 //! JIT, so it loads on any driver that supports the device. The architecture
 //! is chosen by [`select_architecture`]: the device's own `sm_XY` when this
 //! NVRTC can target it, else a clear error naming what NVRTC supports.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::detect::{CudaLibrary, Device};
 use crate::error::{CudaContextExt, GpuError};

@@ -23,6 +23,7 @@
 //!
 //! Search and planning are pure over the file system, so they are tested on
 //! machines without CUDA.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use crate::detect::CudaLibrary;
 use std::collections::BTreeSet;

@@ -2,6 +2,7 @@
 //! bf16 inputs, C read back and held against the f64 CPU product. Skips
 //! with a printed line where no CUDA driver loads; a driver without cuBLAS,
 //! or without a usable GPU, fails.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use super::reference::{relative_frobenius_error, row_major_product, stored};
 use super::*;

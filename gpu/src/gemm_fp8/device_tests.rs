@@ -4,6 +4,7 @@
 //! printed line where no CUDA driver loads, or where the GPU has no FP8
 //! tensor cores (compute capability below 8.9); a driver without cuBLASLt
 //! fails.
+#![allow(unsafe_code)] // calls into CUDA, the allocator or the OS
 
 use super::reference::{tn_product, MAX_RELATIVE_ERROR};
 use super::*;

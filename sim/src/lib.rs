@@ -39,6 +39,7 @@ pub mod lowering;
 pub mod memory;
 pub mod network;
 pub mod placement;
+pub mod plan;
 pub mod replica_map;
 pub mod scenario;
 pub mod schedule;

@@ -27,11 +27,11 @@
 //! gradients, plus two buckets of full gradients (one filling while the
 //! other is reduce-scattered); ZeRO-3 also 1/N of the parameters, plus the
 //! gathered working set: the weights and gradients of the two largest units
-//! FSDP's rate limiter lets be in flight (`lowering::sharded`), at most the
+//! FSDP's rate limiter lets be in flight (`plan::shard_plan`), at most the
 //! rank's whole share.
 
 use crate::cost::gradients;
-use crate::lowering::sharded;
+use crate::plan::shard_plan;
 use crate::scenario::ZeroStage;
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::PipelineSchedule;
@@ -223,7 +223,8 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         let gathered = if etp > 1 { etp } else { 0 };
         ((2 + gathered) * moe.busiest_rank_tokens * model.hidden * 2) as f64
     });
-    let shard_plan = sharded::ShardPlan::new(scenario).filter(sharded::ShardPlan::shards_gradients);
+    let shard_plan =
+        shard_plan::ShardPlan::new(scenario).filter(shard_plan::ShardPlan::shards_gradients);
     (0..layout.pipeline_parallel)
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
@@ -311,14 +312,14 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 None if shard_plan.is_some() => {
                     let plan = shard_plan.expect("checked");
                     let n = plan.group as u64;
-                    let largest = sharded::largest_piece_params(scenario, &plan, stage);
+                    let largest = shard_plan::largest_piece_params(scenario, &plan, stage);
                     let shard = parameters.div_ceil(n);
                     // ZeRO-2: two gradient buckets; ZeRO-3: two units in flight.
                     // (Nothing is gathered or scattered in shard groups of one rank.)
                     let working = if n < 2 {
                         0
                     } else {
-                        (sharded::INFLIGHT_ALL_GATHERS * largest).min(parameters)
+                        (shard_plan::INFLIGHT_ALL_GATHERS * largest).min(parameters)
                     };
                     if plan.mode == ZeroStage::Full {
                         weight_bytes = (shard + working) * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
@@ -346,7 +347,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     0,
                 ),
                 Some(offload) => {
-                    let plan = crate::lowering::OffloadPlan::new(scenario);
+                    let plan = crate::plan::OffloadPlan::new(scenario);
                     let buffers = (2 * plan.largest_bucket_params()).min(parameters);
                     let per_param = OFFLOAD_CPU_BYTES_PER_PARAM
                         + if offload.delayed_update {

@@ -136,7 +136,7 @@ pub fn symmetric_replicas(scenario: &Scenario) -> Result<u32, &'static str> {
     if scenario.options.offload.is_some() {
         return Err("ZeRO-Offload interleaves replicas and shares PCIe links");
     }
-    if crate::lowering::sharded::ShardPlan::new(scenario).is_some_and(|plan| plan.replicas > 1) {
+    if crate::plan::ShardPlan::new(scenario).is_some_and(|plan| plan.replicas > 1) {
         return Err("HSDP's cross-group all-reduces leave the representative's ranks out");
     }
     if !placed_alike(&Placement::new(

@@ -5,7 +5,7 @@
 
 use super::iteration_end::{EndContext, Reductions};
 use super::program::{Program, StepId};
-use super::sharded::ShardPlan;
+use crate::plan::ShardPlan;
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
 use models::sharding::parameters_on_rank;

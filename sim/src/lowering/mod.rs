@@ -31,7 +31,6 @@ pub mod edges;
 mod gradient_sums;
 mod iteration_end;
 pub mod offload;
-pub mod offload_plan;
 mod optimizer_steps;
 mod pair_overlap;
 mod pass_lowering;
@@ -47,8 +46,6 @@ pub mod tasks;
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 use crate::task_graph::{TaskGraph, TaskGraphBuilder};
-
-pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
 
 /// Builds the task graph of a scenario's iteration (or iterations): every replica.
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {

@@ -2,7 +2,7 @@
 //! the program of one or several consecutive iterations with gradients, fp32
 //! master weights and Adam on the CPU. The same passes as the pipeline
 //! program ([`super::pipeline`]); what differs is what follows each backward
-//! bucket and the optimizer step ([`super::offload_plan`] cuts them up).
+//! bucket and the optimizer step ([`crate::plan::offload_plan`] cuts them up).
 //!
 //! Placement (paper Sec. 4.1): fp16 parameters and activations stay on the
 //! GPU; fp16 gradients go GPU→CPU, Adam runs on the CPU over fp32 master
@@ -35,11 +35,11 @@
 //! gradient accumulation time for m > 1. Under `--contention` the PCIe copies
 //! and ZeRO-2 collectives run as fabric flows (`crate::network::FabricFlowPlanner`).
 
-use super::offload_plan::{Bucket, OffloadPlan};
 use super::passes::PassPiece;
 use super::program::{Program, StepId, TensorGroup, TensorGroupId};
 use crate::ids::Rank;
 use crate::placement::Placement;
+use crate::plan::offload_plan::{Bucket, OffloadPlan};
 use crate::scenario::{Recompute, Scenario};
 use crate::schedule::{Pass, PipelineSchedule};
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};

@@ -44,12 +44,13 @@
 //! `pipeline_sends.rs` an action's sends.
 
 use super::iteration_end::{self, StagesDone};
-use super::passes::layers_per_bucket;
 use super::post_validation::{Carry, PostValidation};
 use super::program::{Program, StepId};
-use super::sharded::{ShardPlan, ShardedPiece};
+use super::sharded::ShardedPiece;
 use super::stage_walk::lower_tensor_group;
 use crate::placement::Placement;
+use crate::plan::buckets::layers_per_bucket;
+use crate::plan::ShardPlan;
 use crate::scenario::{HostCosts, Layout, Recompute, Scenario};
 use crate::schedule::{Action, PipelineSchedule};
 use crate::task::{StreamKind, Task, TaskKind};

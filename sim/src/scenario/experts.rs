@@ -46,7 +46,7 @@
 //! does not split expert from dense gradients (ZeRO-2/3, ZeRO-Offload). FP8
 //! runs the experts' grouped GEMMs in FP8 (`models::fp8`), and the
 //! distributed optimizer's parameter all-gathers, overlapped or not, gather
-//! expert parameters over the expert-data group (`lowering::sharded`).
+//! expert parameters over the expert-data group (`lowering::sharded`, `plan::shard_plan`).
 
 use super::expert_imbalance::ExpertImbalance;
 use super::{TrainingOptions, ZeroStage};

@@ -6,8 +6,8 @@
 //! with the same estimate.
 
 use super::{Layout, Recompute, Scenario, TrainingOptions};
-use crate::lowering::passes::layers_per_bucket;
-use crate::lowering::CPU_ADAM_TILE_PARAMS;
+use crate::plan::buckets::layers_per_bucket;
+use crate::plan::CPU_ADAM_TILE_PARAMS;
 use models::sharding::{parameters_of_layers, parameters_on_rank};
 use models::ModelSpec;
 
@@ -140,7 +140,7 @@ impl GradientSplits {
             } else {
                 let bucket = options
                     .grad_reduce_bucket_params
-                    .unwrap_or(crate::lowering::sharded::DEFAULT_ZERO2_BUCKET_PARAMS);
+                    .unwrap_or(crate::plan::shard_plan::DEFAULT_ZERO2_BUCKET_PARAMS);
                 splits.sharded_buckets = buckets(bucket, per_chunk).max(1);
             }
         }

@@ -94,7 +94,7 @@ fn each_of_d_gpus_moves_two_bytes_per_parameter_over_d_each_way() {
                 .count()
         };
         assert_eq!(count(TaskKind::DataParallelAllGather), tp as usize);
-        let buckets = sim::lowering::OffloadPlan::new(&scenario).buckets.len();
+        let buckets = sim::plan::OffloadPlan::new(&scenario).buckets.len();
         assert!(buckets >= 2);
         assert_eq!(
             count(TaskKind::DataParallelReduceScatter),

@@ -3,7 +3,7 @@
 //! backward order, each rank's 1/d shard of them (ZeRO-2), and the CPU Adam
 //! tiles of that shard. Read by the offload program and by the memory model.
 
-use super::passes::{backward_buckets, layers_per_bucket};
+use super::buckets::{backward_buckets, layers_per_bucket};
 use crate::scenario::Scenario;
 use models::formulas;
 use models::ops::FP16_BYTES;

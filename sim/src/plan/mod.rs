@@ -1,0 +1,17 @@
+//! The plan: what is decided once from a validated [`crate::scenario::Scenario`]
+//! before anything is lowered, priced or counted, and read by every later
+//! phase instead of being rebuilt or read back from lowering.
+//!
+//! Today it holds the gradient buckets ([`buckets`]), the ZeRO shard plan
+//! ([`shard_plan`]) and the ZeRO-Offload plan ([`offload_plan`]): lowering
+//! emits their tasks, memory sizes their buffers, symmetry asks whether shard
+//! groups replicate. Still derived elsewhere (issue 31 item 1): placement,
+//! the pipeline schedule and stage map, expert routing, the task estimate
+//! (`scenario::task_count`, which reads [`buckets`]) and fabric feasibility.
+
+pub mod buckets;
+pub mod offload_plan;
+pub mod shard_plan;
+
+pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
+pub use shard_plan::ShardPlan;

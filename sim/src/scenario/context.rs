@@ -2,6 +2,7 @@
 //! Transformer Engine require of it, and the combinations clustersim does not
 //! model, refused by name.
 
+use super::problem::Problem;
 use super::{Recompute, TrainingOptions};
 use models::ModelSpec;
 
@@ -11,7 +12,7 @@ pub(super) fn check(
     model: Option<&ModelSpec>,
     recompute: Recompute,
     options: &TrainingOptions,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) {
     if let Some(model) = model {
         // Load-balanced causal masking cuts every sequence into 2·cp chunks
@@ -19,23 +20,22 @@ pub(super) fn check(
         // divisible by 2 * cp_size").
         let chunks = 2 * cp as u64;
         if !model.seq_len.is_multiple_of(chunks) {
-            problems.push(format!(
-                "cp: seq_len ({}) must be divisible by 2 × cp = {chunks} (load-balanced causal masking splits each sequence into 2·cp chunks)",
+            problems.push(Problem::new("cp", format!(
+                "seq_len ({}) must be divisible by 2 × cp = {chunks} (load-balanced causal masking splits each sequence into 2·cp chunks)",
                 model.seq_len
-            ));
+            )));
         }
     }
     if recompute == Recompute::Selective {
-        problems.push(
-            "cp: selective recompute with context parallelism is not modeled (ring attention is Transformer Engine's fused kernel, which stores no scores); use recompute none or full".into(),
-        );
+        problems.push(Problem::new("cp", "selective recompute with context parallelism is not modeled (ring attention is Transformer Engine's fused kernel, which stores no scores); use recompute none or full"));
     }
     if options.offload.is_some() {
-        problems.push("cp: context parallelism with ZeRO-Offload is not modeled".into());
+        problems.push(Problem::new(
+            "cp",
+            "context parallelism with ZeRO-Offload is not modeled",
+        ));
     }
     if options.network_contention {
-        problems.push(
-            "cp: context parallelism under network_contention is not modeled (the ring's KV exchanges are closed form)".into(),
-        );
+        problems.push(Problem::new("cp", "context parallelism under network_contention is not modeled (the ring's KV exchanges are closed form)"));
     }
 }

@@ -21,12 +21,13 @@
 //! refused for every etp (Megatron-Core asserts "Bias in Moe is only
 //! supported when ETP==1", `transformer_config.py`).
 
+use super::problem::Problem;
 use super::{Precision, TrainingOptions};
 use models::ModelSpec;
 
 /// The problems of expert tensor parallelism `etp` with `model` and
 /// `options`; nothing at etp = 1.
-pub fn check(model: &ModelSpec, etp: u32, options: &TrainingOptions, problems: &mut Vec<String>) {
+pub fn check(model: &ModelSpec, etp: u32, options: &TrainingOptions, problems: &mut Vec<Problem>) {
     let Some(moe) = &model.moe else {
         return;
     };
@@ -34,19 +35,19 @@ pub fn check(model: &ModelSpec, etp: u32, options: &TrainingOptions, problems: &
         return;
     }
     if !moe.expert_ffn_hidden.is_multiple_of(etp as u64) {
-        problems.push(format!(
-            "etp: the experts' inner size {} must split evenly over etp = {etp} ranks (fc1 column-parallel, fc2 row-parallel)",
+        problems.push(Problem::new("etp", format!(
+            "the experts' inner size {} must split evenly over etp = {etp} ranks (fc1 column-parallel, fc2 row-parallel)",
             moe.expert_ffn_hidden
-        ));
+        )));
     }
     if options.precision == Precision::Fp8 {
-        problems.push(format!(
-            "precision: fp8 with expert tensor parallelism (etp = {etp}) is not simulated yet (the experts' FP8 weight shards, casts and saved inputs are not built); use bf16 or etp 1"
-        ));
+        problems.push(Problem::new("precision", format!(
+            "fp8 with expert tensor parallelism (etp = {etp}) is not simulated yet (the experts' FP8 weight shards, casts and saved inputs are not built); use bf16 or etp 1"
+        )));
     }
     if options.network_contention {
-        problems.push(format!(
-            "network_contention: expert tensor parallelism (etp = {etp}) under contention is not simulated yet (its all-gathers and reduce-scatters are not planned as flows); run without contention or with etp 1"
-        ));
+        problems.push(Problem::new("network_contention", format!(
+            "expert tensor parallelism (etp = {etp}) under contention is not simulated yet (its all-gathers and reduce-scatters are not planned as flows); run without contention or with etp 1"
+        )));
     }
 }

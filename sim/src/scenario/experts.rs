@@ -49,6 +49,7 @@
 //! expert parameters over the expert-data group (`lowering::sharded`, `plan::shard_plan`).
 
 use super::expert_imbalance::ExpertImbalance;
+use super::problem::Problem;
 use super::{TrainingOptions, ZeroStage};
 use models::ModelSpec;
 use serde::Serialize;
@@ -119,20 +120,20 @@ pub fn resolve(
     model: &ModelSpec,
     (ep, etp): (u32, u32),
     imbalance: Option<&str>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) -> Option<ExpertRouting> {
     let moe = model.moe.as_ref()?;
     let imbalance = match ExpertImbalance::parse(imbalance.unwrap_or("uniform")) {
         Ok(imbalance) => imbalance,
         Err(error) => {
-            problems.push(format!("expert_imbalance: {error}"));
+            problems.push(Problem::new("expert_imbalance", error));
             return None;
         }
     };
     let shares = match imbalance.shares(moe.experts) {
         Ok(shares) => shares,
         Err(error) => {
-            problems.push(format!("expert_imbalance: {error}"));
+            problems.push(Problem::new("expert_imbalance", error));
             return None;
         }
     };
@@ -176,59 +177,63 @@ pub fn check(
     replicas: u32,
     imbalance_given: bool,
     options: &TrainingOptions,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) {
     let Some(moe) = &model.moe else {
         if ep > 1 || (etp_given && etp > 1) || imbalance_given {
-            problems.push(format!(
-                "ep: '{}' has no experts (ep, etp and expert_imbalance apply to mixture-of-experts models)",
+            problems.push(Problem::new("ep", format!(
+                "'{}' has no experts (ep, etp and expert_imbalance apply to mixture-of-experts models)",
                 model.name
-            ));
+            )));
         }
         return;
     };
     if !moe.experts.is_multiple_of(ep as u64) {
-        problems.push(format!(
-            "ep: the {} experts must split evenly over ep = {ep} ranks (num_experts % ep == 0)",
-            moe.experts
+        problems.push(Problem::new(
+            "ep",
+            format!(
+                "the {} experts must split evenly over ep = {ep} ranks (num_experts % ep == 0)",
+                moe.experts
+            ),
         ));
     }
     let stage_ranks = tp.saturating_mul(replicas);
     let ways = ep.saturating_mul(etp);
     if tp <= 1 && etp <= 1 && !replicas.is_multiple_of(ep) {
-        problems.push(format!(
-            "ep: expert-parallel groups are carved out of the dp × cp = {replicas} data-parallel ranks, which ep = {ep} must divide"
-        ));
+        problems.push(Problem::new("ep", format!(
+            "expert-parallel groups are carved out of the dp × cp = {replicas} data-parallel ranks, which ep = {ep} must divide"
+        )));
     } else if (tp > 1 || etp > 1) && !stage_ranks.is_multiple_of(ways) {
-        problems.push(format!(
-            "ep: expert-parallel and expert tensor-parallel groups are carved out of the tp × dp × cp = {stage_ranks} ranks of a stage, which ep × etp = {ep} × {etp} must divide (Megatron-Core: world size divisible by etp × ep × pp)"
-        ));
+        problems.push(Problem::new("ep", format!(
+            "expert-parallel and expert tensor-parallel groups are carved out of the tp × dp × cp = {stage_ranks} ranks of a stage, which ep × etp = {ep} × {etp} must divide (Megatron-Core: world size divisible by etp × ep × pp)"
+        )));
     }
     super::expert_tensor::check(model, etp, options, problems);
     if tp > 1 {
         // Megatron-Core asserts it (megatron/training/arguments.py: "When
         // using MoE and tensor parallelism, sequence parallelism must be used").
         if !options.sequence_parallel {
-            problems.push(format!(
-                "sequence_parallel: tensor parallelism ({tp}) in a mixture-of-experts model needs sequence parallelism, as Megatron-Core asserts"
-            ));
+            problems.push(Problem::new("sequence_parallel", format!(
+                "tensor parallelism ({tp}) in a mixture-of-experts model needs sequence parallelism, as Megatron-Core asserts"
+            )));
         }
         if moe.shared_experts > 0 {
-            problems.push(format!(
-                "tp: tensor parallelism ({tp}) with shared experts is not simulated yet (their tensor-parallel MLP is not built); use tp 1"
-            ));
+            problems.push(Problem::new("tp", format!(
+                "tensor parallelism ({tp}) with shared experts is not simulated yet (their tensor-parallel MLP is not built); use tp 1"
+            )));
         }
     }
-    let mut not_built = |what: &str| {
-        problems.push(format!(
-            "{what} with mixture-of-experts layers is not simulated yet (issue 17)"
+    let mut not_built = |field: &'static str, what: &str| {
+        problems.push(Problem::new(
+            field,
+            format!("{what} with mixture-of-experts layers is not simulated yet (issue 17)"),
         ))
     };
     if options.sharding >= ZeroStage::Gradients {
-        not_built("zero_stage: ZeRO-2/3");
+        not_built("zero_stage", "ZeRO-2/3");
     }
     if options.offload.is_some() {
-        not_built("zero_offload: ZeRO-Offload");
+        not_built("zero_offload", "ZeRO-Offload");
     }
 }
 

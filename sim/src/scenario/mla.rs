@@ -6,6 +6,7 @@
 //! attention over d_qk ≠ d_v is not built) and FP8 (the projections' casts
 //! and FP8 weight copies are not built) are refused, each naming its field.
 
+use super::problem::Problem;
 use super::{Precision, TrainingOptions};
 use models::ModelSpec;
 
@@ -15,25 +16,22 @@ pub fn check(
     tp: u32,
     cp: u32,
     options: &TrainingOptions,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) {
     if model.mla.is_none() {
         return;
     }
     if tp > 1 {
-        problems.push(format!(
-            "tp: tensor parallelism ({tp}) with multi-head latent attention is not simulated yet (the rotary key's gradient shared across tensor ranks is not built); use tp 1"
-        ));
+        problems.push(Problem::new("tp", format!(
+            "tensor parallelism ({tp}) with multi-head latent attention is not simulated yet (the rotary key's gradient shared across tensor ranks is not built); use tp 1"
+        )));
     }
     if cp > 1 {
-        problems.push(format!(
-            "cp: context parallelism ({cp}) with multi-head latent attention is not simulated yet (ring attention with d_qk != d_v is not built); use cp 1"
-        ));
+        problems.push(Problem::new("cp", format!(
+            "context parallelism ({cp}) with multi-head latent attention is not simulated yet (ring attention with d_qk != d_v is not built); use cp 1"
+        )));
     }
     if options.precision == Precision::Fp8 {
-        problems.push(
-            "precision: fp8 with multi-head latent attention is not simulated yet (the latent projections' FP8 casts are not built); use bf16"
-                .into(),
-        );
+        problems.push(Problem::new("precision", "fp8 with multi-head latent attention is not simulated yet (the latent projections' FP8 casts are not built); use bf16"));
     }
 }

@@ -17,6 +17,7 @@ mod offload;
 mod options;
 mod pipeline_layout;
 pub mod post_validation;
+mod problem;
 mod resolve;
 mod sharding;
 mod stack;
@@ -26,6 +27,7 @@ pub mod userbuffers;
 pub use kinds::{Recompute, ScheduleKind};
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{Precision, TrainingOptions, TrainingOptionsFile, ZeroStage};
+pub use problem::{Problem, GPU_COUNT_FIELD};
 pub use stack::{HostCosts, LocalDdpKernels, NotModeled, Stack, StackError, DEFAULT_STACK};
 pub use task_count::{
     estimated_task_count, task_limit, GradientSplits, ADDRESS_BYTES_PER_GPU,
@@ -253,8 +255,8 @@ pub enum ScenarioError {
         path: String,
         source: serde_json::Error,
     },
-    #[error("invalid scenario:\n  - {}", problems.join("\n  - "))]
-    Invalid { problems: Vec<String> },
+    #[error("invalid scenario:\n  - {}", problems.iter().map(Problem::to_string).collect::<Vec<_>>().join("\n  - "))]
+    Invalid { problems: Vec<Problem> },
 }
 
 impl ScenarioFile {

@@ -9,6 +9,7 @@
 //! `_forward_backward_chunk`: both receives waited for, the pair computed,
 //! then both sends); deepseek-ai/DeepEP V1 at 567632d (`deep_ep/buffer.py`).
 
+use super::problem::Problem;
 use super::{Recompute, ScheduleKind, TrainingOptions};
 use serde::{Deserialize, Serialize};
 
@@ -58,41 +59,37 @@ pub(super) fn check(
     schedule: ScheduleKind,
     ep: u32,
     recompute: Recompute,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) {
     if options.pair_overlap {
         if !matches!(schedule, ScheduleKind::DualPipe | ScheduleKind::DualPipeV) {
-            problems.push(format!(
-                "pair_overlap: only with the schedules that run F&B pairs, dualpipe and dualpipev, not {}",
-                schedule.name()
+            problems.push(Problem::new(
+                "pair_overlap",
+                format!(
+                    "only with the schedules that run F&B pairs, dualpipe and dualpipev, not {}",
+                    schedule.name()
+                ),
             ));
         }
         if ep <= 1 {
-            problems.push(
-                "pair_overlap: needs ep > 1 (what a pair overlaps is its expert all-to-alls; the pipeline sends follow the pair, as in DualPipe's _forward_backward_chunk)".into(),
-            );
+            problems.push(Problem::new("pair_overlap", "needs ep > 1 (what a pair overlaps is its expert all-to-alls; the pipeline sends follow the pair, as in DualPipe's _forward_backward_chunk)"));
         }
         if recompute != Recompute::None {
-            problems.push(
-                "pair_overlap: not modeled with recompute (the recompute pass of a pair's backward is not cut at its all-to-alls)".into(),
-            );
+            problems.push(Problem::new("pair_overlap", "not modeled with recompute (the recompute pass of a pair's backward is not cut at its all-to-alls)"));
         }
         if options.network_contention {
-            problems.push(
-                "pair_overlap: not modeled under network_contention (the pieces' all-to-alls are costed in closed form)".into(),
-            );
+            problems.push(Problem::new("pair_overlap", "not modeled under network_contention (the pieces' all-to-alls are costed in closed form)"));
         }
     }
     if options.moe_dispatcher == MoeDispatcher::Deepep {
         if ep <= 1 {
-            problems.push(
-                "moe_dispatcher: deepep needs ep > 1 (it is the expert-parallel dispatch)".into(),
-            );
+            problems.push(Problem::new(
+                "moe_dispatcher",
+                "deepep needs ep > 1 (it is the expert-parallel dispatch)",
+            ));
         }
         if options.network_contention {
-            problems.push(
-                "moe_dispatcher: deepep is not modeled under network_contention (its IB-then-NVLink forwarding is not built as flows); run without --contention".into(),
-            );
+            problems.push(Problem::new("moe_dispatcher", "deepep is not modeled under network_contention (its IB-then-NVLink forwarding is not built as flows); run without --contention"));
         }
     }
 }

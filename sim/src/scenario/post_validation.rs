@@ -13,6 +13,7 @@
 //! across the pipeline); with the distributed optimizer it asserts
 //! `overlap_grad_reduce` and `overlap_param_gather` off.
 
+use super::problem::Problem;
 use super::{Precision, ScheduleKind, TrainingOptions};
 
 /// Iterations simulated by default with post-validation: the first (its
@@ -27,7 +28,7 @@ pub(super) fn check(
     options: &TrainingOptions,
     schedule: ScheduleKind,
     tied_embeddings: Option<bool>,
-    problems: &mut Vec<String>,
+    problems: &mut Vec<Problem>,
 ) {
     if !options.optimizer_post_validation {
         return;
@@ -36,36 +37,35 @@ pub(super) fn check(
         schedule,
         ScheduleKind::ZbH1 | ScheduleKind::ZbH2 | ScheduleKind::ZbV
     ) {
-        problems.push(format!(
-            "optimizer_post_validation: only with the zero-bubble schedules zb-h1, zb-h2 and zb-v (the source turns it off without --enable-zero-bubble), not {}",
+        problems.push(Problem::new("optimizer_post_validation", format!(
+            "only with the zero-bubble schedules zb-h1, zb-h2 and zb-v (the source turns it off without --enable-zero-bubble), not {}",
             schedule.name()
-        ));
+        )));
     }
     if options.precision != Precision::Fp16 {
-        problems.push(format!(
-            "optimizer_post_validation: needs precision fp16 (the source asserts --fp16: its inf/NaN check is the fp16 grad scaler's), not {}",
+        problems.push(Problem::new("optimizer_post_validation", format!(
+            "needs precision fp16 (the source asserts --fp16: its inf/NaN check is the fp16 grad scaler's), not {}",
             options.precision.name()
-        ));
+        )));
     }
     if tied_embeddings == Some(true) {
-        problems.push(
-            "optimizer_post_validation: needs untied embeddings (the zero-bubble source asserts untie_embeddings_and_output_weights: the tied embedding's all-reduce between the first and last stage is a sync across the pipeline); use a model with tied_embeddings false".into(),
-        );
+        problems.push(Problem::new("optimizer_post_validation", "needs untied embeddings (the zero-bubble source asserts untie_embeddings_and_output_weights: the tied embedding's all-reduce between the first and last stage is a sync across the pipeline); use a model with tied_embeddings false"));
     }
     if options.distributed_optimizer
         && (options.overlap_grad_reduce || options.overlap_param_gather)
     {
-        problems.push(
-            "optimizer_post_validation: with distributed_optimizer the zero-bubble source asserts overlap_grad_reduce and overlap_param_gather off".into(),
-        );
+        problems.push(Problem::new("optimizer_post_validation", "with distributed_optimizer the zero-bubble source asserts overlap_grad_reduce and overlap_param_gather off"));
     }
 }
 
 /// The problem with `iterations` under post-validation, if any.
-pub(super) fn iterations_problem(iterations: u32) -> Option<String> {
+pub(super) fn iterations_problem(iterations: u32) -> Option<Problem> {
     (iterations < ITERATIONS).then(|| {
-        format!(
-            "iterations: {iterations} cannot show post-validation's steady state (the first iteration, the measured one and one whose warm-up overlaps its end); simulate at least {ITERATIONS}"
+        Problem::new(
+            "iterations",
+            format!(
+                "{iterations} cannot show post-validation's steady state (the first iteration, the measured one and one whose warm-up overlaps its end); simulate at least {ITERATIONS}"
+            ),
         )
     })
 }

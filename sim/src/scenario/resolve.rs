@@ -1,6 +1,7 @@
 //! Resolution of a raw scenario file into a validated [`Scenario`]: every
 //! problem is collected and reported at once, each naming its field.
 
+use super::problem::Problem;
 use super::*;
 
 impl ScenarioFile {
@@ -9,13 +10,14 @@ impl ScenarioFile {
         let mut problems = Vec::new();
         let model = match &self.model {
             None => {
-                problems.push(
-                    "model: missing (a preset name, a model JSON file, or an inline object)".into(),
-                );
+                problems.push(Problem::new(
+                    "model",
+                    "missing (a preset name, a model JSON file, or an inline object)",
+                ));
                 None
             }
             Some(value) => resolve_model(value)
-                .map_err(|e| problems.push(format!("model: {e}")))
+                .map_err(|e| problems.push(Problem::new("model", e)))
                 .ok(),
         };
         let model = match (model, self.seq_len) {
@@ -24,7 +26,7 @@ impl ScenarioFile {
                 match model.validate() {
                     Ok(()) => Some(model),
                     Err(e) => {
-                        problems.push(format!("seq_len: {seq_len} tokens: {e}"));
+                        problems.push(Problem::new("seq_len", format!("{seq_len} tokens: {e}")));
                         None
                     }
                 }
@@ -36,34 +38,37 @@ impl ScenarioFile {
         // lowered for them yet: refused here, so nothing downstream sees them.
         let model = match model {
             Some(model) if has_unsimulated_blocks(&model) => {
-                problems.push(format!("model: {}", unsimulated(&model)));
+                problems.push(Problem::new("model", unsimulated(&model)));
                 None
             }
             model => model,
         };
         let topology = match &self.topology {
             None => {
-                problems.push(
-                    "topology: missing (a preset name, a topology JSON file, or an inline object)"
-                        .into(),
-                );
+                problems.push(Problem::new(
+                    "topology",
+                    "missing (a preset name, a topology JSON file, or an inline object)",
+                ));
                 None
             }
             Some(value) => resolve_topology(value)
-                .map_err(|e| problems.push(format!("topology: {e}")))
+                .map_err(|e| problems.push(Problem::new("topology", e)))
                 .ok(),
         };
         let profile = match (&self.profile, &topology) {
             (Some(name), _) => Profile::resolve(name)
-                .map_err(|e| problems.push(format!("profile: {e}")))
+                .map_err(|e| problems.push(Problem::new("profile", e)))
                 .ok(),
             (None, Some(topology)) => {
                 let found = Profile::default_for_gpu(&topology.gpu.name);
                 if found.is_none() {
-                    problems.push(format!(
-                        "profile: no embedded profile for GPU '{}'; pass --profile (built-ins: {})",
-                        topology.gpu.name,
-                        Profile::builtin_names().join(", ")
+                    problems.push(Problem::new(
+                        "profile",
+                        format!(
+                            "no embedded profile for GPU '{}'; pass --profile (built-ins: {})",
+                            topology.gpu.name,
+                            Profile::builtin_names().join(", ")
+                        ),
                     ));
                 }
                 found
@@ -72,23 +77,26 @@ impl ScenarioFile {
         };
         if let (Some(profile), Some(topology)) = (&profile, &topology) {
             if profile.gpu != topology.gpu.name {
-                problems.push(format!(
-                    "profile: '{}' describes {} but topology '{}' has {}",
-                    profile.id, profile.gpu, topology.name, topology.gpu.name
+                problems.push(Problem::new(
+                    "profile",
+                    format!(
+                        "'{}' describes {} but topology '{}' has {}",
+                        profile.id, profile.gpu, topology.name, topology.gpu.name
+                    ),
                 ));
             }
         }
 
         let schedule = self.schedule.unwrap_or(ScheduleKind::OneFOneB);
         let recompute = self.recompute.unwrap_or(Recompute::None);
-        let mut positive = |key: &str, value: Option<u32>, default: Option<u32>| -> u32 {
+        let mut positive = |key: &'static str, value: Option<u32>, default: Option<u32>| -> u32 {
             match value.or(default) {
                 None => {
-                    problems.push(format!("{key}: missing"));
+                    problems.push(Problem::new(key, "missing"));
                     1
                 }
                 Some(0) => {
-                    problems.push(format!("{key}: must be at least 1"));
+                    problems.push(Problem::new(key, "must be at least 1"));
                     1
                 }
                 Some(v) => v,
@@ -114,33 +122,35 @@ impl ScenarioFile {
         let m = (global_batch as u64 / samples_per_step) as u32;
 
         if !(global_batch as u64).is_multiple_of(samples_per_step) {
-            problems.push(format!(
-                "global_batch: {global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {samples_per_step}"
-            ));
+            problems.push(Problem::new("global_batch", format!(
+                "{global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {samples_per_step}"
+            )));
         } else if m == 0 {
-            problems.push("global_batch: gives zero microbatches".into());
+            problems.push(Problem::new("global_batch", "gives zero microbatches"));
         }
         match schedule {
             ScheduleKind::Interleaved => {
                 if v < 2 {
-                    problems.push(format!(
-                        "chunks: the interleaved schedule needs chunks ≥ 2 (got {v})"
+                    problems.push(Problem::new(
+                        "chunks",
+                        format!("the interleaved schedule needs chunks ≥ 2 (got {v})"),
                     ));
                 }
                 if p < 2 {
-                    problems.push(
-                        "pp: the interleaved schedule needs at least 2 pipeline stages".into(),
-                    );
+                    problems.push(Problem::new(
+                        "pp",
+                        "the interleaved schedule needs at least 2 pipeline stages",
+                    ));
                 }
                 match self.microbatch_group_size {
-                    None if m > 0 && !m.is_multiple_of(p) => problems.push(format!(
-                        "global_batch: the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p} (or a microbatch_group_size N in [pp, m] with m mod N = 0 or ≥ pp)"
-                    )),
+                    None if m > 0 && !m.is_multiple_of(p) => problems.push(Problem::new("global_batch", format!(
+                        "the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p} (or a microbatch_group_size N in [pp, m] with m mod N = 0 or ≥ pp)"
+                    ))),
                     Some(n) if m > 0 && p >= 2 => {
                         if let Some(problem) =
                             crate::schedule::flexible_interleaved::group_size_problem(p, m, n)
                         {
-                            problems.push(problem);
+                            problems.push(Problem::worded("microbatch_group_size", problem));
                         }
                     }
                     _ => {}
@@ -149,65 +159,69 @@ impl ScenarioFile {
             ScheduleKind::LoopedBfs => {}
             ScheduleKind::DualPipe => {
                 if v != 2 {
-                    problems.push(format!(
-                        "chunks: dualpipe runs exactly 2 model chunks per stage (stage r holds stage r of one model copy and stage pp−1−r of the other); got chunks = {v}, give --chunks 2"
-                    ));
+                    problems.push(Problem::new("chunks", format!(
+                        "dualpipe runs exactly 2 model chunks per stage (stage r holds stage r of one model copy and stage pp−1−r of the other); got chunks = {v}, give --chunks 2"
+                    )));
                 }
                 // dualpipe.py `DualPipe.step`: `assert num_ranks % 2 == 0` and
                 // `num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`.
                 if !p.is_multiple_of(2) {
-                    problems.push(format!(
-                        "pp: dualpipe needs an even number of pipeline stages (half the microbatches enter from each end); got pp = {p}"
-                    ));
+                    problems.push(Problem::new("pp", format!(
+                        "dualpipe needs an even number of pipeline stages (half the microbatches enter from each end); got pp = {p}"
+                    )));
                 }
                 if m > 0 && (!m.is_multiple_of(2) || (m as u64) < 2 * p as u64) {
-                    problems.push(format!(
-                        "global_batch: dualpipe needs an even number of microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
+                    problems.push(Problem::new("global_batch", format!(
+                        "dualpipe needs an even number of microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
                         2 * p as u64
-                    ));
+                    )));
                 }
                 if self.pipeline_layout.is_some() {
-                    problems.push(
-                        "pipeline_layout: not built for dualpipe (its two copies would each need the layout's stages); use an even split or pipeline_split".into(),
-                    );
+                    problems.push(Problem::new("pipeline_layout", "not built for dualpipe (its two copies would each need the layout's stages); use an even split or pipeline_split"));
                 }
             }
             ScheduleKind::ZbV | ScheduleKind::DualPipeV => {
                 if v != 2 {
-                    problems.push(format!(
-                        "chunks: {} runs exactly 2 model chunks per stage (the V map: stage r holds virtual stages r and 2p−1−r); got chunks = {v}, give --chunks 2",
+                    problems.push(Problem::new("chunks", format!(
+                        "{} runs exactly 2 model chunks per stage (the V map: stage r holds virtual stages r and 2p−1−r); got chunks = {v}, give --chunks 2",
                         schedule.name()
-                    ));
+                    )));
                 }
                 // dualpipev.py asserts num_chunks >= num_ranks * 2; PyTorch's
                 // ScheduleDualPipeV refuses fewer microbatches than stages (2p).
                 if schedule == ScheduleKind::DualPipeV && m > 0 && (m as u64) < 2 * p as u64 {
-                    problems.push(format!(
-                        "global_batch: dualpipev needs microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
-                        2 * p as u64
+                    problems.push(Problem::new(
+                        "global_batch",
+                        format!(
+                            "dualpipev needs microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
+                            2 * p as u64
+                        ),
                     ));
                 }
             }
             _ => {
                 if v != 1 {
-                    problems.push(format!(
-                        "chunks: {v} model chunks need --schedule interleaved or looped-bfs ({} uses one chunk per stage)",
+                    problems.push(Problem::new("chunks", format!(
+                        "{v} model chunks need --schedule interleaved or looped-bfs ({} uses one chunk per stage)",
                         schedule.name()
-                    ));
+                    )));
                 }
             }
         }
         if self.microbatch_group_size.is_some() && schedule != ScheduleKind::Interleaved {
-            problems.push(format!(
-                "microbatch_group_size: microbatch groups are the interleaved schedule's ({} has none)",
-                schedule.name()
+            problems.push(Problem::new(
+                "microbatch_group_size",
+                format!(
+                    "microbatch groups are the interleaved schedule's ({} has none)",
+                    schedule.name()
+                ),
             ));
         }
         if let Some(model) = &model {
             if model.heads % t as u64 != 0 {
-                problems.push(format!(
-                    "tp: heads ({}) must be divisible by tp ({t})",
-                    model.heads
+                problems.push(Problem::new(
+                    "tp",
+                    format!("heads ({}) must be divisible by tp ({t})", model.heads),
                 ));
             }
             // Megatron-Core splits the key/value heads across tensor ranks
@@ -215,21 +229,27 @@ impl ScenarioFile {
             // not replicate them when t exceeds kv_heads. (Without grouped
             // attention the heads check above says it.)
             if model.kv_heads() != model.heads && model.kv_heads() % t as u64 != 0 {
-                problems.push(format!(
-                    "tp: kv_heads ({}) must be divisible by tp ({t})",
-                    model.kv_heads()
+                problems.push(Problem::new(
+                    "tp",
+                    format!(
+                        "kv_heads ({}) must be divisible by tp ({t})",
+                        model.kv_heads()
+                    ),
                 ));
             }
             if model.ffn() % t as u64 != 0 {
-                problems.push(format!(
-                    "tp: ffn_hidden ({}) must be divisible by tp ({t})",
-                    model.ffn()
+                problems.push(Problem::new(
+                    "tp",
+                    format!("ffn_hidden ({}) must be divisible by tp ({t})", model.ffn()),
                 ));
             }
             if model.vocab % t as u64 != 0 {
-                problems.push(format!(
-                    "tp: vocab ({}) must be divisible by tp ({t}) (pad the vocabulary)",
-                    model.vocab
+                problems.push(Problem::new(
+                    "tp",
+                    format!(
+                        "vocab ({}) must be divisible by tp ({t}) (pad the vocabulary)",
+                        model.vocab
+                    ),
                 ));
             }
             let split = self.pipeline_split.unwrap_or_default();
@@ -246,13 +266,16 @@ impl ScenarioFile {
             if self.pipeline_layout.is_some() {
                 // Checked by `pipeline_layout::resolve` below.
             } else if split.is_even() && model.layers % virtual_stages != 0 {
-                problems.push(format!(
-                    "pp: layers ({}) must be divisible by {cut} (or count the embedding and the loss as layers: pipeline_split)",
+                problems.push(Problem::new("pp", format!(
+                    "layers ({}) must be divisible by {cut} (or count the embedding and the loss as layers: pipeline_split)",
                     model.layers,
-                ));
+                )));
             } else if !split.is_even() && !split_layers.is_multiple_of(virtual_stages) {
-                problems.push(format!(
-                    "pipeline_split: layers + embedding + loss ({split_layers}) must be divisible by {cut}"
+                problems.push(Problem::new(
+                    "pipeline_split",
+                    format!(
+                        "layers + embedding + loss ({split_layers}) must be divisible by {cut}"
+                    ),
                 ));
             } else if !split.is_even() && {
                 // Every virtual stage builds at least one transformer layer.
@@ -264,26 +287,26 @@ impl ScenarioFile {
                 };
                 split_layers / virtual_stages < needed
             } {
-                problems.push(format!(
-                    "pipeline_split: {virtual_stages} virtual stages leave no transformer layer beside the embedding or the loss"
-                ));
+                problems.push(Problem::new("pipeline_split", format!(
+                    "{virtual_stages} virtual stages leave no transformer layer beside the embedding or the loss"
+                )));
             }
         }
         if let Some(topology) = &topology {
             let needed = t as u64 * cp as u64 * p as u64 * d as u64;
             if needed > topology.total_gpus() {
                 if cp > 1 {
-                    problems.push(format!(
+                    problems.push(Problem::gpu_count(format!(
                         "tp × cp × pp × dp = {t} × {cp} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
                         topology.name,
                         topology.total_gpus()
-                    ));
+                    )));
                 } else {
-                    problems.push(format!(
+                    problems.push(Problem::gpu_count(format!(
                         "tp × pp × dp = {t} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
                         topology.name,
                         topology.total_gpus()
-                    ));
+                    )));
                 }
             }
             let ring = t as u64 * cp as u64;
@@ -293,15 +316,15 @@ impl ScenarioFile {
                 && !per_node_u64.is_multiple_of(ring)
                 && !ring.is_multiple_of(per_node_u64)
             {
-                problems.push(format!(
-                    "cp: tp × cp = {t} × {cp} = {ring} neither divides nor is a multiple of the {per_node_u64} GPUs per node, so context-parallel rings would straddle nodes unevenly"
-                ));
+                problems.push(Problem::new("cp", format!(
+                    "tp × cp = {t} × {cp} = {ring} neither divides nor is a multiple of the {per_node_u64} GPUs per node, so context-parallel rings would straddle nodes unevenly"
+                )));
             }
             let per_node = topology.node.gpus_per_node;
             if per_node % t != 0 && t % per_node != 0 {
-                problems.push(format!(
-                    "tp: {t} neither divides nor is a multiple of the {per_node} GPUs per node, so tensor groups would straddle nodes unevenly"
-                ));
+                problems.push(Problem::new("tp", format!(
+                    "{t} neither divides nor is a multiple of the {per_node} GPUs per node, so tensor groups would straddle nodes unevenly"
+                )));
             }
         }
         let pipeline_split = match &self.pipeline_layout {
@@ -317,7 +340,7 @@ impl ScenarioFile {
             None => self.pipeline_split.unwrap_or_default(),
         };
         let stack = Stack::resolve(self.stack.as_deref().unwrap_or(DEFAULT_STACK))
-            .map_err(|e| problems.push(format!("stack: {e}")))
+            .map_err(|e| problems.push(Problem::new("stack", e)))
             .ok();
         let options_file = match &stack {
             Some(stack) => stack.defaults_under(&self.options),
@@ -326,34 +349,33 @@ impl ScenarioFile {
         // ZeroStage and HSDP groups span the dp-cp group: d·cp ranks.
         let options = options_file.resolve(p, d.saturating_mul(cp), &mut problems);
         if schedule.splits_backward() && options.sharding >= super::ZeroStage::Gradients {
-            problems.push(format!(
-                "schedule: {} splits the backward, which the sharded lowering of zero_stage {} does not cut yet (it shards whole backwards); use --schedule 1f1b or zero_stage 1",
+            problems.push(Problem::new("schedule", format!(
+                "{} splits the backward, which the sharded lowering of zero_stage {} does not cut yet (it shards whole backwards); use --schedule 1f1b or zero_stage 1",
                 schedule.name(),
                 options.sharding.stage()
-            ));
+            )));
         }
         if schedule.splits_backward() && options.offload.is_some() {
-            problems.push(format!(
-                "schedule: {} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
+            problems.push(Problem::new("schedule", format!(
+                "{} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
                 schedule.name()
-            ));
+            )));
         }
         if schedule == ScheduleKind::DualPipe && options.distributed_optimizer {
-            problems.push(
-                "distributed_optimizer: not built for dualpipe (its mirrored ranks order the two copies' gradients differently, so their shards would not line up); use dualpipev".into(),
-            );
+            problems.push(Problem::new("distributed_optimizer", "not built for dualpipe (its mirrored ranks order the two copies' gradients differently, so their shards would not line up); use dualpipev"));
         }
         if schedule == ScheduleKind::LoopedBfs && options.offload.is_some() {
-            problems.push(
-                "schedule: looped-bfs under zero_offload is not built (the ZeRO-Offload program runs one chunk per stage); use --schedule 1f1b".into(),
-            );
+            problems.push(Problem::new("schedule", "looped-bfs under zero_offload is not built (the ZeRO-Offload program runs one chunk per stage); use --schedule 1f1b"));
         }
         if let (super::Precision::Bf16, Some(topology)) = (options.precision, &topology) {
             let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
             if datasheet.is_some_and(|d| d.architecture == "Volta") {
-                problems.push(format!(
-                    "precision: bf16 needs bf16 tensor cores, which the {} (Volta) does not have; use fp16",
+                problems.push(Problem::new(
+                    "precision",
+                    format!(
+                    "bf16 needs bf16 tensor cores, which the {} (Volta) does not have; use fp16",
                     topology.gpu.name
+                ),
                 ));
             }
         }
@@ -361,27 +383,25 @@ impl ScenarioFile {
             if topology.gpu.peak.fp8_flops_per_s.is_none() {
                 let architecture = topologies::datasheets::datasheet(&topology.gpu.name)
                     .map_or(String::new(), |d| format!(" ({})", d.architecture));
-                problems.push(format!(
-                    "precision: fp8 needs FP8 tensor cores (Hopper or Blackwell), and the {}{architecture} has none (its topology gives no gpu.peak.fp8_flops_per_s); use bf16",
+                problems.push(Problem::new("precision", format!(
+                    "fp8 needs FP8 tensor cores (Hopper or Blackwell), and the {}{architecture} has none (its topology gives no gpu.peak.fp8_flops_per_s); use bf16",
                     topology.gpu.name
-                ));
+                )));
             }
         }
         if options.precision == super::Precision::Fp8 && options.offload.is_some() {
-            problems.push(
-                "precision: fp8 under zero_offload is not modeled (DeepSpeed's ZeRO-Offload trains in fp16); use bf16 or fp16".into(),
-            );
+            problems.push(Problem::new("precision", "fp8 under zero_offload is not modeled (DeepSpeed's ZeRO-Offload trains in fp16); use bf16 or fp16"));
         }
         if let (true, Some(topology)) = (options.network_contention, &topology) {
             if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
-                problems.push(format!("network_contention: {error}"));
+                problems.push(Problem::new("network_contention", error));
             }
             if topology.node.gpus_per_node > 1 && topology.node.nvlink_bandwidth_bytes_per_s <= 0.0
             {
-                problems.push(format!(
-                    "network_contention: topology '{}' has no NVLink inside its nodes (node.nvlink_bandwidth_bytes_per_s = 0: its GPUs talk over PCIe), and the fabric's intra-node PCIe paths are not built; run without contention",
+                problems.push(Problem::new("network_contention", format!(
+                    "topology '{}' has no NVLink inside its nodes (node.nvlink_bandwidth_bytes_per_s = 0: its GPUs talk over PCIe), and the fabric's intra-node PCIe paths are not built; run without contention",
                     topology.name
-                ));
+                )));
             }
         }
         super::post_validation::check(
@@ -455,9 +475,9 @@ impl ScenarioFile {
             } else {
                 "task ids are 32-bit".to_string()
             };
-            problems.push(format!(
-                "global_batch: this layout needs about {estimated_tasks} tasks per simulation; the limit is {limit} ({why}); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
-            ));
+            problems.push(Problem::new("global_batch", format!(
+                "this layout needs about {estimated_tasks} tasks per simulation; the limit is {limit} ({why}); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
+            )));
         }
         if !problems.is_empty() {
             return Err(ScenarioError::Invalid { problems });

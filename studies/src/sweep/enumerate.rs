@@ -84,9 +84,7 @@ pub fn enumerate(space: &SweepSpace) -> Result<Enumeration, SweepError> {
             }),
             Err(ScenarioError::Invalid { problems }) => {
                 for problem in problems {
-                    let field = problem.split(':').next().unwrap_or("other").trim();
-                    let field = if field.contains(' ') { "gpus" } else { field };
-                    *rejections.entry(field.to_string()).or_insert(0) += 1;
+                    *rejections.entry(problem.field().to_string()).or_insert(0) += 1;
                 }
             }
             Err(other) => return Err(SweepError::Base(other)),

@@ -216,7 +216,11 @@ fn zb_h1_and_zb_v_keep_their_bubbles_in_the_steady_state() {
 #[test]
 fn what_the_source_does_not_run_is_refused_by_key() {
     let problems = |file: ScenarioFile| match file.resolve() {
-        Err(sim::scenario::ScenarioError::Invalid { problems }) => problems.join("\n"),
+        Err(sim::scenario::ScenarioError::Invalid { problems }) => problems
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"),
         other => panic!("expected refusal, got {:?}", other.map(|s| s.title())),
     };
     let one_f = file(ScheduleKind::OneFOneB, 4, 1, 8);

@@ -4,10 +4,146 @@
 use super::problem::Problem;
 use super::*;
 
+/// What a scenario's model, topology and profile resolve to (None where
+/// one is missing or wrong: its problem is listed).
+struct Inputs {
+    model: Option<ModelSpec>,
+    topology: Option<TopologySpec>,
+    profile: Option<Profile>,
+}
+
+/// The layout's degrees and batch, each a positive count (a missing or zero
+/// one is a problem and counts as 1 for the checks after it), and the
+/// microbatches m = B/(b·d) they give.
+#[derive(Debug, Clone, Copy)]
+struct Degrees {
+    t: u32,
+    p: u32,
+    d: u32,
+    cp: u32,
+    ep: u32,
+    etp: u32,
+    v: u32,
+    b: u32,
+    global_batch: u32,
+    m: u32,
+}
+
 impl ScenarioFile {
-    /// Validates and resolves; every problem is reported at once.
+    /// Validates and resolves; every problem is reported at once, in the
+    /// order of the sections below.
     pub fn resolve(&self) -> Result<Scenario, ScenarioError> {
         let mut problems = Vec::new();
+        let Inputs {
+            model,
+            topology,
+            profile,
+        } = self.resolve_inputs(&mut problems);
+        let schedule = self.schedule.unwrap_or(ScheduleKind::OneFOneB);
+        let recompute = self.recompute.unwrap_or(Recompute::None);
+        let degrees = self.resolve_degrees(schedule, &mut problems);
+        self.check_schedule(schedule, degrees, &mut problems);
+        if let Some(model) = &model {
+            self.check_model_split(model, schedule, degrees, &mut problems);
+        }
+        if let Some(topology) = &topology {
+            check_topology_fit(topology, degrees, &mut problems);
+        }
+        let pipeline_split = match &self.pipeline_layout {
+            Some(text) => super::pipeline_layout::resolve(
+                text,
+                model.as_ref(),
+                degrees.p,
+                degrees.v,
+                self.pipeline_split.is_some_and(|split| !split.is_even()),
+                &mut problems,
+            )
+            .unwrap_or_default(),
+            None => self.pipeline_split.unwrap_or_default(),
+        };
+        let stack = Stack::resolve(self.stack.as_deref().unwrap_or(DEFAULT_STACK))
+            .map_err(|e| problems.push(Problem::new("stack", e)))
+            .ok();
+        let options_file = match &stack {
+            Some(stack) => stack.defaults_under(&self.options),
+            None => self.options.clone(),
+        };
+        // ZeroStage and HSDP groups span the dp-cp group: d·cp ranks.
+        let options = options_file.resolve(
+            degrees.p,
+            degrees.d.saturating_mul(degrees.cp),
+            &mut problems,
+        );
+        check_options(schedule, &options, topology.as_ref(), &mut problems);
+        let (iterations, experts) = self.check_features(
+            &options,
+            schedule,
+            recompute,
+            model.as_ref(),
+            degrees,
+            &mut problems,
+        );
+        let Degrees {
+            t,
+            p,
+            d,
+            cp,
+            ep,
+            etp,
+            v,
+            b,
+            global_batch,
+            m,
+        } = degrees;
+        // A dense model has no expert tensor groups, whatever tp.
+        let etp = if experts.is_some() { etp } else { 1 };
+        let layout = Layout {
+            tensor_parallel: t,
+            pipeline_parallel: p,
+            data_parallel: d,
+            context_parallel: cp,
+            expert_parallel: ep,
+            expert_tensor_parallel: etp,
+            pipeline_split,
+            stage_map: schedule.stage_map(),
+            chunks: v,
+            microbatch_group_size: self.microbatch_group_size,
+            microbatch_size: b,
+            global_batch,
+            microbatches: m,
+        };
+        check_task_count(
+            &layout,
+            recompute,
+            stack.as_ref(),
+            iterations,
+            model.as_ref(),
+            schedule,
+            &options,
+            &mut problems,
+        );
+        if !problems.is_empty() {
+            return Err(ScenarioError::Invalid { problems });
+        }
+        Ok(Scenario {
+            model: model.expect("checked"),
+            topology: topology.expect("checked"),
+            profile: profile.expect("checked"),
+            layout,
+            experts,
+            schedule,
+            recompute,
+            seed: self.seed.unwrap_or(0),
+            stack: stack.expect("checked"),
+            stack_is_default: self.stack.is_none(),
+            options,
+            iterations,
+        })
+    }
+
+    /// The model (with the sequence length it trains at), the topology and
+    /// the profile, and whether the profile describes the topology's GPU.
+    fn resolve_inputs(&self, problems: &mut Vec<Problem>) -> Inputs {
         let model = match &self.model {
             None => {
                 problems.push(Problem::new(
@@ -86,9 +222,15 @@ impl ScenarioFile {
                 ));
             }
         }
+        Inputs {
+            model,
+            topology,
+            profile,
+        }
+    }
 
-        let schedule = self.schedule.unwrap_or(ScheduleKind::OneFOneB);
-        let recompute = self.recompute.unwrap_or(Recompute::None);
+    /// Each degree and the batch, and the microbatches they give.
+    fn resolve_degrees(&self, schedule: ScheduleKind, problems: &mut Vec<Problem>) -> Degrees {
         let mut positive = |key: &'static str, value: Option<u32>, default: Option<u32>| -> u32 {
             match value.or(default) {
                 None => {
@@ -123,11 +265,33 @@ impl ScenarioFile {
 
         if !(global_batch as u64).is_multiple_of(samples_per_step) {
             problems.push(Problem::new("global_batch", format!(
-                "{global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {samples_per_step}"
-            )));
+            "{global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {samples_per_step}"
+        )));
         } else if m == 0 {
             problems.push(Problem::new("global_batch", "gives zero microbatches"));
         }
+        Degrees {
+            t,
+            p,
+            d,
+            cp,
+            ep,
+            etp,
+            v,
+            b,
+            global_batch,
+            m,
+        }
+    }
+
+    /// What the schedule asks of chunks, stages and microbatches.
+    fn check_schedule(
+        &self,
+        schedule: ScheduleKind,
+        degrees: Degrees,
+        problems: &mut Vec<Problem>,
+    ) {
+        let Degrees { p, v, m, .. } = degrees;
         match schedule {
             ScheduleKind::Interleaved => {
                 if v < 2 {
@@ -143,38 +307,41 @@ impl ScenarioFile {
                     ));
                 }
                 match self.microbatch_group_size {
-                    None if m > 0 && !m.is_multiple_of(p) => problems.push(Problem::new("global_batch", format!(
-                        "the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p} (or a microbatch_group_size N in [pp, m] with m mod N = 0 or ≥ pp)"
-                    ))),
-                    Some(n) if m > 0 && p >= 2 => {
-                        if let Some(problem) =
-                            crate::schedule::flexible_interleaved::group_size_problem(p, m, n)
-                        {
-                            problems.push(Problem::worded("microbatch_group_size", problem));
-                        }
+                None if m > 0 && !m.is_multiple_of(p) => problems.push(Problem::new("global_batch", format!(
+                    "the interleaved schedule needs microbatches m = B/(b·d) = {m} to be a multiple of pp = {p} (or a microbatch_group_size N in [pp, m] with m mod N = 0 or ≥ pp)"
+                ))),
+                Some(n) if m > 0 && p >= 2 => {
+                    if let Some(problem) =
+                        crate::schedule::flexible_interleaved::group_size_problem(p, m, n)
+                    {
+                        problems.push(Problem::worded("microbatch_group_size", problem));
                     }
-                    _ => {}
                 }
+                _ => {}
+            }
             }
             ScheduleKind::LoopedBfs => {}
             ScheduleKind::DualPipe => {
                 if v != 2 {
                     problems.push(Problem::new("chunks", format!(
-                        "dualpipe runs exactly 2 model chunks per stage (stage r holds stage r of one model copy and stage pp−1−r of the other); got chunks = {v}, give --chunks 2"
-                    )));
+                    "dualpipe runs exactly 2 model chunks per stage (stage r holds stage r of one model copy and stage pp−1−r of the other); got chunks = {v}, give --chunks 2"
+                )));
                 }
                 // dualpipe.py `DualPipe.step`: `assert num_ranks % 2 == 0` and
                 // `num_chunks % 2 == 0 and num_chunks >= num_ranks * 2`.
                 if !p.is_multiple_of(2) {
                     problems.push(Problem::new("pp", format!(
-                        "dualpipe needs an even number of pipeline stages (half the microbatches enter from each end); got pp = {p}"
-                    )));
+                    "dualpipe needs an even number of pipeline stages (half the microbatches enter from each end); got pp = {p}"
+                )));
                 }
                 if m > 0 && (!m.is_multiple_of(2) || (m as u64) < 2 * p as u64) {
-                    problems.push(Problem::new("global_batch", format!(
-                        "dualpipe needs an even number of microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
-                        2 * p as u64
-                    )));
+                    problems.push(Problem::new(
+                        "global_batch",
+                        format!(
+                    "dualpipe needs an even number of microbatches m = B/(b·d) = {m} ≥ 2 × pp = {}",
+                    2 * p as u64
+                ),
+                    ));
                 }
                 if self.pipeline_layout.is_some() {
                     problems.push(Problem::new("pipeline_layout", "not built for dualpipe (its two copies would each need the layout's stages); use an even split or pipeline_split"));
@@ -183,9 +350,9 @@ impl ScenarioFile {
             ScheduleKind::ZbV | ScheduleKind::DualPipeV => {
                 if v != 2 {
                     problems.push(Problem::new("chunks", format!(
-                        "{} runs exactly 2 model chunks per stage (the V map: stage r holds virtual stages r and 2p−1−r); got chunks = {v}, give --chunks 2",
-                        schedule.name()
-                    )));
+                    "{} runs exactly 2 model chunks per stage (the V map: stage r holds virtual stages r and 2p−1−r); got chunks = {v}, give --chunks 2",
+                    schedule.name()
+                )));
                 }
                 // dualpipev.py asserts num_chunks >= num_ranks * 2; PyTorch's
                 // ScheduleDualPipeV refuses fewer microbatches than stages (2p).
@@ -202,9 +369,9 @@ impl ScenarioFile {
             _ => {
                 if v != 1 {
                     problems.push(Problem::new("chunks", format!(
-                        "{v} model chunks need --schedule interleaved or looped-bfs ({} uses one chunk per stage)",
-                        schedule.name()
-                    )));
+                    "{v} model chunks need --schedule interleaved or looped-bfs ({} uses one chunk per stage)",
+                    schedule.name()
+                )));
                 }
             }
         }
@@ -217,208 +384,121 @@ impl ScenarioFile {
                 ),
             ));
         }
-        if let Some(model) = &model {
-            if model.heads % t as u64 != 0 {
-                problems.push(Problem::new(
-                    "tp",
-                    format!("heads ({}) must be divisible by tp ({t})", model.heads),
-                ));
-            }
-            // Megatron-Core splits the key/value heads across tensor ranks
-            // (`num_query_groups % tensor_model_parallel_size == 0`); it does
-            // not replicate them when t exceeds kv_heads. (Without grouped
-            // attention the heads check above says it.)
-            if model.kv_heads() != model.heads && model.kv_heads() % t as u64 != 0 {
-                problems.push(Problem::new(
-                    "tp",
-                    format!(
-                        "kv_heads ({}) must be divisible by tp ({t})",
-                        model.kv_heads()
-                    ),
-                ));
-            }
-            if model.ffn() % t as u64 != 0 {
-                problems.push(Problem::new(
-                    "tp",
-                    format!("ffn_hidden ({}) must be divisible by tp ({t})", model.ffn()),
-                ));
-            }
-            if model.vocab % t as u64 != 0 {
-                problems.push(Problem::new(
-                    "tp",
-                    format!(
-                        "vocab ({}) must be divisible by tp ({t}) (pad the vocabulary)",
-                        model.vocab
-                    ),
-                ));
-            }
-            let split = self.pipeline_split.unwrap_or_default();
-            let split_layers = model.layers + split.counted_ends();
-            // DualPipe cuts each of its two copies into p stages.
-            let virtual_stages =
-                p as u64 * v as u64 / u64::from(schedule.stage_map().copies()).min(v as u64);
-            // What the layers are cut into, for the messages below.
-            let cut = if schedule == ScheduleKind::DualPipe {
-                format!("pp = {p} (each of dualpipe's two model copies is cut into pp stages)")
-            } else {
-                format!("pp × chunks = {p} × {v} = {virtual_stages}")
-            };
-            if self.pipeline_layout.is_some() {
-                // Checked by `pipeline_layout::resolve` below.
-            } else if split.is_even() && model.layers % virtual_stages != 0 {
-                problems.push(Problem::new("pp", format!(
-                    "layers ({}) must be divisible by {cut} (or count the embedding and the loss as layers: pipeline_split)",
-                    model.layers,
-                )));
-            } else if !split.is_even() && !split_layers.is_multiple_of(virtual_stages) {
-                problems.push(Problem::new(
-                    "pipeline_split",
-                    format!(
-                        "layers + embedding + loss ({split_layers}) must be divisible by {cut}"
-                    ),
-                ));
-            } else if !split.is_even() && {
-                // Every virtual stage builds at least one transformer layer.
-                let (e, l) = (u64::from(split.embedding), u64::from(split.loss));
-                let needed = if virtual_stages == 1 {
-                    1 + e + l
-                } else {
-                    1 + e.max(l)
-                };
-                split_layers / virtual_stages < needed
-            } {
-                problems.push(Problem::new("pipeline_split", format!(
-                    "{virtual_stages} virtual stages leave no transformer layer beside the embedding or the loss"
-                )));
-            }
+    }
+
+    /// Whether tensor parallelism divides the model's heads, widths and
+    /// vocabulary, and the pipeline its layers.
+    fn check_model_split(
+        &self,
+        model: &ModelSpec,
+        schedule: ScheduleKind,
+        degrees: Degrees,
+        problems: &mut Vec<Problem>,
+    ) {
+        let Degrees { t, p, v, .. } = degrees;
+        if !model.heads.is_multiple_of(t as u64) {
+            problems.push(Problem::new(
+                "tp",
+                format!("heads ({}) must be divisible by tp ({t})", model.heads),
+            ));
         }
-        if let Some(topology) = &topology {
-            let needed = t as u64 * cp as u64 * p as u64 * d as u64;
-            if needed > topology.total_gpus() {
-                if cp > 1 {
-                    problems.push(Problem::gpu_count(format!(
-                        "tp × cp × pp × dp = {t} × {cp} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
-                        topology.name,
-                        topology.total_gpus()
-                    )));
-                } else {
-                    problems.push(Problem::gpu_count(format!(
-                        "tp × pp × dp = {t} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
-                        topology.name,
-                        topology.total_gpus()
-                    )));
-                }
-            }
-            let ring = t as u64 * cp as u64;
-            let per_node_u64 = topology.node.gpus_per_node as u64;
-            if cp > 1
-                && per_node_u64 > 0
-                && !per_node_u64.is_multiple_of(ring)
-                && !ring.is_multiple_of(per_node_u64)
-            {
-                problems.push(Problem::new("cp", format!(
-                    "tp × cp = {t} × {cp} = {ring} neither divides nor is a multiple of the {per_node_u64} GPUs per node, so context-parallel rings would straddle nodes unevenly"
-                )));
-            }
-            let per_node = topology.node.gpus_per_node;
-            if per_node % t != 0 && t % per_node != 0 {
-                problems.push(Problem::new("tp", format!(
-                    "{t} neither divides nor is a multiple of the {per_node} GPUs per node, so tensor groups would straddle nodes unevenly"
-                )));
-            }
-        }
-        let pipeline_split = match &self.pipeline_layout {
-            Some(text) => super::pipeline_layout::resolve(
-                text,
-                model.as_ref(),
-                p,
-                v,
-                self.pipeline_split.is_some_and(|split| !split.is_even()),
-                &mut problems,
-            )
-            .unwrap_or_default(),
-            None => self.pipeline_split.unwrap_or_default(),
-        };
-        let stack = Stack::resolve(self.stack.as_deref().unwrap_or(DEFAULT_STACK))
-            .map_err(|e| problems.push(Problem::new("stack", e)))
-            .ok();
-        let options_file = match &stack {
-            Some(stack) => stack.defaults_under(&self.options),
-            None => self.options.clone(),
-        };
-        // ZeroStage and HSDP groups span the dp-cp group: d·cp ranks.
-        let options = options_file.resolve(p, d.saturating_mul(cp), &mut problems);
-        if schedule.splits_backward() && options.sharding >= super::ZeroStage::Gradients {
-            problems.push(Problem::new("schedule", format!(
-                "{} splits the backward, which the sharded lowering of zero_stage {} does not cut yet (it shards whole backwards); use --schedule 1f1b or zero_stage 1",
-                schedule.name(),
-                options.sharding.stage()
-            )));
-        }
-        if schedule.splits_backward() && options.offload.is_some() {
-            problems.push(Problem::new("schedule", format!(
-                "{} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
-                schedule.name()
-            )));
-        }
-        if schedule == ScheduleKind::DualPipe && options.distributed_optimizer {
-            problems.push(Problem::new("distributed_optimizer", "not built for dualpipe (its mirrored ranks order the two copies' gradients differently, so their shards would not line up); use dualpipev"));
-        }
-        if schedule == ScheduleKind::LoopedBfs && options.offload.is_some() {
-            problems.push(Problem::new("schedule", "looped-bfs under zero_offload is not built (the ZeRO-Offload program runs one chunk per stage); use --schedule 1f1b"));
-        }
-        if let (super::Precision::Bf16, Some(topology)) = (options.precision, &topology) {
-            let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
-            if datasheet.is_some_and(|d| d.architecture == "Volta") {
-                problems.push(Problem::new(
-                    "precision",
-                    format!(
-                    "bf16 needs bf16 tensor cores, which the {} (Volta) does not have; use fp16",
-                    topology.gpu.name
+        // Megatron-Core splits the key/value heads across tensor ranks
+        // (`num_query_groups % tensor_model_parallel_size == 0`); it does
+        // not replicate them when t exceeds kv_heads. (Without grouped
+        // attention the heads check above says it.)
+        if model.kv_heads() != model.heads && !model.kv_heads().is_multiple_of(t as u64) {
+            problems.push(Problem::new(
+                "tp",
+                format!(
+                    "kv_heads ({}) must be divisible by tp ({t})",
+                    model.kv_heads()
                 ),
-                ));
-            }
+            ));
         }
-        if let (super::Precision::Fp8, Some(topology)) = (options.precision, &topology) {
-            if topology.gpu.peak.fp8_flops_per_s.is_none() {
-                let architecture = topologies::datasheets::datasheet(&topology.gpu.name)
-                    .map_or(String::new(), |d| format!(" ({})", d.architecture));
-                problems.push(Problem::new("precision", format!(
-                    "fp8 needs FP8 tensor cores (Hopper or Blackwell), and the {}{architecture} has none (its topology gives no gpu.peak.fp8_flops_per_s); use bf16",
-                    topology.gpu.name
-                )));
-            }
+        if !model.ffn().is_multiple_of(t as u64) {
+            problems.push(Problem::new(
+                "tp",
+                format!("ffn_hidden ({}) must be divisible by tp ({t})", model.ffn()),
+            ));
         }
-        if options.precision == super::Precision::Fp8 && options.offload.is_some() {
-            problems.push(Problem::new("precision", "fp8 under zero_offload is not modeled (DeepSpeed's ZeRO-Offload trains in fp16); use bf16 or fp16"));
+        if !model.vocab.is_multiple_of(t as u64) {
+            problems.push(Problem::new(
+                "tp",
+                format!(
+                    "vocab ({}) must be divisible by tp ({t}) (pad the vocabulary)",
+                    model.vocab
+                ),
+            ));
         }
-        if let (true, Some(topology)) = (options.network_contention, &topology) {
-            if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
-                problems.push(Problem::new("network_contention", error));
-            }
-            if topology.node.gpus_per_node > 1 && topology.node.nvlink_bandwidth_bytes_per_s <= 0.0
-            {
-                problems.push(Problem::new("network_contention", format!(
-                    "topology '{}' has no NVLink inside its nodes (node.nvlink_bandwidth_bytes_per_s = 0: its GPUs talk over PCIe), and the fabric's intra-node PCIe paths are not built; run without contention",
-                    topology.name
-                )));
-            }
+        let split = self.pipeline_split.unwrap_or_default();
+        let split_layers = model.layers + split.counted_ends();
+        // DualPipe cuts each of its two copies into p stages.
+        let virtual_stages =
+            p as u64 * v as u64 / u64::from(schedule.stage_map().copies()).min(v as u64);
+        // What the layers are cut into, for the messages below.
+        let cut = if schedule == ScheduleKind::DualPipe {
+            format!("pp = {p} (each of dualpipe's two model copies is cut into pp stages)")
+        } else {
+            format!("pp × chunks = {p} × {v} = {virtual_stages}")
+        };
+        if self.pipeline_layout.is_some() {
+            // Checked by `pipeline_layout::resolve` below.
+        } else if split.is_even() && !model.layers.is_multiple_of(virtual_stages) {
+            problems.push(Problem::new("pp", format!(
+                "layers ({}) must be divisible by {cut} (or count the embedding and the loss as layers: pipeline_split)",
+                model.layers,
+            )));
+        } else if !split.is_even() && !split_layers.is_multiple_of(virtual_stages) {
+            problems.push(Problem::new(
+                "pipeline_split",
+                format!("layers + embedding + loss ({split_layers}) must be divisible by {cut}"),
+            ));
+        } else if !split.is_even() && {
+            // Every virtual stage builds at least one transformer layer.
+            let (e, l) = (u64::from(split.embedding), u64::from(split.loss));
+            let needed = if virtual_stages == 1 {
+                1 + e + l
+            } else {
+                1 + e.max(l)
+            };
+            split_layers / virtual_stages < needed
+        } {
+            problems.push(Problem::new("pipeline_split", format!(
+                "{virtual_stages} virtual stages leave no transformer layer beside the embedding or the loss"
+            )));
         }
+    }
+
+    /// The checks of features with rules of their own (post-validation, the
+    /// iterations simulated, context parallelism, latent attention, MoE
+    /// communication, experts): the iterations and the expert routing.
+    fn check_features(
+        &self,
+        options: &TrainingOptions,
+        schedule: ScheduleKind,
+        recompute: Recompute,
+        model: Option<&ModelSpec>,
+        degrees: Degrees,
+        problems: &mut Vec<Problem>,
+    ) -> (u32, Option<experts::ExpertRouting>) {
+        let Degrees {
+            t, d, cp, ep, etp, ..
+        } = degrees;
         super::post_validation::check(
-            &options,
+            options,
             schedule,
-            model.as_ref().map(|model| model.tied_embeddings),
-            &mut problems,
+            model.map(|model| model.tied_embeddings),
+            problems,
         );
-        let iterations = self.resolve_iterations(&options, &mut problems);
+        let iterations = self.resolve_iterations(options, problems);
         if cp > 1 {
-            super::context::check(cp, model.as_ref(), recompute, &options, &mut problems);
+            super::context::check(cp, model, recompute, options, problems);
         }
-        if let Some(model) = &model {
-            super::mla::check(model, t, cp, &options, &mut problems);
+        if let Some(model) = model {
+            super::mla::check(model, t, cp, options, problems);
         }
-        super::moe_comm::check(&options, schedule, ep, recompute, &mut problems);
-        let experts = model.as_ref().and_then(|model| {
+        super::moe_comm::check(options, schedule, ep, recompute, problems);
+        let experts = model.and_then(|model| {
             super::experts::check(
                 model,
                 ep,
@@ -426,76 +506,155 @@ impl ScenarioFile {
                 t,
                 d.saturating_mul(cp),
                 self.expert_imbalance.is_some(),
-                &options,
-                &mut problems,
+                options,
+                problems,
             );
-            super::experts::resolve(
-                model,
-                (ep, etp),
-                self.expert_imbalance.as_deref(),
-                &mut problems,
-            )
+            super::experts::resolve(model, (ep, etp), self.expert_imbalance.as_deref(), problems)
         });
-        // A dense model has no expert tensor groups, whatever tp.
-        let etp = if experts.is_some() { etp } else { 1 };
-        let layout = Layout {
-            tensor_parallel: t,
-            pipeline_parallel: p,
-            data_parallel: d,
-            context_parallel: cp,
-            expert_parallel: ep,
-            expert_tensor_parallel: etp,
-            pipeline_split,
-            stage_map: schedule.stage_map(),
-            chunks: v,
-            microbatch_group_size: self.microbatch_group_size,
-            microbatch_size: b,
-            global_batch,
-            microbatches: m,
-        };
-        // Task ids are 32-bit: refuse graphs past them before building them (whether
-        // a graph fits this machine's memory is `host_memory`'s check).
-        let splits = GradientSplits {
-            split_backward: schedule.splits_backward(),
-            ..model.as_ref().map_or(GradientSplits::default(), |model| {
-                GradientSplits::of(model, &layout, &options)
-            })
-        };
-        let estimated_tasks = estimated_task_count(
-            &layout,
-            recompute,
-            stack.as_ref().is_some_and(|s| s.host.is_some()),
-            iterations,
-            splits,
-        );
-        let limit = task_limit();
-        if estimated_tasks > limit {
-            let why = if limit < MAX_TASKS {
-                format!("set by {TASK_LIMIT_VARIABLE}")
-            } else {
-                "task ids are 32-bit".to_string()
-            };
-            problems.push(Problem::new("global_batch", format!(
-                "this layout needs about {estimated_tasks} tasks per simulation; the limit is {limit} ({why}); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
+        (iterations, experts)
+    }
+}
+
+/// Whether the layout's GPUs fit the topology and its tensor groups and
+/// context-parallel rings sit evenly on its nodes.
+fn check_topology_fit(topology: &TopologySpec, degrees: Degrees, problems: &mut Vec<Problem>) {
+    let Degrees { t, p, d, cp, .. } = degrees;
+    let needed = t as u64 * cp as u64 * p as u64 * d as u64;
+    if needed > topology.total_gpus() {
+        if cp > 1 {
+            problems.push(Problem::gpu_count(format!(
+                "tp × cp × pp × dp = {t} × {cp} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
+                topology.name,
+                topology.total_gpus()
+            )));
+        } else {
+            problems.push(Problem::gpu_count(format!(
+                "tp × pp × dp = {t} × {p} × {d} = {needed} GPUs, but topology '{}' has {}",
+                topology.name,
+                topology.total_gpus()
             )));
         }
-        if !problems.is_empty() {
-            return Err(ScenarioError::Invalid { problems });
+    }
+    let ring = t as u64 * cp as u64;
+    let per_node_u64 = topology.node.gpus_per_node as u64;
+    if cp > 1
+        && per_node_u64 > 0
+        && !per_node_u64.is_multiple_of(ring)
+        && !ring.is_multiple_of(per_node_u64)
+    {
+        problems.push(Problem::new("cp", format!(
+            "tp × cp = {t} × {cp} = {ring} neither divides nor is a multiple of the {per_node_u64} GPUs per node, so context-parallel rings would straddle nodes unevenly"
+        )));
+    }
+    let per_node = topology.node.gpus_per_node;
+    if !per_node.is_multiple_of(t) && !t.is_multiple_of(per_node) {
+        problems.push(Problem::new("tp", format!(
+            "{t} neither divides nor is a multiple of the {per_node} GPUs per node, so tensor groups would straddle nodes unevenly"
+        )));
+    }
+}
+
+/// The options against the schedule, the precision against the GPU, and
+/// contention against the fabric.
+fn check_options(
+    schedule: ScheduleKind,
+    options: &TrainingOptions,
+    topology: Option<&TopologySpec>,
+    problems: &mut Vec<Problem>,
+) {
+    if schedule.splits_backward() && options.sharding >= super::ZeroStage::Gradients {
+        problems.push(Problem::new("schedule", format!(
+            "{} splits the backward, which the sharded lowering of zero_stage {} does not cut yet (it shards whole backwards); use --schedule 1f1b or zero_stage 1",
+            schedule.name(),
+            options.sharding.stage()
+        )));
+    }
+    if schedule.splits_backward() && options.offload.is_some() {
+        problems.push(Problem::new("schedule", format!(
+            "{} splits the backward, which the ZeRO-Offload program does not build (it runs whole backwards); use --schedule 1f1b",
+            schedule.name()
+        )));
+    }
+    if schedule == ScheduleKind::DualPipe && options.distributed_optimizer {
+        problems.push(Problem::new("distributed_optimizer", "not built for dualpipe (its mirrored ranks order the two copies' gradients differently, so their shards would not line up); use dualpipev"));
+    }
+    if schedule == ScheduleKind::LoopedBfs && options.offload.is_some() {
+        problems.push(Problem::new("schedule", "looped-bfs under zero_offload is not built (the ZeRO-Offload program runs one chunk per stage); use --schedule 1f1b"));
+    }
+    if let (super::Precision::Bf16, Some(topology)) = (options.precision, topology) {
+        let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
+        if datasheet.is_some_and(|d| d.architecture == "Volta") {
+            problems.push(Problem::new(
+                "precision",
+                format!(
+                    "bf16 needs bf16 tensor cores, which the {} (Volta) does not have; use fp16",
+                    topology.gpu.name
+                ),
+            ));
         }
-        Ok(Scenario {
-            model: model.expect("checked"),
-            topology: topology.expect("checked"),
-            profile: profile.expect("checked"),
-            layout,
-            experts,
-            schedule,
-            recompute,
-            seed: self.seed.unwrap_or(0),
-            stack: stack.expect("checked"),
-            stack_is_default: self.stack.is_none(),
-            options,
-            iterations,
+    }
+    if let (super::Precision::Fp8, Some(topology)) = (options.precision, topology) {
+        if topology.gpu.peak.fp8_flops_per_s.is_none() {
+            let architecture = topologies::datasheets::datasheet(&topology.gpu.name)
+                .map_or(String::new(), |d| format!(" ({})", d.architecture));
+            problems.push(Problem::new("precision", format!(
+                "fp8 needs FP8 tensor cores (Hopper or Blackwell), and the {}{architecture} has none (its topology gives no gpu.peak.fp8_flops_per_s); use bf16",
+                topology.gpu.name
+            )));
+        }
+    }
+    if options.precision == super::Precision::Fp8 && options.offload.is_some() {
+        problems.push(Problem::new("precision", "fp8 under zero_offload is not modeled (DeepSpeed's ZeRO-Offload trains in fp16); use bf16 or fp16"));
+    }
+    if let (true, Some(topology)) = (options.network_contention, topology) {
+        if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
+            problems.push(Problem::new("network_contention", error));
+        }
+        if topology.node.gpus_per_node > 1 && topology.node.nvlink_bandwidth_bytes_per_s <= 0.0 {
+            problems.push(Problem::new("network_contention", format!(
+                "topology '{}' has no NVLink inside its nodes (node.nvlink_bandwidth_bytes_per_s = 0: its GPUs talk over PCIe), and the fabric's intra-node PCIe paths are not built; run without contention",
+                topology.name
+            )));
+        }
+    }
+}
+
+/// Task ids are 32-bit: graphs past them are refused before they are built
+/// (whether a graph fits this machine's memory is `host_memory`'s check).
+#[allow(clippy::too_many_arguments)]
+fn check_task_count(
+    layout: &Layout,
+    recompute: Recompute,
+    stack: Option<&Stack>,
+    iterations: u32,
+    model: Option<&ModelSpec>,
+    schedule: ScheduleKind,
+    options: &TrainingOptions,
+    problems: &mut Vec<Problem>,
+) {
+    let splits = GradientSplits {
+        split_backward: schedule.splits_backward(),
+        ..model.map_or(GradientSplits::default(), |model| {
+            GradientSplits::of(model, layout, options)
         })
+    };
+    let estimated_tasks = estimated_task_count(
+        layout,
+        recompute,
+        stack.is_some_and(|s| s.host.is_some()),
+        iterations,
+        splits,
+    );
+    let limit = task_limit();
+    if estimated_tasks > limit {
+        let why = if limit < MAX_TASKS {
+            format!("set by {TASK_LIMIT_VARIABLE}")
+        } else {
+            "task ids are 32-bit".to_string()
+        };
+        problems.push(Problem::new("global_batch", format!(
+            "this layout needs about {estimated_tasks} tasks per simulation; the limit is {limit} ({why}); use fewer microbatches (a larger microbatch_size or smaller global_batch) or fewer GPUs"
+        )));
     }
 }
 

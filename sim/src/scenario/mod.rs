@@ -21,6 +21,7 @@ mod problem;
 mod resolve;
 mod sharding;
 mod stack;
+mod stack_file;
 mod task_count;
 pub mod userbuffers;
 

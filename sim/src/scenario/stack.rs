@@ -77,50 +77,6 @@ pub struct NotModeled {
     pub source: String,
 }
 
-/// A stack file as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StackFile {
-    format_version: u32,
-    name: String,
-    summary: String,
-    /// Training-option keys (as in a scenario file) → default and source.
-    options: BTreeMap<String, SourcedValue>,
-    /// What the host thread pays to issue work, when the stack says.
-    #[serde(default)]
-    host: Option<HostFile>,
-    /// Which kernel implementations the software has, when the stack says.
-    #[serde(default)]
-    kernels: Option<KernelsFile>,
-    /// How its pipeline schedules exchange tensors, when the stack says.
-    #[serde(default)]
-    p2p: Option<P2pFile>,
-    /// The NCCL the software ran (`"2.12"`, `"2.21"`), when the stack says.
-    #[serde(default)]
-    nccl: Option<SourcedValue>,
-    #[serde(default)]
-    not_modeled: Vec<NotModeled>,
-}
-
-/// The `kernels` section as written: each choice with its source.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KernelsFile {
-    /// The longest sequence its fused scale-mask-softmax kernel accepts
-    /// (null: the software has no such kernel; absent: every length).
-    #[serde(default)]
-    fused_softmax_max_seq_len: Option<SourcedValue>,
-    /// Whether the attention core runs as one fused kernel
-    /// (`models::attention`; absent: false).
-    #[serde(default)]
-    fused_attention: Option<SourcedValue>,
-    /// What local DDP runs over the gradients around its data-parallel
-    /// all-reduce (`"flatten_divide_copy_back"`, `"divide"`; absent or null:
-    /// nothing, as PyTorch's and Megatron-Core's DDP).
-    #[serde(default)]
-    local_ddp_gradient_kernels: Option<SourcedValue>,
-}
-
 /// The memory-bound kernels Megatron-LM's local DDP runs over one GPU's
 /// gradients when it all-reduces them after the last backward
 /// (`allreduce_gradients`, megatron/model/distributed.py), also at d = 1.
@@ -146,26 +102,6 @@ impl LocalDdpKernels {
     }
 }
 
-/// The `p2p` section as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct P2pFile {
-    /// The interleaved schedule's steady state sends a forward's output only
-    /// with the next backward's gradient, in one exchange (absent: false).
-    #[serde(default)]
-    combined_interleaved_exchange: Option<SourcedValue>,
-}
-
-/// The `host` section as written: each cost with its source.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HostFile {
-    kernel_issue_ns: SourcedValue,
-    collective_call_ns: SourcedValue,
-    optimizer_kernels: SourcedValue,
-    synchronize_after_p2p: SourcedValue,
-}
-
 /// What one rank's host thread pays to issue work (eager PyTorch: Python,
 /// autograd, the dispatcher and the launch), and where it waits for the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,13 +118,6 @@ pub struct HostCosts {
 }
 
 /// The option keys of a stack file, checked against the training options.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StackOptions {
-    #[serde(flatten)]
-    options: TrainingOptionsFile,
-}
-
 /// A software stack, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stack {
@@ -266,205 +195,10 @@ impl Stack {
         Stack::from_json_str(&text, name_or_path)
     }
 
-    /// Parses and checks a stack file; `origin` names it in errors.
+    /// Parses and checks a stack file; `origin` names it in errors
+    /// ([`super::stack_file`]).
     pub fn from_json_str(text: &str, origin: &str) -> Result<Stack, StackError> {
-        let invalid = |message: String| StackError::Invalid {
-            origin: origin.into(),
-            message,
-        };
-        let file: StackFile = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
-        if file.format_version != STACK_FORMAT_VERSION {
-            return Err(invalid(format!(
-                "format_version {} (this build reads {STACK_FORMAT_VERSION})",
-                file.format_version
-            )));
-        }
-        if file.name.trim().is_empty() {
-            return Err(invalid("name is empty".into()));
-        }
-        if let Some((key, _)) = file
-            .options
-            .iter()
-            .find(|(_, v)| v.source.trim().is_empty())
-        {
-            return Err(invalid(format!(
-                "options.{key}: every default needs a source"
-            )));
-        }
-        let values: serde_json::Map<String, serde_json::Value> = file
-            .options
-            .iter()
-            .map(|(key, sourced)| (key.clone(), sourced.value.clone()))
-            .collect();
-        let options = serde_json::from_value::<StackOptions>(serde_json::Value::Object(values))
-            .map_err(|e| invalid(format!("options: {e}")))?
-            .options;
-        let mut sources: BTreeMap<String, String> = BTreeMap::new();
-        let host = match &file.host {
-            None => None,
-            Some(host) => {
-                let entries = [
-                    ("kernel_issue_ns", &host.kernel_issue_ns),
-                    ("collective_call_ns", &host.collective_call_ns),
-                    ("optimizer_kernels", &host.optimizer_kernels),
-                    ("synchronize_after_p2p", &host.synchronize_after_p2p),
-                ];
-                for (key, sourced) in entries {
-                    if sourced.source.trim().is_empty() {
-                        return Err(invalid(format!("host.{key}: every cost needs a source")));
-                    }
-                    sources.insert(format!("host.{key}"), sourced.source.clone());
-                }
-                let count =
-                    |key: &str, sourced: &SourcedValue, max: u64| {
-                        sourced.value.as_u64().filter(|&v| v <= max).ok_or_else(|| {
-                            invalid(format!("host.{key}: an integer from 0 to {max}"))
-                        })
-                    };
-                Some(HostCosts {
-                    // At most 1 s per kernel or call: anything larger is a unit mistake.
-                    kernel_issue_ns: count(
-                        "kernel_issue_ns",
-                        &host.kernel_issue_ns,
-                        1_000_000_000,
-                    )?,
-                    collective_call_ns: count(
-                        "collective_call_ns",
-                        &host.collective_call_ns,
-                        1_000_000_000,
-                    )?,
-                    optimizer_kernels: count(
-                        "optimizer_kernels",
-                        &host.optimizer_kernels,
-                        1_000_000,
-                    )? as u32,
-                    synchronize_after_p2p: host.synchronize_after_p2p.value.as_bool().ok_or_else(
-                        || invalid("host.synchronize_after_p2p: true or false".into()),
-                    )?,
-                })
-            }
-        };
-        let kernels = file.kernels.as_ref();
-        let fused_softmax_max_seq_len = match kernels
-            .and_then(|k| k.fused_softmax_max_seq_len.as_ref())
-        {
-            None => Some(u64::MAX),
-            Some(sourced) => {
-                if sourced.source.trim().is_empty() {
-                    return Err(invalid(
-                        "kernels.fused_softmax_max_seq_len: every choice needs a source".into(),
-                    ));
-                }
-                sources.insert(
-                    "kernels.fused_softmax_max_seq_len".into(),
-                    sourced.source.clone(),
-                );
-                match &sourced.value {
-                    serde_json::Value::Null => None,
-                    value => Some(value.as_u64().filter(|&v| v > 0).ok_or_else(|| {
-                        invalid(
-                            "kernels.fused_softmax_max_seq_len: a positive integer or null".into(),
-                        )
-                    })?),
-                }
-            }
-        };
-        let fused_attention = match kernels.and_then(|k| k.fused_attention.as_ref()) {
-            None => false,
-            Some(sourced) => {
-                if sourced.source.trim().is_empty() {
-                    return Err(invalid(
-                        "kernels.fused_attention: every choice needs a source".into(),
-                    ));
-                }
-                sources.insert("kernels.fused_attention".into(), sourced.source.clone());
-                sourced
-                    .value
-                    .as_bool()
-                    .ok_or_else(|| invalid("kernels.fused_attention: true or false".into()))?
-            }
-        };
-        let local_ddp = match kernels.and_then(|k| k.local_ddp_gradient_kernels.as_ref()) {
-            None => None,
-            Some(sourced) => {
-                if sourced.source.trim().is_empty() {
-                    return Err(invalid(
-                        "kernels.local_ddp_gradient_kernels: every choice needs a source".into(),
-                    ));
-                }
-                sources.insert(
-                    "kernels.local_ddp_gradient_kernels".into(),
-                    sourced.source.clone(),
-                );
-                match &sourced.value {
-                    serde_json::Value::Null => None,
-                    value => Some(match value.as_str() {
-                        Some("flatten_divide_copy_back") => LocalDdpKernels::FlattenDivideCopyBack,
-                        Some("divide") => LocalDdpKernels::Divide,
-                        _ => {
-                            return Err(invalid(
-                                "kernels.local_ddp_gradient_kernels: \"flatten_divide_copy_back\", \"divide\" or null"
-                                    .into(),
-                            ))
-                        }
-                    }),
-                }
-            }
-        };
-        let combined_interleaved_exchange = match file
-            .p2p
-            .as_ref()
-            .and_then(|p2p| p2p.combined_interleaved_exchange.as_ref())
-        {
-            None => false,
-            Some(sourced) => {
-                if sourced.source.trim().is_empty() {
-                    return Err(invalid(
-                        "p2p.combined_interleaved_exchange: every choice needs a source".into(),
-                    ));
-                }
-                sources.insert(
-                    "p2p.combined_interleaved_exchange".into(),
-                    sourced.source.clone(),
-                );
-                sourced.value.as_bool().ok_or_else(|| {
-                    invalid("p2p.combined_interleaved_exchange: true or false".into())
-                })?
-            }
-        };
-        let nccl = match &file.nccl {
-            None => NcclVersion::default(),
-            Some(sourced) => {
-                if sourced.source.trim().is_empty() {
-                    return Err(invalid("nccl: the version needs a source".into()));
-                }
-                sources.insert("nccl".into(), sourced.source.clone());
-                let names: Vec<&str> = NcclVersion::ALL.iter().map(|v| v.name()).collect();
-                sourced
-                    .value
-                    .as_str()
-                    .and_then(NcclVersion::parse)
-                    .ok_or_else(|| invalid(format!("nccl: one of {}", names.join(", "))))?
-            }
-        };
-        Ok(Stack {
-            name: file.name,
-            summary: file.summary,
-            options,
-            sources: file
-                .options
-                .into_iter()
-                .map(|(key, sourced)| (key, sourced.source))
-                .chain(sources)
-                .collect(),
-            host,
-            fused_softmax_max_seq_len,
-            fused_attention,
-            local_ddp,
-            combined_interleaved_exchange,
-            nccl,
-            not_modeled: file.not_modeled,
-        })
+        super::stack_file::parse(text, origin)
     }
 
     /// `options` (flags over the scenario file) with this stack's defaults

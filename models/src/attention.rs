@@ -146,6 +146,7 @@ pub fn fused_attention_with_dims(
         // Q and O; K and V; the statistics.
         bytes: q + o + k + v + stats,
         role: KernelRole::Forward,
+        attention_core: true,
     });
     let backward = Step::Kernel(Kernel {
         name: "fused_attention.bwd",
@@ -157,6 +158,7 @@ pub fn fused_attention_with_dims(
         // Q, O, dO, dQ; K, V, dK, dV; the statistics.
         bytes: 2.0 * (q + o) + 2.0 * (k + v) + stats,
         role: KernelRole::Backward,
+        attention_core: true,
     });
     (forward, backward)
 }

@@ -169,6 +169,7 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
                     flops,
                     bytes: fp8_gemm_bytes(&shape),
                     role,
+                    attention_core: false,
                 }));
             }
             other => out.push(other),

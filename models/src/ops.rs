@@ -81,6 +81,11 @@ pub struct Kernel {
     pub bytes: f64,
     /// Its part in the training step, set where it is created.
     pub role: KernelRole,
+    /// Part of the attention core (scores, softmax, dropout, the product
+    /// with the values, the key/value expansion before them; or the fused
+    /// kernel): what selective recomputation re-runs. Set where the core's
+    /// kernels are created ([`Step::in_attention_core`]).
+    pub attention_core: bool,
 }
 
 /// One step of a layer's forward or backward pass.
@@ -132,6 +137,7 @@ impl Step {
             flops: shape.flops(),
             bytes: shape.bytes(),
             role,
+            attention_core: false,
         })
     }
     /// A memory-bound kernel moving `bytes` through HBM.
@@ -142,7 +148,20 @@ impl Step {
             flops: 0.0,
             bytes,
             role,
+            attention_core: false,
         })
+    }
+
+    /// The same step marked as part of the attention core (a kernel; other
+    /// steps are returned as they are).
+    pub fn in_attention_core(self) -> Step {
+        match self {
+            Step::Kernel(kernel) => Step::Kernel(Kernel {
+                attention_core: true,
+                ..kernel
+            }),
+            other => other,
+        }
     }
 }
 
@@ -457,16 +476,20 @@ pub fn transformer_layer_with(
             // K and V: read kv heads, write every query head's copy; backward
             // reads the copies' gradients and writes their sums.
             let copies = (2 * tokens * (heads_per_rank + kv_heads_per_rank) * head_dim) as f64;
-            pass.forward.push(Step::memory(
-                KernelRole::Forward,
-                "gqa_expand_kv",
-                FP16_BYTES as f64 * copies,
-            ));
+            pass.forward.push(
+                Step::memory(
+                    KernelRole::Forward,
+                    "gqa_expand_kv",
+                    FP16_BYTES as f64 * copies,
+                )
+                .in_attention_core(),
+            );
             attention_bwd.push(vec![Step::memory(
                 KernelRole::Backward,
                 "gqa_expand_kv.bwd",
                 FP16_BYTES as f64 * copies,
-            )]);
+            )
+            .in_attention_core()]);
         }
         let core = UnfusedCore {
             batch: b,

@@ -68,3 +68,55 @@ fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
     };
     assert_eq!(gemms(&layer.forward) * 2, gemms(&layer.backward));
 }
+
+/// The attention core's kernels, and only they, carry the marker selective
+/// recompute reads, for every dense preset, unfused and fused.
+#[test]
+fn the_attention_core_is_marked_where_it_is_created() {
+    let core_names = |fused: bool, model: &ModelSpec| -> Vec<&'static str> {
+        let layer = transformer_layer_with(
+            model,
+            1,
+            1,
+            LayerOptions {
+                fused_attention: fused,
+                ..LayerOptions::default()
+            },
+        );
+        layer
+            .forward
+            .iter()
+            .filter_map(|step| match step {
+                Step::Kernel(kernel) if kernel.attention_core => Some(kernel.name),
+                _ => None,
+            })
+            .collect()
+    };
+    for name in crate::preset_names() {
+        let mut model = crate::preset(&name).unwrap();
+        if model.moe.is_some() || model.mla.is_some() {
+            continue;
+        }
+        model.seq_len = model.seq_len.min(2048);
+        let grouped = model.kv_heads() != model.heads;
+        let expand = if grouped {
+            vec!["gqa_expand_kv"]
+        } else {
+            vec![]
+        };
+        let dropout = if model.attention_dropout.is_on() {
+            vec!["attention_dropout"]
+        } else {
+            vec![]
+        };
+        let unfused: Vec<&str> = expand
+            .into_iter()
+            .chain(["attention_scores", "softmax"])
+            .chain(dropout)
+            .chain(["attention_over_values"])
+            .collect();
+        assert_eq!(core_names(false, &model), unfused, "{name}");
+        // The fused kernel reads each key/value head for its query group.
+        assert_eq!(core_names(true, &model), ["fused_attention"], "{name}");
+    }
+}

@@ -66,6 +66,7 @@ pub fn ring_attention_steps(
             flops: forward_flops,
             bytes: forward_bytes,
             role: KernelRole::Forward,
+            attention_core: true,
         }));
         backward.push(Step::Kernel(Kernel {
             name: "ring_attention.bwd.step",
@@ -76,6 +77,7 @@ pub fn ring_attention_steps(
             flops: 2.0 * forward_flops,
             bytes: backward_bytes,
             role: KernelRole::Backward,
+            attention_core: true,
         }));
     }
     (forward, backward)

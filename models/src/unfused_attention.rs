@@ -101,9 +101,12 @@ impl UnfusedCore {
         }
         forward.push(values);
         backward_groups.push(vec![values_dgrad_probs, values_dgrad_values]);
+        let core = |steps: Vec<Step>| -> Vec<Step> {
+            steps.into_iter().map(Step::in_attention_core).collect()
+        };
         UnfusedCoreSteps {
-            forward,
-            backward_groups,
+            forward: core(forward),
+            backward_groups: backward_groups.into_iter().map(core).collect(),
         }
     }
 }

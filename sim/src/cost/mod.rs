@@ -64,32 +64,6 @@ pub struct WorkCost {
     pub flops: f64,
 }
 
-/// Kernels re-run by selective recompute: the attention core, whose
-/// activations are large (5·a·s/h per element of the hidden state) but cheap to
-/// recompute (Korthikanti et al. 2022, Sec. 5). No tensor all-reduce is
-/// involved. A name covers its sub-kernels too ("softmax.scale" when the
-/// softmax runs eagerly: [`models::softmax`]). With grouped-query attention
-/// the core starts by expanding K and V to every query head (Megatron-Core's
-/// `DotProductAttention`), so that copy is re-run too and only the
-/// kv-sized K and V are kept ([`models::memory`]). Under a stack with fused
-/// attention the core is one kernel ([`models::attention`]).
-pub const SELECTIVE_RECOMPUTE_KERNELS: [&str; 6] = [
-    "gqa_expand_kv",
-    "attention_scores",
-    "softmax",
-    "attention_dropout",
-    "attention_over_values",
-    "fused_attention",
-];
-
-/// Whether selective recompute re-runs the kernel of this name.
-fn is_selectively_recomputed(name: &str) -> bool {
-    SELECTIVE_RECOMPUTE_KERNELS.iter().any(|kernel| {
-        name.strip_prefix(kernel)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
-    })
-}
-
 /// The steps of one pass over `layers` layers plus embedding/head (the
 /// recompute pass: the layers' forward, or its attention core when selective);
 /// a forward on a stage with the embedding or the head first loads its
@@ -236,9 +210,15 @@ pub fn pass_steps_with(
         }
         let mut layer = pick(layer_steps);
         if pass == ComputePass::Recompute && scenario.recompute == Recompute::Selective {
-            layer.retain(|step| {
-                matches!(step, Step::Kernel(kernel) if is_selectively_recomputed(kernel.name))
-            });
+            // Selective recompute re-runs the attention core, whose
+            // activations are large (5·a·s/h per element of the hidden state)
+            // but cheap to recompute (Korthikanti et al. 2022, Sec. 5): the
+            // kernels `models` marks as the core where it creates them (with
+            // grouped-query attention the K/V expansion before it, as
+            // Megatron-Core's `DotProductAttention` does, so only the
+            // kv-sized K and V are kept; under fused attention the one
+            // kernel). No tensor all-reduce is involved.
+            layer.retain(|step| matches!(step, Step::Kernel(kernel) if kernel.attention_core));
         }
         if accumulate {
             layer.extend(gradients::layer_accumulation_with_expert_split(

@@ -35,7 +35,12 @@ fn selective_recompute_reruns_only_the_attention_core_without_all_reduces() {
         })
         .collect();
     // GPT-3 has multi-head attention: no K/V expansion.
-    let core = &SELECTIVE_RECOMPUTE_KERNELS[1..5];
+    let core = [
+        "attention_scores",
+        "softmax",
+        "attention_dropout",
+        "attention_over_values",
+    ];
     assert_eq!(names, [core, core].concat());
     let full = pass_steps(
         &scenario(Recompute::Full, false),
@@ -88,7 +93,16 @@ fn selective_recompute_of_grouped_query_attention_reruns_the_kv_expansion() {
             Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => None,
         })
         .collect();
-    assert_eq!(with_dropout, SELECTIVE_RECOMPUTE_KERNELS[..5]);
+    assert_eq!(
+        with_dropout,
+        [
+            "gqa_expand_kv",
+            "attention_scores",
+            "softmax",
+            "attention_dropout",
+            "attention_over_values"
+        ]
+    );
     // Under a stack with fused attention the core is the one fused kernel.
     scenario.stack.fused_attention = true;
     let fused: Vec<&str> = pass_steps(&scenario, ComputePass::Recompute, 1, false, false)
@@ -213,6 +227,7 @@ fn an_asynchronous_all_reduce_is_charged_only_beyond_its_overlap_window() {
             flops: 0.0,
             bytes,
             role: models::ops::KernelRole::Backward,
+            attention_core: false,
         })
     };
     // Three kernels before the all-reduce; a window of 2 overlaps the last two.

@@ -17,7 +17,7 @@
 //!   the data-parallel group (DP stream) and each rank copies only its 1/d
 //!   shard. With m > 1 microbatches every backward offloads its gradients
 //!   (DeepSpeed accumulates them on the CPU), so D2H bytes are m·2P/d;
-//! - CPU Adam over the rank's shard in tiles of [`super::CPU_ADAM_TILE_PARAMS`] on
+//! - CPU Adam over the rank's shard in tiles of [`crate::scenario::bucket_sizes::CPU_ADAM_TILE_PARAMS`] on
 //!   the `cpu` stream, each tile's fp16 parameters copied back on `pcie_h2d`
 //!   while the next tile is updated (DeepSpeed's tiled `adam_update_copy`);
 //! - with d > 1, an all-gather of the fp16 parameters over the data-parallel

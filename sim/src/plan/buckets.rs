@@ -1,14 +1,9 @@
 //! Gradient buckets: how a backward is cut into buckets of whole layers
 //! ([`backward_buckets`]) so that each bucket's gradients can leave
-//! (reduce-scatter, all-reduce, offload) while the backward goes on, and how
-//! many layers a bucket cap holds ([`layers_per_bucket`]). Read by the shard
-//! and offload plans, the task estimate and lowering.
-
-/// Whole layers per gradient bucket for a bucket cap of `bucket_params`
-/// parameters: as many layers as fit under the cap, at least one, at most all.
-pub fn layers_per_bucket(bucket_params: u64, layer_params: u64, layers: u32) -> u32 {
-    (bucket_params / layer_params.max(1)).clamp(1, layers.max(1) as u64) as u32
-}
+//! (reduce-scatter, all-reduce, offload) while the backward goes on (how
+//! many layers a bucket cap holds is the scenario's
+//! [`crate::scenario::bucket_sizes::layers_per_bucket`]). Read by the shard
+//! and offload plans and lowering.
 
 /// A gradient bucket of a backward pass: its layers, and whether it holds the
 /// embedding's or the head's backward.
@@ -62,12 +57,5 @@ mod tests {
                 head: false
             }]
         );
-    }
-
-    #[test]
-    fn a_bucket_holds_as_many_layers_as_fit_under_the_cap_and_at_least_one() {
-        assert_eq!(layers_per_bucket(100, 30, 8), 3);
-        assert_eq!(layers_per_bucket(10, 30, 8), 1);
-        assert_eq!(layers_per_bucket(1_000, 30, 8), 8);
     }
 }

@@ -7,11 +7,11 @@
 //! emits their tasks, memory sizes their buffers, symmetry asks whether shard
 //! groups replicate. Still derived elsewhere (issue 31 item 1): placement,
 //! the pipeline schedule and stage map, expert routing, the task estimate
-//! (`scenario::task_count`, which reads [`buckets`]) and fabric feasibility.
+//! (`scenario::task_count`) and fabric feasibility.
 
 pub mod buckets;
 pub mod offload_plan;
 pub mod shard_plan;
 
-pub use offload_plan::{OffloadPlan, CPU_ADAM_TILE_PARAMS};
+pub use offload_plan::OffloadPlan;
 pub use shard_plan::ShardPlan;

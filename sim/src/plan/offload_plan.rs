@@ -3,15 +3,12 @@
 //! backward order, each rank's 1/d shard of them (ZeRO-2), and the CPU Adam
 //! tiles of that shard. Read by the offload program and by the memory model.
 
-use super::buckets::{backward_buckets, layers_per_bucket};
+use super::buckets::backward_buckets;
+use crate::scenario::bucket_sizes::{layers_per_bucket, CPU_ADAM_TILE_PARAMS};
 use crate::scenario::Scenario;
 use models::formulas;
 use models::ops::FP16_BYTES;
 use models::sharding::parameters_on_rank;
-
-/// Parameters per CPU Adam tile: DeepSpeed's `TILE` (128 Mi elements) in
-/// `csrc/includes/cpu_adam.h`; each tile is copied to the GPU as soon as it is updated.
-pub const CPU_ADAM_TILE_PARAMS: u64 = 128 * 1024 * 1024;
 
 /// A gradient bucket: consecutive layers of the backward pass (in backward order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

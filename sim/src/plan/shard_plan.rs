@@ -7,14 +7,11 @@
 //! collectives ([`crate::lowering::sharded`]); memory reads the largest piece;
 //! symmetry whether shard groups replicate.
 
-use super::buckets::{backward_buckets, layers_per_bucket, BucketLayers};
-use crate::scenario::{Scenario, ZeroStage, DEFAULT_OFFLOAD_BUCKET_PARAMS};
+use super::buckets::{backward_buckets, BucketLayers};
+use crate::scenario::bucket_sizes::{layers_per_bucket, DEFAULT_ZERO2_BUCKET_PARAMS};
+use crate::scenario::{Scenario, ZeroStage};
 use crate::task_graph::ComputePass;
 use models::sharding::parameters_of_layers;
-
-/// ZeRO-2 buckets without `grad_reduce_bucket_params`: DeepSpeed's default
-/// `reduce_bucket_size` (deepspeed/runtime/zero/config.py, 5e8 elements).
-pub const DEFAULT_ZERO2_BUCKET_PARAMS: u64 = DEFAULT_OFFLOAD_BUCKET_PARAMS;
 
 /// FSDP's `_max_num_inflight_all_gathers` under `limit_all_gathers=True`.
 pub const INFLIGHT_ALL_GATHERS: u64 = 2;

@@ -4,6 +4,7 @@
 //! resolved into a validated [`Scenario`]. Resolution reports every problem at
 //! once, each naming its field.
 
+pub mod bucket_sizes;
 mod context;
 mod describe;
 pub mod expert_capacity;

@@ -33,33 +33,10 @@ use super::options::TrainingOptionsFile;
 use crate::collective::NcclVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
-
-/// Version of the stack format.
-pub const STACK_FORMAT_VERSION: u32 = 1;
 
 /// The stack a scenario uses when it names none: the software of the SC21
 /// runs, whose behaviour is what the options' own defaults describe.
 pub const DEFAULT_STACK: &str = "megatron-2021";
-
-const BUILTIN: [(&str, &str); 4] = [
-    (
-        "megatron-2021",
-        include_str!("../../stacks/megatron-2021.json"),
-    ),
-    (
-        "megatron-2022",
-        include_str!("../../stacks/megatron-2022.json"),
-    ),
-    (
-        "megatron-core-2024",
-        include_str!("../../stacks/megatron-core-2024.json"),
-    ),
-    (
-        "deepspeed-pipeline",
-        include_str!("../../stacks/deepspeed-pipeline.json"),
-    ),
-];
 
 /// A default and where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -162,45 +139,6 @@ pub enum StackError {
 }
 
 impl Stack {
-    /// Names of the embedded stacks.
-    pub fn builtin_names() -> Vec<&'static str> {
-        BUILTIN.iter().map(|(name, _)| *name).collect()
-    }
-
-    /// An embedded stack by name.
-    pub fn builtin(name: &str) -> Option<Stack> {
-        BUILTIN
-            .iter()
-            .find(|(builtin, _)| *builtin == name)
-            .map(|(_, text)| {
-                Stack::from_json_str(text, name).expect("embedded stacks are valid (tested)")
-            })
-    }
-
-    /// A built-in name, or a path to a stack JSON file.
-    pub fn resolve(name_or_path: &str) -> Result<Stack, StackError> {
-        if let Some(stack) = Stack::builtin(name_or_path) {
-            return Ok(stack);
-        }
-        let path = Path::new(name_or_path);
-        if !name_or_path.ends_with(".json") && !path.exists() {
-            return Err(StackError::Unknown {
-                name: name_or_path.into(),
-            });
-        }
-        let text = input_file::read_to_string(path).map_err(|source| StackError::Read {
-            path: name_or_path.into(),
-            source,
-        })?;
-        Stack::from_json_str(&text, name_or_path)
-    }
-
-    /// Parses and checks a stack file; `origin` names it in errors
-    /// ([`super::stack_file`]).
-    pub fn from_json_str(text: &str, origin: &str) -> Result<Stack, StackError> {
-        super::stack_file::parse(text, origin)
-    }
-
     /// `options` (flags over the scenario file) with this stack's defaults
     /// under them, and Megatron's rule that sequence parallelism turns the
     /// asynchronous tensor all-reduce off unless it was asked for; under

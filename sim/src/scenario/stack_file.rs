@@ -1,13 +1,75 @@
-//! The stack file as written (`sim/stacks/*.json`, or `--stack FILE`):
-//! every default, host cost and kernel choice with the source that says so,
-//! read into a checked [`Stack`] whose `sources` keep those sources.
+//! The stack file as written (`sim/stacks/*.json`, embedded, or `--stack
+//! FILE`): every default, host cost and kernel choice with the source that
+//! says so, read into a checked [`Stack`] whose `sources` keep those sources.
 
 use super::options::TrainingOptionsFile;
-use super::stack::STACK_FORMAT_VERSION;
 use super::stack::{HostCosts, LocalDdpKernels, NotModeled, SourcedValue, Stack, StackError};
 use crate::collective::NcclVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Version of the stack format.
+pub const STACK_FORMAT_VERSION: u32 = 1;
+
+const BUILTIN: [(&str, &str); 4] = [
+    (
+        "megatron-2021",
+        include_str!("../../stacks/megatron-2021.json"),
+    ),
+    (
+        "megatron-2022",
+        include_str!("../../stacks/megatron-2022.json"),
+    ),
+    (
+        "megatron-core-2024",
+        include_str!("../../stacks/megatron-core-2024.json"),
+    ),
+    (
+        "deepspeed-pipeline",
+        include_str!("../../stacks/deepspeed-pipeline.json"),
+    ),
+];
+
+impl Stack {
+    /// Names of the embedded stacks.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// An embedded stack by name.
+    pub fn builtin(name: &str) -> Option<Stack> {
+        BUILTIN
+            .iter()
+            .find(|(builtin, _)| *builtin == name)
+            .map(|(_, text)| {
+                Stack::from_json_str(text, name).expect("embedded stacks are valid (tested)")
+            })
+    }
+
+    /// A built-in name, or a path to a stack JSON file.
+    pub fn resolve(name_or_path: &str) -> Result<Stack, StackError> {
+        if let Some(stack) = Stack::builtin(name_or_path) {
+            return Ok(stack);
+        }
+        let path = Path::new(name_or_path);
+        if !name_or_path.ends_with(".json") && !path.exists() {
+            return Err(StackError::Unknown {
+                name: name_or_path.into(),
+            });
+        }
+        let text = input_file::read_to_string(path).map_err(|source| StackError::Read {
+            path: name_or_path.into(),
+            source,
+        })?;
+        Stack::from_json_str(&text, name_or_path)
+    }
+
+    /// Parses and checks a stack file; `origin` names it in errors.
+    pub fn from_json_str(text: &str, origin: &str) -> Result<Stack, StackError> {
+        parse(text, origin)
+    }
+}
 
 /// A stack file as written.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,7 +169,7 @@ fn sourced_value<'a>(
 }
 
 /// Parses and checks a stack file; `origin` names it in errors.
-pub(super) fn parse(text: &str, origin: &str) -> Result<Stack, StackError> {
+fn parse(text: &str, origin: &str) -> Result<Stack, StackError> {
     let file: StackFile = serde_json::from_str(text).map_err(|e| invalid(origin, e.to_string()))?;
     if file.format_version != STACK_FORMAT_VERSION {
         return Err(invalid(

@@ -5,9 +5,8 @@
 //! `CLUSTERSIM_MAX_TASKS` when that is set), and lowering sizes the graph
 //! with the same estimate.
 
+use super::bucket_sizes::{layers_per_bucket, CPU_ADAM_TILE_PARAMS, DEFAULT_ZERO2_BUCKET_PARAMS};
 use super::{Layout, Recompute, Scenario, TrainingOptions};
-use crate::plan::buckets::layers_per_bucket;
-use crate::plan::CPU_ADAM_TILE_PARAMS;
 use models::sharding::{parameters_of_layers, parameters_on_rank};
 use models::ModelSpec;
 
@@ -140,7 +139,7 @@ impl GradientSplits {
             } else {
                 let bucket = options
                     .grad_reduce_bucket_params
-                    .unwrap_or(crate::plan::shard_plan::DEFAULT_ZERO2_BUCKET_PARAMS);
+                    .unwrap_or(DEFAULT_ZERO2_BUCKET_PARAMS);
                 splits.sharded_buckets = buckets(bucket, per_chunk).max(1);
             }
         }

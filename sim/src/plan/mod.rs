@@ -3,14 +3,16 @@
 //! phase instead of being rebuilt or read back from lowering.
 //!
 //! Today it holds the gradient buckets ([`buckets`]), the ZeRO shard plan
-//! ([`shard_plan`]) and the ZeRO-Offload plan ([`offload_plan`]): lowering
-//! emits their tasks, memory sizes their buffers, symmetry asks whether shard
-//! groups replicate. Still derived elsewhere (issue 31 item 1): placement,
-//! the pipeline schedule and stage map, expert routing, the task estimate
-//! (`scenario::task_count`) and fabric feasibility.
+//! ([`shard_plan`]), the ZeRO-Offload plan ([`offload_plan`]) and the
+//! scenario's pipeline schedule (`PipelineSchedule::of`): lowering emits their
+//! tasks, memory sizes their buffers, symmetry asks whether shard groups
+//! replicate. Still derived elsewhere (issue 31 item 1): placement, the stage
+//! map, expert routing, the task estimate (`scenario::task_count`) and fabric
+//! feasibility.
 
 pub mod buckets;
 pub mod offload_plan;
+mod pipeline_schedule;
 pub mod shard_plan;
 
 pub use offload_plan::OffloadPlan;

@@ -26,7 +26,8 @@ mod stack_file;
 mod task_count;
 pub mod userbuffers;
 
-pub use kinds::{Recompute, ScheduleKind};
+pub use crate::schedule::ScheduleKind;
+pub use kinds::Recompute;
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{Precision, TrainingOptions, TrainingOptionsFile, ZeroStage};
 pub use problem::{Problem, GPU_COUNT_FIELD};

@@ -26,13 +26,13 @@
 mod action;
 mod dualpipe;
 pub mod flexible_interleaved;
+mod kind;
 mod looped_bfs;
 mod v_shape;
 mod zero_bubble;
 
 pub use action::{Action, ActionParseError, Paired, Pass};
-
-use crate::scenario::ScheduleKind;
+pub use kind::ScheduleKind;
 
 /// Per-stage action lists of one iteration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,18 +58,6 @@ impl PipelineSchedule {
         microbatches: u32,
     ) -> PipelineSchedule {
         Self::generate_grouped(kind, stages, chunks, microbatches, stages)
-    }
-
-    /// The schedule of a resolved scenario (its layout's microbatch groups).
-    pub fn of(scenario: &crate::scenario::Scenario) -> PipelineSchedule {
-        let layout = &scenario.layout;
-        Self::generate_grouped(
-            scenario.schedule,
-            layout.pipeline_parallel,
-            layout.chunks,
-            layout.microbatches,
-            layout.microbatch_group_size(),
-        )
     }
 
     /// Generates the schedule with interleaved microbatch groups of

@@ -1,0 +1,20 @@
+//! The pipeline schedule a scenario runs: its kind over its layout's stages,
+//! chunks, microbatches and microbatch groups, generated once and read by
+//! lowering, memory and the sweeps.
+
+use crate::scenario::Scenario;
+use crate::schedule::PipelineSchedule;
+
+impl PipelineSchedule {
+    /// The schedule of a resolved scenario (its layout's microbatch groups).
+    pub fn of(scenario: &Scenario) -> PipelineSchedule {
+        let layout = &scenario.layout;
+        Self::generate_grouped(
+            scenario.schedule,
+            layout.pipeline_parallel,
+            layout.chunks,
+            layout.microbatches,
+            layout.microbatch_group_size(),
+        )
+    }
+}

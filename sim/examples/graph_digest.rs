@@ -7,7 +7,6 @@
 //!     cargo run --release -p sim --example graph_digest -- scenario.json
 
 use sim::scenario::ScenarioFile;
-use sim::schedule::PipelineSchedule;
 use std::hash::{Hash, Hasher};
 
 /// FNV-1a, 64-bit: a fixed hash, the same in every run and build.
@@ -77,7 +76,7 @@ fn main() {
         .or(ScenarioFile::embedded_default())
         .resolve()
         .unwrap_or_else(|error| refuse(format!("{path}: {error}")));
-    let schedule = PipelineSchedule::of(&scenario);
+    let schedule = sim::plan::schedule_of(&scenario);
     let start = std::time::Instant::now();
     let full = sim::lowering::lower(&scenario, &schedule);
     eprintln!("full lowering {:?}", start.elapsed());

@@ -42,7 +42,7 @@ pub mod placement;
 pub mod plan;
 pub mod replica_map;
 pub mod scenario;
-pub mod schedule;
+pub use schedules as schedule;
 mod simulate;
 pub mod symmetry;
 pub mod task;

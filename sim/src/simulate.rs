@@ -249,7 +249,7 @@ impl SimulationReport {
 
 /// Builds the schedule and task graph of a scenario (no costs).
 pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
-    let schedule = PipelineSchedule::of(scenario);
+    let schedule = crate::plan::schedule_of(scenario);
     let graph = lower(scenario, &schedule);
     (schedule, graph)
 }
@@ -363,7 +363,7 @@ pub fn simulate_with(
     expansion: Expansion,
 ) -> Result<SimulationReport, SimulationError> {
     let mode = symmetry::mode(scenario, expansion);
-    let schedule = PipelineSchedule::of(scenario);
+    let schedule = crate::plan::schedule_of(scenario);
     let mut graph = match mode {
         SimulationMode::Full => lower(scenario, &schedule),
         SimulationMode::Symmetric { .. } => {

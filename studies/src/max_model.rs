@@ -9,7 +9,6 @@ use models::formulas;
 use serde::Serialize;
 use sim::memory::{memory_per_stage, MemoryBreakdown};
 use sim::scenario::Scenario;
-use sim::schedule::PipelineSchedule;
 
 /// Search ceiling on layers (far beyond any model that fits one node).
 const MAX_LAYERS: u64 = 1 << 20;
@@ -28,7 +27,7 @@ pub struct LargestModel {
 pub fn largest_model(scenario: &Scenario) -> Option<LargestModel> {
     let layout = scenario.layout;
     let step = layout.virtual_stages() as u64;
-    let schedule = PipelineSchedule::of(scenario);
+    let schedule = sim::plan::schedule_of(scenario);
     let mut trial = scenario.clone();
     let mut memory_at = |units: u64| -> (bool, Vec<MemoryBreakdown>) {
         trial.model.layers = units * step;

@@ -4,7 +4,7 @@
 //!
 //! Today it holds the gradient buckets ([`buckets`]), the ZeRO shard plan
 //! ([`shard_plan`]), the ZeRO-Offload plan ([`offload_plan`]) and the
-//! scenario's pipeline schedule (`PipelineSchedule::of`): lowering emits their
+//! scenario's pipeline schedule ([`schedule_of`]): lowering emits their
 //! tasks, memory sizes their buffers, symmetry asks whether shard groups
 //! replicate. Still derived elsewhere (issue 31 item 1): placement, the stage
 //! map, expert routing, the task estimate (`scenario::task_count`) and fabric
@@ -16,4 +16,5 @@ mod pipeline_schedule;
 pub mod shard_plan;
 
 pub use offload_plan::OffloadPlan;
+pub use pipeline_schedule::schedule_of;
 pub use shard_plan::ShardPlan;

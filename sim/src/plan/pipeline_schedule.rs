@@ -5,16 +5,14 @@
 use crate::scenario::Scenario;
 use crate::schedule::PipelineSchedule;
 
-impl PipelineSchedule {
-    /// The schedule of a resolved scenario (its layout's microbatch groups).
-    pub fn of(scenario: &Scenario) -> PipelineSchedule {
-        let layout = &scenario.layout;
-        Self::generate_grouped(
-            scenario.schedule,
-            layout.pipeline_parallel,
-            layout.chunks,
-            layout.microbatches,
-            layout.microbatch_group_size(),
-        )
-    }
+/// The schedule of a resolved scenario (its layout's microbatch groups).
+pub fn schedule_of(scenario: &Scenario) -> PipelineSchedule {
+    let layout = &scenario.layout;
+    PipelineSchedule::generate_grouped(
+        scenario.schedule,
+        layout.pipeline_parallel,
+        layout.chunks,
+        layout.microbatches,
+        layout.microbatch_group_size(),
+    )
 }

@@ -10,7 +10,6 @@ use super::SweepError;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sim::memory::memory_per_stage;
-use sim::schedule::PipelineSchedule;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One simulated layout.
@@ -162,7 +161,7 @@ pub fn run_candidates_with(
 /// `Some` when the layout does not fit on some stage.
 pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
     let scenario = &candidate.scenario;
-    let schedule = PipelineSchedule::of(scenario);
+    let schedule = sim::plan::schedule_of(scenario);
     let stages = memory_per_stage(scenario, &schedule);
     if stages.iter().all(|stage| stage.fits) {
         return None;

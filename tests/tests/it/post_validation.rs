@@ -138,7 +138,7 @@ fn the_norm_goes_forward_before_each_step_and_comes_back_in_the_next_warm_up() {
         (pp as u64 - 1) * UNIFORM[0]
     );
     // The forward at each stage's validation point waits for the state from the next stage.
-    let schedule = sim::schedule::PipelineSchedule::of(&scenario);
+    let schedule = sim::plan::schedule_of(&scenario);
     for stage in 0..pp - 1 {
         let point =
             schedule.actions[stage as usize][schedule.post_validation_point(stage).unwrap()];

@@ -72,7 +72,7 @@ fn the_2021_interleaved_schedule_sends_steady_state_outputs_with_the_next_backwa
         // Without the host lane, whose send calls would wait for the host's
         // issue of the passes before them (this small model is host-bound).
         scenario.stack.host = None;
-        let schedule = sim::schedule::PipelineSchedule::of(&scenario);
+        let schedule = sim::plan::schedule_of(&scenario);
         (schedule, sim::simulate(&scenario).unwrap())
     };
     for (stack, combined) in [("megatron-2021", true), ("megatron-2022", false)] {

@@ -18,7 +18,6 @@
 use sim::cost::split_backward::weight_gradient_state_bytes;
 use sim::memory::memory_per_stage;
 use sim::scenario::ScheduleKind;
-use sim::schedule::PipelineSchedule;
 
 /// test-48 of `tests::small_scenario`: h = 512, s = 256, V = 51200, b = 1.
 const H: u64 = 512;
@@ -60,8 +59,8 @@ fn zb_h1_counts_the_state_at_the_joint_peak_not_the_sum_of_peaks() {
     let (p, m) = (2u32, 4u32);
     let zb = tests::small_scenario(ScheduleKind::ZbH1, 1, p, 1, 1, m);
     let plain = tests::small_scenario(ScheduleKind::OneFOneB, 1, p, 1, 1, m);
-    let zb_memory = memory_per_stage(&zb, &PipelineSchedule::of(&zb));
-    let plain_memory = memory_per_stage(&plain, &PipelineSchedule::of(&plain));
+    let zb_memory = memory_per_stage(&zb, &sim::plan::schedule_of(&zb));
+    let plain_memory = memory_per_stage(&plain, &sim::plan::schedule_of(&plain));
     let state = 24 * per_layer_bytes(1) + head_bytes(1);
     assert_eq!(zb_memory[1].weight_gradient_pending_bytes, state);
     // activation_bytes truncates an f64 sum: the difference is the state to a byte.
@@ -73,7 +72,7 @@ fn zb_h1_counts_the_state_at_the_joint_peak_not_the_sum_of_peaks() {
         plain_memory[0].activation_bytes
     );
     // The schedule owes a W on stage 0 at some step all the same.
-    assert_eq!(PipelineSchedule::of(&zb).peak_weight_pending(0), 1);
+    assert_eq!(sim::plan::schedule_of(&zb).peak_weight_pending(0), 1);
     // Unsplit schedules keep nothing for W.
     assert!(plain_memory
         .iter()
@@ -88,10 +87,10 @@ fn zb_h2_counts_two_owed_states_beside_one_forward() {
     let (p, m) = (2u32, 8u32);
     let zb = tests::small_scenario(ScheduleKind::ZbH2, 1, p, 1, 1, m);
     let plain = tests::small_scenario(ScheduleKind::OneFOneB, 1, p, 1, 1, m);
-    let schedule = PipelineSchedule::of(&zb);
+    let schedule = sim::plan::schedule_of(&zb);
     assert_eq!(schedule.peak_weight_pending(1), 3);
     let memory = memory_per_stage(&zb, &schedule);
-    let plain_memory = memory_per_stage(&plain, &PipelineSchedule::of(&plain));
+    let plain_memory = memory_per_stage(&plain, &sim::plan::schedule_of(&plain));
     let state = 24 * per_layer_bytes(1) + head_bytes(1);
     assert_eq!(memory[1].weight_gradient_pending_bytes, 2 * state);
     let added = memory[1].activation_bytes - plain_memory[1].activation_bytes;

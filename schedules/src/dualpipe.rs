@@ -108,7 +108,7 @@ pub fn dualpipe(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::Pass;
+    use crate::Pass;
 
     fn text(list: &[Action]) -> String {
         list.iter()

@@ -27,8 +27,8 @@ pub fn looped_bfs(stage: u32, chunks: u32, microbatches: u32) -> Vec<Action> {
 
 #[cfg(test)]
 mod tests {
-    use crate::schedule::PipelineSchedule;
-    use crate::schedule::ScheduleKind;
+    use crate::PipelineSchedule;
+    use crate::ScheduleKind;
 
     #[test]
     fn rank_programs_read_as_pytorchs_looped_bfs() {

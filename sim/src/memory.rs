@@ -34,12 +34,12 @@ use crate::cost::gradients;
 use crate::plan::shard_plan;
 use crate::scenario::ZeroStage;
 use crate::scenario::{Recompute, Scenario};
-use crate::schedule::PipelineSchedule;
 use models::memory::{
     stored_activation_bytes_per_layer_with, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
     OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
 };
 use models::sharding::parameters_on_rank;
+use schedules::PipelineSchedule;
 use serde::Serialize;
 
 /// Memory use of one rank at its peak.

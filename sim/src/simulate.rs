@@ -12,11 +12,11 @@ use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::replica_map::Expanded;
 use crate::scenario::Scenario;
-use crate::schedule::PipelineSchedule;
 use crate::symmetry::{self, Expansion, FullCounts, Representative, SimulationMode};
 use crate::task_graph::TaskGraph;
 use crate::time::{SimDuration, SimTime};
 use crate::timeline_view::{self, TimelineSelection};
+use schedules::PipelineSchedule;
 use std::sync::OnceLock;
 use timeline::metrics::{self, Metrics, Span, Spans};
 use timeline::{

@@ -195,7 +195,7 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
     let data_parallel_bytes = |fused: bool| -> Vec<u64> {
         let scenario = file(fused).resolve().unwrap();
         let l = scenario.layout;
-        let schedule = crate::schedule::PipelineSchedule::generate(
+        let schedule = schedules::PipelineSchedule::generate(
             scenario.schedule,
             l.pipeline_parallel,
             l.chunks,

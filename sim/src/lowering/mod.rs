@@ -44,8 +44,8 @@ mod stage_walk;
 pub mod tasks;
 
 use crate::scenario::Scenario;
-use crate::schedule::PipelineSchedule;
 use crate::task_graph::{TaskGraph, TaskGraphBuilder};
+use schedules::PipelineSchedule;
 
 /// Builds the task graph of a scenario's iteration (or iterations): every replica.
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {

@@ -41,10 +41,10 @@ use crate::ids::Rank;
 use crate::placement::Placement;
 use crate::plan::offload_plan::{Bucket, OffloadPlan};
 use crate::scenario::{Recompute, Scenario};
-use crate::schedule::{Pass, PipelineSchedule};
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{ComputePass, Dependency, PcieDirection, TaskGraphBuilder, Work};
 use models::ops::FP16_BYTES;
+use schedules::{Pass, PipelineSchedule};
 
 /// What the program is being built from, and the steps later ones wait for.
 struct OffloadProgram<'a> {

@@ -277,7 +277,7 @@ impl PairHalf {
         scenario: &Scenario,
         sharding: &models::sharding::Sharding,
         stage: u32,
-        action: &crate::schedule::Action,
+        action: &schedules::Action,
         pass: ComputePass,
     ) -> (PairHalf, u32, u64) {
         let virtual_stage = sharding.virtual_stage(stage, action.chunk);

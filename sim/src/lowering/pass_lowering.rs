@@ -12,8 +12,8 @@ use super::program::{Program, StepId};
 use super::sharded::ShardedPiece;
 use super::stage_walk::{ChunkAt, StageWalk};
 use crate::plan::buckets::{backward_buckets, BucketLayers};
-use crate::schedule::Action;
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
+use schedules::Action;
 
 /// One pass of an action, with where it stands in the walk.
 #[derive(Debug, Clone, Copy)]

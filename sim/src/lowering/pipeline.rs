@@ -52,10 +52,10 @@ use crate::placement::Placement;
 use crate::plan::ShardPlan;
 use crate::scenario::bucket_sizes::layers_per_bucket;
 use crate::scenario::{HostCosts, Layout, Recompute, Scenario};
-use crate::schedule::{Action, PipelineSchedule};
 use crate::task::{StreamKind, Task, TaskKind};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use models::sharding::{parameters_of_layers, Sharding};
+use schedules::{Action, PipelineSchedule};
 
 /// Passes per (data index, virtual stage, microbatch): forward, recompute,
 /// backward (or a split backward's input-gradient pass, which receives the

@@ -12,9 +12,9 @@
 use super::pipeline::{host_task, IterationSteps, Lowering};
 use super::program::Program;
 use super::stage_walk::{ChunkAt, StageWalk};
-use crate::schedule::{Action, Pass};
 use crate::task::{StreamKind, Task, TaskKind};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
+use schedules::{Action, Pass};
 
 /// A send of an action: what it carries, on which stream, and the pass of
 /// the peer virtual stage that receives it.

@@ -22,7 +22,7 @@
 //!   stage by stage (`send_post_validation` to r−1 after `recv_post_validation`
 //!   from r+1) during the next iteration: the runtime runs stage r's first
 //!   forwards, then the post-validation, then the rest
-//!   ([`crate::schedule::PipelineSchedule::post_validation_point`]). Here: a
+//!   ([`schedules::PipelineSchedule::post_validation_point`]). Here: a
 //!   [`TaskKind::PostValidation`] from stage r to r−1 emitted before that
 //!   forward, after the one from r+1 has arrived (stage p−1's after its
 //!   pre-step exchange has); the forward at the point (and its host issue)
@@ -247,10 +247,7 @@ pub(super) fn norm_exchanges(
 
 /// What post-validation does in this scenario, for `simulate --explain`
 /// (None without it).
-pub fn explain(
-    scenario: &Scenario,
-    schedule: &crate::schedule::PipelineSchedule,
-) -> Option<String> {
+pub fn explain(scenario: &Scenario, schedule: &schedules::PipelineSchedule) -> Option<String> {
     if !scenario.options.optimizer_post_validation {
         return None;
     }

@@ -13,8 +13,8 @@ use super::pipeline_sends::{action_send, lower_send, Send};
 use super::post_validation::Carry;
 use super::program::{Program, StepId, TensorGroup, TensorGroupId};
 use crate::ids::{GroupId, Rank};
-use crate::schedule::{Action, Pass};
 use crate::task_graph::{ComputePass, TaskGraphBuilder};
+use schedules::{Action, Pass};
 
 /// One tensor group's place in the walk and what it carries between actions.
 pub(super) struct StageWalk<'a> {

@@ -3,7 +3,7 @@
 //! lowering, memory and the sweeps.
 
 use crate::scenario::Scenario;
-use crate::schedule::PipelineSchedule;
+use schedules::PipelineSchedule;
 
 /// The schedule of a resolved scenario (its layout's microbatch groups).
 pub fn schedule_of(scenario: &Scenario) -> PipelineSchedule {

@@ -1,5 +1,5 @@
 //! The recompute choice of a scenario, with its names (the schedule's kind
-//! is the schedule module's: [`crate::schedule::ScheduleKind`]).
+//! is the schedule module's: [`schedules::ScheduleKind`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -26,11 +26,11 @@ mod stack_file;
 mod task_count;
 pub mod userbuffers;
 
-pub use crate::schedule::ScheduleKind;
 pub use kinds::Recompute;
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{Precision, TrainingOptions, TrainingOptionsFile, ZeroStage};
 pub use problem::{Problem, GPU_COUNT_FIELD};
+pub use schedules::ScheduleKind;
 pub use stack::{HostCosts, LocalDdpKernels, NotModeled, Stack, StackError, DEFAULT_STACK};
 pub use task_count::{
     estimated_task_count, task_limit, GradientSplits, ADDRESS_BYTES_PER_GPU,

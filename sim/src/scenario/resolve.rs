@@ -312,7 +312,7 @@ impl ScenarioFile {
                 ))),
                 Some(n) if m > 0 && p >= 2 => {
                     if let Some(problem) =
-                        crate::schedule::flexible_interleaved::group_size_problem(p, m, n)
+                        schedules::flexible_interleaved::group_size_problem(p, m, n)
                     {
                         problems.push(Problem::worded("microbatch_group_size", problem));
                     }

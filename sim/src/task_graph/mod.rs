@@ -6,9 +6,9 @@
 //! petgraph only finds a cycle's members when there is one.
 
 use crate::ids::{GroupId, Rank, TaskId, WorkId};
-use crate::schedule::Pass;
 use crate::task::Task;
 use crate::task_columns::{Csr, TaskColumns};
+use schedules::Pass;
 use std::collections::BTreeMap;
 
 mod builder;

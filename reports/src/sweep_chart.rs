@@ -15,7 +15,6 @@ use studies::sweep::SweepRecord;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 640;
-const SCHEDULES: [ScheduleKind; 9] = ScheduleKind::ALL;
 
 /// Draws `results` (in any order; ranked here by samples/s, ties by index)
 /// into `path` (.svg or .png); `title` goes above the chart.
@@ -120,7 +119,7 @@ impl Picture for SweepChart {
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .draw()?;
         let gap = if n <= 100 { 0.15 } else { 0.0 };
-        for schedule in SCHEDULES {
+        for schedule in ScheduleKind::ALL {
             let color = schedule_color(schedule);
             let bars: Vec<Rectangle<(f64, f64)>> = self
                 .bars

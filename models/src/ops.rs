@@ -534,7 +534,15 @@ pub fn transformer_layer_with(
         bytes: allreduce_bytes,
         async_window: 0,
     });
-    let (residual, residual_bwd) = residual_add(model, hidden_elems, 1);
+    let (residual, residual_bwd) = residual_add(
+        model,
+        hidden_elems,
+        [
+            "dropout_residual_1",
+            "dropout_residual_1.bwd",
+            "residual_add_1",
+        ],
+    );
     pass.forward.push(residual);
     attention_bwd.push(residual_bwd);
 
@@ -629,7 +637,15 @@ pub fn transformer_layer_with(
             async_window: 0,
         });
     }
-    let (residual, residual_bwd) = residual_add(model, hidden_elems, 2);
+    let (residual, residual_bwd) = residual_add(
+        model,
+        hidden_elems,
+        [
+            "dropout_residual_2",
+            "dropout_residual_2.bwd",
+            "residual_add_2",
+        ],
+    );
     pass.forward.push(residual);
     mlp_bwd.push(residual_bwd);
 
@@ -643,26 +659,18 @@ pub fn transformer_layer_with(
     pass
 }
 
-/// The block's output joining the residual stream (`which`: 1 after
-/// attention, 2 after the MLP), as Megatron's fused bias-dropout-add runs it
+/// The block's output joining the residual stream, named [with dropout,
+/// its backward, without dropout], as Megatron's fused bias-dropout-add runs it
 /// over `hidden_elems`: with hidden dropout, read the output and the
 /// residual, write the sum and a one-byte mask (7 B per element), and a
 /// backward through the mask (5 B); without ([`crate::dropout`]: p = 0 draws
 /// no mask), the same kernel adds only (6 B) and the gradient passes
 /// through both branches untouched, with no backward kernel.
-fn residual_add(model: &ModelSpec, hidden_elems: f64, which: u8) -> (Step, Vec<Step>) {
-    let [forward, backward, plain] = match which {
-        1 => [
-            "dropout_residual_1",
-            "dropout_residual_1.bwd",
-            "residual_add_1",
-        ],
-        _ => [
-            "dropout_residual_2",
-            "dropout_residual_2.bwd",
-            "residual_add_2",
-        ],
-    };
+fn residual_add(
+    model: &ModelSpec,
+    hidden_elems: f64,
+    [forward, backward, plain]: [&'static str; 3],
+) -> (Step, Vec<Step>) {
     if model.hidden_dropout.is_on() {
         (
             Step::memory(KernelRole::Forward, forward, 7.0 * hidden_elems),

@@ -111,9 +111,19 @@ fn rate(
     }
     let upper = points.iter().position(|e| e.seq_len >= s)?;
     let (lo, hi) = (points[upper - 1], points[upper]);
+    Some(between_in_log2(
+        (lo.seq_len, lo.flops_per_s),
+        (hi.seq_len, hi.flops_per_s),
+        s,
+    ))
+}
+
+/// The value at sequence length `s` on the line through two tabulated
+/// (sequence length, value) points, linear in log₂ of the length.
+pub(super) fn between_in_log2(lo: (u64, f64), hi: (u64, f64), s: u64) -> f64 {
     let x = |seq: u64| (seq as f64).log2();
-    let weight = (x(s) - x(lo.seq_len)) / (x(hi.seq_len) - x(lo.seq_len));
-    Some(lo.flops_per_s + weight * (hi.flops_per_s - lo.flops_per_s))
+    let weight = (x(s) - x(lo.0)) / (x(hi.0) - x(lo.0));
+    lo.1 + weight * (hi.1 - lo.1)
 }
 
 /// The fused products at the GEMM model's rate (module docs).

@@ -51,9 +51,7 @@ pub fn dropout_time_ratio(seq_len: u64, backward: bool) -> f64 {
         .position(|row| row.0 >= seq_len)
         .expect("seq_len is below the last row");
     let (lo, hi) = (&rows[upper - 1], &rows[upper]);
-    let x = |s: u64| (s as f64).log2();
-    let weight = (x(seq_len) - x(lo.0)) / (x(hi.0) - x(lo.0));
-    ratio(lo) + weight * (ratio(hi) - ratio(lo))
+    super::attention::between_in_log2((lo.0, ratio(lo)), (hi.0, ratio(hi)), seq_len)
 }
 
 #[cfg(test)]

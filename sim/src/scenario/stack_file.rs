@@ -150,21 +150,31 @@ fn invalid(origin: &str, message: String) -> StackError {
     }
 }
 
-/// The value of a sourced choice at `key`, once its source is checked (an
-/// empty one is "`key`: every choice needs a source") and recorded.
+/// Records the source of the value at `key`, or refuses an empty one as
+/// "`key`: `needs`".
+fn record_source(
+    key: &str,
+    sourced: &SourcedValue,
+    needs: &str,
+    sources: &mut BTreeMap<String, String>,
+    origin: &str,
+) -> Result<(), StackError> {
+    if sourced.source.trim().is_empty() {
+        return Err(invalid(origin, format!("{key}: {needs}")));
+    }
+    sources.insert(key.into(), sourced.source.clone());
+    Ok(())
+}
+
+/// The value of a sourced choice at `key`, once its source is recorded (an
+/// empty one is "`key`: every choice needs a source").
 fn sourced_value<'a>(
     key: &str,
     sourced: &'a SourcedValue,
     sources: &mut BTreeMap<String, String>,
     origin: &str,
 ) -> Result<&'a serde_json::Value, StackError> {
-    if sourced.source.trim().is_empty() {
-        return Err(invalid(
-            origin,
-            format!("{key}: every choice needs a source"),
-        ));
-    }
-    sources.insert(key.into(), sourced.source.clone());
+    record_source(key, sourced, "every choice needs a source", sources, origin)?;
     Ok(&sourced.value)
 }
 
@@ -307,13 +317,13 @@ fn parse_host(
         ("synchronize_after_p2p", &host.synchronize_after_p2p),
     ];
     for (key, sourced) in entries {
-        if sourced.source.trim().is_empty() {
-            return Err(invalid(
-                origin,
-                format!("host.{key}: every cost needs a source"),
-            ));
-        }
-        sources.insert(format!("host.{key}"), sourced.source.clone());
+        record_source(
+            &format!("host.{key}"),
+            sourced,
+            "every cost needs a source",
+            sources,
+            origin,
+        )?;
     }
     let count = |key: &str, sourced: &SourcedValue, max: u64| {
         sourced
@@ -364,10 +374,13 @@ fn parse_nccl(
     sources: &mut BTreeMap<String, String>,
     origin: &str,
 ) -> Result<NcclVersion, StackError> {
-    if sourced.source.trim().is_empty() {
-        return Err(invalid(origin, "nccl: the version needs a source".into()));
-    }
-    sources.insert("nccl".into(), sourced.source.clone());
+    record_source(
+        "nccl",
+        sourced,
+        "the version needs a source",
+        sources,
+        origin,
+    )?;
     let names: Vec<&str> = NcclVersion::ALL.iter().map(|v| v.name()).collect();
     sourced
         .value

@@ -36,7 +36,7 @@ pub type GemmCase = (GemmShape, GemmLayout);
 pub fn model_gemm_shapes(
     model: &models::ModelSpec,
     microbatch: u64,
-    tensor_parallel: u64,
+    tensor_parallel: std::num::NonZeroU64,
 ) -> Vec<GemmCase> {
     let layer = models::ops::transformer_layer(model, microbatch, tensor_parallel);
     let head = models::pipeline_ends::head(model, microbatch, tensor_parallel);
@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn model_shapes_include_every_role_once_in_its_layout() {
         let model = models::preset("gpt3-175b").unwrap();
-        let cases = model_gemm_shapes(&model, 1, 8);
+        let cases = model_gemm_shapes(&model, 1, std::num::NonZeroU64::new(8).expect("8 is not 0"));
         let qkv = GemmShape {
             batch: 1,
             m: 2048,

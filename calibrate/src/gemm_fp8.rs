@@ -65,7 +65,7 @@ pub fn grid_fp8_shapes(quick: bool) -> Vec<Fp8Case> {
 pub fn model_fp8_shapes(
     model: &models::ModelSpec,
     microbatch: u64,
-    tensor_parallel: u64,
+    tensor_parallel: std::num::NonZeroU64,
 ) -> Vec<Fp8Case> {
     let layer = models::fp8::fp8_layer(models::ops::transformer_layer(
         model,
@@ -103,7 +103,10 @@ fn dedup_by_shape(cases: impl IntoIterator<Item = Fp8Case>) -> Vec<Fp8Case> {
 
 /// Everything the FP8 stage times: the grid's squares and, with a model,
 /// its layer's FP8 GEMMs; one per shape.
-pub fn fp8_cases(quick: bool, model: Option<(&models::ModelSpec, u64, u64)>) -> Vec<Fp8Case> {
+pub fn fp8_cases(
+    quick: bool,
+    model: Option<(&models::ModelSpec, u64, std::num::NonZeroU64)>,
+) -> Vec<Fp8Case> {
     let mut cases = grid_fp8_shapes(quick);
     if let Some((model, microbatch, tensor_parallel)) = model {
         cases.extend(model_fp8_shapes(model, microbatch, tensor_parallel));

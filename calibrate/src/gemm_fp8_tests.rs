@@ -11,7 +11,7 @@ fn shape(m: u64, n: u64, k: u64) -> GemmShape {
 fn a_gpt3_layer_times_its_four_linear_layers_in_three_roles_once_per_shape() {
     // GPT-3 175B, tp 8, microbatch 1: 2048 tokens, h = 12288, ffn = 4h.
     let model = models::preset("gpt3-175b").unwrap();
-    let cases = model_fp8_shapes(&model, 1, 8);
+    let cases = model_fp8_shapes(&model, 1, std::num::NonZeroU64::new(8).expect("8 is not 0"));
     let (tokens, h) = (2048, 12288);
     let (qkv, proj_in, ffn) = (3 * h / 8, h / 8, 4 * h / 8);
     // Forward y[tokens, n] = x[tokens, k]·Wᵀ; dgrad [tokens, k] over n;
@@ -69,7 +69,10 @@ fn the_grid_adds_forward_squares_and_cases_stay_one_per_shape() {
     assert_eq!(grid_fp8_shapes(false), vec![square(8192), square(16384)]);
     assert_eq!(fp8_cases(false, None), grid_fp8_shapes(false));
     let model = models::preset("gpt3-175b").unwrap();
-    let with_model = fp8_cases(true, Some((&model, 1, 8)));
+    let with_model = fp8_cases(
+        true,
+        Some((&model, 1, std::num::NonZeroU64::new(8).expect("8 is not 0"))),
+    );
     assert_eq!(with_model.len(), 1 + 10);
     assert!(with_model.contains(&square(8192)));
     // A shape given in two roles keeps the first role.

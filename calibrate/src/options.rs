@@ -2,6 +2,7 @@
 //! and the progress reports it sends ([`Progress`]).
 
 use crate::error::CalibrateError;
+use std::num::NonZeroU64;
 
 /// The most timed repeats per entry: each repeat is a launch (or a few) and
 /// two event records queued behind one gate, and the driver queues about a
@@ -63,6 +64,12 @@ impl Default for CalibrateOptions {
 }
 
 impl CalibrateOptions {
+    /// The tensor-parallel degree the model's shapes are split by, as
+    /// [`Self::validate`] leaves it (it refuses 0; unvalidated, 0 reads as 1).
+    pub fn tensor_parallel_degree(&self) -> NonZeroU64 {
+        NonZeroU64::new(u64::from(self.tensor_parallel)).unwrap_or(NonZeroU64::MIN)
+    }
+
     /// Checks the options; every problem at once.
     pub fn validate(&self) -> Result<(), CalibrateError> {
         let mut problems = Vec::new();
@@ -90,7 +97,7 @@ impl CalibrateOptions {
             if let Err(error) = model.validate() {
                 problems.push(error.to_string());
             }
-            let t = self.tensor_parallel.max(1) as u64;
+            let t = self.tensor_parallel_degree().get();
             for (key, value) in [
                 ("heads", model.heads),
                 ("ffn_hidden", model.ffn()),

@@ -180,7 +180,7 @@ fn run_gemm(
         shapes.extend(gemm::model_gemm_shapes(
             model,
             options.microbatch_size as u64,
-            options.tensor_parallel as u64,
+            options.tensor_parallel_degree(),
         ));
         shapes.sort();
         shapes.dedup();
@@ -289,7 +289,7 @@ fn run_gemm_fp8(
         (
             model,
             options.microbatch_size as u64,
-            options.tensor_parallel as u64,
+            options.tensor_parallel_degree(),
         )
     });
     let cases = gemm_fp8::fp8_cases(options.quick, model);

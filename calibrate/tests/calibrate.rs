@@ -273,7 +273,10 @@ fn quick_gpu_run_measures_every_stage() {
         .collect();
     if fp8_peak.is_some() {
         let model = options.model.as_ref().unwrap();
-        let cases = calibrate::gemm_fp8::fp8_cases(true, Some((model, 1, 8)));
+        let cases = calibrate::gemm_fp8::fp8_cases(
+            true,
+            Some((model, 1, std::num::NonZeroU64::new(8).expect("8 is not 0"))),
+        );
         assert_eq!(fp8.len(), cases.len(), "{:?}", profile.provenance.remarks);
         assert!(fp8.iter().all(|g| g.layout.as_deref() == Some("tn")));
         let square = |dtype: &str| {

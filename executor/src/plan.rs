@@ -199,7 +199,7 @@ pub fn plan(
             scenario.stack.name
         )));
     }
-    if scenario.layout.context_parallel > 1 && mode == ExecutionMode::Real {
+    if scenario.layout.context_parallel.get() > 1 && mode == ExecutionMode::Real {
         return Err(ExecuteError::Unsupported(
             "context parallelism (cp > 1) cannot be executed in real mode yet: the ring attention's K/V exchanges have no launches and its fused steps would run as cuBLAS GEMMs; use --mode synthetic".into(),
         ));

@@ -84,7 +84,7 @@ mod tests {
     #[test]
     fn without_dropout_no_dropout_kernel_runs_and_the_residual_is_a_plain_add() {
         let mut model = crate::preset("gpt-22b").unwrap();
-        let (forward, backward) = names(&transformer_layer(&model, 1, 8));
+        let (forward, backward) = names(&transformer_layer(&model, 1, crate::nz(8)));
         for name in [
             "attention_dropout",
             "dropout_residual_1",
@@ -95,13 +95,13 @@ mod tests {
         assert!(backward.contains(&"dropout_residual_2.bwd"), "{backward:?}");
         model.attention_dropout = DropoutRate::NONE;
         model.hidden_dropout = DropoutRate::NONE;
-        let (forward, backward) = names(&transformer_layer(&model, 1, 8));
+        let (forward, backward) = names(&transformer_layer(&model, 1, crate::nz(8)));
         assert!(forward
             .iter()
             .chain(&backward)
             .all(|n| !n.contains("dropout")));
         assert!(forward.contains(&"residual_add_1") && forward.contains(&"residual_add_2"));
-        let embedding = crate::pipeline_ends::embedding(&model, 1, 8);
+        let embedding = crate::pipeline_ends::embedding(&model, 1, crate::nz(8));
         let (forward, backward) = names(&embedding);
         assert!(forward
             .iter()

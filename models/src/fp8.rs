@@ -45,6 +45,7 @@ use crate::kernel_role::KernelRole;
 use crate::ops::{Kernel, KernelClass, PassSteps, Step, FP16_BYTES};
 use crate::spec::FfnType;
 use crate::ModelSpec;
+use std::num::NonZeroU64;
 
 /// A mixture of experts' linear layers TE runs in FP8 (`te.pytorch.GroupedLinear`
 /// for the routed experts, Megatron-Core's `TEGroupedMLP`; `te.Linear` for the
@@ -187,11 +188,11 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
 /// linear layer ([`FP8_EXPERT_LINEAR_LAYERS`]).
 fn fp8_weights(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
 ) -> Vec<(&'static str, u64)> {
     let h = model.hidden;
-    let t = tensor_parallel.max(1);
+    let t = tensor_parallel.get();
     let columns = |f: u64| match model.ffn_type {
         FfnType::Gelu => f,
         FfnType::Swiglu => 2 * f,
@@ -212,7 +213,7 @@ fn fp8_weights(
             weights.push(("mlp_fc2.weight_cast_transpose", model.ffn() * h / t));
         }
         Some(moe) => {
-            let local = moe.experts / expert_parallel.max(1);
+            let local = moe.experts / expert_parallel.get();
             let f = moe.expert_ffn_hidden;
             weights.push(("expert_fc1.weight_cast_transpose", local * h * columns(f)));
             weights.push(("expert_fc2.weight_cast_transpose", local * f * h));
@@ -233,8 +234,8 @@ fn fp8_weights(
 /// parallelism t, expert parallelism ep; biases stay bf16).
 pub fn fp8_weight_elements_per_layer(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
 ) -> u64 {
     fp8_weights(model, tensor_parallel, expert_parallel)
         .iter()
@@ -246,8 +247,8 @@ pub fn fp8_weight_elements_per_layer(
 /// transposes, one kernel per linear layer, on a chunk's first microbatch.
 pub fn weight_cast_steps(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
     layers: u32,
 ) -> Vec<Step> {
     let weights = fp8_weights(model, tensor_parallel, expert_parallel);
@@ -301,8 +302,8 @@ pub fn amax_scale_update_step(layers: u32, backward: bool) -> Step {
 /// weights and their transposes, and every amax history and scale.
 pub fn extra_state_bytes_per_layer(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
 ) -> u64 {
     2 * FP8_BYTES * fp8_weight_elements_per_layer(model, tensor_parallel, expert_parallel)
         + scaling_state_bytes(FORWARD_SCALED_TENSORS + BACKWARD_SCALED_TENSORS)

@@ -199,8 +199,8 @@ mod tests {
         use crate::ops::{transformer_layer, Kernel, KernelClass, Step};
         use GemmLayout::*;
         let model = crate::preset("gpt3-175b").unwrap();
-        let layer = transformer_layer(&model, 1, 8);
-        let head = crate::pipeline_ends::head(&model, 1, 8);
+        let layer = transformer_layer(&model, 1, crate::nz(8));
+        let head = crate::pipeline_ends::head(&model, 1, crate::nz(8));
         let mut layouts: Vec<(String, GemmLayout)> = Vec::new();
         for step in [layer.forward, layer.backward, head.forward, head.backward].concat() {
             if let Step::Kernel(Kernel {

@@ -59,3 +59,9 @@ pub use dropout::DropoutRate;
 pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
 pub use presets::{preset, preset_names};
 pub use spec::{FfnType, ModelError, ModelSpec, NormType};
+
+/// A degree written in a test as a `NonZeroU64`: `n`, which must not be 0.
+#[cfg(test)]
+pub(crate) fn nz(n: u64) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(n).expect("a test's degree is at least 1")
+}

@@ -174,9 +174,9 @@ mod tests {
                 ..Default::default()
             };
             let hidden = tokens * model.hidden as f64 / if sequence_parallel { 8.0 } else { 1.0 };
-            let layer = ops::transformer_layer_with(&model, b, t, options);
-            let head = crate::pipeline_ends::head(&model, b, t);
-            let embedding = crate::pipeline_ends::embedding(&model, b, t);
+            let layer = ops::transformer_layer_with(&model, b, crate::nz(t), options);
+            let head = crate::pipeline_ends::head(&model, b, crate::nz(t));
+            let embedding = crate::pipeline_ends::embedding(&model, b, crate::nz(t));
             let steps = layer
                 .forward
                 .iter()

@@ -50,6 +50,7 @@
 use crate::kernel_role::KernelRole;
 use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
 use crate::{MlaSpec, ModelSpec};
+use std::num::NonZeroU64;
 
 /// The attention core's per-head query/key and value dimensions:
 /// (d_qk, d_v) with MLA, (d, d) otherwise.
@@ -62,7 +63,8 @@ pub fn core_head_dims(model: &ModelSpec) -> (u64, u64) {
 
 /// Columns of the attention's output (the output projection's input) on one
 /// of `tensor_parallel` ranks: a·d_v/t with MLA, h/t otherwise.
-pub fn attention_output_width(model: &ModelSpec, tensor_parallel: u64) -> u64 {
+pub fn attention_output_width(model: &ModelSpec, tensor_parallel: NonZeroU64) -> u64 {
+    let tensor_parallel = tensor_parallel.get();
     match &model.mla {
         Some(mla) => model.heads / tensor_parallel * mla.v_head_dim,
         None => model.q_width() / tensor_parallel,
@@ -77,9 +79,9 @@ pub fn mla_projections(
     model: &ModelSpec,
     mla: &MlaSpec,
     tokens: u64,
-    tensor_parallel: u64,
+    tensor_parallel: NonZeroU64,
 ) -> (Vec<Step>, Vec<Vec<Step>>) {
-    let (t_tokens, h, t) = (tokens, model.hidden, tensor_parallel.max(1));
+    let (t_tokens, h, t) = (tokens, model.hidden, tensor_parallel.get());
     let n = model.heads / t;
     let (nope, rope, v) = (mla.qk_nope_head_dim, mla.qk_rope_head_dim, mla.v_head_dim);
     let qk = mla.qk_head_dim();

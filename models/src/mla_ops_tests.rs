@@ -17,7 +17,7 @@ fn layer(model: &ModelSpec, b: u64, t: u64, fused: bool) -> PassSteps {
     transformer_layer_with(
         model,
         b,
-        t,
+        crate::nz(t),
         LayerOptions {
             fused_attention: fused,
             ..LayerOptions::default()
@@ -228,7 +228,7 @@ fn activations_keep_latents_and_core_inputs() {
 #[test]
 fn registered_tensors_hold_the_layer_s_parameters() {
     let model = deepseek_dense();
-    let tensors = crate::parameter_tensors::layer_parameter_tensors(&model, 1);
+    let tensors = crate::parameter_tensors::layer_parameter_tensors(&model, crate::nz(1));
     let sum: u64 = tensors.iter().map(|t| t.elements).sum();
     assert_eq!(sum, formulas::layer_parameters(&model));
     assert!(tensors.iter().any(|t| t.name == "mla_kv_up.weight"));
@@ -241,13 +241,13 @@ fn the_sigmoid_router_adds_its_group_limited_choice() {
     let pass = transformer_layer_with(
         &model,
         1,
-        1,
+        crate::nz(1),
         LayerOptions {
             fused_attention: true,
             moe: Some(crate::moe_ops::MoeLayerOptions {
-                expert_parallel: 64,
+                expert_parallel: crate::nz(64),
                 busiest_rank_tokens: 4096 * 8,
-                expert_tensor_parallel: 1,
+                expert_tensor_parallel: crate::nz(1),
                 capacity: None,
             }),
             ..LayerOptions::default()
@@ -266,12 +266,12 @@ fn the_sigmoid_router_adds_its_group_limited_choice() {
     let pass = transformer_layer_with(
         &mixtral,
         1,
-        1,
+        crate::nz(1),
         LayerOptions {
             moe: Some(crate::moe_ops::MoeLayerOptions {
-                expert_parallel: 8,
+                expert_parallel: crate::nz(8),
                 busiest_rank_tokens: 4096 * 2,
-                expert_tensor_parallel: 1,
+                expert_tensor_parallel: crate::nz(1),
                 capacity: None,
             }),
             ..LayerOptions::default()

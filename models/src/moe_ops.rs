@@ -107,6 +107,7 @@ use crate::kernel_role::KernelRole;
 use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
 use crate::spec::FfnType;
 use crate::ModelSpec;
+use std::num::NonZeroU64;
 
 /// Tokens a rank routes per microbatch: the `tokens` (b·s/cp) of its
 /// tensor group split t ways, as sequence parallelism leaves them — with
@@ -115,15 +116,15 @@ use crate::ModelSpec;
 /// dispatches its own s/t·b tokens (`token_dispatcher.py`:
 /// "num_local_tokens: S/TP*B"), whatever etp; the expert-TP all-gather
 /// after the all-to-all brings etp ranks' received tokens together.
-pub fn tokens_per_rank(tokens: u64, tensor_parallel: u64) -> u64 {
-    tokens / tensor_parallel.max(1)
+pub fn tokens_per_rank(tokens: u64, tensor_parallel: NonZeroU64) -> u64 {
+    tokens / tensor_parallel.get()
 }
 
 /// What expert parallelism changes in a MoE layer's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MoeLayerOptions {
     /// Expert-parallel degree ep (experts on each rank: E/ep).
-    pub expert_parallel: u64,
+    pub expert_parallel: NonZeroU64,
     /// Routed token copies (token × chosen expert) the busiest rank of the
     /// expert-parallel group receives through its all-to-all per
     /// microbatch: T·k for a uniform dropless routing, ep·T·k × the busiest
@@ -131,7 +132,7 @@ pub struct MoeLayerOptions {
     /// capacity factor). Its experts compute etp times these.
     pub busiest_rank_tokens: u64,
     /// Expert tensor-parallel degree etp (1: each expert whole on its rank).
-    pub expert_tensor_parallel: u64,
+    pub expert_tensor_parallel: NonZeroU64,
     /// Token dropping at a capacity factor (None: dropless).
     pub capacity: Option<ExpertCapacity>,
 }
@@ -151,11 +152,11 @@ pub struct ExpertCapacity {
 
 impl MoeLayerOptions {
     /// Dropless at expert tensor parallelism 1.
-    pub fn dropless(expert_parallel: u64, busiest_rank_tokens: u64) -> MoeLayerOptions {
+    pub fn dropless(expert_parallel: NonZeroU64, busiest_rank_tokens: u64) -> MoeLayerOptions {
         MoeLayerOptions {
             expert_parallel,
             busiest_rank_tokens,
-            expert_tensor_parallel: 1,
+            expert_tensor_parallel: NonZeroU64::MIN,
             capacity: None,
         }
     }
@@ -173,8 +174,8 @@ pub fn moe_block(
         .as_ref()
         .expect("moe_block needs a model with experts");
     let (t, h, e, k) = (tokens, model.hidden, moe.experts, moe.top_k);
-    let local_experts = (e / options.expert_parallel.max(1)).max(1);
-    let etp = options.expert_tensor_parallel.max(1);
+    let local_experts = (e / options.expert_parallel.get()).max(1);
+    let etp = options.expert_tensor_parallel.get();
     let routed = options.busiest_rank_tokens;
     // The etp group's received copies, gathered before the experts.
     let per_expert = (etp * routed).div_ceil(local_experts);

@@ -26,12 +26,12 @@ fn mixtral_layer(ep: u64, busiest_rank_tokens: u64) -> PassSteps {
     ops::transformer_layer_with(
         &model,
         1,
-        1,
+        crate::nz(1),
         LayerOptions {
             moe: Some(MoeLayerOptions {
-                expert_parallel: ep,
+                expert_parallel: crate::nz(ep),
                 busiest_rank_tokens,
-                expert_tensor_parallel: 1,
+                expert_tensor_parallel: crate::nz(1),
                 capacity: None,
             }),
             ..LayerOptions::default()
@@ -47,7 +47,7 @@ fn uniform_routing_sums_to_six_active_weights_per_token_plus_the_core() {
     let model = mixtral();
     let s = model.seq_len;
     let layer = mixtral_layer(8, s * 2);
-    let head = crate::pipeline_ends::head(&model, 1, 1);
+    let head = crate::pipeline_ends::head(&model, 1, crate::nz(1));
     let per_microbatch = model.layers as f64
         * (PassSteps::flops(&layer.forward) + PassSteps::flops(&layer.backward))
         + PassSteps::flops(&head.forward)
@@ -211,9 +211,9 @@ fn shared_experts_run_as_one_dense_mlp_on_every_token() {
         &model,
         100,
         MoeLayerOptions {
-            expert_parallel: 8,
+            expert_parallel: crate::nz(8),
             busiest_rank_tokens: 200,
-            expert_tensor_parallel: 1,
+            expert_tensor_parallel: crate::nz(1),
             capacity: None,
         },
     );

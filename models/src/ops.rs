@@ -44,6 +44,7 @@ use crate::spec::{FfnType, NormType};
 use crate::unfused_attention::UnfusedCore;
 use crate::{attention, softmax, ModelSpec};
 use serde::Serialize;
+use std::num::NonZeroU64;
 
 /// Bytes per fp16 element.
 pub const FP16_BYTES: u64 = 2;
@@ -311,7 +312,7 @@ pub struct LayerOptions {
     /// Context-parallel degree cp (1: none). With cp > 1 every kernel works
     /// on this rank's s/cp tokens and the attention core is Transformer
     /// Engine's ring attention ([`ring_attention_steps`]).
-    pub context_parallel: u64,
+    pub context_parallel: NonZeroU64,
     /// A model with experts: its MLP block is the mixture of experts under
     /// this expert parallelism ([`crate::moe_ops`]).
     pub moe: Option<crate::moe_ops::MoeLayerOptions>,
@@ -325,7 +326,7 @@ impl Default for LayerOptions {
             sequence_parallel: false,
             fused_softmax_max_seq_len: Some(u64::MAX),
             fused_attention: false,
-            context_parallel: 1,
+            context_parallel: NonZeroU64::MIN,
             moe: None,
         }
     }
@@ -333,7 +334,11 @@ impl Default for LayerOptions {
 
 /// Kernels of one transformer layer on one tensor-parallel rank with the
 /// default [`LayerOptions`].
-pub fn transformer_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
+pub fn transformer_layer(
+    model: &ModelSpec,
+    microbatch: u64,
+    tensor_parallel: NonZeroU64,
+) -> PassSteps {
     transformer_layer_with(model, microbatch, tensor_parallel, LayerOptions::default())
 }
 
@@ -346,11 +351,11 @@ pub fn transformer_layer(model: &ModelSpec, microbatch: u64, tensor_parallel: u6
 pub fn transformer_layer_with(
     model: &ModelSpec,
     microbatch: u64,
-    tensor_parallel: u64,
+    tensor_parallel: NonZeroU64,
     options: LayerOptions,
 ) -> PassSteps {
     let sequence_parallel = options.sequence_parallel;
-    let cp = options.context_parallel.max(1);
+    let cp = options.context_parallel.get();
     // Each context-parallel rank holds s/cp tokens of every sequence.
     let (b, s, h, t) = (
         microbatch,
@@ -375,7 +380,12 @@ pub fn transformer_layer_with(
     let tokens = b * s;
     // Elementwise work on the full hidden activation, replicated on every tensor
     // rank unless the sequence is split across them.
-    let hidden_elems = (tokens * h) as f64 / if sequence_parallel { t as f64 } else { 1.0 };
+    let hidden_elems = (tokens * h) as f64
+        / if sequence_parallel {
+            t.get() as f64
+        } else {
+            1.0
+        };
     let ffn_elems = (tokens * ffn_per_rank) as f64;
     let allreduce_bytes = tokens * h * FP16_BYTES;
 
@@ -454,7 +464,7 @@ pub fn transformer_layer_with(
             heads_per_rank,
             s * cp,
             head_dim,
-            cp,
+            options.context_parallel,
             model.attention_dropout.is_on(),
         );
         pass.forward.extend(forward);

@@ -28,7 +28,7 @@ fn llama_layer_flops_are_twice_the_multiply_adds_of_its_gemms() {
     let (b, t) = (1u64, 8u64);
     let (s, h, a, kv, d, f) = (8192u64, 8192u64, 64u64, 8u64, 128u64, 28672u64);
     let tokens = b * s;
-    let layer = transformer_layer(&model, b, t);
+    let layer = transformer_layer(&model, b, crate::nz(t));
     // Forward multiply-adds: QKV, scores, attention over values, projection,
     // gate+up, down.
     let macs = tokens * h * (h + 2 * kv * d) / t
@@ -62,7 +62,7 @@ fn llama_layer_has_its_own_memory_bound_kernels_and_no_bias_gradients() {
     let (b, t) = (2u64, 4u64);
     let (s, h, a, kv, d, f) = (4096u64, 8192u64, 64u64, 8u64, 128u64, 28672u64);
     let tokens = b * s;
-    let layer = transformer_layer(&model, b, t);
+    let layer = transformer_layer(&model, b, crate::nz(t));
     let forward = names(&layer.forward);
     let backward = names(&layer.backward);
     for name in ["rmsnorm_1", "rope", "gqa_expand_kv", "rmsnorm_2", "swiglu"] {
@@ -114,7 +114,7 @@ fn llama_layer_has_its_own_memory_bound_kernels_and_no_bias_gradients() {
 #[test]
 fn without_biases_the_input_gradient_all_reduce_overlaps_only_the_weight_gradient() {
     let windows = |model: &ModelSpec| -> Vec<u32> {
-        transformer_layer(model, 1, 8)
+        transformer_layer(model, 1, crate::nz(8))
             .backward
             .iter()
             .filter_map(|s| match s {
@@ -128,7 +128,7 @@ fn without_biases_the_input_gradient_all_reduce_overlaps_only_the_weight_gradien
     assert_eq!(windows(&crate::preset("llama3-8b").unwrap()), [1, 1]);
     // Qwen2.5: a QKV bias only (backward runs the MLP first).
     assert_eq!(windows(&crate::preset("qwen2.5-72b").unwrap()), [1, 2]);
-    let qwen = transformer_layer(&crate::preset("qwen2.5-72b").unwrap(), 1, 8);
+    let qwen = transformer_layer(&crate::preset("qwen2.5-72b").unwrap(), 1, crate::nz(8));
     assert_eq!(
         names(&qwen.backward)
             .iter()
@@ -141,9 +141,9 @@ fn without_biases_the_input_gradient_all_reduce_overlaps_only_the_weight_gradien
 #[test]
 fn multi_head_attention_has_no_expansion_and_the_gpt_layer_is_unchanged() {
     let mut model = crate::preset("gpt3-175b").unwrap();
-    let before = transformer_layer(&model, 1, 8);
+    let before = transformer_layer(&model, 1, crate::nz(8));
     model.kv_heads = Some(model.heads);
-    assert_eq!(transformer_layer(&model, 1, 8), before);
+    assert_eq!(transformer_layer(&model, 1, crate::nz(8)), before);
     assert!(kernel(&before.forward, "gqa_expand_kv").is_none());
     assert!(kernel(&before.forward, "rope").is_none());
 }

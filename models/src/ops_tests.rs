@@ -11,8 +11,8 @@ fn per_iteration_flops(
     global_batch: u64,
     recompute: bool,
 ) -> f64 {
-    let layer = transformer_layer(model, b, t);
-    let head = crate::pipeline_ends::head(model, b, t);
+    let layer = transformer_layer(model, b, crate::nz(t));
+    let head = crate::pipeline_ends::head(model, b, crate::nz(t));
     let microbatches = (global_batch / b) as f64;
     let layer_fwd = PassSteps::flops(&layer.forward);
     let layer_bwd = PassSteps::flops(&layer.backward);
@@ -42,7 +42,7 @@ fn kernel_flops_sum_to_megatron_eq3_with_and_without_recompute() {
 #[test]
 fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
     let model = crate::preset("gpt3-175b").unwrap();
-    let layer = transformer_layer(&model, 1, 8);
+    let layer = transformer_layer(&model, 1, crate::nz(8));
     let count = |steps: &[Step]| {
         steps
             .iter()
@@ -77,7 +77,7 @@ fn the_attention_core_is_marked_where_it_is_created() {
         let layer = transformer_layer_with(
             model,
             1,
-            1,
+            crate::nz(1),
             LayerOptions {
                 fused_attention: fused,
                 ..LayerOptions::default()

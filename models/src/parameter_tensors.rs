@@ -7,6 +7,7 @@
 use crate::kernel_role::KernelRole;
 use crate::spec::NormType;
 use crate::ModelSpec;
+use std::num::NonZeroU64;
 
 /// One parameter tensor of one rank: its name, the name of the kernel that
 /// adds a microbatch's gradient into its accumulated gradient and that
@@ -49,18 +50,26 @@ macro_rules! tensor {
 /// row-parallel projection and MLP-out weights are split by t but their biases
 /// are replicated, as are both norms (a weight, and a bias for LayerNorm).
 /// Tensors a model does not have (biases, RMSNorm's bias) are left out.
-pub fn layer_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<ParameterTensor> {
-    layer_parameter_tensors_with_experts(model, tensor_parallel, 1)
+pub fn layer_parameter_tensors(
+    model: &ModelSpec,
+    tensor_parallel: NonZeroU64,
+) -> Vec<ParameterTensor> {
+    layer_parameter_tensors_with_experts(model, tensor_parallel, NonZeroU64::MIN)
 }
 
 /// [`layer_parameter_tensors`] with a mixture of experts' experts split
 /// `expert_parallel` ways (E/ep per rank).
 pub fn layer_parameter_tensors_with_experts(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
 ) -> Vec<ParameterTensor> {
-    layer_parameter_tensors_with_expert_split(model, tensor_parallel, expert_parallel, 1)
+    layer_parameter_tensors_with_expert_split(
+        model,
+        tensor_parallel,
+        expert_parallel,
+        NonZeroU64::MIN,
+    )
 }
 
 /// [`layer_parameter_tensors_with_experts`] with each local expert's fc1
@@ -69,11 +78,11 @@ pub fn layer_parameter_tensors_with_experts(
 /// expert tensor group).
 pub fn layer_parameter_tensors_with_expert_split(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
-    expert_tensor_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
+    expert_tensor_parallel: NonZeroU64,
 ) -> Vec<ParameterTensor> {
-    let (h, t) = (model.hidden, tensor_parallel);
+    let (h, t) = (model.hidden, tensor_parallel.get());
     let fc1_columns = match model.ffn_type {
         crate::spec::FfnType::Gelu => model.ffn(),
         crate::spec::FfnType::Swiglu => 2 * model.ffn(),
@@ -135,8 +144,8 @@ pub fn layer_parameter_tensors_with_expert_split(
             crate::spec::FfnType::Gelu => f,
             crate::spec::FfnType::Swiglu => 2 * f,
         };
-        let local = moe.experts / expert_parallel.max(1);
-        let f = moe.expert_ffn_hidden / expert_tensor_parallel.max(1);
+        let local = moe.experts / expert_parallel.get();
+        let f = moe.expert_ffn_hidden / expert_tensor_parallel.get();
         tensors.push(tensor!(gemm "moe_router.weight", h * moe.experts));
         if moe.router == crate::moe::RouterType::Sigmoid {
             tensors.push(tensor!("moe_router.expert_bias", moe.experts));
@@ -169,11 +178,11 @@ pub fn layer_parameter_tensors_with_expert_split(
 /// position embedding.
 pub fn embedding_parameter_tensors(
     model: &ModelSpec,
-    tensor_parallel: u64,
+    tensor_parallel: NonZeroU64,
 ) -> Vec<ParameterTensor> {
     let mut tensors = vec![tensor!(
         "word_embedding.weight",
-        model.vocab * model.hidden / tensor_parallel
+        model.vocab * model.hidden / tensor_parallel.get()
     )];
     if model.learned_positions() {
         tensors.push(tensor!(
@@ -188,7 +197,11 @@ pub fn embedding_parameter_tensors(
 /// final norm and the output layer's matrix — its own when untied, else its
 /// copy of the word embedding (with one stage autograd sums both uses of the
 /// shared weight, which costs the same add).
-pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<ParameterTensor> {
+pub fn head_parameter_tensors(
+    model: &ModelSpec,
+    tensor_parallel: NonZeroU64,
+) -> Vec<ParameterTensor> {
+    let tensor_parallel = tensor_parallel.get();
     let mut tensors = vec![tensor!("final_layernorm.weight", model.hidden)];
     if model.norm == NormType::Layernorm {
         tensors.push(tensor!("final_layernorm.bias", model.hidden));
@@ -202,6 +215,7 @@ pub fn head_parameter_tensors(model: &ModelSpec, tensor_parallel: u64) -> Vec<Pa
 
 #[cfg(test)]
 mod moe_tests {
+    use crate::sharding::degree;
     #[test]
     fn a_moe_layer_s_tensors_sum_to_its_parameters_on_a_rank() {
         for (name, ep) in [
@@ -211,18 +225,19 @@ mod moe_tests {
         ] {
             let model = crate::preset(name).unwrap();
             let sharding = crate::sharding::Sharding {
-                tensor_parallel: 1,
-                pipeline_parallel: 1,
-                chunks: 1,
+                tensor_parallel: degree(1),
+                pipeline_parallel: degree(1),
+                chunks: degree(1),
                 split: Default::default(),
                 map: Default::default(),
-                expert_parallel: ep as u32,
-                expert_tensor_parallel: 1,
+                expert_parallel: degree(ep as u32),
+                expert_tensor_parallel: degree(1),
             };
-            let total: u64 = super::layer_parameter_tensors_with_experts(&model, 1, ep)
-                .iter()
-                .map(|tensor| tensor.elements)
-                .sum();
+            let total: u64 =
+                super::layer_parameter_tensors_with_experts(&model, crate::nz(1), crate::nz(ep))
+                    .iter()
+                    .map(|tensor| tensor.elements)
+                    .sum();
             assert_eq!(
                 total,
                 crate::sharding::layer_parameters_on_rank(&model, sharding),
@@ -244,33 +259,33 @@ mod tests {
     #[test]
     fn layer_parameter_tensors_sum_to_eq2_per_layer_without_tensor_parallelism() {
         let model = crate::preset("gpt3-175b").unwrap();
-        let total = sum(&layer_parameter_tensors(&model, 1));
+        let total = sum(&layer_parameter_tensors(&model, crate::nz(1)));
         assert_eq!(total, formulas::layer_parameters(&model));
         // With t = 8 only the split weights and column-parallel biases shrink:
         // 6h replicated elements (two LayerNorms, two row-parallel biases) remain.
-        let split = sum(&layer_parameter_tensors(&model, 8));
+        let split = sum(&layer_parameter_tensors(&model, crate::nz(8)));
         let h = model.hidden;
         assert_eq!(
             split,
             (formulas::layer_parameters(&model) - 6 * h) / 8 + 6 * h
         );
-        assert_eq!(layer_parameter_tensors(&model, 8).len(), 12);
+        assert_eq!(layer_parameter_tensors(&model, crate::nz(8)).len(), 12);
     }
 
     #[test]
     fn llama_and_qwen_layers_hold_their_formula_counts() {
         for name in ["llama3-70b", "qwen2.5-72b", "llama2-7b"] {
             let model = crate::preset(name).unwrap();
-            let tensors = layer_parameter_tensors(&model, 1);
+            let tensors = layer_parameter_tensors(&model, crate::nz(1));
             assert_eq!(sum(&tensors), formulas::layer_parameters(&model), "{name}");
             // Only the two RMSNorm weights are replicated (plus Qwen's QKV
             // bias, which is column-parallel and split).
-            let split = sum(&layer_parameter_tensors(&model, 8));
+            let split = sum(&layer_parameter_tensors(&model, crate::nz(8)));
             let h = model.hidden;
             assert_eq!(split, (sum(&tensors) - 2 * h) / 8 + 2 * h, "{name}");
         }
         let llama = crate::preset("llama3-70b").unwrap();
-        let names: Vec<_> = layer_parameter_tensors(&llama, 8)
+        let names: Vec<_> = layer_parameter_tensors(&llama, crate::nz(8))
             .iter()
             .map(|p| p.name)
             .collect();
@@ -291,7 +306,7 @@ mod tests {
     fn qwen3_moe_layers_hold_their_formula_counts() {
         // Wider heads (32 × 128 on h = 2048) and the two head_dim norms.
         let model = crate::preset("qwen3-30b-a3b").unwrap();
-        let tensors = layer_parameter_tensors(&model, 1);
+        let tensors = layer_parameter_tensors(&model, crate::nz(1));
         assert_eq!(sum(&tensors), formulas::moe_layer_parameters(&model));
         let (h, q, d) = (2048, 32 * 128, 128);
         let find = |name: &str| tensors.iter().find(|p| p.name == name).unwrap().elements;
@@ -303,12 +318,12 @@ mod tests {
     #[test]
     fn untied_rope_models_have_no_position_table_and_one_norm_weight_in_the_head() {
         let model = crate::preset("llama3-8b").unwrap();
-        assert_eq!(embedding_parameter_tensors(&model, 1).len(), 1);
-        let head = head_parameter_tensors(&model, 2);
+        assert_eq!(embedding_parameter_tensors(&model, crate::nz(1)).len(), 1);
+        let head = head_parameter_tensors(&model, crate::nz(2));
         assert_eq!(sum(&head), model.hidden + model.vocab * model.hidden / 2);
-        let total = sum(&embedding_parameter_tensors(&model, 1))
-            + sum(&head_parameter_tensors(&model, 1))
-            + model.layers * sum(&layer_parameter_tensors(&model, 1));
+        let total = sum(&embedding_parameter_tensors(&model, crate::nz(1)))
+            + sum(&head_parameter_tensors(&model, crate::nz(1)))
+            + model.layers * sum(&layer_parameter_tensors(&model, crate::nz(1)));
         assert_eq!(total, formulas::published_parameter_count(&model));
     }
 }

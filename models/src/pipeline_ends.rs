@@ -22,6 +22,7 @@ use crate::ops::{
     final_norm_names, gemm_with_gradients, GemmLayout, GemmShape, PassSteps, Step, FP16_BYTES,
 };
 use crate::ModelSpec;
+use std::num::NonZeroU64;
 
 /// Bytes of one fp32 element.
 const FP32_BYTES: f64 = 4.0;
@@ -100,7 +101,8 @@ pub fn data_load(model: &ModelSpec, microbatch: u64) -> Vec<Step> {
 /// dropout (at a hidden dropout rate above 0). Backward: the same in
 /// reverse, each table's gradient zeroed and scattered (directly, or sorted
 /// above [`EMBEDDING_BACKWARD_DIRECT_MAX_INDICES`]).
-pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
+pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: NonZeroU64) -> PassSteps {
+    let tensor_parallel = tensor_parallel.get();
     let tokens = microbatch * model.seq_len;
     let hidden_elems = (tokens * model.hidden) as f64;
     let fp16 = FP16_BYTES as f64;
@@ -180,7 +182,7 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
         ("embedding.position_grad_zero", model.seq_len * model.hidden),
         (
             "embedding.word_grad_zero",
-            model.vocab / tensor_parallel.max(1) * model.hidden,
+            model.vocab / tensor_parallel * model.hidden,
         ),
     ];
     let skip_positions = usize::from(!model.learned_positions());
@@ -224,7 +226,8 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> Pa
 /// cross-entropy's (subtract one at the targets, scale), `.half()`, both
 /// logits GEMMs with the input gradient all-reduced across tensor ranks, the
 /// LayerNorm and the transpose.
-pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: u64) -> PassSteps {
+pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: NonZeroU64) -> PassSteps {
+    let tensor_parallel = tensor_parallel.get();
     let tokens = microbatch * model.seq_len;
     let hidden_elems = (tokens * model.hidden) as f64;
     let logit_elems = (tokens * model.vocab / tensor_parallel) as f64;
@@ -391,7 +394,7 @@ mod tests {
     #[test]
     fn the_cross_entropy_makes_three_all_reduce_calls_and_the_head_two_gemms_each_way() {
         let model = crate::preset("gpt3-175b").unwrap();
-        let head = head(&model, 1, 8);
+        let head = head(&model, 1, crate::nz(8));
         assert_eq!(calls(&head.forward), 3);
         assert_eq!(calls(&head.backward), 1);
         let gemms = |steps: &[Step]| {
@@ -408,8 +411,8 @@ mod tests {
     #[test]
     fn the_embedding_masks_ids_and_all_reduces_only_when_split() {
         let model = crate::preset("gpt3-175b").unwrap();
-        let whole = embedding(&model, 1, 1);
-        let split = embedding(&model, 1, 8);
+        let whole = embedding(&model, 1, crate::nz(1));
+        let split = embedding(&model, 1, crate::nz(8));
         assert_eq!(calls(&whole.forward), 0);
         assert_eq!(calls(&split.forward), 1);
         assert_eq!(kernels(&split.forward), kernels(&whole.forward) + 7);
@@ -420,11 +423,14 @@ mod tests {
         let gpt = crate::preset("gpt3-175b").unwrap();
         let mut rope = gpt.clone();
         rope.rope = true;
-        let (learned, rotary) = (embedding(&gpt, 1, 8), embedding(&rope, 1, 8));
+        let (learned, rotary) = (
+            embedding(&gpt, 1, crate::nz(8)),
+            embedding(&rope, 1, crate::nz(8)),
+        );
         assert_eq!(kernels(&rotary.forward), kernels(&learned.forward) - 2);
         assert_eq!(kernels(&rotary.backward), kernels(&learned.backward) - 2);
         let llama = crate::preset("llama3-8b").unwrap();
-        let names: Vec<_> = head(&llama, 1, 1)
+        let names: Vec<_> = head(&llama, 1, crate::nz(1))
             .forward
             .iter()
             .filter_map(|s| match s {
@@ -440,8 +446,8 @@ mod tests {
     fn the_embedding_backward_sorts_above_3072_indices() {
         let mut model = crate::preset("gpt3-175b").unwrap();
         model.seq_len = 1024;
-        let direct = embedding(&model, 3, 1);
-        let sorted = embedding(&model, 4, 1);
+        let direct = embedding(&model, 3, crate::nz(1));
+        let sorted = embedding(&model, 4, crate::nz(1));
         assert_eq!(
             kernels(&sorted.backward),
             kernels(&direct.backward) + 2 * (EMBEDDING_BACKWARD_SORTED_KERNELS - 1)

@@ -102,7 +102,7 @@ mod tests {
         model.moe = None;
         model.ffn_hidden = Some(6144);
         let (b, s, t) = (1u64, 4096u64, 2u64);
-        let layer = transformer_layer(&model, b, t);
+        let layer = transformer_layer(&model, b, crate::nz(t));
         let tokens = (b * s) as f64;
         let (qh, kvh, d, h) = (16.0, 2.0, 128.0, 2048.0);
         let qkv = kernel(&layer.forward, "qkv_gemm");

@@ -4,6 +4,7 @@
 use crate::attention::FusedAttentionShape;
 use crate::kernel_role::KernelRole;
 use crate::ops::{Kernel, KernelClass, Step, FP16_BYTES};
+use std::num::NonZeroU64;
 
 /// Kernels per ring step, forward and backward: one fused attention call
 /// each (`flash_attn_fwd` / `flash_attn_bwd` in TE's per-step loop).
@@ -36,10 +37,10 @@ pub fn ring_attention_steps(
     heads_per_rank: u64,
     seq_len: u64,
     head_dim: u64,
-    context_parallel: u64,
+    context_parallel: NonZeroU64,
     dropout: bool,
 ) -> (Vec<Step>, Vec<Step>) {
-    let cp = context_parallel.max(1);
+    let cp = context_parallel.get();
     let batch_heads = microbatch * heads_per_rank;
     let (q, kv) = (seq_len / cp, seq_len / (2 * cp));
     let shape = FusedAttentionShape {
@@ -90,7 +91,7 @@ mod tests {
     #[test]
     fn cp_steps_carry_eq3_share_and_the_block_shape() {
         // b=1, 4 heads, s=256, d=64, cp=2: blocks 128 × 64.
-        let (forward, backward) = ring_attention_steps(1, 4, 256, 64, 2, false);
+        let (forward, backward) = ring_attention_steps(1, 4, 256, 64, crate::nz(2), false);
         assert_eq!((forward.len(), backward.len()), (2, 2));
         let flops: f64 = forward
             .iter()

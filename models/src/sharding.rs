@@ -6,6 +6,7 @@
 pub use crate::stage_map::StageMap;
 use crate::{formulas, ModelSpec};
 use serde::{Deserialize, Serialize};
+use std::num::NonZeroU32;
 
 /// Megatron-Core's uneven pipeline split
 /// (`--account-for-embedding-in-pipeline-split`,
@@ -61,30 +62,36 @@ impl PipelineSplit {
 /// virtual stage ([`StageMap`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sharding {
-    pub tensor_parallel: u32,
-    pub pipeline_parallel: u32,
-    pub chunks: u32,
+    pub tensor_parallel: NonZeroU32,
+    pub pipeline_parallel: NonZeroU32,
+    pub chunks: NonZeroU32,
     pub split: PipelineSplit,
     pub map: StageMap,
     /// Expert-parallel degree ep: each rank holds E/ep of every MoE layer's
     /// routed experts (1 for dense models).
-    pub expert_parallel: u32,
+    pub expert_parallel: NonZeroU32,
     /// Expert tensor-parallel degree etp: each of those experts' fc1
     /// column-parallel and fc2 row-parallel over etp ranks, 1/etp of its
     /// weights on each (Megatron-Core's `TEGroupedMLP` over the expert
     /// tensor group; 1 for dense models).
-    pub expert_tensor_parallel: u32,
+    pub expert_tensor_parallel: NonZeroU32,
+}
+
+/// A degree written in a test: `n`, which must not be 0.
+#[cfg(test)]
+pub(crate) fn degree(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).expect("a test's degree is at least 1")
 }
 
 impl Sharding {
     /// Ways a MoE layer's routed experts' parameters are split: ep·etp.
     pub fn expert_ways(&self) -> u64 {
-        self.expert_parallel.max(1) as u64 * self.expert_tensor_parallel.max(1) as u64
+        u64::from(self.expert_parallel.get()) * u64::from(self.expert_tensor_parallel.get())
     }
 
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
-        self.pipeline_parallel * self.chunks
+        self.pipeline_parallel.get() * self.chunks.get()
     }
 
     /// The stages one copy of the model is cut into: p·v, or p for
@@ -109,7 +116,7 @@ impl Sharding {
     /// Whether some chunk of pipeline stage (rank) `stage` holds a head
     /// and its loss (DualPipe: ranks 0 and p−1 both do).
     pub fn holds_head(&self, stage: u32) -> bool {
-        (0..self.chunks).any(|chunk| self.is_end(self.virtual_stage(stage, chunk)).1)
+        (0..self.chunks.get()).any(|chunk| self.is_end(self.virtual_stage(stage, chunk)).1)
     }
 
     /// The "layers" split evenly over the virtual stages: the model's, plus
@@ -129,13 +136,14 @@ impl Sharding {
 
     /// The virtual stage chunk `chunk` of pipeline stage (rank) `stage` runs.
     pub fn virtual_stage(&self, stage: u32, chunk: u32) -> u32 {
-        self.map.stage_of(self.pipeline_parallel, stage, chunk)
+        self.map
+            .stage_of(self.pipeline_parallel.get(), stage, chunk)
     }
 
     /// (pipeline stage, chunk) of the first and of the last virtual stage:
     /// where the embedding and the head are.
     pub fn ends(&self) -> ((u32, u32), (u32, u32)) {
-        let p = self.pipeline_parallel.max(1);
+        let p = self.pipeline_parallel.get();
         (
             self.map.place(p, 0),
             self.map.place(p, self.virtual_stages().max(1) - 1),
@@ -148,10 +156,11 @@ impl Sharding {
     /// layer and on the last when the loss does.
     /// With a layout, the layout's count for that virtual stage.
     pub fn layers_of_chunk(&self, layers: u64, stage: u32, chunk: u32) -> u64 {
-        let virtual_stage =
-            self.map
-                .stage_of_wide(self.pipeline_parallel as u64, stage as u64, chunk as u64)
-                % (self.model_stages().max(1) as u64);
+        let virtual_stage = self.map.stage_of_wide(
+            u64::from(self.pipeline_parallel.get()),
+            stage as u64,
+            chunk as u64,
+        ) % (self.model_stages().max(1) as u64);
         if let Some(layout) = self.split.layout {
             return layout
                 .layers()
@@ -176,9 +185,11 @@ impl Sharding {
     /// `chunk` on pipeline stage `stage`: the layers of every earlier
     /// virtual stage ([`Self::layers_of_chunk`]).
     pub fn first_layer_of_chunk(&self, layers: u64, stage: u32, chunk: u32) -> u64 {
-        let virtual_stage =
-            self.map
-                .stage_of_wide(self.pipeline_parallel as u64, stage as u64, chunk as u64);
+        let virtual_stage = self.map.stage_of_wide(
+            u64::from(self.pipeline_parallel.get()),
+            stage as u64,
+            chunk as u64,
+        );
         // Its place in its model copy (DualPipe's second copy starts over).
         let virtual_stage = virtual_stage % u64::from(self.model_stages().max(1));
         if let Some(layout) = self.split.layout {
@@ -229,13 +240,13 @@ pub fn parameters_on_rank(model: &ModelSpec, sharding: Sharding, stage: u32) -> 
     // as are the chunks of a model with dense layers among its MoE layers.
     if sharding.split.layout.is_some()
         || sharding.map.copies() > 1
-        || (has_dense_and_moe_layers(model) && u64::from(sharding.chunks) <= model.layers)
+        || (has_dense_and_moe_layers(model) && u64::from(sharding.chunks.get()) <= model.layers)
     {
-        return (0..sharding.chunks)
+        return (0..sharding.chunks.get())
             .map(|chunk| parameters_of_chunk(model, sharding, stage, chunk))
             .sum();
     }
-    let chunks = sharding.chunks.max(1);
+    let chunks = sharding.chunks.get();
     let ordinary = parameters_of_layers(
         model,
         sharding,
@@ -301,7 +312,7 @@ pub fn parameters_of_layer_range(
     head: bool,
 ) -> u64 {
     let dense = dense_layers_in(model, first, layers);
-    let dense_layer = formulas::layer_parameters(model) / sharding.tensor_parallel.max(1) as u64;
+    let dense_layer = formulas::layer_parameters(model) / u64::from(sharding.tensor_parallel.get());
     parameters_of_layers(model, sharding, layers - dense, embedding, head)
         .saturating_add(dense.saturating_mul(dense_layer))
 }
@@ -323,7 +334,7 @@ pub fn expert_parameters_of_layer_range(
 /// [`parameters_of_layer_range`]) attention, norms and router t ways and
 /// its routed experts ep·etp ways ([`expert_parameters_of_layers`]).
 pub fn layer_parameters_on_rank(model: &ModelSpec, sharding: Sharding) -> u64 {
-    let t = sharding.tensor_parallel.max(1) as u64;
+    let t = u64::from(sharding.tensor_parallel.get());
     if model.moe.is_none() {
         return formulas::layer_parameters(model) / t;
     }
@@ -344,7 +355,7 @@ pub fn expert_parameters_of_layers(model: &ModelSpec, sharding: Sharding, layers
 /// The routed experts' parameters on one rank of pipeline stage `stage`
 /// (every chunk's layers; 0 for a dense model).
 pub fn expert_parameters_of_stage(model: &ModelSpec, sharding: Sharding, stage: u32) -> u64 {
-    (0..sharding.chunks.max(1))
+    (0..sharding.chunks.get())
         .map(|chunk| {
             expert_parameters_of_layer_range(
                 model,
@@ -367,7 +378,7 @@ pub fn parameters_of_layers(
     embedding: bool,
     head: bool,
 ) -> u64 {
-    let t = sharding.tensor_parallel as u64;
+    let t = u64::from(sharding.tensor_parallel.get());
     let mut params = layers * layer_parameters_on_rank(model, sharding);
     if embedding {
         params += model.vocab * model.hidden / t;
@@ -386,19 +397,20 @@ pub fn parameters_of_layers(
 
 #[cfg(test)]
 mod tests {
+    use super::degree;
     #[test]
     fn parameters_on_rank_is_the_sum_over_its_chunks() {
         for name in ["gpt3-175b", "llama3-70b", "tiny"] {
             let model = crate::preset(name).unwrap();
             for (t, p, v) in [(1, 1, 1), (8, 4, 1), (8, 4, 3), (2, 8, 6), (4, 2, 5)] {
                 let sharding = super::Sharding {
-                    tensor_parallel: t,
-                    pipeline_parallel: p,
-                    chunks: v,
+                    tensor_parallel: degree(t),
+                    pipeline_parallel: degree(p),
+                    chunks: degree(v),
                     split: Default::default(),
                     map: Default::default(),
-                    expert_parallel: 1,
-                    expert_tensor_parallel: 1,
+                    expert_parallel: degree(1),
+                    expert_tensor_parallel: degree(1),
                 };
                 for stage in 0..p {
                     let summed: u64 = (0..v)
@@ -421,13 +433,13 @@ mod tests {
         let model = crate::preset("gpt3-175b").unwrap();
         for (t, p, v) in [(1, 1, 1), (8, 8, 1), (8, 4, 3), (4, 16, 2)] {
             let sharding = Sharding {
-                tensor_parallel: t,
-                pipeline_parallel: p,
-                chunks: v,
+                tensor_parallel: degree(t),
+                pipeline_parallel: degree(p),
+                chunks: degree(v),
                 split: Default::default(),
                 map: Default::default(),
-                expert_parallel: 1,
-                expert_tensor_parallel: 1,
+                expert_parallel: degree(1),
+                expert_tensor_parallel: degree(1),
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -456,17 +468,17 @@ mod tests {
         // beside the loss.
         let model = crate::preset("llama3.1-405b").unwrap();
         let sharding = Sharding {
-            tensor_parallel: 8,
-            pipeline_parallel: 8,
-            chunks: 8,
+            tensor_parallel: degree(8),
+            pipeline_parallel: degree(8),
+            chunks: degree(8),
             split: PipelineSplit {
                 embedding: true,
                 loss: true,
                 layout: None,
             },
             map: StageMap::Interleaved,
-            expert_parallel: 1,
-            expert_tensor_parallel: 1,
+            expert_parallel: degree(1),
+            expert_tensor_parallel: degree(1),
         };
         let layers: Vec<u64> = (0..8)
             .flat_map(|chunk| (0..8).map(move |stage| (stage, chunk)))
@@ -498,13 +510,13 @@ mod tests {
         let model = crate::preset("llama3-70b").unwrap();
         for (t, p, v) in [(1, 1, 1), (8, 1, 1), (8, 4, 5), (2, 16, 1)] {
             let sharding = Sharding {
-                tensor_parallel: t,
-                pipeline_parallel: p,
-                chunks: v,
+                tensor_parallel: degree(t),
+                pipeline_parallel: degree(p),
+                chunks: degree(v),
                 split: Default::default(),
                 map: Default::default(),
-                expert_parallel: 1,
-                expert_tensor_parallel: 1,
+                expert_parallel: degree(1),
+                expert_tensor_parallel: degree(1),
             };
             let total: u64 = (0..p)
                 .map(|stage| parameters_on_rank(&model, sharding, stage) * t as u64)
@@ -530,13 +542,13 @@ mod tests {
         ] {
             let (t, p) = (8, 4);
             let v_map = Sharding {
-                tensor_parallel: t,
-                pipeline_parallel: p,
-                chunks: 2,
+                tensor_parallel: degree(t),
+                pipeline_parallel: degree(p),
+                chunks: degree(2),
                 split,
                 map: StageMap::V,
-                expert_parallel: 1,
-                expert_tensor_parallel: 1,
+                expert_parallel: degree(1),
+                expert_tensor_parallel: degree(1),
             };
             assert_eq!(v_map.ends(), ((0, 0), (0, 1)));
             let interleaved = Sharding {
@@ -584,16 +596,16 @@ mod tests {
         let model = crate::preset("gpt3-175b").unwrap();
         let (t, p) = (8, 4);
         let dual = Sharding {
-            tensor_parallel: t,
-            pipeline_parallel: p,
-            chunks: 2,
+            tensor_parallel: degree(t),
+            pipeline_parallel: degree(p),
+            chunks: degree(2),
             split: PipelineSplit::default(),
             map: StageMap::DualPipe,
-            expert_parallel: 1,
-            expert_tensor_parallel: 1,
+            expert_parallel: degree(1),
+            expert_tensor_parallel: degree(1),
         };
         let one_f_one_b = Sharding {
-            chunks: 1,
+            chunks: degree(1),
             map: StageMap::Interleaved,
             ..dual
         };

@@ -12,13 +12,13 @@ fn deepseek_8_layers() -> ModelSpec {
 
 fn sharding(p: u32, v: u32, ep: u32) -> Sharding {
     Sharding {
-        tensor_parallel: 1,
-        pipeline_parallel: p,
-        chunks: v,
+        tensor_parallel: degree(1),
+        pipeline_parallel: degree(p),
+        chunks: degree(v),
         split: Default::default(),
         map: Default::default(),
-        expert_parallel: ep,
-        expert_tensor_parallel: 1,
+        expert_parallel: degree(ep),
+        expert_tensor_parallel: degree(1),
     }
 }
 

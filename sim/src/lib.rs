@@ -62,3 +62,15 @@ pub use simulate::{
     build_graph, run_graph, simulate, simulate_with, timeline_from_spans, uniform_costs, LinkLoad,
     SimulationError, SimulationReport,
 };
+
+/// A degree written in a test: `n`, which must not be 0.
+#[cfg(test)]
+pub(crate) fn degree(n: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(n).expect("a test's degree is at least 1")
+}
+
+/// [`degree`] as a `NonZeroU64`, as the `models` formulas take it.
+#[cfg(test)]
+pub(crate) fn nz(n: u64) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(n).expect("a test's degree is at least 1")
+}

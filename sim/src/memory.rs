@@ -129,9 +129,9 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
     }
     let model = &scenario.model;
     let tokens = models::moe_ops::tokens_per_rank(
-        scenario.layout.microbatch_size as u64 * model.seq_len
-            / scenario.layout.context_parallel.max(1) as u64,
-        scenario.layout.tensor_parallel as u64,
+        scenario.layout.microbatch_size.get() as u64 * model.seq_len
+            / scenario.layout.context_parallel.get() as u64,
+        scenario.layout.tensor_parallel.into(),
     ) as f64;
     let (h, f) = (model.hidden as f64, moe.expert_ffn_hidden as f64);
     let (dense_mlp, expert_mlp) = match model.ffn_type {
@@ -145,7 +145,7 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
     } else {
         0.0
     };
-    let etp = options.expert_tensor_parallel.max(1) as f64;
+    let etp = options.expert_tensor_parallel.get() as f64;
     let capacity_mask = if options.capacity.is_some() {
         moe.experts as f64
     } else {
@@ -159,7 +159,10 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
 pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec<MemoryBreakdown> {
     let model = &scenario.model;
     let layout = &scenario.layout;
-    let (b, t) = (layout.microbatch_size as u64, layout.tensor_parallel as u64);
+    let (b, t) = (
+        layout.microbatch_size.get() as u64,
+        layout.tensor_parallel.get() as u64,
+    );
     // The most layers a chunk builds: under an uneven split the first and
     // last virtual stages build one fewer, which this overstates by a layer
     // of activations there (conservative). An explicit pipeline layout
@@ -176,7 +179,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     // Under context parallelism a rank keeps the activations of its s/cp
     // tokens, and its attention core is Transformer Engine's fused ring
     // attention, which stores no s² scores (`models::attention`).
-    let cp = layout.context_parallel.max(1) as u64;
+    let cp = layout.context_parallel.get() as u64;
     let rank_model = if cp > 1 {
         let mut rank_model = model.clone();
         rank_model.seq_len = model.seq_len / cp;
@@ -219,13 +222,13 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
     // R·h bf16 each), live while one layer runs; under etp > 1 also the
     // experts' gathered output before its reduce-scatter (etp·R·h bf16).
     let dispatch_buffers = crate::cost::moe_layer_options(scenario).map_or(0.0, |moe| {
-        let etp = moe.expert_tensor_parallel.max(1);
+        let etp = moe.expert_tensor_parallel.get();
         let gathered = if etp > 1 { etp } else { 0 };
         ((2 + gathered) * moe.busiest_rank_tokens * model.hidden * 2) as f64
     });
     let shard_plan =
         shard_plan::ShardPlan::new(scenario).filter(shard_plan::ShardPlan::shards_gradients);
-    (0..layout.pipeline_parallel)
+    (0..layout.pipeline_parallel.get())
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
             let expert_parameters =
@@ -240,7 +243,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                 0.0
             };
             // Send and receive buffers for both directions.
-            let pipeline_buffers = if layout.pipeline_parallel > 1 {
+            let pipeline_buffers = if layout.pipeline_parallel.get() > 1 {
                 4.0 * hidden_bytes
             } else {
                 0.0
@@ -262,7 +265,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             // peak over the stage's action order (not the sum of both peaks).
             let (held, weight_gradient_pending_bytes) = if scenario.schedule.splits_backward() {
                 let chunk_layers = |chunk| sharding.layers_of_chunk(model.layers, stage, chunk);
-                let pending: Vec<f64> = (0..layout.chunks)
+                let pending: Vec<f64> = (0..layout.chunks.get())
                     .map(|chunk| {
                         let head = sharding.is_end(sharding.virtual_stage(stage, chunk)).1;
                         crate::cost::split_backward::weight_gradient_state_bytes(
@@ -293,13 +296,13 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
             // FP8: each layer's cached FP8 weights with their transposes and
             // its amax histories and scales ([`models::fp8`]).
             let fp8_state_bytes = if fp8 {
-                (0..layout.chunks)
+                (0..layout.chunks.get())
                     .map(|chunk| sharding.layers_of_chunk(model.layers, stage, chunk))
                     .sum::<u64>()
                     * models::fp8::extra_state_bytes_per_layer(
                         model,
-                        t,
-                        layout.expert_parallel.max(1) as u64,
+                        layout.tensor_parallel.into(),
+                        layout.expert_parallel.into(),
                     )
             } else {
                 0
@@ -400,17 +403,17 @@ mod tests {
     fn parameters_summed_over_ranks_equal_the_model_plus_tied_copy() {
         let scenario = ScenarioFile::embedded_default().resolve().unwrap();
         let layout = scenario.layout;
-        let total: u64 = (0..layout.pipeline_parallel)
+        let total: u64 = (0..layout.pipeline_parallel.get())
             .map(|stage| {
                 parameters_on_rank(&scenario.model, layout.sharding(), stage)
-                    * layout.tensor_parallel as u64
+                    * layout.tensor_parallel.get() as u64
             })
             .sum();
         let model = &scenario.model;
         let expected = models::formulas::parameter_count(model)
             + model.vocab * model.hidden // tied output embedding on the last stage
-            + model.seq_len * model.hidden * (layout.tensor_parallel as u64 - 1) // replicated position embeddings
-            + 2 * model.hidden * layout.tensor_parallel as u64; // final LayerNorm, replicated
+            + model.seq_len * model.hidden * (layout.tensor_parallel.get() as u64 - 1) // replicated position embeddings
+            + 2 * model.hidden * layout.tensor_parallel.get() as u64; // final LayerNorm, replicated
         assert_eq!(total, expected);
     }
 }

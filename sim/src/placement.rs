@@ -35,13 +35,13 @@ impl Placement {
     }
 
     pub fn rank(&self, coordinates: Coordinates) -> Rank {
-        let t = self.layout.tensor_parallel;
+        let t = self.layout.tensor_parallel.get();
         let d = self.layout.replicas();
         Rank(coordinates.stage * t * d + coordinates.data_index * t + coordinates.tensor_index)
     }
 
     pub fn coordinates(&self, rank: Rank) -> Coordinates {
-        let t = self.layout.tensor_parallel;
+        let t = self.layout.tensor_parallel.get();
         let d = self.layout.replicas();
         Coordinates {
             stage: rank.0 / (t * d),
@@ -56,7 +56,7 @@ impl Placement {
 
     /// The tensor-parallel group of (stage, data_index), in tensor order.
     pub fn tensor_group(&self, stage: u32, data_index: u32) -> Vec<Rank> {
-        (0..self.layout.tensor_parallel)
+        (0..self.layout.tensor_parallel.get())
             .map(|tensor_index| {
                 self.rank(Coordinates {
                     stage,
@@ -69,13 +69,13 @@ impl Placement {
 
     /// The context-parallel index of a replica index (0 without cp).
     pub fn context_index(&self, data_index: u32) -> u32 {
-        data_index % self.layout.context_parallel.max(1)
+        data_index % self.layout.context_parallel.get()
     }
 
     /// The context-parallel ring of (stage, replica index, tensor index), in
     /// ring order: the cp ranks that share the replica's data-parallel index.
     pub fn context_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
-        let cp = self.layout.context_parallel.max(1);
+        let cp = self.layout.context_parallel.get();
         let first = data_index - data_index % cp;
         (first..first + cp)
             .map(|data_index| {
@@ -141,7 +141,7 @@ impl Placement {
     /// t = etp = 1), t·cp·d/(ep·etp) ranks.
     pub fn expert_data_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
         let (ep, etp) = self.expert_degrees();
-        let size = self.layout.tensor_parallel.max(1) * self.layout.replicas();
+        let size = self.layout.tensor_parallel.get() * self.layout.replicas();
         (self.expert_grid_index(data_index, tensor_index) % (ep * etp)..size)
             .step_by((ep * etp) as usize)
             .map(|index| self.expert_grid_rank(stage, index))
@@ -151,19 +151,19 @@ impl Placement {
     /// (ep, etp), each at least 1.
     fn expert_degrees(&self) -> (u32, u32) {
         (
-            self.layout.expert_parallel.max(1),
-            self.layout.expert_tensor_parallel.max(1),
+            self.layout.expert_parallel.get(),
+            self.layout.expert_tensor_parallel.get(),
         )
     }
 
     /// A rank's position in its stage's expert grid: replica · t + tensor index.
     fn expert_grid_index(&self, data_index: u32, tensor_index: u32) -> u32 {
-        data_index * self.layout.tensor_parallel.max(1) + tensor_index
+        data_index * self.layout.tensor_parallel.get() + tensor_index
     }
 
     /// The rank at position `index` of a stage's expert grid.
     fn expert_grid_rank(&self, stage: u32, index: u32) -> Rank {
-        let t = self.layout.tensor_parallel.max(1);
+        let t = self.layout.tensor_parallel.get();
         self.rank(Coordinates {
             stage,
             data_index: index / t,
@@ -182,7 +182,7 @@ impl Placement {
     /// A human-readable table of the placement (for `--explain`), truncated after `max_rows` ranks.
     pub fn explain(&self, max_rows: usize) -> String {
         let total = self.layout.gpus();
-        let cp = self.layout.context_parallel.max(1);
+        let cp = self.layout.context_parallel.get();
         let mut out = if cp > 1 {
             String::from("rank  node/gpu  stage  data  context  tensor\n")
         } else {
@@ -224,19 +224,19 @@ mod tests {
 
     fn layout(t: u32, p: u32, d: u32) -> Layout {
         Layout {
-            tensor_parallel: t,
-            pipeline_parallel: p,
-            data_parallel: d,
-            context_parallel: 1,
-            expert_parallel: 1,
-            expert_tensor_parallel: 1,
+            tensor_parallel: crate::degree(t),
+            pipeline_parallel: crate::degree(p),
+            data_parallel: crate::degree(d),
+            context_parallel: crate::degree(1),
+            expert_parallel: crate::degree(1),
+            expert_tensor_parallel: crate::degree(1),
             pipeline_split: Default::default(),
             stage_map: Default::default(),
-            chunks: 1,
+            chunks: crate::degree(1),
             microbatch_group_size: None,
-            microbatch_size: 1,
-            global_batch: d,
-            microbatches: 1,
+            microbatch_size: crate::degree(1),
+            global_batch: crate::degree(d),
+            microbatches: crate::degree(1),
         }
     }
 
@@ -274,7 +274,7 @@ mod tests {
         // one node each; expert-data groups pair GPU r with GPU r + 8.
         let placement = Placement::new(
             Layout {
-                expert_parallel: 8,
+                expert_parallel: crate::degree(8),
                 ..layout(1, 1, 16)
             },
             8,
@@ -297,7 +297,7 @@ mod tests {
         // expert-data groups every 8th rank: 32 / 8 = 4 ranks.
         let placement = Placement::new(
             Layout {
-                expert_parallel: 8,
+                expert_parallel: crate::degree(8),
                 ..layout(2, 2, 16)
             },
             8,
@@ -324,7 +324,7 @@ mod tests {
         // t=2, cp=2, p=2, d=2 on 8-GPU nodes: tp-cp-dp-pp.
         let placement = Placement::new(
             Layout {
-                context_parallel: 2,
+                context_parallel: crate::degree(2),
                 pipeline_split: Default::default(),
                 ..layout(2, 2, 2)
             },

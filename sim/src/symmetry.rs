@@ -102,7 +102,7 @@ pub struct Representative {
 impl Representative {
     pub fn of(scenario: &Scenario) -> Representative {
         Representative {
-            tensor_parallel: scenario.layout.tensor_parallel,
+            tensor_parallel: scenario.layout.tensor_parallel.get(),
             replicas: scenario.layout.replicas(),
         }
     }
@@ -170,11 +170,11 @@ fn canonical_nodes(placement: &Placement, ranks: impl Iterator<Item = Rank>) -> 
 fn placed_alike(placement: &Placement) -> bool {
     let layout = placement.layout;
     let (t, p, replicas) = (
-        layout.tensor_parallel,
-        layout.pipeline_parallel,
+        layout.tensor_parallel.get(),
+        layout.pipeline_parallel.get(),
         layout.replicas(),
     );
-    let ep = layout.expert_parallel.max(1);
+    let ep = layout.expert_parallel.get();
     // The ranks of replicas first..first+count, stage by stage.
     let pattern = |first: u32, count: u32| {
         canonical_nodes(
@@ -202,7 +202,7 @@ fn placed_alike(placement: &Placement) -> bool {
             return false;
         }
     }
-    if layout.expert_tensor_parallel > 1 {
+    if layout.expert_tensor_parallel.get() > 1 {
         // Expert-parallel groups etp apart and expert tensor groups: every
         // rank's must span as many nodes as the representative's (the
         // shapes its works are costed with).

@@ -21,7 +21,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     }
     write_fabric(out, &scenario.topology)?;
     let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
-    if scenario.layout.context_parallel > 1 {
+    if scenario.layout.context_parallel.get() > 1 {
         writeln!(
             out,
             "\nplacement (Megatron-Core order: tensor innermost, then context, then data, then pipeline):"
@@ -33,7 +33,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
         )?;
     }
     write!(out, "{}", placement.explain(32))?;
-    if scenario.layout.context_parallel > 1 {
+    if scenario.layout.context_parallel.get() > 1 {
         write_context_parallel(out, scenario)?;
     }
     if let Some(sharding) = sim::lowering::sharded::explain(scenario) {
@@ -80,13 +80,13 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     }
     // Peak chunk-microbatches of activations per stage, for the two-chunk maps.
     let in_flight = || -> String {
-        let per_stage: Vec<String> = (0..scenario.layout.pipeline_parallel)
+        let per_stage: Vec<String> = (0..scenario.layout.pipeline_parallel.get())
             .map(|stage| schedule.peak_in_flight(stage).to_string())
             .collect();
         per_stage.join(" ")
     };
     if scenario.layout.stage_map == models::sharding::StageMap::V {
-        let p = scenario.layout.pipeline_parallel;
+        let p = scenario.layout.pipeline_parallel.get();
         writeln!(
             out,
             "V map ({}): stage r holds virtual stages r and 2p−1−r (embedding and loss on stage 0, \
@@ -102,7 +102,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
         }
     }
     if scenario.layout.stage_map == models::sharding::StageMap::DualPipe {
-        let p = scenario.layout.pipeline_parallel;
+        let p = scenario.layout.pipeline_parallel.get();
         writeln!(
             out,
             "DualPipe: two model copies of {p} stages; stage r holds stage r of copy A (chunk 0, \
@@ -139,14 +139,14 @@ fn write_pipeline_shape(
             out,
             "pipeline layout '{}': transformer layers per rank (chunk 0 … {}), E embedding, L loss:",
             stages.source(),
-            layout.chunks - 1
+            layout.chunks.get() - 1
         )?;
         let sharding = layout.sharding();
         let last = layout.virtual_stages() - 1;
-        for rank in 0..layout.pipeline_parallel {
-            let cells: Vec<String> = (0..layout.chunks)
+        for rank in 0..layout.pipeline_parallel.get() {
+            let cells: Vec<String> = (0..layout.chunks.get())
                 .map(|chunk| {
-                    let virtual_stage = chunk * layout.pipeline_parallel + rank;
+                    let virtual_stage = chunk * layout.pipeline_parallel.get() + rank;
                     format!(
                         "{}{}{}",
                         if virtual_stage == 0 { "E+" } else { "" },
@@ -162,21 +162,21 @@ fn write_pipeline_shape(
         && layout.microbatch_group_size.is_some()
     {
         let n = layout.microbatch_group_size();
-        let m = layout.microbatches;
+        let m = layout.microbatches.get();
         writeln!(
             out,
             "microbatch groups of {n} (Megatron-Core's microbatch_group_size_per_vp_stage):              {} groups, the last of {}; each group runs through all {} chunks; rank r warms up              2(p−r−1)+(v−1)·{n} forwards",
             m.div_ceil(n),
             m - n * (m.div_ceil(n) - 1),
-            layout.chunks
+            layout.chunks.get()
         )?;
     }
     if scenario.schedule == sim::scenario::ScheduleKind::LoopedBfs {
         writeln!(
             out,
             "looped BFS: each rank runs all {} forwards of each of its {} chunks, then the              backwards in reverse; peak microbatch-chunks of activations per rank: {}",
-            layout.microbatches,
-            layout.chunks,
+            layout.microbatches.get(),
+            layout.chunks.get(),
             schedule.peak_in_flight(0)
         )?;
     }
@@ -219,7 +219,7 @@ fn collectives_line_gb_per_s(topology: &topologies::TopologySpec) -> f64 {
 fn write_context_parallel(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
     use sim::cost::context;
     let layout = &scenario.layout;
-    let cp = layout.context_parallel;
+    let cp = layout.context_parallel.get();
     writeln!(
         out,
         "\ncontext parallelism cp={cp}: each rank holds {} of {} tokens (2 load-balanced chunks of {}); \
@@ -260,7 +260,8 @@ fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Res
         out,
         "\none transformer layer on one rank (t={}, b={}), as the simulation costs it \
          (GB/s: HBM bytes for kernels, bytes per rank ÷ time for all-reduces):",
-        scenario.layout.tensor_parallel, scenario.layout.microbatch_size
+        scenario.layout.tensor_parallel.get(),
+        scenario.layout.microbatch_size.get()
     )?;
     writeln!(
         out,

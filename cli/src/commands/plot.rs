@@ -55,11 +55,12 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
     }
     .resolve()
     .map_err(user_error)?;
-    let p = base.layout.pipeline_parallel;
+    let p = base.layout.pipeline_parallel.get();
     if p < 2 {
         return Err(user_error("plot bubble needs --pp ≥ 2"));
     }
-    let samples_per_microbatch = base.layout.microbatch_size * base.layout.data_parallel;
+    let samples_per_microbatch =
+        base.layout.microbatch_size.get() * base.layout.data_parallel.get();
     let mut series = Vec::new();
     let mut skipped = Vec::new();
     let mut groups = Vec::new();

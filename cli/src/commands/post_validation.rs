@@ -23,7 +23,7 @@ pub fn json(scenario: &Scenario, report: &SimulationReport) -> Option<serde_json
         return None;
     }
     let (first, steady) = first_and_steady(report);
-    let p = scenario.layout.pipeline_parallel;
+    let p = scenario.layout.pipeline_parallel.get();
     Some(serde_json::json!({
         "iterations": report.metrics.iterations,
         "first_iteration_s": first,
@@ -32,7 +32,7 @@ pub fn json(scenario: &Scenario, report: &SimulationReport) -> Option<serde_json
         "exchange_bytes_per_hop": sim::lowering::post_validation::EXCHANGE_BYTES,
         "norm_exchange_hops_per_pipeline": p - 1,
         "post_validation_hops_per_pipeline": p - 1,
-        "pipelines": scenario.layout.tensor_parallel * scenario.layout.replicas(),
+        "pipelines": scenario.layout.tensor_parallel.get() * scenario.layout.replicas(),
         "rollback_state_bytes": 0,
         "rollback_simulated": false,
     }))
@@ -44,7 +44,7 @@ pub fn summary_line(scenario: &Scenario, report: &SimulationReport) -> Option<St
         return None;
     }
     let (first, steady) = first_and_steady(report);
-    let p = scenario.layout.pipeline_parallel;
+    let p = scenario.layout.pipeline_parallel.get();
     Some(format!(
         "  post-validation     steady-state iteration {steady:.3} s (the first, {first:.3} s, shows the stages' start skew); \
          norm/inf exchanged over {} hops each way per pipeline, {} B each; no state kept for a rollback (never taken)",

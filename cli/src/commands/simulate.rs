@@ -198,8 +198,8 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     // Full expansion, or one representative replica standing for d·cp.
     summary["simulation_mode"] = report.mode.describe().into();
     // Named only when used, so outputs without context parallelism keep their bytes.
-    if scenario.layout.context_parallel > 1 {
-        summary["context_parallel"] = scenario.layout.context_parallel.into();
+    if scenario.layout.context_parallel.get() > 1 {
+        summary["context_parallel"] = scenario.layout.context_parallel.get().into();
     }
     // Sharded data parallelism, only when on (earlier outputs stay byte-identical).
     let options = &scenario.options;
@@ -209,7 +209,7 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
     }
     // Mixtures of experts: ep and the routing (its busiest expert-parallel rank).
     if let Some(routing) = &scenario.experts {
-        summary["expert_parallel"] = scenario.layout.expert_parallel.into();
+        summary["expert_parallel"] = scenario.layout.expert_parallel.get().into();
         summary["experts"] = serde_json::to_value(routing).unwrap_or_default();
         summary["moe_dispatcher"] = options.moe_dispatcher.name().into();
         summary["pair_overlap"] = options.pair_overlap.into();
@@ -256,7 +256,7 @@ fn write_summary(
         "  GPUs                {gpus} ({nodes} node{} of {}), m = {} microbatches per pipeline",
         if nodes == 1 { "" } else { "s" },
         scenario.topology.node.gpus_per_node,
-        layout.microbatches
+        layout.microbatches.get()
     )?;
     writeln!(out, "  iteration time      {:.3} s", m.iteration_time_s)?;
     writeln!(

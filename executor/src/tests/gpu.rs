@@ -167,7 +167,7 @@ fn synthetic_p4_m8_runs_respect_every_dependency_and_land_within_2_percent() {
     ];
     let mut outside = Vec::new();
     for (name, scenario) in &scenarios {
-        assert_eq!(scenario.layout.pipeline_parallel, 4, "{name}");
+        assert_eq!(scenario.layout.pipeline_parallel.get(), 4, "{name}");
         let execution = run_and_check_dependencies(name, scenario, ExecutionMode::Synthetic);
         assert_eq!(execution.notes["mode"], "synthetic");
         let error = iteration_error(name, &execution);

@@ -104,7 +104,8 @@ fn every_cross_stream_edge_is_a_wait_and_no_same_stream_edge_is() {
             assert_eq!(waited, stream[from] != stream[to], "{name}: {from} → {to}");
             cross += waited as usize;
         }
-        if scenario.layout.pipeline_parallel > 1 || scenario.layout.tensor_parallel > 1 {
+        if scenario.layout.pipeline_parallel.get() > 1 || scenario.layout.tensor_parallel.get() > 1
+        {
             assert!(cross > 0, "{name}: some dependencies cross streams");
         }
     }

@@ -84,16 +84,16 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
     let network = ClosedFormNetwork::for_scenario(scenario);
-    let t = scenario.layout.tensor_parallel;
+    let t = scenario.layout.tensor_parallel.get();
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
     // The expert-parallel group of the first rank (every group is alike).
-    let ep = scenario.layout.expert_parallel;
+    let ep = scenario.layout.expert_parallel.get();
     let placement =
         crate::placement::Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
     let ep_nodes = placement.nodes_spanned(&placement.expert_group(0, 0, 0));
     // Its expert tensor group, whose all-gather or reduce-scatter the
     // all-to-all's row carries (etp > 1).
-    let etp = scenario.layout.expert_tensor_parallel;
+    let etp = scenario.layout.expert_tensor_parallel.get();
     let etp_nodes = placement.nodes_spanned(&placement.expert_tensor_group(0, 0, 0));
     // A schedule that splits the backward runs it as its two halves.
     let backward: &[ComputePass] = if scenario.schedule.splits_backward() {
@@ -181,7 +181,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
                 },
             });
         }
-        if scenario.layout.context_parallel > 1 {
+        if scenario.layout.context_parallel.get() > 1 {
             // Ring attention's K/V (and dK/dV) exchanges: only what the
             // attention steps leave exposed is charged (`context.rs`).
             let (exposed_s, bytes) =
@@ -210,11 +210,10 @@ pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
     }
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
-    let t = scenario.layout.tensor_parallel as u64;
     models::fp8::weight_cast_steps(
         &scenario.model,
-        t,
-        scenario.layout.expert_parallel.max(1) as u64,
+        scenario.layout.tensor_parallel.into(),
+        scenario.layout.expert_parallel.into(),
         1,
     )
     .into_iter()

@@ -35,10 +35,10 @@ pub const RING_ATTENTION_PREFIX: &str = "ring_attention.";
 pub fn kv_chunk_bytes(scenario: &Scenario) -> u64 {
     let model = &scenario.model;
     let layout = &scenario.layout;
-    let cp = layout.context_parallel.max(1) as u64;
-    2 * layout.microbatch_size as u64
+    let cp = layout.context_parallel.get() as u64;
+    2 * layout.microbatch_size.get() as u64
         * (model.seq_len / cp)
-        * (model.kv_heads() / layout.tensor_parallel as u64)
+        * (model.kv_heads() / layout.tensor_parallel.get() as u64)
         * model.head_dim()
         * FP16_BYTES
 }
@@ -46,7 +46,7 @@ pub fn kv_chunk_bytes(scenario: &Scenario) -> u64 {
 /// Bytes each ring step of one layer's pass exchanges (0: no exchange),
 /// one entry per step.
 pub fn exchange_bytes_per_step(scenario: &Scenario, pass: ComputePass) -> Vec<u64> {
-    let cp = scenario.layout.context_parallel.max(1) as usize;
+    let cp = scenario.layout.context_parallel.get() as usize;
     // A split backward's weight-gradient pass runs no attention (the
     // attention core's backward is the input-gradient pass's).
     if cp == 1 || pass == ComputePass::WeightGradient {
@@ -76,7 +76,7 @@ pub fn exchange_bytes_per_step(scenario: &Scenario, pass: ComputePass) -> Vec<u6
 /// Whether the context-parallel ring's hops leave the node.
 pub fn ring_crosses_nodes(scenario: &Scenario) -> bool {
     let layout = &scenario.layout;
-    layout.tensor_parallel as u64 * layout.context_parallel as u64
+    layout.tensor_parallel.get() as u64 * layout.context_parallel.get() as u64
         > scenario.topology.node.gpus_per_node as u64
 }
 
@@ -101,7 +101,7 @@ pub fn exposed_exchanges(
         }
     };
     let crosses = ring_crosses_nodes(scenario);
-    let t = scenario.layout.tensor_parallel;
+    let t = scenario.layout.tensor_parallel.get();
     let ring_kernel_seconds: Vec<f64> = steps
         .iter()
         .filter_map(|step| match step {

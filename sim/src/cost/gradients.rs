@@ -22,6 +22,7 @@
 
 use models::ops::{self, ParameterTensor, Step};
 use models::ModelSpec;
+use std::num::NonZeroU64;
 
 /// Bytes per element of one unfused accumulation `main_grad.add_(grad)`:
 /// fp16 gradient read (2), fp16 main gradient read and written (4).
@@ -119,26 +120,26 @@ fn accumulation_steps(tensors: &[ParameterTensor]) -> Vec<Step> {
 }
 
 /// The unfused accumulation kernels after one layer's backward, one per parameter tensor.
-pub fn layer_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<Step> {
-    layer_accumulation_with_experts(model, tensor_parallel, 1)
+pub fn layer_accumulation(model: &ModelSpec, tensor_parallel: NonZeroU64) -> Vec<Step> {
+    layer_accumulation_with_experts(model, tensor_parallel, NonZeroU64::MIN)
 }
 
 /// [`layer_accumulation`] of a MoE layer whose experts split `expert_parallel` ways.
 pub fn layer_accumulation_with_experts(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
 ) -> Vec<Step> {
-    layer_accumulation_with_expert_split(model, tensor_parallel, expert_parallel, 1)
+    layer_accumulation_with_expert_split(model, tensor_parallel, expert_parallel, NonZeroU64::MIN)
 }
 
 /// [`layer_accumulation_with_experts`] with each expert split
 /// `expert_tensor_parallel` ways too.
 pub fn layer_accumulation_with_expert_split(
     model: &ModelSpec,
-    tensor_parallel: u64,
-    expert_parallel: u64,
-    expert_tensor_parallel: u64,
+    tensor_parallel: NonZeroU64,
+    expert_parallel: NonZeroU64,
+    expert_tensor_parallel: NonZeroU64,
 ) -> Vec<Step> {
     accumulation_steps(
         &models::parameter_tensors::layer_parameter_tensors_with_expert_split(
@@ -151,7 +152,7 @@ pub fn layer_accumulation_with_expert_split(
 }
 
 /// The unfused accumulation kernels after the embedding's backward.
-pub fn embedding_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<Step> {
+pub fn embedding_accumulation(model: &ModelSpec, tensor_parallel: NonZeroU64) -> Vec<Step> {
     accumulation_steps(&ops::embedding_parameter_tensors(model, tensor_parallel))
 }
 
@@ -159,7 +160,7 @@ pub fn embedding_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<St
 /// layer's copy of the tied word embedding and the final LayerNorm; with one
 /// stage autograd first sums the head's and the embedding's contributions to
 /// the shared weight, which costs the same add).
-pub fn head_accumulation(model: &ModelSpec, tensor_parallel: u64) -> Vec<Step> {
+pub fn head_accumulation(model: &ModelSpec, tensor_parallel: NonZeroU64) -> Vec<Step> {
     accumulation_steps(&ops::head_parameter_tensors(model, tensor_parallel))
 }
 
@@ -171,7 +172,7 @@ mod tests {
     #[test]
     fn layer_accumulation_moves_six_bytes_per_parameter_of_the_rank() {
         let model = models::preset("gpt3-175b").unwrap();
-        let steps = layer_accumulation(&model, 8);
+        let steps = layer_accumulation(&model, crate::nz(8));
         assert_eq!(steps.len(), 12);
         let bytes: f64 = steps
             .iter()
@@ -182,7 +183,7 @@ mod tests {
                 }
             })
             .sum();
-        let params: u64 = ops::layer_parameter_tensors(&model, 8)
+        let params: u64 = ops::layer_parameter_tensors(&model, crate::nz(8))
             .iter()
             .map(|p| p.elements)
             .sum();

@@ -38,14 +38,14 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
                 segment,
             );
             // With one tensor rank Megatron's all-reduce returns without a call.
-            if scenario.layout.tensor_parallel == 1 {
+            if scenario.layout.tensor_parallel.get() == 1 {
                 calls = 0;
             }
             // A MoE layer's dispatch and combine are one `all_to_all_single`
             // call each over the expert-parallel group (none when ep = 1).
             // An overlapped pair's pieces issue theirs as tasks of their
             // own (`Work::HostCall`, `lowering/pair_overlap.rs`).
-            if scenario.layout.expert_parallel > 1
+            if scenario.layout.expert_parallel.get() > 1
                 && super::pair_overlap::piece_of(segment).is_none()
             {
                 calls += all_to_alls;

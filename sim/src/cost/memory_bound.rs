@@ -271,7 +271,7 @@ mod tests {
     /// The layer's kernels of GPT-3 175B at t = 8, b = 1, by name.
     fn layer_kernels() -> Vec<models::ops::Kernel> {
         let model = models::preset("gpt3-175b").unwrap();
-        let layer = models::ops::transformer_layer(&model, 1, 8);
+        let layer = models::ops::transformer_layer(&model, 1, crate::nz(8));
         layer
             .forward
             .into_iter()

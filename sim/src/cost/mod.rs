@@ -53,6 +53,7 @@ use crate::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
 use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
 use models::pipeline_ends;
+use std::num::NonZeroU64;
 
 /// The cost of one work: its duration and what it moves or computes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -177,8 +178,8 @@ pub fn pass_steps_with(
     moe: Option<models::moe_ops::MoeLayerOptions>,
 ) -> Vec<Step> {
     let model = &scenario.model;
-    let b = scenario.layout.microbatch_size as u64;
-    let t = scenario.layout.tensor_parallel as u64;
+    let b = scenario.layout.microbatch_size.get() as u64;
+    let t = NonZeroU64::from(scenario.layout.tensor_parallel);
     let pick = |steps: PassSteps| match pass {
         ComputePass::Forward | ComputePass::Recompute => steps.forward,
         ComputePass::Backward | ComputePass::InputGradient | ComputePass::WeightGradient => {
@@ -201,7 +202,7 @@ pub fn pass_steps_with(
                 sequence_parallel: scenario.options.sequence_parallel,
                 fused_softmax_max_seq_len: scenario.stack.fused_softmax_max_seq_len,
                 fused_attention: scenario.stack.fused_attention,
-                context_parallel: scenario.layout.context_parallel as u64,
+                context_parallel: scenario.layout.context_parallel.into(),
                 moe,
             },
         );
@@ -224,8 +225,8 @@ pub fn pass_steps_with(
             layer.extend(gradients::layer_accumulation_with_expert_split(
                 layer_model,
                 t,
-                scenario.layout.expert_parallel as u64,
-                scenario.layout.expert_tensor_parallel.max(1) as u64,
+                scenario.layout.expert_parallel.into(),
+                scenario.layout.expert_tensor_parallel.into(),
             ));
         }
         layer
@@ -249,7 +250,7 @@ pub fn pass_steps_with(
     // The stage that holds the embedding or the head loads the batch once per
     // microbatch: the head's piece of a forward cut into pieces (ZeRO-3 units)
     // loads it only on a stage without the embedding (p > 1).
-    let loads_batch = embedding || (head && scenario.layout.pipeline_parallel > 1);
+    let loads_batch = embedding || (head && scenario.layout.pipeline_parallel.get() > 1);
     if loads_batch && pass == ComputePass::Forward {
         steps.extend(pipeline_ends::data_load(model, b));
     }
@@ -314,9 +315,9 @@ pub fn moe_layer_options(scenario: &Scenario) -> Option<models::moe_ops::MoeLaye
 pub fn moe_tokens_per_rank(scenario: &Scenario) -> u64 {
     let layout = &scenario.layout;
     models::moe_ops::tokens_per_rank(
-        layout.microbatch_size as u64 * scenario.model.seq_len
-            / layout.context_parallel.max(1) as u64,
-        layout.tensor_parallel as u64,
+        layout.microbatch_size.get() as u64 * scenario.model.seq_len
+            / layout.context_parallel.get() as u64,
+        layout.tensor_parallel.into(),
     )
 }
 
@@ -418,8 +419,8 @@ fn cost_work(
             if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
                 steps = models::fp8::weight_cast_steps(
                     &scenario.model,
-                    scenario.layout.tensor_parallel as u64,
-                    scenario.layout.expert_parallel.max(1) as u64,
+                    scenario.layout.tensor_parallel.into(),
+                    scenario.layout.expert_parallel.into(),
                     layers,
                 );
             }

@@ -163,7 +163,7 @@ pub fn expert_all_to_all(
 /// (None for a model without experts or ep 1).
 pub fn explain(scenario: &Scenario) -> Option<String> {
     let moe = scenario.model.moe.as_ref()?;
-    let ep = scenario.layout.expert_parallel;
+    let ep = scenario.layout.expert_parallel.get();
     if ep <= 1 {
         return None;
     }

@@ -178,7 +178,7 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
     };
     let (unfused, fused) = (cost(false, backward.clone()), cost(true, backward));
     let scenario = file(false).resolve().unwrap();
-    let params_per_layer: u64 = ops::layer_parameter_tensors(&scenario.model, 8)
+    let params_per_layer: u64 = ops::layer_parameter_tensors(&scenario.model, crate::nz(8))
         .iter()
         .map(|p| p.elements)
         .sum();
@@ -197,9 +197,9 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
         let l = scenario.layout;
         let schedule = schedules::PipelineSchedule::generate(
             scenario.schedule,
-            l.pipeline_parallel,
-            l.chunks,
-            l.microbatches,
+            l.pipeline_parallel.get(),
+            l.chunks.get(),
+            l.microbatches.get(),
         );
         crate::lowering::lower(&scenario, &schedule)
             .works()

@@ -72,8 +72,8 @@ impl<'a> EndContext<'a> {
             placement,
             shard_plan,
             done,
-            t: layout.tensor_parallel,
-            p: layout.pipeline_parallel,
+            t: layout.tensor_parallel.get(),
+            p: layout.pipeline_parallel.get(),
             d: layout.replicas(),
         }
     }
@@ -374,7 +374,7 @@ fn reduction_buckets(cx: &EndContext, stage: u32, params: u64) -> Vec<(BucketKey
             expert_params * gradient_bytes,
         )];
     }
-    let chunks = cx.scenario.layout.chunks as usize;
+    let chunks = cx.scenario.layout.chunks.get() as usize;
     let index = stage as usize * chunks;
     cx.done.chunk_finish_order[stage as usize]
         .iter()
@@ -432,7 +432,7 @@ fn stage_reductions(
                 let ready = match bucket {
                     Some((chunk, bucket)) => {
                         let index = cx.stage_index(data_index, stage)
-                            * cx.scenario.layout.chunks as usize
+                            * cx.scenario.layout.chunks.get() as usize
                             + chunk as usize;
                         cx.done.gradients_ready[index][bucket].step
                     }

@@ -19,9 +19,9 @@
 //! let scenario = ScenarioFile::tiny_example().resolve().unwrap();
 //! let schedule = sim::schedule::PipelineSchedule::generate(
 //!     scenario.schedule,
-//!     scenario.layout.pipeline_parallel,
-//!     scenario.layout.chunks,
-//!     scenario.layout.microbatches,
+//!     scenario.layout.pipeline_parallel.get(),
+//!     scenario.layout.chunks.get(),
+//!     scenario.layout.microbatches.get(),
 //! );
 //! let graph = sim::lowering::lower(&scenario, &schedule);
 //! assert!(graph.check_acyclic().is_ok());

@@ -67,11 +67,11 @@ struct OffloadProgram<'a> {
 
 impl OffloadProgram<'_> {
     fn t(&self) -> u32 {
-        self.scenario.layout.tensor_parallel
+        self.scenario.layout.tensor_parallel.get()
     }
 
     fn d(&self) -> u32 {
-        self.scenario.layout.data_parallel
+        self.scenario.layout.data_parallel.get()
     }
 
     fn rank(&self, data_index: u32, tensor_index: u32) -> Rank {
@@ -272,14 +272,15 @@ pub fn program(
 ) -> Program {
     let offload = scenario.options.offload.expect("an offload scenario");
     assert_eq!(
-        scenario.layout.pipeline_parallel, 1,
+        scenario.layout.pipeline_parallel.get(),
+        1,
         "validated: pp = 1 under ZeRO-Offload"
     );
     let layout = scenario.layout;
     let n_ranks = layout.gpus() as usize;
     let placement = Placement::new(layout, scenario.topology.node.gpus_per_node);
     let mut program = Program::default();
-    let tensor_groups = (0..layout.data_parallel)
+    let tensor_groups = (0..layout.data_parallel.get())
         .map(|data_index| {
             program.add_tensor_group(TensorGroup::new(builder, &placement, 0, data_index))
         })
@@ -291,7 +292,7 @@ pub fn program(
         builder,
         program,
         tensor_groups,
-        compute_tails: vec![None; layout.data_parallel as usize],
+        compute_tails: vec![None; layout.data_parallel.get() as usize],
         last_d2h: vec![None; n_ranks],
         last_h2d: vec![None; n_ranks],
         params_ready: vec![vec![None; n_ranks]; scenario.iterations as usize],
@@ -299,7 +300,7 @@ pub fn program(
     let recompute = scenario.recompute != Recompute::None;
     let layers = scenario.model.layers as u32;
     let buckets = state.plan.buckets.clone();
-    let d = layout.data_parallel;
+    let d = layout.data_parallel.get();
     // A delayed all-gather waiting to be issued after the next iteration's reduce-scatters.
     let mut deferred_gather: Option<u16> = None;
 

@@ -139,7 +139,7 @@ impl<'a> Lowering<'a> {
         // dp-cp group), so `d` here counts replicas: d·cp ([`Placement`]),
         // of which the first `lowered_replicas` are lowered.
         debug_assert!((1..=layout.replicas()).contains(&lowered_replicas));
-        let (p, m) = (layout.pipeline_parallel, layout.microbatches);
+        let (p, m) = (layout.pipeline_parallel.get(), layout.microbatches.get());
         // The most layers a chunk builds (all, unless the split counts the
         // embedding or the loss as a layer: then the first and last build fewer).
         let layers_per_chunk = sharding.layers_per_chunk(scenario.model.layers) as u32;
@@ -151,12 +151,12 @@ impl<'a> Lowering<'a> {
             layout,
             sharding,
             placement: Placement::new(layout, scenario.topology.node.gpus_per_node),
-            tensor_parallel: layout.tensor_parallel,
+            tensor_parallel: layout.tensor_parallel.get(),
             stages: p,
             replicas: lowered_replicas,
             microbatches: m,
             virtual_stages: layout.virtual_stages(),
-            chunks: layout.chunks as usize,
+            chunks: layout.chunks.get() as usize,
             recompute: scenario.recompute != Recompute::None,
             host,
             sends_block,
@@ -164,7 +164,7 @@ impl<'a> Lowering<'a> {
                 && host.is_some_and(|costs| costs.synchronize_after_p2p),
             combined_exchange: scenario.stack.combined_interleaved_exchange
                 && scenario.schedule == crate::scenario::ScheduleKind::Interleaved
-                && layout.chunks > 1
+                && layout.chunks.get() > 1
                 && layout.microbatch_group_size() == p
                 && m != p,
             bucket_layers: scenario.options.grad_reduce_bucket_params.map(|bucket| {

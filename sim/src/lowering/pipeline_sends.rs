@@ -79,8 +79,8 @@ pub(super) fn lower_send(
     let peer_first = cx.placement.tensor_group(peer_stage, walk.data_index)[0];
     let crosses_nodes = cx.placement.node(walk.tensor_ranks[0]) != cx.placement.node(peer_first);
     // A context-parallel rank sends its own s/cp tokens.
-    let bytes = cx.layout.microbatch_size as u64
-        * (cx.scenario.model.seq_len / cx.layout.context_parallel as u64)
+    let bytes = cx.layout.microbatch_size.get() as u64
+        * (cx.scenario.model.seq_len / cx.layout.context_parallel.get() as u64)
         * cx.scenario.model.hidden
         * models::ops::FP16_BYTES;
     let t = cx.tensor_parallel;

@@ -184,7 +184,7 @@ fn exchange(
     let group = builder.group(&ranks);
     let work = builder.work(Work::PipelineTransfer {
         bytes: EXCHANGE_BYTES,
-        tensor_parallel: scenario.layout.tensor_parallel,
+        tensor_parallel: scenario.layout.tensor_parallel.get(),
         crosses_nodes: placement.node(ranks[0]) != placement.node(peer[0]),
         scatter_gather: false,
     });
@@ -212,7 +212,7 @@ pub(super) fn norm_exchanges(
     done: &StagesDone,
     reduced: impl Fn(u32, u32) -> Vec<StepId>,
 ) -> Vec<Option<StepId>> {
-    let p = scenario.layout.pipeline_parallel;
+    let p = scenario.layout.pipeline_parallel.get();
     let mut received: Vec<Option<StepId>> = vec![None; (done.lowered_replicas * p) as usize];
     let replica_loop = program.begin_replicas(builder);
     for data_index in 0..done.lowered_replicas {
@@ -251,7 +251,7 @@ pub fn explain(scenario: &Scenario, schedule: &schedules::PipelineSchedule) -> O
     if !scenario.options.optimizer_post_validation {
         return None;
     }
-    let p = scenario.layout.pipeline_parallel;
+    let p = scenario.layout.pipeline_parallel.get();
     let points: Vec<String> = (0..p)
         .map(|stage| match schedule.post_validation_point(stage) {
             Some(index) => format!(

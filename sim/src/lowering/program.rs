@@ -70,11 +70,11 @@ impl TensorGroup {
             nodes: placement.nodes_spanned(&ranks),
             stage,
             expert_group: (
-                placement.layout.expert_parallel.max(1),
+                placement.layout.expert_parallel.get(),
                 placement.nodes_spanned(&placement.expert_group(stage, data_index, 0)),
             ),
             expert_tensor_group: (
-                placement.layout.expert_tensor_parallel.max(1),
+                placement.layout.expert_tensor_parallel.get(),
                 placement.nodes_spanned(&placement.expert_tensor_group(stage, data_index, 0)),
             ),
         }

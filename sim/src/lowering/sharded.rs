@@ -177,7 +177,7 @@ pub fn emit(
     pieces: &[Vec<ShardedPiece>],
 ) -> Vec<Vec<Vec<StepId>>> {
     let layout = scenario.layout;
-    let (t, p) = (layout.tensor_parallel, layout.pipeline_parallel);
+    let (t, p) = (layout.tensor_parallel.get(), layout.pipeline_parallel.get());
     let gradient_bytes =
         gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
     let (n, replicas) = (plan.group, plan.replicas);
@@ -392,7 +392,7 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
         "\nsharded data parallelism: ZeRO-{} ({}) over shard groups of {n} of the {d} data-parallel{} ranks{}\n",
         options.sharding.stage(),
         options.sharding.name(),
-        if scenario.layout.context_parallel > 1 {
+        if scenario.layout.context_parallel.get() > 1 {
             " × context-parallel"
         } else {
             ""

@@ -213,7 +213,7 @@ impl<'a> FabricFlowPlanner<'a> {
     /// task: from the sender to the receiver with the same coordinates.
     fn pipeline_pairs(&self, task: TaskId, bytes: u64, flows: &mut Vec<(FlowEnds, u64)>) {
         let (stage, chunk) = self.graph.stage_and_chunk_of(task);
-        let p = self.placement.layout.pipeline_parallel;
+        let p = self.placement.layout.pipeline_parallel.get();
         let map = self.placement.layout.stage_map;
         let virtual_stage = map.stage_of(p, stage, chunk as u32);
         let peer_stage = match self.graph.kind_of(task) {
@@ -225,7 +225,7 @@ impl<'a> FabricFlowPlanner<'a> {
         // `Placement::rank` of the rank's coordinates with the peer's stage:
         // the stage is the rank's outermost digit (t·d ranks a stage).
         let ranks_per_stage =
-            self.placement.layout.tensor_parallel * self.placement.layout.replicas();
+            self.placement.layout.tensor_parallel.get() * self.placement.layout.replicas();
         flows.extend(
             self.graph
                 .group_ranks(self.graph.group_of(task))

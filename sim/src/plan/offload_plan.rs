@@ -46,7 +46,10 @@ impl OffloadPlan {
     pub fn new(scenario: &Scenario) -> OffloadPlan {
         let layout = &scenario.layout;
         let model = &scenario.model;
-        let (t, d) = (layout.tensor_parallel as u64, layout.data_parallel as u64);
+        let (t, d) = (
+            layout.tensor_parallel.get() as u64,
+            layout.data_parallel.get() as u64,
+        );
         let bucket_target = scenario
             .options
             .offload

@@ -10,9 +10,9 @@ pub fn schedule_of(scenario: &Scenario) -> PipelineSchedule {
     let layout = &scenario.layout;
     PipelineSchedule::generate_grouped(
         scenario.schedule,
-        layout.pipeline_parallel,
-        layout.chunks,
-        layout.microbatches,
+        layout.pipeline_parallel.get(),
+        layout.chunks.get(),
+        layout.microbatches.get(),
         layout.microbatch_group_size(),
     )
 }

@@ -116,7 +116,7 @@ pub fn largest_piece_params(scenario: &Scenario, plan: &ShardPlan, stage: u32) -
     let layout = scenario.layout;
     let virtual_stages = layout.virtual_stages();
     let sharding = layout.sharding();
-    (0..layout.chunks)
+    (0..layout.chunks.get())
         .flat_map(|chunk| {
             let virtual_stage = sharding.virtual_stage(stage, chunk);
             plan.pieces(

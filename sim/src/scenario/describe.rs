@@ -10,13 +10,13 @@ impl Scenario {
         let l = &self.layout;
         let options = self.options.title_suffix(self.iterations);
         // cp is named only when used, so titles without it stay as they were.
-        let cp = if l.context_parallel > 1 {
+        let cp = if l.context_parallel.get() > 1 {
             format!(" cp={}", l.context_parallel)
         } else {
             String::new()
         };
         let ep = match &self.experts {
-            Some(routing) if l.expert_parallel > 1 || !routing.imbalance.is_uniform() => {
+            Some(routing) if l.expert_parallel.get() > 1 || !routing.imbalance.is_uniform() => {
                 let skew = if routing.imbalance.is_uniform() {
                     String::new()
                 } else {

@@ -60,7 +60,7 @@ impl ExpertRouting {
                 busiest_rank_tokens: self.dropless_busiest_rank_tokens(tokens, top_k),
             });
         }
-        let ep = self.expert_parallel.max(1) as usize;
+        let ep = self.expert_parallel.get() as usize;
         let local = (self.shares.len() / ep).max(1);
         let kept: Vec<f64> = self.shares.iter().map(|s| sent(s).min(cap)).collect();
         let busiest = kept
@@ -79,9 +79,9 @@ impl ExpertRouting {
     pub fn layer_options(&self, tokens: u64, top_k: u64) -> MoeLayerOptions {
         let capped = self.capacity(tokens, top_k);
         MoeLayerOptions {
-            expert_parallel: self.expert_parallel.max(1) as u64,
+            expert_parallel: self.expert_parallel.into(),
             busiest_rank_tokens: self.busiest_rank_tokens(tokens, top_k),
-            expert_tensor_parallel: self.expert_tensor_parallel.max(1) as u64,
+            expert_tensor_parallel: self.expert_tensor_parallel.into(),
             capacity: capped.map(|capped| ExpertCapacity {
                 per_expert: capped.per_expert,
                 padded: self.pad_expert_input_to_capacity,
@@ -94,9 +94,9 @@ impl ExpertRouting {
     /// model's FLOPs, which a pass reports whatever the routing.
     pub fn uniform_layer_options(&self, tokens: u64, top_k: u64) -> MoeLayerOptions {
         MoeLayerOptions {
-            expert_parallel: self.expert_parallel.max(1) as u64,
+            expert_parallel: self.expert_parallel.into(),
             busiest_rank_tokens: tokens * top_k,
-            expert_tensor_parallel: self.expert_tensor_parallel.max(1) as u64,
+            expert_tensor_parallel: self.expert_tensor_parallel.into(),
             capacity: None,
         }
     }

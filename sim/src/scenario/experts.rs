@@ -53,15 +53,16 @@ use super::problem::Problem;
 use super::{TrainingOptions, ZeroStage};
 use models::ModelSpec;
 use serde::Serialize;
+use std::num::NonZeroU32;
 
 /// How the routed tokens spread over the experts, resolved.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExpertRouting {
     /// Expert-parallel degree ep.
-    pub expert_parallel: u32,
+    pub expert_parallel: NonZeroU32,
     /// Expert tensor-parallel degree etp (written when above 1).
     #[serde(skip_serializing_if = "is_one")]
-    pub expert_tensor_parallel: u32,
+    pub expert_tensor_parallel: NonZeroU32,
     /// Token dropping at this capacity factor (the model's
     /// `moe.capacity_factor`; absent: dropless).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -104,8 +105,8 @@ impl ExpertRouting {
     }
 }
 
-fn is_one(value: &u32) -> bool {
-    *value == 1
+fn is_one(value: &NonZeroU32) -> bool {
+    value.get() == 1
 }
 
 /// Each expert's share under `imbalance` (uniform, skew:X or a histogram
@@ -118,7 +119,7 @@ pub fn expert_shares(imbalance: &str, experts: u64) -> Result<Vec<f64>, String> 
 /// or the problems with it.
 pub fn resolve(
     model: &ModelSpec,
-    (ep, etp): (u32, u32),
+    (ep, etp): (NonZeroU32, NonZeroU32),
     imbalance: Option<&str>,
     problems: &mut Vec<Problem>,
 ) -> Option<ExpertRouting> {
@@ -137,10 +138,10 @@ pub fn resolve(
             return None;
         }
     };
-    if ep == 0 || !moe.experts.is_multiple_of(ep as u64) {
+    if !moe.experts.is_multiple_of(u64::from(ep.get())) {
         return None; // reported by `check`
     }
-    let per_rank = (moe.experts / ep as u64) as usize;
+    let per_rank = (moe.experts / u64::from(ep.get())) as usize;
     let mut busiest = (0, 0.0);
     for (rank, experts) in shares.chunks(per_rank).enumerate() {
         let load: f64 = experts.iter().sum();
@@ -152,7 +153,7 @@ pub fn resolve(
     let busiest_rank_load = if imbalance.is_uniform() {
         1.0
     } else {
-        (busiest.1 * ep as f64).max(1.0)
+        (busiest.1 * f64::from(ep.get())).max(1.0)
     };
     Some(ExpertRouting {
         expert_parallel: ep,
@@ -261,7 +262,13 @@ mod tests {
         // 60 experts (1/60 is inexact in binary) over 4 ranks.
         let mut model = models::preset("mixtral-8x7b").unwrap();
         model.moe.as_mut().unwrap().experts = 60;
-        let routing = resolve(&model, (4, 1), None, &mut Vec::new()).unwrap();
+        let routing = resolve(
+            &model,
+            (crate::degree(4), crate::degree(1)),
+            None,
+            &mut Vec::new(),
+        )
+        .unwrap();
         assert_eq!(routing.busiest_rank_load, 1.0);
         assert_eq!(routing.busiest_rank_tokens(4096, 2), 8192);
     }

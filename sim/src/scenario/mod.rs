@@ -41,6 +41,7 @@ pub use userbuffers::UserbuffersConfig;
 use models::ModelSpec;
 use profile::Profile;
 use serde::{Deserialize, Serialize};
+use std::num::NonZeroU32;
 use topologies::TopologySpec;
 
 /// The scenario file as written: every key optional (defaults fill in),
@@ -131,25 +132,25 @@ pub struct ScenarioFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layout {
     /// Tensor-parallel degree t.
-    pub tensor_parallel: u32,
+    pub tensor_parallel: NonZeroU32,
     /// Pipeline stages p.
-    pub pipeline_parallel: u32,
+    pub pipeline_parallel: NonZeroU32,
     /// Data-parallel degree d.
-    pub data_parallel: u32,
+    pub data_parallel: NonZeroU32,
     /// Model chunks per stage v (interleaved schedule), 1 otherwise.
-    pub chunks: u32,
+    pub chunks: NonZeroU32,
     /// Interleaved: microbatches per group N when set (default p).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub microbatch_group_size: Option<u32>,
+    pub microbatch_group_size: Option<NonZeroU32>,
     /// Context-parallel degree cp (1: none); absent in older files.
     #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub context_parallel: u32,
+    pub context_parallel: NonZeroU32,
     /// Expert-parallel degree ep (1: none); absent in older files.
     #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub expert_parallel: u32,
+    pub expert_parallel: NonZeroU32,
     /// Expert tensor-parallel degree etp (1: none); absent in older files.
     #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub expert_tensor_parallel: u32,
+    pub expert_tensor_parallel: NonZeroU32,
     /// How layers are split over the virtual stages (even unless the
     /// embedding or the loss count as a layer: `models::sharding::PipelineSplit`).
     #[serde(
@@ -166,22 +167,25 @@ pub struct Layout {
     )]
     pub stage_map: models::sharding::StageMap,
     /// Microbatch size b.
-    pub microbatch_size: u32,
+    pub microbatch_size: NonZeroU32,
     /// Global batch B.
-    pub global_batch: u32,
+    pub global_batch: NonZeroU32,
     /// Microbatches per pipeline per iteration, m = B/(b·d).
-    pub microbatches: u32,
+    pub microbatches: NonZeroU32,
 }
 
 impl Layout {
     pub fn gpus(&self) -> u32 {
-        self.tensor_parallel * self.context_parallel * self.pipeline_parallel * self.data_parallel
+        self.tensor_parallel.get()
+            * self.context_parallel.get()
+            * self.pipeline_parallel.get()
+            * self.data_parallel.get()
     }
     /// Ranks per stage and tensor index that hold the same weights: the
     /// data- and context-parallel group d·cp (Megatron's dp-cp group, over
     /// which gradients are reduced and the distributed optimizer shards).
     pub fn replicas(&self) -> u32 {
-        self.data_parallel * self.context_parallel
+        self.data_parallel.get() * self.context_parallel.get()
     }
     /// Ranks that hold the same routed experts: the expert-data-parallel
     /// group t·d·cp/(ep·etp) (Megatron-Core's expert grid spans the stage's
@@ -189,16 +193,18 @@ impl Layout {
     /// world_size // (etp·ep·pp)), over which expert gradients are reduced
     /// and their optimizer states shard (at least 1; d·cp/ep at t = etp = 1).
     pub fn expert_replicas(&self) -> u32 {
-        let ways = self.expert_parallel.max(1) * self.expert_tensor_parallel.max(1);
-        (self.tensor_parallel.max(1) * self.replicas() / ways).max(1)
+        let ways = self.expert_parallel.get() * self.expert_tensor_parallel.get();
+        (self.tensor_parallel.get() * self.replicas() / ways).max(1)
     }
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {
-        self.pipeline_parallel * self.chunks
+        self.pipeline_parallel.get() * self.chunks.get()
     }
     /// Interleaved microbatch group size N: as set, else p.
     pub fn microbatch_group_size(&self) -> u32 {
-        self.microbatch_group_size.unwrap_or(self.pipeline_parallel)
+        self.microbatch_group_size
+            .unwrap_or(self.pipeline_parallel)
+            .get()
     }
     /// How the model is cut up (t, p, v), for parameter counts.
     pub fn sharding(&self) -> models::sharding::Sharding {
@@ -214,12 +220,12 @@ impl Layout {
     }
 }
 
-fn one() -> u32 {
-    1
+fn one() -> NonZeroU32 {
+    NonZeroU32::MIN
 }
 
-fn is_one(value: &u32) -> bool {
-    *value == 1
+fn is_one(value: &NonZeroU32) -> bool {
+    value.get() == 1
 }
 
 /// A resolved, validated scenario: everything the simulator needs.

@@ -17,15 +17,16 @@ struct Inputs {
 /// microbatches m = B/(b·d) they give.
 #[derive(Debug, Clone, Copy)]
 struct Degrees {
-    t: u32,
-    p: u32,
-    d: u32,
-    cp: u32,
-    ep: u32,
-    etp: u32,
-    v: u32,
-    b: u32,
-    global_batch: u32,
+    t: NonZeroU32,
+    p: NonZeroU32,
+    d: NonZeroU32,
+    cp: NonZeroU32,
+    ep: NonZeroU32,
+    etp: NonZeroU32,
+    v: NonZeroU32,
+    b: NonZeroU32,
+    global_batch: NonZeroU32,
+    /// 0 where the global batch is smaller than b·d (a problem listed).
     m: u32,
 }
 
@@ -53,8 +54,8 @@ impl ScenarioFile {
             Some(text) => super::pipeline_layout::resolve(
                 text,
                 model.as_ref(),
-                degrees.p,
-                degrees.v,
+                degrees.p.get(),
+                degrees.v.get(),
                 self.pipeline_split.is_some_and(|split| !split.is_even()),
                 &mut problems,
             )
@@ -70,8 +71,8 @@ impl ScenarioFile {
         };
         // ZeroStage and HSDP groups span the dp-cp group: d·cp ranks.
         let options = options_file.resolve(
-            degrees.p,
-            degrees.d.saturating_mul(degrees.cp),
+            degrees.p.get(),
+            degrees.d.saturating_mul(degrees.cp).get(),
             &mut problems,
         );
         check_options(schedule, &options, topology.as_ref(), &mut problems);
@@ -96,7 +97,11 @@ impl ScenarioFile {
             m,
         } = degrees;
         // A dense model has no expert tensor groups, whatever tp.
-        let etp = if experts.is_some() { etp } else { 1 };
+        let etp = if experts.is_some() {
+            etp
+        } else {
+            NonZeroU32::MIN
+        };
         let layout = Layout {
             tensor_parallel: t,
             pipeline_parallel: p,
@@ -107,13 +112,15 @@ impl ScenarioFile {
             pipeline_split,
             stage_map: schedule.stage_map(),
             chunks: v,
-            microbatch_group_size: self.microbatch_group_size,
+            microbatch_group_size: self.microbatch_group_size.and_then(NonZeroU32::new),
             microbatch_size: b,
             global_batch,
-            microbatches: m,
+            // Never returned at 0: that is a problem listed above.
+            microbatches: NonZeroU32::new(m).unwrap_or(NonZeroU32::MIN),
         };
         check_task_count(
             &layout,
+            m,
             recompute,
             stack.as_ref(),
             iterations,
@@ -231,19 +238,20 @@ impl ScenarioFile {
 
     /// Each degree and the batch, and the microbatches they give.
     fn resolve_degrees(&self, schedule: ScheduleKind, problems: &mut Vec<Problem>) -> Degrees {
-        let mut positive = |key: &'static str, value: Option<u32>, default: Option<u32>| -> u32 {
-            match value.or(default) {
-                None => {
-                    problems.push(Problem::new(key, "missing"));
-                    1
+        let mut positive =
+            |key: &'static str, value: Option<u32>, default: Option<u32>| -> NonZeroU32 {
+                match value.or(default).map(NonZeroU32::new) {
+                    None => {
+                        problems.push(Problem::new(key, "missing"));
+                        NonZeroU32::MIN
+                    }
+                    Some(None) => {
+                        problems.push(Problem::new(key, "must be at least 1"));
+                        NonZeroU32::MIN
+                    }
+                    Some(Some(v)) => v,
                 }
-                Some(0) => {
-                    problems.push(Problem::new(key, "must be at least 1"));
-                    1
-                }
-                Some(v) => v,
-            }
-        };
+            };
         let t = positive("tp", self.tp, Some(1));
         let p = positive("pp", self.pp, Some(1));
         let d = positive("dp", self.dp, Some(1));
@@ -252,7 +260,7 @@ impl ScenarioFile {
         // Megatron-Core's default expert tensor parallelism is tp
         // (megatron/training/arguments.py: expert_tensor_parallel_size =
         // tensor_model_parallel_size when not given).
-        let etp = positive("etp", self.etp, Some(t));
+        let etp = positive("etp", self.etp, Some(t.get()));
         // The V-shaped schedules hold two chunks per rank (the V map), DualPipe
         // one chunk of each of its two copies.
         let v_shaped = schedule.stage_map() != models::sharding::StageMap::Interleaved;
@@ -260,10 +268,10 @@ impl ScenarioFile {
         let b = positive("microbatch_size", self.microbatch_size, Some(1));
         let global_batch = positive("global_batch", self.global_batch, None);
         // u64 arithmetic throughout: flags are u32 and their products can overflow.
-        let samples_per_step = b as u64 * d as u64;
-        let m = (global_batch as u64 / samples_per_step) as u32;
+        let samples_per_step = u64::from(b.get()) * u64::from(d.get());
+        let m = (u64::from(global_batch.get()) / samples_per_step) as u32;
 
-        if !(global_batch as u64).is_multiple_of(samples_per_step) {
+        if !u64::from(global_batch.get()).is_multiple_of(samples_per_step) {
             problems.push(Problem::new("global_batch", format!(
             "{global_batch} is not divisible by microbatch_size × dp = {b} × {d} = {samples_per_step}"
         )));
@@ -291,7 +299,7 @@ impl ScenarioFile {
         degrees: Degrees,
         problems: &mut Vec<Problem>,
     ) {
-        let Degrees { p, v, m, .. } = degrees;
+        let (p, v, m) = (degrees.p.get(), degrees.v.get(), degrees.m);
         match schedule {
             ScheduleKind::Interleaved => {
                 if v < 2 {
@@ -395,7 +403,7 @@ impl ScenarioFile {
         degrees: Degrees,
         problems: &mut Vec<Problem>,
     ) {
-        let Degrees { t, p, v, .. } = degrees;
+        let (t, p, v) = (degrees.t.get(), degrees.p.get(), degrees.v.get());
         if !model.heads.is_multiple_of(t as u64) {
             problems.push(Problem::new(
                 "tp",
@@ -484,6 +492,7 @@ impl ScenarioFile {
         let Degrees {
             t, d, cp, ep, etp, ..
         } = degrees;
+        let (t, d, cp, ep, etp) = (t.get(), d.get(), cp.get(), ep.get(), etp.get());
         super::post_validation::check(
             options,
             schedule,
@@ -509,7 +518,12 @@ impl ScenarioFile {
                 options,
                 problems,
             );
-            super::experts::resolve(model, (ep, etp), self.expert_imbalance.as_deref(), problems)
+            super::experts::resolve(
+                model,
+                (degrees.ep, degrees.etp),
+                self.expert_imbalance.as_deref(),
+                problems,
+            )
         });
         (iterations, experts)
     }
@@ -518,7 +532,12 @@ impl ScenarioFile {
 /// Whether the layout's GPUs fit the topology and its tensor groups and
 /// context-parallel rings sit evenly on its nodes.
 fn check_topology_fit(topology: &TopologySpec, degrees: Degrees, problems: &mut Vec<Problem>) {
-    let Degrees { t, p, d, cp, .. } = degrees;
+    let (t, p, d, cp) = (
+        degrees.t.get(),
+        degrees.p.get(),
+        degrees.d.get(),
+        degrees.cp.get(),
+    );
     let needed = t as u64 * cp as u64 * p as u64 * d as u64;
     if needed > topology.total_gpus() {
         if cp > 1 {
@@ -624,6 +643,7 @@ fn check_options(
 #[allow(clippy::too_many_arguments)]
 fn check_task_count(
     layout: &Layout,
+    microbatches: u32,
     recompute: Recompute,
     stack: Option<&Stack>,
     iterations: u32,
@@ -638,8 +658,9 @@ fn check_task_count(
             GradientSplits::of(model, layout, options)
         })
     };
-    let estimated_tasks = estimated_task_count(
+    let estimated_tasks = super::task_count::estimated_task_count_at(
         layout,
+        u64::from(microbatches),
         recompute,
         stack.is_some_and(|s| s.host.is_some()),
         iterations,

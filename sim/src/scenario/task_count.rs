@@ -107,12 +107,12 @@ impl GradientSplits {
         // anyway; it counts no ZeRO-Offload splits.
         if let Some(offload) = options
             .offload
-            .filter(|_| u64::from(layout.chunks) <= model.layers)
+            .filter(|_| u64::from(layout.chunks.get()) <= model.layers)
         {
             splits.offload_buckets = buckets(offload.bucket_params, layers).max(1);
             // Each bucket's shard is rounded up to whole parameters per rank.
             let shard = parameters_on_rank(model, sharding, 0)
-                .div_ceil(layout.data_parallel.max(1) as u64)
+                .div_ceil(layout.data_parallel.get() as u64)
                 .saturating_add(splits.offload_buckets);
             splits.adam_tiles = shard.div_ceil(CPU_ADAM_TILE_PARAMS);
         }
@@ -161,14 +161,36 @@ pub fn estimated_task_count(
     iterations: u32,
     splits: GradientSplits,
 ) -> u64 {
+    let microbatches = u64::from(layout.microbatches.get());
+    estimated_task_count_at(
+        layout,
+        microbatches,
+        recompute,
+        simulates_host,
+        iterations,
+        splits,
+    )
+}
+
+/// [`estimated_task_count`] at `microbatches` microbatches per pipeline:
+/// validation estimates a layout whose batch gives none (a problem it has
+/// already listed) at 0.
+pub(super) fn estimated_task_count_at(
+    layout: &Layout,
+    microbatches: u64,
+    recompute: Recompute,
+    simulates_host: bool,
+    iterations: u32,
+    splits: GradientSplits,
+) -> u64 {
     let product = |factors: &[u64]| factors.iter().fold(1u64, |a, &b| a.saturating_mul(b));
     let (t, p, d) = (
-        layout.tensor_parallel as u64,
-        layout.pipeline_parallel as u64,
+        layout.tensor_parallel.get() as u64,
+        layout.pipeline_parallel.get() as u64,
         // Every context-parallel rank's tensor group runs every pass.
         layout.replicas() as u64,
     );
-    let (v, m) = (layout.chunks as u64, layout.microbatches as u64);
+    let (v, m) = (u64::from(layout.chunks.get()), microbatches);
     let offload = splits.offload_buckets > 0;
     // An offloaded backward is its buckets, counted below; ZeRO-Offload
     // programs have no host lane (yet).

@@ -88,7 +88,7 @@ fn cp_zero_stage_and_precision_enumerate_the_hand_counted_tuples() {
     // Each tuple's scenario runs with its own cp, ZeRO stage and precision.
     for valid in &enumeration.candidates {
         let (l, s) = (valid.candidate, &valid.scenario);
-        assert_eq!(s.layout.context_parallel, l.context_parallel);
+        assert_eq!(s.layout.context_parallel.get(), l.context_parallel);
         assert_eq!(s.options.precision, l.precision.unwrap());
         let sharding = match l.zero_stage.unwrap() {
             1 => ZeroStage::Optimizer,
@@ -294,7 +294,7 @@ fn ep_enumerates_with_every_layout_and_resolve_decides_validity() {
         first.candidate.label(),
         "t=1 ep=8 p=1 d=16 b=1 1f1b recompute=full"
     );
-    assert_eq!(first.scenario.layout.expert_parallel, 8);
+    assert_eq!(first.scenario.layout.expert_parallel.get(), 8);
     // The header names the list; a sweep without it writes nothing new.
     let header = serde_json::to_string(&space).unwrap();
     assert!(

@@ -204,7 +204,7 @@ fn simulate_one(
     Ok(SweepRecord {
         index: candidate.index,
         layout: candidate.candidate,
-        microbatches: scenario.layout.microbatches,
+        microbatches: scenario.layout.microbatches.get(),
         iteration_time_ns: report.makespan_ns(),
         iteration_time_s: m.iteration_time_s,
         samples_per_s: m.samples_per_s,

@@ -35,7 +35,7 @@ impl Regime {
             stack: scenario.stack.name.clone(),
             precision: scenario.options.precision.name().to_string(),
             experts: scenario.experts.is_some(),
-            pipelined: scenario.layout.pipeline_parallel > 1,
+            pipelined: scenario.layout.pipeline_parallel.get() > 1,
         }
     }
 

@@ -33,11 +33,11 @@ fn idle_of(scenario: &sim::scenario::Scenario) -> (Vec<u64>, u64) {
         Work::Compute {
             pass: ComputePass::Forward,
             ..
-        } => SimDuration(FORWARD_NS / chunks as u64),
+        } => SimDuration(FORWARD_NS / chunks.get() as u64),
         Work::Compute {
             pass: ComputePass::Backward,
             ..
-        } => SimDuration(BACKWARD_NS / chunks as u64),
+        } => SimDuration(BACKWARD_NS / chunks.get() as u64),
         _ => SimDuration::ZERO,
     });
     let (timeline, _) = sim::run_graph(&scenario, &graph, &costs).unwrap();

@@ -171,8 +171,8 @@ fn two_rings_through_one_nic_each_get_half_its_bandwidth() {
 fn a_lone_cross_node_ring_takes_its_closed_form_time() {
     // One all-reduce at a time: t=1 on the same 2×2 cluster uses one rank per node and one group.
     let mut scenario = shared_nic_scenario(true);
-    scenario.layout.tensor_parallel = 1;
-    scenario.layout.data_parallel = 2;
+    scenario.layout.tensor_parallel = crate::degree(1);
+    scenario.layout.data_parallel = crate::degree(2);
     let contended = data_parallel_durations(&scenario);
     scenario.options.network_contention = false;
     let closed_form = data_parallel_durations(&scenario);

@@ -162,7 +162,7 @@ fn exposed_by_hand(scenario: &Scenario, pass: ComputePass) -> f64 {
         .map(|k| kernels.kernel_seconds(k))
         .collect();
     let per_step = 1;
-    let crosses = scenario.layout.tensor_parallel * scenario.layout.context_parallel
+    let crosses = scenario.layout.tensor_parallel.get() * scenario.layout.context_parallel.get()
         > scenario.topology.node.gpus_per_node;
     context::exchange_bytes_per_step(scenario, pass)
         .iter()
@@ -170,7 +170,7 @@ fn exposed_by_hand(scenario: &Scenario, pass: ComputePass) -> f64 {
         .filter(|(bytes, _)| **bytes > 0)
         .map(|(&bytes, step)| {
             let transfer = network
-                .pipeline_transfer(bytes, scenario.layout.tensor_parallel, crosses, false)
+                .pipeline_transfer(bytes, scenario.layout.tensor_parallel.get(), crosses, false)
                 .as_seconds();
             (transfer - step.iter().sum::<f64>()).max(0.0)
         })
@@ -279,7 +279,7 @@ fn gradients_reduce_over_the_dp_cp_group_and_pipeline_sends_carry_s_over_cp_toke
     .unwrap();
     assert_eq!(scenario.layout.gpus(), 16);
     assert_eq!(scenario.layout.replicas(), 4);
-    assert_eq!(scenario.layout.microbatches, 2);
+    assert_eq!(scenario.layout.microbatches, crate::degree(2));
     let (_, graph) = sim::build_graph(&scenario);
     let mut reduce_scatters = 0;
     let mut transfers = 0;

@@ -42,3 +42,13 @@ mod uneven_stages;
 mod v_schedules;
 mod vtrain;
 mod zero_bubble;
+
+/// A degree written in a test: `n`, which must not be 0.
+fn degree(n: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(n).expect("a test's degree is at least 1")
+}
+
+/// [`degree`] as a `NonZeroU64`, as the `models` formulas take it.
+fn nz(n: u64) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(n).expect("a test's degree is at least 1")
+}

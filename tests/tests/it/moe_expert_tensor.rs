@@ -34,7 +34,7 @@ fn expert_groups_are_carved_tp_ep_dp_from_the_stage_s_ranks() {
     // consecutive ranks, ep groups 4 ranks 2 apart in blocks of 8, the
     // expert-data group every 8th rank.
     let scenario = resolve(mixtral(2, false));
-    assert_eq!(scenario.layout.expert_tensor_parallel, 2);
+    assert_eq!(scenario.layout.expert_tensor_parallel, crate::degree(2));
     assert_eq!(scenario.layout.expert_replicas(), 2);
     let placement = Placement::new(scenario.layout, 8);
     let ranks = |list: &[u32]| list.iter().map(|&r| Rank(r)).collect::<Vec<_>>();
@@ -214,7 +214,7 @@ fn unset_etp_is_tp_as_megatron_core_defaults_it() {
     file.dp = Some(8);
     file.options.sequence_parallel = Some(true);
     let scenario = resolve(file);
-    assert_eq!(scenario.layout.expert_tensor_parallel, 2);
+    assert_eq!(scenario.layout.expert_tensor_parallel, crate::degree(2));
     let fc1 = pass_steps(&scenario, ComputePass::Forward, 1, false, false)
         .into_iter()
         .find_map(|step| match step {

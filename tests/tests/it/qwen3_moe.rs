@@ -125,7 +125,7 @@ fn under_fp8_the_experts_grouped_gemms_are_fp8_and_the_router_is_not() {
         KernelClass::Gemm { .. }
     ));
     // Per-iteration weight casts cover the rank's 16 experts.
-    let casts = models::fp8::weight_cast_steps(&scenario.model, 1, 8, 1);
+    let casts = models::fp8::weight_cast_steps(&scenario.model, crate::nz(1), crate::nz(8), 1);
     let bytes: Vec<f64> = casts
         .iter()
         .map(|s| match s {
@@ -262,7 +262,7 @@ fn under_tensor_parallelism_each_rank_routes_its_own_tokens_over_consecutive_ran
     let layer = models::ops::transformer_layer_with(
         &scenario.model,
         1,
-        2,
+        crate::nz(2),
         models::ops::LayerOptions {
             sequence_parallel: true,
             moe: sim::cost::moe_layer_options(&scenario),
@@ -321,12 +321,12 @@ fn tensor_parallelism_with_experts_needs_sequence_parallelism_and_etp_defaults_t
     assert!(!text.contains("etp:"), "{text}");
     // Unset, etp is t (Megatron-Core's default), the same as giving it.
     let default = resolve(qwen3_tp2(true, None));
-    assert_eq!(default.layout.expert_tensor_parallel, 2);
+    assert_eq!(default.layout.expert_tensor_parallel, crate::degree(2));
     assert_eq!(default, resolve(qwen3_tp2(true, Some(2))));
     assert_eq!(
         resolve(qwen3_tp2(true, Some(1)))
             .layout
             .expert_tensor_parallel,
-        1
+        crate::degree(1)
     );
 }

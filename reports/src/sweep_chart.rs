@@ -28,21 +28,15 @@ pub fn render_sweep_chart(
     render_to_file(&chart, (WIDTH_PX, HEIGHT_PX), path)
 }
 
-/// Colour of a schedule's bars.
+/// Colour of a schedule's bars: its place in [`ScheduleKind::ALL`] over the
+/// series palette, so a new schedule needs no colour of its own (the palette
+/// repeats past its ten colours).
 fn schedule_color(schedule: ScheduleKind) -> RGBColor {
-    match schedule {
-        ScheduleKind::Gpipe => SERIES_COLORS[0],
-        ScheduleKind::OneFOneB => SERIES_COLORS[1],
-        ScheduleKind::Interleaved => SERIES_COLORS[2],
-        ScheduleKind::ZbH1 => SERIES_COLORS[3],
-        ScheduleKind::ZbH2 => SERIES_COLORS[4],
-        ScheduleKind::LoopedBfs => SERIES_COLORS[5],
-        ScheduleKind::ZbV => SERIES_COLORS[6],
-        ScheduleKind::DualPipeV => SERIES_COLORS[7],
-        // The palette has eight series: DualPipe's bars are DualPipeV's
-        // yellow darkened, the two being one family.
-        ScheduleKind::DualPipe => RGBColor(0x9e, 0x7f, 0x1c),
-    }
+    let index = ScheduleKind::ALL
+        .iter()
+        .position(|&kind| kind == schedule)
+        .unwrap_or(0);
+    SERIES_COLORS[index % SERIES_COLORS.len()]
 }
 
 #[derive(Debug, Clone, PartialEq)]

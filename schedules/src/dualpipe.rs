@@ -28,8 +28,10 @@
 //! bubble (PP/2−1)(F&B+B−3W) with PP = p, and PP+1 = p+1 chunk-microbatches
 //! of activations per rank, each a stage of one copy.
 
-use super::v_shape::DualPipeV;
+use super::v_shape::DualPipeVState;
 use super::Action;
+use crate::definition::{PipelineShape, ScheduleDefinition};
+use models::sharding::StageMap;
 
 /// Rank `rank`'s DualPipe program; the caller has checked that p is even,
 /// m even and m ≥ 2p.
@@ -41,7 +43,7 @@ pub fn dualpipe(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
     let middle = r + 1 == half_ranks || r == half_ranks;
     // The source's phase → this rank's chunk (0: copy A, 1: copy B).
     let chunk = |phase: u32| phase ^ u32::from(second_half);
-    let mut state = DualPipeV {
+    let mut state = DualPipeVState {
         rank,
         forward: [0; 2],
         backward: [0; 2],
@@ -103,6 +105,24 @@ pub fn dualpipe(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
     debug_assert!(state.weights_owed.is_empty());
     debug_assert!(state.forward == [m / 2; 2] && state.backward == [m / 2; 2]);
     state.list
+}
+
+/// DualPipe (DeepSeek-V3 report; deepseek-ai/DualPipe `dualpipe.py`): two
+/// parameter copies (rank r holds stage r of one and stage p−1−r of the
+/// other), half the microbatches fed from each end, F&B pairs (costed back
+/// to back).
+pub struct DualPipe;
+
+impl ScheduleDefinition for DualPipe {
+    const NAME: &'static str = "dualpipe";
+    const USES_CHUNKS: bool = true;
+    const STAGE_MAP: StageMap = StageMap::DualPipe;
+    const SPLITS_BACKWARD: bool = true;
+    const SENDS_BLOCK: bool = true;
+
+    fn stage_actions(shape: PipelineShape, stage: u32) -> Vec<Action> {
+        dualpipe(stage, shape.stages, shape.microbatches)
+    }
 }
 
 #[cfg(test)]

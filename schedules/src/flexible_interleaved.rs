@@ -20,6 +20,8 @@
 //! 2(p−r−1) + (v−1)p there, the same on rank 0).
 
 use super::{backward, forward, Action};
+use crate::definition::{PipelineShape, ScheduleDefinition};
+use models::sharding::StageMap;
 
 /// Megatron-Core's schedule table: the (microbatch, chunk) of each virtual
 /// microbatch k, in order.
@@ -97,6 +99,28 @@ pub fn interleaved_grouped(
     }
     list.extend((steady..total).map(bwd));
     list
+}
+
+/// Megatron's interleaved 1F1B over `chunks` model chunks per stage, in
+/// microbatch groups of N (p unless set).
+pub struct Interleaved;
+
+impl ScheduleDefinition for Interleaved {
+    const NAME: &'static str = "interleaved";
+    const USES_CHUNKS: bool = true;
+    const STAGE_MAP: StageMap = StageMap::Interleaved;
+    const SPLITS_BACKWARD: bool = false;
+    const SENDS_BLOCK: bool = true;
+
+    fn stage_actions(shape: PipelineShape, stage: u32) -> Vec<Action> {
+        interleaved_grouped(
+            stage,
+            shape.stages,
+            shape.chunks,
+            shape.microbatches,
+            shape.group_size,
+        )
+    }
 }
 
 #[cfg(test)]

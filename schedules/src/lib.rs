@@ -24,15 +24,31 @@
 //!   copies fed from both ends (`dualpipe.rs`).
 
 mod action;
+mod definition;
 mod dualpipe;
 pub mod flexible_interleaved;
+mod flush;
 mod kind;
 mod looped_bfs;
 mod v_shape;
 mod zero_bubble;
 
 pub use action::{Action, ActionParseError, Paired, Pass};
-pub use kind::ScheduleKind;
+pub use definition::{PipelineShape, ScheduleDefinition};
+
+// The registry: adding a schedule is its file (a `ScheduleDefinition`) and
+// one line here.
+kind::schedules! {
+    Gpipe => flush::Gpipe,
+    OneFOneB => flush::OneFOneB,
+    Interleaved => flexible_interleaved::Interleaved,
+    ZbH1 => zero_bubble::ZbH1,
+    ZbH2 => zero_bubble::ZbH2,
+    LoopedBfs => looped_bfs::LoopedBfs,
+    ZbV => v_shape::ZbV,
+    DualPipeV => v_shape::DualPipeV,
+    DualPipe => dualpipe::DualPipe,
+}
 
 /// Per-stage action lists of one iteration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,24 +85,14 @@ impl PipelineSchedule {
         microbatches: u32,
         group_size: u32,
     ) -> PipelineSchedule {
+        let shape = PipelineShape {
+            stages,
+            chunks,
+            microbatches,
+            group_size,
+        };
         let actions = (0..stages)
-            .map(|stage| match kind {
-                ScheduleKind::Gpipe => gpipe(stage, microbatches),
-                ScheduleKind::OneFOneB => one_f_one_b(stage, stages, microbatches),
-                ScheduleKind::Interleaved => flexible_interleaved::interleaved_grouped(
-                    stage,
-                    stages,
-                    chunks,
-                    microbatches,
-                    group_size,
-                ),
-                ScheduleKind::ZbH1 => zero_bubble::zb_h1(stage, stages, microbatches),
-                ScheduleKind::ZbH2 => zero_bubble::zb_h2(stage, stages, microbatches),
-                ScheduleKind::LoopedBfs => looped_bfs::looped_bfs(stage, chunks, microbatches),
-                ScheduleKind::ZbV => v_shape::zb_v(stage, stages, microbatches),
-                ScheduleKind::DualPipeV => v_shape::dualpipe_v(stage, stages, microbatches),
-                ScheduleKind::DualPipe => dualpipe::dualpipe(stage, stages, microbatches),
-            })
+            .map(|stage| kind.stage_actions(shape, stage))
             .collect();
         PipelineSchedule {
             kind,
@@ -238,25 +244,6 @@ pub(crate) fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
 
 pub(crate) fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
     Action::new(stage, Pass::Backward, microbatch, chunk)
-}
-
-fn gpipe(stage: u32, microbatches: u32) -> Vec<Action> {
-    let forwards = (0..microbatches).map(|mb| forward(stage, mb, 0));
-    let backwards = (0..microbatches).map(|mb| backward(stage, mb, 0));
-    forwards.chain(backwards).collect()
-}
-
-fn one_f_one_b(stage: u32, stages: u32, microbatches: u32) -> Vec<Action> {
-    let warmup = (stages - stage - 1).min(microbatches);
-    let steady = microbatches - warmup;
-    let mut list = Vec::with_capacity(2 * microbatches as usize);
-    list.extend((0..warmup).map(|mb| forward(stage, mb, 0)));
-    for i in 0..steady {
-        list.push(forward(stage, warmup + i, 0));
-        list.push(backward(stage, i, 0));
-    }
-    list.extend((steady..microbatches).map(|mb| backward(stage, mb, 0)));
-    list
 }
 
 /// (microbatch, chunk) of the k-th virtual microbatch in Megatron's interleaved order.

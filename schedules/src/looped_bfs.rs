@@ -12,6 +12,8 @@
 //! holds all m·v microbatch-chunks of activations before its first backward.
 
 use super::{backward, forward, Action};
+use crate::definition::{PipelineShape, ScheduleDefinition};
+use models::sharding::StageMap;
 
 /// Rank `stage`'s looped-BFS program over `chunks` local stages.
 pub fn looped_bfs(stage: u32, chunks: u32, microbatches: u32) -> Vec<Action> {
@@ -23,6 +25,23 @@ pub fn looped_bfs(stage: u32, chunks: u32, microbatches: u32) -> Vec<Action> {
         list.extend((0..microbatches).rev().map(|mb| backward(stage, mb, chunk)));
     }
     list
+}
+
+/// PyTorch's `ScheduleLoopedBFS`: the interleaved stage map (rank r holds
+/// stages r + k·p), every forward of each local stage in turn, then the
+/// backwards in reverse; m·v microbatch-chunks of activations.
+pub struct LoopedBfs;
+
+impl ScheduleDefinition for LoopedBfs {
+    const NAME: &'static str = "looped-bfs";
+    const USES_CHUNKS: bool = true;
+    const STAGE_MAP: StageMap = StageMap::Interleaved;
+    const SPLITS_BACKWARD: bool = false;
+    const SENDS_BLOCK: bool = true;
+
+    fn stage_actions(shape: PipelineShape, stage: u32) -> Vec<Action> {
+        looped_bfs(stage, shape.chunks, shape.microbatches)
+    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,8 @@
 //! (README: PP+1).
 
 use super::{Action, Paired, Pass};
+use crate::definition::{PipelineShape, ScheduleDefinition};
+use models::sharding::StageMap;
 
 /// Rank `rank`'s ZB-V program.
 pub fn zb_v(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
@@ -99,7 +101,7 @@ pub fn zb_v(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
 /// DualPipeV's running state on one rank: the next microbatch of every
 /// (chunk, pass) and the queue of weight-gradient passes owed.
 /// DualPipe (`dualpipe.rs`) runs the same state with chunks named per copy.
-pub(super) struct DualPipeV {
+pub(super) struct DualPipeVState {
     pub(super) rank: u32,
     pub(super) forward: [u32; 2],
     pub(super) backward: [u32; 2],
@@ -107,7 +109,7 @@ pub(super) struct DualPipeV {
     pub(super) list: Vec<Action>,
 }
 
-impl DualPipeV {
+impl DualPipeVState {
     pub(super) fn forward(&mut self, chunk: u32) {
         let microbatch = self.forward[chunk as usize];
         self.forward[chunk as usize] += 1;
@@ -161,7 +163,7 @@ impl DualPipeV {
 /// Rank `rank`'s DualPipeV program; the caller has checked m ≥ 2p.
 pub fn dualpipe_v(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
     let (p, r, m) = (ranks, rank, microbatches);
-    let mut state = DualPipeV {
+    let mut state = DualPipeVState {
         rank,
         forward: [0; 2],
         backward: [0; 2],
@@ -223,6 +225,40 @@ pub fn dualpipe_v(rank: u32, ranks: u32, microbatches: u32) -> Vec<Action> {
     }
     debug_assert!(state.weights_owed.is_empty());
     state.list
+}
+
+/// Zero-bubble ZB-V (Qi et al. 2024, Sec. 6; PyTorch
+/// `ScheduleZBVZeroBubble`): two chunks per rank on the V map, split
+/// backwards; no bubble inside a rank's span when F = I = W.
+pub struct ZbV;
+
+impl ScheduleDefinition for ZbV {
+    const NAME: &'static str = "zb-v";
+    const USES_CHUNKS: bool = true;
+    const STAGE_MAP: StageMap = StageMap::V;
+    const SPLITS_BACKWARD: bool = true;
+    const SENDS_BLOCK: bool = crate::zero_bubble::ZERO_BUBBLE_SENDS_BLOCK;
+
+    fn stage_actions(shape: PipelineShape, stage: u32) -> Vec<Action> {
+        zb_v(stage, shape.stages, shape.microbatches)
+    }
+}
+
+/// DualPipeV (deepseek-ai/DualPipe `dualpipev.py`; PyTorch
+/// `ScheduleDualPipeV`): DualPipe cut in half onto the V map, with
+/// forward/backward pairs of the two chunks (costed back to back).
+pub struct DualPipeV;
+
+impl ScheduleDefinition for DualPipeV {
+    const NAME: &'static str = "dualpipev";
+    const USES_CHUNKS: bool = true;
+    const STAGE_MAP: StageMap = StageMap::V;
+    const SPLITS_BACKWARD: bool = true;
+    const SENDS_BLOCK: bool = true;
+
+    fn stage_actions(shape: PipelineShape, stage: u32) -> Vec<Action> {
+        dualpipe_v(stage, shape.stages, shape.microbatches)
+    }
 }
 
 #[cfg(test)]

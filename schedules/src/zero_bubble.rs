@@ -31,6 +31,8 @@
 //! before it, then validates, then the rest.
 
 use super::{Action, Pass, PipelineSchedule};
+use crate::definition::{PipelineShape, ScheduleDefinition};
+use models::sharding::StageMap;
 
 impl PipelineSchedule {
     /// The index in `actions[stage]` of the action the stage's
@@ -86,4 +88,48 @@ fn deferred_weight_gradients(stage: u32, warmup: u32, lag: u32, microbatches: u3
     }
     list.extend((m - lag..m).map(|mb| action(stage, Pass::WeightGradient, mb)));
     list
+}
+
+/// Zero-bubble ZB-H1 (Qi et al., ICLR 2024): 1F1B with the backward split
+/// into input- and weight-gradient passes, the weight gradients deferred
+/// into the cool-down; 1F1B's activation memory.
+pub struct ZbH1;
+
+/// The zero-bubble runtime that runs ZB-H1, ZB-H2 and ZB-V
+/// (sail-sg/zero-bubble-pipeline-parallelism at 39f2c18,
+/// `megatron/core/pipeline_parallel/zerobubble/runtime.py`: `flush` posts the
+/// batched isend/irecv and "send handles (send_reqs) can simply be dropped";
+/// `schedule_f_impl` and `schedule_b_impl` wait only for the receives they
+/// consume; no `torch.cuda.synchronize` after its p2p calls, unlike
+/// Megatron's 2021 `_communicate`) never waits for a send, as PyTorch's
+/// `ScheduleZBVZeroBubble` waits for its sends only at the end of the step.
+pub(crate) const ZERO_BUBBLE_SENDS_BLOCK: bool = false;
+
+impl ScheduleDefinition for ZbH1 {
+    const NAME: &'static str = "zb-h1";
+    const USES_CHUNKS: bool = false;
+    const STAGE_MAP: StageMap = StageMap::Interleaved;
+    const SPLITS_BACKWARD: bool = true;
+    const SENDS_BLOCK: bool = ZERO_BUBBLE_SENDS_BLOCK;
+
+    fn stage_actions(shape: PipelineShape, stage: u32) -> Vec<Action> {
+        zb_h1(stage, shape.stages, shape.microbatches)
+    }
+}
+
+/// Zero-bubble ZB-H2: twice ZB-H1's warm-up and weight-gradient lag; about
+/// 2p microbatches of activations, no bubble inside a stage's span when
+/// F + I ≤ 2W.
+pub struct ZbH2;
+
+impl ScheduleDefinition for ZbH2 {
+    const NAME: &'static str = "zb-h2";
+    const USES_CHUNKS: bool = false;
+    const STAGE_MAP: StageMap = StageMap::Interleaved;
+    const SPLITS_BACKWARD: bool = true;
+    const SENDS_BLOCK: bool = ZERO_BUBBLE_SENDS_BLOCK;
+
+    fn stage_actions(shape: PipelineShape, stage: u32) -> Vec<Action> {
+        zb_h2(stage, shape.stages, shape.microbatches)
+    }
 }

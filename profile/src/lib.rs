@@ -383,13 +383,13 @@ pub enum ProfileError {
 const EMBEDDED: [(&str, &str); 9] = [
     ("a100-40gb", include_str!("../profiles/a100-40gb.json")),
     ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
-    ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
-    ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
-    ("h100-pcie", include_str!("../profiles/h100-pcie.json")),
-    ("h200", include_str!("../profiles/h200.json")),
-    ("h800-sxm", include_str!("../profiles/h800-sxm.json")),
     ("b200", include_str!("../profiles/b200.json")),
     ("gb200", include_str!("../profiles/gb200.json")),
+    ("h100-pcie", include_str!("../profiles/h100-pcie.json")),
+    ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
+    ("h200", include_str!("../profiles/h200.json")),
+    ("h800-sxm", include_str!("../profiles/h800-sxm.json")),
+    ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
 ];
 
 impl Profile {

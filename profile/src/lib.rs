@@ -380,17 +380,7 @@ pub enum ProfileError {
     Invalid { path: String, problems: Vec<String> },
 }
 
-const EMBEDDED: [(&str, &str); 9] = [
-    ("a100-40gb", include_str!("../profiles/a100-40gb.json")),
-    ("a100-80gb", include_str!("../profiles/a100-80gb.json")),
-    ("b200", include_str!("../profiles/b200.json")),
-    ("gb200", include_str!("../profiles/gb200.json")),
-    ("h100-pcie", include_str!("../profiles/h100-pcie.json")),
-    ("h100-sxm", include_str!("../profiles/h100-sxm.json")),
-    ("h200", include_str!("../profiles/h200.json")),
-    ("h800-sxm", include_str!("../profiles/h800-sxm.json")),
-    ("v100-32gb", include_str!("../profiles/v100-32gb.json")),
-];
+include!(concat!(env!("OUT_DIR"), "/embedded_profiles.rs"));
 
 impl Profile {
     /// Names of the embedded default profiles.

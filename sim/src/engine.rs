@@ -23,7 +23,7 @@ use crate::event_queue::EventQueue;
 use crate::ids::TaskId;
 use crate::network::{FairShareNetwork, FlowPlan, LinkUtilization, RouteCache, SharedFabric};
 use crate::task_graph::TaskGraph;
-use crate::time::{SimDuration, SimTime};
+use timeline::time::{SimDuration, SimTime};
 
 /// When every task ran.
 #[derive(Debug, Clone, PartialEq, Eq)]

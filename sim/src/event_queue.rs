@@ -16,7 +16,7 @@
 //! other key's bucket), every bucket keeps insertion order (appends, moves in
 //! order into empty buckets), so equal keys leave in the order they came.
 
-use crate::time::SimTime;
+use timeline::time::SimTime;
 
 /// Buckets: keys equal to the last, then one per differing bit of a `u64`.
 const BUCKETS: usize = 65;

@@ -85,7 +85,7 @@ pub fn check_fits(
     scenario: &Scenario,
     available: Option<AvailableMemory>,
 ) -> Result<(), DoesNotFit> {
-    check_fits_with(scenario, available, crate::Expansion::Full)
+    check_fits_with(scenario, available, crate::symmetry::Expansion::Full)
 }
 
 /// [`check_fits`] for a simulation run as `expansion` asks: under symmetry
@@ -94,7 +94,7 @@ pub fn check_fits(
 pub fn check_fits_with(
     scenario: &Scenario,
     available: Option<AvailableMemory>,
-    expansion: crate::Expansion,
+    expansion: crate::symmetry::Expansion,
 ) -> Result<(), DoesNotFit> {
     let weight = u64::from(crate::symmetry::mode(scenario, expansion).weight());
     let tasks = scenario.estimated_tasks().div_ceil(weight);

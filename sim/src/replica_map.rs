@@ -23,7 +23,7 @@
 //! (`None`), and its Timeline comes from full expansion.
 
 use crate::ids::{GroupId, Rank};
-use crate::symmetry::Representative;
+use crate::placement::Representative;
 use std::collections::BTreeMap;
 use std::ops::Range;
 

@@ -14,11 +14,11 @@ use crate::replica_map::Expanded;
 use crate::scenario::Scenario;
 use crate::symmetry::{self, Expansion, FullCounts, Representative, SimulationMode};
 use crate::task_graph::TaskGraph;
-use crate::time::{SimDuration, SimTime};
 use crate::timeline_view::{self, TimelineSelection};
 use schedules::PipelineSchedule;
 use std::sync::OnceLock;
 use timeline::metrics::{self, Metrics, Span, Spans};
+use timeline::time::{SimDuration, SimTime};
 use timeline::{
     Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout, TIMELINE_FORMAT_VERSION,
 };

@@ -48,6 +48,7 @@
 
 use crate::ids::Rank;
 use crate::placement::Placement;
+pub use crate::placement::Representative;
 use crate::scenario::Scenario;
 use crate::task_graph::TaskGraph;
 
@@ -87,30 +88,6 @@ impl SimulationMode {
             SimulationMode::Full => 1,
             SimulationMode::Symmetric { replicas } => replicas,
         }
-    }
-}
-
-/// The ranks of replica 0 (data index 0 of the dp-cp group): `rank =
-/// stage·t·D + data_index·t + tensor_index` ([`Placement`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Representative {
-    pub tensor_parallel: u32,
-    /// d·cp.
-    pub replicas: u32,
-}
-
-impl Representative {
-    pub fn of(scenario: &Scenario) -> Representative {
-        Representative {
-            tensor_parallel: scenario.layout.tensor_parallel.get(),
-            replicas: scenario.layout.replicas(),
-        }
-    }
-
-    /// Whether `rank` belongs to replica 0.
-    #[inline]
-    pub fn contains(self, rank: Rank) -> bool {
-        (rank.0 / self.tensor_parallel).is_multiple_of(self.replicas)
     }
 }
 

@@ -1,7 +1,9 @@
 //! What a task is: its kind, the stream it occupies on each rank of its
-//! group, its place in the schedule, and the work it does.
+//! group, its place in the schedule, and the work it does; the pass a
+//! compute task runs and why an edge exists.
 
 use crate::ids::{GroupId, WorkId};
+use schedules::Pass;
 use serde::{Deserialize, Serialize};
 pub use timeline::{CommClass, StreamKind, TaskKind};
 
@@ -27,6 +29,61 @@ pub struct Task {
 
 /// Microbatch value of tasks that are not tied to one microbatch.
 pub const NO_MICROBATCH: u32 = u32::MAX;
+
+/// Which pass a compute task runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ComputePass {
+    Forward,
+    Recompute,
+    Backward,
+    /// The input-gradient half of a split backward ([`crate::cost::split_backward`]).
+    InputGradient,
+    /// The weight-gradient half of a split backward.
+    WeightGradient,
+}
+
+impl ComputePass {
+    /// Short lowercase name (`simulate --explain`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputePass::Forward => "forward",
+            ComputePass::Recompute => "recompute",
+            ComputePass::Backward => "backward",
+            ComputePass::InputGradient => "bwd_input",
+            ComputePass::WeightGradient => "bwd_weight",
+        }
+    }
+
+    /// Whether the pass runs (part of) the backward's kernels.
+    pub fn is_backward(self) -> bool {
+        matches!(
+            self,
+            ComputePass::Backward | ComputePass::InputGradient | ComputePass::WeightGradient
+        )
+    }
+}
+
+impl From<Pass> for ComputePass {
+    fn from(pass: Pass) -> ComputePass {
+        match pass {
+            Pass::Forward => ComputePass::Forward,
+            Pass::Backward => ComputePass::Backward,
+            Pass::InputGradient => ComputePass::InputGradient,
+            Pass::WeightGradient => ComputePass::WeightGradient,
+            // A pair is two passes: lowering splits it first (`Action::halves`).
+            Pass::ForwardBackward => unreachable!("an F&B pair is two passes, not one"),
+        }
+    }
+}
+
+/// Why an edge exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dependency {
+    /// The target needs the source's output.
+    Data,
+    /// The source precedes the target on a stream of some rank.
+    ProgramOrder,
+}
 
 #[cfg(test)]
 mod tests {

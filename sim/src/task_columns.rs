@@ -8,8 +8,8 @@
 //! node and 20 per edge before.
 
 use crate::ids::{GroupId, TaskId, WorkId};
+use crate::task::Dependency;
 use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::Dependency;
 
 /// Every task's fields, one `Vec` per field, indexed by task id.
 #[derive(Debug, Clone, Default)]

@@ -6,8 +6,8 @@
 use super::WorkCost;
 use crate::scenario::Scenario;
 use crate::task_graph::Work;
-use crate::time::SimDuration;
 use models::ops::Step;
+use timeline::time::SimDuration;
 
 /// The host time of a host work (zero without host costs).
 pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {

@@ -50,10 +50,10 @@ pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
 use crate::scenario::{Precision, Recompute, Scenario};
 use crate::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
-use crate::time::SimDuration;
 use models::ops::{self, PassSteps, Step};
 use models::pipeline_ends;
 use std::num::NonZeroU64;
+use timeline::time::SimDuration;
 
 /// The cost of one work: its duration and what it moves or computes.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,15 +1,15 @@
 //! Communication durations behind one interface.
 //!
 //! [`ClosedFormNetwork`] costs every collective with NCCL's algorithms and
-//! protocols in closed form ([`crate::collective`]: the ring or tree and LL, LL128
+//! protocols in closed form ([`collectives`]: the ring or tree and LL, LL128
 //! or Simple that NCCL's tuner picks, with its latency term; hierarchical
 //! bandwidth over NVLink and the NIC rails) using the profile's achieved rates,
 //! each as if alone on the fabric (no contention).
 
-use crate::collective::{estimate, CollectiveOp, GroupShape, LinkRates};
 use crate::scenario::Scenario;
-use crate::time::SimDuration;
+use collectives::{estimate, CollectiveOp, GroupShape, LinkRates};
 use profile::Profile;
+use timeline::time::SimDuration;
 use topologies::TopologySpec;
 
 /// Durations of the communication patterns the lowering produces.
@@ -20,7 +20,7 @@ pub trait NetworkModel {
     fn all_gather(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration;
     /// All-to-all of `bytes` sent per rank over `group_size` ranks spread
     /// over `nodes` nodes (grouped send/recv to every peer,
-    /// [`crate::collective::all_to_all`]).
+    /// [`collectives::all_to_all`]).
     fn all_to_all(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration;
     /// One pipeline transfer of `bytes` from a tensor group of `tensor_parallel`
     /// ranks to the next stage's group (optionally Megatron's scatter/gather).
@@ -33,7 +33,7 @@ pub trait NetworkModel {
     ) -> SimDuration;
 }
 
-/// NCCL's algorithms in closed form ([`crate::collective`]) with achieved
+/// NCCL's algorithms in closed form ([`collectives`]) with achieved
 /// rates and no contention: each collective is costed as if alone on the fabric.
 #[derive(Debug, Clone)]
 pub struct ClosedFormNetwork {

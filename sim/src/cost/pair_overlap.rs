@@ -22,11 +22,11 @@
 //! C + share·min(A, C/(1 − share)) ([`stretched`]).
 
 use super::comm_sms::intra_node_collective_sm_share;
-use crate::collective::{deepep, GroupShape, LinkRates};
 use crate::scenario::moe_comm::MoeDispatcher;
 use crate::scenario::Scenario;
-use crate::time::SimDuration;
+use collectives::{deepep, GroupShape, LinkRates};
 use models::ops::Step;
+use timeline::time::SimDuration;
 
 /// Segments at or above this (and below [`crate::task_graph::WHOLE_PASS`])
 /// name all-to-all pieces: `PIECE_BASE + j` is piece j.

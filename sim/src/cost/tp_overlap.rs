@@ -44,8 +44,8 @@
 
 use super::KernelCostModel;
 use crate::scenario::userbuffers::{OverlapMethod, UserbuffersConfig};
-use crate::time::SimDuration;
 use models::ops::{KernelClass, Step};
+use timeline::time::SimDuration;
 
 /// The GEMMs hiding the (reduce-scatter, all-gather) halves of the tensor
 /// all-reduce that follows `gemm`, per the table above.

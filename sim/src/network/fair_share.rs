@@ -31,7 +31,7 @@ use super::pending::PendingCompletions;
 use super::utilization::LinkUtilization;
 use super::water_fill::WaterFill;
 use super::{FlowId, LinkId};
-use crate::time::{SimDuration, SimTime};
+use timeline::time::{SimDuration, SimTime};
 
 /// A completion that never comes (no flow is ever due then).
 const NEVER: SimTime = SimTime(u64::MAX);

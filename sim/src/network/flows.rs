@@ -44,15 +44,15 @@
 //! (charged only the part their weight-gradient GEMMs do not hide).
 
 use super::Fabric;
-use crate::collective::all_to_all::all_to_all_terms;
-use crate::collective::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use crate::cost::{NetworkModel, WorkCost};
 use crate::ids::{Rank, TaskId};
 use crate::placement::{Coordinates, Placement};
 use crate::scenario::Scenario;
 use crate::task::TaskKind;
 use crate::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
-use crate::time::SimDuration;
+use collectives::all_to_all::all_to_all_terms;
+use collectives::{ring_terms, CollectiveOp, GroupShape, LinkRates};
+use timeline::time::SimDuration;
 
 /// Where a flow runs: between two GPUs, or between a GPU and its host's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,9 +27,9 @@
 //!   the 1T model on 3,072 GPUs under `--contention` about eightfold.
 
 use super::FlowId;
-use crate::time::SimTime;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use timeline::time::SimTime;
 
 /// `current` of a slot without an entry, and a dead group's key (no entry
 /// packs to it: a tag is below `u32::MAX`).

@@ -6,7 +6,7 @@
 //! no generations.
 
 use super::{FlowId, LinkId};
-use crate::time::{SimDuration, SimTime};
+use timeline::time::{SimDuration, SimTime};
 
 #[derive(Debug, Clone)]
 struct Flow {

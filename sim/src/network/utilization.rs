@@ -1,7 +1,7 @@
 //! Bytes each link carried, and the busiest links.
 
 use super::LinkId;
-use crate::time::SimDuration;
+use timeline::time::SimDuration;
 
 /// Per-link traffic of the flows completed so far.
 #[derive(Debug, Clone, PartialEq)]

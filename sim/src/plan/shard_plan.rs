@@ -10,7 +10,7 @@
 use super::buckets::{backward_buckets, BucketLayers};
 use crate::scenario::bucket_sizes::{layers_per_bucket, DEFAULT_ZERO2_BUCKET_PARAMS};
 use crate::scenario::{Scenario, ZeroStage};
-use crate::task_graph::ComputePass;
+use crate::task::ComputePass;
 use models::sharding::parameters_of_layers;
 
 /// FSDP's `_max_num_inflight_all_gathers` under `limit_all_gathers=True`.

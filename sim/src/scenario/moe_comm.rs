@@ -35,7 +35,7 @@ pub enum MoeDispatcher {
     #[default]
     Nccl,
     /// DeepEP's normal (high-throughput) kernels with node-limited routing
-    /// ([`crate::collective::deepep`]).
+    /// ([`collectives::deepep`]).
     Deepep,
 }
 

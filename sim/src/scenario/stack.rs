@@ -27,10 +27,10 @@
 //!
 //! A stack's optional `nccl` key says which NCCL it ran (`"2.12"` or `"2.21"`,
 //! with its source): the tuner that picks and costs every collective's algorithm
-//! and protocol ([`crate::collective::version`]). A stack without one runs 2.12's.
+//! and protocol ([`collectives::version`]). A stack without one runs 2.12's.
 
 use super::options::TrainingOptionsFile;
-use crate::collective::NcclVersion;
+use collectives::NcclVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

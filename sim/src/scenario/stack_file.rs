@@ -4,7 +4,7 @@
 
 use super::options::TrainingOptionsFile;
 use super::stack::{HostCosts, LocalDdpKernels, NotModeled, SourcedValue, Stack, StackError};
-use crate::collective::NcclVersion;
+use collectives::NcclVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;

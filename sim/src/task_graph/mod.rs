@@ -7,8 +7,8 @@
 
 use crate::ids::{GroupId, Rank, TaskId, WorkId};
 use crate::task::Task;
+pub use crate::task::{ComputePass, Dependency};
 use crate::task_columns::{Csr, TaskColumns};
-use schedules::Pass;
 use std::collections::BTreeMap;
 
 mod builder;
@@ -150,61 +150,6 @@ pub enum Work {
 pub enum PcieDirection {
     DeviceToHost,
     HostToDevice,
-}
-
-/// Which pass a compute task runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ComputePass {
-    Forward,
-    Recompute,
-    Backward,
-    /// The input-gradient half of a split backward ([`crate::cost::split_backward`]).
-    InputGradient,
-    /// The weight-gradient half of a split backward.
-    WeightGradient,
-}
-
-impl ComputePass {
-    /// Short lowercase name (`simulate --explain`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ComputePass::Forward => "forward",
-            ComputePass::Recompute => "recompute",
-            ComputePass::Backward => "backward",
-            ComputePass::InputGradient => "bwd_input",
-            ComputePass::WeightGradient => "bwd_weight",
-        }
-    }
-
-    /// Whether the pass runs (part of) the backward's kernels.
-    pub fn is_backward(self) -> bool {
-        matches!(
-            self,
-            ComputePass::Backward | ComputePass::InputGradient | ComputePass::WeightGradient
-        )
-    }
-}
-
-impl From<Pass> for ComputePass {
-    fn from(pass: Pass) -> ComputePass {
-        match pass {
-            Pass::Forward => ComputePass::Forward,
-            Pass::Backward => ComputePass::Backward,
-            Pass::InputGradient => ComputePass::InputGradient,
-            Pass::WeightGradient => ComputePass::WeightGradient,
-            // A pair is two passes: lowering splits it first (`Action::halves`).
-            Pass::ForwardBackward => unreachable!("an F&B pair is two passes, not one"),
-        }
-    }
-}
-
-/// Why an edge exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dependency {
-    /// The target needs the source's output.
-    Data,
-    /// The source precedes the target on a stream of some rank.
-    ProgramOrder,
 }
 
 /// A sealed task graph with its side tables, in compact form: task fields as

@@ -38,7 +38,7 @@ fn a_cycle_is_reported_with_the_tasks_on_it_and_the_engine_refuses_to_run_it() {
             && error.to_string().contains("forward s0 mb2"),
         "{error}"
     );
-    let deadlock = crate::engine::run(&graph, |_| crate::time::SimDuration(1)).unwrap_err();
+    let deadlock = crate::engine::run(&graph, |_| timeline::time::SimDuration(1)).unwrap_err();
     assert_eq!(deadlock.stuck, 3, "{deadlock}");
 }
 

@@ -20,6 +20,7 @@
 //! ```
 
 pub mod datasheets;
+pub mod fat_tree;
 mod presets;
 mod spec;
 

@@ -15,19 +15,19 @@
 //! DGX A100, one per two GPUs on DGX-2). Placement is rail-optimized, as in a DGX
 //! SuperPOD: each leaf switch serves one rail of a/2 … a consecutive nodes (a = radix/2
 //! down ports), so same-rail traffic between nearby nodes stays on one leaf; rails
-//! meet higher up. The levels above the leaves are the k-ary n-tree of `fat_tree.rs`.
+//! meet higher up. The levels above the leaves are the k-ary n-tree of `topologies::fat_tree`.
 //! Selene (560 nodes, radix 40, 3 levels): 8 rails × 28 leaves of 20 nodes, 4480 of the
 //! tree's 8000 endpoints used.
 //!
 //! Routes: same GPU → no links; same node → NVLink up, NVLink down (through the
 //! NVSwitch); other node → GPU's PCIe, its NIC, up the fat tree to the lowest common
-//! level (ECMP hash in `fat_tree.rs`), down, the destination's NIC and PCIe. The route
+//! level (ECMP hash in `topologies::fat_tree`), down, the destination's NIC and PCIe. The route
 //! never detours over NVLink to another rail (no PXN): lowering should pair same-rail
 //! GPUs, as NCCL's rings do.
 
-use super::fat_tree::FatTree;
 use super::LinkId;
 use profile::Profile;
+use topologies::fat_tree::FatTree;
 use topologies::TopologySpec;
 
 /// What a link connects.
@@ -72,17 +72,8 @@ pub struct Route {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FabricError {
     /// The fat tree holds fewer NIC ports than the rail-optimized placement needs.
-    #[error("topology '{topology}': a {levels}-level fat tree of radix-{radix} switches holds {capacity} NIC ports; {needed} are needed ({nodes} nodes × {rails} rails, leaves of {per_leaf} nodes)")]
-    TreeTooSmall {
-        topology: String,
-        levels: u32,
-        radix: u32,
-        capacity: u64,
-        needed: u64,
-        nodes: u32,
-        rails: u32,
-        per_leaf: u64,
-    },
+    #[error(transparent)]
+    TreeTooSmall(#[from] topologies::fat_tree::FatTreeTooSmall),
 }
 
 /// The links of a cluster and routes over them.
@@ -111,36 +102,6 @@ fn capped(achieved: f64, line_rate: f64) -> f64 {
 }
 
 impl Fabric {
-    /// The fat tree of a multi-node topology and its leaves per NIC rail, or
-    /// why the tree cannot hold the rail-optimized placement of its nodes.
-    /// Scenario validation calls this, so a simulation never meets the error.
-    pub fn fat_tree_of(topology: &TopologySpec) -> Result<Option<(FatTree, u64)>, FabricError> {
-        let nodes = topology.nodes;
-        let nics_per_node = topology.fabric.nics_per_node;
-        if nodes <= 1 || nics_per_node == 0 {
-            return Ok(None);
-        }
-        let fat_tree = FatTree::new(
-            topology.fabric.switch_radix,
-            topology.fabric.fat_tree_levels,
-        );
-        let leaves_per_rail = (nodes as u64).div_ceil(fat_tree.arity);
-        let needed = nics_per_node as u64 * leaves_per_rail * fat_tree.arity;
-        if needed > fat_tree.max_endpoints() {
-            return Err(FabricError::TreeTooSmall {
-                topology: topology.name.clone(),
-                levels: fat_tree.levels,
-                radix: topology.fabric.switch_radix,
-                capacity: fat_tree.max_endpoints(),
-                needed,
-                nodes,
-                rails: nics_per_node,
-                per_leaf: fat_tree.arity,
-            });
-        }
-        Ok(Some((fat_tree, leaves_per_rail)))
-    }
-
     /// Builds every link of `topology` with the rates `profile` says are achieved.
     pub fn new(topology: &TopologySpec, profile: &Profile) -> Result<Fabric, FabricError> {
         let nodes = topology.nodes;
@@ -165,7 +126,7 @@ impl Fabric {
             topology.fabric.nic_bandwidth_bytes_per_s,
         );
 
-        let (tree, leaves_per_rail) = match Fabric::fat_tree_of(topology)? {
+        let (tree, leaves_per_rail) = match topologies::fat_tree::fat_tree_of(topology)? {
             Some((fat_tree, leaves_per_rail)) => (Some(fat_tree), leaves_per_rail),
             None => (None, 0),
         };

@@ -27,7 +27,6 @@
 
 mod fabric;
 mod fair_share;
-mod fat_tree;
 mod flows;
 mod link_flows;
 mod pending;
@@ -40,10 +39,10 @@ use serde::{Deserialize, Serialize};
 
 pub use fabric::{Fabric, FabricError, Link, LinkKind, Route};
 pub use fair_share::FairShareNetwork;
-pub use fat_tree::{splitmix64, FatTree, TreeHop};
 pub use flows::{FabricFlowPlanner, FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
 pub use reference::ReferenceNetwork;
 pub use route_cache::RouteCache;
+pub use topologies::fat_tree::{splitmix64, FatTree, TreeHop};
 pub use utilization::{BusyLink, LinkUtilization};
 pub use water_fill::WaterFill;
 

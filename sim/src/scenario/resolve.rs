@@ -626,7 +626,7 @@ fn check_options(
         problems.push(Problem::new("precision", "fp8 under zero_offload is not modeled (DeepSpeed's ZeRO-Offload trains in fp16); use bf16 or fp16"));
     }
     if let (true, Some(topology)) = (options.network_contention, topology) {
-        if let Err(error) = crate::network::Fabric::fat_tree_of(topology) {
+        if let Err(error) = topologies::fat_tree::fat_tree_of(topology) {
             problems.push(Problem::new("network_contention", error));
         }
         if topology.node.gpus_per_node > 1 && topology.node.nvlink_bandwidth_bytes_per_s <= 0.0 {

@@ -1,6 +1,7 @@
 //! Geometry of the fat tree: a k-ary n-tree (Petrini & Vanneschi) of radix-k
 //! switches, arity a = k/2 (a ports down, a up), n levels (0 = leaf), holding up
-//! to aⁿ endpoints (NIC ports). Numbering and routing only; no capacities.
+//! to aⁿ endpoints (NIC ports). Numbering, routing and whether a topology's
+//! rail-optimized nodes fit ([`fat_tree_of`]); no capacities.
 //!
 //! - Endpoint e sits on leaf e / a, port e % a.
 //! - A level-ℓ switch is (s, r): s = e / a^(ℓ+1) is the subtree of a^(ℓ+1)
@@ -17,6 +18,8 @@
 //! ECMP: up port at level ℓ = SplitMix64(src·2³² + dst + (ℓ+1)·φ) mod a, with src and
 //! dst the GPUs' global indices and φ = 0x9E3779B97F4A7C15: deterministic, the same
 //! for every flow between the same pair of GPUs, spread evenly over ports.
+
+use crate::TopologySpec;
 
 /// A direction on one fat-tree cable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -111,6 +114,51 @@ impl FatTree {
         }
         hops
     }
+}
+
+/// The fat tree holds fewer NIC ports than the rail-optimized placement needs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("topology '{topology}': a {levels}-level fat tree of radix-{radix} switches holds {capacity} NIC ports; {needed} are needed ({nodes} nodes × {rails} rails, leaves of {per_leaf} nodes)")]
+pub struct FatTreeTooSmall {
+    pub topology: String,
+    pub levels: u32,
+    pub radix: u32,
+    pub capacity: u64,
+    pub needed: u64,
+    pub nodes: u32,
+    pub rails: u32,
+    pub per_leaf: u64,
+}
+
+/// The fat tree of a multi-node topology and its leaves per NIC rail (None:
+/// one node, or no NICs), or why the tree cannot hold the rail-optimized
+/// placement of its nodes. Scenario validation calls this, so a simulation
+/// never meets the error.
+pub fn fat_tree_of(topology: &TopologySpec) -> Result<Option<(FatTree, u64)>, FatTreeTooSmall> {
+    let nodes = topology.nodes;
+    let nics_per_node = topology.fabric.nics_per_node;
+    if nodes <= 1 || nics_per_node == 0 {
+        return Ok(None);
+    }
+    let fat_tree = FatTree::new(
+        topology.fabric.switch_radix,
+        topology.fabric.fat_tree_levels,
+    );
+    let leaves_per_rail = (nodes as u64).div_ceil(fat_tree.arity);
+    let needed = nics_per_node as u64 * leaves_per_rail * fat_tree.arity;
+    if needed > fat_tree.max_endpoints() {
+        return Err(FatTreeTooSmall {
+            topology: topology.name.clone(),
+            levels: fat_tree.levels,
+            radix: topology.fabric.switch_radix,
+            capacity: fat_tree.max_endpoints(),
+            needed,
+            nodes,
+            rails: nics_per_node,
+            per_leaf: fat_tree.arity,
+        });
+    }
+    Ok(Some((fat_tree, leaves_per_rail)))
 }
 
 #[cfg(test)]

@@ -36,7 +36,8 @@
 //! at GEMM efficiency would take.
 
 use super::attention_dropout::dropout_time_ratio;
-use super::kernels::gemm_seconds_in;
+use super::gemm_time::gemm_seconds_in;
+use super::seq_len_table::between_in_log2;
 use crate::scenario::Precision;
 use models::ops::{FusedAttentionShape, GemmShape};
 use profile::{AttentionClock, AttentionMeasurement, Profile};
@@ -116,14 +117,6 @@ fn rate(
         (hi.seq_len, hi.flops_per_s),
         s,
     ))
-}
-
-/// The value at sequence length `s` on the line through two tabulated
-/// (sequence length, value) points, linear in log₂ of the length.
-pub(super) fn between_in_log2(lo: (u64, f64), hi: (u64, f64), s: u64) -> f64 {
-    let x = |seq: u64| (seq as f64).log2();
-    let weight = (x(s) - x(lo.0)) / (x(hi.0) - x(lo.0));
-    lo.1 + weight * (hi.1 - lo.1)
 }
 
 /// The fused products at the GEMM model's rate (module docs).

@@ -51,7 +51,7 @@ pub fn dropout_time_ratio(seq_len: u64, backward: bool) -> f64 {
         .position(|row| row.0 >= seq_len)
         .expect("seq_len is below the last row");
     let (lo, hi) = (&rows[upper - 1], &rows[upper]);
-    super::attention::between_in_log2((lo.0, ratio(lo)), (hi.0, ratio(hi)), seq_len)
+    super::seq_len_table::between_in_log2((lo.0, ratio(lo)), (hi.0, ratio(hi)), seq_len)
 }
 
 #[cfg(test)]

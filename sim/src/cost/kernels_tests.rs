@@ -1,6 +1,7 @@
 //! Tests of the kernel cost model: the whole-GEMM formula, measured
 //! entries and their lookup, FP8, and the sustained stretch of bursts.
 use super::*;
+use crate::cost::gemm_time::{gemm_seconds, quantization_efficiency};
 use profile::Source;
 
 /// The A100 profile without its tile model: measured times as they are

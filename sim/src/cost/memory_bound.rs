@@ -18,11 +18,15 @@
 //! HBM bandwidth (`scripts/carry-memory-classes.py`).
 
 use super::gradients;
-use super::kernels::memory_bound_seconds;
 use models::memory_class::MemoryKernelClass;
 use profile::Profile;
 use std::collections::BTreeMap;
 use topologies::GpuSpec;
+
+/// Seconds for a memory-bound transfer of `bytes` at achieved HBM bandwidth.
+pub fn memory_bound_seconds(bytes: f64, gpu: &GpuSpec, profile: &Profile) -> f64 {
+    bytes / (gpu.hbm_bandwidth_bytes_per_s * profile.memory.hbm_efficiency.value)
+}
 
 /// One measured size of a class: bytes moved and seconds taken.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -20,6 +20,7 @@ mod breakdown;
 mod comm_sms;
 pub mod context;
 mod gemm_tiles;
+mod gemm_time;
 pub mod gradients;
 mod host;
 mod kernels;
@@ -28,6 +29,7 @@ mod nelder_mead;
 mod network;
 mod offload;
 pub mod pair_overlap;
+mod seq_len_table;
 pub mod split_backward;
 mod tile_fit;
 mod tp_overlap;
@@ -38,11 +40,9 @@ pub use breakdown::{
 };
 pub use comm_sms::{intra_node_collective_sm_share, NVSWITCH_NODE_COLLECTIVE_CHANNELS};
 pub use gemm_tiles::{GemmEstimate, TileModel};
-pub use kernels::{
-    gemm_estimate, gemm_peak_flops_per_s, gemm_seconds, memory_bound_seconds,
-    quantization_efficiency, KernelCostModel,
-};
-pub use memory_bound::{interpolate_seconds, MeasuredPoint, MemoryCostModel};
+pub use gemm_time::{gemm_estimate, gemm_peak_flops_per_s, gemm_seconds, quantization_efficiency};
+pub use kernels::KernelCostModel;
+pub use memory_bound::{interpolate_seconds, memory_bound_seconds, MeasuredPoint, MemoryCostModel};
 pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 pub use tile_fit::{fit_tile_model, SustainedFrom, TileFit};

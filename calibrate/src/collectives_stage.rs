@@ -6,7 +6,7 @@
 
 use crate::collectives::{buffer_bytes, Collective};
 use crate::error::CalibrateError;
-use crate::profile_writer::Findings;
+use crate::findings::Findings;
 use profile::CollectiveMeasurement;
 
 /// Runs `time` (which pushes each entry it measures) and records its

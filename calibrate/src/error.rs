@@ -6,7 +6,7 @@
 //! through the `gpu` crate fail as a [`GpuError`], wrapped as
 //! [`CalibrateError::Gpu`] (same message, same source).
 
-use crate::plausibility::Implausibility;
+use crate::implausibility::Implausibility;
 use gpu::GpuError;
 
 /// Why calibration could not produce a profile.

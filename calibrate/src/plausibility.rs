@@ -20,11 +20,11 @@
 //! Bounds that need a datasheet are skipped when the GPU has none (the
 //! profile writer says so in a remark).
 
+use crate::findings::Findings;
+pub use crate::implausibility::{Bound, Implausibility};
 use crate::memory_bandwidth;
 use crate::pcie::{self, PcieMeasurement, Transfer};
-use crate::profile_writer::Findings;
 use profile::{CollectiveMeasurement, GemmMeasurement, MemoryMeasurement};
-use std::fmt;
 use topologies::Datasheet;
 
 /// Least plausible large-GEMM efficiency: cuBLAS reaches ~0.8 on every
@@ -36,62 +36,6 @@ pub const MIN_HBM_EFFICIENCY: f64 = 0.3;
 pub const MIN_PCIE_BYTES_PER_S: f64 = 1e9;
 /// Fastest possible PCIe copy per direction: 128 GB/s, the Gen6 x16 line rate.
 pub const MAX_PCIE_BYTES_PER_S: f64 = 128e9;
-
-/// One measurement that broke a bound.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Implausibility {
-    /// What was timed ("cuBLAS bf16 GEMM 8192x8192x8192").
-    pub measurement: String,
-    /// Its median time.
-    pub time_ns: u64,
-    /// The rate that time implies, with its unit ("1203.4 TFLOP/s").
-    pub achieved: String,
-    /// The bound it broke.
-    pub bound: Bound,
-}
-
-/// Which kind of bound a measurement broke.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Bound {
-    /// Faster than the datasheet allows: an efficiency above 1.
-    AboveDatasheet {
-        /// The datasheet figure ("H100-SXM5-80GB datasheet dense bf16 peak 989.0 TFLOP/s").
-        datasheet: String,
-        /// Achieved ÷ datasheet (> 1).
-        efficiency: f64,
-    },
-    /// Slower than any healthy machine ("0.2 of the … peak = 197.8 TFLOP/s").
-    BelowFloor { floor: String },
-    /// Faster than any such link can be, datasheet or not.
-    AboveCeiling { ceiling: String },
-}
-
-impl fmt::Display for Implausibility {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Implausibility {
-            measurement,
-            time_ns,
-            achieved,
-            bound,
-        } = self;
-        write!(f, "{measurement}: median {time_ns} ns = {achieved}, ")?;
-        match bound {
-            Bound::AboveDatasheet {
-                datasheet,
-                efficiency,
-            } => write!(
-                f,
-                "faster than the {datasheet} (efficiency {efficiency:.3} > 1: a timer, the datasheet or the GPU match is wrong)"
-            ),
-            Bound::BelowFloor { floor } => {
-                write!(f, "below the plausibility floor of {floor}")
-            }
-            Bound::AboveCeiling { ceiling } => {
-                write!(f, "above the physical ceiling of {ceiling}")
-            }
-        }
-    }
-}
 
 fn tflops(flops_per_s: f64) -> String {
     format!("{:.1} TFLOP/s", flops_per_s / 1e12)

@@ -15,38 +15,16 @@
 use crate::collectives::{self, Collective};
 use crate::cpu_adam;
 use crate::error::CalibrateError;
-use crate::pcie::{self, PcieMeasurement, Transfer};
+pub use crate::findings::Findings;
+use crate::pcie::{self, Transfer};
 use crate::plausibility;
 use crate::provenance;
-use profile::{
-    CollectiveMeasurement, CpuAdamMeasurement, GemmMeasurement, MemoryMeasurement, Profile,
-    Provenance, Quantity, Source,
-};
+use profile::{GemmMeasurement, Profile, Provenance, Quantity, Source};
 use topologies::Datasheet;
 
 pub use crate::base_profile::{
     base_profile, closest_builtin, datasheet_gpu, BaseProfile, BuiltinMatch, DetectedGpu,
 };
-
-/// Everything one run measured; empty lists for stages not run.
-#[derive(Debug, Clone, Default)]
-pub struct Findings {
-    pub gemm: Vec<GemmMeasurement>,
-    pub kernel_overhead_ns: Option<u64>,
-    /// Launches averaged per kernel-overhead sample.
-    pub kernel_overhead_launches: u32,
-    pub memory: Vec<MemoryMeasurement>,
-    pub collectives: Vec<CollectiveMeasurement>,
-    pub pcie: Vec<PcieMeasurement>,
-    pub cpu_adam: Vec<CpuAdamMeasurement>,
-    /// The sustained stage's run, when it ran.
-    pub sustained: Option<profile::SustainedRun>,
-    /// Stages that ran, for the provenance ("gemm", "cpu_adam", …).
-    pub stages: Vec<String>,
-    /// Remarks for `provenance.remarks` (skipped shapes, one-GPU collectives,
-    /// an NCCL error, …).
-    pub remarks: Vec<String>,
-}
 
 fn measured(value: f64, note: String) -> Quantity {
     Quantity {

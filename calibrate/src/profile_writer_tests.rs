@@ -3,6 +3,8 @@
 //! is said in the remarks.
 
 use super::*;
+use crate::pcie::PcieMeasurement;
+use profile::{CollectiveMeasurement, MemoryMeasurement};
 
 const MIB: u64 = 1 << 20;
 

@@ -6,8 +6,9 @@
 //! which the GPUs idle back down).
 
 use crate::error::CalibrateError;
+use crate::findings::Findings;
 use crate::options::{CalibrateOptions, Progress};
-use crate::profile_writer::{self, Findings};
+use crate::profile_writer;
 use crate::{
     collectives, collectives_stage, cpu_adam, gemm, gemm_fp8, gpu_state, memory_bandwidth, pcie,
     provenance, sustained,

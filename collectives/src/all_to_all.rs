@@ -35,7 +35,7 @@
 //! [`crate::CollectiveOp::AllToAll`]: inside one node the bus bandwidth of a
 //! large all-to-all is therefore the NVLink bandwidth, as for a ring.
 
-use crate::estimate::CostTerms;
+use crate::cost_terms::CostTerms;
 use crate::shape::{GroupShape, LinkRates};
 
 /// Bytes each rank sends to peers on its own node and to peers on other

@@ -35,7 +35,7 @@
 //! busiest rank's volume.
 
 use crate::all_to_all::per_rank_network_bytes_per_s;
-use crate::estimate::CostTerms;
+use crate::cost_terms::CostTerms;
 use crate::shape::{GroupShape, LinkRates};
 
 /// Nodes a token is sent to at most: the report's Sec. 3.2.2 ("each token

@@ -99,6 +99,7 @@
 //! ```
 
 pub mod all_to_all;
+mod cost_terms;
 pub mod deepep;
 mod estimate;
 #[cfg(test)]
@@ -107,10 +108,11 @@ pub mod protocol;
 mod shape;
 pub mod version;
 
-pub use estimate::{
-    choose_algorithm, estimate, fabric_hops, ring_bus_bytes_per_s, ring_steps, ring_terms,
-    CollectiveEstimate, CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
+pub use cost_terms::{
+    ring_bus_bytes_per_s, ring_steps, ring_terms, CostTerms, TREE_ALGORITHM_RATIO,
+    TREE_BANDWIDTH_EFFICIENCY,
 };
+pub use estimate::{choose_algorithm, estimate, fabric_hops, CollectiveEstimate};
 pub use protocol::{nccl_terms, tune, Protocol};
 pub use shape::{
     compute_capability, intra_node_line_bytes_per_s, Algorithm, CollectiveOp, GroupShape, LinkRates,

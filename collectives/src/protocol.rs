@@ -17,7 +17,7 @@
 //! The tuner of v2.21.5-1 (2024) is the same rule with other constants and a few
 //! changed refinements ([`crate::version`]); [`LinkRates::nccl`] picks the version.
 
-use super::estimate::{
+use super::cost_terms::{
     ring_bus_bytes_per_s, CostTerms, TREE_ALGORITHM_RATIO, TREE_BANDWIDTH_EFFICIENCY,
 };
 use super::shape::{Algorithm, CollectiveOp, GroupShape, LinkRates};

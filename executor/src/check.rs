@@ -11,7 +11,8 @@
 
 use crate::error::ExecuteError;
 use crate::launches::Launch;
-use crate::plan::{ExecutionMode, ExecutionPlan};
+use crate::mode::ExecutionMode;
+use crate::plan::ExecutionPlan;
 use sim::task_graph::TaskGraph;
 use timeline::TaskKind;
 

@@ -15,7 +15,7 @@
 //! Synthetic mode: one spin of the simulator's duration for every task whose
 //! duration is nonzero (nothing for zero-cost work).
 
-use crate::plan::ExecutionMode;
+use crate::mode::ExecutionMode;
 use models::ops::{GemmLayout, GemmShape, KernelClass, Step};
 use serde::Serialize;
 use sim::cost::{gradients, pass_steps_of, WorkCost};

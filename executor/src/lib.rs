@@ -70,6 +70,7 @@ pub mod check;
 mod error;
 pub mod gate;
 pub mod launches;
+pub mod mode;
 pub mod plan;
 pub mod queues;
 pub mod record;

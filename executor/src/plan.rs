@@ -22,6 +22,7 @@
 
 use crate::error::ExecuteError;
 use crate::launches::{work_launches, Launch};
+pub use crate::mode::ExecutionMode;
 use serde::Serialize;
 use sim::cost::{cost_works, ClosedFormNetwork, WorkCost};
 use sim::ids::TaskId;
@@ -30,40 +31,6 @@ use sim::task::{StreamKind, TaskKind};
 use sim::task_graph::TaskGraph;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
-
-/// How compute tasks run: their real kernels, or spins of the simulated duration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecutionMode {
-    /// Every task runs its real kernels (cuBLAS GEMMs, memory-bound kernels as
-    /// device copies of their bytes); ranks folded onto one GPU contend for it.
-    Real,
-    /// Every task with a nonzero simulated duration is one single-block
-    /// spin on `%globaltimer` of exactly that duration (communication
-    /// included: the folded ranks have no real network between them), so ranks
-    /// do not contend and the run checks schedule, dependency and overlap
-    /// semantics.
-    Synthetic,
-}
-
-impl ExecutionMode {
-    /// The name written to `executor_mode` in the Timeline header.
-    pub fn name(self) -> &'static str {
-        match self {
-            ExecutionMode::Real => "real",
-            ExecutionMode::Synthetic => "synthetic",
-        }
-    }
-
-    /// Parses `real` or `synthetic`.
-    pub fn parse(text: &str) -> Option<ExecutionMode> {
-        match text {
-            "real" => Some(ExecutionMode::Real),
-            "synthetic" => Some(ExecutionMode::Synthetic),
-            _ => None,
-        }
-    }
-}
 
 /// One CUDA stream: a stream kind of one rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

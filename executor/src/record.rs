@@ -8,7 +8,7 @@
 //! reports `f32` milliseconds); they become integer nanoseconds relative to
 //! the earliest task start.
 
-use crate::plan::ExecutionMode;
+use crate::mode::ExecutionMode;
 use sim::cost::WorkCost;
 use sim::scenario::Scenario;
 use sim::task_graph::TaskGraph;

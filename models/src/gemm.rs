@@ -4,7 +4,7 @@
 //! layouts of the two backward GEMMs autograd derives from a forward one.
 //! Re-exported by [`crate::ops`], which builds a layer's kernels from them.
 
-use crate::ops::FP16_BYTES;
+use crate::element_bytes::FP16_BYTES;
 use serde::Serialize;
 
 /// A (batched) matrix multiplication C[m,n] = A[m,k]·B[k,n], `batch` times.

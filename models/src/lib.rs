@@ -30,13 +30,16 @@
 //! ```
 
 pub mod attention;
+pub mod attention_shape;
 pub mod dropout;
+pub mod element_bytes;
 pub mod formulas;
 pub mod fp8;
 pub mod gemm;
 pub mod hf_config;
 mod hf_config_moe;
 pub mod kernel_role;
+pub mod linear;
 pub mod memory;
 pub mod memory_class;
 pub mod mla_ops;
@@ -53,6 +56,7 @@ pub mod sharding;
 pub mod softmax;
 mod spec;
 pub mod stage_map;
+pub mod step;
 pub mod unfused_attention;
 
 pub use dropout::DropoutRate;

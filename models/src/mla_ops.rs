@@ -47,8 +47,11 @@
 //! as any column-parallel layer's. The simulator lowers MLA at t = 1 only
 //! (the partial gradient of the shared rotary key at t > 1 is not modeled).
 
+use crate::element_bytes::FP16_BYTES;
+use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
-use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
+use crate::linear::gemm_with_gradients;
+use crate::step::Step;
 use crate::{MlaSpec, ModelSpec};
 use std::num::NonZeroU64;
 

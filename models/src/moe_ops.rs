@@ -103,9 +103,12 @@
 //! exactly C copies, the splits are known on the host and nothing
 //! synchronizes (`preprocess` returns before setting a sync point).
 
+use crate::element_bytes::FP16_BYTES;
+use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
-use crate::ops::{gemm_with_gradients, GemmLayout, GemmShape, Step, FP16_BYTES};
+use crate::linear::gemm_with_gradients;
 use crate::spec::FfnType;
+use crate::step::Step;
 use crate::ModelSpec;
 use std::num::NonZeroU64;
 

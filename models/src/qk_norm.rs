@@ -13,9 +13,10 @@
 //! on the rank × head_dim. The backward saves the norm's input: Q and K
 //! (2 B per element) are kept once more ([`crate::memory`]).
 
+use crate::element_bytes::FP16_BYTES;
 use crate::kernel_role::KernelRole;
-use crate::ops::{Step, FP16_BYTES};
 use crate::spec::NormType;
+use crate::step::Step;
 use crate::ModelSpec;
 
 /// Bytes per element a norm's forward moves (read input, write output).

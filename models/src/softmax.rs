@@ -23,7 +23,7 @@
 //! stack's limit.
 
 use crate::kernel_role::KernelRole;
-use crate::ops::Step;
+use crate::step::Step;
 
 /// Which softmax implementation a layer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

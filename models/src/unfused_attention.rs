@@ -13,8 +13,9 @@
 
 use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
-use crate::ops::{activation_gemm_with_gradients, Step};
+use crate::linear::activation_gemm_with_gradients;
 use crate::softmax::{self, AttentionSoftmax};
+use crate::step::Step;
 
 /// One rank's unfused attention core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,146 @@
+//! What a layer's passes are made of: [`Step`]s, each a kernel with its
+//! FLOPs, the bytes it moves through HBM and its role, or a collective with
+//! its payload; a piece of the model's forward and backward steps is
+//! [`PassSteps`]. [`crate::ops`] builds them for a transformer layer.
+
+use crate::attention_shape::FusedAttentionShape;
+use crate::gemm::{GemmLayout, GemmShape};
+use crate::kernel_role::KernelRole;
+use serde::Serialize;
+
+/// What a kernel is, for the cost model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum KernelClass {
+    /// A tensor-core GEMM (cost: FLOPs at shape-dependent efficiency, or
+    /// bytes if memory-bound), with the operand layout cuBLAS is called with.
+    Gemm {
+        shape: GemmShape,
+        layout: GemmLayout,
+    },
+    /// A GEMM on FP8 inputs (Transformer Engine's linear layers under
+    /// `--precision fp8`, [`crate::fp8`]): costed at the GPU's FP8 rate.
+    Fp8Gemm {
+        shape: GemmShape,
+        layout: GemmLayout,
+    },
+    /// An elementwise or reduction kernel (cost: bytes at achieved HBM bandwidth).
+    MemoryBound,
+    /// The attention core as one fused kernel ([`crate::attention`]).
+    FusedAttention(FusedAttentionShape),
+}
+
+/// One kernel launch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Kernel {
+    /// Stable name, e.g. "qkv_gemm", "qkv_gemm.dgrad", "softmax.bwd".
+    pub name: &'static str,
+    pub class: KernelClass,
+    /// Matrix-multiply FLOPs (0 for memory-bound kernels).
+    pub flops: f64,
+    /// Bytes read plus written in device memory.
+    pub bytes: f64,
+    /// Its part in the training step, set where it is created.
+    pub role: KernelRole,
+    /// Part of the attention core (scores, softmax, dropout, the product
+    /// with the values, the key/value expansion before them; or the fused
+    /// kernel): what selective recomputation re-runs. Set where the core's
+    /// kernels are created ([`Step::in_attention_core`]).
+    pub attention_core: bool,
+}
+
+/// One step of a layer's forward or backward pass.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Step {
+    Kernel(Kernel),
+    /// An all-reduce over the tensor-parallel group of this many bytes,
+    /// blocking as Megatron SC21 issues it. `async_window` counts the kernels
+    /// just before it that Megatron's asynchronous tensor all-reduce
+    /// (`--async-tensor-model-parallel-allreduce`, 2022) overlaps it with: a
+    /// column-parallel layer's backward launches the input-gradient all-reduce
+    /// after its data-gradient GEMM and waits for it after the weight-gradient
+    /// GEMM (and bias gradient). 0: always blocking.
+    TensorAllReduce {
+        bytes: u64,
+        async_window: u32,
+    },
+    /// A mixture-of-experts layer's token dispatch or combine: an all-to-all
+    /// over the expert-parallel group, blocking (Megatron-Core's all-to-all
+    /// token dispatcher), of this many bytes sent by the busiest rank
+    /// ([`crate::moe_ops`]); under expert tensor parallelism (etp > 1) with
+    /// the collective over the expert tensor group that goes with it — the
+    /// all-gather after a dispatch, the reduce-scatter before a combine —
+    /// of `expert_tensor_bytes` (the gathered buffer; 0 at etp = 1).
+    ExpertAllToAll {
+        bytes: u64,
+        expert_tensor_bytes: u64,
+    },
+    /// The host waits here until the GPU has run every step before this one:
+    /// a device-to-host read the next launches depend on (Megatron-Core's
+    /// all-to-all token dispatcher reads the tokens per expert on the host to
+    /// size the all-to-all and the experts' GEMMs, [`crate::moe_ops`]). No
+    /// GPU work; the simulator splits a pass here into segments whose host
+    /// issue waits for the GPU's previous segment.
+    HostSync,
+}
+
+impl Step {
+    /// A GEMM kernel of this shape, called in this layout.
+    pub fn gemm(
+        role: KernelRole,
+        name: &'static str,
+        shape: GemmShape,
+        layout: GemmLayout,
+    ) -> Step {
+        Step::Kernel(Kernel {
+            name,
+            class: KernelClass::Gemm { shape, layout },
+            flops: shape.flops(),
+            bytes: shape.bytes(),
+            role,
+            attention_core: false,
+        })
+    }
+    /// A memory-bound kernel moving `bytes` through HBM.
+    pub fn memory(role: KernelRole, name: &'static str, bytes: f64) -> Step {
+        Step::Kernel(Kernel {
+            name,
+            class: KernelClass::MemoryBound,
+            flops: 0.0,
+            bytes,
+            role,
+            attention_core: false,
+        })
+    }
+
+    /// The same step marked as part of the attention core (a kernel; other
+    /// steps are returned as they are).
+    pub fn in_attention_core(self) -> Step {
+        match self {
+            Step::Kernel(kernel) => Step::Kernel(Kernel {
+                attention_core: true,
+                ..kernel
+            }),
+            other => other,
+        }
+    }
+}
+
+/// Forward and backward steps of one piece of the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct PassSteps {
+    pub forward: Vec<Step>,
+    pub backward: Vec<Step>,
+}
+
+impl PassSteps {
+    /// Sum of matrix FLOPs over the given steps.
+    pub fn flops(steps: &[Step]) -> f64 {
+        steps
+            .iter()
+            .map(|step| match step {
+                Step::Kernel(kernel) => kernel.flops,
+                Step::TensorAllReduce { .. } | Step::ExpertAllToAll { .. } | Step::HostSync => 0.0,
+            })
+            .sum()
+    }
+}

@@ -5,7 +5,8 @@
 //! reads them ([`crate::hf_config`]); the keys that decide which layers have
 //! experts are refused where they describe layouts this model has no key for.
 
-use crate::hf_config::{invalid, llama_like, Fields};
+use crate::hf_config_dense::llama_like;
+use crate::hf_fields::{invalid, Fields};
 use crate::moe::{MlaSpec, MoeSpec, RouterType};
 use crate::spec::{ModelError, ModelSpec};
 use serde_json::Value;

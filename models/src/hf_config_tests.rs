@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::formulas::published_parameter_count;
+use std::path::Path;
 
 fn fixture(folder: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -134,7 +134,7 @@ pub struct MlaSpec {
 }
 
 /// Most routed experts a layer may have (DeepSeek-V3 has 256; fine-grained
-/// designs go to a few thousand): with [`crate::spec::MAX_LAYERS`] and the
+/// designs go to a few thousand): with [`crate::limits::MAX_LAYERS`] and the
 /// other limits it bounds every count; the model's whole parameter count is
 /// checked against [`MAX_PARAMETERS`] too.
 pub const MAX_EXPERTS: u64 = 1 << 14;
@@ -181,12 +181,12 @@ impl MoeSpec {
             (
                 "moe.expert_ffn_hidden",
                 self.expert_ffn_hidden,
-                crate::spec::MAX_FFN_HIDDEN,
+                crate::limits::MAX_FFN_HIDDEN,
             ),
             (
                 "moe.layer_frequency",
                 self.layer_frequency,
-                crate::spec::MAX_LAYERS,
+                crate::limits::MAX_LAYERS,
             ),
         ] {
             if value == 0 {
@@ -211,9 +211,9 @@ impl MoeSpec {
             Some(0) => {
                 problems.push("moe.shared_expert_ffn_hidden must be positive when given".into())
             }
-            Some(f) if f > crate::spec::MAX_FFN_HIDDEN => problems.push(format!(
+            Some(f) if f > crate::limits::MAX_FFN_HIDDEN => problems.push(format!(
                 "moe.shared_expert_ffn_hidden {f} is over the limit of {}",
-                crate::spec::MAX_FFN_HIDDEN
+                crate::limits::MAX_FFN_HIDDEN
             )),
             Some(_) if self.shared_experts == 0 => problems
                 .push("moe.shared_expert_ffn_hidden is given but moe.shared_experts is 0".into()),
@@ -252,7 +252,7 @@ impl MlaSpec {
     /// Problems with these keys, each naming its `mla.` key.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        let limit = crate::spec::MAX_HIDDEN;
+        let limit = crate::limits::MAX_HIDDEN;
         for (key, value) in [
             ("mla.kv_lora_rank", Some(self.kv_lora_rank)),
             ("mla.q_lora_rank", self.q_lora_rank),

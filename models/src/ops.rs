@@ -36,8 +36,8 @@ pub use crate::attention::FusedAttentionShape;
 pub use crate::element_bytes::FP16_BYTES;
 pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::kernel_role::KernelRole;
-pub use crate::linear::{activation_gemm_with_gradients, gemm_with_gradients};
 use crate::linear::linear_with_bias;
+pub use crate::linear::{activation_gemm_with_gradients, gemm_with_gradients};
 pub use crate::parameter_tensors::{
     embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors,
     layer_parameter_tensors_with_experts, ParameterTensor,

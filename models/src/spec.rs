@@ -13,7 +13,6 @@
 use crate::dropout::DropoutRate;
 use crate::moe::{MlaSpec, MoeSpec};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// The MLP's kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -163,23 +162,6 @@ pub enum ModelError {
     Invalid { name: String, problems: Vec<String> },
 }
 
-/// Limits on a model's sizes, far beyond any model trained so far (GPT-style
-/// models reach about 200 layers, h = 53,248, 1 M-token contexts and 256 k
-/// vocabularies) yet small enough that every FLOP, byte and parameter count
-/// fits in u64 and a simulation's memory stays bounded: a model beyond them
-/// is refused before anything is built.
-pub const MAX_LAYERS: u64 = 16_384;
-/// See [`MAX_LAYERS`].
-pub const MAX_HIDDEN: u64 = 1 << 20;
-/// See [`MAX_LAYERS`].
-pub const MAX_HEADS: u64 = 1 << 16;
-/// See [`MAX_LAYERS`].
-pub const MAX_SEQ_LEN: u64 = 1 << 24;
-/// See [`MAX_LAYERS`].
-pub const MAX_VOCAB: u64 = 1 << 24;
-/// See [`MAX_LAYERS`].
-pub const MAX_FFN_HIDDEN: u64 = 1 << 22;
-
 impl ModelSpec {
     /// MLP inner size (`ffn_hidden`, default 4·hidden).
     pub fn ffn(&self) -> u64 {
@@ -242,160 +224,6 @@ impl ModelSpec {
             || self
                 .head_dim
                 .is_some_and(|d| Some(d) != self.hidden.checked_div(self.heads))
-    }
-
-    /// Checks the spec describes a buildable transformer; reports every problem at once.
-    pub fn validate(&self) -> Result<(), ModelError> {
-        let mut problems = Vec::new();
-        for (key, value, max) in [
-            ("layers", self.layers, MAX_LAYERS),
-            ("hidden", self.hidden, MAX_HIDDEN),
-            ("heads", self.heads, MAX_HEADS),
-            ("seq_len", self.seq_len, MAX_SEQ_LEN),
-            ("vocab", self.vocab, MAX_VOCAB),
-        ] {
-            if value == 0 {
-                problems.push(format!("{key} must be positive"));
-            } else if value > max {
-                problems.push(format!("{key} {value} is over the limit of {max}"));
-            }
-        }
-        match self.ffn_hidden {
-            Some(0) => problems.push("ffn_hidden must be positive when given".into()),
-            Some(ffn) if ffn > MAX_FFN_HIDDEN => problems.push(format!(
-                "ffn_hidden {ffn} is over the limit of {MAX_FFN_HIDDEN}"
-            )),
-            _ => {}
-        }
-        match self.head_dim {
-            Some(0) => problems.push("head_dim must be positive when given".into()),
-            Some(d) if d > MAX_HIDDEN => {
-                problems.push(format!("head_dim {d} is over the limit of {MAX_HIDDEN}"))
-            }
-            _ => {}
-        }
-        if self.head_dim.is_none() && self.heads > 0 && !self.hidden.is_multiple_of(self.heads) {
-            problems.push(format!(
-                "hidden ({}) must be divisible by heads ({})",
-                self.hidden, self.heads
-            ));
-        }
-        match self.kv_heads {
-            Some(0) => problems.push("kv_heads must be positive when given".into()),
-            Some(kv) if self.heads > 0 && !self.heads.is_multiple_of(kv) => problems.push(format!(
-                "heads ({}) must be divisible by kv_heads ({kv}): each key/value head serves a whole group of query heads",
-                self.heads
-            )),
-            _ => {}
-        }
-        if self.rope && self.mla.is_none() && self.heads > 0 && !self.head_dim().is_multiple_of(2) {
-            problems.push(format!(
-                "rope needs an even head dimension, not {} = {}",
-                if self.head_dim.is_some() {
-                    "head_dim"
-                } else {
-                    "hidden/heads"
-                },
-                self.head_dim()
-            ));
-        }
-        problems.extend(self.attention_dropout.problem("attention_dropout"));
-        problems.extend(self.hidden_dropout.problem("hidden_dropout"));
-        if let Some(moe) = &self.moe {
-            problems.extend(moe.problems(self.layers));
-        }
-        if let Some(mla) = &self.mla {
-            problems.extend(mla.problems());
-            if self.kv_heads.is_some_and(|kv| kv != self.heads) {
-                problems.push(format!(
-                    "kv_heads ({}) must equal heads ({}) with mla: latent attention has no key/value groups",
-                    self.kv_heads(),
-                    self.heads
-                ));
-            }
-            if self.head_dim.is_some() {
-                problems.push("head_dim must be absent with mla: mla.qk_nope_head_dim, mla.qk_rope_head_dim and mla.v_head_dim give the head dimensions".into());
-            }
-            if self.qk_norm {
-                problems.push("qk_norm with mla is not a known model: latent attention normalizes its latents instead".into());
-            }
-            if !self.rope {
-                problems.push("mla needs rope: true (its mla.qk_rope_head_dim part carries the rotary embedding)".into());
-            }
-            if self.bias || self.has_qkv_bias() {
-                problems.push(
-                    "mla with biases is not a known model: set bias false (and leave qkv_bias out)"
-                        .into(),
-                );
-            }
-        }
-        if problems.is_empty()
-            && (self.moe.is_some() || self.mla.is_some() || self.head_dim.is_some())
-        {
-            let total = crate::formulas::published_parameter_count_wide(self);
-            if total > crate::moe::MAX_PARAMETERS {
-                problems.push(format!(
-                    "the model has {total} parameters, over the limit of {}",
-                    crate::moe::MAX_PARAMETERS
-                ));
-            }
-        }
-        match self.vocab_unpadded {
-            Some(0) => problems.push("vocab_unpadded must be positive when given".into()),
-            Some(unpadded) if unpadded > self.vocab => problems.push(format!(
-                "vocab_unpadded ({unpadded}) must not exceed the padded vocab ({})",
-                self.vocab
-            )),
-            _ => {}
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(ModelError::Invalid {
-                name: self.name.clone(),
-                problems,
-            })
-        }
-    }
-
-    /// Parses and validates a model from JSON text; `origin` names the source in errors.
-    pub fn from_json_str(text: &str, origin: &str) -> Result<Self, ModelError> {
-        // A Hugging Face config.json is recognised by its `model_type` key.
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
-            if crate::hf_config::is_hf_config(&value) {
-                return crate::hf_config::from_hf_config(&value, origin);
-            }
-        }
-        let spec: ModelSpec = serde_json::from_str(text).map_err(|source| ModelError::Parse {
-            path: origin.to_string(),
-            source,
-        })?;
-        spec.validate()?;
-        Ok(spec)
-    }
-
-    /// Reads and validates a model JSON file.
-    pub fn from_file(path: &Path) -> Result<Self, ModelError> {
-        let text = input_file::read_to_string(path).map_err(|source| ModelError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Self::from_json_str(&text, &path.display().to_string())
-    }
-
-    /// A preset name or a path to a model JSON file.
-    pub fn resolve(name_or_path: &str) -> Result<Self, ModelError> {
-        if let Some(spec) = crate::preset(name_or_path) {
-            return Ok(spec);
-        }
-        let path = Path::new(name_or_path);
-        if path.exists() {
-            return Self::from_file(path);
-        }
-        Err(ModelError::Unknown {
-            name: name_or_path.to_string(),
-            presets: crate::preset_names().join(", "),
-        })
     }
 }
 

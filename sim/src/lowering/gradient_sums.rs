@@ -3,7 +3,7 @@
 //! embedding's all-reduce between the first and last stage, and DualPipe's
 //! all-reduce of its two model copies between mirrored ranks.
 
-use super::iteration_end::{EndContext, Reductions};
+use super::end_context::{EndContext, Reductions};
 use super::program::{Program, StepId};
 use crate::plan::ShardPlan;
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod edges;
+mod end_context;
 mod gradient_sums;
 mod iteration_end;
 pub mod offload;
@@ -42,6 +43,7 @@ pub mod program;
 pub mod sharded;
 mod stage_walk;
 pub mod tasks;
+mod walk_context;
 
 use crate::scenario::Scenario;
 use crate::task_graph::{TaskGraph, TaskGraphBuilder};

@@ -3,11 +3,11 @@
 //! issue of it, and the distributed optimizer's (or ZeRO's) parameter
 //! all-gathers after the steps.
 
+use super::end_context::{EndContext, Reductions};
 use super::gradient_sums::GradientSums;
-use super::iteration_end::{EndContext, Reductions};
-use super::pipeline::host_task;
 use super::program::{Program, StepId};
 use super::sharded;
+use super::walk_context::host_task;
 use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
 use models::sharding::{expert_parameters_of_stage, parameters_on_rank};

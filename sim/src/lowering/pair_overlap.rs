@@ -25,8 +25,8 @@
 //! before it issues the dispatch that follows.
 
 use super::passes::PassPiece;
-use super::pipeline::host_task;
 use super::program::{Program, StepId, TensorGroupId};
+use super::walk_context::host_task;
 use crate::cost::pair_overlap::{piece_segment, pieces_with_host_sync};
 use crate::scenario::Scenario;
 use crate::task::{StreamKind, Task, TaskKind};

@@ -6,11 +6,12 @@
 //! before the GPU runs it. The pass's first step is where transfers are
 //! received; a gradient-making pass records where its gradients are ready.
 
+use super::end_context::GradientsReady;
 use super::passes::PassPiece;
-use super::pipeline::{host_task, GradientsReady, IterationSteps, Lowering};
 use super::program::{Program, StepId};
 use super::sharded::ShardedPiece;
-use super::stage_walk::{ChunkAt, StageWalk};
+use super::walk_context::{host_task, IterationSteps, Lowering};
+use super::walk_context::{ChunkAt, StageWalk};
 use crate::plan::buckets::{backward_buckets, BucketLayers};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use schedules::Action;

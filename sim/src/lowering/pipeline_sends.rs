@@ -9,23 +9,12 @@
 //! joined to the transfer once every group is walked
 //! (`IterationSteps::connect_receives`).
 
-use super::pipeline::{host_task, IterationSteps, Lowering};
 use super::program::Program;
-use super::stage_walk::{ChunkAt, StageWalk};
+use super::walk_context::{host_task, IterationSteps, Lowering};
+use super::walk_context::{ChunkAt, Send, StageWalk};
 use crate::task::{StreamKind, Task, TaskKind};
 use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use schedules::{Action, Pass};
-
-/// A send of an action: what it carries, on which stream, and the pass of
-/// the peer virtual stage that receives it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Send {
-    pub kind: TaskKind,
-    pub stream: StreamKind,
-    pub peer_virtual_stage: u32,
-    /// The gradient feeds the recompute when there is one.
-    pub peer_pass: ComputePass,
-}
 
 /// The send an action of `pass` on `chunk` produces, if any.
 pub(super) fn action_send(cx: &Lowering, pass: Pass, chunk: ChunkAt) -> Option<Send> {

@@ -1,7 +1,9 @@
 //! Tests of the pipeline program (`pipeline.rs`).
 
 use super::*;
+use crate::lowering::program::StepId;
 use crate::scenario::ScenarioFile;
+use crate::task::{Dependency, StreamKind, TaskKind};
 
 #[test]
 fn one_f_one_b_on_two_stages_issues_passes_sends_and_optimizer_in_program_order() {

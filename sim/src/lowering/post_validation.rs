@@ -52,7 +52,7 @@
 //! are all released before its optimizer step, so the next iteration's
 //! warm-up adds nothing to a stage's peak.
 
-use super::iteration_end::StagesDone;
+use super::end_context::StagesDone;
 use super::program::{Program, StepId};
 use crate::placement::Placement;
 use crate::scenario::Scenario;

@@ -6,74 +6,15 @@
 //! the next — the group's last compute step, the sends and host waits the
 //! next pass waits for, a send held for a later action — is [`StageWalk`].
 
+use super::end_context::GradientsReady;
 use super::pair_overlap::{lower_pair, PairHalf, PairWaits};
 use super::pass_lowering::{lower_pass, PassAt};
-use super::pipeline::{GradientsReady, IterationSteps, Lowering};
-use super::pipeline_sends::{action_send, lower_send, Send};
+use super::pipeline_sends::{action_send, lower_send};
 use super::post_validation::Carry;
-use super::program::{Program, StepId, TensorGroup, TensorGroupId};
-use crate::ids::{GroupId, Rank};
+use super::program::{Program, TensorGroup};
+use super::walk_context::{ChunkAt, IterationSteps, Lowering, StageWalk};
 use crate::task_graph::{ComputePass, TaskGraphBuilder};
 use schedules::{Action, Pass};
-
-/// One tensor group's place in the walk and what it carries between actions.
-pub(super) struct StageWalk<'a> {
-    pub data_index: u32,
-    pub stage: u32,
-    /// Its index in the per-(data index, stage) tables: data index · p + stage.
-    pub group_index: usize,
-    pub group: TensorGroupId,
-    /// The whole tensor group (host-lane and transfer tasks run on it).
-    pub tensor_group: GroupId,
-    pub tensor_ranks: Vec<Rank>,
-    pub iteration: u16,
-    /// The previous iteration's end, under optimizer post-validation.
-    pub carry: Option<&'a Carry>,
-    /// The group's last compute step so far.
-    pub tail: Option<StepId>,
-    /// Sends since the last pass: the next compute pass waits for them when
-    /// sends block; the iteration end after the last pass.
-    pub blocking_sends: Vec<StepId>,
-    /// GPU work the host waits for before it issues more (synchronize).
-    pub host_waits: Vec<StepId>,
-    /// A send held until a later action: an F&B pair's forward output (sent
-    /// when the pair ends), or the 2021 interleaved forward's output sent
-    /// with the next backward's gradient.
-    pub held_send: Option<(Action, Send)>,
-    /// The first step of the current pair's forward (lowered back to back).
-    pub pair_forward_step: Option<StepId>,
-    /// Whether the current pair is lowered overlapped (`pair_overlap`).
-    pub pair_overlapped: bool,
-}
-
-/// Where an action's chunk sits in the model.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ChunkAt {
-    pub virtual_stage: u32,
-    pub layers: u32,
-    /// The model's index of the chunk's first layer: which of its layers
-    /// are dense in a model with experts.
-    pub first_layer: u64,
-    /// The first and last stage of the chunk's model copy (DualPipe has two
-    /// copies, each with its embedding and its head).
-    pub embedding: bool,
-    pub head: bool,
-}
-
-impl ChunkAt {
-    fn of(cx: &Lowering, stage: u32, chunk: u32) -> ChunkAt {
-        let layers = cx.scenario.model.layers;
-        let virtual_stage = cx.sharding.virtual_stage(stage, chunk);
-        let (embedding, head) = cx.sharding.is_end(virtual_stage);
-        ChunkAt {
-            virtual_stage,
-            layers: cx.sharding.layers_of_chunk(layers, stage, chunk) as u32,
-            first_layer: cx.sharding.first_layer_of_chunk(layers, stage, chunk),
-            embedding,
-            head,
-        }
-    }
-}
 
 /// The compute passes of an action: recompute inserts a `Recompute` before
 /// every `Backward`, or before a split backward's `InputGradient`.
@@ -195,42 +136,6 @@ pub(super) fn lower_tensor_group(
     let index = walk.group_index;
     steps.stage_tails[index] = Some(walk.tail.expect("every stage runs at least one action"));
     steps.trailing_sends[index] = walk.blocking_sends;
-}
-
-impl StageWalk<'_> {
-    /// The sends to lower after `action`: its own send, then a held one (no
-    /// Vec: at most two). A pair's forward, or a forward whose output goes
-    /// with the next backward's gradient, holds its send instead.
-    fn sends_now(
-        &mut self,
-        action: Action,
-        pair_half: Option<usize>,
-        held_for_backward: bool,
-        send: Option<Send>,
-    ) -> impl Iterator<Item = (Action, Send)> {
-        let sends: [Option<_>; 2] = match pair_half {
-            Some(0) => {
-                self.held_send = send.map(|send| (action, send));
-                [None, None]
-            }
-            _ if held_for_backward => {
-                self.held_send = send.map(|send| (action, send));
-                [None, None]
-            }
-            _ => [send.map(|send| (action, send)), self.held_send.take()],
-        };
-        sends.into_iter().flatten()
-    }
-
-    /// Records that `chunk`'s gradients were just made: the chunks' finish
-    /// order is taken from data index 0 (every replica runs the same order).
-    pub fn chunk_finished(&self, steps: &mut IterationSteps, chunk: u32) {
-        if self.data_index == 0 {
-            let order = &mut steps.chunk_finish_order[self.stage as usize];
-            order.retain(|&c| c != chunk);
-            order.push(chunk);
-        }
-    }
 }
 
 /// `pair_overlap`: both halves lowered at the forward's turn. A pair whose

@@ -41,12 +41,15 @@ pub mod network;
 pub mod placement;
 pub mod plan;
 pub mod replica_map;
-pub mod scenario;
+/// The training scenario and its validation (the `scenario` crate).
+pub use scenario;
 pub use schedules as schedule;
 mod simulate;
 pub mod symmetry;
 pub mod task;
 pub mod task_columns;
+#[cfg(test)]
+mod task_estimate_tests;
 pub mod task_graph;
 mod timeline_view;
 

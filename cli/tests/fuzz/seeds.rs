@@ -106,7 +106,7 @@ impl Seeds {
             "deepspeed-pipeline",
         ]
         .iter()
-        .map(|name| read_json(&format!("sim/stacks/{name}.json")))
+        .map(|name| read_json(&format!("scenario/stacks/{name}.json")))
         .collect();
         let mut scenarios: Vec<Json> = [
             sim::scenario::ScenarioFile::tiny_example(),

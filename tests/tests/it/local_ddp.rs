@@ -171,7 +171,7 @@ fn the_stacks_say_which_kernels_and_a_bad_value_is_refused() {
     );
     assert_eq!(kernels("megatron-2022"), Some(LocalDdpKernels::Divide));
     assert_eq!(kernels("megatron-core-2024"), None);
-    let text = include_str!("../../../sim/stacks/megatron-2022.json")
+    let text = include_str!("../../../scenario/stacks/megatron-2022.json")
         .replace("\"value\": \"divide\"", "\"value\": \"contiguous\"");
     let error = Stack::from_json_str(&text, "test").unwrap_err().to_string();
     assert!(

@@ -1,4 +1,4 @@
-//! The stack file as written (`sim/stacks/*.json`, embedded, or `--stack
+//! The stack file as written (`scenario/stacks/*.json`, embedded, or `--stack
 //! FILE`): every default, host cost and kernel choice with the source that
 //! says so, read into a checked [`Stack`] whose `sources` keep those sources.
 
@@ -15,19 +15,19 @@ pub const STACK_FORMAT_VERSION: u32 = 1;
 const BUILTIN: [(&str, &str); 4] = [
     (
         "megatron-2021",
-        include_str!("../../stacks/megatron-2021.json"),
+        include_str!("../stacks/megatron-2021.json"),
     ),
     (
         "megatron-2022",
-        include_str!("../../stacks/megatron-2022.json"),
+        include_str!("../stacks/megatron-2022.json"),
     ),
     (
         "megatron-core-2024",
-        include_str!("../../stacks/megatron-core-2024.json"),
+        include_str!("../stacks/megatron-core-2024.json"),
     ),
     (
         "deepspeed-pipeline",
-        include_str!("../../stacks/deepspeed-pipeline.json"),
+        include_str!("../stacks/deepspeed-pipeline.json"),
     ),
 ];
 

@@ -1,7 +1,7 @@
 //! What expert tensor parallelism (`etp`, Megatron-Core's
 //! `--expert-tensor-parallel-size`) requires of the model and the options.
 //!
-//! Built (`models::moe_ops`, `crate::placement`): each local expert's fc1
+//! Built (`models::moe_ops`, `sim::placement`): each local expert's fc1
 //! column-parallel and fc2 row-parallel over the expert tensor group of etp
 //! ranks (`TEColumnParallelGroupedLinear` / `TERowParallelGroupedLinear`
 //! over `pg_collection.expt_tp`, `megatron/core/transformer/moe/experts.py`

@@ -5,7 +5,7 @@
 //! the defaults it gives the training options (each with the source that
 //! says so), and the features of that software the simulator does not model
 //! yet (also with sources), so outputs can say what was left out. The
-//! embedded stacks live in `sim/stacks/*.json`; `--stack FILE` reads another.
+//! embedded stacks live in `scenario/stacks/*.json`; `--stack FILE` reads another.
 //!
 //! Precedence: command-line flags, then the scenario file, then the stack.
 //! One rule comes from the code itself rather than a default: Megatron turns
@@ -18,7 +18,7 @@
 //! A stack's `host` section says what its host thread pays to issue a kernel
 //! and a collective call, how many kernels its optimizer issues, and whether
 //! it synchronizes with the GPU after every pipeline exchange; the lowering
-//! then puts a host lane in front of the GPU ([`crate::lowering`]). A stack
+//! then puts a host lane in front of the GPU (`sim::lowering`). A stack
 //! without one simulates an infinitely fast host.
 //!
 //! A stack's `kernels` section says which kernel implementations the software

@@ -34,7 +34,7 @@
 //!
 //! Tensor parallelism t > 1 needs sequence parallelism (Megatron-Core
 //! asserts it); each tensor rank routes its own tokens over its
-//! expert-parallel group (`crate::placement`), and under etp > 1 gathers its
+//! expert-parallel group (`sim::placement`), and under etp > 1 gathers its
 //! expert tensor group's dispatched tokens (`models::moe_ops`). Dense layers
 //! among the MoE layers (`first_dense_layers`, `layer_frequency`) hold no
 //! experts and exchange no tokens (`sim::cost::pass_steps_of`). Token

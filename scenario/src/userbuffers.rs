@@ -1,7 +1,7 @@
 //! Transformer Engine userbuffers configurations (`--tp-comm-overlap-config`):
 //! for each of a layer's ten overlapped linear-layer GEMMs, the overlap
 //! method and how many SMs its communication takes, as NVIDIA's recipes set
-//! them. [`crate::cost::tp_overlap`] charges what those SMs cost the GEMMs.
+//! them. `sim::cost::tp_overlap` charges what those SMs cost the GEMMs.
 //!
 //! What the fields mean (TransformerEngine v1.8,
 //! `transformer_engine/pytorch/module/base.py` `initialize_ub`, and
@@ -15,7 +15,7 @@
 //!   sharing them with the communication kernel while it runs.
 //!
 //! `cga_size`, `num_splits`, `aggregate`, `fp8_buf` and `atomic_gemm` are not
-//! modeled: the closed form of [`crate::cost::tp_overlap`] does not chunk.
+//! modeled: the closed form of `sim::cost::tp_overlap` does not chunk.
 
 use clap::builder::PossibleValue;
 use clap::ValueEnum;

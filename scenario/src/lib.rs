@@ -345,3 +345,9 @@ impl ScenarioFile {
         }
     }
 }
+
+/// A degree written in a test: `n`, which must not be 0.
+#[cfg(test)]
+pub(crate) fn degree(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).expect("a test's degree is at least 1")
+}

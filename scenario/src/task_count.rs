@@ -1,5 +1,5 @@
 //! How many tasks a scenario's graph gets, estimated before it is built:
-//! the host-memory check ([`crate::host_memory`]) refuses a simulation whose
+//! the host-memory check (`sim::host_memory`) refuses a simulation whose
 //! estimate × [`BYTES_PER_TASK`] exceeds what the machine has, scenario
 //! validation refuses only graphs past 32-bit task ids (or past
 //! `CLUSTERSIM_MAX_TASKS` when that is set), and lowering sizes the graph
@@ -12,7 +12,7 @@ use models::ModelSpec;
 
 /// The most tasks a graph can hold: task ids are `u32`
 /// ([`crate::task_columns::TaskColumns::push`]). Not a memory guess: memory
-/// is [`crate::host_memory`]'s to judge.
+/// is `sim::host_memory`'s to judge.
 pub const MAX_TASKS: u64 = u32::MAX as u64;
 
 /// Peak resident bytes per task of [`estimated_task_count`]: the task's
@@ -83,7 +83,7 @@ pub struct GradientSplits {
     /// A mixture of experts' MoE layers in the largest chunk: with a host
     /// lane every forward (and full recompute) is cut at each one's token
     /// dispatcher synchronization into one more segment, a pass's tasks
-    /// each ([`crate::cost::host_syncs`]).
+    /// each (`sim::cost::host_syncs`).
     pub host_sync_segments: u64,
     /// DualPipe's overlapped F&B pairs (`pair_overlap`): the MoE layers in
     /// the largest chunk, each cutting a pair's forward and backward at its
@@ -247,130 +247,5 @@ impl Scenario {
                 ..GradientSplits::of(&self.model, &self.layout, &self.options)
             },
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::{ScenarioFile, TrainingOptionsFile};
-
-    fn tasks_and_estimate(file: ScenarioFile) -> (u64, u64) {
-        let scenario = file.resolve().unwrap();
-        let estimate = scenario.estimated_tasks();
-        (crate::simulate(&scenario).unwrap().n_tasks as u64, estimate)
-    }
-
-    #[test]
-    fn the_estimate_covers_offload_buckets_and_tiles_and_reduce_buckets() {
-        let offload = ScenarioFile {
-            model: Some("gpt2-1b".into()),
-            topology: Some("dgx2-v100".into()),
-            dp: Some(2),
-            global_batch: Some(8),
-            options: TrainingOptionsFile {
-                zero_offload: Some(true),
-                delayed_update: Some(true),
-                offload_bucket_params: Some(1),
-                ..Default::default()
-            },
-            ..ScenarioFile::default()
-        };
-        let buckets = ScenarioFile {
-            options: TrainingOptionsFile {
-                overlap_grad_reduce: Some(true),
-                grad_reduce_bucket_params: Some(1),
-                ..Default::default()
-            },
-            pp: Some(2),
-            dp: Some(2),
-            global_batch: Some(8),
-            ..ScenarioFile::tiny_example()
-        };
-        let zero_bubble = ScenarioFile {
-            pp: Some(2),
-            dp: Some(2),
-            global_batch: Some(8),
-            schedule: Some(crate::scenario::ScheduleKind::ZbH2),
-            ..ScenarioFile::tiny_example()
-        };
-        // The V schedules: two chunks per stage, a local turn, DualPipeV's pairs.
-        let v_shaped = |schedule| ScenarioFile {
-            pp: Some(2),
-            dp: Some(2),
-            chunks: Some(2),
-            global_batch: Some(16),
-            schedule: Some(schedule),
-            ..ScenarioFile::tiny_example()
-        };
-        for file in [
-            offload,
-            buckets,
-            zero_bubble,
-            v_shaped(crate::scenario::ScheduleKind::ZbV),
-            v_shaped(crate::scenario::ScheduleKind::DualPipeV),
-            ScenarioFile::tiny_example(),
-        ] {
-            let (tasks, estimate) = tasks_and_estimate(file.clone());
-            // About right: without its buckets and tiles the offload
-            // estimate was 6.7 times too small.
-            assert!(
-                tasks <= 2 * estimate && estimate <= 2 * tasks,
-                "{tasks} tasks, estimated {estimate} for {file:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn offload_tiles_of_a_huge_model_are_counted() {
-        let model = ModelSpec {
-            name: "huge".into(),
-            layers: 16384,
-            hidden: 1 << 20,
-            heads: 8,
-            seq_len: 256,
-            vocab: 51200,
-            ffn_hidden: None,
-            kv_heads: None,
-            ffn_type: Default::default(),
-            norm: Default::default(),
-            bias: true,
-            qkv_bias: None,
-            rope: false,
-            tied_embeddings: true,
-            vocab_unpadded: None,
-            head_dim: None,
-            qk_norm: false,
-            moe: None,
-            mla: None,
-            attention_dropout: models::DropoutRate::MEGATRON_DEFAULT,
-            hidden_dropout: models::DropoutRate::MEGATRON_DEFAULT,
-        };
-        let file = ScenarioFile {
-            model: Some(serde_json::to_value(&model).unwrap()),
-            topology: Some("dgx2-v100".into()),
-            global_batch: Some(1),
-            options: TrainingOptionsFile {
-                zero_offload: Some(true),
-                ..Default::default()
-            },
-            ..ScenarioFile::default()
-        };
-        // Its 1.6·10⁹ CPU Adam tiles are counted: under 32-bit ids, so
-        // validation passes it and the host-memory check refuses it.
-        let scenario = file.resolve().unwrap();
-        assert!(
-            scenario.estimated_tasks() > 1_600_000_000,
-            "{}",
-            scenario.estimated_tasks()
-        );
-        let workstation = crate::host_memory::AvailableMemory {
-            bytes: 64 << 30,
-            limit: "free memory",
-        };
-        let refusal = crate::host_memory::check_fits(&scenario, Some(workstation))
-            .unwrap_err()
-            .to_string();
-        assert!(refusal.contains("tasks per simulation"), "{refusal}");
     }
 }

@@ -34,23 +34,22 @@ pub mod cost;
 pub mod engine;
 pub mod event_queue;
 pub mod host_memory;
-pub mod ids;
 pub mod lowering;
 pub mod memory;
 pub mod network;
 pub mod placement;
 pub mod plan;
-pub mod replica_map;
 /// The training scenario and its validation (the `scenario` crate).
 pub use scenario;
 pub use schedules as schedule;
 mod simulate;
 pub mod symmetry;
-pub mod task;
-pub mod task_columns;
+/// The task DAG (the `taskgraph` crate): ids, tasks, columns, the graph, the replica map.
+pub use taskgraph::{ids, replica_map, task, task_columns, task_graph};
 #[cfg(test)]
 mod task_estimate_tests;
-pub mod task_graph;
+#[cfg(test)]
+mod task_graph_tests;
 mod timeline_view;
 
 /// NCCL's collectives in closed form (the `collectives` crate).

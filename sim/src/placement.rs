@@ -10,6 +10,7 @@
 
 use crate::ids::Rank;
 use crate::scenario::{Layout, Scenario};
+pub use taskgraph::representative::Representative;
 
 /// Coordinates of one rank in the (pipeline, data, tensor) grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -218,27 +219,11 @@ impl Placement {
     }
 }
 
-/// The ranks of replica 0 (data index 0 of the dp-cp group): `rank =
-/// stage·t·D + data_index·t + tensor_index` ([`Placement`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Representative {
-    pub tensor_parallel: u32,
-    /// d·cp.
-    pub replicas: u32,
-}
-
-impl Representative {
-    pub fn of(scenario: &Scenario) -> Representative {
-        Representative {
-            tensor_parallel: scenario.layout.tensor_parallel.get(),
-            replicas: scenario.layout.replicas(),
-        }
-    }
-
-    /// Whether `rank` belongs to replica 0.
-    #[inline]
-    pub fn contains(self, rank: Rank) -> bool {
-        (rank.0 / self.tensor_parallel).is_multiple_of(self.replicas)
+/// The representative replica of `scenario`'s layout ([`Representative`]).
+pub fn representative(scenario: &Scenario) -> Representative {
+    Representative {
+        tensor_parallel: scenario.layout.tensor_parallel.get(),
+        replicas: scenario.layout.replicas(),
     }
 }
 

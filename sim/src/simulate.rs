@@ -12,7 +12,7 @@ use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::replica_map::Expanded;
 use crate::scenario::Scenario;
-use crate::symmetry::{self, Expansion, FullCounts, Representative, SimulationMode};
+use crate::symmetry::{self, Expansion, FullCounts, SimulationMode};
 use crate::task_graph::TaskGraph;
 use crate::timeline_view::{self, TimelineSelection};
 use schedules::PipelineSchedule;
@@ -220,7 +220,7 @@ impl SimulationReport {
                     graph.groups(),
                     |task| graph.group_of(crate::ids::TaskId(task)),
                     graph.task_count() as u32,
-                    Representative::of(scenario),
+                    crate::placement::representative(scenario),
                     self.n_tasks,
                 )
             })
@@ -414,7 +414,7 @@ pub fn simulate_with(
     let (n_tasks, n_edges) = match mode {
         SimulationMode::Full => (graph.task_count(), graph.edge_count()),
         SimulationMode::Symmetric { .. } => {
-            let full = FullCounts::of(&graph, Representative::of(scenario));
+            let full = FullCounts::of(&graph, crate::placement::representative(scenario));
             (full.tasks, full.edges)
         }
     };

@@ -63,7 +63,7 @@ pub fn lower_representative(scenario: &Scenario, schedule: &PipelineSchedule) ->
     lower_replicas(
         scenario,
         schedule,
-        Some(crate::symmetry::Representative::of(scenario)),
+        Some(crate::placement::representative(scenario)),
     )
 }
 

@@ -36,7 +36,7 @@ pub enum ComputePass {
     Forward,
     Recompute,
     Backward,
-    /// The input-gradient half of a split backward ([`crate::cost::split_backward`]).
+    /// The input-gradient half of a split backward (`sim::cost::split_backward`).
     InputGradient,
     /// The weight-gradient half of a split backward.
     WeightGradient,

@@ -1,6 +1,6 @@
 //! Full expansion's task and group ids from a representative replica: what
 //! lets a symmetric run give any rank's Timeline records without lowering
-//! every replica ([`crate::symmetry`]).
+//! every replica (`sim::symmetry`).
 //!
 //! **Where replicas are.** Lowering builds every replica with loops `for
 //! data_index in …` (the pipeline program, local DDP's copies, the tied
@@ -11,7 +11,7 @@
 //! order). Full expansion runs the same loop body for data indices
 //! 0..d·cp, one after another, each the twin of replica 0's with its ranks
 //! moved by `data_index · t` (`rank = stage·t·D + data_index·t +
-//! tensor_index`, [`crate::placement`]); groups with ranks outside replica 0
+//! tensor_index`, `sim::placement`); groups with ranks outside replica 0
 //! (a data-parallel group) are the same group in every copy. So full
 //! expansion's tasks are, in order: the tasks outside loops as they are,
 //! each loop's tasks repeated d·cp times; and its groups are interned by
@@ -19,11 +19,11 @@
 //! `tests/tests/it/symmetry.rs` checks the whole Timeline and rank/window
 //! subsets against full expansion's on its grid of layouts (schedules,
 //! DualPipe, options, cp, ZeRO, MoE); a layout whose counts do not
-//! match full expansion's ([`crate::symmetry::FullCounts`]) is refused
+//! match full expansion's (`sim::symmetry::FullCounts`) is refused
 //! (`None`), and its Timeline comes from full expansion.
 
 use crate::ids::{GroupId, Rank};
-use crate::placement::Representative;
+use crate::representative::Representative;
 use std::collections::BTreeMap;
 use std::ops::Range;
 

@@ -1,7 +1,7 @@
 //! The task graph: a DAG whose nodes are [`Task`]s and whose edges are data
 //! dependencies and per-stream program order, plus the side tables tasks
-//! index (rank groups, distinct works). Built by [`crate::lowering`], replayed
-//! by [`crate::engine`] and by the GPU executor. Stored compactly
+//! index (rank groups, distinct works). Built by `sim::lowering`, replayed
+//! by `sim::engine` and by the GPU executor. Stored compactly
 //! ([`crate::task_columns`]): task fields as columns, successors as CSR rows;
 //! petgraph only finds a cycle's members when there is one.
 
@@ -46,7 +46,7 @@ pub enum Work {
     /// [`Work::Compute`] of one all-to-all piece) issued beside an expert
     /// all-to-all of the pair's other half (`beside`, a
     /// [`Work::ExpertAllToAll`]), which holds some of the GPU's SMs while
-    /// it runs ([`crate::cost::pair_overlap`]).
+    /// it runs (`sim::cost::pair_overlap`).
     ComputeBeside {
         compute: Box<Work>,
         beside: Box<Work>,
@@ -98,7 +98,7 @@ pub enum Work {
     OptimizerStep { params: u64 },
     /// `kernels` memory-bound kernels over one GPU's gradients, each moving
     /// `bytes` through HBM (local DDP's flatten, divide and copy back around
-    /// the data-parallel all-reduce: [`crate::scenario::LocalDdpKernels`]).
+    /// the data-parallel all-reduce: `sim::scenario::LocalDdpKernels`).
     GradientCopy { bytes: u64, kernels: u32 },
     /// The host issuing a pass: its first kernel (`first`), or the rest of
     /// its kernels and its tensor all-reduce calls.
@@ -217,12 +217,12 @@ impl TaskGraph {
     }
 
     /// Where full expansion repeats this representative replica's graph
-    /// (set by [`crate::lowering::lower_representative`]).
+    /// (set by `sim::lowering::lower_representative`).
     pub fn replica_map(&self) -> Option<&crate::replica_map::ReplicaMap> {
         self.replica_map.as_deref()
     }
 
-    pub(crate) fn set_replica_map(&mut self, map: Option<crate::replica_map::ReplicaMap>) {
+    pub fn set_replica_map(&mut self, map: Option<crate::replica_map::ReplicaMap>) {
         self.replica_map = map.map(Box::new);
     }
 
@@ -295,12 +295,12 @@ impl TaskGraph {
 
     /// The successor ids of task `index` as a slice (the engine's inner loop).
     #[inline]
-    pub(crate) fn successor_slice(&self, index: usize) -> &[u32] {
+    pub fn successor_slice(&self, index: usize) -> &[u32] {
         self.successors.row(index)
     }
 
     /// How many edges enter each task.
-    pub(crate) fn in_degrees(&self) -> Vec<u32> {
+    pub fn in_degrees(&self) -> Vec<u32> {
         let mut degrees = vec![0u32; self.task_count()];
         for &to in self.successors.targets() {
             degrees[to as usize] += 1;
@@ -390,7 +390,7 @@ impl TaskGraph {
 
     /// Frees the successor rows once the engine has run (the report keeps the
     /// task columns to describe and materialise its timeline).
-    pub(crate) fn release_edges(&mut self) {
+    pub fn release_edges(&mut self) {
         self.successors = Csr::default();
         self.predecessors = std::sync::OnceLock::new();
     }

@@ -1,4 +1,5 @@
-//! Task graph tests: cycles, two-pass edges, lowered graphs.
+//! Task graph tests: cycles, two-pass edges (lowered graphs and the engine
+//! on a cyclic one: `sim/src/task_graph_tests.rs`).
 use super::*;
 use crate::task::{StreamKind, TaskKind};
 
@@ -18,7 +19,7 @@ fn task(builder: &mut TaskGraphBuilder, microbatch: u32) -> TaskId {
 }
 
 #[test]
-fn a_cycle_is_reported_with_the_tasks_on_it_and_the_engine_refuses_to_run_it() {
+fn a_cycle_is_reported_with_the_tasks_on_it() {
     let mut builder = TaskGraphBuilder::default();
     let (a, b, c, d) = (
         task(&mut builder, 0),
@@ -38,8 +39,6 @@ fn a_cycle_is_reported_with_the_tasks_on_it_and_the_engine_refuses_to_run_it() {
             && error.to_string().contains("forward s0 mb2"),
         "{error}"
     );
-    let deadlock = crate::engine::run(&graph, |_| timeline::time::SimDuration(1)).unwrap_err();
-    assert_eq!(deadlock.stuck, 3, "{deadlock}");
 }
 
 #[test]
@@ -75,15 +74,6 @@ fn edges_written_in_two_passes_make_the_rows_an_edge_list_makes() {
     let row: Vec<u32> = filled.successors(TaskId(0)).map(|t| t.0).collect();
     assert_eq!(row, [2, 3, 1, 3]);
     assert_eq!(filled.edge_count(), edges.len());
-}
-
-#[test]
-fn lowered_graphs_are_acyclic() {
-    let scenario = crate::scenario::ScenarioFile::tiny_example()
-        .resolve()
-        .unwrap();
-    let (_, graph) = crate::build_graph(&scenario);
-    graph.check_acyclic().unwrap();
 }
 
 #[test]

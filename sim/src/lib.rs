@@ -31,8 +31,9 @@
 //! ```
 
 pub mod cost;
-pub mod engine;
-pub mod event_queue;
+/// The event engine and the fabric's fair sharing (the `engine` crate).
+pub use engine;
+pub use engine::event_queue;
 pub mod host_memory;
 pub mod lowering;
 pub mod memory;

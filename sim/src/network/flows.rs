@@ -43,7 +43,6 @@
 //! backward tensor all-reduces under the asynchronous tensor all-reduce
 //! (charged only the part their weight-gradient GEMMs do not hide).
 
-use super::Fabric;
 use crate::cost::{NetworkModel, WorkCost};
 use crate::ids::{Rank, TaskId};
 use crate::placement::{Coordinates, Placement};
@@ -52,51 +51,8 @@ use crate::task::TaskKind;
 use crate::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
 use collectives::all_to_all::all_to_all_terms;
 use collectives::{ring_terms, CollectiveOp, GroupShape, LinkRates};
+use engine::network::{FlowEnds, FlowPlan, FlowPlanner};
 use timeline::time::SimDuration;
-
-/// Where a flow runs: between two GPUs, or between a GPU and its host's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowEnds {
-    /// Source GPU, destination GPU.
-    Gpus(u32, u32),
-    /// A device-to-host copy from this GPU.
-    ToHost(u32),
-    /// A host-to-device copy to this GPU.
-    FromHost(u32),
-}
-
-/// How a communication task runs on a shared fabric: flows, then a fixed tail
-/// (per-step latencies, intra-node phases) once the last flow ends.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FlowPlan {
-    /// (where, bytes).
-    pub flows: Vec<(FlowEnds, u64)>,
-    pub tail: SimDuration,
-}
-
-/// Tasks that contend for a fabric: the engine asks for each task's plan when it
-/// starts; `None` means the task's duration is fixed.
-pub trait FlowPlanner {
-    fn plan(&self, task: TaskId) -> Option<FlowPlan>;
-
-    /// [`FlowPlanner::plan`] into `plan` (its buffer reused): false, and
-    /// `plan` unspecified, when the task is not planned.
-    fn plan_into(&self, task: TaskId, plan: &mut FlowPlan) -> bool {
-        match self.plan(task) {
-            Some(planned) => {
-                *plan = planned;
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// The fabric and its fair-share state during a run.
-pub struct SharedFabric<'a> {
-    pub fabric: &'a Fabric,
-    pub planner: &'a dyn FlowPlanner,
-}
 
 /// Plans fabric flows for the communication tasks of one graph.
 pub struct FabricFlowPlanner<'a> {

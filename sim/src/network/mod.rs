@@ -1,69 +1,10 @@
-//! The flow-level network behind `--contention`, in one place: the links of a
-//! cluster ([`Fabric`]), routes between GPUs, which communication tasks
-//! become flows over them ([`FabricFlowPlanner`]), and the sharing of link
-//! bandwidth among concurrent transfers.
-//!
-//! A transfer is a *flow*: bytes over a [`Route`] (a list of directed links). Every
-//! active flow gets its max-min fair share of bandwidth (progressive filling: no
-//! flow can go faster without slowing one that is no faster than it), recomputed when
-//! a flow starts or ends. [`FairShareNetwork`] does this incrementally (only the
-//! flows connected to the change) with one lazily cancelled pending completion per
-//! flow; [`ReferenceNetwork`] does it from scratch at every event and is the oracle
-//! the property test compares against.
-//!
-//! ```
-//! use sim::network::{Fabric, FairShareNetwork};
-//! use sim::time::SimTime;
-//! let topology = topologies::preset("selene").unwrap();
-//! let profile = profile::Profile::builtin("a100-80gb").unwrap();
-//! let fabric = Fabric::new(&topology, &profile).unwrap();
-//! let mut net = FairShareNetwork::new(fabric.capacities_bytes_per_s());
-//! // Two GPUs of node 0 send 24 MB each to GPU 0 of node 1: they share its NIC rail.
-//! net.start_flow(SimTime::ZERO, &fabric.route(0, 8).links, 24_000_000);
-//! net.start_flow(SimTime::ZERO, &fabric.route(1, 8).links, 24_000_000);
-//! let done = net.advance(SimTime(u64::MAX - 1));
-//! assert_eq!(done.last().unwrap().0, SimTime(2_000_000)); // 48 MB at 24 GB/s
-//! ```
+//! The flow-level network behind `--contention`: the fabric, routes and
+//! max-min fair sharing are the engine's (`engine::network`, re-exported
+//! here); which communication tasks become which flows is the simulator's
+//! ([`FabricFlowPlanner`], from each task's work and the placement).
 
-mod fabric;
-mod fair_share;
+pub use engine::network::*;
+
 mod flows;
-mod link_flows;
-mod pending;
-mod reference;
-mod route_cache;
-mod utilization;
-mod water_fill;
 
-use serde::{Deserialize, Serialize};
-
-pub use fabric::{Fabric, FabricError, Link, LinkKind, Route};
-pub use fair_share::FairShareNetwork;
-pub use flows::{FabricFlowPlanner, FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
-pub use reference::ReferenceNetwork;
-pub use route_cache::RouteCache;
-pub use topologies::fat_tree::{splitmix64, FatTree, TreeHop};
-pub use utilization::{BusyLink, LinkUtilization};
-pub use water_fill::WaterFill;
-
-/// A directed link of the fabric; indexes per-link tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LinkId(pub u32);
-
-/// A flow, numbered in start order; indexes per-flow tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct FlowId(pub u32);
-
-impl LinkId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl FlowId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
+pub use flows::FabricFlowPlanner;

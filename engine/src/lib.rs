@@ -19,10 +19,13 @@
 //! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
 //! completes plus its fixed tail. Everything else keeps its fixed duration.
 
+pub mod event_queue;
+pub mod network;
+
 use crate::event_queue::EventQueue;
-use crate::ids::TaskId;
 use crate::network::{FairShareNetwork, FlowPlan, LinkUtilization, RouteCache, SharedFabric};
-use crate::task_graph::TaskGraph;
+use taskgraph::ids::TaskId;
+use taskgraph::task_graph::TaskGraph;
 use timeline::time::{SimDuration, SimTime};
 
 /// When every task ran.

@@ -3,7 +3,7 @@
 //! becomes whole layers. Read by validation's task estimate, the plan and
 //! lowering alike, so the three cannot disagree.
 
-use super::offload::DEFAULT_OFFLOAD_BUCKET_PARAMS;
+use crate::offload::DEFAULT_OFFLOAD_BUCKET_PARAMS;
 
 /// ZeRO-2 buckets without `grad_reduce_bucket_params`: DeepSpeed's default
 /// `reduce_bucket_size` (deepspeed/runtime/zero/config.py, 5e8 elements).

@@ -2,8 +2,9 @@
 //! Transformer Engine require of it, and the combinations clustersim does not
 //! model, refused by name.
 
-use super::problem::Problem;
-use super::{Recompute, TrainingOptions};
+use crate::kinds::Recompute;
+use crate::options::TrainingOptions;
+use crate::problem::Problem;
 use models::ModelSpec;
 
 /// Problems with a context-parallel degree `cp` > 1, pushed onto `problems`.

@@ -2,7 +2,7 @@
 //! stored in timeline headers (the training options serialize themselves
 //! into both, so a new option needs nothing here).
 
-use super::Scenario;
+use crate::resolved::Scenario;
 
 impl Scenario {
     /// One-line description used as chart and report titles.

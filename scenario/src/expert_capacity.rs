@@ -19,7 +19,7 @@
 //! probability or position, `--moe-token-drop-policy`) does not change the
 //! counts and so the cost.
 
-use super::experts::ExpertRouting;
+use crate::experts::ExpertRouting;
 use models::moe_ops::{ExpertCapacity, MoeLayerOptions};
 
 /// What the capacity factor leaves of one microbatch's routing.

@@ -21,8 +21,8 @@
 //! refused for every etp (Megatron-Core asserts "Bias in Moe is only
 //! supported when ETP==1", `transformer_config.py`).
 
-use super::problem::Problem;
-use super::{Precision, TrainingOptions};
+use crate::options::{Precision, TrainingOptions};
+use crate::problem::Problem;
 use models::ModelSpec;
 
 /// The problems of expert tensor parallelism `etp` with `model` and

@@ -48,9 +48,9 @@
 //! distributed optimizer's parameter all-gathers, overlapped or not, gather
 //! expert parameters over the expert-data group (`lowering::sharded`, `plan::shard_plan`).
 
-use super::expert_imbalance::ExpertImbalance;
-use super::problem::Problem;
-use super::{TrainingOptions, ZeroStage};
+use crate::expert_imbalance::ExpertImbalance;
+use crate::options::{TrainingOptions, ZeroStage};
+use crate::problem::Problem;
 use models::ModelSpec;
 use serde::Serialize;
 use std::num::NonZeroU32;

@@ -6,8 +6,8 @@
 //! attention over d_qk ≠ d_v is not built) and FP8 (the projections' casts
 //! and FP8 weight copies are not built) are refused, each naming its field.
 
-use super::problem::Problem;
-use super::{Precision, TrainingOptions};
+use crate::options::{Precision, TrainingOptions};
+use crate::problem::Problem;
 use models::ModelSpec;
 
 /// Problems of an MLA model with this layout and these options.

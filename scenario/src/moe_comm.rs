@@ -9,48 +9,11 @@
 //! `_forward_backward_chunk`: both receives waited for, the pair computed,
 //! then both sends); deepseek-ai/DeepEP V1 at 567632d (`deep_ep/buffer.py`).
 
-use super::problem::Problem;
-use super::{Recompute, ScheduleKind, TrainingOptions};
-use serde::{Deserialize, Serialize};
-
-/// The transport of a MoE layer's dispatch and combine.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum MoeDispatcher {
-    /// NCCL's all-to-all (grouped send/recv to every EP peer): Megatron-Core's
-    /// all-to-all token dispatcher.
-    #[default]
-    Nccl,
-    /// DeepEP's normal (high-throughput) kernels with node-limited routing
-    /// ([`collectives::deepep`]).
-    Deepep,
-}
-
-impl MoeDispatcher {
-    pub fn name(self) -> &'static str {
-        match self {
-            MoeDispatcher::Nccl => "nccl",
-            MoeDispatcher::Deepep => "deepep",
-        }
-    }
-
-    pub fn is_default(&self) -> bool {
-        *self == MoeDispatcher::default()
-    }
-}
+use crate::kinds::Recompute;
+pub use crate::moe_dispatcher::MoeDispatcher;
+use crate::options::TrainingOptions;
+use crate::problem::Problem;
+use schedules::ScheduleKind;
 
 /// Appends every problem of `pair_overlap` and `moe_dispatcher` in this
 /// scenario, naming the key.

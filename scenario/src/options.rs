@@ -3,7 +3,7 @@
 //! recompute mode.
 //!
 //! [`TrainingOptionsFile`] is the raw form (every key optional), shared by
-//! the scenario file (flattened into [`super::ScenarioFile`]), the sweep
+//! the scenario file (flattened into [`crate::ScenarioFile`]), the sweep
 //! space (flattened into its header) and the CLI (clap `flatten` in
 //! `simulate`, `execute` and `sweep`): the doc comment of each field is both
 //! its rustdoc and its `--help` text. [`TrainingOptionsFile::resolve`]
@@ -14,11 +14,19 @@
 //! in `resolve`, its label in `title_suffix` if titles should show it, the
 //! code that uses it, and a test.
 
-use super::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
-use super::problem::Problem;
-pub use super::sharding::ZeroStage;
-use super::userbuffers::UserbuffersConfig;
+use crate::moe_dispatcher::MoeDispatcher;
+use crate::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
+use crate::problem::Problem;
+use crate::userbuffers::UserbuffersConfig;
+pub use crate::zero_stage::ZeroStage;
 use serde::{Deserialize, Serialize};
+
+/// Iterations simulated by default with post-validation: the first (its
+/// stages start (p−1)·F apart from cold), the measured one, and one whose
+/// warm-up overlaps the measured one's end (as the next iteration's forwards
+/// on the first stages run while the last stages finish), so the measured
+/// one is the steady state ([`timeline::metrics`]'s window).
+pub const POST_VALIDATION_ITERATIONS: u32 = 3;
 
 /// Largest warm-up before the delayed update: warm-up + 3 iterations must fit
 /// the 65,535 iterations a simulation can hold.
@@ -241,7 +249,7 @@ pub struct TrainingOptionsFile {
     /// InfiniBand to the same-index GPU, forwarded over NVLink).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "DISPATCHER")]
-    pub moe_dispatcher: Option<super::moe_comm::MoeDispatcher>,
+    pub moe_dispatcher: Option<MoeDispatcher>,
 }
 
 /// Training options, validated, with defaults filled in.
@@ -303,8 +311,8 @@ pub struct TrainingOptions {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub pair_overlap: bool,
     /// The MoE token dispatcher's communication.
-    #[serde(skip_serializing_if = "super::moe_comm::MoeDispatcher::is_default")]
-    pub moe_dispatcher: super::moe_comm::MoeDispatcher,
+    #[serde(skip_serializing_if = "MoeDispatcher::is_default")]
+    pub moe_dispatcher: MoeDispatcher,
 }
 
 impl TrainingOptionsFile {
@@ -478,14 +486,14 @@ impl TrainingOptions {
     /// Consecutive iterations simulated unless the scenario says otherwise:
     /// 1, or with the delayed update its warm-up plus 3 (a first delayed
     /// iteration, the measured one and one after it), or with optimizer
-    /// post-validation [`super::post_validation::ITERATIONS`] (the first,
+    /// post-validation [`POST_VALIDATION_ITERATIONS`] (the first,
     /// the measured one, and one whose warm-up overlaps the measured one's end).
     pub fn default_iterations(&self) -> u32 {
         match self.offload {
             Some(offload) if offload.delayed_update => {
                 offload.dpu_warmup_iterations.saturating_add(3)
             }
-            _ if self.optimizer_post_validation => super::post_validation::ITERATIONS,
+            _ if self.optimizer_post_validation => POST_VALIDATION_ITERATIONS,
             _ => 1,
         }
     }

@@ -8,7 +8,7 @@
 //! no MTP layers). The result is a [`PipelineSplit`] whose `layers_of_chunk`
 //! the lowering, parameter counts and memory already read.
 
-use super::problem::Problem;
+use crate::problem::Problem;
 use models::pipeline_layout::{parse, StageLayers};
 use models::sharding::PipelineSplit;
 use models::ModelSpec;

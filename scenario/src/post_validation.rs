@@ -13,15 +13,9 @@
 //! across the pipeline); with the distributed optimizer it asserts
 //! `overlap_grad_reduce` and `overlap_param_gather` off.
 
-use super::problem::Problem;
-use super::{Precision, ScheduleKind, TrainingOptions};
-
-/// Iterations simulated by default with post-validation: the first (its
-/// stages start (p−1)·F apart from cold), the measured one, and one whose
-/// warm-up overlaps the measured one's end (as the next iteration's forwards
-/// on the first stages run while the last stages finish), so the measured
-/// one is the steady state ([`timeline::metrics`]'s window).
-pub const ITERATIONS: u32 = 3;
+use crate::options::{Precision, TrainingOptions, POST_VALIDATION_ITERATIONS};
+use crate::problem::Problem;
+use schedules::ScheduleKind;
 
 /// Appends every problem of post-validation in this scenario, naming its key.
 pub(super) fn check(
@@ -60,11 +54,11 @@ pub(super) fn check(
 
 /// The problem with `iterations` under post-validation, if any.
 pub(super) fn iterations_problem(iterations: u32) -> Option<Problem> {
-    (iterations < ITERATIONS).then(|| {
+    (iterations < POST_VALIDATION_ITERATIONS).then(|| {
         Problem::new(
             "iterations",
             format!(
-                "{iterations} cannot show post-validation's steady state (the first iteration, the measured one and one whose warm-up overlaps its end); simulate at least {ITERATIONS}"
+                "{iterations} cannot show post-validation's steady state (the first iteration, the measured one and one whose warm-up overlaps its end); simulate at least {POST_VALIDATION_ITERATIONS}"
             ),
         )
     })

@@ -1,6 +1,6 @@
 //! One thing wrong with a scenario: the key it concerns and the line that
 //! says what is wrong. Validation rules state their problems as values;
-//! [`super::ScenarioError::Invalid`] lists their lines, and the sweep counts
+//! [`crate::ScenarioError::Invalid`] lists their lines, and the sweep counts
 //! rejected layouts by key without reading the text.
 
 use std::fmt;

@@ -1,8 +1,20 @@
 //! Resolution of a raw scenario file into a validated [`Scenario`]: every
 //! problem is collected and reported at once, each naming its field.
 
-use super::problem::Problem;
-use super::*;
+use crate::experts;
+use crate::kinds::Recompute;
+use crate::layout::Layout;
+use crate::options::TrainingOptions;
+use crate::problem::Problem;
+use crate::resolved::{Scenario, ScenarioError};
+use crate::scenario_file::ScenarioFile;
+use crate::stack::{Stack, DEFAULT_STACK};
+use crate::task_count::{task_limit, GradientSplits, MAX_TASKS, TASK_LIMIT_VARIABLE};
+use models::ModelSpec;
+use profile::Profile;
+use schedules::ScheduleKind;
+use std::num::NonZeroU32;
+use topologies::TopologySpec;
 
 /// What a scenario's model, topology and profile resolve to (None where
 /// one is missing or wrong: its problem is listed).
@@ -581,7 +593,7 @@ fn check_options(
     topology: Option<&TopologySpec>,
     problems: &mut Vec<Problem>,
 ) {
-    if schedule.splits_backward() && options.sharding >= super::ZeroStage::Gradients {
+    if schedule.splits_backward() && options.sharding >= crate::zero_stage::ZeroStage::Gradients {
         problems.push(Problem::new("schedule", format!(
             "{} splits the backward, which the sharded lowering of zero_stage {} does not cut yet (it shards whole backwards); use --schedule 1f1b or zero_stage 1",
             schedule.name(),
@@ -600,7 +612,7 @@ fn check_options(
     if schedule == ScheduleKind::LoopedBfs && options.offload.is_some() {
         problems.push(Problem::new("schedule", "looped-bfs under zero_offload is not built (the ZeRO-Offload program runs one chunk per stage); use --schedule 1f1b"));
     }
-    if let (super::Precision::Bf16, Some(topology)) = (options.precision, topology) {
+    if let (crate::options::Precision::Bf16, Some(topology)) = (options.precision, topology) {
         let datasheet = topologies::datasheets::datasheet(&topology.gpu.name);
         if datasheet.is_some_and(|d| d.architecture == "Volta") {
             problems.push(Problem::new(
@@ -612,7 +624,7 @@ fn check_options(
             ));
         }
     }
-    if let (super::Precision::Fp8, Some(topology)) = (options.precision, topology) {
+    if let (crate::options::Precision::Fp8, Some(topology)) = (options.precision, topology) {
         if topology.gpu.peak.fp8_flops_per_s.is_none() {
             let architecture = topologies::datasheets::datasheet(&topology.gpu.name)
                 .map_or(String::new(), |d| format!(" ({})", d.architecture));
@@ -622,7 +634,7 @@ fn check_options(
             )));
         }
     }
-    if options.precision == super::Precision::Fp8 && options.offload.is_some() {
+    if options.precision == crate::options::Precision::Fp8 && options.offload.is_some() {
         problems.push(Problem::new("precision", "fp8 under zero_offload is not modeled (DeepSpeed's ZeRO-Offload trains in fp16); use bf16 or fp16"));
     }
     if let (true, Some(topology)) = (options.network_contention, topology) {

@@ -29,7 +29,7 @@
 //! with its source): the tuner that picks and costs every collective's algorithm
 //! and protocol ([`collectives::version`]). A stack without one runs 2.12's.
 
-use super::options::TrainingOptionsFile;
+use crate::options::TrainingOptionsFile;
 use collectives::NcclVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -159,10 +159,10 @@ impl Stack {
         // a stack's overlapped all-reduce does not apply (its bucket size
         // still cuts ZeRO-2's buckets; ZeRO-3's units are layers).
         let sharding = options.sharding().unwrap_or_default();
-        if sharding >= super::ZeroStage::Gradients {
+        if sharding >= crate::zero_stage::ZeroStage::Gradients {
             defaults.overlap_grad_reduce = None;
         }
-        if sharding == super::ZeroStage::Full {
+        if sharding == crate::zero_stage::ZeroStage::Full {
             defaults.grad_reduce_bucket_params = None;
         }
         options.clone().or(defaults)

@@ -2,8 +2,8 @@
 //! FILE`): every default, host cost and kernel choice with the source that
 //! says so, read into a checked [`Stack`] whose `sources` keep those sources.
 
-use super::options::TrainingOptionsFile;
-use super::stack::{HostCosts, LocalDdpKernels, NotModeled, SourcedValue, Stack, StackError};
+use crate::options::TrainingOptionsFile;
+use crate::stack::{HostCosts, LocalDdpKernels, NotModeled, SourcedValue, Stack, StackError};
 use collectives::NcclVersion;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

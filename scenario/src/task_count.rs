@@ -5,8 +5,11 @@
 //! `CLUSTERSIM_MAX_TASKS` when that is set), and lowering sizes the graph
 //! with the same estimate.
 
-use super::bucket_sizes::{layers_per_bucket, CPU_ADAM_TILE_PARAMS, DEFAULT_ZERO2_BUCKET_PARAMS};
-use super::{Layout, Recompute, Scenario, TrainingOptions};
+use crate::bucket_sizes::{layers_per_bucket, CPU_ADAM_TILE_PARAMS, DEFAULT_ZERO2_BUCKET_PARAMS};
+use crate::kinds::Recompute;
+use crate::layout::Layout;
+use crate::options::TrainingOptions;
+use crate::resolved::Scenario;
 use models::sharding::{parameters_of_layers, parameters_on_rank};
 use models::ModelSpec;
 
@@ -133,8 +136,8 @@ impl GradientSplits {
             let bucket = options.grad_reduce_bucket_params.unwrap_or(u64::MAX);
             splits.sharded_buckets = buckets(bucket, per_chunk).max(1);
         }
-        if options.sharding >= super::ZeroStage::Gradients && layout.replicas() > 1 {
-            if options.sharding == super::ZeroStage::Full {
+        if options.sharding >= crate::zero_stage::ZeroStage::Gradients && layout.replicas() > 1 {
+            if options.sharding == crate::zero_stage::ZeroStage::Full {
                 splits.sharded_units = per_chunk.max(1) as u64;
             } else {
                 let bucket = options

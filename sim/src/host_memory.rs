@@ -14,7 +14,7 @@
 //! the cgroup v2 limit (`/sys/fs/cgroup/memory.max` less `memory.current`).
 //! Where none is readable nothing is refused.
 
-use crate::scenario::{
+use scenario::{
     Scenario, ADDRESS_BYTES_PER_GPU, ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU, BYTES_PER_TASK,
 };
 
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn a_layout_past_the_available_memory_is_refused_with_both_numbers() {
-        let scenario = crate::scenario::ScenarioFile::embedded_default()
+        let scenario = scenario::ScenarioFile::embedded_default()
             .resolve()
             .unwrap();
         let needed = simulation_bytes(&scenario);

@@ -32,13 +32,13 @@
 
 use crate::cost::gradients;
 use crate::plan::shard_plan;
-use crate::scenario::ZeroStage;
-use crate::scenario::{Recompute, Scenario};
 use models::memory::{
     stored_activation_bytes_per_layer_with, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
     OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
 };
 use models::sharding::parameters_on_rank;
+use scenario::ZeroStage;
+use scenario::{Recompute, Scenario};
 use schedules::PipelineSchedule;
 use serde::Serialize;
 
@@ -140,7 +140,7 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
     };
     let routed = options.busiest_rank_tokens as f64;
     // Under FP8 the experts' fc1 and fc2 inputs are saved in FP8 (1 B).
-    let fp8_saved = if scenario.options.precision == crate::scenario::Precision::Fp8 {
+    let fp8_saved = if scenario.options.precision == scenario::Precision::Fp8 {
         models::fp8::expert_saved_input_bytes_per_copy(model) as f64
     } else {
         0.0
@@ -175,7 +175,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         Recompute::Full => RecomputeKind::Full,
     };
     let sequence_parallel = scenario.options.sequence_parallel;
-    let fp8 = scenario.options.precision == crate::scenario::Precision::Fp8;
+    let fp8 = scenario.options.precision == scenario::Precision::Fp8;
     // Under context parallelism a rank keeps the activations of its s/cp
     // tokens, and its attention core is Transformer Engine's fused ring
     // attention, which stores no s² scores (`models::attention`).
@@ -397,7 +397,7 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::ScenarioFile;
+    use scenario::ScenarioFile;
 
     #[test]
     fn parameters_summed_over_ranks_equal_the_model_plus_tied_copy() {
@@ -421,7 +421,7 @@ mod tests {
 #[cfg(test)]
 mod offload_tests {
     use super::*;
-    use crate::scenario::ScenarioFile;
+    use scenario::ScenarioFile;
 
     #[test]
     fn offload_keeps_two_bytes_of_model_state_per_parameter_on_the_gpu() {
@@ -442,7 +442,7 @@ mod offload_tests {
         };
         let plain = memory(file.clone());
         let offload = memory(ScenarioFile {
-            options: crate::scenario::TrainingOptionsFile {
+            options: scenario::TrainingOptionsFile {
                 zero_offload: Some(true),
                 offload_bucket_params: Some(1),
                 ..file.options.clone()

@@ -8,8 +8,8 @@
 //! index hold the same weights (Megatron's dp-cp group); without context
 //! parallelism it is the data-parallel index.
 
-use crate::ids::Rank;
-use crate::scenario::{Layout, Scenario};
+use scenario::{Layout, Scenario};
+use taskgraph::ids::Rank;
 pub use taskgraph::representative::Representative;
 
 /// Coordinates of one rank in the (pipeline, data, tensor) grid.
@@ -113,7 +113,7 @@ impl Placement {
     /// ep, then the expert-data index. So an expert-parallel group is ep
     /// ranks etp apart within a block of ep·etp consecutive grid positions
     /// (ep consecutive ranks at etp = 1, ep consecutive members of the dp-cp
-    /// group at t = etp = 1: [`crate::scenario::experts`]).
+    /// group at t = etp = 1: [`scenario::experts`]).
     pub fn expert_group(&self, stage: u32, data_index: u32, tensor_index: u32) -> Vec<Rank> {
         let (ep, etp) = self.expert_degrees();
         let index = self.expert_grid_index(data_index, tensor_index);

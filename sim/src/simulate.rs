@@ -5,18 +5,18 @@
 //! ([`SimulationReport::timeline`]: `--timeline`, `--plot`, `--trace`).
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
-use crate::engine::{self, DeadlockError};
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
-use crate::replica_map::Expanded;
-use crate::scenario::Scenario;
 use crate::symmetry::{self, Expansion, FullCounts, SimulationMode};
-use crate::task_graph::TaskGraph;
 use crate::timeline_view::{self, TimelineSelection};
+use engine::{self, DeadlockError};
+use scenario::Scenario;
 use schedules::PipelineSchedule;
 use std::sync::OnceLock;
+use taskgraph::replica_map::Expanded;
+use taskgraph::task_graph::TaskGraph;
 use timeline::metrics::{self, Metrics, Span, Spans};
 use timeline::time::{SimDuration, SimTime};
 use timeline::{
@@ -45,7 +45,7 @@ pub struct SimulationReport {
     expand: Option<Box<Scenario>>,
     /// The Timeline, built on first request.
     timeline: OnceLock<Timeline>,
-    /// Under symmetry: full expansion's ids ([`crate::replica_map`]), on
+    /// Under symmetry: full expansion's ids ([`taskgraph::replica_map`]), on
     /// first request; `None` inside if the layout is outside what the
     /// representative's loops describe.
     expanded: OnceLock<Option<Expanded>>,
@@ -75,7 +75,7 @@ impl Spans for SimulatedRun {
 
     #[inline]
     fn span(&self, index: usize) -> Span {
-        let task = self.graph.task(crate::ids::TaskId(index as u32));
+        let task = self.graph.task(taskgraph::ids::TaskId(index as u32));
         Span {
             kind: task.kind,
             stream: task.stream,
@@ -93,12 +93,12 @@ impl Spans for SimulatedRun {
 
     #[inline]
     fn group(&self, index: usize) -> u32 {
-        self.graph.group_of(crate::ids::TaskId(index as u32)).0
+        self.graph.group_of(taskgraph::ids::TaskId(index as u32)).0
     }
 
     #[inline]
     fn flops(&self, index: usize) -> (timeline::TaskKind, u32, f64) {
-        let id = crate::ids::TaskId(index as u32);
+        let id = taskgraph::ids::TaskId(index as u32);
         (
             self.graph.kind_of(id),
             self.graph.group_of(id).0,
@@ -109,7 +109,8 @@ impl Spans for SimulatedRun {
     #[inline]
     fn iteration_end(&self, index: usize) -> (u32, u64) {
         let iteration = if self.iterations {
-            self.graph.iteration_of(crate::ids::TaskId(index as u32)) as u32
+            self.graph
+                .iteration_of(taskgraph::ids::TaskId(index as u32)) as u32
         } else {
             0
         };
@@ -118,7 +119,7 @@ impl Spans for SimulatedRun {
 
     #[inline]
     fn interval(&self, index: usize) -> (timeline::TaskKind, timeline::StreamKind, u64, u64) {
-        let id = crate::ids::TaskId(index as u32);
+        let id = taskgraph::ids::TaskId(index as u32);
         (
             self.graph.kind_of(id),
             self.graph.stream_of(id),
@@ -218,7 +219,7 @@ impl SimulationReport {
                 let graph = &self.run.graph;
                 graph.replica_map()?.expand(
                     graph.groups(),
-                    |task| graph.group_of(crate::ids::TaskId(task)),
+                    |task| graph.group_of(taskgraph::ids::TaskId(task)),
                     graph.task_count() as u32,
                     crate::placement::representative(scenario),
                     self.n_tasks,
@@ -383,7 +384,7 @@ pub fn simulate_with(
             limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
         });
     }
-    let duration_of = |id: crate::ids::TaskId| costs[graph.work_of(id).index()].duration;
+    let duration_of = |id: taskgraph::ids::TaskId| costs[graph.work_of(id).index()].duration;
     let (outcome, busiest_links) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
         let planner = FabricFlowPlanner::new(scenario, &graph, &network, &costs);
@@ -462,7 +463,7 @@ pub fn simulate_with(
 /// Durations for tests: every work of a kind gets the same duration.
 pub fn uniform_costs(
     graph: &TaskGraph,
-    duration_of: impl Fn(&crate::task_graph::Work) -> SimDuration,
+    duration_of: impl Fn(&taskgraph::task_graph::Work) -> SimDuration,
 ) -> Vec<WorkCost> {
     graph
         .works()

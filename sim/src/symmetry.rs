@@ -46,11 +46,11 @@
 //! The Timeline of a symmetric run (every rank's records) is built by full
 //! expansion when asked for.
 
-use crate::ids::Rank;
 use crate::placement::Placement;
 pub use crate::placement::Representative;
-use crate::scenario::Scenario;
-use crate::task_graph::TaskGraph;
+use scenario::Scenario;
+use taskgraph::ids::Rank;
+use taskgraph::task_graph::TaskGraph;
 
 /// What a caller asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -226,7 +226,7 @@ impl FullCounts {
             .map(|ranks| ranks.iter().any(|&rank| !representative.contains(rank)))
             .collect();
         let is_shared =
-            |index: usize| shared[graph.group_of(crate::ids::TaskId(index as u32)).index()];
+            |index: usize| shared[graph.group_of(taskgraph::ids::TaskId(index as u32)).index()];
         let task_shared: Vec<bool> = (0..graph.task_count()).map(is_shared).collect();
         let shared_tasks = task_shared.iter().filter(|&&s| s).count();
         let mut edges = 0usize;

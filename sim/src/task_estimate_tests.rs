@@ -1,8 +1,8 @@
 //! The scenario's task estimate (`scenario::task_count`) against the tasks
 //! a simulation builds, and the host-memory check that reads it.
 
-use crate::scenario::{ScenarioFile, TrainingOptionsFile};
 use models::ModelSpec;
+use scenario::{ScenarioFile, TrainingOptionsFile};
 
 fn tasks_and_estimate(file: ScenarioFile) -> (u64, u64) {
     let scenario = file.resolve().unwrap();
@@ -40,7 +40,7 @@ fn the_estimate_covers_offload_buckets_and_tiles_and_reduce_buckets() {
         pp: Some(2),
         dp: Some(2),
         global_batch: Some(8),
-        schedule: Some(crate::scenario::ScheduleKind::ZbH2),
+        schedule: Some(scenario::ScheduleKind::ZbH2),
         ..ScenarioFile::tiny_example()
     };
     // The V schedules: two chunks per stage, a local turn, DualPipeV's pairs.
@@ -56,8 +56,8 @@ fn the_estimate_covers_offload_buckets_and_tiles_and_reduce_buckets() {
         offload,
         buckets,
         zero_bubble,
-        v_shaped(crate::scenario::ScheduleKind::ZbV),
-        v_shaped(crate::scenario::ScheduleKind::DualPipeV),
+        v_shaped(scenario::ScheduleKind::ZbV),
+        v_shaped(scenario::ScheduleKind::DualPipeV),
         ScenarioFile::tiny_example(),
     ] {
         let (tasks, estimate) = tasks_and_estimate(file.clone());

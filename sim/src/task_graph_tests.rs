@@ -2,9 +2,9 @@
 //! acyclic, and the engine refuses a cyclic graph with the tasks it could
 //! not run.
 
-use crate::ids::{Rank, TaskId};
-use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
+use taskgraph::ids::{Rank, TaskId};
+use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task_graph::{Dependency, TaskGraphBuilder, Work};
 
 fn task(builder: &mut TaskGraphBuilder, microbatch: u32) -> TaskId {
     let group = builder.group(&[Rank(0)]);
@@ -42,15 +42,13 @@ fn the_engine_refuses_a_cyclic_graph_with_the_tasks_it_could_not_run() {
             && error.to_string().contains("forward s0 mb2"),
         "{error}"
     );
-    let deadlock = crate::engine::run(&graph, |_| timeline::time::SimDuration(1)).unwrap_err();
+    let deadlock = engine::run(&graph, |_| timeline::time::SimDuration(1)).unwrap_err();
     assert_eq!(deadlock.stuck, 3, "{deadlock}");
 }
 
 #[test]
 fn lowered_graphs_are_acyclic() {
-    let scenario = crate::scenario::ScenarioFile::tiny_example()
-        .resolve()
-        .unwrap();
+    let scenario = scenario::ScenarioFile::tiny_example().resolve().unwrap();
     let (_, graph) = crate::build_graph(&scenario);
     graph.check_acyclic().unwrap();
 }

@@ -3,17 +3,17 @@
 //! (`--timeline-ranks`, `--timeline-window`, `--ranks`). In full expansion
 //! a record is kept when its group holds a chosen rank; under symmetry the
 //! records are the representative's twins, renumbered to full expansion's
-//! task and group ids ([`crate::replica_map`]), so they are byte for byte
+//! task and group ids ([`taskgraph::replica_map`]), so they are byte for byte
 //! the records full expansion would write for those ranks
 //! (`tests/tests/it/symmetry.rs`), at the cost of the chosen ranks' records
 //! and full expansion's group table (the header keeps every group, so
 //! record group ids mean what they do in a whole Timeline).
 
 use crate::cost::WorkCost;
-use crate::ids::{Rank, TaskId};
-use crate::replica_map::Expanded;
-use crate::task::NO_MICROBATCH;
-use crate::task_graph::TaskGraph;
+use taskgraph::ids::{Rank, TaskId};
+use taskgraph::replica_map::Expanded;
+use taskgraph::task::NO_MICROBATCH;
+use taskgraph::task_graph::TaskGraph;
 use timeline::TaskRecord;
 
 /// Which records a Timeline keeps.

@@ -25,7 +25,7 @@
 //! never detours over NVLink to another rail (no PXN): lowering should pair same-rail
 //! GPUs, as NCCL's rings do.
 
-use super::LinkId;
+use super::ids::LinkId;
 use profile::Profile;
 use topologies::fat_tree::FatTree;
 use topologies::TopologySpec;

@@ -26,11 +26,11 @@
 //! [`FairShareNetwork::advance`]) before starting new ones at a later instant.
 //! Propagation latency (`Route::latency_ns`) is not added here.
 
+use super::ids::{FlowId, LinkId};
 use super::link_flows::LinkFlows;
 use super::pending::PendingCompletions;
 use super::utilization::LinkUtilization;
 use super::water_fill::WaterFill;
-use super::{FlowId, LinkId};
 use timeline::time::{SimDuration, SimTime};
 
 /// A completion that never comes (no flow is ever due then).

@@ -2,7 +2,7 @@
 //! flows and fixed tail ([`FlowPlan`]), from a [`FlowPlanner`] (the
 //! simulator's plans each task from its work: `sim::network::FabricFlowPlanner`).
 
-use super::Fabric;
+use super::fabric::Fabric;
 use taskgraph::ids::TaskId;
 use timeline::time::SimDuration;
 

@@ -29,6 +29,7 @@
 mod fabric;
 mod fair_share;
 mod flow_plan;
+mod ids;
 mod link_flows;
 mod pending;
 mod reference;
@@ -36,35 +37,12 @@ mod route_cache;
 mod utilization;
 mod water_fill;
 
-use serde::{Deserialize, Serialize};
-
 pub use fabric::{Fabric, FabricError, Link, LinkKind, Route};
 pub use fair_share::FairShareNetwork;
 pub use flow_plan::{FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
+pub use ids::{FlowId, LinkId};
 pub use reference::ReferenceNetwork;
 pub use route_cache::RouteCache;
 pub use topologies::fat_tree::{splitmix64, FatTree, TreeHop};
 pub use utilization::{BusyLink, LinkUtilization};
 pub use water_fill::WaterFill;
-
-/// A directed link of the fabric; indexes per-link tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct LinkId(pub u32);
-
-/// A flow, numbered in start order; indexes per-flow tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct FlowId(pub u32);
-
-impl LinkId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
-
-impl FlowId {
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}

@@ -26,7 +26,7 @@
 //!   lie micro- to milliseconds ahead). Groups cut the entries and pops of
 //!   the 1T model on 3,072 GPUs under `--contention` about eightfold.
 
-use super::FlowId;
+use super::ids::FlowId;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use timeline::time::SimTime;

@@ -5,7 +5,7 @@
 //! the lower `LinkId`; freeze its flows in `FlowId` order). No heaps, no components,
 //! no generations.
 
-use super::{FlowId, LinkId};
+use super::ids::{FlowId, LinkId};
 use timeline::time::{SimDuration, SimTime};
 
 #[derive(Debug, Clone)]

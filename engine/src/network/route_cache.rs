@@ -6,7 +6,9 @@
 //!
 //! Memory is one entry and the route's links per distinct pair.
 
-use super::{Fabric, FlowEnds, LinkId};
+use super::fabric::Fabric;
+use super::flow_plan::FlowEnds;
+use super::ids::LinkId;
 
 /// Routes by flow ends, as ranges of one buffer of links.
 #[derive(Debug, Default)]

@@ -1,6 +1,6 @@
 //! Bytes each link carried, and the busiest links.
 
-use super::LinkId;
+use super::ids::LinkId;
 use timeline::time::SimDuration;
 
 /// Per-link traffic of the flows completed so far.

@@ -8,7 +8,7 @@
 //! its other links), so a min-heap with lazy re-insertion finds the bottleneck in
 //! O(log links). A flow that crosses no link is unconstrained: rate +∞.
 
-use super::LinkId;
+use super::ids::LinkId;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 

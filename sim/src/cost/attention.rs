@@ -38,9 +38,9 @@
 use super::attention_dropout::dropout_time_ratio;
 use super::gemm_time::gemm_seconds_in;
 use super::seq_len_table::between_in_log2;
-use crate::scenario::Precision;
 use models::ops::{FusedAttentionShape, GemmShape};
 use profile::{AttentionClock, AttentionMeasurement, Profile};
+use scenario::Precision;
 use topologies::GpuSpec;
 
 /// Seconds of one fused attention kernel, without launch overhead.

@@ -8,9 +8,9 @@ use super::{
     overlaps_all_reduce, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel,
 };
 use super::{gemm_estimate, gemm_peak_flops_per_s, GemmEstimate};
-use crate::scenario::{Precision, Recompute, Scenario};
-use crate::task_graph::ComputePass;
 use models::ops::{GemmShape, Kernel, KernelClass, Step};
+use scenario::{Precision, Recompute, Scenario};
+use taskgraph::task_graph::ComputePass;
 
 /// One kernel (or tensor all-reduce) of one pass of one layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +112,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
         // lane shows them (`host_syncs`), not this table.
         let steps = super::segment_steps(
             pass_steps(scenario, pass, 1, false, false),
-            crate::task_graph::WHOLE_PASS,
+            taskgraph::task_graph::WHOLE_PASS,
         );
         for (index, step) in steps.iter().enumerate() {
             rows.push(match *step {
@@ -205,7 +205,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
 /// chunk's first forward runs them before its layers: [`models::fp8`]), costed
 /// as the simulation costs them; empty otherwise.
 pub fn layer_fp8_weight_casts(scenario: &Scenario) -> Vec<KernelCost> {
-    if scenario.options.precision != crate::scenario::Precision::Fp8 {
+    if scenario.options.precision != scenario::Precision::Fp8 {
         return Vec::new();
     }
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
@@ -240,8 +240,8 @@ pub const RING_EXCHANGE_ROW: &str = "ring_kv_exchange (exposed)";
 mod tests {
     use super::*;
     use crate::cost::cost_works;
-    use crate::scenario::ScenarioFile;
-    use crate::task_graph::Work;
+    use scenario::ScenarioFile;
+    use taskgraph::task_graph::Work;
 
     #[test]
     fn the_rows_add_up_to_what_the_simulation_charges_for_one_layer() {
@@ -272,7 +272,7 @@ mod tests {
                     embedding: false,
                     head: false,
                     fp8_weight_cast: false,
-                    segment: crate::task_graph::WHOLE_PASS,
+                    segment: taskgraph::task_graph::WHOLE_PASS,
                 },
                 Work::TensorAllReduce {
                     pass,
@@ -282,7 +282,7 @@ mod tests {
                     head: false,
                     group_size: 8,
                     nodes: 1,
-                    segment: crate::task_graph::WHOLE_PASS,
+                    segment: taskgraph::task_graph::WHOLE_PASS,
                 },
             ];
             let costs = cost_works(&scenario, &works, &network);

@@ -23,9 +23,9 @@
 //! parallel as pipeline transfers do.
 
 use super::{KernelCostModel, NetworkModel};
-use crate::scenario::Scenario;
-use crate::task_graph::ComputePass;
 use models::ops::{Step, FP16_BYTES, RING_ATTENTION_KERNELS_PER_STEP};
+use scenario::Scenario;
+use taskgraph::task_graph::ComputePass;
 
 /// The kernel-name prefix of ring-attention steps.
 pub const RING_ATTENTION_PREFIX: &str = "ring_attention.";

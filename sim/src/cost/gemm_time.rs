@@ -10,9 +10,9 @@
 
 use super::gemm_tiles::{GemmEstimate, TileModel};
 use super::memory_bound::memory_bound_seconds;
-use crate::scenario::Precision;
 use models::ops::GemmShape;
 use profile::Profile;
+use scenario::Precision;
 use topologies::GpuSpec;
 
 /// Tile + wave quantization efficiency of a GEMM for one tile shape.

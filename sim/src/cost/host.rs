@@ -4,9 +4,9 @@
 //! what the GPU runs.
 
 use super::WorkCost;
-use crate::scenario::Scenario;
-use crate::task_graph::Work;
 use models::ops::Step;
+use scenario::Scenario;
+use taskgraph::task_graph::Work;
 use timeline::time::SimDuration;
 
 /// The host time of a host work (zero without host costs).
@@ -73,7 +73,7 @@ pub fn host_cost(scenario: &Scenario, work: &Work) -> WorkCost {
 #[allow(clippy::too_many_arguments)]
 fn issued(
     scenario: &Scenario,
-    pass: crate::task_graph::ComputePass,
+    pass: taskgraph::task_graph::ComputePass,
     layers: u32,
     dense_layers: u32,
     embedding: bool,

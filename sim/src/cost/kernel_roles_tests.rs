@@ -5,9 +5,9 @@
 //! attention in 2021, fused in 2024, FP8 on an H100).
 
 use crate::cost::pass_steps;
-use crate::scenario::{Precision, ScenarioFile, ScheduleKind, TrainingOptionsFile};
-use crate::task_graph::ComputePass;
 use models::ops::{KernelRole, Step};
+use scenario::{Precision, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use taskgraph::task_graph::ComputePass;
 
 /// Each preset resolved on one rank under `stack` in `precision` on
 /// `topology`, but those the simulator refuses as not built (FP8 with latent
@@ -16,7 +16,7 @@ pub(crate) fn every_preset(
     stack: &str,
     topology: &str,
     precision: Precision,
-) -> Vec<(String, crate::scenario::Scenario)> {
+) -> Vec<(String, scenario::Scenario)> {
     models::preset_names()
         .into_iter()
         .filter_map(|name| {
@@ -29,7 +29,7 @@ pub(crate) fn every_preset(
                 dp: Some(1),
                 microbatch_size: Some(1),
                 global_batch: Some(1),
-                recompute: Some(crate::scenario::Recompute::None),
+                recompute: Some(scenario::Recompute::None),
                 options: TrainingOptionsFile {
                     precision: Some(precision),
                     ..Default::default()
@@ -142,7 +142,7 @@ fn each_accumulation_runs_in_the_pass_of_the_gemm_that_produced_its_gradient() {
             global_batch: Some(8),
             schedule: Some(*schedule),
             stack: Some("megatron-2021".into()),
-            recompute: Some(crate::scenario::Recompute::None),
+            recompute: Some(scenario::Recompute::None),
             ..ScenarioFile::embedded_default()
         }
         .resolve()

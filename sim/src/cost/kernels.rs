@@ -22,9 +22,9 @@
 use super::gemm_time::{fp8_gemm_seconds, gemm_estimate, gemm_seconds_in};
 use super::memory_bound::MemoryCostModel;
 use super::tile_fit::{BURST_MAX_NS, SUSTAINED_MIN_NS};
-use crate::scenario::Precision;
 use models::ops::{GemmLayout, GemmShape, Kernel, KernelClass};
 use profile::{GemmMeasurement, Profile};
+use scenario::Precision;
 use topologies::GpuSpec;
 
 /// Measured GEMMs are looked up in the scenario's precision (`--precision`,

@@ -48,11 +48,11 @@ pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 pub use tile_fit::{fit_tile_model, SustainedFrom, TileFit};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
 
-use crate::scenario::{Precision, Recompute, Scenario};
-use crate::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
 use models::ops::{self, PassSteps, Step};
 use models::pipeline_ends;
+use scenario::{Precision, Recompute, Scenario};
 use std::num::NonZeroU64;
+use taskgraph::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
 use timeline::time::SimDuration;
 
 /// The cost of one work: its duration and what it moves or computes.

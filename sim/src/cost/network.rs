@@ -6,9 +6,9 @@
 //! bandwidth over NVLink and the NIC rails) using the profile's achieved rates,
 //! each as if alone on the fabric (no contention).
 
-use crate::scenario::Scenario;
 use collectives::{estimate, CollectiveOp, GroupShape, LinkRates};
 use profile::Profile;
+use scenario::Scenario;
 use timeline::time::SimDuration;
 use topologies::TopologySpec;
 
@@ -48,7 +48,7 @@ impl ClosedFormNetwork {
         }
     }
 
-    /// A scenario's rates under its stack's NCCL ([`crate::scenario::Stack::nccl`]).
+    /// A scenario's rates under its stack's NCCL ([`scenario::Stack::nccl`]).
     pub fn for_scenario(scenario: &Scenario) -> ClosedFormNetwork {
         ClosedFormNetwork {
             rates: LinkRates::from(&scenario.topology, &scenario.profile)

@@ -22,13 +22,13 @@
 //! C + share·min(A, C/(1 − share)) ([`stretched`]).
 
 use super::comm_sms::intra_node_collective_sm_share;
-use crate::scenario::moe_comm::MoeDispatcher;
-use crate::scenario::Scenario;
 use collectives::{deepep, GroupShape, LinkRates};
 use models::ops::Step;
+use scenario::moe_comm::MoeDispatcher;
+use scenario::Scenario;
 use timeline::time::SimDuration;
 
-/// Segments at or above this (and below [`crate::task_graph::WHOLE_PASS`])
+/// Segments at or above this (and below [`taskgraph::task_graph::WHOLE_PASS`])
 /// name all-to-all pieces: `PIECE_BASE + j` is piece j.
 pub const PIECE_BASE: u16 = 0x8000;
 
@@ -40,13 +40,13 @@ pub const DEEPEP_SMS: u32 = 20;
 
 /// The segment of piece `piece` (see the module documentation).
 pub fn piece_segment(piece: u16) -> u16 {
-    assert!(piece < crate::task_graph::WHOLE_PASS - PIECE_BASE);
+    assert!(piece < taskgraph::task_graph::WHOLE_PASS - PIECE_BASE);
     PIECE_BASE + piece
 }
 
 /// The piece a segment names, if it names one.
 pub fn piece_of(segment: u16) -> Option<u16> {
-    (PIECE_BASE..crate::task_graph::WHOLE_PASS)
+    (PIECE_BASE..taskgraph::task_graph::WHOLE_PASS)
         .contains(&segment)
         .then(|| segment - PIECE_BASE)
 }
@@ -54,7 +54,7 @@ pub fn piece_of(segment: u16) -> Option<u16> {
 /// Whether a segment is the first of its pass (host segment 0, piece 0, or
 /// the whole pass).
 pub fn is_first_segment(segment: u16) -> bool {
-    segment == 0 || segment == PIECE_BASE || segment == crate::task_graph::WHOLE_PASS
+    segment == 0 || segment == PIECE_BASE || segment == taskgraph::task_graph::WHOLE_PASS
 }
 
 /// The steps of piece `piece` of a pass, its host synchronizations dropped.
@@ -218,7 +218,7 @@ mod tests {
         assert_eq!(piece_steps(steps.clone(), 2), [a2a, kernel("unpermute")]);
         assert!(piece_steps(steps, 3).is_empty());
         assert_eq!(piece_of(piece_segment(2)), Some(2));
-        assert_eq!(piece_of(crate::task_graph::WHOLE_PASS), None);
+        assert_eq!(piece_of(taskgraph::task_graph::WHOLE_PASS), None);
         assert_eq!(piece_of(3), None);
     }
 

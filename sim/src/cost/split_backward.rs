@@ -60,14 +60,10 @@ pub fn split(backward: Vec<Step>, weight: bool) -> Vec<Step> {
 /// Transformer Engine keeps both operands of its FP8 weight-gradient GEMM
 /// in FP8). Under sequence parallelism the input is the gathered one the
 /// GEMM reads.
-pub fn weight_gradient_state_bytes(
-    scenario: &crate::scenario::Scenario,
-    layers: u32,
-    head: bool,
-) -> u64 {
+pub fn weight_gradient_state_bytes(scenario: &scenario::Scenario, layers: u32, head: bool) -> u64 {
     let steps = super::pass_steps(
         scenario,
-        crate::task_graph::ComputePass::WeightGradient,
+        taskgraph::task_graph::ComputePass::WeightGradient,
         layers,
         false,
         head,
@@ -99,9 +95,9 @@ fn operand_elements(shape: models::gemm::GemmShape) -> u64 {
 #[cfg(test)]
 mod tests {
     use crate::cost::pass_steps;
-    use crate::scenario::{Recompute, ScenarioFile, TrainingOptionsFile};
-    use crate::task_graph::ComputePass;
     use models::ops::{PassSteps, Step};
+    use scenario::{Recompute, ScenarioFile, TrainingOptionsFile};
+    use taskgraph::task_graph::ComputePass;
 
     fn names(steps: &[Step]) -> Vec<&'static str> {
         steps

@@ -1,12 +1,12 @@
 //! Unit tests of the cost model (`super`).
 
 use super::*;
-use crate::scenario::ScenarioFile;
+use scenario::ScenarioFile;
 
 fn scenario(recompute: Recompute, sequence_parallel: bool) -> Scenario {
     ScenarioFile {
         recompute: Some(recompute),
-        options: crate::scenario::TrainingOptionsFile {
+        options: scenario::TrainingOptionsFile {
             sequence_parallel: Some(sequence_parallel),
             ..Default::default()
         },
@@ -133,7 +133,7 @@ fn unfused_backward_accumulates_every_parameter_tensor_once_per_microbatch() {
     assert_eq!(accumulation_kernels(&unfused, false, false), 36);
     assert_eq!(accumulation_kernels(&unfused, true, true), 41);
     let fused = ScenarioFile {
-        options: crate::scenario::TrainingOptionsFile {
+        options: scenario::TrainingOptionsFile {
             gradient_accumulation_fusion: Some(true),
             ..Default::default()
         },
@@ -156,7 +156,7 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
         pp: Some(8),
         dp: Some(2),
         global_batch: Some(16),
-        options: crate::scenario::TrainingOptionsFile {
+        options: scenario::TrainingOptionsFile {
             gradient_accumulation_fusion: Some(fused),
             ..Default::default()
         },
@@ -174,7 +174,7 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
         embedding: false,
         head: false,
         fp8_weight_cast: false,
-        segment: crate::task_graph::WHOLE_PASS,
+        segment: taskgraph::task_graph::WHOLE_PASS,
     };
     let (unfused, fused) = (cost(false, backward.clone()), cost(true, backward));
     let scenario = file(false).resolve().unwrap();
@@ -283,7 +283,7 @@ fn async_tensor_all_reduce_hides_backward_all_reduces_only() {
         dp: Some(1),
         microbatch_size: Some(4),
         global_batch: Some(4),
-        options: crate::scenario::TrainingOptionsFile {
+        options: scenario::TrainingOptionsFile {
             async_tensor_allreduce: Some(overlap),
             ..Default::default()
         },
@@ -300,7 +300,7 @@ fn async_tensor_all_reduce_hides_backward_all_reduces_only() {
             head: false,
             group_size: 8,
             nodes: 1,
-            segment: crate::task_graph::WHOLE_PASS,
+            segment: taskgraph::task_graph::WHOLE_PASS,
         };
         cost_works(&scenario, &[work], &network)[0]
     };
@@ -325,7 +325,7 @@ fn async_tensor_all_reduce_hides_backward_all_reduces_only() {
         "{overlapped:?} vs {expected_s} s"
     );
     let error = ScenarioFile {
-        options: crate::scenario::TrainingOptionsFile {
+        options: scenario::TrainingOptionsFile {
             sequence_parallel: Some(true),
             ..file(true).options.clone()
         },

@@ -26,7 +26,7 @@
 //! full.
 //!
 //! The communication's SMs (the scenario's `tp_comm_overlap_config`, see
-//! [`crate::scenario::userbuffers`]): with a half of time A hidden by a GEMM
+//! [`scenario::userbuffers`]): with a half of time A hidden by a GEMM
 //! of time G on a GPU of S SMs, whose userbuffers method holds n SMs,
 //! - with `set_sm_margin` the GEMM runs on S − n SMs all along (G·S/(S − n),
 //!   full waves assumed) beside the communication: the half adds
@@ -43,8 +43,8 @@
 //! reduce-scatter, which no GEMM chunk hides (`num_splits`).
 
 use super::KernelCostModel;
-use crate::scenario::userbuffers::{OverlapMethod, UserbuffersConfig};
 use models::ops::{KernelClass, Step};
+use scenario::userbuffers::{OverlapMethod, UserbuffersConfig};
 use timeline::time::SimDuration;
 
 /// The GEMMs hiding the (reduce-scatter, all-gather) halves of the tensor

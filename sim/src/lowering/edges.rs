@@ -17,9 +17,9 @@
 
 use super::program::StepDependency;
 use super::tasks::StepTasks;
-use crate::ids::{GroupId, Rank, TaskId};
-use crate::task::StreamKind;
-use crate::task_graph::{Dependency, TaskGraphBuilder};
+use taskgraph::ids::{GroupId, Rank, TaskId};
+use taskgraph::task::StreamKind;
+use taskgraph::task_graph::{Dependency, TaskGraphBuilder};
 
 /// Adds the program-order edges, then the dependencies' edges.
 ///
@@ -230,9 +230,9 @@ fn share_a_rank(a: &[Rank], b: &[Rank]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::WorkId;
-    use crate::task::{Task, TaskKind};
-    use crate::task_graph::Work;
+    use taskgraph::ids::WorkId;
+    use taskgraph::task::{Task, TaskKind};
+    use taskgraph::task_graph::Work;
 
     fn task(builder: &mut TaskGraphBuilder, ranks: &[u32], stream: StreamKind) -> TaskId {
         let ranks: Vec<Rank> = ranks.iter().map(|&r| Rank(r)).collect();

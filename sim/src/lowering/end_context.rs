@@ -8,7 +8,7 @@ use super::sharded::ShardedPiece;
 use crate::cost::gradients;
 use crate::placement::Placement;
 use crate::plan::ShardPlan;
-use crate::scenario::Scenario;
+use scenario::Scenario;
 
 /// Where the gradients of a chunk (or of one bucket of it) are ready, and how many parameters they hold.
 #[derive(Debug, Clone, Copy)]

@@ -6,10 +6,10 @@
 use super::end_context::{EndContext, Reductions};
 use super::program::{Program, StepId};
 use crate::plan::ShardPlan;
-use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
-use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
 use models::sharding::parameters_on_rank;
 use std::collections::BTreeMap;
+use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use taskgraph::task_graph::{Dependency, TaskGraphBuilder, Work};
 
 /// Gradient sums between two ranks after the data-parallel reductions, by
 /// (stage, data index, tensor index): the tied word embedding's, and
@@ -25,7 +25,7 @@ fn pair_all_reduce(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
     (kind, task_stage): (TaskKind, u32),
-    ranks: [crate::ids::Rank; 2],
+    ranks: [taskgraph::ids::Rank; 2],
     bytes: u64,
     (data_index, tensor_index): (u32, u32),
     stages: [u32; 2],

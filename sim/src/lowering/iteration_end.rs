@@ -17,10 +17,10 @@ use super::program::{Program, StepId};
 use super::sharded;
 use crate::placement::Placement;
 use crate::plan::ShardPlan;
-use crate::scenario::{LocalDdpKernels, Scenario};
-use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
-use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
 use models::sharding::{expert_parameters_of_stage, parameters_on_rank};
+use scenario::{LocalDdpKernels, Scenario};
+use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use taskgraph::task_graph::{Dependency, TaskGraphBuilder, Work};
 
 /// A data-parallel reduction's (chunk, bucket) when overlapped (None: the
 /// stage's one reduction after its last pass).
@@ -107,7 +107,7 @@ fn local_ddp_kernels(
 fn gradient_copy(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
-    rank: crate::ids::Rank,
+    rank: taskgraph::ids::Rank,
     stage: u32,
     gradient_bytes: u64,
     kernels: u32,
@@ -360,7 +360,7 @@ fn reduction_task(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
     stage: u32,
-    group: crate::ids::GroupId,
+    group: taskgraph::ids::GroupId,
     bucket: BucketKey,
     (bytes, group_size, nodes): (u64, u32, u32),
 ) -> StepId {

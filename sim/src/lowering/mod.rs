@@ -45,9 +45,9 @@ mod stage_walk;
 pub mod tasks;
 mod walk_context;
 
-use crate::scenario::Scenario;
-use crate::task_graph::{TaskGraph, TaskGraphBuilder};
+use scenario::Scenario;
 use schedules::PipelineSchedule;
+use taskgraph::task_graph::{TaskGraph, TaskGraphBuilder};
 
 /// Builds the task graph of a scenario's iteration (or iterations): every replica.
 pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
@@ -91,7 +91,7 @@ fn lower_replicas(
     let steps = tasks::emit(&program, &mut builder);
     let replica_map = builder.take_replica_log().map(|log| {
         let task_count = builder.task_count() as u32;
-        crate::replica_map::ReplicaMap::new(log, |step| {
+        taskgraph::replica_map::ReplicaMap::new(log, |step| {
             steps
                 .get(step as usize)
                 .map_or(task_count, |tasks| tasks.head.first().0)
@@ -136,5 +136,5 @@ const EDGES_PER_TASK_RESERVED: usize = 4;
 
 /// About how many tasks the graph gets (to size it once; never past 32-bit ids).
 fn estimated_tasks(scenario: &Scenario) -> usize {
-    scenario.estimated_tasks().min(crate::scenario::MAX_TASKS) as usize
+    scenario.estimated_tasks().min(scenario::MAX_TASKS) as usize
 }

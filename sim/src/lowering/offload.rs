@@ -17,7 +17,7 @@
 //!   the data-parallel group (DP stream) and each rank copies only its 1/d
 //!   shard. With m > 1 microbatches every backward offloads its gradients
 //!   (DeepSpeed accumulates them on the CPU), so D2H bytes are m·2P/d;
-//! - CPU Adam over the rank's shard in tiles of [`crate::scenario::bucket_sizes::CPU_ADAM_TILE_PARAMS`] on
+//! - CPU Adam over the rank's shard in tiles of [`scenario::bucket_sizes::CPU_ADAM_TILE_PARAMS`] on
 //!   the `cpu` stream, each tile's fp16 parameters copied back on `pcie_h2d`
 //!   while the next tile is updated (DeepSpeed's tiled `adam_update_copy`);
 //! - with d > 1, an all-gather of the fp16 parameters over the data-parallel
@@ -37,14 +37,14 @@
 
 use super::passes::PassPiece;
 use super::program::{Program, StepId, TensorGroup, TensorGroupId};
-use crate::ids::Rank;
 use crate::placement::Placement;
 use crate::plan::offload_plan::{Bucket, OffloadPlan};
-use crate::scenario::{Recompute, Scenario};
-use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
-use crate::task_graph::{ComputePass, Dependency, PcieDirection, TaskGraphBuilder, Work};
 use models::ops::FP16_BYTES;
+use scenario::{Recompute, Scenario};
 use schedules::{Pass, PipelineSchedule};
+use taskgraph::ids::Rank;
+use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use taskgraph::task_graph::{ComputePass, Dependency, PcieDirection, TaskGraphBuilder, Work};
 
 /// What the program is being built from, and the steps later ones wait for.
 struct OffloadProgram<'a> {
@@ -325,7 +325,7 @@ pub fn program(
                 // FP8 training is refused under ZeRO-Offload.
                 fp8_weight_cast: false,
                 // No host lane in ZeRO-Offload programs.
-                segment: crate::task_graph::WHOLE_PASS,
+                segment: taskgraph::task_graph::WHOLE_PASS,
             };
             match action.pass {
                 Pass::Forward => {

@@ -8,9 +8,9 @@ use super::gradient_sums::GradientSums;
 use super::program::{Program, StepId};
 use super::sharded;
 use super::walk_context::host_task;
-use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
-use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
 use models::sharding::{expert_parameters_of_stage, parameters_on_rank};
+use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use taskgraph::task_graph::{Dependency, TaskGraphBuilder, Work};
 
 /// Every rank's optimizer step, and the distributed optimizer's (or
 /// ZeRO's) parameter all-gathers after them; under post-validation each

@@ -16,7 +16,7 @@
 //! it waits for it. Nothing else is imposed: when a piece's all-to-all is
 //! slower than the other half's piece, the compute stream waits, as the
 //! engine finds. A piece issued beside an all-to-all of the other half
-//! runs on the SMs it leaves ([`crate::task_graph::Work::ComputeBeside`]).
+//! runs on the SMs it leaves ([`taskgraph::task_graph::Work::ComputeBeside`]).
 //!
 //! With a host lane the host issues every piece (its first kernel, then the
 //! rest, as a whole pass's segments are issued) and every all-to-all call
@@ -28,9 +28,9 @@ use super::passes::PassPiece;
 use super::program::{Program, StepId, TensorGroupId};
 use super::walk_context::host_task;
 use crate::cost::pair_overlap::{piece_segment, pieces_with_host_sync};
-use crate::scenario::Scenario;
-use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
+use scenario::Scenario;
+use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 
 /// One half of a pair: the pass over a chunk's layers.
 #[derive(Debug, Clone, Copy)]
@@ -294,7 +294,7 @@ impl PairHalf {
             dense_layers,
             embedding,
             head,
-            fp8_weight_cast: scenario.options.precision == crate::scenario::Precision::Fp8
+            fp8_weight_cast: scenario.options.precision == scenario::Precision::Fp8
                 && pass == ComputePass::Forward
                 && action.microbatch == 0,
         };

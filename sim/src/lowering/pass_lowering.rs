@@ -13,8 +13,8 @@ use super::sharded::ShardedPiece;
 use super::walk_context::{host_task, IterationSteps, Lowering};
 use super::walk_context::{ChunkAt, StageWalk};
 use crate::plan::buckets::{backward_buckets, BucketLayers};
-use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use schedules::Action;
+use taskgraph::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 
 /// One pass of an action, with where it stands in the walk.
 #[derive(Debug, Clone, Copy)]
@@ -217,7 +217,7 @@ fn lower_piece(
             let syncs = crate::cost::host_syncs(cx.scenario, pass, piece.layers, dense_layers);
             0..=syncs as u16
         } else {
-            crate::task_graph::WHOLE_PASS..=crate::task_graph::WHOLE_PASS
+            taskgraph::task_graph::WHOLE_PASS..=taskgraph::task_graph::WHOLE_PASS
         };
     let mut first_segment = None;
     let mut first_host = None;
@@ -250,7 +250,7 @@ fn lower_piece(
                 head: piece.head,
                 // Megatron-Core marks each iteration's first microbatch; TE
                 // casts and caches FP8 weights then.
-                fp8_weight_cast: cx.scenario.options.precision == crate::scenario::Precision::Fp8
+                fp8_weight_cast: cx.scenario.options.precision == scenario::Precision::Fp8
                     && pass == ComputePass::Forward
                     && action.microbatch == 0,
                 segment,

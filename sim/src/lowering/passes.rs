@@ -3,8 +3,8 @@
 //! how a backward is cut into gradient buckets is the plan's
 //! ([`crate::plan::buckets`]).
 
-use crate::task::TaskKind;
-use crate::task_graph::ComputePass;
+use taskgraph::task::TaskKind;
+use taskgraph::task_graph::ComputePass;
 
 /// A pass, or a gradient bucket of one, over some layers of a chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,7 +15,7 @@ pub struct PassPiece {
     pub iteration: u16,
     pub layers: u32,
     /// Of those, the dense layers of a model with experts (0 for a dense
-    /// model): [`crate::task_graph::Work::Compute`]'s `dense_layers`.
+    /// model): [`taskgraph::task_graph::Work::Compute`]'s `dense_layers`.
     pub dense_layers: u32,
     pub embedding: bool,
     pub head: bool,
@@ -23,7 +23,7 @@ pub struct PassPiece {
     /// the chunk's weights to FP8 (Transformer Engine's weight cache).
     pub fp8_weight_cast: bool,
     /// The part of the pass between host synchronizations
-    /// ([`crate::task_graph::WHOLE_PASS`]: all of it).
+    /// ([`taskgraph::task_graph::WHOLE_PASS`]: all of it).
     pub segment: u16,
 }
 

@@ -49,9 +49,9 @@ use super::post_validation::Carry;
 use super::program::Program;
 use super::stage_walk::lower_tensor_group;
 use super::walk_context::{IterationSteps, Lowering};
-use crate::scenario::Scenario;
-use crate::task_graph::TaskGraphBuilder;
+use scenario::Scenario;
 use schedules::PipelineSchedule;
+use taskgraph::task_graph::TaskGraphBuilder;
 
 /// The program of one iteration of a pipeline schedule, for the first
 /// `lowered_replicas` replicas: all d·cp of them, or replica 0 alone

@@ -12,9 +12,9 @@
 use super::program::Program;
 use super::walk_context::{host_task, IterationSteps, Lowering};
 use super::walk_context::{ChunkAt, Send, StageWalk};
-use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use schedules::{Action, Pass};
+use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 
 /// The send an action of `pass` on `chunk` produces, if any.
 pub(super) fn action_send(cx: &Lowering, pass: Pass, chunk: ChunkAt) -> Option<Send> {

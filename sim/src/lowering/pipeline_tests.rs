@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::lowering::program::StepId;
-use crate::scenario::ScenarioFile;
-use crate::task::{Dependency, StreamKind, TaskKind};
+use scenario::ScenarioFile;
+use taskgraph::task::{Dependency, StreamKind, TaskKind};
 
 #[test]
 fn one_f_one_b_on_two_stages_issues_passes_sends_and_optimizer_in_program_order() {

@@ -55,9 +55,9 @@
 use super::end_context::StagesDone;
 use super::program::{Program, StepId};
 use crate::placement::Placement;
-use crate::scenario::Scenario;
-use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
-use crate::task_graph::{Dependency, TaskGraphBuilder, Work};
+use scenario::Scenario;
+use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use taskgraph::task_graph::{Dependency, TaskGraphBuilder, Work};
 
 /// Bytes per hop of either exchange: two fp32 scalars, the found-inf flag
 /// and the partial squared gradient norm (the source's

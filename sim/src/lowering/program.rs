@@ -16,10 +16,10 @@
 //! ranks the tasks run on.
 
 use super::passes::{task_kind, PassPiece};
-use crate::ids::{GroupId, Rank, WorkId};
 use crate::placement::Placement;
-use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
+use taskgraph::ids::{GroupId, Rank, WorkId};
+use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 
 /// A step of a program, numbered in issue order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -121,7 +121,7 @@ pub struct Program {
 impl Program {
     /// Where a loop over the lowered replicas (`for data_index in …`)
     /// starts: under symmetry its body is one replica's copy of what full
-    /// expansion repeats for every replica ([`crate::replica_map`]).
+    /// expansion repeats for every replica ([`taskgraph::replica_map`]).
     pub fn begin_replicas(&self, builder: &mut TaskGraphBuilder) -> Option<(u32, u32)> {
         let steps = self.steps.len() as u32;
         builder
@@ -134,7 +134,7 @@ impl Program {
         let steps = self.steps.len() as u32;
         if let (Some(log), Some((first_step, first_intern))) = (builder.replica_log_mut(), begun) {
             let interns = log.interns.len() as u32;
-            log.loops.push(crate::replica_map::ReplicaLoop {
+            log.loops.push(taskgraph::replica_map::ReplicaLoop {
                 steps: first_step..steps,
                 interns: first_intern..interns,
             });

@@ -52,11 +52,11 @@ use super::program::{Program, StepId};
 use crate::cost::gradients;
 use crate::placement::Placement;
 use crate::plan::shard_plan::{ShardPlan, INFLIGHT_ALL_GATHERS};
-use crate::scenario::{Scenario, ZeroStage};
-use crate::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
-use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use models::memory::WEIGHT_BYTES_PER_PARAM;
 use models::sharding::parameters_of_layers;
+use scenario::{Scenario, ZeroStage};
+use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
+use taskgraph::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 
 /// One piece of a pass on one tensor group, as the pipeline program emitted it.
 #[derive(Debug, Clone, Copy)]
@@ -82,7 +82,7 @@ fn collective(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
     placement: &Placement,
-    ranks: &[crate::ids::Rank],
+    ranks: &[taskgraph::ids::Rank],
     kind: TaskKind,
     bytes: u64,
     piece: &ShardedPiece,
@@ -130,7 +130,7 @@ fn expert_all_gather(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
     placement: &Placement,
-    ranks: &[crate::ids::Rank],
+    ranks: &[taskgraph::ids::Rank],
     group_size: u32,
     bytes: u64,
     piece: &ShardedPiece,
@@ -158,7 +158,10 @@ fn expert_all_gather(
 /// The expert-data group of a data group's first rank
 /// (`Placement::expert_data_group`: every (ep·etp)-th rank of the stage's
 /// expert grid).
-fn expert_group_of(placement: &Placement, ranks: &[crate::ids::Rank]) -> Vec<crate::ids::Rank> {
+fn expert_group_of(
+    placement: &Placement,
+    ranks: &[taskgraph::ids::Rank],
+) -> Vec<taskgraph::ids::Rank> {
     let c = placement.coordinates(ranks[0]);
     placement.expert_data_group(c.stage, c.data_index, c.tensor_index)
 }

@@ -13,8 +13,8 @@ use super::pipeline_sends::{action_send, lower_send};
 use super::post_validation::Carry;
 use super::program::{Program, TensorGroup};
 use super::walk_context::{ChunkAt, IterationSteps, Lowering, StageWalk};
-use crate::task_graph::{ComputePass, TaskGraphBuilder};
 use schedules::{Action, Pass};
+use taskgraph::task_graph::{ComputePass, TaskGraphBuilder};
 
 /// The compute passes of an action: recompute inserts a `Recompute` before
 /// every `Backward`, or before a split backward's `InputGradient`.

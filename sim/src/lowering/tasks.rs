@@ -7,9 +7,9 @@
 
 use super::passes::task_kind;
 use super::program::{Program, Step};
-use crate::ids::TaskId;
-use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::TaskGraphBuilder;
+use taskgraph::ids::TaskId;
+use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task_graph::TaskGraphBuilder;
 
 /// Consecutive task ids `first .. first + len`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,9 +143,7 @@ mod tests {
 
     #[test]
     fn a_pass_of_a_tensor_group_is_a_task_per_rank_then_its_all_reduce() {
-        let scenario = crate::scenario::ScenarioFile::tiny_example()
-            .resolve()
-            .unwrap();
+        let scenario = scenario::ScenarioFile::tiny_example().resolve().unwrap();
         let placement = crate::placement::Placement::new(scenario.layout, 8);
         let mut builder = TaskGraphBuilder::default();
         let mut program = Program::default();
@@ -156,7 +154,7 @@ mod tests {
             0,
         ));
         let piece = super::super::passes::PassPiece {
-            pass: crate::task_graph::ComputePass::Backward,
+            pass: taskgraph::task_graph::ComputePass::Backward,
             chunk: 0,
             microbatch: 3,
             iteration: 0,
@@ -165,7 +163,7 @@ mod tests {
             embedding: false,
             head: false,
             fp8_weight_cast: false,
-            segment: crate::task_graph::WHOLE_PASS,
+            segment: taskgraph::task_graph::WHOLE_PASS,
         };
         program.pass(&mut builder, group, piece);
         let steps = emit(&program, &mut builder);

@@ -10,15 +10,15 @@ use super::end_context::GradientsReady;
 use super::post_validation::{Carry, PostValidation};
 use super::program::{Program, StepId, TensorGroupId};
 use super::sharded::ShardedPiece;
-use crate::ids::{GroupId, Rank};
 use crate::placement::Placement;
 use crate::plan::ShardPlan;
-use crate::scenario::bucket_sizes::layers_per_bucket;
-use crate::scenario::{HostCosts, Layout, Recompute, Scenario};
-use crate::task::{StreamKind, Task, TaskKind};
-use crate::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 use models::sharding::{parameters_of_layers, Sharding};
+use scenario::bucket_sizes::layers_per_bucket;
+use scenario::{HostCosts, Layout, Recompute, Scenario};
 use schedules::{Action, PipelineSchedule};
+use taskgraph::ids::{GroupId, Rank};
+use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task_graph::{ComputePass, Dependency, TaskGraphBuilder, Work};
 
 /// Passes per (data index, virtual stage, microbatch): forward, recompute,
 /// backward (or a split backward's input-gradient pass, which receives the
@@ -116,7 +116,7 @@ impl<'a> Lowering<'a> {
             synchronize_after_p2p: sends_block
                 && host.is_some_and(|costs| costs.synchronize_after_p2p),
             combined_exchange: scenario.stack.combined_interleaved_exchange
-                && scenario.schedule == crate::scenario::ScheduleKind::Interleaved
+                && scenario.schedule == scenario::ScheduleKind::Interleaved
                 && layout.chunks.get() > 1
                 && layout.microbatch_group_size() == p
                 && m != p,
@@ -317,7 +317,7 @@ pub(super) struct Send {
 /// A task of the host lane of a tensor group.
 pub(super) fn host_task(
     builder: &mut TaskGraphBuilder,
-    group: crate::ids::GroupId,
+    group: taskgraph::ids::GroupId,
     stage: u32,
     chunk: u32,
     microbatch: u32,

@@ -44,14 +44,14 @@
 //! (charged only the part their weight-gradient GEMMs do not hide).
 
 use crate::cost::{NetworkModel, WorkCost};
-use crate::ids::{Rank, TaskId};
 use crate::placement::{Coordinates, Placement};
-use crate::scenario::Scenario;
-use crate::task::TaskKind;
-use crate::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
 use collectives::all_to_all::all_to_all_terms;
 use collectives::{ring_terms, CollectiveOp, GroupShape, LinkRates};
 use engine::network::{FlowEnds, FlowPlan, FlowPlanner};
+use scenario::Scenario;
+use taskgraph::ids::{Rank, TaskId};
+use taskgraph::task::TaskKind;
+use taskgraph::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
 use timeline::time::SimDuration;
 
 /// Plans fabric flows for the communication tasks of one graph.

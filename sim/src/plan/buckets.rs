@@ -2,7 +2,7 @@
 //! ([`backward_buckets`]) so that each bucket's gradients can leave
 //! (reduce-scatter, all-reduce, offload) while the backward goes on (how
 //! many layers a bucket cap holds is the scenario's
-//! [`crate::scenario::bucket_sizes::layers_per_bucket`]). Read by the shard
+//! [`scenario::bucket_sizes::layers_per_bucket`]). Read by the shard
 //! and offload plans and lowering.
 
 /// A gradient bucket of a backward pass: its layers, and whether it holds the

@@ -1,4 +1,4 @@
-//! The plan: what is decided once from a validated [`crate::scenario::Scenario`]
+//! The plan: what is decided once from a validated [`scenario::Scenario`]
 //! before anything is lowered, priced or counted, and read by every later
 //! phase instead of being rebuilt or read back from lowering.
 //!

@@ -4,11 +4,11 @@
 //! tiles of that shard. Read by the offload program and by the memory model.
 
 use super::buckets::backward_buckets;
-use crate::scenario::bucket_sizes::{layers_per_bucket, CPU_ADAM_TILE_PARAMS};
-use crate::scenario::Scenario;
 use models::formulas;
 use models::ops::FP16_BYTES;
 use models::sharding::parameters_on_rank;
+use scenario::bucket_sizes::{layers_per_bucket, CPU_ADAM_TILE_PARAMS};
+use scenario::Scenario;
 
 /// A gradient bucket: consecutive layers of the backward pass (in backward order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl OffloadPlan {
             .options
             .offload
             .map(|o| o.bucket_params)
-            .unwrap_or(crate::scenario::DEFAULT_OFFLOAD_BUCKET_PARAMS);
+            .unwrap_or(scenario::DEFAULT_OFFLOAD_BUCKET_PARAMS);
         let params_per_rank = parameters_on_rank(model, layout.sharding(), 0);
         let layer_params = formulas::layer_parameters(model) / t;
         let layers = model.layers as u32;
@@ -121,7 +121,7 @@ impl OffloadPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::ScenarioFile;
+    use scenario::ScenarioFile;
 
     fn scenario(dp: u32, tp: u32, bucket_params: u64) -> Scenario {
         ScenarioFile {
@@ -132,7 +132,7 @@ mod tests {
             dp: Some(dp),
             microbatch_size: Some(10),
             global_batch: Some(10 * dp),
-            options: crate::scenario::TrainingOptionsFile {
+            options: scenario::TrainingOptionsFile {
                 zero_offload: Some(true),
                 offload_bucket_params: Some(bucket_params),
                 ..Default::default()

@@ -2,7 +2,7 @@
 //! chunks, microbatches and microbatch groups, generated once and read by
 //! lowering, memory and the sweeps.
 
-use crate::scenario::Scenario;
+use scenario::Scenario;
 use schedules::PipelineSchedule;
 
 /// The schedule of a resolved scenario (its layout's microbatch groups).

@@ -8,10 +8,10 @@
 //! symmetry whether shard groups replicate.
 
 use super::buckets::{backward_buckets, BucketLayers};
-use crate::scenario::bucket_sizes::{layers_per_bucket, DEFAULT_ZERO2_BUCKET_PARAMS};
-use crate::scenario::{Scenario, ZeroStage};
-use crate::task::ComputePass;
 use models::sharding::parameters_of_layers;
+use scenario::bucket_sizes::{layers_per_bucket, DEFAULT_ZERO2_BUCKET_PARAMS};
+use scenario::{Scenario, ZeroStage};
+use taskgraph::task::ComputePass;
 
 /// FSDP's `_max_num_inflight_all_gathers` under `limit_all_gathers=True`.
 pub const INFLIGHT_ALL_GATHERS: u64 = 2;

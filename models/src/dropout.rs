@@ -83,7 +83,7 @@ mod tests {
 
     #[test]
     fn without_dropout_no_dropout_kernel_runs_and_the_residual_is_a_plain_add() {
-        let mut model = crate::preset("gpt-22b").unwrap();
+        let mut model = crate::presets::preset("gpt-22b").unwrap();
         let (forward, backward) = names(&transformer_layer(&model, 1, crate::nz(8)));
         for name in [
             "attention_dropout",
@@ -112,11 +112,11 @@ mod tests {
     #[test]
     fn specs_without_the_keys_take_megatrons_default_and_serialize_unchanged() {
         let text = r#"{"name":"m","layers":2,"hidden":64,"heads":4,"seq_len":32,"vocab":128}"#;
-        let spec: crate::ModelSpec = serde_json::from_str(text).unwrap();
+        let spec: crate::spec::ModelSpec = serde_json::from_str(text).unwrap();
         assert_eq!(spec.attention_dropout, DropoutRate::MEGATRON_DEFAULT);
         assert_eq!(spec.hidden_dropout, DropoutRate::MEGATRON_DEFAULT);
         assert_eq!(serde_json::to_string(&spec).unwrap(), text);
-        let off: crate::ModelSpec = serde_json::from_str(
+        let off: crate::spec::ModelSpec = serde_json::from_str(
             r#"{"name":"m","layers":2,"hidden":64,"heads":4,"seq_len":32,"vocab":128,"attention_dropout":0.0,"hidden_dropout":1.5}"#,
         )
         .unwrap();

@@ -24,7 +24,7 @@
 
 use crate::moe::{MoeSpec, RouterType};
 use crate::spec::FfnType;
-use crate::ModelSpec;
+use crate::spec::ModelSpec;
 
 /// Parameters of one dense transformer layer (every layer of a model without
 /// `moe`): QKV (h·(a·d + 2·kv·d) weights plus as many biases, 3h²+3h with
@@ -331,7 +331,7 @@ mod tests {
     #[test]
     fn integer_count_equals_eq2_for_every_megatron_model() {
         for name in ["gpt3-175b", "gpt-530b", "gpt-1t", "gpt-22b"] {
-            let model = crate::preset(name).unwrap();
+            let model = crate::presets::preset(name).unwrap();
             let exact = parameter_count(&model) as f64;
             let eq2 = parameter_count_eq2(&model);
             assert!(
@@ -344,13 +344,13 @@ mod tests {
     #[test]
     fn one_trillion_model_matches_table_1() {
         // Megatron-LM SC21 Table 1: 1008.0 billion parameters.
-        let model = crate::preset("gpt-1t").unwrap();
+        let model = crate::presets::preset("gpt-1t").unwrap();
         let billions = parameter_count(&model) as f64 / 1e9;
         assert!((billions - 1008.0).abs() < 0.5, "{billions}");
         // GPT-3: 174.6 B in Table 1; 530B row: 529.6 B.
-        let gpt3 = parameter_count(&crate::preset("gpt3-175b").unwrap()) as f64 / 1e9;
+        let gpt3 = parameter_count(&crate::presets::preset("gpt3-175b").unwrap()) as f64 / 1e9;
         assert!((gpt3 - 174.6).abs() < 0.5, "{gpt3}");
-        let mt = parameter_count(&crate::preset("gpt-530b").unwrap()) as f64 / 1e9;
+        let mt = parameter_count(&crate::presets::preset("gpt-530b").unwrap()) as f64 / 1e9;
         assert!((mt - 529.6).abs() < 0.5, "{mt}");
     }
 
@@ -367,7 +367,7 @@ mod tests {
             ("mistral-7b", 7_241_732_096),
             ("qwen2.5-72b", 72_706_203_648),
         ] {
-            let model = crate::preset(name).unwrap();
+            let model = crate::presets::preset(name).unwrap();
             assert_eq!(published_parameter_count(&model), published, "{name}");
             // Unpadded presets: Eq. 2's count is the same less the final norm.
             assert_eq!(
@@ -380,7 +380,7 @@ mod tests {
 
     #[test]
     fn gpt_presets_count_eq2_plus_the_final_layernorm_when_published() {
-        let gpt3 = crate::preset("gpt3-175b").unwrap();
+        let gpt3 = crate::presets::preset("gpt3-175b").unwrap();
         assert_eq!(
             published_parameter_count(&gpt3),
             parameter_count(&gpt3) + 2 * gpt3.hidden
@@ -389,7 +389,7 @@ mod tests {
 
     #[test]
     fn each_block_option_changes_the_count_by_its_own_tensors() {
-        let base = crate::preset("gpt-22b").unwrap();
+        let base = crate::presets::preset("gpt-22b").unwrap();
         let (h, f, l) = (base.hidden, base.ffn(), base.layers);
         let count = |edit: &dyn Fn(&mut ModelSpec)| {
             let mut model = base.clone();

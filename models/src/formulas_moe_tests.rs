@@ -5,7 +5,7 @@ use super::*;
 use crate::moe::{CapacityFactor, MlaSpec};
 
 fn preset(name: &str) -> ModelSpec {
-    crate::preset(name).unwrap()
+    crate::presets::preset(name).unwrap()
 }
 
 /// (total, active) as model cards count them.

@@ -44,7 +44,7 @@ use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
 use crate::ops::{Kernel, KernelClass, PassSteps, Step, FP16_BYTES};
 use crate::spec::FfnType;
-use crate::ModelSpec;
+use crate::spec::ModelSpec;
 use std::num::NonZeroU64;
 
 /// A mixture of experts' linear layers TE runs in FP8 (`te.pytorch.GroupedLinear`

@@ -198,7 +198,7 @@ mod tests {
     fn every_gemm_carries_the_layout_megatron_calls_it_in() {
         use crate::ops::{transformer_layer, Kernel, KernelClass, Step};
         use GemmLayout::*;
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let layer = transformer_layer(&model, 1, crate::nz(8));
         let head = crate::pipeline_ends::head(&model, 1, crate::nz(8));
         let mut layouts: Vec<(String, GemmLayout)> = Vec::new();

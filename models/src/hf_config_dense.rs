@@ -1,9 +1,9 @@
 //! The dense Hugging Face architectures as model specs: Llama, Mistral and
 //! Qwen2 (one decoder block, biases aside), and GPT-2.
 
+use crate::dropout::DropoutRate;
 use crate::hf_fields::{invalid, padded_vocab, Fields};
 use crate::spec::{FfnType, ModelError, ModelSpec, NormType};
-use crate::DropoutRate;
 
 /// Llama, Mistral and Qwen2: the same decoder block, biases aside.
 pub(crate) fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec, ModelError> {

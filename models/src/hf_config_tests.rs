@@ -42,7 +42,7 @@ fn imported_llamas_are_the_presets_block_for_block() {
         ("Qwen2.5-72B", "qwen2.5-72b"),
     ] {
         let imported = import(folder).unwrap();
-        let preset = crate::preset(preset).unwrap();
+        let preset = crate::presets::preset(preset).unwrap();
         // Names differ, and the config's context may differ from the
         // preset's training length (Qwen2.5: 131072 vs 4096).
         let same = ModelSpec {
@@ -68,8 +68,11 @@ fn gpt2_keeps_learned_positions_tied_embeddings_and_a_padded_vocabulary() {
     assert!(spec.tied_embeddings && spec.bias && !spec.rope);
     assert_eq!(spec.ffn(), 4 * 768);
     // attn_pdrop and resid_pdrop, 0.1 in GPT-2's config.
-    assert_eq!(spec.attention_dropout, crate::DropoutRate::new(0.1));
-    assert_eq!(spec.hidden_dropout, crate::DropoutRate::new(0.1));
+    assert_eq!(
+        spec.attention_dropout,
+        crate::dropout::DropoutRate::new(0.1)
+    );
+    assert_eq!(spec.hidden_dropout, crate::dropout::DropoutRate::new(0.1));
 }
 
 #[test]
@@ -114,7 +117,7 @@ fn mixtures_of_experts_import_as_their_presets_with_their_published_counts() {
             active,
             "{folder}"
         );
-        let preset = crate::preset(preset).unwrap();
+        let preset = crate::presets::preset(preset).unwrap();
         // The config's context is the long-context one; the preset's the
         // pre-training length.
         let same = ModelSpec {

@@ -2,8 +2,8 @@
 //! file and key in errors ([`Fields`]), and the vocabulary padded as
 //! Megatron-LM pads it.
 
+use crate::dropout::DropoutRate;
 use crate::spec::ModelError;
-use crate::DropoutRate;
 use serde_json::{Map, Value};
 use std::path::Path;
 

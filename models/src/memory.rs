@@ -27,7 +27,7 @@
 //! ([`crate::mla_ops::mla_attention_bytes_per_token`]).
 
 use crate::spec::FfnType;
-use crate::ModelSpec;
+use crate::spec::ModelSpec;
 
 /// fp16 weight bytes per parameter.
 pub const WEIGHT_BYTES_PER_PARAM: u64 = 2;
@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn korthikanti_table_2_cases_agree_with_the_older_helpers() {
-        let model = crate::preset("gpt-530b").unwrap();
+        let model = crate::presets::preset("gpt-530b").unwrap();
         let none = stored_activation_bytes_per_layer(&model, 1, 8, false, RecomputeKind::None);
         assert!((none - activation_bytes_per_layer(&model, 1, 8)).abs() < 1.0);
         let full = stored_activation_bytes_per_layer(&model, 1, 8, false, RecomputeKind::Full);
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn llama_blocks_keep_their_own_tensors() {
-        let model = crate::preset("llama3-70b").unwrap();
+        let model = crate::presets::preset("llama3-70b").unwrap();
         let (h, f, kvd) = (8192u64, 28672u64, 8 * 128u64);
         // No dropout masks: Llama trains without dropout.
         assert_eq!(
@@ -220,7 +220,7 @@ mod tests {
             (selective - expected).abs() < 1.0,
             "{selective} vs {expected}"
         );
-        let gpt = crate::preset("gpt3-175b").unwrap();
+        let gpt = crate::presets::preset("gpt3-175b").unwrap();
         for kind in [RecomputeKind::None, RecomputeKind::Selective] {
             assert_eq!(
                 linear_bytes_per_token(&gpt, kind),
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn fused_attention_keeps_inputs_and_statistics_only() {
-        let model = crate::preset("llama3-8b").unwrap();
+        let model = crate::presets::preset("llama3-8b").unwrap();
         let (s, b, h, t) = (model.seq_len as f64, 2.0, model.hidden as f64, 4.0);
         let kv = (model.kv_heads() * model.head_dim()) as f64;
         let a = model.heads as f64;
@@ -253,7 +253,7 @@ mod tests {
 
     #[test]
     fn tensor_parallel_formula_reduces_to_serial_one_at_t_equal_1() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let (s, b, h, a) = (2048.0, 1.0, 12288.0, 96.0);
         let serial = s * b * h * (34.0 + 5.0 * a * s / h);
         assert!((activation_bytes_per_layer(&model, 1, 1) - serial).abs() < 1.0);

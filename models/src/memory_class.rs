@@ -162,7 +162,7 @@ mod tests {
     /// compared at the same byte count.
     #[test]
     fn mapped_model_kernels_move_their_class_bytes_per_element() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let (b, t) = (2u64, 8u64);
         let tokens = (b * model.seq_len) as f64;
         let scores = (b * model.heads / t * model.seq_len * model.seq_len) as f64;

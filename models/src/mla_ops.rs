@@ -51,8 +51,9 @@ use crate::element_bytes::FP16_BYTES;
 use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
 use crate::linear::gemm_with_gradients;
+use crate::moe::MlaSpec;
+use crate::spec::ModelSpec;
 use crate::step::Step;
-use crate::{MlaSpec, ModelSpec};
 use std::num::NonZeroU64;
 
 /// The attention core's per-head query/key and value dimensions:

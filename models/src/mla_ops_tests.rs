@@ -8,7 +8,7 @@ use crate::{formulas, memory};
 
 /// DeepSeek-V3 with its MLP dense in every layer (MLA alone).
 fn deepseek_dense() -> ModelSpec {
-    let mut model = crate::preset("deepseek-v3").unwrap();
+    let mut model = crate::presets::preset("deepseek-v3").unwrap();
     model.moe = None;
     model
 }
@@ -237,7 +237,7 @@ fn registered_tensors_hold_the_layer_s_parameters() {
 
 #[test]
 fn the_sigmoid_router_adds_its_group_limited_choice() {
-    let model = crate::preset("deepseek-v3").unwrap();
+    let model = crate::presets::preset("deepseek-v3").unwrap();
     let pass = transformer_layer_with(
         &model,
         1,
@@ -262,7 +262,7 @@ fn the_sigmoid_router_adds_its_group_limited_choice() {
         .backward
         .iter()
         .any(|s| matches!(s, Step::Kernel(k) if k.name.starts_with("moe_router_group_limit"))));
-    let mixtral = crate::preset("mixtral-8x7b").unwrap();
+    let mixtral = crate::presets::preset("mixtral-8x7b").unwrap();
     let pass = transformer_layer_with(
         &mixtral,
         1,

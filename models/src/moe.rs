@@ -1,5 +1,5 @@
 //! Mixture-of-experts MLPs and multi-head latent attention (MLA): the
-//! optional `moe` and `mla` objects of a [`crate::ModelSpec`], their keys named
+//! optional `moe` and `mla` objects of a [`crate::spec::ModelSpec`], their keys named
 //! after the Hugging Face configs of Mixtral, DeepSeek-V3 and Qwen3-MoE, and
 //! their validation. What they count is in [`crate::formulas`]; the kernels
 //! of a MoE block under expert parallelism are in [`crate::moe_ops`] (the
@@ -32,7 +32,7 @@ pub enum RouterType {
 /// A capacity factor: each expert takes at most `factor · tokens · top_k /
 /// experts` tokens of a batch and drops the rest (GShard, Switch
 /// Transformer). A plain number in JSON; compared by its bits so a
-/// [`crate::ModelSpec`] stays `Eq`.
+/// [`crate::spec::ModelSpec`] stays `Eq`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CapacityFactor(pub f64);

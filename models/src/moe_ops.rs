@@ -108,8 +108,8 @@ use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
 use crate::linear::gemm_with_gradients;
 use crate::spec::FfnType;
+use crate::spec::ModelSpec;
 use crate::step::Step;
-use crate::ModelSpec;
 use std::num::NonZeroU64;
 
 /// Tokens a rank routes per microbatch: the `tokens` (b·s/cp) of its

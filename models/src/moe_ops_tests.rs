@@ -14,10 +14,10 @@ fn kernel<'a>(steps: &'a [Step], name: &str) -> &'a Kernel {
 }
 
 /// Mixtral 8x7B trained at s = 4096.
-fn mixtral() -> crate::ModelSpec {
-    crate::ModelSpec {
+fn mixtral() -> crate::spec::ModelSpec {
+    crate::spec::ModelSpec {
         seq_len: 4096,
-        ..crate::preset("mixtral-8x7b").unwrap()
+        ..crate::presets::preset("mixtral-8x7b").unwrap()
     }
 }
 
@@ -203,7 +203,7 @@ fn the_dispatcher_synchronizes_the_host_once_per_forward_after_the_permute() {
 
 #[test]
 fn shared_experts_run_as_one_dense_mlp_on_every_token() {
-    let mut model = crate::preset("mixtral-8x7b").unwrap();
+    let mut model = crate::presets::preset("mixtral-8x7b").unwrap();
     let moe = model.moe.as_mut().unwrap();
     moe.shared_experts = 2;
     moe.shared_expert_ffn_hidden = Some(1000);

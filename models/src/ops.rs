@@ -43,10 +43,11 @@ pub use crate::parameter_tensors::{
     layer_parameter_tensors_with_experts, ParameterTensor,
 };
 pub use crate::ring_attention::{ring_attention_steps, RING_ATTENTION_KERNELS_PER_STEP};
+use crate::spec::ModelSpec;
 use crate::spec::{FfnType, NormType};
 pub use crate::step::{Kernel, KernelClass, PassSteps, Step};
 use crate::unfused_attention::UnfusedCore;
-use crate::{attention, softmax, ModelSpec};
+use crate::{attention, softmax};
 use std::num::NonZeroU64;
 
 /// Names of a layer's norms and the final norm, by the model's norm.

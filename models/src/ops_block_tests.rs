@@ -24,7 +24,7 @@ fn names(steps: &[Step]) -> Vec<&'static str> {
 
 #[test]
 fn llama_layer_flops_are_twice_the_multiply_adds_of_its_gemms() {
-    let model = crate::preset("llama3-70b").unwrap();
+    let model = crate::presets::preset("llama3-70b").unwrap();
     let (b, t) = (1u64, 8u64);
     let (s, h, a, kv, d, f) = (8192u64, 8192u64, 64u64, 8u64, 128u64, 28672u64);
     let tokens = b * s;
@@ -58,7 +58,7 @@ fn llama_layer_flops_are_twice_the_multiply_adds_of_its_gemms() {
 
 #[test]
 fn llama_layer_has_its_own_memory_bound_kernels_and_no_bias_gradients() {
-    let model = crate::preset("llama2-70b").unwrap();
+    let model = crate::presets::preset("llama2-70b").unwrap();
     let (b, t) = (2u64, 4u64);
     let (s, h, a, kv, d, f) = (4096u64, 8192u64, 64u64, 8u64, 128u64, 28672u64);
     let tokens = b * s;
@@ -123,12 +123,22 @@ fn without_biases_the_input_gradient_all_reduce_overlaps_only_the_weight_gradien
             })
             .collect()
     };
-    let gpt = crate::preset("gpt3-175b").unwrap();
+    let gpt = crate::presets::preset("gpt3-175b").unwrap();
     assert_eq!(windows(&gpt), [2, 2]);
-    assert_eq!(windows(&crate::preset("llama3-8b").unwrap()), [1, 1]);
+    assert_eq!(
+        windows(&crate::presets::preset("llama3-8b").unwrap()),
+        [1, 1]
+    );
     // Qwen2.5: a QKV bias only (backward runs the MLP first).
-    assert_eq!(windows(&crate::preset("qwen2.5-72b").unwrap()), [1, 2]);
-    let qwen = transformer_layer(&crate::preset("qwen2.5-72b").unwrap(), 1, crate::nz(8));
+    assert_eq!(
+        windows(&crate::presets::preset("qwen2.5-72b").unwrap()),
+        [1, 2]
+    );
+    let qwen = transformer_layer(
+        &crate::presets::preset("qwen2.5-72b").unwrap(),
+        1,
+        crate::nz(8),
+    );
     assert_eq!(
         names(&qwen.backward)
             .iter()
@@ -140,7 +150,7 @@ fn without_biases_the_input_gradient_all_reduce_overlaps_only_the_weight_gradien
 
 #[test]
 fn multi_head_attention_has_no_expansion_and_the_gpt_layer_is_unchanged() {
-    let mut model = crate::preset("gpt3-175b").unwrap();
+    let mut model = crate::presets::preset("gpt3-175b").unwrap();
     let before = transformer_layer(&model, 1, crate::nz(8));
     model.kv_heads = Some(model.heads);
     assert_eq!(transformer_layer(&model, 1, crate::nz(8)), before);

@@ -25,7 +25,7 @@ fn per_iteration_flops(
 
 #[test]
 fn kernel_flops_sum_to_megatron_eq3_with_and_without_recompute() {
-    let model = crate::preset("gpt-1t").unwrap();
+    let model = crate::presets::preset("gpt-1t").unwrap();
     for t in [1, 8] {
         let with = per_iteration_flops(&model, t, 1, 3072, true);
         let eq3 = formulas::flops_per_iteration_full_recompute(&model, 3072);
@@ -41,7 +41,7 @@ fn kernel_flops_sum_to_megatron_eq3_with_and_without_recompute() {
 
 #[test]
 fn layer_has_two_forward_and_two_backward_tensor_all_reduces() {
-    let model = crate::preset("gpt3-175b").unwrap();
+    let model = crate::presets::preset("gpt3-175b").unwrap();
     let layer = transformer_layer(&model, 1, crate::nz(8));
     let count = |steps: &[Step]| {
         steps
@@ -92,8 +92,8 @@ fn the_attention_core_is_marked_where_it_is_created() {
             })
             .collect()
     };
-    for name in crate::preset_names() {
-        let mut model = crate::preset(&name).unwrap();
+    for name in crate::presets::preset_names() {
+        let mut model = crate::presets::preset(&name).unwrap();
         if model.moe.is_some() || model.mla.is_some() {
             continue;
         }

@@ -5,8 +5,8 @@
 //! included) and a SwiGLU's gate and up matrices into one `mlp_fc1` tensor.
 
 use crate::kernel_role::KernelRole;
+use crate::spec::ModelSpec;
 use crate::spec::NormType;
-use crate::ModelSpec;
 use std::num::NonZeroU64;
 
 /// One parameter tensor of one rank: its name, the name of the kernel that
@@ -223,7 +223,7 @@ mod moe_tests {
             ("mixtral-8x7b", 8),
             ("mixtral-8x22b", 4),
         ] {
-            let model = crate::preset(name).unwrap();
+            let model = crate::presets::preset(name).unwrap();
             let sharding = crate::sharding::Sharding {
                 tensor_parallel: degree(1),
                 pipeline_parallel: degree(1),
@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn layer_parameter_tensors_sum_to_eq2_per_layer_without_tensor_parallelism() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let total = sum(&layer_parameter_tensors(&model, crate::nz(1)));
         assert_eq!(total, formulas::layer_parameters(&model));
         // With t = 8 only the split weights and column-parallel biases shrink:
@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn llama_and_qwen_layers_hold_their_formula_counts() {
         for name in ["llama3-70b", "qwen2.5-72b", "llama2-7b"] {
-            let model = crate::preset(name).unwrap();
+            let model = crate::presets::preset(name).unwrap();
             let tensors = layer_parameter_tensors(&model, crate::nz(1));
             assert_eq!(sum(&tensors), formulas::layer_parameters(&model), "{name}");
             // Only the two RMSNorm weights are replicated (plus Qwen's QKV
@@ -284,7 +284,7 @@ mod tests {
             let h = model.hidden;
             assert_eq!(split, (sum(&tensors) - 2 * h) / 8 + 2 * h, "{name}");
         }
-        let llama = crate::preset("llama3-70b").unwrap();
+        let llama = crate::presets::preset("llama3-70b").unwrap();
         let names: Vec<_> = layer_parameter_tensors(&llama, crate::nz(8))
             .iter()
             .map(|p| p.name)
@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn qwen3_moe_layers_hold_their_formula_counts() {
         // Wider heads (32 × 128 on h = 2048) and the two head_dim norms.
-        let model = crate::preset("qwen3-30b-a3b").unwrap();
+        let model = crate::presets::preset("qwen3-30b-a3b").unwrap();
         let tensors = layer_parameter_tensors(&model, crate::nz(1));
         assert_eq!(sum(&tensors), formulas::moe_layer_parameters(&model));
         let (h, q, d) = (2048, 32 * 128, 128);
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn untied_rope_models_have_no_position_table_and_one_norm_weight_in_the_head() {
-        let model = crate::preset("llama3-8b").unwrap();
+        let model = crate::presets::preset("llama3-8b").unwrap();
         assert_eq!(embedding_parameter_tensors(&model, crate::nz(1)).len(), 1);
         let head = head_parameter_tensors(&model, crate::nz(2));
         assert_eq!(sum(&head), model.hidden + model.vocab * model.hidden / 2);

@@ -21,7 +21,7 @@ use crate::kernel_role::KernelRole;
 use crate::ops::{
     final_norm_names, gemm_with_gradients, GemmLayout, GemmShape, PassSteps, Step, FP16_BYTES,
 };
-use crate::ModelSpec;
+use crate::spec::ModelSpec;
 use std::num::NonZeroU64;
 
 /// Bytes of one fp32 element.
@@ -393,7 +393,7 @@ mod tests {
 
     #[test]
     fn the_cross_entropy_makes_three_all_reduce_calls_and_the_head_two_gemms_each_way() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let head = head(&model, 1, crate::nz(8));
         assert_eq!(calls(&head.forward), 3);
         assert_eq!(calls(&head.backward), 1);
@@ -410,7 +410,7 @@ mod tests {
 
     #[test]
     fn the_embedding_masks_ids_and_all_reduces_only_when_split() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let whole = embedding(&model, 1, crate::nz(1));
         let split = embedding(&model, 1, crate::nz(8));
         assert_eq!(calls(&whole.forward), 0);
@@ -420,7 +420,7 @@ mod tests {
 
     #[test]
     fn rope_models_skip_the_position_table_and_rmsnorm_renames_the_final_norm() {
-        let gpt = crate::preset("gpt3-175b").unwrap();
+        let gpt = crate::presets::preset("gpt3-175b").unwrap();
         let mut rope = gpt.clone();
         rope.rope = true;
         let (learned, rotary) = (
@@ -429,7 +429,7 @@ mod tests {
         );
         assert_eq!(kernels(&rotary.forward), kernels(&learned.forward) - 2);
         assert_eq!(kernels(&rotary.backward), kernels(&learned.backward) - 2);
-        let llama = crate::preset("llama3-8b").unwrap();
+        let llama = crate::presets::preset("llama3-8b").unwrap();
         let names: Vec<_> = head(&llama, 1, crate::nz(1))
             .forward
             .iter()
@@ -444,7 +444,7 @@ mod tests {
 
     #[test]
     fn the_embedding_backward_sorts_above_3072_indices() {
-        let mut model = crate::preset("gpt3-175b").unwrap();
+        let mut model = crate::presets::preset("gpt3-175b").unwrap();
         model.seq_len = 1024;
         let direct = embedding(&model, 3, crate::nz(1));
         let sorted = embedding(&model, 4, crate::nz(1));
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn data_loading_builds_an_s_by_s_mask_every_microbatch() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let steps = data_load(&model, 1);
         assert_eq!(kernels(&steps), 10);
         let bytes: f64 = steps

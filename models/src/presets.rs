@@ -6,9 +6,10 @@
 //! [`crate::formulas`]; the mixtures of experts Mixtral 8x7B and 8x22B,
 //! DeepSeek-V3 and Qwen3-30B-A3B / 235B-A22B likewise (counted, not simulated).
 
+use crate::dropout::DropoutRate;
 use crate::moe::{MlaSpec, MoeSpec, RouterType};
+use crate::spec::ModelSpec;
 use crate::spec::{FfnType, NormType};
-use crate::{DropoutRate, ModelSpec};
 
 fn gpt(name: &str, layers: u64, hidden: u64, heads: u64, seq_len: u64) -> ModelSpec {
     ModelSpec {

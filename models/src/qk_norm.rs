@@ -15,9 +15,9 @@
 
 use crate::element_bytes::FP16_BYTES;
 use crate::kernel_role::KernelRole;
+use crate::spec::ModelSpec;
 use crate::spec::NormType;
 use crate::step::Step;
-use crate::ModelSpec;
 
 /// Bytes per element a norm's forward moves (read input, write output).
 pub const FORWARD_BYTES_PER_ELEMENT: u64 = 2 * FP16_BYTES;
@@ -99,7 +99,7 @@ mod tests {
     #[test]
     fn qwen3_30b_a3b_layer_by_hand() {
         // h = 2048, 32 query heads and 4 KV heads of 128 (q width 4096).
-        let mut model = crate::preset("qwen3-30b-a3b").unwrap();
+        let mut model = crate::presets::preset("qwen3-30b-a3b").unwrap();
         model.moe = None;
         model.ffn_hidden = Some(6144);
         let (b, s, t) = (1u64, 4096u64, 2u64);
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn without_qk_norm_nothing_is_added() {
-        let model = crate::preset("llama3-8b").unwrap();
+        let model = crate::presets::preset("llama3-8b").unwrap();
         assert_eq!(qk_norm_steps(&model, 8, 4, 1), (Vec::new(), Vec::new()));
         assert_eq!(saved_bytes_per_token(&model), 0);
     }

@@ -1,9 +1,10 @@
 //! Context parallelism's attention core: Transformer Engine's ring attention
 //! as the kernels one rank runs per layer pass (see [`ring_attention_steps`]).
 
-use crate::attention::FusedAttentionShape;
+use crate::attention_shape::FusedAttentionShape;
+use crate::element_bytes::FP16_BYTES;
 use crate::kernel_role::KernelRole;
-use crate::ops::{Kernel, KernelClass, Step, FP16_BYTES};
+use crate::step::{Kernel, KernelClass, Step};
 use std::num::NonZeroU64;
 
 /// Kernels per ring step, forward and backward: one fused attention call

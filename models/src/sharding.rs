@@ -3,8 +3,9 @@
 //! layer each: [`PipelineSplit`]), every weight matrix split t ways, the word
 //! embedding vocab-parallel. Pure counts: no bytes, no time.
 
+use crate::formulas;
+use crate::spec::ModelSpec;
 pub use crate::stage_map::StageMap;
-use crate::{formulas, ModelSpec};
 use serde::{Deserialize, Serialize};
 use std::num::NonZeroU32;
 
@@ -401,7 +402,7 @@ mod tests {
     #[test]
     fn parameters_on_rank_is_the_sum_over_its_chunks() {
         for name in ["gpt3-175b", "llama3-70b", "tiny"] {
-            let model = crate::preset(name).unwrap();
+            let model = crate::presets::preset(name).unwrap();
             for (t, p, v) in [(1, 1, 1), (8, 4, 1), (8, 4, 3), (2, 8, 6), (4, 2, 5)] {
                 let sharding = super::Sharding {
                     tensor_parallel: degree(t),
@@ -430,7 +431,7 @@ mod tests {
 
     #[test]
     fn the_ranks_of_every_stage_hold_the_whole_model_once() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         for (t, p, v) in [(1, 1, 1), (8, 8, 1), (8, 4, 3), (4, 16, 2)] {
             let sharding = Sharding {
                 tensor_parallel: degree(t),
@@ -466,7 +467,7 @@ mod tests {
         // Megatron-Core with both accounting flags: (126 + 2) / 64 = 2 per
         // virtual stage, one transformer layer beside the embedding and
         // beside the loss.
-        let model = crate::preset("llama3.1-405b").unwrap();
+        let model = crate::presets::preset("llama3.1-405b").unwrap();
         let sharding = Sharding {
             tensor_parallel: degree(8),
             pipeline_parallel: degree(8),
@@ -507,7 +508,7 @@ mod tests {
 
     #[test]
     fn untied_rope_models_are_held_once_with_only_their_norms_replicated() {
-        let model = crate::preset("llama3-70b").unwrap();
+        let model = crate::presets::preset("llama3-70b").unwrap();
         for (t, p, v) in [(1, 1, 1), (8, 1, 1), (8, 4, 5), (2, 16, 1)] {
             let sharding = Sharding {
                 tensor_parallel: degree(t),
@@ -531,7 +532,7 @@ mod tests {
 
     #[test]
     fn on_the_v_map_rank_0_holds_embedding_and_head_and_the_turn_splits_evenly() {
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         for split in [
             PipelineSplit::default(),
             PipelineSplit {
@@ -593,7 +594,7 @@ mod tests {
         // Each copy is cut into p stages (layers/p each); rank r holds copy
         // A's stage r and copy B's stage p−1−r: twice the parameters of one
         // 1F1B stage pair, the whole model twice over the ranks.
-        let model = crate::preset("gpt3-175b").unwrap();
+        let model = crate::presets::preset("gpt3-175b").unwrap();
         let (t, p) = (8, 4);
         let dual = Sharding {
             tensor_parallel: degree(t),

@@ -5,7 +5,7 @@ use super::*;
 
 /// DeepSeek-V3 cut to 8 layers: layers 0–2 dense, 3–7 MoE.
 fn deepseek_8_layers() -> ModelSpec {
-    let mut model = crate::preset("deepseek-v3").unwrap();
+    let mut model = crate::presets::preset("deepseek-v3").unwrap();
     model.layers = 8;
     model
 }
@@ -74,7 +74,7 @@ fn layer_ranges_count_their_dense_layers() {
     assert_eq!(dense_layers_in(&model, 2, 2), 1);
     assert_eq!(dense_layers_in(&model, 3, 5), 0);
     assert!(has_dense_and_moe_layers(&model));
-    let dense_model = crate::preset("llama3-8b").unwrap();
+    let dense_model = crate::presets::preset("llama3-8b").unwrap();
     assert_eq!(dense_layers_in(&dense_model, 0, 32), 0);
     assert!(!has_dense_and_moe_layers(&dense_model));
     // Layer frequency 2 from layer 1 (the rule `i >= first and i % freq ==

@@ -33,7 +33,7 @@ impl ModelSpec {
 
     /// A preset name or a path to a model JSON file.
     pub fn resolve(name_or_path: &str) -> Result<Self, ModelError> {
-        if let Some(spec) = crate::preset(name_or_path) {
+        if let Some(spec) = crate::presets::preset(name_or_path) {
             return Ok(spec);
         }
         let path = Path::new(name_or_path);
@@ -42,7 +42,7 @@ impl ModelSpec {
         }
         Err(ModelError::Unknown {
             name: name_or_path.to_string(),
-            presets: crate::preset_names().join(", "),
+            presets: crate::presets::preset_names().join(", "),
         })
     }
 }

@@ -5,19 +5,9 @@ use serde::{Deserialize, Serialize};
 
 /// The transport of a MoE layer's dispatch and combine.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum MoeDispatcher {
     /// NCCL's all-to-all (grouped send/recv to every EP peer): Megatron-Core's

@@ -41,19 +41,8 @@ pub const MAX_DPU_WARMUP: u32 = u16::MAX as u32 - 3;
 /// same tensor-core rate on A100/H100/H200/B200; they differ in which rate the
 /// GPU's datasheet gives and in which calibrated GEMMs (by `dtype`) price the
 /// kernels.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     #[default]
@@ -101,7 +90,8 @@ impl Precision {
 /// Training options as written. Booleans are flags on the command line
 /// (`--sequence-parallel`, or `--sequence-parallel=false` to override a
 /// scenario file); unset keys take their defaults at resolution.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct TrainingOptionsFile {
     /// Number format of the GEMMs and activations: fp16 (default, as in
     /// Megatron SC21), bf16, or fp8 (Transformer Engine's delayed-scaling
@@ -109,39 +99,39 @@ pub struct TrainingOptionsFile {
     /// Blackwell only); picks the GPU's peak rate and the calibrated GEMMs of
     /// that dtype.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_enum, value_name = "FORMAT")]
+    #[cfg_attr(feature = "clap", arg(long, value_enum, value_name = "FORMAT"))]
     pub precision: Option<Precision>,
     /// Megatron's sequence parallelism: LayerNorm and dropout split across the
     /// tensor ranks; all-reduces become reduce-scatter + all-gather (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub sequence_parallel: Option<bool>,
     /// Start each model chunk's data-parallel gradient all-reduce as soon as its
     /// last backward ends, overlapping the remaining backwards, instead of after
     /// the last pass (default false, as in Megatron SC21).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub overlap_grad_reduce: Option<bool>,
     /// With overlap_grad_reduce: split each chunk's last backward into gradient
     /// buckets of at most PARAMS parameters (whole layers, at least one), each
     /// all-reduced as soon as its layers are done, as PyTorch DDP does (its
     /// 25 MB buckets: 12500000). Default: one all-reduce per chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_name = "PARAMS")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "PARAMS"))]
     pub grad_reduce_bucket_params: Option<u64>,
     /// Megatron's gradient-accumulation fusion with fp32 main gradients: weight
     /// gradients accumulate inside the GEMMs (no per-microbatch add kernel) and
     /// are all-reduced in fp32. Default false: unfused fp16 accumulation, as in
     /// the SC21 and Korthikanti et al. 2022 fp16 runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long = "grad-accumulation-fusion", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long = "grad-accumulation-fusion", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub gradient_accumulation_fusion: Option<bool>,
     /// Megatron's asynchronous tensor all-reduce (2022): each column-parallel
     /// layer's backward all-reduce overlaps its weight-gradient GEMM; only the
     /// part longer than that GEMM is exposed (default false: blocking, as in
     /// SC21; not with sequence parallelism, where Megatron turns it off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub async_tensor_allreduce: Option<bool>,
     /// Megatron-Core's `--tp-comm-overlap` (Transformer Engine userbuffers):
     /// with sequence parallelism, each linear layer's all-gather or
@@ -149,14 +139,14 @@ pub struct TrainingOptionsFile {
     /// longer than that GEMM is exposed (default false; needs
     /// sequence_parallel).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub tp_comm_overlap: Option<bool>,
     /// With tp_comm_overlap: the Transformer Engine userbuffers configuration
     /// whose SM counts the overlapped GEMMs pay (`te-defaults`, TE's own,
     /// unless given; NVIDIA's recipes name theirs, e.g.
     /// ub_cfg_h100_h6144_tp2_mbs2_seqlen2048 for NeMo's GPT-3 20B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_enum, value_name = "NAME")]
+    #[cfg_attr(feature = "clap", arg(long, value_enum, value_name = "NAME"))]
     pub tp_comm_overlap_config: Option<UserbuffersConfig>,
     /// Megatron's distributed optimizer (`--use-distributed-optimizer`, ZeRO
     /// stage 1): gradients are reduce-scattered over the data-parallel group
@@ -164,7 +154,7 @@ pub struct TrainingOptionsFile {
     /// weights and Adam states, then the updated fp16/bf16 parameters are
     /// all-gathered (not overlapped with the next forward). Default false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub distributed_optimizer: Option<bool>,
     /// Sharded data parallelism by ZeRO stage: 0 (default, none), 1 (the
     /// optimizer states: the same as distributed_optimizer), 2 (and the
@@ -173,13 +163,13 @@ pub struct TrainingOptionsFile {
     /// before its forward and backward with the next unit prefetched,
     /// gradients reduce-scattered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_name = "STAGE")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "STAGE"))]
     pub zero_stage: Option<u8>,
     /// HSDP: shard within groups of N data-parallel ranks and replicate across
     /// the d/N groups (gradients reduce-scattered in the group, then the shard
     /// all-reduced across groups). Default: N = d. Needs zero_stage 2 or 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_name = "N")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub shard_group_size: Option<u32>,
     /// Megatron-Core's `--overlap-param-gather` for the distributed optimizer:
     /// the updated parameters are all-gathered bucket by bucket at the start
@@ -188,40 +178,40 @@ pub struct TrainingOptionsFile {
     /// the optimizer. Needs distributed_optimizer and overlap_grad_reduce,
     /// as Megatron asserts (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub overlap_param_gather: Option<bool>,
     /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
     /// across the t NICs of a node, then all-gather over NVLink (default true,
     /// as in SC21; =false sends whole activations on one NIC per rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long = "scatter-gather", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long = "scatter-gather", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub pipeline_scatter_gather: Option<bool>,
     /// Run pipeline transfers, collectives and ZeRO-Offload's PCIe copies as
     /// flows sharing the fabric's links (NVSwitch ports, NICs, fat-tree cables,
     /// PCIe and host links; max-min fair) instead of costing each alone; adds
     /// the busiest links to --json (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long = "contention", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long = "contention", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub network_contention: Option<bool>,
     /// ZeRO-Offload: fp16 parameters and activations on the GPU; gradients
     /// streamed to the CPU over PCIe, Adam on the CPU, parameters copied back
     /// (default false; needs pp = 1; with dp > 1, ZeRO-2 partitioning).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub zero_offload: Option<bool>,
     /// ZeRO-Offload's delayed parameter update: step N's CPU update overlaps
     /// step N+1's forward and backward (default false; needs zero_offload).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub delayed_update: Option<bool>,
     /// Iterations run without delay before the delayed update starts (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_name = "N")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub dpu_warmup_iterations: Option<u32>,
     /// Gradient bucket size in parameters for the offload stream (default
     /// 500000000: DeepSpeed's reduce_bucket_size), rounded to whole layers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_name = "PARAMS")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "PARAMS"))]
     pub offload_bucket_params: Option<u64>,
     /// Zero-bubble optimizer post-validation (Qi et al. 2024, Sec. 4; the
     /// source's `--enable-optimizer-post-validation`): each stage steps its
@@ -232,7 +222,7 @@ pub struct TrainingOptionsFile {
     /// reports the steady state. zb-h1, zb-h2, zb-v with fp16 and untied
     /// embeddings only, as the source requires (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub optimizer_post_validation: Option<bool>,
     /// DualPipe's overlapped F&B pairs (DeepSeek-V3 report, Sec. 3.2.1):
     /// with dualpipe or dualpipev and ep > 1, each pair's forward and
@@ -241,14 +231,14 @@ pub struct TrainingOptionsFile {
     /// which meanwhile runs on the SMs communication leaves (default false:
     /// the pair's two passes back to back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub pair_overlap: Option<bool>,
     /// How a mixture of experts' tokens are dispatched and combined: nccl
     /// (default: NCCL's all-to-all over the EP group) or deepep (DeepEP's
     /// node-limited dispatch: each token to at most 4 nodes, sent once over
     /// InfiniBand to the same-index GPU, forwarded over NVLink).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_name = "DISPATCHER")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DISPATCHER"))]
     pub moe_dispatcher: Option<MoeDispatcher>,
 }
 

@@ -15,7 +15,7 @@ pub enum MoeDispatcher {
     #[default]
     Nccl,
     /// DeepEP's normal (high-throughput) kernels with node-limited routing
-    /// ([`collectives::deepep`]).
+    /// (IB once per remote node, then NVLink).
     Deepep,
 }
 

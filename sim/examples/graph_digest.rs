@@ -76,15 +76,15 @@ fn main() {
         .or(ScenarioFile::embedded_default())
         .resolve()
         .unwrap_or_else(|error| refuse(format!("{path}: {error}")));
-    let schedule = sim::plan::schedule_of(&scenario);
+    let plan = sim::plan::Plan::of(&scenario);
     let start = std::time::Instant::now();
-    let full = sim::lowering::lower(&scenario, &schedule);
+    let full = sim::lowering::lower(&scenario, &plan);
     eprintln!("full lowering {:?}", start.elapsed());
     digest("full", &full);
     drop(full);
     if sim::symmetry::symmetric_replicas(&scenario).is_ok() {
         let start = std::time::Instant::now();
-        let representative = sim::lowering::lower_representative(&scenario, &schedule);
+        let representative = sim::lowering::lower_representative(&scenario, &plan);
         eprintln!("representative lowering {:?}", start.elapsed());
         digest("representative", &representative);
     }

@@ -32,6 +32,7 @@
 
 use crate::cost::gradients;
 use crate::plan::shard_plan;
+use crate::plan::Plan;
 use models::memory::{
     stored_activation_bytes_per_layer_with, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
     OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
@@ -39,7 +40,6 @@ use models::memory::{
 use models::sharding::parameters_on_rank;
 use scenario::ZeroStage;
 use scenario::{Recompute, Scenario};
-use schedules::PipelineSchedule;
 use serde::Serialize;
 
 /// Memory use of one rank at its peak.
@@ -156,7 +156,8 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
 }
 
 /// Peak memory of one rank of every stage.
-pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec<MemoryBreakdown> {
+pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown> {
+    let schedule = &plan.schedule;
     let model = &scenario.model;
     let layout = &scenario.layout;
     let (b, t) = (
@@ -226,8 +227,9 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
         let gathered = if etp > 1 { etp } else { 0 };
         ((2 + gathered) * moe.busiest_rank_tokens * model.hidden * 2) as f64
     });
-    let shard_plan =
-        shard_plan::ShardPlan::new(scenario).filter(shard_plan::ShardPlan::shards_gradients);
+    let shard_plan = plan
+        .shard_plan
+        .filter(shard_plan::ShardPlan::shards_gradients);
     (0..layout.pipeline_parallel.get())
         .map(|stage| {
             let parameters = parameters_on_rank(model, layout.sharding(), stage);
@@ -350,7 +352,10 @@ pub fn memory_per_stage(scenario: &Scenario, schedule: &PipelineSchedule) -> Vec
                     0,
                 ),
                 Some(offload) => {
-                    let plan = crate::plan::OffloadPlan::new(scenario);
+                    let plan = plan
+                        .offload_plan
+                        .as_ref()
+                        .expect("the plan of an offload scenario has one");
                     let buffers = (2 * plan.largest_bucket_params()).min(parameters);
                     let per_param = OFFLOAD_CPU_BYTES_PER_PARAM
                         + if offload.delayed_update {
@@ -437,8 +442,7 @@ mod offload_tests {
         };
         let memory = |file: ScenarioFile| {
             let scenario = file.resolve().unwrap();
-            let (schedule, _) = crate::build_graph(&scenario);
-            memory_per_stage(&scenario, &schedule).remove(0)
+            memory_per_stage(&scenario, &Plan::of(&scenario)).remove(0)
         };
         let plain = memory(file.clone());
         let offload = memory(ScenarioFile {

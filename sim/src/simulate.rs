@@ -9,6 +9,7 @@ use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
+use crate::plan::Plan;
 use crate::symmetry::{self, Expansion, FullCounts, SimulationMode};
 use crate::timeline_view::{self, TimelineSelection};
 use engine::{self, DeadlockError};
@@ -250,9 +251,9 @@ impl SimulationReport {
 
 /// Builds the schedule and task graph of a scenario (no costs).
 pub fn build_graph(scenario: &Scenario) -> (PipelineSchedule, TaskGraph) {
-    let schedule = crate::plan::schedule_of(scenario);
-    let graph = lower(scenario, &schedule);
-    (schedule, graph)
+    let plan = Plan::of(scenario);
+    let graph = lower(scenario, &plan);
+    (plan.schedule, graph)
 }
 
 /// Runs a graph with given per-work costs and packages the timeline.
@@ -364,12 +365,10 @@ pub fn simulate_with(
     expansion: Expansion,
 ) -> Result<SimulationReport, SimulationError> {
     let mode = symmetry::mode(scenario, expansion);
-    let schedule = crate::plan::schedule_of(scenario);
+    let plan = Plan::of(scenario);
     let mut graph = match mode {
-        SimulationMode::Full => lower(scenario, &schedule),
-        SimulationMode::Symmetric { .. } => {
-            crate::lowering::lower_representative(scenario, &schedule)
-        }
+        SimulationMode::Full => lower(scenario, &plan),
+        SimulationMode::Symmetric { .. } => crate::lowering::lower_representative(scenario, &plan),
     };
     let network = ClosedFormNetwork::for_scenario(scenario);
     let costs = cost_works(scenario, graph.works(), &network);
@@ -415,7 +414,7 @@ pub fn simulate_with(
     let (n_tasks, n_edges) = match mode {
         SimulationMode::Full => (graph.task_count(), graph.edge_count()),
         SimulationMode::Symmetric { .. } => {
-            let full = FullCounts::of(&graph, crate::placement::representative(scenario));
+            let full = FullCounts::of(&graph, plan.representative);
             (full.tasks, full.edges)
         }
     };
@@ -443,7 +442,7 @@ pub fn simulate_with(
     );
     Ok(SimulationReport {
         metrics,
-        memory: memory_per_stage(scenario, &schedule),
+        memory: memory_per_stage(scenario, &plan),
         n_tasks,
         n_edges,
         n_events,

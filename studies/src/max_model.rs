@@ -8,6 +8,7 @@
 use models::formulas;
 use serde::Serialize;
 use sim::memory::{memory_per_stage, MemoryBreakdown};
+use sim::plan::Plan;
 use sim::scenario::Scenario;
 
 /// Search ceiling on layers (far beyond any model that fits one node).
@@ -27,11 +28,11 @@ pub struct LargestModel {
 pub fn largest_model(scenario: &Scenario) -> Option<LargestModel> {
     let layout = scenario.layout;
     let step = layout.virtual_stages() as u64;
-    let schedule = sim::plan::schedule_of(scenario);
     let mut trial = scenario.clone();
     let mut memory_at = |units: u64| -> (bool, Vec<MemoryBreakdown>) {
         trial.model.layers = units * step;
-        let memory = memory_per_stage(&trial, &schedule);
+        // The plan of each trial: its offload buckets follow its layers.
+        let memory = memory_per_stage(&trial, &Plan::of(&trial));
         (memory.iter().all(|stage| stage.fits), memory)
     };
     if !memory_at(1).0 {
@@ -98,8 +99,7 @@ mod tests {
             assert!(found.peak.fits);
             let mut bigger = scenario.clone();
             bigger.model.layers = found.layers + 1;
-            let (schedule, _) = sim::build_graph(&bigger);
-            assert!(!memory_per_stage(&bigger, &schedule)[0].fits);
+            assert!(!memory_per_stage(&bigger, &Plan::of(&bigger))[0].fits);
         }
         // Offload keeps 2 instead of 16 bytes of model state per parameter on the GPU.
         let plain = largest_model(&single_v100(false)).unwrap().parameters;

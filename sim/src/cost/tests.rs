@@ -194,14 +194,7 @@ fn fused_accumulation_is_cheaper_per_microbatch_and_all_reduces_twice_the_bytes(
     assert_eq!(cost(true, optimizer).bytes, 50_000_000_000);
     let data_parallel_bytes = |fused: bool| -> Vec<u64> {
         let scenario = file(fused).resolve().unwrap();
-        let l = scenario.layout;
-        let schedule = schedules::PipelineSchedule::generate(
-            scenario.schedule,
-            l.pipeline_parallel.get(),
-            l.chunks.get(),
-            l.microbatches.get(),
-        );
-        crate::lowering::lower(&scenario, &schedule)
+        crate::lowering::lower(&scenario, &crate::plan::Plan::of(&scenario))
             .works()
             .iter()
             .filter_map(|work| match work {

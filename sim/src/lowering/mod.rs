@@ -17,13 +17,8 @@
 //! ```
 //! use sim::scenario::ScenarioFile;
 //! let scenario = ScenarioFile::tiny_example().resolve().unwrap();
-//! let schedule = sim::schedule::PipelineSchedule::generate(
-//!     scenario.schedule,
-//!     scenario.layout.pipeline_parallel.get(),
-//!     scenario.layout.chunks.get(),
-//!     scenario.layout.microbatches.get(),
-//! );
-//! let graph = sim::lowering::lower(&scenario, &schedule);
+//! let plan = sim::plan::Plan::of(&scenario);
+//! let graph = sim::lowering::lower(&scenario, &plan);
 //! assert!(graph.check_acyclic().is_ok());
 //! ```
 
@@ -45,31 +40,27 @@ mod stage_walk;
 pub mod tasks;
 mod walk_context;
 
+use crate::plan::Plan;
 use scenario::Scenario;
-use schedules::PipelineSchedule;
 use taskgraph::task_graph::{TaskGraph, TaskGraphBuilder};
 
 /// Builds the task graph of a scenario's iteration (or iterations): every replica.
-pub fn lower(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
-    lower_replicas(scenario, schedule, None)
+pub fn lower(scenario: &Scenario, plan: &Plan) -> TaskGraph {
+    lower_replicas(scenario, plan, None)
 }
 
 /// Builds the task graph of replica 0 alone (data index 0 of the dp-cp
 /// group), its collectives across replicas still over their whole groups:
 /// the graph [`crate::symmetry`] simulates in place of every replica. Only
 /// for scenarios [`crate::symmetry::symmetric_replicas`] accepts.
-pub fn lower_representative(scenario: &Scenario, schedule: &PipelineSchedule) -> TaskGraph {
+pub fn lower_representative(scenario: &Scenario, plan: &Plan) -> TaskGraph {
     debug_assert!(crate::symmetry::symmetric_replicas(scenario).is_ok());
-    lower_replicas(
-        scenario,
-        schedule,
-        Some(crate::placement::representative(scenario)),
-    )
+    lower_replicas(scenario, plan, Some(plan.representative))
 }
 
 fn lower_replicas(
     scenario: &Scenario,
-    schedule: &PipelineSchedule,
+    plan: &Plan,
     representative: Option<crate::symmetry::Representative>,
 ) -> TaskGraph {
     let lowered_replicas = if representative.is_some() {
@@ -85,8 +76,8 @@ fn lower_replicas(
         builder.log_replicas();
     }
     let mut program = match scenario.options.offload {
-        None => pipeline::program(scenario, schedule, &mut builder, lowered_replicas),
-        Some(_) => offload::program(scenario, schedule, &mut builder),
+        None => pipeline::program(scenario, plan, &mut builder, lowered_replicas),
+        Some(_) => offload::program(scenario, plan, &mut builder),
     };
     let steps = tasks::emit(&program, &mut builder);
     let replica_map = builder.take_replica_log().map(|log| {

@@ -39,9 +39,10 @@ use super::passes::PassPiece;
 use super::program::{Program, StepId, TensorGroup, TensorGroupId};
 use crate::placement::Placement;
 use crate::plan::offload_plan::{Bucket, OffloadPlan};
+use crate::plan::Plan;
 use models::ops::FP16_BYTES;
 use scenario::{Recompute, Scenario};
-use schedules::{Pass, PipelineSchedule};
+use schedules::Pass;
 use taskgraph::ids::Rank;
 use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
 use taskgraph::task_graph::{ComputePass, Dependency, PcieDirection, TaskGraphBuilder, Work};
@@ -265,11 +266,8 @@ fn awaited_update(k: u32, delayed_update: bool, warmup: u32) -> Option<u32> {
 /// The program of `scenario.iterations` consecutive ZeRO-Offload iterations.
 ///
 /// Panics if the scenario has no offload options or pp > 1 (validation rejects that).
-pub fn program(
-    scenario: &Scenario,
-    schedule: &PipelineSchedule,
-    builder: &mut TaskGraphBuilder,
-) -> Program {
+pub fn program(scenario: &Scenario, plan: &Plan, builder: &mut TaskGraphBuilder) -> Program {
+    let schedule = &plan.schedule;
     let offload = scenario.options.offload.expect("an offload scenario");
     assert_eq!(
         scenario.layout.pipeline_parallel.get(),
@@ -278,7 +276,7 @@ pub fn program(
     );
     let layout = scenario.layout;
     let n_ranks = layout.gpus() as usize;
-    let placement = Placement::new(layout, scenario.topology.node.gpus_per_node);
+    let placement = plan.placement;
     let mut program = Program::default();
     let tensor_groups = (0..layout.data_parallel.get())
         .map(|data_index| {
@@ -287,7 +285,10 @@ pub fn program(
         .collect();
     let mut state = OffloadProgram {
         scenario,
-        plan: OffloadPlan::new(scenario),
+        plan: plan
+            .offload_plan
+            .clone()
+            .expect("the plan of an offload scenario has one"),
         placement,
         builder,
         program,

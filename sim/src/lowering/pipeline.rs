@@ -49,8 +49,8 @@ use super::post_validation::Carry;
 use super::program::Program;
 use super::stage_walk::lower_tensor_group;
 use super::walk_context::{IterationSteps, Lowering};
+use crate::plan::Plan;
 use scenario::Scenario;
-use schedules::PipelineSchedule;
 use taskgraph::task_graph::TaskGraphBuilder;
 
 /// The program of one iteration of a pipeline schedule, for the first
@@ -59,11 +59,11 @@ use taskgraph::task_graph::TaskGraphBuilder;
 /// groups, so they are costed for d·cp).
 pub fn program(
     scenario: &Scenario,
-    schedule: &PipelineSchedule,
+    plan: &Plan,
     builder: &mut TaskGraphBuilder,
     lowered_replicas: u32,
 ) -> Program {
-    let cx = Lowering::new(scenario, schedule, lowered_replicas);
+    let cx = Lowering::new(scenario, plan, lowered_replicas);
     let mut program = Program::default();
     // With optimizer post-validation (`post_validation.rs`) several
     // iterations, each stage's next one after its own optimizer step; every

@@ -15,14 +15,9 @@ fn one_f_one_b_on_two_stages_issues_passes_sends_and_optimizer_in_program_order(
     }
     .resolve()
     .unwrap();
-    let schedule = PipelineSchedule::generate(scenario.schedule, 2, 1, 2);
+    let plan = crate::plan::Plan::of(&scenario);
     let mut builder = TaskGraphBuilder::default();
-    let program = program(
-        &scenario,
-        &schedule,
-        &mut builder,
-        scenario.layout.replicas(),
-    );
+    let program = program(&scenario, &plan, &mut builder, scenario.layout.replicas());
     let kinds: Vec<&str> = (0..program.steps.len())
         .map(|i| program.first_kind(StepId(i as u32)))
         .filter(|&kind| kind != TaskKind::HostIssue)

@@ -11,6 +11,7 @@ use super::post_validation::{Carry, PostValidation};
 use super::program::{Program, StepId, TensorGroupId};
 use super::sharded::ShardedPiece;
 use crate::placement::Placement;
+use crate::plan::Plan;
 use crate::plan::ShardPlan;
 use models::sharding::{parameters_of_layers, Sharding};
 use scenario::bucket_sizes::layers_per_bucket;
@@ -81,9 +82,10 @@ pub(super) struct Lowering<'a> {
 impl<'a> Lowering<'a> {
     pub(super) fn new(
         scenario: &'a Scenario,
-        schedule: &'a PipelineSchedule,
+        plan: &'a Plan,
         lowered_replicas: u32,
     ) -> Lowering<'a> {
+        let schedule = &plan.schedule;
         let layout = scenario.layout;
         let sharding = layout.sharding();
         // With context parallelism every (data index, context index) pair is a
@@ -103,7 +105,7 @@ impl<'a> Lowering<'a> {
             schedule,
             layout,
             sharding,
-            placement: Placement::new(layout, scenario.topology.node.gpus_per_node),
+            placement: plan.placement,
             tensor_parallel: layout.tensor_parallel.get(),
             stages: p,
             replicas: lowered_replicas,
@@ -124,7 +126,7 @@ impl<'a> Lowering<'a> {
                 let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
                 layers_per_bucket(bucket, per_layer, layers_per_chunk)
             }),
-            shard_plan: ShardPlan::new(scenario),
+            shard_plan: plan.shard_plan,
             last_gradient_actions: schedule.last_gradient_actions(),
         }
     }

@@ -2,13 +2,14 @@
 //! before anything is lowered, priced or counted, and read by every later
 //! phase instead of being rebuilt or read back from lowering.
 //!
-//! Today it holds the gradient buckets ([`buckets`]), the ZeRO shard plan
-//! ([`shard_plan`]), the ZeRO-Offload plan ([`offload_plan`]) and the
-//! scenario's pipeline schedule ([`schedule_of`]): lowering emits their
-//! tasks, memory sizes their buffers, symmetry asks whether shard groups
-//! replicate. Still derived elsewhere (issue 31 item 1): placement, the stage
-//! map, expert routing, the task estimate (`scenario::task_count`) and fabric
-//! feasibility.
+//! [`Plan::of`] derives it once: the pipeline schedule ([`schedule_of`]),
+//! the placement, the ZeRO shard plan ([`shard_plan`]), the ZeRO-Offload
+//! plan ([`offload_plan`]) and the representative replica; lowering emits
+//! their tasks and memory sizes their buffers from it. Gradient buckets are
+//! [`buckets`]. Still derived where they are used (issue 31 item 1):
+//! symmetry's decision, `--explain`'s placement, the flow planner's
+//! placement, expert routing (`scenario::experts`) and the task estimate
+//! (`scenario::task_count`).
 
 pub mod buckets;
 pub mod offload_plan;
@@ -18,3 +19,36 @@ pub mod shard_plan;
 pub use offload_plan::OffloadPlan;
 pub use pipeline_schedule::schedule_of;
 pub use shard_plan::ShardPlan;
+
+use crate::placement::{representative, Placement, Representative};
+use scenario::Scenario;
+use schedules::PipelineSchedule;
+
+/// What is decided once from a validated scenario, before anything is
+/// lowered, priced or counted.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Each pipeline stage's program of actions.
+    pub schedule: PipelineSchedule,
+    /// Which GPU runs which rank, in Megatron-Core's order.
+    pub placement: Placement,
+    /// ZeRO-2/3 and HSDP: how passes are cut and gradients sharded.
+    pub shard_plan: Option<ShardPlan>,
+    /// ZeRO-Offload: its gradient buckets and CPU Adam tiles.
+    pub offload_plan: Option<OffloadPlan>,
+    /// The replica a symmetric run lowers for all.
+    pub representative: Representative,
+}
+
+impl Plan {
+    /// The plan of `scenario`.
+    pub fn of(scenario: &Scenario) -> Plan {
+        Plan {
+            schedule: schedule_of(scenario),
+            placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
+            shard_plan: ShardPlan::new(scenario),
+            offload_plan: scenario.options.offload.map(|_| OffloadPlan::new(scenario)),
+            representative: representative(scenario),
+        }
+    }
+}

@@ -161,8 +161,7 @@ pub fn run_candidates_with(
 /// `Some` when the layout does not fit on some stage.
 pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
     let scenario = &candidate.scenario;
-    let schedule = sim::plan::schedule_of(scenario);
-    let stages = memory_per_stage(scenario, &schedule);
+    let stages = memory_per_stage(scenario, &sim::plan::Plan::of(scenario));
     if stages.iter().all(|stage| stage.fits) {
         return None;
     }

@@ -144,8 +144,8 @@ fn memory_counts_the_second_parameter_copy() {
     let (p, m) = (4u32, 8u32);
     let dual = tests::small_scenario(ScheduleKind::DualPipe, 2, p, 1, 2, m);
     let one_f_one_b = tests::small_scenario(ScheduleKind::OneFOneB, 2, p, 1, 1, m);
-    let dual_memory = sim::memory::memory_per_stage(&dual, &sim::plan::schedule_of(&dual));
-    let plain = sim::memory::memory_per_stage(&one_f_one_b, &sim::plan::schedule_of(&one_f_one_b));
+    let dual_memory = sim::memory::memory_per_stage(&dual, &sim::plan::Plan::of(&dual));
+    let plain = sim::memory::memory_per_stage(&one_f_one_b, &sim::plan::Plan::of(&one_f_one_b));
     for stage in 0..p as usize {
         let mirror = p as usize - 1 - stage;
         assert_eq!(

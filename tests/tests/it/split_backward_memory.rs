@@ -59,8 +59,8 @@ fn zb_h1_counts_the_state_at_the_joint_peak_not_the_sum_of_peaks() {
     let (p, m) = (2u32, 4u32);
     let zb = tests::small_scenario(ScheduleKind::ZbH1, 1, p, 1, 1, m);
     let plain = tests::small_scenario(ScheduleKind::OneFOneB, 1, p, 1, 1, m);
-    let zb_memory = memory_per_stage(&zb, &sim::plan::schedule_of(&zb));
-    let plain_memory = memory_per_stage(&plain, &sim::plan::schedule_of(&plain));
+    let zb_memory = memory_per_stage(&zb, &sim::plan::Plan::of(&zb));
+    let plain_memory = memory_per_stage(&plain, &sim::plan::Plan::of(&plain));
     let state = 24 * per_layer_bytes(1) + head_bytes(1);
     assert_eq!(zb_memory[1].weight_gradient_pending_bytes, state);
     // activation_bytes truncates an f64 sum: the difference is the state to a byte.
@@ -87,10 +87,10 @@ fn zb_h2_counts_two_owed_states_beside_one_forward() {
     let (p, m) = (2u32, 8u32);
     let zb = tests::small_scenario(ScheduleKind::ZbH2, 1, p, 1, 1, m);
     let plain = tests::small_scenario(ScheduleKind::OneFOneB, 1, p, 1, 1, m);
-    let schedule = sim::plan::schedule_of(&zb);
-    assert_eq!(schedule.peak_weight_pending(1), 3);
-    let memory = memory_per_stage(&zb, &schedule);
-    let plain_memory = memory_per_stage(&plain, &sim::plan::schedule_of(&plain));
+    let plan = sim::plan::Plan::of(&zb);
+    assert_eq!(plan.schedule.peak_weight_pending(1), 3);
+    let memory = memory_per_stage(&zb, &plan);
+    let plain_memory = memory_per_stage(&plain, &sim::plan::Plan::of(&plain));
     let state = 24 * per_layer_bytes(1) + head_bytes(1);
     assert_eq!(memory[1].weight_gradient_pending_bytes, 2 * state);
     let added = memory[1].activation_bytes - plain_memory[1].activation_bytes;

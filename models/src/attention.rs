@@ -96,6 +96,7 @@ pub fn fused_attention_with_dims(
         bytes: q + o + k + v + stats,
         role: KernelRole::Forward,
         attention_core: true,
+        fp8_linear: None,
     });
     let backward = Step::Kernel(Kernel {
         name: "fused_attention.bwd",
@@ -108,6 +109,7 @@ pub fn fused_attention_with_dims(
         bytes: 2.0 * (q + o) + 2.0 * (k + v) + stats,
         role: KernelRole::Backward,
         attention_core: true,
+        fp8_linear: None,
     });
     (forward, backward)
 }

@@ -81,7 +81,9 @@ pub const FP8_LINEAR_LAYERS: [&str; 4] = ["qkv_gemm", "output_projection", "mlp_
 pub const CAST_TRANSPOSE_BYTES_PER_ELEMENT: u64 = FP16_BYTES + 2 * FP8_BYTES;
 
 /// Whether `name` is one of an FP8 linear layer's GEMMs (forward, `.dgrad`,
-/// `.wgrad`).
+/// `.wgrad`) by the names above: the FP8 conversion reads the kernels'
+/// [`crate::step::Kernel::fp8_linear`] marks, and a test checks the two
+/// agree.
 pub fn is_fp8_gemm(name: &str) -> bool {
     FP8_LINEAR_LAYERS
         .iter()
@@ -101,30 +103,6 @@ pub fn fp8_gemm_bytes(shape: &GemmShape) -> f64 {
         shape.k as f64,
     );
     b * ((m * k + k * n) * FP8_BYTES as f64 + m * n * FP16_BYTES as f64)
-}
-
-/// Name of the cast-transpose before an FP8 GEMM (its forward input, or its
-/// output gradient before the data-gradient GEMM).
-fn cast_name(gemm: &str) -> Option<&'static str> {
-    Some(match gemm {
-        "qkv_gemm" => "qkv_gemm.cast_transpose",
-        "output_projection" => "output_projection.cast_transpose",
-        "mlp_fc1" => "mlp_fc1.cast_transpose",
-        "mlp_fc2" => "mlp_fc2.cast_transpose",
-        "qkv_gemm.dgrad" => "qkv_gemm.dgrad.cast_transpose",
-        "output_projection.dgrad" => "output_projection.dgrad.cast_transpose",
-        "mlp_fc1.dgrad" => "mlp_fc1.dgrad.cast_transpose",
-        "mlp_fc2.dgrad" => "mlp_fc2.dgrad.cast_transpose",
-        "expert_fc1" => "expert_fc1.cast_transpose",
-        "expert_fc2" => "expert_fc2.cast_transpose",
-        "expert_fc1.dgrad" => "expert_fc1.dgrad.cast_transpose",
-        "expert_fc2.dgrad" => "expert_fc2.dgrad.cast_transpose",
-        "shared_expert_fc1" => "shared_expert_fc1.cast_transpose",
-        "shared_expert_fc2" => "shared_expert_fc2.cast_transpose",
-        "shared_expert_fc1.dgrad" => "shared_expert_fc1.dgrad.cast_transpose",
-        "shared_expert_fc2.dgrad" => "shared_expert_fc2.dgrad.cast_transpose",
-        _ => return None,
-    })
 }
 
 /// One layer's steps as TE runs them in FP8: each linear layer's GEMMs
@@ -147,9 +125,10 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
                 class: KernelClass::Gemm { shape, .. },
                 flops,
                 role,
+                fp8_linear: Some(linear),
                 ..
-            }) if is_fp8_gemm(name) => {
-                if let Some(cast) = cast_name(name) {
+            }) => {
+                if let Some(cast) = linear.cast {
                     // The GEMM's A operand: the input (forward) or the output
                     // gradient (data gradient), m×k of this GEMM.
                     let elements = (shape.batch * shape.m * shape.k) as f64;
@@ -171,6 +150,7 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
                     bytes: fp8_gemm_bytes(&shape),
                     role,
                     attention_core: false,
+                    fp8_linear: Some(linear),
                 }));
             }
             other => out.push(other),

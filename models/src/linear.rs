@@ -51,15 +51,35 @@ fn gemm_and_backward(
     ]
 }
 
-/// Appends the forward GEMM (in `layout`) and its two backward GEMMs.
+/// A Transformer Engine linear layer's forward GEMM and its data- and
+/// weight-gradient GEMMs ([`gemm_with_gradients`]), marked as such with the
+/// names of the casts before the first two (`casts`: the forward input's,
+/// the output gradient's) for an FP8 recipe ([`crate::fp8`]).
+pub fn te_linear_gemms(
+    names: [&'static str; 3],
+    casts: [&'static str; 2],
+    shape: GemmShape,
+    layout: GemmLayout,
+) -> [Step; 3] {
+    let [forward, dgrad, wgrad] = gemm_with_gradients(names, shape, layout);
+    [
+        forward.te_linear(Some(casts[0])),
+        dgrad.te_linear(Some(casts[1])),
+        wgrad.te_linear(None),
+    ]
+}
+
+/// Appends a Transformer Engine linear layer's forward GEMM (in `layout`)
+/// and its two backward GEMMs ([`te_linear_gemms`]).
 fn linear(
     pass: &mut PassSteps,
     names: [&'static str; 3],
+    casts: [&'static str; 2],
     shape: GemmShape,
     layout: GemmLayout,
     backward: &mut Vec<Step>,
 ) {
-    let [forward, dgrad, wgrad] = gemm_with_gradients(names, shape, layout);
+    let [forward, dgrad, wgrad] = te_linear_gemms(names, casts, shape, layout);
     pass.forward.push(forward);
     backward.push(dgrad);
     backward.push(wgrad);
@@ -75,6 +95,7 @@ fn linear(
 pub(crate) fn linear_with_bias(
     pass: &mut PassSteps,
     names: [&'static str; 4],
+    casts: [&'static str; 2],
     shape: GemmShape,
     bias_output_elems: Option<f64>,
     backward: &mut Vec<Step>,
@@ -83,6 +104,7 @@ pub(crate) fn linear_with_bias(
     linear(
         pass,
         [name, dgrad, wgrad],
+        casts,
         shape,
         GemmLayout::LINEAR_FORWARD,
         backward,

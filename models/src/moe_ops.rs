@@ -106,7 +106,7 @@
 use crate::element_bytes::FP16_BYTES;
 use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
-use crate::linear::gemm_with_gradients;
+use crate::linear::{gemm_with_gradients, te_linear_gemms};
 use crate::spec::FfnType;
 use crate::spec::ModelSpec;
 use crate::step::Step;
@@ -279,14 +279,15 @@ pub fn moe_block(
         FfnType::Swiglu => 2 * ffn,
     };
     // One cuBLAS GEMM per local expert (TE `GroupedLinear`).
-    let per_expert_gemms = |names: [&'static str; 3], n, k| {
+    let per_expert_gemms = |names: [&'static str; 3], casts: [&'static str; 2], n, k| {
         let shape = GemmShape {
             batch: 1,
             m: per_expert,
             n,
             k,
         };
-        let [forward, dgrad, wgrad] = gemm_with_gradients(names, shape, GemmLayout::LINEAR_FORWARD);
+        let [forward, dgrad, wgrad] =
+            te_linear_gemms(names, casts, shape, GemmLayout::LINEAR_FORWARD);
         let experts = local_experts as usize;
         let mut backward = vec![dgrad; experts];
         backward.extend(std::iter::repeat_n(wgrad, experts));
@@ -296,6 +297,10 @@ pub fn moe_block(
     // simulator requires etp to divide F).
     let (fc1, fc1_backward) = per_expert_gemms(
         ["expert_fc1", "expert_fc1.dgrad", "expert_fc1.wgrad"],
+        [
+            "expert_fc1.cast_transpose",
+            "expert_fc1.dgrad.cast_transpose",
+        ],
         fc1_columns / etp,
         h,
     );
@@ -316,6 +321,10 @@ pub fn moe_block(
     backward.push(vec![act_bwd]);
     let (fc2, fc2_backward) = per_expert_gemms(
         ["expert_fc2", "expert_fc2.dgrad", "expert_fc2.wgrad"],
+        [
+            "expert_fc2.cast_transpose",
+            "expert_fc2.dgrad.cast_transpose",
+        ],
         h,
         ffn / etp,
     );
@@ -343,11 +352,15 @@ pub fn moe_block(
             FfnType::Swiglu => 2 * shared,
         };
         let dense = |m, n, k| GemmShape { batch: 1, m, n, k };
-        let [fc1, fc1_dgrad, fc1_wgrad] = gemm_with_gradients(
+        let [fc1, fc1_dgrad, fc1_wgrad] = te_linear_gemms(
             [
                 "shared_expert_fc1",
                 "shared_expert_fc1.dgrad",
                 "shared_expert_fc1.wgrad",
+            ],
+            [
+                "shared_expert_fc1.cast_transpose",
+                "shared_expert_fc1.dgrad.cast_transpose",
             ],
             dense(t, shared_columns, h),
             GemmLayout::LINEAR_FORWARD,
@@ -366,11 +379,15 @@ pub fn moe_block(
         );
         forward.push(act);
         backward.push(vec![act_bwd]);
-        let [fc2, fc2_dgrad, fc2_wgrad] = gemm_with_gradients(
+        let [fc2, fc2_dgrad, fc2_wgrad] = te_linear_gemms(
             [
                 "shared_expert_fc2",
                 "shared_expert_fc2.dgrad",
                 "shared_expert_fc2.wgrad",
+            ],
+            [
+                "shared_expert_fc2.cast_transpose",
+                "shared_expert_fc2.dgrad.cast_transpose",
             ],
             dense(t, h, shared),
             GemmLayout::LINEAR_FORWARD,

@@ -195,6 +195,7 @@ pub fn transformer_layer_with(
                 "qkv_gemm.wgrad",
                 "qkv_gemm.bias_grad",
             ],
+            ["qkv_gemm.cast_transpose", "qkv_gemm.dgrad.cast_transpose"],
             GemmShape {
                 batch: 1,
                 m: tokens,
@@ -301,6 +302,10 @@ pub fn transformer_layer_with(
             "output_projection.wgrad",
             "output_projection.bias_grad",
         ],
+        [
+            "output_projection.cast_transpose",
+            "output_projection.dgrad.cast_transpose",
+        ],
         GemmShape {
             batch: 1,
             m: tokens,
@@ -363,6 +368,7 @@ pub fn transformer_layer_with(
                 "mlp_fc1.wgrad",
                 "mlp_fc1.bias_grad",
             ],
+            ["mlp_fc1.cast_transpose", "mlp_fc1.dgrad.cast_transpose"],
             GemmShape {
                 batch: 1,
                 m: tokens,
@@ -406,6 +412,7 @@ pub fn transformer_layer_with(
                 "mlp_fc2.wgrad",
                 "mlp_fc2.bias_grad",
             ],
+            ["mlp_fc2.cast_transpose", "mlp_fc2.dgrad.cast_transpose"],
             GemmShape {
                 batch: 1,
                 m: tokens,

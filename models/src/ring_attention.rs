@@ -69,6 +69,7 @@ pub fn ring_attention_steps(
             bytes: forward_bytes,
             role: KernelRole::Forward,
             attention_core: true,
+            fp8_linear: None,
         }));
         backward.push(Step::Kernel(Kernel {
             name: "ring_attention.bwd.step",
@@ -80,6 +81,7 @@ pub fn ring_attention_steps(
             bytes: backward_bytes,
             role: KernelRole::Backward,
             attention_core: true,
+            fp8_linear: None,
         }));
     }
     (forward, backward)

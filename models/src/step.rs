@@ -46,6 +46,20 @@ pub struct Kernel {
     /// kernel): what selective recomputation re-runs. Set where the core's
     /// kernels are created ([`Step::in_attention_core`]).
     pub attention_core: bool,
+    /// A Transformer Engine linear layer's GEMM, which an FP8 recipe runs in
+    /// FP8 ([`crate::fp8`]). Set where the GEMM is created
+    /// ([`Step::te_linear`]); `None` for every other kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp8_linear: Option<Fp8Linear>,
+}
+
+/// What an FP8 recipe does to a Transformer Engine linear layer's GEMM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Fp8Linear {
+    /// The cast-transpose before it: of its input before the forward GEMM,
+    /// of its output gradient before the data-gradient GEMM; none before
+    /// the weight-gradient GEMM (its operands were cast for the other two).
+    pub cast: Option<&'static str>,
 }
 
 /// One step of a layer's forward or backward pass.
@@ -98,6 +112,7 @@ impl Step {
             bytes: shape.bytes(),
             role,
             attention_core: false,
+            fp8_linear: None,
         })
     }
     /// A memory-bound kernel moving `bytes` through HBM.
@@ -109,6 +124,7 @@ impl Step {
             bytes,
             role,
             attention_core: false,
+            fp8_linear: None,
         })
     }
 
@@ -118,6 +134,19 @@ impl Step {
         match self {
             Step::Kernel(kernel) => Step::Kernel(Kernel {
                 attention_core: true,
+                ..kernel
+            }),
+            other => other,
+        }
+    }
+
+    /// The same step marked as a Transformer Engine linear layer's GEMM,
+    /// with the cast before it (a kernel; other steps are returned as they
+    /// are).
+    pub fn te_linear(self, cast: Option<&'static str>) -> Step {
+        match self {
+            Step::Kernel(kernel) => Step::Kernel(Kernel {
+                fp8_linear: Some(Fp8Linear { cast }),
                 ..kernel
             }),
             other => other,

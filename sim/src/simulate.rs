@@ -364,8 +364,8 @@ pub fn simulate_with(
     scenario: &Scenario,
     expansion: Expansion,
 ) -> Result<SimulationReport, SimulationError> {
-    let mode = symmetry::mode(scenario, expansion);
     let plan = Plan::of(scenario);
+    let mode = symmetry::mode_in(scenario, &plan, expansion);
     let mut graph = match mode {
         SimulationMode::Full => lower(scenario, &plan),
         SimulationMode::Symmetric { .. } => crate::lowering::lower_representative(scenario, &plan),

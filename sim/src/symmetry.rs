@@ -48,6 +48,7 @@
 
 use crate::placement::Placement;
 pub use crate::placement::Representative;
+use crate::plan::{Plan, ShardPlan};
 use scenario::Scenario;
 use taskgraph::ids::Rank;
 use taskgraph::task_graph::TaskGraph;
@@ -93,7 +94,19 @@ impl SimulationMode {
 
 /// The mode a scenario runs in when `expansion` is asked for.
 pub fn mode(scenario: &Scenario, expansion: Expansion) -> SimulationMode {
-    match (expansion, symmetric_replicas(scenario)) {
+    mode_of(expansion, symmetric_replicas(scenario))
+}
+
+/// [`mode`] from the scenario's [`Plan`] (its shard plan and placement).
+pub fn mode_in(scenario: &Scenario, plan: &Plan, expansion: Expansion) -> SimulationMode {
+    mode_of(
+        expansion,
+        symmetric_replicas_with(scenario, plan.shard_plan, &plan.placement),
+    )
+}
+
+fn mode_of(expansion: Expansion, replicas: Result<u32, &'static str>) -> SimulationMode {
+    match (expansion, replicas) {
         (Expansion::Auto, Ok(replicas)) => SimulationMode::Symmetric { replicas },
         _ => SimulationMode::Full,
     }
@@ -102,8 +115,17 @@ pub fn mode(scenario: &Scenario, expansion: Expansion) -> SimulationMode {
 /// The replicas (d·cp ≥ 2) one representative stands for, or why the
 /// scenario must run in full.
 pub fn symmetric_replicas(scenario: &Scenario) -> Result<u32, &'static str> {
-    let layout = scenario.layout;
-    let replicas = layout.replicas();
+    let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
+    symmetric_replicas_with(scenario, ShardPlan::new(scenario), &placement)
+}
+
+/// [`symmetric_replicas`] with the scenario's shard plan and placement.
+fn symmetric_replicas_with(
+    scenario: &Scenario,
+    shard_plan: Option<ShardPlan>,
+    placement: &Placement,
+) -> Result<u32, &'static str> {
+    let replicas = scenario.layout.replicas();
     if replicas < 2 {
         return Err("a single replica");
     }
@@ -113,13 +135,10 @@ pub fn symmetric_replicas(scenario: &Scenario) -> Result<u32, &'static str> {
     if scenario.options.offload.is_some() {
         return Err("ZeRO-Offload interleaves replicas and shares PCIe links");
     }
-    if crate::plan::ShardPlan::new(scenario).is_some_and(|plan| plan.replicas > 1) {
+    if shard_plan.is_some_and(|plan| plan.replicas > 1) {
         return Err("HSDP's cross-group all-reduces leave the representative's ranks out");
     }
-    if !placed_alike(&Placement::new(
-        layout,
-        scenario.topology.node.gpus_per_node,
-    )) {
+    if !placed_alike(placement) {
         return Err("replicas sit on the nodes differently");
     }
     Ok(replicas)

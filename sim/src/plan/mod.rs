@@ -5,10 +5,10 @@
 //! [`Plan::of`] derives it once: the pipeline schedule ([`schedule_of`]),
 //! the placement, the ZeRO shard plan ([`shard_plan`]), the ZeRO-Offload
 //! plan ([`offload_plan`]) and the representative replica; lowering emits
-//! their tasks and memory sizes their buffers from it. Gradient buckets are
-//! [`buckets`]. Still derived where they are used (issue 31 item 1):
-//! symmetry's decision, `--explain`'s placement, the flow planner's
-//! placement, expert routing (`scenario::experts`) and the task estimate
+//! their tasks, memory sizes their buffers and symmetry decides from it.
+//! Gradient buckets are [`buckets`]. Still derived where they are used
+//! (issue 31 item 1): `--explain`'s and the flow planner's placement,
+//! expert routing (`scenario::experts`) and the task estimate
 //! (`scenario::task_count`).
 
 pub mod buckets;

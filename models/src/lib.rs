@@ -69,6 +69,12 @@ pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
 pub use presets::{preset, preset_names};
 pub use spec::{FfnType, ModelError, ModelSpec, NormType};
 
+/// A degree written in a test: `n`, which must not be 0.
+#[cfg(test)]
+pub(crate) fn degree(n: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(n).expect("a test's degree is at least 1")
+}
+
 /// A degree written in a test as a `NonZeroU64`: `n`, which must not be 0.
 #[cfg(test)]
 pub(crate) fn nz(n: u64) -> std::num::NonZeroU64 {

@@ -215,7 +215,7 @@ pub fn head_parameter_tensors(
 
 #[cfg(test)]
 mod moe_tests {
-    use crate::sharding::degree;
+    use crate::degree;
     #[test]
     fn a_moe_layer_s_tensors_sum_to_its_parameters_on_a_rank() {
         for (name, ep) in [

@@ -78,12 +78,6 @@ pub struct Sharding {
     pub expert_tensor_parallel: NonZeroU32,
 }
 
-/// A degree written in a test: `n`, which must not be 0.
-#[cfg(test)]
-pub(crate) fn degree(n: u32) -> NonZeroU32 {
-    NonZeroU32::new(n).expect("a test's degree is at least 1")
-}
-
 impl Sharding {
     /// Ways a MoE layer's routed experts' parameters are split: ep·etp.
     pub fn expert_ways(&self) -> u64 {
@@ -398,7 +392,7 @@ pub fn parameters_of_layers(
 
 #[cfg(test)]
 mod tests {
-    use super::degree;
+    use crate::degree;
     #[test]
     fn parameters_on_rank_is_the_sum_over_its_chunks() {
         for name in ["gpt3-175b", "llama3-70b", "tiny"] {

@@ -2,6 +2,7 @@
 //! MoE layers (DeepSeek-V3's `first_dense_layers`), by hand.
 
 use super::*;
+use crate::degree;
 
 /// DeepSeek-V3 cut to 8 layers: layers 0–2 dense, 3–7 MoE.
 fn deepseek_8_layers() -> ModelSpec {

@@ -352,10 +352,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                     0,
                 ),
                 Some(offload) => {
-                    let plan = plan
-                        .offload_plan
-                        .as_ref()
-                        .expect("the plan of an offload scenario has one");
+                    let plan = plan.offload();
                     let buffers = (2 * plan.largest_bucket_params()).min(parameters);
                     let per_param = OFFLOAD_CPU_BYTES_PER_PARAM
                         + if offload.delayed_update {

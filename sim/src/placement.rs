@@ -35,6 +35,11 @@ impl Placement {
         }
     }
 
+    /// The placement of `scenario`'s layout on its topology's nodes.
+    pub fn of(scenario: &Scenario) -> Placement {
+        Placement::new(scenario.layout, scenario.topology.node.gpus_per_node)
+    }
+
     pub fn rank(&self, coordinates: Coordinates) -> Rank {
         let t = self.layout.tensor_parallel.get();
         let d = self.layout.replicas();

@@ -115,8 +115,7 @@ fn mode_of(expansion: Expansion, replicas: Result<u32, &'static str>) -> Simulat
 /// The replicas (d·cp ≥ 2) one representative stands for, or why the
 /// scenario must run in full.
 pub fn symmetric_replicas(scenario: &Scenario) -> Result<u32, &'static str> {
-    let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
-    symmetric_replicas_with(scenario, ShardPlan::new(scenario), &placement)
+    symmetric_replicas_with(scenario, ShardPlan::new(scenario), &Placement::of(scenario))
 }
 
 /// [`symmetric_replicas`] with the scenario's shard plan and placement.

@@ -1,6 +1,6 @@
-//! The task graph with the rest of the simulator: lowered graphs are
-//! acyclic, and the engine refuses a cyclic graph with the tasks it could
-//! not run.
+//! The task graph with the rest of the simulator: a cycle is reported with
+//! the tasks on it and the engine refuses to run it; lowered graphs are
+//! acyclic.
 
 use taskgraph::ids::{Rank, TaskId};
 use taskgraph::task::{StreamKind, Task, TaskKind};
@@ -22,7 +22,7 @@ fn task(builder: &mut TaskGraphBuilder, microbatch: u32) -> TaskId {
 }
 
 #[test]
-fn the_engine_refuses_a_cyclic_graph_with_the_tasks_it_could_not_run() {
+fn a_cycle_is_reported_with_the_tasks_on_it_and_the_engine_refuses_to_run_it() {
     let mut builder = TaskGraphBuilder::default();
     let (a, b, c, d) = (
         task(&mut builder, 0),

@@ -88,8 +88,7 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
     // The expert-parallel group of the first rank (every group is alike).
     let ep = scenario.layout.expert_parallel.get();
-    let placement =
-        crate::placement::Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
+    let placement = crate::placement::Placement::of(scenario);
     let ep_nodes = placement.nodes_spanned(&placement.expert_group(0, 0, 0));
     // Its expert tensor group, whose all-gather or reduce-scatter the
     // all-to-all's row carries (etp > 1).

@@ -285,10 +285,7 @@ pub fn program(scenario: &Scenario, plan: &Plan, builder: &mut TaskGraphBuilder)
         .collect();
     let mut state = OffloadProgram {
         scenario,
-        plan: plan
-            .offload_plan
-            .clone()
-            .expect("the plan of an offload scenario has one"),
+        plan: plan.offload().clone(),
         placement,
         builder,
         program,

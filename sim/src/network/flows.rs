@@ -133,7 +133,7 @@ impl<'a> FabricFlowPlanner<'a> {
             .collect();
         FabricFlowPlanner {
             graph,
-            placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
+            placement: Placement::of(scenario),
             rates,
             pipeline_tails,
             nvlink_rings,

@@ -45,10 +45,18 @@ impl Plan {
     pub fn of(scenario: &Scenario) -> Plan {
         Plan {
             schedule: schedule_of(scenario),
-            placement: Placement::new(scenario.layout, scenario.topology.node.gpus_per_node),
+            placement: Placement::of(scenario),
             shard_plan: ShardPlan::new(scenario),
             offload_plan: scenario.options.offload.map(|_| OffloadPlan::new(scenario)),
             representative: representative(scenario),
         }
+    }
+
+    /// The ZeRO-Offload plan of a scenario with ZeRO-Offload (validated:
+    /// [`Plan::of`] builds one exactly then).
+    pub fn offload(&self) -> &OffloadPlan {
+        self.offload_plan
+            .as_ref()
+            .expect("the plan of an offload scenario has one")
     }
 }

@@ -386,7 +386,7 @@ pub fn simulate_with(
     let duration_of = |id: taskgraph::ids::TaskId| costs[graph.work_of(id).index()].duration;
     let (outcome, busiest_links) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
-        let planner = FabricFlowPlanner::new(scenario, &graph, &network, &costs);
+        let planner = FabricFlowPlanner::new(scenario, &plan.placement, &graph, &network, &costs);
         let (outcome, utilization) = engine::run_with_fabric(
             &graph,
             duration_of,

@@ -20,7 +20,8 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
         writeln!(out, "  not modeled: {} ({})", item.feature, item.source)?;
     }
     write_fabric(out, &scenario.topology)?;
-    let placement = Placement::new(scenario.layout, scenario.topology.node.gpus_per_node);
+    let plan = sim::plan::Plan::of(scenario);
+    let placement = &plan.placement;
     if scenario.layout.context_parallel.get() > 1 {
         writeln!(
             out,
@@ -39,7 +40,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     if let Some(sharding) = sim::lowering::sharded::explain(scenario) {
         write!(out, "{sharding}")?;
     }
-    let (schedule, _) = sim::build_graph(scenario);
+    let schedule = &plan.schedule;
     let first: Vec<String> = schedule.actions[0]
         .iter()
         .take(40)
@@ -56,7 +57,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
             ""
         }
     )?;
-    write_pipeline_shape(out, scenario, &schedule)?;
+    write_pipeline_shape(out, scenario, schedule)?;
     if scenario.schedule.splits_backward() {
         let stages = schedule.actions.len() as u32;
         let owed: Vec<String> = (0..stages)
@@ -72,7 +73,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
             owed.join(" ")
         )?;
     }
-    if let Some(text) = sim::lowering::post_validation::explain(scenario, &schedule) {
+    if let Some(text) = sim::lowering::post_validation::explain(scenario, schedule) {
         write!(out, "{text}")?;
     }
     if let Some(text) = sim::cost::pair_overlap::explain(scenario) {
@@ -119,7 +120,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
             writeln!(out, "{SEQUENTIAL_PAIRS}")?;
         }
     }
-    write_layer_kernels(out, scenario)
+    write_layer_kernels(out, scenario, placement)
 }
 
 /// DualPipe's and DualPipeV's F&B pairs without `--pair-overlap`.
@@ -254,8 +255,12 @@ fn write_context_parallel(out: &mut impl Write, scenario: &Scenario) -> anyhow::
 }
 
 /// One layer's kernels on one rank with their modeled times.
-fn write_layer_kernels(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
-    let rows = sim::cost::layer_kernel_costs(scenario);
+fn write_layer_kernels(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    placement: &Placement,
+) -> anyhow::Result<()> {
+    let rows = sim::cost::layer_kernel_costs(scenario, placement);
     writeln!(
         out,
         "\none transformer layer on one rank (t={}, b={}), as the simulation costs it \

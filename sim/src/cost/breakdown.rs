@@ -8,6 +8,7 @@ use super::{
     overlaps_all_reduce, pass_steps, ClosedFormNetwork, KernelCostModel, NetworkModel,
 };
 use super::{gemm_estimate, gemm_peak_flops_per_s, GemmEstimate};
+use crate::placement::Placement;
 use models::ops::{GemmShape, Kernel, KernelClass, Step};
 use scenario::{Precision, Recompute, Scenario};
 use taskgraph::task_graph::ComputePass;
@@ -79,8 +80,9 @@ fn gemm_detail(
 /// The kernels of one layer's forward, recompute (when the scenario
 /// recomputes) and backward on one rank, in execution order, costed as the
 /// simulation costs them (tensor all-reduces alone on the fabric; with the
-/// asynchronous tensor all-reduce, only their exposed part).
-pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
+/// asynchronous tensor all-reduce, only their exposed part). `placement`
+/// is the plan's ([`crate::plan::Plan::placement`]).
+pub fn layer_kernel_costs(scenario: &Scenario, placement: &Placement) -> Vec<KernelCost> {
     let kernels = KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)
         .with_precision(scenario.options.precision);
     let network = ClosedFormNetwork::for_scenario(scenario);
@@ -88,7 +90,6 @@ pub fn layer_kernel_costs(scenario: &Scenario) -> Vec<KernelCost> {
     let nodes = t.div_ceil(scenario.topology.node.gpus_per_node);
     // The expert-parallel group of the first rank (every group is alike).
     let ep = scenario.layout.expert_parallel.get();
-    let placement = crate::placement::Placement::of(scenario);
     let ep_nodes = placement.nodes_spanned(&placement.expert_group(0, 0, 0));
     // Its expert tensor group, whose all-gather or reduce-scatter the
     // all-to-all's row carries (etp > 1).
@@ -256,7 +257,7 @@ mod tests {
         }
         .resolve()
         .unwrap();
-        let rows = layer_kernel_costs(&scenario);
+        let rows = layer_kernel_costs(&scenario, &crate::placement::Placement::of(&scenario));
         let network = ClosedFormNetwork::for_scenario(&scenario);
         for pass in [
             ComputePass::Forward,

@@ -57,7 +57,7 @@ use timeline::time::SimDuration;
 /// Plans fabric flows for the communication tasks of one graph.
 pub struct FabricFlowPlanner<'a> {
     graph: &'a TaskGraph,
-    placement: Placement,
+    placement: &'a Placement,
     rates: LinkRates,
     costs: &'a [WorkCost],
     pcie_latency: SimDuration,
@@ -79,8 +79,11 @@ pub struct FabricFlowPlanner<'a> {
 }
 
 impl<'a> FabricFlowPlanner<'a> {
+    /// The planner of `graph` with its works' `costs`; `placement` is the
+    /// plan's ([`crate::plan::Plan::placement`]).
     pub fn new(
         scenario: &'a Scenario,
+        placement: &'a Placement,
         graph: &'a TaskGraph,
         network: &'a dyn NetworkModel,
         costs: &'a [WorkCost],
@@ -133,7 +136,7 @@ impl<'a> FabricFlowPlanner<'a> {
             .collect();
         FabricFlowPlanner {
             graph,
-            placement: Placement::of(scenario),
+            placement,
             rates,
             pipeline_tails,
             nvlink_rings,

@@ -6,10 +6,8 @@
 //! the placement, the ZeRO shard plan ([`shard_plan`]), the ZeRO-Offload
 //! plan ([`offload_plan`]) and the representative replica; lowering emits
 //! their tasks, memory sizes their buffers and symmetry decides from it.
-//! Gradient buckets are [`buckets`]. Still derived where they are used
-//! (issue 31 item 1): `--explain`'s and the flow planner's placement,
-//! expert routing (`scenario::experts`) and the task estimate
-//! (`scenario::task_count`).
+//! Gradient buckets are [`buckets`]. `--explain`, the flow planner and the
+//! layer breakdown read the plan's placement.
 
 pub mod buckets;
 pub mod offload_plan;

@@ -521,7 +521,7 @@ fn layer_rows(
         }
     };
     // The scenario recomputes selectively, so its recompute pass is the attention core.
-    let rows = layer_kernel_costs(&scenario);
+    let rows = layer_kernel_costs(&scenario, &sim::placement::Placement::of(&scenario));
     let ms = |pass: ComputePass, communication: bool| -> f64 {
         rows.iter()
             .filter(|r| r.pass == pass && r.is_communication == communication)

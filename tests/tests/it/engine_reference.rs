@@ -217,7 +217,8 @@ fn check(scenario: &Scenario) {
     let title = scenario.title();
     let (start, end, events) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile).unwrap();
-        let planner = FabricFlowPlanner::new(scenario, &graph, &network, &costs);
+        let placement = sim::placement::Placement::of(scenario);
+        let planner = FabricFlowPlanner::new(scenario, &placement, &graph, &network, &costs);
         let planner: &dyn FlowPlanner = &planner;
         let shared = || SharedFabric {
             fabric: &fabric,

@@ -290,7 +290,8 @@ fn the_iteration_is_faster_and_explain_rows_add_up() {
     let a = sim::simulate(&plain).unwrap();
     let b = sim::simulate(&overlapped).unwrap();
     assert!(b.metrics.iteration_time_s < a.metrics.iteration_time_s);
-    let rows = sim::cost::layer_kernel_costs(&overlapped);
+    let rows =
+        sim::cost::layer_kernel_costs(&overlapped, &sim::placement::Placement::of(&overlapped));
     for pass in [ComputePass::Forward, ComputePass::Backward] {
         let sum: f64 = rows
             .iter()

@@ -52,6 +52,8 @@ enum Command {
     CudaLibs(commands::cuda_libs::CudaLibsArgs),
     /// Run published measurements (e.g. validation/dev-set.json) through the simulator.
     Validate(commands::validate::ValidateArgs),
+    /// Learn the cluster's GEMM rate, host costs and bandwidths from measured runs (FIT.json).
+    Fit(commands::fit::FitArgs),
     /// List the built-in models, topologies and calibration profiles.
     Presets,
 }
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => commands::calibrate::run(args),
         Command::CudaLibs(args) => commands::cuda_libs::run(args),
         Command::Validate(args) => commands::validate::run(args),
+        Command::Fit(args) => commands::fit::run(args),
         Command::Presets => commands::presets::run(),
     };
     exit::report(result)

@@ -16,8 +16,10 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+mod fitted;
 mod sustained;
 mod tile_model;
+pub use fitted::FittedRates;
 pub use sustained::{SustainedRun, SustainedSample, MAX_SUSTAINED_SECONDS};
 pub use tile_model::{GemmTileModel, MAX_OVERLAP_EXPONENT};
 
@@ -357,6 +359,10 @@ pub struct Profile {
     /// Rates of the fused attention kernel (none: the simulator models it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention: Option<AttentionProfile>,
+    /// Rates a fit applied in memory (`clustersim fit`); never read from
+    /// or written to the file ([`FittedRates::CALIBRATED`] when loaded).
+    #[serde(skip)]
+    pub fitted: FittedRates,
 }
 
 /// Problems loading a profile.

@@ -11,6 +11,7 @@ pub mod expert_capacity;
 pub mod expert_imbalance;
 mod expert_tensor;
 pub mod experts;
+pub mod fitted;
 mod iterations;
 mod kinds;
 mod layout;

@@ -5,6 +5,9 @@
 //! - [`sweep`]: every valid layout (t, p, d, b, schedule, v, recompute) of a
 //!   model on N GPUs, memory-filtered, simulated in parallel (rayon), ranked;
 //!   shardable, with shards that merge into the unsharded output byte for byte;
+//! - [`fit`]: a few physical factors (GEMM rate, host costs, achieved
+//!   bandwidths) learned from a user's measured runs, with each case's
+//!   leave-one-out error (`clustersim fit`);
 //! - [`validation`]: published measurements (a dev-set JSON file) run through
 //!   the simulator, predicted against published, with a reason for every
 //!   figure that cannot be predicted; vTrain's single-node ground truth (a
@@ -24,6 +27,7 @@
 //! ```
 
 pub mod bubble_chart;
+pub mod fit;
 pub mod max_model;
 pub mod nccl_tests;
 pub mod sweep;

@@ -1,9 +1,11 @@
 //! The expected range of a prediction: the measured ÷ predicted iteration
 //! times of the validation runs of the same regime
-//! (`studies::validation::residuals`), applied to this run's iteration time
-//! and throughput; or why there is none.
+//! (`studies::validation::residuals`), or with `--fit` those of the fit's
+//! runs each left out of it, applied to this run's iteration time and
+//! throughput; or why there is none.
 
 use sim::scenario::Scenario;
+use studies::fit::fit_file::FitRecord;
 use studies::validation::regime::Regime;
 use studies::validation::residuals::{self, RegimeRange, MIN_RANGE_RUNS};
 use timeline::metrics::Metrics;
@@ -16,6 +18,14 @@ pub enum ExpectedRange {
     TooFew(RegimeRange),
     /// No validation run of the regime.
     NoData(Regime),
+    /// A fit's leave-one-out ratios (`--fit FILE`).
+    Fit {
+        file: String,
+        runs: usize,
+        ratio_low: f64,
+        ratio_high: f64,
+        method: String,
+    },
 }
 
 impl ExpectedRange {
@@ -28,9 +38,36 @@ impl ExpectedRange {
         }
     }
 
+    /// The range of a prediction made with the fit read from `file`.
+    pub fn of_fit(file: &str, record: &FitRecord) -> ExpectedRange {
+        let l = &record.leave_one_out;
+        ExpectedRange::Fit {
+            file: file.to_string(),
+            runs: record.in_sample.runs,
+            ratio_low: l.ratio_low,
+            ratio_high: l.ratio_high,
+            method: l.range_method.clone(),
+        }
+    }
+
     /// The summary's line (after `expected range`).
     pub fn line(&self, m: &Metrics) -> String {
         match self {
+            ExpectedRange::Fit {
+                file,
+                runs,
+                ratio_low,
+                ratio_high,
+                method,
+            } => format!(
+                "{:.3}–{:.3} s per iteration, {:.2}–{:.2} samples/s: measured ÷ predicted came out \
+                 {ratio_low:.3}–{ratio_high:.3} ({method}) over the {runs} runs of fit {file}, \
+                 each predicted with the factors fitted without its case",
+                m.iteration_time_s * ratio_low,
+                m.iteration_time_s * ratio_high,
+                m.samples_per_s / ratio_high,
+                m.samples_per_s / ratio_low,
+            ),
             ExpectedRange::Range(range) => format!(
                 "{:.3}–{:.3} s per iteration, {:.2}–{:.2} samples/s: measured ÷ predicted came out \
                  {:.3}–{:.3} ({}) over the {} validation runs of this regime ({})",
@@ -67,6 +104,20 @@ impl ExpectedRange {
     /// The `--json` object.
     pub fn json(&self, m: &Metrics) -> serde_json::Value {
         match self {
+            ExpectedRange::Fit {
+                file,
+                runs,
+                ratio_low,
+                ratio_high,
+                method,
+            } => serde_json::json!({
+                "fit": file,
+                "runs": runs,
+                "method": format!("{method}, each run left out of the fit"),
+                "measured_over_predicted": [ratio_low, ratio_high],
+                "iteration_time_s": [m.iteration_time_s * ratio_low, m.iteration_time_s * ratio_high],
+                "samples_per_s": [m.samples_per_s / ratio_high, m.samples_per_s / ratio_low],
+            }),
             ExpectedRange::Range(range) => serde_json::json!({
                 "regime": range.regime.label(),
                 "runs": range.runs,

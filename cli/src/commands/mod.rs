@@ -8,6 +8,7 @@ pub mod cuda_libs;
 pub mod execute;
 pub mod expected_range;
 pub mod explain;
+pub mod fit;
 pub mod max_model;
 pub mod pictures;
 pub mod plot;

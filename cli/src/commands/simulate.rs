@@ -1,5 +1,6 @@
 //! `clustersim simulate`: one iteration of a scenario through the event engine.
 
+use super::expected_range::ExpectedRange;
 use super::scenario_args::ScenarioArgs;
 use clap::Args;
 use sim::scenario::Scenario;
@@ -46,12 +47,30 @@ pub struct SimulateArgs {
     /// --contention, ZeRO-Offload or HSDP, replicas placed alike).
     #[arg(long)]
     pub no_symmetry: bool,
+    /// Apply the factors a `clustersim fit` learned from measured runs
+    /// (FIT.json): the summary names the fit, and the expected range comes
+    /// from its runs, each predicted without its own case.
+    #[arg(long, value_name = "FIT.json")]
+    pub fit: Option<PathBuf>,
     #[command(flatten)]
     pub pictures: super::pictures::PictureArgs,
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
-    let scenario = args.scenario.resolve()?;
+    let fit = args.fit.as_deref().map(super::fit::load).transpose()?;
+    let mut scenario = args.scenario.resolve()?;
+    if let Some(record) = &fit {
+        record.values().apply(&mut scenario);
+    }
+    let range = match (&args.fit, &fit) {
+        (Some(path), Some(record)) => ExpectedRange::of_fit(&path.display().to_string(), record),
+        _ => ExpectedRange::of(&scenario),
+    };
+    let fit_json = args
+        .fit
+        .as_ref()
+        .zip(fit.as_ref())
+        .map(|(path, record)| super::fit::applied_json(&path.display().to_string(), record));
     if args.max_model_size {
         return super::max_model::run(&scenario, args.json);
     }
@@ -98,10 +117,24 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &json_summary(&scenario, &report))?;
+        let mut summary = json_summary(&scenario, &report, &range);
+        if let Some(fit) = fit_json {
+            summary["fit"] = fit;
+        }
+        serde_json::to_writer_pretty(&mut out, &summary)?;
         writeln!(out)?;
     } else {
-        write_summary(&mut out, &scenario, &report, elapsed_s)?;
+        write_summary(&mut out, &scenario, &report, elapsed_s, &range)?;
+        if let (Some(path), Some(record)) = (&args.fit, &fit) {
+            writeln!(
+                out,
+                "  fit                 {}",
+                super::fit::applied_line(&path.display().to_string(), record)
+            )?;
+            if let Some(note) = super::fit::regime_note(record, &scenario) {
+                writeln!(out, "                      note: {note}")?;
+            }
+        }
         if args.explain {
             super::explain::write_explain(&mut out, &scenario)?;
         }
@@ -154,7 +187,11 @@ fn parse_window(text: &str) -> Result<(u64, u64), String> {
 }
 
 /// The `--json` object (stable keys).
-pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_json::Value {
+pub fn json_summary(
+    scenario: &Scenario,
+    report: &SimulationReport,
+    range: &ExpectedRange,
+) -> serde_json::Value {
     let m = &report.metrics;
     let peak = report.peak_memory();
     let mut summary = serde_json::json!({
@@ -194,7 +231,7 @@ pub fn json_summary(scenario: &Scenario, report: &SimulationReport) -> serde_jso
         summary["accuracy"] = accuracy.into();
     }
     // What the validation runs of the same regime say about this prediction.
-    summary["expected_range"] = super::expected_range::ExpectedRange::of(scenario).json(m);
+    summary["expected_range"] = range.json(m);
     // Full expansion, or one representative replica standing for d·cp.
     summary["simulation_mode"] = report.mode.describe().into();
     // Named only when used, so outputs without context parallelism keep their bytes.
@@ -230,6 +267,7 @@ fn write_summary(
     scenario: &Scenario,
     report: &SimulationReport,
     elapsed_s: f64,
+    range: &ExpectedRange,
 ) -> anyhow::Result<()> {
     let m = &report.metrics;
     let layout = &scenario.layout;
@@ -264,11 +302,7 @@ fn write_summary(
         "  throughput          {:.2} samples/s",
         m.samples_per_s
     )?;
-    writeln!(
-        out,
-        "  expected range      {}",
-        super::expected_range::ExpectedRange::of(scenario).line(m)
-    )?;
+    writeln!(out, "  expected range      {}", range.line(m))?;
     writeln!(
         out,
         "  TFLOP/s per GPU     {:.1} ({:.1}% of {:.0} peak); model TFLOP/s {:.1} (without recompute)",

@@ -176,6 +176,10 @@ pub struct SweepFlags {
     /// representative replica gives the same records (symmetry).
     #[arg(long)]
     pub no_symmetry: bool,
+    /// Simulate every layout with the factors a `clustersim fit` learned
+    /// (FIT.json); the sweep's header names the fit and its factors.
+    #[arg(long, value_name = "FIT.json")]
+    pub fit: Option<PathBuf>,
     /// Only this tensor-parallel degree.
     #[arg(long)]
     pub tp: Option<u32>,
@@ -340,6 +344,17 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
             .iter()
             .filter_map(|s| Recompute::parse(s))
             .collect();
+    }
+    if let Some(path) = &args.fit {
+        let record = super::fit::load(path)?;
+        space.fit = Some(sweep::space::SweepFit {
+            file: path.display().to_string(),
+            factors: record
+                .parameters
+                .iter()
+                .map(|p| (p.name, p.value))
+                .collect(),
+        });
     }
     let space = space.normalized();
     super::sweep_post_validation::check(&space)?;

@@ -8,6 +8,7 @@
 
 use crate::exit::user_error;
 use clap::Args;
+use sim::scenario::fitted::FitValues;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use studies::validation::vtrain::{self, VtrainResult};
@@ -28,13 +29,39 @@ pub struct ValidateArgs {
     #[arg(value_name = "FILE")]
     pub dev_set: PathBuf,
     /// Print the rows as JSON (for the CSV: rows, groups, summary, worst rows).
+    /// With --fit a dev set's rows come as `{"fit": …, "rows": […]}`.
     #[arg(long)]
     pub json: bool,
+    /// Simulate every run with the factors a `clustersim fit` learned
+    /// (FIT.json); runs only, not kernel tables.
+    #[arg(long, value_name = "FIT.json")]
+    pub fit: Option<PathBuf>,
 }
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
     let text = input_file::read_to_string(&args.dev_set)
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.dev_set.display())))?;
+    let kernel_table = gemm_table::looks_like_gemm_table(&text)
+        || attention_table::looks_like_attention_table(&text);
+    if kernel_table && args.fit.is_some() {
+        return Err(user_error(format!(
+            "--fit: {} is a kernel table; a fit applies to whole runs (a dev set or vTrain's CSV)",
+            args.dev_set.display()
+        )));
+    }
+    let fit = args.fit.as_deref().map(super::fit::load).transpose()?;
+    let values = fit.as_ref().map(|f| f.values()).unwrap_or_default();
+    let fit_json = args
+        .fit
+        .as_ref()
+        .zip(fit.as_ref())
+        .map(|(path, record)| super::fit::applied_json(&path.display().to_string(), record));
+    if let (Some(path), Some(record), false) = (&args.fit, &fit, args.json) {
+        println!(
+            "with fit {}\n",
+            super::fit::applied_line(&path.display().to_string(), record)
+        );
+    }
     if gemm_table::looks_like_gemm_table(&text) {
         return run_gemm_table(&args, &text);
     }
@@ -43,12 +70,21 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
         return super::validate_attention::run_attention_table(&path, &text, args.json);
     }
     if is_vtrain_csv(&args.dev_set, &text) {
-        return run_vtrain(&args, &text);
+        return run_vtrain(&args, &text, &values, fit_json);
     }
-    let rows = studies::validation::run_dev_set(&text)
+    let rows = studies::validation::run_dev_set_with(&text, &values)
         .map_err(|e| user_error(format!("{}: {e}", args.dev_set.display())))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        // The rows' keys in their declared order (a `Value` would sort them).
+        let rows_text = serde_json::to_string_pretty(&rows)?;
+        match fit_json {
+            Some(fit) => println!(
+                "{{\n  \"fit\": {},\n  \"rows\": {}\n}}",
+                serde_json::to_string(&fit)?,
+                rows_text.replace('\n', "\n  ")
+            ),
+            None => println!("{rows_text}"),
+        }
         return Ok(());
     }
     println!(
@@ -149,7 +185,9 @@ fn run_gemm_table(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn is_vtrain_csv(path: &Path, text: &str) -> bool {
+/// Whether a validation file is vTrain's CSV: a `.csv` extension or its `#`
+/// header line.
+pub fn is_vtrain_csv(path: &Path, text: &str) -> bool {
     let csv_extension = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
@@ -157,12 +195,17 @@ fn is_vtrain_csv(path: &Path, text: &str) -> bool {
 }
 
 /// Reads, simulates and reports vTrain's CSV (a bad file exits 2).
-fn run_vtrain(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
+fn run_vtrain(
+    args: &ValidateArgs,
+    text: &str,
+    fit: &FitValues,
+    fit_json: Option<serde_json::Value>,
+) -> anyhow::Result<()> {
     let path = args.dev_set.display();
     let runs = vtrain::read_csv(text).map_err(|e| user_error(format!("{path}: {e}")))?;
     // No progress bar: all 1,440 rows take about 0.05 s on two cores.
     let started = Instant::now();
-    let results = vtrain::simulate_runs(&runs, &|_, _| {});
+    let results = vtrain::simulate_runs(&runs, fit, &|_, _| {});
     let elapsed_s = started.elapsed().as_secs_f64();
     let table = error_table(&results);
     eprintln!(
@@ -171,7 +214,7 @@ fn run_vtrain(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
         rayon::current_num_threads()
     );
     if args.json {
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "source": path.to_string(),
             "topology": vtrain::VTRAIN_TOPOLOGY,
             "summary": table.summary,
@@ -180,6 +223,9 @@ fn run_vtrain(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
             "refusals": table.refusals,
             "rows": results,
         });
+        if let Some(fit) = fit_json {
+            json["fit"] = fit;
+        }
         println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
     }

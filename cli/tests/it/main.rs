@@ -12,6 +12,7 @@ mod cli;
 mod common;
 mod context_parallel;
 mod fabric_kind;
+mod fit;
 mod fp8;
 mod kernel_tables;
 mod llama3_70b_today;

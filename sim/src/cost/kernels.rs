@@ -66,8 +66,21 @@ impl<'a> KernelCostModel<'a> {
         self
     }
 
-    /// Seconds of one kernel including launch overhead.
+    /// Seconds of one kernel including launch overhead, at the rates a fit
+    /// applied to the profile ([`profile::FittedRates`]; 1 without one).
     pub fn kernel_seconds(&self, kernel: &Kernel) -> f64 {
+        let fitted = &self.profile.fitted;
+        let rate = match kernel.class {
+            KernelClass::Gemm { .. } | KernelClass::Fp8Gemm { .. } => fitted.gemm,
+            KernelClass::MemoryBound => fitted.memory_bound,
+            KernelClass::FusedAttention(_) => fitted.attention,
+        };
+        self.calibrated_kernel_seconds(kernel) / rate
+    }
+
+    /// Seconds of one kernel including launch overhead, at the calibrated
+    /// rates.
+    fn calibrated_kernel_seconds(&self, kernel: &Kernel) -> f64 {
         match kernel.class {
             KernelClass::Gemm { shape, layout } => match self.measured_gemm_seconds(&shape, layout)
             {
@@ -131,13 +144,13 @@ impl<'a> KernelCostModel<'a> {
     /// Seconds of the optimizer step over `params` parameters
     /// ([`MemoryCostModel::optimizer_seconds`]).
     pub fn optimizer_seconds(&self, params: u64, fused_accumulation: bool) -> f64 {
-        self.memory.optimizer_seconds(params, fused_accumulation)
+        self.memory.optimizer_seconds(params, fused_accumulation) / self.profile.fitted.memory_bound
     }
 
     /// Seconds of one memory-bound kernel named `kernel_name` moving `bytes`
     /// ([`MemoryCostModel::kernel_seconds`]).
     pub fn memory_kernel_seconds(&self, kernel_name: &str, bytes: f64) -> f64 {
-        self.memory.kernel_seconds(kernel_name, bytes)
+        self.memory.kernel_seconds(kernel_name, bytes) / self.profile.fitted.memory_bound
     }
 
     /// Measured time of a GEMM shape called in `layout`: exact, or

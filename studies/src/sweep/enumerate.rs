@@ -71,7 +71,13 @@ pub fn enumerate(space: &SweepSpace) -> Result<Enumeration, SweepError> {
     let tuples = space.tuples(base.topology.node.gpus_per_node, base.model.layers);
     let resolved: Vec<Result<Scenario, ScenarioError>> = tuples
         .par_iter()
-        .map(|candidate| space.scenario_file(candidate).resolve())
+        .map(|candidate| {
+            let mut scenario = space.scenario_file(candidate).resolve()?;
+            if let Some(fit) = &space.fit {
+                fit.values().apply(&mut scenario);
+            }
+            Ok(scenario)
+        })
         .collect();
     let mut candidates = Vec::new();
     let mut rejections = BTreeMap::new();

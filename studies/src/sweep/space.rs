@@ -34,11 +34,13 @@
 //! sweeps without them keep their bytes.
 
 use serde::{Deserialize, Serialize};
+use sim::scenario::fitted::{FitParameter, FitValues};
 use sim::scenario::{Precision, Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use std::collections::BTreeMap;
 
 /// What to sweep: model, cluster, size, batch and constraints. Serialized as
 /// the header of every sweep document, so shards of different sweeps never merge.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpace {
     /// Model preset name or JSON path.
@@ -97,9 +99,30 @@ pub struct SweepSpace {
     /// Software stack (absent from the header when not named: the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
+    /// The fit every layout is simulated with (`--fit FIT.json`; absent from
+    /// the header without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<SweepFit>,
     /// Training options every layout runs with (absent from the header when unset).
     #[serde(flatten)]
     pub options: TrainingOptionsFile,
+}
+
+/// A fit a sweep applies to every layout: its file and every factor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFit {
+    pub file: String,
+    pub factors: BTreeMap<FitParameter, f64>,
+}
+
+impl SweepFit {
+    /// The factors to apply.
+    pub fn values(&self) -> FitValues {
+        self.factors
+            .iter()
+            .fold(FitValues::CALIBRATED, |values, (&p, &v)| values.with(p, v))
+    }
 }
 
 impl SweepSpace {
@@ -130,6 +153,7 @@ impl SweepSpace {
             ignore_memory: false,
             microbatch_groups: false,
             stack: None,
+            fit: None,
             options: TrainingOptionsFile::default(),
         }
     }

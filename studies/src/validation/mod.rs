@@ -47,6 +47,7 @@ pub use keys::{MeasuredKey, Quantity, Variant};
 
 use serde::Serialize;
 use sim::cost::layer_kernel_costs;
+use sim::scenario::fitted::FitValues;
 use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use sim::task_graph::ComputePass;
 use std::collections::BTreeMap;
@@ -140,6 +141,15 @@ fn skipped(case: &str, quantity: &str, published: f64, why: &str) -> ValidationR
 
 /// Runs every case of a dev-set JSON text.
 pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
+    run_dev_set_with(text, &FitValues::CALIBRATED)
+}
+
+/// [`run_dev_set`] with a fit's factors applied to every simulated scenario
+/// (`clustersim validate --fit`, `clustersim fit`).
+pub fn run_dev_set_with(
+    text: &str,
+    fit: &FitValues,
+) -> Result<Vec<ValidationRow>, ValidationError> {
     let value: serde_json::Value = serde_json::from_str(text)?;
     let cases = value
         .get("cases")
@@ -161,14 +171,20 @@ pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
         ]
         .join(" ");
         if let Some(scenario) = case.get("scenario") {
-            rows.extend(scenario_cases::rows(id, scenario, &measured));
+            rows.extend(scenario_cases::rows(id, scenario, &measured, fit));
             continue;
         }
         let case_file = case_scenario(id, case, &hardware);
         if measured.contains_key("forward_ms") {
             let source = case.get("source").and_then(|s| s.as_str()).unwrap_or("");
             let stack = stack_from_source(source);
-            rows.extend(layer_rows(id, &measured, case_file.as_ref().ok(), stack));
+            rows.extend(layer_rows(
+                id,
+                &measured,
+                case_file.as_ref().ok(),
+                stack,
+                fit,
+            ));
             continue;
         }
         let numbers = measured
@@ -207,7 +223,7 @@ pub fn run_dev_set(text: &str) -> Result<Vec<ValidationRow>, ValidationError> {
             let label = format!("{} ({})", quantity.name(), variant.label());
             let outcome = simulated
                 .entry(variant)
-                .or_insert_with(|| simulate_variant(&file, variant));
+                .or_insert_with(|| simulate_variant(&file, variant, fit));
             match outcome {
                 Ok(simulated) => rows.push(
                     row(
@@ -437,16 +453,21 @@ impl Simulated {
 }
 
 /// Simulates one variant.
-fn simulate_variant(file: &ScenarioFile, variant: Variant) -> Result<Simulated, String> {
+fn simulate_variant(
+    file: &ScenarioFile,
+    variant: Variant,
+    fit: &FitValues,
+) -> Result<Simulated, String> {
     let mut file = file.clone();
     file.recompute = Some(variant.recompute);
     file.options.sequence_parallel = Some(variant.sequence_parallel);
-    simulate_file(&file)
+    simulate_file(&file, fit)
 }
 
-/// Simulates a scenario file as it is.
-fn simulate_file(file: &ScenarioFile) -> Result<Simulated, String> {
-    let scenario = file.resolve().map_err(|e| e.to_string())?;
+/// Simulates a scenario file as it is, with a fit's factors.
+fn simulate_file(file: &ScenarioFile, fit: &FitValues) -> Result<Simulated, String> {
+    let mut scenario = file.resolve().map_err(|e| e.to_string())?;
+    fit.apply(&mut scenario);
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
         metrics: report.metrics,
@@ -482,6 +503,7 @@ fn layer_rows(
     measured: &serde_json::Map<String, serde_json::Value>,
     case: Option<&(ScenarioFile, Variant, String)>,
     stack: Option<&str>,
+    fit: &FitValues,
 ) -> Vec<ValidationRow> {
     let file = match case {
         Some((file, _, _)) => ScenarioFile {
@@ -502,7 +524,7 @@ fn layer_rows(
         },
     };
     let b = file.microbatch_size.unwrap_or(1);
-    let scenario = match (ScenarioFile {
+    let mut scenario = match (ScenarioFile {
         pp: Some(1),
         dp: Some(1),
         global_batch: Some(b),
@@ -520,6 +542,7 @@ fn layer_rows(
                 .collect();
         }
     };
+    fit.apply(&mut scenario);
     // The scenario recomputes selectively, so its recompute pass is the attention core.
     let rows = layer_kernel_costs(&scenario, &sim::placement::Placement::of(&scenario));
     let ms = |pass: ComputePass, communication: bool| -> f64 {

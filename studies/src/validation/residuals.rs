@@ -63,8 +63,30 @@ pub struct ResidualTable {
 
 /// Residuals of published-case rows: one per (case, variant).
 pub fn of_rows(rows: &[ValidationRow]) -> Vec<Residual> {
+    runs_of_rows(rows)
+        .into_iter()
+        .map(|run| Residual {
+            regime: run.regime,
+            ratio: run.ratio,
+        })
+        .collect()
+}
+
+/// One validation run's measured ÷ predicted iteration time, named.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResidual {
+    /// The case and its variant, e.g. "k22-gpt-175b (SP + selective)".
+    pub run: String,
+    pub regime: Regime,
+    pub ratio: f64,
+}
+
+/// The runs of published-case rows, one per (case, variant) in the rows'
+/// order of iteration times first: a run's iteration time where the case
+/// gives one, else its first throughput figure.
+pub fn runs_of_rows(rows: &[ValidationRow]) -> Vec<RunResidual> {
     let mut seen: Vec<(String, String)> = Vec::new();
-    let mut residuals = Vec::new();
+    let mut runs = Vec::new();
     // Iteration times first, so that a run's time wins over its throughput.
     let ordered = rows
         .iter()
@@ -81,20 +103,21 @@ pub fn of_rows(rows: &[ValidationRow]) -> Vec<Residual> {
         if seen.contains(&run) {
             continue;
         }
-        seen.push(run);
         let ratio = if row.quantity.starts_with("iteration_time_s") {
             row.published / predicted
         } else {
             predicted / row.published
         };
         if ratio.is_finite() && ratio > 0.0 {
-            residuals.push(Residual {
+            runs.push(RunResidual {
+                run: format!("{}{}", run.0, run.1),
                 regime: regime.clone(),
                 ratio,
             });
         }
+        seen.push(run);
     }
-    residuals
+    runs
 }
 
 /// The variant suffix of a quantity label ("(SP + selective)"), or "".
@@ -130,14 +153,8 @@ pub fn summarize(residuals: &[Residual]) -> Vec<RegimeRange> {
                 .filter(|r| &r.regime == regime)
                 .map(|r| r.ratio)
                 .collect();
-            ratios.sort_by(f64::total_cmp);
             let runs = ratios.len();
-            let (ratio_low, ratio_high, method) = if runs < PERCENTILE_MIN_RUNS {
-                (ratios[0], ratios[runs - 1], "lowest to highest")
-            } else {
-                let rank = |p: f64| ratios[((p * runs as f64).ceil() as usize).clamp(1, runs) - 1];
-                (rank(0.05), rank(0.95), "5th to 95th percentile")
-            };
+            let (ratio_low, ratio_high, method) = spread(&mut ratios);
             RegimeRange {
                 regime: regime.clone(),
                 runs,
@@ -147,6 +164,20 @@ pub fn summarize(residuals: &[Residual]) -> Vec<RegimeRange> {
             }
         })
         .collect()
+}
+
+/// The range of some measured ÷ predicted ratios (at least one): lowest to
+/// highest with fewer than [`PERCENTILE_MIN_RUNS`], else the 5th to the 95th
+/// percentile (nearest rank); and which of the two it is. Sorts `ratios`.
+pub fn spread(ratios: &mut [f64]) -> (f64, f64, &'static str) {
+    ratios.sort_by(f64::total_cmp);
+    let runs = ratios.len();
+    if runs < PERCENTILE_MIN_RUNS {
+        (ratios[0], ratios[runs - 1], "lowest to highest")
+    } else {
+        let rank = |p: f64| ratios[((p * runs as f64).ceil() as usize).clamp(1, runs) - 1];
+        (rank(0.05), rank(0.95), "5th to 95th percentile")
+    }
 }
 
 /// Six decimals: the table stays the same bytes across platforms' last bits.

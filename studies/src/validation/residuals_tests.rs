@@ -28,7 +28,11 @@ fn every_residual() -> Vec<Residual> {
         residuals.extend(of_rows(&rows));
     }
     let runs = vtrain::read_csv(&validation_file("vtrain-single-node.csv")).unwrap();
-    residuals.extend(of_vtrain(&vtrain::simulate_runs(&runs, &|_, _| {})));
+    residuals.extend(of_vtrain(&vtrain::simulate_runs(
+        &runs,
+        &sim::scenario::fitted::FitValues::CALIBRATED,
+        &|_, _| {},
+    )));
     residuals
 }
 

@@ -13,6 +13,7 @@
 
 use super::keys::{self, MeasuredKey, Quantity, Variant};
 use super::{breakdown, row, simulate_file, skipped, ValidationRow};
+use sim::scenario::fitted::FitValues;
 use sim::scenario::{Recompute, ScenarioFile};
 
 /// The rows of one scenario case.
@@ -20,6 +21,7 @@ pub fn rows(
     id: &str,
     scenario: &serde_json::Value,
     measured: &serde_json::Map<String, serde_json::Value>,
+    fit: &FitValues,
 ) -> Vec<ValidationRow> {
     let numbers: Vec<(&str, f64)> = measured
         .iter()
@@ -35,7 +37,7 @@ pub fn rows(
                 .collect();
         }
     };
-    let simulated = simulate_file(&file);
+    let simulated = simulate_file(&file, fit);
     // Any variant: a bare key takes it, a suffixed one is refused below.
     let bare = Variant {
         recompute: Recompute::None,
@@ -121,6 +123,7 @@ mod tests {
                 ("iteration_time_s_full_recompute", 2.0),
                 ("derived_model_tflops_per_gpu", 500.0),
             ]),
+            &FitValues::CALIBRATED,
         );
         assert_eq!(rows.len(), 4);
         let get = |quantity: &str| rows.iter().find(|r| r.quantity == quantity).unwrap();
@@ -143,6 +146,7 @@ mod tests {
             "case",
             &scenario,
             &measured(&[("tokens_per_s_per_gpu", 1.0)]),
+            &FitValues::CALIBRATED,
         );
         assert_eq!(rows.len(), 1);
         assert!(rows[0].predicted.is_none());

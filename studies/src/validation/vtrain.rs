@@ -31,6 +31,7 @@
 
 use rayon::prelude::*;
 use serde::Serialize;
+use sim::scenario::fitted::FitValues;
 use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -265,8 +266,8 @@ pub struct VtrainResult {
     pub regime: Option<super::regime::Regime>,
 }
 
-/// Simulates one row.
-pub fn simulate_run(run: &VtrainRun) -> VtrainResult {
+/// Simulates one row, with a fit's factors.
+pub fn simulate_run(run: &VtrainRun, fit: &FitValues) -> VtrainResult {
     let refused = |why: String| VtrainResult {
         run: *run,
         predicted_ns: None,
@@ -277,10 +278,11 @@ pub fn simulate_run(run: &VtrainRun) -> VtrainResult {
         refused: Some(why.replace(":\n  - ", ": ").replace("\n  - ", "; ")),
         regime: None,
     };
-    let scenario = match scenario_file(run).resolve() {
+    let mut scenario = match scenario_file(run).resolve() {
         Ok(scenario) => scenario,
         Err(error) => return refused(error.to_string()),
     };
+    fit.apply(&mut scenario);
     let report = match sim::simulate(&scenario) {
         Ok(report) => report,
         Err(error) => return refused(error.to_string()),
@@ -305,17 +307,19 @@ pub fn simulate_run(run: &VtrainRun) -> VtrainResult {
     }
 }
 
-/// Simulates every row in parallel; results come back in row order.
-/// `on_simulated(done, total)` is called after each row (from any thread).
+/// Simulates every row in parallel, with a fit's factors; results come
+/// back in row order. `on_simulated(done, total)` is called after each row
+/// (from any thread).
 pub fn simulate_runs(
     runs: &[VtrainRun],
+    fit: &FitValues,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Vec<VtrainResult> {
     let done = AtomicUsize::new(0);
     runs.par_iter()
         .with_max_len(1)
         .map(|run| {
-            let result = simulate_run(run);
+            let result = simulate_run(run, fit);
             on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, runs.len());
             result
         })
@@ -435,8 +439,12 @@ mod tests {
         let scenario = scenario_file(&runs[1]).resolve().unwrap();
         assert_eq!(scenario.model.vocab, 50432);
         assert_eq!(scenario.topology.name, VTRAIN_TOPOLOGY);
-        let results = simulate_runs(&runs, &|_, _| {});
-        assert_eq!(results, simulate_runs(&runs, &|_, _| {}), "deterministic");
+        let results = simulate_runs(&runs, &FitValues::CALIBRATED, &|_, _| {});
+        assert_eq!(
+            results,
+            simulate_runs(&runs, &FitValues::CALIBRATED, &|_, _| {}),
+            "deterministic"
+        );
         let lines: Vec<usize> = results.iter().map(|r| r.run.line).collect();
         assert_eq!(lines, [2, 3, 4, 5]);
         for result in &results[..3] {

@@ -16,6 +16,7 @@ mod embedding_all_reduce;
 mod engine_properties;
 mod engine_reference;
 mod fair_share_properties;
+mod fit;
 mod fp8;
 mod h100_moe_published;
 mod h100_published;

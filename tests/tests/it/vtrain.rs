@@ -12,7 +12,11 @@ fn every_row_of_the_vtrain_file_is_predicted_in_row_order() {
     let text = std::fs::read_to_string(tests::vtrain_csv_path()).unwrap();
     let runs = read_csv(&text).unwrap();
     assert_eq!(runs.len(), 1440);
-    let results = simulate_runs(&runs, &|_, _| {});
+    let results = simulate_runs(
+        &runs,
+        &sim::scenario::fitted::FitValues::CALIBRATED,
+        &|_, _| {},
+    );
     let lines: Vec<usize> = results.iter().map(|r| r.run.line).collect();
     assert_eq!(lines, (2..=1441).collect::<Vec<_>>());
     for result in &results {

@@ -1,0 +1,149 @@
+//! The CLI contract of issue 32: `clustersim fit CASES --out FIT.json`, then
+//! `validate CASES --fit FIT.json` and `simulate … --fit FIT.json` name the
+//! fit and take its range; bad input exits 2 with one message and writes
+//! nothing.
+
+use crate::common;
+use common::{clustersim, repository_root, stderr, text};
+use std::path::PathBuf;
+
+/// A folder of its own for one test.
+fn folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("clustersim-fit-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Three of NVIDIA's H100 cases as a CASES file of their own.
+fn three_h100_cases(dir: &std::path::Path) -> PathBuf {
+    let table = repository_root().join("validation/h100-published.json");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(table).unwrap()).unwrap();
+    let cases: Vec<serde_json::Value> = value["cases"].as_array().unwrap()[..3].to_vec();
+    let path = dir.join("cases.json");
+    std::fs::write(&path, serde_json::json!({ "cases": cases }).to_string()).unwrap();
+    path
+}
+
+#[test]
+fn fit_then_validate_and_simulate_with_it() {
+    let dir = folder("contract");
+    let cases = three_h100_cases(&dir);
+    let fit_path = dir.join("FIT.json");
+    let (cases, fit) = (cases.to_str().unwrap(), fit_path.to_str().unwrap());
+    let out = clustersim(&["fit", cases, "--out", fit]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text(&out.stdout).contains("each case left out"),
+        "{}",
+        text(&out.stdout)
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fit_path).unwrap()).unwrap();
+    assert_eq!(record["format"], "clustersim-fit");
+    assert_eq!(record["runs"].as_array().unwrap().len(), 3);
+
+    let validated = clustersim(&["validate", cases, "--fit", fit, "--json"]);
+    assert_eq!(validated.status.code(), Some(0), "{}", stderr(&validated));
+    let validated: serde_json::Value = serde_json::from_slice(&validated.stdout).unwrap();
+    assert_eq!(validated["fit"]["file"], fit);
+    assert_eq!(validated["rows"].as_array().unwrap().len(), 6);
+
+    let scenario = serde_json::to_string(&record_case_scenario(cases)).unwrap();
+    let scenario_path = dir.join("scenario.json");
+    std::fs::write(&scenario_path, scenario).unwrap();
+    let simulated = clustersim(&[
+        "simulate",
+        scenario_path.to_str().unwrap(),
+        "--fit",
+        fit,
+        "--json",
+    ]);
+    assert_eq!(simulated.status.code(), Some(0), "{}", stderr(&simulated));
+    let summary: serde_json::Value = serde_json::from_slice(&simulated.stdout).unwrap();
+    assert_eq!(summary["fit"]["file"], fit);
+    assert_eq!(summary["expected_range"]["fit"], fit);
+    let loo = &record["leave_one_out"];
+    assert_eq!(
+        summary["expected_range"]["measured_over_predicted"],
+        serde_json::json!([loo["ratio_low"], loo["ratio_high"]])
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The first case's scenario of a CASES file.
+fn record_case_scenario(cases: &str) -> serde_json::Value {
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cases).unwrap()).unwrap();
+    value["cases"][0]["scenario"].clone()
+}
+
+#[test]
+fn bad_fits_exit_2_with_one_message_and_write_nothing() {
+    let dir = folder("bad");
+    let cases = three_h100_cases(&dir);
+    let cases = cases.to_str().unwrap();
+    let out_path = dir.join("never.json");
+    let out = out_path.to_str().unwrap();
+    let refused = |args: &[&str], says: &str| {
+        let run = clustersim(args);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {}", stderr(&run));
+        assert!(stderr(&run).contains(says), "{args:?}: {}", stderr(&run));
+        assert!(!stderr(&run).contains("panicked"));
+        assert!(!out_path.exists(), "{args:?} wrote {out}");
+    };
+    refused(
+        &["fit", cases, "--out", out, "--params", "gemm"],
+        "unknown parameter 'gemm'",
+    );
+    refused(
+        &[
+            "fit",
+            cases,
+            "--out",
+            out,
+            "--params",
+            "host_collective_cost",
+        ],
+        "cannot fit host_collective_cost",
+    );
+    refused(
+        &["fit", "no-such-file.json", "--out", out],
+        "cannot read no-such-file.json",
+    );
+    refused(
+        &[
+            "fit",
+            cases,
+            "--out",
+            dir.join("none/f.json").to_str().unwrap(),
+        ],
+        "does not exist",
+    );
+    let unpredictable = dir.join("unpredictable.json");
+    std::fs::write(
+        &unpredictable,
+        r#"{"cases":[{"id":"x","scenario":{"model":"tiny","tp":3},"measured":{"iteration_time_s":1.0}}]}"#,
+    )
+    .unwrap();
+    refused(
+        &["fit", unpredictable.to_str().unwrap(), "--out", out],
+        "no run the simulator can predict",
+    );
+    let out_of_bounds = dir.join("oob.json");
+    let fitted = clustersim(&["fit", cases, "--out", out_of_bounds.to_str().unwrap()]);
+    assert_eq!(fitted.status.code(), Some(0), "{}", stderr(&fitted));
+    let text = std::fs::read_to_string(&out_of_bounds).unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    record["parameters"][0]["value"] = 9.0.into();
+    std::fs::write(&out_of_bounds, record.to_string()).unwrap();
+    let oob = out_of_bounds.to_str().unwrap();
+    refused(&["simulate", "--fit", oob], "outside its physical bounds");
+    let table = repository_root().join("validation/kernels/xla-h100-matmul.csv");
+    std::fs::write(&out_of_bounds, text).unwrap();
+    refused(
+        &["validate", table.to_str().unwrap(), "--fit", oob],
+        "is a kernel table",
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -97,6 +97,7 @@ pub fn fused_attention_with_dims(
         role: KernelRole::Forward,
         attention_core: true,
         fp8_linear: None,
+        memory_class: None,
     });
     let backward = Step::Kernel(Kernel {
         name: "fused_attention.bwd",
@@ -110,6 +111,7 @@ pub fn fused_attention_with_dims(
         role: KernelRole::Backward,
         attention_core: true,
         fp8_linear: None,
+        memory_class: None,
     });
     (forward, backward)
 }

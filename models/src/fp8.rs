@@ -126,6 +126,7 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
                 flops,
                 role,
                 fp8_linear: Some(linear),
+                memory_class,
                 ..
             }) => {
                 if let Some(cast) = linear.cast {
@@ -151,6 +152,7 @@ fn convert(steps: Vec<Step>) -> Vec<Step> {
                     role,
                     attention_core: false,
                     fp8_linear: Some(linear),
+                    memory_class,
                 }));
             }
             other => out.push(other),

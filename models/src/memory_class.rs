@@ -7,16 +7,23 @@
 //! the simulator costs every model kernel of a class from that class's
 //! measured entries (interpolated in bytes) and every other memory-bound
 //! kernel at achieved HBM bandwidth. Calibrate and the simulator both take
-//! the names and byte counts from here, so what is timed and what is looked
-//! up cannot drift apart.
+//! the class names and byte counts from here, so what is timed and what is
+//! looked up cannot drift apart.
 //!
-//! Only kernels that *are* the timed operation map to a class: a backward
-//! pass maps only where its own backward is timed (`layernorm.bwd`,
-//! `softmax.bwd`); the dropout and GeLU backwards and the eager softmax's
-//! sub-kernels keep the bandwidth model.
+//! A model kernel's class is marked where the kernel is created
+//! ([`crate::step::Kernel::memory_class`], [`crate::step::Step::memory_of_class`];
+//! the optimizer's phases carry theirs), and the cost model reads that mark,
+//! never the kernel's name. Only kernels that *are* the timed operation are
+//! marked: a backward pass only where its own backward is timed
+//! (`layernorm.bwd`, `softmax.bwd`); the dropout and GeLU backwards, RMSNorm
+//! and the eager softmax's sub-kernels keep the bandwidth model.
+//! [`MemoryKernelClass::of_kernel`] lists the same classes by kernel name,
+//! for the tests that check every mark against it.
+
+use serde::Serialize;
 
 /// A kind of memory-bound kernel that `calibrate` times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum MemoryKernelClass {
     /// LayerNorm forward over rows of `hidden` bf16 values: read x, write y
     /// (4 B per element; gamma, beta and the per-row mean and 1/σ are
@@ -96,9 +103,11 @@ impl MemoryKernelClass {
             .find(|class| class.name() == name)
     }
 
-    /// The class of a model kernel, by its name in [`crate::ops`],
-    /// [`crate::pipeline_ends`] or the optimizer's phases; `None` keeps the
-    /// bandwidth model.
+    /// The class of a model kernel by its name in [`crate::ops`],
+    /// [`crate::pipeline_ends`] or the optimizer's phases (`None`: the
+    /// bandwidth model). Not read by the cost model, which reads the mark set
+    /// where the kernel is created ([`crate::step::Kernel::memory_class`]):
+    /// kept as the tests' cross-check that every mark is this class.
     pub fn of_kernel(kernel_name: &str) -> Option<MemoryKernelClass> {
         use MemoryKernelClass::*;
         Some(match kernel_name {
@@ -156,7 +165,7 @@ mod tests {
         assert_eq!(names.len(), MemoryKernelClass::ALL.len());
     }
 
-    /// Every mapped kernel of a layer (with and without sequence parallelism)
+    /// Every marked kernel of a layer (with and without sequence parallelism)
     /// and of the pipeline's ends moves its class's bytes per element of the
     /// tensor it works on, so a calibrated entry and the model kernel are
     /// compared at the same byte count.
@@ -187,7 +196,7 @@ mod tests {
                 .chain(&embedding.backward);
             for step in steps {
                 let Step::Kernel(kernel) = step else { continue };
-                let Some(class) = MemoryKernelClass::of_kernel(kernel.name) else {
+                let Some(class) = kernel.memory_class else {
                     continue;
                 };
                 let elements = match kernel.name {
@@ -224,6 +233,114 @@ mod tests {
             "gelu",
         ] {
             assert!(checked.contains(&name), "{name} was not checked");
+        }
+    }
+
+    /// Checks every kernel of `steps`: its mark is the class its name lists.
+    /// Returns the names of the marked ones.
+    fn marks_agree_with_names(steps: &[Step], case: &str) -> Vec<&'static str> {
+        let mut marked = Vec::new();
+        for step in steps {
+            let Step::Kernel(kernel) = step else { continue };
+            assert_eq!(
+                kernel.memory_class,
+                MemoryKernelClass::of_kernel(kernel.name),
+                "{case}: {}",
+                kernel.name
+            );
+            if kernel.memory_class.is_some() {
+                marked.push(kernel.name);
+            }
+        }
+        marked
+    }
+
+    /// The kernels of one layer of `model` and of the pipeline's ends at
+    /// tensor parallelism `t` under `options`, as built and as FP8 runs them.
+    fn layer_and_ends(model: &crate::ModelSpec, t: u64, options: ops::LayerOptions) -> Vec<Step> {
+        let t = crate::nz(t);
+        let layer = ops::transformer_layer_with(model, 1, t, options);
+        let fp8 = crate::fp8::fp8_layer(layer.clone());
+        let head = crate::pipeline_ends::head(model, 1, t);
+        let embedding = crate::pipeline_ends::embedding(model, 1, t);
+        let mut steps = crate::pipeline_ends::data_load(model, 1);
+        for pass in [layer, fp8, head, embedding] {
+            steps.extend(pass.forward);
+            steps.extend(pass.backward);
+        }
+        steps
+    }
+
+    /// Where a kernel is created its mark is set to the class
+    /// [`MemoryKernelClass::of_kernel`] lists for its name, for every preset
+    /// (and a mixture's dense layers) under tensor parallelism 1 and 2 with
+    /// and without sequence parallelism, fused and eager softmax, unfused and
+    /// fused attention, context parallelism 1 and 2, in bf16 and FP8, and at
+    /// the pipeline's ends: the cost model reads the mark, and it cannot
+    /// drift from the names calibrate's classes were defined by.
+    #[test]
+    fn every_kernel_is_marked_with_the_class_its_name_lists() {
+        let mut marked = std::collections::BTreeSet::new();
+        let mut cases = 0;
+        for name in crate::presets::preset_names() {
+            let model = crate::presets::preset(&name).unwrap();
+            let dense = crate::ModelSpec {
+                moe: None,
+                ..model.clone()
+            };
+            let tokens = model.seq_len * model.moe.as_ref().map_or(0, |moe| moe.top_k);
+            let moe = model
+                .moe
+                .as_ref()
+                .map(|_| crate::moe_ops::MoeLayerOptions::dropless(crate::nz(1), tokens));
+            for t in [1, 2] {
+                for sequence_parallel in [false, true] {
+                    for fused_softmax_max_seq_len in [Some(u64::MAX), None] {
+                        for fused_attention in [false, true] {
+                            for cp in [1, 2] {
+                                let options = ops::LayerOptions {
+                                    sequence_parallel,
+                                    fused_softmax_max_seq_len,
+                                    fused_attention,
+                                    context_parallel: crate::nz(cp),
+                                    moe,
+                                };
+                                let case = format!("{name} t={t} {options:?}");
+                                let steps = layer_and_ends(&model, t, options);
+                                marked.extend(marks_agree_with_names(&steps, &case));
+                                let options = ops::LayerOptions {
+                                    moe: None,
+                                    ..options
+                                };
+                                let steps = layer_and_ends(&dense, t, options);
+                                marked.extend(marks_agree_with_names(&steps, &case));
+                                cases += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases >= 32 * 20, "{cases}");
+        // Every name of_kernel lists but the optimizer's phases (checked
+        // with them, `sim::cost::gradients`) is created marked somewhere.
+        for name in [
+            "layernorm_1",
+            "layernorm_1.bwd",
+            "layernorm_2",
+            "layernorm_2.bwd",
+            "final_layernorm",
+            "final_layernorm.bwd",
+            "softmax",
+            "softmax.bwd",
+            "attention_dropout",
+            "embedding.dropout",
+            "dropout_residual_1",
+            "dropout_residual_2",
+            "gelu",
+            "swiglu",
+        ] {
+            assert!(marked.contains(name), "{name} was never marked");
         }
     }
 

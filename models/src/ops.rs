@@ -21,8 +21,9 @@
 //! its backward reads the gradient and both inputs and writes both input
 //! gradients, 10 B); RMSNorm moves LayerNorm's bytes under its own names
 //! (`rmsnorm_1`, ...: not the operation calibrate times as `layernorm`, so
-//! costed at achieved bandwidth); without biases there are no bias-gradient
-//! kernels. Dropout kernels run where the spec's rates are above 0
+//! not marked with its class and costed at achieved bandwidth); without
+//! biases there are no bias-gradient kernels. Dropout kernels run where the
+//! spec's rates are above 0
 //! ([`crate::dropout`]: Megatron's default 0.1 for GPT-style specs, none for
 //! the Llama-style presets). Under context parallelism
 //! ([`LayerOptions::context_parallel`]) every kernel runs on the rank's s/cp
@@ -38,6 +39,7 @@ pub use crate::gemm::{GemmLayout, GemmShape};
 pub use crate::kernel_role::KernelRole;
 use crate::linear::linear_with_bias;
 pub use crate::linear::{activation_gemm_with_gradients, gemm_with_gradients};
+use crate::memory_class::MemoryKernelClass;
 pub use crate::parameter_tensors::{
     embedding_parameter_tensors, head_parameter_tensors, layer_parameter_tensors,
     layer_parameter_tensors_with_experts, ParameterTensor,
@@ -68,6 +70,19 @@ pub fn final_norm_names(norm: NormType) -> [&'static str; 2] {
     match norm {
         NormType::Layernorm => ["final_layernorm", "final_layernorm.bwd"],
         NormType::Rmsnorm => ["final_rmsnorm", "final_rmsnorm.bwd"],
+    }
+}
+
+/// The memory-bound classes of a norm's forward and backward kernels, the
+/// layers' and the final one's: LayerNorm's are the operations calibrate
+/// times as `layernorm` and `layernorm.bwd`; RMSNorm's are not (no class).
+pub fn norm_classes(norm: NormType) -> [Option<MemoryKernelClass>; 2] {
+    match norm {
+        NormType::Layernorm => [
+            Some(MemoryKernelClass::LayerNorm),
+            Some(MemoryKernelClass::LayerNormBackward),
+        ],
+        NormType::Rmsnorm => [None, None],
     }
 }
 
@@ -146,6 +161,7 @@ pub fn transformer_layer_with(
     let ffn_per_rank = model.ffn() / t;
     let qkv_per_rank = model.qkv_width() / t;
     let [norm_1, norm_1_bwd, norm_2, norm_2_bwd] = norm_names(model.norm);
+    let [norm_class, norm_bwd_class] = norm_classes(model.norm);
     // A bias's output elements, when the model has that bias.
     let bias = |elems: f64| model.bias.then_some(elems);
     // Every kernel before a column-parallel layer's input-gradient all-reduce
@@ -170,16 +186,15 @@ pub fn transformer_layer_with(
     let mut mlp_bwd = Vec::new();
 
     // --- attention block ---
-    pass.forward.push(Step::memory(
-        KernelRole::Forward,
-        norm_1,
-        4.0 * hidden_elems,
-    ));
+    pass.forward.push(
+        Step::memory(KernelRole::Forward, norm_1, 4.0 * hidden_elems).with_memory_class(norm_class),
+    );
     attention_bwd.push(vec![Step::memory(
         KernelRole::Backward,
         norm_1_bwd,
         6.0 * hidden_elems,
-    )]);
+    )
+    .with_memory_class(norm_bwd_class)]);
     if let Some(mla) = &model.mla {
         // Multi-head latent attention's projections ([`crate::mla_ops`]).
         let (forward, backward) = crate::mla_ops::mla_projections(model, mla, tokens, t);
@@ -336,16 +351,15 @@ pub fn transformer_layer_with(
     attention_bwd.push(residual_bwd);
 
     // --- MLP block ---
-    pass.forward.push(Step::memory(
-        KernelRole::Forward,
-        norm_2,
-        4.0 * hidden_elems,
-    ));
+    pass.forward.push(
+        Step::memory(KernelRole::Forward, norm_2, 4.0 * hidden_elems).with_memory_class(norm_class),
+    );
     mlp_bwd.push(vec![Step::memory(
         KernelRole::Backward,
         norm_2_bwd,
         6.0 * hidden_elems,
-    )]);
+    )
+    .with_memory_class(norm_bwd_class)]);
     if let (Some(moe), Some(_)) = (options.moe, &model.moe) {
         // Under t > 1 (with sequence parallelism) each tensor rank routes its
         // own 1/t of the tokens; the block has no tensor-parallel collective.
@@ -385,8 +399,12 @@ pub fn transformer_layer_with(
         mlp_bwd.push(fc1_bwd);
         match model.ffn_type {
             FfnType::Gelu => {
-                pass.forward
-                    .push(Step::memory(KernelRole::Forward, "gelu", 4.0 * ffn_elems));
+                pass.forward.push(Step::memory_of_class(
+                    KernelRole::Forward,
+                    "gelu",
+                    MemoryKernelClass::Gelu,
+                    4.0 * ffn_elems,
+                ));
                 mlp_bwd.push(vec![Step::memory(
                     KernelRole::Backward,
                     "gelu.bwd",
@@ -394,8 +412,12 @@ pub fn transformer_layer_with(
                 )]);
             }
             FfnType::Swiglu => {
-                pass.forward
-                    .push(Step::memory(KernelRole::Forward, "swiglu", 6.0 * ffn_elems));
+                pass.forward.push(Step::memory_of_class(
+                    KernelRole::Forward,
+                    "swiglu",
+                    MemoryKernelClass::Swiglu,
+                    6.0 * ffn_elems,
+                ));
                 mlp_bwd.push(vec![Step::memory(
                     KernelRole::Backward,
                     "swiglu.bwd",
@@ -464,7 +486,12 @@ fn residual_add(
 ) -> (Step, Vec<Step>) {
     if model.hidden_dropout.is_on() {
         (
-            Step::memory(KernelRole::Forward, forward, 7.0 * hidden_elems),
+            Step::memory_of_class(
+                KernelRole::Forward,
+                forward,
+                MemoryKernelClass::BiasDropoutAdd,
+                7.0 * hidden_elems,
+            ),
             vec![Step::memory(
                 KernelRole::Backward,
                 backward,

@@ -99,14 +99,19 @@ fn llama_layer_has_its_own_memory_bound_kernels_and_no_bias_gradients() {
         bytes(&layer.forward, "rmsnorm_1"),
         4.0 * (tokens * h) as f64
     );
-    // The swiglu kernel is calibrate's `swiglu` class at its bytes per
-    // output element; RMSNorm is not LayerNorm's timed kernel.
-    let class = MemoryKernelClass::of_kernel("swiglu").unwrap();
-    assert_eq!(class, MemoryKernelClass::Swiglu);
+    // The swiglu kernel is marked as calibrate's `swiglu` class, at its bytes
+    // per output element; RMSNorm is not LayerNorm's timed kernel.
+    let class = kernel(&layer.forward, "swiglu").unwrap().memory_class;
+    assert_eq!(class, Some(MemoryKernelClass::Swiglu));
     assert_eq!(
-        class.bytes_per_element() as f64 * ffn_elems,
+        MemoryKernelClass::Swiglu.bytes_per_element() as f64 * ffn_elems,
         6.0 * ffn_elems
     );
+    assert_eq!(
+        kernel(&layer.forward, "rmsnorm_1").unwrap().memory_class,
+        None
+    );
+    assert_eq!(MemoryKernelClass::of_kernel("swiglu"), class);
     assert_eq!(MemoryKernelClass::of_kernel("rmsnorm_1"), None);
     assert_eq!(MemoryKernelClass::of_kernel("final_rmsnorm"), None);
 }

@@ -18,8 +18,10 @@
 //! untied output layer runs the same logits GEMMs on its own matrix.
 
 use crate::kernel_role::KernelRole;
+use crate::memory_class::MemoryKernelClass;
 use crate::ops::{
-    final_norm_names, gemm_with_gradients, GemmLayout, GemmShape, PassSteps, Step, FP16_BYTES,
+    final_norm_names, gemm_with_gradients, norm_classes, GemmLayout, GemmShape, PassSteps, Step,
+    FP16_BYTES,
 };
 use crate::spec::ModelSpec;
 use std::num::NonZeroU64;
@@ -162,9 +164,10 @@ pub fn embedding(model: &ModelSpec, microbatch: u64, tensor_parallel: NonZeroU64
     // kernel ([`crate::dropout`]).
     if model.hidden_dropout.is_on() {
         // Read fp16, write fp16 and a 1-byte mask.
-        forward.push(Step::memory(
+        forward.push(Step::memory_of_class(
             KernelRole::Forward,
             "embedding.dropout",
+            MemoryKernelClass::Dropout,
             (2.0 * fp16 + 1.0) * hidden_elems,
         ));
         backward.push(Step::memory(
@@ -233,6 +236,7 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: NonZeroU64) -> 
     let logit_elems = (tokens * model.vocab / tensor_parallel) as f64;
     let fp16 = FP16_BYTES as f64;
     let [final_norm, final_norm_bwd] = final_norm_names(model.norm);
+    let [final_norm_class, final_norm_bwd_class] = norm_classes(model.norm);
     let logits = GemmShape {
         batch: 1,
         m: tokens,
@@ -255,7 +259,8 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: NonZeroU64) -> 
             "head.transpose",
             2.0 * fp16 * hidden_elems,
         ),
-        Step::memory(KernelRole::Forward, final_norm, 2.0 * fp16 * hidden_elems),
+        Step::memory(KernelRole::Forward, final_norm, 2.0 * fp16 * hidden_elems)
+            .with_memory_class(final_norm_class),
         logits_forward,
         Step::memory(
             KernelRole::Forward,
@@ -361,11 +366,14 @@ pub fn head(model: &ModelSpec, microbatch: u64, tensor_parallel: NonZeroU64) -> 
         bytes: tokens * model.hidden * FP16_BYTES,
         async_window: 1,
     });
-    backward.push(Step::memory(
-        KernelRole::Backward,
-        final_norm_bwd,
-        3.0 * fp16 * hidden_elems,
-    ));
+    backward.push(
+        Step::memory(
+            KernelRole::Backward,
+            final_norm_bwd,
+            3.0 * fp16 * hidden_elems,
+        )
+        .with_memory_class(final_norm_bwd_class),
+    );
     backward.push(Step::memory(
         KernelRole::Backward,
         "head.transpose.bwd",

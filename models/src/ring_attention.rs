@@ -70,6 +70,7 @@ pub fn ring_attention_steps(
             role: KernelRole::Forward,
             attention_core: true,
             fp8_linear: None,
+            memory_class: None,
         }));
         backward.push(Step::Kernel(Kernel {
             name: "ring_attention.bwd.step",
@@ -82,6 +83,7 @@ pub fn ring_attention_steps(
             role: KernelRole::Backward,
             attention_core: true,
             fp8_linear: None,
+            memory_class: None,
         }));
     }
     (forward, backward)

@@ -23,6 +23,7 @@
 //! stack's limit.
 
 use crate::kernel_role::KernelRole;
+use crate::memory_class::MemoryKernelClass;
 use crate::step::Step;
 
 /// Which softmax implementation a layer runs.
@@ -63,9 +64,10 @@ pub fn megatron_attention_softmax(
 pub fn forward(softmax: AttentionSoftmax, score_elems: f64, heads_per_rank: u64) -> Vec<Step> {
     match softmax {
         // Read the fp16 scores, write fp16 probabilities.
-        AttentionSoftmax::Fused => vec![Step::memory(
+        AttentionSoftmax::Fused => vec![Step::memory_of_class(
             KernelRole::Forward,
             "softmax",
+            MemoryKernelClass::Softmax,
             4.0 * score_elems,
         )],
         AttentionSoftmax::Eager => {
@@ -98,9 +100,10 @@ pub fn forward(softmax: AttentionSoftmax, score_elems: f64, heads_per_rank: u64)
 pub fn backward(softmax: AttentionSoftmax, score_elems: f64, heads_per_rank: u64) -> Vec<Step> {
     match softmax {
         // Read the gradient and the saved probabilities, write the gradient.
-        AttentionSoftmax::Fused => vec![Step::memory(
+        AttentionSoftmax::Fused => vec![Step::memory_of_class(
             KernelRole::Backward,
             "softmax.bwd",
+            MemoryKernelClass::SoftmaxBackward,
             6.0 * score_elems,
         )],
         AttentionSoftmax::Eager => {

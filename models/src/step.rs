@@ -2,10 +2,18 @@
 //! FLOPs, the bytes it moves through HBM and its role, or a collective with
 //! its payload; a piece of the model's forward and backward steps is
 //! [`PassSteps`]. [`crate::ops`] builds them for a transformer layer.
+//!
+//! What the cost model needs to know of a kernel beyond its class, FLOPs
+//! and bytes is marked where the kernel is created, never read from its
+//! name: its role, whether it belongs to the attention core, whether it is
+//! a Transformer Engine linear layer's GEMM ([`Kernel::fp8_linear`]), and
+//! which memory-bound class `calibrate` times it as
+//! ([`Kernel::memory_class`]).
 
 use crate::attention_shape::FusedAttentionShape;
 use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
+use crate::memory_class::MemoryKernelClass;
 use serde::Serialize;
 
 /// What a kernel is, for the cost model.
@@ -51,6 +59,12 @@ pub struct Kernel {
     /// ([`Step::te_linear`]); `None` for every other kernel.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fp8_linear: Option<Fp8Linear>,
+    /// The memory-bound operation `calibrate` times that this kernel is
+    /// ([`crate::memory_class`]): the cost model prices it from that class's
+    /// measurements. Set where the kernel is created
+    /// ([`Step::memory_of_class`]); `None` for every other kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_class: Option<MemoryKernelClass>,
 }
 
 /// What an FP8 recipe does to a Transformer Engine linear layer's GEMM.
@@ -113,9 +127,11 @@ impl Step {
             role,
             attention_core: false,
             fp8_linear: None,
+            memory_class: None,
         })
     }
-    /// A memory-bound kernel moving `bytes` through HBM.
+    /// A memory-bound kernel moving `bytes` through HBM, of no class
+    /// `calibrate` times.
     pub fn memory(role: KernelRole, name: &'static str, bytes: f64) -> Step {
         Step::Kernel(Kernel {
             name,
@@ -125,7 +141,31 @@ impl Step {
             role,
             attention_core: false,
             fp8_linear: None,
+            memory_class: None,
         })
+    }
+
+    /// A memory-bound kernel moving `bytes` through HBM that is the
+    /// operation `calibrate` times as `class`.
+    pub fn memory_of_class(
+        role: KernelRole,
+        name: &'static str,
+        class: MemoryKernelClass,
+        bytes: f64,
+    ) -> Step {
+        Step::memory(role, name, bytes).with_memory_class(Some(class))
+    }
+
+    /// The same step marked as of memory-bound class `class` (a kernel;
+    /// other steps are returned as they are). `None` leaves it unmarked.
+    pub fn with_memory_class(self, class: Option<MemoryKernelClass>) -> Step {
+        match self {
+            Step::Kernel(kernel) => Step::Kernel(Kernel {
+                memory_class: class,
+                ..kernel
+            }),
+            other => other,
+        }
     }
 
     /// The same step marked as part of the attention core (a kernel; other

@@ -14,6 +14,7 @@
 use crate::gemm::{GemmLayout, GemmShape};
 use crate::kernel_role::KernelRole;
 use crate::linear::activation_gemm_with_gradients;
+use crate::memory_class::MemoryKernelClass;
 use crate::softmax::{self, AttentionSoftmax};
 use crate::step::Step;
 
@@ -89,9 +90,10 @@ impl UnfusedCore {
         backward_groups.push(softmax::backward(self.softmax, score_elems, self.heads));
         if self.dropout {
             // Read the fp16 probabilities, write them and a one-byte mask.
-            forward.push(Step::memory(
+            forward.push(Step::memory_of_class(
                 KernelRole::Forward,
                 "attention_dropout",
+                MemoryKernelClass::Dropout,
                 5.0 * score_elems,
             ));
             backward_groups.push(vec![Step::memory(

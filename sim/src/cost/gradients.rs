@@ -17,9 +17,11 @@
 //!   fp32 `main_grad`; no extra kernel, but gradients are all-reduced in fp32.
 //!
 //! The optimizer step's bytes are also listed kernel by kernel
-//! ([`optimizer_phases`]), so that phases `calibrate` timed (copy, unscale,
-//! norm, Adam) are costed from their measurements.
+//! ([`optimizer_phases`]), each with the memory-bound class `calibrate`
+//! times it as, so that phases it timed (copy, unscale, norm, Adam) are
+//! costed from their measurements.
 
+use models::memory_class::MemoryKernelClass;
 use models::ops::{self, ParameterTensor, Step};
 use models::ModelSpec;
 use std::num::NonZeroU64;
@@ -41,18 +43,24 @@ pub const OPTIMIZER_BYTES_PER_PARAM_UNFUSED: f64 = 54.0;
 /// writes 4 bytes and the fp16 → fp32 gradient copy disappears.
 pub const OPTIMIZER_BYTES_PER_PARAM_FUSED: f64 = 50.0;
 
-/// One kernel of the optimizer step, by the name its memory-bound class
-/// knows it ([`models::memory_class::MemoryKernelClass::of_kernel`];
-/// "optimizer.zero_grad" has none), with its HBM bytes per parameter.
+/// One kernel of the optimizer step: its name, the memory-bound class
+/// `calibrate` times it as (`None` for "optimizer.zero_grad": the cost model
+/// reads this, never the name), and its HBM bytes per parameter.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OptimizerPhase {
     pub kernel: &'static str,
+    pub class: Option<MemoryKernelClass>,
     pub bytes_per_param: f64,
 }
 
-const fn phase(kernel: &'static str, bytes_per_param: f64) -> OptimizerPhase {
+const fn phase(
+    kernel: &'static str,
+    class: Option<MemoryKernelClass>,
+    bytes_per_param: f64,
+) -> OptimizerPhase {
     OptimizerPhase {
         kernel,
+        class,
         bytes_per_param,
     }
 }
@@ -60,22 +68,58 @@ const fn phase(kernel: &'static str, bytes_per_param: f64) -> OptimizerPhase {
 /// The unfused step's kernels in order; their bytes add up to
 /// [`OPTIMIZER_BYTES_PER_PARAM_UNFUSED`].
 const OPTIMIZER_PHASES_UNFUSED: [OptimizerPhase; 6] = [
-    phase("optimizer.zero_grad", 2.0),
-    phase("optimizer.copy", 6.0),
-    phase("optimizer.unscale", 8.0),
-    phase("optimizer.l2norm", 4.0),
-    phase("optimizer.adam", 28.0),
-    phase("optimizer.copy_params", 6.0),
+    phase("optimizer.zero_grad", None, 2.0),
+    phase(
+        "optimizer.copy",
+        Some(MemoryKernelClass::OptimizerCopy),
+        6.0,
+    ),
+    phase(
+        "optimizer.unscale",
+        Some(MemoryKernelClass::OptimizerUnscale),
+        8.0,
+    ),
+    phase(
+        "optimizer.l2norm",
+        Some(MemoryKernelClass::OptimizerL2Norm),
+        4.0,
+    ),
+    phase(
+        "optimizer.adam",
+        Some(MemoryKernelClass::OptimizerAdam),
+        28.0,
+    ),
+    phase(
+        "optimizer.copy_params",
+        Some(MemoryKernelClass::OptimizerCopy),
+        6.0,
+    ),
 ];
 
 /// The fused step's kernels (fp32 main gradients: no copy to them, a 4-byte
 /// zeroing); their bytes add up to [`OPTIMIZER_BYTES_PER_PARAM_FUSED`].
 const OPTIMIZER_PHASES_FUSED: [OptimizerPhase; 5] = [
-    phase("optimizer.zero_grad", 4.0),
-    phase("optimizer.unscale", 8.0),
-    phase("optimizer.l2norm", 4.0),
-    phase("optimizer.adam", 28.0),
-    phase("optimizer.copy_params", 6.0),
+    phase("optimizer.zero_grad", None, 4.0),
+    phase(
+        "optimizer.unscale",
+        Some(MemoryKernelClass::OptimizerUnscale),
+        8.0,
+    ),
+    phase(
+        "optimizer.l2norm",
+        Some(MemoryKernelClass::OptimizerL2Norm),
+        4.0,
+    ),
+    phase(
+        "optimizer.adam",
+        Some(MemoryKernelClass::OptimizerAdam),
+        28.0,
+    ),
+    phase(
+        "optimizer.copy_params",
+        Some(MemoryKernelClass::OptimizerCopy),
+        6.0,
+    ),
 ];
 
 /// The kernels of the optimizer step, with the bytes each moves per parameter.
@@ -191,15 +235,20 @@ mod tests {
     }
 
     #[test]
-    fn optimizer_phases_add_up_to_the_step_bytes_and_name_their_classes() {
-        use models::memory_class::MemoryKernelClass as Class;
+    fn optimizer_phases_add_up_to_the_step_bytes_and_carry_their_classes() {
         for fused in [false, true] {
             let phases = optimizer_phases(fused);
             let total: f64 = phases.iter().map(|p| p.bytes_per_param).sum();
             assert_eq!(total, optimizer_bytes_per_param(fused), "fused {fused}");
             for phase in phases {
-                let class = Class::of_kernel(phase.kernel);
-                match class {
+                // The mark is the class the phase's name lists.
+                assert_eq!(
+                    phase.class,
+                    MemoryKernelClass::of_kernel(phase.kernel),
+                    "{}",
+                    phase.kernel
+                );
+                match phase.class {
                     // A class's bytes per parameter are the phase's.
                     Some(class) => assert_eq!(
                         class.bytes_per_element() as f64,

@@ -2,9 +2,12 @@
 //! `Forward`, no backward kernel is, and the weight-gradient GEMMs are
 //! exactly the kernels whose role says so, for every model preset under the
 //! stacks that build different kernels (unfused fp16 accumulation and
-//! attention in 2021, fused in 2024, FP8 on an H100).
+//! attention in 2021, fused in 2024, FP8 on an H100). Every kernel of every
+//! pass the simulator costs carries the memory-bound class its name lists
+//! (`MemoryKernelClass::of_kernel`), under the same stacks.
 
 use crate::cost::pass_steps;
+use models::memory_class::MemoryKernelClass;
 use models::ops::{KernelRole, Step};
 use scenario::{Precision, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use taskgraph::task_graph::ComputePass;
@@ -103,6 +106,50 @@ fn roles_agree_with_the_pass_each_kernel_runs_in() {
             }
         }
     }
+}
+
+/// Under every stack of [`roles_agree_with_the_pass_each_kernel_runs_in`],
+/// with and without sequence parallelism, every kernel of every pass (with
+/// the embedding and the head; the recompute passes, selective and full) is
+/// marked with the class [`MemoryKernelClass::of_kernel`] lists for its
+/// name: the marks `models` sets survive the simulator's assembly of a pass.
+#[test]
+fn every_costed_kernel_carries_the_memory_class_its_name_lists() {
+    let cases = [
+        ("megatron-2021", "selene", Precision::Fp16),
+        ("megatron-core-2024", "selene", Precision::Bf16),
+        ("megatron-core-2024", "dgx-h100-superpod", Precision::Fp8),
+    ];
+    let passes = [
+        ComputePass::Forward,
+        ComputePass::Backward,
+        ComputePass::Recompute,
+        ComputePass::InputGradient,
+        ComputePass::WeightGradient,
+    ];
+    let mut marked = 0;
+    for (stack, topology, precision) in cases {
+        for (name, mut scenario) in every_preset(stack, topology, precision) {
+            for sequence_parallel in [false, true] {
+                for recompute in [scenario::Recompute::Selective, scenario::Recompute::Full] {
+                    scenario.options.sequence_parallel = sequence_parallel;
+                    scenario.recompute = recompute;
+                    for pass in passes {
+                        for kernel in kernels(&pass_steps(&scenario, pass, 1, true, true)) {
+                            assert_eq!(
+                                kernel.memory_class,
+                                MemoryKernelClass::of_kernel(kernel.name),
+                                "{name} {stack} {pass:?}: {}",
+                                kernel.name
+                            );
+                            marked += usize::from(kernel.memory_class.is_some());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(marked > 1000, "{marked}");
 }
 
 /// The weight-gradient GEMM that produces `weight`'s gradient, by the

@@ -16,12 +16,14 @@
 //! [`super::gemm_time`], plus the launch overhead.
 //!
 //! Memory-bound kernels are costed in [`super::memory_bound`]: from the
-//! measured entries of their kernel class, or at achieved HBM bandwidth; the
+//! measured entries of the class their kernel is marked with
+//! ([`Kernel::memory_class`]), or at achieved HBM bandwidth; the
 //! fused attention kernel in [`super::attention`].
 
 use super::gemm_time::{fp8_gemm_seconds, gemm_estimate, gemm_seconds_in};
 use super::memory_bound::MemoryCostModel;
 use super::tile_fit::{BURST_MAX_NS, SUSTAINED_MIN_NS};
+use models::memory_class::MemoryKernelClass;
 use models::ops::{GemmLayout, GemmShape, Kernel, KernelClass};
 use profile::{GemmMeasurement, Profile};
 use scenario::Precision;
@@ -101,7 +103,9 @@ impl<'a> KernelCostModel<'a> {
                     None => fp8_gemm_seconds(&shape, self.gpu, self.profile) + self.overhead_s,
                 }
             }
-            KernelClass::MemoryBound => self.memory.kernel_seconds(kernel.name, kernel.bytes),
+            KernelClass::MemoryBound => self
+                .memory
+                .kernel_seconds(kernel.memory_class, kernel.bytes),
             KernelClass::FusedAttention(shape) => {
                 super::attention::fused_attention_seconds(
                     &shape,
@@ -147,10 +151,10 @@ impl<'a> KernelCostModel<'a> {
         self.memory.optimizer_seconds(params, fused_accumulation) / self.profile.fitted.memory_bound
     }
 
-    /// Seconds of one memory-bound kernel named `kernel_name` moving `bytes`
-    /// ([`MemoryCostModel::kernel_seconds`]).
-    pub fn memory_kernel_seconds(&self, kernel_name: &str, bytes: f64) -> f64 {
-        self.memory.kernel_seconds(kernel_name, bytes) / self.profile.fitted.memory_bound
+    /// Seconds of one memory-bound kernel of `class` (`None`: of no class
+    /// calibrate times) moving `bytes` ([`MemoryCostModel::kernel_seconds`]).
+    pub fn memory_kernel_seconds(&self, class: Option<MemoryKernelClass>, bytes: f64) -> f64 {
+        self.memory.kernel_seconds(class, bytes) / self.profile.fitted.memory_bound
     }
 
     /// Measured time of a GEMM shape called in `layout`: exact, or

@@ -194,6 +194,7 @@ fn layout_less_entries_serve_every_layout() {
         role: models::ops::KernelRole::Forward,
         attention_core: false,
         fp8_linear: None,
+        memory_class: None,
     };
     assert!((model.kernel_seconds(&kernel(GemmLayout::Nt)) - 21e-6).abs() < 1e-15);
     // Another layout falls back to the NT entry of its exact shape.
@@ -218,6 +219,7 @@ fn fp8_gemms_take_only_fp8_measurements_else_the_fp8_peak() {
         role: models::ops::KernelRole::Forward,
         attention_core: false,
         fp8_linear: None,
+        memory_class: None,
     };
     // A bf16 entry of the very shape says nothing of the FP8 rate.
     profile.gemm.measured = vec![GemmMeasurement {
@@ -285,6 +287,7 @@ fn bf16_gemms_never_take_fp8_measurements() {
         role: models::ops::KernelRole::Forward,
         attention_core: false,
         fp8_linear: None,
+        memory_class: None,
     };
     let overhead_s = profile.gemm.kernel_overhead_ns.value * 1e-9;
     let modeled = gemm_seconds_in(Precision::Bf16, &shape(1024, 1024), &gpu, &profile) + overhead_s;
@@ -339,6 +342,7 @@ fn measured_bursts_are_stretched_to_the_sustained_rate() {
         role: models::ops::KernelRole::Forward,
         attention_core: false,
         fp8_linear: None,
+        memory_class: None,
     };
     let estimate = gemm_estimate(Precision::Bf16, &big, &gpu, &profile).unwrap();
     let overhead_s = profile.gemm.kernel_overhead_ns.value * 1e-9;

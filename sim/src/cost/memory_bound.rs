@@ -2,10 +2,11 @@
 //! kernels (through [`super::KernelCostModel::kernel_seconds`]) and for the
 //! optimizer step's phases alike.
 //!
-//! A kernel whose name belongs to a class `calibrate` times
-//! ([`MemoryKernelClass::of_kernel`]: "layernorm_1" → "layernorm",
-//! "dropout_residual_2" → "bias_dropout_add", …) is costed from the
-//! profile's `memory.measured` entries of that class, when it has any,
+//! A kernel marked with a class `calibrate` times
+//! ([`models::ops::Kernel::memory_class`], set where the kernel is created:
+//! "layernorm_1" is a `layernorm`, "dropout_residual_2" a
+//! `bias_dropout_add`, …; an optimizer phase carries its own) is costed from
+//! the profile's `memory.measured` entries of that class, when it has any,
 //! interpolated in bytes ([`interpolate_seconds`]); the measured times
 //! include the kernel's launch and tail, so no overhead is added. Every other
 //! memory-bound kernel, and every kernel of a class without entries, costs
@@ -13,9 +14,10 @@
 //! `"copy"` entries, interpolated the same way: a 2 MB copy ran at 0.5 TB/s
 //! on the lab H100, a 4 GB one at 3.0), and without copy entries what it
 //! always did: bytes ÷ (datasheet HBM bandwidth × `hbm_efficiency`) plus the
-//! profile's kernel overhead. The embedded profiles carry the lab H100's
-//! measured classes and copies, their byte-moving part scaled to each GPU's
-//! HBM bandwidth (`scripts/carry-memory-classes.py`).
+//! profile's kernel overhead. A kernel's name is never read here. The
+//! embedded profiles carry the lab H100's measured classes and copies, their
+//! byte-moving part scaled to each GPU's HBM bandwidth
+//! (`scripts/carry-memory-classes.py`).
 
 use super::gradients;
 use models::memory_class::MemoryKernelClass;
@@ -153,10 +155,9 @@ impl<'a> MemoryCostModel<'a> {
         memory_bound_seconds(bytes, self.gpu, self.profile) + self.overhead_s
     }
 
-    /// Seconds of the kernel named `kernel_name` moving `bytes`, from its
-    /// class's measurements when the profile has them.
-    pub fn measured_seconds(&self, kernel_name: &str, bytes: f64) -> Option<f64> {
-        let class = MemoryKernelClass::of_kernel(kernel_name)?;
+    /// Seconds of a kernel of `class` moving `bytes`, from the class's
+    /// measurements when the profile has them.
+    pub fn measured_seconds(&self, class: MemoryKernelClass, bytes: f64) -> Option<f64> {
         interpolate_seconds(self.tables.get(&class)?, bytes, self.overhead_s)
     }
 
@@ -169,9 +170,11 @@ impl<'a> MemoryCostModel<'a> {
             .unwrap_or_else(|| self.bandwidth_seconds(bytes))
     }
 
-    /// Seconds of one memory-bound kernel, launch included.
-    pub fn kernel_seconds(&self, kernel_name: &str, bytes: f64) -> f64 {
-        self.measured_seconds(kernel_name, bytes)
+    /// Seconds of one memory-bound kernel of `class` (`None`: of no class
+    /// calibrate times) moving `bytes`, launch included.
+    pub fn kernel_seconds(&self, class: Option<MemoryKernelClass>, bytes: f64) -> f64 {
+        class
+            .and_then(|class| self.measured_seconds(class, bytes))
             .unwrap_or_else(|| self.unmeasured_seconds(bytes))
     }
 
@@ -187,7 +190,10 @@ impl<'a> MemoryCostModel<'a> {
         let mut unmeasured_bytes = 0.0;
         for phase in gradients::optimizer_phases(fused_accumulation) {
             let bytes = params * phase.bytes_per_param;
-            match self.measured_seconds(phase.kernel, bytes) {
+            match phase
+                .class
+                .and_then(|class| self.measured_seconds(class, bytes))
+            {
                 Some(seconds) => {
                     measured_s += seconds;
                     any_measured = true;
@@ -272,7 +278,7 @@ mod tests {
         );
     }
 
-    /// The layer's kernels of GPT-3 175B at t = 8, b = 1, by name.
+    /// The layer's kernels of GPT-3 175B at t = 8, b = 1.
     fn layer_kernels() -> Vec<models::ops::Kernel> {
         let model = models::preset("gpt3-175b").unwrap();
         let layer = models::ops::transformer_layer(&model, 1, crate::nz(8));

@@ -601,8 +601,7 @@ fn cost_work(
             // Each kernel reads and writes the gradients once (`bytes` in
             // all): not a class calibrate times, so costed as what a copy of
             // its bytes cost on the profiled GPU (`memory_bound.rs`).
-            let seconds =
-                count as f64 * kernels.memory_kernel_seconds("ddp.gradient_copy", bytes as f64);
+            let seconds = count as f64 * kernels.memory_kernel_seconds(None, bytes as f64);
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(seconds),
                 bytes: bytes.saturating_mul(count as u64),

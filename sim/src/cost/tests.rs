@@ -222,6 +222,7 @@ fn an_asynchronous_all_reduce_is_charged_only_beyond_its_overlap_window() {
             role: models::ops::KernelRole::Backward,
             attention_core: false,
             fp8_linear: None,
+            memory_class: None,
         })
     };
     // Three kernels before the all-reduce; a window of 2 overlaps the last two.

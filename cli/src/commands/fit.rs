@@ -135,6 +135,14 @@ fn print_summary(record: &FitRecord, out: &Path) {
         error_percent(l.ratio_high),
         error_percent(l.ratio_low)
     );
+    if let (Some(coverage), Some(width)) =
+        (l.held_out_coverage_percent, l.held_out_mean_width_percent)
+    {
+        println!(
+            "that range made without each run in turn held the run {coverage:.0}% of the time \
+             (mean width {width:.1}%)"
+        );
+    }
     for warning in &record.warnings {
         println!("warning: {warning}");
     }

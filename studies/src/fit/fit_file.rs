@@ -103,6 +103,13 @@ pub struct LeaveOneOut {
     pub ratio_high: f64,
     /// "lowest to highest" or "5th to 95th percentile" of the runs.
     pub range_method: String,
+    /// How often that range, made without each run in turn, holds the run
+    /// (percent of the runs; absent with fewer than 4 runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out_coverage_percent: Option<f64>,
+    /// The mean width of those ranges (high ÷ low − 1, percent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out_mean_width_percent: Option<f64>,
 }
 
 /// Error percent of a measured ÷ predicted ratio.

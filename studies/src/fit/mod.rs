@@ -259,6 +259,7 @@ fn record(
     let (fitted_mean, fitted_max) = summary(&|r| r.fitted_ratio);
     let (loo_mean, loo_max) = summary(&|r| r.leave_one_out_ratio);
     let mut loo_ratios: Vec<f64> = runs.iter().map(|r| r.leave_one_out_ratio).collect();
+    let coverage = crate::validation::residuals::held_out_coverage(&loo_ratios);
     let (ratio_low, ratio_high, range_method) =
         crate::validation::residuals::spread(&mut loo_ratios);
     let rms_log = (runs
@@ -320,6 +321,9 @@ fn record(
             ratio_low,
             ratio_high,
             range_method: range_method.into(),
+            held_out_coverage_percent: coverage
+                .map(|(covered, runs, _)| 100.0 * covered as f64 / runs as f64),
+            held_out_mean_width_percent: coverage.map(|(_, _, width)| 100.0 * width),
         },
         runs,
         consistent,

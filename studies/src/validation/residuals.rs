@@ -180,6 +180,29 @@ pub fn spread(ratios: &mut [f64]) -> (f64, f64, &'static str) {
     }
 }
 
+/// How often a range made without a run contains it: for each run whose
+/// others number at least [`MIN_RANGE_RUNS`], the [`spread`] of the others,
+/// and whether it holds the run. `None` with no such run; else (runs
+/// covered, runs counted, mean width of their ranges as high ÷ low − 1).
+pub fn held_out_coverage(ratios: &[f64]) -> Option<(usize, usize, f64)> {
+    if ratios.len() <= MIN_RANGE_RUNS {
+        return None;
+    }
+    let (mut covered, mut width) = (0, 0.0);
+    for held in 0..ratios.len() {
+        let mut others: Vec<f64> = (0..ratios.len())
+            .filter(|&i| i != held)
+            .map(|i| ratios[i])
+            .collect();
+        let (low, high, _) = spread(&mut others);
+        if low <= ratios[held] && ratios[held] <= high {
+            covered += 1;
+        }
+        width += high / low - 1.0;
+    }
+    Some((covered, ratios.len(), width / ratios.len() as f64))
+}
+
 /// Six decimals: the table stays the same bytes across platforms' last bits.
 fn round6(value: f64) -> f64 {
     (value * 1e6).round() / 1e6

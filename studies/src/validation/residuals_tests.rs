@@ -132,3 +132,13 @@ fn a_regime_with_fewer_than_twenty_runs_spans_them_all() {
     assert_eq!((ranges[1].ratio_low, ranges[1].ratio_high), (1.05, 1.95));
     assert_eq!(ranges[1].runs, 100);
 }
+
+#[test]
+fn a_held_out_run_is_covered_only_inside_the_others_range() {
+    // 1.0 and 1.3 fall outside the others' ranges; 1.1 and 1.2 inside.
+    let (covered, runs, width) = held_out_coverage(&[1.0, 1.1, 1.2, 1.3]).unwrap();
+    assert_eq!((covered, runs), (2, 4));
+    let expected = (1.3 / 1.1 + 1.3 / 1.0 + 1.3 / 1.0 + 1.2 / 1.0 - 4.0) / 4.0;
+    assert!((width - expected).abs() < 1e-12, "{width} {expected}");
+    assert_eq!(held_out_coverage(&[1.0, 1.1, 1.2]), None);
+}

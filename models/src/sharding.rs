@@ -91,21 +91,26 @@ impl Sharding {
 
     /// The stages one copy of the model is cut into: p·v, or p for
     /// DualPipe's two copies of p stages each.
-    pub fn model_stages(&self) -> u32 {
-        self.virtual_stages() / self.map.copies()
+    pub fn model_stages(&self) -> NonZeroU32 {
+        match self.map {
+            StageMap::DualPipe => self.pipeline_parallel,
+            StageMap::Interleaved | StageMap::V => {
+                self.pipeline_parallel.saturating_mul(self.chunks)
+            }
+        }
     }
 
     /// Which stage of its model copy virtual stage `virtual_stage` is (the
     /// virtual stage itself unless the pipeline holds two copies).
     pub fn model_stage(&self, virtual_stage: u32) -> u32 {
-        virtual_stage % self.model_stages().max(1)
+        virtual_stage % self.model_stages().get()
     }
 
     /// Whether virtual stage `virtual_stage` is the first of its copy (the
     /// embedding) and whether it is the last (the head and the loss).
     pub fn is_end(&self, virtual_stage: u32) -> (bool, bool) {
         let stage = self.model_stage(virtual_stage);
-        (stage == 0, stage + 1 == self.model_stages().max(1))
+        (stage == 0, stage + 1 == self.model_stages().get())
     }
 
     /// Whether some chunk of pipeline stage (rank) `stage` holds a head
@@ -126,7 +131,7 @@ impl Sharding {
         if let Some(layout) = self.split.layout {
             return layout.layers().iter().copied().max().unwrap_or(0) as u64;
         }
-        self.split_layers(layers) / (self.model_stages().max(1) as u64)
+        self.split_layers(layers) / (self.model_stages().get() as u64)
     }
 
     /// The virtual stage chunk `chunk` of pipeline stage (rank) `stage` runs.
@@ -141,7 +146,7 @@ impl Sharding {
         let p = self.pipeline_parallel.get();
         (
             self.map.place(p, 0),
-            self.map.place(p, self.virtual_stages().max(1) - 1),
+            self.map.place(p, self.virtual_stages() - 1),
         )
     }
 
@@ -155,7 +160,7 @@ impl Sharding {
             u64::from(self.pipeline_parallel.get()),
             stage as u64,
             chunk as u64,
-        ) % (self.model_stages().max(1) as u64);
+        ) % (self.model_stages().get() as u64);
         if let Some(layout) = self.split.layout {
             return layout
                 .layers()
@@ -163,7 +168,7 @@ impl Sharding {
                 .copied()
                 .unwrap_or(0) as u64;
         }
-        let last = self.model_stages().max(1) as u64 - 1;
+        let last = self.model_stages().get() as u64 - 1;
         let mut count = self.layers_per_chunk(layers);
         if virtual_stage == 0 && self.split.embedding {
             count = count.saturating_sub(1);
@@ -186,7 +191,7 @@ impl Sharding {
             chunk as u64,
         );
         // Its place in its model copy (DualPipe's second copy starts over).
-        let virtual_stage = virtual_stage % u64::from(self.model_stages().max(1));
+        let virtual_stage = virtual_stage % u64::from(self.model_stages().get());
         if let Some(layout) = self.split.layout {
             return layout
                 .layers()
@@ -604,7 +609,7 @@ mod tests {
             map: StageMap::Interleaved,
             ..dual
         };
-        assert_eq!(dual.model_stages(), p);
+        assert_eq!(dual.model_stages().get(), p);
         assert_eq!(dual.layers_per_chunk(model.layers), model.layers / p as u64);
         for rank in 0..p {
             assert_eq!(

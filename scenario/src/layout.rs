@@ -67,10 +67,13 @@ impl Layout {
     /// group t·d·cp/(ep·etp) (Megatron-Core's expert grid spans the stage's
     /// t·cp·d ranks, `parallel_state.py`: expert_data_parallel_size =
     /// world_size // (etp·ep·pp)), over which expert gradients are reduced
-    /// and their optimizer states shard (at least 1; d·cp/ep at t = etp = 1).
+    /// and their optimizer states shard (d·cp/ep at t = etp = 1; at least 1:
+    /// validation refuses an ep·etp that does not divide t·d·cp).
     pub fn expert_replicas(&self) -> u32 {
         let ways = self.expert_parallel.get() * self.expert_tensor_parallel.get();
-        (self.tensor_parallel.get() * self.replicas() / ways).max(1)
+        let replicas = self.tensor_parallel.get() * self.replicas() / ways;
+        assert!(replicas > 0, "validated: ep·etp divides t·d·cp");
+        replicas
     }
     /// Virtual stages p·v.
     pub fn virtual_stages(&self) -> u32 {

@@ -54,6 +54,8 @@ enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Learn the cluster's GEMM rate, host costs and bandwidths from measured runs (FIT.json).
     Fit(commands::fit::FitArgs),
+    /// Read a PyTorch profiler trace of rank 0 as kernel-class times: a case for fit and validate.
+    ImportTrace(commands::import_trace::ImportTraceArgs),
     /// List the built-in models, topologies and calibration profiles.
     Presets,
 }
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::CudaLibs(args) => commands::cuda_libs::run(args),
         Command::Validate(args) => commands::validate::run(args),
         Command::Fit(args) => commands::fit::run(args),
+        Command::ImportTrace(args) => commands::import_trace::run(args),
         Command::Presets => commands::presets::run(),
     };
     exit::report(result)

@@ -240,6 +240,17 @@ impl SimulationReport {
         self.run.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0)
     }
 
+    /// The GPU time `rank` spends in each kernel class per iteration
+    /// ([`crate::cost::class_time`]); under symmetry, a rank of the
+    /// representative replica (rank 0's replica) or its twin's.
+    pub fn kernel_class_seconds(
+        &self,
+        scenario: &Scenario,
+        rank: u32,
+    ) -> crate::cost::class_time::KernelClassSeconds {
+        crate::cost::class_time::kernel_class_seconds(scenario, &self.run.graph, rank)
+    }
+
     /// The peak over stages.
     pub fn peak_memory(&self) -> &MemoryBreakdown {
         self.memory

@@ -8,6 +8,8 @@
 //! - [`fit`]: a few physical factors (GEMM rate, host costs, achieved
 //!   bandwidths) learned from a user's measured runs, with each case's
 //!   leave-one-out error (`clustersim fit`);
+//! - [`kineto`]: a PyTorch profiler trace of one rank as GPU seconds per
+//!   iteration by kernel class (`clustersim import-trace`);
 //! - [`validation`]: published measurements (a dev-set JSON file) run through
 //!   the simulator, predicted against published, with a reason for every
 //!   figure that cannot be predicted; vTrain's single-node ground truth (a
@@ -28,6 +30,7 @@
 
 pub mod bubble_chart;
 pub mod fit;
+pub mod kineto;
 pub mod max_model;
 pub mod nccl_tests;
 pub mod sweep;

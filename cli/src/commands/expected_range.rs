@@ -18,6 +18,8 @@ pub enum ExpectedRange {
     TooFew(RegimeRange),
     /// No validation run of the regime.
     NoData(Regime),
+    /// A fit of fewer whole runs than a range takes (`--fit FILE`).
+    FitTooFew { file: String, runs: usize },
     /// A fit's leave-one-out ratios (`--fit FILE`).
     Fit {
         file: String,
@@ -41,6 +43,12 @@ impl ExpectedRange {
     /// The range of a prediction made with the fit read from `file`.
     pub fn of_fit(file: &str, record: &FitRecord) -> ExpectedRange {
         let l = &record.leave_one_out;
+        if record.in_sample.runs < MIN_RANGE_RUNS {
+            return ExpectedRange::FitTooFew {
+                file: file.to_string(),
+                runs: record.in_sample.runs,
+            };
+        }
         ExpectedRange::Fit {
             file: file.to_string(),
             runs: record.in_sample.runs,
@@ -53,6 +61,11 @@ impl ExpectedRange {
     /// The summary's line (after `expected range`).
     pub fn line(&self, m: &Metrics) -> String {
         match self {
+            ExpectedRange::FitTooFew { file, runs } => format!(
+                "fit {file} has {runs} whole run{}: too few for a range (at least \
+                 {MIN_RANGE_RUNS})",
+                if *runs == 1 { "" } else { "s" }
+            ),
             ExpectedRange::Fit {
                 file,
                 runs,
@@ -104,6 +117,11 @@ impl ExpectedRange {
     /// The `--json` object.
     pub fn json(&self, m: &Metrics) -> serde_json::Value {
         match self {
+            ExpectedRange::FitTooFew { file, runs } => serde_json::json!({
+                "fit": file,
+                "runs": runs,
+                "note": format!("fewer than {MIN_RANGE_RUNS} whole runs in the fit: no range"),
+            }),
             ExpectedRange::Fit {
                 file,
                 runs,

@@ -93,8 +93,14 @@ pub fn run(args: FitArgs) -> anyhow::Result<()> {
 /// The parameters, the errors and the range, for a reader.
 fn print_summary(record: &FitRecord, out: &Path) {
     println!(
-        "fit of {}: {} runs (error = predicted ÷ measured iteration time − 1)",
-        record.cases_file, record.in_sample.runs
+        "fit of {}: {} whole run{}{} (error = predicted ÷ measured iteration time − 1)",
+        record.cases_file,
+        record.in_sample.runs,
+        if record.in_sample.runs == 1 { "" } else { "s" },
+        match record.runs.iter().filter(|r| r.kernel_class).count() {
+            0 => String::new(),
+            n => format!(" and {n} kernel-class times from traces"),
+        }
     );
     println!("\n{:<21} {:>6} {:>13}  ", "parameter", "value", "±1 sd");
     for p in &record.parameters {
@@ -125,7 +131,9 @@ fn print_summary(record: &FitRecord, out: &Path) {
         l.mean_abs_error_percent,
         l.max_abs_error_percent
     );
-    println!(
+    let enough = s.runs >= studies::validation::residuals::MIN_RANGE_RUNS;
+    if enough {
+        println!(
         "a prediction with this fit: measured ÷ predicted {:.3}–{:.3} ({} of the {} left-out runs; \
          errors {:+.1}% to {:+.1}%)",
         l.ratio_low,
@@ -135,6 +143,7 @@ fn print_summary(record: &FitRecord, out: &Path) {
         error_percent(l.ratio_high),
         error_percent(l.ratio_low)
     );
+    }
     if let (Some(coverage), Some(width)) =
         (l.held_out_coverage_percent, l.held_out_mean_width_percent)
     {
@@ -158,12 +167,20 @@ pub fn applied_line(file: &str, record: &FitRecord) -> String {
         .filter(|p| p.fitted)
         .map(|p| format!("{} {:.3}", p.name.name(), p.value))
         .collect();
+    let runs = record.in_sample.runs;
+    let left_out = if runs >= studies::validation::residuals::MIN_RANGE_RUNS {
+        format!(
+            ", {:.1}% mean |error| each left out",
+            record.leave_one_out.mean_abs_error_percent
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{file}: {} (others 1); fitted to {} runs of {}, {:.1}% mean |error| each left out",
+        "{file}: {} (others 1); fitted to {runs} whole run{} of {}{left_out}",
         fitted.join(", "),
-        record.in_sample.runs,
+        if runs == 1 { "" } else { "s" },
         record.cases_file,
-        record.leave_one_out.mean_abs_error_percent
     )
 }
 

@@ -9,6 +9,7 @@ pub mod execute;
 pub mod expected_range;
 pub mod explain;
 pub mod fit;
+pub mod import_trace;
 pub mod max_model;
 pub mod pictures;
 pub mod plot;

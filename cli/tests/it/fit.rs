@@ -128,7 +128,7 @@ fn bad_fits_exit_2_with_one_message_and_write_nothing() {
     .unwrap();
     refused(
         &["fit", unpredictable.to_str().unwrap(), "--out", out],
-        "no run the simulator can predict",
+        "no whole run the simulator can predict",
     );
     let out_of_bounds = dir.join("oob.json");
     let fitted = clustersim(&["fit", cases, "--out", out_of_bounds.to_str().unwrap()]);
@@ -145,5 +145,104 @@ fn bad_fits_exit_2_with_one_message_and_write_nothing() {
         &["validate", table.to_str().unwrap(), "--fit", oob],
         "is a kernel table",
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A trace of rank `rank`: two profiler steps, a GEMM, an attention and an
+/// elementwise kernel in each.
+fn trace(rank: u64, steps: bool) -> String {
+    let mut events = Vec::new();
+    for step in 0..2u32 {
+        let t0 = f64::from(step) * 2e6;
+        if steps {
+            events.push(serde_json::json!({"ph": "X", "cat": "user_annotation",
+                "name": format!("ProfilerStep#{step}"), "pid": 9, "tid": 1, "ts": t0, "dur": 1.6e6}));
+        }
+        for (name, dur) in [
+            ("sm90_xmma_gemm_bf16bf16_bf16f32", 1.2e6),
+            ("cudnn_generated_fort_native_sdpa_sm90", 1.5e5),
+            ("vectorized_elementwise_kernel", 1.4e5),
+        ] {
+            events.push(serde_json::json!({"ph": "X", "cat": "kernel", "name": name,
+                "pid": 0, "tid": 7, "ts": t0, "dur": dur}));
+        }
+    }
+    serde_json::json!({"distributedInfo": {"rank": rank}, "traceEvents": events}).to_string()
+}
+
+const SCENARIO: &str = r#"{"model": "llama3-8b", "seq_len": 4096, "topology": "dgx-h100-superpod",
+  "stack": "megatron-core-2024", "tp": 2, "pp": 1, "dp": 4, "microbatch_size": 1,
+  "global_batch": 32, "recompute": "none", "precision": "bf16"}"#;
+
+#[test]
+fn a_trace_becomes_a_case_that_validate_and_fit_read() {
+    let dir = folder("trace");
+    let (trace_path, scenario, cases) = (
+        dir.join("rank0.json"),
+        dir.join("s.json"),
+        dir.join("c.json"),
+    );
+    std::fs::write(&trace_path, trace(0, true)).unwrap();
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let [t, s, c] = [&trace_path, &scenario, &cases].map(|p| p.to_str().unwrap().to_string());
+    let imported = clustersim(&["import-trace", &t, "--scenario", &s, "--out", &c]);
+    assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cases).unwrap()).unwrap();
+    let measured = &file["cases"][0]["measured"];
+    assert!((measured["iteration_time_s"].as_f64().unwrap() - 1.6).abs() < 1e-9);
+    assert!((measured["gemm_s"].as_f64().unwrap() - 1.2).abs() < 1e-9);
+    let validated = clustersim(&["validate", &c, "--json"]);
+    assert_eq!(validated.status.code(), Some(0), "{}", stderr(&validated));
+    let rows: serde_json::Value = serde_json::from_slice(&validated.stdout).unwrap();
+    let predicted = |q: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["quantity"] == q)
+            .unwrap()["predicted"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(predicted("gemm_s") > 0.0 && predicted("memory_bound_s") > 0.0);
+    let fitted = clustersim(&["fit", &c, "--out", dir.join("f.json").to_str().unwrap()]);
+    assert_eq!(fitted.status.code(), Some(0), "{}", stderr(&fitted));
+    assert!(
+        text(&fitted.stdout).contains("3 kernel-class times"),
+        "{}",
+        text(&fitted.stdout)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn traces_that_cannot_be_read_exit_2_and_write_nothing() {
+    let dir = folder("bad-trace");
+    let scenario = dir.join("s.json");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let out = dir.join("never.json");
+    let refused = |trace: &str, extra: &[&str], says: &str| {
+        let path = dir.join("t.json");
+        std::fs::write(&path, trace).unwrap();
+        let mut args = vec![
+            "import-trace",
+            path.to_str().unwrap(),
+            "--scenario",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let run = clustersim(&args);
+        assert_eq!(run.status.code(), Some(2), "{}", stderr(&run));
+        assert!(stderr(&run).contains(says), "{}", stderr(&run));
+        assert!(!out.exists());
+    };
+    refused("not json", &[], "not JSON");
+    refused(&trace(3, true), &[], "rank 3's");
+    refused(&trace(0, false), &[], "--iterations");
+    refused(&trace(0, false), &["--iterations", "0"], "invalid value");
+    std::fs::write(&scenario, r#"{"model": "llama3-8b", "tp": 3}"#).unwrap();
+    refused(&trace(0, true), &[], "s.json");
     let _ = std::fs::remove_dir_all(dir);
 }

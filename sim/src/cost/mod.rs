@@ -17,6 +17,7 @@
 mod attention;
 mod attention_dropout;
 mod breakdown;
+pub mod class_time;
 mod comm_sms;
 pub mod context;
 mod gemm_tiles;
@@ -363,6 +364,38 @@ pub(crate) fn exposed_after_overlap(
     SimDuration::from_seconds_ceil(full_s - overlapped_s.min(full_s * kernel_rate))
 }
 
+/// The steps a compute work runs, in order: an FP8 pass's weight casts
+/// first (in its first segment), then its segment of the pass's steps;
+/// `None` for a work that is not a computation.
+pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
+    let Work::Compute {
+        pass,
+        layers,
+        dense_layers,
+        embedding,
+        head,
+        fp8_weight_cast,
+        segment,
+    } = *work
+    else {
+        return None;
+    };
+    let mut steps = Vec::new();
+    if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
+        steps = models::fp8::weight_cast_steps(
+            &scenario.model,
+            scenario.layout.tensor_parallel.into(),
+            scenario.layout.expert_parallel.into(),
+            layers,
+        );
+    }
+    steps.extend(segment_steps(
+        pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+        segment,
+    ));
+    Some(steps)
+}
+
 /// Costs every work of a task graph, in `WorkId` order.
 pub fn cost_works(
     scenario: &Scenario,
@@ -408,26 +441,13 @@ fn cost_work(
             dense_layers,
             embedding,
             head,
-            fp8_weight_cast,
+            fp8_weight_cast: _,
             segment,
         } => {
             let mut seconds = 0.0;
             let mut bytes = 0.0;
             let mut flops = 0.0;
-            let mut steps = Vec::new();
-            // The weight casts come first: in the pass's first segment.
-            if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
-                steps = models::fp8::weight_cast_steps(
-                    &scenario.model,
-                    scenario.layout.tensor_parallel.into(),
-                    scenario.layout.expert_parallel.into(),
-                    layers,
-                );
-            }
-            steps.extend(segment_steps(
-                pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
-                segment,
-            ));
+            let steps = compute_steps(scenario, work).expect("a compute work");
             for step in &steps {
                 if let Step::Kernel(kernel) = step {
                     seconds += kernels.kernel_seconds(kernel);

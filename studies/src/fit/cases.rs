@@ -5,7 +5,7 @@
 //! row. Leave-one-out holds out a unit, not a variant, so that two variants
 //! of one case never predict each other.
 
-use crate::validation::residuals::{runs_of_rows, RunResidual};
+use crate::validation::residuals::{kernel_class_rows, runs_of_rows, RunResidual};
 use crate::validation::vtrain::{self, VtrainRun};
 use crate::validation::{run_dev_set_with, ValidationError};
 use rayon::prelude::*;
@@ -42,12 +42,15 @@ impl FitUnit {
     }
 
     /// The unit's runs simulated with `fit`: measured ÷ predicted iteration
-    /// time of each (a case without a prediction has none).
+    /// time of each (a case without a prediction has none), then its kernel
+    /// classes' measured ÷ predicted times where it gives them.
     pub fn simulate(&self, fit: &FitValues) -> Vec<RunResidual> {
         match self {
             FitUnit::Case { text, .. } => {
                 let rows = run_dev_set_with(text, fit).expect("a unit's text is a valid dev set");
-                runs_of_rows(&rows)
+                let mut runs = runs_of_rows(&rows);
+                runs.extend(kernel_class_rows(&rows));
+                runs
             }
             FitUnit::Vtrain(run) => {
                 let result = vtrain::simulate_run(run, fit);
@@ -57,6 +60,7 @@ impl FitUnit {
                         run: self.name(),
                         regime: residual.regime,
                         ratio: residual.ratio,
+                        kernel_class: false,
                     })
                     .collect()
             }

@@ -78,9 +78,14 @@ pub struct RunRecord {
     pub fitted_ratio: f64,
     /// … with the factors fitted without this run's case.
     pub leave_one_out_ratio: f64,
+    /// One kernel class's time from a profiler trace ("case · gemm_s"), not
+    /// a whole run: fitted to, but outside the errors and the range.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_class: bool,
 }
 
-/// Errors over the runs (error = predicted ÷ measured − 1, as `validate`).
+/// Errors over the whole runs (error = predicted ÷ measured iteration time
+/// − 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorSummary {

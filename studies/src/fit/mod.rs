@@ -65,7 +65,7 @@ pub struct FitOptions {
 /// Why a fit was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FitError {
-    #[error("the cases give no run the simulator can predict (each was refused or has no measured iteration time or throughput)")]
+    #[error("the cases give no whole run the simulator can predict (each was refused or has no measured iteration time or throughput)")]
     NoRuns,
     #[error("cannot fit {parameter}: {why}")]
     Unidentified {
@@ -90,11 +90,15 @@ pub fn fit(
 ) -> Result<FitRecord, FitError> {
     progress("simulating the runs as calibrated");
     let (observer, calibrated_ratios, regimes) = Observer::new(units);
-    if observer.runs.is_empty() {
+    if observer.kernel_class.iter().all(|&class| class) {
         return Err(FitError::NoRuns);
     }
     let calibrated: Vec<f64> = calibrated_ratios.iter().map(|r| r.ln()).collect();
-    let noise = noise_log_sd(&calibrated);
+    let whole_runs: Vec<f64> = (0..calibrated.len())
+        .filter(|&i| !observer.kernel_class[i])
+        .map(|i| calibrated[i])
+        .collect();
+    let noise = noise_log_sd(&whole_runs);
     let candidates = options
         .parameters
         .clone()
@@ -136,6 +140,7 @@ pub fn fit(
             calibrated_ratio: calibrated_ratios[i],
             fitted_ratio: solution.residuals[i].exp(),
             leave_one_out_ratio: leave_one_out[i],
+            kernel_class: observer.kernel_class[i],
         })
         .collect();
     Ok(record(options, parameters, runs, noise))
@@ -248,8 +253,13 @@ fn record(
     runs: Vec<RunRecord>,
     noise: f64,
 ) -> FitRecord {
+    // Errors and the range are of whole runs; kernel classes only inform the fit.
+    let whole: Vec<&RunRecord> = runs.iter().filter(|r| !r.kernel_class).collect();
     let summary = |ratio: &dyn Fn(&RunRecord) -> f64| {
-        let errors: Vec<f64> = runs.iter().map(|r| error_percent(ratio(r)).abs()).collect();
+        let errors: Vec<f64> = whole
+            .iter()
+            .map(|r| error_percent(ratio(r)).abs())
+            .collect();
         (
             errors.iter().sum::<f64>() / errors.len() as f64,
             errors.iter().copied().fold(0.0, f64::max),
@@ -258,20 +268,20 @@ fn record(
     let (calibrated_mean, _) = summary(&|r| r.calibrated_ratio);
     let (fitted_mean, fitted_max) = summary(&|r| r.fitted_ratio);
     let (loo_mean, loo_max) = summary(&|r| r.leave_one_out_ratio);
-    let mut loo_ratios: Vec<f64> = runs.iter().map(|r| r.leave_one_out_ratio).collect();
+    let mut loo_ratios: Vec<f64> = whole.iter().map(|r| r.leave_one_out_ratio).collect();
     let coverage = crate::validation::residuals::held_out_coverage(&loo_ratios);
     let (ratio_low, ratio_high, range_method) =
         crate::validation::residuals::spread(&mut loo_ratios);
-    let rms_log = (runs
+    let rms_log = (whole
         .iter()
         .map(|r| r.fitted_ratio.ln().powi(2))
         .sum::<f64>()
-        / runs.len() as f64)
+        / whole.len() as f64)
         .sqrt();
     let consistent = rms_log <= 2.0 * MEASUREMENT_LOG_SD;
     let mut warnings = Vec::new();
     if !consistent {
-        let mut worst: Vec<&RunRecord> = runs.iter().collect();
+        let mut worst: Vec<&RunRecord> = whole.clone();
         worst.sort_by(|a, b| {
             b.fitted_ratio
                 .ln()
@@ -292,11 +302,24 @@ fn record(
         ));
     }
     let beats_calibrated = loo_mean < calibrated_mean;
-    if !beats_calibrated {
+    let cases = runs
+        .iter()
+        .map(|r| r.run.split(" · ").next().unwrap_or(""))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if whole.len() < crate::validation::residuals::MIN_RANGE_RUNS {
         warnings.push(format!(
-            "each case left out, the fitted factors predict it worse ({loo_mean:.1}% mean |error|) \
-             than the calibrated simulator does ({calibrated_mean:.1}%): these runs do not carry \
-             a fit to runs they do not contain"
+            "{} whole run{}: too few to say how well the fit predicts a run it was not given \
+             (the leave-one-out error and range need at least {})",
+            whole.len(),
+            if whole.len() == 1 { "" } else { "s" },
+            crate::validation::residuals::MIN_RANGE_RUNS
+        ));
+    } else if !beats_calibrated {
+        warnings.push(format!(
+            "each case left out, the fitted factors predict it no better ({loo_mean:.1}% mean \
+             |error|) than the calibrated simulator does ({calibrated_mean:.1}%): these {cases} \
+             cases do not carry a fit to runs they do not contain"
         ));
     }
     FitRecord {
@@ -307,7 +330,7 @@ fn record(
         noise_log_sd: noise,
         parameters,
         in_sample: ErrorSummary {
-            runs: runs.len(),
+            runs: whole.len(),
             calibrated_mean_abs_error_percent: calibrated_mean,
             mean_abs_error_percent: fitted_mean,
             max_abs_error_percent: fitted_max,

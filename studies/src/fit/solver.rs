@@ -30,6 +30,8 @@ pub struct Observer<'a> {
     pub runs: Vec<String>,
     /// The unit each run belongs to.
     pub unit_of_run: Vec<usize>,
+    /// Whether each is a kernel class's time rather than a whole run's.
+    pub kernel_class: Vec<bool>,
 }
 
 impl<'a> Observer<'a> {
@@ -42,6 +44,7 @@ impl<'a> Observer<'a> {
             units,
             runs: Vec::new(),
             unit_of_run: Vec::new(),
+            kernel_class: Vec::new(),
         };
         let mut ratios = Vec::new();
         let mut regimes = Vec::new();
@@ -49,6 +52,7 @@ impl<'a> Observer<'a> {
             for run in runs {
                 observer.runs.push(run.run);
                 observer.unit_of_run.push(unit);
+                observer.kernel_class.push(run.kernel_class);
                 ratios.push(run.ratio);
                 regimes.push(run.regime.label());
             }

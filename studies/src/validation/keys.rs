@@ -4,7 +4,10 @@
 //! counted), `percent_of_peak` (the same as a share of the datasheet peak),
 //! `model_flops_utilization_percent` (FLOPs without recompute, Korthikanti
 //! et al. 2022's MFU), `aggregate_pflops`, `samples_per_s`,
-//! `tokens_per_s_per_gpu` (NVIDIA's NeMo / Megatron-Bridge tables).
+//! `tokens_per_s_per_gpu` (NVIDIA's NeMo / Megatron-Bridge tables); and
+//! from a profiler trace of rank 0 (`clustersim import-trace`), the GPU
+//! seconds per iteration in each kernel class: `gemm_s`, `attention_s`,
+//! `memory_bound_s`.
 //! Variants: `full_recompute`, `selective_recompute`, `no_recompute`,
 //! `sequence_parallel` (no recompute), `sequence_parallel_selective[_recompute]`,
 //! `sequence_parallel_full_recompute`. A key without a variant takes the
@@ -25,11 +28,17 @@ pub enum Quantity {
     AggregatePflops,
     SamplesPerS,
     TokensPerSPerGpu,
+    /// Rank 0's GEMM kernel seconds per iteration.
+    GemmS,
+    /// Rank 0's fused attention kernel seconds per iteration.
+    AttentionS,
+    /// Rank 0's memory-bound kernel seconds per iteration.
+    MemoryBoundS,
 }
 
 impl Quantity {
     /// Longest prefixes first, so no prefix shadows a longer one.
-    const PREFIXES: [(&'static str, Quantity); 7] = [
+    const PREFIXES: [(&'static str, Quantity); 10] = [
         (
             "model_flops_utilization_percent",
             Quantity::ModelFlopsUtilizationPercent,
@@ -40,7 +49,18 @@ impl Quantity {
         ("tflops_per_gpu", Quantity::TflopsPerGpu),
         ("samples_per_s", Quantity::SamplesPerS),
         ("tokens_per_s_per_gpu", Quantity::TokensPerSPerGpu),
+        ("memory_bound_s", Quantity::MemoryBoundS),
+        ("attention_s", Quantity::AttentionS),
+        ("gemm_s", Quantity::GemmS),
     ];
+
+    /// Whether it is one kernel class's time, not a whole iteration's.
+    pub fn is_kernel_class(self) -> bool {
+        matches!(
+            self,
+            Quantity::GemmS | Quantity::AttentionS | Quantity::MemoryBoundS
+        )
+    }
 
     pub fn name(self) -> &'static str {
         Quantity::PREFIXES

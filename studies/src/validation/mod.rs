@@ -429,6 +429,8 @@ fn topology_for_hardware(hardware: &str, gpus: u64) -> &'static str {
 /// What is kept of one simulated variant (not its timeline).
 struct Simulated {
     metrics: Metrics,
+    /// Rank 0's kernel seconds per iteration by class.
+    kernel_classes: sim::cost::class_time::KernelClassSeconds,
     regime: regime::Regime,
     peak_flops_per_s: f64,
     gpus: u32,
@@ -448,6 +450,9 @@ impl Simulated {
             Quantity::AggregatePflops => m.tflops_per_gpu * self.gpus as f64 / 1e3,
             Quantity::SamplesPerS => m.samples_per_s,
             Quantity::TokensPerSPerGpu => m.samples_per_s * self.seq_len as f64 / self.gpus as f64,
+            Quantity::GemmS => self.kernel_classes.gemm,
+            Quantity::AttentionS => self.kernel_classes.attention,
+            Quantity::MemoryBoundS => self.kernel_classes.memory_bound,
         }
     }
 }
@@ -470,6 +475,7 @@ fn simulate_file(file: &ScenarioFile, fit: &FitValues) -> Result<Simulated, Stri
     fit.apply(&mut scenario);
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
+        kernel_classes: report.kernel_class_seconds(&scenario, 0),
         metrics: report.metrics,
         regime: regime::Regime::of(&scenario),
         peak_flops_per_s: scenario

@@ -79,6 +79,8 @@ pub struct RunResidual {
     pub run: String,
     pub regime: Regime,
     pub ratio: f64,
+    /// One kernel class's time from a profiler trace, not a whole run's.
+    pub kernel_class: bool,
 }
 
 /// The runs of published-case rows, one per (case, variant) in the rows'
@@ -95,7 +97,7 @@ pub fn runs_of_rows(rows: &[ValidationRow]) -> Vec<RunResidual> {
             rows.iter()
                 .filter(|r| !r.quantity.starts_with("iteration_time_s")),
         );
-    for row in ordered {
+    for row in ordered.filter(|row| !is_kernel_class(&row.quantity)) {
         let (Some(regime), Some(predicted)) = (&row.regime, row.predicted) else {
             continue;
         };
@@ -113,11 +115,38 @@ pub fn runs_of_rows(rows: &[ValidationRow]) -> Vec<RunResidual> {
                 run: format!("{}{}", run.0, run.1),
                 regime: regime.clone(),
                 ratio,
+                kernel_class: false,
             });
         }
         seen.push(run);
     }
     runs
+}
+
+/// Whether a row's quantity is one kernel class's time (`gemm_s`, …).
+fn is_kernel_class(quantity: &str) -> bool {
+    ["gemm_s", "attention_s", "memory_bound_s"]
+        .iter()
+        .any(|class| quantity.starts_with(class))
+}
+
+/// The kernel-class rows (`gemm_s`, `attention_s`, `memory_bound_s` from a
+/// profiler trace): each its own measured ÷ predicted time, named
+/// "case · gemm_s". Not runs: the residual table and ranges leave them out.
+pub fn kernel_class_rows(rows: &[ValidationRow]) -> Vec<RunResidual> {
+    rows.iter()
+        .filter(|row| is_kernel_class(&row.quantity))
+        .filter_map(|row| {
+            let (regime, predicted) = (row.regime.as_ref()?, row.predicted?);
+            let ratio = row.published / predicted;
+            (ratio.is_finite() && ratio > 0.0).then(|| RunResidual {
+                run: format!("{} · {}", row.case, row.quantity),
+                regime: regime.clone(),
+                ratio,
+                kernel_class: true,
+            })
+        })
+        .collect()
 }
 
 /// The variant suffix of a quantity label ("(SP + selective)"), or "".

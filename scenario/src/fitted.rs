@@ -22,7 +22,7 @@
 //! caps them. A fixed cost per iteration and a separate cross-rail bandwidth
 //! are not parameters: the simulator has no such term to scale.
 
-use crate::Scenario;
+use crate::resolved::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// One fitted parameter.

@@ -61,7 +61,7 @@ fn parse_parameter(name: &str) -> Result<FitParameter, String> {
 pub fn run(args: FitArgs) -> anyhow::Result<()> {
     let text = input_file::read_to_string(&args.cases)
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.cases.display())))?;
-    let is_csv = super::validate::is_vtrain_csv(&args.cases, &text);
+    let is_csv = studies::validation::vtrain::is_vtrain_file(&args.cases, &text);
     let units = cases::units_of(&text, is_csv)
         .map_err(|e| user_error(format!("{}: {e}", args.cases.display())))?;
     let options = FitOptions {

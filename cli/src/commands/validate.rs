@@ -9,7 +9,7 @@
 use crate::exit::user_error;
 use clap::Args;
 use sim::scenario::fitted::FitValues;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 use studies::validation::vtrain::{self, VtrainResult};
 use studies::validation::vtrain_table::{error_table, ErrorTable};
@@ -69,7 +69,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
         let path = args.dev_set.display().to_string();
         return super::validate_attention::run_attention_table(&path, &text, args.json);
     }
-    if is_vtrain_csv(&args.dev_set, &text) {
+    if vtrain::is_vtrain_file(&args.dev_set, &text) {
         return run_vtrain(&args, &text, &values, fit_json);
     }
     let rows = studies::validation::run_dev_set_with(&text, &values)
@@ -183,15 +183,6 @@ fn run_gemm_table(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Whether a validation file is vTrain's CSV: a `.csv` extension or its `#`
-/// header line.
-pub fn is_vtrain_csv(path: &Path, text: &str) -> bool {
-    let csv_extension = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    csv_extension || vtrain::looks_like_csv(text)
 }
 
 /// Reads, simulates and reports vTrain's CSV (a bad file exits 2).

@@ -106,6 +106,15 @@ pub fn looks_like_csv(text: &str) -> bool {
     text.trim_start_matches(BOM).starts_with('#')
 }
 
+/// Whether a file is vTrain's CSV: a `.csv` extension, or a text that
+/// [`looks_like_csv`].
+pub fn is_vtrain_file(path: &std::path::Path, text: &str) -> bool {
+    let csv_extension = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    csv_extension || looks_like_csv(text)
+}
+
 /// Reads the whole file: the header, then one run per non-empty line.
 pub fn read_csv(text: &str) -> Result<Vec<VtrainRun>, VtrainCsvError> {
     let mut lines = text.trim_start_matches(BOM).lines().enumerate();

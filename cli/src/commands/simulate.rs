@@ -226,6 +226,15 @@ pub fn json_summary(
         "cpu_memory_bytes": peak.cpu_bytes,
         "cpu_memory_capacity_bytes": peak.cpu_capacity_bytes,
     });
+    let what = WhatRan::of(scenario, m);
+    summary["parameters"] = what.parameters.into();
+    if let Some(active) = what.active_parameters {
+        summary["active_parameters"] = active.into();
+    }
+    summary["seq_len"] = scenario.model.seq_len.into();
+    summary["tokens_per_iteration"] = what.tokens_per_iteration.into();
+    summary["tokens_per_s_per_gpu"] = what.tokens_per_s_per_gpu.into();
+    summary["mfu_percent"] = what.mfu_percent.into();
     // Only where published runs of the kind say something (other outputs keep their bytes).
     if let Some(accuracy) = super::accuracy::accuracy_line(scenario) {
         summary["accuracy"] = accuracy.into();
@@ -296,11 +305,16 @@ fn write_summary(
         scenario.topology.node.gpus_per_node,
         layout.microbatches.get()
     )?;
+    let what = WhatRan::of(scenario, m);
+    writeln!(out, "  model               {}", what.model_line(scenario))?;
     writeln!(out, "  iteration time      {:.3} s", m.iteration_time_s)?;
     writeln!(
         out,
-        "  throughput          {:.2} samples/s",
-        m.samples_per_s
+        "  throughput          {:.2} samples/s · {:.0} tokens/s per GPU · MFU {:.1}% (model FLOPs ÷ {} dense peak)",
+        m.samples_per_s,
+        what.tokens_per_s_per_gpu,
+        what.mfu_percent,
+        scenario.options.precision.high_precision().name()
     )?;
     writeln!(out, "  expected range      {}", range.line(m))?;
     writeln!(
@@ -400,4 +414,74 @@ fn write_summary(
         }
     )?;
     Ok(())
+}
+
+/// What a run trained, for the summary and `--json`: the model's size as its
+/// card states it, the tokens an iteration trains, and the rates per GPU.
+struct WhatRan {
+    /// Parameters as a model card counts them (unpadded vocabulary, final
+    /// norm; `models::formulas::published_parameter_count`).
+    parameters: u64,
+    /// A mixture of experts' parameters one token passes through.
+    active_parameters: Option<u64>,
+    tokens_per_iteration: u64,
+    tokens_per_s_per_gpu: f64,
+    /// Model FLOPs (no recompute) per second per GPU over the dense peak of
+    /// the precision's high-precision format (bf16 under FP8, as FP8 reports
+    /// quote MFU), in percent.
+    mfu_percent: f64,
+}
+
+impl WhatRan {
+    fn of(scenario: &Scenario, m: &timeline::metrics::Metrics) -> WhatRan {
+        let model = &scenario.model;
+        let peak = scenario
+            .options
+            .precision
+            .peak_flops_per_s(&scenario.topology.gpu.peak);
+        WhatRan {
+            parameters: models::formulas::published_parameter_count(model),
+            active_parameters: model
+                .moe
+                .as_ref()
+                .map(|_| models::formulas::published_active_parameter_count(model)),
+            tokens_per_iteration: u64::from(scenario.layout.global_batch.get())
+                .saturating_mul(model.seq_len),
+            tokens_per_s_per_gpu: m.samples_per_s * model.seq_len as f64
+                / f64::from(scenario.layout.gpus()),
+            mfu_percent: 100.0 * m.model_tflops_per_gpu * 1e12 / peak,
+        }
+    }
+
+    /// "llama3-70b, 70.55 B parameters; 4,096 tokens per sample, 262,144 per iteration".
+    fn model_line(&self, scenario: &Scenario) -> String {
+        let active = self
+            .active_parameters
+            .map_or(String::new(), |a| format!(" ({} B active)", billions(a)));
+        format!(
+            "{}, {} B parameters{active}; {} tokens per sample, {} per iteration",
+            scenario.model.name,
+            billions(self.parameters),
+            grouped(scenario.model.seq_len),
+            grouped(self.tokens_per_iteration)
+        )
+    }
+}
+
+/// A parameter count in billions, two decimals.
+fn billions(count: u64) -> String {
+    format!("{:.2}", count as f64 / 1e9)
+}
+
+/// 262144 as "262,144".
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }

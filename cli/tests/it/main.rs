@@ -19,6 +19,7 @@ mod llama3_70b_today;
 mod moe;
 mod reliability;
 mod schedules_as_data;
+mod summary;
 mod sweep;
 mod sweep_post_validation;
 mod symmetry;

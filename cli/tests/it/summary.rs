@@ -1,0 +1,75 @@
+//! The summary and `--json` say what was simulated (issue 33 item 5): the
+//! model's parameters as its card counts them, the tokens of a sample and
+//! of an iteration, tokens/s per GPU and MFU, consistent with each other.
+
+use crate::common;
+use common::{clustersim, stderr, text};
+
+#[test]
+fn the_summary_and_json_say_what_was_trained() {
+    let args = [
+        "simulate",
+        "--model",
+        "llama3-70b",
+        "--topology",
+        "dgx-h100-ib",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--dp",
+        "4",
+        "--global-batch",
+        "64",
+    ];
+    let out = clustersim(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = text(&out.stdout);
+    assert!(
+        summary.contains(
+            "llama3-70b, 70.55 B parameters; 8,192 tokens per sample, 524,288 per iteration"
+        ),
+        "{summary}"
+    );
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let out = clustersim(&json_args);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["parameters"], 70_553_706_496u64);
+    assert!(json.get("active_parameters").is_none());
+    assert_eq!(json["tokens_per_iteration"], 64 * 8192);
+    let tokens = json["samples_per_s"].as_f64().unwrap() * 8192.0 / 128.0;
+    assert!((json["tokens_per_s_per_gpu"].as_f64().unwrap() - tokens).abs() < 1e-6);
+    let mfu = 100.0 * json["model_tflops_per_gpu"].as_f64().unwrap() / 989.0;
+    assert!(
+        (json["mfu_percent"].as_f64().unwrap() - mfu).abs() < 0.1,
+        "{json}"
+    );
+
+    let moe = clustersim(&[
+        "simulate",
+        "--model",
+        "mixtral-8x7b",
+        "--topology",
+        "dgx-h100-superpod",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--dp",
+        "8",
+        "--ep",
+        "8",
+        "--global-batch",
+        "64",
+        "--json",
+    ]);
+    assert_eq!(moe.status.code(), Some(0), "{}", stderr(&moe));
+    let moe: serde_json::Value = serde_json::from_slice(&moe.stdout).unwrap();
+    let (total, active) = (
+        moe["parameters"].as_u64().unwrap(),
+        moe["active_parameters"].as_u64().unwrap(),
+    );
+    // Mixtral 8x7B: 46.7 B parameters, 12.9 B active (Mistral AI's announcement).
+    assert!((total as f64 / 1e9 - 46.7).abs() < 0.05 && (active as f64 / 1e9 - 12.9).abs() < 0.05);
+}

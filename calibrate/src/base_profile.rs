@@ -70,8 +70,7 @@ pub fn base_profile(
     };
     let profile = Profile::builtin(id).ok_or_else(|| {
         CalibrateError::Profile(profile::ProfileError::Unknown {
-            name: id.into(),
-            builtins: Profile::builtin_names().join(", "),
+            message: input_file::named::unknown("profile", id, &Profile::builtin_names()),
         })
     })?;
     Ok(BaseProfile {

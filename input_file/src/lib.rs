@@ -17,6 +17,7 @@
 //! # std::fs::remove_file(&path).unwrap();
 //! ```
 
+pub mod named;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::Path;
 

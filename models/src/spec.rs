@@ -148,8 +148,8 @@ pub enum ModelError {
         source: serde_json::Error,
     },
     /// The name is neither a preset nor an existing file.
-    #[error("unknown model '{name}': not a preset ({presets}) and no such file")]
-    Unknown { name: String, presets: String },
+    #[error("{message}")]
+    Unknown { message: String },
     /// A Hugging Face config of an architecture the importer does not model.
     #[error("model file {path} is a Hugging Face config of model_type '{model_type}', which clustersim cannot model yet (supported: {supported})")]
     UnsupportedArchitecture {

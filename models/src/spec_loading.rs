@@ -41,8 +41,11 @@ impl ModelSpec {
             return Self::from_file(path);
         }
         Err(ModelError::Unknown {
-            name: name_or_path.to_string(),
-            presets: crate::presets::preset_names().join(", "),
+            message: input_file::named::unknown(
+                "model",
+                name_or_path,
+                &crate::presets::preset_names(),
+            ),
         })
     }
 }

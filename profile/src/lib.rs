@@ -380,8 +380,8 @@ pub enum ProfileError {
     },
     #[error("profile {path} has schema version {found}; this build reads version {PROFILE_SCHEMA_VERSION}")]
     Version { path: String, found: u64 },
-    #[error("unknown profile '{name}': not a built-in ({builtins}) and no such file")]
-    Unknown { name: String, builtins: String },
+    #[error("{message}")]
+    Unknown { message: String },
     #[error("invalid profile {path}: {}", problems.join("; "))]
     Invalid { path: String, problems: Vec<String> },
 }
@@ -438,8 +438,11 @@ impl Profile {
         let path = Path::new(name_or_path);
         if !path.exists() {
             return Err(ProfileError::Unknown {
-                name: name_or_path.into(),
-                builtins: Self::builtin_names().join(", "),
+                message: input_file::named::unknown(
+                    "profile",
+                    name_or_path,
+                    &Self::builtin_names(),
+                ),
             });
         }
         let text = input_file::read_to_string(path).map_err(|source| ProfileError::Read {

@@ -124,10 +124,26 @@ pub struct Stack {
     pub not_modeled: Vec<NotModeled>,
 }
 
+/// A stack name that is no built-in: the nearest built-in when one is
+/// close, else all of them (`input_file::named`).
+fn unknown_stack_message(name: &str) -> String {
+    let builtins = Stack::builtin_names();
+    match input_file::named::did_you_mean(name, &builtins) {
+        Some(suggestion) => format!(
+            "unknown stack '{name}': {suggestion} (built-ins: {}; or a stack JSON file)",
+            builtins.join(", ")
+        ),
+        None => format!(
+            "unknown stack '{name}' (built-ins: {}; or a stack JSON file)",
+            builtins.join(", ")
+        ),
+    }
+}
+
 /// Why a stack cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StackError {
-    #[error("unknown stack '{name}' (built-ins: {}; or a stack JSON file)", Stack::builtin_names().join(", "))]
+    #[error("{}", unknown_stack_message(name))]
     Unknown { name: String },
     #[error("cannot read stack file {path}: {source}")]
     Read {

@@ -175,8 +175,8 @@ pub enum TopologyError {
         path: String,
         source: serde_json::Error,
     },
-    #[error("unknown topology '{name}': not a preset ({presets}) and no such file")]
-    Unknown { name: String, presets: String },
+    #[error("{message}")]
+    Unknown { message: String },
     /// Values that cannot describe hardware; every problem is listed.
     #[error("invalid topology '{name}': {}", problems.join("; "))]
     Invalid { name: String, problems: Vec<String> },
@@ -278,8 +278,11 @@ impl TopologySpec {
         let path = Path::new(name_or_path);
         if !path.exists() {
             return Err(TopologyError::Unknown {
-                name: name_or_path.to_string(),
-                presets: crate::preset_names().join(", "),
+                message: input_file::named::unknown(
+                    "topology",
+                    name_or_path,
+                    &crate::preset_names(),
+                ),
             });
         }
         let text = input_file::read_to_string(path).map_err(|source| TopologyError::Read {

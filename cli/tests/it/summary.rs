@@ -73,3 +73,30 @@ fn the_summary_and_json_say_what_was_trained() {
     // Mixtral 8x7B: 46.7 B parameters, 12.9 B active (Mistral AI's announcement).
     assert!((total as f64 / 1e9 - 46.7).abs() < 0.05 && (active as f64 / 1e9 - 12.9).abs() < 0.05);
 }
+
+#[test]
+fn a_typo_gets_the_nearest_names_and_a_missing_file_says_so() {
+    for (args, says) in [
+        (["--model", "llama3-70"], "did you mean 'llama3-70b'?"),
+        (["--topology", "DGX-H100-IB"], "did you mean 'dgx-h100-ib'?"),
+        (
+            ["--profile", "h100"],
+            "did you mean 'h100-pcie' or 'h100-sxm'?",
+        ),
+        (
+            ["--stack", "megatron-core"],
+            "did you mean 'megatron-core-2024'?",
+        ),
+        (
+            ["--model", "./no-such-model.json"],
+            "model file ./no-such-model.json does not exist",
+        ),
+    ] {
+        let mut all = vec!["simulate"];
+        all.extend(args);
+        let out = clustersim(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 2, "{}", stderr(&out));
+    }
+}

@@ -56,8 +56,8 @@ enum Command {
     Fit(commands::fit::FitArgs),
     /// Read a PyTorch profiler trace of rank 0 as kernel-class times: a case for fit and validate.
     ImportTrace(commands::import_trace::ImportTraceArgs),
-    /// List the built-in models, topologies and calibration profiles.
-    Presets,
+    /// List the built-in models, topologies, profiles and stacks; --show NAME prints one as JSON.
+    Presets(commands::presets::PresetsArgs),
 }
 
 fn main() -> ExitCode {
@@ -91,7 +91,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => commands::validate::run(args),
         Command::Fit(args) => commands::fit::run(args),
         Command::ImportTrace(args) => commands::import_trace::run(args),
-        Command::Presets => commands::presets::run(),
+        Command::Presets(args) => commands::presets::run(args),
     };
     exit::report(result)
 }

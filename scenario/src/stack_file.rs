@@ -37,6 +37,14 @@ impl Stack {
         BUILTIN.iter().map(|(name, _)| *name).collect()
     }
 
+    /// An embedded stack's file, as a user would copy and edit it.
+    pub fn builtin_text(name: &str) -> Option<&'static str> {
+        BUILTIN
+            .iter()
+            .find(|(builtin, _)| *builtin == name)
+            .map(|(_, text)| *text)
+    }
+
     /// An embedded stack by name.
     pub fn builtin(name: &str) -> Option<Stack> {
         BUILTIN

@@ -17,6 +17,7 @@ mod fp8;
 mod kernel_tables;
 mod llama3_70b_today;
 mod moe;
+mod presets;
 mod reliability;
 mod schedules_as_data;
 mod summary;

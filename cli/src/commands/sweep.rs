@@ -172,6 +172,14 @@ pub struct SweepFlags {
     /// Simulate layouts that do not fit in GPU memory too (marked `*` in the table) instead of dropping them.
     #[arg(long)]
     pub ignore_memory: bool,
+    /// GPU memory every layout must leave free, in GiB (`6`) or as a percent
+    /// of the GPU's (`8%`): what the allocator's fragmentation, NCCL's
+    /// buffers and the CUDA context take beside the model. Default 0.
+    #[arg(long, value_name = "GiB|PCT%", value_parser = parse_headroom)]
+    pub memory_headroom: Option<Headroom>,
+    /// Training sequence length every layout runs at (default: the model's).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub seq_len: Option<u64>,
     /// Simulate every data-parallel replica of each layout, even where one
     /// representative replica gives the same records (symmetry).
     #[arg(long)]
@@ -275,12 +283,16 @@ pub fn run(mut all: SweepArgs) -> anyhow::Result<()> {
     } else {
         sim::Expansion::Auto
     };
-    let outcome =
-        sweep::run_candidates_with(&candidates, space.ignore_memory, expansion, &|_, total| {
+    let outcome = sweep::run_candidates_with(
+        &candidates,
+        sweep::MemoryRule::of(&space),
+        expansion,
+        &|_, total| {
             bar.set_length(total as u64);
             bar.inc(1);
-        })
-        .map_err(sweep_error)?;
+        },
+    )
+    .map_err(sweep_error)?;
     bar.finish_and_clear();
     let elapsed_s = started.elapsed().as_secs_f64();
     let output = SweepOutput::new(&space, &enumeration, shard, outcome);
@@ -316,6 +328,7 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.allow_cross_node_tp = args.allow_cross_node_tp;
     space.microbatch_groups = args.microbatch_groups;
     space.ignore_memory = args.ignore_memory;
+    space.seq_len = args.seq_len;
     space.options = args.options.clone();
     space.stack = args.stack.clone();
     space.tensor_parallel = args.tp;
@@ -355,6 +368,10 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
                 .map(|p| (p.name, p.value))
                 .collect(),
         });
+    }
+    if let Some(headroom) = args.memory_headroom {
+        let base = space.base_file().resolve().map_err(user_error)?;
+        space.memory_headroom_bytes = Some(headroom.bytes(base.topology.gpu.hbm_bytes));
     }
     let space = space.normalized();
     super::sweep_post_validation::check(&space)?;
@@ -430,4 +447,44 @@ fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     crate::output_file::write_output(path, |writer| {
         std::io::Write::write_all(writer, text.as_bytes())
     })
+}
+
+/// `--memory-headroom`: GiB, or a percent of the GPU's memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Headroom {
+    Gib(f64),
+    Percent(f64),
+}
+
+impl Headroom {
+    /// The bytes it leaves free on a GPU of `gpu_memory_bytes`.
+    fn bytes(self, gpu_memory_bytes: u64) -> u64 {
+        match self {
+            Headroom::Gib(gib) => (gib * (1u64 << 30) as f64).round() as u64,
+            Headroom::Percent(percent) => {
+                (gpu_memory_bytes as f64 * percent / 100.0).round() as u64
+            }
+        }
+    }
+}
+
+fn parse_headroom(text: &str) -> Result<Headroom, String> {
+    let (number, percent) = match text.trim().strip_suffix('%') {
+        Some(number) => (number, true),
+        None => (
+            text.trim().trim_end_matches("GiB").trim_end_matches("gib"),
+            false,
+        ),
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not GiB (e.g. 6) or a percent (e.g. 8%)"))?;
+    match (percent, value) {
+        (true, v) if (0.0..100.0).contains(&v) => Ok(Headroom::Percent(v)),
+        (false, v) if v.is_finite() && (0.0..=1e6).contains(&v) => Ok(Headroom::Gib(v)),
+        _ => Err(format!(
+            "'{text}' is out of range (0–1e6 GiB, or 0–100% of the GPU)"
+        )),
+    }
 }

@@ -53,9 +53,13 @@ pub fn write_report(
             .iter()
             .map(|(reason, count)| format!("{count}: {}", reason.describe()))
             .collect();
+        let headroom = match output.sweep.memory_headroom_bytes {
+            Some(bytes) if bytes > 0 => format!(" with {:.1} GiB left free", gib(bytes)),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "  {} dropped, do not fit in {:.1} GiB per GPU ({})",
+            "  {} dropped, do not fit in {:.1} GiB per GPU{headroom} ({})",
             c.dropped_out_of_memory,
             gib(capacity),
             reasons.join("; ")

@@ -276,3 +276,69 @@ fn bad_dimension_flags_exit_2_naming_the_flag() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// `--seq-len` and `--memory-headroom` (issue 33 item 4): the header records
+/// both; a longer sequence drops more layouts, and so does leaving memory
+/// free; out-of-range values exit 2.
+#[test]
+fn sequence_length_and_memory_headroom_shape_the_sweep() {
+    let dir = std::env::temp_dir().join(format!("clustersim-sweep-seq-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let path = dir.join("s.json");
+        let mut args = vec![
+            "sweep",
+            "--gpus",
+            "64",
+            "--global-batch",
+            "256",
+            "--model",
+            "mixtral-8x7b",
+            "--topology",
+            "dgx-h100-superpod",
+            "--ep",
+            "4,8",
+            "--sequence-parallel",
+            "--json",
+            path.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = crate::common::clustersim(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            crate::common::stderr(&out)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    };
+    let dropped =
+        |doc: &serde_json::Value| doc["counts"]["dropped_out_of_memory"].as_u64().unwrap();
+    let short = run(&["--seq-len", "4096"]);
+    assert_eq!(short["sweep"]["seq_len"], 4096);
+    assert!(short["sweep"].get("memory_headroom_bytes").is_none());
+    let model_length = run(&[]);
+    assert!(model_length["sweep"].get("seq_len").is_none());
+    assert!(
+        dropped(&model_length) > dropped(&short),
+        "32k tokens need more memory than 4k"
+    );
+    let headroom = run(&["--seq-len", "4096", "--memory-headroom", "8%"]);
+    // 8% of the H100's 80 GiB, rounded to the byte.
+    let expected = ((80u64 << 30) as f64 * 0.08).round() as u64;
+    assert_eq!(headroom["sweep"]["memory_headroom_bytes"], expected);
+    assert!(dropped(&headroom) > dropped(&short));
+    for bad in ["120%", "-1", "lots"] {
+        let out = crate::common::clustersim(&[
+            "sweep",
+            "--gpus",
+            "8",
+            "--global-batch",
+            "8",
+            "--memory-headroom",
+            bad,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

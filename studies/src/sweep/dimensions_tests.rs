@@ -27,7 +27,7 @@ fn sweep(space: &SweepSpace, shard: Option<Shard>) -> SweepOutput {
         Some(shard) => shard.select(&enumeration.candidates),
         None => enumeration.candidates.clone(),
     };
-    let outcome = run_candidates(&candidates, space.ignore_memory, &|_, _| {}).unwrap();
+    let outcome = run_candidates(&candidates, MemoryRule::of(space), &|_, _| {}).unwrap();
     SweepOutput::new(space, &enumeration, shard, outcome)
 }
 

@@ -21,10 +21,11 @@
 //! unsharded sweep writes. Nothing here iterates a `HashMap` into output.
 //!
 //! ```
-//! use studies::sweep::{enumerate, run_candidates, SweepOutput, SweepSpace};
+//! use studies::sweep::{enumerate, run_candidates, MemoryRule, SweepOutput, SweepSpace};
 //! let space = SweepSpace::new("tiny", "dgx-a100", 8, 16);
 //! let enumeration = enumerate(&space).unwrap();
-//! let outcome = run_candidates(&enumeration.candidates, false, &|_, _| {}).unwrap();
+//! let memory = MemoryRule::of(&space);
+//! let outcome = run_candidates(&enumeration.candidates, memory, &|_, _| {}).unwrap();
 //! let output = SweepOutput::new(&space, &enumeration, None, outcome);
 //! assert!(output.results[0].samples_per_s > 0.0);
 //! ```
@@ -50,7 +51,8 @@ pub use merge::merge;
 pub use output::{SweepCounts, SweepOutput, SWEEP_FORMAT_VERSION};
 pub use ranking::{explain_best, rank};
 pub use run::{
-    run_candidates, run_candidates_with, DropReason, DroppedRecord, RunOutcome, SweepRecord,
+    run_candidates, run_candidates_with, DropReason, DroppedRecord, MemoryRule, RunOutcome,
+    SweepRecord,
 };
 pub use shard::Shard;
 pub use space::{Candidate, SweepSpace};

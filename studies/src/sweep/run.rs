@@ -85,35 +85,54 @@ pub struct RunOutcome {
     pub dropped: Vec<DroppedRecord>,
 }
 
-/// Drops what does not fit (unless `ignore_memory`), simulates the rest in
+/// Drops what does not fit (as `memory` says), simulates the rest in
 /// parallel within the host memory that was free (refusing the sweep when a
 /// layout alone would need more); `on_simulated(done, total)` is called after each finished
 /// simulation (from any thread; `total` is the number to simulate).
 pub fn run_candidates(
     candidates: &[ValidCandidate],
-    ignore_memory: bool,
+    memory: MemoryRule,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
-    run_candidates_with(
-        candidates,
-        ignore_memory,
-        sim::Expansion::Auto,
-        on_simulated,
-    )
+    run_candidates_with(candidates, memory, sim::Expansion::Auto, on_simulated)
+}
+
+/// What a layout must leave free of its GPUs' memory to be simulated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryRule {
+    /// Simulate every layout (`--ignore-memory`).
+    Ignore,
+    /// Drop a layout whose peak stage plus this many bytes exceeds a GPU.
+    Fit { headroom_bytes: u64 },
+}
+
+impl MemoryRule {
+    /// The rule a sweep space asks for.
+    pub fn of(space: &super::space::SweepSpace) -> MemoryRule {
+        if space.ignore_memory {
+            MemoryRule::Ignore
+        } else {
+            MemoryRule::Fit {
+                headroom_bytes: space.memory_headroom_bytes.unwrap_or(0),
+            }
+        }
+    }
 }
 
 /// [`run_candidates`], each layout simulated as `expansion` asks (one
 /// representative replica where exact, or every rank: the same records).
 pub fn run_candidates_with(
     candidates: &[ValidCandidate],
-    ignore_memory: bool,
+    memory: MemoryRule,
     expansion: sim::Expansion,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
-    let checked: Vec<Option<DroppedRecord>> = if ignore_memory {
-        vec![None; candidates.len()]
-    } else {
-        candidates.par_iter().map(check_memory).collect()
+    let checked: Vec<Option<DroppedRecord>> = match memory {
+        MemoryRule::Ignore => vec![None; candidates.len()],
+        MemoryRule::Fit { headroom_bytes } => candidates
+            .par_iter()
+            .map(|candidate| check_memory(candidate, headroom_bytes))
+            .collect(),
     };
     let mut outcome = RunOutcome::default();
     let mut fitting = Vec::new();
@@ -158,11 +177,15 @@ pub fn run_candidates_with(
     Ok(outcome)
 }
 
-/// `Some` when the layout does not fit on some stage.
-pub fn check_memory(candidate: &ValidCandidate) -> Option<DroppedRecord> {
+/// `Some` when the layout does not fit on some stage with `headroom_bytes`
+/// of its GPU memory left free.
+pub fn check_memory(candidate: &ValidCandidate, headroom_bytes: u64) -> Option<DroppedRecord> {
     let scenario = &candidate.scenario;
     let stages = memory_per_stage(scenario, &sim::plan::Plan::of(scenario));
-    if stages.iter().all(|stage| stage.fits) {
+    let fits = |stage: &sim::memory::MemoryBreakdown| {
+        stage.fits && stage.total_bytes.saturating_add(headroom_bytes) <= stage.capacity_bytes
+    };
+    if stages.iter().all(fits) {
         return None;
     }
     let peak = stages

@@ -99,6 +99,15 @@ pub struct SweepSpace {
     /// Software stack (absent from the header when not named: the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
+    /// Training sequence length every layout runs at (`--seq-len`; absent
+    /// from the header when not set: the model's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq_len: Option<u64>,
+    /// GPU memory every layout must leave free, in bytes (`--memory-headroom`:
+    /// the allocator's fragmentation, NCCL's buffers, the CUDA context);
+    /// absent from the header when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_headroom_bytes: Option<u64>,
     /// The fit every layout is simulated with (`--fit FIT.json`; absent from
     /// the header without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,6 +162,8 @@ impl SweepSpace {
             ignore_memory: false,
             microbatch_groups: false,
             stack: None,
+            seq_len: None,
+            memory_headroom_bytes: None,
             fit: None,
             options: TrainingOptionsFile::default(),
         }
@@ -269,6 +280,7 @@ impl SweepSpace {
             profile: self.profile.clone(),
             stack: self.stack.clone(),
             global_batch: Some(self.global_batch),
+            seq_len: self.seq_len,
             options: self.options.clone(),
             ..ScenarioFile::default()
         }

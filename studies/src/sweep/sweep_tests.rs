@@ -19,7 +19,7 @@ fn sweep(space: &SweepSpace, shard: Option<Shard>) -> SweepOutput {
         Some(shard) => shard.select(&enumeration.candidates),
         None => enumeration.candidates.clone(),
     };
-    let outcome = run_candidates(&candidates, space.ignore_memory, &|_, _| {}).unwrap();
+    let outcome = run_candidates(&candidates, MemoryRule::of(space), &|_, _| {}).unwrap();
     SweepOutput::new(space, &enumeration, shard, outcome)
 }
 
@@ -118,7 +118,7 @@ fn layouts_that_do_not_fit_are_dropped_with_their_reason() {
     let dropped: Vec<DroppedRecord> = enumeration
         .candidates
         .iter()
-        .filter_map(run::check_memory)
+        .filter_map(|c| run::check_memory(c, 0))
         .collect();
     assert_eq!(dropped.len(), enumeration.candidates.len());
     assert!(dropped
@@ -135,7 +135,7 @@ fn layouts_that_do_not_fit_are_dropped_with_their_reason() {
     let reasons: Vec<DropReason> = enumeration
         .candidates
         .iter()
-        .filter_map(run::check_memory)
+        .filter_map(|c| run::check_memory(c, 0))
         .map(|d| d.reason)
         .collect();
     assert!(reasons.contains(&DropReason::ActivationsExceedMemory));
@@ -261,7 +261,7 @@ fn symmetric_and_fully_expanded_sweeps_give_the_same_records_and_ranking() {
         let candidates = enumeration.candidates.clone();
         let run = |expansion| {
             let mut outcome =
-                run_candidates_with(&candidates, space.ignore_memory, expansion, &|_, _| {})
+                run_candidates_with(&candidates, MemoryRule::of(&space), expansion, &|_, _| {})
                     .unwrap();
             ranking::rank(&mut outcome.results);
             outcome

@@ -183,6 +183,30 @@ pub enum TopologyError {
 }
 
 impl TopologySpec {
+    /// The same cluster with `nodes` nodes, named `NAME:NODES`: the fat tree
+    /// keeps its switches' radix and gains the levels the nodes' NICs need
+    /// (never fewer than it had), so a 2,048-node DGX H100 cluster is its
+    /// preset plus a node count.
+    pub fn with_nodes(mut self, nodes: u32) -> Result<TopologySpec, TopologyError> {
+        if nodes == 0 {
+            return Err(TopologyError::Invalid {
+                name: format!("{}:{nodes}", self.name),
+                problems: vec!["nodes must be at least 1".into()],
+            });
+        }
+        self.name = format!("{}:{nodes}", self.name);
+        self.nodes = nodes;
+        let arity = u64::from((self.fabric.switch_radix / 2).max(1));
+        let needed =
+            u64::from(self.fabric.nics_per_node) * u64::from(nodes).div_ceil(arity) * arity;
+        let mut levels = self.fabric.fat_tree_levels.max(1);
+        while arity > 1 && arity.checked_pow(levels).is_some_and(|held| held < needed) {
+            levels += 1;
+        }
+        self.fabric.fat_tree_levels = levels;
+        Ok(self)
+    }
+
     /// GPUs in the whole cluster.
     pub fn total_gpus(&self) -> u64 {
         self.nodes as u64 * self.node.gpus_per_node as u64
@@ -270,10 +294,17 @@ impl TopologySpec {
         Ok(spec)
     }
 
-    /// A preset name or a path to a topology JSON file.
+    /// A preset name or a path to a topology JSON file; `NAME:NODES`
+    /// (`dgx-h100-ib:2048`) is that topology with NODES nodes, its fat tree
+    /// grown as it needs ([`TopologySpec::with_nodes`]).
     pub fn resolve(name_or_path: &str) -> Result<Self, TopologyError> {
         if let Some(spec) = crate::preset(name_or_path) {
             return Ok(spec);
+        }
+        if let Some((base, count)) = name_or_path.rsplit_once(':') {
+            if let Ok(nodes) = count.parse::<u32>() {
+                return Self::resolve(base)?.with_nodes(nodes);
+            }
         }
         let path = Path::new(name_or_path);
         if !path.exists() {
@@ -290,5 +321,36 @@ impl TopologySpec {
             source,
         })?;
         Self::from_json_str(&text, &path.display().to_string())
+    }
+}
+
+#[cfg(test)]
+mod with_nodes_tests {
+    use super::*;
+
+    #[test]
+    fn a_preset_with_more_nodes_grows_its_fat_tree_and_keeps_the_rest() {
+        let preset = TopologySpec::resolve("dgx-h100-ib").unwrap();
+        assert_eq!(preset.fabric.fat_tree_levels, 2);
+        let big = TopologySpec::resolve("dgx-h100-ib:2048").unwrap();
+        assert_eq!((big.name.as_str(), big.nodes), ("dgx-h100-ib:2048", 2048));
+        assert_eq!(big.total_gpus(), 16_384);
+        // Radix 64: 32 NIC ports per leaf; 8 rails × 64 leaves × 32 = 16,384
+        // endpoints need a third level (32² = 1,024 < 16,384 ≤ 32³).
+        assert_eq!(big.fabric.fat_tree_levels, 3);
+        assert_eq!(
+            (big.gpu.clone(), big.node.clone()),
+            (preset.gpu.clone(), preset.node.clone())
+        );
+        crate::fat_tree::fat_tree_of(&big).unwrap();
+        // Fewer nodes never remove a level.
+        assert_eq!(
+            TopologySpec::resolve("dgx-h100-ib:2")
+                .unwrap()
+                .fabric
+                .fat_tree_levels,
+            2
+        );
+        assert!(TopologySpec::resolve("dgx-h100-ib:0").is_err());
     }
 }

@@ -100,3 +100,41 @@ fn a_typo_gets_the_nearest_names_and_a_missing_file_says_so() {
         assert_eq!(stderr(&out).lines().count(), 2, "{}", stderr(&out));
     }
 }
+
+#[test]
+fn a_16384_gpu_cluster_is_a_preset_and_a_node_count() {
+    let out = clustersim(&[
+        "simulate",
+        "--model",
+        "llama3-70b",
+        "--topology",
+        "dgx-h100-ib:2048",
+        "--stack",
+        "megatron-core-2024",
+        "--precision",
+        "bf16",
+        "--recompute",
+        "none",
+        "--sequence-parallel",
+        "--tp",
+        "8",
+        "--pp",
+        "8",
+        "--dp",
+        "256",
+        "--chunks",
+        "5",
+        "--schedule",
+        "interleaved",
+        "--global-batch",
+        "4096",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["n_gpus"], 16_384);
+    assert!(json["scenario"]
+        .as_str()
+        .unwrap()
+        .contains("dgx-h100-ib:2048"));
+}

@@ -148,7 +148,7 @@ fn bad_input_of_every_kind_exits_2_with_a_clear_message() {
     );
     assert_user_error(
         &["simulate", "--profile", "nope.json"],
-        "unknown profile 'nope.json'",
+        "profile file nope.json does not exist",
     );
     assert_user_error(
         &["simulate", "--tp", "5", "--pp", "7"],

@@ -17,35 +17,21 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 mod fitted;
+mod limits;
+mod quantity;
 mod sustained;
 mod tile_model;
 pub use fitted::FittedRates;
+pub use limits::{
+    GEMM_LAYOUTS, MAX_GEMM_DIMENSION, MAX_OVERHEAD_NS, MAX_RATE_PER_S, MIN_EFFICIENCY,
+    MIN_RATE_PER_S, TILE_SIDES,
+};
+pub use quantity::{Quantity, Source};
 pub use sustained::{SustainedRun, SustainedSample, MAX_SUSTAINED_SECONDS};
 pub use tile_model::{GemmTileModel, MAX_OVERLAP_EXPONENT};
 
 /// Version of the profile schema this build reads and writes.
 pub const PROFILE_SCHEMA_VERSION: u32 = 1;
-
-/// Where a number comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// Timed on real hardware by `clustersim calibrate`.
-    Measured,
-    /// A datasheet figure or a published measurement (the note cites it).
-    Datasheet,
-    /// An assumption or derivation (the note says which).
-    Model,
-}
-
-/// A number with its provenance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Quantity {
-    pub value: f64,
-    pub source: Source,
-    pub note: String,
-}
 
 /// Who made the profile, on what.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -145,9 +131,6 @@ pub struct GemmMeasurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<String>,
 }
-
-/// The values [`GemmMeasurement::layout`] may take.
-pub const GEMM_LAYOUTS: [&str; 4] = ["nn", "nt", "tn", "tt"];
 
 /// GEMM cost model parameters and measurements.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -281,12 +264,6 @@ pub struct CpuAdamProfile {
     pub measured: Vec<CpuAdamMeasurement>,
 }
 
-/// Smallest efficiency a profile may state (0.1 %).
-pub const MIN_EFFICIENCY: f64 = 1e-3;
-/// Slowest rate a profile may state: 1 kB/s (or 1,000 parameters/s).
-pub const MIN_RATE_PER_S: f64 = 1e3;
-/// Fastest rate a profile may state: 10 PB/s.
-pub const MAX_RATE_PER_S: f64 = 1e16;
 /// Rates of the fused attention kernel a software stack runs
 /// (`models::attention`), by direction, head dimension, causal mask and
 /// sequence length; the simulator interpolates them in sequence length.
@@ -332,15 +309,6 @@ pub struct AttentionMeasurement {
 
 /// The directions an attention rate may have.
 pub const ATTENTION_DIRECTIONS: [&str; 2] = ["forward", "backward"];
-
-/// Largest batch, m, n or k a measured GEMM may have (2^24): products of
-/// three stay far inside u64.
-pub const MAX_GEMM_DIMENSION: u64 = 1 << 24;
-/// Sides a GEMM tile may have, in elements.
-pub const TILE_SIDES: std::ops::RangeInclusive<u64> = 8..=1024;
-
-/// Largest overhead or latency a profile may state: 1 s.
-pub const MAX_OVERHEAD_NS: f64 = 1e9;
 
 /// A calibration profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

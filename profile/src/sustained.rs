@@ -4,7 +4,7 @@
 //! limit), and the GPU's clock, power and temperature sampled through it.
 //! `clustersim calibrate` sets `gemm.tile_model.sustained_ratio` from it.
 
-use crate::{GEMM_LAYOUTS, MAX_GEMM_DIMENSION, MAX_OVERHEAD_NS};
+use crate::limits::{GEMM_LAYOUTS, MAX_GEMM_DIMENSION, MAX_OVERHEAD_NS};
 use serde::{Deserialize, Serialize};
 
 /// Longest sustained run a profile may record: one hour.

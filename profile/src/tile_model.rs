@@ -7,7 +7,8 @@
 //! lab H100 grid. A profile without a tile model is priced by the older
 //! whole-GEMM formula (`large_gemm_efficiency` × tile quantization).
 
-use crate::{Quantity, MAX_OVERHEAD_NS, MIN_EFFICIENCY};
+use crate::limits::{MAX_OVERHEAD_NS, MIN_EFFICIENCY};
+use crate::quantity::Quantity;
 use serde::{Deserialize, Serialize};
 
 /// Largest exponent of the compute/memory combination: beyond it the

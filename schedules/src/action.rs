@@ -197,6 +197,16 @@ fn parse_number(text: &str) -> Option<u32> {
     text.parse().ok()
 }
 
+/// A forward of `microbatch` on `chunk` of `stage`.
+pub(crate) fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
+    Action::new(stage, Pass::Forward, microbatch, chunk)
+}
+
+/// A backward of `microbatch` on `chunk` of `stage`.
+pub(crate) fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
+    Action::new(stage, Pass::Backward, microbatch, chunk)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

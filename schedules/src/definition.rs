@@ -1,8 +1,8 @@
 //! What a pipeline schedule is to the rest of the simulator: the trait each
 //! schedule's file implements for a unit struct, which `lib.rs`'s
-//! `schedules!` list registers as a [`crate::ScheduleKind`] in one line.
+//! `schedules!` list registers as a [`crate::kind::ScheduleKind`] in one line.
 
-use crate::Action;
+use crate::action::Action;
 use models::sharding::StageMap;
 
 /// The pipeline a schedule's programs are generated for; the caller has

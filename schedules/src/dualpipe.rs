@@ -29,7 +29,7 @@
 //! of activations per rank, each a stage of one copy.
 
 use super::v_shape::DualPipeVState;
-use super::Action;
+use crate::action::Action;
 use crate::definition::{PipelineShape, ScheduleDefinition};
 use models::sharding::StageMap;
 
@@ -128,7 +128,7 @@ impl ScheduleDefinition for DualPipe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Pass;
+    use crate::action::Pass;
 
     fn text(list: &[Action]) -> String {
         list.iter()

@@ -19,7 +19,7 @@
 //! time did, m = p runs every forward first (Megatron-Core today warms up
 //! 2(p−r−1) + (v−1)p there, the same on rank 0).
 
-use super::{backward, forward, Action};
+use crate::action::{backward, forward, Action};
 use crate::definition::{PipelineShape, ScheduleDefinition};
 use models::sharding::StageMap;
 

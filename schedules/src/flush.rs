@@ -4,8 +4,8 @@
 //! in turn, then the remaining backwards (Megatron-LM
 //! `forward_backward_pipelining_without_interleaving`).
 
+use crate::action::{backward, forward, Action};
 use crate::definition::{PipelineShape, ScheduleDefinition};
-use crate::{backward, forward, Action};
 use models::sharding::StageMap;
 
 /// GPipe: all forwards, then all backwards.

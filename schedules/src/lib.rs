@@ -30,221 +30,14 @@ pub mod flexible_interleaved;
 mod flush;
 mod kind;
 mod looped_bfs;
+mod pipeline_schedule;
 mod v_shape;
 mod zero_bubble;
 
 pub use action::{Action, ActionParseError, Paired, Pass};
 pub use definition::{PipelineShape, ScheduleDefinition};
-
-// The registry: adding a schedule is its file (a `ScheduleDefinition`) and
-// one line here.
-kind::schedules! {
-    Gpipe => flush::Gpipe,
-    OneFOneB => flush::OneFOneB,
-    Interleaved => flexible_interleaved::Interleaved,
-    ZbH1 => zero_bubble::ZbH1,
-    ZbH2 => zero_bubble::ZbH2,
-    LoopedBfs => looped_bfs::LoopedBfs,
-    ZbV => v_shape::ZbV,
-    DualPipeV => v_shape::DualPipeV,
-    DualPipe => dualpipe::DualPipe,
-}
-
-/// Per-stage action lists of one iteration.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PipelineSchedule {
-    pub kind: ScheduleKind,
-    pub stages: u32,
-    pub chunks: u32,
-    pub microbatches: u32,
-    /// Interleaved: microbatches per group N (Megatron-Core's
-    /// `microbatch_group_size_per_vp_stage`; p unless set).
-    pub microbatch_group_size: u32,
-    /// `actions[s]` is stage s's program, in order.
-    pub actions: Vec<Vec<Action>>,
-}
-
-impl PipelineSchedule {
-    /// Generates the schedule; the caller has validated (p, v, m).
-    /// Interleaved runs microbatch groups of p.
-    pub fn generate(
-        kind: ScheduleKind,
-        stages: u32,
-        chunks: u32,
-        microbatches: u32,
-    ) -> PipelineSchedule {
-        Self::generate_grouped(kind, stages, chunks, microbatches, stages)
-    }
-
-    /// Generates the schedule with interleaved microbatch groups of
-    /// `group_size` (validated by `flexible_interleaved::group_size_problem`).
-    pub fn generate_grouped(
-        kind: ScheduleKind,
-        stages: u32,
-        chunks: u32,
-        microbatches: u32,
-        group_size: u32,
-    ) -> PipelineSchedule {
-        let shape = PipelineShape {
-            stages,
-            chunks,
-            microbatches,
-            group_size,
-        };
-        let actions = (0..stages)
-            .map(|stage| kind.stage_actions(shape, stage))
-            .collect();
-        PipelineSchedule {
-            kind,
-            stages,
-            chunks,
-            microbatches,
-            microbatch_group_size: group_size,
-            actions,
-        }
-    }
-
-    /// Per (stage, chunk): the stage's last action that finishes the chunk's
-    /// gradients (its last backward, or split, its last weight-gradient
-    /// pass): microbatch m−1 in most schedules, microbatch 0 in looped BFS.
-    pub fn last_gradient_actions(&self) -> Vec<Vec<Option<Action>>> {
-        self.actions
-            .iter()
-            .map(|list| {
-                let mut last = vec![None; self.chunks as usize];
-                // An F&B pair's backward half counts as a backward.
-                for action in list.iter().flat_map(Action::halves) {
-                    if matches!(action.pass, Pass::Backward | Pass::WeightGradient) {
-                        last[action.chunk as usize] = Some(action);
-                    }
-                }
-                last
-            })
-            .collect()
-    }
-
-    /// Compact text: one line per stage, actions separated by spaces.
-    pub fn to_text(&self) -> String {
-        self.actions
-            .iter()
-            .map(|list| {
-                list.iter()
-                    .map(Action::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// Parses the text form back into per-stage lists (stage numbers are taken from the actions).
-    pub fn parse_actions(text: &str) -> Result<Vec<Vec<Action>>, ActionParseError> {
-        text.lines()
-            .filter(|line| !line.trim().is_empty())
-            .map(|line| line.split_whitespace().map(str::parse).collect())
-            .collect()
-    }
-
-    /// The largest number of microbatches whose activations stage `stage`
-    /// holds at once (forwards done whose backward — or, split, whose
-    /// input-gradient pass — has not run yet), summed over chunks.
-    pub fn peak_in_flight(&self, stage: u32) -> u32 {
-        self.peak_count(stage, |pass| match pass {
-            Pass::Forward => 1,
-            Pass::Backward | Pass::InputGradient => -1,
-            Pass::WeightGradient | Pass::ForwardBackward => 0,
-        })
-    }
-
-    /// The most transformer layers whose activations stage `stage` holds at
-    /// once: [`Self::peak_in_flight`] with each microbatch-chunk weighted by
-    /// its chunk's layers (`layers(chunk)`), for chunks of unequal size.
-    pub fn peak_in_flight_layers(&self, stage: u32, layers: impl Fn(u32) -> u64) -> u64 {
-        let mut count: u64 = 0;
-        let mut peak: u64 = 0;
-        // An F&B pair counts as its forward, then its backward, as in
-        // `peak_count`.
-        for action in self.actions[stage as usize].iter().flat_map(Action::halves) {
-            match action.pass {
-                Pass::Forward => count += layers(action.chunk),
-                Pass::Backward | Pass::InputGradient => {
-                    count = count.saturating_sub(layers(action.chunk))
-                }
-                Pass::WeightGradient | Pass::ForwardBackward => {}
-            }
-            peak = peak.max(count);
-        }
-        peak
-    }
-
-    /// The largest number of microbatches whose weight gradient stage
-    /// `stage` still owes at once (input-gradient pass done, weight-gradient
-    /// pass not yet): what a split backward keeps beyond the activations
-    /// (each layer's linear inputs and output gradients, counted in memory
-    /// by [`Self::peak_held_bytes`]).
-    pub fn peak_weight_pending(&self, stage: u32) -> u32 {
-        self.peak_count(stage, |pass| match pass {
-            Pass::InputGradient => 1,
-            Pass::WeightGradient => -1,
-            Pass::Forward | Pass::Backward | Pass::ForwardBackward => 0,
-        })
-    }
-
-    /// The joint peak of what stage `stage` holds for its microbatches,
-    /// walked over its passes in order: the activations of every
-    /// microbatch-chunk from its forward to its backward (or input-gradient
-    /// pass), `activation(chunk)` bytes each, plus the state each deferred
-    /// weight-gradient pass keeps from its input-gradient pass until it
-    /// runs, `pending(chunk)` bytes each. Not the sum of the two peaks: both
-    /// are taken at the same step. Returns (total, the pending part) at the
-    /// first step reaching the peak; an F&B pair counts as its forward, then
-    /// its backward.
-    pub fn peak_held_bytes(
-        &self,
-        stage: u32,
-        activation: impl Fn(u32) -> f64,
-        pending: impl Fn(u32) -> f64,
-    ) -> (f64, f64) {
-        let (mut held, mut owed) = (0.0f64, 0.0f64);
-        let mut peak = (0.0f64, 0.0f64);
-        for action in self.actions[stage as usize].iter().flat_map(Action::halves) {
-            match action.pass {
-                Pass::Forward => held += activation(action.chunk),
-                Pass::Backward => held -= activation(action.chunk),
-                Pass::InputGradient => {
-                    held -= activation(action.chunk);
-                    owed += pending(action.chunk);
-                }
-                Pass::WeightGradient => owed -= pending(action.chunk),
-                Pass::ForwardBackward => {}
-            }
-            if held + owed > peak.0 {
-                peak = (held + owed, owed);
-            }
-        }
-        peak
-    }
-
-    /// The peak of a running count over the stage's passes; an F&B pair
-    /// counts as its forward, then its backward (both halves live at once).
-    fn peak_count(&self, stage: u32, change: impl Fn(Pass) -> i64) -> u32 {
-        let mut count: i64 = 0;
-        let mut peak: i64 = 0;
-        for action in self.actions[stage as usize].iter().flat_map(Action::halves) {
-            count += change(action.pass);
-            peak = peak.max(count);
-        }
-        peak as u32
-    }
-}
-
-pub(crate) fn forward(stage: u32, microbatch: u32, chunk: u32) -> Action {
-    Action::new(stage, Pass::Forward, microbatch, chunk)
-}
-
-pub(crate) fn backward(stage: u32, microbatch: u32, chunk: u32) -> Action {
-    Action::new(stage, Pass::Backward, microbatch, chunk)
-}
+pub use kind::ScheduleKind;
+pub use pipeline_schedule::PipelineSchedule;
 
 /// (microbatch, chunk) of the k-th virtual microbatch in Megatron's interleaved order.
 #[cfg(test)]
@@ -275,11 +68,11 @@ fn interleaved(stage: u32, stages: u32, chunks: u32, microbatches: u32) -> Vec<A
     let steady = total - warmup;
     let fwd = |k: u32| {
         let (mb, chunk) = interleaved_slot(k, stages, chunks, Pass::Forward);
-        forward(stage, mb, chunk)
+        action::forward(stage, mb, chunk)
     };
     let bwd = |k: u32| {
         let (mb, chunk) = interleaved_slot(k, stages, chunks, Pass::Backward);
-        backward(stage, mb, chunk)
+        action::backward(stage, mb, chunk)
     };
     let mut list = Vec::with_capacity(2 * total as usize);
     list.extend((0..warmup).map(fwd));

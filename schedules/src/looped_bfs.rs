@@ -11,7 +11,7 @@
 //! pipeline to fill, and the iteration takes (p·v + m − 1)(f+b). Every rank
 //! holds all m·v microbatch-chunks of activations before its first backward.
 
-use super::{backward, forward, Action};
+use crate::action::{backward, forward, Action};
 use crate::definition::{PipelineShape, ScheduleDefinition};
 use models::sharding::StageMap;
 
@@ -46,8 +46,8 @@ impl ScheduleDefinition for LoopedBfs {
 
 #[cfg(test)]
 mod tests {
-    use crate::PipelineSchedule;
-    use crate::ScheduleKind;
+    use crate::kind::ScheduleKind;
+    use crate::pipeline_schedule::PipelineSchedule;
 
     #[test]
     fn rank_programs_read_as_pytorchs_looped_bfs() {

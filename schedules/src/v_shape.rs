@@ -25,7 +25,7 @@
 //! README, PP = 2p stages); activations 2p+1 chunk-microbatches per rank
 //! (README: PP+1).
 
-use super::{Action, Paired, Pass};
+use crate::action::{Action, Paired, Pass};
 use crate::definition::{PipelineShape, ScheduleDefinition};
 use models::sharding::StageMap;
 

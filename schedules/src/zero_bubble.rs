@@ -20,7 +20,7 @@
 //! simulated, `lowering/post_validation.rs`); one iteration shows the skew.
 //!
 //! Where post-validation runs in the next iteration
-//! ([`PipelineSchedule::post_validation_point`]): the source
+//! ([`crate::PipelineSchedule::post_validation_point`], in `pipeline_schedule.rs`): the source
 //! (sail-sg/zero-bubble-pipeline-parallelism at 39f2c18,
 //! `megatron/core/pipeline_parallel/zerobubble/scheduler/communication.py`,
 //! `get_post_validation_time` and `add_post_validation_nodes`) places its
@@ -30,29 +30,9 @@
 //! (`zerobubble/runtime.py`, `run_until_post_validation`) runs the forwards
 //! before it, then validates, then the rest.
 
-use super::{Action, Pass, PipelineSchedule};
+use crate::action::{Action, Pass};
 use crate::definition::{PipelineShape, ScheduleDefinition};
 use models::sharding::StageMap;
-
-impl PipelineSchedule {
-    /// The index in `actions[stage]` of the action the stage's
-    /// post-validation of the previous iteration runs just before (see the
-    /// module header); `None` when the stage's list does not start with a
-    /// chunk-0 forward.
-    pub fn post_validation_point(&self, stage: u32) -> Option<usize> {
-        let actions = &self.actions[stage as usize];
-        let leading = actions
-            .iter()
-            .take_while(|a| a.pass == Pass::Forward && a.chunk == 0)
-            .count() as u32;
-        let target = (2 * (self.stages - 1 - stage))
-            .min(self.microbatches.saturating_sub(1))
-            .min(leading.checked_sub(1)?);
-        actions
-            .iter()
-            .position(|a| a.pass == Pass::Forward && a.chunk == 0 && a.microbatch == target)
-    }
-}
 
 fn action(stage: u32, pass: Pass, microbatch: u32) -> Action {
     Action::new(stage, pass, microbatch, 0)

@@ -19,7 +19,7 @@
 //! dst the GPUs' global indices and φ = 0x9E3779B97F4A7C15: deterministic, the same
 //! for every flow between the same pair of GPUs, spread evenly over ports.
 
-use crate::TopologySpec;
+use crate::spec::TopologySpec;
 
 /// A direction on one fat-tree cable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -164,6 +164,13 @@ pub fn fat_tree_of(topology: &TopologySpec) -> Result<Option<(FatTree, u64)>, Fa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preset_grown_to_2048_nodes_fits_its_grown_tree() {
+        let big = TopologySpec::resolve("dgx-h100-ib:2048").unwrap();
+        let (tree, leaves_per_rail) = fat_tree_of(&big).unwrap().unwrap();
+        assert_eq!((tree.arity, tree.levels, leaves_per_rail), (32, 3, 64));
+    }
 
     #[test]
     fn common_level_follows_subtrees() {

@@ -21,6 +21,7 @@
 
 pub mod datasheets;
 pub mod fat_tree;
+mod named;
 mod presets;
 mod spec;
 

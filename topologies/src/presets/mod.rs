@@ -172,7 +172,7 @@ mod tests {
     fn every_preset_gpu_is_its_catalogued_datasheet() {
         for name in preset_names() {
             let gpu = preset(&name).unwrap().gpu;
-            let sheet = crate::datasheet(&gpu.name).unwrap_or_else(|| panic!("{name}"));
+            let sheet = crate::datasheets::datasheet(&gpu.name).unwrap_or_else(|| panic!("{name}"));
             assert_eq!(sheet.gpu, gpu, "{name}");
         }
         assert_eq!(preset("h100").unwrap().gpu.name, "H100-SXM5-80GB");

@@ -346,12 +346,12 @@ mod tests {
     use super::*;
 
     fn get(name: &str) -> TopologySpec {
-        crate::preset(name).unwrap_or_else(|| panic!("no preset {name}"))
+        crate::presets::preset(name).unwrap_or_else(|| panic!("no preset {name}"))
     }
 
     #[test]
     fn every_cluster_of_today_is_listed_and_validates() {
-        let names = crate::preset_names();
+        let names = crate::presets::preset_names();
         for spec in all() {
             assert!(names.contains(&spec.name), "{}", spec.name);
             spec.validate().unwrap();

@@ -181,6 +181,13 @@ impl Stack {
         if sharding == crate::zero_stage::ZeroStage::Full {
             defaults.grad_reduce_bucket_params = None;
         }
+        // A user who turns the overlapped reduce off turns its buckets off
+        // with it (ZeRO-2's buckets stay: they cut its reduce-scatters).
+        if options.overlap_grad_reduce == Some(false)
+            && sharding < crate::zero_stage::ZeroStage::Gradients
+        {
+            defaults.grad_reduce_bucket_params = None;
+        }
         options.clone().or(defaults)
     }
 }
@@ -198,6 +205,27 @@ mod tests {
             assert!(stack.sources.values().all(|s| !s.is_empty()), "{name}");
         }
         assert!(Stack::builtin(DEFAULT_STACK).is_some());
+    }
+
+    #[test]
+    fn turning_the_overlapped_reduce_off_drops_the_stacks_bucket_size() {
+        let stack = Stack::builtin("megatron-core-2024").unwrap();
+        let off = TrainingOptionsFile {
+            overlap_grad_reduce: Some(false),
+            ..TrainingOptionsFile::default()
+        };
+        let options = stack.defaults_under(&off);
+        assert_eq!(options.overlap_grad_reduce, Some(false));
+        assert_eq!(options.grad_reduce_bucket_params, None);
+        let asked = TrainingOptionsFile {
+            grad_reduce_bucket_params: Some(1_000_000),
+            ..off
+        };
+        // Asked for with the reduce off, it is the user's to explain: kept.
+        assert_eq!(
+            stack.defaults_under(&asked).grad_reduce_bucket_params,
+            Some(1_000_000)
+        );
     }
 
     #[test]

@@ -127,7 +127,16 @@ impl ScenarioArgs {
             Some(path) => ScenarioFile::from_file(path)
                 .map_err(user_error)?
                 .or(ScenarioFile::default()),
-            None => ScenarioFile::embedded_default(),
+            None => {
+                let mut default = ScenarioFile::embedded_default();
+                // Its one chunk is 1F1B's: another schedule takes its own
+                // default (2 for the V-shaped ones and DualPipe).
+                let schedule = self.schedule.as_deref().and_then(ScheduleKind::parse);
+                if schedule.is_some_and(|kind| Some(kind) != default.schedule) {
+                    default.chunks = None;
+                }
+                default
+            }
         };
         let flags = ScenarioFile {
             model: self.model.clone().map(Into::into),

@@ -478,3 +478,53 @@ fn a_closed_stdout_ends_the_program_quietly() {
 fn libc_sigpipe() -> i32 {
     13
 }
+
+/// Round 3, F4: the V-shaped schedules and DualPipe take their documented
+/// default of 2 chunks on the command line as in a scenario file
+/// (`R4-zbv-scenario.json`).
+#[test]
+fn f4_v_schedules_take_two_chunks_on_the_command_line_too() {
+    let base = [
+        "simulate",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "2",
+        "--dp",
+        "1",
+        "--global-batch",
+        "4",
+        "--json",
+    ];
+    let from_file = clustersim(&["simulate", &input("R4-zbv-scenario.json"), "--json"]);
+    assert_eq!(from_file.status.code(), Some(0));
+    let file: serde_json::Value = serde_json::from_slice(&from_file.stdout).unwrap();
+    assert!(file["scenario"].as_str().unwrap().contains("v=2"), "{file}");
+    for schedule in ["zb-v", "dualpipev", "dualpipe"] {
+        let mut args = base.to_vec();
+        args.extend(["--schedule", schedule]);
+        let out = clustersim(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{schedule}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            json["scenario"].as_str().unwrap().contains("v=2"),
+            "{schedule}: {json}"
+        );
+    }
+    // Interleaved has no default v: it still asks for one.
+    let mut args = base.to_vec();
+    args.extend(["--schedule", "interleaved"]);
+    assert_refused(
+        &clustersim(&args),
+        &["interleaved schedule needs chunks ≥ 2"],
+    );
+}

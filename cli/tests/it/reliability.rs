@@ -500,7 +500,7 @@ fn f4_v_schedules_take_two_chunks_on_the_command_line_too() {
         "4",
         "--json",
     ];
-    let from_file = clustersim(&["simulate", &input("R4-zbv-scenario.json"), "--json"]);
+    let from_file = clustersim(&["simulate", &input("round3/R4-zbv-scenario.json"), "--json"]);
     assert_eq!(from_file.status.code(), Some(0));
     let file: serde_json::Value = serde_json::from_slice(&from_file.stdout).unwrap();
     assert!(file["scenario"].as_str().unwrap().contains("v=2"), "{file}");
@@ -526,5 +526,52 @@ fn f4_v_schedules_take_two_chunks_on_the_command_line_too() {
     assert_refused(
         &clustersim(&args),
         &["interleaved schedule needs chunks ≥ 2"],
+    );
+}
+
+/// Round 3, F8 and F9: a sweep shard with an impossible layout (microbatch
+/// size or data parallelism 0) or an impossible record (iteration time 0,
+/// 2e11 % of peak) is refused naming the field, for `--csv` and `--json`
+/// alike; the round's valid shards still merge.
+#[test]
+fn f8_f9_impossible_sweep_shards_are_refused_naming_the_field() {
+    for (shard, says) in [
+        ("round3/R9/shard0-dropped-mbs0.json", "microbatch_size is 0"),
+        ("round3/R9/shard0-dropped-dp0.json", "data_parallel is 0"),
+        (
+            "round3/R10/shard0-iteration-time-0.json",
+            "iteration_time_s 0",
+        ),
+        (
+            "round3/R10/shard0-percent-of-peak-2e11.json",
+            "percent_of_peak",
+        ),
+    ] {
+        let partner = if shard.contains("R9") {
+            "round3/R9/shard1.json"
+        } else {
+            "round3/R10/sshard1.json"
+        };
+        for output in [["--csv", "-"], ["--json", "-"]] {
+            let mut args = vec!["sweep", "merge"];
+            let (a, b) = (input(shard), input(partner));
+            args.extend([a.as_str(), b.as_str()]);
+            args.extend(output);
+            assert_refused(&clustersim(&args), &[says]);
+        }
+    }
+    let merged = clustersim(&[
+        "sweep",
+        "merge",
+        &input("round3/R9/shard0.json"),
+        &input("round3/R9/shard1.json"),
+        "--json",
+        "-",
+    ]);
+    assert_eq!(
+        merged.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
     );
 }

@@ -106,7 +106,67 @@ impl SweepOutput {
                 output.format_version
             )));
         }
+        output.check().map_err(file_error)?;
         Ok(output)
+    }
+
+    /// What a sweep of this build could have written: every layout's degrees,
+    /// chunks and microbatch size at least 1; every simulated record's times
+    /// positive and finite, its bubble within [0, 1] and its share of peak
+    /// within [0, 100] %. The first impossible value, named.
+    fn check(&self) -> Result<(), String> {
+        let layouts = self
+            .results
+            .iter()
+            .map(|r| (r.index, &r.layout))
+            .chain(self.dropped.iter().map(|d| (d.index, &d.layout)));
+        for (index, layout) in layouts {
+            for (field, value) in [
+                ("tensor_parallel", layout.tensor_parallel),
+                ("context_parallel", layout.context_parallel),
+                ("expert_parallel", layout.expert_parallel),
+                ("pipeline_parallel", layout.pipeline_parallel),
+                ("data_parallel", layout.data_parallel),
+                ("chunks", layout.chunks),
+                ("microbatch_size", layout.microbatch_size),
+                (
+                    "expert_tensor_parallel",
+                    layout.expert_tensor_parallel.unwrap_or(1),
+                ),
+            ] {
+                if value == 0 {
+                    return Err(format!("layout {index}: {field} is 0"));
+                }
+            }
+        }
+        for record in &self.results {
+            let index = record.index;
+            let positive = |field: &str, value: f64| {
+                (value.is_finite() && value > 0.0)
+                    .then_some(())
+                    .ok_or_else(|| {
+                        format!("layout {index}: {field} {value} is not a positive time or rate")
+                    })
+            };
+            positive("iteration_time_s", record.iteration_time_s)?;
+            positive("samples_per_s", record.samples_per_s)?;
+            if record.iteration_time_ns == 0 {
+                return Err(format!("layout {index}: iteration_time_ns is 0"));
+            }
+            if !(0.0..=1.0).contains(&record.bubble_fraction) {
+                return Err(format!(
+                    "layout {index}: bubble_fraction {} is outside [0, 1]",
+                    record.bubble_fraction
+                ));
+            }
+            if !(0.0..=100.0).contains(&record.percent_of_peak) {
+                return Err(format!(
+                    "layout {index}: percent_of_peak {} is outside [0, 100]",
+                    record.percent_of_peak
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Dropped layouts per reason, in reason order.

@@ -126,6 +126,15 @@ impl FitValues {
         values: [1.0; FitParameter::ALL.len()],
     };
 
+    /// Every factor 1 but those given.
+    pub fn from_factors(factors: impl IntoIterator<Item = (FitParameter, f64)>) -> FitValues {
+        factors
+            .into_iter()
+            .fold(FitValues::CALIBRATED, |values, (parameter, value)| {
+                values.with(parameter, value)
+            })
+    }
+
     /// The value of `parameter`.
     pub fn get(&self, parameter: FitParameter) -> f64 {
         self.values[parameter as usize]

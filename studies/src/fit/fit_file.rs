@@ -159,10 +159,6 @@ impl FitRecord {
 
     /// The factors to apply.
     pub fn values(&self) -> FitValues {
-        self.parameters
-            .iter()
-            .fold(FitValues::CALIBRATED, |values, p| {
-                values.with(p.name, p.value)
-            })
+        FitValues::from_factors(self.parameters.iter().map(|p| (p.name, p.value)))
     }
 }

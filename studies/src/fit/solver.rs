@@ -114,12 +114,12 @@ impl<'a> Observer<'a> {
 
 /// The factor set with `parameters` at `exp(log_values)`, the rest at 1.
 pub fn values_of(parameters: &[FitParameter], log_values: &[f64]) -> FitValues {
-    parameters
-        .iter()
-        .zip(log_values)
-        .fold(FitValues::CALIBRATED, |values, (&parameter, &log)| {
-            values.with(parameter, log.exp())
-        })
+    FitValues::from_factors(
+        parameters
+            .iter()
+            .zip(log_values)
+            .map(|(&parameter, &log)| (parameter, log.exp())),
+    )
 }
 
 /// `log_values` clamped into the parameters' bounds.

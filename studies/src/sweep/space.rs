@@ -128,9 +128,7 @@ pub struct SweepFit {
 impl SweepFit {
     /// The factors to apply.
     pub fn values(&self) -> FitValues {
-        self.factors
-            .iter()
-            .fold(FitValues::CALIBRATED, |values, (&p, &v)| values.with(p, v))
+        FitValues::from_factors(self.factors.iter().map(|(&p, &v)| (p, v)))
     }
 }
 

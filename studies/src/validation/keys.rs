@@ -62,6 +62,16 @@ impl Quantity {
         )
     }
 
+    /// The quantity a row's label names ("gemm_s (SP + selective)" →
+    /// `GemmS`), if any.
+    pub fn of_label(label: &str) -> Option<Quantity> {
+        let name = label.split(" (").next().unwrap_or(label);
+        Quantity::PREFIXES
+            .iter()
+            .find(|(prefix, _)| *prefix == name)
+            .map(|&(_, quantity)| quantity)
+    }
+
     pub fn name(self) -> &'static str {
         Quantity::PREFIXES
             .iter()

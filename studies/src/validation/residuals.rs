@@ -125,9 +125,7 @@ pub fn runs_of_rows(rows: &[ValidationRow]) -> Vec<RunResidual> {
 
 /// Whether a row's quantity is one kernel class's time (`gemm_s`, …).
 fn is_kernel_class(quantity: &str) -> bool {
-    ["gemm_s", "attention_s", "memory_bound_s"]
-        .iter()
-        .any(|class| quantity.starts_with(class))
+    super::Quantity::of_label(quantity).is_some_and(super::Quantity::is_kernel_class)
 }
 
 /// The kernel-class rows (`gemm_s`, `attention_s`, `memory_bound_s` from a

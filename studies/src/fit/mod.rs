@@ -143,7 +143,9 @@ pub fn fit(
             kernel_class: observer.kernel_class[i],
         })
         .collect();
-    Ok(record(options, parameters, runs, noise))
+    let mut cases = observer.unit_of_run.clone();
+    cases.dedup();
+    Ok(record(options, parameters, runs, noise, cases.len()))
 }
 
 /// Each run's measured ÷ predicted ratio with the factors re-solved without
@@ -252,6 +254,7 @@ fn record(
     parameters: Vec<ParameterRecord>,
     runs: Vec<RunRecord>,
     noise: f64,
+    cases: usize,
 ) -> FitRecord {
     // Errors and the range are of whole runs; kernel classes only inform the fit.
     let whole: Vec<&RunRecord> = runs.iter().filter(|r| !r.kernel_class).collect();
@@ -302,11 +305,6 @@ fn record(
         ));
     }
     let beats_calibrated = loo_mean < calibrated_mean;
-    let cases = runs
-        .iter()
-        .map(|r| r.run.split(" · ").next().unwrap_or(""))
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
     if whole.len() < crate::validation::residuals::MIN_RANGE_RUNS {
         warnings.push(format!(
             "{} whole run{}: too few to say how well the fit predicts a run it was not given \

@@ -38,11 +38,7 @@ pub fn check_host_memory_with(
     scenario: &sim::scenario::Scenario,
     expansion: sim::Expansion,
 ) -> anyhow::Result<()> {
-    // Each limit with its own kind of bytes (address space for `ulimit -v`).
-    for limit in sim::host_memory::limits() {
-        sim::host_memory::check_fits_with(scenario, Some(limit), expansion).map_err(user_error)?;
-    }
-    Ok(())
+    sim::host_memory::check_fits_this_machine(scenario, expansion).map_err(user_error)
 }
 
 /// Prints the error (if any) and picks the exit code.

@@ -119,6 +119,17 @@ pub fn check_fits_with(
     }
 }
 
+/// [`check_fits_with`] against every limit this machine reports, each with
+/// its own kind of bytes (what `simulate` refuses before building anything).
+pub fn check_fits_this_machine(
+    scenario: &Scenario,
+    expansion: crate::symmetry::Expansion,
+) -> Result<(), DoesNotFit> {
+    limits()
+        .into_iter()
+        .try_for_each(|limit| check_fits_with(scenario, Some(limit), expansion))
+}
+
 fn meminfo_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     parse_meminfo_available(&text)

@@ -62,9 +62,32 @@ impl FatTree {
         self.arity.saturating_pow(self.levels)
     }
 
-    /// Cables between level ℓ and ℓ + 1 (aⁿ for every ℓ < n − 1).
-    pub fn cables_per_level(&self) -> u64 {
-        self.max_endpoints()
+    /// The same tree cut to the levels that `endpoints` (numbered from 0)
+    /// use: the lowest n′ ≤ n with aⁿ′ ≥ endpoints (at least 1). Every route
+    /// between those endpoints turns at a level below n′, so routes, hop
+    /// counts and cable indices are the full tree's; the switches above n′
+    /// are never on a route and are not built.
+    pub fn serving(&self, endpoints: u64) -> FatTree {
+        let mut levels = 1;
+        while levels < self.levels && self.arity.saturating_pow(levels) < endpoints {
+            levels += 1;
+        }
+        FatTree {
+            arity: self.arity,
+            levels,
+        }
+    }
+
+    /// Cables between level ℓ and ℓ + 1 that routes between `endpoints`
+    /// (numbered from 0) can take: ⌈endpoints / a^(ℓ+1)⌉ · a^(ℓ+1), at most
+    /// aⁿ. Their indices are below this count; a level-ℓ switch's up cables
+    /// are numbered after the subtree of a^(ℓ+1) endpoints it serves.
+    pub fn cables_used(&self, level: u32, endpoints: u64) -> u64 {
+        let subtree = self.arity.saturating_pow(level + 1);
+        endpoints
+            .div_ceil(subtree)
+            .saturating_mul(subtree)
+            .min(self.max_endpoints())
     }
 
     /// Cable boundaries: levels − 1.
@@ -130,9 +153,10 @@ pub struct FatTreeTooSmall {
     pub per_leaf: u64,
 }
 
-/// The fat tree of a multi-node topology and its leaves per NIC rail (None:
-/// one node, or no NICs), or why the tree cannot hold the rail-optimized
-/// placement of its nodes. Scenario validation calls this, so a simulation
+/// The fat tree of a multi-node topology, cut to the levels its NIC ports use
+/// ([`FatTree::serving`]), and its leaves per NIC rail (None: one node, or no
+/// NICs), or why the tree cannot hold the rail-optimized placement of its
+/// nodes. Scenario validation calls this, so a simulation
 /// never meets the error.
 pub fn fat_tree_of(topology: &TopologySpec) -> Result<Option<(FatTree, u64)>, FatTreeTooSmall> {
     let nodes = topology.nodes;
@@ -158,7 +182,7 @@ pub fn fat_tree_of(topology: &TopologySpec) -> Result<Option<(FatTree, u64)>, Fa
             per_leaf: fat_tree.arity,
         });
     }
-    Ok(Some((fat_tree, leaves_per_rail)))
+    Ok(Some((fat_tree.serving(needed), leaves_per_rail)))
 }
 
 #[cfg(test)]
@@ -193,7 +217,7 @@ mod tests {
                 // Up cables leave src's switches; down cables reach dst's leaf.
                 for (i, hop) in hops.iter().enumerate() {
                     assert_eq!(hop.up, i < top);
-                    assert!(hop.cable < tree.cables_per_level());
+                    assert!(hop.cable < tree.max_endpoints());
                 }
                 if top > 0 {
                     // The first up cable leaves src's leaf; the last down cable enters dst's.
@@ -224,5 +248,30 @@ mod tests {
             used[(hops[0].cable % 4) as usize] += 1;
         }
         assert!(used.iter().all(|&count| count > 60), "{used:?}");
+    }
+
+    #[test]
+    fn a_tree_cut_to_its_endpoints_routes_as_the_whole_tree() {
+        let whole = FatTree::new(8, 6); // a = 4, 4096 endpoints
+        let cut = whole.serving(40); // 40 endpoints need 3 levels (64)
+        assert_eq!((cut.arity, cut.levels), (4, 3));
+        for (src, dst) in [(0u64, 1u64), (0, 5), (3, 39), (17, 38)] {
+            for key in 0..10 {
+                let hops = cut.route(src, dst, key);
+                assert_eq!(hops, whole.route(src, dst, key));
+                for hop in &hops {
+                    assert!(hop.cable < cut.cables_used(hop.level, 40));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_tree_of_forty_levels_is_cut_to_the_levels_its_ports_use() {
+        let tree = FatTree::new(40, 40); // 20^40 overflows u64
+        assert_eq!(tree.max_endpoints(), u64::MAX);
+        let cut = tree.serving(16 * 20);
+        assert_eq!(cut.levels, 2);
+        assert_eq!(cut.cables_used(0, 16 * 20), 320);
     }
 }

@@ -19,6 +19,7 @@ mod llama3_70b_today;
 mod moe;
 mod presets;
 mod reliability;
+mod round3;
 mod schedules_as_data;
 mod summary;
 mod sweep;

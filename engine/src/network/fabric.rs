@@ -74,6 +74,9 @@ pub enum FabricError {
     /// The fat tree holds fewer NIC ports than the rail-optimized placement needs.
     #[error(transparent)]
     TreeTooSmall(#[from] topologies::fat_tree::FatTreeTooSmall),
+    /// More links than a `LinkId` numbers.
+    #[error("the fabric has {links} links; at most {} can be simulated", u32::MAX)]
+    TooManyLinks { links: usize },
 }
 
 /// The links of a cluster and routes over them.
@@ -87,6 +90,9 @@ pub struct Fabric {
     links: Vec<Link>,
     tree: Option<FatTree>,
     leaves_per_rail: u64,
+    /// By cable level: the first `LinkId` of its up cables and of its down
+    /// cables (each level holds [`FatTree::cables_used`] of each).
+    tree_level_bases: Vec<(u64, u64)>,
     nvlink_latency_ns: u64,
     nic_latency_ns: u64,
     switch_hop_latency_ns: u64,
@@ -132,36 +138,47 @@ impl Fabric {
         };
 
         let mut links = Vec::new();
-        let mut add = |kind: LinkKind, count: u64, capacity_bytes_per_s: f64| {
+        let add = |links: &mut Vec<Link>, kind: LinkKind, count: u64, capacity_bytes_per_s: f64| {
             links.extend((0..count).map(|index| Link {
                 kind,
                 index,
                 capacity_bytes_per_s,
             }));
         };
-        add(LinkKind::NvlinkUp, gpus, nvlink_bytes_per_s);
-        add(LinkKind::NvlinkDown, gpus, nvlink_bytes_per_s);
-        add(LinkKind::GpuPcieUp, gpus, d2h_bytes_per_s);
-        add(LinkKind::GpuPcieDown, gpus, h2d_bytes_per_s);
+        add(&mut links, LinkKind::NvlinkUp, gpus, nvlink_bytes_per_s);
+        add(&mut links, LinkKind::NvlinkDown, gpus, nvlink_bytes_per_s);
+        add(&mut links, LinkKind::GpuPcieUp, gpus, d2h_bytes_per_s);
+        add(&mut links, LinkKind::GpuPcieDown, gpus, h2d_bytes_per_s);
         let host_links = nodes as u64 * host_links_per_node as u64;
-        add(LinkKind::HostUp, host_links, d2h_bytes_per_s);
-        add(LinkKind::HostDown, host_links, h2d_bytes_per_s);
+        add(&mut links, LinkKind::HostUp, host_links, d2h_bytes_per_s);
+        add(&mut links, LinkKind::HostDown, host_links, h2d_bytes_per_s);
         let nics = nodes as u64 * nics_per_node as u64;
-        add(LinkKind::NicUp, nics, nic_bytes_per_s);
-        add(LinkKind::NicDown, nics, nic_bytes_per_s);
+        add(&mut links, LinkKind::NicUp, nics, nic_bytes_per_s);
+        add(&mut links, LinkKind::NicDown, nics, nic_bytes_per_s);
+        let mut tree_level_bases = Vec::new();
         if let Some(fat_tree) = tree {
+            // The NIC ports the rail-optimized placement numbers: rails × leaves × a.
+            let endpoints = u64::from(nics_per_node) * leaves_per_rail * fat_tree.arity;
             for level in 0..fat_tree.cable_levels() {
+                let cables = fat_tree.cables_used(level, endpoints);
+                let up_base = links.len() as u64;
                 add(
+                    &mut links,
                     LinkKind::TreeUp { level },
-                    fat_tree.cables_per_level(),
+                    cables,
                     nic_bytes_per_s,
                 );
                 add(
+                    &mut links,
                     LinkKind::TreeDown { level },
-                    fat_tree.cables_per_level(),
+                    cables,
                     nic_bytes_per_s,
                 );
+                tree_level_bases.push((up_base, up_base + cables));
             }
+        }
+        if u32::try_from(links.len()).is_err() {
+            return Err(FabricError::TooManyLinks { links: links.len() });
         }
         Ok(Fabric {
             nodes,
@@ -172,6 +189,7 @@ impl Fabric {
             links,
             tree,
             leaves_per_rail,
+            tree_level_bases,
             nvlink_latency_ns: topology.node.nvlink_latency_ns,
             nic_latency_ns: topology.fabric.nic_latency_ns,
             switch_hop_latency_ns: topology.fabric.switch_hop_latency_ns,
@@ -222,8 +240,6 @@ impl Fabric {
         let gpus = self.gpu_count() as u64;
         let hosts = self.nodes as u64 * self.host_links_per_node as u64;
         let nics = self.nodes as u64 * self.nics_per_node as u64;
-        let tree_base = 4 * gpus + 2 * hosts + 2 * nics;
-        let cables = self.tree.map_or(0, |tree| tree.cables_per_level());
         match kind {
             LinkKind::NvlinkUp => 0,
             LinkKind::NvlinkDown => gpus,
@@ -233,8 +249,8 @@ impl Fabric {
             LinkKind::HostDown => 4 * gpus + hosts,
             LinkKind::NicUp => 4 * gpus + 2 * hosts,
             LinkKind::NicDown => 4 * gpus + 2 * hosts + nics,
-            LinkKind::TreeUp { level } => tree_base + 2 * level as u64 * cables,
-            LinkKind::TreeDown { level } => tree_base + (2 * level as u64 + 1) * cables,
+            LinkKind::TreeUp { level } => self.tree_level_bases[level as usize].0,
+            LinkKind::TreeDown { level } => self.tree_level_bases[level as usize].1,
         }
     }
 
@@ -347,10 +363,13 @@ mod tests {
     fn selene_has_the_expected_links_and_capacities() {
         let fabric = selene();
         assert_eq!(fabric.gpu_count(), 4480);
-        // 4 per GPU, 2 per host link (4 per node), 2 per NIC, 2 × 8000 per cable level.
+        // 4 per GPU, 2 per host link (4 per node), 2 per NIC, and both directions
+        // of the cables its 4480 NIC ports (8 rails × 28 leaves of 20) can reach:
+        // 4480 above the leaves, 12 pods of 400 ports = 4800 above the pods
+        // (of the 8000 per level a 3-level radix-40 tree has).
         assert_eq!(
             fabric.link_count(),
-            4 * 4480 + 2 * 560 * 4 + 2 * 4480 + 2 * 2 * 8000
+            4 * 4480 + 2 * 560 * 4 + 2 * 4480 + 2 * (4480 + 4800)
         );
         let route = fabric.route(0, 1);
         assert_eq!(fabric.link(route.links[0]).capacity_bytes_per_s, 230e9);

@@ -473,6 +473,9 @@ fn simulate_variant(
 fn simulate_file(file: &ScenarioFile, fit: &FitValues) -> Result<Simulated, String> {
     let mut scenario = file.resolve().map_err(|e| e.to_string())?;
     fit.apply(&mut scenario);
+    // The refusal `simulate` gives a layout this machine cannot hold.
+    sim::host_memory::check_fits_this_machine(&scenario, sim::Expansion::Auto)
+        .map_err(|e| e.to_string())?;
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
     Ok(Simulated {
         kernel_classes: report.kernel_class_seconds(&scenario, 0),

@@ -292,6 +292,9 @@ pub fn simulate_run(run: &VtrainRun, fit: &FitValues) -> VtrainResult {
         Err(error) => return refused(error.to_string()),
     };
     fit.apply(&mut scenario);
+    if let Err(error) = sim::host_memory::check_fits_this_machine(&scenario, sim::Expansion::Auto) {
+        return refused(error.to_string());
+    }
     let report = match sim::simulate(&scenario) {
         Ok(report) => report,
         Err(error) => return refused(error.to_string()),

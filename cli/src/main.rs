@@ -78,6 +78,9 @@ fn main() -> ExitCode {
         // before any CUDA call. `execute` then checks what is in effect.
         executor::queues::request_in_environment();
     }
+    // Every output file waits for the command to succeed: a run that fails
+    // changes none of them (the `output_file` crate's batch).
+    let outputs = ::output_file::Batch::begin();
     let result = match cli.command {
         Command::Simulate(args) => commands::simulate::run(args),
         Command::Collective(args) => commands::collective::run(args),
@@ -93,5 +96,6 @@ fn main() -> ExitCode {
         Command::ImportTrace(args) => commands::import_trace::run(args),
         Command::Presets(args) => commands::presets::run(args),
     };
+    let result = result.and_then(|()| outputs.commit().map_err(exit::user_error));
     exit::report(result)
 }

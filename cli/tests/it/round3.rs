@@ -96,3 +96,99 @@ fn f2_validate_refuses_a_case_the_memory_cannot_hold() {
     assert!(!text.contains("panicked"), "{text}");
     assert!(matches!(fuzzed.status.code(), Some(0) | Some(2)), "{text}");
 }
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("clustersim-round3-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const TINY: [&str; 12] = [
+    "simulate",
+    "--model",
+    "tiny",
+    "--topology",
+    "dgx-a100",
+    "--tp",
+    "1",
+    "--pp",
+    "2",
+    "--dp",
+    "1",
+    "--global-batch",
+];
+
+/// F6: an output path that is a symbolic link is written through to its
+/// target; the link stays a link.
+#[cfg(unix)]
+#[test]
+fn f6_a_symbolic_link_output_is_written_through() {
+    let dir = scratch("f6");
+    std::fs::create_dir(dir.join("real")).unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink("real/target.json", &link).unwrap();
+    let mut args = TINY.to_vec();
+    let link_arg = link.display().to_string();
+    args.extend(["4", "--timeline", &link_arg]);
+    let output = common::clustersim(&args);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let written = std::fs::read_to_string(dir.join("real/target.json")).unwrap();
+    assert!(written.starts_with("{\"header\""), "{written:.80}");
+}
+
+/// F7: a run that fails changes none of its outputs: an unwritable
+/// destination is refused before any work, and a stale temporary of a dead
+/// writer is removed by the next run that writes the same file.
+#[test]
+fn f7_a_failed_run_changes_no_file_and_stale_temporaries_go() {
+    if !std::path::Path::new("/proc/self").exists() {
+        eprintln!("skipped: no /proc (not Linux)");
+        return;
+    }
+    let dir = scratch("f7");
+    let keep = dir.join("keep.json");
+    std::fs::write(&keep, "old").unwrap();
+    let keep_arg = keep.display().to_string();
+    let mut args = TINY.to_vec();
+    args.extend(["4", "--timeline", &keep_arg, "--plot", "/proc/x.svg"]);
+    let failed = common::clustersim(&args);
+    assert_eq!(failed.status.code(), Some(2), "{}", stderr(&failed));
+    assert!(stderr(&failed).contains("cannot create a file in /proc"));
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "old");
+    let sweep = common::clustersim(&[
+        "sweep",
+        "--model",
+        "tiny",
+        "--topology",
+        "dgx-a100",
+        "--gpus",
+        "2",
+        "--global-batch",
+        "4",
+        "--json",
+        &keep_arg,
+        "--csv",
+        "/proc/x.csv",
+    ]);
+    assert_eq!(sweep.status.code(), Some(2), "{}", stderr(&sweep));
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "old");
+    // Beyond any pid_max (2^22 at most): a writer that died.
+    let stale = dir.join(".keep.tmp-4194399.json");
+    std::fs::write(&stale, "partial").unwrap();
+    let mut args = TINY.to_vec();
+    args.extend(["4", "--timeline", &keep_arg]);
+    let written = common::clustersim(&args);
+    assert!(written.status.success(), "{}", stderr(&written));
+    assert!(!stale.exists());
+    assert_ne!(std::fs::read_to_string(&keep).unwrap(), "old");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "only keep.json"
+    );
+}

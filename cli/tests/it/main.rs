@@ -14,6 +14,7 @@ mod context_parallel;
 mod fabric_kind;
 mod fit;
 mod fp8;
+mod invariants;
 mod kernel_tables;
 mod llama3_70b_today;
 mod moe;

@@ -11,6 +11,7 @@
 use scenario::{Layout, Scenario};
 use taskgraph::ids::Rank;
 pub use taskgraph::representative::Representative;
+use taskgraph::task_graph::NodeSpread;
 
 /// Coordinates of one rank in the (pipeline, data, tensor) grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -183,6 +184,28 @@ impl Placement {
         nodes.sort_unstable();
         nodes.dedup();
         nodes.len() as u32
+    }
+
+    /// How a set of ranks falls on nodes: the nodes it spans and the fewest
+    /// of its (distinct) ranks on one of them.
+    pub fn spread(&self, ranks: &[Rank]) -> NodeSpread {
+        let mut nodes: Vec<(u32, Rank)> = ranks.iter().map(|&r| (self.node(r), r)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut per_node: Vec<u32> = Vec::new();
+        let mut last = None;
+        for (node, _) in nodes {
+            if last == Some(node) {
+                *per_node.last_mut().expect("a node was pushed") += 1;
+            } else {
+                per_node.push(1);
+                last = Some(node);
+            }
+        }
+        NodeSpread {
+            nodes: per_node.len() as u32,
+            fewest_ranks_per_node: per_node.iter().copied().min().unwrap_or(0),
+        }
     }
 
     /// A human-readable table of the placement (for `--explain`), truncated after `max_rows` ranks.

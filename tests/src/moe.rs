@@ -116,8 +116,8 @@ pub fn data_parallel_all_reduces(graph: &TaskGraph) -> Vec<(u64, u32, u32)> {
             Work::DataParallelAllReduce {
                 bytes,
                 group_size,
-                nodes,
-            } => Some((bytes, group_size, nodes)),
+                spread,
+            } => Some((bytes, group_size, spread.nodes)),
             _ => None,
         })
         .collect()

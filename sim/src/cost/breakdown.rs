@@ -11,7 +11,7 @@ use super::{gemm_estimate, gemm_peak_flops_per_s, GemmEstimate};
 use crate::placement::Placement;
 use models::ops::{GemmShape, Kernel, KernelClass, Step};
 use scenario::{Precision, Recompute, Scenario};
-use taskgraph::task_graph::ComputePass;
+use taskgraph::task_graph::{ComputePass, NodeSpread};
 
 /// One kernel (or tensor all-reduce) of one pass of one layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,7 +130,7 @@ pub fn layer_kernel_costs(scenario: &Scenario, placement: &Placement) -> Vec<Ker
                     bytes,
                     async_window,
                 } => {
-                    let full = network.all_reduce(bytes, t, nodes);
+                    let full = network.all_reduce(bytes, t, NodeSpread::even(t, nodes));
                     let charged = if overlaps_all_reduce(scenario, pass, async_window) {
                         exposed_after_overlap(
                             full,
@@ -171,7 +171,11 @@ pub fn layer_kernel_costs(scenario: &Scenario, placement: &Placement) -> Vec<Ker
                     name: "expert_all_to_all",
                     seconds: (super::pair_overlap::expert_all_to_all(
                         scenario, &network, bytes, ep, ep_nodes,
-                    ) + network.all_gather(expert_tensor_bytes, etp, etp_nodes))
+                    ) + network.all_gather(
+                        expert_tensor_bytes,
+                        etp,
+                        NodeSpread::even(etp, etp_nodes),
+                    ))
                     .as_seconds(),
                     flops: 0.0,
                     bytes: (bytes + expert_tensor_bytes) as f64,

@@ -53,7 +53,7 @@ use models::ops::{self, PassSteps, Step};
 use models::pipeline_ends;
 use scenario::{Precision, Recompute, Scenario};
 use std::num::NonZeroU64;
-use taskgraph::task_graph::{ComputePass, PcieDirection, Work, WHOLE_PASS};
+use taskgraph::task_graph::{ComputePass, NodeSpread, PcieDirection, Work, WHOLE_PASS};
 use timeline::time::SimDuration;
 
 /// The cost of one work: its duration and what it moves or computes.
@@ -512,7 +512,11 @@ fn cost_work(
                     async_window,
                 } = *step
                 {
-                    let full = network.all_reduce(payload, group_size, nodes);
+                    let full = network.all_reduce(
+                        payload,
+                        group_size,
+                        NodeSpread::even(group_size, nodes),
+                    );
                     duration += if overlaps_all_reduce(scenario, pass, async_window) {
                         exposed_after_overlap(
                             full,
@@ -571,7 +575,11 @@ fn cost_work(
                     // (NCCL's tuner costs both alike: n − 1 ring steps, bus
                     // factor (n − 1)/n, `ring_steps`).
                     let (etp, etp_nodes) = expert_tensor_group;
-                    duration += network.all_gather(expert_tensor_bytes, etp, etp_nodes);
+                    duration += network.all_gather(
+                        expert_tensor_bytes,
+                        etp,
+                        NodeSpread::even(etp, etp_nodes),
+                    );
                     bytes += payload + expert_tensor_bytes;
                 }
             }
@@ -599,9 +607,9 @@ fn cost_work(
         Work::DataParallelAllReduce {
             bytes,
             group_size,
-            nodes,
+            spread,
         } => WorkCost {
-            duration: network.all_reduce(bytes, group_size, nodes),
+            duration: network.all_reduce(bytes, group_size, spread),
             bytes,
             flops: 0.0,
         },
@@ -631,14 +639,14 @@ fn cost_work(
         Work::DataParallelReduceScatter {
             bytes,
             group_size,
-            nodes,
+            spread,
         }
         | Work::DataParallelAllGather {
             bytes,
             group_size,
-            nodes,
+            spread,
         } => WorkCost {
-            duration: network.all_gather(bytes, group_size, nodes),
+            duration: network.all_gather(bytes, group_size, spread),
             bytes,
             flops: 0.0,
         },

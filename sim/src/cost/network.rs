@@ -9,15 +9,16 @@
 use collectives::{estimate, CollectiveOp, GroupShape, LinkRates};
 use profile::Profile;
 use scenario::Scenario;
+use taskgraph::task_graph::NodeSpread;
 use timeline::time::SimDuration;
 use topologies::TopologySpec;
 
 /// Durations of the communication patterns the lowering produces.
 pub trait NetworkModel {
-    /// All-reduce of `bytes` per rank over `group_size` ranks spread over `nodes` nodes.
-    fn all_reduce(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration;
-    /// All-gather producing `bytes` per rank over `group_size` ranks spread over `nodes` nodes.
-    fn all_gather(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration;
+    /// All-reduce of `bytes` per rank over `group_size` ranks spread over nodes as `spread` says.
+    fn all_reduce(&self, bytes: u64, group_size: u32, spread: NodeSpread) -> SimDuration;
+    /// All-gather producing `bytes` per rank over `group_size` ranks spread over nodes as `spread` says.
+    fn all_gather(&self, bytes: u64, group_size: u32, spread: NodeSpread) -> SimDuration;
     /// All-to-all of `bytes` sent per rank over `group_size` ranks spread
     /// over `nodes` nodes (grouped send/recv to every peer,
     /// [`collectives::all_to_all`]).
@@ -56,27 +57,34 @@ impl ClosedFormNetwork {
         }
     }
 
-    fn collective(&self, op: CollectiveOp, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
+    fn collective(
+        &self,
+        op: CollectiveOp,
+        bytes: u64,
+        group_size: u32,
+        spread: NodeSpread,
+    ) -> SimDuration {
         if group_size <= 1 || bytes == 0 {
             return SimDuration::ZERO;
         }
-        let nodes = nodes.max(1);
+        let nodes = spread.nodes.max(1);
         let group = GroupShape::new(nodes, group_size.div_ceil(nodes));
         estimate(op, bytes, &group, &self.rates, None).duration
     }
 }
 
 impl NetworkModel for ClosedFormNetwork {
-    fn all_reduce(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
-        self.collective(CollectiveOp::AllReduce, bytes, group_size, nodes)
+    fn all_reduce(&self, bytes: u64, group_size: u32, spread: NodeSpread) -> SimDuration {
+        self.collective(CollectiveOp::AllReduce, bytes, group_size, spread)
     }
 
-    fn all_gather(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
-        self.collective(CollectiveOp::AllGather, bytes, group_size, nodes)
+    fn all_gather(&self, bytes: u64, group_size: u32, spread: NodeSpread) -> SimDuration {
+        self.collective(CollectiveOp::AllGather, bytes, group_size, spread)
     }
 
     fn all_to_all(&self, bytes: u64, group_size: u32, nodes: u32) -> SimDuration {
-        self.collective(CollectiveOp::AllToAll, bytes, group_size, nodes)
+        let spread = NodeSpread::even(group_size, nodes);
+        self.collective(CollectiveOp::AllToAll, bytes, group_size, spread)
     }
 
     fn pipeline_transfer(
@@ -98,7 +106,7 @@ impl NetworkModel for ClosedFormNetwork {
             // Each tensor rank sends 1/t over its own NIC rail, then the receivers all-gather over NVLink.
             let slice = bytes.div_ceil(tensor_parallel as u64);
             estimate(CollectiveOp::SendRecv, slice, &pair, &self.rates, None).duration
-                + self.all_gather(bytes, tensor_parallel, 1)
+                + self.all_gather(bytes, tensor_parallel, NodeSpread::even(tensor_parallel, 1))
         } else {
             // Every tensor rank sends the whole activation over its own rail, in parallel.
             estimate(CollectiveOp::SendRecv, bytes, &pair, &self.rates, None).duration
@@ -118,7 +126,7 @@ mod tests {
         // 8 ranks in one node, NCCL's Simple ring: 8.4 + 14 × 3.4 µs + 1.75 GiB / 230 GB/s.
         let expected = (8.4 + 14.0 * 3.4) * 1e-6 + 1.75 * gib as f64 / 230e9;
         assert_eq!(
-            network.all_reduce(gib, 8, 1),
+            network.all_reduce(gib, 8, NodeSpread::even(8, 1)),
             SimDuration::from_seconds_ceil(expected)
         );
         // 6 ranks on 6 nodes, one NIC each, Simple ring: NCCL 2.12 counts 12 network
@@ -127,9 +135,12 @@ mod tests {
         let expected =
             (8.4 - 2.0 * 3.4 + 12.0 * 28.0) * 1.9 * 1e-6 + 10.0 / 6.0 * gib as f64 / 24e9;
         assert_eq!(
-            network.all_reduce(gib, 6, 6),
+            network.all_reduce(gib, 6, NodeSpread::even(6, 6)),
             SimDuration::from_seconds_ceil(expected)
         );
-        assert_eq!(network.all_reduce(gib, 1, 1), SimDuration::ZERO);
+        assert_eq!(
+            network.all_reduce(gib, 1, NodeSpread::even(1, 1)),
+            SimDuration::ZERO
+        );
     }
 }

@@ -36,7 +36,7 @@ fn pair_all_reduce(
     let work = builder.work(Work::DataParallelAllReduce {
         bytes,
         group_size: 2,
-        nodes: cx.placement.nodes_spanned(&ranks),
+        spread: cx.placement.spread(&ranks),
     });
     let all_reduce = program.task(Task {
         kind,

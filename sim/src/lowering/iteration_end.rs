@@ -20,7 +20,7 @@ use crate::plan::ShardPlan;
 use models::sharding::{expert_parameters_of_stage, parameters_on_rank};
 use scenario::{LocalDdpKernels, Scenario};
 use taskgraph::task::{StreamKind, Task, TaskKind, NO_MICROBATCH};
-use taskgraph::task_graph::{Dependency, TaskGraphBuilder, Work};
+use taskgraph::task_graph::{Dependency, NodeSpread, TaskGraphBuilder, Work};
 
 /// A data-parallel reduction's (chunk, bucket) when overlapped (None: the
 /// stage's one reduction after its last pass).
@@ -312,20 +312,19 @@ fn stage_reductions(
     for tensor_index in 0..cx.t {
         let ranks = placement.data_group(stage, tensor_index);
         let group = builder.group(&ranks);
-        let nodes = placement.nodes_spanned(&ranks);
-        let expert_nodes =
-            placement.nodes_spanned(&placement.expert_data_group(stage, 0, tensor_index));
-        // (bucket, bytes, group size, nodes)
-        let mut all: Vec<(BucketKey, u64, u32, u32)> = Vec::new();
+        let spread = placement.spread(&ranks);
+        let expert_spread = placement.spread(&placement.expert_data_group(stage, 0, tensor_index));
+        // (bucket, bytes, group size, spread)
+        let mut all: Vec<(BucketKey, u64, u32, NodeSpread)> = Vec::new();
         for &(bucket, dense, experts) in &buckets {
-            all.push((bucket, dense, cx.d, nodes));
+            all.push((bucket, dense, cx.d, spread));
             if experts > 0 && expert_data_parallel > 1 {
-                all.push((bucket, experts, expert_data_parallel, expert_nodes));
+                all.push((bucket, experts, expert_data_parallel, expert_spread));
             }
         }
-        for (bucket, bytes, group_size, nodes) in all {
+        for (bucket, bytes, group_size, spread) in all {
             let all_reduce = reduction_task(cx, program, builder, stage, group, bucket, {
-                (bytes, group_size, nodes)
+                (bytes, group_size, spread)
             });
             for data_index in 0..cx.done.lowered_replicas {
                 let ready = match bucket {
@@ -362,14 +361,14 @@ fn reduction_task(
     stage: u32,
     group: taskgraph::ids::GroupId,
     bucket: BucketKey,
-    (bytes, group_size, nodes): (u64, u32, u32),
+    (bytes, group_size, spread): (u64, u32, NodeSpread),
 ) -> StepId {
     let (work, kind) = if cx.distributed_optimizer() {
         (
             Work::DataParallelReduceScatter {
                 bytes,
                 group_size,
-                nodes,
+                spread,
             },
             TaskKind::DataParallelReduceScatter,
         )
@@ -378,7 +377,7 @@ fn reduction_task(
             Work::DataParallelAllReduce {
                 bytes,
                 group_size,
-                nodes,
+                spread,
             },
             TaskKind::DataParallelAllReduce,
         )

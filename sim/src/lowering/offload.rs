@@ -126,14 +126,14 @@ impl OffloadProgram<'_> {
             .map(|tensor_index| {
                 (d > 1).then(|| {
                     let ranks = self.placement.data_group(0, tensor_index);
-                    let nodes = self.placement.nodes_spanned(&ranks);
+                    let spread = self.placement.spread(&ranks);
                     let reduce_scatter = self.data_parallel_task(
                         tensor_index,
                         TaskKind::DataParallelReduceScatter,
                         Work::DataParallelReduceScatter {
                             bytes: bucket.params * FP16_BYTES,
                             group_size: d,
-                            nodes,
+                            spread,
                         },
                         microbatch,
                         iteration,
@@ -231,14 +231,14 @@ impl OffloadProgram<'_> {
         let d = self.d();
         for tensor_index in 0..self.t() {
             let ranks = self.placement.data_group(0, tensor_index);
-            let nodes = self.placement.nodes_spanned(&ranks);
+            let spread = self.placement.spread(&ranks);
             let gather = self.data_parallel_task(
                 tensor_index,
                 TaskKind::DataParallelAllGather,
                 Work::DataParallelAllGather {
                     bytes: self.plan.shard_params * d as u64 * FP16_BYTES,
                     group_size: d,
-                    nodes,
+                    spread,
                 },
                 NO_MICROBATCH,
                 iteration,

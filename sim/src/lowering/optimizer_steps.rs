@@ -189,22 +189,18 @@ fn parameter_all_gathers(
     for tensor_index in 0..cx.t {
         let ranks = cx.placement.data_group(stage, tensor_index);
         let group = builder.group(&ranks);
-        let expert_nodes =
+        let expert_spread =
             cx.placement
-                .nodes_spanned(&cx.placement.expert_data_group(stage, 0, tensor_index));
-        let mut gathers = vec![(
-            params - expert_params,
-            cx.d,
-            cx.placement.nodes_spanned(&ranks),
-        )];
+                .spread(&cx.placement.expert_data_group(stage, 0, tensor_index));
+        let mut gathers = vec![(params - expert_params, cx.d, cx.placement.spread(&ranks))];
         if expert_params > 0 && expert_data_parallel > 1 {
-            gathers.push((expert_params, expert_data_parallel, expert_nodes));
+            gathers.push((expert_params, expert_data_parallel, expert_spread));
         }
-        for (gathered, group_size, nodes) in gathers {
+        for (gathered, group_size, spread) in gathers {
             let work = builder.work(Work::DataParallelAllGather {
                 bytes: gathered * models::memory::WEIGHT_BYTES_PER_PARAM,
                 group_size,
-                nodes,
+                spread,
             });
             let all_gather = program.task(Task {
                 kind: TaskKind::DataParallelAllGather,

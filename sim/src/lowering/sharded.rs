@@ -89,22 +89,22 @@ fn collective(
     stage: u32,
 ) -> StepId {
     let group_size = ranks.len() as u32;
-    let nodes = placement.nodes_spanned(ranks);
+    let spread = placement.spread(ranks);
     let work = match kind {
         TaskKind::DataParallelAllGather => Work::DataParallelAllGather {
             bytes,
             group_size,
-            nodes,
+            spread,
         },
         TaskKind::DataParallelReduceScatter => Work::DataParallelReduceScatter {
             bytes,
             group_size,
-            nodes,
+            spread,
         },
         _ => Work::DataParallelAllReduce {
             bytes,
             group_size,
-            nodes,
+            spread,
         },
     };
     let group = builder.group(ranks);
@@ -136,12 +136,12 @@ fn expert_all_gather(
     piece: &ShardedPiece,
     stage: u32,
 ) -> StepId {
-    let nodes = placement.nodes_spanned(&expert_group_of(placement, ranks));
+    let spread = placement.spread(&expert_group_of(placement, ranks));
     let group = builder.group(ranks);
     let work = builder.work(Work::DataParallelAllGather {
         bytes,
         group_size,
-        nodes,
+        spread,
     });
     program.task(Task {
         kind: TaskKind::DataParallelAllGather,

@@ -51,7 +51,7 @@ use engine::network::{FlowEnds, FlowPlan, FlowPlanner};
 use scenario::Scenario;
 use taskgraph::ids::{Rank, TaskId};
 use taskgraph::task::TaskKind;
-use taskgraph::task_graph::{ComputePass, PcieDirection, TaskGraph, Work};
+use taskgraph::task_graph::{ComputePass, NodeSpread, PcieDirection, TaskGraph, Work};
 use timeline::time::SimDuration;
 
 /// Plans fabric flows for the communication tasks of one graph.
@@ -102,7 +102,11 @@ impl<'a> FabricFlowPlanner<'a> {
                     scatter_gather,
                 } => {
                     let gather = if scatter_gather {
-                        network.all_gather(bytes, tensor_parallel, 1)
+                        network.all_gather(
+                            bytes,
+                            tensor_parallel,
+                            NodeSpread::even(tensor_parallel, 1),
+                        )
                     } else {
                         SimDuration::ZERO
                     };
@@ -375,18 +379,30 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             } if self.async_tensor_allreduce => false,
             Work::TensorAllReduce { .. } if self.tp_comm_overlap => false,
             Work::DataParallelAllReduce {
-                nodes, group_size, ..
-            }
-            | Work::TensorAllReduce {
+                spread, group_size, ..
+            } => self.collective_flows(
+                task,
+                CollectiveOp::AllReduce,
+                group_size,
+                spread.nodes,
+                plan,
+            ),
+            Work::TensorAllReduce {
                 nodes, group_size, ..
             } => self.collective_flows(task, CollectiveOp::AllReduce, group_size, nodes, plan),
             // ZeRO-2 (the cost model charges both as an all-gather of the buffer).
             Work::DataParallelReduceScatter {
-                nodes, group_size, ..
+                spread, group_size, ..
             }
             | Work::DataParallelAllGather {
-                nodes, group_size, ..
-            } => self.collective_flows(task, CollectiveOp::AllGather, group_size, nodes, plan),
+                spread, group_size, ..
+            } => self.collective_flows(
+                task,
+                CollectiveOp::AllGather,
+                group_size,
+                spread.nodes,
+                plan,
+            ),
             Work::ExpertAllToAll {
                 group_size, nodes, ..
             } => match self.all_to_all_flows(task, group_size, nodes) {

@@ -20,6 +20,29 @@ pub use builder::TaskGraphBuilder;
 /// do not cut passes there).
 pub const WHOLE_PASS: u16 = u16::MAX;
 
+/// How a collective's group falls on nodes: the nodes it spans and the
+/// fewest of its ranks on any one of them. Across nodes a ring enters and
+/// leaves every node through the NICs of that node's own ranks, so the least
+/// populated node bounds the rails it can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeSpread {
+    pub nodes: u32,
+    pub fewest_ranks_per_node: u32,
+}
+
+impl NodeSpread {
+    /// `group_size` ranks spread as evenly as they can be over `nodes` nodes
+    /// (at least 1): ⌈group_size / nodes⌉ on each, as every node held as
+    /// many as the fullest.
+    pub fn even(group_size: u32, nodes: u32) -> NodeSpread {
+        let nodes = nodes.max(1);
+        NodeSpread {
+            nodes,
+            fewest_ranks_per_node: group_size.div_ceil(nodes),
+        }
+    }
+}
+
 /// What a piece of work is; many tasks share one, so each is costed once.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Work {
@@ -92,7 +115,7 @@ pub enum Work {
     DataParallelAllReduce {
         bytes: u64,
         group_size: u32,
-        nodes: u32,
+        spread: NodeSpread,
     },
     /// The optimizer step over `params` parameters on one GPU.
     OptimizerStep { params: u64 },
@@ -121,13 +144,13 @@ pub enum Work {
     DataParallelReduceScatter {
         bytes: u64,
         group_size: u32,
-        nodes: u32,
+        spread: NodeSpread,
     },
     /// ZeRO-2 all-gather producing `bytes` of parameters per rank over the group.
     DataParallelAllGather {
         bytes: u64,
         group_size: u32,
-        nodes: u32,
+        spread: NodeSpread,
     },
     /// One copy of `bytes` over a GPU's PCIe host link, shared by `sharing_gpus`
     /// GPUs that transfer at the same time.

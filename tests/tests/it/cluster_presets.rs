@@ -8,6 +8,7 @@ use sim::collective::{estimate, fabric_hops, Algorithm, CollectiveOp, GroupShape
 use sim::cost::{ClosedFormNetwork, NetworkModel};
 use sim::scenario::{ScenarioFile, ScheduleKind};
 use sim::task::TaskKind;
+use sim::task_graph::NodeSpread;
 
 /// (preset, the default profile it must pick)
 const PRESETS: [(&str, &str); 7] = [
@@ -173,9 +174,14 @@ fn infiniband_and_roce_differ_exactly_by_the_latency_difference() {
         let hops = fabric_hops(CollectiveOp::AllReduce, e_ib.algorithm, &group) as f64;
         assert!(hops >= 2.0);
         assert_eq!(e_roce.latency_ns - e_ib.latency_ns, hops * 450.0);
-        let [plain_ns, ib_ns, roce_ns] = networks
-            .each_ref()
-            .map(|n| n.all_reduce(bytes, nodes * per_node, nodes).as_nanos() as f64);
+        let [plain_ns, ib_ns, roce_ns] = networks.each_ref().map(|n| {
+            n.all_reduce(
+                bytes,
+                nodes * per_node,
+                NodeSpread::even(nodes * per_node, nodes),
+            )
+            .as_nanos() as f64
+        });
         // Each duration is rounded up once: the differences within 1 ns.
         assert!(
             (roce_ns - ib_ns - hops * 450.0).abs() <= 1.0,
@@ -187,7 +193,9 @@ fn infiniband_and_roce_differ_exactly_by_the_latency_difference() {
         );
     }
     // Inside one node the fabric is never crossed: the three are equal.
-    let [a, b, c] = networks.each_ref().map(|n| n.all_reduce(1 << 20, 8, 1));
+    let [a, b, c] = networks
+        .each_ref()
+        .map(|n| n.all_reduce(1 << 20, 8, NodeSpread::even(8, 1)));
     assert_eq!((a, b), (c, c));
 }
 
@@ -226,7 +234,10 @@ fn h100_pcie_nodes_ring_over_pcie_and_refuse_contention() {
     let network = ClosedFormNetwork::new(&scenario.topology, &scenario.profile);
     let sxm = topologies::preset("dgx-h100-superpod").unwrap();
     let sxm_network = ClosedFormNetwork::new(&sxm, &Profile::builtin("h100-sxm").unwrap());
-    assert!(network.all_reduce(1 << 30, 8, 1) > sxm_network.all_reduce(1 << 30, 8, 1));
+    let one_node = NodeSpread::even(8, 1);
+    assert!(
+        network.all_reduce(1 << 30, 8, one_node) > sxm_network.all_reduce(1 << 30, 8, one_node)
+    );
     assert!(iteration_s(&scenario) > 0.0);
     let error = ScenarioFile {
         model: Some("llama3-8b".into()),

@@ -10,7 +10,7 @@ use sim::cost::{cost_works, pass_steps, ClosedFormNetwork, KernelCostModel, Netw
 use sim::scenario::{
     Precision, Recompute, Scenario, ScenarioFile, TrainingOptionsFile, UserbuffersConfig,
 };
-use sim::task_graph::{ComputePass, Work};
+use sim::task_graph::{ComputePass, NodeSpread, Work};
 use sim::time::SimDuration;
 
 fn scenario(overlap: bool, precision: Precision) -> Scenario {
@@ -82,7 +82,11 @@ fn gemm_seconds(scenario: &Scenario, pass: ComputePass) -> impl Fn(&str) -> f64 
 /// Half of one sequence-parallel all-reduce's seconds: b·s·h bf16 bytes over
 /// the 8 tensor ranks of one node.
 fn half_all_reduce_seconds(scenario: &Scenario) -> f64 {
-    let full = ClosedFormNetwork::for_scenario(scenario).all_reduce(4 * 2048 * 6144 * 2, 8, 1);
+    let full = ClosedFormNetwork::for_scenario(scenario).all_reduce(
+        4 * 2048 * 6144 * 2,
+        8,
+        NodeSpread::even(8, 1),
+    );
     full.as_seconds() / 2.0
 }
 

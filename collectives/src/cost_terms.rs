@@ -30,15 +30,19 @@ impl CostTerms {
 ///
 /// Inside a node: the NVLink bus bandwidth. Across nodes every ring crosses each
 /// node boundary once through one NIC, and NCCL runs one ring per rail in parallel,
-/// so the bus bandwidth is the node's usable NIC bandwidth, `rails × nic`, capped by
-/// NVLink when the ring also has intra-node hops. On DGX A100 with 8 ranks per node:
+/// so the bus bandwidth is the usable NIC bandwidth of the group's least populated
+/// node, `rails × nic` (its ranks' rails: a 4 + 12 split of 16 ranks over two NVL72
+/// domains has 4, not 8), capped by NVLink when the ring also has intra-node hops. On DGX A100 with 8 ranks per node:
 /// min(230, 8 × 24) = 192 GB/s (NVIDIA/nccl issue 812). With one rank per node (a
 /// data-parallel group with t = 8) each rank uses its own rail: 24 GB/s.
 pub fn ring_bus_bytes_per_s(group: &GroupShape, rates: &LinkRates) -> f64 {
     if group.nodes <= 1 {
         return rates.nvlink_bus_bytes_per_s;
     }
-    let network_bytes_per_s = rates.rails_per_node(group.ranks_per_node) * rates.nic_bytes_per_s;
+    // Each ring enters and leaves every node through a NIC of one of that
+    // node's ranks: the least populated node has the fewest rails to offer.
+    let network_bytes_per_s =
+        rates.rails_per_node(group.fewest_ranks_per_node) * rates.nic_bytes_per_s;
     if group.ranks_per_node > 1 {
         network_bytes_per_s.min(rates.nvlink_bus_bytes_per_s)
     } else {

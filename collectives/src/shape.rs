@@ -79,12 +79,15 @@ impl Algorithm {
     }
 }
 
-/// A group of ranks spread evenly over `nodes` nodes, `ranks_per_node` on each.
+/// A group of ranks over `nodes` nodes: `ranks_per_node` on the most
+/// crowded (what bounds its NVLink hops), `fewest_ranks_per_node` on the
+/// least (whose NICs bound what crosses the network; equal when even).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GroupShape {
     pub ranks: u32,
     pub nodes: u32,
     pub ranks_per_node: u32,
+    pub fewest_ranks_per_node: u32,
 }
 
 impl GroupShape {
@@ -94,6 +97,15 @@ impl GroupShape {
             ranks: nodes * ranks_per_node,
             nodes,
             ranks_per_node,
+            fewest_ranks_per_node: ranks_per_node,
+        }
+    }
+
+    /// The same group with at most `fewest` ranks on its least populated node.
+    pub fn with_fewest_ranks_per_node(self, fewest: u32) -> GroupShape {
+        GroupShape {
+            fewest_ranks_per_node: fewest.min(self.ranks_per_node),
+            ..self
         }
     }
 
@@ -102,9 +114,8 @@ impl GroupShape {
         GroupShape::new(1, ranks)
     }
 
-    /// The shape of a group given its GPUs' global indices (node = gpu / gpus_per_node).
-    /// An uneven group is described by its most crowded node (`ranks_per_node` is the
-    /// maximum), which is the node that limits a ring. Duplicates count once.
+    /// The shape of a group given its GPUs' global indices (node = gpu / gpus_per_node):
+    /// its most and least crowded nodes. Duplicates count once.
     pub fn from_ranks(gpus: &[u32], gpus_per_node: u32) -> GroupShape {
         let per_node = gpus_per_node.max(1);
         let mut distinct: Vec<u32> = gpus.to_vec();
@@ -118,6 +129,7 @@ impl GroupShape {
             ranks: distinct.len() as u32,
             nodes: counts.len() as u32,
             ranks_per_node: counts.values().copied().max().unwrap_or(0),
+            fewest_ranks_per_node: counts.values().copied().min().unwrap_or(0),
         }
     }
 }
@@ -253,8 +265,13 @@ mod tests {
         );
         let uneven = GroupShape::from_ranks(&[0, 1, 2, 8], 8);
         assert_eq!(
-            (uneven.ranks, uneven.nodes, uneven.ranks_per_node),
-            (4, 2, 3)
+            (
+                uneven.ranks,
+                uneven.nodes,
+                uneven.ranks_per_node,
+                uneven.fewest_ranks_per_node
+            ),
+            (4, 2, 3, 1)
         );
         assert_eq!(GroupShape::from_ranks(&[], 8).ranks, 0);
     }

@@ -192,3 +192,51 @@ fn f7_a_failed_run_changes_no_file_and_stale_temporaries_go() {
         "only keep.json"
     );
 }
+
+/// F5: twice the data parallelism and global batch on `gb200-nvl72` (the
+/// same work per GPU) never shortens the iteration. The cause was the closed
+/// form pricing a data-parallel group split 4 + 12 over two NVL72 domains as
+/// 8 + 8: the least populated domain has 4 NICs for the ring, not 8.
+#[test]
+fn f5_weak_scaling_on_nvl72_is_never_faster() {
+    let iteration_s = |tp: u32, dp: u32, microbatch: u32, chunks: u32| {
+        let args = [
+            "simulate".to_string(),
+            "--model".into(),
+            "gpt3-175b".into(),
+            "--topology".into(),
+            "gb200-nvl72".into(),
+            "--tp".into(),
+            tp.to_string(),
+            "--pp".into(),
+            "8".into(),
+            "--dp".into(),
+            dp.to_string(),
+            "--microbatch-size".into(),
+            microbatch.to_string(),
+            "--global-batch".into(),
+            (16 * dp).to_string(),
+            "--seq-len".into(),
+            "512".into(),
+            "--schedule".into(),
+            "interleaved".into(),
+            "--chunks".into(),
+            chunks.to_string(),
+            "--recompute".into(),
+            "selective".into(),
+            "--stack".into(),
+            "deepspeed-pipeline".into(),
+            "--json".into(),
+        ];
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = common::clustersim(&refs);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        json["iteration_time_s"].as_f64().expect("iteration_time_s")
+    };
+    // The report's reproducer (t = 2, b = 2, v = 3) and t = 4 (b = 1, v = 2).
+    let reproducer = [iteration_s(2, 8, 2, 3), iteration_s(2, 16, 2, 3)];
+    assert!(reproducer[1] >= reproducer[0], "{reproducer:?}");
+    let wider = [4, 8, 16].map(|dp| iteration_s(4, dp, 1, 2));
+    assert!(wider[0] <= wider[1] && wider[1] <= wider[2], "{wider:?}");
+}

@@ -68,7 +68,8 @@ impl ClosedFormNetwork {
             return SimDuration::ZERO;
         }
         let nodes = spread.nodes.max(1);
-        let group = GroupShape::new(nodes, group_size.div_ceil(nodes));
+        let group = GroupShape::new(nodes, group_size.div_ceil(nodes))
+            .with_fewest_ranks_per_node(spread.fewest_ranks_per_node);
         estimate(op, bytes, &group, &self.rates, None).duration
     }
 }

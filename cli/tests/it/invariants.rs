@@ -80,7 +80,7 @@ impl Layout {
             let (topology, capacity) = random.pick(&TOPOLOGIES);
             let tp = random.pick(&[1, 2, 4]);
             let pp = random.pick(&[1, 2, 4]);
-            let dp = random.pick(&[1, 2, 4]);
+            let dp = random.pick(&[1, 2, 4, 8, 16]);
             let schedule = random.pick(&["1f1b", "gpipe", "interleaved", "zb-h1"]);
             let chunks = if schedule == "interleaved" { 2 } else { 1 };
             let layout = Layout {

@@ -7,6 +7,7 @@ mod commands;
 mod exit;
 mod malloc_tuning;
 mod output_file;
+mod stdout;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -68,7 +69,14 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Usage errors: clap's message on stderr, exit 2.
+        Err(error) if error.use_stderr() => error.exit(),
+        // `--help`, `help`, `--version`: on stdout, through the same check
+        // as every other output (clap's own exit ignores a failed write).
+        Err(help) => return exit::report(print_help(&help)),
+    };
     if matches!(cli.command, Command::Sweep(_)) {
         malloc_tuning::keep_freed_memory_for_reuse();
     }
@@ -98,4 +106,12 @@ fn main() -> ExitCode {
     };
     let result = result.and_then(|()| outputs.commit().map_err(exit::user_error));
     exit::report(result)
+}
+
+/// Prints clap's help or version text to stdout, as `Cli::parse` would.
+fn print_help(help: &clap::Error) -> anyhow::Result<()> {
+    use std::io::Write;
+    help.print()
+        .and_then(|()| std::io::stdout().flush())
+        .map_err(stdout::error)
 }

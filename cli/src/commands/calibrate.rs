@@ -2,6 +2,7 @@
 //! the CPU Adam step on this machine and write a calibration profile.
 
 use crate::exit::user_error;
+use crate::stdout::outln;
 use calibrate::{CalibrateError, CalibrateOptions, Progress};
 use clap::Args;
 use gpu::detect::CudaLibrary;
@@ -108,12 +109,12 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     crate::output_file::write_output(&args.out, |writer| {
         std::io::Write::write_all(writer, (text + "\n").as_bytes())
     })?;
-    println!(
+    outln!(
         "profile {} written to {} (use it with: clustersim simulate --profile {})",
         profile.id,
         args.out.display(),
         args.out.display()
-    );
+    )?;
     Ok(())
 }
 

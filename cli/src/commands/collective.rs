@@ -4,6 +4,7 @@
 //! the NCCL version `--nccl` names.
 
 use crate::exit::user_error;
+use crate::stdout::{out, outln};
 use clap::Args;
 use profile::Profile;
 use sim::collective::{Algorithm, CollectiveOp, GroupShape, LinkRates, NcclVersion};
@@ -129,13 +130,13 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
     });
     let sizes = size_sweep(args.min_bytes, args.max_bytes, args.factor);
     let rows = nccl_tests_table(op, &sizes, &group, &rates, algorithm);
-    println!(
+    outln!(
         "# topology {} · profile {} · NCCL {} tuner ({})",
         topology.name,
         profile.id,
         nccl.name(),
         nccl.release()
-    );
-    print!("{}", format_nccl_tests_table(op, &group, &rows));
+    )?;
+    out!("{}", format_nccl_tests_table(op, &group, &rows))?;
     Ok(())
 }

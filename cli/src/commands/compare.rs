@@ -2,6 +2,7 @@
 //! same scenario (simulated vs measured, or before vs after a change).
 
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -39,27 +40,29 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let labels = [label(&reference), label(&other)];
     let labels = [labels[0].as_str(), labels[1].as_str()];
     let result = timeline::compare::compare(&reference, &other, args.worst).map_err(user_error)?;
-    println!(
+    outln!(
         "iteration time  {:.6} s vs {:.6} s ({:+.2}%)",
-        result.reference_iteration_s, result.other_iteration_s, result.iteration_error_percent
-    );
-    println!(
+        result.reference_iteration_s,
+        result.other_iteration_s,
+        result.iteration_error_percent
+    )?;
+    outln!(
         "bubble fraction {:.4} vs {:.4} ({:+.4})",
         result.reference_bubble_fraction,
         result.other_bubble_fraction,
         result.other_bubble_fraction - result.reference_bubble_fraction
-    );
-    println!(
+    )?;
+    outln!(
         "\n{}",
         reports::format_comparison_table(&reports::comparison_table(&reference, &other, labels))
-    );
+    )?;
     if let Some(why) = &result.unmatched {
-        println!("{why}");
+        outln!("{why}")?;
     }
     if !result.worst_tasks.is_empty() {
-        println!("most different tasks:");
+        outln!("most different tasks:")?;
         for task in &result.worst_tasks {
-            println!(
+            outln!(
                 "  #{:<8} {:<26} stage {:<3} mb {:<5} {:>12} ns vs {:>12} ns ({:+.1}%)",
                 task.id,
                 task.kind,
@@ -68,12 +71,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
                 task.reference_ns,
                 task.other_ns,
                 task.error_percent
-            );
+            )?;
         }
     }
     if let Some(path) = &args.plot {
         reports::render_comparison(&reference, &other, labels, path).map_err(user_error)?;
-        println!("comparison chart: {}", path.display());
+        outln!("comparison chart: {}", path.display())?;
     }
     if let Some(limit) = args.max_error {
         if result.iteration_error_percent.abs() > limit {

@@ -11,6 +11,7 @@
 //! one error line naming where it looked (exit 2).
 
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::Args;
 use gpu::detect::CudaLibrary;
 use gpu::libraries::{self, DirOrigin, Found, Resolution, SearchDir};
@@ -248,37 +249,37 @@ pub fn run(args: CudaLibsArgs) -> anyhow::Result<()> {
         match libraries::launch_plan_in_temp(&resolutions, current.as_deref()) {
             Some((link_dir, plan)) => {
                 libraries::make_links(&link_dir, &plan.links)?;
-                println!(
+                outln!(
                     "export LD_LIBRARY_PATH={}",
                     shell_quoted(&plan.ld_library_path)
-                );
+                )?;
             }
-            None => println!(
+            None => outln!(
                 "export LD_LIBRARY_PATH={}",
                 shell_quoted(&current.unwrap_or_default())
-            ),
+            )?,
         }
         return Ok(());
     }
-    println!(
+    outln!(
         "CUDA driver: {}",
         if CudaLibrary::Driver.is_present() {
             "loadable"
         } else {
             "not found (libcuda.so comes with the NVIDIA driver)"
         }
-    );
+    )?;
     for resolution in &resolutions {
         let name = display_name(resolution.library);
         match &resolution.found {
             Some(Found::File { path, origin }) => {
-                println!("{name}: {} (from {})", path.display(), origin.describe())
+                outln!("{name}: {} (from {})", path.display(), origin.describe())?
             }
-            Some(Found::Loader) => println!("{name}: found by the system's loader path"),
-            None => println!("{name}: not found"),
+            Some(Found::Loader) => outln!("{name}: found by the system's loader path")?,
+            None => outln!("{name}: not found")?,
         }
     }
-    println!("searched: {}", places(&explicit, &python));
+    outln!("searched: {}", places(&explicit, &python))?;
     Ok(())
 }
 

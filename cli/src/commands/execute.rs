@@ -4,6 +4,7 @@
 
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::Args;
 use executor::{ExecuteError, ExecuteOptions, ExecutionMode, ExecutionPlan};
 use sim::scenario::Scenario;
@@ -73,8 +74,8 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         if let Some(path) = &args.plan {
             write_plan(&prepared.plan, path)?;
         }
-        print_plan(&scenario, &prepared.plan, prepared.check.waits);
-        println!("  dry run: nothing was executed");
+        print_plan(&scenario, &prepared.plan, prepared.check.waits)?;
+        outln!("  dry run: nothing was executed")?;
         return Ok(());
     }
     let execution = executor::execute(&scenario, &options).map_err(execute_error)?;
@@ -82,32 +83,33 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
         write_plan(&execution.plan, path)?;
     }
     write_timeline(&execution.timeline, &args.out)?;
-    print_plan(&scenario, &execution.plan, execution.check.waits);
+    print_plan(&scenario, &execution.plan, execution.check.waits)?;
     // Every rank's records: full expansion.
     let simulated = sim::simulate_with(&scenario, sim::Expansion::Full)
         .map_err(crate::exit::simulation_error)?
         .into_timeline();
     let comparison = timeline::compare::compare(&simulated, &execution.timeline, 0)
         .map_err(|e| anyhow::anyhow!(e))?;
-    println!(
+    outln!(
         "  device              {} ({} ranks per GPU)",
         execution.notes["device"].as_str().unwrap_or("?"),
         execution.plan.ranks_per_gpu()
-    );
-    println!(
+    )?;
+    outln!(
         "  iteration time      {:.6} s measured vs {:.6} s simulated ({:+.2}%)",
         comparison.other_iteration_s,
         comparison.reference_iteration_s,
         comparison.iteration_error_percent
-    );
-    println!(
+    )?;
+    outln!(
         "  bubble fraction     {:.4} measured vs {:.4} simulated",
-        comparison.other_bubble_fraction, comparison.reference_bubble_fraction
-    );
+        comparison.other_bubble_fraction,
+        comparison.reference_bubble_fraction
+    )?;
     for warning in &execution.warnings {
-        println!("  warning: {warning}");
+        outln!("  warning: {warning}")?;
     }
-    println!("  measured timeline   {}", args.out.display());
+    outln!("  measured timeline   {}", args.out.display())?;
     Ok(())
 }
 
@@ -120,30 +122,34 @@ fn execute_error(error: ExecuteError) -> anyhow::Error {
     }
 }
 
-fn print_plan(scenario: &Scenario, plan: &ExecutionPlan, waits: usize) {
+fn print_plan(scenario: &Scenario, plan: &ExecutionPlan, waits: usize) -> anyhow::Result<()> {
     let counts = plan.launch_counts();
-    println!(
+    outln!(
         "clustersim execute · {} · {}",
         plan.mode.name(),
         scenario.title()
-    );
-    println!(
+    )?;
+    outln!(
         "  plan                {} tasks on {} streams, {} ranks on {} GPU(s), {} cross-stream waits",
         plan.tasks.len(),
         plan.streams.len(),
         plan.rank_gpu.len(),
         plan.gpu_count,
         waits
-    );
-    println!(
+    )?;
+    outln!(
         "  launches            {} GEMMs, {} copies, {} spins, {} NCCL calls",
-        counts.gemms, counts.copies, counts.spins, counts.collectives
-    );
-    println!(
+        counts.gemms,
+        counts.copies,
+        counts.spins,
+        counts.collectives
+    )?;
+    outln!(
         "  simulated iteration {:.6} s (profile {})",
         plan.simulated_iteration_ns as f64 * 1e-9,
         scenario.profile.id
-    );
+    )?;
+    Ok(())
 }
 
 fn write_plan(plan: &ExecutionPlan, path: &Path) -> anyhow::Result<()> {

@@ -5,6 +5,7 @@
 //! `validate` and `sweep` applies the factors ([`load`]).
 
 use crate::exit::user_error;
+use crate::stdout::{out, outln};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sim::scenario::fitted::FitParameter;
@@ -83,16 +84,16 @@ pub fn run(args: FitArgs) -> anyhow::Result<()> {
         std::io::Write::write_all(writer, text.as_bytes())
     })?;
     if args.json {
-        print!("{text}");
+        out!("{text}")?;
     } else {
-        print_summary(&record, &args.out);
+        print_summary(&record, &args.out)?;
     }
     Ok(())
 }
 
 /// The parameters, the errors and the range, for a reader.
-fn print_summary(record: &FitRecord, out: &Path) {
-    println!(
+fn print_summary(record: &FitRecord, out: &Path) -> anyhow::Result<()> {
+    outln!(
         "fit of {}: {} whole run{}{} (error = predicted ÷ measured iteration time − 1)",
         record.cases_file,
         record.in_sample.runs,
@@ -101,39 +102,39 @@ fn print_summary(record: &FitRecord, out: &Path) {
             0 => String::new(),
             n => format!(" and {n} kernel-class times from traces"),
         }
-    );
-    println!("\n{:<21} {:>6} {:>13}  ", "parameter", "value", "±1 sd");
+    )?;
+    outln!("\n{:<21} {:>6} {:>13}  ", "parameter", "value", "±1 sd")?;
     for p in &record.parameters {
         match (p.fitted, p.range, &p.kept_at_prior_because) {
-            (true, Some([low, high]), _) => println!(
+            (true, Some([low, high]), _) => outln!(
                 "{:<21} {:>6.3} {:>6.3}–{:<6.3}  fitted",
                 p.name.name(),
                 p.value,
                 low,
                 high
-            ),
-            (_, _, why) => println!(
+            )?,
+            (_, _, why) => outln!(
                 "{:<21} {:>6.3} {:>13}  kept at its prior: {}",
                 p.name.name(),
                 p.value,
                 "—",
                 why.as_deref().unwrap_or("not fitted")
-            ),
+            )?,
         }
     }
     let s = &record.in_sample;
     let l = &record.leave_one_out;
-    println!(
+    outln!(
         "\nmean |error|: calibrated {:.1}%, fitted {:.1}% (max {:.1}%), each case left out {:.1}% (max {:.1}%)",
         s.calibrated_mean_abs_error_percent,
         s.mean_abs_error_percent,
         s.max_abs_error_percent,
         l.mean_abs_error_percent,
         l.max_abs_error_percent
-    );
+    )?;
     let enough = s.runs >= studies::validation::residuals::MIN_RANGE_RUNS;
     if enough {
-        println!(
+        outln!(
         "a prediction with this fit: measured ÷ predicted {:.3}–{:.3} ({} of the {} left-out runs; \
          errors {:+.1}% to {:+.1}%)",
         l.ratio_low,
@@ -142,20 +143,20 @@ fn print_summary(record: &FitRecord, out: &Path) {
         s.runs,
         error_percent(l.ratio_high),
         error_percent(l.ratio_low)
-    );
+    )?;
     }
     if let (Some(coverage), Some(width)) =
         (l.held_out_coverage_percent, l.held_out_mean_width_percent)
     {
-        println!(
+        outln!(
             "that range made without each run in turn held the run {coverage:.0}% of the time \
              (mean width {width:.1}%)"
-        );
+        )?;
     }
     for warning in &record.warnings {
-        println!("warning: {warning}");
+        outln!("warning: {warning}")?;
     }
-    println!("\nwrote {}", out.display());
+    outln!("\nwrote {}", out.display())
 }
 
 /// The fitted factors, for a summary line: "h100-fit.json: gemm_rate 0.916,

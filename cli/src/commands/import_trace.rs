@@ -5,6 +5,7 @@
 //! GEMMs, fused attention and memory-bound kernels.
 
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::Args;
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -72,12 +73,12 @@ pub fn run(args: ImportTraceArgs) -> anyhow::Result<()> {
     crate::output_file::write_output(&args.out, |writer| {
         std::io::Write::write_all(writer, written.as_bytes())
     })?;
-    print_summary(&summary);
-    println!(
+    print_summary(&summary)?;
+    outln!(
         "\nwrote {} (use it with: clustersim fit {} --out FIT.json)",
         args.out.display(),
         args.out.display()
-    );
+    )?;
     Ok(())
 }
 
@@ -111,32 +112,33 @@ fn measured(summary: &TraceSummary) -> serde_json::Value {
     measured.into()
 }
 
-fn print_summary(summary: &TraceSummary) {
+fn print_summary(summary: &TraceSummary) -> anyhow::Result<()> {
     let iteration = summary
         .iteration_time_s
         .map_or("no ProfilerStep annotations".into(), |s| {
             format!("iteration {:.3} s", s)
         });
-    println!(
+    outln!(
         "{} iterations ({iteration}); GPU seconds per iteration by class:",
         summary.iterations
-    );
+    )?;
     for (class, seconds) in [
         ("GEMM", summary.gemm_s),
         ("attention", summary.attention_s),
         ("memory-bound", summary.memory_bound_s),
         ("NCCL (not fitted)", summary.communication_s),
     ] {
-        println!("  {class:<18} {seconds:>9.4} s");
+        outln!("  {class:<18} {seconds:>9.4} s")?;
     }
-    println!("\nlongest kernels (all iterations):");
+    outln!("\nlongest kernels (all iterations):")?;
     for kernel in summary.kernels.iter().take(12) {
         let name: String = kernel.name.chars().take(80).collect();
-        println!(
+        outln!(
             "  {:>9.4} s {:>7} × {:<13} {name}",
             kernel.total_s,
             kernel.launches,
             format!("{:?}", kernel.class)
-        );
+        )?;
     }
+    Ok(())
 }

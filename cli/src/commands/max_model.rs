@@ -1,7 +1,6 @@
 //! ZeRO-Offload output of `clustersim simulate`: the offload summary lines and
 //! `--max-model-size` (the largest model that fits, from the memory model).
 
-use anyhow::Context;
 use sim::scenario::Scenario;
 use sim::task::TaskKind;
 use sim::SimulationReport;
@@ -20,8 +19,8 @@ pub fn run(scenario: &Scenario, json: bool) -> anyhow::Result<()> {
         ));
     }
     let found = studies::max_model::largest_model(scenario);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Written whole at the end (exit 2 naming standard output if it fails).
+    let mut out = Vec::new();
     if json {
         let value = serde_json::json!({
             "scenario": scenario.title(),
@@ -31,7 +30,7 @@ pub fn run(scenario: &Scenario, json: bool) -> anyhow::Result<()> {
         });
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
-        return Ok(());
+        return crate::stdout::write_all(&out);
     }
     writeln!(out, "clustersim · largest model · {}", scenario.title())?;
     match found {
@@ -75,7 +74,7 @@ pub fn run(scenario: &Scenario, json: bool) -> anyhow::Result<()> {
             )?;
         }
     }
-    out.flush().context("writing to stdout")
+    crate::stdout::write_all(&out)
 }
 
 /// The offload lines of the human-readable summary.

@@ -7,6 +7,7 @@
 
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use studies::bubble_chart;
@@ -114,11 +115,11 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
             .iter()
             .map(|(m, y)| format!("m={m}: {y:.4} (formula {:.4})", s.formula.fraction(p, *m)))
             .collect();
-        println!("{:<16} {}", s.label, cells.join(", "));
+        outln!("{:<16} {}", s.label, cells.join(", "))?;
     }
     for line in &groups {
-        println!("{line}");
+        outln!("{line}")?;
     }
-    println!("bubble chart: {}", args.out.display());
+    outln!("bubble chart: {}", args.out.display())?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! `--json` lists every name machine-readably.
 
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::{Args, ValueEnum};
 use sim::scenario::{ScheduleKind, Stack, DEFAULT_STACK};
 
@@ -105,18 +106,18 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
         }
         lists.insert("schedules".into(), ScheduleKind::names().into());
         lists.insert("default_stack".into(), DEFAULT_STACK.into());
-        println!("{}", serde_json::to_string_pretty(&lists)?);
+        outln!("{}", serde_json::to_string_pretty(&lists)?)?;
         return Ok(());
     }
-    println!("models:     {}", PresetKind::Model.names().join(", "));
-    println!("topologies: {}", PresetKind::Topology.names().join(", "));
-    println!("profiles:   {}", PresetKind::Profile.names().join(", "));
-    println!(
+    outln!("models:     {}", PresetKind::Model.names().join(", "))?;
+    outln!("topologies: {}", PresetKind::Topology.names().join(", "))?;
+    outln!("profiles:   {}", PresetKind::Profile.names().join(", "))?;
+    outln!(
         "stacks:     {} (default {DEFAULT_STACK})",
         PresetKind::Stack.names().join(", ")
-    );
-    println!("schedules:  {}", ScheduleKind::names().join(", "));
-    println!("\n`clustersim presets --show NAME` prints one as the JSON file to copy and edit.");
+    )?;
+    outln!("schedules:  {}", ScheduleKind::names().join(", "))?;
+    outln!("\n`clustersim presets --show NAME` prints one as the JSON file to copy and edit.")?;
     Ok(())
 }
 
@@ -132,7 +133,7 @@ fn show(name: &str, kind: Option<PresetKind>) -> anyhow::Result<()> {
     }
     match found.as_slice() {
         [(_, text)] => {
-            println!("{text}");
+            outln!("{text}")?;
             Ok(())
         }
         [] => {

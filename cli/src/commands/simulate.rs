@@ -114,8 +114,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         }
         _ => Vec::new(),
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Written whole at the end (exit 2 naming standard output if it fails).
+    let mut out = Vec::new();
     if args.json {
         let mut summary = json_summary(&scenario, &report, &range);
         if let Some(fit) = fit_json {
@@ -142,7 +142,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             writeln!(out, "  {note}")?;
         }
     }
-    Ok(())
+    crate::stdout::write_all(&out)
 }
 
 fn write_timeline(timeline: &timeline::Timeline, path: &std::path::Path) -> anyhow::Result<()> {

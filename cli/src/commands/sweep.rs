@@ -404,7 +404,7 @@ fn present(output: &SweepOutput, args: &OutputArgs, timing: Option<&str>) -> any
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if let Some(path) = &args.json {
         if json_to_stdout {
-            std::io::stdout().write_all(output.to_json_string().as_bytes())?;
+            crate::stdout::write_all(output.to_json_string().as_bytes())?;
         } else {
             write_file(path, &output.to_json_string())?;
         }
@@ -432,7 +432,7 @@ fn present(output: &SweepOutput, args: &OutputArgs, timing: Option<&str>) -> any
     if json_to_stdout {
         std::io::stderr().write_all(&text)?;
     } else {
-        std::io::stdout().write_all(&text)?;
+        crate::stdout::write_all(&text)?;
     }
     if output.shard.is_none() && output.results.is_empty() {
         return Err(user_error(format!(

@@ -2,6 +2,7 @@
 
 use super::pictures::PictureArgs;
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -24,7 +25,7 @@ pub fn run(args: TimelineArgs) -> anyhow::Result<()> {
         ));
     }
     for note in args.pictures.write(&timeline)? {
-        println!("{note}");
+        outln!("{note}")?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 //! its `#` header line.
 
 use crate::exit::user_error;
+use crate::stdout::outln;
 use clap::Args;
 use sim::scenario::fitted::FitValues;
 use std::path::PathBuf;
@@ -57,10 +58,10 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
         .zip(fit.as_ref())
         .map(|(path, record)| super::fit::applied_json(&path.display().to_string(), record));
     if let (Some(path), Some(record), false) = (&args.fit, &fit, args.json) {
-        println!(
+        outln!(
             "with fit {}\n",
             super::fit::applied_line(&path.display().to_string(), record)
-        );
+        )?;
     }
     if gemm_table::looks_like_gemm_table(&text) {
         return run_gemm_table(&args, &text);
@@ -78,42 +79,56 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
         // The rows' keys in their declared order (a `Value` would sort them).
         let rows_text = serde_json::to_string_pretty(&rows)?;
         match fit_json {
-            Some(fit) => println!(
+            Some(fit) => outln!(
                 "{{\n  \"fit\": {},\n  \"rows\": {}\n}}",
                 serde_json::to_string(&fit)?,
                 rows_text.replace('\n', "\n  ")
-            ),
-            None => println!("{rows_text}"),
+            )?,
+            None => outln!("{rows_text}")?,
         }
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<26} {:<48} {:>10} {:>10} {:>8}  breakdown",
-        "case", "quantity", "published", "predicted", "error"
-    );
+        "case",
+        "quantity",
+        "published",
+        "predicted",
+        "error"
+    )?;
     let mut errors = Vec::new();
     for row in &rows {
         match (row.predicted, row.error_percent) {
             (Some(predicted), Some(error)) => {
                 errors.push(error.abs());
-                println!(
+                outln!(
                     "{:<26} {:<48} {:>10.2} {:>10.2} {:>+7.1}%  {}",
-                    row.case, row.quantity, row.published, predicted, error, row.note
-                )
+                    row.case,
+                    row.quantity,
+                    row.published,
+                    predicted,
+                    error,
+                    row.note
+                )?
             }
-            _ => println!(
+            _ => outln!(
                 "{:<26} {:<48} {:>10.2} {:>10} {:>8}  {}",
-                row.case, row.quantity, row.published, "—", "—", row.note
-            ),
+                row.case,
+                row.quantity,
+                row.published,
+                "—",
+                "—",
+                row.note
+            )?,
         }
     }
     if !errors.is_empty() {
         let mean = errors.iter().sum::<f64>() / errors.len() as f64;
         let max = errors.iter().cloned().fold(0.0, f64::max);
-        println!(
+        outln!(
             "\n{} predictions: mean |error| {mean:.1}%, max {max:.1}%",
             errors.len()
-        );
+        )?;
     }
     Ok(())
 }
@@ -132,7 +147,7 @@ fn run_gemm_table(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
             "dtypes": summaries,
             "rows": table.rows,
         });
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
     let timing = match table.timing {
@@ -141,24 +156,30 @@ fn run_gemm_table(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
             format!("back-to-back launches ({launch_gap_ns:.0} ns launch gap added)")
         }
     };
-    println!(
+    outln!(
         "GEMM table {path}: {} rows on {} (profile {}), timed as {timing}; predicted by the \
          tile model at its burst rate; error = predicted / measured - 1",
         table.rows.len(),
         table.gpu.name,
         table.profile.id
-    );
-    println!(
+    )?;
+    outln!(
         "\n{:<26} {:>6} {:>9} {:>12} {:>11} {:>8} {:>6}",
-        "dtype", "rows", "predicted", "mean |error|", "mean error", "worst", "line"
-    );
+        "dtype",
+        "rows",
+        "predicted",
+        "mean |error|",
+        "mean error",
+        "worst",
+        "line"
+    )?;
     let percent = |v: Option<f64>, signed: bool| match (v, signed) {
         (Some(v), true) => format!("{v:+.1}%"),
         (Some(v), false) => format!("{v:.1}%"),
         (None, _) => "-".into(),
     };
     for s in &summaries {
-        println!(
+        outln!(
             "{:<26} {:>6} {:>9} {:>12} {:>11} {:>8} {:>6}",
             s.dtype,
             s.rows,
@@ -167,19 +188,21 @@ fn run_gemm_table(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
             percent(s.mean_error_percent, true),
             percent(s.worst_error_percent, true),
             s.worst_line.map_or("-".into(), |l| l.to_string())
-        );
+        )?;
     }
-    println!();
+    outln!()?;
     // Each reason once per data type (its first word tells reasons apart).
     let mut reasons: Vec<(&str, &str)> = Vec::new();
     for row in table.rows.iter().filter(|r| r.predicted_s.is_none()) {
         let why = row.note.split_whitespace().next().unwrap_or("");
         if !reasons.contains(&(row.dtype.as_str(), why)) {
             reasons.push((&row.dtype, why));
-            println!(
+            outln!(
                 "not predicted: {} (first at line {}): {}",
-                row.dtype, row.line, row.note
-            );
+                row.dtype,
+                row.line,
+                row.note
+            )?;
         }
     }
     Ok(())
@@ -217,11 +240,10 @@ fn run_vtrain(
         if let Some(fit) = fit_json {
             json["fit"] = fit;
         }
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
-    print_table(&path.to_string(), &table);
-    Ok(())
+    print_table(&path.to_string(), &table)
 }
 
 fn percent(value: Option<f64>, signed: bool) -> String {
@@ -236,14 +258,14 @@ fn line(value: Option<usize>) -> String {
     value.map_or_else(|| "—".into(), |l| l.to_string())
 }
 
-fn print_table(path: &str, table: &ErrorTable) {
+fn print_table(path: &str, table: &ErrorTable) -> anyhow::Result<()> {
     let s = &table.summary;
-    println!(
+    outln!(
         "vTrain single-node ground truth ({path}): {} runs on {}, default profile, stack deepspeed-pipeline (Megatron-DeepSpeed); error = predicted / measured − 1",
         s.runs,
         vtrain::VTRAIN_TOPOLOGY
-    );
-    println!(
+    )?;
+    outln!(
         "{} predicted, {} refused; mean |error| {}, mean error {}, max |error| {} (line {})",
         s.predicted,
         s.refused,
@@ -251,13 +273,20 @@ fn print_table(path: &str, table: &ErrorTable) {
         percent(s.mean_error_percent, true),
         percent(s.max_abs_error_percent, false),
         line(s.max_line)
-    );
-    println!(
+    )?;
+    outln!(
         "\n{:>6} {:>3} {:>5} {:>8} {:>11} {:>12} {:>9} {:>6}",
-        "hidden", "t", "runs", "refused", "mean error", "mean |error|", "worst", "line"
-    );
+        "hidden",
+        "t",
+        "runs",
+        "refused",
+        "mean error",
+        "mean |error|",
+        "worst",
+        "line"
+    )?;
     for g in &table.groups {
-        println!(
+        outln!(
             "{:>6} {:>3} {:>5} {:>8} {:>11} {:>12} {:>9} {:>6}",
             g.hidden,
             g.tp,
@@ -267,10 +296,10 @@ fn print_table(path: &str, table: &ErrorTable) {
             percent(g.mean_abs_error_percent, false),
             percent(g.worst_error_percent, true),
             line(g.worst_line)
-        );
+        )?;
     }
-    println!("\n{} worst rows:", table.worst.len());
-    println!(
+    outln!("\n{} worst rows:", table.worst.len())?;
+    outln!(
         "{:>5} {:>4} {:>4} {:>3} {:>6} {:>6} {:>3} {:>3} {:>3} {:>3} {:>11} {:>12} {:>8}  fits",
         "line",
         "GPUs",
@@ -285,21 +314,22 @@ fn print_table(path: &str, table: &ErrorTable) {
         "measured ms",
         "predicted ms",
         "error"
-    );
+    )?;
     for r in &table.worst {
-        print_row(r);
+        print_row(r)?;
     }
     if !table.refusals.is_empty() {
-        println!("\nrefused:");
+        outln!("\nrefused:")?;
         for refusal in &table.refusals {
-            println!("{:>5} × {}", refusal.runs, refusal.reason);
+            outln!("{:>5} × {}", refusal.runs, refusal.reason)?;
         }
     }
+    Ok(())
 }
 
-fn print_row(r: &VtrainResult) {
+fn print_row(r: &VtrainResult) -> anyhow::Result<()> {
     let run = &r.run;
-    println!(
+    outln!(
         "{:>5} {:>4} {:>4} {:>3} {:>6} {:>6} {:>3} {:>3} {:>3} {:>3} {:>11.1} {:>12} {:>8}  {}",
         run.line,
         run.gpus,
@@ -320,5 +350,5 @@ fn print_row(r: &VtrainResult) {
             Some(false) => "no",
             None => "—",
         }
-    );
+    )
 }

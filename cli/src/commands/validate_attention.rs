@@ -3,6 +3,7 @@
 //! with the kernels the simulator prices for it.
 
 use crate::exit::user_error;
+use crate::stdout::outln;
 use studies::validation::attention_table::{self, Implementation, Pass};
 
 /// Reads, predicts and reports an attention table (a bad file exits 2).
@@ -17,28 +18,34 @@ pub fn run_attention_table(path: &str, text: &str, json: bool) -> anyhow::Result
             "groups": summaries,
             "rows": table.rows,
         });
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "attention table {path}: {} rows on {} (profile {}); Megatron's rows priced as the \
          simulator prices its unfused attention core, every kernel with its launch, at the burst \
          rate; error = predicted / measured - 1",
         table.rows.len(),
         table.gpu.name,
         table.profile.id
-    );
+    )?;
     let percent = |v: Option<f64>, signed: bool| match (v, signed) {
         (Some(v), true) => format!("{v:+.1}%"),
         (Some(v), false) => format!("{v:.1}%"),
         (None, _) => "-".into(),
     };
-    println!(
+    outln!(
         "\n{:<16} {:<9} {:<8} {:>5} {:>9} {:>12} {:>11}",
-        "implementation", "pass", "dropout", "rows", "predicted", "mean |error|", "mean error"
-    );
+        "implementation",
+        "pass",
+        "dropout",
+        "rows",
+        "predicted",
+        "mean |error|",
+        "mean error"
+    )?;
     for s in &summaries {
-        println!(
+        outln!(
             "{:<16} {:<9} {:<8} {:>5} {:>9} {:>12} {:>11}",
             implementation_name(s.implementation),
             pass_name(s.pass),
@@ -47,14 +54,19 @@ pub fn run_attention_table(path: &str, text: &str, json: bool) -> anyhow::Result
             s.predicted,
             percent(s.mean_abs_error_percent, false),
             percent(s.mean_error_percent, true),
-        );
+        )?;
     }
-    println!(
+    outln!(
         "\n{:<9} {:<8} {:>6} {:>9} {:>10} {:>8}  kernels (ms)",
-        "pass", "dropout", "seq", "measured", "predicted", "error"
-    );
+        "pass",
+        "dropout",
+        "seq",
+        "measured",
+        "predicted",
+        "error"
+    )?;
     for row in table.rows.iter().filter(|r| r.predicted_s.is_some()) {
-        println!(
+        outln!(
             "{:<9} {:<8} {:>6} {:>9.3} {:>10.3} {:>8}  {}",
             pass_name(row.pass),
             if row.dropout { "yes" } else { "no" },
@@ -63,18 +75,18 @@ pub fn run_attention_table(path: &str, text: &str, json: bool) -> anyhow::Result
             row.predicted_s.unwrap_or(f64::NAN) * 1e3,
             percent(row.error_percent, true),
             row.note
-        );
+        )?;
     }
     let mut reasons: Vec<&str> = Vec::new();
     for row in table.rows.iter().filter(|r| r.predicted_s.is_none()) {
         if !reasons.contains(&row.note.as_str()) {
             reasons.push(&row.note);
-            println!(
+            outln!(
                 "not predicted: {} (first at line {}): {}",
                 implementation_name(row.implementation),
                 row.line,
                 row.note
-            );
+            )?;
         }
     }
     Ok(())

@@ -22,6 +22,7 @@ mod presets;
 mod reliability;
 mod round3;
 mod schedules_as_data;
+mod stdout_full;
 mod summary;
 mod sweep;
 mod sweep_post_validation;

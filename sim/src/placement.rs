@@ -180,10 +180,7 @@ impl Placement {
 
     /// Distinct nodes a set of ranks spans.
     pub fn nodes_spanned(&self, ranks: &[Rank]) -> u32 {
-        let mut nodes: Vec<u32> = ranks.iter().map(|&r| self.node(r)).collect();
-        nodes.sort_unstable();
-        nodes.dedup();
-        nodes.len() as u32
+        self.spread(ranks).nodes
     }
 
     /// How a set of ranks falls on nodes: the nodes it spans and the fewest

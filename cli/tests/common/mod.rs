@@ -91,6 +91,19 @@ pub fn stderr(output: &Output) -> String {
     text(&output.stderr)
 }
 
+/// Runs the binary with `args` (one shell word list) under a 4 GB
+/// address-space cap (`ulimit -v 4000000`), as the fuzzers run it.
+pub fn clustersim_under_4gb(args: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 4000000 && exec {} {args}",
+            clustersim_binary().display()
+        ))
+        .output()
+        .expect("sh runs")
+}
+
 /// `cli/tests/FOLDER/NAME` as a path argument.
 pub fn input(folder: &str, name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

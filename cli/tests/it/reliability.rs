@@ -215,16 +215,7 @@ fn layouts_larger_than_the_memory_left_are_refused_not_aborted() {
         eprintln!("skipped: no /proc/self/limits (not Linux)");
         return;
     }
-    let limited = |args: &str| {
-        std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "ulimit -v 4000000 && exec {} {args}",
-                env!("CARGO_BIN_EXE_clustersim")
-            ))
-            .output()
-            .expect("sh runs")
-    };
+    let limited = common::clustersim_under_4gb;
     let topology = input("topo1m.json");
     let sweep = limited(&format!(
         "sweep --model tiny --topology {topology} --gpus 1000000 --global-batch 1000000 --top 3"

@@ -3,28 +3,11 @@
 //! behaves as the report's "expected" column says. F4, F8 and F9 are in
 //! `reliability.rs`.
 
-use std::process::Output;
-
 use crate::common;
+use common::{clustersim_under_4gb as limited, stderr};
 
 fn input(name: &str) -> String {
     common::input("reliability", &format!("round3/{name}"))
-}
-
-/// Runs the binary under a 4 GB address-space cap, as the fuzzers ran it.
-fn limited(args: &str) -> Output {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "ulimit -v 4000000 && exec {} {args}",
-            common::clustersim_binary().display()
-        ))
-        .output()
-        .expect("sh runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// F1: `--contention` builds only the fat-tree levels and cables the

@@ -41,18 +41,46 @@ pub fn check_host_memory_with(
     sim::host_memory::check_fits_this_machine(scenario, expansion).map_err(user_error)
 }
 
+/// A command line clap refused (an unknown flag, a missing value): exit 2
+/// with clap's own message, usage and hint.
+#[derive(Debug)]
+pub struct UsageError(pub clap::Error);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = self.0.render().to_string();
+        f.write_str(text.strip_prefix("error: ").unwrap_or(&text).trim_end())
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The exit-2 error of a command line clap refused.
+pub fn usage_error(error: clap::Error) -> anyhow::Error {
+    anyhow::Error::new(UsageError(error))
+}
+
+/// The exit code of an error: 2 for the user's input, 1 for anything else.
+pub fn code_of(error: &anyhow::Error) -> u8 {
+    if error.downcast_ref::<UserError>().is_some() || error.downcast_ref::<UsageError>().is_some()
+    {
+        2
+    } else {
+        1
+    }
+}
+
 /// Prints the error (if any) and picks the exit code.
 pub fn report(result: anyhow::Result<()>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            let is_user = error.downcast_ref::<UserError>().is_some();
-            eprintln!("error: {error:#}");
-            if is_user {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+    let Err(error) = result else {
+        return ExitCode::SUCCESS;
+    };
+    match error.downcast_ref::<UsageError>() {
+        // Clap's message as clap prints it (styled on a terminal).
+        Some(UsageError(usage)) => {
+            let _ = usage.print();
         }
+        None => eprintln!("error: {error:#}"),
     }
+    ExitCode::from(code_of(&error))
 }

@@ -9,6 +9,9 @@
 //! [`write_all`] writes text built in memory; [`error`] names standard output
 //! in an error from a writer over it.
 //!
+//! A library caller (the Python package) runs a command inside [`capture`]:
+//! what it writes is kept in memory and handed back instead.
+//!
 //! A reader that goes away (`clustersim … | head`) is not seen here: `main`
 //! restores SIGPIPE's default action, so the next write ends the program by
 //! that signal, quietly, as any Unix tool does (status 141 in a shell), in
@@ -18,6 +21,34 @@
 
 use crate::exit::user_error;
 use std::io::Write;
+use std::sync::Mutex;
+
+/// Standard output kept in memory while [`capture`] runs (one command at a
+/// time: `run_captured` holds the process's command lock).
+static CAPTURED: Mutex<Option<Vec<u8>>> = Mutex::new(None);
+
+fn captured() -> std::sync::MutexGuard<'static, Option<Vec<u8>>> {
+    // A panic while holding the lock leaves plain bytes behind; keep them.
+    CAPTURED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs `command` with every write to standard output kept in memory, and
+/// returns its result and those bytes.
+pub fn capture<T>(command: impl FnOnce() -> T) -> (T, Vec<u8>) {
+    *captured() = Some(Vec::new());
+    /// Ends the capture even when `command` panics.
+    struct EndCapture;
+    impl Drop for EndCapture {
+        fn drop(&mut self) {
+            captured().take();
+        }
+    }
+    let end = EndCapture;
+    let result = command();
+    let bytes = captured().take().unwrap_or_default();
+    drop(end);
+    (result, bytes)
+}
 
 /// The exit-2 error of a failed write to standard output.
 pub fn error(e: std::io::Error) -> anyhow::Error {
@@ -26,6 +57,10 @@ pub fn error(e: std::io::Error) -> anyhow::Error {
 
 /// Writes `bytes` to standard output and flushes them.
 pub fn write_all(bytes: &[u8]) -> anyhow::Result<()> {
+    if let Some(kept) = captured().as_mut() {
+        kept.extend_from_slice(bytes);
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
@@ -35,6 +70,9 @@ pub fn write_all(bytes: &[u8]) -> anyhow::Result<()> {
 /// Formats `args` onto standard output and flushes them (what [`out!`] and
 /// [`outln!`] expand to).
 pub fn write_fmt(args: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    if let Some(kept) = captured().as_mut() {
+        return kept.write_fmt(args).map_err(error);
+    }
     let mut out = std::io::stdout().lock();
     out.write_fmt(args)
         .and_then(|()| out.flush())

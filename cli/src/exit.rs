@@ -62,8 +62,7 @@ pub fn usage_error(error: clap::Error) -> anyhow::Error {
 
 /// The exit code of an error: 2 for the user's input, 1 for anything else.
 pub fn code_of(error: &anyhow::Error) -> u8 {
-    if error.downcast_ref::<UserError>().is_some() || error.downcast_ref::<UsageError>().is_some()
-    {
+    if error.downcast_ref::<UserError>().is_some() || error.downcast_ref::<UsageError>().is_some() {
         2
     } else {
         1

@@ -201,7 +201,12 @@ pub fn arguments_of(subcommand: &[&str]) -> Option<Vec<ArgumentInfo>> {
     for name in subcommand {
         current = current.find_subcommand(name)?;
     }
-    Some(current.get_arguments().filter_map(ArgumentInfo::of).collect())
+    Some(
+        current
+            .get_arguments()
+            .filter_map(ArgumentInfo::of)
+            .collect(),
+    )
 }
 
 /// One argument of a subcommand, as a caller outside the command line needs
@@ -254,12 +259,19 @@ impl ArgumentInfo {
             }
             Some(long) if is_boolean => (long.to_string(), ArgumentKind::Boolean),
             Some(long) => (long.to_string(), ArgumentKind::Value),
-            None => (arg.get_id().as_str().to_lowercase(), ArgumentKind::Positional),
+            None => (
+                arg.get_id().as_str().to_lowercase(),
+                ArgumentKind::Positional,
+            ),
         };
         Some(ArgumentInfo {
             name,
             kind,
-            possible_values: if is_boolean { Vec::new() } else { possible_values },
+            possible_values: if is_boolean {
+                Vec::new()
+            } else {
+                possible_values
+            },
             value_name: arg
                 .get_value_names()
                 .and_then(|names| names.first())

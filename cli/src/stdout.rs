@@ -29,7 +29,9 @@ static CAPTURED: Mutex<Option<Vec<u8>>> = Mutex::new(None);
 
 fn captured() -> std::sync::MutexGuard<'static, Option<Vec<u8>>> {
     // A panic while holding the lock leaves plain bytes behind; keep them.
-    CAPTURED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    CAPTURED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Runs `command` with every write to standard output kept in memory, and

@@ -16,9 +16,15 @@
 //! is not part of the imported model (its 671 B exclude it).
 //! Any other `model_type` (other mixtures of experts, Gemma, Falcon, …) is
 //! refused by name. Choices the config leaves to the trainer:
-//! - sequence length: `max_position_embeddings` (`n_positions` for GPT-2), or
-//!   the `sliding_window` when it is shorter and in use (Mistral 7B: 4096 of
-//!   32768), where full attention over the window is exact;
+//! - sequence length: the length the model pre-trained at, not its longest
+//!   context: `max_position_embeddings` (`n_positions` for GPT-2), or
+//!   `rope_scaling.original_max_position_embeddings` where the context was
+//!   extended after pre-training (Llama 3.1, DeepSeek-V3), or Qwen's published
+//!   4,096; then the `sliding_window` when it is shorter and in use (Mistral
+//!   7B: 4096 of 32768), where full attention over the window is exact
+//!   (`--seq-len` sets another);
+//! - number format: `torch_dtype` (`dtype` in newer configs), which a
+//!   scenario naming no precision trains in (`float16`, `bfloat16`);
 //! - vocabulary: padded up to a multiple of 128 as Megatron-LM pads it
 //!   (`--make-vocab-size-divisible-by`, default 128; its further factor of t
 //!   is left to the layout check), with `vocab_unpadded` keeping the
@@ -64,7 +70,7 @@ pub fn from_hf_config(value: &Value, origin: &str) -> Result<ModelSpec, ModelErr
         .unwrap_or("")
         .to_string();
     let fields = Fields { object, origin };
-    let spec = match model_type.as_str() {
+    let mut spec = match model_type.as_str() {
         "llama" | "mistral" | "qwen2" => llama_like(&fields, &model_type)?,
         "gpt2" => gpt2(&fields)?,
         "mixtral" => crate::hf_config_moe::mixtral(&fields)?,
@@ -84,8 +90,38 @@ pub fn from_hf_config(value: &Value, origin: &str) -> Result<ModelSpec, ModelErr
             });
         }
     };
+    if let Some(tokens) = pretraining_tokens(&fields, &model_type)? {
+        spec.seq_len = spec.seq_len.min(tokens);
+    }
+    spec.trained_dtype = fields.trained_dtype();
     spec.validate()?;
     Ok(spec)
+}
+
+/// Qwen2.5 and Qwen3 pre-train at 4,096 tokens before a long-context stage
+/// (Qwen2.5 technical report, long-context pre-training: 4,096 then 32,768;
+/// Qwen3 technical report, Sec. 3.2: 4,096 in the first two stages); their
+/// configs give only the extended context (131,072 and 40,960).
+const QWEN_PRETRAINING_TOKENS: u64 = 4096;
+
+/// The sequence length a model pre-trained at, where the config's
+/// `max_position_embeddings` is a context extended after pre-training:
+/// `rope_scaling.original_max_position_embeddings` (Llama 3.1: 8,192 of
+/// 131,072; DeepSeek-V3: 4,096 of 163,840), or the family's published
+/// pre-training length (Qwen).
+fn pretraining_tokens(fields: &Fields, model_type: &str) -> Result<Option<u64>, ModelError> {
+    let original = match fields.object.get("rope_scaling") {
+        Some(serde_json::Value::Object(scaling)) => Fields {
+            object: scaling,
+            origin: fields.origin,
+        }
+        .count("original_max_position_embeddings")?,
+        _ => None,
+    };
+    Ok(original.or(match model_type {
+        "qwen2" | "qwen3_moe" => Some(QWEN_PRETRAINING_TOKENS),
+        _ => None,
+    }))
 }
 
 #[cfg(test)]

@@ -67,6 +67,7 @@ pub(crate) fn llama_like(fields: &Fields, model_type: &str) -> Result<ModelSpec,
         // decoder layer has no residual dropout.
         attention_dropout: fields.dropout("attention_dropout", 0.0)?,
         hidden_dropout: DropoutRate::NONE,
+        trained_dtype: None,
     })
 }
 
@@ -106,5 +107,6 @@ pub(crate) fn gpt2(fields: &Fields) -> Result<ModelSpec, ModelError> {
         // `resid_pdrop` (one hidden rate for the residual and the embeddings).
         attention_dropout: fields.dropout("attn_pdrop", 0.1)?,
         hidden_dropout: fields.dropout("resid_pdrop", 0.1)?,
+        trained_dtype: None,
     })
 }

@@ -43,11 +43,13 @@ fn imported_llamas_are_the_presets_block_for_block() {
     ] {
         let imported = import(folder).unwrap();
         let preset = crate::presets::preset(preset).unwrap();
-        // Names differ, and the config's context may differ from the
-        // preset's training length (Qwen2.5: 131072 vs 4096).
+        // Names differ, the sliding window may be shorter than the
+        // preset's training length (Mistral: 4096 vs 8192), and only the
+        // config names its number format.
         let same = ModelSpec {
             name: preset.name.clone(),
             seq_len: preset.seq_len,
+            trained_dtype: None,
             ..imported.clone()
         };
         assert_eq!(same, preset, "{folder}");
@@ -55,6 +57,39 @@ fn imported_llamas_are_the_presets_block_for_block() {
     // Mistral's 4096-token sliding window is shorter than its 32768 context.
     assert_eq!(import("Mistral-7B-v0.1").unwrap().seq_len, 4096);
     assert_eq!(import("Meta-Llama-3-8B").unwrap().seq_len, 8192);
+}
+
+#[test]
+fn imports_train_at_their_pretraining_length_in_their_saved_format() {
+    // Qwen2.5's config gives its 131,072-token extended context; it
+    // pre-trained at 4,096, as the preset does. DeepSeek-V3's YaRN scaling
+    // names its original 4,096 of 163,840.
+    assert_eq!(import("Qwen2.5-72B").unwrap().seq_len, 4096);
+    assert_eq!(import("Qwen3-30B-A3B").unwrap().seq_len, 4096);
+    assert_eq!(import("DeepSeek-V3").unwrap().seq_len, 4096);
+    assert_eq!(import("Mixtral-8x7B-v0.1").unwrap().seq_len, 32768);
+    // Llama 3.1: Llama 3's block with its context extended by rope scaling
+    // (meta-llama/Llama-3.1-8B's config.json: rope_type llama3, factor 8,
+    // original_max_position_embeddings 8192, max_position_embeddings 131072).
+    let text = std::fs::read_to_string(fixture("Meta-Llama-3-8B")).unwrap();
+    let mut config: serde_json::Value = serde_json::from_str(&text).unwrap();
+    config["max_position_embeddings"] = 131072.into();
+    config["rope_scaling"] = serde_json::json!({"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"});
+    config["dtype"] = "bfloat16".into();
+    config.as_object_mut().unwrap().remove("torch_dtype");
+    let llama31 = from_hf_config(&config, "Llama-3.1-8B/config.json").unwrap();
+    assert_eq!(llama31.seq_len, 8192);
+    assert_eq!(llama31.trained_dtype, Some(crate::TrainedDtype::Bfloat16));
+    // torch_dtype as saved: Llama 2 in float16, Llama 3 in bfloat16, GPT-2 none.
+    assert_eq!(
+        import("Llama-2-7b-hf").unwrap().trained_dtype,
+        Some(crate::TrainedDtype::Float16)
+    );
+    assert_eq!(
+        import("Meta-Llama-3-70B").unwrap().trained_dtype,
+        Some(crate::TrainedDtype::Bfloat16)
+    );
+    assert_eq!(import("gpt2").unwrap().trained_dtype, None);
 }
 
 #[test]
@@ -118,18 +153,21 @@ fn mixtures_of_experts_import_as_their_presets_with_their_published_counts() {
             "{folder}"
         );
         let preset = crate::presets::preset(preset).unwrap();
-        // The config's context is the long-context one; the preset's the
-        // pre-training length.
+        // Both train at the pre-training length; only the config names its
+        // number format.
+        assert_eq!(imported.seq_len, preset.seq_len, "{folder}");
         let same = ModelSpec {
             name: preset.name.clone(),
-            seq_len: preset.seq_len,
+            trained_dtype: None,
             ..imported.clone()
         };
         assert_eq!(same, preset, "{folder}");
     }
     assert_eq!(import("Mixtral-8x7B-v0.1").unwrap().seq_len, 32768);
-    assert_eq!(import("DeepSeek-V3").unwrap().seq_len, 163840);
-    assert_eq!(import("Qwen3-30B-A3B").unwrap().seq_len, 40960);
+    // Their configs' long contexts (163,840 and 40,960) are not their
+    // pre-training lengths.
+    assert_eq!(import("DeepSeek-V3").unwrap().seq_len, 4096);
+    assert_eq!(import("Qwen3-30B-A3B").unwrap().seq_len, 4096);
 }
 
 #[test]

@@ -73,6 +73,15 @@ impl Fields<'_> {
         self.object.get(key).and_then(Value::as_str)
     }
 
+    /// The format the weights were saved in: `torch_dtype`, or `dtype` as
+    /// transformers writes it since v4.56; None where absent or unknown
+    /// (`"auto"`).
+    pub(crate) fn trained_dtype(&self) -> Option<crate::spec::TrainedDtype> {
+        self.text("torch_dtype")
+            .or_else(|| self.text("dtype"))
+            .and_then(crate::spec::TrainedDtype::parse)
+    }
+
     /// The model's name: the folder of a `config.json`, else the file stem.
     pub(crate) fn name(&self) -> String {
         let path = Path::new(self.origin);

@@ -67,7 +67,7 @@ pub mod unfused_attention;
 pub use dropout::DropoutRate;
 pub use moe::{CapacityFactor, MlaSpec, MoeSpec, RouterType};
 pub use presets::{preset, preset_names};
-pub use spec::{FfnType, ModelError, ModelSpec, NormType};
+pub use spec::{FfnType, ModelError, ModelSpec, NormType, TrainedDtype};
 
 /// A degree written in a test: `n`, which must not be 0.
 #[cfg(test)]

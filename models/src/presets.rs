@@ -34,6 +34,7 @@ fn gpt(name: &str, layers: u64, hidden: u64, heads: u64, seq_len: u64) -> ModelS
         mla: None,
         attention_dropout: DropoutRate::MEGATRON_DEFAULT,
         hidden_dropout: DropoutRate::MEGATRON_DEFAULT,
+        trained_dtype: None,
     }
 }
 
@@ -83,6 +84,7 @@ fn llama(name: &str, config: LlamaConfig, seq_len: u64, qkv_bias: bool) -> Model
         // hidden_dropout and attention_dropout 0.0).
         attention_dropout: DropoutRate::NONE,
         hidden_dropout: DropoutRate::NONE,
+        trained_dtype: None,
     }
 }
 

@@ -130,6 +130,34 @@ pub struct ModelSpec {
         skip_serializing_if = "crate::dropout::is_megatron_default"
     )]
     pub hidden_dropout: DropoutRate,
+    /// The number format the model was trained in, where its file says so (a
+    /// Hugging Face config's `torch_dtype`): a scenario that names no
+    /// precision trains in it. Absent: the scenario's era decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trained_dtype: Option<TrainedDtype>,
+}
+
+/// A model's training number format, by Hugging Face's `torch_dtype` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrainedDtype {
+    Float16,
+    Bfloat16,
+    /// fp32 weights (`"float32"`): no mixed-precision format is implied.
+    Float32,
+}
+
+impl TrainedDtype {
+    /// `torch_dtype`'s value (`"bfloat16"`, also `"torch.bfloat16"`); None
+    /// for a name this does not know.
+    pub fn parse(name: &str) -> Option<TrainedDtype> {
+        match name.strip_prefix("torch.").unwrap_or(name) {
+            "float16" | "half" => Some(TrainedDtype::Float16),
+            "bfloat16" => Some(TrainedDtype::Bfloat16),
+            "float32" | "float" => Some(TrainedDtype::Float32),
+            _ => None,
+        }
+    }
 }
 
 /// Everything that can be wrong with a model spec or its file.

@@ -90,8 +90,11 @@ def simulate(
         MiB). Default: the built-in for the topology's GPU
     stack: Software stack: a built-in (megatron-2021, megatron-2022, megatron-core-2024, deepspeed-
         pipeline) or a stack JSON file (≤ 256 MiB). It sets the defaults of the training options
-        below as that software had them; flags and the scenario file override it. Default:
-        megatron-2021 (see `clustersim presets`)
+        below as that software had them; flags and the scenario file override it. Default: megatron-
+        core-2024 for a model of 2023 or later (RMSNorm) or a GPU with FP8 (Hopper, Blackwell), with
+        bf16, sequence parallelism at t > 1 and the distributed optimizer at d·cp > 1 as Megatron-
+        Bridge's recipes set them; megatron-2021 and fp16 for the paper-era GPT models on A100 and
+        V100. The summary says which applied
     tp: Tensor-parallel degree t (ranks inside a node)
     pp: Pipeline-parallel degree p (stages)
     dp: Data-parallel degree d
@@ -136,12 +139,14 @@ def simulate(
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state
-    precision: Number format of the GEMMs and activations: fp16 (default, as in Megatron SC21),
-        bf16, or fp8 (Transformer Engine's delayed-scaling recipe: linear-layer GEMMs in FP8, the
-        rest in bf16; Hopper and Blackwell only); picks the GPU's peak rate and the calibrated GEMMs
-        of that dtype
+    precision: Number format of the GEMMs and activations: fp16 (the default for the paper-era GPT
+        models on A100 and V100, as in Megatron SC21), bf16 (the default for a model of 2023 or
+        later or a Hopper or Blackwell GPU, or as a Hugging Face config's torch_dtype says), or fp8
+        (Transformer Engine's delayed-scaling recipe: linear-layer GEMMs in FP8, the rest in bf16;
+        Hopper and Blackwell only); picks the GPU's peak rate and the calibrated GEMMs of that dtype
     sequence_parallel: Megatron's sequence parallelism: LayerNorm and dropout split across the
-        tensor ranks; all-reduces become reduce-scatter + all-gather (default false)
+        tensor ranks; all-reduces become reduce-scatter + all-gather (default false; true at t > 1
+        for today's models and GPUs when no stack is named)
     overlap_grad_reduce: Start each model chunk's data-parallel gradient all-reduce as soon as its
         last backward ends, overlapping the remaining backwards, instead of after the last pass
         (default false, as in Megatron SC21)
@@ -168,7 +173,7 @@ def simulate(
         stage 1): gradients are reduce-scattered over the data-parallel group instead of all-
         reduced, each rank updates its 1/d of the fp32 master weights and Adam states, then the
         updated fp16/bf16 parameters are all-gathered (not overlapped with the next forward).
-        Default false
+        Default false; true at d·cp > 1 for today's models and GPUs when no stack is named
     zero_stage: Sharded data parallelism by ZeRO stage: 0 (default, none), 1 (the optimizer states:
         the same as distributed_optimizer), 2 (and the gradients: buckets reduce-scattered during
         every backward) or 3 (and the parameters, as FSDP: one unit per layer, parameters all-
@@ -310,8 +315,11 @@ def timeline(
         MiB). Default: the built-in for the topology's GPU
     stack: Software stack: a built-in (megatron-2021, megatron-2022, megatron-core-2024, deepspeed-
         pipeline) or a stack JSON file (≤ 256 MiB). It sets the defaults of the training options
-        below as that software had them; flags and the scenario file override it. Default:
-        megatron-2021 (see `clustersim presets`)
+        below as that software had them; flags and the scenario file override it. Default: megatron-
+        core-2024 for a model of 2023 or later (RMSNorm) or a GPU with FP8 (Hopper, Blackwell), with
+        bf16, sequence parallelism at t > 1 and the distributed optimizer at d·cp > 1 as Megatron-
+        Bridge's recipes set them; megatron-2021 and fp16 for the paper-era GPT models on A100 and
+        V100. The summary says which applied
     tp: Tensor-parallel degree t (ranks inside a node)
     pp: Pipeline-parallel degree p (stages)
     dp: Data-parallel degree d
@@ -356,12 +364,14 @@ def timeline(
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state
-    precision: Number format of the GEMMs and activations: fp16 (default, as in Megatron SC21),
-        bf16, or fp8 (Transformer Engine's delayed-scaling recipe: linear-layer GEMMs in FP8, the
-        rest in bf16; Hopper and Blackwell only); picks the GPU's peak rate and the calibrated GEMMs
-        of that dtype
+    precision: Number format of the GEMMs and activations: fp16 (the default for the paper-era GPT
+        models on A100 and V100, as in Megatron SC21), bf16 (the default for a model of 2023 or
+        later or a Hopper or Blackwell GPU, or as a Hugging Face config's torch_dtype says), or fp8
+        (Transformer Engine's delayed-scaling recipe: linear-layer GEMMs in FP8, the rest in bf16;
+        Hopper and Blackwell only); picks the GPU's peak rate and the calibrated GEMMs of that dtype
     sequence_parallel: Megatron's sequence parallelism: LayerNorm and dropout split across the
-        tensor ranks; all-reduces become reduce-scatter + all-gather (default false)
+        tensor ranks; all-reduces become reduce-scatter + all-gather (default false; true at t > 1
+        for today's models and GPUs when no stack is named)
     overlap_grad_reduce: Start each model chunk's data-parallel gradient all-reduce as soon as its
         last backward ends, overlapping the remaining backwards, instead of after the last pass
         (default false, as in Megatron SC21)
@@ -388,7 +398,7 @@ def timeline(
         stage 1): gradients are reduce-scattered over the data-parallel group instead of all-
         reduced, each rank updates its 1/d of the fp32 master weights and Adam states, then the
         updated fp16/bf16 parameters are all-gathered (not overlapped with the next forward).
-        Default false
+        Default false; true at d·cp > 1 for today's models and GPUs when no stack is named
     zero_stage: Sharded data parallelism by ZeRO stage: 0 (default, none), 1 (the optimizer states:
         the same as distributed_optimizer), 2 (and the gradients: buckets reduce-scattered during
         every backward) or 3 (and the parameters, as FSDP: one unit per layer, parameters all-
@@ -559,7 +569,8 @@ def sweep(
     shard: Run shard i of n (0 ≤ i < n): the candidates k with k mod n = i
     stack: Software stack every layout runs under (default megatron-2021; see `simulate --help`)
     sequence_parallel: Megatron's sequence parallelism: LayerNorm and dropout split across the
-        tensor ranks; all-reduces become reduce-scatter + all-gather (default false)
+        tensor ranks; all-reduces become reduce-scatter + all-gather (default false; true at t > 1
+        for today's models and GPUs when no stack is named)
     overlap_grad_reduce: Start each model chunk's data-parallel gradient all-reduce as soon as its
         last backward ends, overlapping the remaining backwards, instead of after the last pass
         (default false, as in Megatron SC21)
@@ -586,7 +597,7 @@ def sweep(
         stage 1): gradients are reduce-scattered over the data-parallel group instead of all-
         reduced, each rank updates its 1/d of the fp32 master weights and Adam states, then the
         updated fp16/bf16 parameters are all-gathered (not overlapped with the next forward).
-        Default false
+        Default false; true at d·cp > 1 for today's models and GPUs when no stack is named
     shard_group_size: HSDP: shard within groups of N data-parallel ranks and replicate across the
         d/N groups (gradients reduce-scattered in the group, then the shard all-reduced across
         groups). Default: N = d. Needs zero_stage 2 or 3

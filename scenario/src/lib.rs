@@ -7,6 +7,7 @@
 pub mod bucket_sizes;
 mod context;
 mod describe;
+pub mod era;
 pub mod expert_capacity;
 pub mod expert_imbalance;
 mod expert_tensor;

@@ -93,8 +93,10 @@ impl Precision {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct TrainingOptionsFile {
-    /// Number format of the GEMMs and activations: fp16 (default, as in
-    /// Megatron SC21), bf16, or fp8 (Transformer Engine's delayed-scaling
+    /// Number format of the GEMMs and activations: fp16 (the default for the
+    /// paper-era GPT models on A100 and V100, as in Megatron SC21), bf16 (the
+    /// default for a model of 2023 or later or a Hopper or Blackwell GPU, or
+    /// as a Hugging Face config's torch_dtype says), or fp8 (Transformer Engine's delayed-scaling
     /// recipe: linear-layer GEMMs in FP8, the rest in bf16; Hopper and
     /// Blackwell only); picks the GPU's peak rate and the calibrated GEMMs of
     /// that dtype.
@@ -102,7 +104,8 @@ pub struct TrainingOptionsFile {
     #[cfg_attr(feature = "clap", arg(long, value_enum, value_name = "FORMAT"))]
     pub precision: Option<Precision>,
     /// Megatron's sequence parallelism: LayerNorm and dropout split across the
-    /// tensor ranks; all-reduces become reduce-scatter + all-gather (default false).
+    /// tensor ranks; all-reduces become reduce-scatter + all-gather (default
+    /// false; true at t > 1 for today's models and GPUs when no stack is named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub sequence_parallel: Option<bool>,
@@ -152,7 +155,8 @@ pub struct TrainingOptionsFile {
     /// stage 1): gradients are reduce-scattered over the data-parallel group
     /// instead of all-reduced, each rank updates its 1/d of the fp32 master
     /// weights and Adam states, then the updated fp16/bf16 parameters are
-    /// all-gathered (not overlapped with the next forward). Default false.
+    /// all-gathered (not overlapped with the next forward). Default false;
+    /// true at d·cp > 1 for today's models and GPUs when no stack is named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub distributed_optimizer: Option<bool>,

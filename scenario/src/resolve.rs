@@ -1,6 +1,7 @@
 //! Resolution of a raw scenario file into a validated [`Scenario`]: every
 //! problem is collected and reported at once, each naming its field.
 
+use crate::era::{self, Era, EraDefaults, LayoutFacts};
 use crate::experts;
 use crate::kinds::Recompute;
 use crate::layout::Layout;
@@ -74,12 +75,30 @@ impl ScenarioFile {
             .unwrap_or_default(),
             None => self.pipeline_split.unwrap_or_default(),
         };
-        let stack = Stack::resolve(self.stack.as_deref().unwrap_or(DEFAULT_STACK))
+        let era = match (&model, &topology) {
+            (Some(model), Some(topology)) => Some(Era::of(model, topology)),
+            _ => None,
+        };
+        let default_stack = era.as_ref().map_or(DEFAULT_STACK, |(era, _)| era.stack());
+        let stack = Stack::resolve(self.stack.as_deref().unwrap_or(default_stack))
             .map_err(|e| problems.push(Problem::new("stack", e)))
             .ok();
         let options_file = match &stack {
             Some(stack) => stack.defaults_under(&self.options),
             None => self.options.clone(),
+        };
+        let facts = LayoutFacts {
+            stack_named: self.stack.is_some(),
+            tensor_parallel: degrees.t.get(),
+            data_and_context_parallel: degrees.d.saturating_mul(degrees.cp).get(),
+            schedule,
+        };
+        let (options_file, defaults) = match (era, &model) {
+            (Some((era, why)), Some(model)) => {
+                let (filled, applied) = era::apply(era, model, &self.options, options_file, &facts);
+                (filled, Some(EraDefaults { era, why, applied }))
+            }
+            _ => (options_file, None),
         };
         // ZeroStage and HSDP groups span the dp-cp group: d·cp ranks.
         let options = options_file.resolve(
@@ -155,9 +174,34 @@ impl ScenarioFile {
             seed: self.seed.unwrap_or(0),
             stack: stack.expect("checked"),
             stack_is_default: self.stack.is_none(),
+            defaults: defaults.expect("checked: the model and topology resolved"),
             options,
             iterations,
         })
+    }
+
+    /// The era of the scenario's model and topology ([`Era`]), where both
+    /// resolve (the rest is not checked).
+    pub fn era(&self) -> Option<Era> {
+        self.era_defaults().map(|defaults| defaults.era)
+    }
+
+    /// The era and the defaults this file takes at its own degrees (1 where
+    /// unset: a sweep's base takes the stack and precision; the layout
+    /// options depend on each layout), where the model and topology resolve.
+    pub fn era_defaults(&self) -> Option<EraDefaults> {
+        let inputs = self.resolve_inputs(&mut Vec::new());
+        let (model, topology) = (inputs.model?, inputs.topology?);
+        let (era, why) = Era::of(&model, &topology);
+        let degree = |value: Option<u32>| value.unwrap_or(1);
+        let facts = LayoutFacts {
+            stack_named: self.stack.is_some(),
+            tensor_parallel: degree(self.tp),
+            data_and_context_parallel: degree(self.dp).saturating_mul(degree(self.cp)),
+            schedule: self.schedule.unwrap_or(ScheduleKind::OneFOneB),
+        };
+        let (_, applied) = era::apply(era, &model, &self.options, self.options.clone(), &facts);
+        Some(EraDefaults { era, why, applied })
     }
 
     /// The model (with the sequence length it trains at), the topology and
@@ -752,8 +796,19 @@ mod tests {
     #[test]
     fn mixtures_of_experts_are_refused_where_not_built_with_their_counts() {
         // Mixtral (experts in every layer, dropless, no biases) is simulated;
-        // at t > 1 only with sequence parallelism (etp then defaults to t).
-        let text = resolve_with_tp("mixtral-8x7b", 8).unwrap_err();
+        // at t > 1 only with sequence parallelism (etp then defaults to t),
+        // which today's defaults turn on and which, turned off, is refused.
+        assert_eq!(resolve_with_tp("mixtral-8x7b", 8), Ok(()));
+        let without_sp = ScenarioFile {
+            model: Some(serde_json::Value::String("mixtral-8x7b".into())),
+            tp: Some(8),
+            options: crate::TrainingOptionsFile {
+                sequence_parallel: Some(false),
+                ..crate::TrainingOptionsFile::default()
+            },
+            ..ScenarioFile::embedded_default()
+        };
+        let text = without_sp.resolve().map(|_| ()).unwrap_err().to_string();
         assert!(
             text.contains(
                 "sequence_parallel: tensor parallelism (8) in a mixture-of-experts model needs sequence parallelism"

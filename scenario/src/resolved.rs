@@ -1,6 +1,7 @@
 //! A resolved, validated scenario ([`Scenario`]) and why a scenario is not
 //! one ([`ScenarioError`]: every problem together).
 
+use crate::era::EraDefaults;
 use crate::experts;
 use crate::kinds::Recompute;
 use crate::layout::Layout;
@@ -29,6 +30,8 @@ pub struct Scenario {
     pub stack: Stack,
     /// Whether the stack is the default one (the scenario named none).
     pub stack_is_default: bool,
+    /// The era whose defaults the scenario took, and which ([`crate::era`]).
+    pub defaults: EraDefaults,
     /// Training options, validated.
     pub options: TrainingOptions,
     /// Consecutive iterations simulated (1 unless offload asks for more).

@@ -94,6 +94,7 @@ fn offload_tiles_of_a_huge_model_are_counted() {
         mla: None,
         attention_dropout: models::DropoutRate::MEGATRON_DEFAULT,
         hidden_dropout: models::DropoutRate::MEGATRON_DEFAULT,
+        trained_dtype: None,
     };
     let file = ScenarioFile {
         model: Some(serde_json::to_value(&model).unwrap()),

@@ -21,6 +21,10 @@ pub fn mixtral(
         model: Some("mixtral-8x7b".into()),
         seq_len: Some(4096),
         topology: Some("dgx-h100-superpod".into()),
+        // The 2021 stack's mechanics (blocking gradient all-reduces, unfused
+        // accumulation), which these tests pin: named, so no era default
+        // of today's (sim::scenario::era) applies.
+        stack: Some("megatron-2021".into()),
         tp: Some(1),
         pp: Some(pp),
         dp: Some(dp),
@@ -65,6 +69,7 @@ pub fn small_scenario(model: &ModelSpec, imbalance: &str) -> Scenario {
     ScenarioFile {
         model: Some(serde_json::to_value(model).unwrap()),
         topology: Some("dgx-h100-superpod".into()),
+        stack: Some("megatron-2021".into()),
         tp: Some(1),
         pp: Some(1),
         dp: Some(2),

@@ -5,6 +5,7 @@ pub mod calibrate;
 pub mod collective;
 pub mod compare;
 pub mod cuda_libs;
+pub mod defaults_note;
 pub mod execute;
 pub mod expected_range;
 pub mod explain;

@@ -6,6 +6,7 @@
 use crate::exit::user_error;
 use crate::stdout::outln;
 use clap::{Args, ValueEnum};
+use sim::scenario::era::TODAYS_STACK;
 use sim::scenario::{ScheduleKind, Stack, DEFAULT_STACK};
 
 #[derive(Debug, Args)]
@@ -106,6 +107,7 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
         }
         lists.insert("schedules".into(), ScheduleKind::names().into());
         lists.insert("default_stack".into(), DEFAULT_STACK.into());
+        lists.insert("todays_default_stack".into(), TODAYS_STACK.into());
         outln!("{}", serde_json::to_string_pretty(&lists)?)?;
         return Ok(());
     }
@@ -113,7 +115,7 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
     outln!("topologies: {}", PresetKind::Topology.names().join(", "))?;
     outln!("profiles:   {}", PresetKind::Profile.names().join(", "))?;
     outln!(
-        "stacks:     {} (default {DEFAULT_STACK})",
+        "stacks:     {} (default {TODAYS_STACK} for today's models and GPUs, {DEFAULT_STACK} for the paper-era GPT models on A100 and V100)",
         PresetKind::Stack.names().join(", ")
     )?;
     outln!("schedules:  {}", ScheduleKind::names().join(", "))?;

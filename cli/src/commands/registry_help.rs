@@ -3,6 +3,7 @@
 //! adding one to its registry is all it takes for the help to name it.
 
 use clap::builder::PossibleValuesParser;
+use sim::scenario::era::TODAYS_STACK;
 use sim::scenario::{ScheduleKind, Stack, DEFAULT_STACK};
 
 /// `--schedule`'s accepted values: every schedule's name.
@@ -32,7 +33,10 @@ pub fn stack_help() -> String {
     format!(
         "Software stack: a built-in ({}) or a stack JSON file (≤ 256 MiB). It sets the defaults \
          of the training options below as that software had them; flags and the scenario file \
-         override it. Default: {DEFAULT_STACK} (see `clustersim presets`)",
+         override it. Default: {TODAYS_STACK} for a model of 2023 or later (RMSNorm) or a GPU \
+         with FP8 (Hopper, Blackwell), with bf16, sequence parallelism at t > 1 and the \
+         distributed optimizer at d·cp > 1 as Megatron-Bridge's recipes set them; {DEFAULT_STACK} \
+         and fp16 for the paper-era GPT models on A100 and V100. The summary says which applied",
         Stack::builtin_names().join(", ")
     )
 }

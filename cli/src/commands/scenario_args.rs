@@ -5,6 +5,7 @@
 use super::registry_help;
 use crate::exit::user_error;
 use clap::Args;
+use sim::scenario::era::Era;
 use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use std::path::PathBuf;
 
@@ -169,6 +170,20 @@ impl ScenarioArgs {
             iterations: self.iterations,
             options: self.options.clone(),
         };
-        Ok(flags.or(base))
+        let mut merged = flags.or(base);
+        if self.takes_todays_recompute(merged.era()) {
+            // The embedded default's full recompute is GPT-3 175B's, as its
+            // paper trained on A100s; today's models and GPUs train without
+            // it by default (sim::scenario::era).
+            merged.recompute = None;
+        }
+        Ok(merged)
+    }
+
+    /// Whether the scenario's recomputation is today's default (none) rather
+    /// than the embedded default's (full): no scenario file, no
+    /// `--recompute`, and a model or GPU of today's era.
+    pub fn takes_todays_recompute(&self, era: Option<Era>) -> bool {
+        self.scenario.is_none() && self.recompute.is_none() && era == Some(Era::Today)
     }
 }

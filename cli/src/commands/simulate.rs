@@ -1,5 +1,6 @@
 //! `clustersim simulate`: one iteration of a scenario through the event engine.
 
+use super::defaults_note::DefaultsNote;
 use super::expected_range::ExpectedRange;
 use super::scenario_args::ScenarioArgs;
 use clap::Args;
@@ -62,6 +63,11 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     if let Some(record) = &fit {
         record.values().apply(&mut scenario);
     }
+    let defaults = DefaultsNote::of(
+        &scenario,
+        args.scenario
+            .takes_todays_recompute(Some(scenario.defaults.era)),
+    );
     let range = match (&args.fit, &fit) {
         (Some(path), Some(record)) => ExpectedRange::of_fit(&path.display().to_string(), record),
         _ => ExpectedRange::of(&scenario),
@@ -118,13 +124,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let mut out = Vec::new();
     if args.json {
         let mut summary = json_summary(&scenario, &report, &range);
+        summary["defaults"] = defaults.json();
         if let Some(fit) = fit_json {
             summary["fit"] = fit;
         }
         serde_json::to_writer_pretty(&mut out, &summary)?;
         writeln!(out)?;
     } else {
-        write_summary(&mut out, &scenario, &report, elapsed_s, &range)?;
+        write_summary(&mut out, &scenario, &report, elapsed_s, &range, &defaults)?;
         if let (Some(path), Some(record)) = (&args.fit, &fit) {
             writeln!(
                 out,
@@ -277,6 +284,7 @@ fn write_summary(
     report: &SimulationReport,
     elapsed_s: f64,
     range: &ExpectedRange,
+    defaults: &DefaultsNote,
 ) -> anyhow::Result<()> {
     let m = &report.metrics;
     let layout = &scenario.layout;
@@ -298,6 +306,9 @@ fn write_summary(
             ""
         }
     )?;
+    if let Some(line) = defaults.line() {
+        writeln!(out, "  defaults            {line}")?;
+    }
     writeln!(
         out,
         "  GPUs                {gpus} ({nodes} node{} of {}), m = {} microbatches per pipeline",

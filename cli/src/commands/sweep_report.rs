@@ -2,6 +2,7 @@
 //! cp, ep, etp, ZeRO-stage and precision columns only in sweeps that vary
 //! them) and the sentence on why the best layout wins.
 
+use sim::scenario::era::{Era, EraDefault};
 use sim::scenario::{Precision, Stack, ZeroStage, DEFAULT_STACK};
 use std::io::Write;
 use studies::sweep::{self, SweepOutput, SweepSpace};
@@ -151,10 +152,24 @@ pub fn write_report(
 /// The options every layout of the sweep runs with, for the title line,
 /// then the dimensions it varies beyond the layout.
 pub fn shared_options(space: &SweepSpace) -> String {
-    let stack_name = space.stack.as_deref().unwrap_or(DEFAULT_STACK);
+    // What each layout takes by era where the sweep does not say
+    // (`sim::scenario::era`): the stack and the precision; sequence
+    // parallelism and the distributed optimizer depend on the layout.
+    let era = space.base_file().era_defaults();
+    let stack_name = match (&space.stack, &era) {
+        (Some(name), _) => name.as_str(),
+        (None, Some(defaults)) => defaults.era.stack(),
+        (None, None) => DEFAULT_STACK,
+    };
+    let mut era_options = space.options.clone();
+    for default in era.iter().flat_map(|defaults| &defaults.applied) {
+        if let EraDefault::Precision(precision) = default {
+            era_options.precision = Some(*precision);
+        }
+    }
     let mut options = match Stack::resolve(stack_name) {
-        Ok(stack) => stack.defaults_under(&space.options).with_defaults(),
-        Err(_) => space.options.with_defaults(),
+        Ok(stack) => stack.defaults_under(&era_options).with_defaults(),
+        Err(_) => era_options.with_defaults(),
     };
     // A varied option is named by its list below, not by the stack's default.
     if !space.precisions.is_empty() {
@@ -164,9 +179,26 @@ pub fn shared_options(space: &SweepSpace) -> String {
         options.sharding = ZeroStage::None;
         options.distributed_optimizer = false;
     }
-    let stack = match &space.stack {
-        Some(name) => format!(" · stack {name}"),
-        None => String::new(),
+    let stack = match (&space.stack, &era) {
+        (Some(name), _) => format!(" · stack {name}"),
+        (None, Some(defaults)) if defaults.era == Era::Today => {
+            let mut text = format!(" · today's defaults: stack {stack_name}");
+            if space.options.sequence_parallel.is_none()
+                && space.options.async_tensor_allreduce != Some(true)
+            {
+                text.push_str(", sequence parallel at t > 1");
+            }
+            let sharding_set = space.options.distributed_optimizer.is_some()
+                || space.options.zero_stage.is_some()
+                || !space.zero_stages.is_empty()
+                || space.options.zero_offload == Some(true)
+                || space.options.optimizer_post_validation == Some(true);
+            if !sharding_set {
+                text.push_str(", distributed optimizer at d·cp > 1");
+            }
+            text
+        }
+        (None, _) => String::new(),
     };
     let list = |values: Vec<String>| format!("{{{}}}", values.join(","));
     let mut varied = String::new();

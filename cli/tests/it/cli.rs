@@ -170,7 +170,8 @@ fn bad_input_of_every_kind_exits_2_with_a_clear_message() {
 #[test]
 fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts() {
     // Mixtral is simulated; the embedded default's t = 8 needs sequence
-    // parallelism (etp then defaults to t).
+    // parallelism (etp then defaults to t), which today's defaults turn on
+    // and which, turned off, is refused.
     assert_user_error(
         &[
             "simulate",
@@ -178,6 +179,7 @@ fn mixtures_of_experts_are_refused_where_not_built_with_their_parameter_counts()
             "mixtral-8x7b",
             "--topology",
             "dgx-a100",
+            "--sequence-parallel=false",
         ],
         "sequence_parallel: tensor parallelism (8) in a mixture-of-experts model needs sequence parallelism",
     );

@@ -4,7 +4,9 @@
 //! bounds they can never cross.
 //!
 //! - weak scaling never faster: twice the data parallelism and global batch
-//!   (the same work per GPU) never shortens the iteration;
+//!   (the same work per GPU) never shortens the iteration, with the
+//!   optimizer step unsharded (a distributed optimizer's step shrinks as
+//!   1/d: 0.2716 → 0.2707 s for llama3-8b at t4 p2 d2 → d4 on gb200-nvl72);
 //! - for 1F1B, more microbatches of the same size never raise the idle
 //!   (bubble) time per microbatch: the (p − 1) fill and drain is fixed. Run
 //!   where every microbatch does the same work: no host cost (the GPU-bound
@@ -230,11 +232,17 @@ fn physics_holds_over_random_layouts() {
         let not_faster = |other: f64, what: &str| {
             assert!(other >= time - 1e-9, "{label}: {what} {other} s < {time} s");
         };
+        // With the optimizer step unsharded: a distributed optimizer's step
+        // shrinks as 1/d, so twice d may rightly be faster (today's defaults
+        // turn it on at d > 1).
+        let unsharded = ["--distributed-optimizer=false"];
         let mut weak = base.clone();
         weak.dp *= 2;
-        not_faster(
-            number(&run(&weak, &[]), "iteration_time_s"),
-            "2x dp and batch",
+        let unsharded_time = number(&run(&base, &unsharded), "iteration_time_s");
+        let weak_time = number(&run(&weak, &unsharded), "iteration_time_s");
+        assert!(
+            weak_time >= unsharded_time - 1e-9,
+            "{label}: 2x dp and batch {weak_time} s < {unsharded_time} s (distributed optimizer off)"
         );
         if base.schedule == "1f1b" && base.dp == 1 {
             let mut longer = base.clone();

@@ -11,6 +11,7 @@ mod cli;
 #[path = "../common/mod.rs"]
 mod common;
 mod context_parallel;
+mod era_defaults;
 mod fabric_kind;
 mod fit;
 mod fp8;

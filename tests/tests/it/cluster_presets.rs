@@ -26,6 +26,9 @@ fn llama3_8b(topology: &str, dp: u32, contention: bool) -> sim::scenario::Scenar
     ScenarioFile {
         model: Some("llama3-8b".into()),
         topology: Some(topology.into()),
+        // The 2021 stack's blocking data-parallel all-reduce, which these
+        // tests time (today's defaults would shard it).
+        stack: Some("megatron-2021".into()),
         tp: Some(8),
         pp: Some(1),
         dp: Some(dp),

@@ -15,6 +15,8 @@ fn file(precision: Precision, recompute: Recompute, sequence_parallel: bool) -> 
     ScenarioFile {
         model: Some("gpt-22b".into()),
         topology: Some("dgx-h100-superpod".into()),
+        // The 2021 stack's unfused attention kernels, which these tests read.
+        stack: Some("megatron-2021".into()),
         tp: Some(4),
         pp: Some(2),
         dp: Some(1),

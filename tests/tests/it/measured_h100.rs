@@ -78,8 +78,11 @@ fn simulated(name: &str, topology: serde_json::Value, profile: &Path) -> Timelin
             .expect("example reads");
     file.topology = Some(topology);
     file.profile = Some(profile.display().to_string());
-    if let Some(stack) = &file.stack {
-        file.stack = Some(root().join(stack).display().to_string());
+    // A stack file is named relative to the root; a built-in by its name.
+    if let Some(path) = file.stack.as_ref().map(|stack| root().join(stack)) {
+        if path.is_file() {
+            file.stack = Some(path.display().to_string());
+        }
     }
     let mut scenario = file.resolve().expect("example resolves");
     // The recordings were executed (2026-11-22) from plans made before the

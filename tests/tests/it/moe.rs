@@ -302,6 +302,7 @@ fn under_contention_a_lone_all_to_all_runs_as_flows_in_its_closed_form_time() {
             ..TrainingOptionsFile::default()
         },
         model: Some(serde_json::to_value(&closed.model).unwrap()),
+        stack: Some("megatron-2021".into()),
         ..ScenarioFile::default()
     };
     file.topology = Some("dgx-h100-superpod".into());

@@ -12,6 +12,12 @@ fn file(split: Option<models::sharding::PipelineSplit>) -> ScenarioFile {
     ScenarioFile {
         model: Some("llama3.1-405b".into()),
         topology: Some("dgx-h100-superpod".into()),
+        // The layout mechanics under the 2021 stack's fp16, as written.
+        stack: Some("megatron-2021".into()),
+        options: sim::scenario::TrainingOptionsFile {
+            precision: Some(sim::scenario::Precision::Fp16),
+            ..Default::default()
+        },
         seq_len: Some(2048),
         tp: Some(8),
         pp: Some(16),

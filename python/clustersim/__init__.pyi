@@ -43,6 +43,7 @@ def simulate(
     global_batch: Optional[_Value] = None,
     schedule: Optional[Literal['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'looped-bfs', 'zb-v', 'dualpipev', 'dualpipe']] = None,
     recompute: Optional[Literal['none', 'selective', 'full']] = None,
+    megatron_args: Optional[_Value] = None,
     seed: Optional[_Value] = None,
     iterations: Optional[_Value] = None,
     precision: Optional[Literal['fp16', 'bf16', 'fp8']] = None,
@@ -136,6 +137,13 @@ def simulate(
         stage r holding stage r of one and pp−1−r of the other, half the microbatches fed from each
         end; pp even, m even and ≥ 2p)
     recompute: Activation recomputation: none, selective (attention core only) or full
+    megatron_args: Megatron-LM's `pretrain_gpt.py` arguments (the text, or a file of it), read as
+        the model, layout, batch, precision, recomputation and data-parallel options under megatron-
+        core-2024, with Megatron's own defaults; torchrun's --nproc_per_node and --nnodes before the
+        .py give the data parallelism. Flags here override them; they override a scenario file. What
+        each argument was read as, and why the others were ignored, goes to standard error; what
+        cannot be modeled (fp32, partial recompute, …) is refused by name. `scripts/megatron-args-
+        of.sh LAUNCH.sh` prints the list a launch script passes
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state
@@ -269,6 +277,7 @@ def timeline(
     global_batch: Optional[_Value] = None,
     schedule: Optional[Literal['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'looped-bfs', 'zb-v', 'dualpipev', 'dualpipe']] = None,
     recompute: Optional[Literal['none', 'selective', 'full']] = None,
+    megatron_args: Optional[_Value] = None,
     seed: Optional[_Value] = None,
     iterations: Optional[_Value] = None,
     precision: Optional[Literal['fp16', 'bf16', 'fp8']] = None,
@@ -361,6 +370,13 @@ def timeline(
         stage r holding stage r of one and pp−1−r of the other, half the microbatches fed from each
         end; pp even, m even and ≥ 2p)
     recompute: Activation recomputation: none, selective (attention core only) or full
+    megatron_args: Megatron-LM's `pretrain_gpt.py` arguments (the text, or a file of it), read as
+        the model, layout, batch, precision, recomputation and data-parallel options under megatron-
+        core-2024, with Megatron's own defaults; torchrun's --nproc_per_node and --nnodes before the
+        .py give the data parallelism. Flags here override them; they override a scenario file. What
+        each argument was read as, and why the others were ignored, goes to standard error; what
+        cannot be modeled (fp32, partial recompute, …) is refused by name. `scripts/megatron-args-
+        of.sh LAUNCH.sh` prints the list a launch script passes
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state

@@ -36,6 +36,7 @@ mod zero_stage;
 
 pub use kinds::Recompute;
 pub use layout::Layout;
+pub use moe_dispatcher::MoeDispatcher;
 pub use offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use options::{Precision, TrainingOptions, TrainingOptionsFile, ZeroStage};
 pub use problem::{Problem, GPU_COUNT_FIELD};

@@ -104,6 +104,17 @@ pub struct ScenarioArgs {
     /// Activation recomputation: none, selective (attention core only) or full.
     #[arg(long, value_parser = ["none", "selective", "full"])]
     pub recompute: Option<String>,
+    /// Megatron-LM's `pretrain_gpt.py` arguments (the text, or a file of
+    /// it), read as the model, layout, batch, precision, recomputation and
+    /// data-parallel options under megatron-core-2024, with Megatron's own
+    /// defaults; torchrun's --nproc_per_node and --nnodes before the .py give
+    /// the data parallelism. Flags here override them; they override a
+    /// scenario file. What each argument was read as, and why the others
+    /// were ignored, goes to standard error; what cannot be modeled (fp32,
+    /// partial recompute, …) is refused by name. `scripts/megatron-args-of.sh
+    /// LAUNCH.sh` prints the list a launch script passes.
+    #[arg(long, value_name = "ARGS|FILE", allow_hyphen_values = true)]
+    pub megatron_args: Option<String>,
     /// Seed recorded in outputs.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -170,6 +181,10 @@ impl ScenarioArgs {
             iterations: self.iterations,
             options: self.options.clone(),
         };
+        let base = match &self.megatron_args {
+            Some(arguments) => self.megatron_layer(arguments)?.or(base),
+            None => base,
+        };
         let mut merged = flags.or(base);
         if self.takes_todays_recompute(merged.era()) {
             // The embedded default's full recompute is GPT-3 175B's, as its
@@ -184,6 +199,30 @@ impl ScenarioArgs {
     /// than the embedded default's (full): no scenario file, no
     /// `--recompute`, and a model or GPU of today's era.
     pub fn takes_todays_recompute(&self, era: Option<Era>) -> bool {
-        self.scenario.is_none() && self.recompute.is_none() && era == Some(Era::Today)
+        self.scenario.is_none()
+            && self.megatron_args.is_none()
+            && self.recompute.is_none()
+            && era == Some(Era::Today)
+    }
+
+    /// `--megatron-args` read as a scenario layer; what it understood and
+    /// ignored goes to standard error.
+    fn megatron_layer(&self, arguments: &str) -> anyhow::Result<ScenarioFile> {
+        let path = std::path::Path::new(arguments);
+        let (text, source) = if path.is_file() {
+            let text = input_file::read_to_string(path)
+                .map_err(|e| user_error(format!("--megatron-args {}: {e}", path.display())))?;
+            (text, path.display().to_string())
+        } else {
+            (arguments.to_string(), "--megatron-args".to_string())
+        };
+        let translation = frameworks::megatron_args::read(&text, &source).map_err(user_error)?;
+        if translation.scenario.dp.is_none() && self.dp.is_none() {
+            return Err(user_error(format!(
+                "{source}: the data parallelism: the arguments give no world size (torchrun's --nproc_per_node and --nnodes before the .py script); pass --dp"
+            )));
+        }
+        eprint!("{}", translation.report(&source));
+        Ok(translation.scenario)
     }
 }

@@ -5,7 +5,7 @@
 use super::flags::{
     extreme, option_flags, output_path, picture_flags, scenario_flags, value, Flags,
 };
-use super::mutate::{mutate, mutate_text, Json, Rng};
+use super::mutate::{mutate, mutate_text, nudge, Json, Rng};
 use super::seeds::Seeds;
 
 /// One command to run: its arguments, the files it reads (written into the
@@ -115,8 +115,47 @@ fn scenario_input(
     (flags, index == 1)
 }
 
+/// A Megatron-LM argument list (`--megatron-args`), its arguments nudged,
+/// dropped, repeated or replaced, sometimes damaged as text.
+fn megatron_args(seeds: &Seeds, case: &mut Case, flags: &mut Flags, rng: &mut Rng) {
+    const REPLACEMENTS: [&str; 10] = [
+        "--fp16",
+        "--recompute-granularity",
+        "full",
+        "--num-experts",
+        "--num-layers-per-virtual-pipeline-stage",
+        "--pipeline-model-parallel-size",
+        "--position-embedding-type",
+        "yarn",
+        "--moe-token-dispatcher-type",
+        "flex",
+    ];
+    let mut lines = rng.pick(&seeds.megatron_args).clone();
+    for _ in 0..=rng.below(4) {
+        let i = rng.below(lines.len());
+        match rng.below(4) {
+            0 => lines[i] = nudge(&lines[i], rng),
+            1 => drop(lines.remove(i)),
+            2 => lines.insert(i, lines[i].clone()),
+            _ => lines[i] = rng.pick(&REPLACEMENTS).to_string(),
+        }
+    }
+    let mut bytes = lines.join("\n").into_bytes();
+    if rng.chance(10) {
+        mutate_text(&mut bytes, rng);
+    }
+    case.files.push(("megatron.args".into(), bytes));
+    flags.push("--megatron-args", Some("megatron.args".into()));
+    if rng.chance(50) {
+        flags.push("--dp", Some(rng.pick(&["1", "2", "8", "0"]).to_string()));
+    }
+}
+
 fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     let (mut flags, large) = scenario_input(seeds, case, true, rng);
+    if !large && rng.chance(10) {
+        megatron_args(seeds, case, &mut flags, rng);
+    }
     match rng.below(6) {
         0 => flags.push("--json", None),
         1 => flags.push("--explain", None),

@@ -304,7 +304,7 @@ fn random_value(rng: &mut Rng) -> Json {
 
 /// A number near `text`'s value (off by one, doubled, negated, scaled), or
 /// an extreme when `text` is not a number.
-fn nudge(text: &str, rng: &mut Rng) -> String {
+pub fn nudge(text: &str, rng: &mut Rng) -> String {
     if let Ok(n) = text.parse::<i128>() {
         let candidates = [
             n - 1,

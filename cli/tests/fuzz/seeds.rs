@@ -21,6 +21,9 @@ pub struct Seeds {
     pub shards: Vec<Json>,
     pub dev_sets: Vec<Json>,
     pub csv: String,
+    /// Megatron-LM argument lists, one argument per line (the launch
+    /// scripts' lists in `frameworks/fixtures/megatron/`).
+    pub megatron_args: Vec<Vec<String>>,
 }
 
 fn repository(path: &str) -> PathBuf {
@@ -300,7 +303,19 @@ impl Seeds {
             .take(7)
             .map(|line| format!("{line}\n"))
             .collect();
+        let megatron_args = ["train_llama3_8b_h100_fp8", "train_mixtral_8x7b_distributed"]
+            .iter()
+            .map(|name| {
+                let path = repository(&format!("frameworks/fixtures/megatron/{name}.args"));
+                std::fs::read_to_string(path)
+                    .unwrap()
+                    .lines()
+                    .map(str::to_string)
+                    .collect()
+            })
+            .collect();
         Seeds {
+            megatron_args,
             models,
             hf_configs,
             topologies,

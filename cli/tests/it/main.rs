@@ -18,6 +18,7 @@ mod fp8;
 mod invariants;
 mod kernel_tables;
 mod llama3_70b_today;
+mod megatron_args;
 mod moe;
 mod presets;
 mod reliability;

@@ -4,10 +4,13 @@
 //! was ignored and why, and a refusal naming what cannot be modeled.
 //!
 //! - [`megatron_args`]: Megatron-LM's `pretrain_gpt.py` argument list
-//!   (`simulate --megatron-args`).
+//!   (`simulate --megatron-args`);
+//! - [`torchtitan`]: a torchtitan training TOML (`simulate --torchtitan`).
 
 pub mod megatron_args;
 mod megatron_flags;
 mod reading;
+mod toml_keys;
+pub mod torchtitan;
 
 pub use reading::{Ignored, Reading, Translation, TranslationError};

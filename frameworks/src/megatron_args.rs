@@ -70,9 +70,15 @@ pub fn read(text: &str, source: &str) -> Result<Translation, TranslationError> {
             reason: ignored_because(&flag).to_string(),
         })
         .collect();
+    let samples_per_replica = file
+        .global_batch
+        .is_none()
+        .then_some(file.microbatch_size)
+        .flatten();
     Ok(Translation {
         scenario: file,
         world_size,
+        samples_per_replica,
         understood,
         ignored,
     })

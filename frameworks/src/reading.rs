@@ -29,6 +29,10 @@ pub struct Translation {
     /// `--nnodes`), from which the data parallelism follows; None where the
     /// arguments do not say.
     pub world_size: Option<u32>,
+    /// Samples per data-parallel replica when the global batch is left to
+    /// follow d (Megatron without `--global-batch-size`, torchtitan's
+    /// `global_batch_size = -1`): B = this × d once d is known.
+    pub samples_per_replica: Option<u32>,
     pub understood: Vec<Reading>,
     pub ignored: Vec<Ignored>,
 }

@@ -44,6 +44,7 @@ def simulate(
     schedule: Optional[Literal['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'looped-bfs', 'zb-v', 'dualpipev', 'dualpipe']] = None,
     recompute: Optional[Literal['none', 'selective', 'full']] = None,
     megatron_args: Optional[_Value] = None,
+    torchtitan: Optional[_Value] = None,
     seed: Optional[_Value] = None,
     iterations: Optional[_Value] = None,
     precision: Optional[Literal['fp16', 'bf16', 'fp8']] = None,
@@ -144,6 +145,12 @@ def simulate(
         each argument was read as, and why the others were ignored, goes to standard error; what
         cannot be modeled (fp32, partial recompute, …) is refused by name. `scripts/megatron-args-
         of.sh LAUNCH.sh` prints the list a launch script passes
+    torchtitan: A torchtitan training TOML (`--job.config_file`): its llama3 flavor as the preset,
+        batch, sequence length, degrees (FSDP2 as ZeRO stage 3, HSDP as shard groups), bf16 or
+        float8, and full or no activation checkpointing, with torchtitan's defaults; priced under
+        megatron-core-2024 (torchtitan's kernels were not measured). As --megatron-args: what was
+        read and ignored goes to standard error, what cannot be modeled is refused by name, flags
+        override it; `data_parallel_shard_degree = -1` needs --dp
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state
@@ -278,6 +285,7 @@ def timeline(
     schedule: Optional[Literal['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'looped-bfs', 'zb-v', 'dualpipev', 'dualpipe']] = None,
     recompute: Optional[Literal['none', 'selective', 'full']] = None,
     megatron_args: Optional[_Value] = None,
+    torchtitan: Optional[_Value] = None,
     seed: Optional[_Value] = None,
     iterations: Optional[_Value] = None,
     precision: Optional[Literal['fp16', 'bf16', 'fp8']] = None,
@@ -377,6 +385,12 @@ def timeline(
         each argument was read as, and why the others were ignored, goes to standard error; what
         cannot be modeled (fp32, partial recompute, …) is refused by name. `scripts/megatron-args-
         of.sh LAUNCH.sh` prints the list a launch script passes
+    torchtitan: A torchtitan training TOML (`--job.config_file`): its llama3 flavor as the preset,
+        batch, sequence length, degrees (FSDP2 as ZeRO stage 3, HSDP as shard groups), bf16 or
+        float8, and full or no activation checkpointing, with torchtitan's defaults; priced under
+        megatron-core-2024 (torchtitan's kernels were not measured). As --megatron-args: what was
+        read and ignored goes to standard error, what cannot be modeled is refused by name, flags
+        override it; `data_parallel_shard_degree = -1` needs --dp
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state

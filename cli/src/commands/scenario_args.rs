@@ -113,8 +113,23 @@ pub struct ScenarioArgs {
     /// were ignored, goes to standard error; what cannot be modeled (fp32,
     /// partial recompute, …) is refused by name. `scripts/megatron-args-of.sh
     /// LAUNCH.sh` prints the list a launch script passes.
-    #[arg(long, value_name = "ARGS|FILE", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "ARGS|FILE",
+        allow_hyphen_values = true,
+        conflicts_with = "torchtitan"
+    )]
     pub megatron_args: Option<String>,
+    /// A torchtitan training TOML (`--job.config_file`): its llama3 flavor as
+    /// the preset, batch, sequence length, degrees (FSDP2 as ZeRO stage 3,
+    /// HSDP as shard groups), bf16 or float8, and full or no activation
+    /// checkpointing, with torchtitan's defaults; priced under
+    /// megatron-core-2024 (torchtitan's kernels were not measured). As
+    /// --megatron-args: what was read and ignored goes to standard error,
+    /// what cannot be modeled is refused by name, flags override it;
+    /// `data_parallel_shard_degree = -1` needs --dp.
+    #[arg(long, value_name = "FILE")]
+    pub torchtitan: Option<PathBuf>,
     /// Seed recorded in outputs.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -181,8 +196,8 @@ impl ScenarioArgs {
             iterations: self.iterations,
             options: self.options.clone(),
         };
-        let base = match &self.megatron_args {
-            Some(arguments) => self.megatron_layer(arguments)?.or(base),
+        let base = match self.framework_layer()? {
+            Some(layer) => layer.or(base),
             None => base,
         };
         let mut merged = flags.or(base);
@@ -201,28 +216,56 @@ impl ScenarioArgs {
     pub fn takes_todays_recompute(&self, era: Option<Era>) -> bool {
         self.scenario.is_none()
             && self.megatron_args.is_none()
+            && self.torchtitan.is_none()
             && self.recompute.is_none()
             && era == Some(Era::Today)
     }
 
-    /// `--megatron-args` read as a scenario layer; what it understood and
-    /// ignored goes to standard error.
-    fn megatron_layer(&self, arguments: &str) -> anyhow::Result<ScenarioFile> {
-        let path = std::path::Path::new(arguments);
-        let (text, source) = if path.is_file() {
-            let text = input_file::read_to_string(path)
-                .map_err(|e| user_error(format!("--megatron-args {}: {e}", path.display())))?;
-            (text, path.display().to_string())
-        } else {
-            (arguments.to_string(), "--megatron-args".to_string())
+    /// `--megatron-args` or `--torchtitan` read as a scenario layer; what
+    /// was understood and ignored goes to standard error.
+    fn framework_layer(&self) -> anyhow::Result<Option<ScenarioFile>> {
+        let read_file = |path: &std::path::Path, flag: &str| {
+            input_file::read_to_string(path)
+                .map_err(|e| user_error(format!("{flag} {}: {e}", path.display())))
         };
-        let translation = frameworks::megatron_args::read(&text, &source).map_err(user_error)?;
-        if translation.scenario.dp.is_none() && self.dp.is_none() {
+        let (translation, source) = match (&self.megatron_args, &self.torchtitan) {
+            (Some(arguments), _) => {
+                let path = std::path::Path::new(arguments);
+                let (text, source) = if path.is_file() {
+                    (
+                        read_file(path, "--megatron-args")?,
+                        path.display().to_string(),
+                    )
+                } else {
+                    (arguments.clone(), "--megatron-args".to_string())
+                };
+                (frameworks::megatron_args::read(&text, &source), source)
+            }
+            (None, Some(path)) => {
+                let source = path.display().to_string();
+                (
+                    frameworks::torchtitan::read(&read_file(path, "--torchtitan")?, &source),
+                    source,
+                )
+            }
+            (None, None) => return Ok(None),
+        };
+        let translation = translation.map_err(user_error)?;
+        let mut layer = translation.scenario.clone();
+        if layer.dp.is_none() && self.dp.is_none() {
             return Err(user_error(format!(
-                "{source}: the data parallelism: the arguments give no world size (torchrun's --nproc_per_node and --nnodes before the .py script); pass --dp"
+                "{source}: the data parallelism: the file gives no world size (torchrun's --nproc_per_node and --nnodes, or torchtitan's data_parallel_shard_degree); pass --dp"
             )));
         }
+        if let (None, None, Some(per_replica), Some(dp)) = (
+            layer.global_batch,
+            self.global_batch,
+            translation.samples_per_replica,
+            self.dp.or(layer.dp),
+        ) {
+            layer.global_batch = per_replica.checked_mul(dp);
+        }
         eprint!("{}", translation.report(&source));
-        Ok(translation.scenario)
+        Ok(Some(layer))
     }
 }

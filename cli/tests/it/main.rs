@@ -29,5 +29,6 @@ mod summary;
 mod sweep;
 mod sweep_post_validation;
 mod symmetry;
+mod torchtitan;
 mod v_schedules;
 mod zero_bubble;

@@ -6,7 +6,8 @@
 //! every training option), timelines (`.json` and `.jsonl`) and sweep shards
 //! made by the binary at start-up, `validate` inputs (dev-set rows, vTrain
 //! CSV rows) and Megatron-LM argument lists (`--megatron-args`: the launch
-//! scripts' lists, arguments nudged, dropped, repeated or replaced). It
+//! scripts' lists, arguments nudged, dropped, repeated or replaced), torchtitan
+//! TOMLs and Megatron-Bridge YAMLs (`--torchtitan`, `--bridge-config`). It
 //! mutates them (`fuzz/mutate.rs`: numbers such as 0, −1, 2^32,
 //! 2^64, 1e308, 1e999 and `NaN`, deleted, repeated and swapped keys, changed
 //! types, deep nesting, truncated or damaged bytes) and runs one subcommand

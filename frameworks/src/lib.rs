@@ -5,8 +5,11 @@
 //!
 //! - [`megatron_args`]: Megatron-LM's `pretrain_gpt.py` argument list
 //!   (`simulate --megatron-args`);
-//! - [`torchtitan`]: a torchtitan training TOML (`simulate --torchtitan`).
+//! - [`torchtitan`]: a torchtitan training TOML (`simulate --torchtitan`);
+//! - [`bridge`]: a Megatron-Bridge / NeMo 2 configuration YAML
+//!   (`simulate --bridge-config`), through the Megatron arguments it maps to.
 
+pub mod bridge;
 pub mod megatron_args;
 mod megatron_flags;
 mod reading;

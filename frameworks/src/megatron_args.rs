@@ -325,6 +325,10 @@ impl Reader<'_> {
             ("overlap-grad-reduce", "overlapped gradient reduction"),
             ("overlap-param-gather", "overlapped parameter all-gather"),
             ("tp-comm-overlap", "tensor-parallel communication overlap"),
+            (
+                "no-gradient-accumulation-fusion",
+                "unfused gradient accumulation",
+            ),
         ] {
             if self.flags.switch(flag) {
                 self.note(format!("--{flag}"), what.into());
@@ -333,6 +337,9 @@ impl Reader<'_> {
                     "use-distributed-optimizer" => options.distributed_optimizer = Some(true),
                     "overlap-grad-reduce" => options.overlap_grad_reduce = Some(true),
                     "overlap-param-gather" => options.overlap_param_gather = Some(true),
+                    "no-gradient-accumulation-fusion" => {
+                        options.gradient_accumulation_fusion = Some(false)
+                    }
                     _ => options.tp_comm_overlap = Some(true),
                 }
             }

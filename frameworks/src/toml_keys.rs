@@ -22,6 +22,11 @@ impl Keys {
         Some(&self.entries[index].1)
     }
 
+    /// A leaf's value as written (marked as read).
+    pub(crate) fn scalar(&mut self, key: &str) -> Option<toml::Value> {
+        self.get(key).cloned()
+    }
+
     pub(crate) fn was_given(&self, key: &str) -> bool {
         self.entries.iter().any(|(k, _)| k == key)
     }

@@ -45,6 +45,7 @@ def simulate(
     recompute: Optional[Literal['none', 'selective', 'full']] = None,
     megatron_args: Optional[_Value] = None,
     torchtitan: Optional[_Value] = None,
+    bridge_config: Optional[_Value] = None,
     seed: Optional[_Value] = None,
     iterations: Optional[_Value] = None,
     precision: Optional[Literal['fp16', 'bf16', 'fp8']] = None,
@@ -151,6 +152,12 @@ def simulate(
         megatron-core-2024 (torchtitan's kernels were not measured). As --megatron-args: what was
         read and ignored goes to standard error, what cannot be modeled is refused by name, flags
         override it; `data_parallel_shard_degree = -1` needs --dp
+    bridge_config: A Megatron-Bridge / NeMo 2 configuration YAML (a ConfigContainer's `to_yaml()`
+        dump, or an override file): its keys read as the Megatron-LM arguments they map to
+        (Megatron-Bridge's translate_mlm_to_bridge.py), as --megatron-args reads them. Keys it
+        leaves out take Megatron-Core's defaults (the recipe is Python), but the precision, the
+        recipes' bf16_mixed; without the architecture the model comes from --model; the GPU count is
+        not in it: pass --dp
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state
@@ -286,6 +293,7 @@ def timeline(
     recompute: Optional[Literal['none', 'selective', 'full']] = None,
     megatron_args: Optional[_Value] = None,
     torchtitan: Optional[_Value] = None,
+    bridge_config: Optional[_Value] = None,
     seed: Optional[_Value] = None,
     iterations: Optional[_Value] = None,
     precision: Optional[Literal['fp16', 'bf16', 'fp8']] = None,
@@ -391,6 +399,12 @@ def timeline(
         megatron-core-2024 (torchtitan's kernels were not measured). As --megatron-args: what was
         read and ignored goes to standard error, what cannot be modeled is refused by name, flags
         override it; `data_parallel_shard_degree = -1` needs --dp
+    bridge_config: A Megatron-Bridge / NeMo 2 configuration YAML (a ConfigContainer's `to_yaml()`
+        dump, or an override file): its keys read as the Megatron-LM arguments they map to
+        (Megatron-Bridge's translate_mlm_to_bridge.py), as --megatron-args reads them. Keys it
+        leaves out take Megatron-Core's defaults (the recipe is Python), but the precision, the
+        recipes' bf16_mixed; without the architecture the model comes from --model; the GPU count is
+        not in it: pass --dp
     seed: Seed recorded in outputs
     iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
         with --delayed-update). Metrics describe the steady state

@@ -128,8 +128,17 @@ pub struct ScenarioArgs {
     /// --megatron-args: what was read and ignored goes to standard error,
     /// what cannot be modeled is refused by name, flags override it;
     /// `data_parallel_shard_degree = -1` needs --dp.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "bridge_config")]
     pub torchtitan: Option<PathBuf>,
+    /// A Megatron-Bridge / NeMo 2 configuration YAML (a ConfigContainer's
+    /// `to_yaml()` dump, or an override file): its keys read as the
+    /// Megatron-LM arguments they map to (Megatron-Bridge's
+    /// translate_mlm_to_bridge.py), as --megatron-args reads them. Keys it
+    /// leaves out take Megatron-Core's defaults (the recipe is Python), but
+    /// the precision, the recipes' bf16_mixed; without the architecture the
+    /// model comes from --model; the GPU count is not in it: pass --dp.
+    #[arg(long, value_name = "FILE", conflicts_with = "megatron_args")]
+    pub bridge_config: Option<PathBuf>,
     /// Seed recorded in outputs.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -217,6 +226,7 @@ impl ScenarioArgs {
         self.scenario.is_none()
             && self.megatron_args.is_none()
             && self.torchtitan.is_none()
+            && self.bridge_config.is_none()
             && self.recompute.is_none()
             && era == Some(Era::Today)
     }
@@ -228,28 +238,36 @@ impl ScenarioArgs {
             input_file::read_to_string(path)
                 .map_err(|e| user_error(format!("{flag} {}: {e}", path.display())))
         };
-        let (translation, source) = match (&self.megatron_args, &self.torchtitan) {
-            (Some(arguments), _) => {
-                let path = std::path::Path::new(arguments);
-                let (text, source) = if path.is_file() {
+        let (translation, source) =
+            match (&self.megatron_args, &self.torchtitan, &self.bridge_config) {
+                (Some(arguments), _, _) => {
+                    let path = std::path::Path::new(arguments);
+                    let (text, source) = if path.is_file() {
+                        (
+                            read_file(path, "--megatron-args")?,
+                            path.display().to_string(),
+                        )
+                    } else {
+                        (arguments.clone(), "--megatron-args".to_string())
+                    };
+                    (frameworks::megatron_args::read(&text, &source), source)
+                }
+                (None, None, Some(path)) => {
+                    let source = path.display().to_string();
                     (
-                        read_file(path, "--megatron-args")?,
-                        path.display().to_string(),
+                        frameworks::bridge::read(&read_file(path, "--bridge-config")?, &source),
+                        source,
                     )
-                } else {
-                    (arguments.clone(), "--megatron-args".to_string())
-                };
-                (frameworks::megatron_args::read(&text, &source), source)
-            }
-            (None, Some(path)) => {
-                let source = path.display().to_string();
-                (
-                    frameworks::torchtitan::read(&read_file(path, "--torchtitan")?, &source),
-                    source,
-                )
-            }
-            (None, None) => return Ok(None),
-        };
+                }
+                (None, Some(path), _) => {
+                    let source = path.display().to_string();
+                    (
+                        frameworks::torchtitan::read(&read_file(path, "--torchtitan")?, &source),
+                        source,
+                    )
+                }
+                (None, None, None) => return Ok(None),
+            };
         let translation = translation.map_err(user_error)?;
         let mut layer = translation.scenario.clone();
         if layer.dp.is_none() && self.dp.is_none() {

@@ -151,10 +151,47 @@ fn megatron_args(seeds: &Seeds, case: &mut Case, flags: &mut Flags, rng: &mut Rn
     }
 }
 
+/// A torchtitan TOML or Megatron-Bridge YAML, its lines' numbers nudged,
+/// lines dropped or repeated, sometimes damaged as text.
+fn framework_file(seeds: &Seeds, case: &mut Case, flags: &mut Flags, rng: &mut Rng) {
+    let (flag, name, lines) = rng.pick(&seeds.framework_files);
+    let mut lines = lines.clone();
+    for _ in 0..=rng.below(4) {
+        let i = rng.below(lines.len());
+        match rng.below(3) {
+            0 => {
+                if let Some((key, value)) = lines[i].split_once(&['=', ':'][..]) {
+                    lines[i] = format!(
+                        "{key}{} {}",
+                        if lines[i].contains('=') { " =" } else { ":" },
+                        nudge(value.trim(), rng)
+                    );
+                }
+            }
+            1 => drop(lines.remove(i)),
+            _ => lines.insert(i, lines[i].clone()),
+        }
+    }
+    let mut bytes = lines.join("\n").into_bytes();
+    if rng.chance(10) {
+        mutate_text(&mut bytes, rng);
+    }
+    case.files.push((name.to_string(), bytes));
+    flags.push(flag, Some(name.to_string()));
+    if *flag == "--bridge-config" && rng.chance(70) {
+        flags.push("--model", Some("llama3-8b".into()));
+    }
+    if rng.chance(70) {
+        flags.push("--dp", Some(rng.pick(&["1", "2", "8", "0"]).to_string()));
+    }
+}
+
 fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     let (mut flags, large) = scenario_input(seeds, case, true, rng);
     if !large && rng.chance(10) {
         megatron_args(seeds, case, &mut flags, rng);
+    } else if !large && rng.chance(10) {
+        framework_file(seeds, case, &mut flags, rng);
     }
     match rng.below(6) {
         0 => flags.push("--json", None),

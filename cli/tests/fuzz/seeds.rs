@@ -24,6 +24,9 @@ pub struct Seeds {
     /// Megatron-LM argument lists, one argument per line (the launch
     /// scripts' lists in `frameworks/fixtures/megatron/`).
     pub megatron_args: Vec<Vec<String>>,
+    /// (flag, file name, lines): torchtitan TOMLs and Megatron-Bridge YAMLs
+    /// (`frameworks/fixtures/`).
+    pub framework_files: Vec<(&'static str, &'static str, Vec<String>)>,
 }
 
 fn repository(path: &str) -> PathBuf {
@@ -314,7 +317,29 @@ impl Seeds {
                     .collect()
             })
             .collect();
+        let framework_files = [
+            ("--torchtitan", "torchtitan/llama3_70b.toml", "config.toml"),
+            ("--torchtitan", "torchtitan/llama3_8b.toml", "config.toml"),
+            (
+                "--bridge-config",
+                "bridge/quantized_llama3_8b_pretrain_override_example.yaml",
+                "config.yaml",
+            ),
+            (
+                "--bridge-config",
+                "bridge/llama32_1b_pretrain.yaml",
+                "config.yaml",
+            ),
+        ]
+        .iter()
+        .map(|(flag, path, name)| {
+            let text = std::fs::read_to_string(repository(&format!("frameworks/fixtures/{path}")))
+                .unwrap();
+            (*flag, *name, text.lines().map(str::to_string).collect())
+        })
+        .collect();
         Seeds {
+            framework_files,
             megatron_args,
             models,
             hf_configs,

@@ -7,6 +7,7 @@
 
 mod accuracy;
 mod bad_input;
+mod bridge_config;
 mod cli;
 #[path = "../common/mod.rs"]
 mod common;

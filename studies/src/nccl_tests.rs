@@ -102,6 +102,40 @@ pub fn format_nccl_tests_table(
     out
 }
 
+/// The rows as `collective --json` prints them: the group, then one object
+/// per size with the time in integer nanoseconds and the bandwidths in
+/// bytes per second (the same names and units as `simulate --json`).
+pub fn nccl_tests_json(
+    op: CollectiveOp,
+    group: &GroupShape,
+    rows: &[NcclTestsRow],
+) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            let e = &row.estimate;
+            serde_json::json!({
+                "size_bytes": row.size_bytes,
+                "count": row.count,
+                "type": "float",
+                "time_ns": e.duration.as_nanos(),
+                "algbw_bytes_per_s": e.algbw_bytes_per_s,
+                "busbw_bytes_per_s": e.busbw_bytes_per_s,
+                "algorithm": if op == CollectiveOp::AllToAll { "p2p" } else { e.algorithm.name() },
+                "protocol": e.protocol.name(),
+                "latency_ns": e.latency_ns,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "op": op.name(),
+        "ranks": group.ranks,
+        "nodes": group.nodes,
+        "ranks_per_node": group.ranks_per_node,
+        "rows": rows,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

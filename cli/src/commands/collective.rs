@@ -52,6 +52,11 @@ pub struct CollectiveArgs {
     /// Neither models NVLS, CollNet or per-channel caps.
     #[arg(long, default_value = "2.12", value_parser = ["2.12", "2.21"])]
     pub nccl: String,
+    /// Print the table as one JSON document (the group, the topology, profile
+    /// and NCCL version, and a row per size: time in integer nanoseconds,
+    /// bandwidths in bytes per second) instead of nccl-tests' columns.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn parse_bytes(text: &str) -> Result<u64, String> {
@@ -130,6 +135,13 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
     });
     let sizes = size_sweep(args.min_bytes, args.max_bytes, args.factor);
     let rows = nccl_tests_table(op, &sizes, &group, &rates, algorithm);
+    if args.json {
+        let mut document = studies::nccl_tests::nccl_tests_json(op, &group, &rows);
+        document["topology"] = topology.name.clone().into();
+        document["profile"] = profile.id.clone().into();
+        document["nccl"] = nccl.name().into();
+        return outln!("{}", serde_json::to_string_pretty(&document)?);
+    }
     outln!(
         "# topology {} · profile {} · NCCL {} tuner ({})",
         topology.name,

@@ -25,6 +25,11 @@ pub struct CompareArgs {
     /// How many most-different tasks to list.
     #[arg(long, default_value_t = 5)]
     pub worst: usize,
+    /// Print the comparison as one JSON document (iteration times and their
+    /// error, bubbles, the most different tasks, whether the task lists
+    /// matched) instead of the tables; --max-error still sets the exit status.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
@@ -40,6 +45,16 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let labels = [label(&reference), label(&other)];
     let labels = [labels[0].as_str(), labels[1].as_str()];
     let result = timeline::compare::compare(&reference, &other, args.worst).map_err(user_error)?;
+    if args.json {
+        let mut document = serde_json::to_value(&result)?;
+        document["reference"] = labels[0].into();
+        document["other"] = labels[1].into();
+        outln!("{}", serde_json::to_string_pretty(&document)?)?;
+        if let Some(path) = &args.plot {
+            reports::render_comparison(&reference, &other, labels, path).map_err(user_error)?;
+        }
+        return check_max_error(args.max_error, result.iteration_error_percent);
+    }
     outln!(
         "iteration time  {:.6} s vs {:.6} s ({:+.2}%)",
         result.reference_iteration_s,
@@ -78,15 +93,18 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         reports::render_comparison(&reference, &other, labels, path).map_err(user_error)?;
         outln!("comparison chart: {}", path.display())?;
     }
-    if let Some(limit) = args.max_error {
-        if result.iteration_error_percent.abs() > limit {
-            anyhow::bail!(
-                "iteration-time error {:+.2}% exceeds --max-error {limit}%",
-                result.iteration_error_percent
-            );
+    check_max_error(args.max_error, result.iteration_error_percent)
+}
+
+/// Exit 1 (an error that is not the input's) when the iteration-time error
+/// is above `--max-error`.
+fn check_max_error(limit: Option<f64>, error_percent: f64) -> anyhow::Result<()> {
+    match limit {
+        Some(limit) if error_percent.abs() > limit => {
+            anyhow::bail!("iteration-time error {error_percent:+.2}% exceeds --max-error {limit}%")
         }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn label(timeline: &timeline::Timeline) -> String {

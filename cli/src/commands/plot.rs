@@ -39,6 +39,14 @@ pub struct BubbleArgs {
     /// Output image (.svg or .png).
     #[arg(long, default_value = "bubble.svg", value_parser = crate::output_file::image_path)]
     pub out: PathBuf,
+    /// Print the chart's table as one JSON document (each schedule's points:
+    /// m, the simulated bubble over ideal compute, the formula's value; the
+    /// points skipped and why) instead of the text table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the table as CSV to FILE (schedule, m, simulated, formula).
+    #[arg(long, value_name = "FILE", value_parser = crate::output_file::output_path)]
+    pub csv: Option<PathBuf>,
 }
 
 pub fn run(args: PlotArgs) -> anyhow::Result<()> {
@@ -109,6 +117,35 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
         ));
     }
     reports::render_bubble_chart(&series, p, &args.out).map_err(user_error)?;
+    if let Some(path) = &args.csv {
+        crate::output_file::write_output(path, |out| {
+            use std::io::Write;
+            writeln!(out, "schedule,microbatches,simulated,formula")?;
+            for s in &series {
+                for (m, y) in &s.points {
+                    writeln!(out, "{},{m},{y},{}", s.label, s.formula.fraction(p, *m))?;
+                }
+            }
+            Ok(())
+        })?;
+    }
+    if args.json {
+        let document = serde_json::json!({
+            "pipeline_parallel": p,
+            "chart": args.out.display().to_string(),
+            "series": series.iter().map(|s| serde_json::json!({
+                "schedule": s.label,
+                "points": s.points.iter().map(|(m, y)| serde_json::json!({
+                    "microbatches": m,
+                    "simulated": y,
+                    "formula": s.formula.fraction(p, *m),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "microbatch_groups": groups,
+            "skipped": skipped,
+        });
+        return outln!("{}", serde_json::to_string_pretty(&document)?);
+    }
     for s in &series {
         let cells: Vec<String> = s
             .points

@@ -80,6 +80,25 @@ fn add_spec_files(case: &mut Case, seeds: &Seeds, rng: &mut Rng) {
     add_file(case, "topology.json", rng.pick(&seeds.topologies), 15, rng);
     add_file(case, "profile.json", rng.pick(&seeds.profiles), 15, rng);
     add_file(case, "stack.json", rng.pick(&seeds.stacks), 15, rng);
+    add_expert_histogram(case, rng);
+}
+
+/// An expert-imbalance histogram (`--expert-imbalance experts.txt`): token
+/// counts for Mixtral's 8 experts, or a wrong count, a zero, a negative,
+/// an overflow or a word among them.
+fn add_expert_histogram(case: &mut Case, rng: &mut Rng) {
+    let experts = *rng.pick(&[8usize, 8, 8, 4, 0, 9]);
+    let counts: Vec<String> = (0..experts)
+        .map(|_| match rng.below(12) {
+            0 => rng
+                .pick(&["0", "-3", "1e999", "NaN", "18446744073709551616", "x"])
+                .to_string(),
+            _ => (1 + rng.below(5000)).to_string(),
+        })
+        .collect();
+    let separator = *rng.pick(&[" ", ",", "\n"]);
+    case.files
+        .push(("experts.txt".into(), counts.join(separator).into_bytes()));
 }
 
 /// A scenario file (mutated most of the time) and maybe a few flags over

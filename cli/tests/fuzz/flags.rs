@@ -323,6 +323,7 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
                 "skew:0.5",
                 "skew:x",
                 "model.json",
+                "experts.txt",
                 "missing.txt",
             ][..],
             8,

@@ -566,3 +566,133 @@ fn collective_costs_with_the_nccl_asked_for_and_says_which() {
     );
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn collective_json_is_the_table_as_one_document() {
+    let args = [
+        "collective",
+        "--gpus",
+        "16",
+        "--min-bytes",
+        "1M",
+        "--max-bytes",
+        "8M",
+    ];
+    let table = clustersim(&args);
+    assert!(table.status.success(), "{}", stderr(&table));
+    let output = clustersim(&[&args[..], &["--json"]].concat());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (
+            value["op"].as_str(),
+            value["ranks"].as_u64(),
+            value["nodes"].as_u64()
+        ),
+        (Some("all_reduce"), Some(16), Some(2))
+    );
+    let rows = value["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    // Each row's time is the table's, in ns instead of µs with 2 decimals.
+    let text = String::from_utf8(table.stdout).unwrap();
+    for row in rows {
+        let micros = format!("{:.2}", row["time_ns"].as_u64().unwrap() as f64 / 1e3);
+        let size = row["size_bytes"].as_u64().unwrap().to_string();
+        assert!(
+            text.lines()
+                .any(|line| line.split_whitespace().next() == Some(size.as_str())
+                    && line.contains(&micros)),
+            "{size} B at {micros} us not in:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn compare_json_is_one_document_and_max_error_still_sets_the_exit_status() {
+    let folder =
+        std::env::temp_dir().join(format!("clustersim-compare-json-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let timeline = |name: &str, batch: &str| {
+        let path = folder.join(name).display().to_string();
+        let output = clustersim(&[
+            "simulate",
+            "--model",
+            "tiny",
+            "--topology",
+            "dgx-a100",
+            "--tp",
+            "1",
+            "--pp",
+            "2",
+            "--dp",
+            "1",
+            "--global-batch",
+            batch,
+            "--timeline",
+            &path,
+        ]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        path
+    };
+    let (a, b) = (timeline("a.json", "4"), timeline("b.json", "8"));
+    let same = clustersim(&["compare", &a, &a, "--json", "--max-error", "0"]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    let value: serde_json::Value = serde_json::from_slice(&same.stdout).unwrap();
+    assert_eq!(value["iteration_error_percent"], 0.0);
+    assert!(value["worst_tasks"].is_array() && value["reference"].is_string());
+    let different = clustersim(&["compare", &a, &b, "--json", "--max-error", "0"]);
+    assert_eq!(different.status.code(), Some(1), "{}", stderr(&different));
+    let value: serde_json::Value = serde_json::from_slice(&different.stdout).unwrap();
+    assert!(value["iteration_error_percent"].as_f64().unwrap() > 0.0);
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+#[test]
+fn plot_bubble_json_and_csv_hold_the_charts_table() {
+    let folder = std::env::temp_dir().join(format!("clustersim-plot-json-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let (chart, csv) = (folder.join("b.svg"), folder.join("b.csv"));
+    let output = clustersim(&[
+        "plot",
+        "bubble",
+        "--model",
+        "gpt2-1b",
+        "--topology",
+        "dgx-a100",
+        "--tp",
+        "1",
+        "--pp",
+        "4",
+        "--dp",
+        "1",
+        "--microbatches",
+        "4,8",
+        "--out",
+        chart.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["pipeline_parallel"], 4);
+    let series = value["series"].as_array().unwrap();
+    let one_f_one_b = series.iter().find(|s| s["schedule"] == "1F1B").unwrap();
+    let points = one_f_one_b["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    // 1F1B's formula (p − 1)/m.
+    assert_eq!(points[0]["formula"], 0.75);
+    let table = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        table.starts_with("schedule,microbatches,simulated,formula\n"),
+        "{table}"
+    );
+    let rows = table.lines().count() - 1;
+    let in_json: usize = series
+        .iter()
+        .map(|s| s["points"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(rows, in_json);
+    assert!(chart.exists());
+    let _ = std::fs::remove_dir_all(&folder);
+}

@@ -41,7 +41,13 @@ pub fn read(text: &str, source: &str) -> Result<Translation, TranslationError> {
     };
     let mut keys = Keys::of(&table);
     let mut problems = Vec::new();
-    let arguments = megatron_arguments(&mut keys, &mut problems);
+    let mut arguments = megatron_arguments(&mut keys, &mut problems);
+    // Every Llama H100 pre-training recipe sets micro_batch_size = 1
+    // (recipes/llama/h100/llama3.py: all 27 recipes).
+    let recipes_micro_batch = !keys.was_given("train.micro_batch_size");
+    if recipes_micro_batch {
+        arguments.extend(["--micro-batch-size".into(), RECIPES_MICRO_BATCH.to_string()]);
+    }
     if !problems.is_empty() {
         return Err(TranslationError {
             source: source.to_string(),
@@ -52,7 +58,7 @@ pub fn read(text: &str, source: &str) -> Result<Translation, TranslationError> {
         &shlex::try_join(arguments.iter().map(String::as_str)).unwrap_or_default(),
         source,
     )?;
-    if !keys.was_given("train.micro_batch_size") {
+    if recipes_micro_batch {
         translation.understood.push(crate::reading::Reading {
             argument: "(no train.micro_batch_size)".into(),
             meaning: format!("b = {RECIPES_MICRO_BATCH}, as every Llama H100 recipe sets it"),
@@ -253,11 +259,6 @@ fn megatron_arguments(keys: &mut Keys, problems: &mut Vec<String>) -> Vec<String
             (Maps::IfTrue(_) | Maps::IfFalse(_), Some(_)) => {}
             (_, None) => problems.push(format!("{key} = {value}: not true or false")),
         }
-    }
-    // Every Llama H100 pre-training recipe sets micro_batch_size = 1
-    // (recipes/llama/h100/llama3.py: all 27 recipes).
-    if !arguments.iter().any(|a| a == "--micro-batch-size") {
-        arguments.extend(["--micro-batch-size".into(), RECIPES_MICRO_BATCH.to_string()]);
     }
     let seq_len = keys
         .scalar("dataset.seq_length")

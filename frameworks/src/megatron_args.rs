@@ -13,7 +13,9 @@
 
 use crate::megatron_flags::{ignored_because, Flags};
 use crate::reading::{Ignored, Reading, Translation, TranslationError};
-use scenario::{MoeDispatcher, Precision, Recompute, ScenarioFile, ScheduleKind};
+use scenario::{
+    MoeDispatcher, Precision, Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile,
+};
 use serde_json::{json, Map, Value};
 
 /// The stack Megatron-LM's arguments run under.
@@ -320,28 +322,36 @@ impl Reader<'_> {
                 );
             }
         }
-        for (flag, what) in [
-            ("use-distributed-optimizer", "distributed optimizer"),
-            ("overlap-grad-reduce", "overlapped gradient reduction"),
-            ("overlap-param-gather", "overlapped parameter all-gather"),
-            ("tp-comm-overlap", "tensor-parallel communication overlap"),
+        type Set = fn(&mut TrainingOptionsFile);
+        let switches: [(&str, &str, Set); 5] = [
+            ("use-distributed-optimizer", "distributed optimizer", |o| {
+                o.distributed_optimizer = Some(true)
+            }),
+            (
+                "overlap-grad-reduce",
+                "overlapped gradient reduction",
+                |o| o.overlap_grad_reduce = Some(true),
+            ),
+            (
+                "overlap-param-gather",
+                "overlapped parameter all-gather",
+                |o| o.overlap_param_gather = Some(true),
+            ),
+            (
+                "tp-comm-overlap",
+                "tensor-parallel communication overlap",
+                |o| o.tp_comm_overlap = Some(true),
+            ),
             (
                 "no-gradient-accumulation-fusion",
                 "unfused gradient accumulation",
+                |o| o.gradient_accumulation_fusion = Some(false),
             ),
-        ] {
+        ];
+        for (flag, what, set) in switches {
             if self.flags.switch(flag) {
                 self.note(format!("--{flag}"), what.into());
-                let options = &mut self.file.options;
-                match flag {
-                    "use-distributed-optimizer" => options.distributed_optimizer = Some(true),
-                    "overlap-grad-reduce" => options.overlap_grad_reduce = Some(true),
-                    "overlap-param-gather" => options.overlap_param_gather = Some(true),
-                    "no-gradient-accumulation-fusion" => {
-                        options.gradient_accumulation_fusion = Some(false)
-                    }
-                    _ => options.tp_comm_overlap = Some(true),
-                }
+                set(&mut self.file.options);
             }
         }
     }

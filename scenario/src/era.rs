@@ -127,6 +127,23 @@ pub(crate) struct LayoutFacts {
     pub schedule: ScheduleKind,
 }
 
+/// Whether today's sequence-parallelism default may apply to `options` (as
+/// written): the scenario sets neither it nor an asynchronous all-reduce,
+/// which Megatron turns off under it.
+pub fn sequence_parallel_may_default(options: &TrainingOptionsFile) -> bool {
+    options.sequence_parallel.is_none() && options.async_tensor_allreduce != Some(true)
+}
+
+/// Whether today's distributed-optimizer default may apply to `options` (as
+/// written): the scenario sets no sharding of its own (the distributed
+/// optimizer, a ZeRO stage, ZeRO-Offload) nor the post-validated step.
+pub fn distributed_optimizer_may_default(options: &TrainingOptionsFile) -> bool {
+    options.distributed_optimizer.is_none()
+        && options.zero_stage.is_none()
+        && options.zero_offload != Some(true)
+        && options.optimizer_post_validation != Some(true)
+}
+
 /// Fills what the scenario's own options (`options`, as written) leave unset
 /// with its era's defaults, in `filled` (the options with the stack's
 /// defaults); returns them and what was filled.
@@ -157,10 +174,7 @@ pub(crate) fn apply(
     if facts.stack_named || era == Era::Paper {
         return (filled, applied);
     }
-    if facts.tensor_parallel > 1
-        && options.sequence_parallel.is_none()
-        && options.async_tensor_allreduce != Some(true)
-    {
+    if facts.tensor_parallel > 1 && sequence_parallel_may_default(options) {
         filled.sequence_parallel = Some(true);
         // As `Stack::defaults_under` does for a scenario that asks for
         // sequence parallelism: Megatron turns the stack's asynchronous
@@ -168,12 +182,8 @@ pub(crate) fn apply(
         filled.async_tensor_allreduce = options.async_tensor_allreduce;
         applied.push(EraDefault::SequenceParallel);
     }
-    let sharding_set = options.distributed_optimizer.is_some()
-        || options.zero_stage.is_some()
-        || options.zero_offload == Some(true)
-        || options.optimizer_post_validation == Some(true);
     if facts.data_and_context_parallel > 1
-        && !sharding_set
+        && distributed_optimizer_may_default(options)
         && facts.schedule != ScheduleKind::DualPipe
     {
         filled.distributed_optimizer = Some(true);

@@ -2,7 +2,7 @@
 //! cp, ep, etp, ZeRO-stage and precision columns only in sweeps that vary
 //! them) and the sentence on why the best layout wins.
 
-use sim::scenario::era::{Era, EraDefault};
+use sim::scenario::era::{self, Era, EraDefault};
 use sim::scenario::{Precision, Stack, ZeroStage, DEFAULT_STACK};
 use std::io::Write;
 use studies::sweep::{self, SweepOutput, SweepSpace};
@@ -183,17 +183,13 @@ pub fn shared_options(space: &SweepSpace) -> String {
         (Some(name), _) => format!(" · stack {name}"),
         (None, Some(defaults)) if defaults.era == Era::Today => {
             let mut text = format!(" · today's defaults: stack {stack_name}");
-            if space.options.sequence_parallel.is_none()
-                && space.options.async_tensor_allreduce != Some(true)
-            {
+            if era::sequence_parallel_may_default(&space.options) {
                 text.push_str(", sequence parallel at t > 1");
             }
-            let sharding_set = space.options.distributed_optimizer.is_some()
-                || space.options.zero_stage.is_some()
-                || !space.zero_stages.is_empty()
-                || space.options.zero_offload == Some(true)
-                || space.options.optimizer_post_validation == Some(true);
-            if !sharding_set {
+            // A varied ZeRO stage sets the sharding of every layout.
+            if era::distributed_optimizer_may_default(&space.options)
+                && space.zero_stages.is_empty()
+            {
                 text.push_str(", distributed optimizer at d·cp > 1");
             }
             text

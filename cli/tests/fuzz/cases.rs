@@ -159,15 +159,28 @@ fn megatron_args(seeds: &Seeds, case: &mut Case, flags: &mut Flags, rng: &mut Rn
             _ => lines[i] = rng.pick(&REPLACEMENTS).to_string(),
         }
     }
+    add_lines_file(case, flags, "--megatron-args", "megatron.args", &lines, rng);
+    if rng.chance(50) {
+        flags.push("--dp", Some(rng.pick(&["1", "2", "8", "0"]).to_string()));
+    }
+}
+
+/// Writes `lines` as the file `name` (damaged as text one time in ten) and
+/// passes it with `flag`.
+fn add_lines_file(
+    case: &mut Case,
+    flags: &mut Flags,
+    flag: &str,
+    name: &str,
+    lines: &[String],
+    rng: &mut Rng,
+) {
     let mut bytes = lines.join("\n").into_bytes();
     if rng.chance(10) {
         mutate_text(&mut bytes, rng);
     }
-    case.files.push(("megatron.args".into(), bytes));
-    flags.push("--megatron-args", Some("megatron.args".into()));
-    if rng.chance(50) {
-        flags.push("--dp", Some(rng.pick(&["1", "2", "8", "0"]).to_string()));
-    }
+    case.files.push((name.to_string(), bytes));
+    flags.push(flag, Some(name.to_string()));
 }
 
 /// A torchtitan TOML or Megatron-Bridge YAML, its lines' numbers nudged,
@@ -191,12 +204,7 @@ fn framework_file(seeds: &Seeds, case: &mut Case, flags: &mut Flags, rng: &mut R
             _ => lines.insert(i, lines[i].clone()),
         }
     }
-    let mut bytes = lines.join("\n").into_bytes();
-    if rng.chance(10) {
-        mutate_text(&mut bytes, rng);
-    }
-    case.files.push((name.to_string(), bytes));
-    flags.push(flag, Some(name.to_string()));
+    add_lines_file(case, flags, flag, name, &lines, rng);
     if *flag == "--bridge-config" && rng.chance(70) {
         flags.push("--model", Some("llama3-8b".into()));
     }

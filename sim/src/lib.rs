@@ -45,6 +45,7 @@ pub use scenario;
 pub use schedules as schedule;
 mod simulate;
 pub mod symmetry;
+pub mod throughput;
 /// The task DAG (the `taskgraph` crate): ids, tasks, columns, the graph, the replica map.
 pub use taskgraph::{ids, replica_map, task, task_columns, task_graph};
 #[cfg(test)]

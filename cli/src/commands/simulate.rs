@@ -446,21 +446,16 @@ struct WhatRan {
 impl WhatRan {
     fn of(scenario: &Scenario, m: &timeline::metrics::Metrics) -> WhatRan {
         let model = &scenario.model;
-        let peak = scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak);
+        let throughput = sim::throughput::Throughput::of(scenario, m);
         WhatRan {
             parameters: models::formulas::published_parameter_count(model),
             active_parameters: model
                 .moe
                 .as_ref()
                 .map(|_| models::formulas::published_active_parameter_count(model)),
-            tokens_per_iteration: u64::from(scenario.layout.global_batch.get())
-                .saturating_mul(model.seq_len),
-            tokens_per_s_per_gpu: m.samples_per_s * model.seq_len as f64
-                / f64::from(scenario.layout.gpus()),
-            mfu_percent: 100.0 * m.model_tflops_per_gpu * 1e12 / peak,
+            tokens_per_iteration: throughput.tokens_per_iteration,
+            tokens_per_s_per_gpu: throughput.tokens_per_s_per_gpu,
+            mfu_percent: throughput.mfu_percent,
         }
     }
 

@@ -11,6 +11,7 @@ mod commands;
 mod exit;
 mod malloc_tuning;
 mod output_file;
+mod schema_versions;
 mod stdout;
 
 use clap::{CommandFactory, Parser, Subcommand};

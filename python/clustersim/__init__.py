@@ -95,7 +95,8 @@ def sweep(records: bool = False, **options: Any) -> Any:
 
 def validate(file: Any, fit: Any = None) -> Any:
     """Published measurements run through the simulator (``clustersim
-    validate FILE --json``): the rows with predicted and measured values."""
+    validate FILE --json``): the document with ``kind``, ``summary`` and
+    ``rows`` (each with ``measured``, ``predicted`` and ``error_percent``)."""
     with Arguments(["validate"], reserved=["json"]) as command:
         command.add_positional(file, "file")
         command.add_options({"fit": fit})

@@ -35,12 +35,20 @@ def as_result(value: Any) -> Any:
 def sweep_records(document: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """One flat record per simulated layout of a sweep's ``--json`` file, in
     its ranked order: the layout's keys (``tensor_parallel``, …, ``schedule``)
-    first, then the row's measures."""
+    first, then the row's measures; a nested measure is flattened with dotted
+    names, as ``pandas.json_normalize`` names it
+    (``exposed_communication_s.tensor_s``)."""
     records = []
     for row in document.get("results", []):
         record: Dict[str, Any] = {}
         record.update(row.get("layout", {}))
-        record.update({key: value for key, value in row.items() if key != "layout"})
+        for key, value in row.items():
+            if key == "layout":
+                continue
+            if isinstance(value, Mapping):
+                record.update({f"{key}.{inner}": item for inner, item in value.items()})
+            else:
+                record[key] = value
         records.append(record)
     return records
 
@@ -53,7 +61,7 @@ def sweep_frame(document: Mapping[str, Any], records: List[Dict[str, Any]]) -> A
     except ImportError:
         return records
     frame = pandas.DataFrame.from_records(records)
-    for key in ("format_version", "sweep", "counts", "rejections", "dropped"):
+    for key in ("schema_version", "sweep", "counts", "rejections", "dropped"):
         if key in document:
             frame.attrs[key] = document[key]
     return frame

@@ -16,7 +16,7 @@ def test_the_readme_example_runs_and_reads_as_attributes():
                             global_batch=512, precision="bf16")
     assert r.parameters == r["parameters"]
     assert round(r.parameters / 1e9, 2) == 70.55
-    assert r.n_gpus == 512
+    assert r.gpus == 512
     assert 0 < r.mfu_percent < 100
     assert r.iteration_time_s > 0
     assert r.expected_range == r["expected_range"]
@@ -38,7 +38,7 @@ def test_a_scenario_dict_simulates_as_its_file(root):
     from_file = clustersim.simulate(path)
     from_dict = clustersim.simulate(json.loads(path.read_text()))
     assert from_dict == from_file
-    overridden = clustersim.simulate(path, global_batch=from_file.n_gpus // 8 * 2)
+    overridden = clustersim.simulate(path, global_batch=from_file.gpus // 8 * 2)
     assert overridden.iteration_time_s != from_file.iteration_time_s
 
 
@@ -96,5 +96,5 @@ def test_calls_from_threads_each_get_their_own_result():
         t.start()
     for t in threads:
         t.join()
-    assert sorted(r.n_gpus for r in results.values()) == [2, 4, 8, 16]
+    assert sorted(r.gpus for r in results.values()) == [2, 4, 8, 16]
     assert results[4] == clustersim.simulate(**{**SMALL, "dp": 4, "global_batch": 64})

@@ -33,7 +33,10 @@ def test_sweep_takes_lists_as_the_command_takes_commas():
 
 
 def test_validate_gives_the_commands_rows(root):
-    rows = clustersim.validate(root / "validation" / "dev-set.json")
+    document = clustersim.validate(root / "validation" / "dev-set.json")
+    assert document.kind == "cases"
+    assert document.summary.predicted == 20
+    rows = document.rows
     assert len(rows) == 22
     predicted = [r for r in rows if r.predicted is not None]
     assert len(predicted) == 20

@@ -191,10 +191,14 @@ mod tests {
             model_tflops_per_gpu: 90.0,
             percent_of_peak: 32.0,
             bubble_fraction: 0.1,
+            tokens_per_s_per_gpu: 1000.0,
+            mfu_percent: 29.0,
             compute_time_s: 0.5,
-            exposed_tensor_s: 0.1,
-            exposed_pipeline_s: 0.01,
-            exposed_data_parallel_s: 0.0,
+            exposed_communication_s: timeline::metrics::ExposedCommunication {
+                tensor_s: 0.1,
+                pipeline_s: 0.01,
+                ..Default::default()
+            },
             peak_memory_bytes: 1 << 30,
             memory_capacity_bytes: 80 << 30,
             fits_in_memory: true,

@@ -129,9 +129,9 @@ pub fn nccl_tests_json(
         .collect();
     serde_json::json!({
         "op": op.name(),
-        "ranks": group.ranks,
+        "gpus": group.ranks,
         "nodes": group.nodes,
-        "ranks_per_node": group.ranks_per_node,
+        "gpus_per_node": group.ranks_per_node,
         "rows": rows,
     })
 }

@@ -23,8 +23,8 @@ pub struct TaskDifference {
 /// The headline comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
-    pub reference_iteration_s: f64,
-    pub other_iteration_s: f64,
+    pub reference_iteration_time_s: f64,
+    pub other_iteration_time_s: f64,
     /// (other − reference) ÷ reference, in percent.
     pub iteration_error_percent: f64,
     pub reference_bubble_fraction: f64,
@@ -106,8 +106,8 @@ pub fn compare(
         )
     };
     Ok(Comparison {
-        reference_iteration_s: a.iteration_time_s,
-        other_iteration_s: b.iteration_time_s,
+        reference_iteration_time_s: a.iteration_time_s,
+        other_iteration_time_s: b.iteration_time_s,
         iteration_error_percent: percent(a.iteration_time_s, b.iteration_time_s),
         reference_bubble_fraction: a.bubble_fraction,
         other_bubble_fraction: b.bubble_fraction,

@@ -29,7 +29,7 @@ mod rank_pass;
 use crate::kinds::{StreamKind, TaskKind};
 use crate::{TaskRecord, Timeline, TimelineHeader};
 use rank_pass::RankPass;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What metrics read of one task.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,7 +145,8 @@ fn is_zero(value: &f64) -> bool {
 }
 
 /// Seconds of communication not hidden behind compute, per class (mean per rank).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExposedCommunication {
     pub tensor_s: f64,
     pub pipeline_s: f64,
@@ -154,11 +155,11 @@ pub struct ExposedCommunication {
     pub offload_s: f64,
     /// Host-bound: compute idle while the rank's host thread is still issuing
     /// work (absent from the JSON when the timeline has no host lane).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub host_s: f64,
     /// A mixture of experts' token all-to-alls over the expert-parallel
     /// group, blocking on the compute stream (absent when there are none).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub expert_parallel_s: f64,
 }
 

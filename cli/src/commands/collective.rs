@@ -137,6 +137,7 @@ pub fn run(args: CollectiveArgs) -> anyhow::Result<()> {
     let rows = nccl_tests_table(op, &sizes, &group, &rates, algorithm);
     if args.json {
         let mut document = studies::nccl_tests::nccl_tests_json(op, &group, &rows);
+        document["schema_version"] = crate::schema_versions::COLLECTIVE.into();
         document["topology"] = topology.name.clone().into();
         document["profile"] = profile.id.clone().into();
         document["nccl"] = nccl.name().into();

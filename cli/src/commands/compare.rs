@@ -47,6 +47,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let result = timeline::compare::compare(&reference, &other, args.worst).map_err(user_error)?;
     if args.json {
         let mut document = serde_json::to_value(&result)?;
+        document["schema_version"] = crate::schema_versions::COMPARE.into();
         document["reference"] = labels[0].into();
         document["other"] = labels[1].into();
         outln!("{}", serde_json::to_string_pretty(&document)?)?;
@@ -57,8 +58,8 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     }
     outln!(
         "iteration time  {:.6} s vs {:.6} s ({:+.2}%)",
-        result.reference_iteration_s,
-        result.other_iteration_s,
+        result.reference_iteration_time_s,
+        result.other_iteration_time_s,
         result.iteration_error_percent
     )?;
     outln!(

@@ -97,8 +97,8 @@ pub fn run(args: ExecuteArgs) -> anyhow::Result<()> {
     )?;
     outln!(
         "  iteration time      {:.6} s measured vs {:.6} s simulated ({:+.2}%)",
-        comparison.other_iteration_s,
-        comparison.reference_iteration_s,
+        comparison.other_iteration_time_s,
+        comparison.reference_iteration_time_s,
         comparison.iteration_error_percent
     )?;
     outln!(

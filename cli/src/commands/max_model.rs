@@ -23,6 +23,7 @@ pub fn run(scenario: &Scenario, json: bool) -> anyhow::Result<()> {
     let mut out = Vec::new();
     if json {
         let value = serde_json::json!({
+            "schema_version": crate::schema_versions::MAX_MODEL,
             "scenario": scenario.title(),
             "hidden": scenario.model.hidden,
             "heads": scenario.model.heads,

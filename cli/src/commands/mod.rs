@@ -25,3 +25,4 @@ pub mod sweep_report;
 pub mod timeline;
 pub mod validate;
 pub mod validate_attention;
+pub mod validate_json;

@@ -131,6 +131,7 @@ fn bubble(args: BubbleArgs) -> anyhow::Result<()> {
     }
     if args.json {
         let document = serde_json::json!({
+            "schema_version": crate::schema_versions::PLOT_BUBBLE,
             "pipeline_parallel": p,
             "chart": args.out.display().to_string(),
             "series": series.iter().map(|s| serde_json::json!({

@@ -102,6 +102,10 @@ pub fn run(args: PresetsArgs) -> anyhow::Result<()> {
     }
     if args.json {
         let mut lists = serde_json::Map::new();
+        lists.insert(
+            "schema_version".into(),
+            crate::schema_versions::PRESETS.into(),
+        );
         for kind in PresetKind::ALL {
             lists.insert(kind.plural().into(), kind.names().into());
         }

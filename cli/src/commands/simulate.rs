@@ -193,7 +193,7 @@ fn parse_window(text: &str) -> Result<(u64, u64), String> {
     Ok(window)
 }
 
-/// The `--json` object (stable keys).
+/// The `--json` object (stable keys, each documented in `schemas/simulate.schema.json`).
 pub fn json_summary(
     scenario: &Scenario,
     report: &SimulationReport,
@@ -202,6 +202,7 @@ pub fn json_summary(
     let m = &report.metrics;
     let peak = report.peak_memory();
     let mut summary = serde_json::json!({
+        "schema_version": crate::schema_versions::SIMULATE,
         "scenario": scenario.title(),
         "iteration_time_s": m.iteration_time_s,
         "samples_per_s": m.samples_per_s,
@@ -219,10 +220,10 @@ pub fn json_summary(
         "memory_capacity_bytes": peak.capacity_bytes,
         "fits_in_memory": report.memory.iter().all(|s| s.fits),
         "memory_per_stage": report.memory,
-        "n_gpus": scenario.layout.gpus(),
-        "n_tasks": report.n_tasks,
-        "n_edges": report.n_edges,
-        "n_events": report.n_events,
+        "gpus": scenario.layout.gpus(),
+        "tasks": report.n_tasks,
+        "edges": report.n_edges,
+        "events": report.n_events,
         "profile": scenario.profile.id,
         "stack": scenario.stack.name,
         "stack_is_default": scenario.stack_is_default,

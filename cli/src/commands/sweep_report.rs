@@ -118,9 +118,9 @@ pub fn write_report(
             r.tflops_per_gpu,
             r.iteration_time_s,
             r.bubble_fraction,
-            r.exposed_tensor_s,
-            r.exposed_pipeline_s,
-            r.exposed_data_parallel_s,
+            r.exposed_communication_s.tensor_s,
+            r.exposed_communication_s.pipeline_s,
+            r.exposed_communication_s.data_parallel_s,
             gib(r.peak_memory_bytes),
             if r.fits_in_memory { "" } else { " *" }
         )?;

@@ -6,6 +6,7 @@
 //! (validation/vtrain-single-node.csv), told apart by its `.csv` extension or
 //! its `#` header line.
 
+use super::validate_json::{cases_summary, document, ValidatedFile};
 use crate::exit::user_error;
 use crate::stdout::outln;
 use clap::Args;
@@ -13,7 +14,7 @@ use sim::scenario::fitted::FitValues;
 use std::path::PathBuf;
 use std::time::Instant;
 use studies::validation::vtrain::{self, VtrainResult};
-use studies::validation::vtrain_table::{error_table, ErrorTable};
+use studies::validation::vtrain_table::{error_table, ErrorSummary, ErrorTable};
 use studies::validation::{attention_table, gemm_table};
 
 #[derive(Debug, Args)]
@@ -29,8 +30,9 @@ pub struct ValidateArgs {
     /// ground-truth CSV (validation/vtrain-single-node.csv); at most 256 MiB.
     #[arg(value_name = "FILE")]
     pub dev_set: PathBuf,
-    /// Print the rows as JSON (for the CSV: rows, groups, summary, worst rows).
-    /// With --fit a dev set's rows come as `{"fit": …, "rows": […]}`.
+    /// Print one JSON document: `kind`, `source`, `summary`, `rows` (each with
+    /// `measured`, `predicted`, `error_percent`), and for tables `groups`; with
+    /// --fit, the fit applied (schemas/validate.schema.json).
     #[arg(long)]
     pub json: bool,
     /// Simulate every run with the factors a `clustersim fit` learned
@@ -76,16 +78,14 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<()> {
     let rows = studies::validation::run_dev_set_with(&text, &values)
         .map_err(|e| user_error(format!("{}: {e}", args.dev_set.display())))?;
     if args.json {
-        // The rows' keys in their declared order (a `Value` would sort them).
-        let rows_text = serde_json::to_string_pretty(&rows)?;
-        match fit_json {
-            Some(fit) => outln!(
-                "{{\n  \"fit\": {},\n  \"rows\": {}\n}}",
-                serde_json::to_string(&fit)?,
-                rows_text.replace('\n', "\n  ")
-            )?,
-            None => outln!("{rows_text}")?,
+        let source = args.dev_set.display().to_string();
+        let mut json = document(ValidatedFile::Cases, &source);
+        json["summary"] = cases_summary(&rows);
+        json["rows"] = serde_json::to_value(&rows)?;
+        if let Some(fit) = fit_json {
+            json["fit"] = fit;
         }
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
     outln!(
@@ -140,13 +140,16 @@ fn run_gemm_table(args: &ValidateArgs, text: &str) -> anyhow::Result<()> {
     gemm_table::predict(&mut table);
     let summaries = gemm_table::summaries(&table.rows);
     if args.json {
-        let json = serde_json::json!({
-            "gpu": table.gpu.name,
-            "profile": table.profile.id,
-            "timing": table.timing,
-            "dtypes": summaries,
-            "rows": table.rows,
-        });
+        let mut json = document(ValidatedFile::GemmTable, &path.to_string());
+        json["quantity"] = "kernel_time_s".into();
+        json["gpu"] = table.gpu.name.clone().into();
+        json["profile"] = table.profile.id.clone().into();
+        json["timing"] = serde_json::to_value(table.timing)?;
+        json["summary"] = serde_json::to_value(ErrorSummary::of_lines(
+            table.rows.iter().map(|row| (row.line, row.error_percent)),
+        ))?;
+        json["groups"] = serde_json::to_value(&summaries)?;
+        json["rows"] = serde_json::to_value(&table.rows)?;
         outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }
@@ -228,15 +231,19 @@ fn run_vtrain(
         rayon::current_num_threads()
     );
     if args.json {
-        let mut json = serde_json::json!({
-            "source": path.to_string(),
-            "topology": vtrain::VTRAIN_TOPOLOGY,
-            "summary": table.summary,
-            "groups": table.groups,
-            "worst": table.worst.iter().map(|r| r.run.line).collect::<Vec<_>>(),
-            "refusals": table.refusals,
-            "rows": results,
-        });
+        let mut json = document(ValidatedFile::VtrainCsv, &path.to_string());
+        json["quantity"] = "iteration_time_s".into();
+        json["topology"] = vtrain::VTRAIN_TOPOLOGY.into();
+        json["summary"] = serde_json::to_value(&table.summary)?;
+        json["groups"] = serde_json::to_value(&table.groups)?;
+        json["worst"] = table
+            .worst
+            .iter()
+            .map(|r| r.run.line)
+            .collect::<Vec<_>>()
+            .into();
+        json["refusals"] = serde_json::to_value(&table.refusals)?;
+        json["rows"] = serde_json::to_value(&results)?;
         if let Some(fit) = fit_json {
             json["fit"] = fit;
         }

@@ -2,9 +2,11 @@
 //! flashattention-a100-attention.csv): each group's error, then every row
 //! with the kernels the simulator prices for it.
 
+use super::validate_json::{document, ValidatedFile};
 use crate::exit::user_error;
 use crate::stdout::outln;
 use studies::validation::attention_table::{self, Implementation, Pass};
+use studies::validation::vtrain_table::ErrorSummary;
 
 /// Reads, predicts and reports an attention table (a bad file exits 2).
 pub fn run_attention_table(path: &str, text: &str, json: bool) -> anyhow::Result<()> {
@@ -12,12 +14,15 @@ pub fn run_attention_table(path: &str, text: &str, json: bool) -> anyhow::Result
     attention_table::predict(&mut table);
     let summaries = attention_table::summaries(&table.rows);
     if json {
-        let json = serde_json::json!({
-            "gpu": table.gpu.name,
-            "profile": table.profile.id,
-            "groups": summaries,
-            "rows": table.rows,
-        });
+        let mut json = document(ValidatedFile::AttentionTable, path);
+        json["quantity"] = "kernel_time_s".into();
+        json["gpu"] = table.gpu.name.clone().into();
+        json["profile"] = table.profile.id.clone().into();
+        json["summary"] = serde_json::to_value(ErrorSummary::of_lines(
+            table.rows.iter().map(|row| (row.line, row.error_percent)),
+        ))?;
+        json["groups"] = serde_json::to_value(&summaries)?;
+        json["rows"] = serde_json::to_value(&table.rows)?;
         outln!("{}", serde_json::to_string_pretty(&json)?)?;
         return Ok(());
     }

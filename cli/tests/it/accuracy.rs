@@ -38,7 +38,7 @@ fn the_fp8_line_states_the_published_h100_errors_validate_gives() {
     let published = published.to_str().unwrap();
     let rows: serde_json::Value =
         serde_json::from_str(&run(&["validate", published, "--json"])).unwrap();
-    let errors: Vec<f64> = rows
+    let errors: Vec<f64> = rows["rows"]
         .as_array()
         .unwrap()
         .iter()

@@ -42,13 +42,14 @@ fn json_output_has_the_documented_keys() {
         "bubble_fraction",
         "peak_memory_bytes",
         "fits_in_memory",
-        "n_gpus",
-        "n_tasks",
-        "n_events",
+        "gpus",
+        "tasks",
+        "events",
+        "schema_version",
     ] {
         assert!(value.get(key).is_some(), "missing {key} in {value}");
     }
-    assert_eq!(value["n_gpus"], 8);
+    assert_eq!(value["gpus"], 8);
 }
 
 #[test]
@@ -586,7 +587,7 @@ fn collective_json_is_the_table_as_one_document() {
     assert_eq!(
         (
             value["op"].as_str(),
-            value["ranks"].as_u64(),
+            value["gpus"].as_u64(),
             value["nodes"].as_u64()
         ),
         (Some("all_reduce"), Some(16), Some(2))

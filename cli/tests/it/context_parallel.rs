@@ -55,7 +55,7 @@ fn explain_shows_context_parallelism_and_the_ring_attention_steps() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["context_parallel"], 2);
-    assert_eq!(json["n_gpus"], 4);
+    assert_eq!(json["gpus"], 4);
 }
 
 #[test]

@@ -196,7 +196,8 @@ fn a_trace_becomes_a_case_that_validate_and_fit_read() {
     assert_eq!(validated.status.code(), Some(0), "{}", stderr(&validated));
     let rows: serde_json::Value = serde_json::from_slice(&validated.stdout).unwrap();
     let predicted = |q: &str| {
-        rows.as_array()
+        rows["rows"]
+            .as_array()
             .unwrap()
             .iter()
             .find(|r| r["quantity"] == q)

@@ -24,7 +24,7 @@ fn the_committed_tables_validate_with_an_error_per_data_type() {
     assert_eq!(xla.status.code(), Some(0), "{}", text(&xla.stderr));
     let json: serde_json::Value = serde_json::from_str(&text(&xla.stdout)).unwrap();
     assert_eq!(json["timing"], "kernel");
-    let dtypes = json["dtypes"].as_array().unwrap();
+    let dtypes = json["groups"].as_array().unwrap();
     let bf16 = dtypes
         .iter()
         .find(|d| d["dtype"] == "bf16xbf16->bf16")
@@ -145,7 +145,7 @@ fn the_flashattention_appendix_table_validates_megatrons_rows() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|row| row["predicted_s"].is_number())
+        .filter(|row| row["predicted"].is_number())
         .count();
     assert_eq!(predicted, 20);
 }

@@ -45,7 +45,7 @@ fn llama3_70b_from_its_config_on_dgx_h100_with_cp_fp8_and_the_distributed_optimi
     for needle in [
         "\"context_parallel\":2",
         "\"zero_stage\":1",
-        "\"n_gpus\":128",
+        "\"gpus\":128",
         "\"stack\":\"megatron-core-2024\"",
         "Meta-Llama-3-70B on dgx-h100-superpod",
         "t=8 cp=2 p=4 d=2",
@@ -95,7 +95,7 @@ fn llama3_70b_from_its_config_with_fsdp_bf16_and_cp_on_dgx_h100_roce() {
     for needle in [
         "\"context_parallel\":2",
         "\"zero_stage\":3",
-        "\"n_gpus\":128",
+        "\"gpus\":128",
         "Meta-Llama-3-70B on dgx-h100-roce",
         "t=8 cp=2 p=1 d=8",
         "bf16",

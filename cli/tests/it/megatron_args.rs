@@ -61,7 +61,7 @@ fn the_llama3_8b_example_simulates_with_what_it_read_and_ignored() {
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(value["n_gpus"], 4);
+    assert_eq!(value["gpus"], 4);
 }
 
 #[test]

@@ -132,7 +132,7 @@ fn a_16384_gpu_cluster_is_a_preset_and_a_node_count() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["n_gpus"], 16_384);
+    assert_eq!(json["gpus"], 16_384);
     assert!(json["scenario"]
         .as_str()
         .unwrap()

@@ -14,15 +14,17 @@ use sim::scenario::fitted::{FitParameter, FitValues};
 /// The `format` field of every FIT.json.
 pub const FORMAT: &str = "clustersim-fit";
 
-/// The version of the format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version of the format this build writes and reads (`schemas/fit.schema.json`).
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// A whole FIT.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FitRecord {
     pub format: String,
-    pub format_version: u32,
+    /// Read from `format_version` too (its name before every document had a `schema_version`).
+    #[serde(alias = "format_version")]
+    pub schema_version: u32,
     /// "clustersim 0.1.0".
     pub tool: String,
     /// The CASES file as given on the command line.
@@ -127,10 +129,10 @@ impl FitRecord {
     pub fn parse(text: &str) -> Result<FitRecord, FitError> {
         let record: FitRecord =
             serde_json::from_str(text).map_err(|e| FitError::BadFitFile(e.to_string()))?;
-        if record.format != FORMAT || record.format_version != FORMAT_VERSION {
+        if record.format != FORMAT || record.schema_version != SCHEMA_VERSION {
             return Err(FitError::BadFitFile(format!(
-                "format {:?} version {}; this build reads {FORMAT:?} version {FORMAT_VERSION}",
-                record.format, record.format_version
+                "format {:?} schema_version {}; this build reads {FORMAT:?} schema_version {SCHEMA_VERSION}",
+                record.format, record.schema_version
             )));
         }
         for parameter in &record.parameters {

@@ -322,7 +322,7 @@ fn record(
     }
     FitRecord {
         format: fit_file::FORMAT.into(),
-        format_version: fit_file::FORMAT_VERSION,
+        schema_version: fit_file::SCHEMA_VERSION,
         tool: format!("clustersim {}", env!("CARGO_PKG_VERSION")),
         cases_file: options.cases_file.clone(),
         noise_log_sd: noise,

@@ -81,7 +81,7 @@ pub fn merge(mut shards: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
     rank(&mut results);
     dropped.sort_by_key(|d| d.index);
     Ok(SweepOutput {
-        format_version: first.format_version,
+        schema_version: first.schema_version,
         sweep: first.sweep,
         shard: None,
         counts: SweepCounts {

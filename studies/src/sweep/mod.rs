@@ -48,7 +48,7 @@ mod sweep_tests;
 
 pub use enumerate::{enumerate, Enumeration, ValidCandidate};
 pub use merge::merge;
-pub use output::{SweepCounts, SweepOutput, SWEEP_FORMAT_VERSION};
+pub use output::{SweepCounts, SweepOutput, SWEEP_SCHEMA_VERSION};
 pub use ranking::{explain_best, rank};
 pub use run::{
     run_candidates, run_candidates_with, DropReason, DroppedRecord, MemoryRule, RunOutcome,

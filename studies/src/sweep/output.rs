@@ -16,8 +16,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Version of the sweep document; bumped when its keys change.
-pub const SWEEP_FORMAT_VERSION: u32 = 1;
+/// Version of the sweep document (`schemas/sweep.schema.json`); bumped when
+/// its keys change. 2: `schema_version` (was `format_version`), exposed
+/// communication as one object, tokens/s per GPU and MFU, `peak_memory_stage`.
+pub const SWEEP_SCHEMA_VERSION: u32 = 2;
 
 /// Counts of one sweep document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +41,9 @@ pub struct SweepCounts {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepOutput {
-    pub format_version: u32,
+    /// Read from `format_version` too, so a version-1 document is named as such.
+    #[serde(alias = "format_version")]
+    pub schema_version: u32,
     pub sweep: SweepSpace,
     /// Present in a shard's document only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +72,7 @@ impl SweepOutput {
         rank(&mut results);
         dropped.sort_by_key(|d| d.index);
         SweepOutput {
-            format_version: SWEEP_FORMAT_VERSION,
+            schema_version: SWEEP_SCHEMA_VERSION,
             sweep: space.clone(),
             shard,
             counts: SweepCounts {
@@ -100,10 +104,10 @@ impl SweepOutput {
         let text = input_file::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
         let output: SweepOutput = serde_json::from_str(&text)
             .map_err(|e| file_error(format!("not a sweep document: {e}")))?;
-        if output.format_version != SWEEP_FORMAT_VERSION {
+        if output.schema_version != SWEEP_SCHEMA_VERSION {
             return Err(file_error(format!(
-                "sweep format version {} (this build reads {SWEEP_FORMAT_VERSION})",
-                output.format_version
+                "sweep schema_version {} (this build reads {SWEEP_SCHEMA_VERSION}; rerun the sweep)",
+                output.schema_version
             )));
         }
         output.check().map_err(file_error)?;
@@ -260,9 +264,9 @@ impl SweepOutput {
                     r.iteration_time_s,
                     r.bubble_fraction,
                     r.compute_time_s,
-                    r.exposed_tensor_s,
-                    r.exposed_pipeline_s,
-                    r.exposed_data_parallel_s,
+                    r.exposed_communication_s.tensor_s,
+                    r.exposed_communication_s.pipeline_s,
+                    r.exposed_communication_s.data_parallel_s,
                 ]
                 .map(|x| x.to_string()),
             );

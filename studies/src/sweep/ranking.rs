@@ -59,7 +59,7 @@ pub fn explain_best(results: &[SweepRecord]) -> Option<String> {
         ("bubble", idle(runner_up) - idle(best)),
         (
             "TP communication",
-            runner_up.exposed_tensor_s - best.exposed_tensor_s,
+            runner_up.exposed_communication_s.tensor_s - best.exposed_communication_s.tensor_s,
         ),
         ("compute", runner_up.compute_time_s - best.compute_time_s),
     ];
@@ -79,7 +79,9 @@ pub fn explain_best(results: &[SweepRecord]) -> Option<String> {
         parts.join(", ")
     };
     let mut pp_dp = String::new();
-    let exposed_pp_dp = |r: &SweepRecord| r.exposed_pipeline_s + r.exposed_data_parallel_s;
+    let exposed_pp_dp = |r: &SweepRecord| {
+        r.exposed_communication_s.pipeline_s + r.exposed_communication_s.data_parallel_s
+    };
     let delta_pp_dp = exposed_pp_dp(runner_up) - exposed_pp_dp(best);
     if delta_pp_dp.abs() > threshold_s {
         pp_dp = format!(

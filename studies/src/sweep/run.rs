@@ -29,11 +29,13 @@ pub struct SweepRecord {
     pub model_tflops_per_gpu: f64,
     pub percent_of_peak: f64,
     pub bubble_fraction: f64,
+    pub tokens_per_s_per_gpu: f64,
+    /// Model FLOPs utilisation over the precision's dense peak (`sim::throughput`).
+    pub mfu_percent: f64,
     /// Mean compute time per GPU.
     pub compute_time_s: f64,
-    pub exposed_tensor_s: f64,
-    pub exposed_pipeline_s: f64,
-    pub exposed_data_parallel_s: f64,
+    /// Communication not hidden behind compute, per class (as `simulate --json`).
+    pub exposed_communication_s: timeline::metrics::ExposedCommunication,
     /// Peak over stages of one rank's memory.
     pub peak_memory_bytes: u64,
     pub memory_capacity_bytes: u64,
@@ -73,7 +75,7 @@ pub struct DroppedRecord {
     pub layout: Candidate,
     pub reason: DropReason,
     /// The stage with the most memory, and that memory.
-    pub peak_stage: u32,
+    pub peak_memory_stage: u32,
     pub peak_memory_bytes: u64,
     pub memory_capacity_bytes: u64,
 }
@@ -203,7 +205,7 @@ pub fn check_memory(candidate: &ValidCandidate, headroom_bytes: u64) -> Option<D
         } else {
             DropReason::ActivationsExceedMemory
         },
-        peak_stage: peak.stage,
+        peak_memory_stage: peak.stage,
         peak_memory_bytes: peak.total_bytes,
         memory_capacity_bytes: peak.capacity_bytes,
     })
@@ -223,6 +225,7 @@ fn simulate_one(
     })?;
     let m = &report.metrics;
     let peak = report.peak_memory();
+    let throughput = sim::throughput::Throughput::of(scenario, m);
     Ok(SweepRecord {
         index: candidate.index,
         layout: candidate.candidate,
@@ -234,10 +237,10 @@ fn simulate_one(
         model_tflops_per_gpu: m.model_tflops_per_gpu,
         percent_of_peak: m.percent_of_peak,
         bubble_fraction: m.bubble_fraction,
+        tokens_per_s_per_gpu: throughput.tokens_per_s_per_gpu,
+        mfu_percent: throughput.mfu_percent,
         compute_time_s: m.compute_time_s,
-        exposed_tensor_s: m.exposed_communication.tensor_s,
-        exposed_pipeline_s: m.exposed_communication.pipeline_s,
-        exposed_data_parallel_s: m.exposed_communication.data_parallel_s,
+        exposed_communication_s: m.exposed_communication,
         peak_memory_bytes: peak.total_bytes,
         memory_capacity_bytes: peak.capacity_bytes,
         fits_in_memory: report.memory.iter().all(|stage| stage.fits),

@@ -66,7 +66,9 @@ pub struct AttentionRow {
     pub seq_len: u64,
     pub head_dim: u64,
     pub dtype: String,
+    #[serde(rename = "measured")]
     pub measured_s: f64,
+    #[serde(rename = "predicted")]
     pub predicted_s: Option<f64>,
     pub error_percent: Option<f64>,
     /// The kernels and their modeled times, or why no prediction.

@@ -45,7 +45,9 @@ pub struct GemmRow {
     pub n: u64,
     pub k: u64,
     pub dtype: String,
+    #[serde(rename = "measured")]
     pub measured_s: f64,
+    #[serde(rename = "predicted")]
     pub predicted_s: Option<f64>,
     pub error_percent: Option<f64>,
     /// The tile, split-K and waves the model chose, or why no prediction.

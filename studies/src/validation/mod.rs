@@ -58,6 +58,8 @@ use timeline::metrics::Metrics;
 pub struct ValidationRow {
     pub case: String,
     pub quantity: String,
+    /// The published (measured) value.
+    #[serde(rename = "measured")]
     pub published: f64,
     /// None when the case cannot be modeled; `note` says why.
     pub predicted: Option<f64>,

@@ -73,10 +73,30 @@ pub struct VtrainRun {
     pub heads: u32,
     pub layers: u32,
     pub seq_len: u32,
+    #[serde(rename = "tensor_parallel")]
     pub tp: u32,
+    #[serde(rename = "data_parallel")]
     pub dp: u32,
+    #[serde(rename = "pipeline_parallel")]
     pub pp: u32,
+    /// The measured iteration (written in seconds as `measured`).
+    #[serde(rename = "measured", serialize_with = "ms_as_s")]
     pub measured_ms: f64,
+}
+
+/// Milliseconds written as seconds (validate's JSON gives every time in s).
+fn ms_as_s<S: serde::Serializer>(ms: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(ms / 1e3)
+}
+
+fn option_ms_as_s<S: serde::Serializer>(
+    ms: &Option<f64>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(ms) => serializer.serialize_some(&(ms / 1e3)),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// What is wrong with a vTrain CSV file; every variant names its line.
@@ -262,7 +282,9 @@ pub struct VtrainResult {
     #[serde(flatten)]
     pub run: VtrainRun,
     /// The simulated iteration in integer nanoseconds (None when refused).
+    #[serde(rename = "predicted_iteration_time_ns")]
     pub predicted_ns: Option<u64>,
+    #[serde(rename = "predicted", serialize_with = "option_ms_as_s")]
     pub predicted_ms: Option<f64>,
     /// 100 · (predicted / measured − 1).
     pub error_percent: Option<f64>,

@@ -29,6 +29,7 @@ pub struct ErrorSummary {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupError {
     pub hidden: u32,
+    #[serde(rename = "tensor_parallel")]
     pub tp: u32,
     pub runs: usize,
     pub refused: usize,
@@ -84,6 +85,35 @@ fn stats<'a>(results: impl Iterator<Item = &'a VtrainResult>) -> Stats {
         mean: mean(sum),
         mean_abs: mean(sum_abs),
         worst,
+    }
+}
+
+impl ErrorSummary {
+    /// The summary of any table's rows given as (line, error if predicted):
+    /// a row without an error counts as refused.
+    pub fn of_lines(rows: impl Iterator<Item = (usize, Option<f64>)>) -> ErrorSummary {
+        let (mut runs, mut n, mut sum, mut sum_abs) = (0usize, 0usize, 0.0, 0.0);
+        let mut worst: Option<(f64, usize)> = None;
+        for (line, error) in rows {
+            runs += 1;
+            let Some(error) = error else { continue };
+            n += 1;
+            sum += error;
+            sum_abs += error.abs();
+            if worst.is_none_or(|(w, _)| error.abs() > w.abs()) {
+                worst = Some((error, line));
+            }
+        }
+        let mean = |total: f64| (n > 0).then(|| total / n as f64);
+        ErrorSummary {
+            runs,
+            predicted: n,
+            refused: runs - n,
+            mean_error_percent: mean(sum),
+            mean_abs_error_percent: mean(sum_abs),
+            max_abs_error_percent: worst.map(|(e, _)| e.abs()),
+            max_line: worst.map(|(_, line)| line),
+        }
     }
 }
 

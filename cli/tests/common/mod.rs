@@ -10,6 +10,8 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod schema;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

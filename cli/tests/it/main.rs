@@ -17,6 +17,7 @@ mod fabric_kind;
 mod fit;
 mod fp8;
 mod invariants;
+mod json_schemas;
 mod kernel_tables;
 mod llama3_70b_today;
 mod megatron_args;

@@ -120,26 +120,54 @@ pub fn checkpoint_cost(spec: &CheckpointSpec) -> Result<CheckpointCost, GoodputE
     problems.nonzero("checkpoint.ranks_per_node", spec.ranks_per_node);
     problems.nonzero("checkpoint.nodes", spec.nodes);
     let storage = &spec.storage;
-    problems.positive("storage.per_node_write_bytes_per_s", storage.per_node_write_bytes_per_s);
-    problems.positive("storage.per_node_read_bytes_per_s", storage.per_node_read_bytes_per_s);
-    problems.positive("storage.aggregate_write_bytes_per_s", storage.aggregate_write_bytes_per_s);
-    problems.positive("storage.aggregate_read_bytes_per_s", storage.aggregate_read_bytes_per_s);
-    if let CheckpointMode::Asynchronous { host_copy_bytes_per_s } = spec.mode {
-        problems.positive("checkpoint.mode.host_copy_bytes_per_s", host_copy_bytes_per_s);
+    problems.positive(
+        "storage.per_node_write_bytes_per_s",
+        storage.per_node_write_bytes_per_s,
+    );
+    problems.positive(
+        "storage.per_node_read_bytes_per_s",
+        storage.per_node_read_bytes_per_s,
+    );
+    problems.positive(
+        "storage.aggregate_write_bytes_per_s",
+        storage.aggregate_write_bytes_per_s,
+    );
+    problems.positive(
+        "storage.aggregate_read_bytes_per_s",
+        storage.aggregate_read_bytes_per_s,
+    );
+    if let CheckpointMode::Asynchronous {
+        host_copy_bytes_per_s,
+    } = spec.mode
+    {
+        problems.positive(
+            "checkpoint.mode.host_copy_bytes_per_s",
+            host_copy_bytes_per_s,
+        );
     }
     problems.finish()?;
-    let node_bytes = checked_product("checkpoint.bytes_per_rank", spec.bytes_per_rank, spec.ranks_per_node)?;
+    let node_bytes = checked_product(
+        "checkpoint.bytes_per_rank",
+        spec.bytes_per_rank,
+        spec.ranks_per_node,
+    )?;
     let total_bytes = checked_product("checkpoint.nodes", node_bytes, spec.nodes)?;
     let binding = |node_rate: f64, aggregate_rate: f64| {
         (node_bytes as f64 / node_rate).max(total_bytes as f64 / aggregate_rate)
     };
-    let persist_s = binding(storage.per_node_write_bytes_per_s, storage.aggregate_write_bytes_per_s);
-    let restore_s = binding(storage.per_node_read_bytes_per_s, storage.aggregate_read_bytes_per_s);
+    let persist_s = binding(
+        storage.per_node_write_bytes_per_s,
+        storage.aggregate_write_bytes_per_s,
+    );
+    let restore_s = binding(
+        storage.per_node_read_bytes_per_s,
+        storage.aggregate_read_bytes_per_s,
+    );
     let (copy_block_s, asynchronous) = match spec.mode {
         CheckpointMode::Synchronous => (persist_s, false),
-        CheckpointMode::Asynchronous { host_copy_bytes_per_s } => {
-            (spec.bytes_per_rank as f64 / host_copy_bytes_per_s, true)
-        }
+        CheckpointMode::Asynchronous {
+            host_copy_bytes_per_s,
+        } => (spec.bytes_per_rank as f64 / host_copy_bytes_per_s, true),
     };
     Ok(CheckpointCost {
         persist_s,
@@ -199,7 +227,10 @@ mod tests {
         bad.storage.aggregate_write_bytes_per_s = -1.0;
         bad.storage.per_node_read_bytes_per_s = f64::NAN;
         let text = checkpoint_cost(&bad).unwrap_err().to_string();
-        assert!(text.contains("aggregate_write") && text.contains("per_node_read"), "{text}");
+        assert!(
+            text.contains("aggregate_write") && text.contains("per_node_read"),
+            "{text}"
+        );
         let mut huge = spec(CheckpointMode::Synchronous);
         huge.bytes_per_rank = u64::MAX / 2;
         assert!(checkpoint_cost(&huge).is_err());

@@ -119,7 +119,10 @@ impl RunModel {
         if self.work_s / self.interval_s > u64::MAX as f64 / 2.0 {
             return Err(crate::error::invalid(
                 "interval_s",
-                format!("{} s cuts {} s of work into too many segments", self.interval_s, self.work_s),
+                format!(
+                    "{} s cuts {} s of work into too many segments",
+                    self.interval_s, self.work_s
+                ),
             ));
         }
         Ok(())
@@ -130,7 +133,11 @@ impl RunModel {
         let full = (self.work_s / self.interval_s).floor();
         let remainder_s = (self.work_s - full * self.interval_s).max(0.0);
         // A remainder below a part in 10¹² of τ is rounding, not a segment.
-        let remainder_s = if remainder_s <= self.interval_s * 1e-12 { 0.0 } else { remainder_s };
+        let remainder_s = if remainder_s <= self.interval_s * 1e-12 {
+            0.0
+        } else {
+            remainder_s
+        };
         Segments {
             full_segments: full as u64,
             remainder_s,
@@ -276,10 +283,16 @@ mod tests {
     fn hopeless_runs_and_bad_inputs_are_errors() {
         let mut m = model(1.0);
         m.interval_s = 1000.0;
-        assert!(matches!(expected_run(&m), Err(GoodputError::NeverFinishes { .. })));
+        assert!(matches!(
+            expected_run(&m),
+            Err(GoodputError::NeverFinishes { .. })
+        ));
         let mut bad = model(f64::NAN);
         bad.interval_s = 0.0;
         let text = expected_run(&bad).unwrap_err().to_string();
-        assert!(text.contains("interval_s") && text.contains("failures_per_s"), "{text}");
+        assert!(
+            text.contains("interval_s") && text.contains("failures_per_s"),
+            "{text}"
+        );
     }
 }

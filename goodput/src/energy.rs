@@ -200,7 +200,10 @@ pub fn energy_report(
 ) -> Result<EnergyReport, GoodputError> {
     let mut values = Vec::new();
     let idle_w = inputs.gpu_idle_w.ok_or_else(|| {
-        invalid("energy.gpu_idle_w", "GPU idle power has no sourced default here; give it (watts)")
+        invalid(
+            "energy.gpu_idle_w",
+            "GPU idle power has no sourced default here; give it (watts)",
+        )
     })?;
     let idle_w = input("gpu_idle_w", idle_w, &mut values);
     let tdp_w = pick(inputs.gpu_tdp_w, inputs.gpu.tdp_w(), &mut values);
@@ -215,9 +218,17 @@ pub fn energy_report(
         }
     };
     let pue = pick(inputs.pue, DEFAULT_PUE, &mut values);
-    let carbon = pick(inputs.carbon_g_co2e_per_kwh, DEFAULT_CARBON_G_PER_KWH, &mut values);
+    let carbon = pick(
+        inputs.carbon_g_co2e_per_kwh,
+        DEFAULT_CARBON_G_PER_KWH,
+        &mut values,
+    );
     let fabric_w = input("fabric_w", inputs.fabric_w, &mut values);
-    let utilization = input("training_utilization", inputs.training_utilization, &mut values);
+    let utilization = input(
+        "training_utilization",
+        inputs.training_utilization,
+        &mut values,
+    );
     let mut problems = Problems::new();
     problems.non_negative("energy.gpu_idle_w", idle_w);
     problems.positive("energy.gpu_tdp_w", tdp_w);
@@ -231,7 +242,10 @@ pub fn energy_report(
         input("price_per_gpu_hour", price, &mut values);
     }
     if idle_w.is_finite() && tdp_w.is_finite() && idle_w > tdp_w {
-        problems.push("energy.gpu_idle_w", format!("idle {idle_w} W is above TDP {tdp_w} W"));
+        problems.push(
+            "energy.gpu_idle_w",
+            format!("idle {idle_w} W is above TDP {tdp_w} W"),
+        );
     }
     problems.finish()?;
     let training_w = idle_w + utilization * (tdp_w - idle_w);
@@ -300,7 +314,9 @@ mod tests {
     fn missing_idle_power_is_an_error_naming_it() {
         let mut no_idle = inputs();
         no_idle.gpu_idle_w = None;
-        let text = energy_report(&no_idle, 8, 1, &run()).unwrap_err().to_string();
+        let text = energy_report(&no_idle, 8, 1, &run())
+            .unwrap_err()
+            .to_string();
         assert!(text.contains("gpu_idle_w"), "{text}");
         let mut a100 = inputs();
         a100.gpu = GpuKind::A100Sxm;

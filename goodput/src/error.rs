@@ -100,7 +100,10 @@ impl Problems {
         if value.is_finite() && value > 0.0 {
             return true;
         }
-        self.push(field, format!("must be a finite number above 0, got {value}"));
+        self.push(
+            field,
+            format!("must be a finite number above 0, got {value}"),
+        );
         false
     }
 
@@ -109,7 +112,10 @@ impl Problems {
         if value.is_finite() && value >= 0.0 {
             return true;
         }
-        self.push(field, format!("must be a finite number at or above 0, got {value}"));
+        self.push(
+            field,
+            format!("must be a finite number at or above 0, got {value}"),
+        );
         false
     }
 
@@ -118,7 +124,10 @@ impl Problems {
         if value.is_finite() && value >= low && value <= high {
             return true;
         }
-        self.push(field, format!("must be within [{low}, {high}], got {value}"));
+        self.push(
+            field,
+            format!("must be within [{low}, {high}], got {value}"),
+        );
         false
     }
 
@@ -176,7 +185,10 @@ mod tests {
         problems.positive("c_s", 2.0);
         let error = problems.finish().unwrap_err();
         let text = error.to_string();
-        assert!(text.contains("a_s") && text.contains("b_s") && !text.contains("c_s"), "{text}");
+        assert!(
+            text.contains("a_s") && text.contains("b_s") && !text.contains("c_s"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -173,7 +173,10 @@ impl ReliabilitySpec {
             _ => {
                 return Err(invalid(
                     "reliability.preset",
-                    format!("unknown preset `{name}`; known: {}", PRESET_NAMES.join(", ")),
+                    format!(
+                        "unknown preset `{name}`; known: {}",
+                        PRESET_NAMES.join(", ")
+                    ),
                 ))
             }
         };
@@ -245,7 +248,9 @@ impl JobComponents {
         Ok(match component {
             Component::Gpu | Component::GpuMemory => self.gpus,
             Component::Node | Component::Software => nodes,
-            Component::Nic => crate::error::checked_product("nics_per_node", nodes, self.nics_per_node)?,
+            Component::Nic => {
+                crate::error::checked_product("nics_per_node", nodes, self.nics_per_node)?
+            }
             Component::Switch => self.switches,
         })
     }

@@ -84,7 +84,11 @@ pub fn optimal_interval_s(
     // Golden-section search on ln τ: the rate falls then rises in τ.
     let f = |ln_tau: f64| {
         let rate = overhead_rate(ln_tau.exp(), failures_per_s, checkpoint_s);
-        if rate.is_finite() { rate } else { f64::MAX }
+        if rate.is_finite() {
+            rate
+        } else {
+            f64::MAX
+        }
     };
     let inverse_phi = (5.0_f64.sqrt() - 1.0) / 2.0;
     let (mut a, mut b) = (shortest_s.ln(), longest_s.ln());

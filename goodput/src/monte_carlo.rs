@@ -91,7 +91,13 @@ fn restart(model: &RunModel, rng: &mut ChaCha8Rng, trial: &mut Trial) {
 }
 
 /// `count` segments of `segment_s` (work + checkpoint) each.
-fn run_segments(model: &RunModel, count: u64, segment_s: f64, rng: &mut ChaCha8Rng, trial: &mut Trial) {
+fn run_segments(
+    model: &RunModel,
+    count: u64,
+    segment_s: f64,
+    rng: &mut ChaCha8Rng,
+    trial: &mut Trial,
+) {
     let mut remaining = count;
     while remaining > 0 {
         let t = exponential(rng, model.failures_per_s);
@@ -114,9 +120,21 @@ fn one_trial(model: &RunModel, rng: &mut ChaCha8Rng) -> Trial {
         wall_clock_s: 0.0,
         interruptions: 0,
     };
-    run_segments(model, segments.full_segments, model.interval_s + model.checkpoint_s, rng, &mut trial);
+    run_segments(
+        model,
+        segments.full_segments,
+        model.interval_s + model.checkpoint_s,
+        rng,
+        &mut trial,
+    );
     if segments.remainder_s > 0.0 {
-        run_segments(model, 1, segments.remainder_s + model.checkpoint_s, rng, &mut trial);
+        run_segments(
+            model,
+            1,
+            segments.remainder_s + model.checkpoint_s,
+            rng,
+            &mut trial,
+        );
     }
     trial
 }
@@ -128,7 +146,11 @@ fn percentile(sorted: &[f64], fraction: f64) -> f64 {
 }
 
 /// Runs `trials` trials of `model` from `seed`.
-pub fn monte_carlo(model: &RunModel, trials: u32, seed: u64) -> Result<MonteCarloSummary, GoodputError> {
+pub fn monte_carlo(
+    model: &RunModel,
+    trials: u32,
+    seed: u64,
+) -> Result<MonteCarloSummary, GoodputError> {
     if trials == 0 || trials > MAX_TRIALS {
         return Err(invalid(
             "monte_carlo.trials",
@@ -216,6 +238,9 @@ mod tests {
         let mut costly = model(1e-2);
         costly.work_s = 1e9;
         costly.interval_s = 10.0;
-        assert!(matches!(monte_carlo(&costly, 1000, 1), Err(GoodputError::TooCostly { .. })));
+        assert!(matches!(
+            monte_carlo(&costly, 1000, 1),
+            Err(GoodputError::TooCostly { .. })
+        ));
     }
 }

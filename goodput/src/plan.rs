@@ -6,7 +6,9 @@
 
 use serde::Serialize;
 
-use crate::checkpoint::{checkpoint_cost, CheckpointCost, CheckpointMode, CheckpointSpec, StorageSpec};
+use crate::checkpoint::{
+    checkpoint_cost, CheckpointCost, CheckpointMode, CheckpointSpec, StorageSpec,
+};
 use crate::closed_form::{expected_run, ExpectedRun, RunModel};
 use crate::energy::{energy_report, EnergyInputs, EnergyReport};
 use crate::error::{invalid, GoodputError, Problems};
@@ -187,7 +189,12 @@ pub(crate) fn resolve_plan(plan: &RunPlan) -> Result<Resolved, GoodputError> {
         storage: plan.storage,
         mode: plan.checkpoint_mode,
     })?;
-    let recovery = resolve(&plan.recovery, &plan.restart, &storage_checkpoint, plan.checkpoint_bytes_per_rank)?;
+    let recovery = resolve(
+        &plan.recovery,
+        &plan.restart,
+        &storage_checkpoint,
+        plan.checkpoint_bytes_per_rank,
+    )?;
     let work_s = iterations as f64 * plan.iteration_time_s;
     if !work_s.is_finite() {
         return Err(invalid("target", "the run's work in seconds is not finite"));
@@ -214,7 +221,10 @@ pub(crate) fn model_at(resolved: &Resolved, interval_s: f64) -> RunModel {
 }
 
 /// Chooses the interval per the plan, with the estimates beside it.
-pub(crate) fn choose_interval(plan: &RunPlan, resolved: &Resolved) -> Result<IntervalReport, GoodputError> {
+pub(crate) fn choose_interval(
+    plan: &RunPlan,
+    resolved: &Resolved,
+) -> Result<IntervalReport, GoodputError> {
     let checkpoint = resolved.recovery.checkpoint;
     let lambda = resolved.failure_rate.failures_per_s;
     let blocking = |tau: f64| checkpoint.blocking_s(tau);

@@ -175,7 +175,13 @@ mod tests {
     #[test]
     fn hot_spares_shorten_only_the_wait() {
         let full = resolve(&RecoveryPolicy::FullRestart, &RESTART, &storage(), 1).unwrap();
-        let spares = resolve(&RecoveryPolicy::HotSpares { swap_s: 30.0 }, &RESTART, &storage(), 1).unwrap();
+        let spares = resolve(
+            &RecoveryPolicy::HotSpares { swap_s: 30.0 },
+            &RESTART,
+            &storage(),
+            1,
+        )
+        .unwrap();
         assert_eq!(full.downtime.immune_s, 660.0);
         assert_eq!(spares.downtime.immune_s, 90.0);
         assert_eq!(full.downtime.exposed_s, spares.downtime.exposed_s);
@@ -195,6 +201,12 @@ mod tests {
     #[test]
     fn fewer_replicas_is_not_built() {
         let error = resolve(&RecoveryPolicy::FewerReplicas, &RESTART, &storage(), 1).unwrap_err();
-        assert!(matches!(error, GoodputError::NotBuilt { policy: "fewer_replicas", .. }));
+        assert!(matches!(
+            error,
+            GoodputError::NotBuilt {
+                policy: "fewer_replicas",
+                ..
+            }
+        ));
     }
 }

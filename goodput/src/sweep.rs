@@ -24,7 +24,10 @@ pub struct IntervalPoint {
 
 /// The plan's expected time at each interval in `intervals_s` (seconds of
 /// work; each must be positive), in the order given.
-pub fn by_interval(plan: &RunPlan, intervals_s: &[f64]) -> Result<Vec<IntervalPoint>, GoodputError> {
+pub fn by_interval(
+    plan: &RunPlan,
+    intervals_s: &[f64],
+) -> Result<Vec<IntervalPoint>, GoodputError> {
     let mut problems = Problems::new();
     for (i, &tau) in intervals_s.iter().enumerate() {
         problems.positive(&format!("intervals_s[{i}]"), tau);
@@ -78,7 +81,10 @@ pub struct ScalePoint {
 
 /// The plan at each GPU count of `points`, everything else kept, in the
 /// order given. The interval follows the plan's choice at each count.
-pub fn by_gpu_count(plan: &RunPlan, points: &[ScaleInput]) -> Result<Vec<ScalePoint>, GoodputError> {
+pub fn by_gpu_count(
+    plan: &RunPlan,
+    points: &[ScaleInput],
+) -> Result<Vec<ScalePoint>, GoodputError> {
     points
         .iter()
         .map(|point| {

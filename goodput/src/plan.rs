@@ -220,6 +220,25 @@ pub(crate) fn model_at(resolved: &Resolved, interval_s: f64) -> RunModel {
     }
 }
 
+/// The whole number of iterations (at least one) next to `numeric_s`,
+/// below or above, whose closed-form expected time is lower, in seconds.
+fn whole_iterations(
+    plan: &RunPlan,
+    resolved: &Resolved,
+    numeric_s: f64,
+) -> Result<f64, GoodputError> {
+    let iterations = numeric_s / plan.iteration_time_s;
+    let mut best: Option<(f64, f64)> = None;
+    for k in [iterations.floor().max(1.0), iterations.ceil().max(1.0)] {
+        let tau = (k * plan.iteration_time_s).min(resolved.work_s);
+        let wall = expected_run(&model_at(resolved, tau))?.wall_clock_s;
+        if best.is_none_or(|(_, best_wall)| wall < best_wall) {
+            best = Some((tau, wall));
+        }
+    }
+    Ok(best.map_or(numeric_s, |(tau, _)| tau))
+}
+
 /// Chooses the interval per the plan, with the estimates beside it.
 pub(crate) fn choose_interval(
     plan: &RunPlan,
@@ -231,10 +250,7 @@ pub(crate) fn choose_interval(
     let shortest_s = plan.iteration_time_s.min(resolved.work_s);
     let numeric = optimal_interval_s(lambda, &blocking, shortest_s, resolved.work_s)?;
     let (choice, chosen_s) = match plan.interval {
-        IntervalChoice::Optimal => {
-            let k = (numeric / plan.iteration_time_s).round().max(1.0);
-            ("optimal", (k * plan.iteration_time_s).min(resolved.work_s))
-        }
+        IntervalChoice::Optimal => ("optimal", whole_iterations(plan, resolved, numeric)?),
         IntervalChoice::EveryIterations(k) => {
             let iterations = (k.min(resolved.iterations)) as f64;
             ("user", iterations * plan.iteration_time_s)

@@ -34,7 +34,8 @@ fn the_plans_chosen_interval_is_the_numeric_optimum_rounded_to_iterations() {
     let report = evaluate(&plan()).unwrap();
     let interval = report.interval;
     assert_eq!(interval.choice, "optimal");
-    assert!((interval.chosen_s - interval.numeric_optimum_s).abs() <= 5.0 / 2.0 + 1e-9);
+    assert!((interval.chosen_s - interval.numeric_optimum_s).abs() <= 5.0 + 1e-9);
+    assert_eq!(interval.chosen_s % 5.0, 0.0, "whole iterations of 5 s");
     let daly = interval.daly_s.unwrap();
     assert!(
         (interval.numeric_optimum_s / daly - 1.0).abs() < 5e-3,

@@ -1,0 +1,246 @@
+//! A deterministic, seeded Monte-Carlo of the run, segment by segment, to
+//! cross-check the closed form and give the spread of the wall-clock time.
+//!
+//! Each trial replays the model of [`crate::closed_form`]: segments of τ of
+//! work plus a checkpoint C, failures as a Poisson process of rate λ, a
+//! failure losing the segment in progress and costing R₀ (immune) then R₁
+//! (exposed: a failure there starts the downtime again).
+//!
+//! # Cost
+//!
+//! A trial does not step through time or through segments one by one. The
+//! failure-free stretch is one exponential sample t: by memorylessness the
+//! first ⌊t/X⌋ segments of X = τ + C complete and the failure falls at
+//! t − X·⌊t/X⌋ into the next. So a trial costs O(its failures), not
+//! O(its segments). The total is bounded: at most [`MAX_TRIALS`] trials and
+//! at most [`FAILURE_BUDGET`] failures expected over all trials, checked
+//! from the closed form before sampling ([`GoodputError::TooCostly`]).
+//!
+//! # Determinism
+//!
+//! One `ChaCha8Rng::seed_from_u64(seed)` drives every trial in order, on one
+//! thread; the same inputs and seed give bit-identical results.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::closed_form::{expected_run, RunModel};
+use crate::error::{invalid, GoodputError};
+
+/// The most trials one call may run.
+pub const MAX_TRIALS: u32 = 100_000;
+
+/// The most failures all trials together may be expected to sample.
+pub const FAILURE_BUDGET: u64 = 50_000_000;
+
+/// What the trials found: the wall-clock time's mean and percentiles, and
+/// the interruptions per run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MonteCarloSummary {
+    /// Trials run.
+    pub trials: u32,
+    /// The seed of the generator.
+    pub seed: u64,
+    /// Mean wall-clock time, seconds.
+    pub mean_wall_clock_s: f64,
+    /// Standard error of that mean, seconds.
+    pub standard_error_s: f64,
+    /// 10th percentile of wall-clock time, seconds (nearest rank).
+    pub p10_wall_clock_s: f64,
+    /// Median wall-clock time, seconds.
+    pub p50_wall_clock_s: f64,
+    /// 90th percentile of wall-clock time, seconds.
+    pub p90_wall_clock_s: f64,
+    /// Mean interruptions per run.
+    pub mean_interruptions: f64,
+    /// Fewest interruptions in a trial.
+    pub min_interruptions: u64,
+    /// Most interruptions in a trial.
+    pub max_interruptions: u64,
+}
+
+/// One trial's outcome.
+struct Trial {
+    wall_clock_s: f64,
+    interruptions: u64,
+}
+
+/// An exponential sample of rate λ (infinite when λ = 0).
+fn exponential(rng: &mut ChaCha8Rng, failures_per_s: f64) -> f64 {
+    if failures_per_s == 0.0 {
+        return f64::INFINITY;
+    }
+    // random::<f64>() is in [0, 1), so 1 − u is in (0, 1] and ln is finite.
+    let u: f64 = rng.random();
+    -(1.0 - u).ln() / failures_per_s
+}
+
+/// The downtime after a failure: R₀, then R₁ that a failure restarts.
+fn restart(model: &RunModel, rng: &mut ChaCha8Rng, trial: &mut Trial) {
+    loop {
+        trial.wall_clock_s += model.downtime.immune_s;
+        let t = exponential(rng, model.failures_per_s);
+        if t >= model.downtime.exposed_s {
+            trial.wall_clock_s += model.downtime.exposed_s;
+            return;
+        }
+        trial.wall_clock_s += t;
+        trial.interruptions += 1;
+    }
+}
+
+/// `count` segments of `segment_s` (work + checkpoint) each.
+fn run_segments(
+    model: &RunModel,
+    count: u64,
+    segment_s: f64,
+    rng: &mut ChaCha8Rng,
+    trial: &mut Trial,
+) {
+    let mut remaining = count;
+    while remaining > 0 {
+        let t = exponential(rng, model.failures_per_s);
+        let completed = t / segment_s;
+        if completed >= remaining as f64 {
+            trial.wall_clock_s += remaining as f64 * segment_s;
+            return;
+        }
+        // completed < remaining ≤ u64::MAX, so the cast is exact enough.
+        remaining -= completed.floor() as u64;
+        trial.wall_clock_s += t;
+        trial.interruptions += 1;
+        restart(model, rng, trial);
+    }
+}
+
+fn one_trial(model: &RunModel, rng: &mut ChaCha8Rng) -> Trial {
+    let segments = model.segments();
+    let mut trial = Trial {
+        wall_clock_s: 0.0,
+        interruptions: 0,
+    };
+    run_segments(
+        model,
+        segments.full_segments,
+        model.interval_s + model.checkpoint_s,
+        rng,
+        &mut trial,
+    );
+    if segments.remainder_s > 0.0 {
+        run_segments(
+            model,
+            1,
+            segments.remainder_s + model.checkpoint_s,
+            rng,
+            &mut trial,
+        );
+    }
+    trial
+}
+
+/// Nearest-rank percentile of sorted values, `fraction` in (0, 1].
+fn percentile(sorted: &[f64], fraction: f64) -> f64 {
+    let rank = (fraction * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Runs `trials` trials of `model` from `seed`.
+pub fn monte_carlo(
+    model: &RunModel,
+    trials: u32,
+    seed: u64,
+) -> Result<MonteCarloSummary, GoodputError> {
+    if trials == 0 || trials > MAX_TRIALS {
+        return Err(invalid(
+            "monte_carlo.trials",
+            format!("must be within [1, {MAX_TRIALS}], got {trials}"),
+        ));
+    }
+    let expected = expected_run(model)?;
+    if expected.interruptions * f64::from(trials) > FAILURE_BUDGET as f64 {
+        return Err(GoodputError::TooCostly {
+            trials,
+            expected_failures_per_trial: expected.interruptions,
+            budget: FAILURE_BUDGET,
+        });
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut walls = Vec::with_capacity(trials as usize);
+    let mut interruptions = Vec::with_capacity(trials as usize);
+    for _ in 0..trials {
+        let trial = one_trial(model, &mut rng);
+        walls.push(trial.wall_clock_s);
+        interruptions.push(trial.interruptions);
+    }
+    let n = f64::from(trials);
+    let mean = walls.iter().sum::<f64>() / n;
+    let variance = if trials > 1 {
+        walls.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    let mean_interruptions = interruptions.iter().map(|&i| i as f64).sum::<f64>() / n;
+    walls.sort_by(f64::total_cmp);
+    Ok(MonteCarloSummary {
+        trials,
+        seed,
+        mean_wall_clock_s: mean,
+        standard_error_s: (variance / n).sqrt(),
+        p10_wall_clock_s: percentile(&walls, 0.10),
+        p50_wall_clock_s: percentile(&walls, 0.50),
+        p90_wall_clock_s: percentile(&walls, 0.90),
+        mean_interruptions,
+        min_interruptions: interruptions.iter().copied().min().unwrap_or(0),
+        max_interruptions: interruptions.iter().copied().max().unwrap_or(0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::closed_form::Downtime;
+
+    fn model(lambda: f64) -> RunModel {
+        RunModel {
+            work_s: 100_000.0,
+            interval_s: 600.0,
+            checkpoint_s: 30.0,
+            failures_per_s: lambda,
+            downtime: Downtime {
+                immune_s: 120.0,
+                exposed_s: 60.0,
+            },
+        }
+    }
+
+    #[test]
+    fn no_failures_gives_exactly_work_plus_checkpoints() {
+        let summary = monte_carlo(&model(0.0), 10, 1).unwrap();
+        let expected = expected_run(&model(0.0)).unwrap().wall_clock_s;
+        assert_eq!(summary.mean_wall_clock_s, expected);
+        assert_eq!(summary.max_interruptions, 0);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_numbers() {
+        let a = monte_carlo(&model(1e-4), 200, 7).unwrap();
+        let b = monte_carlo(&model(1e-4), 200, 7).unwrap();
+        assert_eq!(a, b);
+        let c = monte_carlo(&model(1e-4), 200, 8).unwrap();
+        assert_ne!(a.mean_wall_clock_s, c.mean_wall_clock_s);
+    }
+
+    #[test]
+    fn trial_counts_are_bounded() {
+        assert!(monte_carlo(&model(1e-4), 0, 1).is_err());
+        assert!(monte_carlo(&model(1e-4), MAX_TRIALS + 1, 1).is_err());
+        let mut costly = model(1e-2);
+        costly.work_s = 1e9;
+        costly.interval_s = 10.0;
+        assert!(matches!(
+            monte_carlo(&costly, 1000, 1),
+            Err(GoodputError::TooCostly { .. })
+        ));
+    }
+}

@@ -418,7 +418,10 @@ fn present(output: &SweepOutput, args: &OutputArgs, timing: Option<&str>) -> any
             let s = &output.sweep;
             let title = format!(
                 "{} on {} · {} GPUs · B = {}",
-                s.model, s.topology, s.gpus, s.global_batch
+                sweep::space::label(&s.model),
+                sweep::space::label(&s.topology),
+                s.gpus,
+                s.global_batch
             );
             reports::render_sweep_chart(&output.results, &title, path).map_err(user_error)?;
             notes.push(format!("chart written to {}", path.display()));

@@ -22,8 +22,8 @@ pub fn write_report(
     writeln!(
         out,
         "clustersim sweep · {} on {} · {} GPUs · B = {}{}{}",
-        s.model,
-        s.topology,
+        studies::sweep::space::label(&s.model),
+        studies::sweep::space::label(&s.topology),
         s.gpus,
         s.global_batch,
         shared_options(s),

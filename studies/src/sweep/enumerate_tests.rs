@@ -176,7 +176,7 @@ fn enumeration_equals_brute_force_through_resolve() {
         assert!(
             missing.is_empty() && extra.is_empty(),
             "{} {}: missing {missing:?}, extra {extra:?}",
-            space.model,
+            super::space::label(&space.model),
             space.gpus
         );
     }

@@ -43,10 +43,11 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepSpace {
-    /// Model preset name or JSON path.
-    pub model: String,
-    /// Topology preset name or JSON path.
-    pub topology: String,
+    /// Model preset name or JSON path, or the model itself (a scenario
+    /// file's inline model, when the sweep is based on one).
+    pub model: serde_json::Value,
+    /// Topology preset name or JSON path, or the topology itself.
+    pub topology: serde_json::Value,
     /// Calibration profile; `None`: the topology GPU's embedded profile.
     pub profile: Option<String>,
     /// GPUs N; every layout has t·p·d = N.
@@ -132,12 +133,24 @@ impl SweepFit {
     }
 }
 
+/// A model or topology as a title names it: the preset name or path, or an
+/// inline object's `name`.
+pub fn label(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(name) => name.clone(),
+        other => match other.get("name").and_then(serde_json::Value::as_str) {
+            Some(name) => name.to_string(),
+            None => "inline".to_string(),
+        },
+    }
+}
+
 impl SweepSpace {
     /// The default space: every schedule and recompute mode, b ≤ 8, v ≤ 8.
     pub fn new(model: &str, topology: &str, gpus: u32, global_batch: u32) -> SweepSpace {
         SweepSpace {
-            model: model.to_string(),
-            topology: topology.to_string(),
+            model: model.into(),
+            topology: topology.into(),
             profile: None,
             gpus,
             global_batch,
@@ -273,8 +286,8 @@ impl SweepSpace {
             schedule: (self.options.optimizer_post_validation == Some(true))
                 .then(|| self.schedules.first().copied())
                 .flatten(),
-            model: Some(self.model.clone().into()),
-            topology: Some(self.topology.clone().into()),
+            model: Some(self.model.clone()),
+            topology: Some(self.topology.clone()),
             profile: self.profile.clone(),
             stack: self.stack.clone(),
             global_batch: Some(self.global_batch),

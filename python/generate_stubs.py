@@ -92,7 +92,7 @@ def generate() -> str:
                  "One training iteration (`clustersim simulate … --json`).", False),
         function("timeline", "scenario: Optional[_File] = None", timeline, "Result",
                  "The simulated Timeline of one iteration (`simulate --timeline`).", False),
-        function("sweep", "records: bool = False", sweep, "Any",
+        function("sweep", "scenario: Optional[_File] = None, records: bool = False", sweep, "Any",
                  "Every valid layout, simulated and ranked (`clustersim sweep`): a DataFrame or records.", True),
     ]
     return "\n".join(parts)

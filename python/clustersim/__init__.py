@@ -76,13 +76,15 @@ def timeline(scenario: Any = None, **options: Any) -> Result:
             return as_result(json.load(file))
 
 
-def sweep(records: bool = False, **options: Any) -> Any:
+def sweep(scenario: Any = None, records: bool = False, **options: Any) -> Any:
     """Every valid layout for ``gpus`` GPUs, memory-checked, simulated and
     ranked (``clustersim sweep``): a pandas DataFrame, one row per simulated
     layout in ranked order (the sweep's header, counts and rejections in
     ``frame.attrs``), or a list of dicts with ``records=True`` or without
-    pandas."""
+    pandas. ``scenario`` (a file or dict) is the base: its model, topology,
+    batch and options, and its GPU count as the default ``gpus``."""
     with Arguments(["sweep"], reserved=["json"]) as command:
+        command.add_positional(scenario, "scenario")
         command.add_options(options)
         path = command.temporary_path("sweep.json")
         command.argv += ["--json", path]

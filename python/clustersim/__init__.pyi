@@ -513,7 +513,7 @@ def timeline(
     ...
 
 def sweep(
-    records: bool = False,
+    scenario: Optional[_File] = None, records: bool = False,
     *,
     model: Optional[Union[_Value, Sequence[_Value]]] = None,
     topology: Optional[Union[_Value, Sequence[_Value]]] = None,
@@ -567,14 +567,16 @@ def sweep(
     """Every valid layout, simulated and ranked (`clustersim sweep`): a DataFrame or records.
 
     Keyword arguments (the command's flags, `-` as `_`):
-    model: Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB)
-    topology: Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200,
-        dgx-h100-superpod, dgx-h100-ib, dgx-h100-roce, dgx-h200-superpod, hgx-h800, dgx-b200,
-        gb200-nvl72, h100-pcie-cluster) or a JSON file (≤ 256 MiB)
+    model: Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB). Default: the
+        scenario's, else gpt3-175b
+    topology: Topology preset or file (see `clustersim presets`). Default: the scenario's, else
+        selene
     profile: Calibration profile: a built-in or a file (≤ 256 MiB). Default: the built-in for the
         topology's GPU
-    gpus: GPUs N: every layout has tp × cp × pp × dp = N
-    global_batch: Global batch size B (B must be a multiple of microbatch size × dp)
+    gpus: GPUs N: every layout has tp × cp × pp × dp = N (default: the scenario's t·cp·p·d; needed
+        without a scenario that sets them)
+    global_batch: Global batch size B (B must be a multiple of microbatch size × dp; default: the
+        scenario's; needed without one)
     max_microbatch: Largest microbatch size b; powers of two up to it are tried
     max_chunks: Largest number of model chunks v tried for the interleaved and looped-bfs schedules
     allow_cross_node_tp: Also try tensor parallelism across nodes (t a multiple of the GPUs per

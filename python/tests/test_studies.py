@@ -68,3 +68,9 @@ def test_cli_runs_any_command():
     with pytest.raises(clustersim.InputError, match="unexpected argument"):
         clustersim.cli("simulate", "--no-such-flag")
     assert clustersim.cli("--version").startswith("clustersim ")
+
+
+def test_sweep_takes_a_scenario_file_as_its_base(root):
+    frame = clustersim.sweep(root / "examples" / "llama3-70b-superpod-cp2.json", tp=8, global_batch=32, top=1, records=True)
+    assert frame and all(r["tensor_parallel"] == 8 for r in frame)
+    assert all(r["tensor_parallel"] * r["pipeline_parallel"] * r["data_parallel"] * r.get("context_parallel", 1) == 128 for r in frame)

@@ -20,6 +20,7 @@ pub mod registry_help;
 pub mod scenario_args;
 pub mod simulate;
 pub mod sweep;
+pub mod sweep_base;
 pub mod sweep_post_validation;
 pub mod sweep_report;
 pub mod timeline;

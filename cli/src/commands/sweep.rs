@@ -4,6 +4,7 @@
 //! exactly what the unsharded sweep writes. This module parses flags, draws
 //! the progress bar and prints the table.
 
+use super::sweep_base::SweepBase;
 use crate::exit::user_error;
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -16,6 +17,7 @@ use studies::sweep::{self, Shard, SweepError, SweepOutput, SweepSpace};
 const AFTER_HELP: &str = "\
 Examples:
   clustersim sweep --model gpt3-175b --topology selene --gpus 1024 --global-batch 1536
+  clustersim sweep examples/llama3-70b-superpod-cp2.json     (the scenario's model, batch, options and 128 GPUs)
   clustersim sweep --model gpt-22b --gpus 8 --global-batch 4 --top 5 --csv sweep.csv --plot sweep.svg
   clustersim sweep --model gpt-1t --gpus 512 --global-batch 512 --tp 8 --schedule 1f1b,interleaved --json sweep.json
 
@@ -131,20 +133,30 @@ fn many<T: Clone + Send + Sync + 'static>(matches: &ArgMatches, id: &str) -> Vec
 pub struct SweepFlags {
     #[command(subcommand)]
     pub command: Option<SweepCommand>,
+    /// A scenario file as the base (as `simulate` reads it, ≤ 256 MiB): its
+    /// model, topology, profile, stack, global batch, sequence length and
+    /// training options, each overridden by its flag; its GPU count t·cp·p·d
+    /// is the default --gpus. Its layout is what the sweep searches.
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: Option<PathBuf>,
     /// Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB).
-    #[arg(long, default_value = "gpt3-175b")]
-    pub model: String,
-    #[arg(long, default_value = "selene", help = super::registry_help::topology_help())]
-    pub topology: String,
+    /// Default: the scenario's, else gpt3-175b.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Topology preset or file (see `clustersim presets`). Default: the scenario's, else selene.
+    #[arg(long)]
+    pub topology: Option<String>,
     /// Calibration profile: a built-in or a file (≤ 256 MiB). Default: the built-in
     /// for the topology's GPU.
     #[arg(long)]
     pub profile: Option<String>,
-    /// GPUs N: every layout has tp × cp × pp × dp = N.
-    #[arg(long, required = true)]
+    /// GPUs N: every layout has tp × cp × pp × dp = N (default: the
+    /// scenario's t·cp·p·d; needed without a scenario that sets them).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus: Option<u32>,
-    /// Global batch size B (B must be a multiple of microbatch size × dp).
-    #[arg(long, required = true)]
+    /// Global batch size B (B must be a multiple of microbatch size × dp;
+    /// default: the scenario's; needed without one).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub global_batch: Option<u32>,
     /// Largest microbatch size b; powers of two up to it are tried.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
@@ -319,18 +331,59 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
 /// Flags → the sweep space (flag errors exit 2).
 fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
     let args = &all.flags;
-    let gpus = args.gpus.expect("clap requires --gpus");
-    let global_batch = args.global_batch.expect("clap requires --global-batch");
-    let mut space = SweepSpace::new(&args.model, &args.topology, gpus, global_batch);
-    space.profile = args.profile.clone();
+    let base = args.scenario.as_deref().map(SweepBase::read).transpose()?;
+    let file = base.as_ref().map(|b| &b.file);
+    let gpus = match args.gpus {
+        Some(gpus) => gpus,
+        None => base
+            .as_ref()
+            .map(SweepBase::gpus)
+            .transpose()?
+            .flatten()
+            .ok_or_else(|| {
+                user_error(
+                    "--gpus N is needed (or a scenario file whose tp, cp, pp, dp give the count)",
+                )
+            })?,
+    };
+    let global_batch = args
+        .global_batch
+        .or(file.and_then(|f| f.global_batch))
+        .ok_or_else(|| {
+            user_error("--global-batch B is needed (or a scenario file that sets global_batch)")
+        })?;
+    let mut space = SweepSpace::new("gpt3-175b", "selene", gpus, global_batch);
+    if let Some(model) = args
+        .model
+        .clone()
+        .map(Into::into)
+        .or(file.and_then(|f| f.model.clone()))
+    {
+        space.model = model;
+    }
+    if let Some(topology) = args
+        .topology
+        .clone()
+        .map(Into::into)
+        .or(file.and_then(|f| f.topology.clone()))
+    {
+        space.topology = topology;
+    }
+    space.profile = args
+        .profile
+        .clone()
+        .or(file.and_then(|f| f.profile.clone()));
     space.max_microbatch = args.max_microbatch;
     space.max_chunks = args.max_chunks;
     space.allow_cross_node_tp = args.allow_cross_node_tp;
     space.microbatch_groups = args.microbatch_groups;
     space.ignore_memory = args.ignore_memory;
-    space.seq_len = args.seq_len;
-    space.options = args.options.clone();
-    space.stack = args.stack.clone();
+    space.seq_len = args.seq_len.or(file.and_then(|f| f.seq_len));
+    space.options = match file {
+        Some(f) => args.options.clone().or(f.options.clone()),
+        None => args.options.clone(),
+    };
+    space.stack = args.stack.clone().or(file.and_then(|f| f.stack.clone()));
     space.tensor_parallel = args.tp;
     space.pipeline_parallel = args.pp;
     if let Some(max) = args.max_cp {

@@ -342,3 +342,61 @@ fn sequence_length_and_memory_headroom_shape_the_sweep() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `sweep SCENARIO.json` (issue 33 item 4): the scenario's model, topology,
+/// stack, batch, sequence length and options are the base, its t·cp·p·d the
+/// GPU count; flags override; its layout is searched, and stderr says so.
+#[test]
+fn a_scenario_file_is_the_sweeps_base_and_flags_override_it() {
+    let scenario = common::repository_root().join("examples/llama3-70b-superpod-cp2.json");
+    let scenario = scenario.to_str().unwrap();
+    let json = scratch("base").join("sweep.json");
+    let out = clustersim(&[
+        "sweep",
+        scenario,
+        "--tp",
+        "8",
+        "--global-batch",
+        "32",
+        "--top",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("tp, cp, pp, dp, microbatch_size, schedule, recompute not used"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).contains("llama3-70b on dgx-h100-superpod · 128 GPUs · B = 32"));
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let header = &document["sweep"];
+    assert_eq!(header["model"], "llama3-70b");
+    assert_eq!(header["gpus"], 128);
+    assert_eq!(header["global_batch"], 32);
+    assert_eq!(header["seq_len"], 8192);
+    assert_eq!(header["stack"], "megatron-core-2024");
+    assert_eq!(header["distributed_optimizer"], true);
+    assert_eq!(header["precision"], "bf16");
+    let missing_gpus = clustersim(&["sweep", "--model", "gpt-22b", "--global-batch", "4"]);
+    assert_eq!(missing_gpus.status.code(), Some(2));
+    assert!(text(&missing_gpus.stderr).contains("--gpus N is needed"));
+    let layout_file = scratch("base").join("layout.json");
+    std::fs::write(
+        &layout_file,
+        r#"{"model": "tiny", "pipeline_layout": "Et|tL"}"#,
+    )
+    .unwrap();
+    let refused = clustersim(&[
+        "sweep",
+        layout_file.to_str().unwrap(),
+        "--gpus",
+        "2",
+        "--global-batch",
+        "4",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stderr).contains("cannot take the scenario's pipeline_layout"));
+}

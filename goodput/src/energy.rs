@@ -115,8 +115,9 @@ pub const DEFAULT_CARBON_G_PER_KWH: Sourced = Sourced {
 /// The energy and price inputs of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EnergyInputs {
-    /// The GPU, for its datasheet TDP and, on Hopper, the node overhead.
-    pub gpu: GpuKind,
+    /// The GPU, for its datasheet TDP and, on Hopper, the node overhead
+    /// (`None`: a GPU without a datasheet entry here; give `gpu_tdp_w`).
+    pub gpu: Option<GpuKind>,
     /// GPU power when idle, watts. No default: required.
     pub gpu_idle_w: Option<f64>,
     /// Override of the datasheet TDP, watts.
@@ -206,8 +207,20 @@ pub fn energy_report(
         )
     })?;
     let idle_w = input("gpu_idle_w", idle_w, &mut values);
-    let tdp_w = pick(inputs.gpu_tdp_w, inputs.gpu.tdp_w(), &mut values);
-    let overhead_w = match (inputs.node_overhead_w, inputs.gpu.node_overhead_w()) {
+    let tdp_w = match (inputs.gpu_tdp_w, inputs.gpu) {
+        (_, Some(gpu)) => pick(inputs.gpu_tdp_w, gpu.tdp_w(), &mut values),
+        (Some(w), None) => input("gpu_tdp_w", w, &mut values),
+        (None, None) => {
+            return Err(invalid(
+                "energy.gpu_tdp_w",
+                "no datasheet TDP for this GPU here; give it (watts)",
+            ))
+        }
+    };
+    let overhead_w = match (
+        inputs.node_overhead_w,
+        inputs.gpu.and_then(GpuKind::node_overhead_w),
+    ) {
         (Some(w), _) => input("node_overhead_w", w, &mut values),
         (None, Some(default)) => pick(None, default, &mut values),
         (None, None) => {
@@ -287,7 +300,7 @@ mod tests {
 
     fn inputs() -> EnergyInputs {
         EnergyInputs {
-            gpu: GpuKind::H100Sxm,
+            gpu: Some(GpuKind::H100Sxm),
             gpu_idle_w: Some(100.0),
             gpu_tdp_w: None,
             training_utilization: 1.0,

@@ -35,7 +35,7 @@ pub fn plan() -> RunPlan {
         recovery: RecoveryPolicy::FullRestart,
         interval: IntervalChoice::Optimal,
         energy: EnergyInputs {
-            gpu: GpuKind::H100Sxm,
+            gpu: Some(GpuKind::H100Sxm),
             gpu_idle_w: Some(100.0),
             gpu_tdp_w: None,
             training_utilization: 0.9,

@@ -63,7 +63,7 @@ fn plan_405b(mode: CheckpointMode) -> RunPlan {
         recovery: RecoveryPolicy::FullRestart,
         interval: IntervalChoice::Optimal,
         energy: EnergyInputs {
-            gpu: GpuKind::H100Sxm,
+            gpu: Some(GpuKind::H100Sxm),
             gpu_idle_w: Some(100.0),
             gpu_tdp_w: None,
             training_utilization: 0.9,

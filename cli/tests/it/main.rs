@@ -16,6 +16,7 @@ mod era_defaults;
 mod fabric_kind;
 mod fit;
 mod fp8;
+mod input_schemas;
 mod invariants;
 mod kernel_tables;
 mod llama3_70b_today;

@@ -12,10 +12,39 @@ pub fn schema(name: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Every `schemas/*.schema.json` with an `$id`, as (`$id`, schema): the
+/// resources a schema's `$ref` to a sibling file (`"$ref": "model.schema.json"`)
+/// resolves to, with no file or network retrieval.
+fn resources() -> Vec<(String, serde_json::Value)> {
+    let folder = super::repository_root().join("schemas");
+    let entries = std::fs::read_dir(&folder)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", folder.display()));
+    let mut found = Vec::new();
+    for entry in entries {
+        let file = entry.expect("a schemas/ entry").file_name();
+        let file = file.to_string_lossy();
+        let Some(name) = file.strip_suffix(".schema.json") else {
+            continue;
+        };
+        let contents = schema(name);
+        if let Some(id) = contents.get("$id").and_then(serde_json::Value::as_str) {
+            found.push((id.to_string(), contents));
+        }
+    }
+    found
+}
+
 /// The violations of `value` against `schemas/<name>.schema.json`, one line each.
 pub fn violations(name: &str, value: &serde_json::Value) -> Vec<String> {
     let schema = schema(name);
-    let validator = jsonschema::draft202012::new(&schema)
+    let registry = jsonschema::Registry::new()
+        .draft(jsonschema::Draft::Draft202012)
+        .extend(resources())
+        .and_then(|builder| builder.prepare())
+        .unwrap_or_else(|e| panic!("the schemas in schemas/: {e}"));
+    let validator = jsonschema::draft202012::options()
+        .with_registry(&registry)
+        .build(&schema)
         .unwrap_or_else(|e| panic!("schemas/{name}.schema.json is not a valid schema: {e}"));
     validator
         .iter_errors(value)

@@ -332,7 +332,7 @@ mod tests {
             .to_string();
         assert!(text.contains("gpu_idle_w"), "{text}");
         let mut a100 = inputs();
-        a100.gpu = GpuKind::A100Sxm;
+        a100.gpu = Some(GpuKind::A100Sxm);
         assert!(energy_report(&a100, 8, 1, &run()).is_err());
         a100.node_overhead_w = Some(3000.0);
         assert!(energy_report(&a100, 8, 1, &run()).is_ok());

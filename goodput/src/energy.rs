@@ -36,6 +36,16 @@
 //!   down from 486 gCO2/kWh in 2022"; read in a summary of the review, not in
 //!   Ember's own text; Ember counts life-cycle emissions, CO2e).
 //! - Price per GPU-hour: no default; cost is `null` without one.
+//!
+//! # Without an idle power: measured node power
+//!
+//! Where no GPU idle power is given, a node draws `node_training_w` for the
+//! whole wall-clock time (its checkpoints and restarts too: an upper bound,
+//! no idle figure being sourced). On 8-GPU Hopper nodes it defaults to
+//! 76 % of the 10.2 kW rating, 7,752 W: Newkirk et al., "Empirically-Calibrated
+//! H100 Node Power Models for Reducing Uncertainty in AI Training Energy
+//! Estimation" (arXiv 2506.14551, 17 Jun 2025), abstract: "even computationally
+//! intensive workloads operate at only 76% of the 10.2 kW TDP rating".
 
 use serde::Serialize;
 
@@ -98,6 +108,13 @@ impl GpuKind {
 
 const HOPPER_DGX_MAX_W: f64 = 10_200.0;
 
+/// Measured wall power of an 8-GPU H100 node while training.
+pub const HOPPER_NODE_TRAINING_W: Sourced = Sourced {
+    name: "node_training_w",
+    value: 0.76 * HOPPER_DGX_MAX_W,
+    source: "Newkirk et al., Empirically-Calibrated H100 Node Power Models (arXiv 2506.14551, 17 Jun 2025), abstract: \"even computationally intensive workloads operate at only 76% of the 10.2 kW TDP rating\" (8x H100 node): 0.76 x 10,200 W",
+};
+
 /// Uptime Institute's 2023 industry-average PUE.
 pub const DEFAULT_PUE: Sourced = Sourced {
     name: "pue",
@@ -127,6 +144,9 @@ pub struct EnergyInputs {
     /// Override of the node overhead, watts per node (required where the
     /// GPU has no default).
     pub node_overhead_w: Option<f64>,
+    /// Wall power of one node while training, watts: used when no GPU idle
+    /// power is given (default on Hopper: [`HOPPER_NODE_TRAINING_W`]).
+    pub node_training_w: Option<f64>,
     /// Fabric switches outside the nodes, watts in total (0 when not modeled).
     pub fabric_w: f64,
     /// Override of the PUE.
@@ -142,10 +162,15 @@ pub struct EnergyInputs {
 pub struct EnergyReport {
     /// GPUs × wall-clock hours (every allocated hour, down time included).
     pub gpu_hours: f64,
-    /// One GPU's power while training, watts.
-    pub gpu_training_w: f64,
-    /// One GPU's power while idle (checkpoints, restarts), watts.
-    pub gpu_idle_w: f64,
+    /// How power was modeled: `per_gpu` (idle, TDP and node overhead) or
+    /// `per_node` (measured node power for the whole wall-clock time).
+    pub power_model: &'static str,
+    /// One GPU's power while training, watts (`per_gpu` only).
+    pub gpu_training_w: Option<f64>,
+    /// One GPU's power while idle (checkpoints, restarts), watts (`per_gpu` only).
+    pub gpu_idle_w: Option<f64>,
+    /// One node's power while training, watts (`per_node` only).
+    pub node_training_w: Option<f64>,
     /// IT energy (GPUs, nodes, fabric), MWh.
     pub it_energy_mwh: f64,
     /// Facility energy (IT × PUE), MWh.
@@ -191,25 +216,28 @@ fn input(name: &'static str, value: f64, values: &mut Vec<SourcedValue>) -> f64 
     value
 }
 
-/// The energy, cost and emissions of a run of `gpus` GPUs on `nodes` nodes
-/// whose expected times are `run`.
-pub fn energy_report(
+/// The power model a run's inputs resolve to.
+#[derive(Debug, Clone, Copy)]
+enum Power {
+    /// GPUs between idle and TDP, plus each node's overhead.
+    PerGpu {
+        training_w: f64,
+        idle_w: f64,
+        overhead_w: f64,
+    },
+    /// One node's measured power for the whole wall-clock time.
+    PerNode { node_w: f64 },
+}
+
+fn per_gpu_power(
     inputs: &EnergyInputs,
-    gpus: u64,
-    nodes: u64,
-    run: &ExpectedRun,
-) -> Result<EnergyReport, GoodputError> {
-    let mut values = Vec::new();
-    let idle_w = inputs.gpu_idle_w.ok_or_else(|| {
-        invalid(
-            "energy.gpu_idle_w",
-            "GPU idle power has no sourced default here; give it (watts)",
-        )
-    })?;
-    let idle_w = input("gpu_idle_w", idle_w, &mut values);
+    idle_w: f64,
+    values: &mut Vec<SourcedValue>,
+) -> Result<Power, GoodputError> {
+    let idle_w = input("gpu_idle_w", idle_w, values);
     let tdp_w = match (inputs.gpu_tdp_w, inputs.gpu) {
-        (_, Some(gpu)) => pick(inputs.gpu_tdp_w, gpu.tdp_w(), &mut values),
-        (Some(w), None) => input("gpu_tdp_w", w, &mut values),
+        (_, Some(gpu)) => pick(inputs.gpu_tdp_w, gpu.tdp_w(), values),
+        (Some(w), None) => input("gpu_tdp_w", w, values),
         (None, None) => {
             return Err(invalid(
                 "energy.gpu_tdp_w",
@@ -221,14 +249,69 @@ pub fn energy_report(
         inputs.node_overhead_w,
         inputs.gpu.and_then(GpuKind::node_overhead_w),
     ) {
-        (Some(w), _) => input("node_overhead_w", w, &mut values),
-        (None, Some(default)) => pick(None, default, &mut values),
+        (Some(w), _) => input("node_overhead_w", w, values),
+        (None, Some(default)) => pick(None, default, values),
         (None, None) => {
             return Err(invalid(
                 "energy.node_overhead_w",
                 "no sourced node overhead for this GPU; give it (watts per node)",
             ))
         }
+    };
+    let utilization = input("training_utilization", inputs.training_utilization, values);
+    let mut problems = Problems::new();
+    problems.non_negative("energy.gpu_idle_w", idle_w);
+    problems.positive("energy.gpu_tdp_w", tdp_w);
+    problems.non_negative("energy.node_overhead_w", overhead_w);
+    problems.within("energy.training_utilization", utilization, 0.0, 1.0);
+    if idle_w.is_finite() && tdp_w.is_finite() && idle_w > tdp_w {
+        problems.push(
+            "energy.gpu_idle_w",
+            format!("idle {idle_w} W is above TDP {tdp_w} W"),
+        );
+    }
+    problems.finish()?;
+    Ok(Power::PerGpu {
+        training_w: idle_w + utilization * (tdp_w - idle_w),
+        idle_w,
+        overhead_w,
+    })
+}
+
+fn per_node_power(
+    inputs: &EnergyInputs,
+    values: &mut Vec<SourcedValue>,
+) -> Result<Power, GoodputError> {
+    let hopper = matches!(inputs.gpu, Some(GpuKind::H100Sxm | GpuKind::H200Sxm));
+    let node_w = match (inputs.node_training_w, hopper) {
+        (Some(w), _) => input("node_training_w", w, values),
+        (None, true) => pick(None, HOPPER_NODE_TRAINING_W, values),
+        (None, false) => {
+            return Err(invalid(
+                "energy.gpu_idle_w",
+                "no measured node power for this GPU here; give the GPU's idle power (watts) \
+                 or the node's power while training (watts)",
+            ))
+        }
+    };
+    let mut problems = Problems::new();
+    problems.positive("energy.node_training_w", node_w);
+    problems.finish()?;
+    Ok(Power::PerNode { node_w })
+}
+
+/// The energy, cost and emissions of a run of `gpus` GPUs on `nodes` nodes
+/// whose expected times are `run`.
+pub fn energy_report(
+    inputs: &EnergyInputs,
+    gpus: u64,
+    nodes: u64,
+    run: &ExpectedRun,
+) -> Result<EnergyReport, GoodputError> {
+    let mut values = Vec::new();
+    let power = match inputs.gpu_idle_w {
+        Some(idle_w) => per_gpu_power(inputs, idle_w, &mut values)?,
+        None => per_node_power(inputs, &mut values)?,
     };
     let pue = pick(inputs.pue, DEFAULT_PUE, &mut values);
     let carbon = pick(
@@ -237,42 +320,44 @@ pub fn energy_report(
         &mut values,
     );
     let fabric_w = input("fabric_w", inputs.fabric_w, &mut values);
-    let utilization = input(
-        "training_utilization",
-        inputs.training_utilization,
-        &mut values,
-    );
     let mut problems = Problems::new();
-    problems.non_negative("energy.gpu_idle_w", idle_w);
-    problems.positive("energy.gpu_tdp_w", tdp_w);
-    problems.non_negative("energy.node_overhead_w", overhead_w);
     problems.non_negative("energy.fabric_w", fabric_w);
-    problems.within("energy.training_utilization", utilization, 0.0, 1.0);
     problems.within("energy.pue", pue, 1.0, 10.0);
     problems.non_negative("energy.carbon_g_co2e_per_kwh", carbon);
     if let Some(price) = inputs.price_per_gpu_hour {
         problems.non_negative("energy.price_per_gpu_hour", price);
         input("price_per_gpu_hour", price, &mut values);
     }
-    if idle_w.is_finite() && tdp_w.is_finite() && idle_w > tdp_w {
-        problems.push(
-            "energy.gpu_idle_w",
-            format!("idle {idle_w} W is above TDP {tdp_w} W"),
-        );
-    }
     problems.finish()?;
-    let training_w = idle_w + utilization * (tdp_w - idle_w);
     let computing_s = run.work_s + run.lost_work_s;
     let idle_s = run.checkpoint_s + run.restart_s;
-    let gpu_joules = gpus as f64 * (training_w * computing_s + idle_w * idle_s);
-    let other_joules = (nodes as f64 * overhead_w + fabric_w) * run.wall_clock_s;
+    let (gpu_joules, node_w) = match power {
+        Power::PerGpu {
+            training_w,
+            idle_w,
+            overhead_w,
+        } => (
+            gpus as f64 * (training_w * computing_s + idle_w * idle_s),
+            overhead_w,
+        ),
+        Power::PerNode { node_w } => (0.0, node_w),
+    };
+    let other_joules = (nodes as f64 * node_w + fabric_w) * run.wall_clock_s;
     let it_mwh = (gpu_joules + other_joules) / 3.6e9;
     let facility_mwh = it_mwh * pue;
     let gpu_hours = gpus as f64 * run.wall_clock_s / 3600.0;
+    let (power_model, gpu_training_w, gpu_idle_w, node_training_w) = match power {
+        Power::PerGpu {
+            training_w, idle_w, ..
+        } => ("per_gpu", Some(training_w), Some(idle_w), None),
+        Power::PerNode { node_w } => ("per_node", None, None, Some(node_w)),
+    };
     Ok(EnergyReport {
         gpu_hours,
-        gpu_training_w: training_w,
-        gpu_idle_w: idle_w,
+        power_model,
+        gpu_training_w,
+        gpu_idle_w,
+        node_training_w,
         it_energy_mwh: it_mwh,
         facility_energy_mwh: facility_mwh,
         cost: inputs.price_per_gpu_hour.map(|price| price * gpu_hours),
@@ -305,6 +390,7 @@ mod tests {
             gpu_tdp_w: None,
             training_utilization: 1.0,
             node_overhead_w: None,
+            node_training_w: None,
             fabric_w: 0.0,
             pue: Some(1.0),
             price_per_gpu_hour: Some(2.0),
@@ -324,17 +410,27 @@ mod tests {
     }
 
     #[test]
-    fn missing_idle_power_is_an_error_naming_it() {
+    fn without_an_idle_power_hopper_nodes_draw_their_measured_power_and_others_are_refused() {
         let mut no_idle = inputs();
         no_idle.gpu_idle_w = None;
-        let text = energy_report(&no_idle, 8, 1, &run())
-            .unwrap_err()
-            .to_string();
-        assert!(text.contains("gpu_idle_w"), "{text}");
-        let mut a100 = inputs();
+        let report = energy_report(&no_idle, 8, 1, &run()).unwrap();
+        assert_eq!(report.power_model, "per_node");
+        // One node at 7,752 W for the hour's wall clock, PUE as given.
+        let expected_mwh = 7752.0 * 3600.0 / 3.6e9;
+        assert!((report.it_energy_mwh - expected_mwh).abs() < 1e-12);
+        let mut a100 = no_idle.clone();
         a100.gpu = Some(GpuKind::A100Sxm);
-        assert!(energy_report(&a100, 8, 1, &run()).is_err());
-        a100.node_overhead_w = Some(3000.0);
-        assert!(energy_report(&a100, 8, 1, &run()).is_ok());
+        let text = energy_report(&a100, 8, 1, &run()).unwrap_err().to_string();
+        assert!(text.contains("gpu_idle_w"), "{text}");
+        a100.node_training_w = Some(6500.0);
+        assert_eq!(
+            energy_report(&a100, 8, 1, &run()).unwrap().node_training_w,
+            Some(6500.0)
+        );
+        let mut with_idle = inputs();
+        with_idle.gpu = Some(GpuKind::A100Sxm);
+        assert!(energy_report(&with_idle, 8, 1, &run()).is_err());
+        with_idle.node_overhead_w = Some(3000.0);
+        assert!(energy_report(&with_idle, 8, 1, &run()).is_ok());
     }
 }

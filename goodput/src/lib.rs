@@ -44,6 +44,7 @@
 
 pub mod checkpoint;
 pub mod closed_form;
+pub mod defaults;
 pub mod energy;
 pub mod error;
 pub mod failure_rates;

@@ -49,6 +49,7 @@ pub use comparison::{
     ITERATION_METRIC,
 };
 pub use error::ReportError;
+pub use line_chart::{render_line_chart, LineChart};
 pub use output::check_image_path;
 pub use perfetto::{write_perfetto_trace, TraceOptions, TraceSummary};
 pub use sweep_chart::render_sweep_chart;

@@ -97,9 +97,10 @@ fn fewer_replicas_is_not_built() {
 }
 
 #[test]
-fn missing_idle_power_is_an_error() {
+fn missing_idle_power_off_hopper_is_an_error() {
     let mut p = plan();
     p.energy.gpu_idle_w = None;
+    p.energy.gpu = Some(goodput::energy::GpuKind::A100Sxm);
     assert!(error_text(&p).contains("gpu_idle_w"));
 }
 

@@ -68,6 +68,7 @@ fn plan_405b(mode: CheckpointMode) -> RunPlan {
             gpu_tdp_w: None,
             training_utilization: 0.9,
             node_overhead_w: None,
+            node_training_w: None,
             fabric_w: 0.0,
             pue: None,
             price_per_gpu_hour: Some(2.0),

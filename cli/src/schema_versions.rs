@@ -19,3 +19,5 @@ pub const COLLECTIVE: u32 = 1;
 pub const PLOT_BUBBLE: u32 = 1;
 /// `presets --json` (`schemas/presets.schema.json`).
 pub const PRESETS: u32 = 1;
+/// `run-plan --json` (`schemas/run-plan.schema.json`).
+pub const RUN_PLAN: u32 = 1;

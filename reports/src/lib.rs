@@ -33,6 +33,7 @@ pub mod colors;
 mod comparison;
 mod error;
 mod font;
+mod line_chart;
 mod output;
 mod perfetto;
 mod selection;

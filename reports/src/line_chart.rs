@@ -50,47 +50,28 @@ impl LineChart {
         let (low, high) = self
             .points
             .iter()
-            .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, y)| (lo.min(y), hi.max(y)));
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &(_, y)| {
+                (lo.min(y), hi.max(y))
+            });
         let pad = ((high - low) * 0.1).max(high.abs() * 0.01).max(1e-9);
         ((low - pad).max(0.0), high + pad)
     }
 
-    fn x_range(&self) -> (f64, f64) {
-        let first = self.points[0].0;
-        let last = self.points[self.points.len() - 1].0;
-        (first.min(last), first.max(last))
+    /// x as drawn: its logarithm on a log axis (labels show x itself).
+    fn drawn_x(&self, x: f64) -> f64 {
+        if self.log_x {
+            x.log10()
+        } else {
+            x
+        }
     }
 
-    fn draw_on<DB: DrawingBackend, X: Ranged<ValueType = f64> + Clone>(
-        &self,
-        root: &DrawingArea<DB, Shift>,
-        x_axis: X,
-    ) -> Result<(), PlotError> {
-        let (y_low, y_high) = self.y_range();
-        let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, FontDesc::new(FontFamily::Name(FONT_FAMILY), 20.0, FontStyle::Bold))
-            .margin(20)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(x_axis, y_low..y_high)?;
-        chart
-            .configure_mesh()
-            .x_desc(self.x_label.as_str())
-            .y_desc(self.y_label.as_str())
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .label_style(font(14.0))
-            .axis_desc_style(font(15.0))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
-            .draw()?;
-        let color = SERIES_COLORS[0];
-        chart.draw_series(LineSeries::new(self.points.iter().copied(), color.stroke_width(2)))?;
-        chart.draw_series(self.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-        if let Some((point, label)) = &self.marked {
-            chart.draw_series(std::iter::once(Circle::new(*point, 7, BLACK.stroke_width(2))))?;
-            let (x_px, y_px) = chart.backend_coord(point);
-            root.draw(&Text::new(label.clone(), (x_px + 10, y_px - 24), font(15.0).color(&BLACK)))?;
-        }
-        Ok(())
+    fn x_range(&self) -> (f64, f64) {
+        let first = self.drawn_x(self.points[0].0);
+        let last = self.drawn_x(self.points[self.points.len() - 1].0);
+        let (low, high) = (first.min(last), first.max(last));
+        let pad = ((high - low) * 0.03).max(1e-9);
+        (low - pad, high + pad)
     }
 }
 
@@ -99,12 +80,68 @@ impl Picture for LineChart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         root.fill(&WHITE)?;
-        let (low, high) = self.x_range();
-        if self.log_x {
-            self.draw_on(root, (low..high).log_scale())
-        } else {
-            self.draw_on(root, low..high)
+        let (x_low, x_high) = self.x_range();
+        let (y_low, y_high) = self.y_range();
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                &self.title,
+                FontDesc::new(FontFamily::Name(FONT_FAMILY), 20.0, FontStyle::Bold),
+            )
+            .margin(20)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x_low..x_high, y_low..y_high)?;
+        let log_x = self.log_x;
+        let x_label = move |x: &f64| {
+            let value = if log_x { 10f64.powf(*x) } else { *x };
+            if value >= 100.0 {
+                format!("{value:.0}")
+            } else {
+                format!("{value:.2}")
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_desc(self.x_label.as_str())
+            .y_desc(self.y_label.as_str())
+            .x_label_formatter(&x_label)
+            .label_style(font(14.0))
+            .axis_desc_style(font(15.0))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .draw()?;
+        let color = SERIES_COLORS[0];
+        let drawn: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .map(|&(x, y)| (self.drawn_x(x), y))
+            .collect();
+        chart.draw_series(LineSeries::new(
+            drawn.iter().copied(),
+            color.stroke_width(2),
+        ))?;
+        chart.draw_series(drawn.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        if let Some(((x, y), label)) = &self.marked {
+            let point = (self.drawn_x(*x), *y);
+            chart.draw_series(std::iter::once(Circle::new(
+                point,
+                7,
+                BLACK.stroke_width(2),
+            )))?;
+            let (x_px, y_px) = chart.backend_coord(&point);
+            // Left of the point in the chart's right half, so the label stays inside.
+            let label_px = (label.chars().count() as i32) * 8;
+            let x_label_px = if x_px > (WIDTH_PX / 2) as i32 {
+                x_px - 10 - label_px
+            } else {
+                x_px + 10
+            };
+            root.draw(&Text::new(
+                label.clone(),
+                (x_label_px, y_px - 24),
+                font(15.0).color(&BLACK),
+            ))?;
         }
+        Ok(())
     }
 }
 

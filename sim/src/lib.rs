@@ -44,6 +44,7 @@ pub mod plan;
 pub use scenario;
 pub use schedules as schedule;
 mod simulate;
+pub mod straggler;
 pub mod symmetry;
 pub mod throughput;
 /// The task DAG (the `taskgraph` crate): ids, tasks, columns, the graph, the replica map.
@@ -63,8 +64,9 @@ pub use symmetry::{Expansion, SimulationMode};
 pub use timeline_view::TimelineSelection;
 
 pub use simulate::{
-    build_graph, run_graph, simulate, simulate_with, timeline_from_spans, uniform_costs, LinkLoad,
-    SimulationError, SimulationReport,
+    build_graph, run_graph, run_graph_with_stragglers, simulate, simulate_with,
+    simulate_with_stragglers, timeline_from_spans, uniform_costs, LinkLoad, SimulationError,
+    SimulationReport,
 };
 
 /// A degree written in a test: `n`, which must not be 0.

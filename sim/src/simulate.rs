@@ -10,6 +10,7 @@ use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::plan::Plan;
+use crate::straggler::Stragglers;
 use crate::symmetry::{self, Expansion, FullCounts, SimulationMode};
 use crate::timeline_view::{self, TimelineSelection};
 use engine::{self, DeadlockError};
@@ -273,7 +274,25 @@ pub fn run_graph(
     graph: &TaskGraph,
     costs: &[WorkCost],
 ) -> Result<(Timeline, u64), DeadlockError> {
-    let outcome = engine::run(graph, |id| costs[graph.work_of(id).index()].duration)?;
+    run_graph_with_stragglers(scenario, graph, costs, &Stragglers::none())
+}
+
+/// [`run_graph`] with slow ranks' compute kernels stretched ([`crate::straggler`]).
+pub fn run_graph_with_stragglers(
+    scenario: &Scenario,
+    graph: &TaskGraph,
+    costs: &[WorkCost],
+    stragglers: &Stragglers,
+) -> Result<(Timeline, u64), DeadlockError> {
+    let factors = stragglers.group_factors(graph);
+    let outcome = engine::run(graph, |id| {
+        crate::straggler::stretched(
+            graph,
+            &factors,
+            id,
+            costs[graph.work_of(id).index()].duration,
+        )
+    })?;
     let timeline = timeline_from_spans(scenario, graph, costs, Producer::Sim, None, |index| {
         (
             outcome.start[index].as_nanos(),
@@ -375,7 +394,22 @@ pub fn simulate_with(
     scenario: &Scenario,
     expansion: Expansion,
 ) -> Result<SimulationReport, SimulationError> {
+    simulate_with_stragglers(scenario, expansion, &Stragglers::none())
+}
+
+/// [`simulate_with`] with slow ranks ([`crate::straggler`]): any slow rank
+/// makes the replicas differ, so every rank is simulated.
+pub fn simulate_with_stragglers(
+    scenario: &Scenario,
+    expansion: Expansion,
+    stragglers: &Stragglers,
+) -> Result<SimulationReport, SimulationError> {
     let plan = Plan::of(scenario);
+    let expansion = if stragglers.is_empty() {
+        expansion
+    } else {
+        Expansion::Full
+    };
     let mode = symmetry::mode_in(scenario, &plan, expansion);
     let mut graph = match mode {
         SimulationMode::Full => lower(scenario, &plan),
@@ -388,13 +422,27 @@ pub fn simulate_with(
         .iter()
         .map(|work| costs[work.index()].duration.0 as u128)
         .sum();
+    // Slow ranks stretch some of it: bounded by the largest factor.
+    let total_ns = if stragglers.is_empty() {
+        total_ns
+    } else {
+        (total_ns as f64 * stragglers.max_factor()).ceil() as u128
+    };
     if total_ns > MAX_TOTAL_TASK_NS {
         return Err(SimulationError::OutOfRange {
             total_s: total_ns as f64 * 1e-9,
             limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
         });
     }
-    let duration_of = |id: taskgraph::ids::TaskId| costs[graph.work_of(id).index()].duration;
+    let factors = stragglers.group_factors(&graph);
+    let duration_of = |id: taskgraph::ids::TaskId| {
+        crate::straggler::stretched(
+            &graph,
+            &factors,
+            id,
+            costs[graph.work_of(id).index()].duration,
+        )
+    };
     let (outcome, busiest_links) = if scenario.options.network_contention {
         let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
         let planner = FabricFlowPlanner::new(scenario, &plan.placement, &graph, &network, &costs);

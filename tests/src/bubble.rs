@@ -148,7 +148,8 @@ pub fn steady_state_with_p2p(
 /// Every compute pass at its given F, B, I or W time (ns), every
 /// activation or gradient transfer between stages at `p2p_ns`; everything
 /// else free.
-fn pass_costs(
+/// Every compute pass at its given time, transfers between stages at `p2p_ns`, everything else free.
+pub fn pass_costs(
     graph: &sim::task_graph::TaskGraph,
     [f, b, i, w]: [u64; 4],
     p2p_ns: u64,

@@ -53,6 +53,11 @@ pub struct SimulateArgs {
     /// from its runs, each predicted without its own case.
     #[arg(long, value_name = "FIT.json")]
     pub fit: Option<PathBuf>,
+    /// A slow GPU: rank R's compute kernels take F times as long (3:1.2 for a
+    /// GPU throttled to 1/1.2 of its peers); repeat for several. Every rank is
+    /// then simulated, and the summary and --json say what they cost the step.
+    #[arg(long = "slow-rank", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_rank)]
+    pub slow_ranks: Vec<sim::straggler::SlowRank>,
     #[command(flatten)]
     pub pictures: super::pictures::PictureArgs,
 }
@@ -103,9 +108,27 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             scenario.layout.gpus()
         )));
     }
+    let stragglers = super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks)?;
+    let expansion = if stragglers.is_empty() {
+        expansion
+    } else {
+        sim::Expansion::Full
+    };
     crate::exit::check_host_memory_with(&scenario, expansion)?;
     let started = Instant::now();
-    let report = sim::simulate_with(&scenario, expansion).map_err(crate::exit::simulation_error)?;
+    let report = sim::simulate_with_stragglers(&scenario, expansion, &stragglers)
+        .map_err(crate::exit::simulation_error)?;
+    let slow_cost = match stragglers.is_empty() {
+        true => None,
+        false => Some(super::slow_ranks::SlowRankCost {
+            slow: stragglers.ranks().to_vec(),
+            without_s: sim::simulate(&scenario)
+                .map_err(crate::exit::simulation_error)?
+                .metrics
+                .iteration_time_s,
+            with_s: report.metrics.iteration_time_s,
+        }),
+    };
     let elapsed_s = started.elapsed().as_secs_f64();
     let wants_timeline =
         args.timeline.is_some() || args.pictures.plot.is_some() || args.pictures.trace.is_some();
@@ -128,10 +151,24 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         if let Some(fit) = fit_json {
             summary["fit"] = fit;
         }
+        if let Some(cost) = &slow_cost {
+            summary["slow_ranks"] = cost.json();
+        }
         serde_json::to_writer_pretty(&mut out, &summary)?;
         writeln!(out)?;
     } else {
-        write_summary(&mut out, &scenario, &report, elapsed_s, &range, &defaults)?;
+        write_summary(
+            &mut out,
+            &scenario,
+            &report,
+            elapsed_s,
+            &range,
+            &defaults,
+            slow_cost.is_some(),
+        )?;
+        if let Some(cost) = &slow_cost {
+            writeln!(out, "  slow ranks          {}", cost.line())?;
+        }
         if let (Some(path), Some(record)) = (&args.fit, &fit) {
             writeln!(
                 out,
@@ -286,6 +323,7 @@ fn write_summary(
     elapsed_s: f64,
     range: &ExpectedRange,
     defaults: &DefaultsNote,
+    slow_ranks: bool,
 ) -> anyhow::Result<()> {
     let m = &report.metrics;
     let layout = &scenario.layout;
@@ -417,7 +455,11 @@ fn write_summary(
                 "full (every replica): {}",
                 sim::symmetry::symmetric_replicas(scenario)
                     .err()
-                    .unwrap_or("--no-symmetry")
+                    .unwrap_or(if slow_ranks {
+                        "a slow rank makes the replicas differ"
+                    } else {
+                        "--no-symmetry"
+                    })
             ),
             sim::SimulationMode::Symmetric { replicas } => format!(
                 "symmetric: 1 of {replicas} identical data-parallel replicas simulated ({} tasks), every rank mapped to it; --no-symmetry expands all",

@@ -37,6 +37,7 @@ mod schedules_as_data;
 mod seq_len_override;
 mod sharded_data_parallel;
 mod split_backward_memory;
+mod stragglers;
 mod symmetry;
 mod tp_comm_overlap;
 mod uneven_stages;

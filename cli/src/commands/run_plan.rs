@@ -1,0 +1,575 @@
+//! `clustersim run-plan`: from one simulated iteration to the whole training
+//! run (issue 35). The scenario is simulated once for its failure-free
+//! iteration time, tokens per iteration and the bytes each rank checkpoints
+//! (its weights and optimizer states); the `goodput` crate adds failures,
+//! checkpoints, restarts, energy and cost. Every default comes from the
+//! `goodput` crate with its source, and the report lists each value used.
+
+use super::run_plan_report::{write_charts, write_summary, Charts};
+use super::scenario_args::ScenarioArgs;
+use crate::exit::user_error;
+use clap::{Args, ValueEnum};
+use goodput::checkpoint::{CheckpointMode, StorageSpec};
+use goodput::energy::{EnergyInputs, GpuKind};
+use goodput::failure_rates::ReliabilitySpec;
+use goodput::recovery::{RecoveryPolicy, RestartSpec};
+use goodput::{IntervalChoice, MonteCarloSpec, RunPlan, TrainingTarget};
+use sim::scenario::Scenario;
+use std::path::PathBuf;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  clustersim run-plan --model llama3.1-405b --topology dgx-h100-superpod:2048 --tp 8 --cp 2 --pp 16 \\
+      --dp 64 --schedule interleaved --chunks 2 --account-for-embedding-in-pipeline-split \\
+      --account-for-loss-in-pipeline-split --global-batch 2048 --tokens 15T --plot-interval interval.svg
+  clustersim run-plan scenario.json --steps 100000 --failures none --json
+
+Defaults and their sources (each printed with the report):
+  failures        meta-rsc1: 6.50 failures per 1000 node-days (Kokolis et al., arXiv 2410.21680)
+  storage         DGX SuperPOD H100 RA V11 Table 6, Better: 4 GB/s write, 8 GB/s read per node;
+                  20 GB/s write, 40 GB/s read per 32 nodes
+  detection       600 s: PyTorch's NCCL timeout (an upper bound; a crash surfaces sooner)
+  initialization  300 s: torchtitan's init timeout (an upper bound)
+  rescheduling    0 s: no public figure (--reschedule-s to add the scheduler's wait)
+  node power      Hopper: 7,752 W per 8-GPU node while training (76 % of 10.2 kW, arXiv 2506.14551)
+  PUE             1.58 (Uptime Institute, 2023 industry average)
+  carbon          480 g CO2e/kWh (Ember, world 2023)
+  price           none (--price-per-gpu-hour; cost is omitted without it)")]
+pub struct RunPlanArgs {
+    #[command(flatten)]
+    pub scenario: ScenarioArgs,
+    /// Train on this many tokens (suffixes K, M, B, G, T: 15T), rounded up to whole iterations.
+    #[arg(long, value_name = "N", value_parser = parse_count, required_unless_present = "steps", conflicts_with = "steps")]
+    pub tokens: Option<u64>,
+    /// Train for this many iterations (optimizer steps).
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub steps: Option<u64>,
+    /// Failure rates: meta-rsc1 (default), meta-rsc2 (Meta's two research clusters) or none.
+    #[arg(long, value_name = "PRESET", default_value = "meta-rsc1")]
+    pub failures: String,
+    /// Where checkpoints fall: optimal (the interval minimizing expected time,
+    /// in whole iterations), N (every N iterations) or a time (30min, 2h, 600s).
+    #[arg(long, value_name = "optimal|N|TIME", default_value = "optimal", value_parser = parse_interval)]
+    pub checkpoint_every: IntervalChoice,
+    /// Asynchronous checkpoints: training waits for the copy to host memory
+    /// (at the profile's device-to-host PCIe rate) while the write to storage overlaps.
+    #[arg(long)]
+    pub async_checkpoint: bool,
+    /// How a failure is recovered from.
+    #[arg(long, value_enum, default_value_t = Recovery::FullRestart)]
+    pub recovery: Recovery,
+    /// Hot spares: seconds to bring a spare node into the job.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    pub spare_swap_s: f64,
+    /// Storage write bandwidth per node, GB/s (default 4).
+    #[arg(long, value_name = "GB/s")]
+    pub storage_node_write_gbps: Option<f64>,
+    /// Storage read bandwidth per node, GB/s (default 8).
+    #[arg(long, value_name = "GB/s")]
+    pub storage_node_read_gbps: Option<f64>,
+    /// Storage write bandwidth of the whole system, GB/s (default 20 per 32 nodes).
+    #[arg(long, value_name = "GB/s")]
+    pub storage_write_gbps: Option<f64>,
+    /// Storage read bandwidth of the whole system, GB/s (default 40 per 32 nodes).
+    #[arg(long, value_name = "GB/s")]
+    pub storage_read_gbps: Option<f64>,
+    /// Seconds from a failure to the job knowing of it (default 600).
+    #[arg(long, value_name = "S")]
+    pub detection_s: Option<f64>,
+    /// Seconds the scheduler takes to replace a node (default 0: no public figure).
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    pub reschedule_s: f64,
+    /// Seconds of process start and communicator set-up before the checkpoint load (default 300).
+    #[arg(long, value_name = "S")]
+    pub initialization_s: Option<f64>,
+    /// GPU power when idle, watts: models power per GPU between idle and TDP
+    /// (with --utilization) plus each node's overhead, instead of measured node power.
+    #[arg(long, value_name = "W")]
+    pub gpu_idle_w: Option<f64>,
+    /// Override of the GPU's datasheet TDP, watts.
+    #[arg(long, value_name = "W")]
+    pub gpu_tdp_w: Option<f64>,
+    /// With --gpu-idle-w: the share of the idle-to-TDP span a training step draws.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.9)]
+    pub utilization: f64,
+    /// A node's power while training, watts (default on 8-GPU Hopper nodes: 7,752).
+    #[arg(long, value_name = "W")]
+    pub node_training_w: Option<f64>,
+    /// Power usage effectiveness (default 1.58).
+    #[arg(long)]
+    pub pue: Option<f64>,
+    /// Price per GPU-hour (any currency); cost is omitted without it.
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_gpu_hour: Option<f64>,
+    /// Grid carbon intensity, g CO2e per kWh (default 480).
+    #[arg(long, value_name = "G")]
+    pub carbon_g_per_kwh: Option<f64>,
+    /// Monte-Carlo trials over the run (0: closed form only).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub trials: u32,
+    /// Seed of the Monte-Carlo (same seed, same report).
+    #[arg(long, default_value_t = 0)]
+    pub trial_seed: u64,
+    /// A GPU slow for the whole run: rank R's compute kernels take F times as
+    /// long (repeat for several; see `simulate --slow-rank`).
+    #[arg(long = "slow-rank", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_rank)]
+    pub slow_ranks: Vec<sim::straggler::SlowRank>,
+    /// Simulate with the factors a `clustersim fit` learned (FIT.json).
+    #[arg(long, value_name = "FIT.json")]
+    pub fit: Option<PathBuf>,
+    /// Plan a layout that does not fit in GPU memory anyway (refused otherwise).
+    #[arg(long)]
+    pub ignore_memory: bool,
+    /// Print the report as one JSON document (schemas/run-plan.schema.json).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub charts: Charts,
+}
+
+/// Recovery policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Recovery {
+    /// Reschedule, initialize and load the last checkpoint from storage.
+    FullRestart,
+    /// A spare node replaces the failed one in --spare-swap-s.
+    HotSpares,
+    /// Snapshots in peers' memory, copied at the node's NIC rate per GPU.
+    InMemory,
+}
+
+/// "15T" → 15·10¹²; plain integers as they are.
+fn parse_count(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, scale) = match text.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let scale: u64 = match c.to_ascii_uppercase() {
+                'K' => 1_000,
+                'M' => 1_000_000,
+                'B' | 'G' => 1_000_000_000,
+                'T' => 1_000_000_000_000,
+                _ => return Err(format!("'{text}': the suffix is one of K, M, B, G, T")),
+            };
+            (&text[..i], scale)
+        }
+        _ => (text, 1),
+    };
+    let value: f64 = digits
+        .parse()
+        .map_err(|_| format!("'{text}' is not a count (e.g. 15T or 1000000)"))?;
+    let count = value * scale as f64;
+    if !(count.is_finite() && (1.0..1.8e19).contains(&count)) {
+        return Err(format!("'{text}' is not a count from 1 to 1.8e19"));
+    }
+    Ok(count.round() as u64)
+}
+
+/// optimal | N iterations | a time with a unit (s, min, h).
+fn parse_interval(text: &str) -> Result<IntervalChoice, String> {
+    let text = text.trim();
+    if text == "optimal" {
+        return Ok(IntervalChoice::Optimal);
+    }
+    if let Ok(n) = text.parse::<u64>() {
+        return match n {
+            0 => Err("0 iterations between checkpoints: give at least 1".into()),
+            n => Ok(IntervalChoice::EveryIterations(n)),
+        };
+    }
+    let (number, seconds_per_unit) = [("min", 60.0), ("h", 3600.0), ("s", 1.0)]
+        .iter()
+        .find_map(|&(unit, scale)| text.strip_suffix(unit).map(|n| (n, scale)))
+        .ok_or_else(|| {
+            format!("'{text}': optimal, a number of iterations, or a time such as 600s, 30min, 2h")
+        })?;
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}' is not a time (e.g. 30min)"))?;
+    let seconds = value * seconds_per_unit;
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(format!("'{text}': the interval must be a positive time"));
+    }
+    Ok(IntervalChoice::EverySeconds(seconds))
+}
+
+/// The GPU's datasheet entry in the `goodput` crate, by the topology's GPU name.
+pub fn gpu_kind(name: &str) -> Option<GpuKind> {
+    let name = name.to_ascii_uppercase();
+    if name.starts_with("A100-SXM") {
+        Some(GpuKind::A100Sxm)
+    } else if name.starts_with("H100-SXM") {
+        Some(GpuKind::H100Sxm)
+    } else if name.starts_with("H200") {
+        Some(GpuKind::H200Sxm)
+    } else if name == "B200" {
+        Some(GpuKind::B200)
+    } else {
+        None
+    }
+}
+
+pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
+    let fit = args.fit.as_deref().map(super::fit::load).transpose()?;
+    let mut scenario = args.scenario.resolve()?;
+    if let Some(record) = &fit {
+        record.values().apply(&mut scenario);
+    }
+    args.charts.check()?;
+    let stragglers = super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks)?;
+    let expansion = match stragglers.is_empty() {
+        true => sim::Expansion::Auto,
+        false => sim::Expansion::Full,
+    };
+    crate::exit::check_host_memory_with(&scenario, expansion)?;
+    let report = sim::simulate_with_stragglers(&scenario, expansion, &stragglers)
+        .map_err(crate::exit::simulation_error)?;
+    let peak = report.peak_memory();
+    if !args.ignore_memory && !report.memory.iter().all(|stage| stage.fits) {
+        return Err(user_error(format!(
+            "the layout does not fit: stage {} needs {:.1} GiB of {:.1} GiB per GPU, so the run \
+             cannot start (try recompute, more pipeline stages or context parallelism, or \
+             --ignore-memory to plan it anyway)",
+            peak.stage,
+            peak.total_bytes as f64 / f64::from(1u32 << 30),
+            peak.capacity_bytes as f64 / f64::from(1u32 << 30)
+        )));
+    }
+    let plan = plan_of(&args, &scenario, &report)?;
+    let hopper = matches!(plan.energy.gpu, Some(GpuKind::H100Sxm | GpuKind::H200Sxm));
+    if !hopper && args.gpu_idle_w.is_none() && args.node_training_w.is_none() {
+        return Err(user_error(format!(
+            "no measured node power for {} nodes here: give --node-training-w W (a node's power \
+             while training) or --gpu-idle-w W (with the datasheet TDP{})",
+            scenario.topology.gpu.name,
+            if plan.energy.gpu.is_none() {
+                " given as --gpu-tdp-w W"
+            } else {
+                ""
+            }
+        )));
+    }
+    let evaluated = goodput::evaluate(&plan).map_err(|e| user_error(with_flags(&e.to_string())))?;
+    let scale = match &args.charts.plot_gpus {
+        Some(_) => scale_inputs(&args, fit.as_ref(), &scenario)?,
+        None => Vec::new(),
+    };
+    let notes = write_charts(&args.charts, &plan, &evaluated, &scenario, &scale)?;
+    let sources = sources_used(&args);
+    if args.json {
+        let mut document = serde_json::to_value(&evaluated)?;
+        document["schema_version"] = crate::schema_versions::RUN_PLAN.into();
+        document["scenario"] = scenario.title().into();
+        document["plan"] = serde_json::to_value(&plan)?;
+        document["sources"] = serde_json::to_value(&sources)?;
+        if !stragglers.is_empty() {
+            document["slow_ranks"] = serde_json::to_value(stragglers.ranks())?;
+        }
+        return crate::stdout::outln!("{}", serde_json::to_string_pretty(&document)?);
+    }
+    write_summary(&scenario, &plan, &evaluated, &sources, &notes)
+}
+
+/// The run plan of a simulated scenario and the flags.
+fn plan_of(
+    args: &RunPlanArgs,
+    scenario: &Scenario,
+    report: &sim::SimulationReport,
+) -> anyhow::Result<RunPlan> {
+    let throughput = sim::throughput::Throughput::of(scenario, &report.metrics);
+    let gpus = u64::from(scenario.layout.gpus());
+    // A job smaller than a node holds part of one.
+    let gpus_per_node = u64::from(scenario.topology.node.gpus_per_node).min(gpus);
+    if gpus % gpus_per_node != 0 {
+        return Err(user_error(format!(
+            "run-plan needs whole nodes: {gpus} GPUs on nodes of {gpus_per_node}"
+        )));
+    }
+    let nodes = gpus / gpus_per_node;
+    let checkpoint_bytes_per_rank = checkpoint_bytes_per_rank(scenario, report);
+    let gbps = |flag: Option<f64>, default: f64| flag.map_or(default, |gb| gb * 1e9);
+    let superpod = goodput::defaults::superpod_storage(nodes);
+    let storage = StorageSpec {
+        per_node_write_bytes_per_s: gbps(
+            args.storage_node_write_gbps,
+            superpod.per_node_write_bytes_per_s,
+        ),
+        per_node_read_bytes_per_s: gbps(
+            args.storage_node_read_gbps,
+            superpod.per_node_read_bytes_per_s,
+        ),
+        aggregate_write_bytes_per_s: gbps(
+            args.storage_write_gbps,
+            superpod.aggregate_write_bytes_per_s,
+        ),
+        aggregate_read_bytes_per_s: gbps(
+            args.storage_read_gbps,
+            superpod.aggregate_read_bytes_per_s,
+        ),
+    };
+    let checkpoint_mode = if args.async_checkpoint {
+        CheckpointMode::Asynchronous {
+            host_copy_bytes_per_s: scenario.profile.pcie.device_to_host_bytes_per_s.value,
+        }
+    } else {
+        CheckpointMode::Synchronous
+    };
+    let reliability = match args.failures.as_str() {
+        "none" => ReliabilitySpec::none(),
+        name => {
+            ReliabilitySpec::preset(name).map_err(|e| user_error(format!("--failures: {e}")))?
+        }
+    };
+    let fabric = &scenario.topology.fabric;
+    let recovery = match args.recovery {
+        Recovery::FullRestart => RecoveryPolicy::FullRestart,
+        Recovery::HotSpares => RecoveryPolicy::HotSpares {
+            swap_s: args.spare_swap_s,
+        },
+        Recovery::InMemory => RecoveryPolicy::InMemory {
+            peer_bytes_per_s: fabric.nic_bandwidth_bytes_per_s * f64::from(fabric.nics_per_node)
+                / gpus_per_node as f64,
+            replacement_s: args.reschedule_s,
+        },
+    };
+    Ok(RunPlan {
+        iteration_time_s: report.metrics.iteration_time_s,
+        tokens_per_iteration: throughput.tokens_per_iteration,
+        target: match (args.tokens, args.steps) {
+            (Some(tokens), _) => TrainingTarget::Tokens(tokens),
+            (None, Some(steps)) => TrainingTarget::Iterations(steps),
+            (None, None) => return Err(user_error("--tokens N or --steps N is needed")),
+        },
+        gpus,
+        gpus_per_node,
+        nics_per_node: u64::from(fabric.nics_per_node),
+        switches: 0,
+        checkpoint_bytes_per_rank,
+        storage,
+        checkpoint_mode,
+        reliability,
+        restart: RestartSpec {
+            detection_s: args
+                .detection_s
+                .unwrap_or(goodput::defaults::DETECTION.value),
+            reschedule_s: args.reschedule_s,
+            initialization_s: args
+                .initialization_s
+                .unwrap_or(goodput::defaults::INITIALIZATION.value),
+        },
+        recovery,
+        interval: args.checkpoint_every,
+        energy: EnergyInputs {
+            gpu: gpu_kind(&scenario.topology.gpu.name),
+            gpu_idle_w: args.gpu_idle_w,
+            gpu_tdp_w: args.gpu_tdp_w,
+            training_utilization: args.utilization,
+            node_overhead_w: None,
+            node_training_w: args.node_training_w,
+            fabric_w: 0.0,
+            pue: args.pue,
+            price_per_gpu_hour: args.price_per_gpu_hour,
+            carbon_g_co2e_per_kwh: args.carbon_g_per_kwh,
+        },
+        monte_carlo: MonteCarloSpec {
+            trials: args.trials,
+            seed: args.trial_seed,
+        },
+    })
+}
+
+/// The plan's field names in a `goodput` error, followed by the flag that sets each.
+fn with_flags(message: &str) -> String {
+    const FLAGS: [(&str, &str); 12] = [
+        (
+            "storage.per_node_write_bytes_per_s",
+            "--storage-node-write-gbps",
+        ),
+        (
+            "storage.per_node_read_bytes_per_s",
+            "--storage-node-read-gbps",
+        ),
+        (
+            "storage.aggregate_write_bytes_per_s",
+            "--storage-write-gbps",
+        ),
+        ("storage.aggregate_read_bytes_per_s", "--storage-read-gbps"),
+        ("restart.detection_s", "--detection-s"),
+        ("restart.reschedule_s", "--reschedule-s"),
+        ("restart.initialization_s", "--initialization-s"),
+        ("recovery.swap_s", "--spare-swap-s"),
+        ("energy.pue", "--pue"),
+        ("energy.gpu_idle_w", "--gpu-idle-w"),
+        ("energy.training_utilization", "--utilization"),
+        ("energy.carbon_g_co2e_per_kwh", "--carbon-g-per-kwh"),
+    ];
+    FLAGS
+        .iter()
+        .fold(message.to_string(), |text, (field, flag)| {
+            text.replace(field, &format!("{flag} ({field})"))
+        })
+}
+
+/// The bytes each rank writes to a checkpoint, as a fully parallel save
+/// (Megatron-Core's distributed checkpointing) spreads them: one copy of the
+/// model states — weights and optimizer states (fp32 master weights and Adam
+/// moments) — over every rank. A rank's weights are held by the d·cp
+/// replicas (by d·cp ÷ shard group under ZeRO-3, which shards them), its
+/// optimizer states likewise unless the distributed optimizer shards them.
+/// The stage that holds most sets it. Routed experts are counted as dense
+/// weights are (replicated over d·cp, not over their smaller expert-data-parallel
+/// group), which undercounts a mixture of experts' checkpoint.
+fn checkpoint_bytes_per_rank(scenario: &Scenario, report: &sim::SimulationReport) -> u64 {
+    let replicas = u64::from(scenario.layout.replicas());
+    let options = &scenario.options;
+    let shard_group = u64::from(options.shard_group(scenario.layout.replicas()));
+    // The shard group divides d (validated), so at least one copy.
+    let copies_of_sharded = replicas / shard_group;
+    let weight_copies = match options.sharding {
+        sim::scenario::ZeroStage::Full => copies_of_sharded,
+        _ => replicas,
+    };
+    let optimizer_copies = if options.distributed_optimizer {
+        copies_of_sharded
+    } else {
+        replicas
+    };
+    report
+        .memory
+        .iter()
+        .map(|stage| {
+            (stage.weight_bytes / weight_copies)
+                .saturating_add(stage.optimizer_state_bytes / optimizer_copies)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// A default or input the plan used outside the energy model, and its source.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SourcedInput {
+    pub name: &'static str,
+    pub value: f64,
+    pub source: String,
+}
+
+/// Storage and restart values with their sources ("input" when a flag set them).
+pub fn sources_used(args: &RunPlanArgs) -> Vec<SourcedInput> {
+    use goodput::defaults as d;
+    let entry = |flag: Option<f64>, default: &goodput::energy::Sourced, scale: f64| SourcedInput {
+        name: default.name,
+        value: flag.map_or(default.value, |v| v * scale),
+        source: flag.map_or(default.source.to_string(), |_| "input".to_string()),
+    };
+    vec![
+        entry(args.storage_node_write_gbps, &d::STORAGE_NODE_WRITE, 1e9),
+        entry(args.storage_node_read_gbps, &d::STORAGE_NODE_READ, 1e9),
+        entry(
+            args.storage_write_gbps.map(|v| v * d::NODES_PER_SU),
+            &d::STORAGE_SU_WRITE,
+            1e9,
+        ),
+        entry(
+            args.storage_read_gbps.map(|v| v * d::NODES_PER_SU),
+            &d::STORAGE_SU_READ,
+            1e9,
+        ),
+        entry(args.detection_s, &d::DETECTION, 1.0),
+        entry(args.initialization_s, &d::INITIALIZATION, 1.0),
+        SourcedInput {
+            name: "reschedule_s",
+            value: args.reschedule_s,
+            source: if args.reschedule_s == 0.0 {
+                "no public figure found: 0 unless --reschedule-s".to_string()
+            } else {
+                "input".to_string()
+            },
+        },
+    ]
+}
+
+/// The scenario again at d/4, d/2, 2d and 4d (with d itself), for the
+/// GPU-count chart: counts the global batch cannot be split over are skipped.
+fn scale_inputs(
+    args: &RunPlanArgs,
+    fit: Option<&studies::fit::fit_file::FitRecord>,
+    scenario: &Scenario,
+) -> anyhow::Result<Vec<goodput::sweep::ScaleInput>> {
+    let d = scenario.layout.data_parallel.get();
+    let mut points = Vec::new();
+    for candidate in [d / 4, d / 2, d, d.saturating_mul(2), d.saturating_mul(4)] {
+        if candidate == 0 || points.iter().any(|p: &(u32, _)| p.0 == candidate) {
+            continue;
+        }
+        let mut file = args.scenario.file()?;
+        file.dp = Some(candidate);
+        grow_topology(&mut file, scenario, candidate);
+        let Ok(mut at) = file.resolve() else { continue };
+        if let Some(record) = fit {
+            record.values().apply(&mut at);
+        }
+        let report = sim::simulate(&at).map_err(crate::exit::simulation_error)?;
+        let bytes = Some(checkpoint_bytes_per_rank(&at, &report));
+        points.push((
+            candidate,
+            goodput::sweep::ScaleInput {
+                gpus: u64::from(at.layout.gpus()),
+                iteration_time_s: report.metrics.iteration_time_s,
+                checkpoint_bytes_per_rank: bytes,
+            },
+        ));
+    }
+    Ok(points.into_iter().map(|(_, input)| input).collect())
+}
+
+/// A preset topology named by name (or `NAME:NODES`) grown to the nodes d
+/// replicas need; a topology file stays as it is (counts it cannot hold are skipped).
+fn grow_topology(file: &mut sim::scenario::ScenarioFile, scenario: &Scenario, data_parallel: u32) {
+    let Some(serde_json::Value::String(name)) = &file.topology else {
+        return;
+    };
+    let preset = name.split(':').next().unwrap_or(name);
+    if topologies::preset(preset).is_none() {
+        return;
+    }
+    let per_replica = u64::from(scenario.layout.gpus() / scenario.layout.data_parallel.get());
+    let gpus = per_replica * u64::from(data_parallel);
+    let nodes = gpus.div_ceil(u64::from(scenario.topology.node.gpus_per_node));
+    file.topology = Some(format!("{preset}:{nodes}").into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_take_suffixes_and_refuse_nonsense() {
+        assert_eq!(parse_count("15T"), Ok(15_000_000_000_000));
+        assert_eq!(parse_count("2.5B"), Ok(2_500_000_000));
+        assert_eq!(parse_count("1000"), Ok(1000));
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("15X").is_err());
+        assert!(parse_count("1e30").is_err());
+        assert!(parse_count("NaN").is_err());
+    }
+
+    #[test]
+    fn intervals_are_optimal_iterations_or_times() {
+        assert_eq!(parse_interval("optimal"), Ok(IntervalChoice::Optimal));
+        assert_eq!(
+            parse_interval("50"),
+            Ok(IntervalChoice::EveryIterations(50))
+        );
+        assert_eq!(
+            parse_interval("30min"),
+            Ok(IntervalChoice::EverySeconds(1800.0))
+        );
+        assert_eq!(
+            parse_interval("2h"),
+            Ok(IntervalChoice::EverySeconds(7200.0))
+        );
+        assert!(parse_interval("0").is_err());
+        assert!(parse_interval("-5s").is_err());
+        assert!(parse_interval("soon").is_err());
+    }
+}

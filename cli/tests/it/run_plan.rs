@@ -1,0 +1,301 @@
+//! `clustersim run-plan` (issue 35): a whole training run from one simulated
+//! iteration. The same inputs and seed give the same bytes; without failures
+//! the run takes its work plus its checkpoints; the chosen checkpoint interval
+//! sits at Daly's; every output follows `schemas/run-plan.schema.json`; bad
+//! input is exit 2 with one message.
+
+use crate::common::schema::assert_valid;
+use crate::common::{clustersim, text};
+use serde_json::Value;
+
+/// A 405B-class dense model on 16,384 H100s (the README's worked example).
+const LLAMA_405B: [&str; 22] = [
+    "run-plan",
+    "--model",
+    "llama3.1-405b",
+    "--topology",
+    "dgx-h100-superpod:2048",
+    "--tp",
+    "8",
+    "--cp",
+    "2",
+    "--pp",
+    "16",
+    "--dp",
+    "64",
+    "--schedule",
+    "interleaved",
+    "--chunks",
+    "2",
+    "--global-batch",
+    "2048",
+    "--account-for-embedding-in-pipeline-split",
+    "--account-for-loss-in-pipeline-split",
+    "--json",
+];
+
+fn run(extra: &[&str]) -> (Vec<u8>, Value) {
+    let args = [&LLAMA_405B[..], extra].concat();
+    let output = clustersim(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value = serde_json::from_slice(&output.stdout).unwrap();
+    (output.stdout, value)
+}
+
+#[test]
+fn the_same_inputs_and_seed_give_the_same_bytes_and_follow_the_schema() {
+    let (first, value) = run(&["--tokens", "15T", "--price-per-gpu-hour", "4.916"]);
+    let (second, _) = run(&["--tokens", "15T", "--price-per-gpu-hour", "4.916"]);
+    assert_eq!(first, second);
+    assert_valid("run-plan", "405B run plan", &value);
+    let (other_seed, _) = run(&[
+        "--tokens",
+        "15T",
+        "--price-per-gpu-hour",
+        "4.916",
+        "--trial-seed",
+        "7",
+    ]);
+    assert_ne!(
+        first, other_seed,
+        "the Monte-Carlo's seed reaches its summary"
+    );
+    // 15 T tokens in iterations of 2048 × 8192 tokens, rounded up.
+    assert_eq!(value["iterations"], 894_070);
+    assert_eq!(value["plan"]["gpus"], 16_384);
+    // One copy of the model states: 405 B parameters × (2 bytes of bf16
+    // weights + 12 of fp32 master weights and Adam moments).
+    let total = value["storage_checkpoint"]["total_bytes"].as_f64().unwrap();
+    assert!((total / 405.85e9 / 14.0 - 1.0).abs() < 0.01, "{total}");
+    let mean = value["monte_carlo"]["mean_wall_clock_s"].as_f64().unwrap();
+    let closed = value["expected"]["wall_clock_s"].as_f64().unwrap();
+    assert!(
+        (mean / closed - 1.0).abs() < 0.02,
+        "Monte-Carlo {mean} vs closed form {closed}"
+    );
+    let interval = &value["interval"];
+    let (chosen, daly) = (
+        interval["chosen_s"].as_f64().unwrap(),
+        interval["daly_s"].as_f64().unwrap(),
+    );
+    let iteration_s = value["plan"]["iteration_time_s"].as_f64().unwrap();
+    assert!(
+        (chosen - daly).abs() <= iteration_s,
+        "chosen {chosen} s, Daly {daly} s"
+    );
+    assert!(value["energy"]["cost"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn without_failures_the_run_takes_its_work_plus_its_checkpoints() {
+    let (_, value) = run(&[
+        "--steps",
+        "10000",
+        "--failures",
+        "none",
+        "--checkpoint-every",
+        "100",
+        "--trials",
+        "0",
+    ]);
+    assert_valid("run-plan", "no failures", &value);
+    let expected = &value["expected"];
+    let work = expected["work_s"].as_f64().unwrap();
+    let checkpoints = expected["checkpoint_s"].as_f64().unwrap();
+    let persist = value["storage_checkpoint"]["persist_s"].as_f64().unwrap();
+    // 10,000 iterations, a checkpoint every 100: 100 checkpoints (the last one included).
+    assert!(
+        (checkpoints / persist - 100.0).abs() < 1e-6,
+        "{checkpoints} s of {persist} s each"
+    );
+    let wall = expected["wall_clock_s"].as_f64().unwrap();
+    assert!((wall - work - checkpoints).abs() < 1e-6 * wall);
+    assert_eq!(expected["interruptions"], 0.0);
+    assert!(value["monte_carlo"].is_null());
+}
+
+#[test]
+fn the_summary_names_every_default_with_its_source_and_draws_its_charts() {
+    let dir = std::env::temp_dir().join(format!("clustersim-run-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let interval = dir.join("interval.svg").display().to_string();
+    let gpus = dir.join("gpus.svg").display().to_string();
+    let args = [
+        &LLAMA_405B[..21],
+        &[
+            "--tokens",
+            "15T",
+            "--plot-interval",
+            &interval,
+            "--plot-gpus",
+            &gpus,
+        ][..],
+    ]
+    .concat();
+    let output = clustersim(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let summary = text(&output.stdout);
+    for needle in [
+        "expected time",
+        "goodput",
+        "interruptions expected",
+        "arXiv 2410.21680",
+        "RA-11333-001 V11",
+        "Default value is 10 minutes for NCCL",
+        "arXiv 2506.14551",
+        "Uptime Institute",
+        "Ember",
+        "no --price-per-gpu-hour: no cost",
+    ] {
+        assert!(
+            summary.contains(needle),
+            "{needle} missing from:\n{summary}"
+        );
+    }
+    for chart in [&interval, &gpus] {
+        let svg = std::fs::read_to_string(chart).unwrap();
+        assert!(svg.contains("expected days to train"), "{chart}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_run_plan_input_is_exit_2_with_one_message() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--tokens", "0"], "not a count from 1"),
+        (&["--tokens", "15X"], "the suffix is one of K, M, B, G, T"),
+        (
+            &["--tokens", "15T", "--checkpoint-every", "soon"],
+            "optimal, a number of iterations, or a time",
+        ),
+        (
+            &["--tokens", "15T", "--failures", "meteor"],
+            "unknown preset `meteor`",
+        ),
+        (
+            &["--tokens", "15T", "--pue", "0.5"],
+            "--pue (energy.pue): must be within [1, 10]",
+        ),
+        (
+            &["--tokens", "15T", "--storage-write-gbps=-1"],
+            "--storage-write-gbps (storage.aggregate_write_bytes_per_s)",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let output = clustersim(&[&LLAMA_405B[..], extra].concat());
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{extra:?}: {stderr}");
+        assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{needle:?} missing from {stderr}");
+    }
+    let a100 = clustersim(&[
+        "run-plan",
+        "--model",
+        "gpt-22b",
+        "--tp",
+        "8",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--global-batch",
+        "4",
+        "--steps",
+        "10",
+    ]);
+    assert_eq!(a100.status.code(), Some(2));
+    assert!(
+        text(&a100.stderr).contains("give --node-training-w W"),
+        "{}",
+        text(&a100.stderr)
+    );
+    let missing_target = clustersim(&LLAMA_405B[..21]);
+    assert_eq!(missing_target.status.code(), Some(2));
+    // t8 p16 d128 without context parallelism holds 81.9 GiB of 80 per GPU.
+    let too_big = clustersim(&[
+        "run-plan",
+        "--model",
+        "llama3.1-405b",
+        "--topology",
+        "dgx-h100-superpod:2048",
+        "--tp",
+        "8",
+        "--pp",
+        "16",
+        "--dp",
+        "128",
+        "--global-batch",
+        "2048",
+        "--account-for-embedding-in-pipeline-split",
+        "--account-for-loss-in-pipeline-split",
+        "--tokens",
+        "15T",
+    ]);
+    assert_eq!(too_big.status.code(), Some(2));
+    assert!(
+        text(&too_big.stderr).contains("the layout does not fit"),
+        "{}",
+        text(&too_big.stderr)
+    );
+}
+
+/// `--slow-rank R:F` (issue 35 item 4): every rank simulated, the rank named
+/// in `--json` with what it costs the step; a rank outside the layout is exit 2.
+#[test]
+fn a_slow_rank_is_named_with_what_it_costs_the_step() {
+    let layout = [
+        "--model",
+        "gpt-22b",
+        "--tp",
+        "8",
+        "--pp",
+        "2",
+        "--dp",
+        "2",
+        "--global-batch",
+        "16",
+    ];
+    let args = [
+        &["simulate"][..],
+        &layout[..],
+        &["--slow-rank", "9:1.2", "--json"][..],
+    ]
+    .concat();
+    let output = clustersim(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_valid("simulate", "--slow-rank", &value);
+    let slow = &value["slow_ranks"];
+    assert_eq!(slow["ranks"][0]["rank"], 9);
+    assert_eq!(slow["ranks"][0]["factor"], 1.2);
+    assert_eq!(value["simulation_mode"], "full");
+    let (with, without) = (
+        value["iteration_time_s"].as_f64().unwrap(),
+        slow["iteration_time_without_s"].as_f64().unwrap(),
+    );
+    assert!(with > without, "{with} vs {without}");
+    assert!((slow["cost_s"].as_f64().unwrap() - (with - without)).abs() < 1e-12);
+    let summary = clustersim(
+        &[
+            &["simulate"][..],
+            &layout[..],
+            &["--slow-rank", "9:1.2"][..],
+        ]
+        .concat(),
+    );
+    assert!(
+        text(&summary.stdout).contains("slow ranks          rank 9 ×1.2: the iteration takes"),
+        "{}",
+        text(&summary.stdout)
+    );
+    for bad in ["32:1.2", "3:0.5", "3", "x:2"] {
+        let output =
+            clustersim(&[&["simulate"][..], &layout[..], &["--slow-rank", bad][..]].concat());
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{bad}: {}",
+            text(&output.stderr)
+        );
+    }
+}

@@ -1,0 +1,183 @@
+//! Slow ranks (issue 35, item 4): a GPU whose kernels run `factor` times
+//! longer than its peers' — throttled by heat or power, or a degraded part.
+//! Each compute kernel of that rank (forward, recompute, backward and its
+//! halves, the optimizer step, gradient copies) takes `factor` × its cost,
+//! rounded up to whole nanoseconds; its communication is priced as before
+//! and waits for it, so the event engine carries the delay to every rank
+//! that depends on it (its tensor-parallel peers at their next collective,
+//! the next pipeline stage, every replica at the data-parallel reduction).
+//! A slow rank makes the replicas differ, so a scenario with one runs in full
+//! expansion.
+
+use std::fmt;
+use taskgraph::ids::TaskId;
+use taskgraph::task_graph::TaskGraph;
+use timeline::time::SimDuration;
+
+/// The largest slow-down accepted: a GPU more than 100× slower is broken,
+/// not slow.
+pub const MAX_FACTOR: f64 = 100.0;
+
+/// One slow rank.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SlowRank {
+    pub rank: u32,
+    /// Kernel time ÷ its peers' (≥ 1).
+    pub factor: f64,
+}
+
+/// The slow ranks of a run, by rank (none: the run as priced).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stragglers {
+    slow: Vec<SlowRank>,
+}
+
+/// Why a list of slow ranks cannot be simulated.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StragglerError {
+    #[error("slow rank {rank}: the layout has ranks 0..{gpus}")]
+    RankOutOfRange { rank: u32, gpus: u32 },
+    #[error("slow rank {rank}: factor {factor} is not a slow-down from 1 to {MAX_FACTOR}")]
+    Factor { rank: u32, factor: f64 },
+    #[error("slow rank {rank} is given twice")]
+    Repeated { rank: u32 },
+}
+
+impl Stragglers {
+    /// No slow rank.
+    pub fn none() -> Stragglers {
+        Stragglers::default()
+    }
+
+    /// The slow ranks of a layout of `gpus` ranks, checked: each rank in
+    /// range and given once, each factor finite and in [1, 100].
+    pub fn new(mut slow: Vec<SlowRank>, gpus: u32) -> Result<Stragglers, StragglerError> {
+        slow.sort_by_key(|s| s.rank);
+        for (i, s) in slow.iter().enumerate() {
+            if s.rank >= gpus {
+                return Err(StragglerError::RankOutOfRange { rank: s.rank, gpus });
+            }
+            if !(s.factor.is_finite() && (1.0..=MAX_FACTOR).contains(&s.factor)) {
+                return Err(StragglerError::Factor {
+                    rank: s.rank,
+                    factor: s.factor,
+                });
+            }
+            if i > 0 && slow[i - 1].rank == s.rank {
+                return Err(StragglerError::Repeated { rank: s.rank });
+            }
+        }
+        Ok(Stragglers { slow })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slow.is_empty()
+    }
+
+    /// The largest factor (1 without slow ranks).
+    pub fn max_factor(&self) -> f64 {
+        self.slow.iter().map(|s| s.factor).fold(1.0, f64::max)
+    }
+
+    /// The slow ranks, by rank.
+    pub fn ranks(&self) -> &[SlowRank] {
+        &self.slow
+    }
+
+    /// The factor of each of `graph`'s groups: a slow rank's own group (a
+    /// group of that rank alone, where its kernels run) takes its factor,
+    /// every other group 1; empty without slow ranks.
+    pub fn group_factors(&self, graph: &TaskGraph) -> Vec<f64> {
+        if self.slow.is_empty() {
+            return Vec::new();
+        }
+        graph
+            .groups()
+            .iter()
+            .map(|ranks| match ranks.as_slice() {
+                [rank] => self
+                    .slow
+                    .iter()
+                    .find(|s| s.rank == rank.0)
+                    .map_or(1.0, |s| s.factor),
+                _ => 1.0,
+            })
+            .collect()
+    }
+}
+
+/// `base`, the priced duration of task `id`, stretched by its rank's factor
+/// when it is a compute kernel of a slow rank (`factors` from
+/// [`Stragglers::group_factors`]; empty: no slow rank).
+#[inline]
+pub fn stretched(graph: &TaskGraph, factors: &[f64], id: TaskId, base: SimDuration) -> SimDuration {
+    if factors.is_empty() {
+        return base;
+    }
+    let factor = factors[graph.group_of(id).0 as usize];
+    if factor == 1.0 || !graph.kind_of(id).is_compute() {
+        return base;
+    }
+    SimDuration((base.0 as f64 * factor).ceil() as u64)
+}
+
+impl fmt::Display for SlowRank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rank {} ×{}", self.rank, self.factor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_ranks_are_checked_and_sorted() {
+        let ok = Stragglers::new(
+            vec![
+                SlowRank {
+                    rank: 5,
+                    factor: 1.5,
+                },
+                SlowRank {
+                    rank: 2,
+                    factor: 2.0,
+                },
+            ],
+            8,
+        )
+        .unwrap();
+        assert_eq!(
+            ok.ranks().iter().map(|s| s.rank).collect::<Vec<_>>(),
+            [2, 5]
+        );
+        let out = Stragglers::new(
+            vec![SlowRank {
+                rank: 8,
+                factor: 1.5,
+            }],
+            8,
+        );
+        assert_eq!(
+            out,
+            Err(StragglerError::RankOutOfRange { rank: 8, gpus: 8 })
+        );
+        for factor in [0.5, f64::NAN, f64::INFINITY, 101.0] {
+            assert!(Stragglers::new(vec![SlowRank { rank: 1, factor }], 8).is_err());
+        }
+        let twice = vec![
+            SlowRank {
+                rank: 1,
+                factor: 1.5,
+            },
+            SlowRank {
+                rank: 1,
+                factor: 2.0,
+            },
+        ];
+        assert_eq!(
+            Stragglers::new(twice, 8),
+            Err(StragglerError::Repeated { rank: 1 })
+        );
+    }
+}

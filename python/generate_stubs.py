@@ -86,6 +86,7 @@ def generate() -> str:
     simulate = options(_native, ["simulate"], {"json"})
     timeline = [info for info in simulate if info["name"] != "timeline"]
     sweep = options(_native, ["sweep"], {"json"})
+    run_plan = options(_native, ["run-plan"], {"json"})
     parts = [
         HEADER,
         function("simulate", "scenario: Optional[_File] = None", simulate, "Result",
@@ -94,6 +95,8 @@ def generate() -> str:
                  "The simulated Timeline of one iteration (`simulate --timeline`).", False),
         function("sweep", "scenario: Optional[_File] = None, records: bool = False", sweep, "Any",
                  "Every valid layout, simulated and ranked (`clustersim sweep`): a DataFrame or records.", True),
+        function("run_plan", "scenario: Optional[_File] = None", run_plan, "Result",
+                 "The whole training run (`clustersim run-plan … --json`): time to train, goodput, energy, cost.", False),
     ]
     return "\n".join(parts)
 

@@ -38,6 +38,7 @@ __all__ = [
     "simulate",
     "timeline",
     "sweep",
+    "run_plan",
     "validate",
     "fit",
     "presets",
@@ -93,6 +94,18 @@ def sweep(scenario: Any = None, records: bool = False, **options: Any) -> Any:
             document = json.load(file)
     rows = sweep_records(document)
     return rows if records else sweep_frame(document, rows)
+
+
+def run_plan(scenario: Any = None, **options: Any) -> Result:
+    """The whole training run (``clustersim run-plan … --json``): expected
+    time to train with failures, checkpoints and restarts, goodput, energy and
+    cost, every value with its source. Give ``tokens`` (e.g. ``"15T"``) or
+    ``steps``; the other options are the command's flags."""
+    with Arguments(["run-plan"], reserved=["json"]) as command:
+        command.add_positional(scenario, "scenario")
+        command.add_options(options)
+        command.add_flag("json")
+        return as_result(json.loads(run(command.argv)))
 
 
 def validate(file: Any, fit: Any = None) -> Any:

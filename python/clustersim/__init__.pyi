@@ -76,6 +76,7 @@ def simulate(
     max_model_size: Optional[bool] = None,
     no_symmetry: Optional[bool] = None,
     fit: Optional[_Value] = None,
+    slow_rank: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -258,6 +259,9 @@ def simulate(
     fit: Apply the factors a `clustersim fit` learned from measured runs (FIT.json): the summary
         names the fit, and the expected range comes from its runs, each predicted without its own
         case
+    slow_rank: A slow GPU: rank R's compute kernels take F times as long (3:1.2 for a GPU throttled
+        to 1/1.2 of its peers); repeat for several. Every rank is then simulated, and the summary
+        and --json say what they cost the step
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)
@@ -323,6 +327,7 @@ def timeline(
     max_model_size: Optional[bool] = None,
     no_symmetry: Optional[bool] = None,
     fit: Optional[_Value] = None,
+    slow_rank: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -503,6 +508,9 @@ def timeline(
     fit: Apply the factors a `clustersim fit` learned from measured runs (FIT.json): the summary
         names the fit, and the expected range comes from its runs, each predicted without its own
         case
+    slow_rank: A slow GPU: rank R's compute kernels take F times as long (3:1.2 for a GPU throttled
+        to 1/1.2 of its peers); repeat for several. Every rank is then simulated, and the summary
+        and --json say what they cost the step
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)
@@ -690,5 +698,281 @@ def sweep(
     precision: Precisions tried, comma-separated (e.g. bf16,fp8: each layout once with each; fp8
         only on GPUs with FP8 tensor cores). One value: the precision every layout runs with.
         Default: fp16, unless the stack sets it
+    """
+    ...
+
+def run_plan(
+    scenario: Optional[_File] = None,
+    *,
+    model: Optional[_Value] = None,
+    topology: Optional[_Value] = None,
+    profile: Optional[_Value] = None,
+    stack: Optional[_Value] = None,
+    tp: Optional[_Value] = None,
+    pp: Optional[_Value] = None,
+    dp: Optional[_Value] = None,
+    cp: Optional[_Value] = None,
+    ep: Optional[_Value] = None,
+    etp: Optional[_Value] = None,
+    expert_imbalance: Optional[_Value] = None,
+    seq_len: Optional[_Value] = None,
+    chunks: Optional[_Value] = None,
+    microbatch_group_size: Optional[_Value] = None,
+    pipeline_layout: Optional[_Value] = None,
+    account_for_embedding_in_pipeline_split: Optional[bool] = None,
+    account_for_loss_in_pipeline_split: Optional[bool] = None,
+    microbatch_size: Optional[_Value] = None,
+    global_batch: Optional[_Value] = None,
+    schedule: Optional[Literal['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'looped-bfs', 'zb-v', 'dualpipev', 'dualpipe']] = None,
+    recompute: Optional[Literal['none', 'selective', 'full']] = None,
+    megatron_args: Optional[_Value] = None,
+    torchtitan: Optional[_Value] = None,
+    bridge_config: Optional[_Value] = None,
+    seed: Optional[_Value] = None,
+    iterations: Optional[_Value] = None,
+    precision: Optional[Literal['fp16', 'bf16', 'fp8']] = None,
+    sequence_parallel: Optional[bool] = None,
+    overlap_grad_reduce: Optional[bool] = None,
+    grad_reduce_bucket_params: Optional[_Value] = None,
+    grad_accumulation_fusion: Optional[bool] = None,
+    async_tensor_allreduce: Optional[bool] = None,
+    tp_comm_overlap: Optional[bool] = None,
+    tp_comm_overlap_config: Optional[Literal['te-defaults', 'ub_cfg_h100_h12288_tp4_mbs1_seqlen2048', 'ub_cfg_h100_h12288_tp4_mbs2_seqlen2048', 'ub_cfg_h100_h6144_tp2_mbs2_seqlen2048', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen4096', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192', 'userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192']] = None,
+    distributed_optimizer: Optional[bool] = None,
+    zero_stage: Optional[_Value] = None,
+    shard_group_size: Optional[_Value] = None,
+    overlap_param_gather: Optional[bool] = None,
+    scatter_gather: Optional[bool] = None,
+    contention: Optional[bool] = None,
+    zero_offload: Optional[bool] = None,
+    delayed_update: Optional[bool] = None,
+    dpu_warmup_iterations: Optional[_Value] = None,
+    offload_bucket_params: Optional[_Value] = None,
+    optimizer_post_validation: Optional[bool] = None,
+    pair_overlap: Optional[bool] = None,
+    moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
+    tokens: Optional[_Value] = None,
+    steps: Optional[_Value] = None,
+    failures: Optional[_Value] = None,
+    checkpoint_every: Optional[_Value] = None,
+    async_checkpoint: Optional[bool] = None,
+    recovery: Optional[Literal['full-restart', 'hot-spares', 'in-memory']] = None,
+    spare_swap_s: Optional[_Value] = None,
+    storage_node_write_gbps: Optional[_Value] = None,
+    storage_node_read_gbps: Optional[_Value] = None,
+    storage_write_gbps: Optional[_Value] = None,
+    storage_read_gbps: Optional[_Value] = None,
+    detection_s: Optional[_Value] = None,
+    reschedule_s: Optional[_Value] = None,
+    initialization_s: Optional[_Value] = None,
+    gpu_idle_w: Optional[_Value] = None,
+    gpu_tdp_w: Optional[_Value] = None,
+    utilization: Optional[_Value] = None,
+    node_training_w: Optional[_Value] = None,
+    pue: Optional[_Value] = None,
+    price_per_gpu_hour: Optional[_Value] = None,
+    carbon_g_per_kwh: Optional[_Value] = None,
+    trials: Optional[_Value] = None,
+    trial_seed: Optional[_Value] = None,
+    slow_rank: Optional[_Value] = None,
+    fit: Optional[_Value] = None,
+    ignore_memory: Optional[bool] = None,
+    plot_interval: Optional[_Value] = None,
+    plot_gpus: Optional[_Value] = None,
+) -> Result:
+    """The whole training run (`clustersim run-plan … --json`): time to train, goodput, energy, cost.
+
+    Keyword arguments (the command's flags, `-` as `_`):
+    model: Model: a preset (see `clustersim presets`) or a model JSON file (≤ 256 MiB)
+    topology: Topology: a preset (selene, dgx-a100, dgx2-v100, dgx2-v100-x8, h100, h200,
+        dgx-h100-superpod, dgx-h100-ib, dgx-h100-roce, dgx-h200-superpod, hgx-h800, dgx-b200,
+        gb200-nvl72, h100-pcie-cluster) or a JSON file (≤ 256 MiB)
+    profile: Calibration profile: a built-in (a100-40gb, a100-80gb, b200, gb200, h100-pcie,
+        h100-sxm, h200, h800-sxm, v100-32gb) or a file written by `clustersim calibrate` (≤ 256
+        MiB). Default: the built-in for the topology's GPU
+    stack: Software stack: a built-in (megatron-2021, megatron-2022, megatron-core-2024, deepspeed-
+        pipeline) or a stack JSON file (≤ 256 MiB). It sets the defaults of the training options
+        below as that software had them; flags and the scenario file override it. Default: megatron-
+        core-2024 for a model of 2023 or later (RMSNorm) or a GPU with FP8 (Hopper, Blackwell), with
+        bf16, sequence parallelism at t > 1 and the distributed optimizer at d·cp > 1 as Megatron-
+        Bridge's recipes set them; megatron-2021 and fp16 for the paper-era GPT models on A100 and
+        V100. The summary says which applied
+    tp: Tensor-parallel degree t (ranks inside a node)
+    pp: Pipeline-parallel degree p (stages)
+    dp: Data-parallel degree d
+    cp: Context-parallel degree cp (default 1): each of cp ranks holds s/cp tokens and attention
+        runs as Transformer Engine's ring attention (t·cp·p·d GPUs; the sequence must divide into
+        2·cp chunks)
+    ep: Expert-parallel degree ep of a mixture-of-experts model (default 1): groups of ep ranks
+        carved out of the dp × cp ranks, each holding E/ep experts, tokens exchanged by all-to-all
+        (needs tp 1; E and dp·cp divisible by ep)
+    etp: Expert tensor-parallel degree (default 1; only 1 is simulated)
+    expert_imbalance: How routed tokens spread over the experts: uniform (default), skew:X
+        (geometric, the first expert X times the last, X ≥ 1) or a file of tokens per expert (E
+        numbers); the busiest expert-parallel rank gates every MoE layer
+    seq_len: Sequence length in tokens, overriding the model's (a Hugging Face config gives its
+        longest context, e.g. 131072 for Llama 3.1)
+    chunks: Model chunks per stage v (interleaved and looped-bfs; zb-v, dualpipev and dualpipe run
+        exactly 2, the default for them)
+    microbatch_group_size: Interleaved schedule: microbatches per group N, pp ≤ N ≤ m (Megatron-
+        Core's --microbatch-group-size-per-vp-stage; default pp). Each group runs through every
+        chunk before the next starts; m need not be a multiple of pp, but m mod N must be 0 or at
+        least pp
+    pipeline_layout: Megatron-Core's pipeline layout (--pipeline-model-parallel-layout): the layers
+        of each of the pp × chunks virtual stages, e.g. "Et*7|(t*8|)*14,t*7L" for 126 layers on 16
+        stages. E embedding (first), t transformer layer, L loss (last), | between stages, (…)*n and
+        x*n repeat, commas are ignored. Replaces the even (or --account-for-…) split
+    account_for_embedding_in_pipeline_split: Megatron-Core's uneven pipeline split: count the
+        embedding as a layer of the first virtual stage, which then builds one transformer layer
+        fewer (layers + 1 [+ 1] must divide into p·v)
+    account_for_loss_in_pipeline_split: Count the loss as a layer of the last virtual stage (one
+        transformer layer fewer there). Llama 3.1 405B's 126 layers on p·v = 64 run with both: 2
+        layers per virtual stage, 1 on the first and the last
+    microbatch_size: Microbatch size b
+    global_batch: Global batch size B; microbatches per pipeline m = B/(b·d)
+    schedule: Pipeline schedule: gpipe, 1f1b, interleaved, zb-h1 or zb-h2 (zero-bubble: split
+        backwards, weight gradients deferred), zb-v or dualpipev (two chunks per stage on the V map;
+        dualpipev needs m ≥ 2p), or looped-bfs (PyTorch's ScheduleLoopedBFS: --chunks stages per
+        rank on the interleaved map, all forwards of each, then the backwards in reverse; m·v
+        microbatch-chunks of activations). dualpipe (DeepSeek's DualPipe: two parameter copies,
+        stage r holding stage r of one and pp−1−r of the other, half the microbatches fed from each
+        end; pp even, m even and ≥ 2p)
+    recompute: Activation recomputation: none, selective (attention core only) or full
+    megatron_args: Megatron-LM's `pretrain_gpt.py` arguments (the text, or a file of it), read as
+        the model, layout, batch, precision, recomputation and data-parallel options under megatron-
+        core-2024, with Megatron's own defaults; torchrun's --nproc_per_node and --nnodes before the
+        .py give the data parallelism. Flags here override them; they override a scenario file. What
+        each argument was read as, and why the others were ignored, goes to standard error; what
+        cannot be modeled (fp32, partial recompute, …) is refused by name. `scripts/megatron-args-
+        of.sh LAUNCH.sh` prints the list a launch script passes
+    torchtitan: A torchtitan training TOML (`--job.config_file`): its llama3 flavor as the preset,
+        batch, sequence length, degrees (FSDP2 as ZeRO stage 3, HSDP as shard groups), bf16 or
+        float8, and full or no activation checkpointing, with torchtitan's defaults; priced under
+        megatron-core-2024 (torchtitan's kernels were not measured). As --megatron-args: what was
+        read and ignored goes to standard error, what cannot be modeled is refused by name, flags
+        override it; `data_parallel_shard_degree = -1` needs --dp
+    bridge_config: A Megatron-Bridge / NeMo 2 configuration YAML (a ConfigContainer's `to_yaml()`
+        dump, or an override file): its keys read as the Megatron-LM arguments they map to
+        (Megatron-Bridge's translate_mlm_to_bridge.py), as --megatron-args reads them. Keys it
+        leaves out take Megatron-Core's defaults (the recipe is Python), but the precision, the
+        recipes' bf16_mixed; without the architecture the model comes from --model; the GPU count is
+        not in it: pass --dp
+    seed: Seed recorded in outputs
+    iterations: Consecutive iterations to simulate (ZeRO-Offload only; default 1, or warm-up + 3
+        with --delayed-update). Metrics describe the steady state
+    precision: Number format of the GEMMs and activations: fp16 (the default for the paper-era GPT
+        models on A100 and V100, as in Megatron SC21), bf16 (the default for a model of 2023 or
+        later or a Hopper or Blackwell GPU, or as a Hugging Face config's torch_dtype says), or fp8
+        (Transformer Engine's delayed-scaling recipe: linear-layer GEMMs in FP8, the rest in bf16;
+        Hopper and Blackwell only); picks the GPU's peak rate and the calibrated GEMMs of that dtype
+    sequence_parallel: Megatron's sequence parallelism: LayerNorm and dropout split across the
+        tensor ranks; all-reduces become reduce-scatter + all-gather (default false; true at t > 1
+        for today's models and GPUs when no stack is named)
+    overlap_grad_reduce: Start each model chunk's data-parallel gradient all-reduce as soon as its
+        last backward ends, overlapping the remaining backwards, instead of after the last pass
+        (default false, as in Megatron SC21)
+    grad_reduce_bucket_params: With overlap_grad_reduce: split each chunk's last backward into
+        gradient buckets of at most PARAMS parameters (whole layers, at least one), each all-reduced
+        as soon as its layers are done, as PyTorch DDP does (its 25 MB buckets: 12500000). Default:
+        one all-reduce per chunk
+    grad_accumulation_fusion: Megatron's gradient-accumulation fusion with fp32 main gradients:
+        weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
+        reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
+        al. 2022 fp16 runs
+    async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
+        layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
+        that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,
+        where Megatron turns it off)
+    tp_comm_overlap: Megatron-Core's `--tp-comm-overlap` (Transformer Engine userbuffers): with
+        sequence parallelism, each linear layer's all-gather or reduce-scatter runs in chunks
+        pipelined with its GEMM; only the part longer than that GEMM is exposed (default false;
+        needs sequence_parallel)
+    tp_comm_overlap_config: With tp_comm_overlap: the Transformer Engine userbuffers configuration
+        whose SM counts the overlapped GEMMs pay (`te-defaults`, TE's own, unless given; NVIDIA's
+        recipes name theirs, e.g. ub_cfg_h100_h6144_tp2_mbs2_seqlen2048 for NeMo's GPT-3 20B)
+    distributed_optimizer: Megatron's distributed optimizer (`--use-distributed-optimizer`, ZeRO
+        stage 1): gradients are reduce-scattered over the data-parallel group instead of all-
+        reduced, each rank updates its 1/d of the fp32 master weights and Adam states, then the
+        updated fp16/bf16 parameters are all-gathered (not overlapped with the next forward).
+        Default false; true at d·cp > 1 for today's models and GPUs when no stack is named
+    zero_stage: Sharded data parallelism by ZeRO stage: 0 (default, none), 1 (the optimizer states:
+        the same as distributed_optimizer), 2 (and the gradients: buckets reduce-scattered during
+        every backward) or 3 (and the parameters, as FSDP: one unit per layer, parameters all-
+        gathered before its forward and backward with the next unit prefetched, gradients reduce-
+        scattered)
+    shard_group_size: HSDP: shard within groups of N data-parallel ranks and replicate across the
+        d/N groups (gradients reduce-scattered in the group, then the shard all-reduced across
+        groups). Default: N = d. Needs zero_stage 2 or 3
+    overlap_param_gather: Megatron-Core's `--overlap-param-gather` for the distributed optimizer:
+        the updated parameters are all-gathered bucket by bucket at the start of the next iteration,
+        each forward bucket waiting for its own (the next one's dispatched as it starts), instead of
+        one all-gather after the optimizer. Needs distributed_optimizer and overlap_grad_reduce, as
+        Megatron asserts (default false)
+    scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
+        the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
+        whole activations on one NIC per rank)
+    contention: Run pipeline transfers, collectives and ZeRO-Offload's PCIe copies as flows sharing
+        the fabric's links (NVSwitch ports, NICs, fat-tree cables, PCIe and host links; max-min
+        fair) instead of costing each alone; adds the busiest links to --json (default false)
+    zero_offload: ZeRO-Offload: fp16 parameters and activations on the GPU; gradients streamed to
+        the CPU over PCIe, Adam on the CPU, parameters copied back (default false; needs pp = 1;
+        with dp > 1, ZeRO-2 partitioning)
+    delayed_update: ZeRO-Offload's delayed parameter update: step N's CPU update overlaps step N+1's
+        forward and backward (default false; needs zero_offload)
+    dpu_warmup_iterations: Iterations run without delay before the delayed update starts (default 1)
+    offload_bucket_params: Gradient bucket size in parameters for the offload stream (default
+        500000000: DeepSpeed's reduce_bucket_size), rounded to whole layers
+    optimizer_post_validation: Zero-bubble optimizer post-validation (Qi et al. 2024, Sec. 4; the
+        source's `--enable-optimizer-post-validation`): each stage steps its optimizer once its own
+        gradients are reduced and the partial gradient norm and inf/NaN flag have come from the
+        previous stage, and validates the step during the next iteration's warm-up, so the stages
+        never wait for a global sync. Simulates 3 consecutive iterations and reports the steady
+        state. zb-h1, zb-h2, zb-v with fp16 and untied embeddings only, as the source requires
+        (default false)
+    pair_overlap: DualPipe's overlapped F&B pairs (DeepSeek-V3 report, Sec. 3.2.1): with dualpipe or
+        dualpipev and ep > 1, each pair's forward and backward are cut at their expert all-to-alls
+        and interleaved, the all-to-alls on their own stream beside the other half's computation,
+        which meanwhile runs on the SMs communication leaves (default false: the pair's two passes
+        back to back)
+    moe_dispatcher: How a mixture of experts' tokens are dispatched and combined: nccl (default:
+        NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
+        to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
+    tokens: Train on this many tokens (suffixes K, M, B, G, T: 15T), rounded up to whole iterations
+    steps: Train for this many iterations (optimizer steps)
+    failures: Failure rates: meta-rsc1 (default), meta-rsc2 (Meta's two research clusters) or none
+    checkpoint_every: Where checkpoints fall: optimal (the interval minimizing expected time, in
+        whole iterations), N (every N iterations) or a time (30min, 2h, 600s)
+    async_checkpoint: Asynchronous checkpoints: training waits for the copy to host memory (at the
+        profile's device-to-host PCIe rate) while the write to storage overlaps
+    recovery: How a failure is recovered from
+    spare_swap_s: Hot spares: seconds to bring a spare node into the job
+    storage_node_write_gbps: Storage write bandwidth per node, GB/s (default 4)
+    storage_node_read_gbps: Storage read bandwidth per node, GB/s (default 8)
+    storage_write_gbps: Storage write bandwidth of the whole system, GB/s (default 20 per 32 nodes)
+    storage_read_gbps: Storage read bandwidth of the whole system, GB/s (default 40 per 32 nodes)
+    detection_s: Seconds from a failure to the job knowing of it (default 600)
+    reschedule_s: Seconds the scheduler takes to replace a node (default 0: no public figure)
+    initialization_s: Seconds of process start and communicator set-up before the checkpoint load
+        (default 300)
+    gpu_idle_w: GPU power when idle, watts: models power per GPU between idle and TDP (with
+        --utilization) plus each node's overhead, instead of measured node power
+    gpu_tdp_w: Override of the GPU's datasheet TDP, watts
+    utilization: With --gpu-idle-w: the share of the idle-to-TDP span a training step draws
+    node_training_w: A node's power while training, watts (default on 8-GPU Hopper nodes: 7,752)
+    pue: Power usage effectiveness (default 1.58)
+    price_per_gpu_hour: Price per GPU-hour (any currency); cost is omitted without it
+    carbon_g_per_kwh: Grid carbon intensity, g CO2e per kWh (default 480)
+    trials: Monte-Carlo trials over the run (0: closed form only)
+    trial_seed: Seed of the Monte-Carlo (same seed, same report)
+    slow_rank: A GPU slow for the whole run: rank R's compute kernels take F times as long (repeat
+        for several; see `simulate --slow-rank`)
+    fit: Simulate with the factors a `clustersim fit` learned (FIT.json)
+    ignore_memory: Plan a layout that does not fit in GPU memory anyway (refused otherwise)
+    plot_interval: Draw expected days to train against the checkpoint interval to FILE (.svg or
+        .png), the chosen interval marked
+    plot_gpus: Draw expected days to train against the GPU count to FILE (.svg or .png): the
+        scenario simulated again at d/4, d/2, 2d and 4d data-parallel replicas, the global batch
+        kept (counts it does not divide are skipped) and a preset topology grown to the nodes each
+        count needs
     """
     ...

@@ -74,3 +74,15 @@ def test_sweep_takes_a_scenario_file_as_its_base(root):
     frame = clustersim.sweep(root / "examples" / "llama3-70b-superpod-cp2.json", tp=8, global_batch=32, top=1, records=True)
     assert frame and all(r["tensor_parallel"] == 8 for r in frame)
     assert all(r["tensor_parallel"] * r["pipeline_parallel"] * r["data_parallel"] * r.get("context_parallel", 1) == 128 for r in frame)
+
+
+def test_run_plan_gives_the_time_to_train_with_its_sources():
+    plan = clustersim.run_plan(
+        model="llama3-8b", topology="dgx-h100-ib", tp=2, pp=1, dp=4, global_batch=32, tokens="1T", trials=200
+    )
+    assert plan.schema_version == 1
+    assert plan.expected.wall_clock_s >= plan.useful_time_s
+    assert 0 < plan.goodput <= 1
+    assert any("Newkirk" in value.source for value in plan.energy["values"])
+    with pytest.raises(clustersim.InputError, match="--failures"):
+        clustersim.run_plan(model="llama3-8b", topology="dgx-h100-ib", tp=2, pp=1, dp=4, global_batch=32, tokens="1T", failures="meteor")

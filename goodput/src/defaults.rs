@@ -24,8 +24,11 @@
 //!   communication operations, during initialization and first train step",
 //!   `torchtitan/config/configs.py` at b5bcd76c).
 
-use crate::checkpoint::StorageSpec;
-use crate::energy::Sourced;
+use crate::checkpoint::{CheckpointMode, StorageSpec};
+use crate::energy::{EnergyInputs, GpuKind, Sourced};
+use crate::failure_rates::ReliabilitySpec;
+use crate::plan::{IntervalChoice, MonteCarloSpec, RunPlan, TrainingTarget};
+use crate::recovery::{RecoveryPolicy, RestartSpec};
 
 /// Nodes per DGX SuperPOD scalable unit (the reference architecture's "SUs of
 /// 32 DGX H100 systems each").
@@ -83,6 +86,60 @@ pub const INITIALIZATION: Sourced = Sourced {
     value: 300.0,
     source: "torchtitan init_timeout_seconds = 300, \"Timeout for communication operations, during initialization and first train step\" (torchtitan/config/configs.py at b5bcd76c): an upper bound",
 };
+
+/// What a run plan needs from a simulation; everything else takes the
+/// defaults above and the crate's sourced ones.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimulatedRun {
+    pub iteration_time_s: f64,
+    pub tokens_per_iteration: u64,
+    pub gpus: u64,
+    pub gpus_per_node: u64,
+    pub nics_per_node: u64,
+    pub checkpoint_bytes_per_rank: u64,
+    pub gpu: Option<GpuKind>,
+}
+
+/// The plan of `run` trained to `target` with every default: Meta RSC-1's
+/// failure rate, the SuperPOD guideline storage written synchronously, the
+/// restart timeouts, full restarts, the optimal interval, no Monte-Carlo,
+/// the energy model's defaults and no price.
+pub fn default_plan(run: &SimulatedRun, target: TrainingTarget) -> RunPlan {
+    let nodes = run.gpus.checked_div(run.gpus_per_node).unwrap_or(0);
+    RunPlan {
+        iteration_time_s: run.iteration_time_s,
+        tokens_per_iteration: run.tokens_per_iteration,
+        target,
+        gpus: run.gpus,
+        gpus_per_node: run.gpus_per_node,
+        nics_per_node: run.nics_per_node,
+        switches: 0,
+        checkpoint_bytes_per_rank: run.checkpoint_bytes_per_rank,
+        storage: superpod_storage(nodes),
+        checkpoint_mode: CheckpointMode::Synchronous,
+        reliability: ReliabilitySpec::default(),
+        restart: RestartSpec {
+            detection_s: DETECTION.value,
+            reschedule_s: 0.0,
+            initialization_s: INITIALIZATION.value,
+        },
+        recovery: RecoveryPolicy::FullRestart,
+        interval: IntervalChoice::Optimal,
+        energy: EnergyInputs {
+            gpu: run.gpu,
+            gpu_idle_w: None,
+            gpu_tdp_w: None,
+            training_utilization: 0.9,
+            node_overhead_w: None,
+            node_training_w: None,
+            fabric_w: 0.0,
+            pue: None,
+            price_per_gpu_hour: None,
+            carbon_g_co2e_per_kwh: None,
+        },
+        monte_carlo: MonteCarloSpec { trials: 0, seed: 0 },
+    }
+}
 
 #[cfg(test)]
 mod tests {

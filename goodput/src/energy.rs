@@ -78,6 +78,23 @@ pub struct Sourced {
 }
 
 impl GpuKind {
+    /// The GPU a device name names (`H100-SXM5-80GB`, `A100-SXM4-40GB`,
+    /// `H200-SXM-141GB`, `B200`), or `None` for one without an entry here.
+    pub fn from_device_name(name: &str) -> Option<GpuKind> {
+        let name = name.to_ascii_uppercase();
+        if name.starts_with("A100-SXM") {
+            Some(GpuKind::A100Sxm)
+        } else if name.starts_with("H100-SXM") {
+            Some(GpuKind::H100Sxm)
+        } else if name.starts_with("H200") {
+            Some(GpuKind::H200Sxm)
+        } else if name == "B200" {
+            Some(GpuKind::B200)
+        } else {
+            None
+        }
+    }
+
     /// The datasheet TDP, watts, and its source.
     pub fn tdp_w(self) -> Sourced {
         let (value, source) = match self {

@@ -55,4 +55,6 @@ pub mod recovery;
 pub mod sweep;
 
 pub use error::{GoodputError, InputProblem};
-pub use plan::{evaluate, IntervalChoice, MonteCarloSpec, RunPlan, RunPlanReport, TrainingTarget};
+pub use plan::{
+    evaluate, expected_time, IntervalChoice, MonteCarloSpec, RunPlan, RunPlanReport, TrainingTarget,
+};

@@ -272,6 +272,14 @@ pub(crate) fn choose_interval(
     })
 }
 
+/// The closed-form expected run at the plan's interval, without the
+/// Monte-Carlo or the energy model (what a sweep ranks layouts by).
+pub fn expected_time(plan: &RunPlan) -> Result<ExpectedRun, GoodputError> {
+    let resolved = resolve_plan(plan)?;
+    let interval = choose_interval(plan, &resolved)?;
+    expected_run(&model_at(&resolved, interval.chosen_s))
+}
+
 /// Evaluates a plan: closed form, Monte-Carlo (unless 0 trials), energy.
 pub fn evaluate(plan: &RunPlan) -> Result<RunPlanReport, GoodputError> {
     let resolved = resolve_plan(plan)?;

@@ -30,6 +30,7 @@
 //! assert!(report.metrics.iteration_time_s > 0.0);
 //! ```
 
+pub mod checkpoint_size;
 pub mod cost;
 /// The event engine and the fabric's fair sharing (the `engine` crate).
 pub use engine;

@@ -10,7 +10,8 @@ use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
 use clap::{Args, ValueEnum};
 use goodput::checkpoint::{CheckpointMode, StorageSpec};
-use goodput::energy::{EnergyInputs, GpuKind};
+use goodput::defaults::SimulatedRun;
+use goodput::energy::GpuKind;
 use goodput::failure_rates::ReliabilitySpec;
 use goodput::recovery::{RecoveryPolicy, RestartSpec};
 use goodput::{IntervalChoice, MonteCarloSpec, RunPlan, TrainingTarget};
@@ -139,7 +140,7 @@ pub enum Recovery {
 }
 
 /// "15T" → 15·10¹²; plain integers as they are.
-fn parse_count(text: &str) -> Result<u64, String> {
+pub fn parse_count(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let (digits, scale) = match text.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
@@ -191,22 +192,6 @@ fn parse_interval(text: &str) -> Result<IntervalChoice, String> {
         return Err(format!("'{text}': the interval must be a positive time"));
     }
     Ok(IntervalChoice::EverySeconds(seconds))
-}
-
-/// The GPU's datasheet entry in the `goodput` crate, by the topology's GPU name.
-pub fn gpu_kind(name: &str) -> Option<GpuKind> {
-    let name = name.to_ascii_uppercase();
-    if name.starts_with("A100-SXM") {
-        Some(GpuKind::A100Sxm)
-    } else if name.starts_with("H100-SXM") {
-        Some(GpuKind::H100Sxm)
-    } else if name.starts_with("H200") {
-        Some(GpuKind::H200Sxm)
-    } else if name == "B200" {
-        Some(GpuKind::B200)
-    } else {
-        None
-    }
 }
 
 pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
@@ -270,13 +255,13 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
     write_summary(&scenario, &plan, &evaluated, &sources, &notes)
 }
 
-/// The run plan of a simulated scenario and the flags.
+/// The run plan of a simulated scenario: the defaults
+/// (`goodput::defaults::default_plan`), then each flag given.
 fn plan_of(
     args: &RunPlanArgs,
     scenario: &Scenario,
     report: &sim::SimulationReport,
 ) -> anyhow::Result<RunPlan> {
-    let throughput = sim::throughput::Throughput::of(scenario, &report.metrics);
     let gpus = u64::from(scenario.layout.gpus());
     // A job smaller than a node holds part of one.
     let gpus_per_node = u64::from(scenario.topology.node.gpus_per_node).min(gpus);
@@ -285,43 +270,58 @@ fn plan_of(
             "run-plan needs whole nodes: {gpus} GPUs on nodes of {gpus_per_node}"
         )));
     }
-    let nodes = gpus / gpus_per_node;
-    let checkpoint_bytes_per_rank = checkpoint_bytes_per_rank(scenario, report);
+    let fabric = &scenario.topology.fabric;
+    let run = SimulatedRun {
+        iteration_time_s: report.metrics.iteration_time_s,
+        tokens_per_iteration: sim::throughput::Throughput::of(scenario, &report.metrics)
+            .tokens_per_iteration,
+        gpus,
+        gpus_per_node,
+        nics_per_node: u64::from(fabric.nics_per_node),
+        checkpoint_bytes_per_rank: sim::checkpoint_size::checkpoint_bytes_per_rank(
+            scenario,
+            &report.memory,
+        ),
+        gpu: GpuKind::from_device_name(&scenario.topology.gpu.name),
+    };
+    let target = match (args.tokens, args.steps) {
+        (Some(tokens), _) => TrainingTarget::Tokens(tokens),
+        (None, Some(steps)) => TrainingTarget::Iterations(steps),
+        (None, None) => return Err(user_error("--tokens N or --steps N is needed")),
+    };
+    let mut plan = goodput::defaults::default_plan(&run, target);
     let gbps = |flag: Option<f64>, default: f64| flag.map_or(default, |gb| gb * 1e9);
-    let superpod = goodput::defaults::superpod_storage(nodes);
-    let storage = StorageSpec {
+    let storage = plan.storage;
+    plan.storage = StorageSpec {
         per_node_write_bytes_per_s: gbps(
             args.storage_node_write_gbps,
-            superpod.per_node_write_bytes_per_s,
+            storage.per_node_write_bytes_per_s,
         ),
         per_node_read_bytes_per_s: gbps(
             args.storage_node_read_gbps,
-            superpod.per_node_read_bytes_per_s,
+            storage.per_node_read_bytes_per_s,
         ),
         aggregate_write_bytes_per_s: gbps(
             args.storage_write_gbps,
-            superpod.aggregate_write_bytes_per_s,
+            storage.aggregate_write_bytes_per_s,
         ),
         aggregate_read_bytes_per_s: gbps(
             args.storage_read_gbps,
-            superpod.aggregate_read_bytes_per_s,
+            storage.aggregate_read_bytes_per_s,
         ),
     };
-    let checkpoint_mode = if args.async_checkpoint {
-        CheckpointMode::Asynchronous {
+    if args.async_checkpoint {
+        plan.checkpoint_mode = CheckpointMode::Asynchronous {
             host_copy_bytes_per_s: scenario.profile.pcie.device_to_host_bytes_per_s.value,
-        }
-    } else {
-        CheckpointMode::Synchronous
-    };
-    let reliability = match args.failures.as_str() {
+        };
+    }
+    plan.reliability = match args.failures.as_str() {
         "none" => ReliabilitySpec::none(),
         name => {
             ReliabilitySpec::preset(name).map_err(|e| user_error(format!("--failures: {e}")))?
         }
     };
-    let fabric = &scenario.topology.fabric;
-    let recovery = match args.recovery {
+    plan.recovery = match args.recovery {
         Recovery::FullRestart => RecoveryPolicy::FullRestart,
         Recovery::HotSpares => RecoveryPolicy::HotSpares {
             swap_s: args.spare_swap_s,
@@ -332,50 +332,27 @@ fn plan_of(
             replacement_s: args.reschedule_s,
         },
     };
-    Ok(RunPlan {
-        iteration_time_s: report.metrics.iteration_time_s,
-        tokens_per_iteration: throughput.tokens_per_iteration,
-        target: match (args.tokens, args.steps) {
-            (Some(tokens), _) => TrainingTarget::Tokens(tokens),
-            (None, Some(steps)) => TrainingTarget::Iterations(steps),
-            (None, None) => return Err(user_error("--tokens N or --steps N is needed")),
-        },
-        gpus,
-        gpus_per_node,
-        nics_per_node: u64::from(fabric.nics_per_node),
-        switches: 0,
-        checkpoint_bytes_per_rank,
-        storage,
-        checkpoint_mode,
-        reliability,
-        restart: RestartSpec {
-            detection_s: args
-                .detection_s
-                .unwrap_or(goodput::defaults::DETECTION.value),
-            reschedule_s: args.reschedule_s,
-            initialization_s: args
-                .initialization_s
-                .unwrap_or(goodput::defaults::INITIALIZATION.value),
-        },
-        recovery,
-        interval: args.checkpoint_every,
-        energy: EnergyInputs {
-            gpu: gpu_kind(&scenario.topology.gpu.name),
-            gpu_idle_w: args.gpu_idle_w,
-            gpu_tdp_w: args.gpu_tdp_w,
-            training_utilization: args.utilization,
-            node_overhead_w: None,
-            node_training_w: args.node_training_w,
-            fabric_w: 0.0,
-            pue: args.pue,
-            price_per_gpu_hour: args.price_per_gpu_hour,
-            carbon_g_co2e_per_kwh: args.carbon_g_per_kwh,
-        },
-        monte_carlo: MonteCarloSpec {
-            trials: args.trials,
-            seed: args.trial_seed,
-        },
-    })
+    plan.restart = RestartSpec {
+        detection_s: args.detection_s.unwrap_or(plan.restart.detection_s),
+        reschedule_s: args.reschedule_s,
+        initialization_s: args
+            .initialization_s
+            .unwrap_or(plan.restart.initialization_s),
+    };
+    plan.interval = args.checkpoint_every;
+    let energy = &mut plan.energy;
+    energy.gpu_idle_w = args.gpu_idle_w;
+    energy.gpu_tdp_w = args.gpu_tdp_w;
+    energy.training_utilization = args.utilization;
+    energy.node_training_w = args.node_training_w;
+    energy.pue = args.pue;
+    energy.price_per_gpu_hour = args.price_per_gpu_hour;
+    energy.carbon_g_co2e_per_kwh = args.carbon_g_per_kwh;
+    plan.monte_carlo = MonteCarloSpec {
+        trials: args.trials,
+        seed: args.trial_seed,
+    };
+    Ok(plan)
 }
 
 /// The plan's field names in a `goodput` error, followed by the flag that sets each.
@@ -408,41 +385,6 @@ fn with_flags(message: &str) -> String {
         .fold(message.to_string(), |text, (field, flag)| {
             text.replace(field, &format!("{flag} ({field})"))
         })
-}
-
-/// The bytes each rank writes to a checkpoint, as a fully parallel save
-/// (Megatron-Core's distributed checkpointing) spreads them: one copy of the
-/// model states — weights and optimizer states (fp32 master weights and Adam
-/// moments) — over every rank. A rank's weights are held by the d·cp
-/// replicas (by d·cp ÷ shard group under ZeRO-3, which shards them), its
-/// optimizer states likewise unless the distributed optimizer shards them.
-/// The stage that holds most sets it. Routed experts are counted as dense
-/// weights are (replicated over d·cp, not over their smaller expert-data-parallel
-/// group), which undercounts a mixture of experts' checkpoint.
-fn checkpoint_bytes_per_rank(scenario: &Scenario, report: &sim::SimulationReport) -> u64 {
-    let replicas = u64::from(scenario.layout.replicas());
-    let options = &scenario.options;
-    let shard_group = u64::from(options.shard_group(scenario.layout.replicas()));
-    // The shard group divides d (validated), so at least one copy.
-    let copies_of_sharded = replicas / shard_group;
-    let weight_copies = match options.sharding {
-        sim::scenario::ZeroStage::Full => copies_of_sharded,
-        _ => replicas,
-    };
-    let optimizer_copies = if options.distributed_optimizer {
-        copies_of_sharded
-    } else {
-        replicas
-    };
-    report
-        .memory
-        .iter()
-        .map(|stage| {
-            (stage.weight_bytes / weight_copies)
-                .saturating_add(stage.optimizer_state_bytes / optimizer_copies)
-        })
-        .max()
-        .unwrap_or(0)
 }
 
 /// A default or input the plan used outside the energy model, and its source.
@@ -509,7 +451,10 @@ fn scale_inputs(
             record.values().apply(&mut at);
         }
         let report = sim::simulate(&at).map_err(crate::exit::simulation_error)?;
-        let bytes = Some(checkpoint_bytes_per_rank(&at, &report));
+        let bytes = Some(sim::checkpoint_size::checkpoint_bytes_per_rank(
+            &at,
+            &report.memory,
+        ));
         points.push((
             candidate,
             goodput::sweep::ScaleInput {

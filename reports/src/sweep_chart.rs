@@ -203,6 +203,7 @@ mod tests {
             memory_capacity_bytes: 80 << 30,
             fits_in_memory: true,
             events: 100,
+            expected_time_to_train_s: None,
         }
     }
 

@@ -189,6 +189,11 @@ pub struct SweepFlags {
     /// buffers and the CUDA context take beside the model. Default 0.
     #[arg(long, value_name = "GiB|PCT%", value_parser = parse_headroom)]
     pub memory_headroom: Option<Headroom>,
+    /// Rank layouts by their expected time to train on this many tokens
+    /// (15T), failures, checkpoints and restarts included at `run-plan`'s
+    /// defaults, instead of by iteration time.
+    #[arg(long, value_name = "N", value_parser = super::run_plan::parse_count)]
+    pub tokens: Option<u64>,
     /// Training sequence length every layout runs at (default: the model's).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub seq_len: Option<u64>,
@@ -379,6 +384,7 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.microbatch_groups = args.microbatch_groups;
     space.ignore_memory = args.ignore_memory;
     space.seq_len = args.seq_len.or(file.and_then(|f| f.seq_len));
+    space.train_tokens = args.tokens;
     space.options = match file {
         Some(f) => args.options.clone().or(f.options.clone()),
         None => args.options.clone(),

@@ -83,12 +83,14 @@ pub fn write_report(
         !s.precisions.is_empty(),
     );
     let optional = |on: bool, text: String| if on { text } else { String::new() };
+    let to_train = s.train_tokens.is_some();
     writeln!(
         out,
-        "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}",
+        "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}{}",
         "rank", "t", optional(cp, format!(" {:>3}", "cp")), optional(ep, format!(" {:>3}", "ep")), optional(etp, format!(" {:>3}", "etp")), "p", "d", "v", "b", "m", "schedule", "rc",
         optional(zero, format!(" {:>4}", "zero")), optional(precision, format!(" {:<4}", "prec")),
-        "samples/s", "TFLOP/s", "iter s", "bubble", "TP s", "PP s", "DP s", "GiB"
+        "samples/s", "TFLOP/s", "iter s", "bubble", "TP s", "PP s", "DP s", "GiB",
+        optional(to_train, format!(" {:>8}", "days"))
     )?;
     for (position, r) in output.results.iter().take(top).enumerate() {
         let l = &r.layout;
@@ -96,7 +98,7 @@ pub fn write_report(
         let format = l.precision.map_or("-", |p| p.name());
         writeln!(
             out,
-            "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}",
+            "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}{}",
             position + 1,
             l.tensor_parallel,
             optional(cp, format!(" {:>3}", l.context_parallel)),
@@ -122,6 +124,10 @@ pub fn write_report(
             r.exposed_communication_s.pipeline_s,
             r.exposed_communication_s.data_parallel_s,
             gib(r.peak_memory_bytes),
+            optional(
+                to_train,
+                format!(" {:>8.2}", r.expected_time_to_train_s.unwrap_or(f64::NAN) / 86_400.0)
+            ),
             if r.fits_in_memory { "" } else { " *" }
         )?;
     }
@@ -136,6 +142,12 @@ pub fn write_report(
         out,
         "  (TFLOP/s per GPU counts recompute as Megatron does; TP/PP/DP s: exposed communication per GPU; GiB: peak memory per GPU)"
     )?;
+    if let Some(tokens) = s.train_tokens {
+        writeln!(
+            out,
+            "  (ranked by days: the expected time to train {tokens} tokens with failures, checkpoints and restarts at run-plan's defaults)"
+        )?;
+    }
     if output.results.iter().any(|r| !r.fits_in_memory) {
         writeln!(
             out,

@@ -400,3 +400,54 @@ fn a_scenario_file_is_the_sweeps_base_and_flags_override_it() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(text(&refused.stderr).contains("cannot take the scenario's pipeline_layout"));
 }
+
+/// `sweep --tokens N` (issue 35 item 6): layouts ranked by their expected
+/// time to train, failures, checkpoints and restarts included, not by
+/// iteration time; the document names the target and each layout's time.
+#[test]
+fn a_sweep_with_a_token_target_ranks_by_expected_time_to_train() {
+    let json = scratch("to-train").join("sweep.json");
+    let out = clustersim(&[
+        "sweep",
+        "--model",
+        "llama3-8b",
+        "--topology",
+        "dgx-h100-ib:4",
+        "--gpus",
+        "32",
+        "--global-batch",
+        "64",
+        "--schedule",
+        "1f1b",
+        "--recompute",
+        "full",
+        "--tokens",
+        "1T",
+        "--top",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("ranked by days: the expected time to train 1000000000000 tokens"),
+        "{stdout}"
+    );
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    crate::common::schema::assert_valid("sweep", "--tokens", &document);
+    assert_eq!(document["sweep"]["train_tokens"], 1_000_000_000_000u64);
+    let days: Vec<f64> = document["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["expected_time_to_train_s"].as_f64().unwrap())
+        .collect();
+    assert!(days.len() > 1);
+    assert!(days.windows(2).all(|w| w[0] <= w[1]), "{days:?}");
+    // Each takes longer than its failure-free iterations: 1e12 / (64 × 8192) of them.
+    let first = &document["results"][0];
+    let iterations = (1e12f64 / (64.0 * 8192.0)).ceil();
+    assert!(days[0] > iterations * first["iteration_time_s"].as_f64().unwrap());
+}

@@ -18,6 +18,8 @@ pub struct ValidCandidate {
     pub index: u32,
     pub candidate: Candidate,
     pub scenario: Scenario,
+    /// Tokens the run trains on, when the sweep ranks by time to train.
+    pub train_tokens: Option<u64>,
 }
 
 /// The outcome of enumeration.
@@ -87,6 +89,7 @@ pub fn enumerate(space: &SweepSpace) -> Result<Enumeration, SweepError> {
                 index: candidates.len() as u32,
                 candidate: *candidate,
                 scenario,
+                train_tokens: space.train_tokens,
             }),
             Err(ScenarioError::Invalid { problems }) => {
                 for problem in problems {

@@ -8,9 +8,18 @@
 use super::run::SweepRecord;
 use super::space::Candidate;
 
-/// Sorts best first: iteration time ascending, then candidate index.
+/// Sorts best first: expected time to train ascending where the sweep has
+/// one (`--tokens`), else iteration time ascending; then candidate index.
 pub fn rank(results: &mut [SweepRecord]) {
-    results.sort_by_key(|r| (r.iteration_time_ns, r.index));
+    results.sort_by(|a, b| {
+        let by_time_to_train = match (a.expected_time_to_train_s, b.expected_time_to_train_s) {
+            (Some(x), Some(y)) => x.total_cmp(&y),
+            _ => std::cmp::Ordering::Equal,
+        };
+        by_time_to_train
+            .then(a.iteration_time_ns.cmp(&b.iteration_time_ns))
+            .then(a.index.cmp(&b.index))
+    });
 }
 
 /// Why `results[0]` (ranked) beats the runner-up (the first layout with a

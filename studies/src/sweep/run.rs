@@ -42,6 +42,11 @@ pub struct SweepRecord {
     /// Every stage fits in HBM (false only in sweeps that ignore memory).
     pub fits_in_memory: bool,
     pub events: u64,
+    /// With the sweep's `train_tokens`: the expected wall-clock time to
+    /// train, failures, checkpoints and restarts included (`goodput`'s
+    /// closed form at its defaults), seconds; the ranking key then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_time_to_train_s: Option<f64>,
 }
 
 /// Why a valid layout was not simulated.
@@ -245,5 +250,39 @@ fn simulate_one(
         memory_capacity_bytes: peak.capacity_bytes,
         fits_in_memory: report.memory.iter().all(|stage| stage.fits),
         events: report.n_events,
+        expected_time_to_train_s: candidate
+            .train_tokens
+            .map(|tokens| expected_time_to_train_s(scenario, &report, tokens))
+            .transpose()?,
     })
+}
+
+/// The expected time to train `tokens` on a simulated layout, at the
+/// `goodput` crate's defaults (`goodput::defaults::default_plan`).
+fn expected_time_to_train_s(
+    scenario: &sim::scenario::Scenario,
+    report: &sim::SimulationReport,
+    tokens: u64,
+) -> Result<f64, SweepError> {
+    let gpus = u64::from(scenario.layout.gpus());
+    let run = goodput::defaults::SimulatedRun {
+        iteration_time_s: report.metrics.iteration_time_s,
+        tokens_per_iteration: sim::throughput::Throughput::of(scenario, &report.metrics)
+            .tokens_per_iteration,
+        gpus,
+        gpus_per_node: u64::from(scenario.topology.node.gpus_per_node).min(gpus),
+        nics_per_node: u64::from(scenario.topology.fabric.nics_per_node),
+        checkpoint_bytes_per_rank: sim::checkpoint_size::checkpoint_bytes_per_rank(
+            scenario,
+            &report.memory,
+        ),
+        gpu: goodput::energy::GpuKind::from_device_name(&scenario.topology.gpu.name),
+    };
+    let plan = goodput::defaults::default_plan(&run, goodput::TrainingTarget::Tokens(tokens));
+    goodput::expected_time(&plan)
+        .map(|expected| expected.wall_clock_s)
+        .map_err(|error| SweepError::Simulation {
+            layout: format!("{} (time to train)", scenario.title()),
+            message: error.to_string(),
+        })
 }

@@ -109,6 +109,11 @@ pub struct SweepSpace {
     /// absent from the header when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_headroom_bytes: Option<u64>,
+    /// Tokens to train on (`--tokens`): layouts are ranked by their expected
+    /// time to train with failures, checkpoints and restarts (the `goodput`
+    /// crate's defaults) instead of iteration time; absent when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_tokens: Option<u64>,
     /// The fit every layout is simulated with (`--fit FIT.json`; absent from
     /// the header without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,6 +156,7 @@ impl SweepSpace {
         SweepSpace {
             model: model.into(),
             topology: topology.into(),
+            train_tokens: None,
             profile: None,
             gpus,
             global_batch,

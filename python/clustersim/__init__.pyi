@@ -536,6 +536,7 @@ def sweep(
     recompute: Optional[Union[Literal['none', 'selective', 'full'], Sequence[Literal['none', 'selective', 'full']]]] = None,
     ignore_memory: Optional[bool] = None,
     memory_headroom: Optional[Union[_Value, Sequence[_Value]]] = None,
+    tokens: Optional[Union[_Value, Sequence[_Value]]] = None,
     seq_len: Optional[Union[_Value, Sequence[_Value]]] = None,
     no_symmetry: Optional[bool] = None,
     fit: Optional[Union[_Value, Sequence[_Value]]] = None,
@@ -602,6 +603,8 @@ def sweep(
     memory_headroom: GPU memory every layout must leave free, in GiB (`6`) or as a percent of the
         GPU's (`8%`): what the allocator's fragmentation, NCCL's buffers and the CUDA context take
         beside the model. Default 0
+    tokens: Rank layouts by their expected time to train on this many tokens (15T), failures,
+        checkpoints and restarts included at `run-plan`'s defaults, instead of by iteration time
     seq_len: Training sequence length every layout runs at (default: the model's)
     no_symmetry: Simulate every data-parallel replica of each layout, even where one representative
         replica gives the same records (symmetry)

@@ -95,6 +95,15 @@ impl GpuKind {
         }
     }
 
+    /// The measured power of one 8-GPU node of this GPU while training,
+    /// where a source gives one (Hopper: [`HOPPER_NODE_TRAINING_W`]).
+    pub fn node_training_w(self) -> Option<Sourced> {
+        match self {
+            GpuKind::H100Sxm | GpuKind::H200Sxm => Some(HOPPER_NODE_TRAINING_W),
+            GpuKind::A100Sxm | GpuKind::B200 => None,
+        }
+    }
+
     /// The datasheet TDP, watts, and its source.
     pub fn tdp_w(self) -> Sourced {
         let (value, source) = match self {
@@ -299,11 +308,11 @@ fn per_node_power(
     inputs: &EnergyInputs,
     values: &mut Vec<SourcedValue>,
 ) -> Result<Power, GoodputError> {
-    let hopper = matches!(inputs.gpu, Some(GpuKind::H100Sxm | GpuKind::H200Sxm));
-    let node_w = match (inputs.node_training_w, hopper) {
+    let default = inputs.gpu.and_then(GpuKind::node_training_w);
+    let node_w = match (inputs.node_training_w, default) {
         (Some(w), _) => input("node_training_w", w, values),
-        (None, true) => pick(None, HOPPER_NODE_TRAINING_W, values),
-        (None, false) => {
+        (None, Some(default)) => pick(None, default, values),
+        (None, None) => {
             return Err(invalid(
                 "energy.gpu_idle_w",
                 "no measured node power for this GPU here; give the GPU's idle power (watts) \

@@ -33,5 +33,6 @@ pub mod fit;
 pub mod kineto;
 pub mod max_model;
 pub mod nccl_tests;
+pub mod run_plan_input;
 pub mod sweep;
 pub mod validation;

@@ -10,7 +10,6 @@ use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
 use clap::{Args, ValueEnum};
 use goodput::checkpoint::{CheckpointMode, StorageSpec};
-use goodput::defaults::SimulatedRun;
 use goodput::energy::GpuKind;
 use goodput::failure_rates::ReliabilitySpec;
 use goodput::recovery::{RecoveryPolicy, RestartSpec};
@@ -221,8 +220,8 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         )));
     }
     let plan = plan_of(&args, &scenario, &report)?;
-    let hopper = matches!(plan.energy.gpu, Some(GpuKind::H100Sxm | GpuKind::H200Sxm));
-    if !hopper && args.gpu_idle_w.is_none() && args.node_training_w.is_none() {
+    let measured_node_power = plan.energy.gpu.and_then(GpuKind::node_training_w).is_some();
+    if !measured_node_power && args.gpu_idle_w.is_none() && args.node_training_w.is_none() {
         return Err(user_error(format!(
             "no measured node power for {} nodes here: give --node-training-w W (a node's power \
              while training) or --gpu-idle-w W (with the datasheet TDP{})",
@@ -271,19 +270,7 @@ fn plan_of(
         )));
     }
     let fabric = &scenario.topology.fabric;
-    let run = SimulatedRun {
-        iteration_time_s: report.metrics.iteration_time_s,
-        tokens_per_iteration: sim::throughput::Throughput::of(scenario, &report.metrics)
-            .tokens_per_iteration,
-        gpus,
-        gpus_per_node,
-        nics_per_node: u64::from(fabric.nics_per_node),
-        checkpoint_bytes_per_rank: sim::checkpoint_size::checkpoint_bytes_per_rank(
-            scenario,
-            &report.memory,
-        ),
-        gpu: GpuKind::from_device_name(&scenario.topology.gpu.name),
-    };
+    let run = studies::run_plan_input::simulated_run(scenario, report);
     let target = match (args.tokens, args.steps) {
         (Some(tokens), _) => TrainingTarget::Tokens(tokens),
         (None, Some(steps)) => TrainingTarget::Iterations(steps),

@@ -264,20 +264,7 @@ fn expected_time_to_train_s(
     report: &sim::SimulationReport,
     tokens: u64,
 ) -> Result<f64, SweepError> {
-    let gpus = u64::from(scenario.layout.gpus());
-    let run = goodput::defaults::SimulatedRun {
-        iteration_time_s: report.metrics.iteration_time_s,
-        tokens_per_iteration: sim::throughput::Throughput::of(scenario, &report.metrics)
-            .tokens_per_iteration,
-        gpus,
-        gpus_per_node: u64::from(scenario.topology.node.gpus_per_node).min(gpus),
-        nics_per_node: u64::from(scenario.topology.fabric.nics_per_node),
-        checkpoint_bytes_per_rank: sim::checkpoint_size::checkpoint_bytes_per_rank(
-            scenario,
-            &report.memory,
-        ),
-        gpu: goodput::energy::GpuKind::from_device_name(&scenario.topology.gpu.name),
-    };
+    let run = crate::run_plan_input::simulated_run(scenario, report);
     let plan = goodput::defaults::default_plan(&run, goodput::TrainingTarget::Tokens(tokens));
     goodput::expected_time(&plan)
         .map(|expected| expected.wall_clock_s)

@@ -18,7 +18,7 @@
 use crate::mode::ExecutionMode;
 use models::ops::{GemmLayout, GemmShape, KernelClass, Step};
 use serde::Serialize;
-use sim::cost::{gradients, pass_steps_of, WorkCost};
+use sim::cost::{optimizer_step, pass_steps_of, WorkCost};
 use sim::scenario::Scenario;
 use sim::task_graph::Work;
 
@@ -169,7 +169,7 @@ pub fn work_launches(
             .collect(),
         Work::OptimizerStep { params } => memory_bound(
             params as f64
-                * gradients::optimizer_bytes_per_param(
+                * optimizer_step::optimizer_bytes_per_param(
                     scenario.options.gradient_accumulation_fusion,
                 ),
         )

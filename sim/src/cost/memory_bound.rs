@@ -19,7 +19,7 @@
 //! byte-moving part scaled to each GPU's HBM bandwidth
 //! (`scripts/carry-memory-classes.py`).
 
-use super::gradients;
+use super::optimizer_step;
 use models::memory_class::MemoryKernelClass;
 use profile::Profile;
 use std::collections::BTreeMap;
@@ -188,7 +188,7 @@ impl<'a> MemoryCostModel<'a> {
         let mut measured_s = 0.0;
         let mut any_measured = false;
         let mut unmeasured_bytes = 0.0;
-        for phase in gradients::optimizer_phases(fused_accumulation) {
+        for phase in optimizer_step::optimizer_phases(fused_accumulation) {
             let bytes = params * phase.bytes_per_param;
             match phase
                 .class
@@ -203,7 +203,7 @@ impl<'a> MemoryCostModel<'a> {
         }
         if !any_measured {
             return self.unmeasured_seconds(
-                params * gradients::optimizer_bytes_per_param(fused_accumulation),
+                params * optimizer_step::optimizer_bytes_per_param(fused_accumulation),
             );
         }
         if unmeasured_bytes > 0.0 {

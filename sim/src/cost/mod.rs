@@ -29,6 +29,7 @@ mod memory_bound;
 mod nelder_mead;
 mod network;
 mod offload;
+pub mod optimizer_step;
 pub mod pair_overlap;
 mod seq_len_table;
 pub mod split_backward;
@@ -615,7 +616,7 @@ fn cost_work(
         },
         Work::OptimizerStep { params } => {
             let fused = scenario.options.gradient_accumulation_fusion;
-            let bytes = params as f64 * gradients::optimizer_bytes_per_param(fused);
+            let bytes = params as f64 * optimizer_step::optimizer_bytes_per_param(fused);
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(kernels.optimizer_seconds(params, fused)),
                 bytes: bytes as u64,

@@ -171,6 +171,7 @@ pub fn work_launches(
             params as f64
                 * optimizer_step::optimizer_bytes_per_param(
                     scenario.options.gradient_accumulation_fusion,
+                    scenario.options.optimizer,
                 ),
         )
         .into_iter()

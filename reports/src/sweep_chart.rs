@@ -181,6 +181,7 @@ mod tests {
                 recompute: Recompute::None,
                 zero_stage: None,
                 precision: None,
+                optimizer: None,
                 microbatch_group_size: None,
             },
             microbatches: 8,

@@ -16,6 +16,7 @@
 
 use crate::moe_dispatcher::MoeDispatcher;
 use crate::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
+pub use crate::optimizer::Optimizer;
 use crate::problem::Problem;
 use crate::userbuffers::UserbuffersConfig;
 pub use crate::zero_stage::ZeroStage;
@@ -244,6 +245,15 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, value_name = "DISPATCHER"))]
     pub moe_dispatcher: Option<MoeDispatcher>,
+    /// The optimizer: adam (default) or adamw (two fp32 moments), adafactor
+    /// (a factored second moment), adam8bit (bitsandbytes' block-wise 8-bit
+    /// moments), lion (one momentum) or sgd (with momentum). Each keeps fp32
+    /// master weights under mixed precision; it sets the optimizer states'
+    /// memory, what ZeRO shards and checkpoints hold, and the optimizer
+    /// step's kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_enum, value_name = "OPTIMIZER"))]
+    pub optimizer: Option<Optimizer>,
 }
 
 /// Training options, validated, with defaults filled in.
@@ -307,6 +317,9 @@ pub struct TrainingOptions {
     /// The MoE token dispatcher's communication.
     #[serde(skip_serializing_if = "MoeDispatcher::is_default")]
     pub moe_dispatcher: MoeDispatcher,
+    /// The optimizer (Adam unless another is asked).
+    #[serde(skip_serializing_if = "Optimizer::is_default")]
+    pub optimizer: Optimizer,
 }
 
 impl TrainingOptionsFile {
@@ -342,6 +355,7 @@ impl TrainingOptionsFile {
                 .or(base.optimizer_post_validation),
             pair_overlap: self.pair_overlap.or(base.pair_overlap),
             moe_dispatcher: self.moe_dispatcher.or(base.moe_dispatcher),
+            optimizer: self.optimizer.or(base.optimizer),
         }
     }
 
@@ -384,6 +398,7 @@ impl TrainingOptionsFile {
             optimizer_post_validation: self.optimizer_post_validation.unwrap_or(false),
             pair_overlap: self.pair_overlap.unwrap_or(false),
             moe_dispatcher: self.moe_dispatcher.unwrap_or_default(),
+            optimizer: self.optimizer.unwrap_or_default(),
         }
     }
 
@@ -466,6 +481,7 @@ impl TrainingOptionsFile {
         if zero_offload && options.gradient_accumulation_fusion {
             problems.push(Problem::new("gradient_accumulation_fusion", "Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)"));
         }
+        crate::optimizer::check_compatible(&options, problems);
         options
     }
 }
@@ -498,6 +514,9 @@ impl TrainingOptions {
         let mut labels = Vec::new();
         if self.precision != Precision::default() {
             labels.push(self.precision.name().to_string());
+        }
+        if !self.optimizer.is_default() {
+            labels.push(self.optimizer.name().to_string());
         }
         if self.sequence_parallel {
             labels.push("sequence parallel".to_string());

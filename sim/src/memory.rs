@@ -1,5 +1,6 @@
 //! GPU memory per rank: model states (fp16 weights, fp16 gradients, fp32
-//! Adam states: 16 bytes per parameter, ZeRO paper Sec. 3.1), activations of
+//! Adam states: 16 bytes per parameter, ZeRO paper Sec. 3.1; other
+//! optimizers' states are [`scenario::optimizer`]'s), activations of
 //! the microbatches in flight (the schedule's own peak, counted from its action
 //! list), the head's logits, and pipeline buffers. Allocator fragmentation and
 //! library workspaces are not modeled; the report says so. Under context
@@ -35,7 +36,7 @@ use crate::plan::shard_plan;
 use crate::plan::Plan;
 use models::memory::{
     stored_activation_bytes_per_layer_with, RecomputeKind, GRADIENT_BYTES_PER_PARAM,
-    OPTIMIZER_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
+    WEIGHT_BYTES_PER_PARAM,
 };
 use models::sharding::parameters_on_rank;
 use scenario::ZeroStage;
@@ -312,6 +313,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
             let mut weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
             let grad_bytes_per_param =
                 gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+            let optimizer = scenario.options.optimizer;
             let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.options.offload
             {
                 None if shard_plan.is_some() => {
@@ -331,7 +333,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                     }
                     (
                         (shard + working) * grad_bytes_per_param,
-                        (parameters * OPTIMIZER_BYTES_PER_PARAM).div_ceil(n),
+                        optimizer.state_bytes(parameters).div_ceil(n),
                         0,
                     )
                 }
@@ -342,12 +344,14 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                     // A mixture of experts' routed experts shard over their
                     // expert-data-parallel group (dp·cp/ep ranks).
                     if scenario.options.distributed_optimizer {
-                        ((parameters - expert_parameters) * OPTIMIZER_BYTES_PER_PARAM)
+                        optimizer
+                            .state_bytes(parameters - expert_parameters)
                             .div_ceil(layout.replicas().max(1) as u64)
-                            + (expert_parameters * OPTIMIZER_BYTES_PER_PARAM)
+                            + optimizer
+                                .state_bytes(expert_parameters)
                                 .div_ceil(layout.expert_replicas() as u64)
                     } else {
-                        parameters * OPTIMIZER_BYTES_PER_PARAM
+                        optimizer.state_bytes(parameters)
                     },
                     0,
                 ),

@@ -298,6 +298,10 @@ pub fn json_summary(
         summary["zero_stage"] = options.sharding.stage().into();
         summary["shard_group_size"] = options.shard_group(scenario.layout.replicas()).into();
     }
+    // The optimizer, only when not Adam (earlier outputs stay byte-identical).
+    if !options.optimizer.is_default() {
+        summary["optimizer"] = options.optimizer.name().into();
+    }
     // Mixtures of experts: ep and the routing (its busiest expert-parallel rank).
     if let Some(routing) = &scenario.experts {
         summary["expert_parallel"] = scenario.layout.expert_parallel.get().into();
@@ -417,10 +421,11 @@ fn write_summary(
     }
     writeln!(
         out,
-        "  peak memory / GPU   {:.1} GiB of {:.1} GiB (stage {}: weights+grads+Adam {:.1}, activations {:.1}{}, {} microbatches in flight) — {}",
+        "  peak memory / GPU   {:.1} GiB of {:.1} GiB (stage {}: weights+grads+{} {:.1}, activations {:.1}{}, {} microbatches in flight) — {}",
         gib(peak.total_bytes),
         gib(peak.capacity_bytes),
         peak.stage,
+        scenario.options.optimizer.display_name(),
         gib(peak.weight_bytes + peak.gradient_bytes + peak.optimizer_state_bytes),
         gib(peak.activation_bytes),
         if peak.weight_gradient_pending_bytes > 0 {

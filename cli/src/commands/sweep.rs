@@ -8,7 +8,7 @@ use super::sweep_base::SweepBase;
 use crate::exit::user_error;
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sim::scenario::{Precision, Recompute, ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{Optimizer, Precision, Recompute, ScheduleKind, TrainingOptionsFile};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -28,8 +28,12 @@ is counted under \"rejected\"):
   clustersim sweep --model llama3-8b --topology dgx-h100-superpod --gpus 64 --global-batch 128 \\
       --stack megatron-core-2024 --cp 1,2,4 --zero-stage 1,3 --precision bf16,fp8 --schedule 1f1b
 
-  --max-cp 8 tries cp = 1, 2, 4, 8; a single --zero-stage or --precision value is the option every
-  layout shares, as in `simulate`.
+  --max-cp 8 tries cp = 1, 2, 4, 8; a single --zero-stage, --precision or --optimizer value is the
+  option every layout shares, as in `simulate`. Optimizers with smaller states fit layouts Adam
+  cannot (70B on 64 H100s, each layout with each optimizer):
+
+  clustersim sweep --model llama3-70b --topology dgx-h100-superpod --gpus 64 --global-batch 128 \\
+      --optimizer adam,adam8bit,adafactor --schedule 1f1b --max-microbatch 1
 
 Sharding: candidate k (valid layouts numbered in enumeration order) belongs to shard k mod n.
 `sweep merge` checks that shards 0..n-1 of one sweep are all there and writes exactly what the
@@ -50,6 +54,8 @@ Threads: one simulation per core (rayon); set RAYON_NUM_THREADS to change it.";
 const ZERO_STAGE_HELP: &str = "ZeRO stages tried, comma-separated (e.g. 1,3: each layout once with \
      each; 0 none, 1 the distributed optimizer, 2 and the gradients, 3 and the parameters as FSDP). \
      One value: the stage every layout runs with. Default: 0, unless the stack sets it";
+const OPTIMIZER_HELP: &str = "Optimizers tried, comma-separated (e.g. adam,adam8bit,adafactor: \
+     each layout once with each). One value: the optimizer every layout runs with. Default: adam";
 const PRECISION_HELP: &str = "Precisions tried, comma-separated (e.g. bf16,fp8: each layout once \
      with each; fp8 only on GPUs with FP8 tensor cores). One value: the precision every layout \
      runs with. Default: fp16, unless the stack sets it";
@@ -64,6 +70,8 @@ pub struct SweepArgs {
     pub zero_stages: Vec<u8>,
     /// Every `--precision` value, in the order given.
     pub precisions: Vec<Precision>,
+    /// Every `--optimizer` value, in the order given.
+    pub optimizers: Vec<Optimizer>,
 }
 
 impl Args for SweepArgs {
@@ -89,6 +97,12 @@ fn as_lists(command: Command) -> Command {
                 .value_name("FORMATS")
                 .help(PRECISION_HELP)
         })
+        .mut_arg("optimizer", |arg| {
+            arg.value_delimiter(',')
+                .action(ArgAction::Append)
+                .value_name("OPTIMIZERS")
+                .help(OPTIMIZER_HELP)
+        })
 }
 
 impl FromArgMatches for SweepArgs {
@@ -99,10 +113,12 @@ impl FromArgMatches for SweepArgs {
         // Read the lists before the derived parser takes the first value of each.
         let zero_stages = many::<u8>(matches, "zero_stage");
         let precisions = many::<Precision>(matches, "precision");
+        let optimizers = many::<Optimizer>(matches, "optimizer");
         Ok(SweepArgs {
             flags: SweepFlags::from_arg_matches_mut(matches)?,
             zero_stages,
             precisions,
+            optimizers,
         })
     }
     fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
@@ -403,6 +419,7 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
     space.expert_tensor_parallel = args.etp.clone();
     space.zero_stages = all.zero_stages.clone();
     space.precisions = all.precisions.clone();
+    space.optimizers = all.optimizers.clone();
     if !args.schedule.is_empty() {
         space.schedules = args
             .schedule

@@ -3,7 +3,7 @@
 //! them) and the sentence on why the best layout wins.
 
 use sim::scenario::era::{self, Era, EraDefault};
-use sim::scenario::{Precision, Stack, ZeroStage, DEFAULT_STACK};
+use sim::scenario::{Optimizer, Precision, Stack, ZeroStage, DEFAULT_STACK};
 use std::io::Write;
 use studies::sweep::{self, SweepOutput, SweepSpace};
 
@@ -74,7 +74,7 @@ pub fn write_report(
         return Ok(());
     }
     writeln!(out)?;
-    // cp and ep after t, ZeRO stage and precision after rc: only in sweeps that vary them.
+    // cp and ep after t, ZeRO stage, precision and optimizer after rc: only in sweeps that vary them.
     let ep = s.varies_expert_parallel();
     let etp = s.varies_expert_tensor_parallel();
     let (cp, zero, precision) = (
@@ -82,13 +82,15 @@ pub fn write_report(
         !s.zero_stages.is_empty(),
         !s.precisions.is_empty(),
     );
+    let optimizer = !s.optimizers.is_empty();
     let optional = |on: bool, text: String| if on { text } else { String::new() };
     let to_train = s.train_tokens.is_some();
     writeln!(
         out,
-        "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}{}",
+        "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{}{} {:>9} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>6}{}",
         "rank", "t", optional(cp, format!(" {:>3}", "cp")), optional(ep, format!(" {:>3}", "ep")), optional(etp, format!(" {:>3}", "etp")), "p", "d", "v", "b", "m", "schedule", "rc",
         optional(zero, format!(" {:>4}", "zero")), optional(precision, format!(" {:<4}", "prec")),
+        optional(optimizer, format!(" {:<9}", "optimizer")),
         "samples/s", "TFLOP/s", "iter s", "bubble", "TP s", "PP s", "DP s", "GiB",
         optional(to_train, format!(" {:>8}", "days"))
     )?;
@@ -96,9 +98,10 @@ pub fn write_report(
         let l = &r.layout;
         let stage = l.zero_stage.map_or("-".to_string(), |z| z.to_string());
         let format = l.precision.map_or("-", |p| p.name());
+        let optimizer_name = l.optimizer.map_or("-", |o| o.name());
         writeln!(
             out,
-            "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}{}",
+            "{:>4} {:>3}{}{}{} {:>3} {:>4} {:>2} {:>2} {:>5}  {:<15} {:<4}{}{}{} {:>9.2} {:>8.1} {:>8.3} {:>6.3} {:>7.3} {:>7.3} {:>7.3} {:>6.1}{}{}",
             position + 1,
             l.tensor_parallel,
             optional(cp, format!(" {:>3}", l.context_parallel)),
@@ -116,6 +119,7 @@ pub fn write_report(
             l.recompute.name(),
             optional(zero, format!(" {stage:>4}")),
             optional(precision, format!(" {format:<4}")),
+            optional(optimizer, format!(" {optimizer_name:<9}")),
             r.samples_per_s,
             r.tflops_per_gpu,
             r.iteration_time_s,
@@ -187,6 +191,9 @@ pub fn shared_options(space: &SweepSpace) -> String {
     if !space.precisions.is_empty() {
         options.precision = Precision::default();
     }
+    if !space.optimizers.is_empty() {
+        options.optimizer = Optimizer::default();
+    }
     if !space.zero_stages.is_empty() {
         options.sharding = ZeroStage::None;
         options.distributed_optimizer = false;
@@ -237,6 +244,14 @@ pub fn shared_options(space: &SweepSpace) -> String {
             .map(|p| p.name().to_string())
             .collect();
         varied.push_str(&format!(" · precision ∈ {}", list(values)));
+    }
+    if !space.optimizers.is_empty() {
+        let values = space
+            .optimizers
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
+        varied.push_str(&format!(" · optimizer ∈ {}", list(values)));
     }
     format!(
         "{}{stack}{varied}",

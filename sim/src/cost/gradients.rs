@@ -125,8 +125,8 @@ mod tests {
         assert_eq!(main_grad_bytes_per_param(false), 2);
         assert_eq!(main_grad_bytes_per_param(true), 4);
         assert_eq!(
-            super::super::optimizer_step::optimizer_bytes_per_param(false)
-                - super::super::optimizer_step::optimizer_bytes_per_param(true),
+            super::super::optimizer_step::optimizer_bytes_per_param(false, Default::default())
+                - super::super::optimizer_step::optimizer_bytes_per_param(true, Default::default()),
             4.0
         );
     }

@@ -147,8 +147,15 @@ impl<'a> KernelCostModel<'a> {
 
     /// Seconds of the optimizer step over `params` parameters
     /// ([`MemoryCostModel::optimizer_seconds`]).
-    pub fn optimizer_seconds(&self, params: u64, fused_accumulation: bool) -> f64 {
-        self.memory.optimizer_seconds(params, fused_accumulation) / self.profile.fitted.memory_bound
+    pub fn optimizer_seconds(
+        &self,
+        params: u64,
+        fused_accumulation: bool,
+        optimizer: scenario::Optimizer,
+    ) -> f64 {
+        self.memory
+            .optimizer_seconds(params, fused_accumulation, optimizer)
+            / self.profile.fitted.memory_bound
     }
 
     /// Seconds of one memory-bound kernel of `class` (`None`: of no class

@@ -183,12 +183,17 @@ impl<'a> MemoryCostModel<'a> {
     /// as one bandwidth-modeled kernel with one launch overhead. Without any
     /// measured phase this is exactly the step's bytes at bandwidth plus one
     /// overhead.
-    pub fn optimizer_seconds(&self, params: u64, fused_accumulation: bool) -> f64 {
+    pub fn optimizer_seconds(
+        &self,
+        params: u64,
+        fused_accumulation: bool,
+        optimizer: scenario::Optimizer,
+    ) -> f64 {
         let params = params as f64;
         let mut measured_s = 0.0;
         let mut any_measured = false;
         let mut unmeasured_bytes = 0.0;
-        for phase in optimizer_step::optimizer_phases(fused_accumulation) {
+        for phase in optimizer_step::optimizer_phases(fused_accumulation, optimizer) {
             let bytes = params * phase.bytes_per_param;
             match phase
                 .class
@@ -203,7 +208,7 @@ impl<'a> MemoryCostModel<'a> {
         }
         if !any_measured {
             return self.unmeasured_seconds(
-                params * optimizer_step::optimizer_bytes_per_param(fused_accumulation),
+                params * optimizer_step::optimizer_bytes_per_param(fused_accumulation, optimizer),
             );
         }
         if unmeasured_bytes > 0.0 {
@@ -387,13 +392,15 @@ mod tests {
         profile.memory.measured.clear();
         let params = 100_000_000u64;
         let before = MemoryCostModel::new(&gpu, &profile, 5e-6);
-        let unmeasured = before.optimizer_seconds(params, false);
+        let unmeasured = before.optimizer_seconds(params, false, Default::default());
         assert_eq!(unmeasured, before.bandwidth_seconds(54.0 * params as f64));
         // Adam measured at exactly its bytes for these parameters: 1 ms.
         profile.memory.measured = vec![entry("optimizer.adam", 28 * params, 1_000_000)];
         let after = MemoryCostModel::new(&gpu, &profile, 5e-6);
         let expected = 1e-3 + after.bandwidth_seconds(26.0 * params as f64);
-        assert!((after.optimizer_seconds(params, false) - expected).abs() < 1e-15);
+        assert!(
+            (after.optimizer_seconds(params, false, Default::default()) - expected).abs() < 1e-15
+        );
         // Every phase but the zeroing measured: the zeroing alone is modeled.
         // (1 MB in 1 µs: every phase is larger, so it runs at that bandwidth.)
         profile.memory.measured = ["optimizer.copy", "optimizer.unscale", "optimizer.l2norm"]
@@ -406,7 +413,7 @@ mod tests {
         let expected = 1e-3
             + (6.0 + 8.0 + 4.0 + 6.0) * params as f64 * per_byte
             + all.bandwidth_seconds(2.0 * params as f64);
-        let got = all.optimizer_seconds(params, false);
+        let got = all.optimizer_seconds(params, false, Default::default());
         assert!((got - expected).abs() < 1e-12, "{got} vs {expected}");
     }
 }

@@ -616,9 +616,12 @@ fn cost_work(
         },
         Work::OptimizerStep { params } => {
             let fused = scenario.options.gradient_accumulation_fusion;
-            let bytes = params as f64 * optimizer_step::optimizer_bytes_per_param(fused);
+            let optimizer = scenario.options.optimizer;
+            let bytes = params as f64 * optimizer_step::optimizer_bytes_per_param(fused, optimizer);
             WorkCost {
-                duration: SimDuration::from_seconds_ceil(kernels.optimizer_seconds(params, fused)),
+                duration: SimDuration::from_seconds_ceil(
+                    kernels.optimizer_seconds(params, fused, optimizer),
+                ),
                 bytes: bytes as u64,
                 flops: 0.0,
             }

@@ -4,8 +4,36 @@
 //! measurements. Read from Megatron-LM's code of the time of the published
 //! runs (`megatron/optimizer/optimizer.py`: `Float16OptimizerWithFloat16Params`
 //! with local DDP; apex's fused Adam).
+//!
+//! The mixed-precision wrapper's phases (zero the gradients, copy them to
+//! fp32, unscale, norm, copy the weights back) are the same for every
+//! optimizer; the update between them is the optimizer's own
+//! ([`update_phases`]), each read from the implementation
+//! [`scenario::optimizer`] names, on fp32 master weights and gradients:
+//! - Adam/AdamW, apex `multi_tensor_adam`: reads weight, gradient, both
+//!   moments (16), writes weight and moments (12): 28 B.
+//! - Lion, bitsandbytes `kOptimizer32bit1State`: reads weight, gradient,
+//!   momentum (12), writes weight and momentum (8): 20 B.
+//! - SGD with momentum, apex `multi_tensor_sgd`: the same 20 B.
+//! - 8-bit Adam, bitsandbytes `kOptimizerStatic8bit2StateBlockwise`: reads
+//!   weight and gradient (8) and the two 1-byte moments (2), writes weight
+//!   and moments (6), and reads and writes both moments' fp32 absmax once
+//!   per block of 256 (16/256): 16.0625 B.
+//! - Adafactor, `torch.optim.Adafactor`'s `_single_tensor_adafactor` for a
+//!   matrix (weight decay 0, its default): ten full-size kernels,
+//!   68 B — the weight's norm (4), the gradient's row and column norms
+//!   (4 + 4), the outer product of the factors (writes 4), its division by
+//!   the row factor's mean (8), `clamp_` (8), `rsqrt_` (8), times the
+//!   gradient (12), the update's norm (4), and the update added to the
+//!   weight (12).
+//!
+//! Phases no profile measures are costed together as one kernel
+//! (`memory_bound.rs`); the per-tensor launches of the bitsandbytes and
+//! Adafactor loops and Adafactor's two `.item()` syncs per tensor are not
+//! modeled (the host issues the stack's `optimizer_kernels`).
 
 use models::memory_class::MemoryKernelClass;
+use scenario::Optimizer;
 
 /// HBM bytes per parameter of Megatron's fp16 optimizer step
 /// (`Float16OptimizerWithFloat16Params.step` with local DDP), unfused:
@@ -42,79 +70,106 @@ const fn phase(
     }
 }
 
-/// The unfused step's kernels in order; their bytes add up to
-/// [`OPTIMIZER_BYTES_PER_PARAM_UNFUSED`].
-const OPTIMIZER_PHASES_UNFUSED: [OptimizerPhase; 6] = [
-    phase("optimizer.zero_grad", None, 2.0),
-    phase(
-        "optimizer.copy",
-        Some(MemoryKernelClass::OptimizerCopy),
-        6.0,
-    ),
-    phase(
-        "optimizer.unscale",
-        Some(MemoryKernelClass::OptimizerUnscale),
-        8.0,
-    ),
-    phase(
-        "optimizer.l2norm",
-        Some(MemoryKernelClass::OptimizerL2Norm),
-        4.0,
-    ),
-    phase(
-        "optimizer.adam",
-        Some(MemoryKernelClass::OptimizerAdam),
-        28.0,
-    ),
-    phase(
-        "optimizer.copy_params",
-        Some(MemoryKernelClass::OptimizerCopy),
-        6.0,
-    ),
+/// The update of each optimizer: see the module header for the bytes.
+const ADAM_UPDATE: [OptimizerPhase; 1] = [phase(
+    "optimizer.adam",
+    Some(MemoryKernelClass::OptimizerAdam),
+    28.0,
+)];
+const LION_UPDATE: [OptimizerPhase; 1] = [phase("optimizer.lion", None, 20.0)];
+const SGD_UPDATE: [OptimizerPhase; 1] = [phase("optimizer.sgd", None, 20.0)];
+const ADAM8BIT_UPDATE: [OptimizerPhase; 1] =
+    [phase("optimizer.adam8bit", None, 16.0 + 16.0 / 256.0)];
+const ADAFACTOR_UPDATE: [OptimizerPhase; 10] = [
+    phase("optimizer.adafactor.weight_norm", None, 4.0),
+    phase("optimizer.adafactor.row_norms", None, 4.0),
+    phase("optimizer.adafactor.column_norms", None, 4.0),
+    phase("optimizer.adafactor.variance_estimate", None, 4.0),
+    phase("optimizer.adafactor.normalize", None, 8.0),
+    phase("optimizer.adafactor.clamp", None, 8.0),
+    phase("optimizer.adafactor.rsqrt", None, 8.0),
+    phase("optimizer.adafactor.times_gradient", None, 12.0),
+    phase("optimizer.adafactor.update_norm", None, 4.0),
+    phase("optimizer.adafactor.apply", None, 12.0),
 ];
 
-/// The fused step's kernels (fp32 main gradients: no copy to them, a 4-byte
-/// zeroing); their bytes add up to [`OPTIMIZER_BYTES_PER_PARAM_FUSED`].
-const OPTIMIZER_PHASES_FUSED: [OptimizerPhase; 5] = [
-    phase("optimizer.zero_grad", None, 4.0),
-    phase(
-        "optimizer.unscale",
-        Some(MemoryKernelClass::OptimizerUnscale),
-        8.0,
-    ),
-    phase(
-        "optimizer.l2norm",
-        Some(MemoryKernelClass::OptimizerL2Norm),
-        4.0,
-    ),
-    phase(
-        "optimizer.adam",
-        Some(MemoryKernelClass::OptimizerAdam),
-        28.0,
-    ),
-    phase(
-        "optimizer.copy_params",
-        Some(MemoryKernelClass::OptimizerCopy),
-        6.0,
-    ),
-];
-
-/// The kernels of the optimizer step, with the bytes each moves per parameter.
-pub fn optimizer_phases(fused_accumulation: bool) -> &'static [OptimizerPhase] {
-    if fused_accumulation {
-        &OPTIMIZER_PHASES_FUSED
-    } else {
-        &OPTIMIZER_PHASES_UNFUSED
+/// The optimizer's own kernels between the wrapper's unscale and norm and
+/// its copy of the weights back.
+pub fn update_phases(optimizer: Optimizer) -> &'static [OptimizerPhase] {
+    match optimizer {
+        Optimizer::Adam | Optimizer::AdamW => &ADAM_UPDATE,
+        Optimizer::Lion => &LION_UPDATE,
+        Optimizer::Sgd => &SGD_UPDATE,
+        Optimizer::Adam8bit => &ADAM8BIT_UPDATE,
+        Optimizer::Adafactor => &ADAFACTOR_UPDATE,
     }
 }
 
-/// HBM bytes per parameter of the optimizer step.
-pub fn optimizer_bytes_per_param(fused_accumulation: bool) -> f64 {
+/// The wrapper's phases before the update: unfused, the fp16 gradient
+/// buffer zeroed (2) and copied to fp32 (6); fused (fp32 main gradients),
+/// a 4-byte zeroing and no copy. Then unscale and inf check, and the norm.
+fn wrapper_phases_before(fused_accumulation: bool) -> &'static [OptimizerPhase] {
+    const UNFUSED: [OptimizerPhase; 4] = [
+        phase("optimizer.zero_grad", None, 2.0),
+        phase(
+            "optimizer.copy",
+            Some(MemoryKernelClass::OptimizerCopy),
+            6.0,
+        ),
+        phase(
+            "optimizer.unscale",
+            Some(MemoryKernelClass::OptimizerUnscale),
+            8.0,
+        ),
+        phase(
+            "optimizer.l2norm",
+            Some(MemoryKernelClass::OptimizerL2Norm),
+            4.0,
+        ),
+    ];
+    const FUSED: [OptimizerPhase; 3] = [
+        phase("optimizer.zero_grad", None, 4.0),
+        phase(
+            "optimizer.unscale",
+            Some(MemoryKernelClass::OptimizerUnscale),
+            8.0,
+        ),
+        phase(
+            "optimizer.l2norm",
+            Some(MemoryKernelClass::OptimizerL2Norm),
+            4.0,
+        ),
+    ];
     if fused_accumulation {
-        OPTIMIZER_BYTES_PER_PARAM_FUSED
+        &FUSED
     } else {
-        OPTIMIZER_BYTES_PER_PARAM_UNFUSED
+        &UNFUSED
     }
+}
+
+/// The fp32 → fp16/bf16 copy of the updated weights.
+const COPY_PARAMS: OptimizerPhase = phase(
+    "optimizer.copy_params",
+    Some(MemoryKernelClass::OptimizerCopy),
+    6.0,
+);
+
+/// The kernels of the optimizer step in order, with the bytes each moves
+/// per parameter; Adam's add up to [`OPTIMIZER_BYTES_PER_PARAM_UNFUSED`]
+/// or [`OPTIMIZER_BYTES_PER_PARAM_FUSED`].
+pub fn optimizer_phases(fused_accumulation: bool, optimizer: Optimizer) -> Vec<OptimizerPhase> {
+    let mut phases = wrapper_phases_before(fused_accumulation).to_vec();
+    phases.extend_from_slice(update_phases(optimizer));
+    phases.push(COPY_PARAMS);
+    phases
+}
+
+/// HBM bytes per parameter of the optimizer step.
+pub fn optimizer_bytes_per_param(fused_accumulation: bool, optimizer: Optimizer) -> f64 {
+    optimizer_phases(fused_accumulation, optimizer)
+        .iter()
+        .map(|phase| phase.bytes_per_param)
+        .sum()
 }
 
 #[cfg(test)]
@@ -124,31 +179,75 @@ mod tests {
     #[test]
     fn optimizer_phases_add_up_to_the_step_bytes_and_carry_their_classes() {
         for fused in [false, true] {
-            let phases = optimizer_phases(fused);
-            let total: f64 = phases.iter().map(|p| p.bytes_per_param).sum();
-            assert_eq!(total, optimizer_bytes_per_param(fused), "fused {fused}");
-            for phase in phases {
-                // The mark is the class the phase's name lists.
-                assert_eq!(
-                    phase.class,
-                    MemoryKernelClass::of_kernel(phase.kernel),
-                    "{}",
-                    phase.kernel
-                );
-                match phase.class {
-                    // A class's bytes per parameter are the phase's.
-                    Some(class) => assert_eq!(
-                        class.bytes_per_element() as f64,
-                        phase.bytes_per_param,
+            for optimizer in Optimizer::ALL {
+                let phases = optimizer_phases(fused, optimizer);
+                for phase in &phases {
+                    // The mark is the class the phase's name lists.
+                    assert_eq!(
+                        phase.class,
+                        MemoryKernelClass::of_kernel(phase.kernel),
                         "{}",
                         phase.kernel
-                    ),
-                    None => assert_eq!(phase.kernel, "optimizer.zero_grad"),
+                    );
+                    if let Some(class) = phase.class {
+                        // A class's bytes per parameter are the phase's.
+                        assert_eq!(
+                            class.bytes_per_element() as f64,
+                            phase.bytes_per_param,
+                            "{}",
+                            phase.kernel
+                        );
+                    }
                 }
+                // Only Adam's update is a class calibrate times.
+                let classed_updates = update_phases(optimizer)
+                    .iter()
+                    .filter(|p| p.class.is_some())
+                    .count();
+                assert_eq!(classed_updates, usize::from(optimizer.is_adam()));
             }
+            let adam: f64 = optimizer_phases(fused, Optimizer::Adam)
+                .iter()
+                .map(|p| p.bytes_per_param)
+                .sum();
+            let expected = if fused {
+                OPTIMIZER_BYTES_PER_PARAM_FUSED
+            } else {
+                OPTIMIZER_BYTES_PER_PARAM_UNFUSED
+            };
+            assert_eq!(adam, expected, "fused {fused}");
         }
-        assert!(optimizer_phases(true)
+        assert!(optimizer_phases(true, Optimizer::Adam)
             .iter()
             .all(|p| p.kernel != "optimizer.copy"));
+    }
+
+    #[test]
+    fn each_update_moves_its_implementation_s_bytes() {
+        let update =
+            |o: Optimizer| -> f64 { update_phases(o).iter().map(|p| p.bytes_per_param).sum() };
+        // Adam: read w, g, m, v (4 × 4), write w, m, v (3 × 4).
+        assert_eq!(update(Optimizer::Adam), 16.0 + 12.0);
+        assert_eq!(update(Optimizer::AdamW), 28.0);
+        // Lion and SGD: read w, g, m (3 × 4), write w, m (2 × 4).
+        assert_eq!(update(Optimizer::Lion), 12.0 + 8.0);
+        assert_eq!(update(Optimizer::Sgd), 20.0);
+        // 8-bit Adam: w and g read (8), 1-byte m and v read (2), w, m, v
+        // written (4 + 2), two fp32 absmax read and written per 256.
+        assert_eq!(
+            update(Optimizer::Adam8bit),
+            8.0 + 2.0 + 6.0 + 2.0 * 2.0 * 4.0 / 256.0
+        );
+        // Adafactor: ten kernels, 4+4+4+4+8+8+8+12+4+12.
+        assert_eq!(update_phases(Optimizer::Adafactor).len(), 10);
+        assert_eq!(update(Optimizer::Adafactor), 68.0);
+        // The whole unfused step: the wrapper's 2 + 6 + 8 + 4 before and 6 after.
+        for optimizer in Optimizer::ALL {
+            assert_eq!(
+                optimizer_bytes_per_param(false, optimizer),
+                26.0 + update(optimizer),
+                "{optimizer:?}"
+            );
+        }
     }
 }

@@ -304,3 +304,72 @@ fn ep_enumerates_with_every_layout_and_resolve_decides_validity() {
     let plain = serde_json::to_string(&SweepSpace::new("tiny", "selene", 8, 8)).unwrap();
     assert!(!plain.contains("expert_parallel"), "{plain}");
 }
+
+/// Llama 3 70B on 64 H100s, B = 128, 1F1B at b = 1: with Adam's 12 bytes
+/// of state per parameter some layouts do not fit that 8-bit Adam's ~6
+/// bytes let through; each layout runs once with each optimizer, the
+/// optimizer in its record, its label and a CSV column.
+#[test]
+fn smaller_optimizer_states_fit_layouts_adam_cannot() {
+    use sim::scenario::Optimizer;
+    let space = SweepSpace {
+        max_microbatch: 1,
+        schedules: vec![ScheduleKind::OneFOneB],
+        recompute: vec![Recompute::None],
+        optimizers: vec![Optimizer::Adam8bit, Optimizer::Adam],
+        ..SweepSpace::new("llama3-70b", "dgx-h100-superpod", 64, 128)
+    }
+    .normalized();
+    assert_eq!(space.optimizers, vec![Optimizer::Adam, Optimizer::Adam8bit]);
+    let output = sweep(&space, None);
+    let simulated = |optimizer: Optimizer| -> Vec<Candidate> {
+        output
+            .results
+            .iter()
+            .map(|r| r.layout)
+            .filter(|l| l.optimizer == Some(optimizer))
+            .collect()
+    };
+    let (adam, eight_bit) = (simulated(Optimizer::Adam), simulated(Optimizer::Adam8bit));
+    // Every layout that fits with Adam fits with 8-bit Adam, and more do.
+    for layout in &adam {
+        let same = Candidate {
+            optimizer: Some(Optimizer::Adam8bit),
+            ..*layout
+        };
+        assert!(eight_bit.contains(&same), "{}", layout.label());
+    }
+    assert!(
+        eight_bit.len() > adam.len(),
+        "{} vs {}",
+        eight_bit.len(),
+        adam.len()
+    );
+    let best = &output.results[0].layout;
+    assert_eq!(
+        best.optimizer,
+        Some(Optimizer::Adam8bit),
+        "{}",
+        best.label()
+    );
+    assert!(!adam.iter().any(|l| Candidate {
+        optimizer: Some(Optimizer::Adam8bit),
+        ..*l
+    } == *best));
+    assert!(
+        best.label().ends_with(" optimizer=adam8bit"),
+        "{}",
+        best.label()
+    );
+    let csv = output.to_csv_string();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|&c| c == "optimizer").unwrap();
+    assert_eq!(header[column - 1], "recompute");
+    let first_row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(first_row[column], "adam8bit");
+    let json: serde_json::Value = serde_json::from_str(&output.to_json_string()).unwrap();
+    assert_eq!(
+        json["sweep"]["optimizers"],
+        serde_json::json!(["adam", "adam8bit"])
+    );
+}

@@ -62,6 +62,7 @@ fn brute_force(space: &SweepSpace, gpus_per_node: u32) -> BTreeSet<Candidate> {
                                     recompute,
                                     zero_stage,
                                     precision,
+                                    optimizer: None,
                                     microbatch_group_size: None,
                                 };
                                 if space.scenario_file(&candidate).resolve().is_ok() {

@@ -183,8 +183,8 @@ impl SweepOutput {
     }
 
     /// CSV: a header, then one row per simulated layout (ranked), then one
-    /// per dropped layout. A `cp` column (then `ep` and `etp` columns) follows `tp`, and `zero_stage` and
-    /// `precision` columns follow `recompute`, only in sweeps that vary them.
+    /// per dropped layout. A `cp` column (then `ep` and `etp` columns) follows `tp`, and `zero_stage`,
+    /// `precision` and `optimizer` columns follow `recompute`, only in sweeps that vary them.
     pub fn to_csv_string(&self) -> String {
         let space = &self.sweep;
         let ep = space.varies_expert_parallel();
@@ -194,6 +194,7 @@ impl SweepOutput {
             !space.zero_stages.is_empty(),
             !space.precisions.is_empty(),
         );
+        let optimizer = !space.optimizers.is_empty();
         let mut header = vec!["rank", "index", "status", "tp"];
         header.extend(cp.then_some("cp"));
         header.extend(ep.then_some("ep"));
@@ -209,6 +210,7 @@ impl SweepOutput {
         ]);
         header.extend(zero.then_some("zero_stage"));
         header.extend(precision.then_some("precision"));
+        header.extend(optimizer.then_some("optimizer"));
         header.extend([
             "samples_per_s",
             "tflops_per_gpu",
@@ -225,7 +227,7 @@ impl SweepOutput {
         ]);
         let mut out = header.join(",");
         out.push('\n');
-        // The layout's columns from tp to precision.
+        // The layout's columns from tp to the optimizer.
         let layout_columns = |l: &Candidate, microbatches: u32| -> Vec<String> {
             let mut row = vec![l.tensor_parallel.to_string()];
             row.extend(cp.then(|| l.context_parallel.to_string()));
@@ -245,6 +247,7 @@ impl SweepOutput {
             ]);
             row.extend(zero.then(|| l.zero_stage.map_or(String::new(), |z| z.to_string())));
             row.extend(precision.then(|| l.precision.map_or("", |p| p.name()).to_string()));
+            row.extend(optimizer.then(|| l.optimizer.map_or("", |o| o.name()).to_string()));
             row
         };
         let b = space.global_batch;

@@ -179,6 +179,8 @@ fn layout_differences(best: &Candidate, other: &Candidate) -> Vec<String> {
     compare("ZeRO stage", stage(best), stage(other));
     let precision = |c: &Candidate| c.precision.map_or("-", |p| p.name()).to_string();
     compare("precision", precision(best), precision(other));
+    let optimizer = |c: &Candidate| c.optimizer.map_or("-", |o| o.name()).to_string();
+    compare("optimizer", optimizer(best), optimizer(other));
     out
 }
 

@@ -53,7 +53,7 @@ pub struct SweepRecord {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
-    /// Weights, gradients and Adam states alone exceed HBM on some stage.
+    /// Weights, gradients and optimizer states alone exceed HBM on some stage.
     ModelStatesExceedMemory,
     /// Model states fit, but with the activations of the microbatches in flight they do not.
     ActivationsExceedMemory,
@@ -63,7 +63,7 @@ impl DropReason {
     pub fn describe(self) -> &'static str {
         match self {
             DropReason::ModelStatesExceedMemory => {
-                "weights + gradients + Adam states alone exceed HBM"
+                "weights + gradients + optimizer states alone exceed HBM"
             }
             DropReason::ActivationsExceedMemory => {
                 "activations of the microbatches in flight push past HBM"

@@ -20,14 +20,15 @@
 //! - recompute none and full (selective on request);
 //! - optional restrictions: a fixed t or p, a subset of schedules or recompute modes;
 //! - the training options every layout shares ([`TrainingOptionsFile`]), and
-//!   two of them varied over lists: ZeRO stages and precisions (each tuple
-//!   sets its own `zero_stage` / `precision`; an empty list: the shared
-//!   options' own value, as before).
+//!   three of them varied over lists: ZeRO stages, precisions and
+//!   optimizers (each tuple sets its own `zero_stage` / `precision` /
+//!   `optimizer`; an empty list: the shared options' own value, as before).
 //!
 //! Generation order (the candidate order that sharding relies on): t
 //! ascending, then cp ascending, then p ascending, then b ascending, then
 //! schedule (GPipe, 1F1B, interleaved v = 2, 3, …), then recompute (none,
-//! full), then ZeRO stage, then precision (fp16, bf16, fp8).
+//! full), then ZeRO stage, then precision (fp16, bf16, fp8), then optimizer
+//! (adam, adamw, adafactor, adam8bit, lion, sgd).
 //!
 //! The three new dimensions are absent from the header and from every
 //! layout's record while they do not vary (cp = {1}, empty lists), so
@@ -35,7 +36,9 @@
 
 use serde::{Deserialize, Serialize};
 use sim::scenario::fitted::{FitParameter, FitValues};
-use sim::scenario::{Precision, Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{
+    Optimizer, Precision, Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile,
+};
 use std::collections::BTreeMap;
 
 /// What to sweep: model, cluster, size, batch and constraints. Serialized as
@@ -90,6 +93,10 @@ pub struct SweepSpace {
     /// the header): every layout runs with the shared options' `precision`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub precisions: Vec<Precision>,
+    /// Optimizers tried, in canonical order; empty (the default, absent from
+    /// the header): every layout runs with the shared options' `optimizer`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optimizers: Vec<Optimizer>,
     /// Simulate layouts that do not fit in memory too (flagged in their records)
     /// instead of dropping them.
     pub ignore_memory: bool,
@@ -176,6 +183,7 @@ impl SweepSpace {
             expert_tensor_parallel: Vec::new(),
             zero_stages: Vec::new(),
             precisions: Vec::new(),
+            optimizers: Vec::new(),
             ignore_memory: false,
             microbatch_groups: false,
             stack: None,
@@ -205,6 +213,8 @@ impl SweepSpace {
         self.zero_stages.dedup();
         self.precisions.sort();
         self.precisions.dedup();
+        self.optimizers.sort();
+        self.optimizers.dedup();
         match self.zero_stages[..] {
             [] => {}
             [stage] => {
@@ -220,6 +230,14 @@ impl SweepSpace {
                 self.precisions.clear();
             }
             _ => self.options.precision = None,
+        }
+        match self.optimizers[..] {
+            [] => {}
+            [optimizer] => {
+                self.options.optimizer = Some(optimizer);
+                self.optimizers.clear();
+            }
+            _ => self.options.optimizer = None,
         }
         self
     }
@@ -261,6 +279,9 @@ impl SweepSpace {
         }
         if let Some(precision) = candidate.precision {
             file.options.precision = Some(precision);
+        }
+        if let Some(optimizer) = candidate.optimizer {
+            file.options.optimizer = Some(optimizer);
         }
         file
     }
@@ -311,6 +332,8 @@ impl SweepSpace {
         // None: the shared options' own value (the list is empty).
         let zero_stages: Vec<Option<u8>> = optional(&self.zero_stages);
         let precisions: Vec<Option<Precision>> = optional(&self.precisions);
+        let optimizers: Vec<Option<Optimizer>> = optional(&self.optimizers);
+        let variants = option_variants(&zero_stages, &precisions, &optimizers);
         let expert_tensor: Vec<Option<u32>> = optional(&self.expert_tensor_parallel);
         let mut out = Vec::new();
         for t in divisors(n) {
@@ -344,15 +367,10 @@ impl SweepSpace {
                                 recompute: Recompute::None,
                                 zero_stage: None,
                                 precision: None,
+                                optimizer: None,
                                 microbatch_group_size: None,
                             };
-                            self.push_options_of(
-                                layout,
-                                max_chunks,
-                                &zero_stages,
-                                &precisions,
-                                &mut out,
-                            );
+                            self.push_options_of(layout, max_chunks, &variants, &mut out);
                         }
                     }
                 }
@@ -361,14 +379,13 @@ impl SweepSpace {
         out
     }
 
-    /// Every (b, schedule, v, recompute, ZeRO stage, precision) of one
+    /// Every (b, schedule, v, recompute, option variant) of one
     /// (t, cp, p, d), in generation order.
     fn push_options_of(
         &self,
         layout: Candidate,
         max_chunks: u32,
-        zero_stages: &[Option<u8>],
-        precisions: &[Option<Precision>],
+        variants: &[OptionVariant],
         out: &mut Vec<Candidate>,
     ) {
         for b in powers_of_two_up_to(self.max_microbatch) {
@@ -389,25 +406,44 @@ impl SweepSpace {
                     .flatten();
                 for v in chunk_counts {
                     for &recompute in &self.recompute {
-                        for &zero_stage in zero_stages {
-                            for &precision in precisions {
-                                out.push(Candidate {
-                                    microbatch_group_size: group_size,
-                                    chunks: v,
-                                    microbatch_size: b,
-                                    schedule,
-                                    recompute,
-                                    zero_stage,
-                                    precision,
-                                    ..layout
-                                });
-                            }
+                        for &(zero_stage, precision, optimizer) in variants {
+                            out.push(Candidate {
+                                microbatch_group_size: group_size,
+                                chunks: v,
+                                microbatch_size: b,
+                                schedule,
+                                recompute,
+                                zero_stage,
+                                precision,
+                                optimizer,
+                                ..layout
+                            });
                         }
                     }
                 }
             }
         }
     }
+}
+
+/// One tuple's (ZeRO stage, precision, optimizer); `None`: the shared option.
+type OptionVariant = (Option<u8>, Option<Precision>, Option<Optimizer>);
+
+/// Every (ZeRO stage, precision, optimizer), the optimizer varying fastest.
+fn option_variants(
+    zero_stages: &[Option<u8>],
+    precisions: &[Option<Precision>],
+    optimizers: &[Option<Optimizer>],
+) -> Vec<OptionVariant> {
+    let mut variants = Vec::new();
+    for &zero_stage in zero_stages {
+        for &precision in precisions {
+            for &optimizer in optimizers {
+                variants.push((zero_stage, precision, optimizer));
+            }
+        }
+    }
+    variants
 }
 
 /// One layout of the sweep (before or after validation).
@@ -439,6 +475,9 @@ pub struct Candidate {
     /// This layout's precision, when the sweep varies it (else absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<Precision>,
+    /// This layout's optimizer, when the sweep varies it (else absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<Optimizer>,
     /// Interleaved: Megatron-Core's microbatch group size N, when the sweep
     /// sets one (`microbatch_groups`; else absent: N = p).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -478,6 +517,9 @@ impl Candidate {
         }
         if let Some(precision) = self.precision {
             label.push_str(&format!(" precision={}", precision.name()));
+        }
+        if let Some(optimizer) = self.optimizer {
+            label.push_str(&format!(" optimizer={}", optimizer.name()));
         }
         label
     }

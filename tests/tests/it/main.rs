@@ -27,6 +27,7 @@ mod moe_capacity;
 mod moe_expert_tensor;
 mod moe_host_sync;
 mod offload;
+mod optimizers;
 mod p2p_bubble;
 mod pair_overlap;
 mod post_validation;

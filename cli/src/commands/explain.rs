@@ -120,7 +120,8 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
             writeln!(out, "{SEQUENTIAL_PAIRS}")?;
         }
     }
-    write_layer_kernels(out, scenario, placement)
+    write_layer_kernels(out, scenario, placement)?;
+    super::explain_optimizer::write_optimizer(out, scenario, &plan)
 }
 
 /// DualPipe's and DualPipeV's F&B pairs without `--pair-overlap`.

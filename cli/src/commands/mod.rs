@@ -9,6 +9,7 @@ pub mod defaults_note;
 pub mod execute;
 pub mod expected_range;
 pub mod explain;
+mod explain_optimizer;
 pub mod fit;
 pub mod import_trace;
 pub mod max_model;

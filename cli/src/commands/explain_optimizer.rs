@@ -1,0 +1,65 @@
+//! `simulate --explain`'s optimizer section: what the optimizer keeps per
+//! parameter, the step's kernels with the HBM bytes each moves per
+//! parameter (`sim::cost::optimizer_step`), and the optimizer states of the
+//! stage that holds most.
+
+use sim::cost::optimizer_step;
+use sim::plan::Plan;
+use sim::scenario::Scenario;
+use std::io::Write;
+
+/// The optimizer, its step's kernels and the largest stage's states.
+pub fn write_optimizer(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    plan: &Plan,
+) -> anyhow::Result<()> {
+    let optimizer = scenario.options.optimizer;
+    writeln!(
+        out,
+        "\noptimizer {}: {}",
+        optimizer.name(),
+        optimizer.description()
+    )?;
+    let phases =
+        optimizer_step::optimizer_phases(scenario.options.gradient_accumulation_fusion, optimizer);
+    let total: f64 = phases.iter().map(|phase| phase.bytes_per_param).sum();
+    let kernels: Vec<String> = phases
+        .iter()
+        .map(|phase| format!("{} {}", phase.kernel, bytes(phase.bytes_per_param)))
+        .collect();
+    writeln!(
+        out,
+        "  step kernels, HBM bytes per parameter the rank steps: {} = {} B",
+        kernels.join(", "),
+        bytes(total)
+    )?;
+    let memory = sim::memory::memory_per_stage(scenario, plan);
+    if let Some(stage) = memory
+        .iter()
+        .max_by_key(|stage| stage.optimizer_state_bytes)
+    {
+        writeln!(
+            out,
+            "  GPU optimizer states of a stage-{} rank (master weights included): {:.2} GiB for its {} parameters{}",
+            stage.stage,
+            stage.optimizer_state_bytes as f64 / (1u64 << 30) as f64,
+            stage.parameters,
+            if scenario.options.offload.is_some() {
+                " (ZeRO-Offload keeps them on the CPU)"
+            } else {
+                ""
+            }
+        )?;
+    }
+    Ok(())
+}
+
+/// Bytes per parameter as the source counts them: 28, 16.0625.
+fn bytes(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value}")
+    }
+}

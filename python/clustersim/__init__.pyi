@@ -69,6 +69,7 @@ def simulate(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
     timeline: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
@@ -239,6 +240,11 @@ def simulate(
     moe_dispatcher: How a mixture of experts' tokens are dispatched and combined: nccl (default:
         NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
+    optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
+        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum) or
+        sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
+        optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
+        kernels
     timeline: Write the Timeline (every task's start and end) to FILE (.json, or .jsonl for JSON
         lines)
     timeline_ranks: Keep only the records of these ranks in --timeline, --plot and --trace (a task
@@ -321,6 +327,7 @@ def timeline(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
     explain: Optional[bool] = None,
@@ -490,6 +497,11 @@ def timeline(
     moe_dispatcher: How a mixture of experts' tokens are dispatched and combined: nccl (default:
         NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
+    optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
+        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum) or
+        sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
+        optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
+        kernels
     timeline_ranks: Keep only the records of these ranks in --timeline, --plot and --trace (a task
         is kept when its group holds one), e.g. 0,5,100-107; under symmetry only those ranks'
         records are built, so a 100k-GPU run's few ranks cost little. Record ids, groups and the
@@ -572,6 +584,7 @@ def sweep(
     plot: Optional[Union[_Value, Sequence[_Value]]] = None,
     zero_stage: Optional[Union[_Value, Sequence[_Value]]] = None,
     precision: Optional[Union[Literal['fp16', 'bf16', 'fp8'], Sequence[Literal['fp16', 'bf16', 'fp8']]]] = None,
+    optimizer: Optional[Union[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd'], Sequence[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']]]] = None,
 ) -> Any:
     """Every valid layout, simulated and ranked (`clustersim sweep`): a DataFrame or records.
 
@@ -701,6 +714,8 @@ def sweep(
     precision: Precisions tried, comma-separated (e.g. bf16,fp8: each layout once with each; fp8
         only on GPUs with FP8 tensor cores). One value: the precision every layout runs with.
         Default: fp16, unless the stack sets it
+    optimizer: Optimizers tried, comma-separated (e.g. adam,adam8bit,adafactor: each layout once
+        with each). One value: the optimizer every layout runs with. Default: adam
     """
     ...
 
@@ -754,6 +769,7 @@ def run_plan(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
     tokens: Optional[_Value] = None,
     steps: Optional[_Value] = None,
     failures: Optional[_Value] = None,
@@ -940,6 +956,11 @@ def run_plan(
     moe_dispatcher: How a mixture of experts' tokens are dispatched and combined: nccl (default:
         NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
+    optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
+        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum) or
+        sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
+        optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
+        kernels
     tokens: Train on this many tokens (suffixes K, M, B, G, T: 15T), rounded up to whole iterations
     steps: Train for this many iterations (optimizer steps)
     failures: Failure rates: meta-rsc1 (default), meta-rsc2 (Meta's two research clusters) or none

@@ -170,7 +170,7 @@ pub fn work_launches(
         Work::OptimizerStep { params } => memory_bound(
             params as f64
                 * optimizer_step::optimizer_bytes_per_param(
-                    scenario.options.gradient_accumulation_fusion,
+                    scenario.options.fp32_main_grads(),
                     scenario.options.optimizer,
                 ),
         )

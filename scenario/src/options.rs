@@ -487,6 +487,14 @@ impl TrainingOptionsFile {
 }
 
 impl TrainingOptions {
+    /// Whether the `main_grad` buffer is fp32 (4 bytes per parameter: what
+    /// gradients occupy and what the data-parallel reduction moves) rather
+    /// than 2-byte: with Megatron's fused accumulation
+    /// (`gradient_accumulation_fusion`).
+    pub fn fp32_main_grads(&self) -> bool {
+        self.gradient_accumulation_fusion
+    }
+
     /// Data-parallel ranks that share one copy of the sharded model states
     /// (`data_parallel` unless HSDP groups are smaller).
     pub fn shard_group(&self, data_parallel: u32) -> u32 {

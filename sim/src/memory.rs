@@ -312,7 +312,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
             };
             let mut weight_bytes = parameters * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
             let grad_bytes_per_param =
-                gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+                gradients::main_grad_bytes_per_param(scenario.options.fp32_main_grads());
             let optimizer = scenario.options.optimizer;
             let (gradient_bytes, optimizer_state_bytes, cpu_bytes) = match scenario.options.offload
             {

@@ -21,8 +21,7 @@ pub fn write_optimizer(
         optimizer.name(),
         optimizer.description()
     )?;
-    let phases =
-        optimizer_step::optimizer_phases(scenario.options.gradient_accumulation_fusion, optimizer);
+    let phases = optimizer_step::optimizer_phases(scenario.options.fp32_main_grads(), optimizer);
     let total: f64 = phases.iter().map(|phase| phase.bytes_per_param).sum();
     let kernels: Vec<String> = phases
         .iter()

@@ -27,9 +27,10 @@ use std::num::NonZeroU64;
 pub const UNFUSED_ACCUMULATION_BYTES_PER_PARAM: f64 = 6.0;
 
 /// Bytes per parameter of the `main_grad` buffer — what the data-parallel
-/// all-reduce moves and what gradients occupy in memory: fp16 unfused, fp32 fused.
-pub fn main_grad_bytes_per_param(fused_accumulation: bool) -> u64 {
-    if fused_accumulation {
+/// all-reduce moves and what gradients occupy in memory: 2 (fp16/bf16) or 4
+/// (fp32: [`scenario::TrainingOptions::fp32_main_grads`]).
+pub fn main_grad_bytes_per_param(fp32_main_grads: bool) -> u64 {
+    if fp32_main_grads {
         4
     } else {
         2

@@ -150,11 +150,11 @@ impl<'a> KernelCostModel<'a> {
     pub fn optimizer_seconds(
         &self,
         params: u64,
-        fused_accumulation: bool,
+        fp32_main_grads: bool,
         optimizer: scenario::Optimizer,
     ) -> f64 {
         self.memory
-            .optimizer_seconds(params, fused_accumulation, optimizer)
+            .optimizer_seconds(params, fp32_main_grads, optimizer)
             / self.profile.fitted.memory_bound
     }
 

@@ -186,14 +186,14 @@ impl<'a> MemoryCostModel<'a> {
     pub fn optimizer_seconds(
         &self,
         params: u64,
-        fused_accumulation: bool,
+        fp32_main_grads: bool,
         optimizer: scenario::Optimizer,
     ) -> f64 {
         let params = params as f64;
         let mut measured_s = 0.0;
         let mut any_measured = false;
         let mut unmeasured_bytes = 0.0;
-        for phase in optimizer_step::optimizer_phases(fused_accumulation, optimizer) {
+        for phase in optimizer_step::optimizer_phases(fp32_main_grads, optimizer) {
             let bytes = params * phase.bytes_per_param;
             match phase
                 .class
@@ -208,7 +208,7 @@ impl<'a> MemoryCostModel<'a> {
         }
         if !any_measured {
             return self.unmeasured_seconds(
-                params * optimizer_step::optimizer_bytes_per_param(fused_accumulation, optimizer),
+                params * optimizer_step::optimizer_bytes_per_param(fp32_main_grads, optimizer),
             );
         }
         if unmeasured_bytes > 0.0 {

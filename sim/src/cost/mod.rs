@@ -615,7 +615,7 @@ fn cost_work(
             flops: 0.0,
         },
         Work::OptimizerStep { params } => {
-            let fused = scenario.options.gradient_accumulation_fusion;
+            let fused = scenario.options.fp32_main_grads();
             let optimizer = scenario.options.optimizer;
             let bytes = params as f64 * optimizer_step::optimizer_bytes_per_param(fused, optimizer);
             WorkCost {

@@ -105,10 +105,10 @@ pub fn update_phases(optimizer: Optimizer) -> &'static [OptimizerPhase] {
     }
 }
 
-/// The wrapper's phases before the update: unfused, the fp16 gradient
-/// buffer zeroed (2) and copied to fp32 (6); fused (fp32 main gradients),
-/// a 4-byte zeroing and no copy. Then unscale and inf check, and the norm.
-fn wrapper_phases_before(fused_accumulation: bool) -> &'static [OptimizerPhase] {
+/// The wrapper's phases before the update: with 2-byte main gradients, the
+/// buffer zeroed (2) and copied to fp32 (6); with fp32 main gradients (fused
+/// accumulation), a 4-byte zeroing and no copy. Then unscale and inf check, and the norm.
+fn wrapper_phases_before(fp32_main_grads: bool) -> &'static [OptimizerPhase] {
     const UNFUSED: [OptimizerPhase; 4] = [
         phase("optimizer.zero_grad", None, 2.0),
         phase(
@@ -140,7 +140,7 @@ fn wrapper_phases_before(fused_accumulation: bool) -> &'static [OptimizerPhase] 
             4.0,
         ),
     ];
-    if fused_accumulation {
+    if fp32_main_grads {
         &FUSED
     } else {
         &UNFUSED
@@ -157,16 +157,16 @@ const COPY_PARAMS: OptimizerPhase = phase(
 /// The kernels of the optimizer step in order, with the bytes each moves
 /// per parameter; Adam's add up to [`OPTIMIZER_BYTES_PER_PARAM_UNFUSED`]
 /// or [`OPTIMIZER_BYTES_PER_PARAM_FUSED`].
-pub fn optimizer_phases(fused_accumulation: bool, optimizer: Optimizer) -> Vec<OptimizerPhase> {
-    let mut phases = wrapper_phases_before(fused_accumulation).to_vec();
+pub fn optimizer_phases(fp32_main_grads: bool, optimizer: Optimizer) -> Vec<OptimizerPhase> {
+    let mut phases = wrapper_phases_before(fp32_main_grads).to_vec();
     phases.extend_from_slice(update_phases(optimizer));
     phases.push(COPY_PARAMS);
     phases
 }
 
 /// HBM bytes per parameter of the optimizer step.
-pub fn optimizer_bytes_per_param(fused_accumulation: bool, optimizer: Optimizer) -> f64 {
-    optimizer_phases(fused_accumulation, optimizer)
+pub fn optimizer_bytes_per_param(fp32_main_grads: bool, optimizer: Optimizer) -> f64 {
+    optimizer_phases(fp32_main_grads, optimizer)
         .iter()
         .map(|phase| phase.bytes_per_param)
         .sum()

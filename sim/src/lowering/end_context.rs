@@ -94,7 +94,7 @@ impl<'a> EndContext<'a> {
 
     /// Bytes of one parameter's gradient in the reduced buffer.
     pub fn gradient_bytes_per_param(&self) -> u64 {
-        gradients::main_grad_bytes_per_param(self.scenario.options.gradient_accumulation_fusion)
+        gradients::main_grad_bytes_per_param(self.scenario.options.fp32_main_grads())
     }
 }
 

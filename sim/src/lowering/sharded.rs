@@ -181,8 +181,7 @@ pub fn emit(
 ) -> Vec<Vec<Vec<StepId>>> {
     let layout = scenario.layout;
     let (t, p) = (layout.tensor_parallel.get(), layout.pipeline_parallel.get());
-    let gradient_bytes =
-        gradients::main_grad_bytes_per_param(scenario.options.gradient_accumulation_fusion);
+    let gradient_bytes = gradients::main_grad_bytes_per_param(scenario.options.fp32_main_grads());
     let (n, replicas) = (plan.group, plan.replicas);
     let expert_data_parallel = layout.expert_replicas();
     // Replicas lowered: all, or the representative alone (`crate::symmetry`,
@@ -390,7 +389,7 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
     let n = options.shard_group(d);
     let sharding = scenario.layout.sharding();
     let per_layer = parameters_of_layers(&scenario.model, sharding, 1, false, false);
-    let gradient_bytes = gradients::main_grad_bytes_per_param(options.gradient_accumulation_fusion);
+    let gradient_bytes = gradients::main_grad_bytes_per_param(options.fp32_main_grads());
     let mut text = format!(
         "\nsharded data parallelism: ZeRO-{} ({}) over shard groups of {n} of the {d} data-parallel{} ranks{}\n",
         options.sharding.stage(),

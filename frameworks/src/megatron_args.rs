@@ -14,7 +14,7 @@
 use crate::megatron_flags::{ignored_because, Flags};
 use crate::reading::{Ignored, Reading, Translation, TranslationError};
 use scenario::{
-    MoeDispatcher, Precision, Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile,
+    MoeDispatcher, Optimizer, Precision, Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile,
 };
 use serde_json::{json, Map, Value};
 
@@ -353,6 +353,36 @@ impl Reader<'_> {
                 self.note(format!("--{flag}"), what.into());
                 set(&mut self.file.options);
             }
+        }
+        if let Some(name) = self.flags.text("optimizer", self.problems) {
+            match name.as_str() {
+                // Megatron's adam is apex/TE FusedAdam in AdamW mode: the same
+                // state and kernels as clustersim's adam.
+                "adam" => self.note("--optimizer adam".into(), "optimizer adam (AdamW)".into()),
+                "sgd" => {
+                    self.note(
+                        "--optimizer sgd".into(),
+                        "optimizer sgd (with momentum)".into(),
+                    );
+                    self.file.options.optimizer = Some(Optimizer::Sgd);
+                }
+                other => self.problems.push(format!(
+                    "--optimizer {other}: not modeled (clustersim models Megatron's adam and sgd)"
+                )),
+            }
+        }
+        if self.flags.switch("grad-reduce-in-bf16") {
+            // Megatron-LM applies it under --bf16 only; unfused, the
+            // simulator's main gradients are 2 bytes already.
+            let effect = if !self.flags.switch("bf16") {
+                "no effect: Megatron-LM applies it under --bf16 only"
+            } else if self.flags.switch("no-gradient-accumulation-fusion") {
+                "no effect here: unfused main gradients are already 2 bytes per parameter"
+            } else {
+                self.file.options.grad_reduce_in_bf16 = Some(true);
+                "bf16 main gradients and data-parallel reductions"
+            };
+            self.note("--grad-reduce-in-bf16".into(), effect.into());
         }
     }
 

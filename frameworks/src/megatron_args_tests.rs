@@ -58,10 +58,12 @@ fn llama3_8b_fp8_example_reads_as_its_model_and_layout() {
         .ignored
         .iter()
         .any(|i| i.argument.starts_with("--save ") && i.reason.contains("checkpoints")));
-    assert!(t
+    // Read, not ignored: bf16 main gradients under --bf16 with fused accumulation.
+    assert!(!t
         .ignored
         .iter()
         .any(|i| i.argument == "--grad-reduce-in-bf16"));
+    assert_eq!(t.scenario.options.grad_reduce_in_bf16, Some(true));
 }
 
 #[test]
@@ -130,4 +132,34 @@ fn interleaving_and_vocabulary_padding_follow_megatron() {
     assert_eq!(model["tied_embeddings"], true);
     assert_eq!(model["attention_dropout"], 0.1);
     assert_eq!(t.world_size, None);
+}
+
+#[test]
+fn the_optimizer_and_bf16_gradient_reduction_are_read_where_they_apply() {
+    let model = "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 \
+                 --vocab-size 50257 --micro-batch-size 1";
+    let t = read(
+        &format!("{model} --bf16 --optimizer sgd --grad-reduce-in-bf16"),
+        "args",
+    )
+    .unwrap();
+    assert_eq!(t.scenario.options.optimizer, Some(scenario::Optimizer::Sgd));
+    assert_eq!(t.scenario.options.grad_reduce_in_bf16, Some(true));
+    // Adam is the default; fp16 and unfused runs keep 2-byte gradients.
+    let t = read(
+        &format!("{model} --fp16 --optimizer adam --grad-reduce-in-bf16"),
+        "args",
+    )
+    .unwrap();
+    assert_eq!(t.scenario.options.optimizer, None);
+    assert_eq!(t.scenario.options.grad_reduce_in_bf16, None);
+    assert!(meaning(&t, "--grad-reduce-in-bf16").contains("under --bf16 only"));
+    let unfused = format!("{model} --bf16 --no-gradient-accumulation-fusion --grad-reduce-in-bf16");
+    let t = read(&unfused, "args").unwrap();
+    assert_eq!(t.scenario.options.grad_reduce_in_bf16, None);
+    let error = read(&format!("{model} --bf16 --optimizer muon"), "args").unwrap_err();
+    assert!(
+        error.to_string().contains("--optimizer muon: not modeled"),
+        "{error}"
+    );
 }

@@ -53,6 +53,7 @@ def simulate(
     overlap_grad_reduce: Optional[bool] = None,
     grad_reduce_bucket_params: Optional[_Value] = None,
     grad_accumulation_fusion: Optional[bool] = None,
+    grad_reduce_in_bf16: Optional[bool] = None,
     async_tensor_allreduce: Optional[bool] = None,
     tp_comm_overlap: Optional[bool] = None,
     tp_comm_overlap_config: Optional[Literal['te-defaults', 'ub_cfg_h100_h12288_tp4_mbs1_seqlen2048', 'ub_cfg_h100_h12288_tp4_mbs2_seqlen2048', 'ub_cfg_h100_h6144_tp2_mbs2_seqlen2048', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen4096', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192', 'userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192']] = None,
@@ -182,6 +183,10 @@ def simulate(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
+        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
+        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
+        false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,
@@ -311,6 +316,7 @@ def timeline(
     overlap_grad_reduce: Optional[bool] = None,
     grad_reduce_bucket_params: Optional[_Value] = None,
     grad_accumulation_fusion: Optional[bool] = None,
+    grad_reduce_in_bf16: Optional[bool] = None,
     async_tensor_allreduce: Optional[bool] = None,
     tp_comm_overlap: Optional[bool] = None,
     tp_comm_overlap_config: Optional[Literal['te-defaults', 'ub_cfg_h100_h12288_tp4_mbs1_seqlen2048', 'ub_cfg_h100_h12288_tp4_mbs2_seqlen2048', 'ub_cfg_h100_h6144_tp2_mbs2_seqlen2048', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen4096', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192', 'userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192']] = None,
@@ -439,6 +445,10 @@ def timeline(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
+        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
+        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
+        false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,
@@ -564,6 +574,7 @@ def sweep(
     overlap_grad_reduce: Optional[bool] = None,
     grad_reduce_bucket_params: Optional[Union[_Value, Sequence[_Value]]] = None,
     grad_accumulation_fusion: Optional[bool] = None,
+    grad_reduce_in_bf16: Optional[bool] = None,
     async_tensor_allreduce: Optional[bool] = None,
     tp_comm_overlap: Optional[bool] = None,
     tp_comm_overlap_config: Optional[Union[Literal['te-defaults', 'ub_cfg_h100_h12288_tp4_mbs1_seqlen2048', 'ub_cfg_h100_h12288_tp4_mbs2_seqlen2048', 'ub_cfg_h100_h6144_tp2_mbs2_seqlen2048', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen4096', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192', 'userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192'], Sequence[Literal['te-defaults', 'ub_cfg_h100_h12288_tp4_mbs1_seqlen2048', 'ub_cfg_h100_h12288_tp4_mbs2_seqlen2048', 'ub_cfg_h100_h6144_tp2_mbs2_seqlen2048', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen4096', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192', 'userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192']]]] = None,
@@ -652,6 +663,10 @@ def sweep(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
+        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
+        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
+        false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,
@@ -753,6 +768,7 @@ def run_plan(
     overlap_grad_reduce: Optional[bool] = None,
     grad_reduce_bucket_params: Optional[_Value] = None,
     grad_accumulation_fusion: Optional[bool] = None,
+    grad_reduce_in_bf16: Optional[bool] = None,
     async_tensor_allreduce: Optional[bool] = None,
     tp_comm_overlap: Optional[bool] = None,
     tp_comm_overlap_config: Optional[Literal['te-defaults', 'ub_cfg_h100_h12288_tp4_mbs1_seqlen2048', 'ub_cfg_h100_h12288_tp4_mbs2_seqlen2048', 'ub_cfg_h100_h6144_tp2_mbs2_seqlen2048', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen4096', 'ub_cfg_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192', 'userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192', 'userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192']] = None,
@@ -898,6 +914,10 @@ def run_plan(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
+        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
+        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
+        false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,

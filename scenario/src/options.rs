@@ -130,6 +130,13 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long = "grad-accumulation-fusion", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub gradient_accumulation_fusion: Option<bool>,
+    /// Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under
+    /// bf16 or fp8, the main gradients are kept, accumulated and
+    /// reduce-scattered or all-reduced in bf16 (2 bytes per parameter instead
+    /// of fp32's 4), and the optimizer copies them to fp32 (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    pub grad_reduce_in_bf16: Option<bool>,
     /// Megatron's asynchronous tensor all-reduce (2022): each column-parallel
     /// layer's backward all-reduce overlaps its weight-gradient GEMM; only the
     /// part longer than that GEMM is exposed (default false: blocking, as in
@@ -273,6 +280,10 @@ pub struct TrainingOptions {
     /// Weight gradients accumulate in fp32 inside the GEMMs (no per-microbatch
     /// accumulation kernel; fp32 data-parallel all-reduce).
     pub gradient_accumulation_fusion: bool,
+    /// With fused accumulation, the main gradients in bf16 (Megatron-Core
+    /// `--grad-reduce-in-bf16`): 2-byte reductions and gradient memory.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub grad_reduce_in_bf16: bool,
     /// Column-parallel backward all-reduces overlap their weight-gradient GEMMs.
     pub async_tensor_allreduce: bool,
     /// Sequence-parallel all-gathers and reduce-scatters overlap the linear
@@ -335,6 +346,7 @@ impl TrainingOptionsFile {
             gradient_accumulation_fusion: self
                 .gradient_accumulation_fusion
                 .or(base.gradient_accumulation_fusion),
+            grad_reduce_in_bf16: self.grad_reduce_in_bf16.or(base.grad_reduce_in_bf16),
             async_tensor_allreduce: self.async_tensor_allreduce.or(base.async_tensor_allreduce),
             tp_comm_overlap: self.tp_comm_overlap.or(base.tp_comm_overlap),
             tp_comm_overlap_config: self.tp_comm_overlap_config.or(base.tp_comm_overlap_config),
@@ -369,6 +381,7 @@ impl TrainingOptionsFile {
             overlap_grad_reduce: self.overlap_grad_reduce.unwrap_or(false),
             grad_reduce_bucket_params: self.grad_reduce_bucket_params,
             gradient_accumulation_fusion: self.gradient_accumulation_fusion.unwrap_or(false),
+            grad_reduce_in_bf16: self.grad_reduce_in_bf16.unwrap_or(false),
             async_tensor_allreduce: self.async_tensor_allreduce.unwrap_or(false),
             tp_comm_overlap: self.tp_comm_overlap.unwrap_or(false),
             tp_comm_overlap_config: self.tp_comm_overlap_config.unwrap_or_default(),
@@ -481,6 +494,14 @@ impl TrainingOptionsFile {
         if zero_offload && options.gradient_accumulation_fusion {
             problems.push(Problem::new("gradient_accumulation_fusion", "Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)"));
         }
+        if options.grad_reduce_in_bf16 {
+            if options.precision == Precision::Fp16 {
+                problems.push(Problem::new("grad_reduce_in_bf16", "needs precision bf16 or fp8 (Megatron-LM applies --grad-reduce-in-bf16 under --bf16 only)"));
+            }
+            if !options.gradient_accumulation_fusion {
+                problems.push(Problem::new("grad_reduce_in_bf16", "only meaningful with gradient_accumulation_fusion (without it the main gradients are already 2 bytes per parameter here)"));
+            }
+        }
         crate::optimizer::check_compatible(&options, problems);
         options
     }
@@ -490,9 +511,9 @@ impl TrainingOptions {
     /// Whether the `main_grad` buffer is fp32 (4 bytes per parameter: what
     /// gradients occupy and what the data-parallel reduction moves) rather
     /// than 2-byte: with Megatron's fused accumulation
-    /// (`gradient_accumulation_fusion`).
+    /// (`gradient_accumulation_fusion`) unless `grad_reduce_in_bf16`.
     pub fn fp32_main_grads(&self) -> bool {
-        self.gradient_accumulation_fusion
+        self.gradient_accumulation_fusion && !self.grad_reduce_in_bf16
     }
 
     /// Data-parallel ranks that share one copy of the sharded model states
@@ -538,6 +559,9 @@ impl TrainingOptions {
         }
         if self.gradient_accumulation_fusion {
             labels.push("fused grad accumulation".into());
+        }
+        if self.grad_reduce_in_bf16 {
+            labels.push("bf16 grad reduce".into());
         }
         match self.sharding {
             ZeroStage::None | ZeroStage::Optimizer if self.distributed_optimizer => {

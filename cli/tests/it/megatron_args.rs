@@ -26,7 +26,8 @@ fn the_llama3_8b_example_simulates_with_what_it_read_and_ignored() {
     assert!(output.status.success(), "{}", stderr(&output));
     let report = stderr(&output);
     for needle in [
-        "14 arguments understood",
+        "15 arguments understood",
+        "bf16 main gradients and data-parallel reductions",
         "torchrun: 8 GPUs",
         "dp = 8 / (tp·pp·cp = 1) = 8",
         "fp8 (delayed scaling; the rest in bf16)",

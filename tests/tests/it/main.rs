@@ -18,6 +18,7 @@ mod engine_reference;
 mod fair_share_properties;
 mod fit;
 mod fp8;
+mod grad_reduce_bf16;
 mod h100_moe_published;
 mod h100_published;
 mod local_ddp;

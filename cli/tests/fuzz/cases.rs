@@ -370,7 +370,7 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         ),
         ("--profile", &["profile.json"][..], 10),
         ("--stack", &["stack.json", "megatron-core-2024"][..], 10),
-        // The sweep's lists: cp degrees, ZeRO stages, precisions.
+        // The sweep's lists: cp degrees, ZeRO stages, precisions, optimizers.
         (
             "--cp",
             &["1,2", "2", "1,2,4", "3,1", "0", "4294967295", ","][..],
@@ -382,6 +382,11 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
             "--precision",
             &["bf16,fp8", "fp16,bf16,fp8", "fp8,fp9"][..],
             20,
+        ),
+        (
+            "--optimizer",
+            &["adam,adam8bit", "lion,sgd,adafactor", "adam,adagrad"][..],
+            15,
         ),
     ] {
         if rng.chance(percent) {

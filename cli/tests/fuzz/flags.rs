@@ -331,6 +331,13 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         // DeepEP's dispatch and DualPipe's overlapped pairs.
         ("--moe-dispatcher", &["nccl", "deepep", "nvshmem"][..], 8),
         ("--pair-overlap", &["true", "false", "maybe"][..], 10),
+        // Optimizers and bf16 gradient reduction (issue 36).
+        (
+            "--optimizer",
+            &["adam", "adafactor", "adam8bit", "lion", "sgd", "adagrad"][..],
+            8,
+        ),
+        ("--grad-reduce-in-bf16", &["true", "false", "maybe"][..], 8),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

@@ -22,6 +22,8 @@ mod moe_dispatcher;
 mod offload;
 pub mod optimizer;
 mod options;
+mod options_checks;
+mod options_title;
 mod pipeline_layout;
 pub mod post_validation;
 mod problem;

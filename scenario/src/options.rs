@@ -17,7 +17,6 @@
 use crate::moe_dispatcher::MoeDispatcher;
 use crate::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use crate::optimizer::Optimizer;
-use crate::problem::Problem;
 use crate::userbuffers::UserbuffersConfig;
 pub use crate::zero_stage::ZeroStage;
 use serde::{Deserialize, Serialize};
@@ -414,97 +413,6 @@ impl TrainingOptionsFile {
             optimizer: self.optimizer.unwrap_or_default(),
         }
     }
-
-    /// Validates the options for a layout with `pipeline_parallel` stages
-    /// and `data_parallel` replicas; every problem is appended, naming its key.
-    pub fn resolve(
-        &self,
-        pipeline_parallel: u32,
-        data_parallel: u32,
-        problems: &mut Vec<Problem>,
-    ) -> TrainingOptions {
-        let options = self.with_defaults();
-        self.check_sharding(data_parallel, problems);
-        let zero_offload = options.offload.is_some();
-        let delayed_update = self.delayed_update.unwrap_or(false);
-        if delayed_update && !zero_offload {
-            problems.push(Problem::new("delayed_update", "needs zero_offload (the delayed parameter update overlaps ZeRO-Offload's CPU optimizer step; add --zero-offload)"));
-        }
-        if let Some(warmup) = self.dpu_warmup_iterations.filter(|&w| w > MAX_DPU_WARMUP) {
-            problems.push(Problem::new("dpu_warmup_iterations", format!(
-                "at most {MAX_DPU_WARMUP} (warm-up + 3 iterations are simulated, at most {}), got {warmup}",
-                u16::MAX
-            )));
-        }
-        if self.dpu_warmup_iterations.is_some() && !delayed_update {
-            problems.push(Problem::new(
-                "dpu_warmup_iterations",
-                "only meaningful with delayed_update (--delayed-update)",
-            ));
-        }
-        if self.offload_bucket_params.is_some() && !zero_offload {
-            problems.push(Problem::new(
-                "offload_bucket_params",
-                "only meaningful with zero_offload",
-            ));
-        }
-        if self.offload_bucket_params == Some(0) {
-            problems.push(Problem::new("offload_bucket_params", "must be at least 1"));
-        }
-        if zero_offload && pipeline_parallel > 1 {
-            problems.push(Problem::new("zero_offload", format!(
-                "pipeline parallelism is not supported with ZeRO-Offload (pp = {pipeline_parallel}); it composes with data and tensor parallelism, as in the paper: use --pp 1"
-            )));
-        }
-        if let Some(bucket) = self.grad_reduce_bucket_params {
-            if bucket == 0 {
-                problems.push(Problem::new(
-                    "grad_reduce_bucket_params",
-                    "must be at least 1",
-                ));
-            }
-            if self.overlap_grad_reduce != Some(true) && options.sharding != ZeroStage::Gradients {
-                problems.push(Problem::new("grad_reduce_bucket_params", "needs overlap_grad_reduce or zero_stage 2 (buckets only matter when the all-reduce overlaps the backward)"));
-            }
-            if zero_offload {
-                problems.push(Problem::new(
-                    "grad_reduce_bucket_params",
-                    "zero_offload buckets its gradients with offload_bucket_params instead",
-                ));
-            }
-        }
-        if options.async_tensor_allreduce && options.sequence_parallel {
-            problems.push(Problem::new("async_tensor_allreduce", "Megatron turns it off under sequence_parallel (whose reduce-scatters and all-gathers overlap differently, which is not modeled)"));
-        }
-        if options.tp_comm_overlap && !options.sequence_parallel {
-            problems.push(Problem::new("tp_comm_overlap", "needs sequence_parallel (Megatron-Core overlaps the sequence-parallel all-gathers and reduce-scatters with the linear layers' GEMMs; add --sequence-parallel)"));
-        }
-        if self.tp_comm_overlap_config.is_some() && !options.tp_comm_overlap {
-            problems.push(Problem::new(
-                "tp_comm_overlap_config",
-                "only meaningful with tp_comm_overlap (--tp-comm-overlap)",
-            ));
-        }
-        if options.tp_comm_overlap && zero_offload {
-            problems.push(Problem::new("tp_comm_overlap", "not modeled under zero_offload (DeepSpeed has no Transformer Engine userbuffers overlap)"));
-        }
-        if zero_offload && options.distributed_optimizer && self.sharding().is_none() {
-            problems.push(Problem::new("distributed_optimizer", "ZeRO-Offload already partitions gradients and optimizer states over the data-parallel group"));
-        }
-        if zero_offload && options.gradient_accumulation_fusion {
-            problems.push(Problem::new("gradient_accumulation_fusion", "Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)"));
-        }
-        if options.grad_reduce_in_bf16 {
-            if options.precision == Precision::Fp16 {
-                problems.push(Problem::new("grad_reduce_in_bf16", "needs precision bf16 or fp8 (Megatron-LM applies --grad-reduce-in-bf16 under --bf16 only)"));
-            }
-            if !options.gradient_accumulation_fusion {
-                problems.push(Problem::new("grad_reduce_in_bf16", "only meaningful with gradient_accumulation_fusion (without it the main gradients are already 2 bytes per parameter here)"));
-            }
-        }
-        crate::optimizer::check_compatible(&options, problems);
-        options
-    }
 }
 
 impl TrainingOptions {
@@ -536,90 +444,11 @@ impl TrainingOptions {
             _ => 1,
         }
     }
-
-    /// " · label" for every option that is on, in a fixed order ("" when
-    /// none is); `iterations` is the number simulated (shown with the delayed update).
-    pub fn title_suffix(&self, iterations: u32) -> String {
-        let mut labels = Vec::new();
-        if self.precision != Precision::default() {
-            labels.push(self.precision.name().to_string());
-        }
-        if !self.optimizer.is_default() {
-            labels.push(self.optimizer.name().to_string());
-        }
-        if self.sequence_parallel {
-            labels.push("sequence parallel".to_string());
-        }
-        match (self.overlap_grad_reduce, self.grad_reduce_bucket_params) {
-            (false, _) => {}
-            (true, None) => labels.push("overlapped grad reduce".into()),
-            (true, Some(bucket)) => {
-                labels.push(format!("overlapped grad reduce ({bucket}-param buckets)"))
-            }
-        }
-        if self.gradient_accumulation_fusion {
-            labels.push("fused grad accumulation".into());
-        }
-        if self.grad_reduce_in_bf16 {
-            labels.push("bf16 grad reduce".into());
-        }
-        match self.sharding {
-            ZeroStage::None | ZeroStage::Optimizer if self.distributed_optimizer => {
-                labels.push("distributed optimizer".into())
-            }
-            ZeroStage::None | ZeroStage::Optimizer => {}
-            ZeroStage::Gradients => labels.push("ZeRO-2 sharded gradients".into()),
-            ZeroStage::Full => labels.push("ZeRO-3/FSDP full sharding".into()),
-        }
-        if let Some(group) = self.shard_group_size {
-            labels.push(format!("HSDP shard groups of {group}"));
-        }
-        if self.overlap_param_gather {
-            labels.push("overlapped param gather".into());
-        }
-        if self.async_tensor_allreduce {
-            labels.push("async TP all-reduce".into());
-        }
-        if self.tp_comm_overlap {
-            labels.push(match self.tp_comm_overlap_config {
-                UserbuffersConfig::TeDefaults => "TP comm overlap".into(),
-                config => format!("TP comm overlap ({})", config.name()),
-            });
-        }
-        match self.offload {
-            None => {}
-            Some(Offload {
-                delayed_update: false,
-                ..
-            }) => labels.push("ZeRO-Offload".into()),
-            Some(Offload {
-                delayed_update: true,
-                dpu_warmup_iterations,
-                ..
-            }) => labels.push(format!(
-                "ZeRO-Offload + DPU (warm-up {dpu_warmup_iterations}, {iterations} iterations)"
-            )),
-        }
-        if self.optimizer_post_validation {
-            labels.push(format!(
-                "optimizer post-validation ({iterations} iterations)"
-            ));
-        }
-        if self.pair_overlap {
-            labels.push("overlapped F&B pairs".into());
-        }
-        if !self.moe_dispatcher.is_default() {
-            labels.push(format!("{} dispatcher", self.moe_dispatcher.name()));
-        }
-        if self.network_contention {
-            labels.push("contention".into());
-        }
-        labels.iter().map(|label| format!(" · {label}")).collect()
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::problem::Problem;
 
     #[test]
     fn precision_defaults_to_fp16_merges_and_labels_bf16() {

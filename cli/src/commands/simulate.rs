@@ -329,15 +329,24 @@ fn write_summary(
     defaults: &DefaultsNote,
     slow_ranks: bool,
 ) -> anyhow::Result<()> {
-    let m = &report.metrics;
+    let what = WhatRan::of(scenario, &report.metrics);
+    write_run_header(out, scenario, defaults, &what)?;
+    write_rates(out, scenario, report, range, &what)?;
+    write_communication(out, scenario, report)?;
+    write_memory(out, scenario, report)?;
+    write_simulation(out, scenario, report, elapsed_s, slow_ranks)
+}
+
+/// The summary's title, stack, defaults, GPUs and model lines.
+fn write_run_header(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    defaults: &DefaultsNote,
+    what: &WhatRan,
+) -> anyhow::Result<()> {
     let layout = &scenario.layout;
     let gpus = layout.gpus();
     let nodes = gpus.div_ceil(scenario.topology.node.gpus_per_node);
-    let peak = report.peak_memory();
-    let (min_stage, max_stage) = m
-        .bubble_fraction_per_stage
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), &b| (lo.min(b), hi.max(b)));
     writeln!(out, "clustersim · {}", scenario.title())?;
     writeln!(
         out,
@@ -359,8 +368,23 @@ fn write_summary(
         scenario.topology.node.gpus_per_node,
         layout.microbatches.get()
     )?;
-    let what = WhatRan::of(scenario, m);
     writeln!(out, "  model               {}", what.model_line(scenario))?;
+    Ok(())
+}
+
+/// Iteration time, throughput, its expected range, TFLOP/s and the bubble.
+fn write_rates(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    report: &SimulationReport,
+    range: &ExpectedRange,
+    what: &WhatRan,
+) -> anyhow::Result<()> {
+    let m = &report.metrics;
+    let (min_stage, max_stage) = m
+        .bubble_fraction_per_stage
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), &b| (lo.min(b), hi.max(b)));
     writeln!(out, "  iteration time      {:.3} s", m.iteration_time_s)?;
     writeln!(
         out,
@@ -388,6 +412,16 @@ fn write_summary(
         "  bubble fraction     {:.4} mean (stages {:.4} … {:.4}); compute {:.3} s per GPU",
         m.bubble_fraction, min_stage, max_stage, m.compute_time_s
     )?;
+    Ok(())
+}
+
+/// Exposed communication, the experts' routing, accuracy and host-bound time.
+fn write_communication(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    report: &SimulationReport,
+) -> anyhow::Result<()> {
+    let m = &report.metrics;
     let e = &m.exposed_communication;
     // Expert all-to-alls are named only when a mixture of experts has them.
     let ep = if e.expert_parallel_s > 0.0 {
@@ -419,6 +453,16 @@ fn write_summary(
             scenario.stack.host.map_or(0.0, |h| h.kernel_issue_ns as f64 / 1e3)
         )?;
     }
+    Ok(())
+}
+
+/// Peak memory, ZeRO-Offload's host memory and post-validation's line.
+fn write_memory(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    report: &SimulationReport,
+) -> anyhow::Result<()> {
+    let peak = report.peak_memory();
     writeln!(
         out,
         "  peak memory / GPU   {:.1} GiB of {:.1} GiB (stage {}: weights+grads+{} {:.1}, activations {:.1}{}, {} microbatches in flight) — {}",
@@ -445,6 +489,17 @@ fn write_summary(
     if let Some(line) = super::post_validation::summary_line(scenario, report) {
         writeln!(out, "{line}")?;
     }
+    Ok(())
+}
+
+/// What the simulation ran: tasks, edges, events, time and its mode.
+fn write_simulation(
+    out: &mut impl Write,
+    scenario: &Scenario,
+    report: &SimulationReport,
+    elapsed_s: f64,
+    slow_ranks: bool,
+) -> anyhow::Result<()> {
     writeln!(
         out,
         "  simulation          {} tasks, {} edges, {} events in {:.3} s (profile {})",

@@ -145,6 +145,25 @@ fn simulate_outputs_follow_their_schema() {
             ],
         ]
         .concat(),
+        // A non-default optimizer and bf16 gradient reduction.
+        [
+            &["--model", "llama3-8b"],
+            &h100[..],
+            &[
+                "--tp",
+                "1",
+                "--pp",
+                "1",
+                "--dp",
+                "8",
+                "--global-batch",
+                "32",
+                "--optimizer",
+                "adam8bit",
+                "--grad-reduce-in-bf16",
+            ],
+        ]
+        .concat(),
         vec![
             "--model",
             "gpt-22b",
@@ -259,6 +278,9 @@ fn sweep_documents_follow_their_schema() {
         "1,3",
         "--precision",
         "bf16,fp8",
+        "--optimizer",
+        "adam,lion",
+        "--grad-reduce-in-bf16",
         "--schedule",
         "interleaved",
         "--microbatch-groups",

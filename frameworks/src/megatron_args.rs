@@ -372,12 +372,9 @@ impl Reader<'_> {
             }
         }
         if self.flags.switch("grad-reduce-in-bf16") {
-            // Megatron-LM applies it under --bf16 only; unfused, the
-            // simulator's main gradients are 2 bytes already.
+            // Megatron-LM applies it under --bf16 only.
             let effect = if !self.flags.switch("bf16") {
                 "no effect: Megatron-LM applies it under --bf16 only"
-            } else if self.flags.switch("no-gradient-accumulation-fusion") {
-                "no effect here: unfused main gradients are already 2 bytes per parameter"
             } else {
                 self.file.options.grad_reduce_in_bf16 = Some(true);
                 "bf16 main gradients and data-parallel reductions"

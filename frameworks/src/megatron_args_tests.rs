@@ -145,7 +145,7 @@ fn the_optimizer_and_bf16_gradient_reduction_are_read_where_they_apply() {
     .unwrap();
     assert_eq!(t.scenario.options.optimizer, Some(scenario::Optimizer::Sgd));
     assert_eq!(t.scenario.options.grad_reduce_in_bf16, Some(true));
-    // Adam is the default; fp16 and unfused runs keep 2-byte gradients.
+    // Adam is the default; under fp16 the flag does nothing.
     let t = read(
         &format!("{model} --fp16 --optimizer adam --grad-reduce-in-bf16"),
         "args",
@@ -156,7 +156,7 @@ fn the_optimizer_and_bf16_gradient_reduction_are_read_where_they_apply() {
     assert!(meaning(&t, "--grad-reduce-in-bf16").contains("under --bf16 only"));
     let unfused = format!("{model} --bf16 --no-gradient-accumulation-fusion --grad-reduce-in-bf16");
     let t = read(&unfused, "args").unwrap();
-    assert_eq!(t.scenario.options.grad_reduce_in_bf16, None);
+    assert_eq!(t.scenario.options.grad_reduce_in_bf16, Some(true));
     let error = read(&format!("{model} --bf16 --optimizer muon"), "args").unwrap_err();
     assert!(
         error.to_string().contains("--optimizer muon: not modeled"),

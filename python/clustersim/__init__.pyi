@@ -183,10 +183,10 @@ def simulate(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
-    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
-        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
-        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
-        false)
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: under bf16 or fp8, the main
+        gradients (fp32 otherwise, as Megatron keeps them) are kept, accumulated and reduce-
+        scattered or all-reduced in bf16 (2 bytes per parameter instead of 4), and the optimizer
+        copies them to fp32 (default false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,
@@ -445,10 +445,10 @@ def timeline(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
-    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
-        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
-        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
-        false)
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: under bf16 or fp8, the main
+        gradients (fp32 otherwise, as Megatron keeps them) are kept, accumulated and reduce-
+        scattered or all-reduced in bf16 (2 bytes per parameter instead of 4), and the optimizer
+        copies them to fp32 (default false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,
@@ -663,10 +663,10 @@ def sweep(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
-    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
-        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
-        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
-        false)
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: under bf16 or fp8, the main
+        gradients (fp32 otherwise, as Megatron keeps them) are kept, accumulated and reduce-
+        scattered or all-reduced in bf16 (2 bytes per parameter instead of 4), and the optimizer
+        copies them to fp32 (default false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,
@@ -914,10 +914,10 @@ def run_plan(
         weight gradients accumulate inside the GEMMs (no per-microbatch add kernel) and are all-
         reduced in fp32. Default false: unfused fp16 accumulation, as in the SC21 and Korthikanti et
         al. 2022 fp16 runs
-    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under bf16
-        or fp8, the main gradients are kept, accumulated and reduce-scattered or all-reduced in bf16
-        (2 bytes per parameter instead of fp32's 4), and the optimizer copies them to fp32 (default
-        false)
+    grad_reduce_in_bf16: Megatron-Core's `--grad-reduce-in-bf16`: under bf16 or fp8, the main
+        gradients (fp32 otherwise, as Megatron keeps them) are kept, accumulated and reduce-
+        scattered or all-reduced in bf16 (2 bytes per parameter instead of 4), and the optimizer
+        copies them to fp32 (default false)
     async_tensor_allreduce: Megatron's asynchronous tensor all-reduce (2022): each column-parallel
         layer's backward all-reduce overlaps its weight-gradient GEMM; only the part longer than
         that GEMM is exposed (default false: blocking, as in SC21; not with sequence parallelism,

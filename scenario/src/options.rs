@@ -129,10 +129,11 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long = "grad-accumulation-fusion", num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub gradient_accumulation_fusion: Option<bool>,
-    /// Megatron-Core's `--grad-reduce-in-bf16`: with fused accumulation under
-    /// bf16 or fp8, the main gradients are kept, accumulated and
-    /// reduce-scattered or all-reduced in bf16 (2 bytes per parameter instead
-    /// of fp32's 4), and the optimizer copies them to fp32 (default false).
+    /// Megatron-Core's `--grad-reduce-in-bf16`: under bf16 or fp8, the main
+    /// gradients (fp32 otherwise, as Megatron keeps them) are kept,
+    /// accumulated and reduce-scattered or all-reduced in bf16 (2 bytes per
+    /// parameter instead of 4), and the optimizer copies them to fp32
+    /// (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub grad_reduce_in_bf16: Option<bool>,
@@ -279,8 +280,8 @@ pub struct TrainingOptions {
     /// Weight gradients accumulate in fp32 inside the GEMMs (no per-microbatch
     /// accumulation kernel; fp32 data-parallel all-reduce).
     pub gradient_accumulation_fusion: bool,
-    /// With fused accumulation, the main gradients in bf16 (Megatron-Core
-    /// `--grad-reduce-in-bf16`): 2-byte reductions and gradient memory.
+    /// The main gradients in bf16 (Megatron-Core `--grad-reduce-in-bf16`):
+    /// 2-byte reductions and gradient memory.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub grad_reduce_in_bf16: bool,
     /// Column-parallel backward all-reduces overlap their weight-gradient GEMMs.
@@ -419,9 +420,14 @@ impl TrainingOptions {
     /// Whether the `main_grad` buffer is fp32 (4 bytes per parameter: what
     /// gradients occupy and what the data-parallel reduction moves) rather
     /// than 2-byte: with Megatron's fused accumulation
-    /// (`gradient_accumulation_fusion`) unless `grad_reduce_in_bf16`.
+    /// (`gradient_accumulation_fusion`), and under bf16 or fp8 always —
+    /// Megatron-LM forces `accumulate_allreduce_grads_in_fp32` under `--bf16`
+    /// ("bfloat16 requires gradient accumulation and all-reduce to be done in
+    /// fp32", `megatron/arguments.py` since 3d718bfc, Aug 2021) — unless
+    /// `grad_reduce_in_bf16`.
     pub fn fp32_main_grads(&self) -> bool {
-        self.gradient_accumulation_fusion && !self.grad_reduce_in_bf16
+        (self.gradient_accumulation_fusion || self.precision != Precision::Fp16)
+            && !self.grad_reduce_in_bf16
     }
 
     /// Data-parallel ranks that share one copy of the sharded model states

@@ -86,13 +86,8 @@ impl TrainingOptionsFile {
         if zero_offload && options.gradient_accumulation_fusion {
             problems.push(Problem::new("gradient_accumulation_fusion", "Megatron's fused accumulation does not apply under zero_offload (DeepSpeed streams gradients to the CPU itself)"));
         }
-        if options.grad_reduce_in_bf16 {
-            if options.precision == Precision::Fp16 {
-                problems.push(Problem::new("grad_reduce_in_bf16", "needs precision bf16 or fp8 (Megatron-LM applies --grad-reduce-in-bf16 under --bf16 only)"));
-            }
-            if !options.gradient_accumulation_fusion {
-                problems.push(Problem::new("grad_reduce_in_bf16", "only meaningful with gradient_accumulation_fusion (without it the main gradients are already 2 bytes per parameter here)"));
-            }
+        if options.grad_reduce_in_bf16 && options.precision == Precision::Fp16 {
+            problems.push(Problem::new("grad_reduce_in_bf16", "needs precision bf16 or fp8 (Megatron-LM applies --grad-reduce-in-bf16 under --bf16 only)"));
         }
         crate::optimizer::check_compatible(&options, problems);
         options

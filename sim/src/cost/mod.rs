@@ -192,6 +192,7 @@ pub fn pass_steps_with(
     let accumulate = pass.is_backward()
         && !scenario.options.gradient_accumulation_fusion
         && scenario.options.offload.is_none();
+    let main_grad_bytes = gradients::main_grad_bytes_per_param(scenario.options.fp32_main_grads());
     // One layer's steps: a MoE layer with `moe` (every layer of a dense
     // model), or a dense layer of a model with experts.
     let layer_of = |moe: Option<models::moe_ops::MoeLayerOptions>, dense_model: Option<&_>| {
@@ -229,6 +230,7 @@ pub fn pass_steps_with(
                 t,
                 scenario.layout.expert_parallel.into(),
                 scenario.layout.expert_tensor_parallel.into(),
+                main_grad_bytes,
             ));
         }
         layer
@@ -262,7 +264,7 @@ pub fn pass_steps_with(
     if head && pass.is_backward() {
         steps.extend(pick(pipeline_ends::head(model, b, t)));
         if accumulate {
-            steps.extend(gradients::head_accumulation(model, t));
+            steps.extend(gradients::head_accumulation(model, t, main_grad_bytes));
         }
     }
     // Dense layers first in a forward (and recompute), last in a backward.
@@ -295,7 +297,7 @@ pub fn pass_steps_with(
     if embedding && pass.is_backward() {
         steps.extend(pick(pipeline_ends::embedding(model, b, t)));
         if accumulate {
-            steps.extend(gradients::embedding_accumulation(model, t));
+            steps.extend(gradients::embedding_accumulation(model, t, main_grad_bytes));
         }
     }
     match pass {

@@ -169,13 +169,14 @@ fn the_all_to_alls_carry_their_expert_tensor_all_gathers_and_reduce_scatters() {
 #[test]
 fn expert_gradients_reduce_over_t_d_cp_over_ep_etp() {
     // Without the distributed optimizer: per stage one all-reduce over 16
-    // ranks (dense) and one over 2 (the experts' shards), fp16 gradients.
+    // ranks (dense) and one over 2 (the experts' shards), fp32 main
+    // gradients (bf16 training: 4 B).
     let scenario = resolve(mixtral(2, false));
     let (_, graph) = sim::build_graph(&scenario);
     let routed = models::formulas::routed_expert_parameters(&scenario.model);
     let seen: Vec<(u64, u32, u32)> = tests::moe::data_parallel_all_reduces(&graph);
     // Stage 1's expert-data pairs: GPU r and r + 8, on two nodes.
-    assert!(seen.contains(&(8 * routed / 8 * 2, 2, 2)), "{seen:?}");
+    assert!(seen.contains(&(8 * routed / 8 * 4, 2, 2)), "{seen:?}");
 }
 
 #[test]

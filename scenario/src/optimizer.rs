@@ -130,7 +130,10 @@ impl Optimizer {
     pub fn state_bytes(self, params: u64) -> u64 {
         let master = params.saturating_mul(MASTER_WEIGHT_BYTES_PER_PARAM);
         let own = match self {
-            Optimizer::Adam | Optimizer::AdamW => params.saturating_mul(8),
+            // The ZeRO paper's K = 12 counts the master weights too.
+            Optimizer::Adam | Optimizer::AdamW => params.saturating_mul(
+                models::memory::OPTIMIZER_BYTES_PER_PARAM - MASTER_WEIGHT_BYTES_PER_PARAM,
+            ),
             Optimizer::Lion | Optimizer::Sgd => params.saturating_mul(4),
             Optimizer::Adafactor => 0,
             Optimizer::Adam8bit => params.saturating_mul(2).saturating_add(

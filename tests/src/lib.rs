@@ -74,3 +74,33 @@ pub fn h100_moe_published_path() -> std::path::PathBuf {
 pub fn deepseek_v3_published_path() -> std::path::PathBuf {
     dev_set_path().with_file_name("deepseek-v3-published.json")
 }
+
+/// Parameters of [`hand_model_file`]'s model: GPT block, 4 layers, h = 256,
+/// s = 128, vocabulary 5000, tied embeddings; one layer 12h² + 13h =
+/// 789,760, embedding (word + positions) 5000·256 + 128·256 = 1,312,768,
+/// final LayerNorm 2h = 512: 4·789,760 + 1,312,768 + 512.
+pub const HAND_MODEL_PARAMETERS: u64 = 4_472_320;
+
+/// The hand-counted model on DGX A100s at (t, p, d), b = 1, two microbatches
+/// per replica, no recompute, with `options`.
+pub fn hand_model_file(
+    t: u32,
+    p: u32,
+    d: u32,
+    options: sim::scenario::TrainingOptionsFile,
+) -> ScenarioFile {
+    ScenarioFile {
+        model: Some(serde_json::json!({
+            "name": "hand", "layers": 4, "hidden": 256, "heads": 4, "seq_len": 128, "vocab": 5000
+        })),
+        topology: Some("dgx-a100".into()),
+        tp: Some(t),
+        pp: Some(p),
+        dp: Some(d),
+        microbatch_size: Some(1),
+        global_batch: Some(2 * d),
+        recompute: Some(Recompute::None),
+        options,
+        ..ScenarioFile::tiny_example()
+    }
+}

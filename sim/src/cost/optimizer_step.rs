@@ -33,6 +33,7 @@
 //! modeled (the host issues the stack's `optimizer_kernels`).
 
 use models::memory_class::MemoryKernelClass;
+use scenario::optimizer::{ADAM8BIT_ABSMAX_BYTES_PER_BLOCK, ADAM8BIT_BLOCK_ELEMENTS};
 use scenario::Optimizer;
 
 /// HBM bytes per parameter of Megatron's fp16 optimizer step
@@ -78,8 +79,12 @@ const ADAM_UPDATE: [OptimizerPhase; 1] = [phase(
 )];
 const LION_UPDATE: [OptimizerPhase; 1] = [phase("optimizer.lion", None, 20.0)];
 const SGD_UPDATE: [OptimizerPhase; 1] = [phase("optimizer.sgd", None, 20.0)];
-const ADAM8BIT_UPDATE: [OptimizerPhase; 1] =
-    [phase("optimizer.adam8bit", None, 16.0 + 16.0 / 256.0)];
+const ADAM8BIT_UPDATE: [OptimizerPhase; 1] = [phase(
+    "optimizer.adam8bit",
+    None,
+    // The absmax of both moments, read and written once per block.
+    16.0 + 2.0 * ADAM8BIT_ABSMAX_BYTES_PER_BLOCK as f64 / ADAM8BIT_BLOCK_ELEMENTS as f64,
+)];
 const ADAFACTOR_UPDATE: [OptimizerPhase; 10] = [
     phase("optimizer.adafactor.weight_norm", None, 4.0),
     phase("optimizer.adafactor.row_norms", None, 4.0),
@@ -105,49 +110,27 @@ pub fn update_phases(optimizer: Optimizer) -> &'static [OptimizerPhase] {
     }
 }
 
-/// The wrapper's phases before the update: with 2-byte main gradients, the
-/// buffer zeroed (2) and copied to fp32 (6); with fp32 main gradients (fused
-/// accumulation), a 4-byte zeroing and no copy. Then unscale and inf check, and the norm.
-fn wrapper_phases_before(fp32_main_grads: bool) -> &'static [OptimizerPhase] {
-    const UNFUSED: [OptimizerPhase; 4] = [
-        phase("optimizer.zero_grad", None, 2.0),
-        phase(
-            "optimizer.copy",
-            Some(MemoryKernelClass::OptimizerCopy),
-            6.0,
-        ),
-        phase(
-            "optimizer.unscale",
-            Some(MemoryKernelClass::OptimizerUnscale),
-            8.0,
-        ),
-        phase(
-            "optimizer.l2norm",
-            Some(MemoryKernelClass::OptimizerL2Norm),
-            4.0,
-        ),
-    ];
-    const FUSED: [OptimizerPhase; 3] = [
-        phase("optimizer.zero_grad", None, 4.0),
-        phase(
-            "optimizer.unscale",
-            Some(MemoryKernelClass::OptimizerUnscale),
-            8.0,
-        ),
-        phase(
-            "optimizer.l2norm",
-            Some(MemoryKernelClass::OptimizerL2Norm),
-            4.0,
-        ),
-    ];
-    if fp32_main_grads {
-        &FUSED
-    } else {
-        &UNFUSED
-    }
-}
-
-/// The fp32 → fp16/bf16 copy of the updated weights.
+/// The wrapper's phases around the update: the main-gradient buffer zeroed
+/// (2 or 4 bytes as wide as it is), a 2-byte buffer copied to fp32 (2 + 4),
+/// unscale and inf check (4 + 4), the norm (4); after the update, the fp32 →
+/// fp16/bf16 copy of the weights (4 + 2).
+const ZERO_GRAD_FP16: OptimizerPhase = phase("optimizer.zero_grad", None, 2.0);
+const ZERO_GRAD_FP32: OptimizerPhase = phase("optimizer.zero_grad", None, 4.0);
+const COPY_GRADS_TO_FP32: OptimizerPhase = phase(
+    "optimizer.copy",
+    Some(MemoryKernelClass::OptimizerCopy),
+    6.0,
+);
+const UNSCALE: OptimizerPhase = phase(
+    "optimizer.unscale",
+    Some(MemoryKernelClass::OptimizerUnscale),
+    8.0,
+);
+const L2NORM: OptimizerPhase = phase(
+    "optimizer.l2norm",
+    Some(MemoryKernelClass::OptimizerL2Norm),
+    4.0,
+);
 const COPY_PARAMS: OptimizerPhase = phase(
     "optimizer.copy_params",
     Some(MemoryKernelClass::OptimizerCopy),
@@ -158,7 +141,12 @@ const COPY_PARAMS: OptimizerPhase = phase(
 /// per parameter; Adam's add up to [`OPTIMIZER_BYTES_PER_PARAM_UNFUSED`]
 /// or [`OPTIMIZER_BYTES_PER_PARAM_FUSED`].
 pub fn optimizer_phases(fp32_main_grads: bool, optimizer: Optimizer) -> Vec<OptimizerPhase> {
-    let mut phases = wrapper_phases_before(fp32_main_grads).to_vec();
+    let mut phases = if fp32_main_grads {
+        vec![ZERO_GRAD_FP32]
+    } else {
+        vec![ZERO_GRAD_FP16, COPY_GRADS_TO_FP32]
+    };
+    phases.extend([UNSCALE, L2NORM]);
     phases.extend_from_slice(update_phases(optimizer));
     phases.push(COPY_PARAMS);
     phases

@@ -215,30 +215,9 @@ impl SweepSpace {
         self.precisions.dedup();
         self.optimizers.sort();
         self.optimizers.dedup();
-        match self.zero_stages[..] {
-            [] => {}
-            [stage] => {
-                self.options.zero_stage = Some(stage);
-                self.zero_stages.clear();
-            }
-            _ => self.options.zero_stage = None,
-        }
-        match self.precisions[..] {
-            [] => {}
-            [precision] => {
-                self.options.precision = Some(precision);
-                self.precisions.clear();
-            }
-            _ => self.options.precision = None,
-        }
-        match self.optimizers[..] {
-            [] => {}
-            [optimizer] => {
-                self.options.optimizer = Some(optimizer);
-                self.optimizers.clear();
-            }
-            _ => self.options.optimizer = None,
-        }
+        share_a_single_value(&mut self.zero_stages, &mut self.options.zero_stage);
+        share_a_single_value(&mut self.precisions, &mut self.options.precision);
+        share_a_single_value(&mut self.optimizers, &mut self.options.optimizer);
         self
     }
 
@@ -423,6 +402,19 @@ impl SweepSpace {
                 }
             }
         }
+    }
+}
+
+/// A varied option's list of one value becomes the option every layout
+/// shares (nothing varies); a list of several clears the shared option.
+fn share_a_single_value<T: Copy>(list: &mut Vec<T>, shared: &mut Option<T>) {
+    match list[..] {
+        [] => {}
+        [value] => {
+            *shared = Some(value);
+            list.clear();
+        }
+        _ => *shared = None,
     }
 }
 

@@ -6,33 +6,21 @@
 //! The hand model of `sharded_data_parallel.rs` (4,472,320 parameters), bf16
 //! on 4 A100s, t = p = 1, d = 4.
 
-use sim::scenario::{Precision, Recompute, ScenarioFile, TrainingOptionsFile};
+use sim::scenario::{Precision, ScenarioFile, TrainingOptionsFile};
 use sim::SimulationReport;
 use timeline::TaskKind;
 
-const TOTAL: u64 = 4_472_320;
+const TOTAL: u64 = tests::HAND_MODEL_PARAMETERS;
 
 fn file(distributed: bool, bf16_reduce: bool) -> ScenarioFile {
-    ScenarioFile {
-        model: Some(serde_json::json!({
-            "name": "hand", "layers": 4, "hidden": 256, "heads": 4, "seq_len": 128, "vocab": 5000
-        })),
-        topology: Some("dgx-a100".into()),
-        tp: Some(1),
-        pp: Some(1),
-        dp: Some(4),
-        microbatch_size: Some(1),
-        global_batch: Some(8),
-        recompute: Some(Recompute::None),
-        options: TrainingOptionsFile {
-            precision: Some(Precision::Bf16),
-            gradient_accumulation_fusion: Some(true),
-            distributed_optimizer: Some(distributed),
-            grad_reduce_in_bf16: Some(bf16_reduce),
-            ..TrainingOptionsFile::default()
-        },
-        ..ScenarioFile::tiny_example()
-    }
+    let options = TrainingOptionsFile {
+        precision: Some(Precision::Bf16),
+        gradient_accumulation_fusion: Some(true),
+        distributed_optimizer: Some(distributed),
+        grad_reduce_in_bf16: Some(bf16_reduce),
+        ..TrainingOptionsFile::default()
+    };
+    tests::hand_model_file(1, 1, 4, options)
 }
 
 fn run(distributed: bool, bf16_reduce: bool) -> SimulationReport {

@@ -6,33 +6,21 @@
 //! h = 256, s = 128, vocabulary 5000, tied embeddings: 4,472,320
 //! parameters, 17,470 blocks of 256 exactly. t = p = 1, d = 4.
 
-use sim::scenario::{Optimizer, Recompute, Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::scenario::{Optimizer, Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::SimulationReport;
 use timeline::TaskKind;
 
-const TOTAL: u64 = 4_472_320;
+const TOTAL: u64 = tests::HAND_MODEL_PARAMETERS;
 const D: u64 = 4;
 
 fn file(optimizer: Optimizer, zero_stage: u8) -> ScenarioFile {
-    ScenarioFile {
-        model: Some(serde_json::json!({
-            "name": "hand", "layers": 4, "hidden": 256, "heads": 4, "seq_len": 128, "vocab": 5000
-        })),
-        topology: Some("dgx-a100".into()),
-        tp: Some(1),
-        pp: Some(1),
-        dp: Some(D as u32),
-        microbatch_size: Some(1),
-        global_batch: Some(2 * D as u32),
-        recompute: Some(Recompute::None),
-        options: TrainingOptionsFile {
-            gradient_accumulation_fusion: Some(false),
-            zero_stage: Some(zero_stage),
-            optimizer: Some(optimizer),
-            ..TrainingOptionsFile::default()
-        },
-        ..ScenarioFile::tiny_example()
-    }
+    let options = TrainingOptionsFile {
+        gradient_accumulation_fusion: Some(false),
+        zero_stage: Some(zero_stage),
+        optimizer: Some(optimizer),
+        ..TrainingOptionsFile::default()
+    };
+    tests::hand_model_file(1, 1, D as u32, options)
 }
 
 fn run(optimizer: Optimizer, zero_stage: u8) -> (Scenario, SimulationReport) {

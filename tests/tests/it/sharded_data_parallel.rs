@@ -18,26 +18,14 @@ const LAYER: u64 = 789_760;
 const EMBEDDING: u64 = 1_312_768;
 const NORM: u64 = 512;
 const TOTAL: u64 = 4 * LAYER + EMBEDDING + NORM;
+const _: () = assert!(TOTAL == tests::HAND_MODEL_PARAMETERS);
 
 fn file(t: u32, p: u32, d: u32, options: TrainingOptionsFile) -> ScenarioFile {
-    ScenarioFile {
-        model: Some(serde_json::json!({
-            "name": "hand", "layers": 4, "hidden": 256, "heads": 4, "seq_len": 128, "vocab": 5000
-        })),
-        topology: Some("dgx-a100".into()),
-        tp: Some(t),
-        pp: Some(p),
-        dp: Some(d),
-        microbatch_size: Some(1),
-        // Two microbatches per replica.
-        global_batch: Some(2 * d),
-        recompute: Some(Recompute::None),
-        options: TrainingOptionsFile {
-            gradient_accumulation_fusion: Some(false),
-            ..options
-        },
-        ..ScenarioFile::tiny_example()
-    }
+    let options = TrainingOptionsFile {
+        gradient_accumulation_fusion: Some(false),
+        ..options
+    };
+    tests::hand_model_file(t, p, d, options)
 }
 
 fn sharded(mode: ZeroStage, group: Option<u32>) -> TrainingOptionsFile {

@@ -247,6 +247,14 @@ pub fn weight_cast_steps(
     steps
 }
 
+/// Bytes of one layer's FP8 state a checkpoint holds: TE saves the scaling
+/// factors and amax histories under each module's `._extra_state` key
+/// (TransformerEngine docs/faq.rst, "FP8 checkpoint compatibility"); the
+/// cached FP8 weights are derived from the bf16 ones and not saved.
+pub fn checkpointed_state_bytes_per_layer() -> u64 {
+    scaling_state_bytes(FORWARD_SCALED_TENSORS + BACKWARD_SCALED_TENSORS)
+}
+
 /// Bytes of one layer's amax histories and scales for `scaled_tensors`
 /// tensors per module: history (fp32 × [`AMAX_HISTORY_LEN`]), scale and
 /// inverse scale (fp32 each).

@@ -4,6 +4,7 @@
 
 mod bubble;
 mod bubble_chart_series;
+mod checkpoint_size;
 mod cluster_presets;
 mod collective_calibration;
 mod compare;

@@ -21,12 +21,10 @@
 //!   P − τ before the next copy. The blocking cost per checkpoint is then
 //!   `copy + max(0, P − τ)` ([`CheckpointCost::blocking_s`]).
 //!
-//!   Simplification, the same in the closed form and the Monte-Carlo: a
-//!   checkpoint counts as durable once its copy ends. A failure during the
-//!   persist that follows would really lose the work back to the previous
-//!   durable checkpoint; that extra loss (about τ with probability λ·P per
-//!   checkpoint) is not modeled, so asynchronous results are optimistic by
-//!   that much.
+//!   The checkpoint is durable only when its persist ends, P after the
+//!   copy ([`CheckpointCost::durability_delay_s`]): a failure before that
+//!   loses the work back to the previous checkpoint, which the closed form
+//!   and the Monte-Carlo both count ([`crate::closed_form`]).
 
 use serde::Serialize;
 
@@ -99,6 +97,16 @@ impl CheckpointCost {
             self.copy_block_s + (self.persist_s - interval_s).max(0.0)
         } else {
             self.persist_s
+        }
+    }
+
+    /// Time from the end of the blocking part until the checkpoint is
+    /// durable: the persist when it overlaps training, else 0.
+    pub fn durability_delay_s(&self) -> f64 {
+        if self.asynchronous {
+            self.persist_s
+        } else {
+            0.0
         }
     }
 

@@ -36,6 +36,28 @@
 //! the derivation above, the equation's number in the paper is not
 //! verified here), where restarts can fail; with R₁ = 0 it is (1/λ + R)(e^{λ(τ+C)} − 1),
 //! where they cannot. At λ = 0 it is X: no failures, work plus checkpoints.
+//!
+//! # Checkpoints that become durable later
+//!
+//! An asynchronous checkpoint is safe only once its persist ends, `d`
+//! (`durability_delay_s`) after training resumes: a failure in those first
+//! d seconds of the next segment loses that segment's progress *and* the
+//! segment before, back to the last durable checkpoint. Counting from the
+//! moment each checkpoint becomes durable, the run is a chain of windows:
+//!
+//! - after a restart (and at the start) the job redoes a whole segment and
+//!   then d more before its checkpoint is durable: one window of X + d,
+//!   whose expected time is E(X + d);
+//! - otherwise a window runs from d into one segment to d into the next, X
+//!   long, and a failure in it also costs the d already run plus the
+//!   restart's window: (1 − e^{−λX})·(K + E(X + d)) with K = e^{λR₁}(1/λ +
+//!   R₀), which is e^{λd}·E(X).
+//!
+//! So the first segment costs E(X + d) and every later one e^{λd}·E(X); the
+//! interruptions and the downtime scale the same way. With d = 0 this is the
+//! model above; at λ = 0 the run ends d after its last checkpoint's copy
+//! (the wait for the last persist, counted with the checkpoints). The
+//! factor e^{λd} does not depend on τ, so the optimal interval is the same.
 
 use serde::Serialize;
 
@@ -73,6 +95,9 @@ pub struct RunModel {
     pub failures_per_s: f64,
     /// The downtime after each failure.
     pub downtime: Downtime,
+    /// Time after a checkpoint's blocking part until it is durable (d): the
+    /// persist of an asynchronous checkpoint, 0 for a synchronous one.
+    pub durability_delay_s: f64,
 }
 
 /// The run cut into segments: `full_segments` of τ and one of
@@ -115,6 +140,7 @@ impl RunModel {
         problems.non_negative("failures_per_s", self.failures_per_s);
         problems.non_negative("downtime.immune_s", self.downtime.immune_s);
         problems.non_negative("downtime.exposed_s", self.downtime.exposed_s);
+        problems.non_negative("durability_delay_s", self.durability_delay_s);
         problems.finish()?;
         if self.work_s / self.interval_s > u64::MAX as f64 / 2.0 {
             return Err(crate::error::invalid(
@@ -146,7 +172,7 @@ impl RunModel {
 
     /// Checks that the expected time is finite for a segment of `work_s`.
     pub(crate) fn check_finite(&self, segment_work_s: f64) -> Result<(), GoodputError> {
-        let segment_s = segment_work_s + self.checkpoint_s;
+        let segment_s = segment_work_s + self.checkpoint_s + self.durability_delay_s;
         let exponent = self.failures_per_s * (segment_s + self.downtime.exposed_s);
         if exponent > LARGEST_EXPONENT {
             return Err(GoodputError::NeverFinishes {
@@ -159,26 +185,28 @@ impl RunModel {
     }
 }
 
-/// The expected-time parts of one segment of `segment_work_s` of work.
-fn segment(model: &RunModel, segment_work_s: f64) -> ExpectedRun {
+/// The expected-time parts of one window of `window_s` that must run
+/// uninterrupted, after a restart or at the start: `segment_work_s` of it
+/// is work, `window_s − segment_work_s` checkpoint (its blocking part and,
+/// where the checkpoint becomes durable later, the delay).
+fn fresh_window(model: &RunModel, segment_work_s: f64, window_s: f64) -> ExpectedRun {
     let lambda = model.failures_per_s;
-    let x = segment_work_s + model.checkpoint_s;
     let r0 = model.downtime.immune_s;
     let r1 = model.downtime.exposed_s;
     let (lost_work_s, restart_s, interruptions) = if lambda == 0.0 {
         (0.0, 0.0, 0.0)
     } else {
-        let failed_attempts = (lambda * x).exp_m1();
-        let lost = (failed_attempts / lambda - x).max(0.0);
+        let failed_attempts = (lambda * window_s).exp_m1();
+        let lost = (failed_attempts / lambda - window_s).max(0.0);
         let per_failure_restart = r0 * (lambda * r1).exp() + (lambda * r1).exp_m1() / lambda;
         let interruptions = failed_attempts * (lambda * r1).exp();
         (lost, failed_attempts * per_failure_restart, interruptions)
     };
-    let wall_clock_s = x + lost_work_s + restart_s;
+    let wall_clock_s = window_s + lost_work_s + restart_s;
     ExpectedRun {
         wall_clock_s,
         work_s: segment_work_s,
-        checkpoint_s: model.checkpoint_s,
+        checkpoint_s: window_s - segment_work_s,
         lost_work_s,
         restart_s,
         interruptions,
@@ -186,38 +214,87 @@ fn segment(model: &RunModel, segment_work_s: f64) -> ExpectedRun {
     }
 }
 
-/// Expected wall-clock time of one segment of τ + C (the E(X) above).
+/// The expected-time parts of a segment of `segment_work_s` of work that
+/// follows a durable checkpoint: e^{λd} × those of a fresh window of X.
+fn steady_segment(model: &RunModel, segment_work_s: f64) -> ExpectedRun {
+    let x = segment_work_s + model.checkpoint_s;
+    let fresh = fresh_window(model, segment_work_s, x);
+    let scale = (model.failures_per_s * model.durability_delay_s).exp();
+    if scale == 1.0 {
+        return fresh;
+    }
+    let wall_clock_s = scale * fresh.wall_clock_s;
+    let restart_s = scale * fresh.restart_s;
+    ExpectedRun {
+        wall_clock_s,
+        lost_work_s: wall_clock_s - x - restart_s,
+        restart_s,
+        interruptions: scale * fresh.interruptions,
+        goodput: segment_work_s / wall_clock_s,
+        ..fresh
+    }
+}
+
+/// The first segment of `segment_work_s`: X + d before its checkpoint is durable.
+fn first_segment(model: &RunModel, segment_work_s: f64) -> ExpectedRun {
+    let window_s = segment_work_s + model.checkpoint_s + model.durability_delay_s;
+    fresh_window(model, segment_work_s, window_s)
+}
+
+/// Expected wall-clock time of one segment of τ + C after a durable
+/// checkpoint: e^{λd}·E(X), the E(X) above when d = 0.
 pub fn expected_segment_s(model: &RunModel) -> Result<f64, GoodputError> {
     model.validate()?;
     model.check_finite(model.interval_s)?;
-    Ok(segment(model, model.interval_s).wall_clock_s)
+    Ok(steady_segment(model, model.interval_s).wall_clock_s)
 }
 
-/// Expected wall-clock time of the whole run and its decomposition.
+impl std::ops::AddAssign for ExpectedRun {
+    /// Sums every part but the goodput, which the caller sets from the total.
+    fn add_assign(&mut self, other: ExpectedRun) {
+        self.wall_clock_s += other.wall_clock_s;
+        self.work_s += other.work_s;
+        self.checkpoint_s += other.checkpoint_s;
+        self.lost_work_s += other.lost_work_s;
+        self.restart_s += other.restart_s;
+        self.interruptions += other.interruptions;
+    }
+}
+
+impl ExpectedRun {
+    /// `self` `count` times over (every part but the goodput).
+    fn times(self, count: f64) -> ExpectedRun {
+        ExpectedRun {
+            wall_clock_s: count * self.wall_clock_s,
+            work_s: count * self.work_s,
+            checkpoint_s: count * self.checkpoint_s,
+            lost_work_s: count * self.lost_work_s,
+            restart_s: count * self.restart_s,
+            interruptions: count * self.interruptions,
+            goodput: 0.0,
+        }
+    }
+}
+
+/// Expected wall-clock time of the whole run and its decomposition: the
+/// first segment from the start, every other one after a durable checkpoint.
 pub fn expected_run(model: &RunModel) -> Result<ExpectedRun, GoodputError> {
     model.validate()?;
     let segments = model.segments();
     model.check_finite(model.interval_s.min(model.work_s))?;
-    let full = segment(model, model.interval_s);
-    let n = segments.full_segments as f64;
-    let mut total = ExpectedRun {
-        wall_clock_s: n * full.wall_clock_s,
-        work_s: n * full.work_s,
-        checkpoint_s: n * full.checkpoint_s,
-        lost_work_s: n * full.lost_work_s,
-        restart_s: n * full.restart_s,
-        interruptions: n * full.interruptions,
-        goodput: 0.0,
+    let mut total = if segments.full_segments == 0 {
+        first_segment(model, segments.remainder_s)
+    } else {
+        let mut total = first_segment(model, model.interval_s);
+        let later = (segments.full_segments - 1) as f64;
+        if later > 0.0 {
+            total += steady_segment(model, model.interval_s).times(later);
+        }
+        if segments.remainder_s > 0.0 {
+            total += steady_segment(model, segments.remainder_s);
+        }
+        total
     };
-    if segments.remainder_s > 0.0 {
-        let last = segment(model, segments.remainder_s);
-        total.wall_clock_s += last.wall_clock_s;
-        total.work_s += last.work_s;
-        total.checkpoint_s += last.checkpoint_s;
-        total.lost_work_s += last.lost_work_s;
-        total.restart_s += last.restart_s;
-        total.interruptions += last.interruptions;
-    }
     total.goodput = model.work_s / total.wall_clock_s;
     Ok(total)
 }
@@ -236,6 +313,7 @@ mod tests {
                 immune_s: 30.0,
                 exposed_s: 20.0,
             },
+            durability_delay_s: 0.0,
         }
     }
 
@@ -268,6 +346,32 @@ mod tests {
         let daly = big_m * (300.0 / big_m).exp() * ((110.0 / big_m).exp() - 1.0) * 1000.0 / 100.0;
         let run = expected_run(&m).unwrap();
         assert!((run.wall_clock_s - daly).abs() < 1e-9 * daly);
+    }
+
+    #[test]
+    fn a_checkpoint_durable_later_costs_the_first_window_and_e_to_the_lambda_d() {
+        let lambda: f64 = 1e-3;
+        let mut m = model(lambda);
+        m.durability_delay_s = 40.0;
+        let run = expected_run(&m).unwrap();
+        // K = e^{λR₁}(1/λ + R₀); the first segment E(X + d) = K(e^{λ(110 + 40)} − 1),
+        // the other nine e^{λ·40}·K(e^{λ·110} − 1).
+        let k = (lambda * 20.0).exp() * (1.0 / lambda + 30.0);
+        let first = k * (lambda * 150.0).exp_m1();
+        let later = 9.0 * (lambda * 40.0).exp() * k * (lambda * 110.0).exp_m1();
+        assert!((run.wall_clock_s - (first + later)).abs() < 1e-9 * run.wall_clock_s);
+        let parts = run.work_s + run.checkpoint_s + run.lost_work_s + run.restart_s;
+        assert!((parts - run.wall_clock_s).abs() < 1e-9 * run.wall_clock_s);
+        // Counting the checkpoint safe at the copy's end is optimistic.
+        m.durability_delay_s = 0.0;
+        assert!(expected_run(&m).unwrap().wall_clock_s < run.wall_clock_s);
+        // Without failures the run ends with the wait for the last persist.
+        let mut calm = model(0.0);
+        calm.durability_delay_s = 40.0;
+        assert_eq!(
+            expected_run(&calm).unwrap().wall_clock_s,
+            1000.0 + 10.0 * 10.0 + 40.0
+        );
     }
 
     #[test]

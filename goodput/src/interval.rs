@@ -9,7 +9,9 @@
 //!   ⅓·√(C/2M) + ⅑·(C/2M)] − C for C < 2M, and τ = M for C ≥ 2M.
 //! - [`optimal_interval_s`]: the τ minimizing the closed form's expected time
 //!   per unit of work, (e^{λ(τ + C(τ))} − 1)/τ (the factors e^{λR₁}(1/λ +
-//!   R₀) do not depend on τ, so the downtime does not move the optimum), by
+//!   R₀) do not depend on τ, so the downtime does not move the optimum; nor
+//!   does an asynchronous checkpoint's durability delay d, whose e^{λd}
+//!   multiplies every segment after the first), by
 //!   golden-section search on ln τ. C may depend on τ (an asynchronous
 //!   checkpoint stalls when τ is shorter than its persist).
 //!

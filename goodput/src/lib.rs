@@ -37,6 +37,7 @@
 //!     checkpoint_s: 60.0,
 //!     failures_per_s: 1.0 / (3.0 * 3600.0),
 //!     downtime: Downtime { immune_s: 600.0, exposed_s: 600.0 },
+//!     durability_delay_s: 0.0,
 //! })
 //! .unwrap();
 //! assert!(run.goodput > 0.6 && run.goodput < 0.9);

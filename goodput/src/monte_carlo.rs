@@ -3,14 +3,18 @@
 //!
 //! Each trial replays the model of [`crate::closed_form`]: segments of τ of
 //! work plus a checkpoint C, failures as a Poisson process of rate λ, a
-//! failure losing the segment in progress and costing R₀ (immune) then R₁
-//! (exposed: a failure there starts the downtime again).
+//! failure losing the work since the last durable checkpoint and costing R₀
+//! (immune) then R₁ (exposed: a failure there starts the downtime again).
+//! A checkpoint is durable d after its blocking part: at the start and after
+//! each restart the job must run X + d uninterrupted (the segment again and
+//! d into the next); after that, windows of X from d into one segment to d
+//! into the next.
 //!
 //! # Cost
 //!
 //! A trial does not step through time or through segments one by one. The
 //! failure-free stretch is one exponential sample t: by memorylessness the
-//! first ⌊t/X⌋ segments of X = τ + C complete and the failure falls at
+//! first ⌊t/X⌋ windows of X = τ + C complete and the failure falls at
 //! t − X·⌊t/X⌋ into the next. So a trial costs O(its failures), not
 //! O(its segments). The total is bounded: at most [`MAX_TRIALS`] trials and
 //! at most [`FAILURE_BUDGET`] failures expected over all trials, checked
@@ -90,27 +94,48 @@ fn restart(model: &RunModel, rng: &mut ChaCha8Rng, trial: &mut Trial) {
     }
 }
 
+/// Where a trial stands: whether the last durable checkpoint is a segment's
+/// start (after a restart, or at the start of the run), so the next window
+/// is X + d, or d into a segment.
+struct Progress {
+    fresh: bool,
+}
+
 /// `count` segments of `segment_s` (work + checkpoint) each.
 fn run_segments(
     model: &RunModel,
     count: u64,
     segment_s: f64,
+    progress: &mut Progress,
     rng: &mut ChaCha8Rng,
     trial: &mut Trial,
 ) {
+    let delay_s = model.durability_delay_s;
     let mut remaining = count;
     while remaining > 0 {
         let t = exponential(rng, model.failures_per_s);
-        let completed = t / segment_s;
-        if completed >= remaining as f64 {
-            trial.wall_clock_s += remaining as f64 * segment_s;
-            return;
+        // Without a delay a fresh window is an ordinary one (and the
+        // samples fall as they always did).
+        if progress.fresh && delay_s > 0.0 {
+            if t >= segment_s + delay_s {
+                trial.wall_clock_s += segment_s + delay_s;
+                remaining -= 1;
+                progress.fresh = false;
+                continue;
+            }
+        } else {
+            let completed = t / segment_s;
+            if completed >= remaining as f64 {
+                trial.wall_clock_s += remaining as f64 * segment_s;
+                return;
+            }
+            // completed < remaining ≤ u64::MAX, so the cast is exact enough.
+            remaining -= completed.floor() as u64;
         }
-        // completed < remaining ≤ u64::MAX, so the cast is exact enough.
-        remaining -= completed.floor() as u64;
         trial.wall_clock_s += t;
         trial.interruptions += 1;
         restart(model, rng, trial);
+        progress.fresh = true;
     }
 }
 
@@ -120,10 +145,12 @@ fn one_trial(model: &RunModel, rng: &mut ChaCha8Rng) -> Trial {
         wall_clock_s: 0.0,
         interruptions: 0,
     };
+    let mut progress = Progress { fresh: true };
     run_segments(
         model,
         segments.full_segments,
         model.interval_s + model.checkpoint_s,
+        &mut progress,
         rng,
         &mut trial,
     );
@@ -132,6 +159,7 @@ fn one_trial(model: &RunModel, rng: &mut ChaCha8Rng) -> Trial {
             model,
             1,
             segments.remainder_s + model.checkpoint_s,
+            &mut progress,
             rng,
             &mut trial,
         );
@@ -211,6 +239,7 @@ mod tests {
                 immune_s: 120.0,
                 exposed_s: 60.0,
             },
+            durability_delay_s: 0.0,
         }
     }
 

@@ -217,6 +217,7 @@ pub(crate) fn model_at(resolved: &Resolved, interval_s: f64) -> RunModel {
         checkpoint_s: resolved.recovery.checkpoint.blocking_s(interval_s),
         failures_per_s: resolved.failure_rate.failures_per_s,
         downtime: resolved.recovery.downtime,
+        durability_delay_s: resolved.recovery.checkpoint.durability_delay_s(),
     }
 }
 

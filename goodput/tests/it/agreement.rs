@@ -41,6 +41,7 @@ fn monte_carlo_mean_matches_closed_form_within_two_percent() {
             immune_s: 600.0,
             exposed_s: 300.0,
         },
+        durability_delay_s: 0.0,
     };
     assert_agrees("30 d, MTBF 3 h", &model, 20_000, 1);
 }
@@ -57,8 +58,34 @@ fn agreement_holds_when_failures_are_frequent_against_the_segment() {
             immune_s: 0.0,
             exposed_s: 900.0,
         },
+        durability_delay_s: 0.0,
     };
     assert_agrees("λX = 1", &model, 20_000, 2);
+}
+
+#[test]
+fn agreement_holds_when_checkpoints_become_durable_long_after_their_copy() {
+    // A persist of half the interval: a failure in it loses two segments'
+    // progress; λ·d = 1/6 makes that extra loss visible (e^{λd} ≈ 1.18).
+    let model = RunModel {
+        work_s: 10.0 * 86_400.0,
+        interval_s: 3600.0,
+        checkpoint_s: 30.0,
+        failures_per_s: 1.0 / (3.0 * 3600.0),
+        downtime: Downtime {
+            immune_s: 600.0,
+            exposed_s: 300.0,
+        },
+        durability_delay_s: 1800.0,
+    };
+    assert_agrees("d = τ/2", &model, 20_000, 3);
+    let at_copy = RunModel {
+        durability_delay_s: 0.0,
+        ..model
+    };
+    let later = expected_run(&model).unwrap().wall_clock_s;
+    let optimistic = expected_run(&at_copy).unwrap().wall_clock_s;
+    assert!(later > 1.05 * optimistic, "{later} vs {optimistic}");
 }
 
 #[test]

@@ -45,6 +45,7 @@ pub mod plan;
 pub use scenario;
 pub use schedules as schedule;
 mod simulate;
+pub mod slow_link;
 pub mod straggler;
 pub mod symmetry;
 pub mod throughput;

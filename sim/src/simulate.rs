@@ -10,6 +10,7 @@ use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::plan::Plan;
+use crate::slow_link::SlowNicCosts;
 use crate::straggler::Stragglers;
 use crate::symmetry::{self, Expansion, FullCounts, SimulationMode};
 use crate::timeline_view::{self, TimelineSelection};
@@ -277,22 +278,17 @@ pub fn run_graph(
     run_graph_with_stragglers(scenario, graph, costs, &Stragglers::none())
 }
 
-/// [`run_graph`] with slow ranks' compute kernels stretched ([`crate::straggler`]).
+/// [`run_graph`] with slow ranks' compute kernels stretched ([`crate::straggler`])
+/// and, for tasks with a slow NIC among their members, the closed form's
+/// durations at its rate in place of `costs`' ([`crate::slow_link`]).
 pub fn run_graph_with_stragglers(
     scenario: &Scenario,
     graph: &TaskGraph,
     costs: &[WorkCost],
     stragglers: &Stragglers,
 ) -> Result<(Timeline, u64), DeadlockError> {
-    let factors = stragglers.group_factors(graph);
-    let outcome = engine::run(graph, |id| {
-        crate::straggler::stretched(
-            graph,
-            &factors,
-            id,
-            costs[graph.work_of(id).index()].duration,
-        )
-    })?;
+    let duration_of = perturbed_durations(scenario, graph, costs, stragglers);
+    let outcome = engine::run(graph, duration_of)?;
     let timeline = timeline_from_spans(scenario, graph, costs, Producer::Sim, None, |index| {
         (
             outcome.start[index].as_nanos(),
@@ -300,6 +296,29 @@ pub fn run_graph_with_stragglers(
         )
     });
     Ok((timeline, outcome.events))
+}
+
+/// Each task's duration: its work's priced one, or with slow NICs among its
+/// members' the closed form's at their rate ([`crate::slow_link`]), then
+/// stretched when it is a compute kernel of a slow rank
+/// ([`crate::straggler`]).
+fn perturbed_durations<'a>(
+    scenario: &Scenario,
+    graph: &'a TaskGraph,
+    costs: &'a [WorkCost],
+    stragglers: &Stragglers,
+) -> impl Fn(taskgraph::ids::TaskId) -> SimDuration + 'a {
+    let factors = stragglers.group_factors(graph);
+    let slow_nics = (!stragglers.nics().is_empty())
+        .then(|| SlowNicCosts::new(scenario, graph, stragglers.nics()));
+    move |id| {
+        let priced = costs[graph.work_of(id).index()].duration;
+        let priced = match &slow_nics {
+            Some(nics) => nics.duration(graph, id, priced),
+            None => priced,
+        };
+        crate::straggler::stretched(graph, &factors, id, priced)
+    }
 }
 
 /// The Timeline of a graph whose task `index` ran over `span(index)` = (start_ns, end_ns):
@@ -397,8 +416,9 @@ pub fn simulate_with(
     simulate_with_stragglers(scenario, expansion, &Stragglers::none())
 }
 
-/// [`simulate_with`] with slow ranks ([`crate::straggler`]): any slow rank
-/// makes the replicas differ, so every rank is simulated.
+/// [`simulate_with`] with slow ranks ([`crate::straggler`]) and slow NICs
+/// ([`crate::slow_link`]): either makes the replicas differ, so every rank
+/// is simulated.
 pub fn simulate_with_stragglers(
     scenario: &Scenario,
     expansion: Expansion,
@@ -434,17 +454,12 @@ pub fn simulate_with_stragglers(
             limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
         });
     }
-    let factors = stragglers.group_factors(&graph);
-    let duration_of = |id: taskgraph::ids::TaskId| {
-        crate::straggler::stretched(
-            &graph,
-            &factors,
-            id,
-            costs[graph.work_of(id).index()].duration,
-        )
-    };
+    let duration_of = perturbed_durations(scenario, &graph, &costs, stragglers);
     let (outcome, busiest_links) = if scenario.options.network_contention {
-        let fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
+        let mut fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
+        for slow in stragglers.nics() {
+            fabric.slow_nic(slow.nic, slow.factor);
+        }
         let planner = FabricFlowPlanner::new(scenario, &plan.placement, &graph, &network, &costs);
         let (outcome, utilization) = engine::run_with_fabric(
             &graph,

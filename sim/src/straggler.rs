@@ -9,6 +9,8 @@
 //! A slow rank makes the replicas differ, so a scenario with one runs in full
 //! expansion.
 
+use crate::slow_link::{ResolvedSlowNic, SlowNic};
+use scenario::Scenario;
 use std::fmt;
 use taskgraph::ids::TaskId;
 use taskgraph::task_graph::TaskGraph;
@@ -26,10 +28,12 @@ pub struct SlowRank {
     pub factor: f64,
 }
 
-/// The slow ranks of a run, by rank (none: the run as priced).
+/// The slow ranks and slow NICs ([`crate::slow_link`]) of a run (none: the
+/// run as priced).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stragglers {
     slow: Vec<SlowRank>,
+    nics: Vec<ResolvedSlowNic>,
 }
 
 /// Why a list of slow ranks cannot be simulated.
@@ -41,6 +45,18 @@ pub enum StragglerError {
     Factor { rank: u32, factor: f64 },
     #[error("slow rank {rank} is given twice")]
     Repeated { rank: u32 },
+    #[error("slow NIC of rank {rank}: the layout has ranks 0..{gpus}")]
+    NicRankOutOfRange { rank: u32, gpus: u32 },
+    #[error("slow NIC of rank {rank}: factor {factor} is not a slow-down from 1 to {MAX_FACTOR}")]
+    NicFactor { rank: u32, factor: f64 },
+    #[error("slow NIC of rank {rank} is given twice")]
+    NicGivenTwice { rank: u32 },
+    #[error(
+        "slow NIC: ranks {first} and {second} send through the same NIC ({nic}); name it once"
+    )]
+    NicRepeated { first: u32, second: u32, nic: u32 },
+    #[error("slow NIC: the topology's nodes have no NICs (fabric.nics_per_node = 0)")]
+    NoNics,
 }
 
 impl Stragglers {
@@ -67,21 +83,51 @@ impl Stragglers {
                 return Err(StragglerError::Repeated { rank: s.rank });
             }
         }
-        Ok(Stragglers { slow })
+        Ok(Stragglers {
+            slow,
+            nics: Vec::new(),
+        })
     }
 
+    /// These slow ranks and the NICs of `slow_nics` slowed, checked against
+    /// `scenario`'s ranks and its topology's NICs ([`crate::slow_link::resolve`]).
+    pub fn with_slow_nics(
+        self,
+        slow_nics: &[SlowNic],
+        scenario: &Scenario,
+    ) -> Result<Stragglers, StragglerError> {
+        let nics = crate::slow_link::resolve(
+            slow_nics,
+            scenario.layout.gpus(),
+            scenario.topology.node.gpus_per_node,
+            scenario.topology.fabric.nics_per_node,
+        )?;
+        Ok(Stragglers { nics, ..self })
+    }
+
+    /// Neither a slow rank nor a slow NIC.
     pub fn is_empty(&self) -> bool {
-        self.slow.is_empty()
+        self.slow.is_empty() && self.nics.is_empty()
     }
 
-    /// The largest factor (1 without slow ranks).
+    /// The largest factor of a rank or a NIC (1 without either): no task
+    /// takes more than that many times its priced duration.
     pub fn max_factor(&self) -> f64 {
-        self.slow.iter().map(|s| s.factor).fold(1.0, f64::max)
+        self.slow
+            .iter()
+            .map(|s| s.factor)
+            .chain(self.nics.iter().map(|n| n.factor))
+            .fold(1.0, f64::max)
     }
 
     /// The slow ranks, by rank.
     pub fn ranks(&self) -> &[SlowRank] {
         &self.slow
+    }
+
+    /// The slow NICs, by NIC.
+    pub fn nics(&self) -> &[ResolvedSlowNic] {
+        &self.nics
     }
 
     /// The factor of each of `graph`'s groups: a slow rank's own group (a

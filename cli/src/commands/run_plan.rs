@@ -114,6 +114,10 @@ pub struct RunPlanArgs {
     /// long (repeat for several; see `simulate --slow-rank`).
     #[arg(long = "slow-rank", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_rank)]
     pub slow_ranks: Vec<sim::straggler::SlowRank>,
+    /// A slow link for the whole run: the NIC rank R sends through delivers
+    /// 1/F of its bandwidth (repeat for several; see `simulate --slow-nic`).
+    #[arg(long = "slow-nic", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nic)]
+    pub slow_nics: Vec<sim::slow_link::SlowNic>,
     /// Simulate with the factors a `clustersim fit` learned (FIT.json).
     #[arg(long, value_name = "FIT.json")]
     pub fit: Option<PathBuf>,
@@ -200,7 +204,8 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         record.values().apply(&mut scenario);
     }
     args.charts.check()?;
-    let stragglers = super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks)?;
+    let stragglers =
+        super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks, &args.slow_nics)?;
     let expansion = match stragglers.is_empty() {
         true => sim::Expansion::Auto,
         false => sim::Expansion::Full,
@@ -246,8 +251,11 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         document["scenario"] = scenario.title().into();
         document["plan"] = serde_json::to_value(&plan)?;
         document["sources"] = serde_json::to_value(&sources)?;
-        if !stragglers.is_empty() {
+        if !stragglers.ranks().is_empty() {
             document["slow_ranks"] = serde_json::to_value(stragglers.ranks())?;
+        }
+        if !stragglers.nics().is_empty() {
+            document["slow_nics"] = serde_json::to_value(stragglers.nics())?;
         }
         return crate::stdout::outln!("{}", serde_json::to_string_pretty(&document)?);
     }

@@ -58,6 +58,13 @@ pub struct SimulateArgs {
     /// then simulated, and the summary and --json say what they cost the step.
     #[arg(long = "slow-rank", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_rank)]
     pub slow_ranks: Vec<sim::straggler::SlowRank>,
+    /// A slow link: the NIC rank R sends through delivers 1/F of its
+    /// bandwidth (3:2 for a port running at half speed); every collective
+    /// and pipeline transfer that crosses it runs at that rate, as NCCL's
+    /// rings wait for their slowest hop. Repeat for several NICs; with
+    /// --contention the fabric's links of that NIC are slowed instead.
+    #[arg(long = "slow-nic", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nic)]
+    pub slow_nics: Vec<sim::slow_link::SlowNic>,
     #[command(flatten)]
     pub pictures: super::pictures::PictureArgs,
 }
@@ -108,7 +115,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             scenario.layout.gpus()
         )));
     }
-    let stragglers = super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks)?;
+    let stragglers =
+        super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks, &args.slow_nics)?;
     let expansion = if stragglers.is_empty() {
         expansion
     } else {
@@ -120,14 +128,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         .map_err(crate::exit::simulation_error)?;
     let slow_cost = match stragglers.is_empty() {
         true => None,
-        false => Some(super::slow_ranks::SlowRankCost {
-            slow: stragglers.ranks().to_vec(),
-            without_s: sim::simulate(&scenario)
+        false => Some(super::slow_ranks::SlowRankCost::of(
+            &stragglers,
+            sim::simulate(&scenario)
                 .map_err(crate::exit::simulation_error)?
                 .metrics
                 .iteration_time_s,
-            with_s: report.metrics.iteration_time_s,
-        }),
+            report.metrics.iteration_time_s,
+        )),
     };
     let elapsed_s = started.elapsed().as_secs_f64();
     let wants_timeline =
@@ -167,7 +175,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             slow_cost.is_some(),
         )?;
         if let Some(cost) = &slow_cost {
-            writeln!(out, "  slow ranks          {}", cost.line())?;
+            let label = if cost.slow.is_empty() {
+                "slow NICs"
+            } else if cost.nics.is_empty() {
+                "slow ranks"
+            } else {
+                "slow ranks, NICs"
+            };
+            writeln!(out, "  {label:<20}{}", cost.line())?;
         }
         if let (Some(path), Some(record)) = (&args.fit, &fit) {
             writeln!(
@@ -516,7 +531,7 @@ fn write_simulation(
                 sim::symmetry::symmetric_replicas(scenario)
                     .err()
                     .unwrap_or(if slow_ranks {
-                        "a slow rank makes the replicas differ"
+                        "a slow rank or NIC makes the replicas differ"
                     } else {
                         "--no-symmetry"
                     })

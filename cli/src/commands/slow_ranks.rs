@@ -1,16 +1,19 @@
-//! `--slow-rank R:F` (simulate, run-plan): a GPU whose compute kernels take F
-//! times as long as its peers' ([`sim::straggler`]). `simulate` runs the
-//! scenario with and without them and reports what they cost the step.
+//! `--slow-rank R:F` and `--slow-nic R:F` (simulate, run-plan): a GPU whose
+//! compute kernels take F times as long as its peers' ([`sim::straggler`]),
+//! and the NIC rank R sends through at 1/F of its bandwidth
+//! ([`sim::slow_link`]). `simulate` runs the scenario with and without them
+//! and reports what they cost the step.
 
 use crate::exit::user_error;
 use sim::scenario::Scenario;
+use sim::slow_link::{ResolvedSlowNic, SlowNic};
 use sim::straggler::{SlowRank, Stragglers};
 
-/// "3:1.2" → rank 3, factor 1.2.
-pub fn parse_slow_rank(text: &str) -> Result<SlowRank, String> {
-    let (rank, factor) = text.split_once(':').ok_or_else(|| {
-        format!("'{text}': RANK:FACTOR, e.g. 3:1.2 (rank 3's kernels 1.2 times as long)")
-    })?;
+/// "3:1.2" → (3, 1.2); `what` says what the factor slows, for the message.
+fn parse_rank_factor(text: &str, what: &str) -> Result<(u32, f64), String> {
+    let (rank, factor) = text
+        .split_once(':')
+        .ok_or_else(|| format!("'{text}': RANK:FACTOR, e.g. 3:1.2 ({what})"))?;
     let rank = rank
         .trim()
         .parse::<u32>()
@@ -19,44 +22,83 @@ pub fn parse_slow_rank(text: &str) -> Result<SlowRank, String> {
         .trim()
         .parse::<f64>()
         .map_err(|_| format!("'{text}': the factor '{factor}' is not a number"))?;
+    Ok((rank, factor))
+}
+
+/// "3:1.2" → rank 3, factor 1.2.
+pub fn parse_slow_rank(text: &str) -> Result<SlowRank, String> {
+    let (rank, factor) = parse_rank_factor(text, "rank 3's kernels 1.2 times as long")?;
     Ok(SlowRank { rank, factor })
 }
 
-/// The flags' slow ranks, checked against the scenario's ranks (exit 2).
-pub fn stragglers_of(scenario: &Scenario, slow: &[SlowRank]) -> anyhow::Result<Stragglers> {
-    Stragglers::new(slow.to_vec(), scenario.layout.gpus())
-        .map_err(|e| user_error(format!("--slow-rank: {e}")))
+/// "3:2" → the NIC rank 3 sends through, at half its bandwidth.
+pub fn parse_slow_nic(text: &str) -> Result<SlowNic, String> {
+    let (rank, factor) = parse_rank_factor(text, "rank 3's NIC at 1/1.2 of its bandwidth")?;
+    Ok(SlowNic { rank, factor })
 }
 
-/// What slow ranks cost one iteration: the same scenario's iteration time
-/// without them, and the difference.
+/// The flags' slow ranks and NICs, checked against the scenario's ranks
+/// and NICs (exit 2).
+pub fn stragglers_of(
+    scenario: &Scenario,
+    slow: &[SlowRank],
+    nics: &[SlowNic],
+) -> anyhow::Result<Stragglers> {
+    Stragglers::new(slow.to_vec(), scenario.layout.gpus())
+        .map_err(|e| user_error(format!("--slow-rank: {e}")))?
+        .with_slow_nics(nics, scenario)
+        .map_err(|e| user_error(format!("--slow-nic: {e}")))
+}
+
+/// What slow ranks and NICs cost one iteration: the same scenario's
+/// iteration time without them, and the difference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlowRankCost {
     pub slow: Vec<SlowRank>,
+    pub nics: Vec<ResolvedSlowNic>,
     pub without_s: f64,
     pub with_s: f64,
 }
 
 impl SlowRankCost {
+    /// What `stragglers` cost: `with_s` against `without_s`.
+    pub fn of(stragglers: &Stragglers, without_s: f64, with_s: f64) -> SlowRankCost {
+        SlowRankCost {
+            slow: stragglers.ranks().to_vec(),
+            nics: stragglers.nics().to_vec(),
+            without_s,
+            with_s,
+        }
+    }
+
     /// "rank 3 ×1.2: the iteration takes 12.3 ms (+4.1 %) more than without it".
     pub fn line(&self) -> String {
-        let ranks: Vec<String> = self.slow.iter().map(ToString::to_string).collect();
+        let items: Vec<String> = self
+            .slow
+            .iter()
+            .map(ToString::to_string)
+            .chain(self.nics.iter().map(ToString::to_string))
+            .collect();
         let extra_s = self.with_s - self.without_s;
         format!(
             "{}: the iteration takes {:.1} ms ({:+.1} %) more than without {}",
-            ranks.join(", "),
+            items.join(", "),
             extra_s * 1e3,
             100.0 * extra_s / self.without_s,
-            if ranks.len() == 1 { "it" } else { "them" }
+            if items.len() == 1 { "it" } else { "them" }
         )
     }
 
-    /// The `slow_ranks` object of `--json`.
+    /// The `slow_ranks` object of `--json` (with `nics` when NICs are slow).
     pub fn json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut value = serde_json::json!({
             "ranks": self.slow,
             "iteration_time_without_s": self.without_s,
             "cost_s": self.with_s - self.without_s,
-        })
+        });
+        if !self.nics.is_empty() {
+            value["nics"] = serde_json::json!(self.nics);
+        }
+        value
     }
 }

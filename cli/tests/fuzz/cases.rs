@@ -232,6 +232,15 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     if large {
         return flags;
     }
+    // Slow GPUs and NICs (issue 35), some outside the layout or not slow-downs.
+    if rng.chance(8) {
+        let slow = value(&["3:1.2", "0:2", "9999:2", "1:0.5"], rng);
+        flags.push("--slow-rank", Some(slow));
+    }
+    if rng.chance(8) {
+        let slow = value(&["3:2", "0:1.5", "9999:2", "x:2", "1:101"], rng);
+        flags.push("--slow-nic", Some(slow));
+    }
     if rng.chance(30) {
         let name = if rng.chance(70) {
             "out.json"

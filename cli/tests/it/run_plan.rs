@@ -299,3 +299,70 @@ fn a_slow_rank_is_named_with_what_it_costs_the_step() {
         );
     }
 }
+
+/// `--slow-nic R:F` (issue 35 item 4): the NIC rank R sends through named
+/// in `--json` (its node and index) with what it costs the step, in
+/// `simulate` and `run-plan`, each valid against its schema; bad ones exit 2.
+#[test]
+fn a_slow_nic_is_named_with_what_it_costs_the_step() {
+    let layout = [
+        "--model",
+        "gpt-22b",
+        "--tp",
+        "8",
+        "--pp",
+        "2",
+        "--dp",
+        "2",
+        "--global-batch",
+        "16",
+    ];
+    let simulate = |extra: &[&str]| clustersim(&[&["simulate"][..], &layout[..], extra].concat());
+    let output = simulate(&["--slow-nic", "9:2", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_valid("simulate", "--slow-nic", &value);
+    let nic = &value["slow_ranks"]["nics"][0];
+    // Rank 9 is node 1's second GPU: NIC 8 + 1.
+    assert_eq!(
+        (&nic["rank"], &nic["node"], &nic["nic"], &nic["factor"]),
+        (&9.into(), &1.into(), &9.into(), &2.0.into())
+    );
+    assert_eq!(value["simulation_mode"], "full");
+    assert!(value["slow_ranks"]["cost_s"].as_f64().unwrap() > 0.0);
+    let summary = text(&simulate(&["--slow-nic", "9:2"]).stdout);
+    assert!(
+        summary.contains("slow NICs           NIC 9 (node 1, rank 9's) at 1/2 of its bandwidth: the iteration takes"),
+        "{summary}"
+    );
+    let plan = clustersim(
+        &[
+            &["run-plan"][..],
+            &layout[..],
+            &[
+                "--tokens",
+                "1B",
+                "--node-training-w",
+                "6500",
+                "--slow-nic",
+                "9:2",
+                "--json",
+            ][..],
+        ]
+        .concat(),
+    );
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_valid("run-plan", "--slow-nic", &plan);
+    assert_eq!(plan["slow_nics"][0]["nic"], 9);
+    for bad in ["32:2", "3:0.5", "3", "x:2"] {
+        let output = simulate(&["--slow-nic", bad]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{bad}: {}",
+            text(&output.stderr)
+        );
+        assert!(text(&output.stderr).contains("--slow-nic"), "{bad}");
+    }
+}

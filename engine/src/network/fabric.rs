@@ -217,6 +217,15 @@ impl Fabric {
             .collect()
     }
 
+    /// NIC `nic` (global index) carrying 1/`factor` of its capacity in
+    /// each direction: a slow NIC (`factor` ≥ 1, checked by the caller).
+    pub fn slow_nic(&mut self, nic: u32, factor: f64) {
+        for kind in [LinkKind::NicUp, LinkKind::NicDown] {
+            let id = self.id(kind, u64::from(nic));
+            self.links[id.index()].capacity_bytes_per_s /= factor;
+        }
+    }
+
     /// e.g. `nic_up[17]` or `tree_down[level 1][42]`.
     pub fn describe(&self, id: LinkId) -> String {
         let link = self.link(id);

@@ -57,6 +57,14 @@ impl ClosedFormNetwork {
         }
     }
 
+    /// These rates with the NIC delivering 1/`factor` of its bandwidth
+    /// (a slow NIC, [`crate::slow_link`]); latencies unchanged.
+    pub fn with_nic_slowed(&self, factor: f64) -> ClosedFormNetwork {
+        let mut rates = self.rates;
+        rates.nic_bytes_per_s /= factor;
+        ClosedFormNetwork { rates }
+    }
+
     fn collective(
         &self,
         op: CollectiveOp,

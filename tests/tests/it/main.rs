@@ -39,6 +39,7 @@ mod scenario_validation;
 mod schedules_as_data;
 mod seq_len_override;
 mod sharded_data_parallel;
+mod slow_links;
 mod split_backward_memory;
 mod stragglers;
 mod symmetry;

@@ -1,0 +1,158 @@
+//! A slow NIC (`--slow-nic`, issue 35): every communication with a member
+//! that sends through it runs at the NIC's reduced rate, priced by the same
+//! closed form with that rate; communication inside a node and every group
+//! without such a member keep their time; under `--contention` the fabric's
+//! NIC links carry the reduced capacity and the flows through them agree
+//! with the closed form.
+
+use sim::cost::{ClosedFormNetwork, NetworkModel};
+use sim::scenario::{Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::slow_link::SlowNic;
+use sim::straggler::Stragglers;
+use sim::task_graph::NodeSpread;
+use sim::time::SimDuration;
+use sim::{Expansion, SimulationReport};
+use timeline::TaskKind;
+
+/// The hand model at t = 4, p = 1, d = 4 on two DGX A100 nodes: each
+/// data-parallel group is {i, 4 + i, 8 + i, 12 + i}, two ranks a node, its
+/// rings over the rails of ranks i and 4 + i.
+fn scenario(contention: bool) -> Scenario {
+    ScenarioFile {
+        topology: Some("dgx-a100:2".into()),
+        ..tests::hand_model_file(
+            4,
+            1,
+            4,
+            TrainingOptionsFile {
+                network_contention: Some(contention),
+                ..TrainingOptionsFile::default()
+            },
+        )
+    }
+    .resolve()
+    .expect("valid scenario")
+}
+
+fn run(scenario: &Scenario, slow: &[SlowNic]) -> SimulationReport {
+    let stragglers = Stragglers::none()
+        .with_slow_nics(slow, scenario)
+        .expect("valid slow NICs");
+    sim::simulate_with_stragglers(scenario, Expansion::Full, &stragglers).expect("simulates")
+}
+
+/// (ranks, kind, bytes, duration) of every communication task.
+fn communication(report: &SimulationReport) -> Vec<(Vec<u32>, TaskKind, u64, u64)> {
+    let timeline = report.timeline();
+    timeline
+        .tasks
+        .iter()
+        .filter(|t| !t.kind.is_compute())
+        .map(|t| {
+            (
+                timeline.header.groups[t.group as usize].clone(),
+                t.kind,
+                t.bytes,
+                t.duration_ns(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn collectives_through_a_slow_nic_run_at_its_rate_and_no_others_change() {
+    let scenario = scenario(false);
+    let nominal = communication(&run(&scenario, &[]));
+    let slowed = communication(&run(
+        &scenario,
+        &[SlowNic {
+            rank: 3,
+            factor: 2.0,
+        }],
+    ));
+    let network = ClosedFormNetwork::for_scenario(&scenario);
+    let half = network.with_nic_slowed(2.0);
+    let across_nodes = NodeSpread::even(4, 2);
+    let mut checked = 0;
+    assert_eq!(nominal.len(), slowed.len());
+    for (before, after) in nominal.iter().zip(&slowed) {
+        let (ranks, kind, bytes, _) = after;
+        assert_eq!((&before.0, before.1, before.2), (ranks, *kind, *bytes));
+        if *kind == TaskKind::DataParallelAllReduce && ranks.contains(&3) {
+            // Rank 3's group: its rings' network hops at half the rate.
+            assert_eq!(ranks, &[3, 7, 11, 15]);
+            let expected = half.all_reduce(*bytes, 4, across_nodes);
+            assert_eq!(SimDuration(after.3), expected);
+            assert_eq!(
+                SimDuration(before.3),
+                network.all_reduce(*bytes, 4, across_nodes)
+            );
+            assert!(after.3 > before.3);
+            checked += 1;
+        } else {
+            // Other rails' groups, and rank 3's tensor-parallel all-reduces
+            // over NVLink, keep their time.
+            assert_eq!(after.3, before.3, "{kind:?} on {ranks:?}");
+        }
+    }
+    assert!(checked > 0);
+}
+
+#[test]
+fn under_contention_the_slow_nic_s_flows_take_the_factor_of_their_transfer() {
+    // The flow plan of a ring all-reduce carries its Simple transfer as flows
+    // and the rest of its closed-form time (NCCL's latency, the protocol's
+    // bandwidth loss) as a fixed tail (sim::network::flows): at 1/4 of a
+    // NIC's capacity the transfer through it takes 4 times as long.
+    let slow = [SlowNic {
+        rank: 3,
+        factor: 4.0,
+    }];
+    let rank_3_s_reduction = |report: &SimulationReport| -> Vec<(u64, u64)> {
+        communication(report)
+            .into_iter()
+            .filter(|(ranks, kind, ..)| *kind == TaskKind::DataParallelAllReduce && ranks[0] == 3)
+            .map(|(_, _, bytes, duration)| (bytes, duration))
+            .collect()
+    };
+    let contended = scenario(true);
+    let before = rank_3_s_reduction(&run(&contended, &[]));
+    let after = rank_3_s_reduction(&run(&contended, &slow));
+    let closed_form = rank_3_s_reduction(&run(&scenario(false), &slow));
+    assert!(!before.is_empty());
+    let rates = tests::moe::link_rates(&contended);
+    let group = sim::collective::GroupShape::new(2, 2);
+    for ((bytes, nominal_ns), ((_, slowed_ns), (_, closed_ns))) in
+        before.iter().zip(after.iter().zip(&closed_form))
+    {
+        let transfer_s = sim::collective::ring_terms(
+            sim::collective::CollectiveOp::AllReduce,
+            *bytes,
+            &group,
+            &rates,
+        )
+        .transfer_seconds;
+        let expected_ns = *nominal_ns as f64 + 3.0 * transfer_s * 1e9;
+        println!(
+            "{bytes} B: {nominal_ns} ns → flows {slowed_ns} ns (expected {expected_ns:.0}), closed form {closed_ns} ns"
+        );
+        assert!((*slowed_ns as f64 - expected_ns).abs() <= 4.0);
+        // The closed form slows the protocol's bandwidth loss as well.
+        assert!(closed_ns >= slowed_ns);
+    }
+}
+
+#[test]
+fn bad_slow_nics_are_refused_by_name() {
+    let scenario = scenario(false);
+    let refuse = |slow: &[SlowNic]| {
+        Stragglers::none()
+            .with_slow_nics(slow, &scenario)
+            .unwrap_err()
+            .to_string()
+    };
+    let nic = |rank, factor| SlowNic { rank, factor };
+    assert!(refuse(&[nic(16, 2.0)]).contains("ranks 0..16"));
+    assert!(refuse(&[nic(1, 0.5)]).contains("factor 0.5"));
+    assert!(refuse(&[nic(1, 2.0), nic(1, 3.0)]).contains("given twice"));
+}

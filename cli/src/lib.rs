@@ -36,7 +36,7 @@ pub enum Command {
     /// Simulate one training iteration and report time, TFLOP/s, bubble, communication and memory.
     Simulate(commands::simulate::SimulateArgs),
     /// The whole training run: expected time to train with failures, checkpoints and restarts, goodput, energy and cost.
-    RunPlan(commands::run_plan::RunPlanArgs),
+    RunPlan(Box<commands::run_plan::RunPlanArgs>),
     /// Predicted time and bus bandwidth of a collective over a size range (nccl-tests columns).
     ///
     /// Each row runs the (algorithm, protocol) pair NCCL's tuner picks (NVIDIA/nccl v2.12.12-1,
@@ -122,7 +122,7 @@ fn prepare_own_process(command: &Command) {
 fn run_command(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Simulate(args) => commands::simulate::run(args),
-        Command::RunPlan(args) => commands::run_plan::run(args),
+        Command::RunPlan(args) => commands::run_plan::run(*args),
         Command::Collective(args) => commands::collective::run(args),
         Command::Timeline(args) => commands::timeline::run(args),
         Command::Sweep(args) => commands::sweep::run(args),

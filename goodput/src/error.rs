@@ -2,8 +2,8 @@
 //! report every problem of an input at once.
 //!
 //! No function of this crate panics on bad input: a value out of range, a
-//! non-finite number, an integer product that overflows, a recovery policy
-//! that is not built, or a run too costly to sample all come back as a
+//! non-finite number, an integer product that overflows, or a run too
+//! costly to sample all come back as a
 //! [`GoodputError`] naming the field and what is wrong with it.
 
 use std::fmt;
@@ -32,14 +32,6 @@ pub enum GoodputError {
     InvalidInput {
         /// Every problem found, in the order the fields were checked.
         problems: Vec<InputProblem>,
-    },
-    /// The recovery policy named is not built; nothing is computed for it.
-    #[error("recovery policy `{policy}` is not built: {why}")]
-    NotBuilt {
-        /// The policy's name.
-        policy: &'static str,
-        /// What building it would take.
-        why: &'static str,
     },
     /// The expected time is not finite: with this failure rate a segment of
     /// work plus its checkpoint almost never completes.

@@ -11,7 +11,7 @@
 //!   and the storage's bandwidths, synchronous or asynchronous
 //!   ([`checkpoint`]);
 //! - the recovery policy: full restart, hot spares, in-memory peer
-//!   checkpoints; continuing on fewer replicas is not built ([`recovery`]);
+//!   checkpoints, continuing on fewer replicas until repair ([`recovery`]);
 //! - the expected wall-clock time, exactly, for exponential failures, and its
 //!   decomposition into work, checkpoints, lost work and restarts
 //!   ([`closed_form`]), checked against a seeded Monte-Carlo that also gives

@@ -18,8 +18,19 @@
 //!   lose a shard and its copy together, and the persistent checkpoints to
 //!   storage a run would still write for them, are not modeled.
 //!
-//! Not built: **continuing on fewer data-parallel replicas** until repair
-//! ([`RecoveryPolicy::FewerReplicas`] returns [`GoodputError::NotBuilt`]).
+//! - **Fewer replicas**: the job restarts at once without the failed node's
+//!   data-parallel replicas (detection, initialization, checkpoint load; no
+//!   wait for a replacement) and trains at `degraded_work_rate` r of its
+//!   throughput until the node is repaired, `repair_s` later; then it saves
+//!   a checkpoint and restarts at full size (a planned regrow: the save,
+//!   initialization and load). The degraded stretch is counted as r·repair
+//!   of work — failed and redone as any work — plus (1 − r)·repair of
+//!   deficit, which with the regrow joins the downtime a failure restarts
+//!   (a failure while degraded starts the repair wait again). Assumed: one
+//!   node down at a time at rate r (a second failure before the repair does
+//!   not shrink the job further), the work lost back to the last checkpoint
+//!   as under a full restart (the distributed optimizer's shards of the lost
+//!   replicas are not recovered from peers).
 
 use serde::Serialize;
 
@@ -59,8 +70,14 @@ pub enum RecoveryPolicy {
         /// scheduler's wait), seconds.
         replacement_s: f64,
     },
-    /// Continue on fewer data-parallel replicas until repair (not built).
-    FewerReplicas,
+    /// Continue on fewer data-parallel replicas until the failed node is
+    /// repaired, then grow back.
+    FewerReplicas {
+        /// From the failure to the repaired node's return, seconds.
+        repair_s: f64,
+        /// Work done per second while degraded ÷ at full size (0 < r ≤ 1).
+        degraded_work_rate: f64,
+    },
 }
 
 impl RecoveryPolicy {
@@ -70,7 +87,7 @@ impl RecoveryPolicy {
             RecoveryPolicy::FullRestart => "full_restart",
             RecoveryPolicy::HotSpares { .. } => "hot_spares",
             RecoveryPolicy::InMemory { .. } => "in_memory",
-            RecoveryPolicy::FewerReplicas => "fewer_replicas",
+            RecoveryPolicy::FewerReplicas { .. } => "fewer_replicas",
         }
     }
 }
@@ -110,7 +127,19 @@ pub fn resolve(
             problems.positive("recovery.peer_bytes_per_s", *peer_bytes_per_s);
             problems.non_negative("recovery.replacement_s", *replacement_s);
         }
-        RecoveryPolicy::FullRestart | RecoveryPolicy::FewerReplicas => {}
+        RecoveryPolicy::FewerReplicas {
+            repair_s,
+            degraded_work_rate,
+        } => {
+            problems.non_negative("recovery.repair_s", *repair_s);
+            if !(*degraded_work_rate > 0.0 && *degraded_work_rate <= 1.0) {
+                problems.push(
+                    "recovery.degraded_work_rate",
+                    format!("must be in (0, 1], got {degraded_work_rate}"),
+                );
+            }
+        }
+        RecoveryPolicy::FullRestart => {}
     }
     problems.finish()?;
     let from_storage = |wait_s: f64| Downtime {
@@ -138,11 +167,17 @@ pub fn resolve(
             };
             (downtime, snapshot)
         }
-        RecoveryPolicy::FewerReplicas => {
-            return Err(GoodputError::NotBuilt {
-                policy: "fewer_replicas",
-                why: "continuing on fewer data-parallel replicas needs the throughput on d-k replicas, a repair-time distribution and the re-sharding cost, and a model of the run's alternating full and degraded phases; none is built",
-            })
+        RecoveryPolicy::FewerReplicas {
+            repair_s,
+            degraded_work_rate,
+        } => {
+            let restart_s = restart.initialization_s + storage_checkpoint.restore_s;
+            let regrow_s = storage_checkpoint.persist_s + restart_s;
+            let downtime = Downtime {
+                immune_s: restart.detection_s,
+                exposed_s: restart_s + (1.0 - degraded_work_rate) * repair_s + regrow_s,
+            };
+            (downtime, *storage_checkpoint)
         }
     };
     Ok(ResolvedRecovery {
@@ -199,14 +234,25 @@ mod tests {
     }
 
     #[test]
-    fn fewer_replicas_is_not_built() {
-        let error = resolve(&RecoveryPolicy::FewerReplicas, &RESTART, &storage(), 1).unwrap_err();
-        assert!(matches!(
-            error,
-            GoodputError::NotBuilt {
-                policy: "fewer_replicas",
-                ..
-            }
-        ));
+    fn fewer_replicas_trade_the_wait_for_a_degraded_stretch_and_a_regrow() {
+        let policy = RecoveryPolicy::FewerReplicas {
+            repair_s: 3600.0,
+            degraded_work_rate: 0.75,
+        };
+        let resolved = resolve(&policy, &RESTART, &storage(), 1).unwrap();
+        // Detection 60 s, no reschedule; restart 120 + 40, deficit
+        // 0.25 × 3600, regrow 50 + 120 + 40.
+        assert_eq!(resolved.downtime.immune_s, 60.0);
+        assert_eq!(resolved.downtime.exposed_s, 160.0 + 900.0 + 210.0);
+        for rate in [0.0, 1.5, f64::NAN] {
+            let bad = RecoveryPolicy::FewerReplicas {
+                repair_s: 3600.0,
+                degraded_work_rate: rate,
+            };
+            let text = resolve(&bad, &RESTART, &storage(), 1)
+                .unwrap_err()
+                .to_string();
+            assert!(text.contains("recovery.degraded_work_rate"), "{text}");
+        }
     }
 }

@@ -10,6 +10,7 @@ pub mod execute;
 pub mod expected_range;
 pub mod explain;
 mod explain_optimizer;
+pub mod fewer_replicas;
 pub mod fit;
 pub mod import_trace;
 pub mod max_model;

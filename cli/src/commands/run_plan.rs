@@ -5,6 +5,7 @@
 //! checkpoints, restarts, energy and cost. Every default comes from the
 //! `goodput` crate with its source, and the report lists each value used.
 
+use super::fewer_replicas::DegradedRun;
 use super::run_plan_report::{write_charts, write_summary, Charts};
 use super::scenario_args::ScenarioArgs;
 use crate::exit::user_error;
@@ -61,6 +62,10 @@ pub struct RunPlanArgs {
     /// Hot spares: seconds to bring a spare node into the job.
     #[arg(long, value_name = "S", default_value_t = 0.0)]
     pub spare_swap_s: f64,
+    /// Fewer replicas: seconds from a node's failure until it is repaired
+    /// and the job grows back (needed: no public figure was found).
+    #[arg(long, value_name = "S")]
+    pub repair_s: Option<f64>,
     /// Storage write bandwidth per node, GB/s (default 4).
     #[arg(long, value_name = "GB/s")]
     pub storage_node_write_gbps: Option<f64>,
@@ -140,6 +145,10 @@ pub enum Recovery {
     HotSpares,
     /// Snapshots in peers' memory, copied at the node's NIC rate per GPU.
     InMemory,
+    /// Restart at once without the failed node's data-parallel replicas,
+    /// train on the rest (their throughput simulated) until --repair-s,
+    /// then save and grow back.
+    FewerReplicas,
 }
 
 /// "15T" → 15·10¹²; plain integers as they are.
@@ -224,7 +233,26 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
             peak.capacity_bytes as f64 / f64::from(1u32 << 30)
         )));
     }
-    let plan = plan_of(&args, &scenario, &report)?;
+    let degraded = match args.recovery {
+        Recovery::FewerReplicas if !stragglers.is_empty() => {
+            return Err(user_error(
+                "--recovery fewer-replicas with --slow-rank or --slow-nic is not built: which replicas drop out decides whether the slow ones stay",
+            ))
+        }
+        Recovery::FewerReplicas if args.repair_s.is_none() => {
+            return Err(user_error(
+                "--recovery fewer-replicas needs --repair-s S: the time to repair a node (no public figure was found)",
+            ))
+        }
+        Recovery::FewerReplicas => Some(super::fewer_replicas::degraded_run(
+            &args.scenario,
+            fit.as_ref(),
+            &scenario,
+            report.metrics.iteration_time_s,
+        )?),
+        _ => None,
+    };
+    let plan = plan_of(&args, &scenario, &report, degraded.as_ref())?;
     let measured_node_power = plan.energy.gpu.and_then(GpuKind::node_training_w).is_some();
     if !measured_node_power && args.gpu_idle_w.is_none() && args.node_training_w.is_none() {
         return Err(user_error(format!(
@@ -244,7 +272,7 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     let notes = write_charts(&args.charts, &plan, &evaluated, &scenario, &scale)?;
-    let sources = sources_used(&args);
+    let sources = sources_used(&args, degraded.as_ref());
     if args.json {
         let mut document = serde_json::to_value(&evaluated)?;
         document["schema_version"] = crate::schema_versions::RUN_PLAN.into();
@@ -268,6 +296,7 @@ fn plan_of(
     args: &RunPlanArgs,
     scenario: &Scenario,
     report: &sim::SimulationReport,
+    degraded: Option<&DegradedRun>,
 ) -> anyhow::Result<RunPlan> {
     let gpus = u64::from(scenario.layout.gpus());
     // A job smaller than a node holds part of one.
@@ -326,6 +355,10 @@ fn plan_of(
                 / gpus_per_node as f64,
             replacement_s: args.reschedule_s,
         },
+        Recovery::FewerReplicas => RecoveryPolicy::FewerReplicas {
+            repair_s: args.repair_s.expect("checked with the policy"),
+            degraded_work_rate: degraded.expect("simulated for this policy").work_rate,
+        },
     };
     plan.restart = RestartSpec {
         detection_s: args.detection_s.unwrap_or(plan.restart.detection_s),
@@ -352,7 +385,7 @@ fn plan_of(
 
 /// The plan's field names in a `goodput` error, followed by the flag that sets each.
 fn with_flags(message: &str) -> String {
-    const FLAGS: [(&str, &str); 12] = [
+    const FLAGS: [(&str, &str); 13] = [
         (
             "storage.per_node_write_bytes_per_s",
             "--storage-node-write-gbps",
@@ -370,6 +403,7 @@ fn with_flags(message: &str) -> String {
         ("restart.reschedule_s", "--reschedule-s"),
         ("restart.initialization_s", "--initialization-s"),
         ("recovery.swap_s", "--spare-swap-s"),
+        ("recovery.repair_s", "--repair-s"),
         ("energy.pue", "--pue"),
         ("energy.gpu_idle_w", "--gpu-idle-w"),
         ("energy.training_utilization", "--utilization"),
@@ -391,14 +425,14 @@ pub struct SourcedInput {
 }
 
 /// Storage and restart values with their sources ("input" when a flag set them).
-pub fn sources_used(args: &RunPlanArgs) -> Vec<SourcedInput> {
+pub fn sources_used(args: &RunPlanArgs, degraded: Option<&DegradedRun>) -> Vec<SourcedInput> {
     use goodput::defaults as d;
     let entry = |flag: Option<f64>, default: &goodput::energy::Sourced, scale: f64| SourcedInput {
         name: default.name,
         value: flag.map_or(default.value, |v| v * scale),
         source: flag.map_or(default.source.to_string(), |_| "input".to_string()),
     };
-    vec![
+    let mut sources = vec![
         entry(args.storage_node_write_gbps, &d::STORAGE_NODE_WRITE, 1e9),
         entry(args.storage_node_read_gbps, &d::STORAGE_NODE_READ, 1e9),
         entry(
@@ -422,7 +456,23 @@ pub fn sources_used(args: &RunPlanArgs) -> Vec<SourcedInput> {
                 "input".to_string()
             },
         },
-    ]
+    ];
+    if let (Some(run), Some(repair_s)) = (degraded, args.repair_s) {
+        sources.push(SourcedInput {
+            name: "repair_s",
+            value: repair_s,
+            source: "input".to_string(),
+        });
+        sources.push(SourcedInput {
+            name: "degraded_work_rate",
+            value: run.work_rate,
+            source: format!(
+                "simulated: {} of {} data-parallel replicas left after a node failure, {:.3} s per iteration of a batch {}/{} as large",
+                run.remaining, run.replicas, run.iteration_time_s, run.remaining, run.replicas
+            ),
+        });
+    }
+    sources
 }
 
 /// The scenario again at d/4, d/2, 2d and 4d (with d itself), for the
@@ -464,7 +514,11 @@ fn scale_inputs(
 
 /// A preset topology named by name (or `NAME:NODES`) grown to the nodes d
 /// replicas need; a topology file stays as it is (counts it cannot hold are skipped).
-fn grow_topology(file: &mut sim::scenario::ScenarioFile, scenario: &Scenario, data_parallel: u32) {
+pub(super) fn grow_topology(
+    file: &mut sim::scenario::ScenarioFile,
+    scenario: &Scenario,
+    data_parallel: u32,
+) {
     let Some(serde_json::Value::String(name)) = &file.topology else {
         return;
     };

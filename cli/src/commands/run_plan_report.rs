@@ -174,11 +174,21 @@ pub fn write_summary(
         estimate(i.young_s),
         estimate(i.daly_s)
     )?;
-    outln!(
-        "  recovery            {}: {:.0} s down per failure before work resumes",
-        report.recovery.policy,
-        report.recovery.downtime.immune_s + report.recovery.downtime.exposed_s
-    )?;
+    let downtime_s = report.recovery.downtime.immune_s + report.recovery.downtime.exposed_s;
+    match plan.recovery {
+        goodput::recovery::RecoveryPolicy::FewerReplicas {
+            repair_s,
+            degraded_work_rate,
+        } => outln!(
+            "  recovery            fewer_replicas: {:.1} % of the throughput for {} after each failure, then a regrow: {downtime_s:.0} s of downtime-equivalent per failure",
+            100.0 * degraded_work_rate,
+            hours(repair_s),
+        )?,
+        _ => outln!(
+            "  recovery            {}: {downtime_s:.0} s down per failure before work resumes",
+            report.recovery.policy,
+        )?,
+    }
     outln!()?;
     outln!(
         "  expected time       {} (goodput {:.1} %), {:.1} interruptions expected",

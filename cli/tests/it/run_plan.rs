@@ -366,3 +366,98 @@ fn a_slow_nic_is_named_with_what_it_costs_the_step() {
         assert!(text(&output.stderr).contains("--slow-nic"), "{bad}");
     }
 }
+
+/// `--recovery fewer-replicas --repair-s S`: the replicas one node failure
+/// leaves are simulated, their work rate is (d − k)/d × T(d)/T(d − k), and
+/// the degraded stretch and the regrow join the downtime; without
+/// `--repair-s`, or with no replica to spare, exit 2.
+#[test]
+fn fewer_replicas_run_at_the_simulated_rate_of_the_replicas_left() {
+    let layout = |dp: &'static str, batch: &'static str| {
+        [
+            "--model",
+            "gpt-22b",
+            "--tp",
+            "8",
+            "--pp",
+            "2",
+            "--dp",
+            dp,
+            "--global-batch",
+            batch,
+        ]
+    };
+    let iteration_s = |dp, batch| {
+        let output = clustersim(&[&["simulate"][..], &layout(dp, batch)[..], &["--json"]].concat());
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+        value["iteration_time_s"].as_f64().unwrap()
+    };
+    let plan_args = ["--tokens", "1B", "--node-training-w", "6500", "--json"];
+    let output = clustersim(
+        &[
+            &["run-plan"][..],
+            &layout("2", "16")[..],
+            &plan_args[..],
+            &["--recovery", "fewer-replicas", "--repair-s", "3600"][..],
+        ]
+        .concat(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_valid("run-plan", "--recovery fewer-replicas", &value);
+    // t·p = 16 GPUs a replica, 8 a node: a node failure takes one of the two.
+    let rate = value["plan"]["recovery"]["degraded_work_rate"]
+        .as_f64()
+        .unwrap();
+    let expected = 0.5 * iteration_s("2", "16") / iteration_s("1", "8");
+    assert!((rate - expected).abs() < 1e-12, "{rate} vs {expected}");
+    let checkpoint = &value["storage_checkpoint"];
+    let (persist, restore) = (
+        checkpoint["persist_s"].as_f64().unwrap(),
+        checkpoint["restore_s"].as_f64().unwrap(),
+    );
+    // Initialization 300 s + restore; the deficit; the regrow: save, 300 s, restore.
+    let exposed = value["recovery"]["downtime"]["exposed_s"].as_f64().unwrap();
+    let by_hand = 300.0 + restore + (1.0 - rate) * 3600.0 + persist + 300.0 + restore;
+    assert!((exposed - by_hand).abs() < 1e-9, "{exposed} vs {by_hand}");
+    assert_eq!(value["recovery"]["downtime"]["immune_s"], 600.0);
+    for (extra, message) in [
+        (&["--recovery", "fewer-replicas"][..], "needs --repair-s"),
+        (
+            &["--recovery", "fewer-replicas", "--repair-s=-5"][..],
+            "--repair-s",
+        ),
+    ] {
+        let output = clustersim(
+            &[
+                &["run-plan"][..],
+                &layout("2", "16")[..],
+                &plan_args[..],
+                extra,
+            ]
+            .concat(),
+        );
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains(message),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    let alone = clustersim(
+        &[
+            &["run-plan"][..],
+            &layout("1", "8")[..],
+            &plan_args[..],
+            &["--recovery", "fewer-replicas", "--repair-s", "3600"][..],
+        ]
+        .concat(),
+    );
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(
+        text(&alone.stderr).contains("leaving none"),
+        "{}",
+        text(&alone.stderr)
+    );
+}

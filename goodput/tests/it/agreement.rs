@@ -97,6 +97,10 @@ fn agreement_holds_for_every_built_policy_through_a_plan() {
             peer_bytes_per_s: 20.0 * GB,
             replacement_s: 60.0,
         },
+        RecoveryPolicy::FewerReplicas {
+            repair_s: 4.0 * 3600.0,
+            degraded_work_rate: 0.9,
+        },
     ];
     for (i, policy) in policies.into_iter().enumerate() {
         for mode in [

@@ -3,7 +3,7 @@
 use goodput::checkpoint::CheckpointMode;
 use goodput::failure_rates::ReliabilitySpec;
 use goodput::recovery::RecoveryPolicy;
-use goodput::{evaluate, GoodputError, IntervalChoice};
+use goodput::{evaluate, IntervalChoice};
 
 use crate::fixtures::plan;
 
@@ -84,16 +84,17 @@ fn no_failures_and_the_optimal_interval_checkpoints_once() {
 }
 
 #[test]
-fn fewer_replicas_is_not_built() {
+fn fewer_replicas_need_a_rate_in_zero_one_and_a_repair_time() {
     let mut p = plan();
-    p.recovery = RecoveryPolicy::FewerReplicas;
-    assert!(matches!(
-        evaluate(&p),
-        Err(GoodputError::NotBuilt {
-            policy: "fewer_replicas",
-            ..
-        })
-    ));
+    p.recovery = RecoveryPolicy::FewerReplicas {
+        repair_s: -1.0,
+        degraded_work_rate: 0.0,
+    };
+    let text = evaluate(&p).unwrap_err().to_string();
+    assert!(
+        text.contains("recovery.repair_s") && text.contains("recovery.degraded_work_rate"),
+        "{text}"
+    );
 }
 
 #[test]

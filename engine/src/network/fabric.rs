@@ -218,8 +218,13 @@ impl Fabric {
     }
 
     /// NIC `nic` (global index) carrying 1/`factor` of its capacity in
-    /// each direction: a slow NIC (`factor` ≥ 1, checked by the caller).
+    /// each direction: a slow NIC (`factor` ≥ 1, checked by the caller). A
+    /// one-node fabric builds no NIC links (nothing crosses them), and a NIC
+    /// past the fabric's has none: then nothing changes.
     pub fn slow_nic(&mut self, nic: u32, factor: f64) {
+        if u64::from(nic) >= u64::from(self.nodes) * u64::from(self.nics_per_node) {
+            return;
+        }
         for kind in [LinkKind::NicUp, LinkKind::NicDown] {
             let id = self.id(kind, u64::from(nic));
             self.links[id.index()].capacity_bytes_per_s /= factor;

@@ -156,3 +156,28 @@ fn bad_slow_nics_are_refused_by_name() {
     assert!(refuse(&[nic(1, 0.5)]).contains("factor 0.5"));
     assert!(refuse(&[nic(1, 2.0), nic(1, 3.0)]).contains("given twice"));
 }
+
+/// Fuzz case 7343 (seed 14): under `--contention` a one-node fabric builds
+/// no NIC links; a slow NIC there slows nothing (and must not index one).
+#[test]
+fn a_slow_nic_on_one_node_changes_nothing() {
+    let one_node = tests::hand_model_file(
+        2,
+        1,
+        4,
+        TrainingOptionsFile {
+            network_contention: Some(true),
+            ..TrainingOptionsFile::default()
+        },
+    )
+    .resolve()
+    .expect("valid scenario");
+    let slow = [SlowNic {
+        rank: 0,
+        factor: 1.5,
+    }];
+    assert_eq!(
+        run(&one_node, &slow).metrics.iteration_time_s,
+        run(&one_node, &[]).metrics.iteration_time_s
+    );
+}

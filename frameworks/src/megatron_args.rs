@@ -381,6 +381,37 @@ impl Reader<'_> {
             };
             self.note("--grad-reduce-in-bf16".into(), effect.into());
         }
+        self.cpu_offloading();
+    }
+
+    /// `--cpu-offloading --cpu-offloading-num-layers N` (Megatron-Core's
+    /// TransformerConfig, default N = 0): N layers' activations offloaded;
+    /// the number without the switch does nothing in Megatron.
+    fn cpu_offloading(&mut self) {
+        let layers = self
+            .flags
+            .number("cpu-offloading-num-layers", self.problems);
+        if !self.flags.switch("cpu-offloading") {
+            if let Some(layers) = layers {
+                self.note(
+                    format!("--cpu-offloading-num-layers {layers}"),
+                    "no effect without --cpu-offloading".into(),
+                );
+            }
+            return;
+        }
+        let layers = layers.unwrap_or(0);
+        let Ok(layers) = u32::try_from(layers) else {
+            self.problems.push(format!(
+                "--cpu-offloading-num-layers {layers}: more layers than a model can have"
+            ));
+            return;
+        };
+        self.file.options.cpu_offloading_num_layers = Some(layers);
+        self.note(
+            "--cpu-offloading".into(),
+            format!("the activations of {layers} layers offloaded to host memory (Transformer Engine's CPU offloading)"),
+        );
     }
 
     /// The model from `--num-layers`, `--hidden-size`, … (absent: the

@@ -163,3 +163,20 @@ fn the_optimizer_and_bf16_gradient_reduction_are_read_where_they_apply() {
         "{error}"
     );
 }
+
+#[test]
+fn cpu_offloading_is_read_with_its_layer_count() {
+    let model = "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 \
+                 --vocab-size 50257 --micro-batch-size 1 --bf16";
+    let t = read(
+        &format!("{model} --cpu-offloading --cpu-offloading-num-layers 3"),
+        "args",
+    )
+    .unwrap();
+    assert_eq!(t.scenario.options.cpu_offloading_num_layers, Some(3));
+    assert!(meaning(&t, "--cpu-offloading").contains("3 layers offloaded"));
+    // The count alone does nothing in Megatron-Core.
+    let t = read(&format!("{model} --cpu-offloading-num-layers 3"), "args").unwrap();
+    assert_eq!(t.scenario.options.cpu_offloading_num_layers, None);
+    assert!(meaning(&t, "--cpu-offloading-num-layers 3").contains("no effect"));
+}

@@ -71,6 +71,7 @@ def simulate(
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
     optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
+    cpu_offloading_num_layers: Optional[_Value] = None,
     timeline: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
@@ -79,6 +80,7 @@ def simulate(
     no_symmetry: Optional[bool] = None,
     fit: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
+    slow_nic: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -250,6 +252,12 @@ def simulate(
         sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
         optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
         kernels
+    cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
+        (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
+        host memory during the forward, on their own stream, and come back before their backward;
+        the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
+        stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
+        model's layers (default 0: off)
     timeline: Write the Timeline (every task's start and end) to FILE (.json, or .jsonl for JSON
         lines)
     timeline_ranks: Keep only the records of these ranks in --timeline, --plot and --trace (a task
@@ -273,6 +281,10 @@ def simulate(
     slow_rank: A slow GPU: rank R's compute kernels take F times as long (3:1.2 for a GPU throttled
         to 1/1.2 of its peers); repeat for several. Every rank is then simulated, and the summary
         and --json say what they cost the step
+    slow_nic: A slow link: the NIC rank R sends through delivers 1/F of its bandwidth (3:2 for a
+        port running at half speed); every collective and pipeline transfer that crosses it runs at
+        that rate, as NCCL's rings wait for their slowest hop. Repeat for several NICs; with
+        --contention the fabric's links of that NIC are slowed instead
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)
@@ -334,6 +346,7 @@ def timeline(
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
     optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
+    cpu_offloading_num_layers: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
     explain: Optional[bool] = None,
@@ -341,6 +354,7 @@ def timeline(
     no_symmetry: Optional[bool] = None,
     fit: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
+    slow_nic: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -512,6 +526,12 @@ def timeline(
         sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
         optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
         kernels
+    cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
+        (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
+        host memory during the forward, on their own stream, and come back before their backward;
+        the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
+        stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
+        model's layers (default 0: off)
     timeline_ranks: Keep only the records of these ranks in --timeline, --plot and --trace (a task
         is kept when its group holds one), e.g. 0,5,100-107; under symmetry only those ranks'
         records are built, so a 100k-GPU run's few ranks cost little. Record ids, groups and the
@@ -533,6 +553,10 @@ def timeline(
     slow_rank: A slow GPU: rank R's compute kernels take F times as long (3:1.2 for a GPU throttled
         to 1/1.2 of its peers); repeat for several. Every rank is then simulated, and the summary
         and --json say what they cost the step
+    slow_nic: A slow link: the NIC rank R sends through delivers 1/F of its bandwidth (3:2 for a
+        port running at half speed); every collective and pipeline transfer that crosses it runs at
+        that rate, as NCCL's rings wait for their slowest hop. Repeat for several NICs; with
+        --contention the fabric's links of that NIC are slowed instead
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)
@@ -590,6 +614,7 @@ def sweep(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Union[Literal['nccl', 'deepep'], Sequence[Literal['nccl', 'deepep']]]] = None,
+    cpu_offloading_num_layers: Optional[Union[_Value, Sequence[_Value]]] = None,
     top: Optional[Union[_Value, Sequence[_Value]]] = None,
     csv: Optional[Union[_Value, Sequence[_Value]]] = None,
     plot: Optional[Union[_Value, Sequence[_Value]]] = None,
@@ -720,6 +745,12 @@ def sweep(
     moe_dispatcher: How a mixture of experts' tokens are dispatched and combined: nccl (default:
         NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
+    cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
+        (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
+        host memory during the forward, on their own stream, and come back before their backward;
+        the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
+        stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
+        model's layers (default 0: off)
     top: Rows of the ranked table
     csv: Write every result as CSV to FILE (simulated ranked, then dropped)
     plot: Draw throughput per layout, coloured by schedule, to FILE (.svg or .png)
@@ -786,13 +817,15 @@ def run_plan(
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
     optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
+    cpu_offloading_num_layers: Optional[_Value] = None,
     tokens: Optional[_Value] = None,
     steps: Optional[_Value] = None,
     failures: Optional[_Value] = None,
     checkpoint_every: Optional[_Value] = None,
     async_checkpoint: Optional[bool] = None,
-    recovery: Optional[Literal['full-restart', 'hot-spares', 'in-memory']] = None,
+    recovery: Optional[Literal['full-restart', 'hot-spares', 'in-memory', 'fewer-replicas']] = None,
     spare_swap_s: Optional[_Value] = None,
+    repair_s: Optional[_Value] = None,
     storage_node_write_gbps: Optional[_Value] = None,
     storage_node_read_gbps: Optional[_Value] = None,
     storage_write_gbps: Optional[_Value] = None,
@@ -810,6 +843,7 @@ def run_plan(
     trials: Optional[_Value] = None,
     trial_seed: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
+    slow_nic: Optional[_Value] = None,
     fit: Optional[_Value] = None,
     ignore_memory: Optional[bool] = None,
     plot_interval: Optional[_Value] = None,
@@ -981,6 +1015,12 @@ def run_plan(
         sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
         optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
         kernels
+    cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
+        (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
+        host memory during the forward, on their own stream, and come back before their backward;
+        the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
+        stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
+        model's layers (default 0: off)
     tokens: Train on this many tokens (suffixes K, M, B, G, T: 15T), rounded up to whole iterations
     steps: Train for this many iterations (optimizer steps)
     failures: Failure rates: meta-rsc1 (default), meta-rsc2 (Meta's two research clusters) or none
@@ -990,6 +1030,8 @@ def run_plan(
         profile's device-to-host PCIe rate) while the write to storage overlaps
     recovery: How a failure is recovered from
     spare_swap_s: Hot spares: seconds to bring a spare node into the job
+    repair_s: Fewer replicas: seconds from a node's failure until it is repaired and the job grows
+        back (needed: no public figure was found)
     storage_node_write_gbps: Storage write bandwidth per node, GB/s (default 4)
     storage_node_read_gbps: Storage read bandwidth per node, GB/s (default 8)
     storage_write_gbps: Storage write bandwidth of the whole system, GB/s (default 20 per 32 nodes)
@@ -1010,6 +1052,8 @@ def run_plan(
     trial_seed: Seed of the Monte-Carlo (same seed, same report)
     slow_rank: A GPU slow for the whole run: rank R's compute kernels take F times as long (repeat
         for several; see `simulate --slow-rank`)
+    slow_nic: A slow link for the whole run: the NIC rank R sends through delivers 1/F of its
+        bandwidth (repeat for several; see `simulate --slow-nic`)
     fit: Simulate with the factors a `clustersim fit` learned (FIT.json)
     ignore_memory: Plan a layout that does not fit in GPU memory anyway (refused otherwise)
     plot_interval: Draw expected days to train against the checkpoint interval to FILE (.svg or

@@ -261,6 +261,16 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, value_enum, value_name = "OPTIMIZER"))]
     pub optimizer: Option<Optimizer>,
+    /// Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
+    /// (Transformer Engine's CPU offloading): the saved activations of the
+    /// first N layers go to host memory during the forward, on their own
+    /// stream, and come back before their backward; the GPU keeps L − N + 1
+    /// layers' at most, and a copy longer than the layers it overlaps stalls
+    /// the pass. Megatron-Core allows it at p = 1, without recomputation, for
+    /// N below the model's layers (default 0: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub cpu_offloading_num_layers: Option<u32>,
 }
 
 /// Training options, validated, with defaults filled in.
@@ -331,6 +341,15 @@ pub struct TrainingOptions {
     /// The optimizer (Adam unless another is asked).
     #[serde(skip_serializing_if = "Optimizer::is_default")]
     pub optimizer: Optimizer,
+    /// Layers whose saved activations are offloaded to host memory between
+    /// their forward and backward (0: none; [`crate::options`] field
+    /// `cpu_offloading_num_layers`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub activation_offload_layers: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl TrainingOptionsFile {
@@ -368,6 +387,9 @@ impl TrainingOptionsFile {
             pair_overlap: self.pair_overlap.or(base.pair_overlap),
             moe_dispatcher: self.moe_dispatcher.or(base.moe_dispatcher),
             optimizer: self.optimizer.or(base.optimizer),
+            cpu_offloading_num_layers: self
+                .cpu_offloading_num_layers
+                .or(base.cpu_offloading_num_layers),
         }
     }
 
@@ -412,6 +434,7 @@ impl TrainingOptionsFile {
             pair_overlap: self.pair_overlap.unwrap_or(false),
             moe_dispatcher: self.moe_dispatcher.unwrap_or_default(),
             optimizer: self.optimizer.unwrap_or_default(),
+            activation_offload_layers: self.cpu_offloading_num_layers.unwrap_or(0),
         }
     }
 }

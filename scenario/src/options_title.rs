@@ -32,6 +32,12 @@ impl TrainingOptions {
         if self.grad_reduce_in_bf16 {
             labels.push("bf16 grad reduce".into());
         }
+        if self.activation_offload_layers > 0 {
+            labels.push(format!(
+                "activations of {} layers offloaded to CPU",
+                self.activation_offload_layers
+            ));
+        }
         match self.sharding {
             ZeroStage::None | ZeroStage::Optimizer if self.distributed_optimizer => {
                 labels.push("distributed optimizer".into())

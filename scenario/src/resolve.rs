@@ -115,6 +115,14 @@ impl ScenarioFile {
             degrees,
             &mut problems,
         );
+        check_activation_offload(
+            &options,
+            schedule,
+            recompute,
+            model.as_ref(),
+            degrees.p.get(),
+            &mut problems,
+        );
         let Degrees {
             t,
             p,
@@ -691,6 +699,57 @@ fn check_options(
                 topology.name
             )));
         }
+    }
+}
+
+/// CPU offloading of activations (`cpu_offloading_num_layers`) where
+/// Megatron-Core allows it (`transformer_config.py`: fewer layers than the
+/// model's, no pipeline parallelism, no recomputation) and the simulator
+/// builds it (one microbatch at a time, layers alike, PCIe not shared with
+/// ZeRO-Offload).
+fn check_activation_offload(
+    options: &TrainingOptions,
+    schedule: ScheduleKind,
+    recompute: Recompute,
+    model: Option<&models::ModelSpec>,
+    pipeline_parallel: u32,
+    problems: &mut Vec<Problem>,
+) {
+    let offloaded = options.activation_offload_layers;
+    if offloaded == 0 {
+        return;
+    }
+    let field = "cpu_offloading_num_layers";
+    if let Some(model) = model {
+        if u64::from(offloaded) >= model.layers {
+            problems.push(Problem::new(field, format!(
+                "{offloaded} of the model's {} layers: Megatron-Core offloads fewer layers than the model has",
+                model.layers
+            )));
+        }
+        if model.moe.is_some() {
+            problems.push(Problem::new(field, "not built for a mixture of experts (the stall model takes every layer's time alike)"));
+        }
+    }
+    if pipeline_parallel > 1 {
+        problems.push(Problem::new(field, format!(
+            "needs pp = 1 (got {pipeline_parallel}): Megatron-Core has no CPU offloading with pipeline parallelism"
+        )));
+    }
+    if recompute != Recompute::None {
+        problems.push(Problem::new(field, "Megatron-Core's CPU offloading does not work with activation recomputation; use recompute none"));
+    }
+    if schedule != ScheduleKind::OneFOneB {
+        problems.push(Problem::new(field, format!(
+            "needs --schedule 1f1b (each microbatch's forward then its backward, as Megatron runs p = 1), not {}",
+            schedule.name()
+        )));
+    }
+    if options.offload.is_some() {
+        problems.push(Problem::new(
+            field,
+            "not built with zero_offload (both would share the PCIe host link)",
+        ));
     }
 }
 

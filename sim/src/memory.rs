@@ -30,6 +30,11 @@
 //! gathered working set: the weights and gradients of the two largest units
 //! FSDP's rate limiter lets be in flight (`plan::shard_plan`), at most the
 //! rank's whole share.
+//!
+//! Under CPU offloading of N layers' activations (p = 1, one microbatch in
+//! flight; `cost::activation_offload`) the GPU holds at most L − N + 1
+//! layers' activations, the moment before Transformer Engine frees the last
+//! offloaded group, and the host N layers' (in `cpu_bytes`).
 
 use crate::cost::gradients;
 use crate::plan::shard_plan;
@@ -156,6 +161,47 @@ pub fn moe_activation_delta_bytes(scenario: &Scenario, kind: RecomputeKind) -> f
         + tokens * (10.0 * moe.top_k as f64 + 2.0 * moe.experts as f64 + capacity_mask - dense_mlp)
 }
 
+/// The model as one rank sees its sequence: under context parallelism its
+/// s/cp tokens.
+fn rank_model_of(scenario: &Scenario) -> models::ModelSpec {
+    let cp = scenario.layout.context_parallel.get() as u64;
+    let mut rank_model = scenario.model.clone();
+    if cp > 1 {
+        rank_model.seq_len = scenario.model.seq_len / cp;
+    }
+    rank_model
+}
+
+/// One layer's saved activations for one microbatch on one rank, bytes,
+/// under recompute `kind`. Under context parallelism a rank keeps the
+/// activations of its s/cp tokens, and its attention core is Transformer
+/// Engine's fused ring attention, which stores no s² scores
+/// (`models::attention`).
+pub fn layer_activation_bytes(scenario: &Scenario, kind: RecomputeKind) -> f64 {
+    let layout = &scenario.layout;
+    let (b, t) = (
+        layout.microbatch_size.get() as u64,
+        layout.tensor_parallel.get() as u64,
+    );
+    let sequence_parallel = scenario.options.sequence_parallel;
+    let fp8 = scenario.options.precision == scenario::Precision::Fp8;
+    let rank_model = rank_model_of(scenario);
+    let fused_attention = scenario.stack.fused_attention || layout.context_parallel.get() > 1;
+    stored_activation_bytes_per_layer_with(
+        &rank_model,
+        b,
+        t,
+        sequence_parallel,
+        kind,
+        fused_attention,
+    ) + moe_activation_delta_bytes(scenario, kind)
+        - if fp8 && kind != RecomputeKind::Full {
+            fp8_saved_input_reduction(&rank_model, b, t, sequence_parallel)
+        } else {
+            0.0
+        }
+}
+
 /// Peak memory of one rank of every stage.
 pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown> {
     let schedule = &plan.schedule;
@@ -176,36 +222,18 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
         Recompute::Selective => RecomputeKind::Selective,
         Recompute::Full => RecomputeKind::Full,
     };
-    let sequence_parallel = scenario.options.sequence_parallel;
     let fp8 = scenario.options.precision == scenario::Precision::Fp8;
-    // Under context parallelism a rank keeps the activations of its s/cp
-    // tokens, and its attention core is Transformer Engine's fused ring
-    // attention, which stores no s² scores (`models::attention`).
     let cp = layout.context_parallel.get() as u64;
-    let rank_model = if cp > 1 {
-        let mut rank_model = model.clone();
-        rank_model.seq_len = model.seq_len / cp;
-        rank_model
-    } else {
-        model.clone()
+    let rank_model = rank_model_of(scenario);
+    let stored = |kind| layer_activation_bytes(scenario, kind);
+    // CPU offloading (p = 1, one microbatch in flight): at most L − N + 1
+    // layers' activations on the GPU, N layers' in host memory.
+    let offloaded = u64::from(scenario.options.activation_offload_layers);
+    let resident_layers = match offloaded {
+        0 => layers_per_chunk,
+        n => layers_per_chunk - n + 1,
     };
-    let fused_attention = scenario.stack.fused_attention || cp > 1;
-    let stored = |kind| {
-        stored_activation_bytes_per_layer_with(
-            &rank_model,
-            b,
-            t,
-            sequence_parallel,
-            kind,
-            fused_attention,
-        ) + moe_activation_delta_bytes(scenario, kind)
-            - if fp8 && kind != RecomputeKind::Full {
-                fp8_saved_input_reduction(&rank_model, b, t, sequence_parallel)
-            } else {
-                0.0
-            }
-    };
-    let per_microbatch_chunk = layers_per_chunk as f64 * stored(kind);
+    let per_microbatch_chunk = resident_layers as f64 * stored(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
     let working_layer = match scenario.recompute {
         Recompute::None => 0.0,
@@ -371,6 +399,8 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                     )
                 }
             };
+            // Offloaded activations wait in the host's pinned memory.
+            let cpu_bytes = cpu_bytes + (offloaded as f64 * stored(kind)) as u64;
             let total_bytes =
                 weight_bytes + gradient_bytes + optimizer_state_bytes + activation_bytes;
             let capacity_bytes = scenario.topology.gpu.hbm_bytes;

@@ -9,6 +9,7 @@ pub mod defaults_note;
 pub mod execute;
 pub mod expected_range;
 pub mod explain;
+mod explain_offload;
 mod explain_optimizer;
 pub mod fewer_replicas;
 pub mod fit;

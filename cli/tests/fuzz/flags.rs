@@ -338,6 +338,12 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
             8,
         ),
         ("--grad-reduce-in-bf16", &["true", "false", "maybe"][..], 8),
+        // CPU offloading of activations (issue 36 item 2).
+        (
+            "--cpu-offloading-num-layers",
+            &["0", "1", "3", "99", "-1"][..],
+            8,
+        ),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

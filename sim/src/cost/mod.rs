@@ -14,6 +14,7 @@
 //! as an all-gather of the same bytes (NCCL's ring moves (n−1)/n of the
 //! buffer in n−1 steps for both, so the formulas are identical).
 
+pub mod activation_offload;
 mod attention;
 mod attention_dropout;
 mod breakdown;
@@ -460,6 +461,12 @@ fn cost_work(
             }
             // Ring attention's K/V exchanges, where the attention steps do not hide them.
             seconds += context::exposed_exchanges(scenario, pass, &steps, kernels, network).0;
+            // CPU offloading's copies, where the layers they overlap do not hide them.
+            if segment == 0 || segment == WHOLE_PASS {
+                seconds += activation_offload::pass_stall_seconds(
+                    scenario, pass, layers, embedding, kernels, network,
+                );
+            }
             // A skewed routing costs every rank as its group's busiest, but
             // the FLOPs reported are the model's: the uniform routing's.
             // Token dropping and padding likewise: the dropless uniform

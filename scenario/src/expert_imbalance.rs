@@ -1,5 +1,6 @@
 //! `expert_imbalance` parsed once into what it says: a uniform routing, a
-//! geometric skew, or a histogram file of token counts per expert. Rules
+//! geometric skew, or a histogram file of token counts per expert (or
+//! counts already read, one iteration of a routing trace). Rules
 //! read the variant, never the text; the text as written is what outputs
 //! name (its `Display` and serialization).
 
@@ -20,6 +21,9 @@ pub enum ExpertImbalance {
     Skew { factor: f64, written: String },
     /// A file of E token counts (whitespace or commas between them).
     Histogram(PathBuf),
+    /// E token counts already read, named by where they came from (one
+    /// iteration of a routing trace: `FILE:LINE`); never parsed from text.
+    Counts { counts: Vec<f64>, written: String },
 }
 
 impl ExpertImbalance {
@@ -60,6 +64,15 @@ impl ExpertImbalance {
                 (0..e).map(|i| factor.powf(-(i as f64) / last)).collect()
             }
             ExpertImbalance::Histogram(path) => self.histogram(path, experts)?,
+            ExpertImbalance::Counts { counts, .. } => {
+                if counts.len() as u64 != experts {
+                    return Err(format!(
+                        "'{self}' has {} counts; the model has {experts} experts",
+                        counts.len()
+                    ));
+                }
+                counts.clone()
+            }
         };
         let total: f64 = weights.iter().sum();
         if !(total > 0.0 && total.is_finite()) {
@@ -76,19 +89,7 @@ impl ExpertImbalance {
                     "'{self}' is neither uniform, skew:X nor a readable histogram file: {error}"
                 )
             })?;
-        let mut values = Vec::new();
-        for word in text
-            .split(|c: char| c.is_whitespace() || c == ',')
-            .filter(|w| !w.is_empty())
-        {
-            let value: f64 = word
-                .parse()
-                .map_err(|_| format!("'{self}': '{word}' is not a token count"))?;
-            if !(value.is_finite() && value >= 0.0) {
-                return Err(format!("'{self}': '{word}' is not a non-negative count"));
-            }
-            values.push(value);
-        }
+        let values = token_counts(&text).map_err(|error| format!("'{self}': {error}"))?;
         if values.len() as u64 != experts {
             return Err(format!(
                 "'{self}' has {} counts; the model has {experts} experts",
@@ -99,6 +100,25 @@ impl ExpertImbalance {
     }
 }
 
+/// The token counts `text` lists (whitespace or commas between them), each
+/// a finite non-negative number, or the first word that is not.
+pub fn token_counts(text: &str) -> Result<Vec<f64>, String> {
+    let mut values = Vec::new();
+    for word in text
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+    {
+        let value: f64 = word
+            .parse()
+            .map_err(|_| format!("'{word}' is not a token count"))?;
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(format!("'{word}' is not a non-negative count"));
+        }
+        values.push(value);
+    }
+    Ok(values)
+}
+
 impl fmt::Display for ExpertImbalance {
     /// As written: `uniform`, `skew:X`, the file's path.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -106,6 +126,7 @@ impl fmt::Display for ExpertImbalance {
             ExpertImbalance::Uniform => f.write_str("uniform"),
             ExpertImbalance::Skew { written, .. } => f.write_str(written),
             ExpertImbalance::Histogram(path) => write!(f, "{}", path.display()),
+            ExpertImbalance::Counts { written, .. } => f.write_str(written),
         }
     }
 }

@@ -141,7 +141,45 @@ pub fn resolve(
     if !moe.experts.is_multiple_of(u64::from(ep.get())) {
         return None; // reported by `check`
     }
-    let per_rank = (moe.experts / u64::from(ep.get())) as usize;
+    let (busiest_rank, busiest_rank_load) = busiest_of(&imbalance, &shares, ep);
+    Some(ExpertRouting {
+        expert_parallel: ep,
+        expert_tensor_parallel: etp,
+        capacity_factor: moe.capacity_factor.map(|factor| factor.0),
+        pad_expert_input_to_capacity: moe.pad_expert_input_to_capacity,
+        busiest_rank,
+        imbalance,
+        shares,
+        busiest_rank_load,
+    })
+}
+
+impl ExpertRouting {
+    /// The same expert-parallel layout routed as `imbalance` says instead
+    /// (one iteration of a routing trace), or why its counts do not fit.
+    pub fn rerouted(&self, imbalance: ExpertImbalance) -> Result<ExpertRouting, String> {
+        let shares = imbalance.shares(self.shares.len() as u64)?;
+        let (busiest_rank, busiest_rank_load) =
+            busiest_of(&imbalance, &shares, self.expert_parallel);
+        Ok(ExpertRouting {
+            imbalance,
+            shares,
+            busiest_rank,
+            busiest_rank_load,
+            ..self.clone()
+        })
+    }
+}
+
+/// The busiest expert-parallel rank of `shares` over `ep` ranks (the first
+/// of equals) and its load: its summed shares × ep, at least 1, exactly 1
+/// when uniform (summed shares of 1/E may round above it). `ep` divides
+/// the experts (checked by [`check`]).
+fn busiest_of(imbalance: &ExpertImbalance, shares: &[f64], ep: NonZeroU32) -> (u32, f64) {
+    if imbalance.is_uniform() {
+        return (0, 1.0);
+    }
+    let per_rank = shares.len() / ep.get() as usize;
     let mut busiest = (0, 0.0);
     for (rank, experts) in shares.chunks(per_rank).enumerate() {
         let load: f64 = experts.iter().sum();
@@ -149,22 +187,7 @@ pub fn resolve(
             busiest = (rank as u32, load);
         }
     }
-    // Uniform is exactly 1 (summed shares of 1/E may round above it).
-    let busiest_rank_load = if imbalance.is_uniform() {
-        1.0
-    } else {
-        (busiest.1 * f64::from(ep.get())).max(1.0)
-    };
-    Some(ExpertRouting {
-        expert_parallel: ep,
-        expert_tensor_parallel: etp,
-        capacity_factor: moe.capacity_factor.map(|factor| factor.0),
-        pad_expert_input_to_capacity: moe.pad_expert_input_to_capacity,
-        busiest_rank: if imbalance.is_uniform() { 0 } else { busiest.0 },
-        imbalance,
-        shares,
-        busiest_rank_load,
-    })
+    (busiest.0, (busiest.1 * f64::from(ep.get())).max(1.0))
 }
 
 /// What expert parallelism and the model require of the rest of the

@@ -29,6 +29,7 @@ pub mod post_validation;
 mod problem;
 mod resolve;
 mod resolved;
+pub mod routing_trace;
 mod scenario_file;
 mod sharding;
 mod stack;

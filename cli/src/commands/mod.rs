@@ -20,6 +20,7 @@ pub mod plot;
 pub mod post_validation;
 pub mod presets;
 pub mod registry_help;
+pub mod routing_trace;
 pub mod run_plan;
 pub mod run_plan_report;
 pub mod scenario_args;

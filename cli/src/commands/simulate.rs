@@ -65,6 +65,18 @@ pub struct SimulateArgs {
     /// --contention the fabric's links of that NIC are slowed instead.
     #[arg(long = "slow-nic", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nic)]
     pub slow_nics: Vec<sim::slow_link::SlowNic>,
+    /// A mixture-of-experts run's routing, iteration by iteration: a file
+    /// with one line per iteration of E token counts (tokens each expert
+    /// received, as a router counts them; `#` starts a comment). Each line
+    /// is simulated with its routing, and the summary and --json add the
+    /// distribution of iteration times (mean, p50, p90, max), throughput
+    /// over the trace and the peak memory of the fullest iteration.
+    #[arg(
+        long = "routing-trace",
+        value_name = "FILE",
+        conflicts_with = "max_model_size"
+    )]
+    pub routing_trace: Option<PathBuf>,
     #[command(flatten)]
     pub pictures: super::pictures::PictureArgs,
 }
@@ -138,6 +150,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         )),
     };
     let elapsed_s = started.elapsed().as_secs_f64();
+    let trace = match &args.routing_trace {
+        Some(path) => Some(super::routing_trace::run(
+            &scenario,
+            expansion,
+            &stragglers,
+            path,
+            WhatRan::of(&scenario, &report.metrics).tokens_per_iteration,
+        )?),
+        None => None,
+    };
     let wants_timeline =
         args.timeline.is_some() || args.pictures.plot.is_some() || args.pictures.trace.is_some();
     // Built once, only when asked for, with the chosen records only.
@@ -162,6 +184,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         if let Some(cost) = &slow_cost {
             summary["slow_ranks"] = cost.json();
         }
+        if let Some(trace) = &trace {
+            summary["routing_trace"] = trace.json();
+        }
         serde_json::to_writer_pretty(&mut out, &summary)?;
         writeln!(out)?;
     } else {
@@ -183,6 +208,11 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
                 "slow ranks, NICs"
             };
             writeln!(out, "  {label:<20}{}", cost.line())?;
+        }
+        if let Some(trace) = &trace {
+            let [first, second] = trace.lines();
+            writeln!(out, "  routing trace       {first}")?;
+            writeln!(out, "                      {second}")?;
         }
         if let (Some(path), Some(record)) = (&args.fit, &fit) {
             writeln!(

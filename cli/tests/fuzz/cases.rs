@@ -81,6 +81,7 @@ fn add_spec_files(case: &mut Case, seeds: &Seeds, rng: &mut Rng) {
     add_file(case, "profile.json", rng.pick(&seeds.profiles), 15, rng);
     add_file(case, "stack.json", rng.pick(&seeds.stacks), 15, rng);
     add_expert_histogram(case, rng);
+    add_routing_trace(case, rng);
 }
 
 /// An expert-imbalance histogram (`--expert-imbalance experts.txt`): token
@@ -99,6 +100,28 @@ fn add_expert_histogram(case: &mut Case, rng: &mut Rng) {
     let separator = *rng.pick(&[" ", ",", "\n"]);
     case.files
         .push(("experts.txt".into(), counts.join(separator).into_bytes()));
+}
+
+/// A routing trace (`--routing-trace trace.txt`): up to four iterations of
+/// expert histograms, a comment or a blank line among them.
+fn add_routing_trace(case: &mut Case, rng: &mut Rng) {
+    let mut lines = Vec::new();
+    for _ in 0..rng.below(5) {
+        let experts = *rng.pick(&[8usize, 8, 8, 8, 4, 0]);
+        let line: Vec<String> = (0..experts)
+            .map(|_| match rng.below(20) {
+                0 => rng.pick(&["0", "-3", "1e999", "x"]).to_string(),
+                _ => (1 + rng.below(5000)).to_string(),
+            })
+            .collect();
+        let separator = *rng.pick(&[" ", ","]);
+        lines.push(line.join(separator));
+        if rng.chance(20) {
+            lines.push(rng.pick(&["# comment", ""]).to_string());
+        }
+    }
+    case.files
+        .push(("trace.txt".into(), lines.join("\n").into_bytes()));
 }
 
 /// A scenario file (mutated most of the time) and maybe a few flags over
@@ -240,6 +263,14 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     if rng.chance(8) {
         let slow = value(&["3:2", "0:1.5", "9999:2", "x:2", "1:101"], rng);
         flags.push("--slow-nic", Some(slow));
+    }
+    // A routing trace (issue 35), or a file that is not one.
+    if rng.chance(8) {
+        let trace = value(
+            &["trace.txt", "experts.txt", "missing.txt", "model.json"],
+            rng,
+        );
+        flags.push("--routing-trace", Some(trace));
     }
     if rng.chance(30) {
         let name = if rng.chance(70) {

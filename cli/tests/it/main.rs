@@ -26,6 +26,7 @@ mod moe;
 mod presets;
 mod reliability;
 mod round3;
+mod routing_trace;
 mod run_plan;
 mod schedules_as_data;
 mod stdout_full;

@@ -1,0 +1,151 @@
+//! `simulate --routing-trace FILE` (issue 35, item 4's routing variance):
+//! each line of the trace is simulated with its routing, exactly as the same
+//! counts given as an `--expert-imbalance` histogram simulate; the
+//! distribution, the slowest line and the fullest iteration's memory are
+//! reported and valid against the schema; bad traces exit 2 naming the line.
+
+use crate::common;
+use common::schema::assert_valid;
+use common::{clustersim, text};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const MIXTRAL: [&str; 19] = [
+    "simulate",
+    "--model",
+    "mixtral-8x7b",
+    "--topology",
+    "dgx-h100-superpod",
+    "--seq-len",
+    "4096",
+    "--tp",
+    "1",
+    "--pp",
+    "4",
+    "--dp",
+    "16",
+    "--global-batch",
+    "64",
+    "--ep",
+    "8",
+    "--precision",
+    "bf16",
+];
+
+/// Three iterations: balanced, mildly skewed, one expert at twice the mean.
+const LINES: [&str; 3] = [
+    "1000 1000 1000 1000 1000 1000 1000 1000",
+    "1200,900,1000,1000,950,1000,950,1000",
+    "2000 800 900 1000 900 800 800 800",
+];
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("clustersim-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn simulate(extra: &[&str]) -> std::process::Output {
+    clustersim(&[&MIXTRAL[..], extra].concat())
+}
+
+fn json(extra: &[&str]) -> Value {
+    let output = simulate(&[extra, &["--json"][..]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn each_traced_iteration_is_its_routing_simulated() {
+    let trace = scratch("trace.txt");
+    std::fs::write(
+        &trace,
+        format!("# tokens per expert\n{}\n", LINES.join("\n\n")),
+    )
+    .unwrap();
+    let value = json(&["--routing-trace", path_str(&trace)]);
+    assert_valid("simulate", "--routing-trace", &value);
+    let traced = &value["routing_trace"];
+    assert_eq!(traced["iterations"], 3);
+    let per = traced["per_iteration"].as_array().unwrap();
+    // Lines 2, 4 and 6 of the file (a comment first, blank lines between).
+    let lines: Vec<u64> = per.iter().map(|i| i["line"].as_u64().unwrap()).collect();
+    assert_eq!(lines, [2, 4, 6]);
+    let mut times = Vec::new();
+    for (index, line) in LINES.iter().enumerate() {
+        let histogram = scratch(&format!("histogram-{index}.txt"));
+        std::fs::write(&histogram, line).unwrap();
+        let alone = json(&["--expert-imbalance", path_str(&histogram)]);
+        assert_eq!(
+            per[index]["iteration_time_s"], alone["iteration_time_s"],
+            "line {}",
+            lines[index]
+        );
+        assert_eq!(
+            per[index]["busiest_rank_load"],
+            alone["experts"]["busiest_rank_load"]
+        );
+        assert_eq!(per[index]["peak_memory_bytes"], alone["peak_memory_bytes"]);
+        times.push(alone["iteration_time_s"].as_f64().unwrap());
+    }
+    // The balanced line is the default routing's iteration; skew slows it.
+    assert_eq!(per[0]["iteration_time_s"], value["iteration_time_s"]);
+    assert!(times[0] < times[1] && times[1] < times[2], "{times:?}");
+    let distribution = &traced["iteration_time_s"];
+    assert_eq!(distribution["max"].as_f64().unwrap(), times[2]);
+    assert_eq!(distribution["p50"].as_f64().unwrap(), times[1]);
+    let mean = times.iter().sum::<f64>() / 3.0;
+    assert!((distribution["mean"].as_f64().unwrap() - mean).abs() < 1e-12 * mean);
+    assert_eq!(traced["slowest_line"], 6);
+    // Expert 0 takes 2000 of 8000 tokens: a quarter, on 1 of 8 ranks.
+    assert_eq!(per[2]["busiest_rank_load"], 2.0);
+    let summary = text(&simulate(&["--routing-trace", path_str(&trace)]).stdout);
+    assert!(
+        summary.contains(&format!(
+            "routing trace       3 iterations ({}): iteration time mean",
+            trace.display()
+        )),
+        "{summary}"
+    );
+    assert!(summary.contains("max "), "{summary}");
+    assert!(summary.contains("(line 6)"), "{summary}");
+}
+
+#[test]
+fn bad_traces_exit_2_naming_what_is_wrong() {
+    let short = scratch("short.txt");
+    std::fs::write(&short, format!("{}\n1 2 3\n", LINES[0])).unwrap();
+    let output = simulate(&["--routing-trace", path_str(&short)]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("line 2: 3 counts; the model has 8 experts"),
+        "{}",
+        text(&output.stderr)
+    );
+    let empty = scratch("empty.txt");
+    std::fs::write(&empty, "# nothing yet\n").unwrap();
+    let output = simulate(&["--routing-trace", path_str(&empty)]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output.stderr).contains("holds no iteration"));
+    let missing = simulate(&["--routing-trace", "/no/such/trace"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("routing trace '/no/such/trace'"));
+    let dense = clustersim(&[
+        "simulate",
+        "--model",
+        "gpt-22b",
+        "--routing-trace",
+        path_str(&short),
+    ]);
+    assert_eq!(dense.status.code(), Some(2));
+    assert!(
+        text(&dense.stderr).contains("has no experts"),
+        "{}",
+        text(&dense.stderr)
+    );
+    assert!(dense.stdout.is_empty());
+}

@@ -81,6 +81,7 @@ def simulate(
     fit: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
+    routing_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -285,6 +286,11 @@ def simulate(
         port running at half speed); every collective and pipeline transfer that crosses it runs at
         that rate, as NCCL's rings wait for their slowest hop. Repeat for several NICs; with
         --contention the fabric's links of that NIC are slowed instead
+    routing_trace: A mixture-of-experts run's routing, iteration by iteration: a file with one line
+        per iteration of E token counts (tokens each expert received, as a router counts them; `#`
+        starts a comment). Each line is simulated with its routing, and the summary and --json add
+        the distribution of iteration times (mean, p50, p90, max), throughput over the trace and the
+        peak memory of the fullest iteration
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)
@@ -355,6 +361,7 @@ def timeline(
     fit: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
+    routing_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -557,6 +564,11 @@ def timeline(
         port running at half speed); every collective and pipeline transfer that crosses it runs at
         that rate, as NCCL's rings wait for their slowest hop. Repeat for several NICs; with
         --contention the fabric's links of that NIC are slowed instead
+    routing_trace: A mixture-of-experts run's routing, iteration by iteration: a file with one line
+        per iteration of E token counts (tokens each expert received, as a router counts them; `#`
+        starts a comment). Each line is simulated with its routing, and the summary and --json add
+        the distribution of iteration times (mean, p50, p90, max), throughput over the trace and the
+        peak memory of the fullest iteration
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)

@@ -10,7 +10,7 @@ use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::plan::Plan;
-use crate::slow_link::SlowNicCosts;
+use crate::slow_link::SlowLinkCosts;
 use crate::straggler::Stragglers;
 use crate::symmetry::{self, Expansion, FullCounts, SimulationMode};
 use crate::timeline_view::{self, TimelineSelection};
@@ -309,12 +309,12 @@ fn perturbed_durations<'a>(
     stragglers: &Stragglers,
 ) -> impl Fn(taskgraph::ids::TaskId) -> SimDuration + 'a {
     let factors = stragglers.group_factors(graph);
-    let slow_nics = (!stragglers.nics().is_empty())
-        .then(|| SlowNicCosts::new(scenario, graph, stragglers.nics()));
+    let slow_links = (!stragglers.links().is_empty())
+        .then(|| SlowLinkCosts::new(scenario, graph, stragglers.links()));
     move |id| {
         let priced = costs[graph.work_of(id).index()].duration;
-        let priced = match &slow_nics {
-            Some(nics) => nics.duration(graph, id, priced),
+        let priced = match &slow_links {
+            Some(links) => links.duration(graph, id, priced),
             None => priced,
         };
         crate::straggler::stretched(graph, &factors, id, priced)
@@ -459,6 +459,9 @@ pub fn simulate_with_stragglers(
         let mut fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
         for slow in stragglers.nics() {
             fabric.slow_nic(slow.nic, slow.factor);
+        }
+        for slow in stragglers.nvlinks() {
+            fabric.slow_nvlink(slow.rank, slow.factor);
         }
         let planner = FabricFlowPlanner::new(scenario, &plan.placement, &graph, &network, &costs);
         let (outcome, utilization) = engine::run_with_fabric(

@@ -21,8 +21,20 @@
 //! flows give 321.8 µs, the closed form 340.4 µs:
 //! `tests/tests/it/slow_links.rs`).
 //!
-//! A slow NIC makes the replicas differ, so a scenario with one runs in full
-//! expansion.
+//! A GPU's NVLink can be slow too (issue 35, item 4): links that trained
+//! at fewer lanes or went down (`nvidia-smi nvlink --status` shows them
+//! inactive) leave it 1/`factor` of its NVLink bandwidth to the NVSwitches,
+//! in each direction. Every communication with that GPU as a member whose
+//! ring hops inside a node (the tensor-parallel collectives, intra-node
+//! pipeline transfers and expert all-to-alls, the intra-node hops of a
+//! hierarchical ring) runs at the NVLink rate divided by the largest such
+//! factor among its members; a group with one rank per node never uses
+//! NVLink and keeps its time. Under `--contention` that GPU's two NVLink
+//! links carry 1/factor of their capacity. A task with members behind both
+//! a slow NIC and a slow NVLink takes both rates.
+//!
+//! A slow NIC or NVLink makes the replicas differ, so a scenario with one
+//! runs in full expansion.
 
 use std::fmt;
 
@@ -51,6 +63,22 @@ pub struct ResolvedSlowNic {
     pub node: u32,
     /// Its index among all NICs (node × NICs per node + its number in the node).
     pub nic: u32,
+    pub factor: f64,
+}
+
+/// One GPU whose NVLink delivers 1/`factor` of its bandwidth, named by rank.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SlowNvlink {
+    pub rank: u32,
+    /// The NVLink's nominal bandwidth ÷ what it delivers (≥ 1).
+    pub factor: f64,
+}
+
+/// A checked slow NVLink: its GPU's node.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ResolvedSlowNvlink {
+    pub rank: u32,
+    pub node: u32,
     pub factor: f64,
 }
 
@@ -111,59 +139,138 @@ pub fn resolve(
     Ok(nics)
 }
 
-/// Closed-form costs of every work with slow NICs: one table per distinct
-/// factor, and for each of the graph's groups the table its tasks take.
+/// Checks `given` against a layout of `gpus` ranks on nodes of
+/// `gpus_per_node` GPUs joined by NVLink or not (`nvlink`): each rank in
+/// range and named once, each factor finite and in [1, 100]. Sorted by rank.
+pub fn resolve_nvlinks(
+    given: &[SlowNvlink],
+    gpus: u32,
+    gpus_per_node: u32,
+    nvlink: bool,
+) -> Result<Vec<ResolvedSlowNvlink>, StragglerError> {
+    let has_nvlink = nvlink && gpus_per_node > 1;
+    if !given.is_empty() && !has_nvlink {
+        return Err(StragglerError::NoNvlink { gpus_per_node });
+    }
+    let mut links = Vec::with_capacity(given.len());
+    for slow in given {
+        if slow.rank >= gpus {
+            return Err(StragglerError::NvlinkRankOutOfRange {
+                rank: slow.rank,
+                gpus,
+            });
+        }
+        if !(slow.factor.is_finite() && (1.0..=MAX_FACTOR).contains(&slow.factor)) {
+            return Err(StragglerError::NvlinkFactor {
+                rank: slow.rank,
+                factor: slow.factor,
+            });
+        }
+        links.push(ResolvedSlowNvlink {
+            rank: slow.rank,
+            node: slow.rank / gpus_per_node,
+            factor: slow.factor,
+        });
+    }
+    links.sort_by_key(|l| l.rank);
+    if let Some(pair) = links.windows(2).find(|pair| pair[0].rank == pair[1].rank) {
+        return Err(StragglerError::NvlinkGivenTwice { rank: pair[0].rank });
+    }
+    Ok(links)
+}
+
+/// The slow NICs and NVLinks of a run, checked.
+#[derive(Debug, Clone, Copy)]
+pub struct SlowLinks<'a> {
+    pub nics: &'a [ResolvedSlowNic],
+    pub nvlinks: &'a [ResolvedSlowNvlink],
+}
+
+impl SlowLinks<'_> {
+    pub fn is_empty(&self) -> bool {
+        self.nics.is_empty() && self.nvlinks.is_empty()
+    }
+
+    /// The factors that slow a group of `ranks`: the largest of its
+    /// members' NICs and of its members' NVLinks (1 where none is slow).
+    fn factors_of(&self, ranks: &[taskgraph::ids::Rank], scenario: &Scenario) -> LinkFactors {
+        let gpus_per_node = scenario.topology.node.gpus_per_node;
+        let nics_per_node = scenario.topology.fabric.nics_per_node;
+        let mut factors = LinkFactors {
+            nic: 1.0,
+            nvlink: 1.0,
+        };
+        for rank in ranks {
+            let nic = nic_of(rank.0, gpus_per_node, nics_per_node);
+            if let Some(slow) = self.nics.iter().find(|slow| slow.nic == nic) {
+                factors.nic = factors.nic.max(slow.factor);
+            }
+            if let Some(slow) = self.nvlinks.iter().find(|slow| slow.rank == rank.0) {
+                factors.nvlink = factors.nvlink.max(slow.factor);
+            }
+        }
+        factors
+    }
+}
+
+/// What slows one group's communication: its NIC and its NVLink factor.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LinkFactors {
+    nic: f64,
+    nvlink: f64,
+}
+
+impl LinkFactors {
+    fn is_nominal(&self) -> bool {
+        self.nic == 1.0 && self.nvlink == 1.0
+    }
+}
+
+/// Closed-form costs of every work with slow links: one table per distinct
+/// pair of NIC and NVLink factors, and for each of the graph's groups the
+/// table its tasks take.
 #[derive(Debug, Clone)]
-pub struct SlowNicCosts {
-    /// Per group: the index into `tables`, or `None` where no member's NIC is slow.
+pub struct SlowLinkCosts {
+    /// Per group: the index into `tables`, or `None` where no member's link is slow.
     group_table: Vec<Option<usize>>,
     tables: Vec<Vec<WorkCost>>,
 }
 
-impl SlowNicCosts {
-    /// The costs of `graph`'s works under each factor of `nics`.
-    pub fn new(scenario: &Scenario, graph: &TaskGraph, nics: &[ResolvedSlowNic]) -> SlowNicCosts {
-        let node = &scenario.topology.node;
-        let nics_per_node = scenario.topology.fabric.nics_per_node;
-        let factor_of_nic = |nic: u32| {
-            nics.iter()
-                .find(|slow| slow.nic == nic)
-                .map(|slow| slow.factor)
-        };
-        let mut factors: Vec<f64> = Vec::new();
-        let group_factor: Vec<Option<f64>> = graph
+impl SlowLinkCosts {
+    /// The costs of `graph`'s works under each pair of factors of `links`.
+    pub fn new(scenario: &Scenario, graph: &TaskGraph, links: SlowLinks<'_>) -> SlowLinkCosts {
+        let group_factors: Vec<LinkFactors> = graph
             .groups()
             .iter()
-            .map(|ranks| {
-                ranks
-                    .iter()
-                    .filter_map(|r| factor_of_nic(nic_of(r.0, node.gpus_per_node, nics_per_node)))
-                    .max_by(f64::total_cmp)
-            })
+            .map(|ranks| links.factors_of(ranks, scenario))
             .collect();
-        for factor in group_factor.iter().flatten() {
-            if !factors.contains(factor) {
-                factors.push(*factor);
+        let mut distinct: Vec<LinkFactors> = Vec::new();
+        for factors in group_factors.iter().filter(|f| !f.is_nominal()) {
+            if !distinct.contains(factors) {
+                distinct.push(*factors);
             }
         }
-        factors.sort_by(f64::total_cmp);
+        distinct.sort_by(|a, b| a.nic.total_cmp(&b.nic).then(a.nvlink.total_cmp(&b.nvlink)));
         let network = ClosedFormNetwork::for_scenario(scenario);
-        let tables = factors
+        let tables = distinct
             .iter()
-            .map(|&factor| cost_works(scenario, graph.works(), &network.with_nic_slowed(factor)))
+            .map(|f| {
+                let slowed = network.with_nic_slowed(f.nic).with_nvlink_slowed(f.nvlink);
+                cost_works(scenario, graph.works(), &slowed)
+            })
             .collect();
-        let group_table = group_factor
+        let group_table = group_factors
             .iter()
-            .map(|factor| factor.map(|f| factors.iter().position(|&g| g == f).expect("listed")))
+            .map(|f| distinct.iter().position(|d| d == f))
             .collect();
-        SlowNicCosts {
+        SlowLinkCosts {
             group_table,
             tables,
         }
     }
 
     /// Task `id`'s closed-form duration: its slow table's where a member's
-    /// NIC is slow, else `nominal`.
+    /// NIC or NVLink is slow, else `nominal`.
     #[inline]
     pub fn duration(&self, graph: &TaskGraph, id: TaskId, nominal: SimDuration) -> SimDuration {
         match self.group_table[graph.group_of(id).0 as usize] {
@@ -179,6 +286,16 @@ impl fmt::Display for ResolvedSlowNic {
             f,
             "NIC {} (node {}, rank {}'s) at 1/{} of its bandwidth",
             self.nic, self.node, self.rank, self.factor
+        )
+    }
+}
+
+impl fmt::Display for ResolvedSlowNvlink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "NVLink of rank {} (node {}) at 1/{} of its bandwidth",
+            self.rank, self.node, self.factor
         )
     }
 }
@@ -226,5 +343,33 @@ mod tests {
             resolve(&[slow(0, 2.0)], 8, 8, 0),
             Err(StragglerError::NoNics)
         );
+    }
+
+    #[test]
+    fn slow_nvlinks_are_checked() {
+        let link = |rank, factor| SlowNvlink { rank, factor };
+        let links = resolve_nvlinks(&[link(9, 2.0), link(2, 1.5)], 16, 8, true).unwrap();
+        assert_eq!(
+            links.iter().map(|l| (l.rank, l.node)).collect::<Vec<_>>(),
+            [(2, 0), (9, 1)]
+        );
+        assert_eq!(
+            resolve_nvlinks(&[link(16, 2.0)], 16, 8, true),
+            Err(StragglerError::NvlinkRankOutOfRange { rank: 16, gpus: 16 })
+        );
+        for factor in [0.9, f64::NAN, 101.0] {
+            assert!(resolve_nvlinks(&[link(1, factor)], 16, 8, true).is_err());
+        }
+        assert_eq!(
+            resolve_nvlinks(&[link(3, 2.0), link(3, 3.0)], 16, 8, true),
+            Err(StragglerError::NvlinkGivenTwice { rank: 3 })
+        );
+        // PCIe nodes, and nodes of one GPU, have no NVLink to slow.
+        assert_eq!(
+            resolve_nvlinks(&[link(0, 2.0)], 8, 8, false),
+            Err(StragglerError::NoNvlink { gpus_per_node: 8 })
+        );
+        assert!(resolve_nvlinks(&[link(0, 2.0)], 8, 1, true).is_err());
+        assert_eq!(resolve_nvlinks(&[], 8, 1, false), Ok(Vec::new()));
     }
 }

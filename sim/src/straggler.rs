@@ -9,7 +9,7 @@
 //! A slow rank makes the replicas differ, so a scenario with one runs in full
 //! expansion.
 
-use crate::slow_link::{ResolvedSlowNic, SlowNic};
+use crate::slow_link::{ResolvedSlowNic, ResolvedSlowNvlink, SlowLinks, SlowNic, SlowNvlink};
 use scenario::Scenario;
 use std::fmt;
 use taskgraph::ids::TaskId;
@@ -28,12 +28,13 @@ pub struct SlowRank {
     pub factor: f64,
 }
 
-/// The slow ranks and slow NICs ([`crate::slow_link`]) of a run (none: the
-/// run as priced).
+/// The slow ranks, slow NICs and slow NVLinks ([`crate::slow_link`]) of a
+/// run (none: the run as priced).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stragglers {
     slow: Vec<SlowRank>,
     nics: Vec<ResolvedSlowNic>,
+    nvlinks: Vec<ResolvedSlowNvlink>,
 }
 
 /// Why a list of slow ranks cannot be simulated.
@@ -57,6 +58,16 @@ pub enum StragglerError {
     NicRepeated { first: u32, second: u32, nic: u32 },
     #[error("slow NIC: the topology's nodes have no NICs (fabric.nics_per_node = 0)")]
     NoNics,
+    #[error("slow NVLink of rank {rank}: the layout has ranks 0..{gpus}")]
+    NvlinkRankOutOfRange { rank: u32, gpus: u32 },
+    #[error(
+        "slow NVLink of rank {rank}: factor {factor} is not a slow-down from 1 to {MAX_FACTOR}"
+    )]
+    NvlinkFactor { rank: u32, factor: f64 },
+    #[error("slow NVLink of rank {rank} is given twice")]
+    NvlinkGivenTwice { rank: u32 },
+    #[error("slow NVLink: the topology's nodes of {gpus_per_node} GPU(s) have no NVLink between GPUs (its GPUs talk over PCIe, or a node holds one)")]
+    NoNvlink { gpus_per_node: u32 },
 }
 
 impl Stragglers {
@@ -85,7 +96,7 @@ impl Stragglers {
         }
         Ok(Stragglers {
             slow,
-            nics: Vec::new(),
+            ..Stragglers::default()
         })
     }
 
@@ -105,9 +116,33 @@ impl Stragglers {
         Ok(Stragglers { nics, ..self })
     }
 
-    /// Neither a slow rank nor a slow NIC.
+    /// These stragglers and the NVLinks of `slow_nvlinks` slowed, checked
+    /// against `scenario`'s ranks and its nodes ([`crate::slow_link::resolve_nvlinks`]).
+    pub fn with_slow_nvlinks(
+        self,
+        slow_nvlinks: &[SlowNvlink],
+        scenario: &Scenario,
+    ) -> Result<Stragglers, StragglerError> {
+        let nvlinks = crate::slow_link::resolve_nvlinks(
+            slow_nvlinks,
+            scenario.layout.gpus(),
+            scenario.topology.node.gpus_per_node,
+            collectives::LinkRates::from(&scenario.topology, &scenario.profile).intra_node_nvlink,
+        )?;
+        Ok(Stragglers { nvlinks, ..self })
+    }
+
+    /// No slow rank, NIC or NVLink.
     pub fn is_empty(&self) -> bool {
-        self.slow.is_empty() && self.nics.is_empty()
+        self.slow.is_empty() && self.links().is_empty()
+    }
+
+    /// The slow NICs and NVLinks.
+    pub fn links(&self) -> SlowLinks<'_> {
+        SlowLinks {
+            nics: &self.nics,
+            nvlinks: &self.nvlinks,
+        }
     }
 
     /// The largest factor of a rank or a NIC (1 without either): no task
@@ -117,6 +152,7 @@ impl Stragglers {
             .iter()
             .map(|s| s.factor)
             .chain(self.nics.iter().map(|n| n.factor))
+            .chain(self.nvlinks.iter().map(|n| n.factor))
             .fold(1.0, f64::max)
     }
 
@@ -128,6 +164,11 @@ impl Stragglers {
     /// The slow NICs, by NIC.
     pub fn nics(&self) -> &[ResolvedSlowNic] {
         &self.nics
+    }
+
+    /// The slow NVLinks, by rank.
+    pub fn nvlinks(&self) -> &[ResolvedSlowNvlink] {
+        &self.nvlinks
     }
 
     /// The factor of each of `graph`'s groups: a slow rank's own group (a

@@ -123,6 +123,10 @@ pub struct RunPlanArgs {
     /// 1/F of its bandwidth (repeat for several; see `simulate --slow-nic`).
     #[arg(long = "slow-nic", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nic)]
     pub slow_nics: Vec<sim::slow_link::SlowNic>,
+    /// A slow NVLink for the whole run: rank R's GPU at 1/F of its NVLink
+    /// bandwidth (repeat for several; see `simulate --slow-nvlink`).
+    #[arg(long = "slow-nvlink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nvlink)]
+    pub slow_nvlinks: Vec<sim::slow_link::SlowNvlink>,
     /// Simulate with the factors a `clustersim fit` learned (FIT.json).
     #[arg(long, value_name = "FIT.json")]
     pub fit: Option<PathBuf>,
@@ -213,8 +217,12 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         record.values().apply(&mut scenario);
     }
     args.charts.check()?;
-    let stragglers =
-        super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks, &args.slow_nics)?;
+    let stragglers = super::slow_ranks::stragglers_of(
+        &scenario,
+        &args.slow_ranks,
+        &args.slow_nics,
+        &args.slow_nvlinks,
+    )?;
     let expansion = match stragglers.is_empty() {
         true => sim::Expansion::Auto,
         false => sim::Expansion::Full,
@@ -236,7 +244,7 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
     let degraded = match args.recovery {
         Recovery::FewerReplicas if !stragglers.is_empty() => {
             return Err(user_error(
-                "--recovery fewer-replicas with --slow-rank or --slow-nic is not built: which replicas drop out decides whether the slow ones stay",
+                "--recovery fewer-replicas with --slow-rank, --slow-nic or --slow-nvlink is not built: which replicas drop out decides whether the slow ones stay",
             ))
         }
         Recovery::FewerReplicas if args.repair_s.is_none() => {
@@ -284,6 +292,9 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         }
         if !stragglers.nics().is_empty() {
             document["slow_nics"] = serde_json::to_value(stragglers.nics())?;
+        }
+        if !stragglers.nvlinks().is_empty() {
+            document["slow_nvlinks"] = serde_json::to_value(stragglers.nvlinks())?;
         }
         return crate::stdout::outln!("{}", serde_json::to_string_pretty(&document)?);
     }

@@ -65,6 +65,13 @@ pub struct SimulateArgs {
     /// --contention the fabric's links of that NIC are slowed instead.
     #[arg(long = "slow-nic", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nic)]
     pub slow_nics: Vec<sim::slow_link::SlowNic>,
+    /// A slow NVLink: rank R's GPU reaches the NVSwitches at 1/F of its
+    /// NVLink bandwidth (2 for half its links down); every collective and
+    /// transfer with it as a member whose ring hops inside a node runs at
+    /// that rate. Repeat for several GPUs; with --contention that GPU's
+    /// NVLink links are slowed instead.
+    #[arg(long = "slow-nvlink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nvlink)]
+    pub slow_nvlinks: Vec<sim::slow_link::SlowNvlink>,
     /// A mixture-of-experts run's routing, iteration by iteration: a file
     /// with one line per iteration of E token counts (tokens each expert
     /// received, as a router counts them; `#` starts a comment). Each line
@@ -127,8 +134,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             scenario.layout.gpus()
         )));
     }
-    let stragglers =
-        super::slow_ranks::stragglers_of(&scenario, &args.slow_ranks, &args.slow_nics)?;
+    let stragglers = super::slow_ranks::stragglers_of(
+        &scenario,
+        &args.slow_ranks,
+        &args.slow_nics,
+        &args.slow_nvlinks,
+    )?;
     let expansion = if stragglers.is_empty() {
         expansion
     } else {
@@ -200,14 +211,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             slow_cost.is_some(),
         )?;
         if let Some(cost) = &slow_cost {
-            let label = if cost.slow.is_empty() {
-                "slow NICs"
-            } else if cost.nics.is_empty() {
-                "slow ranks"
-            } else {
-                "slow ranks, NICs"
-            };
-            writeln!(out, "  {label:<20}{}", cost.line())?;
+            writeln!(out, "  {:<20}{}", cost.label(), cost.line())?;
         }
         if let Some(trace) = &trace {
             let [first, second] = trace.lines();
@@ -561,7 +565,7 @@ fn write_simulation(
                 sim::symmetry::symmetric_replicas(scenario)
                     .err()
                     .unwrap_or(if slow_ranks {
-                        "a slow rank or NIC makes the replicas differ"
+                        "a slow rank, NIC or NVLink makes the replicas differ"
                     } else {
                         "--no-symmetry"
                     })

@@ -1,12 +1,12 @@
-//! `--slow-rank R:F` and `--slow-nic R:F` (simulate, run-plan): a GPU whose
-//! compute kernels take F times as long as its peers' ([`sim::straggler`]),
-//! and the NIC rank R sends through at 1/F of its bandwidth
-//! ([`sim::slow_link`]). `simulate` runs the scenario with and without them
+//! `--slow-rank R:F`, `--slow-nic R:F` and `--slow-nvlink R:F` (simulate,
+//! run-plan): a GPU whose compute kernels take F times as long as its
+//! peers' ([`sim::straggler`]), the NIC rank R sends through at 1/F of its
+//! bandwidth, and rank R's NVLink at 1/F of its own ([`sim::slow_link`]). `simulate` runs the scenario with and without them
 //! and reports what they cost the step.
 
 use crate::exit::user_error;
 use sim::scenario::Scenario;
-use sim::slow_link::{ResolvedSlowNic, SlowNic};
+use sim::slow_link::{ResolvedSlowNic, ResolvedSlowNvlink, SlowNic, SlowNvlink};
 use sim::straggler::{SlowRank, Stragglers};
 
 /// "3:1.2" → (3, 1.2); `what` says what the factor slows, for the message.
@@ -37,25 +37,35 @@ pub fn parse_slow_nic(text: &str) -> Result<SlowNic, String> {
     Ok(SlowNic { rank, factor })
 }
 
-/// The flags' slow ranks and NICs, checked against the scenario's ranks
-/// and NICs (exit 2).
+/// "3:2" → rank 3's NVLink at half its bandwidth.
+pub fn parse_slow_nvlink(text: &str) -> Result<SlowNvlink, String> {
+    let (rank, factor) = parse_rank_factor(text, "rank 3's NVLink at 1/1.2 of its bandwidth")?;
+    Ok(SlowNvlink { rank, factor })
+}
+
+/// The flags' slow ranks, NICs and NVLinks, checked against the scenario's
+/// ranks, NICs and nodes (exit 2).
 pub fn stragglers_of(
     scenario: &Scenario,
     slow: &[SlowRank],
     nics: &[SlowNic],
+    nvlinks: &[SlowNvlink],
 ) -> anyhow::Result<Stragglers> {
     Stragglers::new(slow.to_vec(), scenario.layout.gpus())
         .map_err(|e| user_error(format!("--slow-rank: {e}")))?
         .with_slow_nics(nics, scenario)
-        .map_err(|e| user_error(format!("--slow-nic: {e}")))
+        .map_err(|e| user_error(format!("--slow-nic: {e}")))?
+        .with_slow_nvlinks(nvlinks, scenario)
+        .map_err(|e| user_error(format!("--slow-nvlink: {e}")))
 }
 
-/// What slow ranks and NICs cost one iteration: the same scenario's
+/// What slow ranks, NICs and NVLinks cost one iteration: the same scenario's
 /// iteration time without them, and the difference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlowRankCost {
     pub slow: Vec<SlowRank>,
     pub nics: Vec<ResolvedSlowNic>,
+    pub nvlinks: Vec<ResolvedSlowNvlink>,
     pub without_s: f64,
     pub with_s: f64,
 }
@@ -66,9 +76,25 @@ impl SlowRankCost {
         SlowRankCost {
             slow: stragglers.ranks().to_vec(),
             nics: stragglers.nics().to_vec(),
+            nvlinks: stragglers.nvlinks().to_vec(),
             without_s,
             with_s,
         }
+    }
+
+    /// The summary's label: "slow ranks", "slow NICs", "slow NVLinks", or
+    /// what of them are slow ("slow ranks, NICs").
+    pub fn label(&self) -> String {
+        let kinds: Vec<&str> = [
+            ("ranks", !self.slow.is_empty()),
+            ("NICs", !self.nics.is_empty()),
+            ("NVLinks", !self.nvlinks.is_empty()),
+        ]
+        .iter()
+        .filter(|(_, slow)| *slow)
+        .map(|(kind, _)| *kind)
+        .collect();
+        format!("slow {}", kinds.join(", "))
     }
 
     /// "rank 3 ×1.2: the iteration takes 12.3 ms (+4.1 %) more than without it".
@@ -78,6 +104,7 @@ impl SlowRankCost {
             .iter()
             .map(ToString::to_string)
             .chain(self.nics.iter().map(ToString::to_string))
+            .chain(self.nvlinks.iter().map(ToString::to_string))
             .collect();
         let extra_s = self.with_s - self.without_s;
         format!(
@@ -89,7 +116,8 @@ impl SlowRankCost {
         )
     }
 
-    /// The `slow_ranks` object of `--json` (with `nics` when NICs are slow).
+    /// The `slow_ranks` object of `--json` (with `nics` and `nvlinks` when
+    /// those are slow).
     pub fn json(&self) -> serde_json::Value {
         let mut value = serde_json::json!({
             "ranks": self.slow,
@@ -98,6 +126,9 @@ impl SlowRankCost {
         });
         if !self.nics.is_empty() {
             value["nics"] = serde_json::json!(self.nics);
+        }
+        if !self.nvlinks.is_empty() {
+            value["nvlinks"] = serde_json::json!(self.nvlinks);
         }
         value
     }

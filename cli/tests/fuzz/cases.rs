@@ -255,7 +255,7 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     if large {
         return flags;
     }
-    // Slow GPUs and NICs (issue 35), some outside the layout or not slow-downs.
+    // Slow GPUs, NICs and NVLinks (issue 35), some outside the layout or not slow-downs.
     if rng.chance(8) {
         let slow = value(&["3:1.2", "0:2", "9999:2", "1:0.5"], rng);
         flags.push("--slow-rank", Some(slow));
@@ -263,6 +263,10 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     if rng.chance(8) {
         let slow = value(&["3:2", "0:1.5", "9999:2", "x:2", "1:101"], rng);
         flags.push("--slow-nic", Some(slow));
+    }
+    if rng.chance(8) {
+        let slow = value(&["3:2", "0:1.5", "9999:2", "x:2", "1:101"], rng);
+        flags.push("--slow-nvlink", Some(slow));
     }
     // A routing trace (issue 35), or a file that is not one.
     if rng.chance(8) {
@@ -281,6 +285,63 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         flags.push("--timeline", Some(output_path(name, case, rng)));
     }
     picture_flags(&mut flags, case, rng);
+    flags
+}
+
+/// `run-plan`: a scenario (not the 1024-GPU default) and a training
+/// target, with failure, checkpoint, recovery, storage, energy and
+/// Monte-Carlo flags.
+fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let (mut flags, _) = scenario_input(seeds, case, false, rng);
+    if rng.chance(85) {
+        flags.push("--tokens", Some(value(&["1B", "15T", "2.5M", "300G"], rng)));
+    } else {
+        flags.push("--steps", Some(value(&["100", "1", "250000"], rng)));
+    }
+    // Valid values only: `Flags::spoil` makes some of them extreme.
+    let choices: [(&str, &[&str], u64); 14] = [
+        ("--failures", &["meta-rsc1", "meta-rsc2", "none"], 30),
+        ("--checkpoint-every", &["optimal", "50", "30min", "2h"], 30),
+        (
+            "--recovery",
+            &["full-restart", "hot-spares", "in-memory", "fewer-replicas"],
+            30,
+        ),
+        ("--spare-swap-s", &["60", "0"], 15),
+        ("--repair-s", &["14400", "600"], 50),
+        ("--storage-node-write-gbps", &["4", "0.5"], 8),
+        ("--storage-read-gbps", &["40", "400"], 8),
+        ("--reschedule-s", &["3600", "0"], 10),
+        ("--node-training-w", &["6500", "10200"], 40),
+        ("--gpu-idle-w", &["70", "100"], 8),
+        ("--pue", &["1.2", "1.58"], 8),
+        ("--price-per-gpu-hour", &["4.9", "2"], 15),
+        ("--trials", &["0", "10", "200"], 60),
+        ("--trial-seed", &["7", "0"], 10),
+    ];
+    for (flag, values, percent) in choices {
+        if rng.chance(percent) {
+            flags.push(flag, Some(value(values, rng)));
+        }
+    }
+    if rng.chance(10) {
+        flags.push("--async-checkpoint", None);
+    }
+    if rng.chance(8) {
+        let slow = value(&["3:1.2", "0:2", "1:1.5"], rng);
+        let flag = *rng.pick(&["--slow-rank", "--slow-nic", "--slow-nvlink"]);
+        flags.push(flag, Some(slow));
+    }
+    if rng.chance(10) {
+        flags.push("--ignore-memory", None);
+    }
+    if rng.chance(30) {
+        flags.push("--json", None);
+    }
+    if rng.chance(8) {
+        let flag = *rng.pick(&["--plot-interval", "--plot-gpus"]);
+        flags.push(flag, Some(output_path("plan.svg", case, rng)));
+    }
     flags
 }
 
@@ -554,6 +615,7 @@ pub fn generate(seeds: &Seeds, seed: u64, index: u64) -> Case {
         ("validate", validate, 12),
         ("plot", plot_bubble, 3),
         ("execute", execute_dry_run, 4),
+        ("run-plan", run_plan, 6),
     ];
     let total: usize = templates.iter().map(|t| t.2).sum();
     let mut ticket = rng.below(total);

@@ -367,6 +367,90 @@ fn a_slow_nic_is_named_with_what_it_costs_the_step() {
     }
 }
 
+/// `--slow-nvlink R:F`: the GPU named in `--json` with its node and what it
+/// costs the step, in `simulate` and `run-plan`, each valid against its
+/// schema; bad ones, and nodes whose GPUs talk over PCIe, exit 2.
+#[test]
+fn a_slow_nvlink_is_named_with_what_it_costs_the_step() {
+    let layout = [
+        "--model",
+        "gpt-22b",
+        "--tp",
+        "8",
+        "--pp",
+        "2",
+        "--dp",
+        "2",
+        "--global-batch",
+        "16",
+    ];
+    let simulate = |extra: &[&str]| clustersim(&[&["simulate"][..], &layout[..], extra].concat());
+    let output = simulate(&["--slow-nvlink", "9:2", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_valid("simulate", "--slow-nvlink", &value);
+    let link = &value["slow_ranks"]["nvlinks"][0];
+    assert_eq!(
+        (&link["rank"], &link["node"], &link["factor"]),
+        (&9.into(), &1.into(), &2.0.into())
+    );
+    // Rank 9's tensor group of 8 all-reduces over NVLink: it slows the step.
+    assert!(value["slow_ranks"]["cost_s"].as_f64().unwrap() > 0.0);
+    let summary = text(&simulate(&["--slow-nvlink", "9:2", "--slow-nic", "9:2"]).stdout);
+    assert!(
+        summary.contains("slow NICs, NVLinks  NIC 9 (node 1, rank 9's) at 1/2 of its bandwidth, NVLink of rank 9 (node 1) at 1/2 of its bandwidth: the iteration takes"),
+        "{summary}"
+    );
+    let plan = clustersim(
+        &[
+            &["run-plan"][..],
+            &layout[..],
+            &[
+                "--tokens",
+                "1B",
+                "--node-training-w",
+                "6500",
+                "--slow-nvlink",
+                "9:2",
+                "--json",
+            ][..],
+        ]
+        .concat(),
+    );
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_valid("run-plan", "--slow-nvlink", &plan);
+    assert_eq!(plan["slow_nvlinks"][0]["rank"], 9);
+    for bad in ["32:2", "3:0.5", "3", "x:2"] {
+        let output = simulate(&["--slow-nvlink", bad]);
+        assert_eq!(output.status.code(), Some(2), "{bad}");
+        assert!(text(&output.stderr).contains("--slow-nvlink"), "{bad}");
+    }
+    let pcie = clustersim(&[
+        "simulate",
+        "--model",
+        "gpt-22b",
+        "--topology",
+        "h100-pcie-cluster",
+        "--tp",
+        "8",
+        "--pp",
+        "1",
+        "--dp",
+        "1",
+        "--global-batch",
+        "16",
+        "--slow-nvlink",
+        "1:2",
+    ]);
+    assert_eq!(pcie.status.code(), Some(2), "{}", text(&pcie.stderr));
+    assert!(
+        text(&pcie.stderr).contains("no NVLink between GPUs"),
+        "{}",
+        text(&pcie.stderr)
+    );
+}
+
 /// `--recovery fewer-replicas --repair-s S`: the replicas one node failure
 /// leaves are simulated, their work rate is (d − k)/d × T(d)/T(d − k), and
 /// the degraded stretch and the regrow join the downtime; without

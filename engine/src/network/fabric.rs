@@ -231,6 +231,19 @@ impl Fabric {
         }
     }
 
+    /// GPU `gpu`'s NVLink links carrying 1/`factor` of their capacity in
+    /// each direction: a slow NVLink (`factor` ≥ 1, checked by the caller).
+    /// A GPU past the fabric's has none: then nothing changes.
+    pub fn slow_nvlink(&mut self, gpu: u32, factor: f64) {
+        if gpu >= self.gpu_count() {
+            return;
+        }
+        for kind in [LinkKind::NvlinkUp, LinkKind::NvlinkDown] {
+            let id = self.id(kind, u64::from(gpu));
+            self.links[id.index()].capacity_bytes_per_s /= factor;
+        }
+    }
+
     /// e.g. `nic_up[17]` or `tree_down[level 1][42]`.
     pub fn describe(&self, id: LinkId) -> String {
         let link = self.link(id);

@@ -65,6 +65,14 @@ impl ClosedFormNetwork {
         ClosedFormNetwork { rates }
     }
 
+    /// These rates with NVLink delivering 1/`factor` of its bus bandwidth
+    /// (a slow GPU's NVLink: [`crate::slow_link`]).
+    pub fn with_nvlink_slowed(&self, factor: f64) -> ClosedFormNetwork {
+        let mut rates = self.rates;
+        rates.nvlink_bus_bytes_per_s /= factor;
+        ClosedFormNetwork { rates }
+    }
+
     fn collective(
         &self,
         op: CollectiveOp,

@@ -3,11 +3,12 @@
 //! closed form with that rate; communication inside a node and every group
 //! without such a member keep their time; under `--contention` the fabric's
 //! NIC links carry the reduced capacity and the flows through them agree
-//! with the closed form.
+//! with the closed form. A slow NVLink (`--slow-nvlink`) likewise slows the
+//! groups with that GPU whose rings hop inside a node, and no others.
 
 use sim::cost::{ClosedFormNetwork, NetworkModel};
 use sim::scenario::{Scenario, ScenarioFile, TrainingOptionsFile};
-use sim::slow_link::SlowNic;
+use sim::slow_link::{SlowNic, SlowNvlink};
 use sim::straggler::Stragglers;
 use sim::task_graph::NodeSpread;
 use sim::time::SimDuration;
@@ -180,4 +181,100 @@ fn a_slow_nic_on_one_node_changes_nothing() {
         run(&one_node, &slow).metrics.iteration_time_s,
         run(&one_node, &[]).metrics.iteration_time_s
     );
+}
+
+fn run_nvlinks(scenario: &Scenario, slow: &[SlowNvlink]) -> SimulationReport {
+    let stragglers = Stragglers::none()
+        .with_slow_nvlinks(slow, scenario)
+        .expect("valid slow NVLinks");
+    sim::simulate_with_stragglers(scenario, Expansion::Full, &stragglers).expect("simulates")
+}
+
+#[test]
+fn collectives_with_a_slow_nvlink_run_at_its_rate_and_no_others_change() {
+    let scenario = scenario(false);
+    let nominal = communication(&run(&scenario, &[]));
+    let slow = [SlowNvlink {
+        rank: 3,
+        factor: 4.0,
+    }];
+    let slowed = communication(&run_nvlinks(&scenario, &slow));
+    // The same run with every GPU's NVLink at 1/4 (the profile's achieved
+    // bus rate and the node's line rate both quartered, exactly).
+    let mut everywhere = scenario.clone();
+    everywhere
+        .profile
+        .communication
+        .nvlink_bus_bandwidth_bytes_per_s
+        .value /= 4.0;
+    everywhere.topology.node.nvlink_bandwidth_bytes_per_s /= 4.0;
+    let all_slow = communication(&run(&everywhere, &[]));
+    let mut checked = 0;
+    assert_eq!(nominal.len(), slowed.len());
+    for ((before, after), everywhere) in nominal.iter().zip(&slowed).zip(&all_slow) {
+        let (ranks, kind, bytes, _) = after;
+        assert_eq!((&before.0, before.1, before.2), (ranks, *kind, *bytes));
+        if *kind == TaskKind::TensorAllReduce && ranks.contains(&3) {
+            // Rank 3's tensor group inside node 0: its rings at 1/4 of NVLink.
+            assert_eq!(ranks, &[0, 1, 2, 3]);
+            assert_eq!(after.3, everywhere.3);
+            assert!(after.3 > before.3);
+            checked += 1;
+        } else {
+            // Node 1's tensor groups, the other rails, and rank 3's
+            // data-parallel ring (its two ranks a node hop over NVLink, but
+            // 1/4 of A100's 230 GB/s still exceeds the two 24 GB/s rails it
+            // is capped by) keep their time.
+            assert_eq!(after.3, before.3, "{kind:?} on {ranks:?}");
+        }
+    }
+    assert!(checked > 0);
+    // Under --contention GPU 3's NVLink links carry 1/4: its tensor
+    // all-reduces slow there too, and no slower than the closed form's.
+    let contended = scenario_contended_tensor_all_reduces(&slow);
+    println!("rank 3's tensor all-reduces under --contention (nominal, flows, closed form ns): {contended:?}");
+    assert!(
+        contended
+            .iter()
+            .all(|(before, after, closed)| before < after && after <= closed),
+        "{contended:?}"
+    );
+}
+
+/// (nominal, slowed, closed-form slowed) durations of rank 3's tensor
+/// all-reduces under --contention.
+fn scenario_contended_tensor_all_reduces(slow: &[SlowNvlink]) -> Vec<(u64, u64, u64)> {
+    let rank_3_s = |report: &SimulationReport| -> Vec<u64> {
+        communication(report)
+            .into_iter()
+            .filter(|(ranks, kind, ..)| *kind == TaskKind::TensorAllReduce && ranks.contains(&3))
+            .map(|(.., duration)| duration)
+            .collect()
+    };
+    let contended = scenario(true);
+    let before = rank_3_s(&run(&contended, &[]));
+    let after = rank_3_s(&run_nvlinks(&contended, slow));
+    let closed = rank_3_s(&run_nvlinks(&scenario(false), slow));
+    assert!(!before.is_empty());
+    before
+        .into_iter()
+        .zip(after)
+        .zip(closed)
+        .map(|((b, a), c)| (b, a, c))
+        .collect()
+}
+
+#[test]
+fn bad_slow_nvlinks_are_refused_by_name() {
+    let scenario = scenario(false);
+    let refuse = |slow: &[SlowNvlink]| {
+        Stragglers::none()
+            .with_slow_nvlinks(slow, &scenario)
+            .unwrap_err()
+            .to_string()
+    };
+    let link = |rank, factor| SlowNvlink { rank, factor };
+    assert!(refuse(&[link(16, 2.0)]).contains("ranks 0..16"));
+    assert!(refuse(&[link(1, 0.5)]).contains("factor 0.5"));
+    assert!(refuse(&[link(1, 2.0), link(1, 3.0)]).contains("given twice"));
 }

@@ -81,6 +81,7 @@ def simulate(
     fit: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
+    slow_nvlink: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
@@ -286,6 +287,10 @@ def simulate(
         port running at half speed); every collective and pipeline transfer that crosses it runs at
         that rate, as NCCL's rings wait for their slowest hop. Repeat for several NICs; with
         --contention the fabric's links of that NIC are slowed instead
+    slow_nvlink: A slow NVLink: rank R's GPU reaches the NVSwitches at 1/F of its NVLink bandwidth
+        (2 for half its links down); every collective and transfer with it as a member whose ring
+        hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
+        NVLink links are slowed instead
     routing_trace: A mixture-of-experts run's routing, iteration by iteration: a file with one line
         per iteration of E token counts (tokens each expert received, as a router counts them; `#`
         starts a comment). Each line is simulated with its routing, and the summary and --json add
@@ -361,6 +366,7 @@ def timeline(
     fit: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
+    slow_nvlink: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
@@ -564,6 +570,10 @@ def timeline(
         port running at half speed); every collective and pipeline transfer that crosses it runs at
         that rate, as NCCL's rings wait for their slowest hop. Repeat for several NICs; with
         --contention the fabric's links of that NIC are slowed instead
+    slow_nvlink: A slow NVLink: rank R's GPU reaches the NVSwitches at 1/F of its NVLink bandwidth
+        (2 for half its links down); every collective and transfer with it as a member whose ring
+        hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
+        NVLink links are slowed instead
     routing_trace: A mixture-of-experts run's routing, iteration by iteration: a file with one line
         per iteration of E token counts (tokens each expert received, as a router counts them; `#`
         starts a comment). Each line is simulated with its routing, and the summary and --json add
@@ -856,6 +866,7 @@ def run_plan(
     trial_seed: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
+    slow_nvlink: Optional[_Value] = None,
     fit: Optional[_Value] = None,
     ignore_memory: Optional[bool] = None,
     plot_interval: Optional[_Value] = None,
@@ -1066,6 +1077,8 @@ def run_plan(
         for several; see `simulate --slow-rank`)
     slow_nic: A slow link for the whole run: the NIC rank R sends through delivers 1/F of its
         bandwidth (repeat for several; see `simulate --slow-nic`)
+    slow_nvlink: A slow NVLink for the whole run: rank R's GPU at 1/F of its NVLink bandwidth
+        (repeat for several; see `simulate --slow-nvlink`)
     fit: Simulate with the factors a `clustersim fit` learned (FIT.json)
     ignore_memory: Plan a layout that does not fit in GPU memory anyway (refused otherwise)
     plot_interval: Draw expected days to train against the checkpoint interval to FILE (.svg or

@@ -63,17 +63,15 @@ impl ExpertImbalance {
                 let last = (e.max(2) - 1) as f64;
                 (0..e).map(|i| factor.powf(-(i as f64) / last)).collect()
             }
-            ExpertImbalance::Histogram(path) => self.histogram(path, experts)?,
-            ExpertImbalance::Counts { counts, .. } => {
-                if counts.len() as u64 != experts {
-                    return Err(format!(
-                        "'{self}' has {} counts; the model has {experts} experts",
-                        counts.len()
-                    ));
-                }
-                counts.clone()
-            }
+            ExpertImbalance::Histogram(path) => self.histogram(path)?,
+            ExpertImbalance::Counts { counts, .. } => counts.clone(),
         };
+        if weights.len() as u64 != experts {
+            return Err(format!(
+                "'{self}' has {} counts; the model has {experts} experts",
+                weights.len()
+            ));
+        }
         let total: f64 = weights.iter().sum();
         if !(total > 0.0 && total.is_finite()) {
             return Err(format!("'{self}': the counts sum to zero"));
@@ -81,22 +79,15 @@ impl ExpertImbalance {
         Ok(weights.iter().map(|w| w / total).collect())
     }
 
-    /// The histogram file's counts, one per expert.
-    fn histogram(&self, path: &std::path::Path, experts: u64) -> Result<Vec<f64>, String> {
+    /// The histogram file's counts (one per expert, checked by the caller).
+    fn histogram(&self, path: &std::path::Path) -> Result<Vec<f64>, String> {
         let text =
             input_file::read_to_string_capped(path, MAX_HISTOGRAM_BYTES).map_err(|error| {
                 format!(
                     "'{self}' is neither uniform, skew:X nor a readable histogram file: {error}"
                 )
             })?;
-        let values = token_counts(&text).map_err(|error| format!("'{self}': {error}"))?;
-        if values.len() as u64 != experts {
-            return Err(format!(
-                "'{self}' has {} counts; the model has {experts} experts",
-                values.len()
-            ));
-        }
-        Ok(values)
+        token_counts(&text).map_err(|error| format!("'{self}': {error}"))
     }
 }
 

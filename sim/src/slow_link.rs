@@ -44,7 +44,7 @@ use taskgraph::task_graph::TaskGraph;
 use timeline::time::SimDuration;
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
-use crate::straggler::{StragglerError, MAX_FACTOR};
+use crate::straggler::{check_slow, SlowPart, StragglerError};
 
 /// One slow NIC, named by a rank that sends through it.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -104,18 +104,7 @@ pub fn resolve(
     }
     let mut nics = Vec::with_capacity(given.len());
     for slow in given {
-        if slow.rank >= gpus {
-            return Err(StragglerError::NicRankOutOfRange {
-                rank: slow.rank,
-                gpus,
-            });
-        }
-        if !(slow.factor.is_finite() && (1.0..=MAX_FACTOR).contains(&slow.factor)) {
-            return Err(StragglerError::NicFactor {
-                rank: slow.rank,
-                factor: slow.factor,
-            });
-        }
+        check_slow(SlowPart::Nic, slow.rank, slow.factor, gpus)?;
         nics.push(ResolvedSlowNic {
             rank: slow.rank,
             node: slow.rank / gpus_per_node,
@@ -126,7 +115,10 @@ pub fn resolve(
     nics.sort_by_key(|n| n.nic);
     for pair in nics.windows(2) {
         if pair[0].rank == pair[1].rank {
-            return Err(StragglerError::NicGivenTwice { rank: pair[0].rank });
+            return Err(StragglerError::GivenTwice {
+                part: SlowPart::Nic,
+                rank: pair[0].rank,
+            });
         }
         if pair[0].nic == pair[1].nic {
             return Err(StragglerError::NicRepeated {
@@ -154,18 +146,7 @@ pub fn resolve_nvlinks(
     }
     let mut links = Vec::with_capacity(given.len());
     for slow in given {
-        if slow.rank >= gpus {
-            return Err(StragglerError::NvlinkRankOutOfRange {
-                rank: slow.rank,
-                gpus,
-            });
-        }
-        if !(slow.factor.is_finite() && (1.0..=MAX_FACTOR).contains(&slow.factor)) {
-            return Err(StragglerError::NvlinkFactor {
-                rank: slow.rank,
-                factor: slow.factor,
-            });
-        }
+        check_slow(SlowPart::Nvlink, slow.rank, slow.factor, gpus)?;
         links.push(ResolvedSlowNvlink {
             rank: slow.rank,
             node: slow.rank / gpus_per_node,
@@ -174,7 +155,10 @@ pub fn resolve_nvlinks(
     }
     links.sort_by_key(|l| l.rank);
     if let Some(pair) = links.windows(2).find(|pair| pair[0].rank == pair[1].rank) {
-        return Err(StragglerError::NvlinkGivenTwice { rank: pair[0].rank });
+        return Err(StragglerError::GivenTwice {
+            part: SlowPart::Nvlink,
+            rank: pair[0].rank,
+        });
     }
     Ok(links)
 }
@@ -325,7 +309,11 @@ mod tests {
         assert_eq!(nics[1].node, 1);
         assert_eq!(
             resolve(&[slow(16, 2.0)], 16, 8, 8),
-            Err(StragglerError::NicRankOutOfRange { rank: 16, gpus: 16 })
+            Err(StragglerError::RankOutOfRange {
+                part: SlowPart::Nic,
+                rank: 16,
+                gpus: 16
+            })
         );
         for factor in [0.9, f64::NAN, 101.0] {
             assert!(resolve(&[slow(1, factor)], 16, 8, 8).is_err());
@@ -355,14 +343,21 @@ mod tests {
         );
         assert_eq!(
             resolve_nvlinks(&[link(16, 2.0)], 16, 8, true),
-            Err(StragglerError::NvlinkRankOutOfRange { rank: 16, gpus: 16 })
+            Err(StragglerError::RankOutOfRange {
+                part: SlowPart::Nvlink,
+                rank: 16,
+                gpus: 16
+            })
         );
         for factor in [0.9, f64::NAN, 101.0] {
             assert!(resolve_nvlinks(&[link(1, factor)], 16, 8, true).is_err());
         }
         assert_eq!(
             resolve_nvlinks(&[link(3, 2.0), link(3, 3.0)], 16, 8, true),
-            Err(StragglerError::NvlinkGivenTwice { rank: 3 })
+            Err(StragglerError::GivenTwice {
+                part: SlowPart::Nvlink,
+                rank: 3
+            })
         );
         // PCIe nodes, and nodes of one GPU, have no NVLink to slow.
         assert_eq!(

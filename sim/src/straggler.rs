@@ -37,37 +37,70 @@ pub struct Stragglers {
     nvlinks: Vec<ResolvedSlowNvlink>,
 }
 
+/// What a slow-down is applied to, as errors name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlowPart {
+    /// A GPU's kernels and copies (`--slow-rank`).
+    Gpu,
+    /// The NIC a rank sends through (`--slow-nic`).
+    Nic,
+    /// A GPU's NVLink (`--slow-nvlink`).
+    Nvlink,
+}
+
+impl std::fmt::Display for SlowPart {
+    /// What follows "slow" in a message, up to the rank's number.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SlowPart::Gpu => "rank",
+            SlowPart::Nic => "NIC of rank",
+            SlowPart::Nvlink => "NVLink of rank",
+        })
+    }
+}
+
 /// Why a list of slow ranks cannot be simulated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StragglerError {
-    #[error("slow rank {rank}: the layout has ranks 0..{gpus}")]
-    RankOutOfRange { rank: u32, gpus: u32 },
-    #[error("slow rank {rank}: factor {factor} is not a slow-down from 1 to {MAX_FACTOR}")]
-    Factor { rank: u32, factor: f64 },
-    #[error("slow rank {rank} is given twice")]
-    Repeated { rank: u32 },
-    #[error("slow NIC of rank {rank}: the layout has ranks 0..{gpus}")]
-    NicRankOutOfRange { rank: u32, gpus: u32 },
-    #[error("slow NIC of rank {rank}: factor {factor} is not a slow-down from 1 to {MAX_FACTOR}")]
-    NicFactor { rank: u32, factor: f64 },
-    #[error("slow NIC of rank {rank} is given twice")]
-    NicGivenTwice { rank: u32 },
+    #[error("slow {part} {rank}: the layout has ranks 0..{gpus}")]
+    RankOutOfRange {
+        part: SlowPart,
+        rank: u32,
+        gpus: u32,
+    },
+    #[error("slow {part} {rank}: factor {factor} is not a slow-down from 1 to {MAX_FACTOR}")]
+    Factor {
+        part: SlowPart,
+        rank: u32,
+        factor: f64,
+    },
+    #[error("slow {part} {rank} is given twice")]
+    GivenTwice { part: SlowPart, rank: u32 },
     #[error(
         "slow NIC: ranks {first} and {second} send through the same NIC ({nic}); name it once"
     )]
     NicRepeated { first: u32, second: u32, nic: u32 },
     #[error("slow NIC: the topology's nodes have no NICs (fabric.nics_per_node = 0)")]
     NoNics,
-    #[error("slow NVLink of rank {rank}: the layout has ranks 0..{gpus}")]
-    NvlinkRankOutOfRange { rank: u32, gpus: u32 },
-    #[error(
-        "slow NVLink of rank {rank}: factor {factor} is not a slow-down from 1 to {MAX_FACTOR}"
-    )]
-    NvlinkFactor { rank: u32, factor: f64 },
-    #[error("slow NVLink of rank {rank} is given twice")]
-    NvlinkGivenTwice { rank: u32 },
     #[error("slow NVLink: the topology's nodes of {gpus_per_node} GPU(s) have no NVLink between GPUs (its GPUs talk over PCIe, or a node holds one)")]
     NoNvlink { gpus_per_node: u32 },
+}
+
+/// Checks one slow `part` of `rank` against a layout of `gpus` ranks: the
+/// rank in range, the factor finite and in [1, [`MAX_FACTOR`]].
+pub(crate) fn check_slow(
+    part: SlowPart,
+    rank: u32,
+    factor: f64,
+    gpus: u32,
+) -> Result<(), StragglerError> {
+    if rank >= gpus {
+        return Err(StragglerError::RankOutOfRange { part, rank, gpus });
+    }
+    if !(factor.is_finite() && (1.0..=MAX_FACTOR).contains(&factor)) {
+        return Err(StragglerError::Factor { part, rank, factor });
+    }
+    Ok(())
 }
 
 impl Stragglers {
@@ -81,17 +114,12 @@ impl Stragglers {
     pub fn new(mut slow: Vec<SlowRank>, gpus: u32) -> Result<Stragglers, StragglerError> {
         slow.sort_by_key(|s| s.rank);
         for (i, s) in slow.iter().enumerate() {
-            if s.rank >= gpus {
-                return Err(StragglerError::RankOutOfRange { rank: s.rank, gpus });
-            }
-            if !(s.factor.is_finite() && (1.0..=MAX_FACTOR).contains(&s.factor)) {
-                return Err(StragglerError::Factor {
-                    rank: s.rank,
-                    factor: s.factor,
-                });
-            }
+            check_slow(SlowPart::Gpu, s.rank, s.factor, gpus)?;
             if i > 0 && slow[i - 1].rank == s.rank {
-                return Err(StragglerError::Repeated { rank: s.rank });
+                return Err(StragglerError::GivenTwice {
+                    part: SlowPart::Gpu,
+                    rank: s.rank,
+                });
             }
         }
         Ok(Stragglers {
@@ -247,7 +275,11 @@ mod tests {
         );
         assert_eq!(
             out,
-            Err(StragglerError::RankOutOfRange { rank: 8, gpus: 8 })
+            Err(StragglerError::RankOutOfRange {
+                part: SlowPart::Gpu,
+                rank: 8,
+                gpus: 8
+            })
         );
         for factor in [0.5, f64::NAN, f64::INFINITY, 101.0] {
             assert!(Stragglers::new(vec![SlowRank { rank: 1, factor }], 8).is_err());
@@ -264,7 +296,10 @@ mod tests {
         ];
         assert_eq!(
             Stragglers::new(twice, 8),
-            Err(StragglerError::Repeated { rank: 1 })
+            Err(StragglerError::GivenTwice {
+                part: SlowPart::Gpu,
+                rank: 1
+            })
         );
     }
 }

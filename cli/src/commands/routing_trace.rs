@@ -137,29 +137,22 @@ impl TraceRun {
 
     /// The slowest iteration (the first of equals).
     fn slowest(&self) -> &TracedIteration {
-        self.iterations
-            .iter()
-            .reduce(|a, b| {
-                if b.iteration_time_s > a.iteration_time_s {
-                    b
-                } else {
-                    a
-                }
-            })
-            .expect("a trace holds an iteration")
+        self.first_largest(|i| i.iteration_time_s)
     }
 
     /// The iteration with the highest peak memory (the first of equals).
     fn fullest(&self) -> &TracedIteration {
+        self.first_largest(|i| i.peak_memory_bytes)
+    }
+
+    /// The first iteration whose `key` no later one exceeds.
+    fn first_largest<K: PartialOrd>(
+        &self,
+        key: impl Fn(&TracedIteration) -> K,
+    ) -> &TracedIteration {
         self.iterations
             .iter()
-            .reduce(|a, b| {
-                if b.peak_memory_bytes > a.peak_memory_bytes {
-                    b
-                } else {
-                    a
-                }
-            })
+            .reduce(|a, b| if key(b) > key(a) { b } else { a })
             .expect("a trace holds an iteration")
     }
 

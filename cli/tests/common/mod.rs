@@ -74,6 +74,28 @@ pub fn repository_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// `simulate` of Mixtral 8x7B on 64 H100s at t1 p4 d16, 4,096-token
+/// sequences, batch 64, bf16: the MoE tests' layout, each adding its `--ep`.
+pub const MIXTRAL_T1_P4_D16: [&str; 17] = [
+    "simulate",
+    "--model",
+    "mixtral-8x7b",
+    "--topology",
+    "dgx-h100-superpod",
+    "--seq-len",
+    "4096",
+    "--tp",
+    "1",
+    "--pp",
+    "4",
+    "--dp",
+    "16",
+    "--global-batch",
+    "64",
+    "--precision",
+    "bf16",
+];
+
 /// Runs the binary ([`clustersim_binary`]) with `args`.
 pub fn clustersim(args: &[&str]) -> Output {
     let binary = clustersim_binary();

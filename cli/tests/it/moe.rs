@@ -3,35 +3,23 @@
 //! all_to_all`; bad expert flags exit 2 with the field named.
 
 use crate::common;
-use common::{clustersim, text};
+use common::{clustersim, text, MIXTRAL_T1_P4_D16};
 
-const MIXTRAL: [&str; 22] = [
-    "simulate",
-    "--model",
-    "mixtral-8x7b",
-    "--topology",
-    "dgx-h100-superpod",
-    "--seq-len",
-    "4096",
-    "--tp",
-    "1",
-    "--pp",
-    "4",
-    "--dp",
-    "16",
-    "--global-batch",
-    "64",
-    "--recompute",
-    "full",
-    "--precision",
-    "bf16",
-    "--distributed-optimizer",
-    "--ep",
-    "8",
-];
+/// [`MIXTRAL_T1_P4_D16`] with full recomputation, the distributed optimizer
+/// and its experts over 8 ranks (`--ep 8`, the last two words).
+fn mixtral() -> Vec<&'static str> {
+    let extra = [
+        "--recompute",
+        "full",
+        "--distributed-optimizer",
+        "--ep",
+        "8",
+    ];
+    [&MIXTRAL_T1_P4_D16[..], &extra[..]].concat()
+}
 
 fn json_of(extra: &[&str]) -> serde_json::Value {
-    let mut args = MIXTRAL.to_vec();
+    let mut args = mixtral();
     args.extend_from_slice(extra);
     args.push("--json");
     let out = clustersim(&args);
@@ -59,7 +47,7 @@ fn simulate_with_ep_reports_the_all_to_alls_and_the_routing() {
 
 #[test]
 fn explain_lists_the_moe_kernels_and_all_to_alls() {
-    let mut args = MIXTRAL.to_vec();
+    let mut args = mixtral();
     args.push("--explain");
     let out = clustersim(&args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -112,7 +100,8 @@ fn bad_expert_flags_exit_2_naming_the_field() {
             "expert_imbalance:",
         ),
     ] {
-        let mut args = MIXTRAL[..MIXTRAL.len() - 2].to_vec();
+        let mut args = mixtral();
+        args.truncate(args.len() - 2);
         args.extend([flag, value]);
         let out = clustersim(&args);
         assert_eq!(
@@ -127,7 +116,7 @@ fn bad_expert_flags_exit_2_naming_the_field() {
 
 #[test]
 fn the_summary_says_mixtures_of_experts_are_not_validated() {
-    let out = clustersim(&MIXTRAL);
+    let out = clustersim(&mixtral());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(
@@ -144,7 +133,7 @@ fn deepep_and_overlapped_pairs_show_in_json_and_explain_and_refuse_by_name() {
     // DualPipeV on 2 stages (m = 64/16 = 4 ≥ 2p) with recompute off, as
     // pair_overlap needs.
     fn base<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-        let mut args = MIXTRAL.to_vec();
+        let mut args = mixtral();
         let set = |args: &mut Vec<&str>, flag: &str, value: &'static str| {
             let at = args.iter().position(|a| *a == flag).unwrap();
             args[at + 1] = value;
@@ -178,7 +167,7 @@ fn deepep_and_overlapped_pairs_show_in_json_and_explain_and_refuse_by_name() {
     assert!(out.contains("F&B pairs overlapped"), "{out}");
     assert!(out.contains("84.8% of the SMs"), "{out}");
     // pair_overlap without a pair schedule: exit 2 naming the key.
-    let mut args = MIXTRAL.to_vec();
+    let mut args = mixtral();
     args.push("--pair-overlap");
     let refused = clustersim(&args);
     assert_eq!(refused.status.code(), Some(2));

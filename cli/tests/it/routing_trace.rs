@@ -6,31 +6,9 @@
 
 use crate::common;
 use common::schema::assert_valid;
-use common::{clustersim, text};
+use common::{clustersim, text, MIXTRAL_T1_P4_D16};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-const MIXTRAL: [&str; 19] = [
-    "simulate",
-    "--model",
-    "mixtral-8x7b",
-    "--topology",
-    "dgx-h100-superpod",
-    "--seq-len",
-    "4096",
-    "--tp",
-    "1",
-    "--pp",
-    "4",
-    "--dp",
-    "16",
-    "--global-batch",
-    "64",
-    "--ep",
-    "8",
-    "--precision",
-    "bf16",
-];
 
 /// Three iterations: balanced, mildly skewed, one expert at twice the mean.
 const LINES: [&str; 3] = [
@@ -46,7 +24,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn simulate(extra: &[&str]) -> std::process::Output {
-    clustersim(&[&MIXTRAL[..], extra].concat())
+    clustersim(&[&MIXTRAL_T1_P4_D16[..], &["--ep", "8"][..], extra].concat())
 }
 
 fn json(extra: &[&str]) -> Value {

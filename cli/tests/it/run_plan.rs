@@ -239,32 +239,61 @@ fn bad_run_plan_input_is_exit_2_with_one_message() {
     );
 }
 
+/// GPT 22B at t8 p2 d2 on 32 H100s: the layout the slow-part tests slow.
+const GPT_22B_T8_P2_D2: [&str; 10] = [
+    "--model",
+    "gpt-22b",
+    "--tp",
+    "8",
+    "--pp",
+    "2",
+    "--dp",
+    "2",
+    "--global-batch",
+    "16",
+];
+
+/// `command` on [`GPT_22B_T8_P2_D2`] with `extra`.
+fn on_22b(command: &str, extra: &[&str]) -> std::process::Output {
+    clustersim(&[&[command][..], &GPT_22B_T8_P2_D2[..], extra].concat())
+}
+
+/// `simulate --json` on the 22B layout with `extra`: exit 0, valid against
+/// the schema (failures name `case`).
+fn simulate_22b_json(case: &str, extra: &[&str]) -> Value {
+    let output = on_22b("simulate", &[extra, &["--json"][..]].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_valid("simulate", case, &value);
+    value
+}
+
+/// `run-plan --json` for 1 B tokens on the 22B layout with `extra`: exit 0,
+/// valid against the schema.
+fn run_plan_22b_json(case: &str, extra: &[&str]) -> Value {
+    let plan_args = ["--tokens", "1B", "--node-training-w", "6500", "--json"];
+    let output = on_22b("run-plan", &[&plan_args[..], extra].concat());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_valid("run-plan", case, &value);
+    value
+}
+
+/// Each of `bad` given to `flag` on the 22B layout is exit 2 naming `flag`.
+fn each_is_refused(flag: &str, bad: &[&str]) {
+    for value in bad {
+        let output = on_22b("simulate", &[flag, value]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+    }
+}
+
 /// `--slow-rank R:F` (issue 35 item 4): every rank simulated, the rank named
 /// in `--json` with what it costs the step; a rank outside the layout is exit 2.
 #[test]
 fn a_slow_rank_is_named_with_what_it_costs_the_step() {
-    let layout = [
-        "--model",
-        "gpt-22b",
-        "--tp",
-        "8",
-        "--pp",
-        "2",
-        "--dp",
-        "2",
-        "--global-batch",
-        "16",
-    ];
-    let args = [
-        &["simulate"][..],
-        &layout[..],
-        &["--slow-rank", "9:1.2", "--json"][..],
-    ]
-    .concat();
-    let output = clustersim(&args);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_valid("simulate", "--slow-rank", &value);
+    let value = simulate_22b_json("--slow-rank", &["--slow-rank", "9:1.2"]);
     let slow = &value["slow_ranks"];
     assert_eq!(slow["ranks"][0]["rank"], 9);
     assert_eq!(slow["ranks"][0]["factor"], 1.2);
@@ -275,29 +304,12 @@ fn a_slow_rank_is_named_with_what_it_costs_the_step() {
     );
     assert!(with > without, "{with} vs {without}");
     assert!((slow["cost_s"].as_f64().unwrap() - (with - without)).abs() < 1e-12);
-    let summary = clustersim(
-        &[
-            &["simulate"][..],
-            &layout[..],
-            &["--slow-rank", "9:1.2"][..],
-        ]
-        .concat(),
-    );
+    let summary = text(&on_22b("simulate", &["--slow-rank", "9:1.2"]).stdout);
     assert!(
-        text(&summary.stdout).contains("slow ranks          rank 9 ×1.2: the iteration takes"),
-        "{}",
-        text(&summary.stdout)
+        summary.contains("slow ranks          rank 9 ×1.2: the iteration takes"),
+        "{summary}"
     );
-    for bad in ["32:1.2", "3:0.5", "3", "x:2"] {
-        let output =
-            clustersim(&[&["simulate"][..], &layout[..], &["--slow-rank", bad][..]].concat());
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{bad}: {}",
-            text(&output.stderr)
-        );
-    }
+    each_is_refused("--slow-rank", &["32:1.2", "3:0.5", "3", "x:2"]);
 }
 
 /// `--slow-nic R:F` (issue 35 item 4): the NIC rank R sends through named
@@ -305,23 +317,7 @@ fn a_slow_rank_is_named_with_what_it_costs_the_step() {
 /// `simulate` and `run-plan`, each valid against its schema; bad ones exit 2.
 #[test]
 fn a_slow_nic_is_named_with_what_it_costs_the_step() {
-    let layout = [
-        "--model",
-        "gpt-22b",
-        "--tp",
-        "8",
-        "--pp",
-        "2",
-        "--dp",
-        "2",
-        "--global-batch",
-        "16",
-    ];
-    let simulate = |extra: &[&str]| clustersim(&[&["simulate"][..], &layout[..], extra].concat());
-    let output = simulate(&["--slow-nic", "9:2", "--json"]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_valid("simulate", "--slow-nic", &value);
+    let value = simulate_22b_json("--slow-nic", &["--slow-nic", "9:2"]);
     let nic = &value["slow_ranks"]["nics"][0];
     // Rank 9 is node 1's second GPU: NIC 8 + 1.
     assert_eq!(
@@ -330,41 +326,14 @@ fn a_slow_nic_is_named_with_what_it_costs_the_step() {
     );
     assert_eq!(value["simulation_mode"], "full");
     assert!(value["slow_ranks"]["cost_s"].as_f64().unwrap() > 0.0);
-    let summary = text(&simulate(&["--slow-nic", "9:2"]).stdout);
+    let summary = text(&on_22b("simulate", &["--slow-nic", "9:2"]).stdout);
     assert!(
         summary.contains("slow NICs           NIC 9 (node 1, rank 9's) at 1/2 of its bandwidth: the iteration takes"),
         "{summary}"
     );
-    let plan = clustersim(
-        &[
-            &["run-plan"][..],
-            &layout[..],
-            &[
-                "--tokens",
-                "1B",
-                "--node-training-w",
-                "6500",
-                "--slow-nic",
-                "9:2",
-                "--json",
-            ][..],
-        ]
-        .concat(),
-    );
-    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
-    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
-    assert_valid("run-plan", "--slow-nic", &plan);
+    let plan = run_plan_22b_json("--slow-nic", &["--slow-nic", "9:2"]);
     assert_eq!(plan["slow_nics"][0]["nic"], 9);
-    for bad in ["32:2", "3:0.5", "3", "x:2"] {
-        let output = simulate(&["--slow-nic", bad]);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{bad}: {}",
-            text(&output.stderr)
-        );
-        assert!(text(&output.stderr).contains("--slow-nic"), "{bad}");
-    }
+    each_is_refused("--slow-nic", &["32:2", "3:0.5", "3", "x:2"]);
 }
 
 /// `--slow-nvlink R:F`: the GPU named in `--json` with its node and what it
@@ -372,23 +341,7 @@ fn a_slow_nic_is_named_with_what_it_costs_the_step() {
 /// schema; bad ones, and nodes whose GPUs talk over PCIe, exit 2.
 #[test]
 fn a_slow_nvlink_is_named_with_what_it_costs_the_step() {
-    let layout = [
-        "--model",
-        "gpt-22b",
-        "--tp",
-        "8",
-        "--pp",
-        "2",
-        "--dp",
-        "2",
-        "--global-batch",
-        "16",
-    ];
-    let simulate = |extra: &[&str]| clustersim(&[&["simulate"][..], &layout[..], extra].concat());
-    let output = simulate(&["--slow-nvlink", "9:2", "--json"]);
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let value: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_valid("simulate", "--slow-nvlink", &value);
+    let value = simulate_22b_json("--slow-nvlink", &["--slow-nvlink", "9:2"]);
     let link = &value["slow_ranks"]["nvlinks"][0];
     assert_eq!(
         (&link["rank"], &link["node"], &link["factor"]),
@@ -396,36 +349,15 @@ fn a_slow_nvlink_is_named_with_what_it_costs_the_step() {
     );
     // Rank 9's tensor group of 8 all-reduces over NVLink: it slows the step.
     assert!(value["slow_ranks"]["cost_s"].as_f64().unwrap() > 0.0);
-    let summary = text(&simulate(&["--slow-nvlink", "9:2", "--slow-nic", "9:2"]).stdout);
+    let both = ["--slow-nvlink", "9:2", "--slow-nic", "9:2"];
+    let summary = text(&on_22b("simulate", &both).stdout);
     assert!(
         summary.contains("slow NICs, NVLinks  NIC 9 (node 1, rank 9's) at 1/2 of its bandwidth, NVLink of rank 9 (node 1) at 1/2 of its bandwidth: the iteration takes"),
         "{summary}"
     );
-    let plan = clustersim(
-        &[
-            &["run-plan"][..],
-            &layout[..],
-            &[
-                "--tokens",
-                "1B",
-                "--node-training-w",
-                "6500",
-                "--slow-nvlink",
-                "9:2",
-                "--json",
-            ][..],
-        ]
-        .concat(),
-    );
-    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan.stderr));
-    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
-    assert_valid("run-plan", "--slow-nvlink", &plan);
+    let plan = run_plan_22b_json("--slow-nvlink", &["--slow-nvlink", "9:2"]);
     assert_eq!(plan["slow_nvlinks"][0]["rank"], 9);
-    for bad in ["32:2", "3:0.5", "3", "x:2"] {
-        let output = simulate(&["--slow-nvlink", bad]);
-        assert_eq!(output.status.code(), Some(2), "{bad}");
-        assert!(text(&output.stderr).contains("--slow-nvlink"), "{bad}");
-    }
+    each_is_refused("--slow-nvlink", &["32:2", "3:0.5", "3", "x:2"]);
     let pcie = clustersim(&[
         "simulate",
         "--model",

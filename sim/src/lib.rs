@@ -41,6 +41,7 @@ pub mod memory;
 pub mod network;
 pub mod placement;
 pub mod plan;
+pub mod rank_spread;
 /// The training scenario and its validation (the `scenario` crate).
 pub use scenario;
 pub use schedules as schedule;

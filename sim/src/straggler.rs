@@ -9,6 +9,7 @@
 //! A slow rank makes the replicas differ, so a scenario with one runs in full
 //! expansion.
 
+use crate::rank_spread::{DrawnSpread, RankSpread, MAX_SIGMA};
 use crate::slow_link::{ResolvedSlowNic, ResolvedSlowNvlink, SlowLinks, SlowNic, SlowNvlink};
 use scenario::Scenario;
 use std::fmt;
@@ -35,6 +36,7 @@ pub struct Stragglers {
     slow: Vec<SlowRank>,
     nics: Vec<ResolvedSlowNic>,
     nvlinks: Vec<ResolvedSlowNvlink>,
+    spread: Option<DrawnSpread>,
 }
 
 /// What a slow-down is applied to, as errors name it.
@@ -84,6 +86,8 @@ pub enum StragglerError {
     NoNics,
     #[error("slow NVLink: the topology's nodes of {gpus_per_node} GPU(s) have no NVLink between GPUs (its GPUs talk over PCIe, or a node holds one)")]
     NoNvlink { gpus_per_node: u32 },
+    #[error("rank spread: log-scale sigma {sigma} is not in (0, {MAX_SIGMA}] (0.05 spreads kernel times by about ±5 %)")]
+    Spread { sigma: f64 },
 }
 
 /// Checks one slow `part` of `rank` against a layout of `gpus` ranks: the
@@ -160,9 +164,36 @@ impl Stragglers {
         Ok(Stragglers { nvlinks, ..self })
     }
 
-    /// No slow rank, NIC or NVLink.
+    /// These stragglers with every rank's kernel time also multiplied by
+    /// its draw from `spread` (seeded by `seed`; [`crate::rank_spread`]).
+    pub fn with_spread(self, spread: Option<RankSpread>, seed: u64, gpus: u32) -> Stragglers {
+        Stragglers {
+            spread: spread.map(|spread| spread.draw(gpus, seed)),
+            ..self
+        }
+    }
+
+    /// No slow rank, NIC or NVLink, and no spread of GPU speeds.
     pub fn is_empty(&self) -> bool {
-        self.slow.is_empty() && self.links().is_empty()
+        self.slow.is_empty() && self.links().is_empty() && self.spread.is_none()
+    }
+
+    /// The spread of GPU speeds, as drawn.
+    pub fn spread(&self) -> Option<&DrawnSpread> {
+        self.spread.as_ref()
+    }
+
+    /// Rank `rank`'s kernel-time factor: its spread's draw times its slow
+    /// factor (1 for what it lacks).
+    pub fn rank_factor(&self, rank: u32) -> f64 {
+        let slow = self
+            .slow
+            .binary_search_by_key(&rank, |s| s.rank)
+            .map_or(1.0, |at| self.slow[at].factor);
+        match &self.spread {
+            Some(spread) => spread.factor(rank) * slow,
+            None => slow,
+        }
     }
 
     /// The slow NICs and NVLinks.
@@ -173,15 +204,17 @@ impl Stragglers {
         }
     }
 
-    /// The largest factor of a rank or a NIC (1 without either): no task
-    /// takes more than that many times its priced duration.
+    /// The largest factor of a rank, NIC or NVLink (1 without any, a rank's
+    /// spread included): no task takes more than that many times its priced
+    /// duration.
     pub fn max_factor(&self) -> f64 {
+        let spread = self.spread.as_ref().map_or(1.0, |s| s.slowest().1);
         self.slow
             .iter()
-            .map(|s| s.factor)
+            .map(|s| s.factor * spread)
             .chain(self.nics.iter().map(|n| n.factor))
             .chain(self.nvlinks.iter().map(|n| n.factor))
-            .fold(1.0, f64::max)
+            .fold(spread, f64::max)
     }
 
     /// The slow ranks, by rank.
@@ -199,22 +232,19 @@ impl Stragglers {
         &self.nvlinks
     }
 
-    /// The factor of each of `graph`'s groups: a slow rank's own group (a
-    /// group of that rank alone, where its kernels run) takes its factor,
-    /// every other group 1; empty without slow ranks.
+    /// The factor of each of `graph`'s groups: a rank's own group (a group
+    /// of that rank alone, where its kernels run) takes its
+    /// [`Stragglers::rank_factor`], every other group 1; empty without slow
+    /// ranks or a spread.
     pub fn group_factors(&self, graph: &TaskGraph) -> Vec<f64> {
-        if self.slow.is_empty() {
+        if self.slow.is_empty() && self.spread.is_none() {
             return Vec::new();
         }
         graph
             .groups()
             .iter()
             .map(|ranks| match ranks.as_slice() {
-                [rank] => self
-                    .slow
-                    .iter()
-                    .find(|s| s.rank == rank.0)
-                    .map_or(1.0, |s| s.factor),
+                [rank] => self.rank_factor(rank.0),
                 _ => 1.0,
             })
             .collect()

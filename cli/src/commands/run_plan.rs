@@ -127,6 +127,11 @@ pub struct RunPlanArgs {
     /// bandwidth (repeat for several; see `simulate --slow-nvlink`).
     #[arg(long = "slow-nvlink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nvlink)]
     pub slow_nvlinks: Vec<sim::slow_link::SlowNvlink>,
+    /// A spread of GPU speeds for the whole run: every rank's kernels take
+    /// the profile's time × e^(SIGMA·Z), drawn per rank from --seed (see
+    /// `simulate --rank-spread`).
+    #[arg(long = "rank-spread", value_name = "lognormal:SIGMA", value_parser = super::slow_ranks::parse_rank_spread)]
+    pub rank_spread: Option<sim::rank_spread::RankSpread>,
     /// Simulate with the factors a `clustersim fit` learned (FIT.json).
     #[arg(long, value_name = "FIT.json")]
     pub fit: Option<PathBuf>,
@@ -222,6 +227,7 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         &args.slow_ranks,
         &args.slow_nics,
         &args.slow_nvlinks,
+        args.rank_spread,
     )?;
     let expansion = match stragglers.is_empty() {
         true => sim::Expansion::Auto,
@@ -244,7 +250,7 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
     let degraded = match args.recovery {
         Recovery::FewerReplicas if !stragglers.is_empty() => {
             return Err(user_error(
-                "--recovery fewer-replicas with --slow-rank, --slow-nic or --slow-nvlink is not built: which replicas drop out decides whether the slow ones stay",
+                "--recovery fewer-replicas with --slow-rank, --slow-nic, --slow-nvlink or --rank-spread is not built: which replicas drop out decides whether the slow ones stay",
             ))
         }
         Recovery::FewerReplicas if args.repair_s.is_none() => {
@@ -295,6 +301,9 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         }
         if !stragglers.nvlinks().is_empty() {
             document["slow_nvlinks"] = serde_json::to_value(stragglers.nvlinks())?;
+        }
+        if let Some(drawn) = stragglers.spread() {
+            document["rank_spread"] = super::slow_ranks::SpreadSummary::of(drawn).json();
         }
         return crate::stdout::outln!("{}", serde_json::to_string_pretty(&document)?);
     }

@@ -72,6 +72,13 @@ pub struct SimulateArgs {
     /// NVLink links are slowed instead.
     #[arg(long = "slow-nvlink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nvlink)]
     pub slow_nvlinks: Vec<sim::slow_link::SlowNvlink>,
+    /// A spread of GPU speeds: every rank's compute kernels take the
+    /// profile's time × e^(SIGMA·Z), Z a standard normal drawn per rank from
+    /// --seed (lognormal:0.05 for a spread of about ±5 %; the profile's GPU is
+    /// the median one). Every rank is then simulated, and the summary and
+    /// --json name the slowest rank and what the spread costs the step.
+    #[arg(long = "rank-spread", value_name = "lognormal:SIGMA", value_parser = super::slow_ranks::parse_rank_spread)]
+    pub rank_spread: Option<sim::rank_spread::RankSpread>,
     /// A mixture-of-experts run's routing, iteration by iteration: a file
     /// with one line per iteration of E token counts (tokens each expert
     /// received, as a router counts them; `#` starts a comment). Each line
@@ -139,6 +146,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         &args.slow_ranks,
         &args.slow_nics,
         &args.slow_nvlinks,
+        args.rank_spread,
     )?;
     let expansion = if stragglers.is_empty() {
         expansion
@@ -565,7 +573,7 @@ fn write_simulation(
                 sim::symmetry::symmetric_replicas(scenario)
                     .err()
                     .unwrap_or(if slow_ranks {
-                        "a slow rank, NIC or NVLink makes the replicas differ"
+                        "a slow rank, NIC or NVLink, or a spread of GPU speeds, makes the replicas differ"
                     } else {
                         "--no-symmetry"
                     })

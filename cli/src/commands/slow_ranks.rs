@@ -2,9 +2,11 @@
 //! run-plan): a GPU whose compute kernels take F times as long as its
 //! peers' ([`sim::straggler`]), the NIC rank R sends through at 1/F of its
 //! bandwidth, and rank R's NVLink at 1/F of its own ([`sim::slow_link`]). `simulate` runs the scenario with and without them
-//! and reports what they cost the step.
+//! and reports what they cost the step. `--rank-spread lognormal:SIGMA`
+//! draws every GPU's speed from a spread ([`sim::rank_spread`]).
 
 use crate::exit::user_error;
+use sim::rank_spread::{DrawnSpread, RankSpread};
 use sim::scenario::Scenario;
 use sim::slow_link::{ResolvedSlowNic, ResolvedSlowNvlink, SlowNic, SlowNvlink};
 use sim::straggler::{SlowRank, Stragglers};
@@ -43,20 +45,82 @@ pub fn parse_slow_nvlink(text: &str) -> Result<SlowNvlink, String> {
     Ok(SlowNvlink { rank, factor })
 }
 
+/// "lognormal:0.05" → each GPU's kernel time × e^(0.05·Z), Z standard normal.
+pub fn parse_rank_spread(text: &str) -> Result<RankSpread, String> {
+    let sigma = text.strip_prefix("lognormal:").ok_or_else(|| {
+        format!("'{text}': lognormal:SIGMA, e.g. lognormal:0.05 (the only spread built)")
+    })?;
+    let sigma = sigma
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| format!("'{text}': sigma '{sigma}' is not a number"))?;
+    RankSpread::lognormal(sigma).map_err(|e| e.to_string())
+}
+
 /// The flags' slow ranks, NICs and NVLinks, checked against the scenario's
-/// ranks, NICs and nodes (exit 2).
+/// ranks, NICs and nodes (exit 2), and the spread of GPU speeds drawn with
+/// the scenario's seed.
 pub fn stragglers_of(
     scenario: &Scenario,
     slow: &[SlowRank],
     nics: &[SlowNic],
     nvlinks: &[SlowNvlink],
+    spread: Option<RankSpread>,
 ) -> anyhow::Result<Stragglers> {
-    Stragglers::new(slow.to_vec(), scenario.layout.gpus())
+    let gpus = scenario.layout.gpus();
+    Ok(Stragglers::new(slow.to_vec(), gpus)
         .map_err(|e| user_error(format!("--slow-rank: {e}")))?
         .with_slow_nics(nics, scenario)
         .map_err(|e| user_error(format!("--slow-nic: {e}")))?
         .with_slow_nvlinks(nvlinks, scenario)
-        .map_err(|e| user_error(format!("--slow-nvlink: {e}")))
+        .map_err(|e| user_error(format!("--slow-nvlink: {e}")))?
+        .with_spread(spread, scenario.seed, gpus))
+}
+
+/// The summary of a drawn spread: its width and seed, its slowest and
+/// fastest ranks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpreadSummary {
+    pub sigma: f64,
+    pub seed: u64,
+    pub slowest: (u32, f64),
+    pub fastest: (u32, f64),
+}
+
+impl SpreadSummary {
+    /// The summary of `drawn`.
+    pub fn of(drawn: &DrawnSpread) -> SpreadSummary {
+        SpreadSummary {
+            sigma: drawn.spread.sigma,
+            seed: drawn.seed,
+            slowest: drawn.slowest(),
+            fastest: drawn.fastest(),
+        }
+    }
+
+    /// `{distribution, sigma, seed, slowest, fastest}` of `--json`.
+    pub fn json(&self) -> serde_json::Value {
+        let rank_factor =
+            |(rank, factor): (u32, f64)| serde_json::json!({"rank": rank, "factor": factor});
+        serde_json::json!({
+            "distribution": "lognormal",
+            "sigma": self.sigma,
+            "seed": self.seed,
+            "slowest": rank_factor(self.slowest),
+            "fastest": rank_factor(self.fastest),
+        })
+    }
+}
+
+impl std::fmt::Display for SpreadSummary {
+    /// "GPU speeds log-normal σ 0.05 (seed 0), ×0.842 (rank 12) to ×1.187 (rank 3)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GPU speeds log-normal σ {} (seed {}), ×{:.3} (rank {}) to ×{:.3} (rank {})",
+            self.sigma, self.seed, self.fastest.1, self.fastest.0, self.slowest.1, self.slowest.0
+        )
+    }
 }
 
 /// What slow ranks, NICs and NVLinks cost one iteration: the same scenario's
@@ -66,6 +130,7 @@ pub struct SlowRankCost {
     pub slow: Vec<SlowRank>,
     pub nics: Vec<ResolvedSlowNic>,
     pub nvlinks: Vec<ResolvedSlowNvlink>,
+    pub spread: Option<SpreadSummary>,
     pub without_s: f64,
     pub with_s: f64,
 }
@@ -77,13 +142,15 @@ impl SlowRankCost {
             slow: stragglers.ranks().to_vec(),
             nics: stragglers.nics().to_vec(),
             nvlinks: stragglers.nvlinks().to_vec(),
+            spread: stragglers.spread().map(SpreadSummary::of),
             without_s,
             with_s,
         }
     }
 
     /// The summary's label: "slow ranks", "slow NICs", "slow NVLinks", or
-    /// what of them are slow ("slow ranks, NICs").
+    /// what of them are slow ("slow ranks, NICs"); "rank spread" for a
+    /// spread alone, "+ spread" after the others.
     pub fn label(&self) -> String {
         let kinds: Vec<&str> = [
             ("ranks", !self.slow.is_empty()),
@@ -94,7 +161,11 @@ impl SlowRankCost {
         .filter(|(_, slow)| *slow)
         .map(|(kind, _)| *kind)
         .collect();
-        format!("slow {}", kinds.join(", "))
+        match (kinds.is_empty(), self.spread.is_some()) {
+            (true, _) => "rank spread".to_string(),
+            (false, true) => format!("slow {} + spread", kinds.join(", ")),
+            (false, false) => format!("slow {}", kinds.join(", ")),
+        }
     }
 
     /// "rank 3 ×1.2: the iteration takes 12.3 ms (+4.1 %) more than without it".
@@ -105,6 +176,7 @@ impl SlowRankCost {
             .map(ToString::to_string)
             .chain(self.nics.iter().map(ToString::to_string))
             .chain(self.nvlinks.iter().map(ToString::to_string))
+            .chain(self.spread.iter().map(ToString::to_string))
             .collect();
         let extra_s = self.with_s - self.without_s;
         format!(
@@ -129,6 +201,9 @@ impl SlowRankCost {
         }
         if !self.nvlinks.is_empty() {
             value["nvlinks"] = serde_json::json!(self.nvlinks);
+        }
+        if let Some(spread) = &self.spread {
+            value["spread"] = spread.json();
         }
         value
     }

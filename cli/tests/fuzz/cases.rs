@@ -255,7 +255,8 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     if large {
         return flags;
     }
-    // Slow GPUs, NICs and NVLinks (issue 35), some outside the layout or not slow-downs.
+    // Slow GPUs, NICs and NVLinks and a spread of GPU speeds (issue 35), some
+    // outside the layout, not slow-downs or too wide.
     if rng.chance(8) {
         let slow = value(&["3:1.2", "0:2", "9999:2", "1:0.5"], rng);
         flags.push("--slow-rank", Some(slow));
@@ -267,6 +268,19 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     if rng.chance(8) {
         let slow = value(&["3:2", "0:1.5", "9999:2", "x:2", "1:101"], rng);
         flags.push("--slow-nvlink", Some(slow));
+    }
+    if rng.chance(8) {
+        let spread = value(
+            &[
+                "lognormal:0.05",
+                "lognormal:0.5",
+                "lognormal:0",
+                "normal:1",
+                "lognormal:nan",
+            ],
+            rng,
+        );
+        flags.push("--rank-spread", Some(spread));
     }
     // A routing trace (issue 35), or a file that is not one.
     if rng.chance(8) {
@@ -331,6 +345,12 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         let slow = value(&["3:1.2", "0:2", "1:1.5"], rng);
         let flag = *rng.pick(&["--slow-rank", "--slow-nic", "--slow-nvlink"]);
         flags.push(flag, Some(slow));
+    }
+    if rng.chance(8) {
+        flags.push(
+            "--rank-spread",
+            Some(value(&["lognormal:0.03", "lognormal:0.6"], rng)),
+        );
     }
     if rng.chance(10) {
         flags.push("--ignore-memory", None);

@@ -383,6 +383,49 @@ fn a_slow_nvlink_is_named_with_what_it_costs_the_step() {
     );
 }
 
+/// `--rank-spread lognormal:SIGMA`: every GPU's speed drawn from --seed; the
+/// slowest and fastest ranks named in `--json` (simulate and run-plan, each
+/// valid against its schema) with what the spread costs; the same seed
+/// gives the same bytes, another seed other factors; bad spreads exit 2.
+#[test]
+fn a_rank_spread_names_its_slowest_rank_and_repeats_with_its_seed() {
+    let spread = ["--rank-spread", "lognormal:0.05"];
+    let value = simulate_22b_json("--rank-spread", &spread);
+    assert_eq!(value["simulation_mode"], "full");
+    let drawn = &value["slow_ranks"]["spread"];
+    assert_eq!((&drawn["sigma"], &drawn["seed"]), (&0.05.into(), &0.into()));
+    let (slowest, fastest) = (
+        drawn["slowest"]["factor"].as_f64().unwrap(),
+        drawn["fastest"]["factor"].as_f64().unwrap(),
+    );
+    // 32 draws of a median-1 log-normal straddle 1.
+    assert!(fastest < 1.0 && slowest > 1.0, "{fastest}..{slowest}");
+    assert!(value["slow_ranks"]["cost_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(value["slow_ranks"]["ranks"], serde_json::json!([]));
+    let again = on_22b("simulate", &[&spread[..], &["--json"][..]].concat());
+    let reseeded = simulate_22b_json(
+        "--rank-spread --seed",
+        &[&spread[..], &["--seed", "1"][..]].concat(),
+    );
+    assert_ne!(
+        reseeded["slow_ranks"]["spread"]["slowest"],
+        drawn["slowest"]
+    );
+    let first = on_22b("simulate", &[&spread[..], &["--json"][..]].concat());
+    assert_eq!(first.stdout, again.stdout);
+    let summary = text(&on_22b("simulate", &spread).stdout);
+    assert!(
+        summary.contains("rank spread         GPU speeds log-normal σ 0.05 (seed 0), ×"),
+        "{summary}"
+    );
+    let plan = run_plan_22b_json("--rank-spread", &spread);
+    assert_eq!(plan["rank_spread"], *drawn);
+    each_is_refused(
+        "--rank-spread",
+        &["lognormal:0", "lognormal:0.6", "normal:0.1", "lognormal:x"],
+    );
+}
+
 /// `--recovery fewer-replicas --repair-s S`: the replicas one node failure
 /// leaves are simulated, their work rate is (d − k)/d × T(d)/T(d − k), and
 /// the degraded stretch and the regrow join the downtime; without

@@ -1,6 +1,8 @@
 //! A slow rank in a pipeline with uniform costs (issue 35): the iteration
-//! slows by exactly what the schedule's critical path predicts.
+//! slows by exactly what the schedule's critical path predicts; so does a
+//! spread of GPU speeds, every stage at its own.
 
+use sim::rank_spread::RankSpread;
 use sim::scenario::ScheduleKind;
 use sim::straggler::{SlowRank, Stragglers};
 use tests::bubble::pass_costs;
@@ -8,9 +10,6 @@ use tests::bubble::pass_costs;
 /// The makespan of 1F1B over p stages and m microbatches, F and B per pass,
 /// transfers free, with `slow` = Some((stage, f)) stretching one stage's rank.
 fn makespan(p: u32, m: u32, f_ns: u64, b_ns: u64, slow: Option<(u32, f64)>) -> u64 {
-    let scenario = tests::small_scenario(ScheduleKind::OneFOneB, 1, p, 1, 1, m);
-    let (_, graph) = sim::build_graph(&scenario);
-    let costs = pass_costs(&graph, [f_ns, b_ns, 0, 0], 0);
     let stragglers = match slow {
         // t = 1, d = 1: stage s is rank s.
         Some((stage, factor)) => Stragglers::new(
@@ -23,8 +22,16 @@ fn makespan(p: u32, m: u32, f_ns: u64, b_ns: u64, slow: Option<(u32, f64)>) -> u
         .unwrap(),
         None => Stragglers::none(),
     };
+    makespan_with(p, m, f_ns, b_ns, &stragglers)
+}
+
+/// [`makespan`] with any `stragglers`.
+fn makespan_with(p: u32, m: u32, f_ns: u64, b_ns: u64, stragglers: &Stragglers) -> u64 {
+    let scenario = tests::small_scenario(ScheduleKind::OneFOneB, 1, p, 1, 1, m);
+    let (_, graph) = sim::build_graph(&scenario);
+    let costs = pass_costs(&graph, [f_ns, b_ns, 0, 0], 0);
     let (timeline, _) =
-        sim::run_graph_with_stragglers(&scenario, &graph, &costs, &stragglers).unwrap();
+        sim::run_graph_with_stragglers(&scenario, &graph, &costs, stragglers).unwrap();
     timeline.makespan_ns()
 }
 
@@ -32,18 +39,19 @@ fn makespan(p: u32, m: u32, f_ns: u64, b_ns: u64, slow: Option<(u32, f64)>) -> u
 /// alone (not from the simulator's task graph): each stage runs its actions
 /// in order; a forward waits for the previous stage's forward of the same
 /// microbatch, a backward for the next stage's backward (the last stage's
-/// for its own forward). Stage `slow`'s passes take `factor` × F and × B.
+/// for its own forward). Stage s's passes take `factor_of(s)` × F and × B,
+/// rounded up to whole nanoseconds.
 fn critical_path_ns(
     schedule: &sim::schedule::PipelineSchedule,
     f_ns: u64,
     b_ns: u64,
-    slow: (u32, f64),
+    factor_of: impl Fn(u32) -> f64,
 ) -> u64 {
     use sim::schedule::Pass;
     use std::collections::BTreeMap;
-    let stretch = |stage: u32, ns: u64| match stage == slow.0 {
-        true => (ns as f64 * slow.1).ceil() as u64,
-        false => ns,
+    let stretch = |stage: u32, ns: u64| match factor_of(stage) {
+        1.0 => ns,
+        factor => (ns as f64 * factor).ceil() as u64,
     };
     let stages = schedule.actions.len();
     let mut next = vec![0usize; stages];
@@ -98,7 +106,10 @@ fn a_slow_stage_slows_1f1b_by_exactly_what_its_critical_path_predicts() {
         for stage in 0..p {
             for factor in [1.25, 2.0, 3.5] {
                 let slow = makespan(p, m, f_ns, b_ns, Some((stage, factor)));
-                let predicted = critical_path_ns(&schedule, f_ns, b_ns, (stage, factor));
+                let predicted = critical_path_ns(&schedule, f_ns, b_ns, |s| match s == stage {
+                    true => factor,
+                    false => 1.0,
+                });
                 assert_eq!(slow, predicted, "p={p} m={m} stage={stage} f={factor}");
             }
         }
@@ -117,4 +128,44 @@ fn no_slow_rank_leaves_the_run_as_priced() {
         makespan(4, 8, 1000, 3000, Some((2, 1.0))),
         makespan(4, 8, 1000, 3000, None)
     );
+}
+
+/// `--rank-spread`: every stage at its own drawn speed (and one also slowed
+/// by `--slow-rank`, the factors multiplied) slows 1F1B by exactly what the
+/// critical path with those factors predicts.
+#[test]
+fn a_spread_of_gpu_speeds_slows_1f1b_by_exactly_its_critical_path() {
+    let (f_ns, b_ns) = (1000, 3000);
+    let spread = RankSpread::lognormal(0.1).unwrap();
+    for (p, m) in [(2, 4), (4, 4), (4, 8), (8, 16)] {
+        let scenario = tests::small_scenario(ScheduleKind::OneFOneB, 1, p, 1, 1, m);
+        let (schedule, _) = sim::build_graph(&scenario);
+        for seed in 0..4 {
+            let drawn = spread.draw(p, seed);
+            let alone = Stragglers::none().with_spread(Some(spread), seed, p);
+            let predicted = critical_path_ns(&schedule, f_ns, b_ns, |s| drawn.factor(s));
+            assert_eq!(
+                makespan_with(p, m, f_ns, b_ns, &alone),
+                predicted,
+                "p={p} m={m} seed={seed}"
+            );
+            let slow = SlowRank {
+                rank: 1,
+                factor: 1.5,
+            };
+            let with_slow =
+                Stragglers::new(vec![slow], p)
+                    .unwrap()
+                    .with_spread(Some(spread), seed, p);
+            let predicted = critical_path_ns(&schedule, f_ns, b_ns, |s| match s {
+                1 => drawn.factor(s) * 1.5,
+                _ => drawn.factor(s),
+            });
+            assert_eq!(
+                makespan_with(p, m, f_ns, b_ns, &with_slow),
+                predicted,
+                "p={p} m={m} seed={seed}, rank 1 also ×1.5"
+            );
+        }
+    }
 }

@@ -82,6 +82,7 @@ def simulate(
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
+    rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
@@ -291,6 +292,10 @@ def simulate(
         (2 for half its links down); every collective and transfer with it as a member whose ring
         hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
         NVLink links are slowed instead
+    rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
+        e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
+        about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
+        summary and --json name the slowest rank and what the spread costs the step
     routing_trace: A mixture-of-experts run's routing, iteration by iteration: a file with one line
         per iteration of E token counts (tokens each expert received, as a router counts them; `#`
         starts a comment). Each line is simulated with its routing, and the summary and --json add
@@ -367,6 +372,7 @@ def timeline(
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
+    rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
@@ -574,6 +580,10 @@ def timeline(
         (2 for half its links down); every collective and transfer with it as a member whose ring
         hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
         NVLink links are slowed instead
+    rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
+        e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
+        about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
+        summary and --json name the slowest rank and what the spread costs the step
     routing_trace: A mixture-of-experts run's routing, iteration by iteration: a file with one line
         per iteration of E token counts (tokens each expert received, as a router counts them; `#`
         starts a comment). Each line is simulated with its routing, and the summary and --json add
@@ -867,6 +877,7 @@ def run_plan(
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
+    rank_spread: Optional[_Value] = None,
     fit: Optional[_Value] = None,
     ignore_memory: Optional[bool] = None,
     plot_interval: Optional[_Value] = None,
@@ -1079,6 +1090,8 @@ def run_plan(
         bandwidth (repeat for several; see `simulate --slow-nic`)
     slow_nvlink: A slow NVLink for the whole run: rank R's GPU at 1/F of its NVLink bandwidth
         (repeat for several; see `simulate --slow-nvlink`)
+    rank_spread: A spread of GPU speeds for the whole run: every rank's kernels take the profile's
+        time × e^(SIGMA·Z), drawn per rank from --seed (see `simulate --rank-spread`)
     fit: Simulate with the factors a `clustersim fit` learned (FIT.json)
     ignore_memory: Plan a layout that does not fit in GPU memory anyway (refused otherwise)
     plot_interval: Draw expected days to train against the checkpoint interval to FILE (.svg or

@@ -201,6 +201,18 @@ pub fn work_launches(
                 .into_iter()
                 .collect()
         }
+        // ZeRO++ qgZ: its two all-to-alls (`sim::cost::zeropp`).
+        Work::QuantizedGradientReduce {
+            elements,
+            local_ranks,
+            ..
+        } => {
+            let (intra, inter) = sim::cost::zeropp::qgz_phase_bytes(elements, local_ranks);
+            [intra, inter]
+                .into_iter()
+                .filter_map(|bytes| communication(CollectiveKind::AllToAll, bytes))
+                .collect()
+        }
         Work::PcieTransfer { .. } | Work::CpuAdam { .. } => Vec::new(),
         // `plan` refuses pair_overlap before launches are built.
         Work::ComputeBeside { .. } => Vec::new(),

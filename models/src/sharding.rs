@@ -317,6 +317,22 @@ pub fn parameters_of_layer_range(
         .saturating_add(dense.saturating_mul(dense_layer))
 }
 
+/// Parameters on one rank of a pass over `layers` layers of which
+/// `dense_layers` are a mixture of experts' dense ones (0 for a dense
+/// model), plus the embedding and/or head: what ZeRO-3 gathers for it.
+pub fn parameters_of_pass(
+    model: &ModelSpec,
+    sharding: Sharding,
+    layers: u64,
+    dense_layers: u64,
+    embedding: bool,
+    head: bool,
+) -> u64 {
+    let dense_layer = formulas::layer_parameters(model) / u64::from(sharding.tensor_parallel.get());
+    parameters_of_layers(model, sharding, layers - dense_layers, embedding, head)
+        .saturating_add(dense_layers.saturating_mul(dense_layer))
+}
+
 /// [`expert_parameters_of_layers`] of the `layers` layers from the model's
 /// layer `first`: only its MoE layers hold routed experts.
 pub fn expert_parameters_of_layer_range(

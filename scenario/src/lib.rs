@@ -37,6 +37,7 @@ mod stack_file;
 mod task_count;
 pub mod userbuffers;
 mod zero_stage;
+pub mod zeropp;
 
 pub use kinds::Recompute;
 pub use layout::Layout;
@@ -54,6 +55,7 @@ pub use task_count::{
     ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU, BYTES_PER_TASK, MAX_TASKS, TASK_LIMIT_VARIABLE,
 };
 pub use userbuffers::UserbuffersConfig;
+pub use zeropp::ZeroPlusPlus;
 
 #[cfg(test)]
 use std::num::NonZeroU32;

@@ -18,6 +18,7 @@ use crate::moe_dispatcher::MoeDispatcher;
 use crate::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use crate::optimizer::Optimizer;
 use crate::userbuffers::UserbuffersConfig;
+pub use crate::zeropp::ZeroPlusPlus;
 pub use crate::zero_stage::ZeroStage;
 use serde::{Deserialize, Serialize};
 
@@ -192,6 +193,29 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub overlap_param_gather: Option<bool>,
+    /// ZeRO++ qwZ (DeepSpeed's `zero_quantized_weights`; needs zero_stage 3):
+    /// every parameter all-gather moves INT8 weights with one fp32 scale per
+    /// 8000 elements (half of bf16's bytes), dequantized before the layer
+    /// runs (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    pub zero_quantized_weights: Option<bool>,
+    /// ZeRO++ hpZ (DeepSpeed's `zero_hpz_partition_size`; needs zero_stage 3
+    /// and a purely data-parallel layout): each rank also keeps 1/N of every
+    /// layer after its first gather, so every later gather of the iteration
+    /// (recomputation, backward, later microbatches) runs inside groups of N
+    /// consecutive ranks, one node's when N is its GPU count, as DeepSpeed
+    /// advises (default 1: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub zero_hpz_partition_size: Option<u32>,
+    /// ZeRO++ qgZ (DeepSpeed's `zero_quantized_gradients`; needs zero_stage 3,
+    /// a purely data-parallel layout on whole nodes): each layer's gradient
+    /// reduce-scatter becomes an INT4 all-to-all inside the node, a
+    /// reduction, and an INT4 all-to-all across nodes (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    pub zero_quantized_gradients: Option<bool>,
     /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
     /// across the t NICs of a node, then all-gather over NVLink (default true,
     /// as in SC21; =false sends whole activations on one NIC per rank).
@@ -323,6 +347,9 @@ pub struct TrainingOptions {
     /// with the next iteration's forward.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub overlap_param_gather: bool,
+    /// ZeRO++'s quantized and hierarchical collectives over ZeRO-3.
+    #[serde(flatten)]
+    pub zeropp: ZeroPlusPlus,
     /// Communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
     /// ZeRO-Offload placement, when enabled.
@@ -376,6 +403,13 @@ impl TrainingOptionsFile {
             zero_stage: self.zero_stage.or(base.zero_stage),
             shard_group_size: self.shard_group_size.or(base.shard_group_size),
             overlap_param_gather: self.overlap_param_gather.or(base.overlap_param_gather),
+            zero_quantized_weights: self.zero_quantized_weights.or(base.zero_quantized_weights),
+            zero_hpz_partition_size: self
+                .zero_hpz_partition_size
+                .or(base.zero_hpz_partition_size),
+            zero_quantized_gradients: self
+                .zero_quantized_gradients
+                .or(base.zero_quantized_gradients),
             network_contention: self.network_contention.or(base.network_contention),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
@@ -419,6 +453,7 @@ impl TrainingOptionsFile {
             ),
             shard_group_size: self.shard_group_size,
             overlap_param_gather: self.overlap_param_gather.unwrap_or(false),
+            zeropp: self.zeropp(),
             network_contention: self.network_contention.unwrap_or(false),
             offload: zero_offload.then_some(Offload {
                 delayed_update: self.delayed_update.unwrap_or(false),

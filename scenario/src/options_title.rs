@@ -52,6 +52,9 @@ impl TrainingOptions {
         if self.overlap_param_gather {
             labels.push("overlapped param gather".into());
         }
+        if let Some(label) = self.zeropp.label() {
+            labels.push(label);
+        }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());
         }

@@ -123,6 +123,14 @@ impl ScenarioFile {
             degrees.p.get(),
             &mut problems,
         );
+        if let Some(topology) = &topology {
+            let layout = super::zeropp::ZeroPlusPlusLayout {
+                model_parallel: [degrees.t, degrees.p, degrees.cp, degrees.ep].map(|n| n.get()),
+                data_parallel: degrees.d.get(),
+                gpus_per_node: topology.node.gpus_per_node,
+            };
+            super::zeropp::check(&options, layout, &mut problems);
+        }
         let Degrees {
             t,
             p,

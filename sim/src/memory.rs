@@ -357,7 +357,9 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                         (shard_plan::INFLIGHT_ALL_GATHERS * largest).min(parameters)
                     };
                     if plan.mode == ZeroStage::Full {
-                        weight_bytes = (shard + working) * WEIGHT_BYTES_PER_PARAM + fp8_state_bytes;
+                        weight_bytes = (shard + working) * WEIGHT_BYTES_PER_PARAM
+                            + fp8_state_bytes
+                            + zeropp_bytes(scenario.options.zeropp, parameters, working);
                     }
                     (
                         (shard + working) * grad_bytes_per_param,
@@ -430,6 +432,19 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
         .collect()
 }
 
+/// What ZeRO++ adds to a ZeRO-3 rank's weights (`scenario::zeropp`): hpZ's
+/// secondary shard, 1/hpZ of the stage's `parameters` in their 2-byte dtype
+/// (`_partition_param_sec`: `dtype=param.dtype`), held from a unit's first
+/// gather to the optimizer step; qwZ's INT8 receive buffers of the
+/// `working` parameters in flight (1 B each) until they are dequantized.
+fn zeropp_bytes(zeropp: scenario::ZeroPlusPlus, parameters: u64, working: u64) -> u64 {
+    let secondary = zeropp
+        .secondary_group()
+        .map_or(0, |group| parameters.div_ceil(u64::from(group)) * WEIGHT_BYTES_PER_PARAM);
+    let int8_buffers = if zeropp.quantized_weights { working } else { 0 };
+    secondary + int8_buffers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,3 +508,4 @@ mod offload_tests {
         assert!(!plain.fits && offload.fits);
     }
 }
+

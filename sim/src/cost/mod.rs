@@ -36,6 +36,7 @@ mod seq_len_table;
 pub mod split_backward;
 mod tile_fit;
 mod tp_overlap;
+pub mod zeropp;
 
 pub use attention::sustained_share as attention_sustained_share;
 pub use breakdown::{
@@ -385,13 +386,16 @@ pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
         return None;
     };
     let mut steps = Vec::new();
+    if pair_overlap::is_first_segment(segment) {
+        steps = zeropp::qwz_steps(scenario, pass, layers, dense_layers, embedding, head);
+    }
     if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
-        steps = models::fp8::weight_cast_steps(
+        steps.extend(models::fp8::weight_cast_steps(
             &scenario.model,
             scenario.layout.tensor_parallel.into(),
             scenario.layout.expert_parallel.into(),
             layers,
-        );
+        ));
     }
     steps.extend(segment_steps(
         pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
@@ -663,6 +667,19 @@ fn cost_work(
             bytes,
             flops: 0.0,
         },
+        Work::QuantizedGradientReduce {
+            elements,
+            gradient_bytes,
+            local_ranks,
+            nodes,
+        } => zeropp::quantized_gradient_reduce(
+            elements,
+            gradient_bytes,
+            local_ranks,
+            nodes,
+            kernels,
+            network,
+        ),
         Work::PcieTransfer {
             direction,
             bytes,

@@ -36,6 +36,7 @@ mod pipeline_sends;
 pub mod post_validation;
 pub mod program;
 pub mod sharded;
+mod zeropp;
 mod stage_walk;
 pub mod tasks;
 mod walk_context;

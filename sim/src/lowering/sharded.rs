@@ -183,6 +183,8 @@ pub fn emit(
     let (t, p) = (layout.tensor_parallel.get(), layout.pipeline_parallel.get());
     let gradient_bytes = gradients::main_grad_bytes_per_param(scenario.options.fp32_main_grads());
     let (n, replicas) = (plan.group, plan.replicas);
+    // ZeRO++ (checked to be on with ZeRO-3 only).
+    let zeropp = scenario.options.zeropp;
     let expert_data_parallel = layout.expert_replicas();
     // Replicas lowered: all, or the representative alone (`crate::symmetry`,
     // one shard group then).
@@ -211,39 +213,58 @@ pub fn emit(
             let all_gather = |program: &mut Program, builder: &mut TaskGraphBuilder, k: usize| {
                 let j = gathered[k];
                 let first = piece_of(0, j);
-                for g in 0..replicas {
-                    let ranks = shard_ranks(g);
-                    if n < 2 {
-                        continue;
-                    }
+                if n < 2 {
+                    return;
+                }
+                let groups = (0..replicas)
+                    .flat_map(|g| super::zeropp::gather_groups(&zeropp, &first, &data_ranks, g, n));
+                for (ranks, members) in groups {
                     // A mixture of experts' routed experts are sharded over
                     // their expert-data group (d·cp/ep ranks): gathered
                     // there, after the dense parameters (as the gradients
-                    // are reduce-scattered, `iteration_end`).
-                    let mut steps = vec![collective(
-                        program,
-                        builder,
-                        placement,
-                        &ranks,
-                        TaskKind::DataParallelAllGather,
-                        (first.params - first.expert_params) * WEIGHT_BYTES_PER_PARAM,
-                        &first,
-                        stage,
-                    )];
+                    // are reduce-scattered, `iteration_end`). Under qwZ
+                    // each gather's scales follow it in a gather of their own.
+                    let dense = first.params - first.expert_params;
+                    let mut steps = Vec::new();
+                    for bytes in [
+                        zeropp.weight_gather_bytes(dense),
+                        zeropp.scale_gather_bytes(dense, ranks.len() as u32),
+                    ] {
+                        if bytes > 0 {
+                            steps.push(collective(
+                                program,
+                                builder,
+                                placement,
+                                &ranks,
+                                TaskKind::DataParallelAllGather,
+                                bytes,
+                                &first,
+                                stage,
+                            ));
+                        }
+                    }
                     if first.expert_params > 0 && expert_data_parallel > 1 {
-                        steps.push(expert_all_gather(
-                            program,
-                            builder,
-                            placement,
-                            &ranks,
-                            expert_data_parallel,
-                            first.expert_params * WEIGHT_BYTES_PER_PARAM,
-                            &first,
-                            stage,
-                        ));
+                        let experts = first.expert_params;
+                        for bytes in [
+                            zeropp.weight_gather_bytes(experts),
+                            zeropp.scale_gather_bytes(experts, expert_data_parallel),
+                        ] {
+                            if bytes > 0 {
+                                steps.push(expert_all_gather(
+                                    program,
+                                    builder,
+                                    placement,
+                                    &ranks,
+                                    expert_data_parallel,
+                                    bytes,
+                                    &first,
+                                    stage,
+                                ));
+                            }
+                        }
                     }
                     for step in steps {
-                        for data_index in g * n..((g + 1) * n).min(lowered) {
+                        for data_index in members.start..members.end.min(lowered) {
                             program.depend(step, piece_of(data_index, j).step, Dependency::Data);
                             if k >= INFLIGHT_ALL_GATHERS as usize {
                                 let freed = piece_of(
@@ -274,16 +295,28 @@ pub fn emit(
                     if n < 2 {
                         continue;
                     }
-                    let step = collective(
-                        program,
-                        builder,
-                        placement,
-                        &shard_ranks(g),
-                        TaskKind::DataParallelReduceScatter,
-                        bytes,
-                        &piece,
-                        stage,
-                    );
+                    let step = if zeropp.quantized_gradients {
+                        super::zeropp::quantized_reduce(
+                            program,
+                            builder,
+                            placement,
+                            &shard_ranks(g),
+                            &piece,
+                            gradient_bytes,
+                            stage,
+                        )
+                    } else {
+                        collective(
+                            program,
+                            builder,
+                            placement,
+                            &shard_ranks(g),
+                            TaskKind::DataParallelReduceScatter,
+                            bytes,
+                            &piece,
+                            stage,
+                        )
+                    };
                     for data_index in g * n..((g + 1) * n).min(lowered) {
                         program.depend(piece_of(data_index, j).end_step, step, Dependency::Data);
                     }

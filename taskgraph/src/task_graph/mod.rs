@@ -159,6 +159,17 @@ pub enum Work {
         bytes: u64,
         sharing_gpus: u32,
     },
+    /// ZeRO++'s quantized gradient reduction (qgZ) of `elements` gradients of
+    /// `gradient_bytes` bytes each per rank, over a data-parallel group of
+    /// `nodes` nodes of `local_ranks` ranks: INT4 quantization, an all-to-all
+    /// inside each node, a reduction, an all-to-all across nodes and the
+    /// dequantization (`sim::cost::zeropp`), in place of a reduce-scatter.
+    QuantizedGradientReduce {
+        elements: u64,
+        gradient_bytes: u64,
+        local_ranks: u32,
+        nodes: u32,
+    },
     /// CPU Adam over `params` parameters (one tile) of a GPU whose whole step
     /// updates `step_params`, while `sharing_gpus` GPUs of the node step at once.
     CpuAdam {

@@ -49,6 +49,7 @@ mod uneven_stages;
 mod v_schedules;
 mod vtrain;
 mod zero_bubble;
+mod zeropp;
 
 /// A degree written in a test: `n`, which must not be 0.
 fn degree(n: u32) -> std::num::NonZeroU32 {

@@ -1,0 +1,77 @@
+//! ZeRO++ in the ZeRO-3 program (`sharded.rs` calls these; the options are
+//! `scenario::zeropp`, the kernels and the qgZ chain's cost
+//! `crate::cost::zeropp`):
+//!
+//! - which ranks a unit's all-gather runs on: the whole shard group for the
+//!   first forward of the iteration (microbatch 0), the hpZ groups of
+//!   consecutive ranks for every later gather once hpZ keeps its secondary
+//!   shard (DeepSpeed gathers from `ds_secondary_tensor` whenever it exists;
+//!   `invalidate_secondary_tensor` drops it after the optimizer step);
+//! - qgZ's reduction task in place of the unit's gradient reduce-scatter.
+
+use super::program::{Program, StepId};
+use super::sharded::ShardedPiece;
+use crate::placement::Placement;
+use scenario::ZeroPlusPlus;
+use std::ops::Range;
+use taskgraph::ids::Rank;
+use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task_graph::{ComputePass, TaskGraphBuilder, Work};
+
+/// The groups that gather `piece`'s parameters in shard group `g` (`n`
+/// ranks from `data_ranks[g·n]`), each with the data indices it serves.
+pub fn gather_groups(
+    zeropp: &ZeroPlusPlus,
+    piece: &ShardedPiece,
+    data_ranks: &[Rank],
+    g: u32,
+    n: u32,
+) -> Vec<(Vec<Rank>, Range<u32>)> {
+    let first_gather = piece.pass == ComputePass::Forward && piece.microbatch == 0;
+    let size = match zeropp.secondary_group() {
+        Some(size) if !first_gather => size,
+        _ => n,
+    };
+    (0..n / size)
+        .map(|block| {
+            let start = g * n + block * size;
+            let members = start..start + size;
+            (
+                data_ranks[members.start as usize..members.end as usize].to_vec(),
+                members,
+            )
+        })
+        .collect()
+}
+
+/// qgZ's reduction of `piece`'s gradients (`gradient_bytes` each) over the
+/// shard group `ranks`, on the data-parallel stream.
+pub fn quantized_reduce(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    placement: &Placement,
+    ranks: &[Rank],
+    piece: &ShardedPiece,
+    gradient_bytes: u64,
+    stage: u32,
+) -> StepId {
+    let nodes = placement.spread(ranks).nodes.max(1);
+    let local_ranks = ranks.len() as u32 / nodes;
+    let work = builder.work(Work::QuantizedGradientReduce {
+        elements: piece.params,
+        gradient_bytes,
+        local_ranks,
+        nodes,
+    });
+    let group = builder.group(ranks);
+    program.task(Task {
+        kind: TaskKind::DataParallelReduceScatter,
+        stream: StreamKind::DataParallel,
+        chunk: piece.chunk as u16,
+        stage,
+        microbatch: piece.microbatch,
+        group,
+        work,
+        iteration: 0,
+    })
+}

@@ -61,6 +61,9 @@ def simulate(
     zero_stage: Optional[_Value] = None,
     shard_group_size: Optional[_Value] = None,
     overlap_param_gather: Optional[bool] = None,
+    zero_quantized_weights: Optional[bool] = None,
+    zero_hpz_partition_size: Optional[_Value] = None,
+    zero_quantized_gradients: Optional[bool] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -221,6 +224,18 @@ def simulate(
         each forward bucket waiting for its own (the next one's dispatched as it starts), instead of
         one all-gather after the optimizer. Needs distributed_optimizer and overlap_grad_reduce, as
         Megatron asserts (default false)
+    zero_quantized_weights: ZeRO++ qwZ (DeepSpeed's `zero_quantized_weights`; needs zero_stage 3):
+        every parameter all-gather moves INT8 weights with one fp32 scale per 8000 elements (half of
+        bf16's bytes), dequantized before the layer runs (default false)
+    zero_hpz_partition_size: ZeRO++ hpZ (DeepSpeed's `zero_hpz_partition_size`; needs zero_stage 3
+        and a purely data-parallel layout): each rank also keeps 1/N of every layer after its first
+        gather, so every later gather of the iteration (recomputation, backward, later microbatches)
+        runs inside groups of N consecutive ranks, one node's when N is its GPU count, as DeepSpeed
+        advises (default 1: off)
+    zero_quantized_gradients: ZeRO++ qgZ (DeepSpeed's `zero_quantized_gradients`; needs zero_stage
+        3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
+        becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
+        (default false)
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)
@@ -352,6 +367,9 @@ def timeline(
     zero_stage: Optional[_Value] = None,
     shard_group_size: Optional[_Value] = None,
     overlap_param_gather: Optional[bool] = None,
+    zero_quantized_weights: Optional[bool] = None,
+    zero_hpz_partition_size: Optional[_Value] = None,
+    zero_quantized_gradients: Optional[bool] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -511,6 +529,18 @@ def timeline(
         each forward bucket waiting for its own (the next one's dispatched as it starts), instead of
         one all-gather after the optimizer. Needs distributed_optimizer and overlap_grad_reduce, as
         Megatron asserts (default false)
+    zero_quantized_weights: ZeRO++ qwZ (DeepSpeed's `zero_quantized_weights`; needs zero_stage 3):
+        every parameter all-gather moves INT8 weights with one fp32 scale per 8000 elements (half of
+        bf16's bytes), dequantized before the layer runs (default false)
+    zero_hpz_partition_size: ZeRO++ hpZ (DeepSpeed's `zero_hpz_partition_size`; needs zero_stage 3
+        and a purely data-parallel layout): each rank also keeps 1/N of every layer after its first
+        gather, so every later gather of the iteration (recomputation, backward, later microbatches)
+        runs inside groups of N consecutive ranks, one node's when N is its GPU count, as DeepSpeed
+        advises (default 1: off)
+    zero_quantized_gradients: ZeRO++ qgZ (DeepSpeed's `zero_quantized_gradients`; needs zero_stage
+        3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
+        becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
+        (default false)
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)
@@ -637,6 +667,9 @@ def sweep(
     distributed_optimizer: Optional[bool] = None,
     shard_group_size: Optional[Union[_Value, Sequence[_Value]]] = None,
     overlap_param_gather: Optional[bool] = None,
+    zero_quantized_weights: Optional[bool] = None,
+    zero_hpz_partition_size: Optional[Union[_Value, Sequence[_Value]]] = None,
+    zero_quantized_gradients: Optional[bool] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -748,6 +781,18 @@ def sweep(
         each forward bucket waiting for its own (the next one's dispatched as it starts), instead of
         one all-gather after the optimizer. Needs distributed_optimizer and overlap_grad_reduce, as
         Megatron asserts (default false)
+    zero_quantized_weights: ZeRO++ qwZ (DeepSpeed's `zero_quantized_weights`; needs zero_stage 3):
+        every parameter all-gather moves INT8 weights with one fp32 scale per 8000 elements (half of
+        bf16's bytes), dequantized before the layer runs (default false)
+    zero_hpz_partition_size: ZeRO++ hpZ (DeepSpeed's `zero_hpz_partition_size`; needs zero_stage 3
+        and a purely data-parallel layout): each rank also keeps 1/N of every layer after its first
+        gather, so every later gather of the iteration (recomputation, backward, later microbatches)
+        runs inside groups of N consecutive ranks, one node's when N is its GPU count, as DeepSpeed
+        advises (default 1: off)
+    zero_quantized_gradients: ZeRO++ qgZ (DeepSpeed's `zero_quantized_gradients`; needs zero_stage
+        3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
+        becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
+        (default false)
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)
@@ -839,6 +884,9 @@ def run_plan(
     zero_stage: Optional[_Value] = None,
     shard_group_size: Optional[_Value] = None,
     overlap_param_gather: Optional[bool] = None,
+    zero_quantized_weights: Optional[bool] = None,
+    zero_hpz_partition_size: Optional[_Value] = None,
+    zero_quantized_gradients: Optional[bool] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -1015,6 +1063,18 @@ def run_plan(
         each forward bucket waiting for its own (the next one's dispatched as it starts), instead of
         one all-gather after the optimizer. Needs distributed_optimizer and overlap_grad_reduce, as
         Megatron asserts (default false)
+    zero_quantized_weights: ZeRO++ qwZ (DeepSpeed's `zero_quantized_weights`; needs zero_stage 3):
+        every parameter all-gather moves INT8 weights with one fp32 scale per 8000 elements (half of
+        bf16's bytes), dequantized before the layer runs (default false)
+    zero_hpz_partition_size: ZeRO++ hpZ (DeepSpeed's `zero_hpz_partition_size`; needs zero_stage 3
+        and a purely data-parallel layout): each rank also keeps 1/N of every layer after its first
+        gather, so every later gather of the iteration (recomputation, backward, later microbatches)
+        runs inside groups of N consecutive ranks, one node's when N is its GPU count, as DeepSpeed
+        advises (default 1: off)
+    zero_quantized_gradients: ZeRO++ qgZ (DeepSpeed's `zero_quantized_gradients`; needs zero_stage
+        3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
+        becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
+        (default false)
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)

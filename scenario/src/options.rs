@@ -18,8 +18,8 @@ use crate::moe_dispatcher::MoeDispatcher;
 use crate::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use crate::optimizer::Optimizer;
 use crate::userbuffers::UserbuffersConfig;
-pub use crate::zeropp::ZeroPlusPlus;
 pub use crate::zero_stage::ZeroStage;
+pub use crate::zeropp::ZeroPlusPlus;
 use serde::{Deserialize, Serialize};
 
 /// Iterations simulated by default with post-validation: the first (its

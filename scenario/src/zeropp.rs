@@ -39,13 +39,19 @@ pub const QGZ_BITS: u64 = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ZeroPlusPlus {
     /// qwZ: parameters all-gathered as INT8 with per-group scales.
-    #[serde(rename = "zero_quantized_weights", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        rename = "zero_quantized_weights",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub quantized_weights: bool,
     /// hpZ: ranks per secondary partition group (1: off).
     #[serde(rename = "zero_hpz_partition_size", skip_serializing_if = "is_one")]
     pub hpz_partition_size: u32,
     /// qgZ: gradients reduced by a hierarchical INT4 all-to-all.
-    #[serde(rename = "zero_quantized_gradients", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        rename = "zero_quantized_gradients",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub quantized_gradients: bool,
 }
 
@@ -146,7 +152,10 @@ pub(crate) fn check(
 ) {
     let zeropp = options.zeropp;
     if zeropp.hpz_partition_size == 0 {
-        problems.push(Problem::new("zero_hpz_partition_size", "must be at least 1 (1: hpZ off)"));
+        problems.push(Problem::new(
+            "zero_hpz_partition_size",
+            "must be at least 1 (1: hpZ off)",
+        ));
         return;
     }
     if !zeropp.is_on() {
@@ -155,7 +164,10 @@ pub(crate) fn check(
     if options.sharding != ZeroStage::Full {
         for (on, key) in [
             (zeropp.quantized_weights, "zero_quantized_weights"),
-            (zeropp.secondary_group().is_some(), "zero_hpz_partition_size"),
+            (
+                zeropp.secondary_group().is_some(),
+                "zero_hpz_partition_size",
+            ),
             (zeropp.quantized_gradients, "zero_quantized_gradients"),
         ] {
             if on {
@@ -174,7 +186,10 @@ pub(crate) fn check(
             )));
         }
         if options.shard_group_size.is_some_and(|group| group != d) {
-            problems.push(Problem::new(key, "does not combine with HSDP shard groups (shard_group_size)"));
+            problems.push(Problem::new(
+                key,
+                "does not combine with HSDP shard groups (shard_group_size)",
+            ));
         }
     };
     if let Some(group) = zeropp.secondary_group() {
@@ -195,7 +210,10 @@ pub(crate) fn check(
             )));
         }
         if options.network_contention {
-            problems.push(Problem::new("zero_quantized_gradients", "its hierarchical all-to-all is not modeled as fabric flows: drop --contention"));
+            problems.push(Problem::new(
+                "zero_quantized_gradients",
+                "its hierarchical all-to-all is not modeled as fabric flows: drop --contention",
+            ));
         }
     }
 }
@@ -214,7 +232,10 @@ mod tests {
         // scales of 4 B per shard, 16 shards.
         let params = 64 << 20;
         assert_eq!(on.weight_gather_bytes(params), params);
-        assert_eq!(ZeroPlusPlus::default().weight_gather_bytes(params), 2 * params);
+        assert_eq!(
+            ZeroPlusPlus::default().weight_gather_bytes(params),
+            2 * params
+        );
         assert_eq!(on.scale_gather_bytes(params, 16), 525 * 4 * 16);
         assert_eq!(ZeroPlusPlus::default().scale_gather_bytes(params, 16), 0);
     }

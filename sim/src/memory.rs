@@ -438,9 +438,9 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
 /// gather to the optimizer step; qwZ's INT8 receive buffers of the
 /// `working` parameters in flight (1 B each) until they are dequantized.
 fn zeropp_bytes(zeropp: scenario::ZeroPlusPlus, parameters: u64, working: u64) -> u64 {
-    let secondary = zeropp
-        .secondary_group()
-        .map_or(0, |group| parameters.div_ceil(u64::from(group)) * WEIGHT_BYTES_PER_PARAM);
+    let secondary = zeropp.secondary_group().map_or(0, |group| {
+        parameters.div_ceil(u64::from(group)) * WEIGHT_BYTES_PER_PARAM
+    });
     let int8_buffers = if zeropp.quantized_weights { working } else { 0 };
     secondary + int8_buffers
 }
@@ -508,4 +508,3 @@ mod offload_tests {
         assert!(!plain.fits && offload.fits);
     }
 }
-

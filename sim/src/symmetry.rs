@@ -138,7 +138,9 @@ fn symmetric_replicas_with(
         return Err("HSDP's cross-group all-reduces leave the representative's ranks out");
     }
     if scenario.options.zeropp.secondary_group().is_some() {
-        return Err("ZeRO++ hpZ's secondary gathers run on groups without the representative's ranks");
+        return Err(
+            "ZeRO++ hpZ's secondary gathers run on groups without the representative's ranks",
+        );
     }
     if !placed_alike(placement) {
         return Err("replicas sit on the nodes differently");

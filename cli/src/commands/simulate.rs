@@ -355,6 +355,10 @@ pub fn json_summary(
         summary["zero_stage"] = options.sharding.stage().into();
         summary["shard_group_size"] = options.shard_group(scenario.layout.replicas()).into();
     }
+    // ZeRO++, only when on: its scenario keys as it uses them.
+    if options.zeropp.is_on() {
+        summary["zeropp"] = serde_json::to_value(options.zeropp).unwrap_or_default();
+    }
     // The optimizer, only when not Adam (earlier outputs stay byte-identical).
     if !options.optimizer.is_default() {
         summary["optimizer"] = options.optimizer.name().into();

@@ -141,6 +141,19 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
                         Some(value(&["1", "2", "3", "0"], rng)),
                     );
                 }
+                if rng.chance(30) {
+                    for flag in ["--zero-quantized-weights", "--zero-quantized-gradients"] {
+                        if rng.chance(50) {
+                            switch(flags, flag, rng);
+                        }
+                    }
+                    if rng.chance(50) {
+                        flags.push(
+                            "--zero-hpz-partition-size",
+                            Some(value(&["1", "2", "8", "0", "3"], rng)),
+                        );
+                    }
+                }
             }
             if rng.chance(20) {
                 flags.push("--overlap-grad-reduce", None);

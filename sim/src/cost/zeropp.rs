@@ -95,10 +95,10 @@ pub fn quantized_gradient_reduce(
     let full = elements as f64 * gradient_bytes as f64;
     let reduced = full / local;
     let kernel_bytes = [
-        full + intra as f64,                           // swizzle_quant
-        intra as f64 + inter as f64,                   // quantized_reduction
-        inter as f64 + reduced,                        // dequantize
-        reduced + reduced / f64::from(nodes.max(1)),   // sum of the nodes' chunks
+        full + intra as f64,                         // swizzle_quant
+        intra as f64 + inter as f64,                 // quantized_reduction
+        inter as f64 + reduced,                      // dequantize
+        reduced + reduced / f64::from(nodes.max(1)), // sum of the nodes' chunks
     ];
     let kernel_seconds: f64 = kernel_bytes
         .iter()

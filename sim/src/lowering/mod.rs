@@ -36,10 +36,10 @@ mod pipeline_sends;
 pub mod post_validation;
 pub mod program;
 pub mod sharded;
-mod zeropp;
 mod stage_walk;
 pub mod tasks;
 mod walk_context;
+mod zeropp;
 
 use crate::plan::Plan;
 use scenario::Scenario;

@@ -452,5 +452,8 @@ pub fn explain(scenario: &Scenario) -> Option<String> {
         ),
     };
     text.push_str(&line);
+    if let Some(lines) = super::zeropp::explain(scenario, n, per_layer, gradient_bytes) {
+        text.push_str(&lines);
+    }
     Some(text)
 }

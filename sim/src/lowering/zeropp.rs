@@ -75,3 +75,44 @@ pub fn quantized_reduce(
         iteration: 0,
     })
 }
+
+/// The `--explain` lines of ZeRO++ (None when off), per layer unit of
+/// `per_layer` parameters on shard groups of `group` ranks whose gradients
+/// are `gradient_bytes` each.
+pub fn explain(
+    scenario: &scenario::Scenario,
+    group: u32,
+    per_layer: u64,
+    gradient_bytes: u64,
+) -> Option<String> {
+    let zeropp = scenario.options.zeropp;
+    let mut text = String::new();
+    if zeropp.quantized_weights {
+        let gather_group = zeropp.secondary_group().unwrap_or(group);
+        let quantized = crate::cost::zeropp::QUANTIZE_BYTES_PER_PARAM * per_layer as f64
+            / f64::from(gather_group);
+        let dequantized = crate::cost::zeropp::DEQUANTIZE_BYTES_PER_PARAM * per_layer as f64;
+        text.push_str(&format!(
+            "  ZeRO++ qwZ: each gather of a layer moves {} B of INT8 weights and {} B of fp32 scales (bf16: {} B); each pass first quantizes its shard ({quantized:.0} B through HBM) and dequantizes the layer ({dequantized:.0} B) on the compute stream\n",
+            zeropp.weight_gather_bytes(per_layer),
+            zeropp.scale_gather_bytes(per_layer, group),
+            2 * per_layer,
+        ));
+    }
+    if let Some(secondary) = zeropp.secondary_group() {
+        text.push_str(&format!(
+            "  ZeRO++ hpZ: every gather but each layer's first forward of the iteration runs inside groups of {secondary} consecutive ranks, from a secondary shard of 1/{secondary} of the parameters ({} B per layer) kept until the optimizer step\n",
+            per_layer.div_ceil(u64::from(secondary)) * models::memory::WEIGHT_BYTES_PER_PARAM,
+        ));
+    }
+    if zeropp.quantized_gradients {
+        let local_ranks = scenario.topology.node.gpus_per_node.min(group);
+        let nodes = group / local_ranks;
+        let (intra, inter) = crate::cost::zeropp::qgz_phase_bytes(per_layer, local_ranks);
+        text.push_str(&format!(
+            "  ZeRO++ qgZ: each layer's gradients ({} B) go as {intra} B of INT4 all-to-all inside the node ({local_ranks} ranks), then {inter} B across {nodes} nodes, with four quantize/reduce/dequantize kernels on the data-parallel stream\n",
+            per_layer * gradient_bytes,
+        ));
+    }
+    (!text.is_empty()).then_some(text)
+}

@@ -83,7 +83,10 @@ fn zeropp_moves_a_quarter_of_zero3s_cross_node_volume_as_published() {
     let (_, zero3) = run(Parts::default(), D);
     let gathers = on_rank0(&zero3, TaskKind::DataParallelAllGather);
     let scatters = on_rank0(&zero3, TaskKind::DataParallelReduceScatter);
-    assert!(gathers.iter().chain(&scatters).all(|&(_, nodes)| nodes == 2));
+    assert!(gathers
+        .iter()
+        .chain(&scatters)
+        .all(|&(_, nodes)| nodes == 2));
     let volume = |tasks: &[(u64, u32)]| tasks.iter().map(|&(b, _)| b).sum::<u64>();
     let m = 2 * TOTAL;
     assert_eq!(volume(&gathers) + volume(&scatters), 3 * m);
@@ -110,7 +113,10 @@ fn zeropp_moves_a_quarter_of_zero3s_cross_node_volume_as_published() {
         .collect();
     assert_eq!(gathers[8..], backward[..]);
     let forward_bytes: u64 = forward.iter().map(|&(b, _)| b).sum();
-    assert_eq!(forward_bytes, TOTAL + UNITS.iter().map(|&u| scales(u)).sum::<u64>());
+    assert_eq!(
+        forward_bytes,
+        TOTAL + UNITS.iter().map(|&u| scales(u)).sum::<u64>()
+    );
     // 0.5M plus 0.05% of scales (4 B per 8000 parameters).
     assert!((forward_bytes as f64 / m as f64 - 0.5).abs() < 0.0003);
     // qgZ: per unit, the INT4 buffer (¼ of fp16) inside the node, then its
@@ -176,7 +182,10 @@ fn qwz_dequantizes_each_unit_before_its_pass_and_holds_int8_buffers() {
             .map(|&unit| (3.0 * unit as f64 / 16.0 + 3.0 * unit as f64) as u64)
             .collect();
         for (added, expected) in added.iter().zip(&expected) {
-            assert!(added.abs_diff(*expected) <= 1, "{kind:?}: {added} vs {expected}");
+            assert!(
+                added.abs_diff(*expected) <= 1,
+                "{kind:?}: {added} vs {expected}"
+            );
         }
     }
     // INT8 receive buffers for the two units in flight (the two largest).
@@ -200,7 +209,10 @@ fn qwz_and_qgz_stay_exact_under_symmetry_and_hpz_runs_in_full() {
         qgz: true,
         ..Parts::default()
     };
-    assert_eq!(compare(quantized), SimulationMode::Symmetric { replicas: D });
+    assert_eq!(
+        compare(quantized),
+        SimulationMode::Symmetric { replicas: D }
+    );
     let hpz = Parts {
         hpz: Some(8),
         ..Parts::default()

@@ -446,7 +446,7 @@ fn space_from(all: &SweepArgs) -> anyhow::Result<SweepSpace> {
         });
     }
     if let Some(headroom) = args.memory_headroom {
-        let base = space.base_file().resolve().map_err(user_error)?;
+        let base = space.base_check_file().resolve().map_err(user_error)?;
         space.memory_headroom_bytes = Some(headroom.bytes(base.topology.gpu.hbm_bytes));
     }
     let space = space.normalized();

@@ -61,7 +61,10 @@ pub fn summarize(rejections: &BTreeMap<String, usize>) -> String {
 pub fn enumerate(space: &SweepSpace) -> Result<Enumeration, SweepError> {
     check_constraints(space)?;
     // Model, topology and profile errors are reported once, not per tuple.
-    let base = space.base_file().resolve().map_err(SweepError::Base)?;
+    let base = space
+        .base_check_file()
+        .resolve()
+        .map_err(SweepError::Base)?;
     let available = base.topology.total_gpus();
     if u64::from(space.gpus) > available {
         return Err(SweepError::TooManyGpus {

@@ -224,3 +224,22 @@ fn unreachable_gpu_counts_and_bad_constraints_are_clear_errors() {
     let error = enumerate(&SweepSpace::new("no-such-model", "dgx-a100", 8, 16)).unwrap_err();
     assert!(matches!(error, SweepError::Base(_)), "{error}");
 }
+
+#[test]
+fn options_checked_against_each_layouts_d_and_zero_stage_reject_layouts_not_the_sweep() {
+    // HSDP groups of 4 and ZeRO++ over a ZeRO stage list: the base (d = 1,
+    // no stage) would refuse them; each layout checks them instead.
+    let mut space = SweepSpace::new("tiny", "dgx-a100", 8, 16);
+    space.zero_stages = vec![1, 3];
+    space.options.shard_group_size = Some(4);
+    space.options.zero_quantized_weights = Some(true);
+    let enumeration = enumerate(&space).unwrap();
+    assert!(!enumeration.candidates.is_empty());
+    for valid in &enumeration.candidates {
+        assert_eq!(valid.candidate.zero_stage, Some(3));
+        assert!(valid.candidate.data_parallel.is_multiple_of(4));
+        assert!(valid.scenario.options.zeropp.quantized_weights);
+    }
+    assert!(enumeration.rejections["zero_quantized_weights"] > 0);
+    assert!(enumeration.rejections["shard_group_size"] > 0);
+}

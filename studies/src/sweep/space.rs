@@ -283,6 +283,22 @@ impl SweepSpace {
             .find(|&n| sim::schedule::flexible_interleaved::group_size_problem(p, m, n).is_none())
     }
 
+    /// [`SweepSpace::base_file`] without the options each layout checks
+    /// against its own data-parallel size and ZeRO stage (HSDP's
+    /// `shard_group_size`, ZeRO++'s keys): what the sweep resolves once
+    /// to report model, topology, profile and shared-option errors before
+    /// any layout (each tuple still checks those keys, and counts what
+    /// they reject).
+    pub fn base_check_file(&self) -> ScenarioFile {
+        let mut file = self.base_file();
+        let options = &mut file.options;
+        options.shard_group_size = None;
+        options.zero_quantized_weights = None;
+        options.zero_hpz_partition_size = None;
+        options.zero_quantized_gradients = None;
+        file
+    }
+
     /// Model, topology, profile, global batch and the options every layout shares.
     /// With optimizer post-validation, which only the zero-bubble schedules
     /// take, the base runs the sweep's first schedule (the CLI refuses a

@@ -201,6 +201,21 @@ pub fn work_launches(
                 .into_iter()
                 .collect()
         }
+        // 1-bit Adam: the signs' all-to-all and all-gather (`sim::cost::onebit`).
+        Work::OneBitAllReduce {
+            elements,
+            group_size,
+            ..
+        } => {
+            let signs = sim::cost::onebit::sign_bytes(elements, group_size);
+            [
+                communication(CollectiveKind::AllToAll, signs),
+                communication(CollectiveKind::AllGather, signs),
+            ]
+            .into_iter()
+            .flatten()
+            .collect()
+        }
         // ZeRO++ qgZ: its two all-to-alls (`sim::cost::zeropp`).
         Work::QuantizedGradientReduce {
             elements,

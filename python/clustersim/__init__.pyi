@@ -73,7 +73,7 @@ def simulate(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
-    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
     timeline: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
@@ -266,10 +266,11 @@ def simulate(
         NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
     optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
-        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum) or
-        sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
-        optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
-        kernels
+        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum), sgd
+        (with momentum) or onebitadam (DeepSpeed's 1-bit Adam after its warm-up: the momentum all-
+        reduced as error-compensated signs, no ZeRO). Each keeps fp32 master weights under mixed
+        precision; it sets the optimizer states' memory, what ZeRO shards and checkpoints hold, and
+        the optimizer step's kernels
     cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
         (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
         host memory during the forward, on their own stream, and come back before their backward;
@@ -379,7 +380,7 @@ def timeline(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
-    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
@@ -571,10 +572,11 @@ def timeline(
         NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
     optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
-        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum) or
-        sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
-        optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
-        kernels
+        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum), sgd
+        (with momentum) or onebitadam (DeepSpeed's 1-bit Adam after its warm-up: the momentum all-
+        reduced as error-compensated signs, no ZeRO). Each keeps fp32 master weights under mixed
+        precision; it sets the optimizer states' memory, what ZeRO shards and checkpoints hold, and
+        the optimizer step's kernels
     cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
         (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
         host memory during the forward, on their own stream, and come back before their backward;
@@ -685,7 +687,7 @@ def sweep(
     plot: Optional[Union[_Value, Sequence[_Value]]] = None,
     zero_stage: Optional[Union[_Value, Sequence[_Value]]] = None,
     precision: Optional[Union[Literal['fp16', 'bf16', 'fp8'], Sequence[Literal['fp16', 'bf16', 'fp8']]]] = None,
-    optimizer: Optional[Union[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd'], Sequence[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']]]] = None,
+    optimizer: Optional[Union[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam'], Sequence[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']]]] = None,
 ) -> Any:
     """Every valid layout, simulated and ranked (`clustersim sweep`): a DataFrame or records.
 
@@ -896,7 +898,7 @@ def run_plan(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
-    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
     tokens: Optional[_Value] = None,
     steps: Optional[_Value] = None,
@@ -1105,10 +1107,11 @@ def run_plan(
         NCCL's all-to-all over the EP group) or deepep (DeepEP's node-limited dispatch: each token
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
     optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
-        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum) or
-        sgd (with momentum). Each keeps fp32 master weights under mixed precision; it sets the
-        optimizer states' memory, what ZeRO shards and checkpoints hold, and the optimizer step's
-        kernels
+        second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum), sgd
+        (with momentum) or onebitadam (DeepSpeed's 1-bit Adam after its warm-up: the momentum all-
+        reduced as error-compensated signs, no ZeRO). Each keeps fp32 master weights under mixed
+        precision; it sets the optimizer states' memory, what ZeRO shards and checkpoints hold, and
+        the optimizer step's kernels
     cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
         (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
         host memory during the forward, on their own stream, and come back before their backward;

@@ -14,6 +14,7 @@
 //! | adam8bit | two 1-byte block-quantized moments and one fp32 absmax per moment per block of 256 (Dettmers et al. 2022; bitsandbytes 95f9af30 `Optimizer2State.init_state`: `blocksize = 256`) | bitsandbytes `kOptimizerStatic8bit2StateBlockwise` |
 //! | lion | one fp32 momentum, 4 B (Chen et al. 2023, Alg. 2: Lion keeps only the momentum) | bitsandbytes 32-bit `Lion` (`kOptimizer32bit1State`) |
 //! | sgd | one fp32 momentum buffer, 4 B (Megatron-LM `--optimizer sgd`, `--sgd-momentum` 0.9) | apex / Transformer Engine `FusedSGD` |
+//! | onebitadam | Adam's two fp32 moments and the compression's fp32 `worker_error`, 12 B, plus `server_error`, 4 B over the data-parallel size (counted by the memory model) | DeepSpeed `OneBitAdam` (Tang et al. 2021) in its compressed stage: the momentum reduced by `compressed_allreduce` |
 //!
 //! Not counted: Adafactor's factors and the unfactored second moment of its
 //! 1-D parameters (norm weights, biases): (r + c)/(r·c) of a matrix's
@@ -65,17 +66,22 @@ pub enum Optimizer {
     /// SGD with momentum.
     #[cfg_attr(feature = "clap", value(name = "sgd"))]
     Sgd,
+    /// DeepSpeed's 1-bit Adam after its warm-up: the variance frozen, the
+    /// momentum all-reduced as error-compensated signs instead of the gradients.
+    #[cfg_attr(feature = "clap", value(name = "onebitadam"))]
+    OneBitAdam,
 }
 
 impl Optimizer {
     /// Every optimizer, in the order lists and sweeps use.
-    pub const ALL: [Optimizer; 6] = [
+    pub const ALL: [Optimizer; 7] = [
         Optimizer::Adam,
         Optimizer::AdamW,
         Optimizer::Adafactor,
         Optimizer::Adam8bit,
         Optimizer::Lion,
         Optimizer::Sgd,
+        Optimizer::OneBitAdam,
     ];
 
     /// The name of the scenario key's value and the flag's.
@@ -87,6 +93,7 @@ impl Optimizer {
             Optimizer::Adam8bit => "adam8bit",
             Optimizer::Lion => "lion",
             Optimizer::Sgd => "sgd",
+            Optimizer::OneBitAdam => "onebitadam",
         }
     }
 
@@ -99,6 +106,7 @@ impl Optimizer {
             Optimizer::Adam8bit => "8-bit Adam",
             Optimizer::Lion => "Lion",
             Optimizer::Sgd => "SGD",
+            Optimizer::OneBitAdam => "1-bit Adam",
         }
     }
 
@@ -122,6 +130,11 @@ impl Optimizer {
             Optimizer::Sgd => {
                 "fp32 master weights and one fp32 momentum buffer (8 B per parameter); apex FusedSGD"
             }
+            Optimizer::OneBitAdam => {
+                "fp32 master weights, two fp32 moments and the worker's compression error (16 B \
+                 per parameter) plus the server's (4 B over d); DeepSpeed OneBitAdam after its \
+                 warm-up, the momentum all-reduced as signs"
+            }
         }
     }
 
@@ -135,6 +148,9 @@ impl Optimizer {
                 models::memory::OPTIMIZER_BYTES_PER_PARAM - MASTER_WEIGHT_BYTES_PER_PARAM,
             ),
             Optimizer::Lion | Optimizer::Sgd => params.saturating_mul(4),
+            // exp_avg, exp_avg_sq and worker_error, fp32 (the server's
+            // error, 1/d of them, is `onebit_server_error_bytes`).
+            Optimizer::OneBitAdam => params.saturating_mul(12),
             Optimizer::Adafactor => 0,
             Optimizer::Adam8bit => params.saturating_mul(2).saturating_add(
                 params
@@ -156,6 +172,34 @@ impl Optimizer {
     pub fn is_default(&self) -> bool {
         *self == Optimizer::default()
     }
+
+    /// 1-bit Adam's `server_error` for `params` parameters over
+    /// `data_parallel` ranks: fp32, 1/d of the padded momentum (0 for any
+    /// other optimizer). DeepSpeed pads each tensor to a multiple of
+    /// d·lcm(d, 8) elements (`corrected_tensor_size`).
+    pub fn onebit_server_error_bytes(self, params: u64, data_parallel: u32) -> u64 {
+        if self != Optimizer::OneBitAdam {
+            return 0;
+        }
+        onebit_padded_elements(params, data_parallel).div_ceil(u64::from(data_parallel.max(1))) * 4
+    }
+}
+
+/// The momentum's length after DeepSpeed's padding for `data_parallel`
+/// ranks: a multiple of d · `divider`, `divider` = d·8/gcd(d, 8)
+/// (`OnebitAdam.__init__`, `corrected_tensor_size`).
+pub fn onebit_padded_elements(elements: u64, data_parallel: u32) -> u64 {
+    let d = u64::from(data_parallel.max(1));
+    let divider = d * 8 / gcd(d, 8);
+    elements.div_ceil(d * divider).saturating_mul(d * divider)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// What the other options refuse of a non-Adam optimizer, appended to
@@ -172,6 +216,9 @@ pub(crate) fn check_compatible(options: &TrainingOptions, problems: &mut Vec<Pro
             ),
         ));
     }
+    if optimizer == Optimizer::OneBitAdam {
+        check_onebit(options, problems);
+    }
     if options.optimizer_post_validation && !optimizer.is_adam() {
         problems.push(Problem::new(
             "optimizer",
@@ -180,6 +227,34 @@ pub(crate) fn check_compatible(options: &TrainingOptions, problems: &mut Vec<Pro
                  (the zero-bubble source's zbpp_optimizer_helper.py), so it needs adam or adamw",
                 optimizer.name()
             ),
+        ));
+    }
+}
+
+/// What 1-bit Adam refuses: DeepSpeed's engine asserts "1bit-Adam is not
+/// compatible with ZeRO" (`_configure_basic_optimizer`, any stage ≥ 1, so
+/// the distributed optimizer too) and turns the backward's gradient
+/// all-reduce off (`enable_backward_allreduce = False`): the momentum is
+/// reduced inside the step, so nothing overlaps the backward.
+fn check_onebit(options: &TrainingOptions, problems: &mut Vec<Problem>) {
+    if options.distributed_optimizer {
+        problems.push(Problem::new(
+            "optimizer",
+            "onebitadam is not compatible with ZeRO (DeepSpeed asserts it), which the distributed \
+             optimizer is: add --distributed-optimizer=false (and no --zero-stage)",
+        ));
+    }
+    if options.overlap_grad_reduce {
+        problems.push(Problem::new(
+            "optimizer",
+            "onebitadam turns the backward's gradient all-reduce off and reduces the momentum in \
+             the step, so nothing overlaps the backward: add --overlap-grad-reduce=false",
+        ));
+    }
+    if options.network_contention {
+        problems.push(Problem::new(
+            "optimizer",
+            "onebitadam's compressed all-reduce is not modeled as fabric flows: drop --contention",
         ));
     }
 }
@@ -205,6 +280,16 @@ mod tests {
         assert_eq!(Optimizer::Adam8bit.state_bytes(256), 6 * 256 + 8);
         assert_eq!(Optimizer::Adam8bit.state_bytes(257), 6 * 257 + 16);
         assert_eq!(Optimizer::Adam8bit.state_bytes(0), 0);
+        // 1-bit Adam: master 4 + exp_avg 4 + exp_avg_sq 4 + worker_error 4.
+        assert_eq!(Optimizer::OneBitAdam.state_bytes(n), 16 * n);
+        // server_error: 1e6 padded to a multiple of 12 · lcm(12, 8) = 288
+        // (3,473 · 288 = 1,000,224), 1/12 of it (83,352) × 4 B.
+        assert_eq!(onebit_padded_elements(n, 12), 1_000_224);
+        assert_eq!(
+            Optimizer::OneBitAdam.onebit_server_error_bytes(n, 12),
+            83_352 * 4
+        );
+        assert_eq!(Optimizer::Adam.onebit_server_error_bytes(n, 12), 0);
     }
 
     #[test]

@@ -381,7 +381,9 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                                 .state_bytes(expert_parameters)
                                 .div_ceil(layout.expert_replicas() as u64)
                     } else {
-                        optimizer.state_bytes(parameters)
+                        optimizer.state_bytes(parameters).saturating_add(
+                            optimizer.onebit_server_error_bytes(parameters, layout.replicas()),
+                        )
                     },
                     0,
                 ),

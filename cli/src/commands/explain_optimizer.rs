@@ -33,6 +33,14 @@ pub fn write_optimizer(
         kernels.join(", "),
         bytes(total)
     )?;
+    if optimizer == sim::scenario::Optimizer::OneBitAdam {
+        let d = scenario.layout.replicas();
+        let compress = sim::cost::onebit::kernel_bytes(1_000_000, d) / 1e6;
+        writeln!(
+            out,
+            "  compressed momentum all-reduce over d = {d} (in place of the gradients'): an all-to-all and an all-gather of 1 bit per parameter (1/16 of fp16's bytes) and of {d} fp32 scales each, with {compress:.1} B per parameter of unfused compression kernels; the first freeze_step iterations (DeepSpeed's default 100000, its tutorial's 15-25% of the run) train as Adam with the full all-reduce: simulate them with --optimizer adam"
+        )?;
+    }
     let memory = sim::memory::memory_per_stage(scenario, plan);
     if let Some(stage) = memory
         .iter()

@@ -347,7 +347,15 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
         // Optimizers and bf16 gradient reduction (issue 36).
         (
             "--optimizer",
-            &["adam", "adafactor", "adam8bit", "lion", "sgd", "adagrad"][..],
+            &[
+                "adam",
+                "adafactor",
+                "adam8bit",
+                "lion",
+                "sgd",
+                "onebitadam",
+                "adagrad",
+            ][..],
             8,
         ),
         ("--grad-reduce-in-bf16", &["true", "false", "maybe"][..], 8),

@@ -30,6 +30,7 @@ mod memory_bound;
 mod nelder_mead;
 mod network;
 mod offload;
+pub mod onebit;
 pub mod optimizer_step;
 pub mod pair_overlap;
 mod seq_len_table;
@@ -667,6 +668,11 @@ fn cost_work(
             bytes,
             flops: 0.0,
         },
+        Work::OneBitAllReduce {
+            elements,
+            group_size,
+            spread,
+        } => onebit::onebit_all_reduce(elements, group_size, spread, kernels, network),
         Work::QuantizedGradientReduce {
             elements,
             gradient_bytes,

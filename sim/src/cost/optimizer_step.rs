@@ -26,6 +26,13 @@
 //!   the row factor's mean (8), `clamp_` (8), `rsqrt_` (8), times the
 //!   gradient (12), the update's norm (4), and the update added to the
 //!   weight (12).
+//! - 1-bit Adam, DeepSpeed `OnebitAdam.step` after `freeze_step`
+//!   (`deepspeed/runtime/fp16/onebit/adam.py`, 38327e07), unfused torch
+//!   ops on the fp32 flat buffer: the momentum update `exp_avg.mul_(β1)`
+//!   (8) `.add_(1 − β1, grad)` (12) before the compressed all-reduce
+//!   (costed with it: `cost::onebit`); after it `exp_avg_sq.sqrt()` (8),
+//!   `+ eps` (8), the division (12), the weight decay's product (8) and sum
+//!   (12), `−lr · update` (8) and `p.add_` (12): 88 B; the variance frozen.
 //!
 //! Phases no profile measures are costed together as one kernel
 //! (`memory_bound.rs`); the per-tensor launches of the bitsandbytes and
@@ -85,6 +92,14 @@ const ADAM8BIT_UPDATE: [OptimizerPhase; 1] = [phase(
     // The absmax of both moments, read and written once per block.
     16.0 + 2.0 * ADAM8BIT_ABSMAX_BYTES_PER_BLOCK as f64 / ADAM8BIT_BLOCK_ELEMENTS as f64,
 )];
+const ONEBIT_ADAM_UPDATE: [OptimizerPhase; 2] = [
+    phase("optimizer.onebitadam.momentum", None, 8.0 + 12.0),
+    phase(
+        "optimizer.onebitadam.apply",
+        None,
+        8.0 + 8.0 + 12.0 + 8.0 + 12.0 + 8.0 + 12.0,
+    ),
+];
 const ADAFACTOR_UPDATE: [OptimizerPhase; 10] = [
     phase("optimizer.adafactor.weight_norm", None, 4.0),
     phase("optimizer.adafactor.row_norms", None, 4.0),
@@ -107,6 +122,7 @@ pub fn update_phases(optimizer: Optimizer) -> &'static [OptimizerPhase] {
         Optimizer::Sgd => &SGD_UPDATE,
         Optimizer::Adam8bit => &ADAM8BIT_UPDATE,
         Optimizer::Adafactor => &ADAFACTOR_UPDATE,
+        Optimizer::OneBitAdam => &ONEBIT_ADAM_UPDATE,
     }
 }
 
@@ -229,6 +245,9 @@ mod tests {
         // Adafactor: ten kernels, 4+4+4+4+8+8+8+12+4+12.
         assert_eq!(update_phases(Optimizer::Adafactor).len(), 10);
         assert_eq!(update(Optimizer::Adafactor), 68.0);
+        // 1-bit Adam: momentum 8 + 12, then sqrt, eps, divide, decay ×,
+        // decay +, −lr ×, add: 8 + 8 + 12 + 8 + 12 + 8 + 12.
+        assert_eq!(update(Optimizer::OneBitAdam), 20.0 + 68.0);
         // The whole unfused step: the wrapper's 2 + 6 + 8 + 4 before and 6 after.
         for optimizer in Optimizer::ALL {
             assert_eq!(

@@ -363,7 +363,18 @@ fn reduction_task(
     bucket: BucketKey,
     (bytes, group_size, spread): (u64, u32, NodeSpread),
 ) -> StepId {
-    let (work, kind) = if cx.distributed_optimizer() {
+    let (work, kind) = if cx.scenario.options.optimizer == scenario::Optimizer::OneBitAdam {
+        // 1-bit Adam reduces the fp32 momentum, compressed, in place of the
+        // gradients (checked: no distributed optimizer).
+        (
+            Work::OneBitAllReduce {
+                elements: bytes / cx.gradient_bytes_per_param(),
+                group_size,
+                spread,
+            },
+            TaskKind::DataParallelAllReduce,
+        )
+    } else if cx.distributed_optimizer() {
         (
             Work::DataParallelReduceScatter {
                 bytes,

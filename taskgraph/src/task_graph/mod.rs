@@ -170,6 +170,15 @@ pub enum Work {
         local_ranks: u32,
         nodes: u32,
     },
+    /// 1-bit Adam's compressed all-reduce of `elements` fp32 momentum values
+    /// per rank over the data-parallel group (DeepSpeed's
+    /// `NcclBackend.compressed_allreduce`: signs all-to-all'ed, averaged and
+    /// re-compressed by each rank's chunk, all-gathered; `sim::cost::onebit`).
+    OneBitAllReduce {
+        elements: u64,
+        group_size: u32,
+        spread: NodeSpread,
+    },
     /// CPU Adam over `params` parameters (one tile) of a GPU whose whole step
     /// updates `step_params`, while `sharing_gpus` GPUs of the node step at once.
     CpuAdam {

@@ -30,6 +30,7 @@ mod moe_capacity;
 mod moe_expert_tensor;
 mod moe_host_sync;
 mod offload;
+mod onebit_adam;
 mod optimizers;
 mod p2p_bubble;
 mod pair_overlap;

@@ -216,6 +216,23 @@ pub fn work_launches(
             .flatten()
             .collect()
         }
+        // PowerSGD: its three all-reduces (`sim::cost::powersgd`).
+        Work::PowerSgdAllReduce {
+            elements,
+            matrix_elements,
+            p_elements,
+            q_elements,
+            element_bytes,
+            ..
+        } => [elements - matrix_elements, p_elements, q_elements]
+            .into_iter()
+            .filter_map(|count| {
+                communication(
+                    CollectiveKind::AllReduce,
+                    count.saturating_mul(element_bytes),
+                )
+            })
+            .collect(),
         // ZeRO++ qgZ: its two all-to-alls (`sim::cost::zeropp`).
         Work::QuantizedGradientReduce {
             elements,

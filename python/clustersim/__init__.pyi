@@ -64,6 +64,7 @@ def simulate(
     zero_quantized_weights: Optional[bool] = None,
     zero_hpz_partition_size: Optional[_Value] = None,
     zero_quantized_gradients: Optional[bool] = None,
+    powersgd_rank: Optional[_Value] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -236,6 +237,11 @@ def simulate(
         3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
         becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
         (default false)
+    powersgd_rank: PowerSGD (PyTorch DDP's `powerSGD_hook`, `matrix_approximation_rank` R) after its
+        warm-up: every gradient matrix the hook compresses goes as two rank-R factors in two small
+        all-reduces, with an error buffer the size of the gradients; vectors are all-reduced whole.
+        Needs plain DDP: no distributed optimizer, no overlapped reduction (the hook synchronizes
+        per bucket). Default: off
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)
@@ -371,6 +377,7 @@ def timeline(
     zero_quantized_weights: Optional[bool] = None,
     zero_hpz_partition_size: Optional[_Value] = None,
     zero_quantized_gradients: Optional[bool] = None,
+    powersgd_rank: Optional[_Value] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -542,6 +549,11 @@ def timeline(
         3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
         becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
         (default false)
+    powersgd_rank: PowerSGD (PyTorch DDP's `powerSGD_hook`, `matrix_approximation_rank` R) after its
+        warm-up: every gradient matrix the hook compresses goes as two rank-R factors in two small
+        all-reduces, with an error buffer the size of the gradients; vectors are all-reduced whole.
+        Needs plain DDP: no distributed optimizer, no overlapped reduction (the hook synchronizes
+        per bucket). Default: off
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)
@@ -672,6 +684,7 @@ def sweep(
     zero_quantized_weights: Optional[bool] = None,
     zero_hpz_partition_size: Optional[Union[_Value, Sequence[_Value]]] = None,
     zero_quantized_gradients: Optional[bool] = None,
+    powersgd_rank: Optional[Union[_Value, Sequence[_Value]]] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -795,6 +808,11 @@ def sweep(
         3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
         becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
         (default false)
+    powersgd_rank: PowerSGD (PyTorch DDP's `powerSGD_hook`, `matrix_approximation_rank` R) after its
+        warm-up: every gradient matrix the hook compresses goes as two rank-R factors in two small
+        all-reduces, with an error buffer the size of the gradients; vectors are all-reduced whole.
+        Needs plain DDP: no distributed optimizer, no overlapped reduction (the hook synchronizes
+        per bucket). Default: off
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)
@@ -889,6 +907,7 @@ def run_plan(
     zero_quantized_weights: Optional[bool] = None,
     zero_hpz_partition_size: Optional[_Value] = None,
     zero_quantized_gradients: Optional[bool] = None,
+    powersgd_rank: Optional[_Value] = None,
     scatter_gather: Optional[bool] = None,
     contention: Optional[bool] = None,
     zero_offload: Optional[bool] = None,
@@ -1077,6 +1096,11 @@ def run_plan(
         3, a purely data-parallel layout on whole nodes): each layer's gradient reduce-scatter
         becomes an INT4 all-to-all inside the node, a reduction, and an INT4 all-to-all across nodes
         (default false)
+    powersgd_rank: PowerSGD (PyTorch DDP's `powerSGD_hook`, `matrix_approximation_rank` R) after its
+        warm-up: every gradient matrix the hook compresses goes as two rank-R factors in two small
+        all-reduces, with an error buffer the size of the gradients; vectors are all-reduced whole.
+        Needs plain DDP: no distributed optimizer, no overlapped reduction (the hook synchronizes
+        per bucket). Default: off
     scatter_gather: Megatron's pipeline scatter/gather: split each cross-node p2p transfer across
         the t NICs of a node, then all-gather over NVLink (default true, as in SC21; =false sends
         whole activations on one NIC per rank)

@@ -26,6 +26,7 @@ mod options_checks;
 mod options_title;
 mod pipeline_layout;
 pub mod post_validation;
+mod powersgd;
 mod problem;
 mod resolve;
 mod resolved;

@@ -216,6 +216,15 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     pub zero_quantized_gradients: Option<bool>,
+    /// PowerSGD (PyTorch DDP's `powerSGD_hook`, `matrix_approximation_rank`
+    /// R) after its warm-up: every gradient matrix the hook compresses goes
+    /// as two rank-R factors in two small all-reduces, with an error buffer
+    /// the size of the gradients; vectors are all-reduced whole. Needs
+    /// plain DDP: no distributed optimizer, no overlapped reduction (the
+    /// hook synchronizes per bucket). Default: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "R"))]
+    pub powersgd_rank: Option<u32>,
     /// Megatron's pipeline scatter/gather: split each cross-node p2p transfer
     /// across the t NICs of a node, then all-gather over NVLink (default true,
     /// as in SC21; =false sends whole activations on one NIC per rank).
@@ -352,6 +361,9 @@ pub struct TrainingOptions {
     /// ZeRO++'s quantized and hierarchical collectives over ZeRO-3.
     #[serde(flatten)]
     pub zeropp: ZeroPlusPlus,
+    /// PowerSGD's matrix approximation rank, when on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub powersgd_rank: Option<std::num::NonZeroU32>,
     /// Communication shares the fabric's links (flow-level contention).
     pub network_contention: bool,
     /// ZeRO-Offload placement, when enabled.
@@ -412,6 +424,7 @@ impl TrainingOptionsFile {
             zero_quantized_gradients: self
                 .zero_quantized_gradients
                 .or(base.zero_quantized_gradients),
+            powersgd_rank: self.powersgd_rank.or(base.powersgd_rank),
             network_contention: self.network_contention.or(base.network_contention),
             zero_offload: self.zero_offload.or(base.zero_offload),
             delayed_update: self.delayed_update.or(base.delayed_update),
@@ -456,6 +469,7 @@ impl TrainingOptionsFile {
             shard_group_size: self.shard_group_size,
             overlap_param_gather: self.overlap_param_gather.unwrap_or(false),
             zeropp: self.zeropp(),
+            powersgd_rank: self.powersgd_rank.and_then(std::num::NonZeroU32::new),
             network_contention: self.network_contention.unwrap_or(false),
             offload: zero_offload.then_some(Offload {
                 delayed_update: self.delayed_update.unwrap_or(false),

@@ -17,6 +17,9 @@ impl TrainingOptionsFile {
     ) -> TrainingOptions {
         let options = self.with_defaults();
         self.check_sharding(data_parallel, problems);
+        if self.powersgd_rank == Some(0) {
+            problems.push(Problem::new("powersgd_rank", "must be at least 1"));
+        }
         let zero_offload = options.offload.is_some();
         let delayed_update = self.delayed_update.unwrap_or(false);
         if delayed_update && !zero_offload {

@@ -55,6 +55,9 @@ impl TrainingOptions {
         if let Some(label) = self.zeropp.label() {
             labels.push(label);
         }
+        if let Some(rank) = self.powersgd_rank {
+            labels.push(format!("PowerSGD rank {rank}"));
+        }
         if self.async_tensor_allreduce {
             labels.push("async TP all-reduce".into());
         }

@@ -131,6 +131,12 @@ impl ScenarioFile {
             };
             super::zeropp::check(&options, layout, &mut problems);
         }
+        super::powersgd::check(
+            &options,
+            model.as_ref(),
+            schedule == ScheduleKind::DualPipe,
+            &mut problems,
+        );
         let Degrees {
             t,
             p,

@@ -368,7 +368,8 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                     )
                 }
                 None => (
-                    parameters * grad_bytes_per_param,
+                    parameters * grad_bytes_per_param
+                        + powersgd_bytes(scenario, stage, grad_bytes_per_param),
                     // The distributed optimizer keeps 1/d of the fp32 master
                     // weights and Adam states (Megatron's distrib_optimizer.py).
                     // A mixture of experts' routed experts shard over their
@@ -432,6 +433,21 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
             }
         })
         .collect()
+}
+
+/// What PowerSGD's hook keeps beside the gradients of a rank of `stage`
+/// (`powerSGD_hook.py`): the error feedback, a buffer the size of the
+/// bucket ("increases the peak memory consumption by the size of the
+/// gradient tensor"), and warm start's P and Q, all in the gradients'
+/// dtype; 0 without PowerSGD or with one data-parallel rank.
+fn powersgd_bytes(scenario: &Scenario, stage: u32, element_bytes: u64) -> u64 {
+    match scenario.options.powersgd_rank {
+        Some(rank) if scenario.layout.replicas() > 1 => {
+            let sizes = crate::cost::powersgd::stage_sizes(scenario, stage, u64::from(rank.get()));
+            (sizes.elements + sizes.p_elements + sizes.q_elements) * element_bytes
+        }
+        _ => 0,
+    }
 }
 
 /// What ZeRO++ adds to a ZeRO-3 rank's weights (`scenario::zeropp`): hpZ's

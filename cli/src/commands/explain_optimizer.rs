@@ -41,6 +41,25 @@ pub fn write_optimizer(
             "  compressed momentum all-reduce over d = {d} (in place of the gradients'): an all-to-all and an all-gather of 1 bit per parameter (1/16 of fp16's bytes) and of {d} fp32 scales each, with {compress:.1} B per parameter of unfused compression kernels; the first freeze_step iterations (DeepSpeed's default 100000, its tutorial's 15-25% of the run) train as Adam with the full all-reduce: simulate them with --optimizer adam"
         )?;
     }
+    if let Some(rank) = scenario.options.powersgd_rank {
+        let sizes = sim::cost::powersgd::stage_sizes(scenario, 0, u64::from(rank.get()));
+        let b = if scenario.options.fp32_main_grads() {
+            4
+        } else {
+            2
+        };
+        let sent = (sizes.uncompressed_elements() + sizes.p_elements + sizes.q_elements) * b;
+        writeln!(
+            out,
+            "  PowerSGD rank {rank} (DDP's powerSGD_hook) on a stage-0 rank: {} of its {} gradient elements in matrices it compresses, sent as {} + {} factor elements; the all-reduces move {sent} B in place of {} B; the hook's kernels move {:.0} B through HBM; its error feedback holds a gradient-sized buffer; the first start_powerSGD_iter iterations (PyTorch's default 1000) all-reduce whole: simulate them without --powersgd-rank",
+            sizes.matrix_elements,
+            sizes.elements,
+            sizes.p_elements,
+            sizes.q_elements,
+            sizes.elements * b,
+            sim::cost::powersgd::kernel_bytes(&sizes, b, u64::from(rank.get())),
+        )?;
+    }
     let memory = sim::memory::memory_per_stage(scenario, plan);
     if let Some(stage) = memory
         .iter()

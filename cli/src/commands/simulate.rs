@@ -355,6 +355,10 @@ pub fn json_summary(
         summary["zero_stage"] = options.sharding.stage().into();
         summary["shard_group_size"] = options.shard_group(scenario.layout.replicas()).into();
     }
+    // PowerSGD's rank, only when on.
+    if let Some(rank) = options.powersgd_rank {
+        summary["powersgd_rank"] = rank.get().into();
+    }
     // ZeRO++, only when on: its scenario keys as it uses them.
     if options.zeropp.is_on() {
         summary["zeropp"] = serde_json::to_value(options.zeropp).unwrap_or_default();

@@ -165,6 +165,9 @@ pub fn option_flags(flags: &mut Flags, iterations: bool, rng: &mut Rng) -> bool 
             if rng.chance(15) {
                 switch(flags, "--optimizer-post-validation", rng);
             }
+            if rng.chance(10) {
+                flags.push("--powersgd-rank", Some(value(&["1", "4", "0", "x"], rng)));
+            }
             false
         }
         _ => {

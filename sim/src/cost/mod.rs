@@ -33,6 +33,7 @@ mod offload;
 pub mod onebit;
 pub mod optimizer_step;
 pub mod pair_overlap;
+pub mod powersgd;
 mod seq_len_table;
 pub mod split_backward;
 mod tile_fit;
@@ -673,6 +674,28 @@ fn cost_work(
             group_size,
             spread,
         } => onebit::onebit_all_reduce(elements, group_size, spread, kernels, network),
+        Work::PowerSgdAllReduce {
+            elements,
+            matrix_elements,
+            p_elements,
+            q_elements,
+            element_bytes,
+            rank,
+            group_size,
+            spread,
+        } => powersgd::powersgd_all_reduce(
+            &powersgd::PowerSgdSizes {
+                elements,
+                matrix_elements,
+                p_elements,
+                q_elements,
+            },
+            (element_bytes, u64::from(rank)),
+            group_size,
+            spread,
+            kernels,
+            network,
+        ),
         Work::QuantizedGradientReduce {
             elements,
             gradient_bytes,

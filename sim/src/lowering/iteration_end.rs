@@ -363,7 +363,24 @@ fn reduction_task(
     bucket: BucketKey,
     (bytes, group_size, spread): (u64, u32, NodeSpread),
 ) -> StepId {
-    let (work, kind) = if cx.scenario.options.optimizer == scenario::Optimizer::OneBitAdam {
+    let (work, kind) = if let Some(rank) = cx.scenario.options.powersgd_rank {
+        // PowerSGD's hook in place of DDP's all-reduce (checked: plain DDP,
+        // no overlap, dense models: one bucket, the stage's gradients).
+        let sizes = crate::cost::powersgd::stage_sizes(cx.scenario, stage, u64::from(rank.get()));
+        (
+            Work::PowerSgdAllReduce {
+                elements: sizes.elements,
+                matrix_elements: sizes.matrix_elements,
+                p_elements: sizes.p_elements,
+                q_elements: sizes.q_elements,
+                element_bytes: cx.gradient_bytes_per_param(),
+                rank: rank.get(),
+                group_size,
+                spread,
+            },
+            TaskKind::DataParallelAllReduce,
+        )
+    } else if cx.scenario.options.optimizer == scenario::Optimizer::OneBitAdam {
         // 1-bit Adam reduces the fp32 momentum, compressed, in place of the
         // gradients (checked: no distributed optimizer).
         (

@@ -179,6 +179,21 @@ pub enum Work {
         group_size: u32,
         spread: NodeSpread,
     },
+    /// PowerSGD's reduction of a rank's gradients (`elements` of
+    /// `element_bytes`, `matrix_elements` of them in matrices compressed to
+    /// rank `rank`, whose factors hold `p_elements` and `q_elements`) over
+    /// the data-parallel group: three all-reduces and the hook's kernels
+    /// (`sim::cost::powersgd`).
+    PowerSgdAllReduce {
+        elements: u64,
+        matrix_elements: u64,
+        p_elements: u64,
+        q_elements: u64,
+        element_bytes: u64,
+        rank: u32,
+        group_size: u32,
+        spread: NodeSpread,
+    },
     /// CPU Adam over `params` parameters (one tile) of a GPU whose whole step
     /// updates `step_params`, while `sharing_gpus` GPUs of the node step at once.
     CpuAdam {

@@ -35,6 +35,7 @@ mod optimizers;
 mod p2p_bubble;
 mod pair_overlap;
 mod post_validation;
+mod powersgd;
 mod qwen3_moe;
 mod ring_step_flows;
 mod scenario_validation;

@@ -49,6 +49,9 @@ pub fn color_for_kind_name(name: &str) -> RGBColor {
         "expert_all_to_all" => RGBColor(0xff, 0x9d, 0x9a),
         // Local DDP's gradient kernels: an olive beside the optimizer's brown.
         "gradient_copy" => RGBColor(0xbc, 0xbd, 0x22),
+        // Gradient compression's kernels: Tableau 20's light olive, beside
+        // the DDP copies' olive.
+        "compression" => RGBColor(0xdb, 0xdb, 0x8d),
         // Optimizer post-validation's scalar exchanges along the pipeline:
         // Tableau 20's light green (beside the activations' green) forward,
         // its light yellow (beside the gradients' yellow) back.
@@ -87,6 +90,7 @@ pub fn label_for_kind_name(name: &str) -> &str {
         "norm_exchange" => "norm/inf exchange",
         "post_validation" => "post-validation",
         "gradient_copy" => "DDP gradient copy",
+        "compression" => "gradient compression",
         other => other,
     }
 }

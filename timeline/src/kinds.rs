@@ -54,6 +54,10 @@ pub enum TaskKind {
     /// all-reduce: local DDP's flatten, divide and copy back (Megatron-LM 2021)
     /// or its in-place divide of the contiguous buffer (2022).
     GradientCopy,
+    /// Compression kernels on the compute stream around a compressed
+    /// gradient reduction: 1-bit Adam's sign compression and unpacking,
+    /// PowerSGD's error feedback and factor products.
+    Compression,
     /// Optimizer post-validation (Qi et al. 2024, Sec. 4; zero-bubble
     /// schedules): a stage's partially reduced gradient norm and inf/NaN
     /// flag, sent to the next stage before its optimizer step.
@@ -65,7 +69,7 @@ pub enum TaskKind {
 }
 
 impl TaskKind {
-    pub const ALL: [TaskKind; 21] = [
+    pub const ALL: [TaskKind; 22] = [
         TaskKind::Forward,
         TaskKind::Recompute,
         TaskKind::Backward,
@@ -85,6 +89,7 @@ impl TaskKind {
         TaskKind::BackwardWeight,
         TaskKind::ExpertAllToAll,
         TaskKind::GradientCopy,
+        TaskKind::Compression,
         TaskKind::NormExchange,
         TaskKind::PostValidation,
     ];
@@ -100,6 +105,7 @@ impl TaskKind {
                 | TaskKind::BackwardWeight
                 | TaskKind::OptimizerStep
                 | TaskKind::GradientCopy
+                | TaskKind::Compression
         )
     }
 
@@ -146,6 +152,7 @@ impl TaskKind {
             TaskKind::BackwardWeight => "backward_weight",
             TaskKind::ExpertAllToAll => "expert_all_to_all",
             TaskKind::GradientCopy => "gradient_copy",
+            TaskKind::Compression => "compression",
             TaskKind::NormExchange => "norm_exchange",
             TaskKind::PostValidation => "post_validation",
         }

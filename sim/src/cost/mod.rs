@@ -673,14 +673,14 @@ fn cost_work(
             elements,
             group_size,
             spread,
-        } => onebit::onebit_all_reduce(elements, group_size, spread, kernels, network),
+        } => onebit::onebit_all_reduce(elements, group_size, spread, network),
         Work::PowerSgdAllReduce {
             elements,
             matrix_elements,
             p_elements,
             q_elements,
             element_bytes,
-            rank,
+            rank: _,
             group_size,
             spread,
         } => powersgd::powersgd_all_reduce(
@@ -690,10 +690,9 @@ fn cost_work(
                 p_elements,
                 q_elements,
             },
-            (element_bytes, u64::from(rank)),
+            element_bytes,
             group_size,
             spread,
-            kernels,
             network,
         ),
         Work::QuantizedGradientReduce {

@@ -23,10 +23,14 @@
 //! `add_` 8, `mul_` 8, `mul_(scales)` 8 (30.125) per element unpacked; the
 //! server's `sum(0)` reads 4 per element and writes 4 per element of its
 //! chunk. Cupy's `stream.synchronize()` in each `compress_by_chunk` is a
-//! host wait on work already done, not counted. The whole chain runs in the
-//! optimizer step, nothing beside it, so it is one task.
+//! host wait on work already done, not counted. The chain runs in the
+//! optimizer step, nothing beside it: the worker's compression is a
+//! compute-stream task before the exchanges ([`kernel_bytes_before`]), the
+//! server's work and the final unpack one after them
+//! ([`kernel_bytes_after`]; in DeepSpeed the server's sits between the two
+//! exchanges, the same serial time).
 
-use super::{KernelCostModel, NetworkModel, WorkCost};
+use super::{NetworkModel, WorkCost};
 use scenario::optimizer::onebit_padded_elements;
 use taskgraph::task_graph::NodeSpread;
 use timeline::time::SimDuration;
@@ -46,26 +50,35 @@ pub fn sign_bytes(elements: u64, group_size: u32) -> u64 {
     onebit_padded_elements(elements, group_size).div_ceil(8)
 }
 
-/// HBM bytes of the chain's kernels on one rank for S′ = `padded`
-/// elements over N = `group_size` ranks: the worker's compression of S′,
-/// the unpack of N chunks of S′/N, the server's sum and its compression
-/// of S′/N, and the final unpack of S′.
-pub fn kernel_bytes(padded: u64, group_size: u32) -> f64 {
+/// HBM bytes of the worker's compression of S′ = `padded` elements.
+pub fn kernel_bytes_before(padded: u64) -> f64 {
+    COMPRESS_BYTES_PER_ELEMENT * padded as f64
+}
+
+/// HBM bytes of what follows the sign all-to-all on one rank for S′ =
+/// `padded` elements over N = `group_size` ranks: the unpack of N chunks
+/// of S′/N, the server's sum and its compression of S′/N, and the final
+/// unpack of S′.
+pub fn kernel_bytes_after(padded: u64, group_size: u32) -> f64 {
     let s = padded as f64;
     let chunk = s / f64::from(group_size.max(1));
-    COMPRESS_BYTES_PER_ELEMENT * s
-        + UNPACK_BYTES_PER_ELEMENT * s
+    UNPACK_BYTES_PER_ELEMENT * s
         + (4.0 * s + 4.0 * chunk)
         + COMPRESS_BYTES_PER_ELEMENT * chunk
         + UNPACK_BYTES_PER_ELEMENT * s
 }
 
-/// The cost of one compressed all-reduce of `elements` momentum values.
+/// The whole chain's HBM bytes per rank ([`kernel_bytes_before`] + [`kernel_bytes_after`]).
+pub fn kernel_bytes(padded: u64, group_size: u32) -> f64 {
+    kernel_bytes_before(padded) + kernel_bytes_after(padded, group_size)
+}
+
+/// The cost of one compressed all-reduce's exchanges of `elements`
+/// momentum values (its kernels are tasks of their own).
 pub fn onebit_all_reduce(
     elements: u64,
     group_size: u32,
     spread: NodeSpread,
-    kernels: &KernelCostModel,
     network: &dyn NetworkModel,
 ) -> WorkCost {
     if group_size < 2 || elements == 0 {
@@ -77,10 +90,7 @@ pub fn onebit_all_reduce(
     }
     let signs = sign_bytes(elements, group_size);
     let scales = SCALE_BYTES * u64::from(group_size);
-    let padded = onebit_padded_elements(elements, group_size);
-    let kernel_seconds = kernels.memory_kernel_seconds(None, kernel_bytes(padded, group_size));
-    let duration = SimDuration::from_seconds_ceil(kernel_seconds)
-        + network.all_to_all(signs, group_size, spread.nodes)
+    let duration = network.all_to_all(signs, group_size, spread.nodes)
         + network.all_gather(scales, group_size, spread)
         + network.all_gather(signs, group_size, spread)
         + network.all_gather(scales, group_size, spread);

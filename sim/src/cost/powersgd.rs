@@ -17,12 +17,17 @@
 //!   Gram-Schmidt over P's r′ columns (3·r′·P·b); M ≈ P·Qᵀ written into the
 //!   gradients (M·b); the new error, clone − input (3·S·b).
 //!
-//! Costed as one task after the last pass: the hook's `decompress` calls
+//! The kernels before the first all-reduce (error, clone, the buffer of
+//! uncompressed tensors, M·Q) are a compute-stream task before the
+//! reduction, the rest one after it ([`kernel_bytes_before`],
+//! [`kernel_bytes_after`]; the hook runs Gram-Schmidt and Mᵀ·P between the
+//! all-reduces, the same serial time). The reduction runs after the last
+//! pass: the hook's `decompress` calls
 //! `torch.cuda.synchronize(device)` for every bucket, so the host waits for
 //! each bucket's reduction before it issues the rest of the backward, and
 //! nothing overlaps (the options refuse `--overlap-grad-reduce`).
 
-use super::{KernelCostModel, NetworkModel, WorkCost};
+use super::{NetworkModel, WorkCost};
 use models::ModelSpec;
 use taskgraph::task_graph::NodeSpread;
 use timeline::time::SimDuration;
@@ -126,23 +131,39 @@ pub fn stage_sizes(scenario: &scenario::Scenario, stage: u32, rank: u64) -> Powe
     sizes
 }
 
-/// HBM bytes of the hook's kernels at `element_bytes` per element and rank `rank`.
-pub fn kernel_bytes(sizes: &PowerSgdSizes, element_bytes: u64, rank: u64) -> f64 {
-    let b = element_bytes as f64;
+/// HBM bytes of the hook's kernels before its all-reduces at
+/// `element_bytes` per element: the error added (3·S), the clone (2·S), the
+/// uncompressed tensors into one buffer (2·U), M·Q reading the matrices (M).
+pub fn kernel_bytes_before(sizes: &PowerSgdSizes, element_bytes: u64) -> f64 {
+    let s = sizes.elements as f64;
+    let m = sizes.matrix_elements as f64;
+    let u = sizes.uncompressed_elements() as f64;
+    (3.0 * s + 2.0 * s + 2.0 * u + m) * element_bytes as f64
+}
+
+/// HBM bytes of the rest at rank `rank`: Gram-Schmidt over P (3·r′·P),
+/// Mᵀ·P reading the matrices (M), P·Qᵀ writing them (M), the new error
+/// (3·S) and the uncompressed tensors copied back (2·U).
+pub fn kernel_bytes_after(sizes: &PowerSgdSizes, element_bytes: u64, rank: u64) -> f64 {
     let s = sizes.elements as f64;
     let m = sizes.matrix_elements as f64;
     let u = sizes.uncompressed_elements() as f64;
     let p = sizes.p_elements as f64;
-    (3.0 * s + 2.0 * s + 4.0 * u + 2.0 * m + 3.0 * rank as f64 * p + m + 3.0 * s) * b
+    (3.0 * rank as f64 * p + m + m + 3.0 * s + 2.0 * u) * element_bytes as f64
 }
 
-/// The cost of one PowerSGD reduction.
+/// The hook's kernels' HBM bytes in all.
+pub fn kernel_bytes(sizes: &PowerSgdSizes, element_bytes: u64, rank: u64) -> f64 {
+    kernel_bytes_before(sizes, element_bytes) + kernel_bytes_after(sizes, element_bytes, rank)
+}
+
+/// The cost of one PowerSGD reduction's three all-reduces (its kernels
+/// are tasks of their own).
 pub fn powersgd_all_reduce(
     sizes: &PowerSgdSizes,
-    (element_bytes, rank): (u64, u64),
+    element_bytes: u64,
     group_size: u32,
     spread: NodeSpread,
-    kernels: &KernelCostModel,
     network: &dyn NetworkModel,
 ) -> WorkCost {
     if group_size < 2 || sizes.elements == 0 {
@@ -161,12 +182,10 @@ pub fn powersgd_all_reduce(
     let communication = wire.iter().fold(SimDuration::ZERO, |sum, &bytes| {
         sum + network.all_reduce(bytes, group_size, spread)
     });
-    let seconds = kernels.memory_kernel_seconds(None, kernel_bytes(sizes, element_bytes, rank));
     WorkCost {
-        duration: SimDuration::from_seconds_ceil(seconds) + communication,
+        duration: communication,
         bytes: wire.iter().sum(),
-        // The three rank-r′ products: 2·M·r′ FLOPs each.
-        flops: 3.0 * 2.0 * sizes.matrix_elements as f64 * rank as f64,
+        flops: 0.0,
     }
 }
 

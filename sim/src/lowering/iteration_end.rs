@@ -88,7 +88,9 @@ fn local_ddp_kernels(
     shard_plan: Option<ShardPlan>,
 ) -> Option<LocalDdpKernels> {
     let options = &scenario.options;
-    if shard_plan.is_some() || options.overlap_grad_reduce {
+    // PowerSGD and 1-bit Adam run PyTorch's and DeepSpeed's DDP, not local
+    // DDP: their own kernels surround the reduction ([`compression_kernels`]).
+    if shard_plan.is_some() || options.overlap_grad_reduce || compresses(scenario) {
         return None;
     }
     scenario.stack.local_ddp.map(|kernels| {
@@ -100,28 +102,88 @@ fn local_ddp_kernels(
     })
 }
 
-/// Local DDP's kernels on one rank before (`after` false) or after its
-/// all-reduce: `kernels` passes over the stage's gradients on the compute
-/// stream, after its last pass (program order).
-#[allow(clippy::too_many_arguments)]
+/// Memory-bound kernels every rank of a stage runs on its compute stream
+/// before or after the stage's reduction: local DDP's passes over the
+/// gradients, or a compressed reduction's own kernels.
+#[derive(Debug, Clone, Copy)]
+struct RankKernels {
+    kind: TaskKind,
+    /// HBM bytes of each kernel (read + written).
+    bytes_per_kernel: u64,
+    kernels: u32,
+}
+
+impl RankKernels {
+    /// Local DDP's `kernels` passes, each reading and writing `gradient_bytes`.
+    fn local_ddp(gradient_bytes: u64, kernels: u32) -> Option<RankKernels> {
+        (kernels > 0).then_some(RankKernels {
+            kind: TaskKind::GradientCopy,
+            bytes_per_kernel: gradient_bytes.saturating_mul(2),
+            kernels,
+        })
+    }
+
+    /// A compressed reduction's kernels, `bytes` in all.
+    fn compression(bytes: f64) -> Option<RankKernels> {
+        (bytes > 0.0).then_some(RankKernels {
+            kind: TaskKind::Compression,
+            bytes_per_kernel: bytes.ceil() as u64,
+            kernels: 1,
+        })
+    }
+}
+
+/// Whether the stage's reduction is PowerSGD's or 1-bit Adam's.
+fn compresses(scenario: &Scenario) -> bool {
+    scenario.options.powersgd_rank.is_some()
+        || scenario.options.optimizer == scenario::Optimizer::OneBitAdam
+}
+
+/// The kernels of PowerSGD's hook or 1-bit Adam's compression on a rank of
+/// `stage` before and after its reduction (`sim::cost::powersgd`,
+/// `sim::cost::onebit`); none for any other reduction or at d = 1.
+fn compression_kernels(cx: &EndContext, stage: u32) -> (Option<RankKernels>, Option<RankKernels>) {
+    let scenario = cx.scenario;
+    if cx.d < 2 {
+        return (None, None);
+    }
+    if let Some(rank) = scenario.options.powersgd_rank {
+        let rank = u64::from(rank.get());
+        let sizes = crate::cost::powersgd::stage_sizes(scenario, stage, rank);
+        let b = cx.gradient_bytes_per_param();
+        return (
+            RankKernels::compression(crate::cost::powersgd::kernel_bytes_before(&sizes, b)),
+            RankKernels::compression(crate::cost::powersgd::kernel_bytes_after(&sizes, b, rank)),
+        );
+    }
+    if scenario.options.optimizer == scenario::Optimizer::OneBitAdam {
+        let params = parameters_on_rank(&scenario.model, scenario.layout.sharding(), stage);
+        let padded = scenario::optimizer::onebit_padded_elements(params, cx.d);
+        return (
+            RankKernels::compression(crate::cost::onebit::kernel_bytes_before(padded)),
+            RankKernels::compression(crate::cost::onebit::kernel_bytes_after(padded, cx.d)),
+        );
+    }
+    (None, None)
+}
+
+/// One rank's `kernels` on its compute stream, after its last pass (program order).
 fn gradient_copy(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
     rank: taskgraph::ids::Rank,
     stage: u32,
-    gradient_bytes: u64,
-    kernels: u32,
+    kernels: RankKernels,
     iteration: u16,
 ) -> StepId {
     program.rank_task(
         builder,
         rank,
-        TaskKind::GradientCopy,
+        kernels.kind,
         StreamKind::Compute,
         Work::GradientCopy {
-            // Read and written once per kernel.
-            bytes: gradient_bytes.saturating_mul(2),
-            kernels,
+            bytes: kernels.bytes_per_kernel,
+            kernels: kernels.kernels,
         },
         stage,
         NO_MICROBATCH,
@@ -152,9 +214,10 @@ fn data_parallel_reductions(
     });
     let (kernels_before, kernels_after) = local_ddp_kernels(cx.scenario, cx.shard_plan)
         .map_or((0, 0), LocalDdpKernels::kernels_before_and_after);
-    // Local DDP's copies back after the all-reduce, per rank.
+    // Local DDP's copies back after the all-reduce (or a compressed
+    // reduction's kernels after it), per rank.
     let mut copy_backs: Vec<StepId> = Vec::new();
-    if kernels_after > 0 {
+    if kernels_after > 0 || compression_kernels(cx, 0).1.is_some() {
         copy_backs = vec![StepId(u32::MAX); (cx.d * p * t) as usize];
     }
     let sharding = cx.scenario.layout.sharding();
@@ -162,11 +225,13 @@ fn data_parallel_reductions(
     for stage in 0..p {
         let params = parameters_on_rank(&cx.scenario.model, sharding, stage);
         let gradient_bytes = params * cx.gradient_bytes_per_param();
-        // Local DDP's kernels before the all-reduce, per (data index, tensor index).
-        let flattens = if kernels_before > 0 {
-            copies_before(cx, program, builder, stage, gradient_bytes, kernels_before)
-        } else {
-            Vec::new()
+        let (compress, decompress) = compression_kernels(cx, stage);
+        let before = compress.or(RankKernels::local_ddp(gradient_bytes, kernels_before));
+        let after = decompress.or(RankKernels::local_ddp(gradient_bytes, kernels_after));
+        // The kernels before the all-reduce, per (data index, tensor index).
+        let flattens = match before {
+            Some(kernels) => copies_before(cx, program, builder, stage, kernels),
+            None => Vec::new(),
         };
         let data_all_reduces = if let Some(reductions) = &sharded_reductions {
             reductions[stage as usize].clone()
@@ -175,14 +240,13 @@ fn data_parallel_reductions(
         } else {
             vec![Vec::new(); t as usize]
         };
-        if kernels_after > 0 {
-            let copies = (gradient_bytes, kernels_after);
+        if let Some(kernels) = after {
             copies_back(
                 cx,
                 program,
                 builder,
                 stage,
-                copies,
+                kernels,
                 &data_all_reduces,
                 &mut copy_backs,
             );
@@ -195,15 +259,14 @@ fn data_parallel_reductions(
     }
 }
 
-/// Local DDP's kernels before the all-reduce: `kernels` passes over `gradient_bytes` on every rank of
-/// `stage`, one replica loop, by data index · t + tensor index.
+/// The kernels before the all-reduce on every rank of `stage`, one replica
+/// loop, by data index · t + tensor index.
 fn copies_before(
     cx: &EndContext,
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
     stage: u32,
-    gradient_bytes: u64,
-    kernels: u32,
+    kernels: RankKernels,
 ) -> Vec<StepId> {
     let mut copies = Vec::new();
     let replica_loop = program.begin_replicas(builder);
@@ -214,7 +277,6 @@ fn copies_before(
                 builder,
                 rank,
                 stage,
-                gradient_bytes,
                 kernels,
                 cx.done.iteration,
             ));
@@ -224,15 +286,16 @@ fn copies_before(
     copies
 }
 
-/// Local DDP's copies back after the all-reduce on every rank of `stage`
-/// (`kernels` passes over `gradient_bytes`), each after its tensor index's
-/// reductions, into `copy_backs` by (data index · p + stage) · t + tensor index.
+/// The kernels after the all-reduce on every rank of `stage` (local DDP's
+/// copies back, or a compressed reduction's second half), each after its
+/// tensor index's reductions, into `copy_backs` by (data index · p + stage)
+/// · t + tensor index.
 fn copies_back(
     cx: &EndContext,
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
     stage: u32,
-    (gradient_bytes, kernels): (u64, u32),
+    kernels: RankKernels,
     data_all_reduces: &[Vec<StepId>],
     copy_backs: &mut [StepId],
 ) {
@@ -240,15 +303,7 @@ fn copies_back(
     for data_index in 0..cx.done.lowered_replicas {
         let ranks = cx.placement.tensor_group(stage, data_index);
         for (tensor_index, rank) in ranks.into_iter().enumerate() {
-            let step = gradient_copy(
-                program,
-                builder,
-                rank,
-                stage,
-                gradient_bytes,
-                kernels,
-                cx.done.iteration,
-            );
+            let step = gradient_copy(program, builder, rank, stage, kernels, cx.done.iteration);
             for &all_reduce in &data_all_reduces[tensor_index] {
                 program.depend(all_reduce, step, Dependency::Data);
             }

@@ -65,6 +65,25 @@ fn every_matrix_goes_as_two_rank_r_factors_and_the_vectors_whole() {
         if rank == 1 {
             assert!((ratio - 202.4).abs() < 0.1, "{ratio}");
         }
+        // The hook's kernels on each rank: before the all-reduces the error
+        // added (3·S), the clone (2·S), the vectors' buffer (2·U) and M·Q
+        // (M); after them Gram-Schmidt (3·r·P), Mᵀ·P and P·Qᵀ (2·M), the
+        // new error (3·S) and the vectors copied back (2·U); 2 B each.
+        let (s, m, u) = (TOTAL, MATRICES, TOTAL - MATRICES);
+        let before = 2 * (5 * s + 2 * u + m);
+        let after = 2 * (3 * rank * rank * ROWS + 2 * m + 3 * s + 2 * u);
+        let mut kernels: Vec<u64> = report
+            .timeline()
+            .tasks
+            .iter()
+            .filter(|t| t.kind == TaskKind::Compression)
+            .map(|t| t.bytes)
+            .collect();
+        kernels.sort_unstable();
+        kernels.dedup();
+        let mut expected = vec![before, after];
+        expected.sort_unstable();
+        assert_eq!(kernels, expected, "rank {rank}");
         // Memory: the error feedback (the whole bucket) and P and Q, 2 B each.
         let extra = report.memory[0].gradient_bytes - adam.memory[0].gradient_bytes;
         assert_eq!(extra, 2 * (TOTAL + rank * (ROWS + COLUMNS)));

@@ -74,7 +74,7 @@ def simulate(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
-    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
     timeline: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
@@ -273,10 +273,10 @@ def simulate(
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
     optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
         second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum), sgd
-        (with momentum) or onebitadam (DeepSpeed's 1-bit Adam after its warm-up: the momentum all-
-        reduced as error-compensated signs, no ZeRO). Each keeps fp32 master weights under mixed
-        precision; it sets the optimizer states' memory, what ZeRO shards and checkpoints hold, and
-        the optimizer step's kernels
+        (with momentum), onebitadam or onebitlamb (DeepSpeed's 1-bit Adam and 1-bit LAMB after their
+        warm-up: the momentum all-reduced as error-compensated signs, no ZeRO). Each keeps fp32
+        master weights under mixed precision; it sets the optimizer states' memory, what ZeRO shards
+        and checkpoints hold, and the optimizer step's kernels
     cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
         (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
         host memory during the forward, on their own stream, and come back before their backward;
@@ -387,7 +387,7 @@ def timeline(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
-    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
@@ -585,10 +585,10 @@ def timeline(
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
     optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
         second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum), sgd
-        (with momentum) or onebitadam (DeepSpeed's 1-bit Adam after its warm-up: the momentum all-
-        reduced as error-compensated signs, no ZeRO). Each keeps fp32 master weights under mixed
-        precision; it sets the optimizer states' memory, what ZeRO shards and checkpoints hold, and
-        the optimizer step's kernels
+        (with momentum), onebitadam or onebitlamb (DeepSpeed's 1-bit Adam and 1-bit LAMB after their
+        warm-up: the momentum all-reduced as error-compensated signs, no ZeRO). Each keeps fp32
+        master weights under mixed precision; it sets the optimizer states' memory, what ZeRO shards
+        and checkpoints hold, and the optimizer step's kernels
     cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
         (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
         host memory during the forward, on their own stream, and come back before their backward;
@@ -700,7 +700,7 @@ def sweep(
     plot: Optional[Union[_Value, Sequence[_Value]]] = None,
     zero_stage: Optional[Union[_Value, Sequence[_Value]]] = None,
     precision: Optional[Union[Literal['fp16', 'bf16', 'fp8'], Sequence[Literal['fp16', 'bf16', 'fp8']]]] = None,
-    optimizer: Optional[Union[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam'], Sequence[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']]]] = None,
+    optimizer: Optional[Union[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb'], Sequence[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb']]]] = None,
 ) -> Any:
     """Every valid layout, simulated and ranked (`clustersim sweep`): a DataFrame or records.
 
@@ -917,7 +917,7 @@ def run_plan(
     optimizer_post_validation: Optional[bool] = None,
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
-    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam']] = None,
+    optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
     tokens: Optional[_Value] = None,
     steps: Optional[_Value] = None,
@@ -1132,10 +1132,10 @@ def run_plan(
         to at most 4 nodes, sent once over InfiniBand to the same-index GPU, forwarded over NVLink)
     optimizer: The optimizer: adam (default) or adamw (two fp32 moments), adafactor (a factored
         second moment), adam8bit (bitsandbytes' block-wise 8-bit moments), lion (one momentum), sgd
-        (with momentum) or onebitadam (DeepSpeed's 1-bit Adam after its warm-up: the momentum all-
-        reduced as error-compensated signs, no ZeRO). Each keeps fp32 master weights under mixed
-        precision; it sets the optimizer states' memory, what ZeRO shards and checkpoints hold, and
-        the optimizer step's kernels
+        (with momentum), onebitadam or onebitlamb (DeepSpeed's 1-bit Adam and 1-bit LAMB after their
+        warm-up: the momentum all-reduced as error-compensated signs, no ZeRO). Each keeps fp32
+        master weights under mixed precision; it sets the optimizer states' memory, what ZeRO shards
+        and checkpoints hold, and the optimizer step's kernels
     cpu_offloading_num_layers: Megatron-Core's `--cpu-offloading --cpu-offloading-num-layers N`
         (Transformer Engine's CPU offloading): the saved activations of the first N layers go to
         host memory during the forward, on their own stream, and come back before their backward;

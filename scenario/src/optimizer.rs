@@ -15,6 +15,7 @@
 //! | lion | one fp32 momentum, 4 B (Chen et al. 2023, Alg. 2: Lion keeps only the momentum) | bitsandbytes 32-bit `Lion` (`kOptimizer32bit1State`) |
 //! | sgd | one fp32 momentum buffer, 4 B (Megatron-LM `--optimizer sgd`, `--sgd-momentum` 0.9) | apex / Transformer Engine `FusedSGD` |
 //! | onebitadam | Adam's two fp32 moments and the compression's fp32 `worker_error`, 12 B, plus `server_error`, 4 B over the data-parallel size (counted by the memory model) | DeepSpeed `OneBitAdam` (Tang et al. 2021) in its compressed stage: the momentum reduced by `compressed_allreduce` |
+//! | onebitlamb | LAMB's two fp32 moments, the fresh variance `exp_avg_sq_fresh` and `worker_error`, 16 B, plus `server_error` as above | DeepSpeed `OnebitLamb` (Li et al. 2021, arXiv 2104.06069) in its compressed stage, the same `compressed_allreduce` |
 //!
 //! Not counted: Adafactor's factors and the unfactored second moment of its
 //! 1-D parameters (norm weights, biases): (r + c)/(r·c) of a matrix's
@@ -70,11 +71,15 @@ pub enum Optimizer {
     /// momentum all-reduced as error-compensated signs instead of the gradients.
     #[cfg_attr(feature = "clap", value(name = "onebitadam"))]
     OneBitAdam,
+    /// DeepSpeed's 1-bit LAMB after its warm-up: LAMB's layer-wise scaling
+    /// on 1-bit Adam's compressed momentum, with a fresh variance estimate.
+    #[cfg_attr(feature = "clap", value(name = "onebitlamb"))]
+    OneBitLamb,
 }
 
 impl Optimizer {
     /// Every optimizer, in the order lists and sweeps use.
-    pub const ALL: [Optimizer; 7] = [
+    pub const ALL: [Optimizer; 8] = [
         Optimizer::Adam,
         Optimizer::AdamW,
         Optimizer::Adafactor,
@@ -82,6 +87,7 @@ impl Optimizer {
         Optimizer::Lion,
         Optimizer::Sgd,
         Optimizer::OneBitAdam,
+        Optimizer::OneBitLamb,
     ];
 
     /// The name of the scenario key's value and the flag's.
@@ -94,6 +100,7 @@ impl Optimizer {
             Optimizer::Lion => "lion",
             Optimizer::Sgd => "sgd",
             Optimizer::OneBitAdam => "onebitadam",
+            Optimizer::OneBitLamb => "onebitlamb",
         }
     }
 
@@ -107,6 +114,7 @@ impl Optimizer {
             Optimizer::Lion => "Lion",
             Optimizer::Sgd => "SGD",
             Optimizer::OneBitAdam => "1-bit Adam",
+            Optimizer::OneBitLamb => "1-bit LAMB",
         }
     }
 
@@ -135,6 +143,11 @@ impl Optimizer {
                  per parameter) plus the server's (4 B over d); DeepSpeed OneBitAdam after its \
                  warm-up, the momentum all-reduced as signs"
             }
+            Optimizer::OneBitLamb => {
+                "fp32 master weights, two fp32 moments, the fresh variance and the worker's \
+                 compression error (20 B per parameter) plus the server's (4 B over d); DeepSpeed \
+                 OnebitLamb after its warm-up, the momentum all-reduced as signs"
+            }
         }
     }
 
@@ -151,6 +164,8 @@ impl Optimizer {
             // exp_avg, exp_avg_sq and worker_error, fp32 (the server's
             // error, 1/d of them, is `onebit_server_error_bytes`).
             Optimizer::OneBitAdam => params.saturating_mul(12),
+            // exp_avg, exp_avg_sq, exp_avg_sq_fresh and worker_error.
+            Optimizer::OneBitLamb => params.saturating_mul(16),
             Optimizer::Adafactor => 0,
             Optimizer::Adam8bit => params.saturating_mul(2).saturating_add(
                 params
@@ -173,12 +188,18 @@ impl Optimizer {
         *self == Optimizer::default()
     }
 
+    /// 1-bit Adam or 1-bit LAMB: the momentum, not the gradients, is
+    /// all-reduced, compressed to signs (`sim::cost::onebit`).
+    pub fn compresses_momentum(self) -> bool {
+        matches!(self, Optimizer::OneBitAdam | Optimizer::OneBitLamb)
+    }
+
     /// 1-bit Adam's `server_error` for `params` parameters over
     /// `data_parallel` ranks: fp32, 1/d of the padded momentum (0 for any
     /// other optimizer). DeepSpeed pads each tensor to a multiple of
     /// d·lcm(d, 8) elements (`corrected_tensor_size`).
     pub fn onebit_server_error_bytes(self, params: u64, data_parallel: u32) -> u64 {
-        if self != Optimizer::OneBitAdam {
+        if !self.compresses_momentum() {
             return 0;
         }
         onebit_padded_elements(params, data_parallel).div_ceil(u64::from(data_parallel.max(1))) * 4
@@ -216,7 +237,7 @@ pub(crate) fn check_compatible(options: &TrainingOptions, problems: &mut Vec<Pro
             ),
         ));
     }
-    if optimizer == Optimizer::OneBitAdam {
+    if optimizer.compresses_momentum() {
         check_onebit(options, problems);
     }
     if options.optimizer_post_validation && !optimizer.is_adam() {
@@ -240,21 +261,30 @@ fn check_onebit(options: &TrainingOptions, problems: &mut Vec<Problem>) {
     if options.distributed_optimizer {
         problems.push(Problem::new(
             "optimizer",
-            "onebitadam is not compatible with ZeRO (DeepSpeed asserts it), which the distributed \
+            format!(
+                "{} is not compatible with ZeRO (DeepSpeed asserts it), which the distributed \
              optimizer is: add --distributed-optimizer=false (and no --zero-stage)",
+                options.optimizer.name()
+            ),
         ));
     }
     if options.overlap_grad_reduce {
         problems.push(Problem::new(
             "optimizer",
-            "onebitadam turns the backward's gradient all-reduce off and reduces the momentum in \
+            format!(
+                "{} turns the backward's gradient all-reduce off and reduces the momentum in \
              the step, so nothing overlaps the backward: add --overlap-grad-reduce=false",
+                options.optimizer.name()
+            ),
         ));
     }
     if options.network_contention {
         problems.push(Problem::new(
             "optimizer",
-            "onebitadam's compressed all-reduce is not modeled as fabric flows: drop --contention",
+            format!(
+                "{}'s compressed all-reduce is not modeled as fabric flows: drop --contention",
+                options.optimizer.name()
+            ),
         ));
     }
 }
@@ -282,6 +312,8 @@ mod tests {
         assert_eq!(Optimizer::Adam8bit.state_bytes(0), 0);
         // 1-bit Adam: master 4 + exp_avg 4 + exp_avg_sq 4 + worker_error 4.
         assert_eq!(Optimizer::OneBitAdam.state_bytes(n), 16 * n);
+        // 1-bit LAMB: those and exp_avg_sq_fresh, 4 more.
+        assert_eq!(Optimizer::OneBitLamb.state_bytes(n), 20 * n);
         // server_error: 1e6 padded to a multiple of 12 · lcm(12, 8) = 288
         // (3,473 · 288 = 1,000,224), 1/12 of it (83,352) × 4 B.
         assert_eq!(onebit_padded_elements(n, 12), 1_000_224);

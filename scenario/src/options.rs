@@ -287,9 +287,9 @@ pub struct TrainingOptionsFile {
     pub moe_dispatcher: Option<MoeDispatcher>,
     /// The optimizer: adam (default) or adamw (two fp32 moments), adafactor
     /// (a factored second moment), adam8bit (bitsandbytes' block-wise 8-bit
-    /// moments), lion (one momentum), sgd (with momentum) or onebitadam
-    /// (DeepSpeed's 1-bit Adam after its warm-up: the momentum all-reduced
-    /// as error-compensated signs, no ZeRO). Each keeps fp32
+    /// moments), lion (one momentum), sgd (with momentum), onebitadam or
+    /// onebitlamb (DeepSpeed's 1-bit Adam and 1-bit LAMB after their warm-up:
+    /// the momentum all-reduced as error-compensated signs, no ZeRO). Each keeps fp32
     /// master weights under mixed precision; it sets the optimizer states'
     /// memory, what ZeRO shards and checkpoints hold, and the optimizer
     /// step's kernels.

@@ -5,7 +5,6 @@
 
 use crate::options::TrainingOptions;
 use crate::problem::Problem;
-use crate::Optimizer;
 use models::ModelSpec;
 
 /// What PowerSGD refuses, under the `powersgd_rank` key.
@@ -25,8 +24,8 @@ pub(crate) fn check(
     if options.overlap_grad_reduce {
         refuse("the hook synchronizes the device for every bucket (torch.cuda.synchronize in decompress), so nothing overlaps the backward: add --overlap-grad-reduce=false");
     }
-    if options.optimizer == Optimizer::OneBitAdam {
-        refuse("onebitadam already replaces the gradient all-reduce with its compressed momentum");
+    if options.optimizer.compresses_momentum() {
+        refuse("onebitadam and onebitlamb already replace the gradient all-reduce with their compressed momentum");
     }
     if options.network_contention {
         refuse("its all-reduces and kernels are costed as one task, not as fabric flows: drop --contention");

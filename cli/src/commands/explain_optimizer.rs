@@ -33,7 +33,7 @@ pub fn write_optimizer(
         kernels.join(", "),
         bytes(total)
     )?;
-    if optimizer == sim::scenario::Optimizer::OneBitAdam {
+    if optimizer.compresses_momentum() {
         let d = scenario.layout.replicas();
         let compress = sim::cost::onebit::kernel_bytes(1_000_000, d) / 1e6;
         writeln!(

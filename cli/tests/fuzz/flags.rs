@@ -357,6 +357,7 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
                 "lion",
                 "sgd",
                 "onebitadam",
+                "onebitlamb",
                 "adagrad",
             ][..],
             8,

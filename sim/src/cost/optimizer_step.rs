@@ -33,6 +33,16 @@
 //!   (costed with it: `cost::onebit`); after it `exp_avg_sq.sqrt()` (8),
 //!   `+ eps` (8), the division (12), the weight decay's product (8) and sum
 //!   (12), `−lr · update` (8) and `p.add_` (12): 88 B; the variance frozen.
+//! - 1-bit LAMB, DeepSpeed `OnebitLamb.step` after `freeze_step`
+//!   (`onebit/lamb.py`): before the compression the momentum's last value
+//!   cloned (8), `mul_(β1)` (8), `add_` (12) and `mul_(scaling_coeff)` (8);
+//!   after it `div_(scaling_coeff)` (8), the gradient reconstructed from
+//!   the momenta (8 + 12 + 8), the fresh variance `mul_` (8) and `addcmul_`
+//!   (16), `sqrt` and `+ eps` (8 + 8), `update_prelim` (12), the weight
+//!   decay (8 + 12), the update's norm (8 + 4), the fresh denominator
+//!   (8 + 8), the factor's ratio and max (12 + 4), the prelim update's norm
+//!   (8 + 4) and the scaled update added (8 + 12): 220 B. Its `.item()`
+//!   host syncs, a few per flat tensor, are not modeled.
 //!
 //! Phases no profile measures are costed together as one kernel
 //! (`memory_bound.rs`); the per-tensor launches of the bitsandbytes and
@@ -100,6 +110,18 @@ const ONEBIT_ADAM_UPDATE: [OptimizerPhase; 2] = [
         8.0 + 8.0 + 12.0 + 8.0 + 12.0 + 8.0 + 12.0,
     ),
 ];
+const ONEBIT_LAMB_UPDATE: [OptimizerPhase; 2] = [
+    phase(
+        "optimizer.onebitlamb.momentum",
+        None,
+        8.0 + 8.0 + 12.0 + 8.0,
+    ),
+    phase(
+        "optimizer.onebitlamb.apply",
+        None,
+        8.0 + 28.0 + 24.0 + 16.0 + 12.0 + 20.0 + 12.0 + 16.0 + 16.0 + 12.0 + 20.0,
+    ),
+];
 const ADAFACTOR_UPDATE: [OptimizerPhase; 10] = [
     phase("optimizer.adafactor.weight_norm", None, 4.0),
     phase("optimizer.adafactor.row_norms", None, 4.0),
@@ -123,6 +145,7 @@ pub fn update_phases(optimizer: Optimizer) -> &'static [OptimizerPhase] {
         Optimizer::Adam8bit => &ADAM8BIT_UPDATE,
         Optimizer::Adafactor => &ADAFACTOR_UPDATE,
         Optimizer::OneBitAdam => &ONEBIT_ADAM_UPDATE,
+        Optimizer::OneBitLamb => &ONEBIT_LAMB_UPDATE,
     }
 }
 
@@ -248,6 +271,8 @@ mod tests {
         // 1-bit Adam: momentum 8 + 12, then sqrt, eps, divide, decay ×,
         // decay +, −lr ×, add: 8 + 8 + 12 + 8 + 12 + 8 + 12.
         assert_eq!(update(Optimizer::OneBitAdam), 20.0 + 68.0);
+        // 1-bit LAMB: 36 before, 184 after (the module header's list).
+        assert_eq!(update(Optimizer::OneBitLamb), 36.0 + 184.0);
         // The whole unfused step: the wrapper's 2 + 6 + 8 + 4 before and 6 after.
         for optimizer in Optimizer::ALL {
             assert_eq!(

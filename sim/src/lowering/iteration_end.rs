@@ -135,8 +135,7 @@ impl RankKernels {
 
 /// Whether the stage's reduction is PowerSGD's or 1-bit Adam's.
 fn compresses(scenario: &Scenario) -> bool {
-    scenario.options.powersgd_rank.is_some()
-        || scenario.options.optimizer == scenario::Optimizer::OneBitAdam
+    scenario.options.powersgd_rank.is_some() || scenario.options.optimizer.compresses_momentum()
 }
 
 /// The kernels of PowerSGD's hook or 1-bit Adam's compression on a rank of
@@ -156,7 +155,7 @@ fn compression_kernels(cx: &EndContext, stage: u32) -> (Option<RankKernels>, Opt
             RankKernels::compression(crate::cost::powersgd::kernel_bytes_after(&sizes, b, rank)),
         );
     }
-    if scenario.options.optimizer == scenario::Optimizer::OneBitAdam {
+    if scenario.options.optimizer.compresses_momentum() {
         let params = parameters_on_rank(&scenario.model, scenario.layout.sharding(), stage);
         let padded = scenario::optimizer::onebit_padded_elements(params, cx.d);
         return (
@@ -435,7 +434,7 @@ fn reduction_task(
             },
             TaskKind::DataParallelAllReduce,
         )
-    } else if cx.scenario.options.optimizer == scenario::Optimizer::OneBitAdam {
+    } else if cx.scenario.options.optimizer.compresses_momentum() {
         // 1-bit Adam reduces the fp32 momentum, compressed, in place of the
         // gradients (checked: no distributed optimizer).
         (

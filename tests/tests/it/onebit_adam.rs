@@ -143,3 +143,29 @@ fn zero_the_overlapped_reduction_and_contention_are_refused() {
         "onebitadam's compressed all-reduce is not modeled as fabric flows",
     );
 }
+
+#[test]
+fn onebit_lamb_sends_the_same_signs_and_keeps_a_fresh_variance() {
+    let (_, adam) = run(Optimizer::OneBitAdam);
+    let (_, lamb) = run(Optimizer::OneBitLamb);
+    assert_eq!(all_reduces(&lamb)[0].bytes, all_reduces(&adam)[0].bytes);
+    // 1-bit Adam's states and exp_avg_sq_fresh: 20 B, and the server's error.
+    assert_eq!(
+        lamb.memory[0].optimizer_state_bytes,
+        20 * TOTAL + 4 * TOTAL / 16
+    );
+    // The step: the wrapper's 26 B and OnebitLamb's unfused 36 + 184 B.
+    assert!(lamb
+        .timeline()
+        .tasks
+        .iter()
+        .filter(|t| t.kind == TaskKind::OptimizerStep)
+        .all(|step| step.bytes == TOTAL * (26 + 220)));
+    let mut zero = file(Optimizer::OneBitLamb);
+    zero.options.zero_stage = Some(2);
+    let error = zero.resolve().unwrap_err().to_string();
+    assert!(
+        error.contains("optimizer: onebitlamb is not compatible with ZeRO"),
+        "{error}"
+    );
+}

@@ -45,15 +45,17 @@ fn whole_state_bytes(optimizer: Optimizer) -> u64 {
         // master 4 + two fp32 moments 8 + worker_error 4 (server_error,
         // 1/d more, and the rest: `onebit_adam.rs`).
         Optimizer::OneBitAdam => 16 * TOTAL,
+        // 1-bit Adam's and the fresh variance, 4 more.
+        Optimizer::OneBitLamb => 20 * TOTAL,
     }
 }
 
-/// The optimizers ZeRO shards: all but 1-bit Adam, which DeepSpeed refuses
-/// under ZeRO (`onebit_adam.rs`).
+/// The optimizers ZeRO shards: all but 1-bit Adam and LAMB, which DeepSpeed
+/// refuses under ZeRO (`onebit_adam.rs`).
 fn shardable() -> impl Iterator<Item = Optimizer> {
     Optimizer::ALL
         .into_iter()
-        .filter(|&optimizer| optimizer != Optimizer::OneBitAdam)
+        .filter(|&optimizer| !optimizer.compresses_momentum())
 }
 
 #[test]
@@ -85,6 +87,7 @@ fn each_step_moves_the_wrapper_s_bytes_and_its_own_update() {
             // 16, plus 16/256 added below.
             Optimizer::Adam8bit => 16,
             Optimizer::OneBitAdam => 88,
+            Optimizer::OneBitLamb => 220,
         }
     };
     let mut seconds = Vec::new();

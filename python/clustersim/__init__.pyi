@@ -76,6 +76,7 @@ def simulate(
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
     optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
+    activation_compression: Optional[_Value] = None,
     timeline: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
@@ -283,6 +284,11 @@ def simulate(
         the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
         stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
         model's layers (default 0: off)
+    activation_compression: Gist-style activation compression (Jain et al. 2018): the activations
+        each layer saves for its backward are kept RATIO times smaller between the two, encoded
+        after the forward and decoded before the backward (or the recomputation that reads them),
+        each kernel priced by its bytes. No source gives a transformer's ratio (Gist averaged 1.8 on
+        CNNs): give your encoding's (1 to 64; default: none)
     timeline: Write the Timeline (every task's start and end) to FILE (.json, or .jsonl for JSON
         lines)
     timeline_ranks: Keep only the records of these ranks in --timeline, --plot and --trace (a task
@@ -389,6 +395,7 @@ def timeline(
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
     optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
+    activation_compression: Optional[_Value] = None,
     timeline_ranks: Optional[_Value] = None,
     timeline_window: Optional[_Value] = None,
     explain: Optional[bool] = None,
@@ -595,6 +602,11 @@ def timeline(
         the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
         stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
         model's layers (default 0: off)
+    activation_compression: Gist-style activation compression (Jain et al. 2018): the activations
+        each layer saves for its backward are kept RATIO times smaller between the two, encoded
+        after the forward and decoded before the backward (or the recomputation that reads them),
+        each kernel priced by its bytes. No source gives a transformer's ratio (Gist averaged 1.8 on
+        CNNs): give your encoding's (1 to 64; default: none)
     timeline_ranks: Keep only the records of these ranks in --timeline, --plot and --trace (a task
         is kept when its group holds one), e.g. 0,5,100-107; under symmetry only those ranks'
         records are built, so a 100k-GPU run's few ranks cost little. Record ids, groups and the
@@ -695,6 +707,7 @@ def sweep(
     pair_overlap: Optional[bool] = None,
     moe_dispatcher: Optional[Union[Literal['nccl', 'deepep'], Sequence[Literal['nccl', 'deepep']]]] = None,
     cpu_offloading_num_layers: Optional[Union[_Value, Sequence[_Value]]] = None,
+    activation_compression: Optional[Union[_Value, Sequence[_Value]]] = None,
     top: Optional[Union[_Value, Sequence[_Value]]] = None,
     csv: Optional[Union[_Value, Sequence[_Value]]] = None,
     plot: Optional[Union[_Value, Sequence[_Value]]] = None,
@@ -848,6 +861,11 @@ def sweep(
         the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
         stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
         model's layers (default 0: off)
+    activation_compression: Gist-style activation compression (Jain et al. 2018): the activations
+        each layer saves for its backward are kept RATIO times smaller between the two, encoded
+        after the forward and decoded before the backward (or the recomputation that reads them),
+        each kernel priced by its bytes. No source gives a transformer's ratio (Gist averaged 1.8 on
+        CNNs): give your encoding's (1 to 64; default: none)
     top: Rows of the ranked table
     csv: Write every result as CSV to FILE (simulated ranked, then dropped)
     plot: Draw throughput per layout, coloured by schedule, to FILE (.svg or .png)
@@ -919,6 +937,7 @@ def run_plan(
     moe_dispatcher: Optional[Literal['nccl', 'deepep']] = None,
     optimizer: Optional[Literal['adam', 'adamw', 'adafactor', 'adam8bit', 'lion', 'sgd', 'onebitadam', 'onebitlamb']] = None,
     cpu_offloading_num_layers: Optional[_Value] = None,
+    activation_compression: Optional[_Value] = None,
     tokens: Optional[_Value] = None,
     steps: Optional[_Value] = None,
     failures: Optional[_Value] = None,
@@ -1142,6 +1161,11 @@ def run_plan(
         the GPU keeps L − N + 1 layers' at most, and a copy longer than the layers it overlaps
         stalls the pass. Megatron-Core allows it at p = 1, without recomputation, for N below the
         model's layers (default 0: off)
+    activation_compression: Gist-style activation compression (Jain et al. 2018): the activations
+        each layer saves for its backward are kept RATIO times smaller between the two, encoded
+        after the forward and decoded before the backward (or the recomputation that reads them),
+        each kernel priced by its bytes. No source gives a transformer's ratio (Gist averaged 1.8 on
+        CNNs): give your encoding's (1 to 64; default: none)
     tokens: Train on this many tokens (suffixes K, M, B, G, T: 15T), rounded up to whole iterations
     steps: Train for this many iterations (optimizer steps)
     failures: Failure rates: meta-rsc1 (default), meta-rsc2 (Meta's two research clusters) or none

@@ -4,6 +4,7 @@
 //! resolved into a validated [`Scenario`]. Resolution reports every problem at
 //! once, each naming its field.
 
+pub mod activation_compression;
 pub mod bucket_sizes;
 mod context;
 mod describe;
@@ -40,6 +41,7 @@ pub mod userbuffers;
 mod zero_stage;
 pub mod zeropp;
 
+pub use activation_compression::CompressionRatio;
 pub use kinds::Recompute;
 pub use layout::Layout;
 pub use moe_dispatcher::MoeDispatcher;

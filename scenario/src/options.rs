@@ -14,6 +14,7 @@
 //! in `resolve`, its label in `title_suffix` if titles should show it, the
 //! code that uses it, and a test.
 
+pub use crate::activation_compression::CompressionRatio;
 use crate::moe_dispatcher::MoeDispatcher;
 use crate::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use crate::optimizer::Optimizer;
@@ -306,6 +307,15 @@ pub struct TrainingOptionsFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
     pub cpu_offloading_num_layers: Option<u32>,
+    /// Gist-style activation compression (Jain et al. 2018): the activations
+    /// each layer saves for its backward are kept RATIO times smaller
+    /// between the two, encoded after the forward and decoded before the
+    /// backward (or the recomputation that reads them), each kernel priced
+    /// by its bytes. No source gives a transformer's ratio (Gist averaged
+    /// 1.8 on CNNs): give your encoding's (1 to 64; default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "RATIO"))]
+    pub activation_compression: Option<CompressionRatio>,
 }
 
 /// Training options, validated, with defaults filled in.
@@ -387,6 +397,9 @@ pub struct TrainingOptions {
     /// `cpu_offloading_num_layers`).
     #[serde(skip_serializing_if = "is_zero")]
     pub activation_offload_layers: u32,
+    /// How many times smaller the saved activations are kept, when compressed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activation_compression: Option<CompressionRatio>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -439,6 +452,7 @@ impl TrainingOptionsFile {
             cpu_offloading_num_layers: self
                 .cpu_offloading_num_layers
                 .or(base.cpu_offloading_num_layers),
+            activation_compression: self.activation_compression.or(base.activation_compression),
         }
     }
 
@@ -486,6 +500,7 @@ impl TrainingOptionsFile {
             moe_dispatcher: self.moe_dispatcher.unwrap_or_default(),
             optimizer: self.optimizer.unwrap_or_default(),
             activation_offload_layers: self.cpu_offloading_num_layers.unwrap_or(0),
+            activation_compression: self.activation_compression,
         }
     }
 }

@@ -17,6 +17,7 @@ impl TrainingOptionsFile {
     ) -> TrainingOptions {
         let options = self.with_defaults();
         self.check_sharding(data_parallel, problems);
+        crate::activation_compression::check(&options, problems);
         if self.powersgd_rank == Some(0) {
             problems.push(Problem::new("powersgd_rank", "must be at least 1"));
         }

@@ -55,6 +55,9 @@ impl TrainingOptions {
         if let Some(label) = self.zeropp.label() {
             labels.push(label);
         }
+        if let Some(ratio) = self.activation_compression {
+            labels.push(format!("activations compressed {}x", ratio.get()));
+        }
         if let Some(rank) = self.powersgd_rank {
             labels.push(format!("PowerSGD rank {rank}"));
         }

@@ -226,6 +226,13 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
     let cp = layout.context_parallel.get() as u64;
     let rank_model = rank_model_of(scenario);
     let stored = |kind| layer_activation_bytes(scenario, kind);
+    // What a layer keeps for its backward, encoded under activation
+    // compression (the working set of a recomputed layer is not).
+    let compression = scenario
+        .options
+        .activation_compression
+        .map_or(1.0, |ratio| ratio.get());
+    let saved = |kind| stored(kind) / compression;
     // CPU offloading (p = 1, one microbatch in flight): at most L − N + 1
     // layers' activations on the GPU, N layers' in host memory.
     let offloaded = u64::from(scenario.options.activation_offload_layers);
@@ -233,7 +240,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
         0 => layers_per_chunk,
         n => layers_per_chunk - n + 1,
     };
-    let per_microbatch_chunk = resident_layers as f64 * stored(kind);
+    let per_microbatch_chunk = resident_layers as f64 * saved(kind);
     // Working set while one layer's recomputed activations are live (one layer at a time).
     let working_layer = match scenario.recompute {
         Recompute::None => 0.0,
@@ -286,7 +293,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                     schedule.peak_in_flight_layers(stage, |chunk| {
                         sharding.layers_of_chunk(model.layers, stage, chunk)
                     }) as f64
-                        * stored(kind)
+                        * saved(kind)
                 }
                 None => in_flight as f64 * per_microbatch_chunk,
             };
@@ -309,7 +316,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
                 let (joint, owed) = schedule.peak_held_bytes(
                     stage,
                     |chunk| match sharding.split.layout {
-                        Some(_) => chunk_layers(chunk) as f64 * stored(kind),
+                        Some(_) => chunk_layers(chunk) as f64 * saved(kind),
                         None => per_microbatch_chunk,
                     },
                     |chunk| pending[chunk as usize],

@@ -122,6 +122,7 @@ pub fn write_explain(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
     }
     write_layer_kernels(out, scenario, placement)?;
     super::explain_offload::write_offload(out, scenario)?;
+    super::explain_offload::write_compression(out, scenario)?;
     super::explain_optimizer::write_optimizer(out, scenario, &plan)
 }
 

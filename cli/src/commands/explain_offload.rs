@@ -1,7 +1,9 @@
-//! `simulate --explain`'s CPU-offloading section (`cpu_offloading_num_layers`):
-//! the copy of one layer's activations each way against the layers' forward
-//! and backward, and what TE's windows leave stalled per microbatch
-//! (`sim::cost::activation_offload`).
+//! `simulate --explain`'s sections on saving activation memory beyond
+//! recomputation: CPU offloading (`cpu_offloading_num_layers`), the copy of
+//! one layer's activations each way against the layers' forward and
+//! backward, and what TE's windows leave stalled per microbatch
+//! (`sim::cost::activation_offload`); and activation compression
+//! (`activation_compression`), its bytes kept and its kernels.
 
 use sim::cost::activation_offload::{overlapped_layers, stage_stalls};
 use sim::scenario::Scenario;
@@ -38,6 +40,36 @@ pub fn write_offload(out: &mut impl Write, scenario: &Scenario) -> anyhow::Resul
         "  each copy overlaps {smallest}–{largest} layers (Transformer Engine's layer windows); stalls per microbatch: forward {:.3} ms, backward {:.3} ms",
         ms(stalls.forward_stall_s),
         ms(stalls.backward_stall_s)
+    )?;
+    Ok(())
+}
+
+/// Nothing without activation compression; else what a layer keeps and its
+/// encode and decode kernels' bytes.
+pub fn write_compression(out: &mut impl Write, scenario: &Scenario) -> anyhow::Result<()> {
+    let Some(ratio) = scenario.options.activation_compression else {
+        return Ok(());
+    };
+    let kind = match scenario.recompute {
+        sim::scenario::Recompute::None => models::memory::RecomputeKind::None,
+        sim::scenario::Recompute::Selective => models::memory::RecomputeKind::Selective,
+        sim::scenario::Recompute::Full => models::memory::RecomputeKind::Full,
+    };
+    let saved = sim::memory::layer_activation_bytes(scenario, kind);
+    let encoded = saved / ratio.get();
+    let reader = if scenario.recompute == sim::scenario::Recompute::Full {
+        "recomputation"
+    } else {
+        "backward"
+    };
+    writeln!(
+        out,
+        "
+activation compression {}x: each layer keeps {:.1} MB per microbatch of its {:.1} MB of saved activations; an encode kernel after its forward and a decode before its {reader} move {:.1} MB each through HBM (costed as copies: the encoding's math is not modeled)",
+        ratio.get(),
+        encoded / 1e6,
+        saved / 1e6,
+        (saved + encoded) / 1e6
     )?;
     Ok(())
 }

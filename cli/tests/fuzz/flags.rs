@@ -369,6 +369,12 @@ pub fn scenario_flags(flags: &mut Flags, rng: &mut Rng) {
             &["0", "1", "3", "99", "-1"][..],
             8,
         ),
+        // Activation compression (issue 36 item 2).
+        (
+            "--activation-compression",
+            &["2", "1.8", "1", "0.5", "65", "nan", "x"][..],
+            8,
+        ),
     ] {
         if rng.chance(percent) {
             flags.push(flag, Some(value(valid, rng)));

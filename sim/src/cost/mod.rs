@@ -14,6 +14,7 @@
 //! as an all-gather of the same bytes (NCCL's ring moves (n−1)/n of the
 //! buffer in n−1 steps for both, so the formulas are identical).
 
+mod activation_codec;
 pub mod activation_offload;
 mod attention;
 mod attention_dropout;
@@ -390,6 +391,7 @@ pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
     let mut steps = Vec::new();
     if pair_overlap::is_first_segment(segment) {
         steps = zeropp::qwz_steps(scenario, pass, layers, dense_layers, embedding, head);
+        steps.extend(activation_codec::codec_steps(scenario, pass, layers));
     }
     if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
         steps.extend(models::fp8::weight_cast_steps(

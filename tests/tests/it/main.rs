@@ -2,6 +2,7 @@
 //! one link instead of one per file (`cargo test -p tests --test it`; a topic alone:
 //! `cargo test -p tests --test it <module>::`).
 
+mod activation_compression;
 mod activation_offload;
 mod bubble;
 mod bubble_chart_series;

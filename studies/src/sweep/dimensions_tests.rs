@@ -373,3 +373,37 @@ fn smaller_optimizer_states_fit_layouts_adam_cannot() {
         serde_json::json!(["adam", "adam8bit"])
     );
 }
+
+/// The same case with Adam alone: keeping the saved activations 2× smaller
+/// (`activation_compression`, a shared option) lets layouts fit that do not
+/// without it, and every layout that fits without it still fits.
+#[test]
+fn compressed_activations_fit_layouts_adam_alone_cannot() {
+    let space = |ratio: Option<f64>| {
+        let mut space = SweepSpace {
+            max_microbatch: 1,
+            schedules: vec![ScheduleKind::OneFOneB],
+            ..SweepSpace::new("llama3-70b", "dgx-h100-superpod", 64, 128)
+        };
+        space.options.activation_compression =
+            ratio.map(|r| sim::scenario::CompressionRatio::new(r).unwrap());
+        space.normalized()
+    };
+    let layouts = |ratio| -> Vec<Candidate> {
+        sweep(&space(ratio), None)
+            .results
+            .iter()
+            .map(|r| r.layout)
+            .collect()
+    };
+    let (plain, compressed) = (layouts(None), layouts(Some(2.0)));
+    for layout in &plain {
+        assert!(compressed.contains(layout), "{}", layout.label());
+    }
+    assert!(
+        compressed.len() > plain.len(),
+        "{} vs {}",
+        compressed.len(),
+        plain.len()
+    );
+}

@@ -138,7 +138,7 @@ fn what_powersgd_refuses_names_its_key() {
     );
     refused(
         &|f| f.options.optimizer = Some(sim::scenario::Optimizer::OneBitAdam),
-        "onebitadam already replaces the gradient all-reduce",
+        "onebitadam and onebitlamb already replace the gradient all-reduce",
     );
     refused(
         &|f| f.model = Some(serde_json::json!("mixtral-8x7b")),

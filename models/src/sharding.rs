@@ -312,9 +312,7 @@ pub fn parameters_of_layer_range(
     head: bool,
 ) -> u64 {
     let dense = dense_layers_in(model, first, layers);
-    let dense_layer = formulas::layer_parameters(model) / u64::from(sharding.tensor_parallel.get());
-    parameters_of_layers(model, sharding, layers - dense, embedding, head)
-        .saturating_add(dense.saturating_mul(dense_layer))
+    parameters_of_pass(model, sharding, layers, dense, embedding, head)
 }
 
 /// Parameters on one rank of a pass over `layers` layers of which

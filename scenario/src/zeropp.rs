@@ -105,7 +105,7 @@ impl ZeroPlusPlus {
             .saturating_mul(u64::from(group))
     }
 
-    /// Labels for titles ("" when off).
+    /// The title's label ("ZeRO++ (qwZ, hpZ 8, qgZ)"), None when off.
     pub fn label(&self) -> Option<String> {
         if !self.is_on() {
             return None;

@@ -202,6 +202,15 @@ pub fn layer_activation_bytes(scenario: &Scenario, kind: RecomputeKind) -> f64 {
         }
 }
 
+/// What a layer keeps for its backward under a scenario's recompute mode.
+pub fn recompute_kind(recompute: Recompute) -> RecomputeKind {
+    match recompute {
+        Recompute::None => RecomputeKind::None,
+        Recompute::Selective => RecomputeKind::Selective,
+        Recompute::Full => RecomputeKind::Full,
+    }
+}
+
 /// Peak memory of one rank of every stage.
 pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown> {
     let schedule = &plan.schedule;
@@ -217,11 +226,7 @@ pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown
     // counts each chunk's own layers (`peak_in_flight_layers` below).
     let sharding = layout.sharding();
     let layers_per_chunk = sharding.layers_per_chunk(model.layers);
-    let kind = match scenario.recompute {
-        Recompute::None => RecomputeKind::None,
-        Recompute::Selective => RecomputeKind::Selective,
-        Recompute::Full => RecomputeKind::Full,
-    };
+    let kind = recompute_kind(scenario.recompute);
     let fp8 = scenario.options.precision == scenario::Precision::Fp8;
     let cp = layout.context_parallel.get() as u64;
     let rank_model = rank_model_of(scenario);

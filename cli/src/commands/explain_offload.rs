@@ -50,11 +50,7 @@ pub fn write_compression(out: &mut impl Write, scenario: &Scenario) -> anyhow::R
     let Some(ratio) = scenario.options.activation_compression else {
         return Ok(());
     };
-    let kind = match scenario.recompute {
-        sim::scenario::Recompute::None => models::memory::RecomputeKind::None,
-        sim::scenario::Recompute::Selective => models::memory::RecomputeKind::Selective,
-        sim::scenario::Recompute::Full => models::memory::RecomputeKind::Full,
-    };
+    let kind = sim::memory::recompute_kind(scenario.recompute);
     let saved = sim::memory::layer_activation_bytes(scenario, kind);
     let encoded = saved / ratio.get();
     let reader = if scenario.recompute == sim::scenario::Recompute::Full {

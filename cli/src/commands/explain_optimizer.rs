@@ -43,11 +43,7 @@ pub fn write_optimizer(
     }
     if let Some(rank) = scenario.options.powersgd_rank {
         let sizes = sim::cost::powersgd::stage_sizes(scenario, 0, u64::from(rank.get()));
-        let b = if scenario.options.fp32_main_grads() {
-            4
-        } else {
-            2
-        };
+        let b = sim::cost::gradients::main_grad_bytes_per_param(scenario.options.fp32_main_grads());
         let sent = (sizes.uncompressed_elements() + sizes.p_elements + sizes.q_elements) * b;
         writeln!(
             out,

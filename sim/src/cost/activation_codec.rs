@@ -8,8 +8,7 @@
 //! memory-bound kernels costed by their bytes; their math is Gist's
 //! encodings', which no profile times.
 
-use crate::memory::layer_activation_bytes;
-use models::memory::RecomputeKind;
+use crate::memory::{layer_activation_bytes, recompute_kind};
 use models::ops::{KernelRole, Step};
 use scenario::{Recompute, Scenario};
 use taskgraph::task_graph::ComputePass;
@@ -21,11 +20,7 @@ pub fn codec_steps(scenario: &Scenario, pass: ComputePass, layers: u32) -> Vec<S
     let Some(ratio) = scenario.options.activation_compression else {
         return Vec::new();
     };
-    let kind = match scenario.recompute {
-        Recompute::None => RecomputeKind::None,
-        Recompute::Selective => RecomputeKind::Selective,
-        Recompute::Full => RecomputeKind::Full,
-    };
+    let kind = recompute_kind(scenario.recompute);
     let saved = layer_activation_bytes(scenario, kind) * f64::from(layers);
     let encoded = saved / ratio.get();
     let full = scenario.recompute == Recompute::Full;

@@ -107,6 +107,20 @@ fn collective(
             spread,
         },
     };
+    piece_task(program, builder, ranks, kind, work, piece, stage)
+}
+
+/// One task of `kind` doing `work` on the ranks `ranks`, on the
+/// data-parallel stream, in `piece`'s chunk and microbatch.
+pub(super) fn piece_task(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    ranks: &[taskgraph::ids::Rank],
+    kind: TaskKind,
+    work: Work,
+    piece: &ShardedPiece,
+    stage: u32,
+) -> StepId {
     let group = builder.group(ranks);
     let work = builder.work(work);
     program.task(Task {
@@ -137,22 +151,20 @@ fn expert_all_gather(
     stage: u32,
 ) -> StepId {
     let spread = placement.spread(&expert_group_of(placement, ranks));
-    let group = builder.group(ranks);
-    let work = builder.work(Work::DataParallelAllGather {
+    let work = Work::DataParallelAllGather {
         bytes,
         group_size,
         spread,
-    });
-    program.task(Task {
-        kind: TaskKind::DataParallelAllGather,
-        stream: StreamKind::DataParallel,
-        chunk: piece.chunk as u16,
-        stage,
-        microbatch: piece.microbatch,
-        group,
+    };
+    piece_task(
+        program,
+        builder,
+        ranks,
+        TaskKind::DataParallelAllGather,
         work,
-        iteration: 0,
-    })
+        piece,
+        stage,
+    )
 }
 
 /// The expert-data group of a data group's first rank

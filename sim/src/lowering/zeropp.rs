@@ -15,7 +15,7 @@ use crate::placement::Placement;
 use scenario::ZeroPlusPlus;
 use std::ops::Range;
 use taskgraph::ids::Rank;
-use taskgraph::task::{StreamKind, Task, TaskKind};
+use taskgraph::task::TaskKind;
 use taskgraph::task_graph::{ComputePass, TaskGraphBuilder, Work};
 
 /// The groups that gather `piece`'s parameters in shard group `g` (`n`
@@ -57,23 +57,21 @@ pub fn quantized_reduce(
 ) -> StepId {
     let nodes = placement.spread(ranks).nodes.max(1);
     let local_ranks = ranks.len() as u32 / nodes;
-    let work = builder.work(Work::QuantizedGradientReduce {
+    let work = Work::QuantizedGradientReduce {
         elements: piece.params,
         gradient_bytes,
         local_ranks,
         nodes,
-    });
-    let group = builder.group(ranks);
-    program.task(Task {
-        kind: TaskKind::DataParallelReduceScatter,
-        stream: StreamKind::DataParallel,
-        chunk: piece.chunk as u16,
-        stage,
-        microbatch: piece.microbatch,
-        group,
+    };
+    super::sharded::piece_task(
+        program,
+        builder,
+        ranks,
+        TaskKind::DataParallelReduceScatter,
         work,
-        iteration: 0,
-    })
+        piece,
+        stage,
+    )
 }
 
 /// The `--explain` lines of ZeRO++ (None when off), per layer unit of

@@ -233,18 +233,10 @@ pub fn work_launches(
                 )
             })
             .collect(),
-        // ZeRO++ qgZ: its two all-to-alls (`sim::cost::zeropp`).
-        Work::QuantizedGradientReduce {
-            elements,
-            local_ranks,
-            ..
-        } => {
-            let (intra, inter) = sim::cost::zeropp::qgz_phase_bytes(elements, local_ranks);
-            [intra, inter]
-                .into_iter()
-                .filter_map(|bytes| communication(CollectiveKind::AllToAll, bytes))
-                .collect()
-        }
+        // ZeRO++ qgZ: each of its two all-to-alls (`sim::cost::zeropp`).
+        Work::DataParallelAllToAll { bytes, .. } => communication(CollectiveKind::AllToAll, bytes)
+            .into_iter()
+            .collect(),
         Work::PcieTransfer { .. } | Work::CpuAdam { .. } => Vec::new(),
         // `plan` refuses pair_overlap before launches are built.
         Work::ComputeBeside { .. } => Vec::new(),

@@ -54,9 +54,11 @@ pub enum TaskKind {
     /// all-reduce: local DDP's flatten, divide and copy back (Megatron-LM 2021)
     /// or its in-place divide of the contiguous buffer (2022).
     GradientCopy,
-    /// Compression kernels on the compute stream around a compressed
-    /// gradient reduction: 1-bit Adam's sign compression and unpacking,
-    /// PowerSGD's error feedback and factor products.
+    /// Compression kernels around a compressed exchange: 1-bit Adam's sign
+    /// compression and unpacking and PowerSGD's error feedback and factor
+    /// products (compute stream), ZeRO++'s weight dequantization (compute
+    /// stream) and its shard quantization and gradient quantize/reduce/
+    /// dequantize kernels (data-parallel stream, where DeepSpeed runs them).
     Compression,
     /// Optimizer post-validation (Qi et al. 2024, Sec. 4; zero-bubble
     /// schedules): a stage's partially reduced gradient norm and inf/NaN

@@ -390,8 +390,7 @@ pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
     };
     let mut steps = Vec::new();
     if pair_overlap::is_first_segment(segment) {
-        steps = zeropp::qwz_steps(scenario, pass, layers, dense_layers, embedding, head);
-        steps.extend(activation_codec::codec_steps(scenario, pass, layers));
+        steps = activation_codec::codec_steps(scenario, pass, layers);
     }
     if fp8_weight_cast && pair_overlap::is_first_segment(segment) {
         steps.extend(models::fp8::weight_cast_steps(
@@ -697,19 +696,15 @@ fn cost_work(
             spread,
             network,
         ),
-        Work::QuantizedGradientReduce {
-            elements,
-            gradient_bytes,
-            local_ranks,
+        Work::DataParallelAllToAll {
+            bytes,
+            group_size,
             nodes,
-        } => zeropp::quantized_gradient_reduce(
-            elements,
-            gradient_bytes,
-            local_ranks,
-            nodes,
-            kernels,
-            network,
-        ),
+        } => WorkCost {
+            duration: network.all_to_all(bytes, group_size, nodes),
+            bytes,
+            flops: 0.0,
+        },
         Work::PcieTransfer {
             direction,
             bytes,

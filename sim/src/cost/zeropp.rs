@@ -1,14 +1,14 @@
 //! What ZeRO++ (`scenario::zeropp`) adds to the kernels and collectives of
 //! ZeRO-3, from DeepSpeed at 38327e07:
 //!
-//! - **qwZ**: before a unit runs, its gathered INT8 weights are dequantized
-//!   (`AllGatherCoalescedHandle.wait` → `dequantize`: 1 B read, 2 B written
-//!   per parameter) and, before the gather, each rank quantized its shard
-//!   (`CUDAQuantizer.quantize`: 2 B read, 1 B written per shard parameter).
-//!   Both are costed on the compute stream at the start of the pass, the
-//!   quantization at the size of the group most of the pass's gathers use
-//!   (the hpZ group, else the shard group). DeepSpeed quantizes on its
-//!   all-gather stream, so this is pessimistic by at most that kernel.
+//! - **qwZ**: before each all-gather every rank quantizes its shard
+//!   (`CUDAQuantizer.quantize`: 2 B read, 1 B written per shard parameter),
+//!   a task on the data-parallel stream just before the gather, as DeepSpeed
+//!   quantizes on its all-gather stream; before the unit runs, its gathered
+//!   INT8 weights are dequantized (`AllGatherCoalescedHandle.wait` →
+//!   `dequantize`: 1 B read, 2 B written per parameter), a task on each
+//!   tensor rank's compute stream just before the pass. The host's launch
+//!   of these kernels is not costed.
 //! - **qgZ** (`coalesced_collectives.py`, `all_to_all_quant_reduce`), per
 //!   unit and rank, with G gradient bytes per element, L ranks per node and
 //!   N nodes: `swizzle_quant` to INT4 (G read, ½ written per element), the
@@ -16,62 +16,61 @@
 //!   (½ read, ½/L written), the all-to-all of that 1/L across nodes,
 //!   `dequantize` (½/L read, G/L written) and the sum of the N chunks (G/L
 //!   read, G/(L·N) written). The gradients are reduced on DeepSpeed's
-//!   reduce-and-partition stream, so the whole chain is one task there.
+//!   reduce-and-partition stream, so the chain is tasks in that order on
+//!   the data-parallel stream: four kernels and the two all-to-alls.
 
-use super::{KernelCostModel, NetworkModel, WorkCost};
-use models::ops::{KernelRole, Step};
-use models::sharding::parameters_of_pass;
+use crate::plan::shard_plan::ShardPlan;
 use scenario::{Scenario, ZeroStage};
-use taskgraph::task_graph::ComputePass;
-use timeline::time::SimDuration;
+use taskgraph::task::TaskKind;
+use taskgraph::task_graph::Work;
 
 /// Bytes a dequantization moves per parameter: INT8 read, bf16/fp16 written.
-pub const DEQUANTIZE_BYTES_PER_PARAM: f64 = 3.0;
+pub const DEQUANTIZE_BYTES_PER_PARAM: u64 = 3;
 /// Bytes a quantization moves per parameter: bf16/fp16 read, INT8 written.
-pub const QUANTIZE_BYTES_PER_PARAM: f64 = 3.0;
+pub const QUANTIZE_BYTES_PER_PARAM: u64 = 3;
 
-/// qwZ's kernels before a pass of `layers` layers (`dense_layers` of them
-/// a mixture of experts' dense ones) plus embedding and/or head: the
-/// shard's quantization and the gathered weights' dequantization; none
-/// unless qwZ is on over ZeRO-3 shard groups of two or more.
-pub fn qwz_steps(
-    scenario: &Scenario,
-    pass: ComputePass,
-    layers: u32,
-    dense_layers: u32,
-    embedding: bool,
-    head: bool,
-) -> Vec<Step> {
-    let options = &scenario.options;
-    let group = options.shard_group(scenario.layout.replicas());
-    if !options.zeropp.quantized_weights || options.sharding != ZeroStage::Full || group < 2 {
-        return Vec::new();
+/// Whether qwZ quantizes the parameter all-gathers of `shard_plan`: ZeRO-3
+/// over shard groups of two or more ranks.
+pub fn quantizes_gathers(scenario: &Scenario, shard_plan: Option<ShardPlan>) -> bool {
+    scenario.options.zeropp.quantized_weights
+        && shard_plan.is_some_and(|plan| plan.mode == ZeroStage::Full && plan.group >= 2)
+}
+
+/// The parameters of a piece (`params` on a tensor rank, `expert_params` of
+/// them routed experts) its all-gathers bring: all of them, but the
+/// experts only when an expert-data group of two or more shards them.
+pub fn gathered_params(scenario: &Scenario, params: u64, expert_params: u64) -> u64 {
+    if scenario.layout.expert_replicas() > 1 {
+        params
+    } else {
+        params - expert_params
     }
-    let params = parameters_of_pass(
-        &scenario.model,
-        scenario.layout.sharding(),
-        u64::from(layers),
-        u64::from(dense_layers),
-        embedding,
-        head,
-    ) as f64;
-    let gather_group = options.zeropp.secondary_group().unwrap_or(group);
-    let role = match pass {
-        ComputePass::Forward | ComputePass::Recompute => KernelRole::Forward,
-        _ => KernelRole::Backward,
-    };
-    vec![
-        Step::memory(
-            role,
-            "zeropp_quantize_weights",
-            QUANTIZE_BYTES_PER_PARAM * params / f64::from(gather_group),
-        ),
-        Step::memory(
-            role,
-            "zeropp_dequantize_weights",
-            DEQUANTIZE_BYTES_PER_PARAM * params,
-        ),
-    ]
+}
+
+/// qwZ's dequantization of a piece's gathered INT8 weights, the work of
+/// a compute-stream task before the piece (none unless qwZ quantizes the
+/// gathers).
+pub fn dequantize_before_pass(
+    scenario: &Scenario,
+    shard_plan: Option<ShardPlan>,
+    params: u64,
+    expert_params: u64,
+) -> Option<Work> {
+    quantizes_gathers(scenario, shard_plan).then(|| Work::GradientCopy {
+        bytes: DEQUANTIZE_BYTES_PER_PARAM * gathered_params(scenario, params, expert_params),
+        kernels: 1,
+    })
+}
+
+/// qwZ's quantization of one rank's shard before the all-gathers of a
+/// piece: `dense` parameters over a gather group of `group` ranks and
+/// `experts` over the expert-data group of `expert_group`.
+pub fn quantize_shard(dense: u64, group: u32, experts: u64, expert_group: u32) -> Work {
+    let shard = dense.div_ceil(u64::from(group)) + experts.div_ceil(u64::from(expert_group));
+    Work::GradientCopy {
+        bytes: QUANTIZE_BYTES_PER_PARAM * shard,
+        kernels: 1,
+    }
 }
 
 /// Per-rank bytes of the two qgZ phases: the INT4 buffer all-to-all'ed
@@ -81,37 +80,42 @@ pub fn qgz_phase_bytes(elements: u64, local_ranks: u32) -> (u64, u64) {
     (int4, int4.div_ceil(u64::from(local_ranks.max(1))))
 }
 
-/// The cost of one qgZ reduction ([`taskgraph::task_graph::Work::QuantizedGradientReduce`]).
-pub fn quantized_gradient_reduce(
+/// qgZ's reduction of `elements` gradients of `gradient_bytes` each on
+/// every rank of a shard group of `nodes` nodes of `local_ranks` ranks, as
+/// the data-parallel stream runs it: each task's kind and work, in order
+/// (all-to-alls over one rank left out).
+pub fn qgz_chain(
     elements: u64,
     gradient_bytes: u64,
     local_ranks: u32,
     nodes: u32,
-    kernels: &KernelCostModel,
-    network: &dyn NetworkModel,
-) -> WorkCost {
+) -> Vec<(TaskKind, Work)> {
     let (intra, inter) = qgz_phase_bytes(elements, local_ranks);
-    let local = f64::from(local_ranks.max(1));
-    let full = elements as f64 * gradient_bytes as f64;
-    let reduced = full / local;
-    let kernel_bytes = [
-        full + intra as f64,                         // swizzle_quant
-        intra as f64 + inter as f64,                 // quantized_reduction
-        inter as f64 + reduced,                      // dequantize
-        reduced + reduced / f64::from(nodes.max(1)), // sum of the nodes' chunks
-    ];
-    let kernel_seconds: f64 = kernel_bytes
-        .iter()
-        .map(|&bytes| kernels.memory_kernel_seconds(None, bytes))
-        .sum();
-    let duration = SimDuration::from_seconds_ceil(kernel_seconds)
-        + network.all_to_all(intra, local_ranks, 1)
-        + network.all_to_all(inter, nodes, nodes);
-    WorkCost {
-        duration,
-        bytes: intra + inter,
-        flops: 0.0,
-    }
+    let full = elements * gradient_bytes;
+    let reduced = full.div_ceil(u64::from(local_ranks.max(1)));
+    let kernel = |bytes: u64| {
+        let work = Work::GradientCopy { bytes, kernels: 1 };
+        Some((TaskKind::Compression, work))
+    };
+    let all_to_all = |bytes: u64, group_size: u32, nodes: u32| {
+        let work = Work::DataParallelAllToAll {
+            bytes,
+            group_size,
+            nodes,
+        };
+        (group_size > 1).then_some((TaskKind::DataParallelReduceScatter, work))
+    };
+    [
+        kernel(full + intra), // swizzle_quant
+        all_to_all(intra, local_ranks, 1),
+        kernel(intra + inter), // quantized_reduction
+        all_to_all(inter, nodes, nodes),
+        kernel(inter + reduced), // dequantize
+        kernel(reduced + reduced.div_ceil(u64::from(nodes.max(1)))), // sum of the nodes' chunks
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 #[cfg(test)]

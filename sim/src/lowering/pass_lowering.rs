@@ -44,11 +44,14 @@ impl Pieces {
     }
 }
 
-/// The first and last step of a piece, and its first host issue.
+/// The first and last step of a piece, its first host issue, and the step
+/// its gathered parameters feed (ZeRO++'s dequantization before the piece,
+/// else its first step).
 struct PieceSteps {
     first: StepId,
     last: StepId,
     first_host: Option<StepId>,
+    gathered_into: StepId,
 }
 
 /// Lowers one pass of an action (not an overlapped pair's) and records it.
@@ -88,29 +91,50 @@ pub(super) fn lower_pass(
         let dense_layers =
             models::sharding::dense_layers_in(&cx.scenario.model, piece_first, piece.layers as u64)
                 as u32;
-        let lowered = lower_piece(cx, program, builder, walk, &at, piece, dense_layers);
+        // Parameter counts only where they are used: gradients made, or a
+        // sharded plan's pieces.
+        let (params, expert_params) = if makes_gradients || cx.shard_plan.is_some() {
+            (
+                models::sharding::parameters_of_layer_range(
+                    &cx.scenario.model,
+                    cx.sharding,
+                    piece_first,
+                    piece.layers as u64,
+                    piece.embedding,
+                    piece.head,
+                ),
+                models::sharding::expert_parameters_of_layer_range(
+                    &cx.scenario.model,
+                    cx.sharding,
+                    piece_first,
+                    piece.layers as u64,
+                ),
+            )
+        } else {
+            (0, 0)
+        };
+        let dequantize = crate::cost::zeropp::dequantize_before_pass(
+            cx.scenario,
+            cx.shard_plan,
+            params,
+            expert_params,
+        );
+        let lowered = lower_piece(
+            cx,
+            program,
+            builder,
+            walk,
+            &at,
+            piece,
+            dense_layers,
+            dequantize,
+        );
         first_host = first_host.or(lowered.first_host);
         first_piece.get_or_insert(lowered.first);
         walk.tail = Some(lowered.last);
-        // Parameter counts only where they are used: gradients made, or a
-        // sharded plan's pieces.
         if !makes_gradients && cx.shard_plan.is_none() {
             continue;
         }
-        let params = models::sharding::parameters_of_layer_range(
-            &cx.scenario.model,
-            cx.sharding,
-            piece_first,
-            piece.layers as u64,
-            piece.embedding,
-            piece.head,
-        );
-        let expert_params = models::sharding::expert_parameters_of_layer_range(
-            &cx.scenario.model,
-            cx.sharding,
-            piece_first,
-            piece.layers as u64,
-        );
         if makes_gradients {
             ready.push(GradientsReady {
                 step: lowered.last,
@@ -123,7 +147,7 @@ pub(super) fn lower_pass(
                 pass,
                 chunk: action.chunk,
                 microbatch: action.microbatch,
-                step: lowered.first,
+                step: lowered.gathered_into,
                 end_step: lowered.last,
                 params,
                 expert_params,
@@ -196,7 +220,9 @@ fn pieces_of(
 }
 
 /// Lowers one piece of a pass: its segments on the compute stream, each
-/// after its host issue when the stack simulates the host.
+/// after its host issue when the stack simulates the host, the first after
+/// `dequantize` (ZeRO++'s kernel over the gathered weights) when given.
+#[allow(clippy::too_many_arguments)]
 fn lower_piece(
     cx: &Lowering,
     program: &mut Program,
@@ -205,6 +231,7 @@ fn lower_piece(
     at: &PassAt,
     piece: BucketLayers,
     dense_layers: u32,
+    mut dequantize: Option<Work>,
 ) -> PieceSteps {
     let (action, pass) = (at.action, at.pass);
     // With a host lane a pass is cut at its host synchronizations (the MoE
@@ -221,6 +248,7 @@ fn lower_piece(
         };
     let mut first_segment = None;
     let mut first_host = None;
+    let mut gathered_into = None;
     let mut previous_segment: Option<StepId> = None;
     for segment in segments {
         let issue = |first| Work::HostIssuePass {
@@ -236,6 +264,17 @@ fn lower_piece(
             .host
             .map(|_| issue_on_host(program, builder, walk, action, issue, previous_segment));
         first_host = first_host.or(host_issue);
+        // The dequantization runs on the compute stream just before the
+        // pass's first segment, once the host has reached the pass.
+        let dequantized = dequantize.take().map(|work| {
+            let kernels = (taskgraph::task::TaskKind::Compression, work);
+            let step = program.rank_kernels(builder, walk.group, kernels, action, walk.iteration);
+            if let Some(issued) = host_issue {
+                program.depend(issued, step, Dependency::Data);
+            }
+            step
+        });
+        gathered_into = gathered_into.or(dequantized);
         let segment_step = program.pass(
             builder,
             walk.group,
@@ -256,9 +295,11 @@ fn lower_piece(
                 segment,
             },
         );
+        // Blocking sends hold the host, so whatever it issues next waits.
         for send in walk.blocking_sends.drain(..) {
             if cx.sends_block {
-                program.depend(send, segment_step, Dependency::ProgramOrder);
+                let next = dequantized.unwrap_or(segment_step);
+                program.depend(send, next, Dependency::ProgramOrder);
             }
         }
         // The stage's first pass uses the parameters its previous
@@ -278,6 +319,9 @@ fn lower_piece(
         first: first_segment.expect("a pass has at least one segment"),
         last: previous_segment.expect("a pass has at least one segment"),
         first_host,
+        gathered_into: gathered_into
+            .or(first_segment)
+            .expect("a pass has at least one segment"),
     }
 }
 

@@ -5,9 +5,11 @@
 //! A step is either one pass of a tensor-parallel group ([`Step::Pass`]: a
 //! compute task on every tensor rank, then the pass's blocking tensor
 //! all-reduces as one group task when t > 1, then its blocking
-//! expert-parallel all-to-alls as one group task when ep > 1) or a single task on some ranks
-//! ([`Step::Task`]: a pipeline transfer, a collective, an optimizer step, a
-//! PCIe copy, a CPU Adam tile). Steps are numbered in the order the ranks
+//! expert-parallel all-to-alls as one group task when ep > 1), kernels of
+//! one kind on every tensor rank's compute stream ([`Step::RankKernels`]:
+//! ZeRO++'s dequantization of the gathered weights before a pass), or a
+//! single task on some ranks ([`Step::Task`]: a pipeline transfer, a
+//! collective, an optimizer step, a PCIe copy, a CPU Adam tile). Steps are numbered in the order the ranks
 //! issue them, so on every (rank, stream) the steps' tasks are already in
 //! program order; [`super::edges`] turns that order into edges.
 //!
@@ -97,6 +99,16 @@ pub enum Step {
         all_reduce_work: Option<WorkId>,
         /// The pass's expert-parallel all-to-alls (ep > 1).
         all_to_all_work: Option<WorkId>,
+    },
+    /// One task of `kind` doing `work` on every tensor rank of `group`, on
+    /// its compute stream.
+    RankKernels {
+        group: TensorGroupId,
+        kind: TaskKind,
+        work: WorkId,
+        chunk: u16,
+        microbatch: u32,
+        iteration: u16,
     },
     /// One task.
     Task(Task),
@@ -225,6 +237,27 @@ impl Program {
         })
     }
 
+    /// Appends `work`, a task of `kind` on every tensor rank of `group`'s
+    /// compute stream, in `action`'s chunk and microbatch.
+    pub fn rank_kernels(
+        &mut self,
+        builder: &mut TaskGraphBuilder,
+        group: TensorGroupId,
+        (kind, work): (TaskKind, Work),
+        action: schedules::Action,
+        iteration: u16,
+    ) -> StepId {
+        let work = builder.work(work);
+        self.push(Step::RankKernels {
+            group,
+            kind,
+            work,
+            chunk: action.chunk as u16,
+            microbatch: action.microbatch,
+            iteration,
+        })
+    }
+
     /// Appends a single task.
     pub fn task(&mut self, task: Task) -> StepId {
         self.push(Step::Task(task))
@@ -282,6 +315,7 @@ impl Program {
                         + all_reduce_work.is_some() as usize
                         + all_to_all_work.is_some() as usize
                 }
+                Step::RankKernels { group, .. } => self.tensor_group(*group).size() as usize,
                 Step::Task(_) => 1,
             })
             .sum()
@@ -291,6 +325,7 @@ impl Program {
     pub fn first_kind(&self, step: StepId) -> TaskKind {
         match &self.steps[step.index()] {
             Step::Pass { piece, .. } => task_kind(piece.pass),
+            Step::RankKernels { kind, .. } => *kind,
             Step::Task(task) => task.kind,
         }
     }

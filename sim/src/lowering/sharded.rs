@@ -237,6 +237,16 @@ pub fn emit(
                     // are reduce-scattered, `iteration_end`). Under qwZ
                     // each gather's scales follow it in a gather of their own.
                     let dense = first.params - first.expert_params;
+                    if zeropp.quantized_weights {
+                        super::zeropp::quantize_before_gather(
+                            program,
+                            builder,
+                            &ranks,
+                            &first,
+                            expert_data_parallel,
+                            stage,
+                        );
+                    }
                     let mut steps = Vec::new();
                     for bytes in [
                         zeropp.weight_gather_bytes(dense),
@@ -307,7 +317,7 @@ pub fn emit(
                     if n < 2 {
                         continue;
                     }
-                    let step = if zeropp.quantized_gradients {
+                    let (step, last_step) = if zeropp.quantized_gradients {
                         super::zeropp::quantized_reduce(
                             program,
                             builder,
@@ -318,7 +328,7 @@ pub fn emit(
                             stage,
                         )
                     } else {
-                        collective(
+                        let step = collective(
                             program,
                             builder,
                             placement,
@@ -327,12 +337,13 @@ pub fn emit(
                             bytes,
                             &piece,
                             stage,
-                        )
+                        );
+                        (step, step)
                     };
                     for data_index in g * n..((g + 1) * n).min(lowered) {
                         program.depend(piece_of(data_index, j).end_step, step, Dependency::Data);
                     }
-                    scattered.push(step);
+                    scattered.push(last_step);
                 }
                 let mut reduced = Vec::new();
                 if replicas > 1 {

@@ -3,7 +3,8 @@
 //! remembered as two [`TaskRange`]s: the tasks that wait for the step's
 //! predecessors (its head) and the tasks its successors wait for (its tail).
 //! A pass's head is its per-rank compute tasks and its tail the tensor
-//! all-reduce when there is one; a single task is both.
+//! all-reduce when there is one; per-rank kernels and a single task are
+//! both.
 
 use super::passes::task_kind;
 use super::program::{Program, Step};
@@ -120,6 +121,34 @@ pub fn emit(program: &Program, builder: &mut TaskGraphBuilder) -> Vec<StepTasks>
                     }
                 }
                 StepTasks { head, tail }
+            }
+            &Step::RankKernels {
+                group,
+                kind,
+                work,
+                chunk,
+                microbatch,
+                iteration,
+            } => {
+                let group = program.tensor_group(group);
+                let first = builder.add_task_per_group(
+                    Task {
+                        kind,
+                        stream: StreamKind::Compute,
+                        chunk,
+                        stage: group.stage,
+                        microbatch,
+                        group: group.rank_groups[0],
+                        work,
+                        iteration,
+                    },
+                    &group.rank_groups,
+                );
+                let tasks = TaskRange::new(first, group.size());
+                StepTasks {
+                    head: tasks,
+                    tail: tasks,
+                }
             }
         })
         .collect()

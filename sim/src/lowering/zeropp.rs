@@ -7,7 +7,9 @@
 //!   consecutive ranks for every later gather once hpZ keeps its secondary
 //!   shard (DeepSpeed gathers from `ds_secondary_tensor` whenever it exists;
 //!   `invalidate_secondary_tensor` drops it after the optimizer step);
-//! - qgZ's reduction task in place of the unit's gradient reduce-scatter.
+//! - qwZ's quantization of each rank's shard before the unit's gathers;
+//! - qgZ's chain of kernels and all-to-alls in place of the unit's gradient
+//!   reduce-scatter.
 
 use super::program::{Program, StepId};
 use super::sharded::ShardedPiece;
@@ -16,7 +18,7 @@ use scenario::ZeroPlusPlus;
 use std::ops::Range;
 use taskgraph::ids::Rank;
 use taskgraph::task::TaskKind;
-use taskgraph::task_graph::{ComputePass, TaskGraphBuilder, Work};
+use taskgraph::task_graph::{ComputePass, TaskGraphBuilder};
 
 /// The groups that gather `piece`'s parameters in shard group `g` (`n`
 /// ranks from `data_ranks[g·n]`), each with the data indices it serves.
@@ -45,7 +47,9 @@ pub fn gather_groups(
 }
 
 /// qgZ's reduction of `piece`'s gradients (`gradient_bytes` each) over the
-/// shard group `ranks`, on the data-parallel stream.
+/// shard group `ranks`: its kernels and all-to-alls in order on the
+/// data-parallel stream (`crate::cost::zeropp::qgz_chain`). Returns the
+/// chain's first and last steps.
 pub fn quantized_reduce(
     program: &mut Program,
     builder: &mut TaskGraphBuilder,
@@ -54,20 +58,47 @@ pub fn quantized_reduce(
     piece: &ShardedPiece,
     gradient_bytes: u64,
     stage: u32,
-) -> StepId {
+) -> (StepId, StepId) {
     let nodes = placement.spread(ranks).nodes.max(1);
     let local_ranks = ranks.len() as u32 / nodes;
-    let work = Work::QuantizedGradientReduce {
-        elements: piece.params,
-        gradient_bytes,
-        local_ranks,
-        nodes,
+    let chain = crate::cost::zeropp::qgz_chain(piece.params, gradient_bytes, local_ranks, nodes);
+    let steps: Vec<StepId> = chain
+        .into_iter()
+        .map(|(kind, work)| {
+            super::sharded::piece_task(program, builder, ranks, kind, work, piece, stage)
+        })
+        .collect();
+    let first = *steps.first().expect("qgZ's chain has kernels");
+    (first, *steps.last().expect("qgZ's chain has kernels"))
+}
+
+/// qwZ's quantization of each rank's shard of `piece` on the data-parallel
+/// stream of the gather group `ranks`, before its all-gathers: one task
+/// over the group (the gather that follows waits for all of them anyway).
+pub fn quantize_before_gather(
+    program: &mut Program,
+    builder: &mut TaskGraphBuilder,
+    ranks: &[Rank],
+    piece: &ShardedPiece,
+    expert_group: u32,
+    stage: u32,
+) -> StepId {
+    let experts = if expert_group > 1 {
+        piece.expert_params
+    } else {
+        0
     };
+    let work = crate::cost::zeropp::quantize_shard(
+        piece.params - piece.expert_params,
+        ranks.len() as u32,
+        experts,
+        expert_group,
+    );
     super::sharded::piece_task(
         program,
         builder,
         ranks,
-        TaskKind::DataParallelReduceScatter,
+        TaskKind::Compression,
         work,
         piece,
         stage,
@@ -87,11 +118,11 @@ pub fn explain(
     let mut text = String::new();
     if zeropp.quantized_weights {
         let gather_group = zeropp.secondary_group().unwrap_or(group);
-        let quantized = crate::cost::zeropp::QUANTIZE_BYTES_PER_PARAM * per_layer as f64
-            / f64::from(gather_group);
-        let dequantized = crate::cost::zeropp::DEQUANTIZE_BYTES_PER_PARAM * per_layer as f64;
+        let quantized = crate::cost::zeropp::QUANTIZE_BYTES_PER_PARAM
+            * per_layer.div_ceil(u64::from(gather_group));
+        let dequantized = crate::cost::zeropp::DEQUANTIZE_BYTES_PER_PARAM * per_layer;
         text.push_str(&format!(
-            "  ZeRO++ qwZ: each gather of a layer moves {} B of INT8 weights and {} B of fp32 scales (bf16: {} B); each pass first quantizes its shard ({quantized:.0} B through HBM) and dequantizes the layer ({dequantized:.0} B) on the compute stream\n",
+            "  ZeRO++ qwZ: each gather of a layer moves {} B of INT8 weights and {} B of fp32 scales (bf16: {} B); each rank quantizes its shard before the gather ({quantized} B through HBM, on the data-parallel stream) and dequantizes the layer before the pass ({dequantized} B, on the compute stream)\n",
             zeropp.weight_gather_bytes(per_layer),
             zeropp.scale_gather_bytes(per_layer, group),
             2 * per_layer,

@@ -119,9 +119,10 @@ pub enum Work {
     },
     /// The optimizer step over `params` parameters on one GPU.
     OptimizerStep { params: u64 },
-    /// `kernels` memory-bound kernels over one GPU's gradients, each moving
-    /// `bytes` through HBM (local DDP's flatten, divide and copy back around
-    /// the data-parallel all-reduce: `sim::scenario::LocalDdpKernels`).
+    /// `kernels` memory-bound kernels on one GPU, each moving `bytes` through
+    /// HBM: local DDP's flatten, divide and copy back around the
+    /// data-parallel all-reduce (`sim::scenario::LocalDdpKernels`), or a
+    /// compression's kernels (1-bit Adam, PowerSGD, ZeRO++).
     GradientCopy { bytes: u64, kernels: u32 },
     /// The host issuing a pass: its first kernel (`first`), or the rest of
     /// its kernels and its tensor all-reduce calls.
@@ -159,15 +160,13 @@ pub enum Work {
         bytes: u64,
         sharing_gpus: u32,
     },
-    /// ZeRO++'s quantized gradient reduction (qgZ) of `elements` gradients of
-    /// `gradient_bytes` bytes each per rank, over a data-parallel group of
-    /// `nodes` nodes of `local_ranks` ranks: INT4 quantization, an all-to-all
-    /// inside each node, a reduction, an all-to-all across nodes and the
-    /// dequantization (`sim::cost::zeropp`), in place of a reduce-scatter.
-    QuantizedGradientReduce {
-        elements: u64,
-        gradient_bytes: u64,
-        local_ranks: u32,
+    /// An all-to-all of `bytes` per rank among `group_size` ranks on `nodes`
+    /// nodes, run at once by every such group of a data-parallel group:
+    /// the two exchanges of ZeRO++'s quantized gradient reduction (qgZ,
+    /// `sim::cost::zeropp`), inside each node and then across nodes.
+    DataParallelAllToAll {
+        bytes: u64,
+        group_size: u32,
         nodes: u32,
     },
     /// 1-bit Adam's compressed all-reduce of `elements` fp32 momentum values

@@ -1,6 +1,7 @@
 //! ZeRO++ over ZeRO-3 (`--zero-quantized-weights`, `--zero-hpz-partition-size`,
 //! `--zero-quantized-gradients`): the bytes of every collective against the
-//! published ratios, the kernels qwZ adds, the memory hpZ and qwZ add,
+//! published ratios, the kernels qwZ and qgZ add and where they run, the
+//! memory hpZ and qwZ add,
 //! exactness under data-parallel symmetry, and what is refused.
 //!
 //! The hand model (`sharded_data_parallel.rs`): 4 layers of 789,760
@@ -13,7 +14,7 @@
 
 use sim::scenario::{Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::{Expansion, SimulationMode, SimulationReport};
-use timeline::TaskKind;
+use timeline::{StreamKind, TaskKind, TaskRecord};
 
 const LAYER: u64 = 789_760;
 const EMBEDDING: u64 = 1_312_768;
@@ -120,12 +121,13 @@ fn zeropp_moves_a_quarter_of_zero3s_cross_node_volume_as_published() {
     // 0.5M plus 0.05% of scales (4 B per 8000 parameters).
     assert!((forward_bytes as f64 / m as f64 - 0.5).abs() < 0.0003);
     // qgZ: per unit, the INT4 buffer (¼ of fp16) inside the node, then its
-    // reduced eighth across the two nodes: M/(Z·N) with Z = 4, N = 8.
+    // reduced eighth across the two nodes: M/(Z·N) with Z = 4, N = 8 (each
+    // all-to-all one task over the shard group, every node's at once).
     let reductions = on_rank0(&zeropp, TaskKind::DataParallelReduceScatter);
     let expected: Vec<(u64, u32)> = UNITS
         .iter()
         .rev()
-        .map(|&unit| (unit / 2 + (unit / 2).div_ceil(8), 2))
+        .flat_map(|&unit| [(unit / 2, 2), ((unit / 2).div_ceil(8), 2)])
         .collect();
     assert_eq!(reductions, expected);
     let int4: u64 = UNITS.iter().map(|&unit| unit / 2).sum();
@@ -154,43 +156,106 @@ fn hpz_serves_every_gather_after_the_first_forward_from_the_node() {
     assert_eq!(extra, 2 * TOTAL.div_ceil(8));
 }
 
+/// Rank 0's tasks on `stream`, in start order.
+fn stream_of_rank0(report: &SimulationReport, stream: StreamKind) -> Vec<&TaskRecord> {
+    let groups = &report.timeline().header.groups;
+    let mut tasks: Vec<&TaskRecord> = report
+        .timeline()
+        .tasks
+        .iter()
+        .filter(|t| t.stream == stream && groups[t.group as usize].contains(&0))
+        .collect();
+    tasks.sort_by_key(|t| (t.start_ns, t.id));
+    tasks
+}
+
 #[test]
-fn qwz_dequantizes_each_unit_before_its_pass_and_holds_int8_buffers() {
+fn qwz_quantizes_before_each_gather_and_dequantizes_before_each_pass() {
     let qwz = Parts {
         qwz: true,
         ..Parts::default()
     };
     let (_, report) = run(qwz, D);
     let (_, plain) = run(Parts::default(), D);
-    let pass_bytes = |report: &SimulationReport, kind: TaskKind| -> Vec<u64> {
-        on_rank0(report, kind).iter().map(|&(b, _)| b).collect()
-    };
-    // Each pass reads its shard (2 B) and writes INT8 (1 B) to quantize it,
-    // then reads the gathered INT8 (1 B) and writes fp16 (2 B).
+    // The passes' own kernels are unchanged.
     for kind in [TaskKind::Forward, TaskKind::Backward] {
-        let added: Vec<u64> = pass_bytes(&report, kind)
-            .iter()
-            .zip(pass_bytes(&plain, kind))
-            .map(|(with, without)| with - without)
-            .collect();
-        let mut units = UNITS.to_vec();
-        if kind == TaskKind::Backward {
-            units.reverse();
-        }
-        let expected: Vec<u64> = units
-            .iter()
-            .map(|&unit| (3.0 * unit as f64 / 16.0 + 3.0 * unit as f64) as u64)
-            .collect();
-        for (added, expected) in added.iter().zip(&expected) {
-            assert!(
-                added.abs_diff(*expected) <= 1,
-                "{kind:?}: {added} vs {expected}"
-            );
-        }
+        assert_eq!(on_rank0(&report, kind), on_rank0(&plain, kind));
+    }
+    let mut units = UNITS.to_vec();
+    units.extend(UNITS.iter().rev());
+    // Data-parallel stream: before each unit's INT8 gather, the rank
+    // quantizes its 1/16 shard (2 B read, 1 B written per parameter).
+    let data_parallel = stream_of_rank0(&report, StreamKind::DataParallel);
+    let quantized: Vec<(TaskKind, u64)> = data_parallel
+        .iter()
+        .filter(|t| t.kind != TaskKind::DataParallelReduceScatter)
+        .map(|t| (t.kind, t.bytes))
+        .collect();
+    let expected: Vec<(TaskKind, u64)> = units
+        .iter()
+        .flat_map(|&unit| {
+            [
+                (TaskKind::Compression, 3 * unit.div_ceil(16)),
+                (TaskKind::DataParallelAllGather, unit),
+                (TaskKind::DataParallelAllGather, scales(unit)),
+            ]
+        })
+        .collect();
+    assert_eq!(quantized, expected);
+    // Compute stream: each pass right after the dequantization of its
+    // gathered unit (1 B read, 2 B written per parameter).
+    let compute = stream_of_rank0(&report, StreamKind::Compute);
+    let passes: Vec<usize> = (0..compute.len())
+        .filter(|&i| matches!(compute[i].kind, TaskKind::Forward | TaskKind::Backward))
+        .collect();
+    assert_eq!(passes.len(), units.len());
+    for (&i, &unit) in passes.iter().zip(&units) {
+        let dequantize = compute[i - 1];
+        assert_eq!(
+            (dequantize.kind, dequantize.bytes),
+            (TaskKind::Compression, 3 * unit)
+        );
+        assert!(dequantize.end_ns <= compute[i].start_ns);
     }
     // INT8 receive buffers for the two units in flight (the two largest).
     let extra = report.memory[0].weight_bytes - plain.memory[0].weight_bytes;
     assert_eq!(extra, 2 * (LAYER + EMBEDDING));
+}
+
+#[test]
+fn qgz_runs_its_kernels_and_all_to_alls_in_order_on_the_data_parallel_stream() {
+    let qgz = Parts {
+        qgz: true,
+        ..Parts::default()
+    };
+    let (_, report) = run(qgz, D);
+    let chain: Vec<(TaskKind, u64)> = stream_of_rank0(&report, StreamKind::DataParallel)
+        .iter()
+        .filter(|t| t.kind != TaskKind::DataParallelAllGather)
+        .map(|t| (t.kind, t.bytes))
+        .collect();
+    // Per unit, with G = 2 B fp16 gradients, L = 8 ranks per node and N = 2
+    // nodes: swizzle_quant (G read, ½ written per element), the INT4
+    // all-to-all inside the node, quantized_reduction (½ read, ½/L
+    // written), the all-to-all across nodes, dequantize (½/L read, G/L
+    // written), the sum of the nodes' chunks (G/L read, G/(L·N) written).
+    let expected: Vec<(TaskKind, u64)> = UNITS
+        .iter()
+        .rev()
+        .flat_map(|&unit| {
+            let (full, int4) = (2 * unit, unit / 2);
+            let (across, reduced) = (int4.div_ceil(8), full.div_ceil(8));
+            [
+                (TaskKind::Compression, full + int4),
+                (TaskKind::DataParallelReduceScatter, int4),
+                (TaskKind::Compression, int4 + across),
+                (TaskKind::DataParallelReduceScatter, across),
+                (TaskKind::Compression, across + reduced),
+                (TaskKind::Compression, reduced + reduced.div_ceil(2)),
+            ]
+        })
+        .collect();
+    assert_eq!(chain, expected);
 }
 
 #[test]

@@ -26,6 +26,7 @@
 
 use crate::checkpoint::{CheckpointMode, StorageSpec};
 use crate::energy::{EnergyInputs, GpuKind, Sourced};
+use crate::failure_distribution::FailureDistribution;
 use crate::failure_rates::ReliabilitySpec;
 use crate::plan::{IntervalChoice, MonteCarloSpec, RunPlan, TrainingTarget};
 use crate::recovery::{RecoveryPolicy, RestartSpec};
@@ -137,7 +138,11 @@ pub fn default_plan(run: &SimulatedRun, target: TrainingTarget) -> RunPlan {
             price_per_gpu_hour: None,
             carbon_g_co2e_per_kwh: None,
         },
-        monte_carlo: MonteCarloSpec { trials: 0, seed: 0 },
+        monte_carlo: MonteCarloSpec {
+            trials: 0,
+            seed: 0,
+            failure_distribution: FailureDistribution::Exponential,
+        },
     }
 }
 

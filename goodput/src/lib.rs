@@ -48,6 +48,7 @@ pub mod closed_form;
 pub mod defaults;
 pub mod energy;
 pub mod error;
+pub mod failure_distribution;
 pub mod failure_rates;
 pub mod interval;
 pub mod monte_carlo;

@@ -12,6 +12,7 @@ use crate::checkpoint::{
 use crate::closed_form::{expected_run, ExpectedRun, RunModel};
 use crate::energy::{energy_report, EnergyInputs, EnergyReport};
 use crate::error::{invalid, GoodputError, Problems};
+use crate::failure_distribution::FailureDistribution;
 use crate::failure_rates::{job_failure_rate, JobComponents, JobFailureRate, ReliabilitySpec};
 use crate::interval::{daly_interval_s, optimal_interval_s, young_interval_s};
 use crate::monte_carlo::{monte_carlo, MonteCarloSummary};
@@ -40,13 +41,16 @@ pub enum IntervalChoice {
     EverySeconds(f64),
 }
 
-/// The Monte-Carlo's size and seed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The Monte-Carlo's size, seed and failure distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MonteCarloSpec {
     /// Trials; 0 skips the Monte-Carlo.
     pub trials: u32,
     /// Seed of the generator.
     pub seed: u64,
+    /// The distribution of the times between failures (the closed form's
+    /// exponential by default).
+    pub failure_distribution: FailureDistribution,
 }
 
 /// Everything a run's expected time, energy and cost depend on.
@@ -289,7 +293,12 @@ pub fn evaluate(plan: &RunPlan) -> Result<RunPlanReport, GoodputError> {
     let expected = expected_run(&model)?;
     let monte_carlo = match plan.monte_carlo.trials {
         0 => None,
-        trials => Some(monte_carlo(&model, trials, plan.monte_carlo.seed)?),
+        trials => Some(monte_carlo(
+            &model,
+            trials,
+            plan.monte_carlo.seed,
+            plan.monte_carlo.failure_distribution,
+        )?),
     };
     let energy = energy_report(&plan.energy, plan.gpus, resolved.nodes, &expected)?;
     Ok(RunPlanReport {

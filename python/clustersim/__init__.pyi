@@ -962,6 +962,7 @@ def run_plan(
     carbon_g_per_kwh: Optional[_Value] = None,
     trials: Optional[_Value] = None,
     trial_seed: Optional[_Value] = None,
+    failure_distribution: Optional[_Value] = None,
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
@@ -1195,6 +1196,11 @@ def run_plan(
     carbon_g_per_kwh: Grid carbon intensity, g CO2e per kWh (default 480)
     trials: Monte-Carlo trials over the run (0: closed form only)
     trial_seed: Seed of the Monte-Carlo (same seed, same report)
+    failure_distribution: The distribution of the times between failures the Monte-Carlo draws, at
+        the job's MTBF: `exponential` (the closed form's), or `weibull:K`, a renewal process of
+        shape K (0.1–10). Schroeder and Gibson (DSN 2006) found HPC systems' times between failures
+        Weibull with a decreasing hazard, K < 1: failures cluster after a restart. The closed form,
+        its goodput and the optimal interval stay exponential
     slow_rank: A GPU slow for the whole run: rank R's compute kernels take F times as long (repeat
         for several; see `simulate --slow-rank`)
     slow_nic: A slow link for the whole run: the NIC rank R sends through delivers 1/F of its

@@ -115,6 +115,19 @@ pub struct RunPlanArgs {
     /// Seed of the Monte-Carlo (same seed, same report).
     #[arg(long, default_value_t = 0)]
     pub trial_seed: u64,
+    /// The distribution of the times between failures the Monte-Carlo
+    /// draws, at the job's MTBF: `exponential` (the closed form's), or
+    /// `weibull:K`, a renewal process of shape K (0.1–10). Schroeder and
+    /// Gibson (DSN 2006) found HPC systems' times between failures Weibull
+    /// with a decreasing hazard, K < 1: failures cluster after a restart.
+    /// The closed form, its goodput and the optimal interval stay exponential.
+    #[arg(
+        long,
+        value_name = "exponential|weibull:K",
+        default_value = "exponential",
+        value_parser = goodput::failure_distribution::FailureDistribution::parse
+    )]
+    pub failure_distribution: goodput::failure_distribution::FailureDistribution,
     /// A GPU slow for the whole run: rank R's compute kernels take F times as
     /// long (repeat for several; see `simulate --slow-rank`).
     #[arg(long = "slow-rank", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_rank)]
@@ -399,6 +412,7 @@ fn plan_of(
     plan.monte_carlo = MonteCarloSpec {
         trials: args.trials,
         seed: args.trial_seed,
+        failure_distribution: args.failure_distribution,
     };
     Ok(plan)
 }

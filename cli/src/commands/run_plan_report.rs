@@ -6,6 +6,7 @@
 use crate::exit::user_error;
 use crate::stdout::outln;
 use clap::Args;
+use goodput::failure_distribution::FailureDistribution;
 use goodput::sweep::{by_gpu_count, by_interval, ScaleInput};
 use goodput::{RunPlan, RunPlanReport};
 use sim::scenario::Scenario;
@@ -197,8 +198,12 @@ pub fn write_summary(
         e.interruptions
     )?;
     if let Some(mc) = &report.monte_carlo {
+        let distribution = match mc.failure_distribution {
+            FailureDistribution::Exponential => String::new(),
+            other => format!(", {} times between failures", other.label()),
+        };
         outln!(
-            "  Monte-Carlo         {} trials (seed {}): mean {}, 10–90 % {} – {}, {}–{} interruptions",
+            "  Monte-Carlo         {} trials (seed {}{distribution}): mean {}, 10–90 % {} – {}, {}–{} interruptions",
             mc.trials,
             mc.seed,
             days(mc.mean_wall_clock_s),

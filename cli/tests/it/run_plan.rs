@@ -87,6 +87,40 @@ fn the_same_inputs_and_seed_give_the_same_bytes_and_follow_the_schema() {
 }
 
 #[test]
+fn weibull_failures_keep_the_closed_form_and_spread_the_monte_carlo() {
+    // Shape 0.7 (a decreasing hazard, Schroeder and Gibson's finding) at the
+    // job's MTBF: the closed form and the interval stay exponential; the
+    // trials name their distribution, and clustered failures spread the
+    // interruptions wider than the exponential's.
+    let args = ["--tokens", "15T"];
+    let (_, exponential) = run(&args);
+    let (bytes, weibull) = run(&[&args[..], &["--failure-distribution", "weibull:0.7"]].concat());
+    let (again, _) = run(&[&args[..], &["--failure-distribution", "weibull:0.7"]].concat());
+    assert_eq!(bytes, again);
+    assert_valid("run-plan", "Weibull failures", &weibull);
+    assert_eq!(weibull["expected"], exponential["expected"]);
+    assert_eq!(weibull["interval"], exponential["interval"]);
+    let distribution = serde_json::json!({"kind": "weibull", "shape": 0.7});
+    assert_eq!(weibull["monte_carlo"]["failure_distribution"], distribution);
+    assert_eq!(
+        weibull["plan"]["monte_carlo"]["failure_distribution"],
+        distribution
+    );
+    assert_eq!(
+        exponential["monte_carlo"]["failure_distribution"],
+        serde_json::json!({"kind": "exponential"})
+    );
+    let spread = |value: &Value| {
+        let mc = &value["monte_carlo"];
+        mc["max_interruptions"].as_f64().unwrap() - mc["min_interruptions"].as_f64().unwrap()
+    };
+    assert!(spread(&weibull) > spread(&exponential));
+    // The renewal theorem: as many failures on average, within 2 %.
+    let mean = |value: &Value| value["monte_carlo"]["mean_interruptions"].as_f64().unwrap();
+    assert!((mean(&weibull) / mean(&exponential) - 1.0).abs() < 0.02);
+}
+
+#[test]
 fn without_failures_the_run_takes_its_work_plus_its_checkpoints() {
     let (_, value) = run(&[
         "--steps",
@@ -161,7 +195,15 @@ fn the_summary_names_every_default_with_its_source_and_draws_its_charts() {
 
 #[test]
 fn bad_run_plan_input_is_exit_2_with_one_message() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 8] = [
+        (
+            &["--tokens", "15T", "--failure-distribution", "weibull:0"],
+            "weibull:K needs a shape K within [0.1, 10], got 0",
+        ),
+        (
+            &["--tokens", "15T", "--failure-distribution", "lognormal:1"],
+            "expected 'exponential' or 'weibull:K', got 'lognormal:1'",
+        ),
         (&["--tokens", "0"], "not a count from 1"),
         (&["--tokens", "15X"], "the suffix is one of K, M, B, G, T"),
         (

@@ -3,6 +3,7 @@
 
 use goodput::checkpoint::CheckpointMode;
 use goodput::closed_form::{expected_run, Downtime, RunModel};
+use goodput::failure_distribution::FailureDistribution;
 use goodput::monte_carlo::monte_carlo;
 use goodput::recovery::RecoveryPolicy;
 use goodput::{evaluate, IntervalChoice};
@@ -10,8 +11,20 @@ use goodput::{evaluate, IntervalChoice};
 use crate::fixtures::{plan, GB};
 
 fn assert_agrees(label: &str, model: &RunModel, trials: u32, seed: u64) {
+    assert_agrees_as(label, model, trials, seed, FailureDistribution::Exponential);
+}
+
+/// The closed form against trials whose times between failures follow
+/// `distribution` (its mean the model's MTBF).
+pub fn assert_agrees_as(
+    label: &str,
+    model: &RunModel,
+    trials: u32,
+    seed: u64,
+    distribution: FailureDistribution,
+) {
     let closed = expected_run(model).unwrap();
-    let sampled = monte_carlo(model, trials, seed).unwrap();
+    let sampled = monte_carlo(model, trials, seed, distribution).unwrap();
     let relative = (sampled.mean_wall_clock_s - closed.wall_clock_s).abs() / closed.wall_clock_s;
     let sigmas = (sampled.mean_wall_clock_s - closed.wall_clock_s).abs() / sampled.standard_error_s;
     println!(
@@ -61,6 +74,29 @@ fn agreement_holds_when_failures_are_frequent_against_the_segment() {
         durability_delay_s: 0.0,
     };
     assert_agrees("λX = 1", &model, 20_000, 2);
+}
+
+#[test]
+fn renewal_trials_of_weibull_shape_1_agree_with_the_closed_form_too() {
+    // Shape 1 is the exponential, sampled by the renewal trials (the
+    // failure clock carried across windows and restarts) instead of by
+    // memorylessness: the same expectations, through the other code path,
+    // with and without a durability delay.
+    let weibull_1 = FailureDistribution::Weibull { shape: 1.0 };
+    for (delay_s, seed) in [(0.0, 4), (1800.0, 5)] {
+        let model = RunModel {
+            work_s: 10.0 * 86_400.0,
+            interval_s: 3600.0,
+            checkpoint_s: 120.0,
+            failures_per_s: 1.0 / (3.0 * 3600.0),
+            downtime: Downtime {
+                immune_s: 600.0,
+                exposed_s: 300.0,
+            },
+            durability_delay_s: delay_s,
+        };
+        assert_agrees_as("Weibull k = 1", &model, 20_000, seed, weibull_1);
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use goodput::checkpoint::{CheckpointMode, StorageSpec};
 use goodput::energy::{EnergyInputs, GpuKind};
+use goodput::failure_distribution::FailureDistribution;
 use goodput::failure_rates::ReliabilitySpec;
 use goodput::recovery::{RecoveryPolicy, RestartSpec};
 use goodput::{IntervalChoice, MonteCarloSpec, RunPlan, TrainingTarget};
@@ -49,6 +50,7 @@ pub fn plan() -> RunPlan {
         monte_carlo: MonteCarloSpec {
             trials: 1000,
             seed: 35,
+            failure_distribution: FailureDistribution::Exponential,
         },
     }
 }

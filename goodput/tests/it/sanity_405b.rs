@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use goodput::checkpoint::{CheckpointMode, StorageSpec};
 use goodput::energy::{EnergyInputs, GpuKind};
+use goodput::failure_distribution::FailureDistribution;
 use goodput::failure_rates::ReliabilitySpec;
 use goodput::recovery::{RecoveryPolicy, RestartSpec};
 use goodput::sweep::{by_gpu_count, by_interval, ScaleInput};
@@ -77,6 +78,7 @@ fn plan_405b(mode: CheckpointMode) -> RunPlan {
         monte_carlo: MonteCarloSpec {
             trials: 1000,
             seed: 405,
+            failure_distribution: FailureDistribution::Exponential,
         },
     }
 }

@@ -968,6 +968,7 @@ def run_plan(
     slow_nvlink: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     fit: Optional[_Value] = None,
+    routing_trace: Optional[_Value] = None,
     ignore_memory: Optional[bool] = None,
     plot_interval: Optional[_Value] = None,
     plot_gpus: Optional[_Value] = None,
@@ -1210,6 +1211,9 @@ def run_plan(
     rank_spread: A spread of GPU speeds for the whole run: every rank's kernels take the profile's
         time × e^(SIGMA·Z), drawn per rank from --seed (see `simulate --rank-spread`)
     fit: Simulate with the factors a `clustersim fit` learned (FIT.json)
+    routing_trace: A mixture-of-experts run's routing, iteration by iteration (see `simulate
+        --routing-trace`): every line simulated, the run planned at the trace's mean iteration time,
+        the distribution reported
     ignore_memory: Plan a layout that does not fit in GPU memory anyway (refused otherwise)
     plot_interval: Draw expected days to train against the checkpoint interval to FILE (.svg or
         .png), the chosen interval marked

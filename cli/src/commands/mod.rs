@@ -23,6 +23,7 @@ pub mod registry_help;
 pub mod routing_trace;
 pub mod run_plan;
 pub mod run_plan_report;
+pub mod run_plan_trace;
 pub mod scenario_args;
 pub mod simulate;
 pub mod slow_ranks;

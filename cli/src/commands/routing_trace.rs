@@ -130,6 +130,14 @@ impl TimeDistribution {
 }
 
 impl TraceRun {
+    /// The first traced iteration whose peak memory exceeds the GPU's.
+    pub fn first_line_not_fitting(&self) -> Option<usize> {
+        self.iterations
+            .iter()
+            .find(|i| i.peak_memory_bytes > self.memory_capacity_bytes)
+            .map(|i| i.line)
+    }
+
     pub fn times(&self) -> TimeDistribution {
         let times: Vec<f64> = self.iterations.iter().map(|i| i.iteration_time_s).collect();
         TimeDistribution::of(&times)

@@ -148,6 +148,11 @@ pub struct RunPlanArgs {
     /// Simulate with the factors a `clustersim fit` learned (FIT.json).
     #[arg(long, value_name = "FIT.json")]
     pub fit: Option<PathBuf>,
+    /// A mixture-of-experts run's routing, iteration by iteration (see
+    /// `simulate --routing-trace`): every line simulated, the run planned at
+    /// the trace's mean iteration time, the distribution reported.
+    #[arg(long = "routing-trace", value_name = "FILE")]
+    pub routing_trace: Option<PathBuf>,
     /// Plan a layout that does not fit in GPU memory anyway (refused otherwise).
     #[arg(long)]
     pub ignore_memory: bool,
@@ -279,7 +284,21 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         )?),
         _ => None,
     };
-    let plan = plan_of(&args, &scenario, &report, degraded.as_ref())?;
+    let trace = match &args.routing_trace {
+        Some(path) => Some(super::run_plan_trace::traced_run(
+            &args,
+            path,
+            &scenario,
+            expansion,
+            &stragglers,
+            &report,
+        )?),
+        None => None,
+    };
+    let mut plan = plan_of(&args, &scenario, &report, degraded.as_ref())?;
+    if let Some(trace) = &trace {
+        plan.iteration_time_s = trace.times().mean;
+    }
     let measured_node_power = plan.energy.gpu.and_then(GpuKind::node_training_w).is_some();
     if !measured_node_power && args.gpu_idle_w.is_none() && args.node_training_w.is_none() {
         return Err(user_error(format!(
@@ -318,9 +337,19 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         if let Some(drawn) = stragglers.spread() {
             document["rank_spread"] = super::slow_ranks::SpreadSummary::of(drawn).json();
         }
+        if let Some(trace) = &trace {
+            document["routing_trace"] = trace.json();
+        }
         return crate::stdout::outln!("{}", serde_json::to_string_pretty(&document)?);
     }
-    write_summary(&scenario, &plan, &evaluated, &sources, &notes)
+    write_summary(
+        &scenario,
+        &plan,
+        &evaluated,
+        &sources,
+        &notes,
+        trace.as_ref(),
+    )
 }
 
 /// The run plan of a simulated scenario: the defaults

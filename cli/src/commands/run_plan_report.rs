@@ -133,6 +133,7 @@ pub fn write_summary(
     report: &RunPlanReport,
     sources: &[super::run_plan::SourcedInput],
     notes: &[String],
+    trace: Option<&super::routing_trace::TraceRun>,
 ) -> anyhow::Result<()> {
     let e = &report.expected;
     outln!("clustersim run-plan · {}", scenario.title())?;
@@ -144,6 +145,11 @@ pub fn write_summary(
         plan.gpus,
         report.nodes
     )?;
+    if let Some(trace) = trace {
+        let [times, load] = trace.lines();
+        outln!("  routing trace       {times} (the run at its mean)")?;
+        outln!("                      {load}")?;
+    }
     outln!("  failure-free        {}", days(report.useful_time_s))?;
     let mttf = report
         .failure_rate

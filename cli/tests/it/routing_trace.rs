@@ -2,7 +2,8 @@
 //! each line of the trace is simulated with its routing, exactly as the same
 //! counts given as an `--expert-imbalance` histogram simulate; the
 //! distribution, the slowest line and the fullest iteration's memory are
-//! reported and valid against the schema; bad traces exit 2 naming the line.
+//! reported and valid against the schema; bad traces exit 2 naming the line;
+//! `run-plan --routing-trace` plans the run at the trace's mean.
 
 use crate::common;
 use common::schema::assert_valid;
@@ -126,4 +127,60 @@ fn bad_traces_exit_2_naming_what_is_wrong() {
         text(&dense.stderr)
     );
     assert!(dense.stdout.is_empty());
+}
+
+/// `run-plan --routing-trace`: the run is planned at the trace's mean
+/// iteration time, its distribution reported and valid against the schema.
+#[test]
+fn run_plan_trains_at_the_traces_mean_iteration_time() {
+    let trace = scratch("plan-trace.txt");
+    std::fs::write(&trace, LINES.join("\n")).unwrap();
+    let layout = &MIXTRAL_T1_P4_D16[1..];
+    let plan = |extra: &[&str]| {
+        let args = [
+            &["run-plan"][..],
+            layout,
+            &["--ep", "8", "--steps", "1000", "--trials", "100", "--json"],
+            extra,
+        ]
+        .concat();
+        let output = clustersim(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let traced = plan(&["--routing-trace", path_str(&trace)]);
+    assert_valid("run-plan", "--routing-trace", &traced);
+    let mean = traced["routing_trace"]["iteration_time_s"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(traced["plan"]["iteration_time_s"].as_f64().unwrap(), mean);
+    assert_eq!(traced["routing_trace"]["iterations"], 3);
+    // The balanced first line alone is the untraced run; the skewed lines
+    // make the traced run's 1,000 iterations longer.
+    let untraced = plan(&[]);
+    let useful = |value: &Value| value["useful_time_s"].as_f64().unwrap();
+    let first = traced["routing_trace"]["per_iteration"][0]["iteration_time_s"].as_f64();
+    assert_eq!(untraced["plan"]["iteration_time_s"].as_f64(), first);
+    assert!((useful(&traced) / (1000.0 * mean) - 1.0).abs() < 1e-12);
+    assert!(useful(&traced) > useful(&untraced));
+    // What run-plan cannot combine with a trace is exit 2, naming it.
+    let refused = clustersim(
+        &[
+            &["run-plan"][..],
+            layout,
+            &[
+                "--ep",
+                "8",
+                "--steps",
+                "10",
+                "--routing-trace",
+                path_str(&trace),
+            ],
+            &["--recovery", "fewer-replicas", "--repair-s", "3600"],
+        ]
+        .concat(),
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(text(&refused.stderr)
+        .contains("--routing-trace with --recovery fewer-replicas is not built"));
 }

@@ -22,6 +22,7 @@ pub mod presets;
 pub mod registry_help;
 pub mod routing_trace;
 pub mod run_plan;
+pub mod run_plan_parse;
 pub mod run_plan_report;
 pub mod run_plan_trace;
 pub mod scenario_args;

@@ -208,7 +208,7 @@ pub struct SweepFlags {
     /// Rank layouts by their expected time to train on this many tokens
     /// (15T), failures, checkpoints and restarts included at `run-plan`'s
     /// defaults, instead of by iteration time.
-    #[arg(long, value_name = "N", value_parser = super::run_plan::parse_count)]
+    #[arg(long, value_name = "N", value_parser = super::run_plan_parse::parse_count)]
     pub tokens: Option<u64>,
     /// Training sequence length every layout runs at (default: the model's).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]

@@ -313,7 +313,7 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         flags.push("--steps", Some(value(&["100", "1", "250000"], rng)));
     }
     // Valid values only: `Flags::spoil` makes some of them extreme.
-    let choices: [(&str, &[&str], u64); 14] = [
+    let choices: [(&str, &[&str], u64); 15] = [
         ("--failures", &["meta-rsc1", "meta-rsc2", "none"], 30),
         ("--checkpoint-every", &["optimal", "50", "30min", "2h"], 30),
         (
@@ -332,6 +332,11 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         ("--price-per-gpu-hour", &["4.9", "2"], 15),
         ("--trials", &["0", "10", "200"], 60),
         ("--trial-seed", &["7", "0"], 10),
+        (
+            "--failure-distribution",
+            &["exponential", "weibull:0.7", "weibull:3", "weibull:0.1"],
+            10,
+        ),
     ];
     for (flag, values, percent) in choices {
         if rng.chance(percent) {
@@ -351,6 +356,11 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
             "--rank-spread",
             Some(value(&["lognormal:0.03", "lognormal:0.6"], rng)),
         );
+    }
+    // The case's routing trace (`add_spec_files`), or a file that is not one.
+    if rng.chance(6) {
+        let trace = value(&["trace.txt", "experts.txt", "missing.txt"], rng);
+        flags.push("--routing-trace", Some(trace));
     }
     if rng.chance(10) {
         flags.push("--ignore-memory", None);

@@ -12,7 +12,9 @@
 # (--no-symmetry), 100k (t8 p64 d196, m = 512: 100,352 GPUs on Selene's
 # nodes at 12,544 nodes, written by topologies' preset_json example since
 # the selene preset has 560), 100k-timeline (the same with a few ranks'
-# timeline), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
+# timeline), 3072-straggler, 3072-straggler-full and 100k-straggler (one GPU
+# 10 % slow: symmetry with exceptions, and 3,072 GPUs in full for
+# comparison), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
 # --ignore-memory). The engine's events per CPU-second come from criterion:
 # `cargo bench -p sim --bench engine -- engine_cpu/3072`.
 set -euo pipefail
@@ -37,6 +39,9 @@ case_command() {
     3072-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 6 --global-batch 3072 --no-symmetry ;;
     100k) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" ;;
     100k-timeline) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --timeline "$WORK/ranks.timeline.jsonl" --timeline-ranks 0,5,100-107,100351 ;;
+    3072-straggler) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 6 --global-batch 3072 --slow-rank 1000:1.1 ;;
+    3072-straggler-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 6 --global-batch 3072 --slow-rank 1000:1.1 --no-symmetry ;;
+    100k-straggler) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 ;;
     sweep) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --csv "$WORK/sweep.csv" ;;
     *) echo "unknown case $1" >&2; exit 2 ;;
   esac

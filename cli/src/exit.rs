@@ -31,14 +31,17 @@ pub fn simulation_error(error: sim::SimulationError) -> anyhow::Error {
     }
 }
 
-/// Refuses (exit 2) a simulation this machine's memory cannot hold, before
-/// anything is built.
-/// (Under symmetry, `expansion` Auto, the graph holds one replica's tasks.)
-pub fn check_host_memory_with(
+/// Exit 2 when a simulation of `scenario` run as `expansion` asks, with
+/// `stragglers` (in the mode they leave it:
+/// [`sim::symmetry::mode_with_stragglers`]), would not fit this machine's
+/// memory.
+pub fn check_host_memory_of(
     scenario: &sim::scenario::Scenario,
     expansion: sim::Expansion,
+    stragglers: &sim::straggler::Stragglers,
 ) -> anyhow::Result<()> {
-    sim::host_memory::check_fits_this_machine(scenario, expansion).map_err(user_error)
+    let mode = sim::symmetry::mode_with_stragglers(scenario, expansion, stragglers);
+    sim::host_memory::check_fits_this_machine_in(scenario, mode).map_err(user_error)
 }
 
 /// A command line clap refused (an unknown flag, a missing value): exit 2

@@ -96,8 +96,21 @@ pub fn check_fits_with(
     available: Option<AvailableMemory>,
     expansion: crate::symmetry::Expansion,
 ) -> Result<(), DoesNotFit> {
-    let weight = u64::from(crate::symmetry::mode(scenario, expansion).weight());
-    let tasks = scenario.estimated_tasks().div_ceil(weight);
+    check_fits_in(
+        scenario,
+        available,
+        crate::symmetry::mode(scenario, expansion),
+    )
+}
+
+/// [`check_fits`] for a simulation run in `mode` (its graph's share of the
+/// estimate; the per-GPU arrays stay whole).
+pub fn check_fits_in(
+    scenario: &Scenario,
+    available: Option<AvailableMemory>,
+    mode: crate::symmetry::SimulationMode,
+) -> Result<(), DoesNotFit> {
+    let tasks = mode.lowered_tasks(scenario.estimated_tasks());
     // `ulimit -v` limits address space; the others, resident memory.
     let (per_task, per_gpu) = match available {
         Some(AvailableMemory {
@@ -128,6 +141,16 @@ pub fn check_fits_this_machine(
     limits()
         .into_iter()
         .try_for_each(|limit| check_fits_with(scenario, Some(limit), expansion))
+}
+
+/// [`check_fits_this_machine`] for a simulation run in `mode`.
+pub fn check_fits_this_machine_in(
+    scenario: &Scenario,
+    mode: crate::symmetry::SimulationMode,
+) -> Result<(), DoesNotFit> {
+    limits()
+        .into_iter()
+        .try_for_each(|limit| check_fits_in(scenario, Some(limit), mode))
 }
 
 fn meminfo_available() -> Option<u64> {

@@ -49,6 +49,7 @@ mod simulate;
 pub mod slow_link;
 pub mod straggler;
 pub mod symmetry;
+pub mod symmetry_exceptions;
 pub mod throughput;
 /// The task DAG (the `taskgraph` crate): ids, tasks, columns, the graph, the replica map.
 pub use taskgraph::{ids, replica_map, task, task_columns, task_graph};

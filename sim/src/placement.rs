@@ -249,6 +249,7 @@ pub fn representative(scenario: &Scenario) -> Representative {
     Representative {
         tensor_parallel: scenario.layout.tensor_parallel.get(),
         replicas: scenario.layout.replicas(),
+        lowered: 1,
     }
 }
 

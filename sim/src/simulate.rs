@@ -43,9 +43,10 @@ pub struct SimulationReport {
     pub simulated_tasks: usize,
     /// What the engine computed, which the Timeline is a view of.
     run: SimulatedRun,
-    /// Under symmetry: the scenario, expanded in full when the Timeline
-    /// (every rank's records) is asked for.
-    expand: Option<Box<Scenario>>,
+    /// Under symmetry: the scenario and its stragglers, expanded in full
+    /// when the Timeline (every rank's records) is asked for and the
+    /// replica map does not describe it.
+    expand: Option<Box<(Scenario, Stragglers)>>,
     /// The Timeline, built on first request.
     timeline: OnceLock<Timeline>,
     /// Under symmetry: full expansion's ids ([`taskgraph::replica_map`]), on
@@ -173,7 +174,7 @@ impl SimulationReport {
     pub fn timeline_of(&self, selection: &TimelineSelection) -> Timeline {
         let run = &self.run;
         let span = |index: usize| (run.start[index].as_nanos(), run.end[index].as_nanos());
-        let Some(scenario) = &self.expand else {
+        let Some(expand) = &self.expand else {
             return Timeline {
                 header: run.header.clone(),
                 tasks: timeline_view::full_records(
@@ -207,8 +208,8 @@ impl SimulationReport {
             }
             // Outside what the replica map describes: full expansion
             // (exactly what the representative's times stand for).
-            None => simulate_with(scenario, Expansion::Full)
-                .expect("the representative replica ran, so full expansion runs")
+            None => simulate_with_stragglers(&expand.0, Expansion::Full, &expand.1)
+                .expect("the lowered replicas ran, so full expansion runs")
                 .timeline_of(selection),
         }
     }
@@ -216,7 +217,7 @@ impl SimulationReport {
     /// Under symmetry, full expansion's task and group ids (`None` in full
     /// expansion, or where the replica map does not describe the layout).
     pub fn expanded(&self) -> Option<&Expanded> {
-        let scenario = self.expand.as_ref()?;
+        let (scenario, _) = self.expand.as_deref()?;
         self.expanded
             .get_or_init(|| {
                 let graph = &self.run.graph;
@@ -417,24 +418,61 @@ pub fn simulate_with(
 }
 
 /// [`simulate_with`] with slow ranks ([`crate::straggler`]) and slow NICs
-/// ([`crate::slow_link`]): either makes the replicas differ, so every rank
-/// is simulated.
+/// ([`crate::slow_link`]): either makes the replicas differ. Slow ranks in a
+/// few replicas lower those beside the representative
+/// ([`crate::symmetry_exceptions`]); otherwise every rank is simulated.
 pub fn simulate_with_stragglers(
     scenario: &Scenario,
     expansion: Expansion,
     stragglers: &Stragglers,
 ) -> Result<SimulationReport, SimulationError> {
     let plan = Plan::of(scenario);
-    let expansion = if stragglers.is_empty() {
-        expansion
-    } else {
-        Expansion::Full
+    let (expansion, exceptions) = match (stragglers.is_empty(), expansion) {
+        (true, expansion) => (expansion, None),
+        (false, Expansion::Full) => (Expansion::Full, None),
+        (false, Expansion::Auto) => (
+            Expansion::Full,
+            crate::symmetry_exceptions::exception_replicas(
+                scenario,
+                symmetry::symmetric_replicas(scenario),
+                stragglers,
+            )
+            .ok(),
+        ),
     };
-    let mode = symmetry::mode_in(scenario, &plan, expansion);
-    let mut graph = match mode {
-        SimulationMode::Full => lower(scenario, &plan),
-        SimulationMode::Symmetric { .. } => crate::lowering::lower_representative(scenario, &plan),
+    let (mut graph, mode, exceptions) = match exceptions {
+        Some(exceptions) => {
+            let graph = crate::lowering::lower_with_exceptions(
+                scenario,
+                &plan,
+                exceptions.representative(),
+            );
+            if crate::symmetry_exceptions::groups_allow_renumbering(&graph, &exceptions) {
+                let mode = SimulationMode::Exceptions {
+                    replicas: exceptions.replicas,
+                    exceptions: exceptions.lowered() - 1,
+                };
+                (graph, mode, Some(exceptions))
+            } else {
+                drop(graph);
+                (lower(scenario, &plan), SimulationMode::Full, None)
+            }
+        }
+        None => {
+            let mode = symmetry::mode_in(scenario, &plan, expansion);
+            let graph = match mode {
+                SimulationMode::Symmetric { .. } => {
+                    crate::lowering::lower_representative(scenario, &plan)
+                }
+                _ => lower(scenario, &plan),
+            };
+            (graph, mode, None)
+        }
     };
+    let original_stragglers = stragglers;
+    let stragglers = exceptions
+        .as_ref()
+        .map_or(stragglers, |exceptions| &exceptions.stragglers);
     let network = ClosedFormNetwork::for_scenario(scenario);
     let costs = cost_works(scenario, graph.works(), &network);
     let total_ns: u128 = graph
@@ -488,17 +526,27 @@ pub fn simulate_with_stragglers(
         (engine::run(&graph, duration_of)?, Vec::new())
     };
     let simulated_tasks = graph.task_count();
-    let (n_tasks, n_edges) = match mode {
-        SimulationMode::Full => (graph.task_count(), graph.edge_count()),
-        SimulationMode::Symmetric { .. } => {
-            let full = FullCounts::of(&graph, plan.representative);
+    let weights = match (&mode, &exceptions) {
+        (SimulationMode::Symmetric { replicas }, _) => Some(vec![*replicas]),
+        (SimulationMode::Exceptions { .. }, Some(exceptions)) => Some(exceptions.weights()),
+        _ => None,
+    };
+    let (n_tasks, n_edges) = match (&weights, &exceptions) {
+        (None, _) => (graph.task_count(), graph.edge_count()),
+        (Some(weights), exceptions) => {
+            let lowered = exceptions
+                .as_ref()
+                .map_or(plan.representative, |exceptions| {
+                    exceptions.representative()
+                });
+            let full = FullCounts::of(&graph, lowered, weights);
             (full.tasks, full.edges)
         }
     };
     // Each task starts and finishes once (no flows: symmetry excludes contention).
     let n_events = match mode {
         SimulationMode::Full => outcome.events,
-        SimulationMode::Symmetric { .. } => 2 * n_tasks as u64,
+        _ => 2 * n_tasks as u64,
     };
     graph.release_edges();
     let run = SimulatedRun {
@@ -509,13 +557,13 @@ pub fn simulate_with_stragglers(
         end: outcome.end,
         iterations: scenario.iterations > 1,
     };
-    let metrics = metrics::compute_spans_replicated(
+    let metrics = metrics::compute_spans_weighted(
         &run,
         scenario
             .options
             .precision
             .peak_flops_per_s(&scenario.topology.gpu.peak),
-        mode.weight(),
+        weights.as_deref(),
     );
     Ok(SimulationReport {
         metrics,
@@ -529,7 +577,7 @@ pub fn simulate_with_stragglers(
         run,
         expand: match mode {
             SimulationMode::Full => None,
-            SimulationMode::Symmetric { .. } => Some(Box::new(scenario.clone())),
+            _ => Some(Box::new((scenario.clone(), original_stragglers.clone()))),
         },
         timeline: OnceLock::new(),
         expanded: OnceLock::new(),

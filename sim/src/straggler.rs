@@ -6,8 +6,10 @@
 //! and waits for it, so the event engine carries the delay to every rank
 //! that depends on it (its tensor-parallel peers at their next collective,
 //! the next pipeline stage, every replica at the data-parallel reduction).
-//! A slow rank makes the replicas differ, so a scenario with one runs in full
-//! expansion.
+//! A slow rank makes its replica differ from the others: the replicas that
+//! hold slow ranks are lowered beside the representative
+//! ([`crate::symmetry_exceptions`]), or, where that does not apply, every
+//! replica is.
 
 use crate::rank_spread::{DrawnSpread, RankSpread, MAX_SIGMA};
 use crate::slow_link::{ResolvedSlowNic, ResolvedSlowNvlink, SlowLinks, SlowNic, SlowNvlink};

@@ -70,6 +70,9 @@ pub enum SimulationMode {
     Full,
     /// Replica 0 of `replicas` (d·cp) lowered and simulated.
     Symmetric { replicas: u32 },
+    /// Replica 0 for the alike replicas and `exceptions` replicas holding
+    /// slow ranks, each for itself ([`crate::symmetry_exceptions`]).
+    Exceptions { replicas: u32, exceptions: u32 },
 }
 
 impl SimulationMode {
@@ -80,14 +83,27 @@ impl SimulationMode {
             SimulationMode::Symmetric { replicas } => {
                 format!("symmetric (1 of {replicas} replicas)")
             }
+            SimulationMode::Exceptions {
+                replicas,
+                exceptions,
+            } => format!(
+                "symmetric with exceptions ({} of {replicas} replicas: one for the {} alike, {exceptions} with slow ranks)",
+                exceptions + 1,
+                replicas - exceptions
+            ),
         }
     }
 
-    /// Replicas each simulated one stands for (1 in full expansion).
-    pub fn weight(self) -> u32 {
+    /// The tasks a graph in this mode holds, of full expansion's
+    /// `full_tasks` (rounded up).
+    pub fn lowered_tasks(self, full_tasks: u64) -> u64 {
         match self {
-            SimulationMode::Full => 1,
-            SimulationMode::Symmetric { replicas } => replicas,
+            SimulationMode::Full => full_tasks,
+            SimulationMode::Symmetric { replicas } => full_tasks.div_ceil(u64::from(replicas)),
+            SimulationMode::Exceptions {
+                replicas,
+                exceptions,
+            } => full_tasks.div_ceil(u64::from(replicas)) * u64::from(exceptions + 1),
         }
     }
 }
@@ -103,6 +119,33 @@ pub fn mode_in(scenario: &Scenario, plan: &Plan, expansion: Expansion) -> Simula
         expansion,
         symmetric_replicas_with(scenario, plan.shard_plan, &plan.placement),
     )
+}
+
+/// [`mode`] of a run with `stragglers`: without any, [`mode`]'s; with slow
+/// ranks in a few replicas, [`SimulationMode::Exceptions`] where
+/// [`crate::symmetry_exceptions`] allows it; else full.
+pub fn mode_with_stragglers(
+    scenario: &Scenario,
+    expansion: Expansion,
+    stragglers: &crate::straggler::Stragglers,
+) -> SimulationMode {
+    if stragglers.is_empty() {
+        return mode(scenario, expansion);
+    }
+    if expansion == Expansion::Full {
+        return SimulationMode::Full;
+    }
+    match crate::symmetry_exceptions::exception_replicas(
+        scenario,
+        symmetric_replicas(scenario),
+        stragglers,
+    ) {
+        Ok(exceptions) => SimulationMode::Exceptions {
+            replicas: exceptions.replicas,
+            exceptions: exceptions.lowered() - 1,
+        },
+        Err(_) => SimulationMode::Full,
+    }
 }
 
 fn mode_of(expansion: Expansion, replicas: Result<u32, &'static str>) -> SimulationMode {
@@ -230,10 +273,12 @@ fn placed_alike(placement: &Placement) -> bool {
     true
 }
 
-/// Task, edge and event counts of full expansion, from the representative's
-/// graph: a task whose group holds only replica 0's ranks stands for d·cp
-/// twins, a collective over several replicas for itself; an edge touching a
-/// replica's task for d·cp edges, one between two collectives for itself.
+/// Task, edge and event counts of full expansion, from the lowered
+/// replicas' graph: a task whose group holds only lowered ranks stands for
+/// its replica's weight in twins (d·cp for replica 0 of a symmetric run), a
+/// collective over several replicas for itself; an edge touching a
+/// replica's task for that weight in edges, one between two collectives for
+/// itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FullCounts {
     pub tasks: usize,
@@ -241,30 +286,37 @@ pub struct FullCounts {
 }
 
 impl FullCounts {
-    pub fn of(graph: &TaskGraph, representative: Representative) -> FullCounts {
-        let weight = representative.replicas as usize;
-        let shared: Vec<bool> = graph
+    /// `weights[i]`: the replicas lowered replica i stands for.
+    pub fn of(graph: &TaskGraph, lowered: Representative, weights: &[u32]) -> FullCounts {
+        debug_assert_eq!(weights.len() as u32, lowered.lowered);
+        // Per group: its replica's weight, or 0 for a group with ranks
+        // outside the lowered replicas (a collective standing for itself).
+        let group_weight: Vec<usize> = graph
             .groups()
             .iter()
-            .map(|ranks| ranks.iter().any(|&rank| !representative.contains(rank)))
-            .collect();
-        let is_shared =
-            |index: usize| shared[graph.group_of(taskgraph::ids::TaskId(index as u32)).index()];
-        let task_shared: Vec<bool> = (0..graph.task_count()).map(is_shared).collect();
-        let shared_tasks = task_shared.iter().filter(|&&s| s).count();
-        let mut edges = 0usize;
-        for (from, &from_shared) in task_shared.iter().enumerate() {
-            for &to in graph.successor_slice(from) {
-                edges += if from_shared && task_shared[to as usize] {
-                    1
+            .map(|ranks| {
+                if ranks.iter().all(|&rank| lowered.contains(rank)) {
+                    weights[lowered.data_index(ranks[0]) as usize] as usize
                 } else {
-                    weight
+                    0
+                }
+            })
+            .collect();
+        let task_weight: Vec<usize> = (0..graph.task_count())
+            .map(|index| group_weight[graph.group_of(taskgraph::ids::TaskId(index as u32)).index()])
+            .collect();
+        let shared_tasks = task_weight.iter().filter(|&&w| w == 0).count();
+        let mut tasks = shared_tasks;
+        let mut edges = 0usize;
+        for (from, &from_weight) in task_weight.iter().enumerate() {
+            tasks += from_weight;
+            for &to in graph.successor_slice(from) {
+                edges += match (from_weight, task_weight[to as usize]) {
+                    (0, 0) => 1,
+                    (0, weight) | (weight, _) => weight,
                 };
             }
         }
-        FullCounts {
-            tasks: (graph.task_count() - shared_tasks) * weight + shared_tasks,
-            edges,
-        }
+        FullCounts { tasks, edges }
     }
 }

@@ -1,5 +1,7 @@
 //! The representative replica of a symmetric simulation: replica 0's
-//! ranks, which stand for every data-parallel replica.
+//! ranks, which stand for every data-parallel replica (with exceptions, the
+//! first few replicas: replica 0 for the alike ones, the others each for
+//! itself).
 
 use crate::ids::Rank;
 
@@ -10,12 +12,23 @@ pub struct Representative {
     pub tensor_parallel: u32,
     /// d·cp.
     pub replicas: u32,
+    /// The replicas lowered (data indices 0..lowered): 1 in a symmetric
+    /// run, more when replicas that differ are lowered beside replica 0
+    /// (`sim::symmetry`'s exceptions).
+    pub lowered: u32,
 }
 
 impl Representative {
-    /// Whether `rank` belongs to replica 0.
+    /// Whether `rank` belongs to a lowered replica (replica 0 in a
+    /// symmetric run).
     #[inline]
     pub fn contains(self, rank: Rank) -> bool {
-        (rank.0 / self.tensor_parallel).is_multiple_of(self.replicas)
+        self.data_index(rank) < self.lowered
+    }
+
+    /// The data index (replica) of `rank`.
+    #[inline]
+    pub fn data_index(self, rank: Rank) -> u32 {
+        (rank.0 / self.tensor_parallel) % self.replicas
     }
 }

@@ -221,12 +221,38 @@ pub fn compute_spans_replicated(
     peak_flops_per_s: f64,
     replicas: u32,
 ) -> Metrics {
+    match replicas {
+        0 | 1 => compute_spans_weighted(timeline, peak_flops_per_s, None),
+        replicas => compute_spans_weighted(timeline, peak_flops_per_s, Some(&[replicas])),
+    }
+}
+
+/// [`compute_spans`] on the timeline of the first `weights.len()`
+/// data-parallel replicas, replica i standing for `weights[i]` replicas
+/// (their sum: every replica): a symmetric run's `[d·cp]`, or with
+/// exceptions replica 0 for the alike replicas and each one holding slow
+/// ranks for itself. Per-rank sums count each rank `weights` of its replica
+/// times; the FLOP total adds replica 0's compute tasks d·cp times in id
+/// order (every replica runs the same FLOPs), as [`compute_spans_replicated`]
+/// does. `None`: the full timeline, [`compute_spans`].
+pub fn compute_spans_weighted(
+    timeline: &impl Spans,
+    peak_flops_per_s: f64,
+    weights: Option<&[u32]>,
+) -> Metrics {
     let header = timeline.header();
     let n_ranks = header.n_gpus as usize;
-    let replicas = replicas.max(1);
+    let replicas: u32 = weights.map_or(1, |weights| weights.iter().sum());
+    let lowered = weights.map_or(1, |weights| weights.len() as u32);
     let tensor_parallel = header.layout.tensor_parallel.max(1);
+    let data_index = |rank: u32| (rank / tensor_parallel) % replicas;
     // Ranks whose tasks are in the timeline (all, without symmetry).
-    let simulated = |rank: u32| replicas == 1 || (rank / tensor_parallel).is_multiple_of(replicas);
+    let simulated = |rank: u32| replicas == 1 || data_index(rank) < lowered;
+    // What a simulated rank's sums count for.
+    let weight_of = |rank: u32| match weights {
+        Some(weights) if replicas > 1 => weights[data_index(rank) as usize] as u128,
+        _ => 1,
+    };
     let layout = &header.layout;
     let ranks_per_stage = layout.ranks_per_stage() as usize;
     let ends = iteration_ends_ns(timeline);
@@ -254,7 +280,10 @@ pub fn compute_spans_replicated(
     for index in 0..timeline.len() {
         let (kind, group, flops) = timeline.flops(index);
         tasks_of_group[group as usize] += 1;
-        if kind.is_compute() {
+        let ranks = &header.groups[group as usize];
+        // Replica 0's compute tasks stand for every replica's.
+        let replica_zero = replicas == 1 || ranks.first().is_some_and(|&r| data_index(r) == 0);
+        if kind.is_compute() && replica_zero {
             let term = flops * header.groups[group as usize].len() as f64;
             terms.push(if kind == TaskKind::Recompute {
                 -term
@@ -316,28 +345,16 @@ pub fn compute_spans_replicated(
     let mut pass = RankPass::new(window_start, window_end);
     for rank in (0..n_ranks).filter(|&rank| simulated(rank as u32)) {
         let sums = pass.sums(timeline, &by_rank[counts[rank]..counts[rank + 1]]);
-        idle_sum_ns += sums.idle_ns as u128;
-        stage_idle_ns[rank / ranks_per_stage] += sums.idle_ns as u128;
-        compute_sum_ns += sums.compute_ns;
+        // A simulated rank stands for its replica's weight in ranks (its twins).
+        let weight = weight_of(rank as u32);
+        idle_sum_ns += sums.idle_ns as u128 * weight;
+        stage_idle_ns[rank / ranks_per_stage] += sums.idle_ns as u128 * weight;
+        compute_sum_ns += sums.compute_ns * weight;
         for class in 0..6 {
-            exposed_sum_ns[class] += sums.exposed_ns[class];
-            in_flight_sum_ns[class] += sums.in_flight_ns[class];
+            exposed_sum_ns[class] += sums.exposed_ns[class] * weight;
+            in_flight_sum_ns[class] += sums.in_flight_ns[class] * weight;
         }
-        expert_stream_exposed_ns += sums.expert_stream_exposed_ns;
-    }
-
-    // Every simulated rank stands for `replicas` ranks (its twins).
-    if replicas > 1 {
-        let weight = replicas as u128;
-        idle_sum_ns *= weight;
-        compute_sum_ns *= weight;
-        expert_stream_exposed_ns *= weight;
-        for sum in exposed_sum_ns.iter_mut().chain(in_flight_sum_ns.iter_mut()) {
-            *sum *= weight;
-        }
-        for idle in stage_idle_ns.iter_mut() {
-            *idle *= weight;
-        }
+        expert_stream_exposed_ns += sums.expert_stream_exposed_ns * weight;
     }
     // Work totals are per iteration; the TP all-reduce sum counts every iteration too.
     total_flops /= n_iterations as f64;

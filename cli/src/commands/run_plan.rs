@@ -193,11 +193,8 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         &args.slow_nvlinks,
         args.rank_spread,
     )?;
-    let expansion = match stragglers.is_empty() {
-        true => sim::Expansion::Auto,
-        false => sim::Expansion::Full,
-    };
-    crate::exit::check_host_memory_with(&scenario, expansion)?;
+    let expansion = sim::Expansion::Auto;
+    crate::exit::check_host_memory_of(&scenario, expansion, &stragglers)?;
     let report = sim::simulate_with_stragglers(&scenario, expansion, &stragglers)
         .map_err(crate::exit::simulation_error)?;
     let peak = report.peak_memory();

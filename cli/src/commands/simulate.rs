@@ -148,12 +148,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         &args.slow_nvlinks,
         args.rank_spread,
     )?;
-    let expansion = if stragglers.is_empty() {
-        expansion
-    } else {
-        sim::Expansion::Full
-    };
-    crate::exit::check_host_memory_with(&scenario, expansion)?;
+    crate::exit::check_host_memory_of(&scenario, expansion, &stragglers)?;
     let started = Instant::now();
     let report = sim::simulate_with_stragglers(&scenario, expansion, &stragglers)
         .map_err(crate::exit::simulation_error)?;
@@ -216,7 +211,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
             elapsed_s,
             &range,
             &defaults,
-            slow_cost.is_some(),
+            &stragglers,
         )?;
         if let Some(cost) = &slow_cost {
             writeln!(out, "  {:<20}{}", cost.label(), cost.line())?;
@@ -392,14 +387,14 @@ fn write_summary(
     elapsed_s: f64,
     range: &ExpectedRange,
     defaults: &DefaultsNote,
-    slow_ranks: bool,
+    stragglers: &sim::straggler::Stragglers,
 ) -> anyhow::Result<()> {
     let what = WhatRan::of(scenario, &report.metrics);
     write_run_header(out, scenario, defaults, &what)?;
     write_rates(out, scenario, report, range, &what)?;
     write_communication(out, scenario, report)?;
     write_memory(out, scenario, report)?;
-    write_simulation(out, scenario, report, elapsed_s, slow_ranks)
+    write_simulation(out, scenario, report, elapsed_s, stragglers)
 }
 
 /// The summary's title, stack, defaults, GPUs and model lines.
@@ -563,7 +558,7 @@ fn write_simulation(
     scenario: &Scenario,
     report: &SimulationReport,
     elapsed_s: f64,
-    slow_ranks: bool,
+    stragglers: &sim::straggler::Stragglers,
 ) -> anyhow::Result<()> {
     writeln!(
         out,
@@ -575,24 +570,40 @@ fn write_simulation(
         "  simulation mode     {}",
         match report.mode {
             // Why: what breaks symmetry (`sim::symmetry::symmetric_replicas`),
-            // or --no-symmetry where nothing does.
+            // what keeps stragglers from exceptions, or --no-symmetry where
+            // nothing does.
             sim::SimulationMode::Full => format!(
                 "full (every replica): {}",
-                sim::symmetry::symmetric_replicas(scenario)
-                    .err()
-                    .unwrap_or(if slow_ranks {
-                        "a slow rank, NIC or NVLink, or a spread of GPU speeds, makes the replicas differ"
-                    } else {
-                        "--no-symmetry"
-                    })
+                full_reason(scenario, stragglers)
             ),
             sim::SimulationMode::Symmetric { replicas } => format!(
                 "symmetric: 1 of {replicas} identical data-parallel replicas simulated ({} tasks), every rank mapped to it; --no-symmetry expands all",
                 report.simulated_tasks
             ),
+            sim::SimulationMode::Exceptions { replicas, exceptions } => format!(
+                "symmetric with exceptions: {} of {replicas} data-parallel replicas simulated ({} tasks), one for the {} alike and {exceptions} with slow ranks; --no-symmetry expands all",
+                exceptions + 1,
+                report.simulated_tasks,
+                replicas - exceptions
+            ),
         }
     )?;
     Ok(())
+}
+
+/// Why a run went in full expansion: what breaks symmetry, what keeps its
+/// stragglers from being exceptions, or `--no-symmetry`.
+fn full_reason(scenario: &Scenario, stragglers: &sim::straggler::Stragglers) -> &'static str {
+    let symmetric = sim::symmetry::symmetric_replicas(scenario);
+    if let Err(reason) = symmetric {
+        return reason;
+    }
+    if stragglers.is_empty() {
+        return "--no-symmetry";
+    }
+    sim::symmetry_exceptions::exception_replicas(scenario, symmetric, stragglers)
+        .err()
+        .unwrap_or("--no-symmetry")
 }
 
 /// What a run trained, for the summary and `--json`: the model's size as its

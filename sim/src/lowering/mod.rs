@@ -59,21 +59,36 @@ pub fn lower_representative(scenario: &Scenario, plan: &Plan) -> TaskGraph {
     lower_replicas(scenario, plan, Some(plan.representative))
 }
 
+/// Builds the task graph of the first `lowered.lowered` replicas (data
+/// indices 0..lowered), program order on their ranks only, collectives
+/// across replicas over their whole groups: replica 0 standing for the
+/// alike replicas and the others holding slow ranks
+/// ([`crate::symmetry_exceptions`]). No replica map: a Timeline of such a
+/// run comes from full expansion.
+pub fn lower_with_exceptions(
+    scenario: &Scenario,
+    plan: &Plan,
+    lowered: crate::symmetry::Representative,
+) -> TaskGraph {
+    debug_assert!(lowered.lowered < scenario.layout.replicas());
+    lower_replicas(scenario, plan, Some(lowered))
+}
+
 fn lower_replicas(
     scenario: &Scenario,
     plan: &Plan,
     representative: Option<crate::symmetry::Representative>,
 ) -> TaskGraph {
-    let lowered_replicas = if representative.is_some() {
-        1
-    } else {
-        scenario.layout.replicas()
+    let lowered_replicas = match representative {
+        Some(representative) => representative.lowered,
+        None => scenario.layout.replicas(),
     };
     let mut builder = TaskGraphBuilder::with_capacity(
-        estimated_tasks(scenario) / (scenario.layout.replicas() / lowered_replicas) as usize,
+        (estimated_tasks(scenario) as u64 * u64::from(lowered_replicas)
+            / u64::from(scenario.layout.replicas())) as usize,
         0,
     );
-    if representative.is_some() {
+    if representative.is_some_and(|representative| representative.lowered == 1) {
         builder.log_replicas();
     }
     let mut program = match scenario.options.offload {

@@ -47,6 +47,7 @@ mod slow_links;
 mod split_backward_memory;
 mod stragglers;
 mod symmetry;
+mod symmetry_exceptions;
 mod tp_comm_overlap;
 mod uneven_stages;
 mod v_schedules;

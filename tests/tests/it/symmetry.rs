@@ -28,7 +28,7 @@ fn sixteen_layers() -> serde_json::Value {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn scenario(
+pub(super) fn scenario(
     (t, p, d): (u32, u32, u32),
     (schedule, chunks): (ScheduleKind, u32),
     cp: u32,
@@ -157,7 +157,7 @@ fn filtered(
     }
 }
 
-fn options(variant: usize) -> TrainingOptionsFile {
+pub(super) fn options(variant: usize) -> TrainingOptionsFile {
     let mut options = TrainingOptionsFile::default();
     match variant % 7 {
         1 => options.distributed_optimizer = Some(true),

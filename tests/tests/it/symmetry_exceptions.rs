@@ -1,0 +1,175 @@
+//! Symmetry with exceptions (issue 37, item 1): slow ranks in a few
+//! data-parallel replicas lower those beside the representative, and the run
+//! must give exactly what full expansion with the same slow ranks gives:
+//! iteration time, every metric (floating-point bits included), memory, the
+//! task, edge and event counts, and the Timeline on demand. Cases it does
+//! not cover (a slow NIC, a spread of speeds, context or expert
+//! parallelism, slow ranks in nearly every replica) run in full.
+
+use super::symmetry::{options, scenario};
+use sim::rank_spread::RankSpread;
+use sim::scenario::{Scenario, ScheduleKind};
+use sim::slow_link::SlowNic;
+use sim::straggler::{SlowRank, Stragglers};
+use sim::{Expansion, SimulationMode};
+
+/// Simulates with `slow` both ways; returns the mode the automatic run chose.
+fn compare(scenario: &Scenario, slow: &[(u32, f64)]) -> SimulationMode {
+    let stragglers = stragglers(scenario, slow);
+    compare_with(scenario, &stragglers)
+}
+
+fn stragglers(scenario: &Scenario, slow: &[(u32, f64)]) -> Stragglers {
+    let ranks = slow
+        .iter()
+        .map(|&(rank, factor)| SlowRank { rank, factor })
+        .collect();
+    Stragglers::new(ranks, scenario.layout.gpus()).unwrap()
+}
+
+fn compare_with(scenario: &Scenario, stragglers: &Stragglers) -> SimulationMode {
+    let title = scenario.title();
+    let full = sim::simulate_with_stragglers(scenario, Expansion::Full, stragglers).unwrap();
+    let auto = sim::simulate_with_stragglers(scenario, Expansion::Auto, stragglers).unwrap();
+    assert_eq!(full.mode, SimulationMode::Full);
+    assert_eq!(auto.metrics, full.metrics, "{title}");
+    assert_eq!(
+        auto.metrics.tflops_per_gpu.to_bits(),
+        full.metrics.tflops_per_gpu.to_bits(),
+        "{title}"
+    );
+    assert_eq!(auto.memory, full.memory, "{title}");
+    assert_eq!(auto.n_tasks, full.n_tasks, "{title}: tasks");
+    assert_eq!(auto.n_edges, full.n_edges, "{title}: edges");
+    assert_eq!(auto.n_events, full.n_events, "{title}: events");
+    assert_eq!(auto.makespan_ns(), full.makespan_ns(), "{title}");
+    if let SimulationMode::Exceptions { .. } = auto.mode {
+        assert!(auto.simulated_tasks < full.n_tasks, "{title}");
+        assert!(auto.expanded().is_none(), "{title}: a replica map");
+        assert_eq!(auto.timeline(), full.timeline(), "{title}");
+    }
+    auto.mode
+}
+
+#[test]
+fn slow_ranks_in_a_few_replicas_give_full_expansions_numbers() {
+    let layouts = [(1, 2, 4), (2, 2, 4), (1, 4, 4), (4, 1, 4), (2, 1, 8)];
+    let schedules = [
+        (ScheduleKind::OneFOneB, 1),
+        (ScheduleKind::Gpipe, 1),
+        (ScheduleKind::Interleaved, 2),
+        (ScheduleKind::ZbH1, 1),
+        (ScheduleKind::ZbV, 2),
+    ];
+    let (mut exceptions, mut checked) = (0, 0);
+    for (index, &layout) in layouts.iter().enumerate() {
+        for (s, &schedule) in schedules.iter().enumerate() {
+            let stack = if (index + s) % 2 == 0 {
+                "megatron-2021"
+            } else {
+                "megatron-core-2024"
+            };
+            let Some(scenario) = scenario(layout, schedule, 1, stack, options(index + s), 4) else {
+                continue;
+            };
+            let (t, gpus) = (layout.0, scenario.layout.gpus());
+            // Replica 0's first rank, a middle replica's last stage, and two
+            // slow ranks in two replicas (one of them replica 0).
+            let cases: [&[(u32, f64)]; 3] = [
+                &[(0, 1.5)],
+                &[(gpus - 1 - t, 2.0)],
+                &[(t - 1, 1.25), (gpus - 1, 3.0)],
+            ];
+            for slow in cases {
+                checked += 1;
+                let mode = compare(&scenario, slow);
+                if matches!(mode, SimulationMode::Exceptions { .. }) {
+                    exceptions += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 54, "only {checked} cases resolved");
+    // Every resolved case here (ZeRO-1/2/3, the distributed optimizer,
+    // overlapped and bucketed reductions) is covered.
+    assert_eq!(exceptions, checked, "cases that ran in full");
+}
+
+#[test]
+fn the_mode_counts_the_slow_replicas() {
+    let scenario = scenario(
+        (2, 2, 4),
+        (ScheduleKind::OneFOneB, 1),
+        1,
+        "megatron-core-2024",
+        options(1),
+        4,
+    )
+    .unwrap();
+    // Ranks 2 and 3 are replica 1's stage 0; rank 12 is replica 2's stage 1.
+    let mode = compare(&scenario, &[(2, 1.5), (3, 1.5), (12, 2.0)]);
+    assert_eq!(
+        mode,
+        SimulationMode::Exceptions {
+            replicas: 4,
+            exceptions: 2
+        }
+    );
+    assert_eq!(
+        mode.describe(),
+        "symmetric with exceptions (3 of 4 replicas: one for the 2 alike, 2 with slow ranks)"
+    );
+}
+
+#[test]
+fn what_couples_replicas_otherwise_runs_in_full_and_still_agrees() {
+    let base = || {
+        scenario(
+            (1, 2, 4),
+            (ScheduleKind::OneFOneB, 1),
+            1,
+            "megatron-core-2024",
+            options(0),
+            4,
+        )
+        .unwrap()
+    };
+    let scenario = base();
+    // Slow ranks in three of four replicas.
+    assert_eq!(
+        compare(&scenario, &[(0, 1.5), (1, 1.5), (2, 1.5)]),
+        SimulationMode::Full
+    );
+    // A slow NIC, and a spread of speeds.
+    let nic = stragglers(&scenario, &[(1, 1.5)])
+        .with_slow_nics(
+            &[SlowNic {
+                rank: 0,
+                factor: 2.0,
+            }],
+            &scenario,
+        )
+        .unwrap();
+    assert_eq!(compare_with(&scenario, &nic), SimulationMode::Full);
+    let spread = stragglers(&scenario, &[(1, 1.5)]).with_spread(
+        Some(RankSpread::lognormal(0.05).unwrap()),
+        0,
+        scenario.layout.gpus(),
+    );
+    assert_eq!(compare_with(&scenario, &spread), SimulationMode::Full);
+    // Context parallelism: its exchanges join two of the four replicas.
+    let cp = scenario_with_cp();
+    assert_eq!(compare(&cp, &[(0, 1.5)]), SimulationMode::Full);
+}
+
+fn scenario_with_cp() -> Scenario {
+    scenario(
+        (1, 2, 2),
+        (ScheduleKind::Interleaved, 2),
+        2,
+        "megatron-core-2024",
+        options(0),
+        8,
+    )
+    .unwrap()
+}

@@ -33,6 +33,7 @@ mod resolve;
 mod resolved;
 pub mod routing_trace;
 mod scenario_file;
+pub mod seq_len_trace;
 mod sharding;
 mod stack;
 mod stack_file;

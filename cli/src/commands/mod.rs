@@ -26,6 +26,7 @@ pub mod run_plan_parse;
 pub mod run_plan_report;
 pub mod run_plan_trace;
 pub mod scenario_args;
+pub mod seq_len_trace;
 pub mod simulate;
 pub mod slow_ranks;
 pub mod sweep;

@@ -55,7 +55,7 @@ pub fn run(
         ))
     })?;
     let trace = RoutingTrace::read(path, routing.shares.len() as u64).map_err(user_error)?;
-    let bar = progress_bar(trace.iterations.len() as u64);
+    let bar = progress_bar(trace.iterations.len() as u64, "traced iterations");
     let mut iterations = Vec::with_capacity(trace.iterations.len());
     let mut capacity = 0;
     for traced in &trace.iterations {
@@ -88,13 +88,13 @@ pub fn run(
     })
 }
 
-fn progress_bar(iterations: u64) -> ProgressBar {
-    // Hidden when stderr is not a terminal.
-    let bar = ProgressBar::with_draw_target(Some(iterations), ProgressDrawTarget::stderr());
+/// A bar over `count` simulations of `what` (hidden when stderr is not a terminal).
+pub(super) fn progress_bar(count: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(count), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template(
-            "simulating [{bar:40}] {pos}/{len} traced iterations · {per_sec} · ETA {eta}",
-        )
+        ProgressStyle::with_template(&format!(
+            "simulating [{{bar:40}}] {{pos}}/{{len}} {what} · {{per_sec}} · ETA {{eta}}"
+        ))
         .expect("valid template")
         .progress_chars("=> "),
     );

@@ -154,6 +154,16 @@ pub struct RunPlanArgs {
     /// the trace's mean iteration time, the distribution reported.
     #[arg(long = "routing-trace", value_name = "FILE")]
     pub routing_trace: Option<PathBuf>,
+    /// Sequence lengths, iteration by iteration (see `simulate
+    /// --seq-len-trace`): every length simulated, the run planned at the
+    /// trace's mean iteration time and mean tokens per iteration, the
+    /// distribution reported.
+    #[arg(
+        long = "seq-len-trace",
+        value_name = "FILE",
+        conflicts_with = "routing_trace"
+    )]
+    pub seq_len_trace: Option<PathBuf>,
     /// Plan a layout that does not fit in GPU memory anyway (refused otherwise).
     #[arg(long)]
     pub ignore_memory: bool,
@@ -227,20 +237,17 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         )?),
         _ => None,
     };
-    let trace = match &args.routing_trace {
-        Some(path) => Some(super::run_plan_trace::traced_run(
-            &args,
-            path,
-            &scenario,
-            expansion,
-            &stragglers,
-            &report,
-        )?),
-        None => None,
-    };
+    let trace = super::run_plan_trace::planned_trace(
+        &args,
+        fit.as_ref(),
+        &scenario,
+        expansion,
+        &stragglers,
+        &report,
+    )?;
     let mut plan = plan_of(&args, &scenario, &report, degraded.as_ref())?;
     if let Some(trace) = &trace {
-        plan.iteration_time_s = trace.times().mean;
+        trace.apply(&mut plan);
     }
     let measured_node_power = plan.energy.gpu.and_then(GpuKind::node_training_w).is_some();
     if !measured_node_power && args.gpu_idle_w.is_none() && args.node_training_w.is_none() {
@@ -281,7 +288,8 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
             document["rank_spread"] = super::slow_ranks::SpreadSummary::of(drawn).json();
         }
         if let Some(trace) = &trace {
-            document["routing_trace"] = trace.json();
+            let (key, value) = trace.json();
+            document[key] = value;
         }
         return crate::stdout::outln!("{}", serde_json::to_string_pretty(&document)?);
     }

@@ -133,7 +133,7 @@ pub fn write_summary(
     report: &RunPlanReport,
     sources: &[super::run_plan::SourcedInput],
     notes: &[String],
-    trace: Option<&super::routing_trace::TraceRun>,
+    trace: Option<&super::run_plan_trace::PlannedTrace>,
 ) -> anyhow::Result<()> {
     let e = &report.expected;
     outln!("clustersim run-plan · {}", scenario.title())?;
@@ -146,9 +146,9 @@ pub fn write_summary(
         report.nodes
     )?;
     if let Some(trace) = trace {
-        let [times, load] = trace.lines();
-        outln!("  routing trace       {times} (the run at its mean)")?;
-        outln!("                      {load}")?;
+        let (label, [times, second]) = trace.summary();
+        outln!("  {label:<20}{times} (the run at its mean)")?;
+        outln!("                      {second}")?;
     }
     outln!("  failure-free        {}", days(report.useful_time_s))?;
     let mttf = report

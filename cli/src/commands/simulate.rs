@@ -91,6 +91,19 @@ pub struct SimulateArgs {
         conflicts_with = "max_model_size"
     )]
     pub routing_trace: Option<PathBuf>,
+    /// Sequence lengths, iteration by iteration: a file with one line per
+    /// iteration of its tokens per sample (length-bucketed batches, each
+    /// padded to its longest sample, or a sequence-length warm-up; `#`
+    /// starts a comment). Each distinct length is simulated once, and the
+    /// summary and --json add the distribution of iteration times over the
+    /// trace, tokens/s over it and the peak memory of the fullest length.
+    /// Lengths that vary within an iteration are not modeled.
+    #[arg(
+        long = "seq-len-trace",
+        value_name = "FILE",
+        conflicts_with = "max_model_size"
+    )]
+    pub seq_len_trace: Option<PathBuf>,
     #[command(flatten)]
     pub pictures: super::pictures::PictureArgs,
 }
@@ -174,6 +187,17 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         )?),
         None => None,
     };
+    let lengths = match &args.seq_len_trace {
+        Some(path) => Some(super::seq_len_trace::run(
+            &args.scenario,
+            fit.as_ref(),
+            &scenario,
+            expansion,
+            &stragglers,
+            path,
+        )?),
+        None => None,
+    };
     let wants_timeline =
         args.timeline.is_some() || args.pictures.plot.is_some() || args.pictures.trace.is_some();
     // Built once, only when asked for, with the chosen records only.
@@ -201,6 +225,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         if let Some(trace) = &trace {
             summary["routing_trace"] = trace.json();
         }
+        if let Some(lengths) = &lengths {
+            summary["seq_len_trace"] = lengths.json();
+        }
         serde_json::to_writer_pretty(&mut out, &summary)?;
         writeln!(out)?;
     } else {
@@ -219,6 +246,11 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         if let Some(trace) = &trace {
             let [first, second] = trace.lines();
             writeln!(out, "  routing trace       {first}")?;
+            writeln!(out, "                      {second}")?;
+        }
+        if let Some(lengths) = &lengths {
+            let [first, second] = lengths.lines();
+            writeln!(out, "  sequence lengths    {first}")?;
             writeln!(out, "                      {second}")?;
         }
         if let (Some(path), Some(record)) = (&args.fit, &fit) {

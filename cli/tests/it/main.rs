@@ -29,6 +29,7 @@ mod round3;
 mod routing_trace;
 mod run_plan;
 mod schedules_as_data;
+mod seq_len_trace;
 mod stdout_full;
 mod summary;
 mod sweep;

@@ -89,6 +89,7 @@ def simulate(
     slow_nvlink: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
+    seq_len_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -329,6 +330,12 @@ def simulate(
         starts a comment). Each line is simulated with its routing, and the summary and --json add
         the distribution of iteration times (mean, p50, p90, max), throughput over the trace and the
         peak memory of the fullest iteration
+    seq_len_trace: Sequence lengths, iteration by iteration: a file with one line per iteration of
+        its tokens per sample (length-bucketed batches, each padded to its longest sample, or a
+        sequence-length warm-up; `#` starts a comment). Each distinct length is simulated once, and
+        the summary and --json add the distribution of iteration times over the trace, tokens/s over
+        it and the peak memory of the fullest length. Lengths that vary within an iteration are not
+        modeled
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)
@@ -407,6 +414,7 @@ def timeline(
     slow_nvlink: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
+    seq_len_trace: Optional[_Value] = None,
     plot: Optional[_Value] = None,
     trace: Optional[_Value] = None,
     ranks: Optional[_Value] = None,
@@ -645,6 +653,12 @@ def timeline(
         starts a comment). Each line is simulated with its routing, and the summary and --json add
         the distribution of iteration times (mean, p50, p90, max), throughput over the trace and the
         peak memory of the fullest iteration
+    seq_len_trace: Sequence lengths, iteration by iteration: a file with one line per iteration of
+        its tokens per sample (length-bucketed batches, each padded to its longest sample, or a
+        sequence-length warm-up; `#` starts a comment). Each distinct length is simulated once, and
+        the summary and --json add the distribution of iteration times over the trace, tokens/s over
+        it and the peak memory of the fullest length. Lengths that vary within an iteration are not
+        modeled
     plot: Draw the schedule timeline to FILE (.svg or .png): one lane per stage of pipeline 0
         (tensor rank 0) unless --ranks selects others
     trace: Write a Perfetto / chrome://tracing JSON trace to FILE (all ranks unless --ranks)
@@ -969,6 +983,7 @@ def run_plan(
     rank_spread: Optional[_Value] = None,
     fit: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
+    seq_len_trace: Optional[_Value] = None,
     ignore_memory: Optional[bool] = None,
     plot_interval: Optional[_Value] = None,
     plot_gpus: Optional[_Value] = None,
@@ -1214,6 +1229,9 @@ def run_plan(
     routing_trace: A mixture-of-experts run's routing, iteration by iteration (see `simulate
         --routing-trace`): every line simulated, the run planned at the trace's mean iteration time,
         the distribution reported
+    seq_len_trace: Sequence lengths, iteration by iteration (see `simulate --seq-len-trace`): every
+        length simulated, the run planned at the trace's mean iteration time and mean tokens per
+        iteration, the distribution reported
     ignore_memory: Plan a layout that does not fit in GPU memory anyway (refused otherwise)
     plot_interval: Draw expected days to train against the checkpoint interval to FILE (.svg or
         .png), the chosen interval marked

@@ -82,6 +82,7 @@ fn add_spec_files(case: &mut Case, seeds: &Seeds, rng: &mut Rng) {
     add_file(case, "stack.json", rng.pick(&seeds.stacks), 15, rng);
     add_expert_histogram(case, rng);
     add_routing_trace(case, rng);
+    add_seq_len_trace(case, rng);
 }
 
 /// An expert-imbalance histogram (`--expert-imbalance experts.txt`): token
@@ -122,6 +123,29 @@ fn add_routing_trace(case: &mut Case, rng: &mut Rng) {
     }
     case.files
         .push(("trace.txt".into(), lines.join("\n").into_bytes()));
+}
+
+/// A sequence-length trace (`--seq-len-trace lengths.txt`): up to four
+/// iterations' tokens per sample, now and then one that is not a length
+/// or one the layout refuses, a comment or a blank line among them.
+fn add_seq_len_trace(case: &mut Case, rng: &mut Rng) {
+    let mut lines = Vec::new();
+    for _ in 0..rng.below(5) {
+        let length = match rng.below(20) {
+            0 => rng
+                .pick(&["0", "-5", "1.5", "x", "18446744073709551616", "4097"])
+                .to_string(),
+            _ => rng
+                .pick(&["128", "512", "1024", "2048", "4096"])
+                .to_string(),
+        };
+        lines.push(length);
+        if rng.chance(20) {
+            lines.push(rng.pick(&["# comment", ""]).to_string());
+        }
+    }
+    case.files
+        .push(("lengths.txt".into(), lines.join("\n").into_bytes()));
 }
 
 /// A scenario file (mutated most of the time) and maybe a few flags over
@@ -290,6 +314,11 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         );
         flags.push("--routing-trace", Some(trace));
     }
+    // A sequence-length trace (issue 35), or a file that is not one.
+    if rng.chance(8) {
+        let trace = value(&["lengths.txt", "trace.txt", "missing.txt"], rng);
+        flags.push("--seq-len-trace", Some(trace));
+    }
     if rng.chance(30) {
         let name = if rng.chance(70) {
             "out.json"
@@ -361,6 +390,12 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     if rng.chance(6) {
         let trace = value(&["trace.txt", "experts.txt", "missing.txt"], rng);
         flags.push("--routing-trace", Some(trace));
+    }
+    // The case's sequence-length trace, or a file that is not one (with a
+    // routing trace: refused as a conflict).
+    if rng.chance(6) {
+        let trace = value(&["lengths.txt", "model.json", "missing.txt"], rng);
+        flags.push("--seq-len-trace", Some(trace));
     }
     if rng.chance(10) {
         flags.push("--ignore-memory", None);

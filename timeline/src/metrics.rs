@@ -277,13 +277,20 @@ pub fn compute_spans_weighted(
     // each group's tasks, which sizes the per-rank index below.
     let mut terms: Vec<f64> = Vec::new();
     let mut tasks_of_group = vec![0usize; header.groups.len()];
+    // Replica 0's compute tasks stand for every replica's: with exceptions,
+    // the other lowered replicas' are left out (once per group).
+    let counted_group: Vec<bool> = match lowered {
+        1 => Vec::new(),
+        _ => header
+            .groups
+            .iter()
+            .map(|ranks| ranks.first().is_some_and(|&rank| data_index(rank) == 0))
+            .collect(),
+    };
     for index in 0..timeline.len() {
         let (kind, group, flops) = timeline.flops(index);
         tasks_of_group[group as usize] += 1;
-        let ranks = &header.groups[group as usize];
-        // Replica 0's compute tasks stand for every replica's.
-        let replica_zero = replicas == 1 || ranks.first().is_some_and(|&r| data_index(r) == 0);
-        if kind.is_compute() && replica_zero {
+        if kind.is_compute() && (lowered == 1 || counted_group[group as usize]) {
             let term = flops * header.groups[group as usize].len() as f64;
             terms.push(if kind == TaskKind::Recompute {
                 -term

@@ -142,6 +142,13 @@ impl<'a> TileModel<'a> {
                 } else {
                     0.0
                 };
+                // The combination is never below the larger part, so a
+                // candidate whose larger part alone does not beat the best
+                // cannot win: skipped without its powers (the same choice).
+                let floor_s = compute_s.max(memory_s + partials_s) + self.kernel_latency_s;
+                if best.is_some_and(|b| floor_s >= b.seconds) {
+                    continue;
+                }
                 let seconds =
                     self.combine(compute_s, memory_s + partials_s) + self.kernel_latency_s;
                 if best.is_none_or(|b| seconds < b.seconds) {
@@ -159,14 +166,16 @@ impl<'a> TileModel<'a> {
     }
 
     /// (compute^p + memory^p)^(1/p), scaled by the larger so that neither
-    /// power overflows.
+    /// power overflows (the larger's own ratio is exactly 1, and 1^p = 1).
+    /// Never below the larger: the sum is at least 1, so its root is.
     fn combine(&self, compute_s: f64, memory_s: f64) -> f64 {
         let larger = compute_s.max(memory_s);
         if larger == 0.0 {
             return 0.0;
         }
+        let smaller = compute_s.min(memory_s);
         let p = self.overlap_exponent;
-        larger * ((compute_s / larger).powf(p) + (memory_s / larger).powf(p)).powf(1.0 / p)
+        larger * (1.0 + (smaller / larger).powf(p)).powf(1.0 / p)
     }
 }
 

@@ -291,29 +291,29 @@ impl FullCounts {
         debug_assert_eq!(weights.len() as u32, lowered.lowered);
         // Per group: its replica's weight, or 0 for a group with ranks
         // outside the lowered replicas (a collective standing for itself).
-        let group_weight: Vec<usize> = graph
+        let group_weight: Vec<u32> = graph
             .groups()
             .iter()
             .map(|ranks| {
                 if ranks.iter().all(|&rank| lowered.contains(rank)) {
-                    weights[lowered.data_index(ranks[0]) as usize] as usize
+                    weights[lowered.data_index(ranks[0]) as usize]
                 } else {
                     0
                 }
             })
             .collect();
-        let task_weight: Vec<usize> = (0..graph.task_count())
+        let task_weight: Vec<u32> = (0..graph.task_count())
             .map(|index| group_weight[graph.group_of(taskgraph::ids::TaskId(index as u32)).index()])
             .collect();
         let shared_tasks = task_weight.iter().filter(|&&w| w == 0).count();
         let mut tasks = shared_tasks;
         let mut edges = 0usize;
         for (from, &from_weight) in task_weight.iter().enumerate() {
-            tasks += from_weight;
+            tasks += from_weight as usize;
             for &to in graph.successor_slice(from) {
                 edges += match (from_weight, task_weight[to as usize]) {
                     (0, 0) => 1,
-                    (0, weight) | (weight, _) => weight,
+                    (0, weight) | (weight, _) => weight as usize,
                 };
             }
         }

@@ -418,8 +418,8 @@ pub fn simulate_with(
 }
 
 /// [`simulate_with`] with slow ranks ([`crate::straggler`]) and slow NICs
-/// ([`crate::slow_link`]): either makes the replicas differ. Slow ranks in a
-/// few replicas lower those beside the representative
+/// and NVLinks ([`crate::slow_link`]): each makes its replicas differ.
+/// Stragglers in a few replicas lower those beside the representative
 /// ([`crate::symmetry_exceptions`]); otherwise every rank is simulated.
 pub fn simulate_with_stragglers(
     scenario: &Scenario,

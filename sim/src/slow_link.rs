@@ -33,8 +33,9 @@
 //! links carry 1/factor of their capacity. A task with members behind both
 //! a slow NIC and a slow NVLink takes both rates.
 //!
-//! A slow NIC or NVLink makes the replicas differ, so a scenario with one
-//! runs in full expansion.
+//! A slow NIC or NVLink makes its replicas differ from the others: they are
+//! lowered beside the representative ([`crate::symmetry_exceptions`]), or,
+//! where that does not apply, every replica is.
 
 use std::fmt;
 

@@ -7,7 +7,7 @@
 //! that depends on it (its tensor-parallel peers at their next collective,
 //! the next pipeline stage, every replica at the data-parallel reduction).
 //! A slow rank makes its replica differ from the others: the replicas that
-//! hold slow ranks are lowered beside the representative
+//! hold slow ranks (or slow links) are lowered beside the representative
 //! ([`crate::symmetry_exceptions`]), or, where that does not apply, every
 //! replica is.
 
@@ -132,6 +132,23 @@ impl Stragglers {
             slow,
             ..Stragglers::default()
         })
+    }
+
+    /// Stragglers moved onto other ranks of the same layout (checked where
+    /// they came from: [`crate::symmetry_exceptions`] renumbers replicas).
+    pub(crate) fn moved(
+        mut slow: Vec<SlowRank>,
+        nics: Vec<ResolvedSlowNic>,
+        mut nvlinks: Vec<ResolvedSlowNvlink>,
+    ) -> Stragglers {
+        slow.sort_by_key(|s| s.rank);
+        nvlinks.sort_by_key(|s| s.rank);
+        Stragglers {
+            slow,
+            nics,
+            nvlinks,
+            spread: None,
+        }
     }
 
     /// These slow ranks and the NICs of `slow_nics` slowed, checked against

@@ -87,7 +87,7 @@ impl SimulationMode {
                 replicas,
                 exceptions,
             } => format!(
-                "symmetric with exceptions ({} of {replicas} replicas: one for the {} alike, {exceptions} with slow ranks)",
+                "symmetric with exceptions ({} of {replicas} replicas: one for the {} alike, {exceptions} with stragglers)",
                 exceptions + 1,
                 replicas - exceptions
             ),
@@ -121,8 +121,8 @@ pub fn mode_in(scenario: &Scenario, plan: &Plan, expansion: Expansion) -> Simula
     )
 }
 
-/// [`mode`] of a run with `stragglers`: without any, [`mode`]'s; with slow
-/// ranks in a few replicas, [`SimulationMode::Exceptions`] where
+/// [`mode`] of a run with `stragglers`: without any, [`mode`]'s; with
+/// stragglers in a few replicas, [`SimulationMode::Exceptions`] where
 /// [`crate::symmetry_exceptions`] allows it; else full.
 pub fn mode_with_stragglers(
     scenario: &Scenario,

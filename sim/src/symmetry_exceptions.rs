@@ -1,21 +1,26 @@
-//! Symmetry with exceptions (issue 37, item 1): a run whose slow ranks
-//! (`--slow-rank`) sit in a few data-parallel replicas lowers the
-//! representative replica 0 for all the alike ones plus one replica for each
-//! replica that holds slow ranks, instead of every replica.
+//! Symmetry with exceptions (issue 37, item 1): a run whose stragglers
+//! (`--slow-rank`, `--slow-nvlink`, `--slow-nic`) sit in a few
+//! data-parallel replicas lowers the representative replica 0 for all the
+//! alike ones plus one replica for each replica they touch, instead of
+//! every replica.
 //!
 //! **The rule.** It applies when the run would be symmetric without its
-//! stragglers ([`crate::symmetry::symmetric_replicas`]), every straggler is
-//! a slow rank (no slow NIC or NVLink, whose collectives couple the nodes'
-//! replicas; no spread, which makes every rank differ), fewer than d·cp − 1
-//! replicas hold slow ranks, and every group of the lowered graph either
+//! stragglers ([`crate::symmetry::symmetric_replicas`]), there is no spread
+//! of speeds (which makes every rank differ), every slow NIC's GPUs sit in
+//! one tensor group (so in one replica), fewer than d·cp − 1 replicas hold
+//! a slow GPU, NVLink or NIC, and every group of the lowered graph either
 //! stays inside one replica or spans all of them (the data-parallel
-//! reductions, the distributed optimizer's and ZeRO's collectives).
+//! reductions, the distributed optimizer's and ZeRO's collectives). A
+//! collective over all replicas with a slow member is costed at the slowest
+//! member's rate ([`crate::slow_link`]): it has the moved member as it had
+//! the original, so its time is the same.
 //! Context-parallel exchanges, expert-parallel groups and ZeRO++'s
 //! node-local all-to-alls span some replicas but not all, so runs with them
 //! stay in full expansion.
 //!
 //! **Why exact.** The slow replicas are renumbered to data indices 1..=k
-//! (their slow ranks with them; [`ExceptionReplicas::stragglers`]) and the
+//! (their stragglers with them, a slow NIC to the NIC its GPUs' new ranks
+//! send through; [`ExceptionReplicas::stragglers`]) and the
 //! first k + 1 replicas lowered. Renumbering replicas changes nothing:
 //! placement puts every replica on the nodes alike (the symmetric rule), so
 //! a group inside a replica is costed the same in any replica, and a group
@@ -28,22 +33,24 @@
 //! ([`ExceptionReplicas::weights`]); the FLOP total, which a slow-down does
 //! not change, repeats replica 0's d·cp times as a symmetric run's does.
 
+use crate::slow_link::{nic_of, ResolvedSlowNic, ResolvedSlowNvlink};
 use crate::straggler::{SlowRank, Stragglers};
 use scenario::Scenario;
 use taskgraph::ids::Rank;
 use taskgraph::representative::Representative;
 use taskgraph::task_graph::TaskGraph;
 
-/// The replicas a run with slow ranks lowers: replica 0 for the alike ones
+/// The replicas a run with stragglers lowers: replica 0 for the alike ones
 /// and one per replica holding slow ranks, renumbered after it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExceptionReplicas {
     /// d·cp.
     pub replicas: u32,
-    /// The slow replicas' data indices in the layout, in order: the one
-    /// lowered as data index i + 1 is `slow_replicas[i]`.
+    /// The data indices in the layout of the replicas stragglers touch, in
+    /// order: the one lowered as data index i + 1 is `slow_replicas[i]`.
     pub slow_replicas: Vec<u32>,
-    /// The stragglers with every slow rank moved to its lowered replica.
+    /// The stragglers with every slow rank, NVLink and NIC moved to its
+    /// lowered replica.
     pub stragglers: Stragglers,
     tensor_parallel: u32,
 }
@@ -81,9 +88,6 @@ pub fn exception_replicas(
     stragglers: &Stragglers,
 ) -> Result<ExceptionReplicas, &'static str> {
     let replicas = symmetric?;
-    if !stragglers.links().is_empty() {
-        return Err("a slow NIC or NVLink slows collectives that join replicas");
-    }
     if stragglers.spread().is_some() {
         return Err("a spread of GPU speeds makes every replica differ");
     }
@@ -99,42 +103,107 @@ pub fn exception_replicas(
     if scenario.options.zeropp.quantized_gradients {
         return Err("ZeRO++ qgZ's node-local all-to-alls join some replicas, not all");
     }
-    let tensor_parallel = scenario.layout.tensor_parallel.get();
+    let tensor_parallel = layout.tensor_parallel.get();
+    let (gpus_per_node, nics_per_node) = (
+        scenario.topology.node.gpus_per_node,
+        scenario.topology.fabric.nics_per_node,
+    );
+    if !stragglers.nics().is_empty() && !nics_stay_in_tensor_groups(scenario) {
+        return Err("GPUs of several replicas share a slow NIC");
+    }
     let data_index = |rank: u32| (rank / tensor_parallel) % replicas;
+    // Every rank a straggler touches: slow GPUs, GPUs with a slow NVLink,
+    // GPUs sending through a slow NIC.
+    let behind_nic = |nic: u32| {
+        let node = nic / nics_per_node;
+        (node * gpus_per_node..(node + 1) * gpus_per_node)
+            .filter(move |&rank| nic_of(rank, gpus_per_node, nics_per_node) == nic)
+            .filter(|&rank| rank < layout.gpus())
+    };
     let mut slow_replicas: Vec<u32> = stragglers
         .ranks()
         .iter()
-        .map(|slow| data_index(slow.rank))
+        .map(|slow| slow.rank)
+        .chain(stragglers.nvlinks().iter().map(|slow| slow.rank))
+        .chain(
+            stragglers
+                .nics()
+                .iter()
+                .flat_map(|slow| behind_nic(slow.nic)),
+        )
+        .map(data_index)
         .collect();
     slow_replicas.sort_unstable();
     slow_replicas.dedup();
     if slow_replicas.len() as u32 + 1 >= replicas {
-        return Err("slow ranks in nearly every replica");
+        return Err("stragglers in nearly every replica");
     }
     // Lowered replica 0 stands for the alike replicas (any of them: they
     // are twins), the i-th slow replica is lowered as data index i + 1.
-    let moved: Vec<SlowRank> = stragglers
+    let moved = |rank: u32| {
+        let index = data_index(rank);
+        let at = slow_replicas
+            .binary_search(&index)
+            .expect("a straggler's replica is a slow replica");
+        rank - index * tensor_parallel + (at as u32 + 1) * tensor_parallel
+    };
+    let ranks: Vec<SlowRank> = stragglers
         .ranks()
         .iter()
+        .map(|slow| SlowRank {
+            rank: moved(slow.rank),
+            factor: slow.factor,
+        })
+        .collect();
+    let nvlinks: Vec<ResolvedSlowNvlink> = stragglers
+        .nvlinks()
+        .iter()
+        .map(|slow| ResolvedSlowNvlink {
+            rank: moved(slow.rank),
+            node: moved(slow.rank) / gpus_per_node,
+            factor: slow.factor,
+        })
+        .collect();
+    // Each slow NIC at the NIC its GPUs' moved ranks send through (one
+    // tensor group's, so one NIC).
+    let mut nics: Vec<ResolvedSlowNic> = stragglers
+        .nics()
+        .iter()
         .map(|slow| {
-            let index = data_index(slow.rank);
-            let at = slow_replicas
-                .binary_search(&index)
-                .expect("a slow rank's replica is a slow replica");
-            SlowRank {
-                rank: slow.rank - index * tensor_parallel + (at as u32 + 1) * tensor_parallel,
+            let rank = moved(behind_nic(slow.nic).next().expect("a NIC serves a GPU"));
+            ResolvedSlowNic {
+                rank,
+                node: rank / gpus_per_node,
+                nic: nic_of(rank, gpus_per_node, nics_per_node),
                 factor: slow.factor,
             }
         })
         .collect();
-    let stragglers = Stragglers::new(moved, scenario.layout.gpus())
-        .expect("moved slow ranks stay distinct and in range");
+    nics.sort_by_key(|slow| slow.nic);
+    let stragglers = Stragglers::moved(ranks, nics, nvlinks);
     Ok(ExceptionReplicas {
         replicas,
         slow_replicas,
         stragglers,
         tensor_parallel,
     })
+}
+
+/// Whether every NIC's GPUs sit in one tensor group (so in one replica):
+/// a node's GPUs share its NICs in order, g = GPUs ÷ NICs each, and g
+/// divides t.
+fn nics_stay_in_tensor_groups(scenario: &Scenario) -> bool {
+    let (gpus_per_node, nics_per_node) = (
+        scenario.topology.node.gpus_per_node,
+        scenario.topology.fabric.nics_per_node,
+    );
+    nics_per_node >= gpus_per_node
+        || (gpus_per_node.is_multiple_of(nics_per_node)
+            && scenario
+                .layout
+                .tensor_parallel
+                .get()
+                .is_multiple_of(gpus_per_node / nics_per_node))
 }
 
 /// Whether every group of `graph` (lowered for `exceptions`) stays inside

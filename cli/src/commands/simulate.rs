@@ -613,7 +613,7 @@ fn write_simulation(
                 report.simulated_tasks
             ),
             sim::SimulationMode::Exceptions { replicas, exceptions } => format!(
-                "symmetric with exceptions: {} of {replicas} data-parallel replicas simulated ({} tasks), one for the {} alike and {exceptions} with slow ranks; --no-symmetry expands all",
+                "symmetric with exceptions: {} of {replicas} data-parallel replicas simulated ({} tasks), one for the {} alike and {exceptions} with stragglers; --no-symmetry expands all",
                 exceptions + 1,
                 report.simulated_tasks,
                 replicas - exceptions

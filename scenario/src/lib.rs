@@ -34,6 +34,7 @@ mod resolved;
 pub mod routing_trace;
 mod scenario_file;
 pub mod seq_len_trace;
+mod sequence_parallel;
 mod sharding;
 mod stack;
 mod stack_file;

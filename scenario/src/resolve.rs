@@ -583,6 +583,7 @@ impl ScenarioFile {
         }
         if let Some(model) = model {
             super::mla::check(model, t, cp, options, problems);
+            super::sequence_parallel::check(t, cp, model, options, problems);
         }
         super::moe_comm::check(options, schedule, ep, recompute, problems);
         let experts = model.and_then(|model| {

@@ -187,3 +187,25 @@ fn a_fat_tree_too_small_for_its_nodes_is_a_scenario_problem_under_contention() {
     };
     assert!(closed_form.resolve().is_ok());
 }
+
+/// Sequence parallelism splits each rank's seq_len/cp tokens over the t
+/// tensor ranks: a length t·cp does not divide is refused, naming both.
+#[test]
+fn sequence_parallelism_needs_a_length_t_times_cp_divides() {
+    let file = |seq_len: u64, sequence_parallel: bool| {
+        let mut file = ScenarioFile {
+            seq_len: Some(seq_len),
+            ..ScenarioFile::embedded_default()
+        };
+        file.options.sequence_parallel = Some(sequence_parallel);
+        file
+    };
+    // The embedded default runs t = 8.
+    let text = file(2052, true).resolve().unwrap_err().to_string();
+    assert!(
+        text.contains("sequence_parallel: seq_len (2052) must be divisible by t × cp = 8"),
+        "{text}"
+    );
+    file(2048, true).resolve().unwrap();
+    file(2052, false).resolve().unwrap();
+}

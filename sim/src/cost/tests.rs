@@ -1,7 +1,8 @@
 //! Unit tests of the cost model (`super`).
 
 use super::*;
-use scenario::ScenarioFile;
+use models::ops;
+use scenario::{Recompute, ScenarioFile};
 
 fn scenario(recompute: Recompute, sequence_parallel: bool) -> Scenario {
     ScenarioFile {

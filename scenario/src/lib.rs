@@ -28,6 +28,7 @@ mod options_title;
 mod pipeline_layout;
 pub mod post_validation;
 mod powersgd;
+mod precision;
 mod problem;
 mod resolve;
 mod resolved;

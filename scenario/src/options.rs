@@ -18,6 +18,7 @@ pub use crate::activation_compression::CompressionRatio;
 use crate::moe_dispatcher::MoeDispatcher;
 use crate::offload::{Offload, DEFAULT_DPU_WARMUP_ITERATIONS, DEFAULT_OFFLOAD_BUCKET_PARAMS};
 pub use crate::optimizer::Optimizer;
+pub use crate::precision::Precision;
 use crate::userbuffers::UserbuffersConfig;
 pub use crate::zero_stage::ZeroStage;
 pub use crate::zeropp::ZeroPlusPlus;
@@ -33,61 +34,6 @@ pub const POST_VALIDATION_ITERATIONS: u32 = 3;
 /// Largest warm-up before the delayed update: warm-up + 3 iterations must fit
 /// the 65,535 iterations a simulation can hold.
 pub const MAX_DPU_WARMUP: u32 = u16::MAX as u32 - 3;
-
-/// The number format of the GEMMs and the activations: fp16 with loss
-/// scaling (Megatron's `--fp16`, the SC21 and 2022 runs), bf16 (`--bf16`),
-/// or FP8 as NVIDIA Transformer Engine trains with it under Megatron-Core
-/// (`--bf16 --fp8-format hybrid`): the linear layers' GEMMs (QKV, projection,
-/// FC1, FC2; forward, data and weight gradient) at the GPU's FP8 rate on FP8
-/// inputs, everything else in bf16 ([`models::fp8`]). fp16 and bf16 run at the
-/// same tensor-core rate on A100/H100/H200/B200; they differ in which rate the
-/// GPU's datasheet gives and in which calibrated GEMMs (by `dtype`) price the
-/// kernels.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    #[default]
-    Fp16,
-    Bf16,
-    Fp8,
-}
-
-impl Precision {
-    /// The name calibrate writes to a GEMM measurement's `dtype`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Precision::Fp16 => "fp16",
-            Precision::Bf16 => "bf16",
-            Precision::Fp8 => "fp8",
-        }
-    }
-
-    /// The format of the GEMMs that are not FP8: under FP8 training the
-    /// attention core, the head and everything outside the linear layers
-    /// stay in bf16 (Transformer Engine's recipe).
-    pub fn high_precision(self) -> Precision {
-        match self {
-            Precision::Fp8 => Precision::Bf16,
-            other => other,
-        }
-    }
-
-    /// The GPU's dense tensor-core rate of the high-precision format
-    /// ([`Precision::high_precision`]): the rate of the GEMMs that are not
-    /// FP8, and the peak that utilization is reported against (under FP8 the
-    /// bf16 peak, as FP8 training reports usually quote MFU).
-    pub fn peak_flops_per_s(self, peak: &topologies::PeakFlops) -> f64 {
-        match self.high_precision() {
-            Precision::Bf16 => peak.bf16_flops_per_s,
-            _ => peak.fp16_flops_per_s,
-        }
-    }
-
-    fn is_default(&self) -> bool {
-        *self == Precision::default()
-    }
-}
 
 /// Training options as written. Booleans are flags on the command line
 /// (`--sequence-parallel`, or `--sequence-parallel=false` to override a
@@ -542,101 +488,5 @@ impl TrainingOptions {
 }
 
 #[cfg(test)]
-mod tests {
-    use crate::problem::Problem;
-
-    #[test]
-    fn precision_defaults_to_fp16_merges_and_labels_bf16() {
-        let unset = TrainingOptionsFile::default();
-        assert_eq!(unset.with_defaults().precision, Precision::Fp16);
-        let bf16 = TrainingOptionsFile {
-            precision: Some(Precision::Bf16),
-            ..TrainingOptionsFile::default()
-        };
-        assert_eq!(
-            unset.clone().or(bf16.clone()).with_defaults().precision,
-            Precision::Bf16
-        );
-        let options = bf16.with_defaults();
-        assert!(
-            options.title_suffix(1).contains("bf16"),
-            "{}",
-            options.title_suffix(1)
-        );
-        assert!(!unset.with_defaults().title_suffix(1).contains("fp16"));
-        // fp16 is left out of the serialized options (outputs stay as they were).
-        let json = serde_json::to_string(&unset.with_defaults()).unwrap();
-        assert!(!json.contains("precision"), "{json}");
-        assert!(serde_json::to_string(&options)
-            .unwrap()
-            .contains("\"precision\":\"bf16\""));
-    }
-    use super::*;
-
-    #[test]
-    fn unset_options_take_their_documented_defaults() {
-        let options = TrainingOptionsFile::default().with_defaults();
-        assert!(options.pipeline_scatter_gather);
-        assert!(!options.sequence_parallel && !options.network_contention);
-        assert_eq!(options.offload, None);
-        assert_eq!(options.title_suffix(1), "");
-    }
-
-    #[test]
-    fn a_file_value_is_kept_unless_a_flag_overrides_it() {
-        let file = TrainingOptionsFile {
-            sequence_parallel: Some(true),
-            pipeline_scatter_gather: Some(false),
-            ..TrainingOptionsFile::default()
-        };
-        let flags = TrainingOptionsFile {
-            sequence_parallel: Some(false),
-            ..TrainingOptionsFile::default()
-        };
-        let merged = flags.or(file).with_defaults();
-        assert!(!merged.sequence_parallel);
-        assert!(!merged.pipeline_scatter_gather);
-    }
-
-    #[test]
-    fn titles_name_every_option_that_is_on_in_a_fixed_order() {
-        let options = TrainingOptionsFile {
-            sequence_parallel: Some(true),
-            overlap_grad_reduce: Some(true),
-            grad_reduce_bucket_params: Some(1000),
-            zero_offload: Some(true),
-            delayed_update: Some(true),
-            network_contention: Some(true),
-            ..TrainingOptionsFile::default()
-        }
-        .with_defaults();
-        assert_eq!(
-            options.title_suffix(4),
-            " · sequence parallel · overlapped grad reduce (1000-param buckets) · ZeRO-Offload + DPU (warm-up 1, 4 iterations) · contention"
-        );
-    }
-
-    #[test]
-    fn conflicting_options_are_all_reported_by_key() {
-        let mut problems = Vec::new();
-        TrainingOptionsFile {
-            sequence_parallel: Some(true),
-            async_tensor_allreduce: Some(true),
-            grad_reduce_bucket_params: Some(0),
-            delayed_update: Some(true),
-            ..TrainingOptionsFile::default()
-        }
-        .resolve(1, 1, &mut problems);
-        let keys: Vec<&str> = problems.iter().map(Problem::field).collect();
-        assert_eq!(
-            keys,
-            [
-                "delayed_update",
-                "grad_reduce_bucket_params",
-                "grad_reduce_bucket_params",
-                "async_tensor_allreduce"
-            ],
-            "{problems:?}"
-        );
-    }
-}
+#[path = "options_tests.rs"]
+mod tests;

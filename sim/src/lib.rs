@@ -36,6 +36,7 @@ pub mod cost;
 pub use engine;
 pub use engine::event_queue;
 pub mod host_memory;
+mod lowered_run;
 pub mod lowering;
 pub mod memory;
 pub mod network;

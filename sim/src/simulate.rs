@@ -5,6 +5,7 @@
 //! ([`SimulationReport::timeline`]: `--timeline`, `--plot`, `--trace`).
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
+use crate::lowered_run::LoweredRun;
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
@@ -12,7 +13,7 @@ use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::plan::Plan;
 use crate::slow_link::SlowLinkCosts;
 use crate::straggler::Stragglers;
-use crate::symmetry::{self, Expansion, FullCounts, SimulationMode};
+use crate::symmetry::{Expansion, SimulationMode};
 use crate::timeline_view::{self, TimelineSelection};
 use engine::{self, DeadlockError};
 use scenario::Scenario;
@@ -427,52 +428,10 @@ pub fn simulate_with_stragglers(
     stragglers: &Stragglers,
 ) -> Result<SimulationReport, SimulationError> {
     let plan = Plan::of(scenario);
-    let (expansion, exceptions) = match (stragglers.is_empty(), expansion) {
-        (true, expansion) => (expansion, None),
-        (false, Expansion::Full) => (Expansion::Full, None),
-        (false, Expansion::Auto) => (
-            Expansion::Full,
-            crate::symmetry_exceptions::exception_replicas(
-                scenario,
-                symmetry::symmetric_replicas(scenario),
-                stragglers,
-            )
-            .ok(),
-        ),
-    };
-    let (mut graph, mode, exceptions) = match exceptions {
-        Some(exceptions) => {
-            let graph = crate::lowering::lower_with_exceptions(
-                scenario,
-                &plan,
-                exceptions.representative(),
-            );
-            if crate::symmetry_exceptions::groups_allow_renumbering(&graph, &exceptions) {
-                let mode = SimulationMode::Exceptions {
-                    replicas: exceptions.replicas,
-                    exceptions: exceptions.lowered() - 1,
-                };
-                (graph, mode, Some(exceptions))
-            } else {
-                drop(graph);
-                (lower(scenario, &plan), SimulationMode::Full, None)
-            }
-        }
-        None => {
-            let mode = symmetry::mode_in(scenario, &plan, expansion);
-            let graph = match mode {
-                SimulationMode::Symmetric { .. } => {
-                    crate::lowering::lower_representative(scenario, &plan)
-                }
-                _ => lower(scenario, &plan),
-            };
-            (graph, mode, None)
-        }
-    };
+    let lowered = LoweredRun::lower(scenario, &plan, expansion, stragglers);
     let original_stragglers = stragglers;
-    let stragglers = exceptions
-        .as_ref()
-        .map_or(stragglers, |exceptions| &exceptions.stragglers);
+    let stragglers = lowered.stragglers(original_stragglers);
+    let graph = &lowered.graph;
     let network = ClosedFormNetwork::for_scenario(scenario);
     let costs = cost_works(scenario, graph.works(), &network);
     let total_ns: u128 = graph
@@ -492,62 +451,30 @@ pub fn simulate_with_stragglers(
             limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
         });
     }
-    let duration_of = perturbed_durations(scenario, &graph, &costs, stragglers);
+    let duration_of = perturbed_durations(scenario, graph, &costs, stragglers);
     let (outcome, busiest_links) = if scenario.options.network_contention {
-        let mut fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
-        for slow in stragglers.nics() {
-            fabric.slow_nic(slow.nic, slow.factor);
-        }
-        for slow in stragglers.nvlinks() {
-            fabric.slow_nvlink(slow.rank, slow.factor);
-        }
-        let planner = FabricFlowPlanner::new(scenario, &plan.placement, &graph, &network, &costs);
-        let (outcome, utilization) = engine::run_with_fabric(
-            &graph,
+        run_on_fabric(
+            scenario,
+            &plan,
+            graph,
+            &network,
+            &costs,
+            stragglers,
             duration_of,
-            Some(SharedFabric {
-                fabric: &fabric,
-                planner: &planner,
-            }),
-        )?;
-        let elapsed = SimDuration(outcome.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0));
-        let busiest = utilization
-            .map(|u| u.busiest(BUSIEST_LINKS, elapsed))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|busy| LinkLoad {
-                link: fabric.describe(busy.link),
-                carried_bytes: busy.carried_bytes,
-                utilization: busy.utilization,
-            })
-            .collect();
-        (outcome, busiest)
+        )?
     } else {
-        (engine::run(&graph, duration_of)?, Vec::new())
+        (engine::run(graph, duration_of)?, Vec::new())
     };
     let simulated_tasks = graph.task_count();
-    let weights = match (&mode, &exceptions) {
-        (SimulationMode::Symmetric { replicas }, _) => Some(vec![*replicas]),
-        (SimulationMode::Exceptions { .. }, Some(exceptions)) => Some(exceptions.weights()),
-        _ => None,
-    };
-    let (n_tasks, n_edges) = match (&weights, &exceptions) {
-        (None, _) => (graph.task_count(), graph.edge_count()),
-        (Some(weights), exceptions) => {
-            let lowered = exceptions
-                .as_ref()
-                .map_or(plan.representative, |exceptions| {
-                    exceptions.representative()
-                });
-            let full = FullCounts::of(&graph, lowered, weights);
-            (full.tasks, full.edges)
-        }
-    };
+    let weights = lowered.weights();
+    let (n_tasks, n_edges) = lowered.full_counts(&plan, weights.as_deref());
+    let mode = lowered.mode;
     // Each task starts and finishes once (no flows: symmetry excludes contention).
     let n_events = match mode {
         SimulationMode::Full => outcome.events,
         _ => 2 * n_tasks as u64,
     };
+    let mut graph = lowered.graph;
     graph.release_edges();
     let run = SimulatedRun {
         header: timeline_header(scenario, &graph, Producer::Sim, None),
@@ -582,6 +509,48 @@ pub fn simulate_with_stragglers(
         timeline: OnceLock::new(),
         expanded: OnceLock::new(),
     })
+}
+
+/// Runs `graph` with its communication as flows over the fabric
+/// (`--contention`), slow NICs and NVLinks slowing their links; the engine's
+/// times and the busiest links.
+fn run_on_fabric(
+    scenario: &Scenario,
+    plan: &Plan,
+    graph: &TaskGraph,
+    network: &ClosedFormNetwork,
+    costs: &[WorkCost],
+    stragglers: &Stragglers,
+    duration_of: impl Fn(taskgraph::ids::TaskId) -> SimDuration,
+) -> Result<(engine::TaskTimes, Vec<LinkLoad>), SimulationError> {
+    let mut fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
+    for slow in stragglers.nics() {
+        fabric.slow_nic(slow.nic, slow.factor);
+    }
+    for slow in stragglers.nvlinks() {
+        fabric.slow_nvlink(slow.rank, slow.factor);
+    }
+    let planner = FabricFlowPlanner::new(scenario, &plan.placement, graph, network, costs);
+    let (outcome, utilization) = engine::run_with_fabric(
+        graph,
+        duration_of,
+        Some(SharedFabric {
+            fabric: &fabric,
+            planner: &planner,
+        }),
+    )?;
+    let elapsed = SimDuration(outcome.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0));
+    let busiest = utilization
+        .map(|u| u.busiest(BUSIEST_LINKS, elapsed))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|busy| LinkLoad {
+            link: fabric.describe(busy.link),
+            carried_bytes: busy.carried_bytes,
+            utilization: busy.utilization,
+        })
+        .collect();
+    Ok((outcome, busiest))
 }
 
 /// Durations for tests: every work of a kind gets the same duration.

@@ -28,6 +28,8 @@ pub mod run_plan_trace;
 pub mod scenario_args;
 pub mod seq_len_trace;
 pub mod simulate;
+pub mod simulate_additions;
+mod simulate_summary;
 pub mod slow_ranks;
 pub mod sweep;
 pub mod sweep_base;

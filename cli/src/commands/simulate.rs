@@ -152,17 +152,11 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let report = sim::simulate_with_stragglers(&scenario, expansion, &stragglers)
         .map_err(crate::exit::simulation_error)?;
-    let slow_cost = match stragglers.is_empty() {
-        true => None,
-        false => Some(super::slow_ranks::SlowRankCost::of(
-            &stragglers,
-            sim::simulate(&scenario)
-                .map_err(crate::exit::simulation_error)?
-                .metrics
-                .iteration_time_s,
-            report.metrics.iteration_time_s,
-        )),
-    };
+    let slow_cost = super::slow_ranks::SlowRankCost::measured(
+        &scenario,
+        &stragglers,
+        report.metrics.iteration_time_s,
+    )?;
     let elapsed_s = started.elapsed().as_secs_f64();
     let additions = super::simulate_additions::Additions::of(
         &args,
@@ -173,19 +167,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         WhatRan::of(&scenario, &report.metrics).tokens_per_iteration,
         slow_cost,
     )?;
-    let wants_timeline =
-        args.timeline.is_some() || args.pictures.plot.is_some() || args.pictures.trace.is_some();
-    // Built once, only when asked for, with the chosen records only.
-    let timeline = wants_timeline.then(|| report.timeline_of(&selection));
-    if let (Some(path), Some(timeline)) = (&args.timeline, &timeline) {
-        write_timeline(timeline, path)?;
-    }
-    let notes = match &timeline {
-        Some(timeline) if args.pictures.plot.is_some() || args.pictures.trace.is_some() => {
-            args.pictures.write(timeline)?
-        }
-        _ => Vec::new(),
-    };
+    let notes = write_timeline_and_pictures(&args, &report, &selection)?;
     // Written whole at the end (exit 2 naming standard output if it fails).
     let mut out = Vec::new();
     if args.json {
@@ -219,6 +201,27 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         }
     }
     crate::stdout::write_all(&out)
+}
+
+/// The Timeline (`--timeline`) and pictures (`--plot`, `--trace`) asked
+/// for, built once with the chosen records only; the pictures' notes.
+fn write_timeline_and_pictures(
+    args: &SimulateArgs,
+    report: &SimulationReport,
+    selection: &sim::TimelineSelection,
+) -> anyhow::Result<Vec<String>> {
+    let pictures = args.pictures.plot.is_some() || args.pictures.trace.is_some();
+    if args.timeline.is_none() && !pictures {
+        return Ok(Vec::new());
+    }
+    let timeline = report.timeline_of(selection);
+    if let Some(path) = &args.timeline {
+        write_timeline(&timeline, path)?;
+    }
+    match pictures {
+        true => args.pictures.write(&timeline),
+        false => Ok(Vec::new()),
+    }
 }
 
 fn write_timeline(timeline: &timeline::Timeline, path: &std::path::Path) -> anyhow::Result<()> {

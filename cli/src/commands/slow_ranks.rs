@@ -136,6 +136,23 @@ pub struct SlowRankCost {
 }
 
 impl SlowRankCost {
+    /// What `stragglers` cost a run of `scenario` that took `with_s`: the
+    /// same scenario simulated without them; `None` without stragglers.
+    pub fn measured(
+        scenario: &sim::scenario::Scenario,
+        stragglers: &Stragglers,
+        with_s: f64,
+    ) -> anyhow::Result<Option<SlowRankCost>> {
+        if stragglers.is_empty() {
+            return Ok(None);
+        }
+        let without_s = sim::simulate(scenario)
+            .map_err(crate::exit::simulation_error)?
+            .metrics
+            .iteration_time_s;
+        Ok(Some(SlowRankCost::of(stragglers, without_s, with_s)))
+    }
+
     /// What `stragglers` cost: `with_s` against `without_s`.
     pub fn of(stragglers: &Stragglers, without_s: f64, with_s: f64) -> SlowRankCost {
         SlowRankCost {

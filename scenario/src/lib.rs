@@ -40,6 +40,7 @@ mod sharding;
 mod stack;
 mod stack_file;
 mod task_count;
+mod trace_lines;
 pub mod userbuffers;
 mod zero_stage;
 pub mod zeropp;

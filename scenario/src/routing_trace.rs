@@ -54,12 +54,7 @@ impl RoutingTrace {
     pub fn parse(path: &Path, text: &str, experts: u64) -> Result<RoutingTrace, String> {
         let shown = path.display();
         let mut iterations = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            let line_number = index + 1;
-            let trimmed = line.trim();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
+        for (line_number, trimmed) in crate::trace_lines::entries(text) {
             if iterations.len() == MAX_TRACE_ITERATIONS {
                 return Err(format!(
                     "routing trace '{shown}': more than {MAX_TRACE_ITERATIONS} iterations (line {line_number}); each is one simulation"

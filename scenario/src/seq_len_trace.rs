@@ -55,12 +55,7 @@ impl SeqLenTrace {
     pub fn parse(path: &Path, text: &str) -> Result<SeqLenTrace, String> {
         let shown = path.display();
         let mut iterations = Vec::new();
-        for (index, line) in text.lines().enumerate() {
-            let line_number = index + 1;
-            let trimmed = line.trim();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
+        for (line_number, trimmed) in crate::trace_lines::entries(text) {
             if iterations.len() == MAX_TRACE_ITERATIONS {
                 return Err(format!(
                     "sequence-length trace '{shown}': more than {MAX_TRACE_ITERATIONS} iterations (line {line_number})"

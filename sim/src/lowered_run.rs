@@ -31,37 +31,26 @@ impl LoweredRun {
         expansion: Expansion,
         stragglers: &Stragglers,
     ) -> LoweredRun {
-        let exception_replicas = match (stragglers.is_empty(), expansion) {
-            (false, Expansion::Auto) => exceptions::exception_replicas(
-                scenario,
-                symmetry::symmetric_replicas(scenario),
-                stragglers,
-            )
-            .ok(),
-            _ => None,
-        };
-        if let Some(replicas) = exception_replicas {
-            let graph =
-                crate::lowering::lower_with_exceptions(scenario, plan, replicas.representative());
-            if exceptions::groups_allow_renumbering(&graph, &replicas) {
-                return LoweredRun {
-                    graph,
-                    mode: SimulationMode::Exceptions {
-                        replicas: replicas.replicas,
-                        exceptions: replicas.lowered() - 1,
-                    },
-                    exceptions: Some(replicas),
-                };
+        let (mode, exception_replicas) = symmetry::planned_mode(
+            scenario,
+            symmetry::symmetric_replicas_in(scenario, plan),
+            expansion,
+            stragglers,
+        );
+        let graph = match (mode, &exception_replicas) {
+            (SimulationMode::Exceptions { .. }, Some(replicas)) => {
+                let graph = crate::lowering::lower_with_exceptions(
+                    scenario,
+                    plan,
+                    replicas.representative(),
+                );
+                if !exceptions::groups_allow_renumbering(&graph, replicas) {
+                    drop(graph);
+                    return LoweredRun::full(scenario, plan);
+                }
+                graph
             }
-            drop(graph);
-            return LoweredRun::full(scenario, plan);
-        }
-        if !stragglers.is_empty() {
-            return LoweredRun::full(scenario, plan);
-        }
-        let mode = symmetry::mode_in(scenario, plan, expansion);
-        let graph = match mode {
-            SimulationMode::Symmetric { .. } => {
+            (SimulationMode::Symmetric { .. }, _) => {
                 crate::lowering::lower_representative(scenario, plan)
             }
             _ => lower(scenario, plan),
@@ -69,7 +58,7 @@ impl LoweredRun {
         LoweredRun {
             graph,
             mode,
-            exceptions: None,
+            exceptions: exception_replicas,
         }
     }
 

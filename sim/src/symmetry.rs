@@ -49,6 +49,7 @@
 use crate::placement::Placement;
 pub use crate::placement::Representative;
 use crate::plan::{Plan, ShardPlan};
+use crate::symmetry_exceptions::ExceptionReplicas;
 use scenario::Scenario;
 use taskgraph::ids::Rank;
 use taskgraph::task_graph::TaskGraph;
@@ -115,10 +116,7 @@ pub fn mode(scenario: &Scenario, expansion: Expansion) -> SimulationMode {
 
 /// [`mode`] from the scenario's [`Plan`] (its shard plan and placement).
 pub fn mode_in(scenario: &Scenario, plan: &Plan, expansion: Expansion) -> SimulationMode {
-    mode_of(
-        expansion,
-        symmetric_replicas_with(scenario, plan.shard_plan, &plan.placement),
-    )
+    mode_of(expansion, symmetric_replicas_in(scenario, plan))
 }
 
 /// [`mode`] of a run with `stragglers`: without any, [`mode`]'s; with
@@ -129,23 +127,45 @@ pub fn mode_with_stragglers(
     expansion: Expansion,
     stragglers: &crate::straggler::Stragglers,
 ) -> SimulationMode {
-    if stragglers.is_empty() {
-        return mode(scenario, expansion);
-    }
-    if expansion == Expansion::Full {
-        return SimulationMode::Full;
-    }
-    match crate::symmetry_exceptions::exception_replicas(
+    planned_mode(
         scenario,
         symmetric_replicas(scenario),
+        expansion,
         stragglers,
-    ) {
-        Ok(exceptions) => SimulationMode::Exceptions {
-            replicas: exceptions.replicas,
-            exceptions: exceptions.lowered() - 1,
-        },
-        Err(_) => SimulationMode::Full,
+    )
+    .0
+}
+
+/// [`mode_with_stragglers`] given what [`symmetric_replicas`] says of the
+/// run (`symmetric`), with the exception replicas where the mode has them:
+/// the one decision the host-memory check and lowering both take.
+pub(crate) fn planned_mode(
+    scenario: &Scenario,
+    symmetric: Result<u32, &'static str>,
+    expansion: Expansion,
+    stragglers: &crate::straggler::Stragglers,
+) -> (SimulationMode, Option<ExceptionReplicas>) {
+    if stragglers.is_empty() {
+        return (mode_of(expansion, symmetric), None);
     }
+    if expansion == Expansion::Full {
+        return (SimulationMode::Full, None);
+    }
+    match crate::symmetry_exceptions::exception_replicas(scenario, symmetric, stragglers) {
+        Ok(exceptions) => (
+            SimulationMode::Exceptions {
+                replicas: exceptions.replicas,
+                exceptions: exceptions.lowered() - 1,
+            },
+            Some(exceptions),
+        ),
+        Err(_) => (SimulationMode::Full, None),
+    }
+}
+
+/// [`symmetric_replicas`] from the scenario's [`Plan`] (its shard plan and placement).
+pub(crate) fn symmetric_replicas_in(scenario: &Scenario, plan: &Plan) -> Result<u32, &'static str> {
+    symmetric_replicas_with(scenario, plan.shard_plan, &plan.placement)
 }
 
 fn mode_of(expansion: Expansion, replicas: Result<u32, &'static str>) -> SimulationMode {

@@ -177,6 +177,33 @@ pub(super) fn options(variant: usize) -> TrainingOptionsFile {
     options
 }
 
+/// Every layout × schedule (1F1B, GPipe, interleaved, ZB-H1, ZB-V) that
+/// resolves on 4-GPU nodes, the stacks (2021, 2024) and option variants
+/// alternating from one to the next.
+pub(super) fn grid(layouts: &[(u32, u32, u32)]) -> Vec<((u32, u32, u32), Scenario)> {
+    let schedules = [
+        (ScheduleKind::OneFOneB, 1),
+        (ScheduleKind::Gpipe, 1),
+        (ScheduleKind::Interleaved, 2),
+        (ScheduleKind::ZbH1, 1),
+        (ScheduleKind::ZbV, 2),
+    ];
+    let mut all = Vec::new();
+    for (index, &layout) in layouts.iter().enumerate() {
+        for (s, &schedule) in schedules.iter().enumerate() {
+            let stack = if (index + s) % 2 == 0 {
+                "megatron-2021"
+            } else {
+                "megatron-core-2024"
+            };
+            if let Some(scenario) = scenario(layout, schedule, 1, stack, options(index + s), 4) {
+                all.push((layout, scenario));
+            }
+        }
+    }
+    all
+}
+
 #[test]
 fn a_representative_replica_gives_full_expansions_metrics_memory_and_counts() {
     let layouts = [
@@ -187,28 +214,11 @@ fn a_representative_replica_gives_full_expansions_metrics_memory_and_counts() {
         (1, 8, 2),
         (2, 1, 8),
     ];
-    let schedules = [
-        (ScheduleKind::OneFOneB, 1),
-        (ScheduleKind::Gpipe, 1),
-        (ScheduleKind::Interleaved, 2),
-        (ScheduleKind::ZbH1, 1),
-        (ScheduleKind::ZbV, 2),
-    ];
     let (mut symmetric, mut checked) = (0, 0);
-    for (index, &layout) in layouts.iter().enumerate() {
-        for (s, &schedule) in schedules.iter().enumerate() {
-            let stack = if (index + s) % 2 == 0 {
-                "megatron-2021"
-            } else {
-                "megatron-core-2024"
-            };
-            let Some(scenario) = scenario(layout, schedule, 1, stack, options(index + s), 4) else {
-                continue;
-            };
-            checked += 1;
-            if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
-                symmetric += 1;
-            }
+    for (_, scenario) in grid(&layouts) {
+        checked += 1;
+        if matches!(compare(&scenario), SimulationMode::Symmetric { .. }) {
+            symmetric += 1;
         }
     }
     assert!(checked >= 24, "only {checked} layouts resolved");

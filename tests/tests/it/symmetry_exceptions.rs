@@ -7,7 +7,7 @@
 //! replicas, a spread of speeds, context parallelism, stragglers in nearly
 //! every replica) run in full.
 
-use super::symmetry::{options, scenario};
+use super::symmetry::{grid, options, scenario};
 use sim::rank_spread::RankSpread;
 use sim::scenario::{Scenario, ScheduleKind};
 use sim::slow_link::{SlowNic, SlowNvlink};
@@ -55,38 +55,21 @@ fn compare_with(scenario: &Scenario, stragglers: &Stragglers) -> SimulationMode 
 #[test]
 fn slow_ranks_in_a_few_replicas_give_full_expansions_numbers() {
     let layouts = [(1, 2, 4), (2, 2, 4), (1, 4, 4), (4, 1, 4), (2, 1, 8)];
-    let schedules = [
-        (ScheduleKind::OneFOneB, 1),
-        (ScheduleKind::Gpipe, 1),
-        (ScheduleKind::Interleaved, 2),
-        (ScheduleKind::ZbH1, 1),
-        (ScheduleKind::ZbV, 2),
-    ];
     let (mut exceptions, mut checked) = (0, 0);
-    for (index, &layout) in layouts.iter().enumerate() {
-        for (s, &schedule) in schedules.iter().enumerate() {
-            let stack = if (index + s) % 2 == 0 {
-                "megatron-2021"
-            } else {
-                "megatron-core-2024"
-            };
-            let Some(scenario) = scenario(layout, schedule, 1, stack, options(index + s), 4) else {
-                continue;
-            };
-            let (t, gpus) = (layout.0, scenario.layout.gpus());
-            // Replica 0's first rank, a middle replica's last stage, and two
-            // slow ranks in two replicas (one of them replica 0).
-            let cases: [&[(u32, f64)]; 3] = [
-                &[(0, 1.5)],
-                &[(gpus - 1 - t, 2.0)],
-                &[(t - 1, 1.25), (gpus - 1, 3.0)],
-            ];
-            for slow in cases {
-                checked += 1;
-                let mode = compare(&scenario, slow);
-                if matches!(mode, SimulationMode::Exceptions { .. }) {
-                    exceptions += 1;
-                }
+    for (layout, scenario) in grid(&layouts) {
+        let (t, gpus) = (layout.0, scenario.layout.gpus());
+        // Replica 0's first rank, a middle replica's last stage, and two
+        // slow ranks in two replicas (one of them replica 0).
+        let cases: [&[(u32, f64)]; 3] = [
+            &[(0, 1.5)],
+            &[(gpus - 1 - t, 2.0)],
+            &[(t - 1, 1.25), (gpus - 1, 3.0)],
+        ];
+        for slow in cases {
+            checked += 1;
+            let mode = compare(&scenario, slow);
+            if matches!(mode, SimulationMode::Exceptions { .. }) {
+                exceptions += 1;
             }
         }
     }

@@ -154,7 +154,7 @@ fi
 kcap=185
 run_part torch_kernels "$kcap" "$PY" scripts/lab/torch_kernels.py --out "$OUT" --budget-s $((kcap - 20)) "${dry_flag[@]}"
 
-highlights torch_kernels 'part [a-z_]+: (ok|failed)|gap:|sustained (bf16|fp8)|grid:|ERROR|sdpa checks|Traceback'
+highlights torch_kernels 'part [a-z_]+: (ok|failed)|gap:|sustained (bf16|fp8)|grid:|mid:|ERROR|sdpa checks|Traceback'
 
 # ---- 3. PyTorch training steps: whatever time is left (at least its 90 s share, at most 150 s)
 scap=$(($(left) - 8))

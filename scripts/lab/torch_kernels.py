@@ -11,6 +11,10 @@ OUT/errors.txt and the next part runs), each with a share of the budget:
              8192^3, 16384x8192x8192, 1 s idle before each
   grid       the same, bf16 and FP8, on every m,n,k of
              validation/kernels/lab-h100-gemm.csv (FP8:BF16 per shape)
+  mid        bf16, then FP8, on the b = 1 shapes of XLA's table
+             (validation/kernels/xla-h100-matmul.csv: m, n, k 256..4096),
+             where the tile model picks 64x64 and 128x64 tiles that the lab
+             grid never tested (docs/dev/kernel-model.md)
   attn_gemm  unfused attention's six batched GEMMs (scores, its two
              gradients, values, its two gradients) in the layouts Megatron
              calls them, head dims 32..256, s 1k..8k, bf16 then fp16
@@ -56,7 +60,7 @@ MAIN_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 8192)]
 HEAD_DIMS = [32, 64, 80, 96, 128, 256]
 SEQ_LENS = [1024, 2048, 4096, 8192]
 # Shares of --budget-s per part (the rest of the budget is start-up and writing).
-BUDGET = {"gap": 3, "gemm": 14, "grid": 24, "attn_gemm": 18, "attn_core": 8, "sdpa": 22}
+BUDGET = {"gap": 3, "gemm": 14, "grid": 24, "mid": 12, "attn_gemm": 18, "attn_core": 8, "sdpa": 22}
 SUSTAINED = [("bf16", (4096, 4096, 4096), 20.0), ("bf16", (8192, 8192, 8192), 20.0),
              ("bf16", (16384, 8192, 8192), 20.0), ("fp8", (8192, 8192, 8192), 12.0)]
 
@@ -144,7 +148,8 @@ class Lab:
                             "torch.mm(A, W.t()), W stored [n,k]); bf16 through cuBLAS, fp8 through "
                             "torch._scaled_mm (cuBLASLt: e4m3 x e4m3, per-tensor scales 1.0, bf16 out, fast "
                             "accumulation unless the section says otherwise); part 'gemm': 1 s idle before "
-                            "each, part 'grid': 1 s before shapes of 2 TFLOP or more, 50 ms before the others")
+                            "each, part 'grid': 1 s before shapes of 2 TFLOP or more, 50 ms before the others, part "
+                            "'mid': 20 ms before each")
         self.write_gemm_csv("torch-attn-gemm", [g for g in r["attention_gemm"] if g.get("median_s")],
                             "unfused attention's batched GEMMs, b = batch x heads, in the simulator's shapes "
                             "(models/src/unfused_attention.rs): scores (m=s,n=s,k=d, tn), scores.dgrad_q "
@@ -430,6 +435,45 @@ class Lab:
         if r:
             lc.log(f"grid: {len(r)} shapes with both; FP8:BF16 from {min(x['fp8_over_bf16'] for x in r):.2f} "
                    f"to {max(x['fp8_over_bf16'] for x in r):.2f}")
+
+    def mid_table_shapes(self):
+        """The distinct b = 1 (m, n, k) of the mid table, smallest first."""
+        path = os.path.join(REPO, self.args.mid_table)
+        shapes = []
+        with open(path) as f:
+            lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
+        for row in csv.DictReader(lines):
+            s = (int(row["m"]), int(row["n"]), int(row["k"]))
+            if int(row["b"]) == 1 and s not in shapes:
+                shapes.append(s)
+        shapes.sort(key=lambda s: (s[0] * s[1] * s[2], s))
+        return shapes
+
+    def part_mid(self, deadline):
+        """bf16 on every shape first (the tile model's blind spot), then FP8 while time is left."""
+        shapes = self.mid_table_shapes()
+        self.result["mid_shapes_read"] = len(shapes)
+        if self.dry:  # the parser runs on the real table; the CPU times its first shapes scaled down
+            shapes = [tuple(max(16, x // 16) for x in s) for s in shapes[:3]]
+        fp8_why = self.fp8_available()
+        for dtype in ("bf16", "fp8"):
+            if dtype == "fp8" and fp8_why:
+                self.note_skip("mid", "fp8", fp8_why)
+                continue
+            for shape in shapes:
+                if deadline.left() < 1:
+                    self.note_skip("mid", f"{dtype} {shape}", "budget")
+                    continue
+                try:
+                    row = self.time_gemm("mid", dtype, shape, idle_s=0.02, check=(dtype == "fp8"))
+                    self.result["gemm"].append(row)
+                except Exception as e:
+                    self.errors.add(f"mid {dtype} {shape}", e)
+                finally:
+                    self.free()
+        done = [g for g in self.result["gemm"] if g["part"] == "mid"]
+        lc.log(f"mid: {sum(g['dtype'] == 'bf16' for g in done)} bf16 and {sum(g['dtype'] == 'fp8' for g in done)} "
+               f"fp8 shapes of {len(shapes)}")
 
     def free(self):
         if not self.dry:
@@ -864,8 +908,10 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes: exercise every code path")
     ap.add_argument("--lab-grid", default="validation/kernels/lab-h100-gemm.csv",
                     help="the GEMM table whose m,n,k are timed (relative to the repository root)")
+    ap.add_argument("--mid-table", default="validation/kernels/xla-h100-matmul.csv",
+                    help="the GEMM table whose b = 1 m,n,k the 'mid' part times (relative to the repository root)")
     ap.add_argument("--sustained-s", type=float, default=None, help="cap each sustained run (default 20 s)")
-    ap.add_argument("--parts", default="gap,gemm,grid,attn_gemm,attn_core,sdpa,sustained",
+    ap.add_argument("--parts", default="gap,gemm,grid,mid,attn_gemm,attn_core,sdpa,sustained",
                     help="comma-separated parts to run, in the fixed order")
     args = ap.parse_args()
     lab = Lab(args)
@@ -874,6 +920,7 @@ def main():
            f"free {lab.free_bytes / 2**30:.1f} GiB, sampler {lab.sampler.source or lab.sampler.unavailable}")
     wanted = set(args.parts.split(","))
     parts = [("gap", lab.part_gap), ("gemm", lab.part_gemm), ("grid", lab.part_grid),
+             ("mid", lab.part_mid),
              ("attn_gemm", lab.part_attn_gemm), ("attn_core", lab.part_attn_core), ("sdpa", lab.part_sdpa),
              ("sustained", lab.part_sustained)]
     scale = args.budget_s / 165.0

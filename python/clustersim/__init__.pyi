@@ -87,6 +87,7 @@ def simulate(
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
+    slow_pcie: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     seq_len_trace: Optional[_Value] = None,
@@ -321,6 +322,12 @@ def simulate(
         (2 for half its links down); every collective and transfer with it as a member whose ring
         hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
         NVLink links are slowed instead
+    slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the achieved PCIe
+        rate (2 for a card trained at x8, or one generation down). Its traffic across nodes
+        (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink
+        so do its hops inside the node, and its host copies (ZeRO-Offload) at the slower of its link
+        and its share of the switch's uplink. Repeat for several GPUs; with --contention that GPU's
+        PCIe links are slowed instead. Refused with activation offloading
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
@@ -412,6 +419,7 @@ def timeline(
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
+    slow_pcie: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     seq_len_trace: Optional[_Value] = None,
@@ -644,6 +652,12 @@ def timeline(
         (2 for half its links down); every collective and transfer with it as a member whose ring
         hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
         NVLink links are slowed instead
+    slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the achieved PCIe
+        rate (2 for a card trained at x8, or one generation down). Its traffic across nodes
+        (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink
+        so do its hops inside the node, and its host copies (ZeRO-Offload) at the slower of its link
+        and its share of the switch's uplink. Repeat for several GPUs; with --contention that GPU's
+        PCIe links are slowed instead. Refused with activation offloading
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
@@ -980,6 +994,7 @@ def run_plan(
     slow_rank: Optional[_Value] = None,
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
+    slow_pcie: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     fit: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
@@ -1223,6 +1238,8 @@ def run_plan(
         bandwidth (repeat for several; see `simulate --slow-nic`)
     slow_nvlink: A slow NVLink for the whole run: rank R's GPU at 1/F of its NVLink bandwidth
         (repeat for several; see `simulate --slow-nvlink`)
+    slow_pcie: A slow PCIe link for the whole run: rank R's GPU at 1/F of its PCIe bandwidth (repeat
+        for several; see `simulate --slow-pcie`)
     rank_spread: A spread of GPU speeds for the whole run: every rank's kernels take the profile's
         time × e^(SIGMA·Z), drawn per rank from --seed (see `simulate --rank-spread`)
     fit: Simulate with the factors a `clustersim fit` learned (FIT.json)

@@ -512,7 +512,7 @@ pub fn simulate_with_stragglers(
 }
 
 /// Runs `graph` with its communication as flows over the fabric
-/// (`--contention`), slow NICs and NVLinks slowing their links; the engine's
+/// (`--contention`), slow NICs, NVLinks and PCIe links slowing their links; the engine's
 /// times and the busiest links.
 fn run_on_fabric(
     scenario: &Scenario,
@@ -529,6 +529,9 @@ fn run_on_fabric(
     }
     for slow in stragglers.nvlinks() {
         fabric.slow_nvlink(slow.rank, slow.factor);
+    }
+    for slow in stragglers.pcies() {
+        fabric.slow_pcie(slow.rank, slow.factor);
     }
     let planner = FabricFlowPlanner::new(scenario, &plan.placement, graph, network, costs);
     let (outcome, utilization) = engine::run_with_fabric(

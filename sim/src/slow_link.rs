@@ -33,7 +33,30 @@
 //! links carry 1/factor of their capacity. A task with members behind both
 //! a slow NIC and a slow NVLink takes both rates.
 //!
-//! A slow NIC or NVLink makes its replicas differ from the others: they are
+//! A GPU's PCIe link can be slow too (a card that trained at x8 instead of
+//! x16, or at the previous generation: `nvidia-smi -q` shows "Link Width"
+//! and "PCIe Generation" below their maximum): it delivers 1/`factor` of
+//! its bandwidth in each direction. Three paths cross it:
+//! - GPUDirect RDMA: a GPU's network traffic goes through its PCIe link to
+//!   the NIC, so every communication with that GPU as a member that
+//!   crosses nodes runs at min(NIC rate, PCIe line rate ÷ factor) (the line
+//!   rate: RDMA reads and writes run near it, unlike copies through host
+//!   memory);
+//! - on nodes whose GPUs talk over PCIe (no NVLink), its intra-node hops
+//!   run at min(intra-node rate, PCIe line rate ÷ factor);
+//! - its host copies (ZeRO-Offload's gradient and parameter transfers) run
+//!   at the slower of its own link (the profile's measured copy rate ÷
+//!   factor) and its share of the PCIe switch's uplink (that rate ÷ the
+//!   GPUs copying through it).
+//!
+//! Under `--contention` that GPU's PCIe links carry 1/factor of their
+//! capacity (and, on PCIe nodes, its links to its peers at most that). The
+//! fabric's PCIe links carry the measured copy rate, not the line rate, so
+//! there GPUDirect traffic through a slow link is capped lower than in the
+//! closed form (DGX A100, factor 4: a 2.3 MB all-reduce takes 310 µs in
+//! flows against 266 µs closed form; `tests/tests/it/slow_pcie.rs`).
+//!
+//! A slow NIC, NVLink or PCIe link makes its replicas differ from the others: they are
 //! lowered beside the representative ([`crate::symmetry_exceptions`]), or,
 //! where that does not apply, every replica is.
 
@@ -78,6 +101,22 @@ pub struct SlowNvlink {
 /// A checked slow NVLink: its GPU's node.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct ResolvedSlowNvlink {
+    pub rank: u32,
+    pub node: u32,
+    pub factor: f64,
+}
+
+/// One GPU whose PCIe link delivers 1/`factor` of its bandwidth, named by rank.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SlowPcie {
+    pub rank: u32,
+    /// The PCIe link's achieved bandwidth ÷ what it delivers (≥ 1).
+    pub factor: f64,
+}
+
+/// A checked slow PCIe link: its GPU's node.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ResolvedSlowPcie {
     pub rank: u32,
     pub node: u32,
     pub factor: f64,
@@ -164,27 +203,52 @@ pub fn resolve_nvlinks(
     Ok(links)
 }
 
-/// The slow NICs and NVLinks of a run, checked.
+/// Checks `given` against a layout of `gpus` ranks on nodes of
+/// `gpus_per_node` GPUs: each rank in range and named once, each factor
+/// finite and in [1, 100]. Sorted by rank.
+pub fn resolve_pcies(
+    given: &[SlowPcie],
+    gpus: u32,
+    gpus_per_node: u32,
+) -> Result<Vec<ResolvedSlowPcie>, StragglerError> {
+    let mut links = Vec::with_capacity(given.len());
+    for slow in given {
+        check_slow(SlowPart::Pcie, slow.rank, slow.factor, gpus)?;
+        links.push(ResolvedSlowPcie {
+            rank: slow.rank,
+            node: slow.rank / gpus_per_node,
+            factor: slow.factor,
+        });
+    }
+    links.sort_by_key(|l| l.rank);
+    if let Some(pair) = links.windows(2).find(|pair| pair[0].rank == pair[1].rank) {
+        return Err(StragglerError::GivenTwice {
+            part: SlowPart::Pcie,
+            rank: pair[0].rank,
+        });
+    }
+    Ok(links)
+}
+
+/// The slow NICs, NVLinks and PCIe links of a run, checked.
 #[derive(Debug, Clone, Copy)]
 pub struct SlowLinks<'a> {
     pub nics: &'a [ResolvedSlowNic],
     pub nvlinks: &'a [ResolvedSlowNvlink],
+    pub pcies: &'a [ResolvedSlowPcie],
 }
 
 impl SlowLinks<'_> {
     pub fn is_empty(&self) -> bool {
-        self.nics.is_empty() && self.nvlinks.is_empty()
+        self.nics.is_empty() && self.nvlinks.is_empty() && self.pcies.is_empty()
     }
 
     /// The factors that slow a group of `ranks`: the largest of its
-    /// members' NICs and of its members' NVLinks (1 where none is slow).
+    /// members' NICs, NVLinks and PCIe links (1 where none is slow).
     fn factors_of(&self, ranks: &[taskgraph::ids::Rank], scenario: &Scenario) -> LinkFactors {
         let gpus_per_node = scenario.topology.node.gpus_per_node;
         let nics_per_node = scenario.topology.fabric.nics_per_node;
-        let mut factors = LinkFactors {
-            nic: 1.0,
-            nvlink: 1.0,
-        };
+        let mut factors = LinkFactors::NOMINAL;
         for rank in ranks {
             let nic = nic_of(rank.0, gpus_per_node, nics_per_node);
             if let Some(slow) = self.nics.iter().find(|slow| slow.nic == nic) {
@@ -193,21 +257,31 @@ impl SlowLinks<'_> {
             if let Some(slow) = self.nvlinks.iter().find(|slow| slow.rank == rank.0) {
                 factors.nvlink = factors.nvlink.max(slow.factor);
             }
+            if let Some(slow) = self.pcies.iter().find(|slow| slow.rank == rank.0) {
+                factors.pcie = factors.pcie.max(slow.factor);
+            }
         }
         factors
     }
 }
 
-/// What slows one group's communication: its NIC and its NVLink factor.
+/// What slows one group's communication: its NIC, NVLink and PCIe factor.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct LinkFactors {
     nic: f64,
     nvlink: f64,
+    pcie: f64,
 }
 
 impl LinkFactors {
+    const NOMINAL: LinkFactors = LinkFactors {
+        nic: 1.0,
+        nvlink: 1.0,
+        pcie: 1.0,
+    };
+
     fn is_nominal(&self) -> bool {
-        self.nic == 1.0 && self.nvlink == 1.0
+        *self == LinkFactors::NOMINAL
     }
 }
 
@@ -235,12 +309,20 @@ impl SlowLinkCosts {
                 distinct.push(*factors);
             }
         }
-        distinct.sort_by(|a, b| a.nic.total_cmp(&b.nic).then(a.nvlink.total_cmp(&b.nvlink)));
+        distinct.sort_by(|a, b| {
+            a.nic
+                .total_cmp(&b.nic)
+                .then(a.nvlink.total_cmp(&b.nvlink))
+                .then(a.pcie.total_cmp(&b.pcie))
+        });
         let network = ClosedFormNetwork::for_scenario(scenario);
         let tables = distinct
             .iter()
             .map(|f| {
-                let slowed = network.with_nic_slowed(f.nic).with_nvlink_slowed(f.nvlink);
+                let slowed = network
+                    .with_nic_slowed(f.nic)
+                    .with_nvlink_slowed(f.nvlink)
+                    .with_pcie_slowed(f.pcie);
                 cost_works(scenario, graph.works(), &slowed)
             })
             .collect();
@@ -255,7 +337,7 @@ impl SlowLinkCosts {
     }
 
     /// Task `id`'s closed-form duration: its slow table's where a member's
-    /// NIC or NVLink is slow, else `nominal`.
+    /// NIC, NVLink or PCIe link is slow, else `nominal`.
     #[inline]
     pub fn duration(&self, graph: &TaskGraph, id: TaskId, nominal: SimDuration) -> SimDuration {
         match self.group_table[graph.group_of(id).0 as usize] {
@@ -280,6 +362,16 @@ impl fmt::Display for ResolvedSlowNvlink {
         write!(
             f,
             "NVLink of rank {} (node {}) at 1/{} of its bandwidth",
+            self.rank, self.node, self.factor
+        )
+    }
+}
+
+impl fmt::Display for ResolvedSlowPcie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "PCIe link of rank {} (node {}) at 1/{} of its bandwidth",
             self.rank, self.node, self.factor
         )
     }
@@ -367,5 +459,35 @@ mod tests {
         );
         assert!(resolve_nvlinks(&[link(0, 2.0)], 8, 1, true).is_err());
         assert_eq!(resolve_nvlinks(&[], 8, 1, false), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn slow_pcie_links_are_checked() {
+        let link = |rank, factor| SlowPcie { rank, factor };
+        let links = resolve_pcies(&[link(9, 2.0), link(2, 1.5)], 16, 8).unwrap();
+        assert_eq!(
+            links.iter().map(|l| (l.rank, l.node)).collect::<Vec<_>>(),
+            [(2, 0), (9, 1)]
+        );
+        assert_eq!(
+            resolve_pcies(&[link(16, 2.0)], 16, 8),
+            Err(StragglerError::RankOutOfRange {
+                part: SlowPart::Pcie,
+                rank: 16,
+                gpus: 16
+            })
+        );
+        for factor in [0.9, f64::NAN, f64::INFINITY, 101.0] {
+            assert!(resolve_pcies(&[link(1, factor)], 16, 8).is_err());
+        }
+        assert_eq!(
+            resolve_pcies(&[link(3, 2.0), link(3, 3.0)], 16, 8),
+            Err(StragglerError::GivenTwice {
+                part: SlowPart::Pcie,
+                rank: 3
+            })
+        );
+        // Every GPU has a PCIe link, nodes of one GPU included.
+        assert_eq!(resolve_pcies(&[link(0, 2.0)], 1, 1).unwrap().len(), 1);
     }
 }

@@ -12,7 +12,9 @@
 //! replica is.
 
 use crate::rank_spread::{DrawnSpread, RankSpread, MAX_SIGMA};
-use crate::slow_link::{ResolvedSlowNic, ResolvedSlowNvlink, SlowLinks, SlowNic, SlowNvlink};
+use crate::slow_link::{
+    ResolvedSlowNic, ResolvedSlowNvlink, ResolvedSlowPcie, SlowLinks, SlowNic, SlowNvlink, SlowPcie,
+};
 use scenario::Scenario;
 use std::fmt;
 use taskgraph::ids::TaskId;
@@ -31,13 +33,14 @@ pub struct SlowRank {
     pub factor: f64,
 }
 
-/// The slow ranks, slow NICs and slow NVLinks ([`crate::slow_link`]) of a
-/// run (none: the run as priced).
+/// The slow ranks, slow NICs, NVLinks and PCIe links ([`crate::slow_link`])
+/// of a run (none: the run as priced).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stragglers {
     slow: Vec<SlowRank>,
     nics: Vec<ResolvedSlowNic>,
     nvlinks: Vec<ResolvedSlowNvlink>,
+    pcies: Vec<ResolvedSlowPcie>,
     spread: Option<DrawnSpread>,
 }
 
@@ -50,6 +53,8 @@ pub enum SlowPart {
     Nic,
     /// A GPU's NVLink (`--slow-nvlink`).
     Nvlink,
+    /// A GPU's PCIe link (`--slow-pcie`).
+    Pcie,
 }
 
 impl std::fmt::Display for SlowPart {
@@ -59,6 +64,7 @@ impl std::fmt::Display for SlowPart {
             SlowPart::Gpu => "rank",
             SlowPart::Nic => "NIC of rank",
             SlowPart::Nvlink => "NVLink of rank",
+            SlowPart::Pcie => "PCIe link of rank",
         })
     }
 }
@@ -88,6 +94,8 @@ pub enum StragglerError {
     NoNics,
     #[error("slow NVLink: the topology's nodes of {gpus_per_node} GPU(s) have no NVLink between GPUs (its GPUs talk over PCIe, or a node holds one)")]
     NoNvlink { gpus_per_node: u32 },
+    #[error("slow PCIe link: activation offloading (cpu_offloading_num_layers) copies inside the passes, where a rank's own PCIe rate is not priced; leave one of the two out")]
+    PcieWithActivationOffload,
     #[error("rank spread: log-scale sigma {sigma} is not in (0, {MAX_SIGMA}] (0.05 spreads kernel times by about ±5 %)")]
     Spread { sigma: f64 },
 }
@@ -140,13 +148,16 @@ impl Stragglers {
         mut slow: Vec<SlowRank>,
         nics: Vec<ResolvedSlowNic>,
         mut nvlinks: Vec<ResolvedSlowNvlink>,
+        mut pcies: Vec<ResolvedSlowPcie>,
     ) -> Stragglers {
         slow.sort_by_key(|s| s.rank);
         nvlinks.sort_by_key(|s| s.rank);
+        pcies.sort_by_key(|s| s.rank);
         Stragglers {
             slow,
             nics,
             nvlinks,
+            pcies,
             spread: None,
         }
     }
@@ -183,6 +194,26 @@ impl Stragglers {
         Ok(Stragglers { nvlinks, ..self })
     }
 
+    /// These stragglers and the PCIe links of `slow_pcies` slowed, checked
+    /// against `scenario`'s ranks ([`crate::slow_link::resolve_pcies`]);
+    /// refused with activation offloading, whose copies are priced inside
+    /// the passes at the profile's PCIe rate.
+    pub fn with_slow_pcies(
+        self,
+        slow_pcies: &[SlowPcie],
+        scenario: &Scenario,
+    ) -> Result<Stragglers, StragglerError> {
+        let pcies = crate::slow_link::resolve_pcies(
+            slow_pcies,
+            scenario.layout.gpus(),
+            scenario.topology.node.gpus_per_node,
+        )?;
+        if !pcies.is_empty() && scenario.options.activation_offload_layers > 0 {
+            return Err(StragglerError::PcieWithActivationOffload);
+        }
+        Ok(Stragglers { pcies, ..self })
+    }
+
     /// These stragglers with every rank's kernel time also multiplied by
     /// its draw from `spread` (seeded by `seed`; [`crate::rank_spread`]).
     pub fn with_spread(self, spread: Option<RankSpread>, seed: u64, gpus: u32) -> Stragglers {
@@ -192,7 +223,7 @@ impl Stragglers {
         }
     }
 
-    /// No slow rank, NIC or NVLink, and no spread of GPU speeds.
+    /// No slow rank, NIC, NVLink or PCIe link, and no spread of GPU speeds.
     pub fn is_empty(&self) -> bool {
         self.slow.is_empty() && self.links().is_empty() && self.spread.is_none()
     }
@@ -215,15 +246,16 @@ impl Stragglers {
         }
     }
 
-    /// The slow NICs and NVLinks.
+    /// The slow NICs, NVLinks and PCIe links.
     pub fn links(&self) -> SlowLinks<'_> {
         SlowLinks {
             nics: &self.nics,
             nvlinks: &self.nvlinks,
+            pcies: &self.pcies,
         }
     }
 
-    /// The largest factor of a rank, NIC or NVLink (1 without any, a rank's
+    /// The largest factor of a rank, NIC, NVLink or PCIe link (1 without any, a rank's
     /// spread included): no task takes more than that many times its priced
     /// duration.
     pub fn max_factor(&self) -> f64 {
@@ -233,6 +265,7 @@ impl Stragglers {
             .map(|s| s.factor * spread)
             .chain(self.nics.iter().map(|n| n.factor))
             .chain(self.nvlinks.iter().map(|n| n.factor))
+            .chain(self.pcies.iter().map(|n| n.factor))
             .fold(spread, f64::max)
     }
 
@@ -249,6 +282,11 @@ impl Stragglers {
     /// The slow NVLinks, by rank.
     pub fn nvlinks(&self) -> &[ResolvedSlowNvlink] {
         &self.nvlinks
+    }
+
+    /// The slow PCIe links, by rank.
+    pub fn pcies(&self) -> &[ResolvedSlowPcie] {
+        &self.pcies
     }
 
     /// The factor of each of `graph`'s groups: a rank's own group (a group

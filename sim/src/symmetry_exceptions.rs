@@ -1,5 +1,5 @@
 //! Symmetry with exceptions (issue 37, item 1): a run whose stragglers
-//! (`--slow-rank`, `--slow-nvlink`, `--slow-nic`) sit in a few
+//! (`--slow-rank`, `--slow-nvlink`, `--slow-pcie`, `--slow-nic`) sit in a few
 //! data-parallel replicas lowers the representative replica 0 for all the
 //! alike ones plus one replica for each replica they touch, instead of
 //! every replica.
@@ -33,7 +33,7 @@
 //! ([`ExceptionReplicas::weights`]); the FLOP total, which a slow-down does
 //! not change, repeats replica 0's d·cp times as a symmetric run's does.
 
-use crate::slow_link::{nic_of, ResolvedSlowNic, ResolvedSlowNvlink};
+use crate::slow_link::{nic_of, ResolvedSlowNic, ResolvedSlowNvlink, ResolvedSlowPcie};
 use crate::straggler::{SlowRank, Stragglers};
 use scenario::Scenario;
 use taskgraph::ids::Rank;
@@ -125,6 +125,7 @@ pub fn exception_replicas(
         .iter()
         .map(|slow| slow.rank)
         .chain(stragglers.nvlinks().iter().map(|slow| slow.rank))
+        .chain(stragglers.pcies().iter().map(|slow| slow.rank))
         .chain(
             stragglers
                 .nics()
@@ -180,7 +181,16 @@ pub fn exception_replicas(
         })
         .collect();
     nics.sort_by_key(|slow| slow.nic);
-    let stragglers = Stragglers::moved(ranks, nics, nvlinks);
+    let pcies: Vec<ResolvedSlowPcie> = stragglers
+        .pcies()
+        .iter()
+        .map(|slow| ResolvedSlowPcie {
+            rank: moved(slow.rank),
+            node: moved(slow.rank) / gpus_per_node,
+            factor: slow.factor,
+        })
+        .collect();
+    let stragglers = Stragglers::moved(ranks, nics, nvlinks, pcies);
     Ok(ExceptionReplicas {
         replicas,
         slow_replicas,

@@ -141,6 +141,10 @@ pub struct RunPlanArgs {
     /// bandwidth (repeat for several; see `simulate --slow-nvlink`).
     #[arg(long = "slow-nvlink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nvlink)]
     pub slow_nvlinks: Vec<sim::slow_link::SlowNvlink>,
+    /// A slow PCIe link for the whole run: rank R's GPU at 1/F of its PCIe
+    /// bandwidth (repeat for several; see `simulate --slow-pcie`).
+    #[arg(long = "slow-pcie", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_pcie)]
+    pub slow_pcies: Vec<sim::slow_link::SlowPcie>,
     /// A spread of GPU speeds for the whole run: every rank's kernels take
     /// the profile's time × e^(SIGMA·Z), drawn per rank from --seed (see
     /// `simulate --rank-spread`).
@@ -198,9 +202,12 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
     args.charts.check()?;
     let stragglers = super::slow_ranks::stragglers_of(
         &scenario,
-        &args.slow_ranks,
-        &args.slow_nics,
-        &args.slow_nvlinks,
+        super::slow_ranks::SlowFlags {
+            ranks: &args.slow_ranks,
+            nics: &args.slow_nics,
+            nvlinks: &args.slow_nvlinks,
+            pcies: &args.slow_pcies,
+        },
         args.rank_spread,
     )?;
     let expansion = sim::Expansion::Auto;
@@ -283,6 +290,9 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         }
         if !stragglers.nvlinks().is_empty() {
             document["slow_nvlinks"] = serde_json::to_value(stragglers.nvlinks())?;
+        }
+        if !stragglers.pcies().is_empty() {
+            document["slow_pcies"] = serde_json::to_value(stragglers.pcies())?;
         }
         if let Some(drawn) = stragglers.spread() {
             document["rank_spread"] = super::slow_ranks::SpreadSummary::of(drawn).json();

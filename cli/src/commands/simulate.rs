@@ -73,6 +73,16 @@ pub struct SimulateArgs {
     /// NVLink links are slowed instead.
     #[arg(long = "slow-nvlink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nvlink)]
     pub slow_nvlinks: Vec<sim::slow_link::SlowNvlink>,
+    /// A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the
+    /// achieved PCIe rate (2 for a card trained at x8, or one generation
+    /// down). Its traffic across nodes (GPUDirect through that link to the
+    /// NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink so do its
+    /// hops inside the node, and its host copies (ZeRO-Offload) at the
+    /// slower of its link and its share of the switch's uplink. Repeat for
+    /// several GPUs; with --contention that GPU's PCIe links are slowed
+    /// instead. Refused with activation offloading.
+    #[arg(long = "slow-pcie", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_pcie)]
+    pub slow_pcies: Vec<sim::slow_link::SlowPcie>,
     /// A spread of GPU speeds: every rank's compute kernels take the
     /// profile's time × e^(SIGMA·Z), Z a standard normal drawn per rank from
     /// --seed (lognormal:0.05 for a spread of about ±5 %; the profile's GPU is
@@ -143,9 +153,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
     let selection = timeline_selection(&args, &scenario)?;
     let stragglers = super::slow_ranks::stragglers_of(
         &scenario,
-        &args.slow_ranks,
-        &args.slow_nics,
-        &args.slow_nvlinks,
+        super::slow_ranks::SlowFlags {
+            ranks: &args.slow_ranks,
+            nics: &args.slow_nics,
+            nvlinks: &args.slow_nvlinks,
+            pcies: &args.slow_pcies,
+        },
         args.rank_spread,
     )?;
     crate::exit::check_host_memory_of(&scenario, expansion, &stragglers)?;

@@ -1,14 +1,17 @@
-//! `--slow-rank R:F`, `--slow-nic R:F` and `--slow-nvlink R:F` (simulate,
-//! run-plan): a GPU whose compute kernels take F times as long as its
-//! peers' ([`sim::straggler`]), the NIC rank R sends through at 1/F of its
-//! bandwidth, and rank R's NVLink at 1/F of its own ([`sim::slow_link`]). `simulate` runs the scenario with and without them
+//! `--slow-rank R:F`, `--slow-nic R:F`, `--slow-nvlink R:F` and
+//! `--slow-pcie R:F` (simulate, run-plan): a GPU whose compute kernels take
+//! F times as long as its peers' ([`sim::straggler`]), the NIC rank R sends
+//! through at 1/F of its bandwidth, and rank R's NVLink or PCIe link at 1/F
+//! of its own ([`sim::slow_link`]). `simulate` runs the scenario with and without them
 //! and reports what they cost the step. `--rank-spread lognormal:SIGMA`
 //! draws every GPU's speed from a spread ([`sim::rank_spread`]).
 
 use crate::exit::user_error;
 use sim::rank_spread::{DrawnSpread, RankSpread};
 use sim::scenario::Scenario;
-use sim::slow_link::{ResolvedSlowNic, ResolvedSlowNvlink, SlowNic, SlowNvlink};
+use sim::slow_link::{
+    ResolvedSlowNic, ResolvedSlowNvlink, ResolvedSlowPcie, SlowNic, SlowNvlink, SlowPcie,
+};
 use sim::straggler::{SlowRank, Stragglers};
 
 /// "3:1.2" → (3, 1.2); `what` says what the factor slows, for the message.
@@ -45,6 +48,12 @@ pub fn parse_slow_nvlink(text: &str) -> Result<SlowNvlink, String> {
     Ok(SlowNvlink { rank, factor })
 }
 
+/// "3:2" → rank 3's PCIe link at half its bandwidth.
+pub fn parse_slow_pcie(text: &str) -> Result<SlowPcie, String> {
+    let (rank, factor) = parse_rank_factor(text, "rank 3's PCIe link at 1/1.2 of its bandwidth")?;
+    Ok(SlowPcie { rank, factor })
+}
+
 /// "lognormal:0.05" → each GPU's kernel time × e^(0.05·Z), Z standard normal.
 pub fn parse_rank_spread(text: &str) -> Result<RankSpread, String> {
     let sigma = text.strip_prefix("lognormal:").ok_or_else(|| {
@@ -57,16 +66,29 @@ pub fn parse_rank_spread(text: &str) -> Result<RankSpread, String> {
     RankSpread::lognormal(sigma).map_err(|e| e.to_string())
 }
 
-/// The flags' slow ranks, NICs and NVLinks, checked against the scenario's
-/// ranks, NICs and nodes (exit 2), and the spread of GPU speeds drawn with
-/// the scenario's seed.
+/// The flags' slow parts: `--slow-rank`, `--slow-nic`, `--slow-nvlink`, `--slow-pcie`.
+#[derive(Debug, Clone, Copy)]
+pub struct SlowFlags<'a> {
+    pub ranks: &'a [SlowRank],
+    pub nics: &'a [SlowNic],
+    pub nvlinks: &'a [SlowNvlink],
+    pub pcies: &'a [SlowPcie],
+}
+
+/// The flags' slow ranks, NICs, NVLinks and PCIe links, checked against the
+/// scenario's ranks, NICs and nodes (exit 2), and the spread of GPU speeds
+/// drawn with the scenario's seed.
 pub fn stragglers_of(
     scenario: &Scenario,
-    slow: &[SlowRank],
-    nics: &[SlowNic],
-    nvlinks: &[SlowNvlink],
+    flags: SlowFlags<'_>,
     spread: Option<RankSpread>,
 ) -> anyhow::Result<Stragglers> {
+    let SlowFlags {
+        ranks: slow,
+        nics,
+        nvlinks,
+        pcies,
+    } = flags;
     let gpus = scenario.layout.gpus();
     Ok(Stragglers::new(slow.to_vec(), gpus)
         .map_err(|e| user_error(format!("--slow-rank: {e}")))?
@@ -74,6 +96,8 @@ pub fn stragglers_of(
         .map_err(|e| user_error(format!("--slow-nic: {e}")))?
         .with_slow_nvlinks(nvlinks, scenario)
         .map_err(|e| user_error(format!("--slow-nvlink: {e}")))?
+        .with_slow_pcies(pcies, scenario)
+        .map_err(|e| user_error(format!("--slow-pcie: {e}")))?
         .with_spread(spread, scenario.seed, gpus))
 }
 
@@ -123,13 +147,14 @@ impl std::fmt::Display for SpreadSummary {
     }
 }
 
-/// What slow ranks, NICs and NVLinks cost one iteration: the same scenario's
+/// What slow ranks, NICs, NVLinks and PCIe links cost one iteration: the same scenario's
 /// iteration time without them, and the difference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlowRankCost {
     pub slow: Vec<SlowRank>,
     pub nics: Vec<ResolvedSlowNic>,
     pub nvlinks: Vec<ResolvedSlowNvlink>,
+    pub pcies: Vec<ResolvedSlowPcie>,
     pub spread: Option<SpreadSummary>,
     pub without_s: f64,
     pub with_s: f64,
@@ -159,6 +184,7 @@ impl SlowRankCost {
             slow: stragglers.ranks().to_vec(),
             nics: stragglers.nics().to_vec(),
             nvlinks: stragglers.nvlinks().to_vec(),
+            pcies: stragglers.pcies().to_vec(),
             spread: stragglers.spread().map(SpreadSummary::of),
             without_s,
             with_s,
@@ -173,6 +199,7 @@ impl SlowRankCost {
             ("ranks", !self.slow.is_empty()),
             ("NICs", !self.nics.is_empty()),
             ("NVLinks", !self.nvlinks.is_empty()),
+            ("PCIe links", !self.pcies.is_empty()),
         ]
         .iter()
         .filter(|(_, slow)| *slow)
@@ -193,6 +220,7 @@ impl SlowRankCost {
             .map(ToString::to_string)
             .chain(self.nics.iter().map(ToString::to_string))
             .chain(self.nvlinks.iter().map(ToString::to_string))
+            .chain(self.pcies.iter().map(ToString::to_string))
             .chain(self.spread.iter().map(ToString::to_string))
             .collect();
         let extra_s = self.with_s - self.without_s;
@@ -205,8 +233,8 @@ impl SlowRankCost {
         )
     }
 
-    /// The `slow_ranks` object of `--json` (with `nics` and `nvlinks` when
-    /// those are slow).
+    /// The `slow_ranks` object of `--json` (with `nics`, `nvlinks` and
+    /// `pcies` when those are slow).
     pub fn json(&self) -> serde_json::Value {
         let mut value = serde_json::json!({
             "ranks": self.slow,
@@ -218,6 +246,9 @@ impl SlowRankCost {
         }
         if !self.nvlinks.is_empty() {
             value["nvlinks"] = serde_json::json!(self.nvlinks);
+        }
+        if !self.pcies.is_empty() {
+            value["pcies"] = serde_json::json!(self.pcies);
         }
         if let Some(spread) = &self.spread {
             value["spread"] = spread.json();

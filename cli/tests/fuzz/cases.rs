@@ -294,6 +294,10 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         flags.push("--slow-nvlink", Some(slow));
     }
     if rng.chance(8) {
+        let slow = value(&["3:2", "0:1.5", "9999:2", "x:2", "1:101"], rng);
+        flags.push("--slow-pcie", Some(slow));
+    }
+    if rng.chance(8) {
         let spread = value(
             &[
                 "lognormal:0.05",
@@ -377,7 +381,7 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     }
     if rng.chance(8) {
         let slow = value(&["3:1.2", "0:2", "1:1.5"], rng);
-        let flag = *rng.pick(&["--slow-rank", "--slow-nic", "--slow-nvlink"]);
+        let flag = *rng.pick(&["--slow-rank", "--slow-nic", "--slow-nvlink", "--slow-pcie"]);
         flags.push(flag, Some(slow));
     }
     if rng.chance(8) {

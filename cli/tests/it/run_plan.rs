@@ -425,6 +425,30 @@ fn a_slow_nvlink_is_named_with_what_it_costs_the_step() {
     );
 }
 
+/// `--slow-pcie R:F`: the GPU named in `--json` with its node and what it
+/// costs the step, in `simulate` and `run-plan`, each valid against its
+/// schema; bad ones exit 2 naming the flag.
+#[test]
+fn a_slow_pcie_link_is_named_with_what_it_costs_the_step() {
+    let value = simulate_22b_json("--slow-pcie", &["--slow-pcie", "9:4"]);
+    let link = &value["slow_ranks"]["pcies"][0];
+    assert_eq!(
+        (&link["rank"], &link["node"], &link["factor"]),
+        (&9.into(), &1.into(), &4.0.into())
+    );
+    // Rank 9's pipeline transfers and data-parallel ring cross nodes through
+    // its PCIe link, a quarter of Gen4's line rate below the HDR NIC.
+    assert!(value["slow_ranks"]["cost_s"].as_f64().unwrap() > 0.0);
+    let summary = text(&on_22b("simulate", &["--slow-pcie", "9:4"]).stdout);
+    assert!(
+        summary.contains("slow PCIe links     PCIe link of rank 9 (node 1) at 1/4 of its bandwidth: the iteration takes"),
+        "{summary}"
+    );
+    let plan = run_plan_22b_json("--slow-pcie", &["--slow-pcie", "9:4"]);
+    assert_eq!(plan["slow_pcies"][0]["rank"], 9);
+    each_is_refused("--slow-pcie", &["32:2", "3:0.5", "3", "x:2", "3:2,1:2"]);
+}
+
 /// `--rank-spread lognormal:SIGMA`: every GPU's speed drawn from --seed; the
 /// slowest and fastest ranks named in `--json` (simulate and run-plan, each
 /// valid against its schema) with what the spread costs; the same seed

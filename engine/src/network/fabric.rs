@@ -97,6 +97,9 @@ pub struct Fabric {
     nic_latency_ns: u64,
     switch_hop_latency_ns: u64,
     pcie_latency_ns: u64,
+    /// The node's GPUs reach each other over NVLink (else the `Nvlink` links
+    /// stand for their PCIe paths to their peers).
+    intra_node_nvlink: bool,
 }
 
 fn capped(achieved: f64, line_rate: f64) -> f64 {
@@ -194,6 +197,7 @@ impl Fabric {
             nic_latency_ns: topology.fabric.nic_latency_ns,
             switch_hop_latency_ns: topology.fabric.switch_hop_latency_ns,
             pcie_latency_ns: topology.pcie.latency_ns,
+            intra_node_nvlink: topology.node.nvlink_bandwidth_bytes_per_s > 0.0,
         })
     }
 
@@ -241,6 +245,30 @@ impl Fabric {
         for kind in [LinkKind::NvlinkUp, LinkKind::NvlinkDown] {
             let id = self.id(kind, u64::from(gpu));
             self.links[id.index()].capacity_bytes_per_s /= factor;
+        }
+    }
+
+    /// GPU `gpu`'s PCIe link carrying 1/`factor` of its capacity in each
+    /// direction: a slow PCIe link (`factor` ≥ 1, checked by the caller). On
+    /// a node without NVLink its links to its peers are that PCIe link too,
+    /// and carry at most the slowed capacity. A GPU past the fabric's has
+    /// none: then nothing changes.
+    pub fn slow_pcie(&mut self, gpu: u32, factor: f64) {
+        if gpu >= self.gpu_count() {
+            return;
+        }
+        let mut slowest = f64::INFINITY;
+        for kind in [LinkKind::GpuPcieUp, LinkKind::GpuPcieDown] {
+            let id = self.id(kind, u64::from(gpu));
+            self.links[id.index()].capacity_bytes_per_s /= factor;
+            slowest = slowest.min(self.links[id.index()].capacity_bytes_per_s);
+        }
+        if !self.intra_node_nvlink {
+            for kind in [LinkKind::NvlinkUp, LinkKind::NvlinkDown] {
+                let id = self.id(kind, u64::from(gpu));
+                let link = &mut self.links[id.index()];
+                link.capacity_bytes_per_s = link.capacity_bytes_per_s.min(slowest);
+            }
         }
     }
 

@@ -425,8 +425,13 @@ fn cost_work(
                 PcieDirection::DeviceToHost => pcie.device_to_host_bytes_per_s.value,
                 PcieDirection::HostToDevice => pcie.host_to_device_bytes_per_s.value,
             };
-            let seconds =
-                pcie_seconds(bytes, rate, sharing_gpus, scenario.topology.pcie.latency_ns);
+            let seconds = offload::pcie_seconds_through(
+                bytes,
+                rate,
+                sharing_gpus,
+                network.pcie_link_slowdown(),
+                scenario.topology.pcie.latency_ns,
+            );
             WorkCost {
                 duration: SimDuration::from_seconds_ceil(seconds),
                 bytes,

@@ -32,6 +32,11 @@ pub trait NetworkModel {
         crosses_nodes: bool,
         scatter_gather: bool,
     ) -> SimDuration;
+    /// How many times slower than the achieved PCIe rate the GPU's own
+    /// PCIe link runs (1: nominal; a slow PCIe link, [`crate::slow_link`]).
+    fn pcie_link_slowdown(&self) -> f64 {
+        1.0
+    }
 }
 
 /// NCCL's algorithms in closed form ([`collectives`]) with achieved
@@ -39,6 +44,26 @@ pub trait NetworkModel {
 #[derive(Debug, Clone)]
 pub struct ClosedFormNetwork {
     rates: LinkRates,
+    /// A GPU's PCIe line rate per direction (the topology's; the profile's
+    /// achieved copy rate where the topology gives none): what GPUDirect
+    /// traffic to the NIC, and on nodes without NVLink to its peers, may
+    /// cross its link at.
+    pcie_bytes_per_s: f64,
+    /// What [`NetworkModel::pcie_link_slowdown`] reports.
+    pcie_slowdown: f64,
+}
+
+/// A GPU's PCIe line rate per direction (see [`ClosedFormNetwork`]).
+fn gpu_pcie_bytes_per_s(topology: &TopologySpec, profile: &Profile) -> f64 {
+    if topology.pcie.bandwidth_bytes_per_s > 0.0 {
+        topology.pcie.bandwidth_bytes_per_s
+    } else {
+        profile
+            .pcie
+            .device_to_host_bytes_per_s
+            .value
+            .min(profile.pcie.host_to_device_bytes_per_s.value)
+    }
 }
 
 impl ClosedFormNetwork {
@@ -46,6 +71,8 @@ impl ClosedFormNetwork {
     pub fn new(topology: &TopologySpec, profile: &Profile) -> ClosedFormNetwork {
         ClosedFormNetwork {
             rates: LinkRates::from(topology, profile),
+            pcie_bytes_per_s: gpu_pcie_bytes_per_s(topology, profile),
+            pcie_slowdown: 1.0,
         }
     }
 
@@ -54,6 +81,8 @@ impl ClosedFormNetwork {
         ClosedFormNetwork {
             rates: LinkRates::from(&scenario.topology, &scenario.profile)
                 .with_nccl(scenario.stack.nccl),
+            pcie_bytes_per_s: gpu_pcie_bytes_per_s(&scenario.topology, &scenario.profile),
+            pcie_slowdown: 1.0,
         }
     }
 
@@ -62,7 +91,10 @@ impl ClosedFormNetwork {
     pub fn with_nic_slowed(&self, factor: f64) -> ClosedFormNetwork {
         let mut rates = self.rates;
         rates.nic_bytes_per_s /= factor;
-        ClosedFormNetwork { rates }
+        ClosedFormNetwork {
+            rates,
+            ..self.clone()
+        }
     }
 
     /// These rates with NVLink delivering 1/`factor` of its bus bandwidth
@@ -70,7 +102,34 @@ impl ClosedFormNetwork {
     pub fn with_nvlink_slowed(&self, factor: f64) -> ClosedFormNetwork {
         let mut rates = self.rates;
         rates.nvlink_bus_bytes_per_s /= factor;
-        ClosedFormNetwork { rates }
+        ClosedFormNetwork {
+            rates,
+            ..self.clone()
+        }
+    }
+
+    /// These rates with the GPU's PCIe link delivering 1/`factor` of its
+    /// bandwidth (a slow PCIe link: [`crate::slow_link`]): traffic across
+    /// nodes (GPUDirect through that link to the NIC) at min(NIC rate, PCIe
+    /// line rate ÷ `factor`), on nodes without NVLink the intra-node hops at
+    /// min(their rate, PCIe line rate ÷ `factor`), and host copies at 1/`factor`
+    /// of their measured rate ([`NetworkModel::pcie_link_slowdown`]);
+    /// latencies unchanged. A factor of 1 changes nothing.
+    pub fn with_pcie_slowed(&self, factor: f64) -> ClosedFormNetwork {
+        if factor == 1.0 {
+            return self.clone();
+        }
+        let link_bytes_per_s = self.pcie_bytes_per_s / factor;
+        let mut rates = self.rates;
+        rates.nic_bytes_per_s = rates.nic_bytes_per_s.min(link_bytes_per_s);
+        if !rates.intra_node_nvlink {
+            rates.nvlink_bus_bytes_per_s = rates.nvlink_bus_bytes_per_s.min(link_bytes_per_s);
+        }
+        ClosedFormNetwork {
+            rates,
+            pcie_bytes_per_s: self.pcie_bytes_per_s,
+            pcie_slowdown: self.pcie_slowdown * factor,
+        }
     }
 
     fn collective(
@@ -91,6 +150,10 @@ impl ClosedFormNetwork {
 }
 
 impl NetworkModel for ClosedFormNetwork {
+    fn pcie_link_slowdown(&self) -> f64 {
+        self.pcie_slowdown
+    }
+
     fn all_reduce(&self, bytes: u64, group_size: u32, spread: NodeSpread) -> SimDuration {
         self.collective(CollectiveOp::AllReduce, bytes, group_size, spread)
     }

@@ -82,10 +82,25 @@ pub fn cpu_adam_tile_seconds(
 /// Seconds of one copy of `bytes` over a host link shared by `sharing_gpus`
 /// GPUs copying at once, at `rate_bytes_per_s` achieved per direction.
 pub fn pcie_seconds(bytes: u64, rate_bytes_per_s: f64, sharing_gpus: u32, latency_ns: u64) -> f64 {
+    pcie_seconds_through(bytes, rate_bytes_per_s, sharing_gpus, 1.0, latency_ns)
+}
+
+/// The same through a GPU link that delivers 1/`link_slowdown` of the rate
+/// (a slow PCIe link, `crate::slow_link`): the copy runs at the slower of
+/// its own link and its share of the host link, rate ÷ max(sharing,
+/// slowdown). At a slowdown of 1 it is [`pcie_seconds`] exactly.
+pub fn pcie_seconds_through(
+    bytes: u64,
+    rate_bytes_per_s: f64,
+    sharing_gpus: u32,
+    link_slowdown: f64,
+    latency_ns: u64,
+) -> f64 {
     if bytes == 0 {
         return 0.0;
     }
-    latency_ns as f64 * 1e-9 + bytes as f64 * sharing_gpus.max(1) as f64 / rate_bytes_per_s
+    let slowest_share = (sharing_gpus.max(1) as f64).max(link_slowdown);
+    latency_ns as f64 * 1e-9 + bytes as f64 * slowest_share / rate_bytes_per_s
 }
 
 #[cfg(test)]
@@ -138,5 +153,11 @@ mod tests {
         let shared = pcie_seconds(12_000_000_000, 12e9, 2, 1000);
         assert!((shared - 2.000001).abs() < 1e-12);
         assert_eq!(pcie_seconds(0, 12e9, 2, 1000), 0.0);
+        // A link at 1/3 of the rate behind an uplink shared by 2: the link
+        // sets the pace; at 1/1.5 the uplink's share still does.
+        let slow = pcie_seconds_through(12_000_000_000, 12e9, 2, 3.0, 1000);
+        assert!((slow - (1e-6 + 3.0)).abs() < 1e-12);
+        let mild = pcie_seconds_through(12_000_000_000, 12e9, 2, 1.5, 1000);
+        assert_eq!(mild, shared);
     }
 }

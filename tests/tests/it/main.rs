@@ -44,6 +44,7 @@ mod schedules_as_data;
 mod seq_len_override;
 mod sharded_data_parallel;
 mod slow_links;
+mod slow_pcie;
 mod split_backward_memory;
 mod stragglers;
 mod symmetry;

@@ -1,5 +1,5 @@
-//! Symmetry with exceptions (issue 37, item 1): slow ranks, NVLinks and
-//! NICs in a few data-parallel replicas lower those beside the
+//! Symmetry with exceptions (issue 37, item 1): slow ranks, NVLinks, PCIe
+//! links and NICs in a few data-parallel replicas lower those beside the
 //! representative, and the run must give exactly what full expansion with
 //! the same stragglers gives: iteration time, every metric (floating-point
 //! bits included), memory, the task, edge and event counts, and the
@@ -10,7 +10,7 @@
 use super::symmetry::{grid, options, scenario};
 use sim::rank_spread::RankSpread;
 use sim::scenario::{Scenario, ScheduleKind};
-use sim::slow_link::{SlowNic, SlowNvlink};
+use sim::slow_link::{SlowNic, SlowNvlink, SlowPcie};
 use sim::straggler::{SlowRank, Stragglers};
 use sim::{Expansion, SimulationMode};
 
@@ -231,4 +231,59 @@ fn slow_links_in_a_few_replicas_give_full_expansions_numbers() {
     }
     assert_eq!(exceptions, 9, "cases that ran in full");
     assert_eq!(slowed_runs, 7, "runs the links slowed");
+}
+
+/// Slow PCIe links (the GPUDirect path to the NIC): the replicas of their
+/// GPUs lowered beside the representative, the cross-node collectives over
+/// all replicas at the slow member's rate, as in full expansion.
+#[test]
+fn slow_pcie_links_in_a_few_replicas_give_full_expansions_numbers() {
+    let layouts = [(2, 2, 4), (2, 1, 8), (4, 2, 4)];
+    let (mut exceptions, mut slowed_runs) = (0, 0);
+    for (index, &layout) in layouts.iter().enumerate() {
+        let Some(scenario) = scenario(
+            layout,
+            (ScheduleKind::OneFOneB, 1),
+            1,
+            "megatron-core-2024",
+            options(index + 1),
+            4,
+        ) else {
+            continue;
+        };
+        let gpus = scenario.layout.gpus();
+        for pcies in [
+            vec![SlowPcie {
+                rank: gpus - 1,
+                factor: 8.0,
+            }],
+            vec![
+                SlowPcie {
+                    rank: 1,
+                    factor: 4.0,
+                },
+                SlowPcie {
+                    rank: gpus / 2,
+                    factor: 16.0,
+                },
+            ],
+        ] {
+            let with = Stragglers::none()
+                .with_slow_pcies(&pcies, &scenario)
+                .unwrap();
+            if matches!(
+                compare_with(&scenario, &with),
+                SimulationMode::Exceptions { .. }
+            ) {
+                exceptions += 1;
+            }
+            let slowed = sim::simulate_with_stragglers(&scenario, Expansion::Auto, &with).unwrap();
+            if slowed.makespan_ns() > sim::simulate(&scenario).unwrap().makespan_ns() {
+                slowed_runs += 1;
+            }
+        }
+    }
+    println!("{exceptions} runs with exceptions, {slowed_runs} slowed");
+    assert!(exceptions >= 3, "{exceptions} runs with exceptions");
+    assert!(slowed_runs >= 3, "{slowed_runs} runs slowed");
 }

@@ -1,0 +1,272 @@
+//! A slow PCIe link (`--slow-pcie`, issue 35 item 4): GPU R's link to its
+//! PCIe switch delivers 1/F of the achieved PCIe rate. Its traffic across
+//! nodes (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F),
+//! checked against the same run with every NIC at that rate; on nodes
+//! without NVLink its intra-node hops do too; its ZeRO-Offload copies run at
+//! the slower of its link and its share of the switch's uplink; every other
+//! task keeps its time. Under `--contention` its PCIe links carry 1/F of
+//! their capacity.
+
+use sim::scenario::{Scenario, ScenarioFile, TrainingOptionsFile};
+use sim::slow_link::SlowPcie;
+use sim::straggler::Stragglers;
+use sim::task::TaskKind;
+use sim::{Expansion, SimulationReport};
+
+/// The hand model at t = 4, p = 1, d = 4 on two nodes of `topology`: each
+/// data-parallel group is {i, 4 + i, 8 + i, 12 + i}, two ranks a node.
+fn scenario(topology: &str, contention: bool) -> Scenario {
+    ScenarioFile {
+        topology: Some(topology.into()),
+        ..tests::hand_model_file(
+            4,
+            1,
+            4,
+            TrainingOptionsFile {
+                network_contention: Some(contention),
+                ..TrainingOptionsFile::default()
+            },
+        )
+    }
+    .resolve()
+    .expect("valid scenario")
+}
+
+fn run(scenario: &Scenario, slow: &[SlowPcie]) -> SimulationReport {
+    let stragglers = Stragglers::none()
+        .with_slow_pcies(slow, scenario)
+        .expect("valid slow PCIe links");
+    sim::simulate_with_stragglers(scenario, Expansion::Full, &stragglers).expect("simulates")
+}
+
+/// (ranks, kind, bytes, duration) of every task that is not a compute kernel.
+fn transfers(report: &SimulationReport) -> Vec<(Vec<u32>, TaskKind, u64, u64)> {
+    let timeline = report.timeline();
+    timeline
+        .tasks
+        .iter()
+        .filter(|t| !t.kind.is_compute())
+        .map(|t| {
+            (
+                timeline.header.groups[t.group as usize].clone(),
+                t.kind,
+                t.bytes,
+                t.duration_ns(),
+            )
+        })
+        .collect()
+}
+
+/// The PCIe line rate GPUDirect traffic crosses a GPU's link at.
+fn pcie_rate(scenario: &Scenario) -> f64 {
+    scenario.topology.pcie.bandwidth_bytes_per_s
+}
+
+/// Every task of `slowed` with rank 3 among its ranks and of one of `kinds` equals
+/// `everywhere`'s; every other task equals `nominal`'s. Returns how many
+/// were slowed.
+fn only_rank_3_s_change(
+    nominal: &[(Vec<u32>, TaskKind, u64, u64)],
+    slowed: &[(Vec<u32>, TaskKind, u64, u64)],
+    everywhere: &[(Vec<u32>, TaskKind, u64, u64)],
+    kinds: &[TaskKind],
+) -> usize {
+    assert_eq!(nominal.len(), slowed.len());
+    assert_eq!(nominal.len(), everywhere.len());
+    let mut checked = 0;
+    for ((before, after), all) in nominal.iter().zip(slowed).zip(everywhere) {
+        let (ranks, task_kind, bytes, _) = after;
+        assert_eq!((&before.0, before.1, before.2), (ranks, *task_kind, *bytes));
+        if kinds.contains(task_kind) && ranks.contains(&3) {
+            assert_eq!(after.3, all.3, "{task_kind:?} on {ranks:?}");
+            assert!(after.3 > before.3, "{task_kind:?} on {ranks:?}");
+            checked += 1;
+        } else {
+            assert_eq!(after.3, before.3, "{task_kind:?} on {ranks:?}");
+        }
+    }
+    checked
+}
+
+#[test]
+fn traffic_across_nodes_runs_at_the_slower_of_nic_and_pcie_link() {
+    let scenario = scenario("dgx-a100:2", false);
+    let factor = 4.0;
+    let link = pcie_rate(&scenario) / factor;
+    let nic = &scenario
+        .profile
+        .communication
+        .nic_bandwidth_bytes_per_s
+        .value;
+    assert!(link < *nic, "the test needs PCIe ÷ F below the NIC");
+    let nominal = transfers(&run(&scenario, &[]));
+    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    // The same run with every NIC at the slowed link's rate.
+    let mut everywhere = scenario.clone();
+    everywhere
+        .profile
+        .communication
+        .nic_bandwidth_bytes_per_s
+        .value = link;
+    let everywhere = transfers(&run(&everywhere, &[]));
+    // Rank 3's data-parallel ring crosses nodes; its tensor all-reduces stay
+    // on NVLink and keep their time.
+    let checked = only_rank_3_s_change(
+        &nominal,
+        &slowed,
+        &everywhere,
+        &[TaskKind::DataParallelAllReduce],
+    );
+    assert!(checked > 0);
+}
+
+#[test]
+fn a_link_still_faster_than_the_nic_slows_no_communication() {
+    let scenario = scenario("dgx-a100:2", false);
+    let nic = scenario
+        .profile
+        .communication
+        .nic_bandwidth_bytes_per_s
+        .value;
+    let factor = 0.9 * pcie_rate(&scenario) / nic;
+    assert!(factor > 1.0);
+    let nominal = transfers(&run(&scenario, &[]));
+    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    assert_eq!(nominal, slowed);
+}
+
+#[test]
+fn on_nodes_without_nvlink_the_ring_inside_the_node_slows_too() {
+    let scenario = scenario("h100-pcie-cluster:2", false);
+    assert_eq!(scenario.topology.node.nvlink_bandwidth_bytes_per_s, 0.0);
+    let factor = 8.0;
+    let link = pcie_rate(&scenario) / factor;
+    let nominal = transfers(&run(&scenario, &[]));
+    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    // The same run with every GPU's intra-node (PCIe) rate and every NIC at
+    // the slowed link's: rank 3's tensor all-reduces inside node 0 and its
+    // data-parallel ring across the nodes both slow.
+    let mut everywhere = scenario.clone();
+    let communication = &mut everywhere.profile.communication;
+    assert!(link < communication.nvlink_bus_bandwidth_bytes_per_s.value);
+    assert!(link < communication.nic_bandwidth_bytes_per_s.value);
+    communication.nvlink_bus_bandwidth_bytes_per_s.value = link;
+    communication.nic_bandwidth_bytes_per_s.value = link;
+    let everywhere = transfers(&run(&everywhere, &[]));
+    let kinds = [
+        TaskKind::TensorAllReduce,
+        TaskKind::DataParallelReduceScatter,
+        TaskKind::DataParallelAllGather,
+        TaskKind::DataParallelAllReduce,
+    ];
+    let checked = only_rank_3_s_change(&nominal, &slowed, &everywhere, &kinds);
+    assert!(checked > 0);
+}
+
+#[test]
+fn host_copies_run_at_the_slower_of_the_link_and_the_uplink_share() {
+    let scenario = ScenarioFile {
+        model: Some(serde_json::json!({
+            "name": "offload-8", "layers": 8, "hidden": 512, "heads": 8, "seq_len": 256, "vocab": 51200
+        })),
+        topology: Some("dgx2-v100".into()),
+        tp: Some(1),
+        pp: Some(1),
+        dp: Some(4),
+        microbatch_size: Some(1),
+        global_batch: Some(4),
+        options: TrainingOptionsFile {
+            zero_offload: Some(true),
+            offload_bucket_params: Some(7_000_000),
+            ..Default::default()
+        },
+        ..ScenarioFile::default()
+    }
+    .resolve()
+    .expect("valid scenario");
+    let factor = 5.0;
+    let latency_ns = scenario.topology.pcie.latency_ns as f64;
+    let nominal = transfers(&run(&scenario, &[]));
+    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    let mut checked = 0;
+    for (before, after) in nominal.iter().zip(&slowed) {
+        let (ranks, kind, bytes, _) = after;
+        let copy = matches!(
+            kind,
+            TaskKind::PcieDeviceToHost | TaskKind::PcieHostToDevice
+        );
+        if copy && ranks == &[3] && *bytes > 0 {
+            // Nominal: latency + bytes · sharing ÷ rate; slowed: the link's
+            // factor (5, above the two GPUs sharing an uplink) in its place.
+            let sharing_over_rate = (before.3 as f64 - latency_ns) / *bytes as f64;
+            let sharing = scenario.topology.pcie.gpus_per_host_link.min(4) as f64;
+            assert!(factor > sharing);
+            let expected = latency_ns + sharing_over_rate * factor / sharing * *bytes as f64;
+            assert!(
+                (after.3 as f64 - expected).abs() <= 2.0,
+                "{kind:?}: {} ns, expected {expected:.0}",
+                after.3
+            );
+            checked += 1;
+        } else {
+            assert_eq!(after.3, before.3, "{kind:?} on {ranks:?}");
+        }
+    }
+    assert!(checked >= 2, "{checked} copies of rank 3");
+}
+
+#[test]
+fn under_contention_the_slow_link_s_flows_run_within_its_capacity() {
+    // The fabric's PCIe links carry the measured copy rate (capped by the
+    // line rate), so under --contention the slow link caps GPUDirect traffic
+    // at that ÷ F; the flows keep the closed form's latency and protocol
+    // loss as a fixed tail, so they take no longer than the closed form
+    // with every NIC at that rate.
+    let factor = 4.0;
+    let slow = [SlowPcie { rank: 3, factor }];
+    let rank_3_s_reductions = |report: &SimulationReport| -> Vec<u64> {
+        transfers(report)
+            .into_iter()
+            .filter(|(ranks, kind, ..)| *kind == TaskKind::DataParallelAllReduce && ranks[0] == 3)
+            .map(|(.., duration)| duration)
+            .collect()
+    };
+    let contended = scenario("dgx-a100:2", true);
+    let before = rank_3_s_reductions(&run(&contended, &[]));
+    let after = rank_3_s_reductions(&run(&contended, &slow));
+    let mut bound = scenario("dgx-a100:2", false);
+    let pcie = &bound.profile.pcie;
+    let capacity = pcie
+        .device_to_host_bytes_per_s
+        .value
+        .min(pcie.host_to_device_bytes_per_s.value)
+        .min(bound.topology.pcie.bandwidth_bytes_per_s);
+    let nic = &mut bound.profile.communication.nic_bandwidth_bytes_per_s.value;
+    *nic = nic.min(capacity / factor);
+    let bound = rank_3_s_reductions(&run(&bound, &[]));
+    assert!(!before.is_empty());
+    for ((b, a), c) in before.iter().zip(&after).zip(&bound) {
+        println!(
+            "rank 3's all-reduce: {b} ns → flows {a} ns, closed form at the link's capacity {c} ns"
+        );
+        assert!(b < a && a <= c, "{b} {a} {c}");
+    }
+}
+
+#[test]
+fn bad_slow_pcie_links_are_refused_by_name() {
+    let scenario = scenario("dgx-a100:2", false);
+    let refuse = |scenario: &Scenario, slow: &[SlowPcie]| {
+        Stragglers::none()
+            .with_slow_pcies(slow, scenario)
+            .unwrap_err()
+            .to_string()
+    };
+    let link = |rank, factor| SlowPcie { rank, factor };
+    assert!(refuse(&scenario, &[link(16, 2.0)]).contains("PCIe link of rank 16"));
+    assert!(refuse(&scenario, &[link(1, 0.5)]).contains("factor 0.5"));
+    assert!(refuse(&scenario, &[link(1, 2.0), link(1, 3.0)]).contains("given twice"));
+    let mut offloading = scenario.clone();
+    offloading.options.activation_offload_layers = 1;
+    assert!(refuse(&offloading, &[link(1, 2.0)]).contains("activation offloading"));
+}

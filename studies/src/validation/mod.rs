@@ -40,6 +40,7 @@ mod keys;
 pub mod regime;
 pub mod residuals;
 mod scenario_cases;
+mod simulated;
 pub mod vtrain;
 pub mod vtrain_table;
 
@@ -50,8 +51,8 @@ use sim::cost::layer_kernel_costs;
 use sim::scenario::fitted::FitValues;
 use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use sim::task_graph::ComputePass;
+use simulated::{breakdown, simulate_file, simulate_variant, Simulated};
 use std::collections::BTreeMap;
-use timeline::metrics::Metrics;
 
 /// One prediction against one published figure.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -426,83 +427,6 @@ fn topology_for_hardware(hardware: &str, gpus: u64) -> &'static str {
     } else {
         "selene"
     }
-}
-
-/// What is kept of one simulated variant (not its timeline).
-struct Simulated {
-    metrics: Metrics,
-    /// Rank 0's kernel seconds per iteration by class.
-    kernel_classes: sim::cost::class_time::KernelClassSeconds,
-    regime: regime::Regime,
-    peak_flops_per_s: f64,
-    gpus: u32,
-    seq_len: u64,
-}
-
-impl Simulated {
-    fn predict(&self, quantity: Quantity) -> f64 {
-        let m = &self.metrics;
-        match quantity {
-            Quantity::IterationTimeS => m.iteration_time_s,
-            Quantity::TflopsPerGpu => m.tflops_per_gpu,
-            Quantity::PercentOfPeak => m.percent_of_peak,
-            Quantity::ModelFlopsUtilizationPercent => {
-                100.0 * m.model_tflops_per_gpu * 1e12 / self.peak_flops_per_s
-            }
-            Quantity::AggregatePflops => m.tflops_per_gpu * self.gpus as f64 / 1e3,
-            Quantity::SamplesPerS => m.samples_per_s,
-            Quantity::TokensPerSPerGpu => m.samples_per_s * self.seq_len as f64 / self.gpus as f64,
-            Quantity::GemmS => self.kernel_classes.gemm,
-            Quantity::AttentionS => self.kernel_classes.attention,
-            Quantity::MemoryBoundS => self.kernel_classes.memory_bound,
-        }
-    }
-}
-
-/// Simulates one variant.
-fn simulate_variant(
-    file: &ScenarioFile,
-    variant: Variant,
-    fit: &FitValues,
-) -> Result<Simulated, String> {
-    let mut file = file.clone();
-    file.recompute = Some(variant.recompute);
-    file.options.sequence_parallel = Some(variant.sequence_parallel);
-    simulate_file(&file, fit)
-}
-
-/// Simulates a scenario file as it is, with a fit's factors.
-fn simulate_file(file: &ScenarioFile, fit: &FitValues) -> Result<Simulated, String> {
-    let mut scenario = file.resolve().map_err(|e| e.to_string())?;
-    fit.apply(&mut scenario);
-    // The refusal `simulate` gives a layout this machine cannot hold.
-    sim::host_memory::check_fits_this_machine(&scenario, sim::Expansion::Auto)
-        .map_err(|e| e.to_string())?;
-    let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
-    Ok(Simulated {
-        kernel_classes: report.kernel_class_seconds(&scenario, 0),
-        metrics: report.metrics,
-        regime: regime::Regime::of(&scenario),
-        peak_flops_per_s: scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak),
-        gpus: scenario.layout.gpus(),
-        seq_len: scenario.model.seq_len,
-    })
-}
-
-fn breakdown(m: &Metrics) -> String {
-    let e = &m.exposed_communication;
-    format!(
-        "compute {:.2} s, bubble {:.3} ({:.2} s), exposed TP {:.2} s, PP {:.2} s, DP {:.2} s",
-        m.compute_time_s,
-        m.bubble_fraction,
-        m.bubble_fraction * m.iteration_time_s,
-        e.tensor_s,
-        e.pipeline_s,
-        e.data_parallel_s
-    )
 }
 
 /// One transformer layer's forward and backward in ms, each its kernels

@@ -65,7 +65,7 @@ pub enum Command {
     Validate(commands::validate::ValidateArgs),
     /// Learn the cluster's GEMM rate, host costs and bandwidths from measured runs (FIT.json).
     Fit(commands::fit::FitArgs),
-    /// Read a PyTorch profiler trace of rank 0 as kernel-class times: a case for fit and validate.
+    /// Read a PyTorch profiler trace (kernel classes) or a measured Timeline (task classes) of rank 0: a case for fit and validate.
     ImportTrace(commands::import_trace::ImportTraceArgs),
     /// List the built-in models, topologies, profiles and stacks; --show NAME prints one as JSON.
     Presets(commands::presets::PresetsArgs),

@@ -19,7 +19,9 @@ pub mod compare;
 mod format;
 mod kinds;
 pub mod metrics;
+mod rank_time;
 pub mod time;
 
 pub use format::*;
 pub use kinds::{CommClass, StreamKind, TaskKind};
+pub use rank_time::RankClassSeconds;

@@ -100,7 +100,7 @@ fn print_summary(record: &FitRecord, out: &Path) -> anyhow::Result<()> {
         if record.in_sample.runs == 1 { "" } else { "s" },
         match record.runs.iter().filter(|r| r.kernel_class).count() {
             0 => String::new(),
-            n => format!(" and {n} kernel-class times from traces"),
+            n => format!(" and {n} class times from traces or timelines"),
         }
     )?;
     outln!("\n{:<21} {:>6} {:>13}  ", "parameter", "value", "±1 sd")?;

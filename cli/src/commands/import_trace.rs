@@ -2,7 +2,10 @@
 //! profiler (Kineto) trace of rank 0 read as the simulator's kernel classes
 //! (`studies::kineto`) and written as a case `fit` and `validate` read: the
 //! scenario it ran, its iteration time and its GPU seconds per iteration in
-//! GEMMs, fused attention and memory-bound kernels.
+//! GEMMs, fused attention and memory-bound kernels. A clustersim Timeline
+//! (what `clustersim execute` measured) is read as rank 0's busy seconds per
+//! iteration in each class of task instead ([`timeline::RankClassSeconds`]):
+//! compute, tensor-parallel, pipeline and data-parallel communication.
 
 use crate::exit::user_error;
 use crate::stdout::outln;
@@ -19,12 +22,21 @@ steps are whole iterations. Kernels are classed by name: FlashAttention/cuDNN at
 cuBLAS/CUTLASS/nvjet GEMMs, NCCL communication (reported, not fitted); every other kernel
 counts as memory-bound. The summary lists the longest kernels with their class to check.
 
+Or TRACE is a clustersim Timeline (JSON with `header` and `tasks`, or `.jsonl`), such as the
+one `clustersim execute SCENARIO --timeline measured.json` records on a GPU: the case then
+holds rank 0's mean iteration time and its busy seconds per iteration in compute tasks
+(compute_s) and in tensor-parallel, pipeline and data-parallel communication (tensor_comm_s,
+pipeline_comm_s, data_parallel_comm_s), which `validate` predicts from the simulated run's
+rank 0 and `fit` learns from, class by class. --scenario is the file that was executed.
+
 Examples:
   clustersim import-trace rank0.pt.trace.json --scenario my-run.json --out my-cases.json
+  clustersim import-trace measured.json --scenario my-run.json --out my-cases.json
   clustersim validate my-cases.json          (each kernel class predicted against the trace)
   clustersim fit my-cases.json --out fit.json")]
 pub struct ImportTraceArgs {
-    /// The trace (Chrome trace JSON with `traceEvents`; at most 256 MiB).
+    /// The trace (Chrome trace JSON with `traceEvents`; at most 256 MiB), or a
+    /// clustersim Timeline (at most 4 GiB).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// The scenario the traced run trained (a scenario file as `simulate`
@@ -44,6 +56,9 @@ pub struct ImportTraceArgs {
 }
 
 pub fn run(args: ImportTraceArgs) -> anyhow::Result<()> {
+    if is_timeline(&args.trace)? {
+        return import_timeline(&args);
+    }
     let text = input_file::read_to_string(&args.trace)
         .map_err(|e| user_error(format!("cannot read {}: {e}", args.trace.display())))?;
     let summary = kineto::summarize(&text, args.iterations)
@@ -56,29 +71,110 @@ pub fn run(args: ImportTraceArgs) -> anyhow::Result<()> {
         )));
     }
     let scenario = read_scenario(&args.scenario)?;
-    let id = args.id.clone().unwrap_or_else(|| {
-        args.trace
-            .file_name()
-            .map_or("trace".into(), |name| name.to_string_lossy().into_owned())
-    });
     let case = serde_json::json!({
         "cases": [{
-            "id": id,
+            "id": case_id(&args),
             "source": format!("clustersim import-trace of {}", args.trace.display()),
             "scenario": scenario,
             "measured": measured(&summary),
         }]
     });
-    let written = serde_json::to_string_pretty(&case)? + "\n";
-    crate::output_file::write_output(&args.out, |writer| {
-        std::io::Write::write_all(writer, written.as_bytes())
-    })?;
+    write_case(&args, &case)?;
     print_summary(&summary)?;
     outln!(
         "\nwrote {} (use it with: clustersim fit {} --out FIT.json)",
         args.out.display(),
         args.out.display()
     )?;
+    Ok(())
+}
+
+/// Whether `path` is a clustersim Timeline: a `.jsonl` file, or JSON whose
+/// first key is `header` (as `Timeline::write_json` writes it), not a trace.
+fn is_timeline(path: &std::path::Path) -> anyhow::Result<bool> {
+    if path.extension().is_some_and(|ext| ext == "jsonl") {
+        return Ok(true);
+    }
+    let mut reader = input_file::open_capped(path, input_file::MAX_TIMELINE_BYTES)
+        .map_err(|e| user_error(format!("cannot read {}: {e}", path.display())))?;
+    let mut start = [0u8; 64];
+    let read = std::io::Read::read(&mut reader, &mut start)
+        .map_err(|e| user_error(format!("cannot read {}: {e}", path.display())))?;
+    let text = String::from_utf8_lossy(&start[..read]);
+    let opening: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    Ok(opening.starts_with("{\"header\""))
+}
+
+/// A Timeline as a case: rank 0's mean iteration time and busy seconds per
+/// iteration in each class of task.
+fn import_timeline(args: &ImportTraceArgs) -> anyhow::Result<()> {
+    let timeline = timeline::Timeline::read(&args.trace).map_err(|e| user_error(e.to_string()))?;
+    let scenario = read_scenario(&args.scenario)?;
+    let classes = timeline.rank_class_seconds(0);
+    let iteration_s = timeline.mean_iteration_s();
+    let mut measured = serde_json::Map::new();
+    measured.insert("iteration_time_s".into(), iteration_s.into());
+    for (key, seconds) in class_times(&classes) {
+        if seconds > 0.0 {
+            measured.insert(key.into(), seconds.into());
+        }
+    }
+    let producer = match (&timeline.header.producer, &timeline.header.executor_mode) {
+        (timeline::Producer::Executor, Some(mode)) => format!("clustersim execute ({mode} mode)"),
+        (timeline::Producer::Executor, None) => "clustersim execute".into(),
+        (timeline::Producer::Sim, _) => "clustersim simulate".into(),
+    };
+    let case = serde_json::json!({
+        "cases": [{
+            "id": case_id(args),
+            "source": format!("clustersim import-trace of {}, a Timeline from {producer}", args.trace.display()),
+            "scenario": scenario,
+            "measured": measured,
+        }]
+    });
+    write_case(args, &case)?;
+    outln!(
+        "{} iterations of {} (mean {:.4} s); rank 0's busy seconds per iteration by class:",
+        timeline.iteration_ends_ns().len(),
+        producer,
+        iteration_s
+    )?;
+    for (key, seconds) in class_times(&classes) {
+        outln!("  {key:<22} {seconds:>9.4} s")?;
+    }
+    outln!(
+        "\nwrote {} (use it with: clustersim fit {} --out FIT.json)",
+        args.out.display(),
+        args.out.display()
+    )?;
+    Ok(())
+}
+
+/// The measured keys of a Timeline's classes, in order.
+fn class_times(classes: &timeline::RankClassSeconds) -> [(&'static str, f64); 4] {
+    [
+        ("compute_s", classes.compute),
+        ("tensor_comm_s", classes.tensor),
+        ("pipeline_comm_s", classes.pipeline),
+        ("data_parallel_comm_s", classes.data_parallel),
+    ]
+}
+
+/// The case's id: `--id`, else the trace's file name.
+fn case_id(args: &ImportTraceArgs) -> String {
+    args.id.clone().unwrap_or_else(|| {
+        args.trace
+            .file_name()
+            .map_or("trace".into(), |name| name.to_string_lossy().into_owned())
+    })
+}
+
+/// Writes the case file whole (or not at all).
+fn write_case(args: &ImportTraceArgs, case: &serde_json::Value) -> anyhow::Result<()> {
+    let written = serde_json::to_string_pretty(case)? + "\n";
+    crate::output_file::write_output(&args.out, |writer| {
+        std::io::Write::write_all(writer, written.as_bytes())
+    })?;
     Ok(())
 }
 

@@ -209,7 +209,7 @@ fn a_trace_becomes_a_case_that_validate_and_fit_read() {
     let fitted = clustersim(&["fit", &c, "--out", dir.join("f.json").to_str().unwrap()]);
     assert_eq!(fitted.status.code(), Some(0), "{}", stderr(&fitted));
     assert!(
-        text(&fitted.stdout).contains("3 kernel-class times"),
+        text(&fitted.stdout).contains("3 class times"),
         "{}",
         text(&fitted.stdout)
     );

@@ -16,6 +16,7 @@ mod era_defaults;
 mod fabric_kind;
 mod fit;
 mod fp8;
+mod import_timeline;
 mod input_schemas;
 mod invariants;
 mod json_schemas;

@@ -7,7 +7,10 @@
 //! `tokens_per_s_per_gpu` (NVIDIA's NeMo / Megatron-Bridge tables); and
 //! from a profiler trace of rank 0 (`clustersim import-trace`), the GPU
 //! seconds per iteration in each kernel class: `gemm_s`, `attention_s`,
-//! `memory_bound_s`.
+//! `memory_bound_s`; and from a measured Timeline of rank 0 (`clustersim
+//! execute`, read by `import-trace`), its busy seconds per iteration in each
+//! class of task: `compute_s`, `tensor_comm_s`, `pipeline_comm_s`,
+//! `data_parallel_comm_s`.
 //! Variants: `full_recompute`, `selective_recompute`, `no_recompute`,
 //! `sequence_parallel` (no recompute), `sequence_parallel_selective[_recompute]`,
 //! `sequence_parallel_full_recompute`. A key without a variant takes the
@@ -34,11 +37,19 @@ pub enum Quantity {
     AttentionS,
     /// Rank 0's memory-bound kernel seconds per iteration.
     MemoryBoundS,
+    /// Rank 0's compute-task seconds per iteration (a Timeline's).
+    ComputeS,
+    /// Rank 0's tensor-parallel communication seconds per iteration.
+    TensorCommS,
+    /// Rank 0's pipeline-transfer seconds per iteration.
+    PipelineCommS,
+    /// Rank 0's data-parallel communication seconds per iteration.
+    DataParallelCommS,
 }
 
 impl Quantity {
     /// Longest prefixes first, so no prefix shadows a longer one.
-    const PREFIXES: [(&'static str, Quantity); 10] = [
+    const PREFIXES: [(&'static str, Quantity); 14] = [
         (
             "model_flops_utilization_percent",
             Quantity::ModelFlopsUtilizationPercent,
@@ -52,13 +63,34 @@ impl Quantity {
         ("memory_bound_s", Quantity::MemoryBoundS),
         ("attention_s", Quantity::AttentionS),
         ("gemm_s", Quantity::GemmS),
+        ("data_parallel_comm_s", Quantity::DataParallelCommS),
+        ("pipeline_comm_s", Quantity::PipelineCommS),
+        ("tensor_comm_s", Quantity::TensorCommS),
+        ("compute_s", Quantity::ComputeS),
     ];
 
-    /// Whether it is one kernel class's time, not a whole iteration's.
+    /// Whether it is rank 0's time in one class (of kernels, from a
+    /// profiler trace, or of tasks, from a Timeline), not a whole iteration's.
+    pub fn is_class_time(self) -> bool {
+        self.is_kernel_class() || self.is_task_class()
+    }
+
+    /// Whether it is one kernel class's time (`gemm_s`, …).
     pub fn is_kernel_class(self) -> bool {
         matches!(
             self,
             Quantity::GemmS | Quantity::AttentionS | Quantity::MemoryBoundS
+        )
+    }
+
+    /// Whether it is one class of tasks' time (`compute_s`, …).
+    pub fn is_task_class(self) -> bool {
+        matches!(
+            self,
+            Quantity::ComputeS
+                | Quantity::TensorCommS
+                | Quantity::PipelineCommS
+                | Quantity::DataParallelCommS
         )
     }
 

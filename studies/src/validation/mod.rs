@@ -200,6 +200,8 @@ pub fn run_dev_set_with(
                 continue;
             }
         };
+        let task_classes =
+            measures_task_classes(numbers.clone().map(|(key, _)| key), default_variant);
         let mut simulated: BTreeMap<Variant, Result<Simulated, String>> = BTreeMap::new();
         for (key, published) in numbers {
             let (quantity, variant) = match keys::parse(key, default_variant) {
@@ -226,7 +228,7 @@ pub fn run_dev_set_with(
             let label = format!("{} ({})", quantity.name(), variant.label());
             let outcome = simulated
                 .entry(variant)
-                .or_insert_with(|| simulate_variant(&file, variant, fit));
+                .or_insert_with(|| simulate_variant(&file, variant, fit, task_classes));
             match outcome {
                 Ok(simulated) => rows.push(
                     row(
@@ -243,6 +245,15 @@ pub fn run_dev_set_with(
         }
     }
     Ok(rows)
+}
+
+/// Whether any of a case's measured keys is a class of rank 0's tasks
+/// (`compute_s`, …), which needs rank 0's records of the simulated run.
+fn measures_task_classes<'a>(keys: impl IntoIterator<Item = &'a str>, variant: Variant) -> bool {
+    keys.into_iter().any(|key| {
+        matches!(keys::parse(key, variant),
+            MeasuredKey::Predict(quantity, _) if quantity.is_task_class())
+    })
 }
 
 /// The scenario a case describes (recompute and sequence parallelism are set

@@ -123,14 +123,16 @@ pub fn runs_of_rows(rows: &[ValidationRow]) -> Vec<RunResidual> {
     runs
 }
 
-/// Whether a row's quantity is one kernel class's time (`gemm_s`, …).
+/// Whether a row's quantity is rank 0's time in one class (`gemm_s`,
+/// `compute_s`, …).
 fn is_kernel_class(quantity: &str) -> bool {
-    super::Quantity::of_label(quantity).is_some_and(super::Quantity::is_kernel_class)
+    super::Quantity::of_label(quantity).is_some_and(super::Quantity::is_class_time)
 }
 
-/// The kernel-class rows (`gemm_s`, `attention_s`, `memory_bound_s` from a
-/// profiler trace): each its own measured ÷ predicted time, named
-/// "case · gemm_s". Not runs: the residual table and ranges leave them out.
+/// The class-time rows (`gemm_s`, `attention_s`, `memory_bound_s` from a
+/// profiler trace; `compute_s`, `tensor_comm_s`, … from a Timeline): each
+/// its own measured ÷ predicted time, named "case · gemm_s". Not runs: the
+/// residual table and ranges leave them out.
 pub fn kernel_class_rows(rows: &[ValidationRow]) -> Vec<RunResidual> {
     rows.iter()
         .filter(|row| is_kernel_class(&row.quantity))

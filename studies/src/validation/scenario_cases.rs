@@ -37,12 +37,13 @@ pub fn rows(
                 .collect();
         }
     };
-    let simulated = simulate_file(&file, fit);
     // Any variant: a bare key takes it, a suffixed one is refused below.
     let bare = Variant {
         recompute: Recompute::None,
         sequence_parallel: false,
     };
+    let task_classes = super::measures_task_classes(numbers.iter().map(|(key, _)| *key), bare);
+    let simulated = simulate_file(&file, fit, task_classes);
     numbers
         .into_iter()
         .map(|(key, published)| {

@@ -1,5 +1,5 @@
 //! One simulated variant of a case, as validation keeps it: the metrics,
-//! rank 0's kernel seconds by class, the regime and what the predicted
+//! rank 0's kernel and task seconds by class, the regime and what the predicted
 //! quantities need (not the timeline); and the breakdown a row prints.
 
 use super::keys::Quantity;
@@ -15,6 +15,9 @@ pub(super) struct Simulated {
     /// Rank 0's kernel seconds per iteration by class.
     kernel_classes: sim::cost::class_time::KernelClassSeconds,
     pub(super) regime: regime::Regime,
+    /// Rank 0's task seconds per iteration by class (from its records),
+    /// when the case measures any ([`Quantity::is_task_class`]).
+    task_classes: Option<timeline::RankClassSeconds>,
     peak_flops_per_s: f64,
     gpus: u32,
     seq_len: u64,
@@ -36,7 +39,17 @@ impl Simulated {
             Quantity::GemmS => self.kernel_classes.gemm,
             Quantity::AttentionS => self.kernel_classes.attention,
             Quantity::MemoryBoundS => self.kernel_classes.memory_bound,
+            Quantity::ComputeS => self.task_class(|c| c.compute),
+            Quantity::TensorCommS => self.task_class(|c| c.tensor),
+            Quantity::PipelineCommS => self.task_class(|c| c.pipeline),
+            Quantity::DataParallelCommS => self.task_class(|c| c.data_parallel),
         }
+    }
+
+    /// One class of rank 0's task seconds (NaN, which no row accepts as a
+    /// prediction, if they were not asked for).
+    fn task_class(&self, class: impl Fn(&timeline::RankClassSeconds) -> f64) -> f64 {
+        self.task_classes.as_ref().map_or(f64::NAN, class)
     }
 }
 
@@ -45,23 +58,34 @@ pub(super) fn simulate_variant(
     file: &ScenarioFile,
     variant: Variant,
     fit: &FitValues,
+    task_classes: bool,
 ) -> Result<Simulated, String> {
     let mut file = file.clone();
     file.recompute = Some(variant.recompute);
     file.options.sequence_parallel = Some(variant.sequence_parallel);
-    simulate_file(&file, fit)
+    simulate_file(&file, fit, task_classes)
 }
 
-/// Simulates a scenario file as it is, with a fit's factors.
-pub(super) fn simulate_file(file: &ScenarioFile, fit: &FitValues) -> Result<Simulated, String> {
+/// Simulates a scenario file as it is, with a fit's factors; with
+/// `task_classes`, rank 0's task seconds by class too.
+pub(super) fn simulate_file(
+    file: &ScenarioFile,
+    fit: &FitValues,
+    task_classes: bool,
+) -> Result<Simulated, String> {
     let mut scenario = file.resolve().map_err(|e| e.to_string())?;
     fit.apply(&mut scenario);
     // The refusal `simulate` gives a layout this machine cannot hold.
     sim::host_memory::check_fits_this_machine(&scenario, sim::Expansion::Auto)
         .map_err(|e| e.to_string())?;
     let report = sim::simulate(&scenario).map_err(|e| e.to_string())?;
+    let rank_0 = sim::TimelineSelection {
+        ranks: Some(vec![0]),
+        window_ns: None,
+    };
     Ok(Simulated {
         kernel_classes: report.kernel_class_seconds(&scenario, 0),
+        task_classes: task_classes.then(|| report.timeline_of(&rank_0).rank_class_seconds(0)),
         metrics: report.metrics,
         regime: regime::Regime::of(&scenario),
         peak_flops_per_s: scenario

@@ -184,3 +184,53 @@ fn kernel_class_times_of_a_trace_recover_the_factors_that_made_them() {
         assert!((fitted.value / value - 1.0).abs() < 0.03, "{fitted:?}");
     }
 }
+
+#[test]
+fn task_class_times_of_a_timeline_recover_the_factors_that_made_them() {
+    // What `import-trace` of an executed Timeline writes: rank 0's busy
+    // seconds per iteration in compute, tensor, pipeline and data-parallel
+    // tasks, here of a cluster whose GEMMs run at 0.8 and NVLink at 0.6 of
+    // the calibration.
+    let scenario = serde_json::json!({
+        "model": "llama3-8b", "seq_len": 2048, "topology": "dgx-h100-superpod",
+        "stack": "megatron-core-2024", "tp": 2, "pp": 2, "dp": 2, "microbatch_size": 1,
+        "global_batch": 8, "recompute": "none", "precision": "bf16"
+    });
+    let case = |measured: serde_json::Value| {
+        serde_json::json!({ "cases": [{ "id": "run", "scenario": scenario, "measured": measured }] })
+            .to_string()
+    };
+    let keys = [
+        "iteration_time_s",
+        "compute_s",
+        "tensor_comm_s",
+        "pipeline_comm_s",
+        "data_parallel_comm_s",
+    ];
+    let probe = case(serde_json::Value::Object(
+        keys.iter().map(|key| (key.to_string(), 1.into())).collect(),
+    ));
+    let truth = FitValues::CALIBRATED
+        .with(FitParameter::GemmRate, 0.8)
+        .with(FitParameter::NvlinkBandwidth, 0.6);
+    let rows = studies::validation::run_dev_set_with(&probe, &truth).unwrap();
+    let measured: serde_json::Map<String, serde_json::Value> = keys
+        .iter()
+        .map(|key| {
+            let row = rows.iter().find(|r| r.quantity == *key).unwrap();
+            (key.to_string(), row.predicted.unwrap().into())
+        })
+        .collect();
+    let units = units_of(&case(measured.into()), false).unwrap();
+    let record = fit(&units, &options(), &|_| {}).unwrap();
+    within_bounds(&record);
+    assert_eq!(record.runs.iter().filter(|r| r.kernel_class).count(), 4);
+    for (parameter, value) in [
+        (FitParameter::GemmRate, 0.8),
+        (FitParameter::NvlinkBandwidth, 0.6),
+    ] {
+        let fitted = &record.parameters[parameter as usize];
+        assert!(fitted.fitted, "{fitted:?}");
+        assert!((fitted.value / value - 1.0).abs() < 0.03, "{fitted:?}");
+    }
+}

@@ -112,6 +112,12 @@ fn import_timeline(args: &ImportTraceArgs) -> anyhow::Result<()> {
     let scenario = read_scenario(&args.scenario)?;
     let classes = timeline.rank_class_seconds(0);
     let iteration_s = timeline.mean_iteration_s();
+    if iteration_s <= 0.0 {
+        return Err(user_error(format!(
+            "{}: the Timeline's tasks all end at 0 ns: nothing was timed",
+            args.trace.display()
+        )));
+    }
     let mut measured = serde_json::Map::new();
     measured.insert("iteration_time_s".into(), iteration_s.into());
     for (key, seconds) in class_times(&classes) {

@@ -189,5 +189,34 @@ fn a_timeline_that_cannot_be_read_exits_2_and_writes_nothing() {
         stderr(&output)
     );
     assert!(!cases.exists());
+    // A Timeline that timed nothing.
+    let mut empty: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            repository_root().join("validation/measured/h100-sxm/gpt-layers-p1-real.measured.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    for task in empty["tasks"].as_array_mut().unwrap() {
+        task["start_ns"] = 0.into();
+        task["end_ns"] = 0.into();
+    }
+    let zero = dir.join("zero.timeline.json");
+    std::fs::write(&zero, empty.to_string()).unwrap();
+    let output = clustersim(&[
+        "import-trace",
+        path(&zero),
+        "--scenario",
+        path(&scenario),
+        "--out",
+        path(&cases),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("nothing was timed"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!cases.exists());
     let _ = std::fs::remove_dir_all(dir);
 }

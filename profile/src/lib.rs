@@ -356,6 +356,21 @@ pub enum ProfileError {
 
 include!(concat!(env!("OUT_DIR"), "/embedded_profiles.rs"));
 
+/// The embedded profiles, parsed once per process (in `EMBEDDED`'s order):
+/// a sweep resolves a scenario per layout, and parsing the JSON each time
+/// was a seventh of its time.
+fn embedded_parsed() -> &'static [Profile] {
+    static PARSED: std::sync::OnceLock<Vec<Profile>> = std::sync::OnceLock::new();
+    PARSED.get_or_init(|| {
+        EMBEDDED
+            .iter()
+            .map(|(name, text)| {
+                Profile::from_json_str(text, name).expect("embedded profiles are valid (tested)")
+            })
+            .collect()
+    })
+}
+
 impl Profile {
     /// Names of the embedded default profiles.
     pub fn builtin_names() -> Vec<&'static str> {
@@ -364,16 +379,16 @@ impl Profile {
 
     /// An embedded default profile.
     pub fn builtin(name: &str) -> Option<Profile> {
-        let (_, text) = EMBEDDED.iter().find(|(id, _)| *id == name)?;
-        Some(Self::from_json_str(text, name).expect("embedded profiles are valid (tested)"))
+        let at = EMBEDDED.iter().position(|(id, _)| *id == name)?;
+        Some(embedded_parsed()[at].clone())
     }
 
     /// The embedded default for a GPU name from a topology, if there is one.
     pub fn default_for_gpu(gpu_name: &str) -> Option<Profile> {
-        EMBEDDED
+        embedded_parsed()
             .iter()
-            .filter_map(|(name, _)| Self::builtin(name))
             .find(|profile| profile.gpu == gpu_name)
+            .cloned()
     }
 
     /// Parses and checks a profile; `origin` names it in errors.

@@ -27,6 +27,8 @@ use models::memory_class::MemoryKernelClass;
 use models::ops::{GemmLayout, GemmShape, Kernel, KernelClass};
 use profile::{GemmMeasurement, Profile};
 use scenario::Precision;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use topologies::GpuSpec;
 
 /// Measured GEMMs are looked up in the scenario's precision (`--precision`,
@@ -45,6 +47,10 @@ pub struct KernelCostModel<'a> {
     /// Measured GEMMs sorted by (batch, m, n, k) for lookup.
     measured: Vec<GemmMeasurement>,
     memory: MemoryCostModel<'a>,
+    /// GEMM prices already computed, by (FP8, shape, layout): a run's works
+    /// repeat the same few shapes in every pass, and pricing one by the
+    /// tile model is most of a work's cost.
+    gemm_memo: RefCell<BTreeMap<(bool, GemmShape, GemmLayout), f64>>,
 }
 
 impl<'a> KernelCostModel<'a> {
@@ -59,12 +65,15 @@ impl<'a> KernelCostModel<'a> {
             precision: Precision::Fp16,
             measured,
             memory: MemoryCostModel::new(gpu, profile, overhead_s),
+            gemm_memo: RefCell::default(),
         }
     }
 
     /// The same model for GEMMs in `precision` (fp16 unless told).
     pub fn with_precision(mut self, precision: Precision) -> Self {
         self.precision = precision;
+        // Prices depend on the precision: none priced before stays.
+        self.gemm_memo = RefCell::default();
         self
     }
 
@@ -83,6 +92,24 @@ impl<'a> KernelCostModel<'a> {
     /// Seconds of one kernel including launch overhead, at the calibrated
     /// rates.
     fn calibrated_kernel_seconds(&self, kernel: &Kernel) -> f64 {
+        let key = match kernel.class {
+            KernelClass::Gemm { shape, layout } => Some((false, shape, layout)),
+            KernelClass::Fp8Gemm { shape, layout } => Some((true, shape, layout)),
+            _ => None,
+        };
+        let Some(key) = key else {
+            return self.priced_kernel_seconds(kernel);
+        };
+        if let Some(&seconds) = self.gemm_memo.borrow().get(&key) {
+            return seconds;
+        }
+        let seconds = self.priced_kernel_seconds(kernel);
+        self.gemm_memo.borrow_mut().insert(key, seconds);
+        seconds
+    }
+
+    /// [`Self::calibrated_kernel_seconds`] priced afresh.
+    fn priced_kernel_seconds(&self, kernel: &Kernel) -> f64 {
         match kernel.class {
             KernelClass::Gemm { shape, layout } => match self.measured_gemm_seconds(&shape, layout)
             {

@@ -325,9 +325,9 @@ def simulate(
     slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the achieved PCIe
         rate (2 for a card trained at x8, or one generation down). Its traffic across nodes
         (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink
-        so do its hops inside the node, and its host copies (ZeRO-Offload) at the slower of its link
-        and its share of the switch's uplink. Repeat for several GPUs; with --contention that GPU's
-        PCIe links are slowed instead. Refused with activation offloading
+        so do its hops inside the node, and its host copies (ZeRO-Offload, offloaded activations) at
+        the slower of its link and its share of the switch's uplink. Repeat for several GPUs; with
+        --contention that GPU's PCIe links are slowed instead
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
@@ -655,9 +655,9 @@ def timeline(
     slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the achieved PCIe
         rate (2 for a card trained at x8, or one generation down). Its traffic across nodes
         (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink
-        so do its hops inside the node, and its host copies (ZeRO-Offload) at the slower of its link
-        and its share of the switch's uplink. Repeat for several GPUs; with --contention that GPU's
-        PCIe links are slowed instead. Refused with activation offloading
+        so do its hops inside the node, and its host copies (ZeRO-Offload, offloaded activations) at
+        the slower of its link and its share of the switch's uplink. Repeat for several GPUs; with
+        --contention that GPU's PCIe links are slowed instead
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the

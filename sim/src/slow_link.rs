@@ -44,10 +44,10 @@
 //!   memory);
 //! - on nodes whose GPUs talk over PCIe (no NVLink), its intra-node hops
 //!   run at min(intra-node rate, PCIe line rate ÷ factor);
-//! - its host copies (ZeRO-Offload's gradient and parameter transfers) run
-//!   at the slower of its own link (the profile's measured copy rate ÷
-//!   factor) and its share of the PCIe switch's uplink (that rate ÷ the
-//!   GPUs copying through it).
+//! - its host copies (ZeRO-Offload's gradient and parameter transfers, and
+//!   offloaded activations) run at the slower of its own link (the profile's
+//!   measured copy rate ÷ factor) and its share of the PCIe switch's uplink
+//!   (that rate ÷ the GPUs copying through it).
 //!
 //! Under `--contention` that GPU's PCIe links carry 1/factor of their
 //! capacity (and, on PCIe nodes, its links to its peers at most that). The

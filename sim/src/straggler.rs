@@ -94,8 +94,6 @@ pub enum StragglerError {
     NoNics,
     #[error("slow NVLink: the topology's nodes of {gpus_per_node} GPU(s) have no NVLink between GPUs (its GPUs talk over PCIe, or a node holds one)")]
     NoNvlink { gpus_per_node: u32 },
-    #[error("slow PCIe link: activation offloading (cpu_offloading_num_layers) copies inside the passes, where a rank's own PCIe rate is not priced; leave one of the two out")]
-    PcieWithActivationOffload,
     #[error("rank spread: log-scale sigma {sigma} is not in (0, {MAX_SIGMA}] (0.05 spreads kernel times by about ±5 %)")]
     Spread { sigma: f64 },
 }
@@ -195,9 +193,7 @@ impl Stragglers {
     }
 
     /// These stragglers and the PCIe links of `slow_pcies` slowed, checked
-    /// against `scenario`'s ranks ([`crate::slow_link::resolve_pcies`]);
-    /// refused with activation offloading, whose copies are priced inside
-    /// the passes at the profile's PCIe rate.
+    /// against `scenario`'s ranks ([`crate::slow_link::resolve_pcies`]).
     pub fn with_slow_pcies(
         self,
         slow_pcies: &[SlowPcie],
@@ -208,9 +204,6 @@ impl Stragglers {
             scenario.layout.gpus(),
             scenario.topology.node.gpus_per_node,
         )?;
-        if !pcies.is_empty() && scenario.options.activation_offload_layers > 0 {
-            return Err(StragglerError::PcieWithActivationOffload);
-        }
         Ok(Stragglers { pcies, ..self })
     }
 

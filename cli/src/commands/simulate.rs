@@ -77,10 +77,10 @@ pub struct SimulateArgs {
     /// achieved PCIe rate (2 for a card trained at x8, or one generation
     /// down). Its traffic across nodes (GPUDirect through that link to the
     /// NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink so do its
-    /// hops inside the node, and its host copies (ZeRO-Offload) at the
-    /// slower of its link and its share of the switch's uplink. Repeat for
-    /// several GPUs; with --contention that GPU's PCIe links are slowed
-    /// instead. Refused with activation offloading.
+    /// hops inside the node, and its host copies (ZeRO-Offload, offloaded
+    /// activations) at the slower of its link and its share of the switch's
+    /// uplink. Repeat for several GPUs; with --contention that GPU's PCIe
+    /// links are slowed instead.
     #[arg(long = "slow-pcie", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_pcie)]
     pub slow_pcies: Vec<sim::slow_link::SlowPcie>,
     /// A spread of GPU speeds: every rank's compute kernels take the

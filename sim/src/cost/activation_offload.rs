@@ -112,8 +112,10 @@ fn layer_seconds(
     seconds
 }
 
-/// One copy of a layer's saved activations for one microbatch, seconds.
-pub fn copy_seconds(scenario: &Scenario, pass: ComputePass) -> f64 {
+/// One copy of a layer's saved activations for one microbatch, seconds,
+/// through a GPU link `network` may report slow (a slow PCIe link: the
+/// slower of the link and the uplink's share sets the pace).
+pub fn copy_seconds(scenario: &Scenario, pass: ComputePass, network: &dyn NetworkModel) -> f64 {
     let pcie = &scenario.profile.pcie;
     let rate = match pass {
         ComputePass::Forward => pcie.device_to_host_bytes_per_s.value,
@@ -129,10 +131,11 @@ pub fn copy_seconds(scenario: &Scenario, pass: ComputePass) -> f64 {
         .gpus_per_host_link
         .clamp(1, gpus_on_node.max(1));
     let bytes = crate::memory::layer_activation_bytes(scenario, RecomputeKind::None);
-    super::pcie_seconds(
+    super::offload::pcie_seconds_through(
         bytes as u64,
         rate,
         sharing,
+        network.pcie_link_slowdown(),
         scenario.topology.pcie.latency_ns,
     )
 }
@@ -164,7 +167,7 @@ pub fn pass_stall_seconds(
     // Validated: 0 < N < L, and L fits the task graph's u32 layer counts.
     let overlaps = overlapped_layers(stage_layers as u32, offloaded);
     stall_seconds(
-        copy_seconds(scenario, pass),
+        copy_seconds(scenario, pass, network),
         layer_seconds(scenario, pass, kernels, network),
         &overlaps,
     )
@@ -197,8 +200,8 @@ pub fn stage_stalls(scenario: &Scenario) -> OffloadStalls {
     };
     let layer_forward_s = layer_seconds(scenario, ComputePass::Forward, &kernels, &network);
     let layer_backward_s = layer_seconds(scenario, ComputePass::Backward, &kernels, &network);
-    let copy_to_host_s = copy_seconds(scenario, ComputePass::Forward);
-    let copy_from_host_s = copy_seconds(scenario, ComputePass::Backward);
+    let copy_to_host_s = copy_seconds(scenario, ComputePass::Forward, &network);
+    let copy_from_host_s = copy_seconds(scenario, ComputePass::Backward, &network);
     OffloadStalls {
         layer_forward_s,
         layer_backward_s,

@@ -4,8 +4,8 @@
 //! checked against the same run with every NIC at that rate; on nodes
 //! without NVLink its intra-node hops do too; its ZeRO-Offload copies run at
 //! the slower of its link and its share of the switch's uplink; every other
-//! task keeps its time. Under `--contention` its PCIe links carry 1/F of
-//! their capacity.
+//! task keeps its time; offloaded activations copy through it too. Under
+//! `--contention` its PCIe links carry 1/F of their capacity.
 
 use sim::scenario::{Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::slow_link::SlowPcie;
@@ -266,7 +266,72 @@ fn bad_slow_pcie_links_are_refused_by_name() {
     assert!(refuse(&scenario, &[link(16, 2.0)]).contains("PCIe link of rank 16"));
     assert!(refuse(&scenario, &[link(1, 0.5)]).contains("factor 0.5"));
     assert!(refuse(&scenario, &[link(1, 2.0), link(1, 3.0)]).contains("given twice"));
-    let mut offloading = scenario.clone();
-    offloading.options.activation_offload_layers = 1;
-    assert!(refuse(&offloading, &[link(1, 2.0)]).contains("activation offloading"));
+}
+
+#[test]
+fn offloaded_activations_copy_through_the_slow_link() {
+    // Llama 3 8B at s = 4096 on two H100s of one DGX, d = 2, offloading 8
+    // layers' activations: a layer's copy outlasts its forward, so the
+    // copies set the passes' length. Two GPUs share a PCIe switch's uplink.
+    let file = |offloaded: u32| ScenarioFile {
+        model: Some("llama3-8b".into()),
+        seq_len: Some(4096),
+        topology: Some("dgx-h100-superpod:1".into()),
+        tp: Some(1),
+        pp: Some(1),
+        dp: Some(2),
+        microbatch_size: Some(1),
+        global_batch: Some(4),
+        recompute: Some(sim::scenario::Recompute::None),
+        options: TrainingOptionsFile {
+            cpu_offloading_num_layers: Some(offloaded),
+            ..TrainingOptionsFile::default()
+        },
+        ..ScenarioFile::default()
+    };
+    let scenario = file(8).resolve().expect("valid scenario");
+    assert_eq!(scenario.topology.pcie.gpus_per_host_link, 2);
+    let factor = 3.0;
+    let compute = |report: &SimulationReport, rank: u32| -> Vec<u64> {
+        let timeline = report.timeline();
+        timeline
+            .tasks
+            .iter()
+            .filter(|t| t.kind.is_compute() && timeline.header.groups[t.group as usize] == [rank])
+            .map(|t| t.duration_ns())
+            .collect()
+    };
+    let nominal = run(&scenario, &[]);
+    let slowed = run(&scenario, &[SlowPcie { rank: 1, factor }]);
+    // The same run with every GPU's copies at 2/3 of the rate: a copy
+    // through a link at 1/3 takes bytes × max(2 sharing, 3) ÷ rate.
+    let mut everywhere = scenario.clone();
+    everywhere.profile.pcie.device_to_host_bytes_per_s.value *= 2.0 / factor;
+    everywhere.profile.pcie.host_to_device_bytes_per_s.value *= 2.0 / factor;
+    let everywhere = run(&everywhere, &[]);
+    assert_eq!(
+        compute(&slowed, 0),
+        compute(&nominal, 0),
+        "rank 0 keeps its time"
+    );
+    let (slow, all_slow, before) = (
+        compute(&slowed, 1),
+        compute(&everywhere, 1),
+        compute(&nominal, 1),
+    );
+    assert_eq!(slow.len(), all_slow.len());
+    let mut longer = 0;
+    for ((s, e), b) in slow.iter().zip(&all_slow).zip(&before) {
+        assert!(s.abs_diff(*e) <= 2, "{s} vs {e}");
+        if s > b {
+            longer += 1;
+        }
+    }
+    assert!(longer >= 2, "{longer} of rank 1's passes slowed");
+    // Without offloading the slow link leaves the compute alone.
+    let plain = file(0).resolve().expect("valid scenario");
+    assert_eq!(
+        compute(&run(&plain, &[SlowPcie { rank: 1, factor }]), 1),
+        compute(&run(&plain, &[]), 1)
+    );
 }

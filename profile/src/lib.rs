@@ -356,18 +356,21 @@ pub enum ProfileError {
 
 include!(concat!(env!("OUT_DIR"), "/embedded_profiles.rs"));
 
-/// The embedded profiles, parsed once per process (in `EMBEDDED`'s order):
-/// a sweep resolves a scenario per layout, and parsing the JSON each time
-/// was a seventh of its time.
-fn embedded_parsed() -> &'static [Profile] {
-    static PARSED: std::sync::OnceLock<Vec<Profile>> = std::sync::OnceLock::new();
-    PARSED.get_or_init(|| {
+/// Embedded profile `at` (of `EMBEDDED`), parsed once per process on first
+/// use: a sweep resolves a scenario per layout, and parsing the JSON each
+/// time was a seventh of its time.
+fn embedded_parsed(at: usize) -> &'static Profile {
+    static PARSED: std::sync::OnceLock<Vec<std::sync::OnceLock<Profile>>> =
+        std::sync::OnceLock::new();
+    let slots = PARSED.get_or_init(|| {
         EMBEDDED
             .iter()
-            .map(|(name, text)| {
-                Profile::from_json_str(text, name).expect("embedded profiles are valid (tested)")
-            })
+            .map(|_| std::sync::OnceLock::new())
             .collect()
+    });
+    slots[at].get_or_init(|| {
+        let (name, text) = EMBEDDED[at];
+        Profile::from_json_str(text, name).expect("embedded profiles are valid (tested)")
     })
 }
 
@@ -380,13 +383,14 @@ impl Profile {
     /// An embedded default profile.
     pub fn builtin(name: &str) -> Option<Profile> {
         let at = EMBEDDED.iter().position(|(id, _)| *id == name)?;
-        Some(embedded_parsed()[at].clone())
+        Some(embedded_parsed(at).clone())
     }
 
-    /// The embedded default for a GPU name from a topology, if there is one.
+    /// The embedded default for a GPU name from a topology, if there is one
+    /// (the first in `EMBEDDED`'s order).
     pub fn default_for_gpu(gpu_name: &str) -> Option<Profile> {
-        embedded_parsed()
-            .iter()
+        (0..EMBEDDED.len())
+            .map(embedded_parsed)
             .find(|profile| profile.gpu == gpu_name)
             .cloned()
     }

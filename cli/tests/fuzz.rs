@@ -5,7 +5,7 @@
 //! files), scenarios (the embedded default, the examples, small ones with
 //! every training option), timelines (`.json` and `.jsonl`) and sweep shards
 //! made by the binary at start-up, `validate` inputs (dev-set rows, vTrain
-//! CSV rows) and Megatron-LM argument lists (`--megatron-args`: the launch
+//! CSV rows), import-trace's timelines and Megatron-LM argument lists (`--megatron-args`: the launch
 //! scripts' lists, arguments nudged, dropped, repeated or replaced), torchtitan
 //! TOMLs and Megatron-Bridge YAMLs (`--torchtitan`, `--bridge-config`). It
 //! mutates them (`fuzz/mutate.rs`: numbers such as 0, −1, 2^32,

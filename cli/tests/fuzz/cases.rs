@@ -665,6 +665,22 @@ fn execute_dry_run(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     flags
 }
 
+/// `import-trace` of a Timeline (mutated a third of the time) with a
+/// scenario (mutated 30 % of the time): a case of rank 0's seconds per
+/// class of task.
+fn import_trace(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
+    let trace = add_timeline(case, seeds, "trace", 35, rng);
+    let scenario = rng.pick(&seeds.scenarios).clone();
+    add_file(case, "scenario.json", &scenario, 30, rng);
+    let mut flags = Flags(vec![(trace, None)]);
+    flags.push("--scenario", Some("scenario.json".into()));
+    flags.push("--out", Some(output_path("cases.json", case, rng)));
+    if rng.chance(20) {
+        flags.push("--id", Some(value(&["run", "", "x y"], rng)));
+    }
+    flags
+}
+
 /// The `index`th case of the run seeded with `seed`: a pure function of both.
 pub fn generate(seeds: &Seeds, seed: u64, index: u64) -> Case {
     let mut rng = Rng::new(seed ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03));
@@ -685,6 +701,7 @@ pub fn generate(seeds: &Seeds, seed: u64, index: u64) -> Case {
         ("plot", plot_bubble, 3),
         ("execute", execute_dry_run, 4),
         ("run-plan", run_plan, 6),
+        ("import-trace", import_trace, 3),
     ];
     let total: usize = templates.iter().map(|t| t.2).sum();
     let mut ticket = rng.below(total);

@@ -252,7 +252,14 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         &stragglers,
         &report,
     )?;
-    let mut plan = plan_of(&args, &scenario, &report, degraded.as_ref())?;
+    // An asynchronous checkpoint waits for every rank's copy to host: the
+    // slowest PCIe link sets it.
+    let slowest_pcie = stragglers
+        .pcies()
+        .iter()
+        .map(|slow| slow.factor)
+        .fold(1.0, f64::max);
+    let mut plan = plan_of(&args, &scenario, &report, degraded.as_ref(), slowest_pcie)?;
     if let Some(trace) = &trace {
         trace.apply(&mut plan);
     }
@@ -315,11 +322,14 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
 
 /// The run plan of a simulated scenario: the defaults
 /// (`goodput::defaults::default_plan`), then each flag given.
+/// The run's plan; `slowest_pcie` divides the host copy's rate of an
+/// asynchronous checkpoint (the slowest rank's PCIe link, 1 when none is slow).
 fn plan_of(
     args: &RunPlanArgs,
     scenario: &Scenario,
     report: &sim::SimulationReport,
     degraded: Option<&DegradedRun>,
+    slowest_pcie: f64,
 ) -> anyhow::Result<RunPlan> {
     let gpus = u64::from(scenario.layout.gpus());
     // A job smaller than a node holds part of one.
@@ -359,7 +369,8 @@ fn plan_of(
     };
     if args.async_checkpoint {
         plan.checkpoint_mode = CheckpointMode::Asynchronous {
-            host_copy_bytes_per_s: scenario.profile.pcie.device_to_host_bytes_per_s.value,
+            host_copy_bytes_per_s: scenario.profile.pcie.device_to_host_bytes_per_s.value
+                / slowest_pcie,
         };
     }
     plan.reliability = match args.failures.as_str() {

@@ -447,6 +447,15 @@ fn a_slow_pcie_link_is_named_with_what_it_costs_the_step() {
     let plan = run_plan_22b_json("--slow-pcie", &["--slow-pcie", "9:4"]);
     assert_eq!(plan["slow_pcies"][0]["rank"], 9);
     each_is_refused("--slow-pcie", &["32:2", "3:0.5", "3", "x:2", "3:2,1:2"]);
+    // An asynchronous checkpoint waits for the slowest rank's copy to host.
+    let copy_s = |extra: &[&str]| {
+        let flags = [&["--async-checkpoint"][..], extra].concat();
+        run_plan_22b_json("--slow-pcie", &flags)["storage_checkpoint"]["copy_block_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let (nominal, slowed) = (copy_s(&[]), copy_s(&["--slow-pcie", "9:4"]));
+    assert!((slowed / nominal - 4.0).abs() < 1e-12, "{nominal} {slowed}");
 }
 
 /// `--rank-spread lognormal:SIGMA`: every GPU's speed drawn from --seed; the

@@ -111,6 +111,18 @@ impl Spans for Timeline {
     }
 }
 
+/// The steady-state window of a run whose iterations end at `ends` (in
+/// order, at least one): the last iteration that another one follows (with
+/// DPU the next iteration's forward and backward overlap it); with two, the
+/// last; with one, from 0 to its end (the makespan).
+pub fn steady_window_ns(ends: &[u64]) -> (u64, u64) {
+    match ends {
+        [.., before, measured, _last] => (*before, *measured),
+        [previous, last] => (*previous, *last),
+        _ => (0, ends.iter().copied().max().unwrap_or(0)),
+    }
+}
+
 /// Latest end of each iteration present, in iteration order (one entry,
 /// 0, when there are no tasks): [`Timeline::iteration_ends_ns`] on any [`Spans`].
 pub fn iteration_ends_ns(spans: &impl Spans) -> Vec<u64> {
@@ -257,14 +269,7 @@ pub fn compute_spans_weighted(
     let ranks_per_stage = layout.ranks_per_stage() as usize;
     let ends = iteration_ends_ns(timeline);
     let n_iterations = ends.len();
-    // The steady-state window: the last iteration that another one follows
-    // (with DPU the next iteration's forward and backward overlap it).
-    let (window_start, window_end) = match ends.as_slice() {
-        [.., before, measured, _last] => (*before, *measured),
-        [previous, last] => (*previous, *last),
-        // One iteration: its end is the latest end of all (the makespan).
-        _ => (0, ends.iter().copied().max().unwrap_or(0)),
-    };
+    let (window_start, window_end) = steady_window_ns(&ends);
     let iteration_ns = window_end - window_start;
     // Compute tasks run on one replica's ranks: under symmetry each stands
     // for its `replicas` twins, numbered replica by replica in full

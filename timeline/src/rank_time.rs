@@ -34,7 +34,7 @@ impl Timeline {
             .collect();
         // Nanoseconds per class (compute, tensor, pipeline, data-parallel),
         // summed exactly before one division.
-        let mut total_ns = [0u64; 4];
+        let mut total_ns = [0u128; 4];
         for task in &self.tasks {
             if !holds.get(task.group as usize).copied().unwrap_or(false) {
                 continue;
@@ -49,10 +49,10 @@ impl Timeline {
                     _ => continue,
                 }
             };
-            total_ns[class] += task.end_ns - task.start_ns;
+            total_ns[class] += u128::from(task.end_ns - task.start_ns);
         }
         let iterations = self.iteration_ends_ns().len() as f64;
-        let per_iteration = |ns: u64| ns as f64 * 1e-9 / iterations;
+        let per_iteration = |ns: u128| ns as f64 * 1e-9 / iterations;
         RankClassSeconds {
             compute: per_iteration(total_ns[0]),
             tensor: per_iteration(total_ns[1]),
@@ -61,11 +61,11 @@ impl Timeline {
         }
     }
 
-    /// The mean iteration time in seconds: the last iteration's end over
-    /// the iterations recorded (a timeline starts at 0).
-    pub fn mean_iteration_s(&self) -> f64 {
-        let ends = self.iteration_ends_ns();
-        ends.last().copied().unwrap_or(0) as f64 * 1e-9 / ends.len() as f64
+    /// The iteration time in seconds as the metrics take it: the
+    /// steady-state window's span ([`crate::metrics::steady_window_ns`]).
+    pub fn steady_iteration_s(&self) -> f64 {
+        let (start, end) = crate::metrics::steady_window_ns(&self.iteration_ends_ns());
+        (end - start) as f64 * 1e-9
     }
 }
 
@@ -140,6 +140,7 @@ mod tests {
         assert_eq!(rank_0.data_parallel, 400.0 * 1e-9 / 2.0);
         assert_eq!(rank_0.pipeline, 600.0 * 1e-9 / 2.0);
         assert_eq!(timeline.rank_class_seconds(1).compute, 5_000.0 * 1e-9 / 2.0);
-        assert_eq!(timeline.mean_iteration_s(), 8_000.0 * 1e-9 / 2.0);
+        // Two iterations: the second's span, from the first's end.
+        assert_eq!(timeline.steady_iteration_s(), (8_000.0 - 5_000.0) * 1e-9);
     }
 }

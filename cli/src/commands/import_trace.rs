@@ -50,7 +50,8 @@ pub struct ImportTraceArgs {
     #[arg(long)]
     pub id: Option<String>,
     /// Iterations the trace holds, when it has no `ProfilerStep#N` annotations
-    /// (then the case has kernel-class times but no iteration time).
+    /// (then the case has kernel-class times but no iteration time); a
+    /// Timeline numbers its own iterations.
     #[arg(long, value_name = "N")]
     pub iterations: Option<NonZeroU32>,
 }
@@ -90,7 +91,8 @@ pub fn run(args: ImportTraceArgs) -> anyhow::Result<()> {
 }
 
 /// Whether `path` is a clustersim Timeline: a `.jsonl` file, or JSON whose
-/// first key is `header` (as `Timeline::write_json` writes it), not a trace.
+/// first key is `header` (as `Timeline::write_json` writes it) or, as JSON
+/// lines, `format_version`; not a trace.
 fn is_timeline(path: &std::path::Path) -> anyhow::Result<bool> {
     if path.extension().is_some_and(|ext| ext == "jsonl") {
         return Ok(true);
@@ -102,7 +104,9 @@ fn is_timeline(path: &std::path::Path) -> anyhow::Result<bool> {
         .map_err(|e| user_error(format!("cannot read {}: {e}", path.display())))?;
     let text = String::from_utf8_lossy(&start[..read]);
     let opening: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-    Ok(opening.starts_with("{\"header\""))
+    // A pretty or compact Timeline, or JSON lines whose first line is the
+    // bare header (`Timeline::read` takes both).
+    Ok(opening.starts_with("{\"header\"") || opening.starts_with("{\"format_version\""))
 }
 
 /// A Timeline as a case: rank 0's mean iteration time and busy seconds per
@@ -111,7 +115,7 @@ fn import_timeline(args: &ImportTraceArgs) -> anyhow::Result<()> {
     let timeline = timeline::Timeline::read(&args.trace).map_err(|e| user_error(e.to_string()))?;
     let scenario = read_scenario(&args.scenario)?;
     let classes = timeline.rank_class_seconds(0);
-    let iteration_s = timeline.mean_iteration_s();
+    let iteration_s = timeline.steady_iteration_s();
     if iteration_s <= 0.0 {
         return Err(user_error(format!(
             "{}: the Timeline's tasks all end at 0 ns: nothing was timed",
@@ -140,7 +144,7 @@ fn import_timeline(args: &ImportTraceArgs) -> anyhow::Result<()> {
     });
     write_case(args, &case)?;
     outln!(
-        "{} iterations of {} (mean {:.4} s); rank 0's busy seconds per iteration by class:",
+        "{} iterations of {} ({:.4} s an iteration, steady state); rank 0's busy seconds per iteration by class:",
         timeline.iteration_ends_ns().len(),
         producer,
         iteration_s

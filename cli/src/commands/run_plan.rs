@@ -321,9 +321,11 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
 }
 
 /// The run plan of a simulated scenario: the defaults
-/// (`goodput::defaults::default_plan`), then each flag given.
-/// The run's plan; `slowest_pcie` divides the host copy's rate of an
-/// asynchronous checkpoint (the slowest rank's PCIe link, 1 when none is slow).
+/// (`goodput::defaults::default_plan`), then each flag given. `slowest_pcie`
+/// divides an asynchronous checkpoint's copy to host (the slowest rank's
+/// PCIe link, 1 when none is slow): the checkpoint model copies each rank's
+/// shard at the full per-GPU rate, without the switch uplink's sharing that
+/// ZeRO-Offload's copies take, so a slow link divides it by its whole factor.
 fn plan_of(
     args: &RunPlanArgs,
     scenario: &Scenario,

@@ -73,14 +73,15 @@ pub struct SimulateArgs {
     /// NVLink links are slowed instead.
     #[arg(long = "slow-nvlink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_nvlink)]
     pub slow_nvlinks: Vec<sim::slow_link::SlowNvlink>,
-    /// A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the
-    /// achieved PCIe rate (2 for a card trained at x8, or one generation
-    /// down). Its traffic across nodes (GPUDirect through that link to the
-    /// NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink so do its
-    /// hops inside the node, and its host copies (ZeRO-Offload, offloaded
-    /// activations) at the slower of its link and its share of the switch's
-    /// uplink. Repeat for several GPUs; with --contention that GPU's PCIe
-    /// links are slowed instead.
+    /// A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of its
+    /// bandwidth (2 for a card trained at x8, or one generation down). Its
+    /// traffic across nodes (GPUDirect through that link to the NIC) runs at
+    /// most at the PCIe line rate ÷ F, on nodes without NVLink so do its hops
+    /// inside the node, and its host copies (ZeRO-Offload, offloaded
+    /// activations) at the slower of its measured copy rate ÷ F and its share
+    /// of the switch's uplink. Repeat for several GPUs; with --contention that
+    /// GPU's PCIe links carry 1/F, and its transfers that become flows slow
+    /// through them.
     #[arg(long = "slow-pcie", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_pcie)]
     pub slow_pcies: Vec<sim::slow_link::SlowPcie>,
     /// A spread of GPU speeds: every rank's compute kernels take the

@@ -67,8 +67,9 @@ fn a_simulated_timeline_imported_back_is_predicted_exactly() {
         ]);
         assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
         assert!(
-            text(&imported.stdout).contains("a Timeline")
-                || text(&imported.stdout).contains("rank 0's busy seconds")
+            text(&imported.stdout).contains("rank 0's busy seconds per iteration by class"),
+            "{}",
+            text(&imported.stdout)
         );
         let rows = validated(&cases);
         let quantities: Vec<&str> = rows.iter().map(|(q, ..)| q.as_str()).collect();

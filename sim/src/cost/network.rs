@@ -44,8 +44,7 @@ pub trait NetworkModel {
 #[derive(Debug, Clone)]
 pub struct ClosedFormNetwork {
     rates: LinkRates,
-    /// A GPU's PCIe line rate per direction (the topology's; the profile's
-    /// achieved copy rate where the topology gives none): what GPUDirect
+    /// A GPU's PCIe line rate per direction (the topology's): what GPUDirect
     /// traffic to the NIC, and on nodes without NVLink to its peers, may
     /// cross its link at.
     pcie_bytes_per_s: f64,
@@ -53,25 +52,12 @@ pub struct ClosedFormNetwork {
     pcie_slowdown: f64,
 }
 
-/// A GPU's PCIe line rate per direction (see [`ClosedFormNetwork`]).
-fn gpu_pcie_bytes_per_s(topology: &TopologySpec, profile: &Profile) -> f64 {
-    if topology.pcie.bandwidth_bytes_per_s > 0.0 {
-        topology.pcie.bandwidth_bytes_per_s
-    } else {
-        profile
-            .pcie
-            .device_to_host_bytes_per_s
-            .value
-            .min(profile.pcie.host_to_device_bytes_per_s.value)
-    }
-}
-
 impl ClosedFormNetwork {
     /// The topology and profile's rates under NCCL 2.12's tuner (the default).
     pub fn new(topology: &TopologySpec, profile: &Profile) -> ClosedFormNetwork {
         ClosedFormNetwork {
             rates: LinkRates::from(topology, profile),
-            pcie_bytes_per_s: gpu_pcie_bytes_per_s(topology, profile),
+            pcie_bytes_per_s: topology.pcie.bandwidth_bytes_per_s,
             pcie_slowdown: 1.0,
         }
     }
@@ -81,7 +67,7 @@ impl ClosedFormNetwork {
         ClosedFormNetwork {
             rates: LinkRates::from(&scenario.topology, &scenario.profile)
                 .with_nccl(scenario.stack.nccl),
-            pcie_bytes_per_s: gpu_pcie_bytes_per_s(&scenario.topology, &scenario.profile),
+            pcie_bytes_per_s: scenario.topology.pcie.bandwidth_bytes_per_s,
             pcie_slowdown: 1.0,
         }
     }
@@ -109,20 +95,29 @@ impl ClosedFormNetwork {
     }
 
     /// These rates with the GPU's PCIe link delivering 1/`factor` of its
-    /// bandwidth (a slow PCIe link: [`crate::slow_link`]): traffic across
-    /// nodes (GPUDirect through that link to the NIC) at min(NIC rate, PCIe
-    /// line rate ÷ `factor`), on nodes without NVLink the intra-node hops at
-    /// min(their rate, PCIe line rate ÷ `factor`), and host copies at 1/`factor`
-    /// of their measured rate ([`NetworkModel::pcie_link_slowdown`]);
-    /// latencies unchanged. A factor of 1 changes nothing.
+    /// bandwidth (a slow PCIe link: [`crate::slow_link`]): the GPU's share of
+    /// its NICs (GPUDirect crosses the link to them) at most the link's
+    /// line rate ÷ `factor`, on nodes without NVLink the intra-node hops too,
+    /// and host copies at 1/`factor` of their measured rate
+    /// ([`NetworkModel::pcie_link_slowdown`]); latencies unchanged. The
+    /// nominal costs never cap a path at the PCIe link, so the link is taken
+    /// as at least as fast as the path it carries: a factor of 1 changes
+    /// nothing, and a larger one nothing until the link falls below it.
     pub fn with_pcie_slowed(&self, factor: f64) -> ClosedFormNetwork {
         if factor == 1.0 {
             return self.clone();
         }
-        let link_bytes_per_s = self.pcie_bytes_per_s / factor;
         let mut rates = self.rates;
-        rates.nic_bytes_per_s = rates.nic_bytes_per_s.min(link_bytes_per_s);
+        if rates.nics_per_node > 0 {
+            // What one GPU's traffic gets of its NICs, and the NIC rate that
+            // gives it the slowed link's instead.
+            let gpu_share = f64::from(rates.nics_per_node) / f64::from(rates.gpus_per_node.max(1));
+            let path_bytes_per_s = rates.nic_bytes_per_s * gpu_share;
+            let link_bytes_per_s = self.pcie_bytes_per_s.max(path_bytes_per_s) / factor;
+            rates.nic_bytes_per_s = rates.nic_bytes_per_s.min(link_bytes_per_s / gpu_share);
+        }
         if !rates.intra_node_nvlink {
+            let link_bytes_per_s = self.pcie_bytes_per_s.max(rates.nvlink_bus_bytes_per_s) / factor;
             rates.nvlink_bus_bytes_per_s = rates.nvlink_bus_bytes_per_s.min(link_bytes_per_s);
         }
         ClosedFormNetwork {

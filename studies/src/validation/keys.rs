@@ -48,7 +48,8 @@ pub enum Quantity {
 }
 
 impl Quantity {
-    /// Longest prefixes first, so no prefix shadows a longer one.
+    /// The quantities' names, which a key starts with; no name is a prefix
+    /// of another, so a key matches at most one (tested below).
     const PREFIXES: [(&'static str, Quantity); 14] = [
         (
             "model_flops_utilization_percent",
@@ -229,6 +230,13 @@ mod tests {
         ];
         for (key, expected) in cases {
             assert_eq!(parse(key, FULL), expected, "{key}");
+        }
+        for (name, _) in Quantity::PREFIXES {
+            let prefixed = Quantity::PREFIXES
+                .iter()
+                .filter(|(other, _)| other.starts_with(name))
+                .count();
+            assert_eq!(prefixed, 1, "{name} is a prefix of another quantity's name");
         }
     }
 

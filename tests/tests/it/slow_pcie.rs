@@ -136,6 +136,58 @@ fn a_link_still_faster_than_the_nic_slows_no_communication() {
 }
 
 #[test]
+fn a_gpu_sharing_a_nic_is_slowed_only_below_its_share() {
+    // DGX-2: 16 GPUs share 8 NICs of 12 GB/s achieved, 6 GB/s a GPU, behind
+    // Gen3 x16 links of 16 GB/s. Half the link (8 GB/s) still carries the
+    // GPU's share; a quarter (4 GB/s) does not, and then the GPU's share of
+    // its NIC runs at 4 GB/s, as if every NIC ran at 8.
+    // t = 4, d = 8 on two nodes: rank 3's data-parallel ring crosses them.
+    let scenario = ScenarioFile {
+        topology: Some("dgx2-v100:2".into()),
+        ..tests::hand_model_file(4, 1, 8, TrainingOptionsFile::default())
+    }
+    .resolve()
+    .expect("valid scenario");
+    assert_eq!(
+        (
+            scenario.topology.node.gpus_per_node,
+            scenario.topology.fabric.nics_per_node
+        ),
+        (16, 8)
+    );
+    let nominal = transfers(&run(&scenario, &[]));
+    let half = transfers(&run(
+        &scenario,
+        &[SlowPcie {
+            rank: 3,
+            factor: 2.0,
+        }],
+    ));
+    assert_eq!(nominal, half);
+    let quarter = transfers(&run(
+        &scenario,
+        &[SlowPcie {
+            rank: 3,
+            factor: 4.0,
+        }],
+    ));
+    let mut everywhere = scenario.clone();
+    everywhere
+        .profile
+        .communication
+        .nic_bandwidth_bytes_per_s
+        .value = pcie_rate(&scenario) / 4.0 * 16.0 / 8.0;
+    let everywhere = transfers(&run(&everywhere, &[]));
+    let checked = only_rank_3_s_change(
+        &nominal,
+        &quarter,
+        &everywhere,
+        &[TaskKind::DataParallelAllReduce],
+    );
+    assert!(checked > 0);
+}
+
+#[test]
 fn on_nodes_without_nvlink_the_ring_inside_the_node_slows_too() {
     let scenario = scenario("h100-pcie-cluster:2", false);
     assert_eq!(scenario.topology.node.nvlink_bandwidth_bytes_per_s, 0.0);

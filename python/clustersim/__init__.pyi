@@ -322,12 +322,13 @@ def simulate(
         (2 for half its links down); every collective and transfer with it as a member whose ring
         hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
         NVLink links are slowed instead
-    slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the achieved PCIe
-        rate (2 for a card trained at x8, or one generation down). Its traffic across nodes
-        (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink
-        so do its hops inside the node, and its host copies (ZeRO-Offload, offloaded activations) at
-        the slower of its link and its share of the switch's uplink. Repeat for several GPUs; with
-        --contention that GPU's PCIe links are slowed instead
+    slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of its bandwidth (2 for
+        a card trained at x8, or one generation down). Its traffic across nodes (GPUDirect through
+        that link to the NIC) runs at most at the PCIe line rate ÷ F, on nodes without NVLink so do
+        its hops inside the node, and its host copies (ZeRO-Offload, offloaded activations) at the
+        slower of its measured copy rate ÷ F and its share of the switch's uplink. Repeat for
+        several GPUs; with --contention that GPU's PCIe links carry 1/F, and its transfers that
+        become flows slow through them
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
@@ -652,12 +653,13 @@ def timeline(
         (2 for half its links down); every collective and transfer with it as a member whose ring
         hops inside a node runs at that rate. Repeat for several GPUs; with --contention that GPU's
         NVLink links are slowed instead
-    slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of the achieved PCIe
-        rate (2 for a card trained at x8, or one generation down). Its traffic across nodes
-        (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F), on nodes without NVLink
-        so do its hops inside the node, and its host copies (ZeRO-Offload, offloaded activations) at
-        the slower of its link and its share of the switch's uplink. Repeat for several GPUs; with
-        --contention that GPU's PCIe links are slowed instead
+    slow_pcie: A slow PCIe link: rank R's GPU reaches its PCIe switch at 1/F of its bandwidth (2 for
+        a card trained at x8, or one generation down). Its traffic across nodes (GPUDirect through
+        that link to the NIC) runs at most at the PCIe line rate ÷ F, on nodes without NVLink so do
+        its hops inside the node, and its host copies (ZeRO-Offload, offloaded activations) at the
+        slower of its measured copy rate ÷ F and its share of the switch's uplink. Repeat for
+        several GPUs; with --contention that GPU's PCIe links carry 1/F, and its transfers that
+        become flows slow through them
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the

@@ -39,9 +39,10 @@
 //! its bandwidth in each direction. Three paths cross it:
 //! - GPUDirect RDMA: a GPU's network traffic goes through its PCIe link to
 //!   the NIC, so every communication with that GPU as a member that
-//!   crosses nodes runs at min(NIC rate, PCIe line rate ÷ factor) (the line
-//!   rate: RDMA reads and writes run near it, unlike copies through host
-//!   memory);
+//!   crosses nodes gets at most the PCIe line rate ÷ factor of its NICs
+//!   (the line rate: RDMA reads and writes run near it, unlike copies
+//!   through host memory; a GPU sharing a NIC slows only once the link
+//!   falls below its share);
 //! - on nodes whose GPUs talk over PCIe (no NVLink), its intra-node hops
 //!   run at min(intra-node rate, PCIe line rate ÷ factor);
 //! - its host copies (ZeRO-Offload's gradient and parameter transfers, and

@@ -65,6 +65,20 @@ SUSTAINED = [("bf16", (4096, 4096, 4096), 20.0), ("bf16", (8192, 8192, 8192), 20
              ("bf16", (16384, 8192, 8192), 20.0), ("fp8", (8192, 8192, 8192), 12.0)]
 
 
+def table_shapes(relative_path, batch_one_only):
+    """The distinct (m, n, k) of a GEMM table (relative to the repository root),
+    smallest first; with batch_one_only, of its b = 1 rows only."""
+    with open(os.path.join(REPO, relative_path)) as f:
+        lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
+    shapes = []
+    for row in csv.DictReader(lines):
+        s = (int(row["m"]), int(row["n"]), int(row["k"]))
+        if (not batch_one_only or int(row["b"]) == 1) and s not in shapes:
+            shapes.append(s)
+    shapes.sort(key=lambda s: (s[0] * s[1] * s[2], s))
+    return shapes
+
+
 class Lab:
     def __init__(self, args):
         import torch
@@ -394,20 +408,8 @@ class Lab:
                             "fp8_tflops": g["tflops"], "fp8_over_bf16": g["tflops"] / b["tflops"]})
         return out
 
-    def lab_grid_shapes(self):
-        path = os.path.join(REPO, self.args.lab_grid)
-        shapes = []
-        with open(path) as f:
-            lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
-        for row in csv.DictReader(lines):
-            s = (int(row["m"]), int(row["n"]), int(row["k"]))
-            if s not in shapes:
-                shapes.append(s)
-        shapes.sort(key=lambda s: (s[0] * s[1] * s[2], s))
-        return shapes
-
     def part_grid(self, deadline):
-        shapes = self.lab_grid_shapes()
+        shapes = table_shapes(self.args.lab_grid, batch_one_only=False)
         self.result["grid_shapes_read"] = len(shapes)
         if self.dry:  # the parser runs on the real table; the CPU times its first shapes scaled down
             shapes = [tuple(max(16, x // 8) for x in s) for s in shapes[:3]]
@@ -436,22 +438,9 @@ class Lab:
             lc.log(f"grid: {len(r)} shapes with both; FP8:BF16 from {min(x['fp8_over_bf16'] for x in r):.2f} "
                    f"to {max(x['fp8_over_bf16'] for x in r):.2f}")
 
-    def mid_table_shapes(self):
-        """The distinct b = 1 (m, n, k) of the mid table, smallest first."""
-        path = os.path.join(REPO, self.args.mid_table)
-        shapes = []
-        with open(path) as f:
-            lines = [l for l in f if l.strip() and not l.lstrip().startswith("#")]
-        for row in csv.DictReader(lines):
-            s = (int(row["m"]), int(row["n"]), int(row["k"]))
-            if int(row["b"]) == 1 and s not in shapes:
-                shapes.append(s)
-        shapes.sort(key=lambda s: (s[0] * s[1] * s[2], s))
-        return shapes
-
     def part_mid(self, deadline):
         """bf16 on every shape first (the tile model's blind spot), then FP8 while time is left."""
-        shapes = self.mid_table_shapes()
+        shapes = table_shapes(self.args.mid_table, batch_one_only=True)
         self.result["mid_shapes_read"] = len(shapes)
         if self.dry:  # the parser runs on the real table; the CPU times its first shapes scaled down
             shapes = [tuple(max(16, x // 16) for x in s) for s in shapes[:3]]

@@ -185,23 +185,12 @@ pub fn resolve_nvlinks(
     if !given.is_empty() && !has_nvlink {
         return Err(StragglerError::NoNvlink { gpus_per_node });
     }
-    let mut links = Vec::with_capacity(given.len());
-    for slow in given {
-        check_slow(SlowPart::Nvlink, slow.rank, slow.factor, gpus)?;
-        links.push(ResolvedSlowNvlink {
-            rank: slow.rank,
-            node: slow.rank / gpus_per_node,
-            factor: slow.factor,
-        });
-    }
-    links.sort_by_key(|l| l.rank);
-    if let Some(pair) = links.windows(2).find(|pair| pair[0].rank == pair[1].rank) {
-        return Err(StragglerError::GivenTwice {
-            part: SlowPart::Nvlink,
-            rank: pair[0].rank,
-        });
-    }
-    Ok(links)
+    let given = given.iter().map(|slow| (slow.rank, slow.factor));
+    let links = checked_per_gpu(SlowPart::Nvlink, given, gpus, gpus_per_node)?;
+    Ok(links
+        .into_iter()
+        .map(|(rank, node, factor)| ResolvedSlowNvlink { rank, node, factor })
+        .collect())
 }
 
 /// Checks `given` against a layout of `gpus` ranks on nodes of
@@ -212,20 +201,34 @@ pub fn resolve_pcies(
     gpus: u32,
     gpus_per_node: u32,
 ) -> Result<Vec<ResolvedSlowPcie>, StragglerError> {
-    let mut links = Vec::with_capacity(given.len());
-    for slow in given {
-        check_slow(SlowPart::Pcie, slow.rank, slow.factor, gpus)?;
-        links.push(ResolvedSlowPcie {
-            rank: slow.rank,
-            node: slow.rank / gpus_per_node,
-            factor: slow.factor,
-        });
+    let given = given.iter().map(|slow| (slow.rank, slow.factor));
+    let links = checked_per_gpu(SlowPart::Pcie, given, gpus, gpus_per_node)?;
+    Ok(links
+        .into_iter()
+        .map(|(rank, node, factor)| ResolvedSlowPcie { rank, node, factor })
+        .collect())
+}
+
+/// A GPU's own slow `part` (its NVLink, its PCIe link) for each (rank,
+/// factor) of `given`, checked against a layout of `gpus` ranks
+/// ([`check_slow`]) and each rank named once: (rank, its node on nodes of
+/// `gpus_per_node` GPUs, factor), sorted by rank.
+fn checked_per_gpu(
+    part: SlowPart,
+    given: impl Iterator<Item = (u32, f64)>,
+    gpus: u32,
+    gpus_per_node: u32,
+) -> Result<Vec<(u32, u32, f64)>, StragglerError> {
+    let mut links = Vec::new();
+    for (rank, factor) in given {
+        check_slow(part, rank, factor, gpus)?;
+        links.push((rank, rank / gpus_per_node, factor));
     }
-    links.sort_by_key(|l| l.rank);
-    if let Some(pair) = links.windows(2).find(|pair| pair[0].rank == pair[1].rank) {
+    links.sort_by_key(|&(rank, ..)| rank);
+    if let Some(pair) = links.windows(2).find(|pair| pair[0].0 == pair[1].0) {
         return Err(StragglerError::GivenTwice {
-            part: SlowPart::Pcie,
-            rank: pair[0].rank,
+            part,
+            rank: pair[0].0,
         });
     }
     Ok(links)

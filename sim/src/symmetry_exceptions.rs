@@ -156,13 +156,21 @@ pub fn exception_replicas(
             factor: slow.factor,
         })
         .collect();
+    // A GPU's own slow link moves with it: (its moved rank, that rank's node).
+    let moved_gpu = |rank: u32| {
+        let rank = moved(rank);
+        (rank, rank / gpus_per_node)
+    };
     let nvlinks: Vec<ResolvedSlowNvlink> = stragglers
         .nvlinks()
         .iter()
-        .map(|slow| ResolvedSlowNvlink {
-            rank: moved(slow.rank),
-            node: moved(slow.rank) / gpus_per_node,
-            factor: slow.factor,
+        .map(|slow| {
+            let (rank, node) = moved_gpu(slow.rank);
+            ResolvedSlowNvlink {
+                rank,
+                node,
+                factor: slow.factor,
+            }
         })
         .collect();
     // Each slow NIC at the NIC its GPUs' moved ranks send through (one
@@ -184,10 +192,13 @@ pub fn exception_replicas(
     let pcies: Vec<ResolvedSlowPcie> = stragglers
         .pcies()
         .iter()
-        .map(|slow| ResolvedSlowPcie {
-            rank: moved(slow.rank),
-            node: moved(slow.rank) / gpus_per_node,
-            factor: slow.factor,
+        .map(|slow| {
+            let (rank, node) = moved_gpu(slow.rank);
+            ResolvedSlowPcie {
+                rank,
+                node,
+                factor: slow.factor,
+            }
         })
         .collect();
     let stragglers = Stragglers::moved(ranks, nics, nvlinks, pcies);

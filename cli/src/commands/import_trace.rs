@@ -82,12 +82,7 @@ pub fn run(args: ImportTraceArgs) -> anyhow::Result<()> {
     });
     write_case(&args, &case)?;
     print_summary(&summary)?;
-    outln!(
-        "\nwrote {} (use it with: clustersim fit {} --out FIT.json)",
-        args.out.display(),
-        args.out.display()
-    )?;
-    Ok(())
+    print_written(&args)
 }
 
 /// Whether `path` is a clustersim Timeline: a `.jsonl` file, or JSON whose
@@ -152,6 +147,11 @@ fn import_timeline(args: &ImportTraceArgs) -> anyhow::Result<()> {
     for (key, seconds) in class_times(&classes) {
         outln!("  {key:<22} {seconds:>9.4} s")?;
     }
+    print_written(args)
+}
+
+/// The last line: where the case went and what to do with it.
+fn print_written(args: &ImportTraceArgs) -> anyhow::Result<()> {
     outln!(
         "\nwrote {} (use it with: clustersim fit {} --out FIT.json)",
         args.out.display(),

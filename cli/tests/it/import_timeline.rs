@@ -28,6 +28,18 @@ const SCENARIO: &str = r#"{
   "global_batch": 8, "recompute": "none", "precision": "bf16"
 }"#;
 
+/// `clustersim import-trace TRACE --scenario SCENARIO --out CASES`.
+fn import_trace(trace: &Path, scenario: &Path, cases: &Path) -> std::process::Output {
+    clustersim(&[
+        "import-trace",
+        path(trace),
+        "--scenario",
+        path(scenario),
+        "--out",
+        path(cases),
+    ])
+}
+
 /// `validate --json`'s rows of `cases`: (quantity, published, predicted).
 fn validated(cases: &Path) -> Vec<(String, f64, f64)> {
     let output = clustersim(&["validate", path(cases), "--json"]);
@@ -57,14 +69,7 @@ fn a_simulated_timeline_imported_back_is_predicted_exactly() {
         let simulated = clustersim(&["simulate", path(&scenario), "--timeline", path(&timeline)]);
         assert_eq!(simulated.status.code(), Some(0), "{}", stderr(&simulated));
         let cases = dir.join("cases.json");
-        let imported = clustersim(&[
-            "import-trace",
-            path(&timeline),
-            "--scenario",
-            path(&scenario),
-            "--out",
-            path(&cases),
-        ]);
+        let imported = import_trace(&timeline, &scenario, &cases);
         assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
         assert!(
             text(&imported.stdout).contains("rank 0's busy seconds per iteration by class"),
@@ -110,14 +115,7 @@ fn the_lab_h100_s_measured_timeline_is_read_as_recorded() {
     file["profile"] = path(&profile).into();
     std::fs::write(&scenario, file.to_string()).unwrap();
     let cases = dir.join("cases.json");
-    let imported = clustersim(&[
-        "import-trace",
-        path(&measured),
-        "--scenario",
-        path(&scenario),
-        "--out",
-        path(&cases),
-    ]);
+    let imported = import_trace(&measured, &scenario, &cases);
     assert_eq!(imported.status.code(), Some(0), "{}", stderr(&imported));
     // Rank 0's compute tasks and the run's end, summed here from the file.
     let timeline: serde_json::Value =
@@ -175,14 +173,7 @@ fn a_timeline_that_cannot_be_read_exits_2_and_writes_nothing() {
     let bad = dir.join("bad.timeline.json");
     std::fs::write(&bad, r#"{"header": {"format_version": 99}, "tasks": []}"#).unwrap();
     let cases = dir.join("cases.json");
-    let output = clustersim(&[
-        "import-trace",
-        path(&bad),
-        "--scenario",
-        path(&scenario),
-        "--out",
-        path(&cases),
-    ]);
+    let output = import_trace(&bad, &scenario, &cases);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("bad.timeline.json"),
@@ -204,14 +195,7 @@ fn a_timeline_that_cannot_be_read_exits_2_and_writes_nothing() {
     }
     let zero = dir.join("zero.timeline.json");
     std::fs::write(&zero, empty.to_string()).unwrap();
-    let output = clustersim(&[
-        "import-trace",
-        path(&zero),
-        "--scenario",
-        path(&scenario),
-        "--out",
-        path(&cases),
-    ]);
+    let output = import_trace(&zero, &scenario, &cases);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("nothing was timed"),

@@ -136,32 +136,18 @@ fn a_fit_of_runs_that_contradict_each_other_says_so() {
     );
 }
 
-#[test]
-fn kernel_class_times_of_a_trace_recover_the_factors_that_made_them() {
-    let scenario = serde_json::json!({
-        "model": "llama3-8b", "seq_len": 4096, "topology": "dgx-h100-superpod",
-        "stack": "megatron-core-2024", "tp": 2, "pp": 1, "dp": 4, "microbatch_size": 1,
-        "global_batch": 32, "recompute": "none", "precision": "bf16"
-    });
+/// The fit of one run of `scenario` whose `keys` are what the simulator
+/// predicts under `truth`: the case `import-trace` would write of a cluster
+/// with those factors.
+fn fit_of_one_run(scenario: serde_json::Value, keys: &[&str], truth: &FitValues) -> FitRecord {
     let case = |measured: serde_json::Value| {
         serde_json::json!({ "cases": [{ "id": "run", "scenario": scenario, "measured": measured }] })
             .to_string()
     };
-    let keys = [
-        "iteration_time_s",
-        "gemm_s",
-        "attention_s",
-        "memory_bound_s",
-    ];
-    let probe = case(
-        serde_json::json!({ "iteration_time_s": 1, "gemm_s": 1, "attention_s": 1, "memory_bound_s": 1 }),
-    );
-    // What a cluster 20% slower in GEMMs and 20% faster in memory-bound
-    // kernels than calibrated measures, as import-trace would write it.
-    let truth = FitValues::CALIBRATED
-        .with(FitParameter::GemmRate, 0.8)
-        .with(FitParameter::MemoryBoundRate, 1.2);
-    let rows = studies::validation::run_dev_set_with(&probe, &truth).unwrap();
+    let probe = case(serde_json::Value::Object(
+        keys.iter().map(|key| (key.to_string(), 1.into())).collect(),
+    ));
+    let rows = studies::validation::run_dev_set_with(&probe, truth).unwrap();
     let measured: serde_json::Map<String, serde_json::Value> = keys
         .iter()
         .map(|key| {
@@ -172,6 +158,28 @@ fn kernel_class_times_of_a_trace_recover_the_factors_that_made_them() {
     let units = units_of(&case(measured.into()), false).unwrap();
     let record = fit(&units, &options(), &|_| {}).unwrap();
     within_bounds(&record);
+    record
+}
+
+#[test]
+fn kernel_class_times_of_a_trace_recover_the_factors_that_made_them() {
+    let scenario = serde_json::json!({
+        "model": "llama3-8b", "seq_len": 4096, "topology": "dgx-h100-superpod",
+        "stack": "megatron-core-2024", "tp": 2, "pp": 1, "dp": 4, "microbatch_size": 1,
+        "global_batch": 32, "recompute": "none", "precision": "bf16"
+    });
+    let keys = [
+        "iteration_time_s",
+        "gemm_s",
+        "attention_s",
+        "memory_bound_s",
+    ];
+    // What a cluster 20% slower in GEMMs and 20% faster in memory-bound
+    // kernels than calibrated measures, as import-trace would write it.
+    let truth = FitValues::CALIBRATED
+        .with(FitParameter::GemmRate, 0.8)
+        .with(FitParameter::MemoryBoundRate, 1.2);
+    let record = fit_of_one_run(scenario, &keys, &truth);
     assert_eq!(record.runs.iter().filter(|r| r.kernel_class).count(), 3);
     for (parameter, value) in [
         (FitParameter::GemmRate, 0.8),
@@ -196,10 +204,6 @@ fn task_class_times_of_a_timeline_recover_the_factors_that_made_them() {
         "stack": "megatron-core-2024", "tp": 2, "pp": 2, "dp": 2, "microbatch_size": 1,
         "global_batch": 8, "recompute": "none", "precision": "bf16"
     });
-    let case = |measured: serde_json::Value| {
-        serde_json::json!({ "cases": [{ "id": "run", "scenario": scenario, "measured": measured }] })
-            .to_string()
-    };
     let keys = [
         "iteration_time_s",
         "compute_s",
@@ -207,23 +211,10 @@ fn task_class_times_of_a_timeline_recover_the_factors_that_made_them() {
         "pipeline_comm_s",
         "data_parallel_comm_s",
     ];
-    let probe = case(serde_json::Value::Object(
-        keys.iter().map(|key| (key.to_string(), 1.into())).collect(),
-    ));
     let truth = FitValues::CALIBRATED
         .with(FitParameter::GemmRate, 0.8)
         .with(FitParameter::NvlinkBandwidth, 0.6);
-    let rows = studies::validation::run_dev_set_with(&probe, &truth).unwrap();
-    let measured: serde_json::Map<String, serde_json::Value> = keys
-        .iter()
-        .map(|key| {
-            let row = rows.iter().find(|r| r.quantity == *key).unwrap();
-            (key.to_string(), row.predicted.unwrap().into())
-        })
-        .collect();
-    let units = units_of(&case(measured.into()), false).unwrap();
-    let record = fit(&units, &options(), &|_| {}).unwrap();
-    within_bounds(&record);
+    let record = fit_of_one_run(scenario, &keys, &truth);
     assert_eq!(record.runs.iter().filter(|r| r.kernel_class).count(), 4);
     for (parameter, value) in [
         (FitParameter::GemmRate, 0.8),

@@ -19,8 +19,14 @@ use timeline::TaskKind;
 /// data-parallel group is {i, 4 + i, 8 + i, 12 + i}, two ranks a node, its
 /// rings over the rails of ranks i and 4 + i.
 fn scenario(contention: bool) -> Scenario {
+    hand_model_on("dgx-a100:2", contention)
+}
+
+/// The hand model at t = 4, p = 1, d = 4 on `topology` (16 GPUs), under
+/// `--contention` or not.
+pub(super) fn hand_model_on(topology: &str, contention: bool) -> Scenario {
     ScenarioFile {
-        topology: Some("dgx-a100:2".into()),
+        topology: Some(topology.into()),
         ..tests::hand_model_file(
             4,
             1,
@@ -42,8 +48,9 @@ fn run(scenario: &Scenario, slow: &[SlowNic]) -> SimulationReport {
     sim::simulate_with_stragglers(scenario, Expansion::Full, &stragglers).expect("simulates")
 }
 
-/// (ranks, kind, bytes, duration) of every communication task.
-fn communication(report: &SimulationReport) -> Vec<(Vec<u32>, TaskKind, u64, u64)> {
+/// (ranks, kind, bytes, duration) of every communication task (every
+/// task that is not a compute kernel: host copies too).
+pub(super) fn communication(report: &SimulationReport) -> Vec<(Vec<u32>, TaskKind, u64, u64)> {
     let timeline = report.timeline();
     timeline
         .tasks

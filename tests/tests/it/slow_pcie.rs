@@ -1,60 +1,25 @@
 //! A slow PCIe link (`--slow-pcie`, issue 35 item 4): GPU R's link to its
-//! PCIe switch delivers 1/F of the achieved PCIe rate. Its traffic across
-//! nodes (GPUDirect through that link to the NIC) runs at min(NIC, PCIe ÷ F),
-//! checked against the same run with every NIC at that rate; on nodes
+//! PCIe switch delivers 1/F of its bandwidth. Its traffic across nodes
+//! (GPUDirect through that link to the NIC) gets at most the PCIe line rate
+//! ÷ F of its NICs, checked against the same run with every NIC at that
+//! rate, and a GPU sharing a NIC slows only below its share; on nodes
 //! without NVLink its intra-node hops do too; its ZeRO-Offload copies run at
 //! the slower of its link and its share of the switch's uplink; every other
 //! task keeps its time; offloaded activations copy through it too. Under
 //! `--contention` its PCIe links carry 1/F of their capacity.
 
+use super::slow_links::{communication, hand_model_on};
 use sim::scenario::{Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::slow_link::SlowPcie;
 use sim::straggler::Stragglers;
 use sim::task::TaskKind;
 use sim::{Expansion, SimulationReport};
 
-/// The hand model at t = 4, p = 1, d = 4 on two nodes of `topology`: each
-/// data-parallel group is {i, 4 + i, 8 + i, 12 + i}, two ranks a node.
-fn scenario(topology: &str, contention: bool) -> Scenario {
-    ScenarioFile {
-        topology: Some(topology.into()),
-        ..tests::hand_model_file(
-            4,
-            1,
-            4,
-            TrainingOptionsFile {
-                network_contention: Some(contention),
-                ..TrainingOptionsFile::default()
-            },
-        )
-    }
-    .resolve()
-    .expect("valid scenario")
-}
-
 fn run(scenario: &Scenario, slow: &[SlowPcie]) -> SimulationReport {
     let stragglers = Stragglers::none()
         .with_slow_pcies(slow, scenario)
         .expect("valid slow PCIe links");
     sim::simulate_with_stragglers(scenario, Expansion::Full, &stragglers).expect("simulates")
-}
-
-/// (ranks, kind, bytes, duration) of every task that is not a compute kernel.
-fn transfers(report: &SimulationReport) -> Vec<(Vec<u32>, TaskKind, u64, u64)> {
-    let timeline = report.timeline();
-    timeline
-        .tasks
-        .iter()
-        .filter(|t| !t.kind.is_compute())
-        .map(|t| {
-            (
-                timeline.header.groups[t.group as usize].clone(),
-                t.kind,
-                t.bytes,
-                t.duration_ns(),
-            )
-        })
-        .collect()
 }
 
 /// The PCIe line rate GPUDirect traffic crosses a GPU's link at.
@@ -90,7 +55,7 @@ fn only_rank_3_s_change(
 
 #[test]
 fn traffic_across_nodes_runs_at_the_slower_of_nic_and_pcie_link() {
-    let scenario = scenario("dgx-a100:2", false);
+    let scenario = hand_model_on("dgx-a100:2", false);
     let factor = 4.0;
     let link = pcie_rate(&scenario) / factor;
     let nic = &scenario
@@ -99,8 +64,8 @@ fn traffic_across_nodes_runs_at_the_slower_of_nic_and_pcie_link() {
         .nic_bandwidth_bytes_per_s
         .value;
     assert!(link < *nic, "the test needs PCIe ÷ F below the NIC");
-    let nominal = transfers(&run(&scenario, &[]));
-    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    let nominal = communication(&run(&scenario, &[]));
+    let slowed = communication(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
     // The same run with every NIC at the slowed link's rate.
     let mut everywhere = scenario.clone();
     everywhere
@@ -108,7 +73,7 @@ fn traffic_across_nodes_runs_at_the_slower_of_nic_and_pcie_link() {
         .communication
         .nic_bandwidth_bytes_per_s
         .value = link;
-    let everywhere = transfers(&run(&everywhere, &[]));
+    let everywhere = communication(&run(&everywhere, &[]));
     // Rank 3's data-parallel ring crosses nodes; its tensor all-reduces stay
     // on NVLink and keep their time.
     let checked = only_rank_3_s_change(
@@ -122,7 +87,7 @@ fn traffic_across_nodes_runs_at_the_slower_of_nic_and_pcie_link() {
 
 #[test]
 fn a_link_still_faster_than_the_nic_slows_no_communication() {
-    let scenario = scenario("dgx-a100:2", false);
+    let scenario = hand_model_on("dgx-a100:2", false);
     let nic = scenario
         .profile
         .communication
@@ -130,8 +95,8 @@ fn a_link_still_faster_than_the_nic_slows_no_communication() {
         .value;
     let factor = 0.9 * pcie_rate(&scenario) / nic;
     assert!(factor > 1.0);
-    let nominal = transfers(&run(&scenario, &[]));
-    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    let nominal = communication(&run(&scenario, &[]));
+    let slowed = communication(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
     assert_eq!(nominal, slowed);
 }
 
@@ -155,8 +120,8 @@ fn a_gpu_sharing_a_nic_is_slowed_only_below_its_share() {
         ),
         (16, 8)
     );
-    let nominal = transfers(&run(&scenario, &[]));
-    let half = transfers(&run(
+    let nominal = communication(&run(&scenario, &[]));
+    let half = communication(&run(
         &scenario,
         &[SlowPcie {
             rank: 3,
@@ -164,7 +129,7 @@ fn a_gpu_sharing_a_nic_is_slowed_only_below_its_share() {
         }],
     ));
     assert_eq!(nominal, half);
-    let quarter = transfers(&run(
+    let quarter = communication(&run(
         &scenario,
         &[SlowPcie {
             rank: 3,
@@ -177,7 +142,7 @@ fn a_gpu_sharing_a_nic_is_slowed_only_below_its_share() {
         .communication
         .nic_bandwidth_bytes_per_s
         .value = pcie_rate(&scenario) / 4.0 * 16.0 / 8.0;
-    let everywhere = transfers(&run(&everywhere, &[]));
+    let everywhere = communication(&run(&everywhere, &[]));
     let checked = only_rank_3_s_change(
         &nominal,
         &quarter,
@@ -189,22 +154,22 @@ fn a_gpu_sharing_a_nic_is_slowed_only_below_its_share() {
 
 #[test]
 fn on_nodes_without_nvlink_the_ring_inside_the_node_slows_too() {
-    let scenario = scenario("h100-pcie-cluster:2", false);
+    let scenario = hand_model_on("h100-pcie-cluster:2", false);
     assert_eq!(scenario.topology.node.nvlink_bandwidth_bytes_per_s, 0.0);
     let factor = 8.0;
     let link = pcie_rate(&scenario) / factor;
-    let nominal = transfers(&run(&scenario, &[]));
-    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    let nominal = communication(&run(&scenario, &[]));
+    let slowed = communication(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
     // The same run with every GPU's intra-node (PCIe) rate and every NIC at
     // the slowed link's: rank 3's tensor all-reduces inside node 0 and its
     // data-parallel ring across the nodes both slow.
     let mut everywhere = scenario.clone();
-    let communication = &mut everywhere.profile.communication;
-    assert!(link < communication.nvlink_bus_bandwidth_bytes_per_s.value);
-    assert!(link < communication.nic_bandwidth_bytes_per_s.value);
-    communication.nvlink_bus_bandwidth_bytes_per_s.value = link;
-    communication.nic_bandwidth_bytes_per_s.value = link;
-    let everywhere = transfers(&run(&everywhere, &[]));
+    let rates = &mut everywhere.profile.communication;
+    assert!(link < rates.nvlink_bus_bandwidth_bytes_per_s.value);
+    assert!(link < rates.nic_bandwidth_bytes_per_s.value);
+    rates.nvlink_bus_bandwidth_bytes_per_s.value = link;
+    rates.nic_bandwidth_bytes_per_s.value = link;
+    let everywhere = communication(&run(&everywhere, &[]));
     let kinds = [
         TaskKind::TensorAllReduce,
         TaskKind::DataParallelReduceScatter,
@@ -238,8 +203,8 @@ fn host_copies_run_at_the_slower_of_the_link_and_the_uplink_share() {
     .expect("valid scenario");
     let factor = 5.0;
     let latency_ns = scenario.topology.pcie.latency_ns as f64;
-    let nominal = transfers(&run(&scenario, &[]));
-    let slowed = transfers(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
+    let nominal = communication(&run(&scenario, &[]));
+    let slowed = communication(&run(&scenario, &[SlowPcie { rank: 3, factor }]));
     let mut checked = 0;
     for (before, after) in nominal.iter().zip(&slowed) {
         let (ranks, kind, bytes, _) = after;
@@ -277,16 +242,16 @@ fn under_contention_the_slow_link_s_flows_run_within_its_capacity() {
     let factor = 4.0;
     let slow = [SlowPcie { rank: 3, factor }];
     let rank_3_s_reductions = |report: &SimulationReport| -> Vec<u64> {
-        transfers(report)
+        communication(report)
             .into_iter()
             .filter(|(ranks, kind, ..)| *kind == TaskKind::DataParallelAllReduce && ranks[0] == 3)
             .map(|(.., duration)| duration)
             .collect()
     };
-    let contended = scenario("dgx-a100:2", true);
+    let contended = hand_model_on("dgx-a100:2", true);
     let before = rank_3_s_reductions(&run(&contended, &[]));
     let after = rank_3_s_reductions(&run(&contended, &slow));
-    let mut bound = scenario("dgx-a100:2", false);
+    let mut bound = hand_model_on("dgx-a100:2", false);
     let pcie = &bound.profile.pcie;
     let capacity = pcie
         .device_to_host_bytes_per_s
@@ -307,7 +272,7 @@ fn under_contention_the_slow_link_s_flows_run_within_its_capacity() {
 
 #[test]
 fn bad_slow_pcie_links_are_refused_by_name() {
-    let scenario = scenario("dgx-a100:2", false);
+    let scenario = hand_model_on("dgx-a100:2", false);
     let refuse = |scenario: &Scenario, slow: &[SlowPcie]| {
         Stragglers::none()
             .with_slow_pcies(slow, scenario)

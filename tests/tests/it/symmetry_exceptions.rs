@@ -159,6 +159,24 @@ fn scenario_with_cp() -> Scenario {
     .unwrap()
 }
 
+/// The slow-link tests' runs: three layouts on the small cluster (nodes of
+/// 4 GPUs and 2 NICs), 1F1B, megatron-core-2024, each with its own options.
+fn link_scenarios() -> impl Iterator<Item = Scenario> {
+    [(2, 2, 4), (2, 1, 8), (4, 2, 4)]
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, layout)| {
+            scenario(
+                layout,
+                (ScheduleKind::OneFOneB, 1),
+                1,
+                "megatron-core-2024",
+                options(index + 1),
+                4,
+            )
+        })
+}
+
 /// Slow ranks (rank, factor), NVLinks and NICs of one case.
 type LinkCase<'a> = (&'a [(u32, f64)], &'a [SlowNvlink], &'a [SlowNic]);
 
@@ -167,19 +185,8 @@ type LinkCase<'a> = (&'a [(u32, f64)], &'a [SlowNvlink], &'a [SlowNic]);
 /// full expansion. The small cluster's nodes hold 4 GPUs and 2 NICs.
 #[test]
 fn slow_links_in_a_few_replicas_give_full_expansions_numbers() {
-    let layouts = [(2, 2, 4), (2, 1, 8), (4, 2, 4)];
     let (mut exceptions, mut slowed_runs) = (0, 0);
-    for (index, &layout) in layouts.iter().enumerate() {
-        let Some(scenario) = scenario(
-            layout,
-            (ScheduleKind::OneFOneB, 1),
-            1,
-            "megatron-core-2024",
-            options(index + 1),
-            4,
-        ) else {
-            continue;
-        };
+    for scenario in link_scenarios() {
         let gpus = scenario.layout.gpus();
         let link_cases: [LinkCase; 3] = [
             (
@@ -238,19 +245,8 @@ fn slow_links_in_a_few_replicas_give_full_expansions_numbers() {
 /// all replicas at the slow member's rate, as in full expansion.
 #[test]
 fn slow_pcie_links_in_a_few_replicas_give_full_expansions_numbers() {
-    let layouts = [(2, 2, 4), (2, 1, 8), (4, 2, 4)];
     let (mut exceptions, mut slowed_runs) = (0, 0);
-    for (index, &layout) in layouts.iter().enumerate() {
-        let Some(scenario) = scenario(
-            layout,
-            (ScheduleKind::OneFOneB, 1),
-            1,
-            "megatron-core-2024",
-            options(index + 1),
-            4,
-        ) else {
-            continue;
-        };
+    for scenario in link_scenarios() {
         let gpus = scenario.layout.gpus();
         for pcies in [
             vec![SlowPcie {

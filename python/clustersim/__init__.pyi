@@ -88,6 +88,7 @@ def simulate(
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
     slow_pcie: Optional[_Value] = None,
+    slow_uplink: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     seq_len_trace: Optional[_Value] = None,
@@ -329,6 +330,12 @@ def simulate(
         slower of its measured copy rate ÷ F and its share of the switch's uplink. Repeat for
         several GPUs; with --contention that GPU's PCIe links carry 1/F, and its transfers that
         become flows slow through them
+    slow_uplink: Slow switch uplinks: the cables from the leaf switch above rank R's NIC up to the
+        next level of the fat tree run at 1/F of their bandwidth (2 for optics trained at half
+        speed). A leaf serves one NIC rail of a block of nodes (a = switch radix ÷ 2 of them); every
+        collective or transfer whose nodes span several blocks and that has a member on that rail in
+        that block runs its network tier at the NIC's rate ÷ F. Every replica is then simulated.
+        Repeat for several leaves; with --contention the leaf's up and down cables carry 1/F instead
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
@@ -421,6 +428,7 @@ def timeline(
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
     slow_pcie: Optional[_Value] = None,
+    slow_uplink: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
     seq_len_trace: Optional[_Value] = None,
@@ -660,6 +668,12 @@ def timeline(
         slower of its measured copy rate ÷ F and its share of the switch's uplink. Repeat for
         several GPUs; with --contention that GPU's PCIe links carry 1/F, and its transfers that
         become flows slow through them
+    slow_uplink: Slow switch uplinks: the cables from the leaf switch above rank R's NIC up to the
+        next level of the fat tree run at 1/F of their bandwidth (2 for optics trained at half
+        speed). A leaf serves one NIC rail of a block of nodes (a = switch radix ÷ 2 of them); every
+        collective or transfer whose nodes span several blocks and that has a member on that rail in
+        that block runs its network tier at the NIC's rate ÷ F. Every replica is then simulated.
+        Repeat for several leaves; with --contention the leaf's up and down cables carry 1/F instead
     rank_spread: A spread of GPU speeds: every rank's compute kernels take the profile's time ×
         e^(SIGMA·Z), Z a standard normal drawn per rank from --seed (lognormal:0.05 for a spread of
         about ±5 %; the profile's GPU is the median one). Every rank is then simulated, and the
@@ -997,6 +1011,7 @@ def run_plan(
     slow_nic: Optional[_Value] = None,
     slow_nvlink: Optional[_Value] = None,
     slow_pcie: Optional[_Value] = None,
+    slow_uplink: Optional[_Value] = None,
     rank_spread: Optional[_Value] = None,
     fit: Optional[_Value] = None,
     routing_trace: Optional[_Value] = None,
@@ -1242,6 +1257,12 @@ def run_plan(
         (repeat for several; see `simulate --slow-nvlink`)
     slow_pcie: A slow PCIe link for the whole run: rank R's GPU at 1/F of its PCIe bandwidth (repeat
         for several; see `simulate --slow-pcie`)
+    slow_uplink: Slow switch uplinks: the cables from the leaf switch above rank R's NIC up to the
+        next level of the fat tree run at 1/F of their bandwidth (2 for optics trained at half
+        speed). A leaf serves one NIC rail of a block of nodes (a = switch radix ÷ 2 of them); every
+        collective or transfer whose nodes span several blocks and that has a member on that rail in
+        that block runs its network tier at the NIC's rate ÷ F. Every replica is then simulated.
+        Repeat for several leaves; with --contention the leaf's up and down cables carry 1/F instead
     rank_spread: A spread of GPU speeds for the whole run: every rank's kernels take the profile's
         time × e^(SIGMA·Z), drawn per rank from --seed (see `simulate --rank-spread`)
     fit: Simulate with the factors a `clustersim fit` learned (FIT.json)

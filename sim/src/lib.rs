@@ -48,6 +48,7 @@ pub use scenario;
 pub use schedules as schedule;
 mod simulate;
 pub mod slow_link;
+pub mod slow_uplink;
 pub mod straggler;
 pub mod symmetry;
 pub mod symmetry_exceptions;

@@ -512,7 +512,7 @@ pub fn simulate_with_stragglers(
 }
 
 /// Runs `graph` with its communication as flows over the fabric
-/// (`--contention`), slow NICs, NVLinks and PCIe links slowing their links; the engine's
+/// (`--contention`), slow NICs, NVLinks, PCIe links and leaf uplinks slowing their links; the engine's
 /// times and the busiest links.
 fn run_on_fabric(
     scenario: &Scenario,
@@ -532,6 +532,9 @@ fn run_on_fabric(
     }
     for slow in stragglers.pcies() {
         fabric.slow_pcie(slow.rank, slow.factor);
+    }
+    for slow in stragglers.uplinks() {
+        fabric.slow_leaf_uplinks(slow.leaf, slow.factor);
     }
     let planner = FabricFlowPlanner::new(scenario, &plan.placement, graph, network, costs);
     let (outcome, utilization) = engine::run_with_fabric(

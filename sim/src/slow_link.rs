@@ -57,6 +57,10 @@
 //! closed form (DGX A100, factor 4: a 2.3 MB all-reduce takes 310 µs in
 //! flows against 266 µs closed form; `tests/tests/it/slow_pcie.rs`).
 //!
+//! A pipeline transfer's task runs on its sender's tensor group; it takes the
+//! factors of its receiver's group too ([`SlowLinkCosts`]), so a slow link
+//! slows the transfers its GPU receives as well as those it sends.
+//!
 //! A slow NIC, NVLink or PCIe link makes its replicas differ from the others: they are
 //! lowered beside the representative ([`crate::symmetry_exceptions`]), or,
 //! where that does not apply, every replica is.
@@ -65,10 +69,11 @@ use std::fmt;
 
 use scenario::Scenario;
 use taskgraph::ids::TaskId;
-use taskgraph::task_graph::TaskGraph;
+use taskgraph::task_graph::{TaskGraph, Work};
 use timeline::time::SimDuration;
 
 use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
+use crate::slow_uplink::ResolvedSlowUplink;
 use crate::straggler::{check_slow, SlowPart, StragglerError};
 
 /// One slow NIC, named by a rank that sends through it.
@@ -234,25 +239,32 @@ fn checked_per_gpu(
     Ok(links)
 }
 
-/// The slow NICs, NVLinks and PCIe links of a run, checked.
+/// The slow NICs, NVLinks, PCIe links and switch uplinks of a run, checked.
 #[derive(Debug, Clone, Copy)]
 pub struct SlowLinks<'a> {
     pub nics: &'a [ResolvedSlowNic],
     pub nvlinks: &'a [ResolvedSlowNvlink],
     pub pcies: &'a [ResolvedSlowPcie],
+    pub uplinks: &'a [ResolvedSlowUplink],
 }
 
 impl SlowLinks<'_> {
     pub fn is_empty(&self) -> bool {
-        self.nics.is_empty() && self.nvlinks.is_empty() && self.pcies.is_empty()
+        self.nics.is_empty()
+            && self.nvlinks.is_empty()
+            && self.pcies.is_empty()
+            && self.uplinks.is_empty()
     }
 
     /// The factors that slow a group of `ranks`: the largest of its
-    /// members' NICs, NVLinks and PCIe links (1 where none is slow).
+    /// members' NICs, NVLinks and PCIe links (1 where none is slow), the
+    /// NIC's also the largest of the slow uplinks it climbs through
+    /// ([`crate::slow_uplink::uplink_factor`]).
     fn factors_of(&self, ranks: &[taskgraph::ids::Rank], scenario: &Scenario) -> LinkFactors {
         let gpus_per_node = scenario.topology.node.gpus_per_node;
         let nics_per_node = scenario.topology.fabric.nics_per_node;
         let mut factors = LinkFactors::NOMINAL;
+        factors.nic = crate::slow_uplink::uplink_factor(self.uplinks, ranks);
         for rank in ranks {
             let nic = nic_of(rank.0, gpus_per_node, nics_per_node);
             if let Some(slow) = self.nics.iter().find(|slow| slow.nic == nic) {
@@ -290,25 +302,34 @@ impl LinkFactors {
 }
 
 /// Closed-form costs of every work with slow links: one table per distinct
-/// pair of NIC and NVLink factors, and for each of the graph's groups the
-/// table its tasks take.
+/// set of NIC, NVLink and PCIe factors, and for each of the graph's groups
+/// the table its tasks take. A pipeline transfer's group is its sender's
+/// tensor group, so a transfer takes the factors of its sender's and its
+/// receiver's groups together (the group of the pass it feeds).
 #[derive(Debug, Clone)]
 pub struct SlowLinkCosts {
     /// Per group: the index into `tables`, or `None` where no member's link is slow.
     group_table: Vec<Option<usize>>,
+    /// Pipeline transfers whose receiver changes their factors, by task
+    /// id: (task, its table).
+    transfer_table: Vec<(u32, Option<usize>)>,
     tables: Vec<Vec<WorkCost>>,
 }
 
 impl SlowLinkCosts {
-    /// The costs of `graph`'s works under each pair of factors of `links`.
+    /// The costs of `graph`'s works under each set of factors of `links`.
     pub fn new(scenario: &Scenario, graph: &TaskGraph, links: SlowLinks<'_>) -> SlowLinkCosts {
         let group_factors: Vec<LinkFactors> = graph
             .groups()
             .iter()
             .map(|ranks| links.factors_of(ranks, scenario))
             .collect();
+        let transfer_factors = receivers_factors(scenario, graph, links, &group_factors);
         let mut distinct: Vec<LinkFactors> = Vec::new();
-        for factors in group_factors.iter().filter(|f| !f.is_nominal()) {
+        let every = group_factors
+            .iter()
+            .chain(transfer_factors.iter().map(|(_, f)| f));
+        for factors in every.filter(|f| !f.is_nominal()) {
             if !distinct.contains(factors) {
                 distinct.push(*factors);
             }
@@ -330,25 +351,68 @@ impl SlowLinkCosts {
                 cost_works(scenario, graph.works(), &slowed)
             })
             .collect();
-        let group_table = group_factors
-            .iter()
-            .map(|f| distinct.iter().position(|d| d == f))
-            .collect();
+        let table_of = |f: &LinkFactors| distinct.iter().position(|d| d == f);
         SlowLinkCosts {
-            group_table,
+            group_table: group_factors.iter().map(table_of).collect(),
+            transfer_table: transfer_factors
+                .iter()
+                .map(|(task, f)| (*task, table_of(f)))
+                .collect(),
             tables,
         }
     }
 
     /// Task `id`'s closed-form duration: its slow table's where a member's
-    /// NIC, NVLink or PCIe link is slow, else `nominal`.
+    /// NIC, NVLink, PCIe link or uplink is slow, else `nominal`.
     #[inline]
     pub fn duration(&self, graph: &TaskGraph, id: TaskId, nominal: SimDuration) -> SimDuration {
-        match self.group_table[graph.group_of(id).0 as usize] {
+        let table = match self
+            .transfer_table
+            .binary_search_by_key(&(id.index() as u32), |(task, _)| *task)
+        {
+            Ok(at) => self.transfer_table[at].1,
+            Err(_) => self.group_table[graph.group_of(id).0 as usize],
+        };
+        match table {
             Some(table) => self.tables[table][graph.work_of(id).index()].duration,
             None => nominal,
         }
     }
+}
+
+/// The pipeline transfers of `graph` whose factors differ from their
+/// sender's group's once their receivers are counted (the ranks of the
+/// tasks they feed outside the sender's group: the receiving pass's
+/// kernels), by task id: (task, factors).
+fn receivers_factors(
+    scenario: &Scenario,
+    graph: &TaskGraph,
+    links: SlowLinks<'_>,
+    group_factors: &[LinkFactors],
+) -> Vec<(u32, LinkFactors)> {
+    let mut transfers = Vec::new();
+    for index in 0..graph.task_count() {
+        let id = TaskId(index as u32);
+        if !matches!(graph.work(graph.work_of(id)), Work::PipelineTransfer { .. }) {
+            continue;
+        }
+        let own = graph.group_of(id);
+        let senders = graph.group_ranks(own);
+        let mut ranks = senders.to_vec();
+        for next in graph.successors(id) {
+            let group = graph.group_ranks(graph.group_of(next));
+            if group.iter().all(|rank| !senders.contains(rank)) {
+                ranks.extend_from_slice(group);
+            }
+        }
+        ranks.sort_unstable();
+        ranks.dedup();
+        let factors = links.factors_of(&ranks, scenario);
+        if factors != group_factors[own.0 as usize] {
+            transfers.push((index as u32, factors));
+        }
+    }
+    transfers
 }
 
 impl fmt::Display for ResolvedSlowNic {

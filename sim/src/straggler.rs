@@ -15,6 +15,7 @@ use crate::rank_spread::{DrawnSpread, RankSpread, MAX_SIGMA};
 use crate::slow_link::{
     ResolvedSlowNic, ResolvedSlowNvlink, ResolvedSlowPcie, SlowLinks, SlowNic, SlowNvlink, SlowPcie,
 };
+use crate::slow_uplink::{ResolvedSlowUplink, SlowUplink};
 use scenario::Scenario;
 use std::fmt;
 use taskgraph::ids::TaskId;
@@ -34,13 +35,15 @@ pub struct SlowRank {
 }
 
 /// The slow ranks, slow NICs, NVLinks and PCIe links ([`crate::slow_link`])
-/// of a run (none: the run as priced).
+/// and switch uplinks ([`crate::slow_uplink`]) of a run (none: the run as
+/// priced).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Stragglers {
     slow: Vec<SlowRank>,
     nics: Vec<ResolvedSlowNic>,
     nvlinks: Vec<ResolvedSlowNvlink>,
     pcies: Vec<ResolvedSlowPcie>,
+    uplinks: Vec<ResolvedSlowUplink>,
     spread: Option<DrawnSpread>,
 }
 
@@ -55,6 +58,8 @@ pub enum SlowPart {
     Nvlink,
     /// A GPU's PCIe link (`--slow-pcie`).
     Pcie,
+    /// The uplinks of the leaf switch above a rank's NIC (`--slow-uplink`).
+    Uplink,
 }
 
 impl std::fmt::Display for SlowPart {
@@ -65,6 +70,7 @@ impl std::fmt::Display for SlowPart {
             SlowPart::Nic => "NIC of rank",
             SlowPart::Nvlink => "NVLink of rank",
             SlowPart::Pcie => "PCIe link of rank",
+            SlowPart::Uplink => "uplinks of the leaf switch of rank",
         })
     }
 }
@@ -94,6 +100,10 @@ pub enum StragglerError {
     NoNics,
     #[error("slow NVLink: the topology's nodes of {gpus_per_node} GPU(s) have no NVLink between GPUs (its GPUs talk over PCIe, or a node holds one)")]
     NoNvlink { gpus_per_node: u32 },
+    #[error("slow uplink: the topology has no switch uplinks to slow: {why}")]
+    NoUplinks { why: String },
+    #[error("slow uplink: ranks {first} and {second} sit under the same leaf switch ({leaf}); name it once")]
+    LeafRepeated { first: u32, second: u32, leaf: u64 },
     #[error("rank spread: log-scale sigma {sigma} is not in (0, {MAX_SIGMA}] (0.05 spreads kernel times by about ±5 %)")]
     Spread { sigma: f64 },
 }
@@ -156,6 +166,7 @@ impl Stragglers {
             nics,
             nvlinks,
             pcies,
+            uplinks: Vec::new(),
             spread: None,
         }
     }
@@ -207,6 +218,18 @@ impl Stragglers {
         Ok(Stragglers { pcies, ..self })
     }
 
+    /// These stragglers and the leaf uplinks of `slow_uplinks` slowed,
+    /// checked against `scenario`'s ranks and fat tree
+    /// ([`crate::slow_uplink::resolve_uplinks`]).
+    pub fn with_slow_uplinks(
+        self,
+        slow_uplinks: &[SlowUplink],
+        scenario: &Scenario,
+    ) -> Result<Stragglers, StragglerError> {
+        let uplinks = crate::slow_uplink::resolve_uplinks(slow_uplinks, scenario)?;
+        Ok(Stragglers { uplinks, ..self })
+    }
+
     /// These stragglers with every rank's kernel time also multiplied by
     /// its draw from `spread` (seeded by `seed`; [`crate::rank_spread`]).
     pub fn with_spread(self, spread: Option<RankSpread>, seed: u64, gpus: u32) -> Stragglers {
@@ -216,7 +239,7 @@ impl Stragglers {
         }
     }
 
-    /// No slow rank, NIC, NVLink or PCIe link, and no spread of GPU speeds.
+    /// No slow rank, NIC, NVLink, PCIe link or uplink, and no spread of GPU speeds.
     pub fn is_empty(&self) -> bool {
         self.slow.is_empty() && self.links().is_empty() && self.spread.is_none()
     }
@@ -239,16 +262,17 @@ impl Stragglers {
         }
     }
 
-    /// The slow NICs, NVLinks and PCIe links.
+    /// The slow NICs, NVLinks, PCIe links and uplinks.
     pub fn links(&self) -> SlowLinks<'_> {
         SlowLinks {
             nics: &self.nics,
             nvlinks: &self.nvlinks,
             pcies: &self.pcies,
+            uplinks: &self.uplinks,
         }
     }
 
-    /// The largest factor of a rank, NIC, NVLink or PCIe link (1 without any, a rank's
+    /// The largest factor of a rank, NIC, NVLink, PCIe link or uplink (1 without any, a rank's
     /// spread included): no task takes more than that many times its priced
     /// duration.
     pub fn max_factor(&self) -> f64 {
@@ -259,6 +283,7 @@ impl Stragglers {
             .chain(self.nics.iter().map(|n| n.factor))
             .chain(self.nvlinks.iter().map(|n| n.factor))
             .chain(self.pcies.iter().map(|n| n.factor))
+            .chain(self.uplinks.iter().map(|n| n.factor))
             .fold(spread, f64::max)
     }
 
@@ -280,6 +305,11 @@ impl Stragglers {
     /// The slow PCIe links, by rank.
     pub fn pcies(&self) -> &[ResolvedSlowPcie] {
         &self.pcies
+    }
+
+    /// The slow leaf uplinks, by leaf.
+    pub fn uplinks(&self) -> &[ResolvedSlowUplink] {
+        &self.uplinks
     }
 
     /// The factor of each of `graph`'s groups: a rank's own group (a group

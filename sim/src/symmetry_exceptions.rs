@@ -91,6 +91,9 @@ pub fn exception_replicas(
     if stragglers.spread().is_some() {
         return Err("a spread of GPU speeds makes every replica differ");
     }
+    if !stragglers.uplinks().is_empty() {
+        return Err("a slow switch uplink slows groups by where all their members sit, which renumbering replicas does not keep");
+    }
     // Groups over some replicas but not all (checked again on the lowered
     // graph: [`groups_allow_renumbering`]).
     let layout = scenario.layout;

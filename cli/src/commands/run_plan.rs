@@ -145,6 +145,16 @@ pub struct RunPlanArgs {
     /// bandwidth (repeat for several; see `simulate --slow-pcie`).
     #[arg(long = "slow-pcie", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_pcie)]
     pub slow_pcies: Vec<sim::slow_link::SlowPcie>,
+    /// Slow switch uplinks: the cables from the leaf switch above rank R's
+    /// NIC up to the next level of the fat tree run at 1/F of their
+    /// bandwidth (2 for optics trained at half speed). A leaf serves one NIC
+    /// rail of a block of nodes (a = switch radix ÷ 2 of them); every
+    /// collective or transfer whose nodes span several blocks and that has a
+    /// member on that rail in that block runs its network tier at the NIC's
+    /// rate ÷ F. Every replica is then simulated. Repeat for several leaves;
+    /// with --contention the leaf's up and down cables carry 1/F instead.
+    #[arg(long = "slow-uplink", value_name = "R:F", value_parser = super::slow_ranks::parse_slow_uplink)]
+    pub slow_uplinks: Vec<sim::slow_uplink::SlowUplink>,
     /// A spread of GPU speeds for the whole run: every rank's kernels take
     /// the profile's time × e^(SIGMA·Z), drawn per rank from --seed (see
     /// `simulate --rank-spread`).
@@ -207,6 +217,7 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
             nics: &args.slow_nics,
             nvlinks: &args.slow_nvlinks,
             pcies: &args.slow_pcies,
+            uplinks: &args.slow_uplinks,
         },
         args.rank_spread,
     )?;
@@ -300,6 +311,9 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         }
         if !stragglers.pcies().is_empty() {
             document["slow_pcies"] = serde_json::to_value(stragglers.pcies())?;
+        }
+        if !stragglers.uplinks().is_empty() {
+            document["slow_uplinks"] = serde_json::to_value(stragglers.uplinks())?;
         }
         if let Some(drawn) = stragglers.spread() {
             document["rank_spread"] = super::slow_ranks::SpreadSummary::of(drawn).json();

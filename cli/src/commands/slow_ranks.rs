@@ -1,8 +1,10 @@
-//! `--slow-rank R:F`, `--slow-nic R:F`, `--slow-nvlink R:F` and
-//! `--slow-pcie R:F` (simulate, run-plan): a GPU whose compute kernels take
-//! F times as long as its peers' ([`sim::straggler`]), the NIC rank R sends
-//! through at 1/F of its bandwidth, and rank R's NVLink or PCIe link at 1/F
-//! of its own ([`sim::slow_link`]). `simulate` runs the scenario with and without them
+//! `--slow-rank R:F`, `--slow-nic R:F`, `--slow-nvlink R:F`,
+//! `--slow-pcie R:F` and `--slow-uplink R:F` (simulate, run-plan): a GPU
+//! whose compute kernels take F times as long as its peers'
+//! ([`sim::straggler`]), the NIC rank R sends through at 1/F of its
+//! bandwidth, rank R's NVLink or PCIe link at 1/F of its own
+//! ([`sim::slow_link`]), and the uplinks of the leaf switch above rank R's
+//! NIC at 1/F of theirs ([`sim::slow_uplink`]). `simulate` runs the scenario with and without them
 //! and reports what they cost the step. `--rank-spread lognormal:SIGMA`
 //! draws every GPU's speed from a spread ([`sim::rank_spread`]).
 
@@ -12,6 +14,7 @@ use sim::scenario::Scenario;
 use sim::slow_link::{
     ResolvedSlowNic, ResolvedSlowNvlink, ResolvedSlowPcie, SlowNic, SlowNvlink, SlowPcie,
 };
+use sim::slow_uplink::{ResolvedSlowUplink, SlowUplink};
 use sim::straggler::{SlowRank, Stragglers};
 
 /// "3:1.2" → (3, 1.2); `what` says what the factor slows, for the message.
@@ -54,6 +57,15 @@ pub fn parse_slow_pcie(text: &str) -> Result<SlowPcie, String> {
     Ok(SlowPcie { rank, factor })
 }
 
+/// "3:2" → the uplinks of the leaf switch above rank 3's NIC at half their bandwidth.
+pub fn parse_slow_uplink(text: &str) -> Result<SlowUplink, String> {
+    let (rank, factor) = parse_rank_factor(
+        text,
+        "the uplinks of rank 3's leaf switch at 1/1.2 of their bandwidth",
+    )?;
+    Ok(SlowUplink { rank, factor })
+}
+
 /// "lognormal:0.05" → each GPU's kernel time × e^(0.05·Z), Z standard normal.
 pub fn parse_rank_spread(text: &str) -> Result<RankSpread, String> {
     let sigma = text.strip_prefix("lognormal:").ok_or_else(|| {
@@ -66,18 +78,20 @@ pub fn parse_rank_spread(text: &str) -> Result<RankSpread, String> {
     RankSpread::lognormal(sigma).map_err(|e| e.to_string())
 }
 
-/// The flags' slow parts: `--slow-rank`, `--slow-nic`, `--slow-nvlink`, `--slow-pcie`.
+/// The flags' slow parts: `--slow-rank`, `--slow-nic`, `--slow-nvlink`,
+/// `--slow-pcie`, `--slow-uplink`.
 #[derive(Debug, Clone, Copy)]
 pub struct SlowFlags<'a> {
     pub ranks: &'a [SlowRank],
     pub nics: &'a [SlowNic],
     pub nvlinks: &'a [SlowNvlink],
     pub pcies: &'a [SlowPcie],
+    pub uplinks: &'a [SlowUplink],
 }
 
-/// The flags' slow ranks, NICs, NVLinks and PCIe links, checked against the
-/// scenario's ranks, NICs and nodes (exit 2), and the spread of GPU speeds
-/// drawn with the scenario's seed.
+/// The flags' slow ranks, NICs, NVLinks, PCIe links and uplinks, checked
+/// against the scenario's ranks, NICs, nodes and fat tree (exit 2), and the
+/// spread of GPU speeds drawn with the scenario's seed.
 pub fn stragglers_of(
     scenario: &Scenario,
     flags: SlowFlags<'_>,
@@ -88,6 +102,7 @@ pub fn stragglers_of(
         nics,
         nvlinks,
         pcies,
+        uplinks,
     } = flags;
     let gpus = scenario.layout.gpus();
     Ok(Stragglers::new(slow.to_vec(), gpus)
@@ -98,6 +113,8 @@ pub fn stragglers_of(
         .map_err(|e| user_error(format!("--slow-nvlink: {e}")))?
         .with_slow_pcies(pcies, scenario)
         .map_err(|e| user_error(format!("--slow-pcie: {e}")))?
+        .with_slow_uplinks(uplinks, scenario)
+        .map_err(|e| user_error(format!("--slow-uplink: {e}")))?
         .with_spread(spread, scenario.seed, gpus))
 }
 
@@ -147,7 +164,7 @@ impl std::fmt::Display for SpreadSummary {
     }
 }
 
-/// What slow ranks, NICs, NVLinks and PCIe links cost one iteration: the same scenario's
+/// What slow ranks, NICs, NVLinks, PCIe links and uplinks cost one iteration: the same scenario's
 /// iteration time without them, and the difference.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlowRankCost {
@@ -155,6 +172,7 @@ pub struct SlowRankCost {
     pub nics: Vec<ResolvedSlowNic>,
     pub nvlinks: Vec<ResolvedSlowNvlink>,
     pub pcies: Vec<ResolvedSlowPcie>,
+    pub uplinks: Vec<ResolvedSlowUplink>,
     pub spread: Option<SpreadSummary>,
     pub without_s: f64,
     pub with_s: f64,
@@ -185,6 +203,7 @@ impl SlowRankCost {
             nics: stragglers.nics().to_vec(),
             nvlinks: stragglers.nvlinks().to_vec(),
             pcies: stragglers.pcies().to_vec(),
+            uplinks: stragglers.uplinks().to_vec(),
             spread: stragglers.spread().map(SpreadSummary::of),
             without_s,
             with_s,
@@ -200,6 +219,7 @@ impl SlowRankCost {
             ("NICs", !self.nics.is_empty()),
             ("NVLinks", !self.nvlinks.is_empty()),
             ("PCIe links", !self.pcies.is_empty()),
+            ("uplinks", !self.uplinks.is_empty()),
         ]
         .iter()
         .filter(|(_, slow)| *slow)
@@ -221,6 +241,7 @@ impl SlowRankCost {
             .chain(self.nics.iter().map(ToString::to_string))
             .chain(self.nvlinks.iter().map(ToString::to_string))
             .chain(self.pcies.iter().map(ToString::to_string))
+            .chain(self.uplinks.iter().map(ToString::to_string))
             .chain(self.spread.iter().map(ToString::to_string))
             .collect();
         let extra_s = self.with_s - self.without_s;
@@ -233,8 +254,8 @@ impl SlowRankCost {
         )
     }
 
-    /// The `slow_ranks` object of `--json` (with `nics`, `nvlinks` and
-    /// `pcies` when those are slow).
+    /// The `slow_ranks` object of `--json` (with `nics`, `nvlinks`,
+    /// `pcies` and `uplinks` when those are slow).
     pub fn json(&self) -> serde_json::Value {
         let mut value = serde_json::json!({
             "ranks": self.slow,
@@ -249,6 +270,9 @@ impl SlowRankCost {
         }
         if !self.pcies.is_empty() {
             value["pcies"] = serde_json::json!(self.pcies);
+        }
+        if !self.uplinks.is_empty() {
+            value["uplinks"] = serde_json::json!(self.uplinks);
         }
         if let Some(spread) = &self.spread {
             value["spread"] = spread.json();

@@ -298,6 +298,10 @@ fn simulate(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         flags.push("--slow-pcie", Some(slow));
     }
     if rng.chance(8) {
+        let slow = value(&["3:2", "8:1.5", "9999:2", "x:2", "1:101"], rng);
+        flags.push("--slow-uplink", Some(slow));
+    }
+    if rng.chance(8) {
         let spread = value(
             &[
                 "lognormal:0.05",
@@ -381,7 +385,13 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
     }
     if rng.chance(8) {
         let slow = value(&["3:1.2", "0:2", "1:1.5"], rng);
-        let flag = *rng.pick(&["--slow-rank", "--slow-nic", "--slow-nvlink", "--slow-pcie"]);
+        let flag = *rng.pick(&[
+            "--slow-rank",
+            "--slow-nic",
+            "--slow-nvlink",
+            "--slow-pcie",
+            "--slow-uplink",
+        ]);
         flags.push(flag, Some(slow));
     }
     if rng.chance(8) {

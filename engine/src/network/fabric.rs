@@ -272,6 +272,29 @@ impl Fabric {
         }
     }
 
+    /// The up and down cables between leaf `leaf` and the level above
+    /// carrying 1/`factor` of their capacity: a leaf's slow uplinks
+    /// (`factor` ≥ 1, checked by the caller). Leaf ℓ's a up cables are
+    /// numbered ℓ·a..(ℓ+1)·a at level 0, and the down cables into it alike
+    /// ([`FatTree`]). A fabric without such cables (no tree, or one level)
+    /// changes nothing.
+    pub fn slow_leaf_uplinks(&mut self, leaf: u64, factor: f64) {
+        let (Some(tree), Some(&(up_base, down_base))) = (self.tree, self.tree_level_bases.first())
+        else {
+            return;
+        };
+        let cables = down_base - up_base;
+        for cable in (leaf * tree.arity..(leaf + 1) * tree.arity).take_while(|&c| c < cables) {
+            for kind in [
+                LinkKind::TreeUp { level: 0 },
+                LinkKind::TreeDown { level: 0 },
+            ] {
+                let id = self.id(kind, cable);
+                self.links[id.index()].capacity_bytes_per_s /= factor;
+            }
+        }
+    }
+
     /// e.g. `nic_up[17]` or `tree_down[level 1][42]`.
     pub fn describe(&self, id: LinkId) -> String {
         let link = self.link(id);

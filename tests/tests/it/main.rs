@@ -45,6 +45,7 @@ mod seq_len_override;
 mod sharded_data_parallel;
 mod slow_links;
 mod slow_pcie;
+mod slow_uplinks;
 mod split_backward_memory;
 mod stragglers;
 mod symmetry;

@@ -285,3 +285,43 @@ fn bad_slow_nvlinks_are_refused_by_name() {
     assert!(refuse(&[link(1, 0.5)]).contains("factor 0.5"));
     assert!(refuse(&[link(1, 2.0), link(1, 3.0)]).contains("given twice"));
 }
+
+#[test]
+fn a_pipeline_transfer_received_through_a_slow_nic_takes_its_rate() {
+    // t = 4, p = 2, d = 2 on two DGX A100 nodes: stage 0 is node 0, stage
+    // 1 node 1, and tensor group {8..11} exchanges with {0..3}. A transfer's
+    // ranks are its sender's, so the transfers {0..3} sends to {8..11} are
+    // slowed by rank 11's NIC as its receiver's.
+    let scenario = ScenarioFile {
+        topology: Some("dgx-a100:2".into()),
+        ..tests::hand_model_file(4, 2, 2, TrainingOptionsFile::default())
+    }
+    .resolve()
+    .expect("valid scenario");
+    let factor = 3.0;
+    let nominal = communication(&run(&scenario, &[]));
+    let slowed = communication(&run(&scenario, &[SlowNic { rank: 11, factor }]));
+    let mut everywhere = scenario.clone();
+    everywhere
+        .profile
+        .communication
+        .nic_bandwidth_bytes_per_s
+        .value /= factor;
+    let everywhere = communication(&run(&everywhere, &[]));
+    let mut received = 0;
+    for ((before, after), all) in nominal.iter().zip(&slowed).zip(&everywhere) {
+        let (ranks, kind, ..) = after;
+        let pipeline = matches!(
+            kind,
+            TaskKind::PipelineActivation | TaskKind::PipelineGradient
+        );
+        if pipeline && (ranks.contains(&11) || ranks.contains(&3)) {
+            assert_eq!(after.3, all.3, "{kind:?} on {ranks:?}");
+            assert!(after.3 > before.3, "{kind:?} on {ranks:?}");
+            received += usize::from(ranks.contains(&3));
+        } else if pipeline {
+            assert_eq!(after.3, before.3, "{kind:?} on {ranks:?}");
+        }
+    }
+    assert!(received > 0);
+}

@@ -27,9 +27,18 @@
 //! - Shanghai AI Lab, Acme (Hu et al., arXiv 2403.07648, NSDI'24): counts of
 //!   failed jobs by cause, without the component-hours they were observed
 //!   over, so no rate per component-hour follows; nothing is taken from it.
-//! - NIC, switch and software/hang: no rate per component-hour found as text
-//!   in these sources. [`Component::Nic`], [`Component::Switch`] and
-//!   [`Component::Software`] exist so a caller can supply rates; no default.
+//! - Alibaba HPN (Qian et al., SIGCOMM 2024, doi 10.1145/3651890.3672265),
+//!   §2.3, read in the paper's text: "0.057% of NIC-ToR links fail each
+//!   month, and about 0.051% of ToR switches encounter critical errors and
+//!   crashes", from its production clusters: a rate per NIC link and per
+//!   leaf (ToR) switch ([`ALIBABA_HPN_NIC_LINK`], [`ALIBABA_HPN_TOR_SWITCH`];
+//!   the `hpn-network` preset). Meta's all-cause node rate counts failures
+//!   whose jobs ended on a node, IB link failures among them (its figures),
+//!   so adding `hpn-network` to a Meta preset counts some link failures
+//!   twice: an upper bound.
+//! - Software faults and hangs: no rate per component-hour found as text (the
+//!   shares ByteDance's ByteRobust gives have no exposure beside them).
+//!   [`Component::Software`] exists so a caller can supply one; no default.
 
 use serde::Serialize;
 
@@ -79,6 +88,9 @@ pub struct FailureRateDefault {
 }
 
 const HOURS_PER_DAY: f64 = 24.0;
+
+/// A month's hours on average: 365.25 × 24 ÷ 12.
+const HOURS_PER_MONTH: f64 = 730.5;
 
 /// Meta RSC-1, all causes, per node: 6.50 failures per 1000 node-days.
 ///
@@ -133,6 +145,34 @@ pub const DELTA_H100_GPU_MEMORY: FailureRateDefault = FailureRateDefault {
     source: "Cui et al., Story of Two GPUs, arXiv 2503.11901 v4 (SC'25): H100 per-GPU MTBE 88,768 h for uncorrectable memory errors (abstract: 3.2x lower than A100); hour figure as quoted by secondary notes, table not verified",
 };
 
+/// Alibaba HPN: 0.057 % of NIC-ToR links fail each month.
+///
+/// Source: Qian et al., "Alibaba HPN: A Data Center Network for Large
+/// Language Model Training", ACM SIGCOMM 2024 (doi 10.1145/3651890.3672265),
+/// §2.3, read in the paper's text: "In our operating clusters, as shown in
+/// Figure 5, 0.057% of NIC-ToR links fail each month". A link is a NIC port
+/// with its optics and cable to the leaf switch; counted here once per NIC
+/// (one port each, as the topologies' single-homed rails are; HPN's NICs
+/// have two, to two ToRs). 5.7e-4 ÷ 730.5 h = 7.80e-7 per link-hour.
+pub const ALIBABA_HPN_NIC_LINK: FailureRateDefault = FailureRateDefault {
+    component: Component::Nic,
+    failures_per_component_hour: 0.057 / 100.0 / HOURS_PER_MONTH,
+    source: "Qian et al., Alibaba HPN, SIGCOMM 2024 (doi 10.1145/3651890.3672265), section 2.3: \"0.057% of NIC-ToR links fail each month\" (paper's text), per NIC link",
+};
+
+/// Alibaba HPN: about 0.051 % of ToR switches crash each month.
+///
+/// Source: as [`ALIBABA_HPN_NIC_LINK`], the same sentence: "about 0.051% of
+/// ToR switches encounter critical errors and crashes". Counted per leaf
+/// switch the job's NICs connect to; in a single-homed rail (no dual ToR, as
+/// HPN builds) a leaf's crash stops every job on it. 5.1e-4 ÷ 730.5 h =
+/// 6.98e-7 per switch-hour. Spine switches: no rate found; not counted.
+pub const ALIBABA_HPN_TOR_SWITCH: FailureRateDefault = FailureRateDefault {
+    component: Component::Switch,
+    failures_per_component_hour: 0.051 / 100.0 / HOURS_PER_MONTH,
+    source: "Qian et al., Alibaba HPN, SIGCOMM 2024 (doi 10.1145/3651890.3672265), section 2.3: \"about 0.051% of ToR switches encounter critical errors and crashes\" each month (paper's text), per leaf switch",
+};
+
 /// One component's rate in a reliability spec.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComponentRate {
@@ -162,27 +202,45 @@ pub struct ReliabilitySpec {
 }
 
 /// The names of the built-in reliability presets, in order.
-pub const PRESET_NAMES: [&str; 2] = ["meta-rsc1", "meta-rsc2"];
+pub const PRESET_NAMES: [&str; 3] = ["meta-rsc1", "meta-rsc2", "hpn-network"];
 
 impl ReliabilitySpec {
-    /// A built-in preset by name: `meta-rsc1` (the default) or `meta-rsc2`.
-    pub fn preset(name: &str) -> Result<Self, GoodputError> {
-        let rate = match name {
-            "meta-rsc1" => META_RSC1_NODE,
-            "meta-rsc2" => META_RSC2_NODE,
-            _ => {
+    /// Built-in presets by name, joined by commas (their rates summed):
+    /// `meta-rsc1` (the default) or `meta-rsc2`, all causes per node, and
+    /// `hpn-network`, NIC links and leaf switches.
+    pub fn preset(names: &str) -> Result<Self, GoodputError> {
+        let mut rates: Vec<ComponentRate> = Vec::new();
+        let mut seen: Vec<&str> = Vec::new();
+        for name in names.split(',').map(str::trim) {
+            let preset: &[FailureRateDefault] = match name {
+                "meta-rsc1" => &[META_RSC1_NODE],
+                "meta-rsc2" => &[META_RSC2_NODE],
+                "hpn-network" => &[ALIBABA_HPN_NIC_LINK, ALIBABA_HPN_TOR_SWITCH],
+                _ => {
+                    return Err(invalid(
+                        "reliability.preset",
+                        format!(
+                            "unknown preset `{name}`; known: {} (join several with commas)",
+                            PRESET_NAMES.join(", ")
+                        ),
+                    ))
+                }
+            };
+            let node_presets = ["meta-rsc1", "meta-rsc2"];
+            let clash = seen.iter().find(|earlier| {
+                **earlier == name
+                    || (node_presets.contains(earlier) && node_presets.contains(&name))
+            });
+            if let Some(earlier) = clash {
                 return Err(invalid(
                     "reliability.preset",
-                    format!(
-                        "unknown preset `{name}`; known: {}",
-                        PRESET_NAMES.join(", ")
-                    ),
-                ))
+                    format!("`{name}` after `{earlier}` counts the same failures twice"),
+                ));
             }
-        };
-        Ok(Self {
-            rates: vec![rate.into()],
-        })
+            seen.push(name);
+            rates.extend(preset.iter().map(|&rate| ComponentRate::from(rate)));
+        }
+        Ok(Self { rates })
     }
 
     /// No failures at all: the run takes its work plus its checkpoints.
@@ -355,6 +413,31 @@ mod tests {
     fn partial_nodes_and_zero_gpus_are_errors() {
         assert!(job_failure_rate(&ReliabilitySpec::default(), &job(12)).is_err());
         assert!(job_failure_rate(&ReliabilitySpec::none(), &job(0)).is_err());
+    }
+
+    #[test]
+    fn hpn_network_rates_are_per_link_and_per_leaf_switch() {
+        let spec = ReliabilitySpec::preset("meta-rsc1, hpn-network").unwrap();
+        assert_eq!(spec.rates.len(), 3);
+        // 16,384 GPUs on 2048 nodes of 8 NICs: 16,384 links; 512 leaves.
+        let job = JobComponents {
+            switches: 512,
+            ..job(16_384)
+        };
+        let rate = job_failure_rate(&spec, &job).unwrap();
+        let per_hour: Vec<f64> = rate
+            .shares
+            .iter()
+            .map(|s| s.job_failures_per_hour)
+            .collect();
+        assert!((per_hour[1] - 16_384.0 * 0.057e-2 / 730.5).abs() < 1e-12);
+        assert!((per_hour[2] - 512.0 * 0.051e-2 / 730.5).abs() < 1e-12);
+        // The network adds 2.4 % to Meta's node rate at this size.
+        let share = (per_hour[1] + per_hour[2]) / per_hour[0];
+        assert!((0.023..0.025).contains(&share), "{share}");
+        for bad in ["hpn", "meta-rsc1,meta-rsc2", "hpn-network,hpn-network", ""] {
+            assert!(ReliabilitySpec::preset(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

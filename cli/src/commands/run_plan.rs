@@ -46,8 +46,12 @@ pub struct RunPlanArgs {
     /// Train for this many iterations (optimizer steps).
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub steps: Option<u64>,
-    /// Failure rates: meta-rsc1 (default), meta-rsc2 (Meta's two research clusters) or none.
-    #[arg(long, value_name = "PRESET", default_value = "meta-rsc1")]
+    /// Failure rates: meta-rsc1 (default) or meta-rsc2 (Meta's two research
+    /// clusters, all causes per node), hpn-network (Alibaba HPN's NIC-link and
+    /// leaf-switch rates, per link and per leaf the job's NICs use), several
+    /// joined by commas (meta-rsc1,hpn-network: an upper bound, as Meta's
+    /// node rate already counts some link failures), or none.
+    #[arg(long, value_name = "PRESET[,PRESET]", default_value = "meta-rsc1")]
     pub failures: String,
     /// Where checkpoints fall: optimal (the interval minimizing expected time,
     /// in whole iterations), N (every N iterations) or a time (30min, 2h, 600s).
@@ -389,6 +393,7 @@ fn plan_of(
                 / slowest_pcie,
         };
     }
+    plan.switches = leaf_switches(scenario, gpus / gpus_per_node);
     plan.reliability = match args.failures.as_str() {
         "none" => ReliabilitySpec::none(),
         name => {
@@ -476,6 +481,18 @@ pub struct SourcedInput {
 }
 
 /// Storage and restart values with their sources ("input" when a flag set them).
+/// The leaf switches a job of `nodes` nodes connects to: one per NIC rail
+/// for each block of radix ÷ 2 nodes under the rail-optimized placement
+/// ([`topologies::fat_tree::fat_tree_of`]); none on one node.
+fn leaf_switches(scenario: &Scenario, nodes: u64) -> u64 {
+    match topologies::fat_tree::fat_tree_of(&scenario.topology) {
+        Ok(Some((tree, _))) if nodes > 1 => {
+            u64::from(scenario.topology.fabric.nics_per_node) * nodes.div_ceil(tree.arity)
+        }
+        _ => 0,
+    }
+}
+
 pub fn sources_used(args: &RunPlanArgs, degraded: Option<&DegradedRun>) -> Vec<SourcedInput> {
     use goodput::defaults as d;
     let entry = |flag: Option<f64>, default: &goodput::energy::Sourced, scale: f64| SourcedInput {

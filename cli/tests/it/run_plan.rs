@@ -194,6 +194,36 @@ fn the_summary_names_every_default_with_its_source_and_draws_its_charts() {
 }
 
 #[test]
+fn network_failures_add_a_rate_per_nic_link_and_per_leaf_switch() {
+    let (_, node) = run(&["--tokens", "15T", "--trials", "0"]);
+    let (_, both) = run(&[
+        "--tokens",
+        "15T",
+        "--trials",
+        "0",
+        "--failures",
+        "meta-rsc1,hpn-network",
+    ]);
+    assert_valid("run-plan", "network failures", &both);
+    let shares = both["failure_rate"]["shares"].as_array().unwrap();
+    let of = |component: &str| {
+        shares
+            .iter()
+            .find(|share| share["component"] == component)
+            .unwrap_or_else(|| panic!("no {component} share in {shares:?}"))
+    };
+    // 2048 nodes of 8 NICs; 8 rails × 2048 / 32 nodes a leaf (radix 64).
+    assert_eq!(of("nic")["count"], 16_384);
+    assert_eq!(of("switch")["count"], 512);
+    let per_hour = |share: &Value| share["job_failures_per_hour"].as_f64().unwrap();
+    assert!((per_hour(of("nic")) - 16_384.0 * 0.057e-2 / 730.5).abs() < 1e-12);
+    assert!((per_hour(of("switch")) - 512.0 * 0.051e-2 / 730.5).abs() < 1e-12);
+    let mttf = |value: &Value| value["failure_rate"]["mttf_hours"].as_f64().unwrap();
+    assert!(mttf(&both) < mttf(&node));
+    assert!(mttf(&both) > 0.97 * mttf(&node));
+}
+
+#[test]
 fn bad_run_plan_input_is_exit_2_with_one_message() {
     let cases: [(&[&str], &str); 8] = [
         (

@@ -63,6 +63,21 @@ pub enum Component {
 }
 
 impl Component {
+    /// Every component, in report order.
+    pub const ALL: [Component; 6] = [
+        Component::Gpu,
+        Component::GpuMemory,
+        Component::Nic,
+        Component::Node,
+        Component::Switch,
+        Component::Software,
+    ];
+
+    /// The component named `name` as a report writes it.
+    pub fn named(name: &str) -> Option<Component> {
+        Component::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// The component's name as written in a report.
     pub fn name(self) -> &'static str {
         match self {

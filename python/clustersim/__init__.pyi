@@ -985,6 +985,7 @@ def run_plan(
     tokens: Optional[_Value] = None,
     steps: Optional[_Value] = None,
     failures: Optional[_Value] = None,
+    failure_rate: Optional[_Value] = None,
     checkpoint_every: Optional[_Value] = None,
     async_checkpoint: Optional[bool] = None,
     recovery: Optional[Literal['full-restart', 'hot-spares', 'in-memory', 'fewer-replicas']] = None,
@@ -1217,7 +1218,14 @@ def run_plan(
         CNNs): give your encoding's (1 to 64; default: none)
     tokens: Train on this many tokens (suffixes K, M, B, G, T: 15T), rounded up to whole iterations
     steps: Train for this many iterations (optimizer steps)
-    failures: Failure rates: meta-rsc1 (default), meta-rsc2 (Meta's two research clusters) or none
+    failures: Failure rates: meta-rsc1 (default) or meta-rsc2 (Meta's two research clusters, all
+        causes per node), hpn-network (Alibaba HPN's NIC-link and leaf-switch rates, per link and
+        per leaf the job's NICs use), several joined by commas (meta-rsc1,hpn-network: an upper
+        bound, as Meta's node rate already counts some link failures), or none
+    failure_rate: A failure rate of your own, added to the presets': COMPONENT:RATE in failures per
+        component-hour, the component one of gpu, gpu_memory (one each per GPU), nic (per NIC),
+        node, software (per node) or switch (per leaf switch the job uses); e.g. software:2e-5 for a
+        hang every 50,000 node-hours. Repeat for several; the report names each "input"
     checkpoint_every: Where checkpoints fall: optimal (the interval minimizing expected time, in
         whole iterations), N (every N iterations) or a time (30min, 2h, 600s)
     async_checkpoint: Asynchronous checkpoints: training waits for the copy to host memory (at the

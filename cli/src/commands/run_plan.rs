@@ -53,6 +53,13 @@ pub struct RunPlanArgs {
     /// node rate already counts some link failures), or none.
     #[arg(long, value_name = "PRESET[,PRESET]", default_value = "meta-rsc1")]
     pub failures: String,
+    /// A failure rate of your own, added to the presets': COMPONENT:RATE in
+    /// failures per component-hour, the component one of gpu, gpu_memory
+    /// (one each per GPU), nic (per NIC), node, software (per node) or switch
+    /// (per leaf switch the job uses); e.g. software:2e-5 for a hang every
+    /// 50,000 node-hours. Repeat for several; the report names each "input".
+    #[arg(long = "failure-rate", value_name = "COMPONENT:RATE", value_parser = super::run_plan_parse::parse_failure_rate)]
+    pub failure_rates: Vec<goodput::failure_rates::ComponentRate>,
     /// Where checkpoints fall: optimal (the interval minimizing expected time,
     /// in whole iterations), N (every N iterations) or a time (30min, 2h, 600s).
     #[arg(long, value_name = "optimal|N|TIME", default_value = "optimal", value_parser = parse_interval)]
@@ -400,6 +407,9 @@ fn plan_of(
             ReliabilitySpec::preset(name).map_err(|e| user_error(format!("--failures: {e}")))?
         }
     };
+    plan.reliability
+        .rates
+        .extend(args.failure_rates.iter().cloned());
     plan.recovery = match args.recovery {
         Recovery::FullRestart => RecoveryPolicy::FullRestart,
         Recovery::HotSpares => RecoveryPolicy::HotSpares {

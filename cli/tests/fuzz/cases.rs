@@ -350,8 +350,12 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         flags.push("--steps", Some(value(&["100", "1", "250000"], rng)));
     }
     // Valid values only: `Flags::spoil` makes some of them extreme.
-    let choices: [(&str, &[&str], u64); 15] = [
-        ("--failures", &["meta-rsc1", "meta-rsc2", "none"], 30),
+    let choices: [(&str, &[&str], u64); 16] = [
+        (
+            "--failures",
+            &["meta-rsc1,hpn-network", "meta-rsc1", "meta-rsc2", "none"],
+            30,
+        ),
         ("--checkpoint-every", &["optimal", "50", "30min", "2h"], 30),
         (
             "--recovery",
@@ -369,6 +373,11 @@ fn run_plan(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         ("--price-per-gpu-hour", &["4.9", "2"], 15),
         ("--trials", &["0", "10", "200"], 60),
         ("--trial-seed", &["7", "0"], 10),
+        (
+            "--failure-rate",
+            &["software:2e-5", "gpu:1e-6", "disk:1", "node:-1", "nic:x"],
+            10,
+        ),
         (
             "--failure-distribution",
             &["exponential", "weibull:0.7", "weibull:3", "weibull:0.1"],

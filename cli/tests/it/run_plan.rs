@@ -224,8 +224,52 @@ fn network_failures_add_a_rate_per_nic_link_and_per_leaf_switch() {
 }
 
 #[test]
+fn a_failure_rate_of_ones_own_is_counted_per_component() {
+    // Software faults and hangs per node-hour, GPU failures per GPU-hour,
+    // and no preset: 2048 × 2e-5 + 16,384 × 1e-6 failures an hour.
+    let (_, value) = run(&[
+        "--tokens",
+        "15T",
+        "--trials",
+        "0",
+        "--failures",
+        "none",
+        "--failure-rate",
+        "software:2e-5",
+        "--failure-rate",
+        "gpu:1e-6",
+    ]);
+    assert_valid("run-plan", "own failure rates", &value);
+    let shares = value["failure_rate"]["shares"].as_array().unwrap();
+    let counts: Vec<(&str, u64)> = shares
+        .iter()
+        .map(|s| {
+            (
+                s["component"].as_str().unwrap(),
+                s["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(counts, [("software", 2048), ("gpu", 16_384)]);
+    assert!(shares
+        .iter()
+        .all(|s| s["source"] == "input (--failure-rate)"));
+    let mttf = value["failure_rate"]["mttf_hours"].as_f64().unwrap();
+    let expected = 1.0 / (2048.0 * 2e-5 + 16_384.0 * 1e-6);
+    assert!((mttf / expected - 1.0).abs() < 1e-12, "{mttf} h");
+}
+
+#[test]
 fn bad_run_plan_input_is_exit_2_with_one_message() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 10] = [
+        (
+            &["--tokens", "15T", "--failure-rate", "disk:1e-5"],
+            "unknown component 'disk'",
+        ),
+        (
+            &["--tokens", "15T", "--failure-rate", "node:-1"],
+            "failures per component-hour, 0 or more",
+        ),
         (
             &["--tokens", "15T", "--failure-distribution", "weibull:0"],
             "weibull:K needs a shape K within [0.1, 10], got 0",

@@ -58,6 +58,42 @@ pub fn parse_interval(text: &str) -> Result<IntervalChoice, String> {
     Ok(IntervalChoice::EverySeconds(seconds))
 }
 
+/// "software:2e-5" → failures per node-hour of software faults and hangs:
+/// a component as run-plan's report names it and its failures per
+/// component-hour (finite, ≥ 0).
+pub fn parse_failure_rate(text: &str) -> Result<goodput::failure_rates::ComponentRate, String> {
+    use goodput::failure_rates::{Component, ComponentRate};
+    let names = || {
+        Component::ALL
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (name, rate) = text.split_once(':').ok_or_else(|| {
+        format!(
+            "'{text}': COMPONENT:FAILURES_PER_HOUR, e.g. software:2e-5 (components: {})",
+            names()
+        )
+    })?;
+    let component = Component::named(name.trim())
+        .ok_or_else(|| format!("'{text}': unknown component '{name}' (known: {})", names()))?;
+    let rate: f64 = rate
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{text}': the rate '{rate}' is not a number"))?;
+    if !(rate.is_finite() && rate >= 0.0) {
+        return Err(format!(
+            "'{text}': the rate must be a finite number of failures per component-hour, 0 or more"
+        ));
+    }
+    Ok(ComponentRate {
+        component,
+        failures_per_component_hour: rate,
+        source: "input (--failure-rate)".to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,38 +130,3 @@ mod tests {
     }
 }
 
-/// "software:2e-5" → failures per node-hour of software faults and hangs:
-/// a component as run-plan's report names it and its failures per
-/// component-hour (finite, ≥ 0).
-pub fn parse_failure_rate(text: &str) -> Result<goodput::failure_rates::ComponentRate, String> {
-    use goodput::failure_rates::{Component, ComponentRate};
-    let names = || {
-        Component::ALL
-            .iter()
-            .map(|c| c.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let (name, rate) = text.split_once(':').ok_or_else(|| {
-        format!(
-            "'{text}': COMPONENT:FAILURES_PER_HOUR, e.g. software:2e-5 (components: {})",
-            names()
-        )
-    })?;
-    let component = Component::named(name.trim())
-        .ok_or_else(|| format!("'{text}': unknown component '{name}' (known: {})", names()))?;
-    let rate: f64 = rate
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{text}': the rate '{rate}' is not a number"))?;
-    if !(rate.is_finite() && rate >= 0.0) {
-        return Err(format!(
-            "'{text}': the rate must be a finite number of failures per component-hour, 0 or more"
-        ));
-    }
-    Ok(ComponentRate {
-        component,
-        failures_per_component_hour: rate,
-        source: "input (--failure-rate)".to_string(),
-    })
-}

@@ -79,6 +79,59 @@ impl ExpertImbalance {
         Ok(weights.iter().map(|w| w / total).collect())
     }
 
+    /// Each MoE layer's shares, when `self` is a histogram file of one line
+    /// of `experts` counts per MoE layer (`moe_layers` lines; lines that
+    /// start with `#` are comments); `None` for anything else, a file of
+    /// `experts` counts in all included (one routing for every layer, read by
+    /// [`ExpertImbalance::shares`]).
+    pub fn layer_shares(
+        &self,
+        experts: u64,
+        moe_layers: u64,
+    ) -> Result<Option<Vec<Vec<f64>>>, String> {
+        let ExpertImbalance::Histogram(path) = self else {
+            return Ok(None);
+        };
+        let text =
+            input_file::read_to_string_capped(path, MAX_HISTOGRAM_BYTES).map_err(|error| {
+                format!(
+                    "'{self}' is neither uniform, skew:X nor a readable histogram file: {error}"
+                )
+            })?;
+        let lines: Vec<(usize, &str)> = text
+            .lines()
+            .enumerate()
+            .map(|(index, line)| (index + 1, line.trim()))
+            .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+            .collect();
+        let all: usize = lines
+            .iter()
+            .map(|(_, line)| token_counts(line).map_or(0, |counts| counts.len()))
+            .sum();
+        if all as u64 == experts || lines.len() < 2 {
+            return Ok(None);
+        }
+        if lines.len() as u64 != moe_layers {
+            return Err(format!(
+                "'{self}' has {all} counts on {} lines; the model has {experts} experts and \
+                 {moe_layers} MoE layers: give {experts} counts (one routing for every layer) or \
+                 one line of {experts} counts per MoE layer ({moe_layers} lines)",
+                lines.len()
+            ));
+        }
+        let mut layers = Vec::with_capacity(lines.len());
+        for (number, line) in lines {
+            let counts =
+                token_counts(line).map_err(|error| format!("'{self}' line {number}: {error}"))?;
+            let layer = ExpertImbalance::Counts {
+                counts,
+                written: format!("{self}:{number}"),
+            };
+            layers.push(layer.shares(experts)?);
+        }
+        Ok(Some(layers))
+    }
+
     /// The histogram file's counts (one per expert, checked by the caller).
     fn histogram(&self, path: &std::path::Path) -> Result<Vec<f64>, String> {
         let text =

@@ -81,6 +81,16 @@ pub struct ExpertRouting {
     pub busiest_rank_load: f64,
     /// Which rank of the group that is (the first of equals).
     pub busiest_rank: u32,
+    /// With one routing per MoE layer (a histogram file of a line per
+    /// layer): each layer's busiest-rank load, in layer order. The fields
+    /// above are then the busiest layer's (the first of equals), which
+    /// memory takes for every layer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub layer_busiest_rank_loads: Vec<f64>,
+    /// Each MoE layer's routing, in layer order (empty: every layer routes
+    /// as above).
+    #[serde(skip)]
+    pub layers: Vec<ExpertRouting>,
 }
 
 impl ExpertRouting {
@@ -131,8 +141,14 @@ pub fn resolve(
             return None;
         }
     };
-    let shares = match imbalance.shares(moe.experts) {
-        Ok(shares) => shares,
+    let per_layer = imbalance
+        .layer_shares(moe.experts, moe.moe_layers(model.layers))
+        .and_then(|layers| match layers {
+            Some(layers) => Ok(Some(layers)),
+            None => imbalance.shares(moe.experts).map(|_| None),
+        });
+    let per_layer = match per_layer {
+        Ok(per_layer) => per_layer,
         Err(error) => {
             problems.push(Problem::new("expert_imbalance", error));
             return None;
@@ -141,17 +157,52 @@ pub fn resolve(
     if !moe.experts.is_multiple_of(u64::from(ep.get())) {
         return None; // reported by `check`
     }
-    let (busiest_rank, busiest_rank_load) = busiest_of(&imbalance, &shares, ep);
+    let routed = |imbalance: ExpertImbalance, shares: Vec<f64>| {
+        let (busiest_rank, busiest_rank_load) = busiest_of(&imbalance, &shares, ep);
+        ExpertRouting {
+            expert_parallel: ep,
+            expert_tensor_parallel: etp,
+            capacity_factor: moe.capacity_factor.map(|factor| factor.0),
+            pad_expert_input_to_capacity: moe.pad_expert_input_to_capacity,
+            busiest_rank,
+            imbalance,
+            shares,
+            busiest_rank_load,
+            layer_busiest_rank_loads: Vec::new(),
+            layers: Vec::new(),
+        }
+    };
+    let Some(per_layer) = per_layer else {
+        let shares = imbalance.shares(moe.experts).expect("read above");
+        return Some(routed(imbalance, shares));
+    };
+    let layers: Vec<ExpertRouting> = per_layer
+        .into_iter()
+        .enumerate()
+        .map(|(index, shares)| {
+            let written = format!("{imbalance} (MoE layer {index})");
+            routed(
+                ExpertImbalance::Counts {
+                    counts: shares.clone(),
+                    written,
+                },
+                shares,
+            )
+        })
+        .collect();
+    let busiest = layers.iter().enumerate().fold(0, |best, (index, layer)| {
+        if layer.busiest_rank_load > layers[best].busiest_rank_load {
+            index
+        } else {
+            best
+        }
+    });
     Some(ExpertRouting {
-        expert_parallel: ep,
-        expert_tensor_parallel: etp,
-        capacity_factor: moe.capacity_factor.map(|factor| factor.0),
-        pad_expert_input_to_capacity: moe.pad_expert_input_to_capacity,
-        busiest_rank,
         imbalance,
-        shares,
-        busiest_rank_load,
+        layer_busiest_rank_loads: layers.iter().map(|l| l.busiest_rank_load).collect(),
+        ..layers[busiest].clone()
     })
+    .map(|routing| ExpertRouting { layers, ..routing })
 }
 
 impl ExpertRouting {
@@ -166,6 +217,8 @@ impl ExpertRouting {
             shares,
             busiest_rank,
             busiest_rank_load,
+            layer_busiest_rank_loads: Vec::new(),
+            layers: Vec::new(),
             ..self.clone()
         })
     }

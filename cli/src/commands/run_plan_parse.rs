@@ -129,4 +129,3 @@ mod tests {
         assert!(parse_interval("soon").is_err());
     }
 }
-

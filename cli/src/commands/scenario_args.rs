@@ -50,8 +50,10 @@ pub struct ScenarioArgs {
     pub etp: Option<u32>,
     /// How routed tokens spread over the experts: uniform (default), skew:X
     /// (geometric, the first expert X times the last, X ≥ 1) or a file of
-    /// tokens per expert (E numbers); the busiest expert-parallel rank gates
-    /// every MoE layer.
+    /// tokens per expert: E numbers for every MoE layer, or one line of E
+    /// numbers per MoE layer in layer order (# starts a comment line) for a
+    /// routing that varies layer by layer; the busiest expert-parallel rank
+    /// gates each MoE layer.
     #[arg(long, value_name = "uniform|skew:X|FILE")]
     pub expert_imbalance: Option<String>,
     /// Sequence length in tokens, overriding the model's (a Hugging Face

@@ -127,11 +127,29 @@ fn write_communication(
         e.tensor_s, e.pipeline_s, e.data_parallel_s
     )?;
     if let Some(routing) = &scenario.experts {
-        writeln!(
-            out,
-            "  experts             {} routing; busiest expert-parallel rank {} carries {:.3}× the mean load",
-            routing.imbalance, routing.busiest_rank, routing.busiest_rank_load
-        )?;
+        let loads = &routing.layer_busiest_rank_loads;
+        if loads.is_empty() {
+            writeln!(
+                out,
+                "  experts             {} routing; busiest expert-parallel rank {} carries {:.3}× the mean load",
+                routing.imbalance, routing.busiest_rank, routing.busiest_rank_load
+            )?;
+        } else {
+            // One routing per MoE layer: its busiest layer, and the mean.
+            let busiest_layer = loads
+                .iter()
+                .position(|&load| load == routing.busiest_rank_load)
+                .unwrap_or(0);
+            let mean = loads.iter().sum::<f64>() / loads.len() as f64;
+            writeln!(
+                out,
+                "  experts             {} routing, one per MoE layer; the busiest expert-parallel rank carries {mean:.3}× the mean load on average over the {} layers, {:.3}× (rank {}) in MoE layer {busiest_layer} (memory takes that layer's for every layer)",
+                routing.imbalance,
+                loads.len(),
+                routing.busiest_rank_load,
+                routing.busiest_rank,
+            )?;
+        }
     }
     if let Some(accuracy) = super::accuracy::accuracy_line(scenario) {
         writeln!(out, "  accuracy            {accuracy}")?;

@@ -184,3 +184,36 @@ fn run_plan_trains_at_the_traces_mean_iteration_time() {
     assert!(text(&refused.stderr)
         .contains("--routing-trace with --recovery fewer-replicas is not built"));
 }
+
+#[test]
+fn a_routing_per_moe_layer_is_named_layer_by_layer_and_follows_the_schema() {
+    // Mixtral's 32 MoE layers: the third line of LINES in layer 9, the
+    // first everywhere else.
+    let mut layers = vec![LINES[0]; 32];
+    layers[9] = LINES[2];
+    let file = scratch("per-layer.txt");
+    std::fs::write(&file, format!("# one line per MoE layer\n{}\n", layers.join("\n"))).unwrap();
+    let value = json(&["--expert-imbalance", path_str(&file)]);
+    assert_valid("simulate", "--expert-imbalance per layer", &value);
+    let experts = &value["experts"];
+    let loads: Vec<f64> = experts["layer_busiest_rank_loads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|load| load.as_f64().unwrap())
+        .collect();
+    assert_eq!(loads.len(), 32);
+    assert!(loads[9] > 1.0 && loads.iter().enumerate().all(|(i, &l)| i == 9 || l == 1.0));
+    assert_eq!(experts["busiest_rank_load"].as_f64().unwrap(), loads[9]);
+    let uniform = json(&[]);
+    let spiked_everywhere = {
+        let histogram = scratch("every-layer.txt");
+        std::fs::write(&histogram, LINES[2]).unwrap();
+        json(&["--expert-imbalance", path_str(&histogram)])
+    };
+    let time = |value: &Value| value["iteration_time_s"].as_f64().unwrap();
+    assert!(time(&uniform) < time(&value) && time(&value) < time(&spiked_everywhere));
+    let summary = text(&simulate(&["--expert-imbalance", path_str(&file)]).stdout);
+    assert!(summary.contains("one per MoE layer"), "{summary}");
+    assert!(summary.contains("in MoE layer 9"), "{summary}");
+}

@@ -84,6 +84,8 @@ fn layer_seconds(
         pass,
         layers: 1,
         dense_layers: 0,
+        // One layer standing for each (under per-layer routing, layer 0).
+        first_layer: 0,
         embedding: false,
         head: false,
         fp8_weight_cast: false,
@@ -99,6 +101,7 @@ fn layer_seconds(
             pass,
             layers: 1,
             dense_layers: 0,
+            first_layer: 0,
             embedding: false,
             head: false,
             group_size: t,

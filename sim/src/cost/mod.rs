@@ -55,7 +55,8 @@ pub use network::{ClosedFormNetwork, NetworkModel};
 pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 pub use pass_steps::{
     compute_steps, host_syncs, moe_layer_options, moe_tokens_per_rank, pads_to_capacity,
-    pass_steps, pass_steps_of, pass_steps_with, segment_steps,
+    pass_steps, pass_steps_at, pass_steps_of, pass_steps_with, routes_per_layer, segment_steps,
+    work_first_layer, PassRouting,
 };
 pub use tile_fit::{fit_tile_model, SustainedFrom, TileFit};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
@@ -160,6 +161,7 @@ fn cost_work(
             pass,
             layers,
             dense_layers,
+            first_layer: _,
             embedding,
             head,
             fp8_weight_cast: _,
@@ -205,7 +207,7 @@ fn cost_work(
                             dense_layers,
                             embedding,
                             head,
-                            Some(moe),
+                            PassRouting::Alike(Some(moe)),
                         ),
                         segment,
                     ));
@@ -221,6 +223,7 @@ fn cost_work(
             pass,
             layers,
             dense_layers,
+            first_layer,
             embedding,
             head,
             group_size,
@@ -228,7 +231,13 @@ fn cost_work(
             segment,
         } => {
             let steps = segment_steps(
-                pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+                pass_steps_at(
+                    scenario,
+                    pass,
+                    (first_layer, layers, dense_layers),
+                    embedding,
+                    head,
+                ),
                 segment,
             );
             let mut duration = SimDuration::ZERO;
@@ -277,6 +286,7 @@ fn cost_work(
             pass,
             layers,
             dense_layers,
+            first_layer,
             embedding,
             head,
             group_size,
@@ -287,7 +297,13 @@ fn cost_work(
             let mut duration = SimDuration::ZERO;
             let mut bytes = 0;
             for step in segment_steps(
-                pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+                pass_steps_at(
+                    scenario,
+                    pass,
+                    (first_layer, layers, dense_layers),
+                    embedding,
+                    head,
+                ),
                 segment,
             ) {
                 if let Step::ExpertAllToAll {

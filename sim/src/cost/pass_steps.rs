@@ -52,8 +52,71 @@ pub fn pass_steps_of(
         dense_layers,
         embedding,
         head,
-        moe_layer_options(scenario),
+        PassRouting::Alike(moe_layer_options(scenario)),
     )
+}
+
+/// [`pass_steps_of`] of a work's piece from model layer `first_layer` (the
+/// work's `first_layer`): where the scenario routes each MoE layer its own
+/// way, each of the piece's MoE layers takes its layer's routing; else the
+/// same steps.
+pub fn pass_steps_at(
+    scenario: &Scenario,
+    pass: ComputePass,
+    (first_layer, layers, dense_layers): (u32, u32, u32),
+    embedding: bool,
+    head: bool,
+) -> Vec<Step> {
+    // A work that stands for layers of no place (one layer of the busiest
+    // routing: activation offloading's per-layer time) routes alike.
+    let placed = scenario.model.moe.as_ref().is_some_and(|moe| {
+        moe.moe_layers_in(u64::from(first_layer), u64::from(layers))
+            == u64::from(layers - dense_layers.min(layers))
+    });
+    let routing = if routes_per_layer(scenario) && placed {
+        PassRouting::PerLayer { first_layer }
+    } else {
+        PassRouting::Alike(moe_layer_options(scenario))
+    };
+    pass_steps_with(
+        scenario,
+        pass,
+        layers,
+        dense_layers,
+        embedding,
+        head,
+        routing,
+    )
+}
+
+/// Whether `scenario` routes each MoE layer its own way (an
+/// `expert_imbalance` histogram of one line per MoE layer).
+pub fn routes_per_layer(scenario: &Scenario) -> bool {
+    scenario
+        .experts
+        .as_ref()
+        .is_some_and(|routing| !routing.layers.is_empty())
+}
+
+/// The `first_layer` a work of a piece from model layer `first` carries:
+/// `first` where the scenario routes each MoE layer its own way, else 0, so
+/// that pieces that cost alike share one work.
+pub fn work_first_layer(scenario: &Scenario, first: u64) -> u32 {
+    if routes_per_layer(scenario) {
+        u32::try_from(first).expect("a model's layer index fits u32")
+    } else {
+        0
+    }
+}
+
+/// How a pass's MoE layers are routed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PassRouting {
+    /// Every MoE layer with these options (`None`: a dense model).
+    Alike(Option<models::moe_ops::MoeLayerOptions>),
+    /// Each MoE layer of the pass's layers from model layer `first_layer` as
+    /// the scenario's per-layer routing says.
+    PerLayer { first_layer: u32 },
 }
 
 /// The steps of one segment of a pass: those between its `segment`-th and
@@ -112,7 +175,7 @@ pub fn pads_to_capacity(scenario: &Scenario) -> bool {
         .is_some_and(|moe| moe.capacity_factor.is_some() && moe.pad_expert_input_to_capacity)
 }
 
-/// [`pass_steps_of`] with the MoE layers' options given (the uniform
+/// [`pass_steps_of`] with the MoE layers' routing given (the uniform
 /// routing's for the FLOPs a skewed routing's pass reports).
 pub fn pass_steps_with(
     scenario: &Scenario,
@@ -121,7 +184,7 @@ pub fn pass_steps_with(
     dense_layers: u32,
     embedding: bool,
     head: bool,
-    moe: Option<models::moe_ops::MoeLayerOptions>,
+    routing: PassRouting,
 ) -> Vec<Step> {
     let model = &scenario.model;
     let b = scenario.layout.microbatch_size.get() as u64;
@@ -179,7 +242,11 @@ pub fn pass_steps_with(
         }
         layer
     };
-    let layer = layer_of(moe, None);
+    let alike = match routing {
+        PassRouting::Alike(moe) => moe,
+        PassRouting::PerLayer { .. } => moe_layer_options(scenario),
+    };
+    let layer = layer_of(alike, None);
     let dense_layers = if model.moe.is_some() {
         dense_layers.min(layers)
     } else {
@@ -218,8 +285,23 @@ pub fn pass_steps_with(
             steps.extend(dense_layer.iter().cloned());
         }
     }
-    for _ in 0..layers - dense_layers {
-        steps.extend(layer.iter().cloned());
+    match routing {
+        PassRouting::PerLayer { first_layer } => {
+            for ordinal in moe_ordinals(scenario, pass, first_layer, layers) {
+                let options = scenario.experts.as_ref().map(|routing| {
+                    routing.layers[ordinal].layer_options(
+                        moe_tokens_per_rank(scenario),
+                        model.moe.as_ref().map_or(1, |moe| moe.top_k),
+                    )
+                });
+                steps.extend(layer_of(options, None));
+            }
+        }
+        PassRouting::Alike(_) => {
+            for _ in 0..layers - dense_layers {
+                steps.extend(layer.iter().cloned());
+            }
+        }
     }
     if !dense_first {
         for _ in 0..dense_layers {
@@ -251,6 +333,29 @@ pub fn pass_steps_with(
     }
 }
 
+/// The MoE layers among the `layers` model layers from `first_layer`, as
+/// indices into the scenario's per-layer routing, in the order `pass` runs
+/// them (from the top in a backward).
+fn moe_ordinals(
+    scenario: &Scenario,
+    pass: ComputePass,
+    first_layer: u32,
+    layers: u32,
+) -> Vec<usize> {
+    let Some(moe) = scenario.model.moe.as_ref() else {
+        return Vec::new();
+    };
+    let first = u64::from(first_layer);
+    let mut ordinals: Vec<usize> = (first..first + u64::from(layers))
+        .filter(|&layer| moe.is_moe_layer(layer))
+        .map(|layer| moe.moe_layers(layer) as usize)
+        .collect();
+    if pass.is_backward() {
+        ordinals.reverse();
+    }
+    ordinals
+}
+
 /// What expert parallelism and the routing make of a MoE layer on the
 /// busiest rank of its expert-parallel group (None for dense models).
 pub fn moe_layer_options(scenario: &Scenario) -> Option<models::moe_ops::MoeLayerOptions> {
@@ -277,6 +382,7 @@ pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
         pass,
         layers,
         dense_layers,
+        first_layer,
         embedding,
         head,
         fp8_weight_cast,
@@ -298,7 +404,13 @@ pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
         ));
     }
     steps.extend(segment_steps(
-        pass_steps_of(scenario, pass, layers, dense_layers, embedding, head),
+        pass_steps_at(
+            scenario,
+            pass,
+            (first_layer, layers, dense_layers),
+            embedding,
+            head,
+        ),
         segment,
     ));
     Some(steps)

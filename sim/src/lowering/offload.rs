@@ -318,6 +318,7 @@ pub fn program(scenario: &Scenario, plan: &Plan, builder: &mut TaskGraphBuilder)
                 layers,
                 // Mixtures of experts are refused under ZeRO-Offload.
                 dense_layers: 0,
+                first_layer: 0,
                 embedding,
                 head,
                 // FP8 training is refused under ZeRO-Offload.

@@ -126,7 +126,10 @@ pub(super) fn lower_pass(
             walk,
             &at,
             piece,
-            dense_layers,
+            (
+                dense_layers,
+                crate::cost::work_first_layer(cx.scenario, piece_first),
+            ),
             dequantize,
         );
         first_host = first_host.or(lowered.first_host);
@@ -230,7 +233,7 @@ fn lower_piece(
     walk: &mut StageWalk,
     at: &PassAt,
     piece: BucketLayers,
-    dense_layers: u32,
+    (dense_layers, first_layer): (u32, u32),
     mut dequantize: Option<Work>,
 ) -> PieceSteps {
     let (action, pass) = (at.action, at.pass);
@@ -285,6 +288,7 @@ fn lower_piece(
                 iteration: walk.iteration,
                 layers: piece.layers,
                 dense_layers,
+                first_layer,
                 embedding: piece.embedding,
                 head: piece.head,
                 // Megatron-Core marks each iteration's first microbatch; TE

@@ -17,6 +17,9 @@ pub struct PassPiece {
     /// Of those, the dense layers of a model with experts (0 for a dense
     /// model): [`taskgraph::task_graph::Work::Compute`]'s `dense_layers`.
     pub dense_layers: u32,
+    /// The piece's first model layer where the scenario routes each MoE
+    /// layer its own way, else 0 ([`crate::cost::work_first_layer`]).
+    pub first_layer: u32,
     pub embedding: bool,
     pub head: bool,
     /// FP8 training: the chunk's first forward of the iteration, which casts

@@ -189,6 +189,7 @@ mod tests {
             iteration: 0,
             layers: 2,
             dense_layers: 0,
+            first_layer: 0,
             embedding: false,
             head: false,
             fp8_weight_cast: false,

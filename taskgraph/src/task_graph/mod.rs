@@ -51,6 +51,10 @@ pub enum Work {
     Compute {
         pass: ComputePass,
         layers: u32,
+        /// The piece's first model layer where the scenario routes each MoE
+        /// layer its own way (`scenario::ExpertRouting::layers`), else 0, so
+        /// that works which cost alike stay one.
+        first_layer: u32,
         /// Of those, the dense layers of a model with experts (its
         /// `first_dense_layers`, `layer_frequency`), costed before its MoE
         /// layers; 0 for a dense model (its every layer is the one kind).
@@ -78,6 +82,10 @@ pub enum Work {
     TensorAllReduce {
         pass: ComputePass,
         layers: u32,
+        /// The piece's first model layer where the scenario routes each MoE
+        /// layer its own way (`scenario::ExpertRouting::layers`), else 0, so
+        /// that works which cost alike stay one.
+        first_layer: u32,
         dense_layers: u32,
         embedding: bool,
         head: bool,
@@ -95,6 +103,10 @@ pub enum Work {
     ExpertAllToAll {
         pass: ComputePass,
         layers: u32,
+        /// The piece's first model layer where the scenario routes each MoE
+        /// layer its own way (`scenario::ExpertRouting::layers`), else 0, so
+        /// that works which cost alike stay one.
+        first_layer: u32,
         dense_layers: u32,
         embedding: bool,
         head: bool,

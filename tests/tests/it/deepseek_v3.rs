@@ -102,6 +102,7 @@ fn each_stage_runs_its_own_dense_and_moe_layers() {
     // All-to-alls: none for dense layers, two per MoE layer forward.
     let network = ClosedFormNetwork::for_scenario(&scenario);
     let all_to_all = |dense_layers| Work::ExpertAllToAll {
+        first_layer: 0,
         pass: ComputePass::Forward,
         layers: 2,
         dense_layers,

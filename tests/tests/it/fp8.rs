@@ -198,6 +198,7 @@ fn each_chunks_first_forward_casts_its_weights_once_per_iteration() {
         pass: ComputePass::Forward,
         layers: 22,
         dense_layers: 0,
+        first_layer: 0,
         embedding: false,
         head: false,
         fp8_weight_cast,

@@ -30,6 +30,7 @@ mod moe;
 mod moe_capacity;
 mod moe_expert_tensor;
 mod moe_host_sync;
+mod moe_layer_routing;
 mod offload;
 mod onebit_adam;
 mod optimizers;

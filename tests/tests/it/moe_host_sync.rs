@@ -132,6 +132,7 @@ fn the_segments_of_a_forward_sum_to_the_whole_pass() {
         pass: ComputePass::Forward,
         layers: 3,
         dense_layers: 0,
+        first_layer: 0,
         embedding: false,
         head: false,
         fp8_weight_cast,

@@ -125,8 +125,10 @@ def simulate(
         (needs tp 1; E and dp·cp divisible by ep)
     etp: Expert tensor-parallel degree (default 1; only 1 is simulated)
     expert_imbalance: How routed tokens spread over the experts: uniform (default), skew:X
-        (geometric, the first expert X times the last, X ≥ 1) or a file of tokens per expert (E
-        numbers); the busiest expert-parallel rank gates every MoE layer
+        (geometric, the first expert X times the last, X ≥ 1) or a file of tokens per expert: E
+        numbers for every MoE layer, or one line of E numbers per MoE layer in layer order (# starts
+        a comment line) for a routing that varies layer by layer; the busiest expert-parallel rank
+        gates each MoE layer
     seq_len: Sequence length in tokens, overriding the model's (a Hugging Face config gives its
         longest context, e.g. 131072 for Llama 3.1)
     chunks: Model chunks per stage v (interleaved and looped-bfs; zb-v, dualpipev and dualpipe run
@@ -465,8 +467,10 @@ def timeline(
         (needs tp 1; E and dp·cp divisible by ep)
     etp: Expert tensor-parallel degree (default 1; only 1 is simulated)
     expert_imbalance: How routed tokens spread over the experts: uniform (default), skew:X
-        (geometric, the first expert X times the last, X ≥ 1) or a file of tokens per expert (E
-        numbers); the busiest expert-parallel rank gates every MoE layer
+        (geometric, the first expert X times the last, X ≥ 1) or a file of tokens per expert: E
+        numbers for every MoE layer, or one line of E numbers per MoE layer in layer order (# starts
+        a comment line) for a routing that varies layer by layer; the busiest expert-parallel rank
+        gates each MoE layer
     seq_len: Sequence length in tokens, overriding the model's (a Hugging Face config gives its
         longest context, e.g. 131072 for Llama 3.1)
     chunks: Model chunks per stage v (interleaved and looped-bfs; zb-v, dualpipev and dualpipe run
@@ -1049,8 +1053,10 @@ def run_plan(
         (needs tp 1; E and dp·cp divisible by ep)
     etp: Expert tensor-parallel degree (default 1; only 1 is simulated)
     expert_imbalance: How routed tokens spread over the experts: uniform (default), skew:X
-        (geometric, the first expert X times the last, X ≥ 1) or a file of tokens per expert (E
-        numbers); the busiest expert-parallel rank gates every MoE layer
+        (geometric, the first expert X times the last, X ≥ 1) or a file of tokens per expert: E
+        numbers for every MoE layer, or one line of E numbers per MoE layer in layer order (# starts
+        a comment line) for a routing that varies layer by layer; the busiest expert-parallel rank
+        gates each MoE layer
     seq_len: Sequence length in tokens, overriding the model's (a Hugging Face config gives its
         longest context, e.g. 131072 for Llama 3.1)
     chunks: Model chunks per stage v (interleaved and looped-bfs; zb-v, dualpipev and dualpipe run

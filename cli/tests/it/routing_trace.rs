@@ -192,7 +192,11 @@ fn a_routing_per_moe_layer_is_named_layer_by_layer_and_follows_the_schema() {
     let mut layers = vec![LINES[0]; 32];
     layers[9] = LINES[2];
     let file = scratch("per-layer.txt");
-    std::fs::write(&file, format!("# one line per MoE layer\n{}\n", layers.join("\n"))).unwrap();
+    std::fs::write(
+        &file,
+        format!("# one line per MoE layer\n{}\n", layers.join("\n")),
+    )
+    .unwrap();
     let value = json(&["--expert-imbalance", path_str(&file)]);
     assert_valid("simulate", "--expert-imbalance per layer", &value);
     let experts = &value["experts"];

@@ -217,6 +217,14 @@ pub struct SweepFlags {
     /// representative replica gives the same records (symmetry).
     #[arg(long)]
     pub no_symmetry: bool,
+    /// Simulate only the layouts that could rank in the top --top: each
+    /// layout's exact lower bound (its schedule's critical path with every
+    /// pass at its kernels' time and communication free) is computed first,
+    /// layouts are simulated from the lowest bound up, and those whose bound
+    /// exceeds the top's slowest time are listed as pruned, unsimulated. The
+    /// ranked top equals the full sweep's. Not with --shard or --tokens.
+    #[arg(long, conflicts_with_all = ["shard", "tokens"])]
+    pub prune: bool,
     /// Simulate every layout with the factors a `clustersim fit` learned
     /// (FIT.json); the sweep's header names the fit and its factors.
     #[arg(long, value_name = "FIT.json")]
@@ -316,21 +324,32 @@ pub fn run(mut all: SweepArgs) -> anyhow::Result<()> {
     } else {
         sim::Expansion::Auto
     };
-    let outcome = sweep::run_candidates_with(
-        &candidates,
-        sweep::MemoryRule::of(&space),
-        expansion,
-        &|_, total| {
-            bar.set_length(total as u64);
-            bar.inc(1);
-        },
-    )
+    let on_simulated = |_, total| {
+        bar.set_length(total as u64);
+        bar.inc(1);
+    };
+    let memory = sweep::MemoryRule::of(&space);
+    let outcome = if args.prune {
+        sweep::run_candidates_pruned(
+            &candidates,
+            memory,
+            expansion,
+            args.output.top.max(1),
+            &on_simulated,
+        )
+    } else {
+        sweep::run_candidates_with(&candidates, memory, expansion, &on_simulated)
+    }
     .map_err(sweep_error)?;
     bar.finish_and_clear();
     let elapsed_s = started.elapsed().as_secs_f64();
     let output = SweepOutput::new(&space, &enumeration, shard, outcome);
+    let pruned = match output.counts.pruned {
+        0 => String::new(),
+        n => format!(", {n} pruned by their lower bound"),
+    };
     let timing = format!(
-        "{} simulated in {elapsed_s:.1} s ({:.1} layouts/s, {} threads)",
+        "{} simulated{pruned} in {elapsed_s:.1} s ({:.1} layouts/s, {} threads)",
         output.counts.simulated,
         output.counts.simulated as f64 / elapsed_s.max(1e-9),
         rayon::current_num_threads()

@@ -587,6 +587,7 @@ fn sweep(seeds: &Seeds, case: &mut Case, rng: &mut Rng) -> Flags {
         "--ignore-memory",
         "--no-symmetry",
         "--microbatch-groups",
+        "--prune",
     ] {
         if rng.chance(15) {
             flags.push(switch, None);

@@ -286,6 +286,7 @@ fn sweep_documents_follow_their_schema() {
     let shards = [scratch("shard0.json"), scratch("shard1.json")].map(|p| p.display().to_string());
     let merged = scratch("merged.json").display().to_string();
     let options = scratch("options.json").display().to_string();
+    let pruned = scratch("pruned.json").display().to_string();
     let base = [
         "sweep",
         "--model",
@@ -301,6 +302,23 @@ fn sweep_documents_follow_their_schema() {
         succeed(&[&base[..], &["--shard", &index, "--json", shard]].concat());
     }
     succeed(&["sweep", "merge", &shards[0], &shards[1], "--json", &merged]);
+    succeed(&[
+        "sweep",
+        "--model",
+        "gpt3-175b",
+        "--gpus",
+        "1024",
+        "--global-batch",
+        "1536",
+        "--ignore-memory",
+        "--prune",
+        "--top",
+        "3",
+        "--json",
+        &pruned,
+    ]);
+    let pruned_document = read_json(Path::new(&pruned));
+    assert!(pruned_document["counts"]["pruned"].as_u64().unwrap() > 0);
     succeed(&[
         "sweep",
         "--model",
@@ -343,7 +361,7 @@ fn sweep_documents_follow_their_schema() {
         "--json",
         &options,
     ]);
-    for path in [&whole, &shards[0], &shards[1], &merged, &options] {
+    for path in [&whole, &shards[0], &shards[1], &merged, &options, &pruned] {
         assert_valid("sweep", path, &read_json(Path::new(path)));
     }
 }

@@ -89,6 +89,36 @@ pub(crate) fn overlaps_all_reduce(
         && pass != ComputePass::InputGradient
 }
 
+/// The least a pass's tensor all-reduces (`steps`, the whole pass's) cost
+/// on a group of `group_size` ranks over `nodes` nodes, however the pass is
+/// cut into segments: the full all-reduces nothing overlaps (no
+/// asynchronous window, no TP communication overlap), each priced as its
+/// [`Work::TensorAllReduce`] prices it; 0 for those that may overlap.
+pub fn unhidden_tensor_all_reduces(
+    scenario: &Scenario,
+    pass: ComputePass,
+    steps: &[Step],
+    (group_size, nodes): (u32, u32),
+    network: &dyn NetworkModel,
+) -> SimDuration {
+    if scenario.options.tp_comm_overlap || group_size < 2 || pass == ComputePass::WeightGradient {
+        return SimDuration::ZERO;
+    }
+    let mut total = SimDuration::ZERO;
+    for step in steps {
+        if let Step::TensorAllReduce {
+            bytes,
+            async_window,
+        } = *step
+        {
+            if !overlaps_all_reduce(scenario, pass, async_window) {
+                total += network.all_reduce(bytes, group_size, NodeSpread::even(group_size, nodes));
+            }
+        }
+    }
+    total
+}
+
 /// What an asynchronous all-reduce of `full` leaves exposed after the
 /// `window` kernels just before it: it runs alongside them, and while it runs
 /// they progress at `1 − sm_share` of their rate (the SMs its NCCL kernel holds,

@@ -46,6 +46,12 @@ pub fn merge(mut shards: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
                 position + 1
             )));
         }
+        if !doc.pruned.is_empty() {
+            return Err(error(format!(
+                "file {} was pruned (--prune keeps its own shard's top k, not the sweep's); merge shards run without --prune",
+                position + 1
+            )));
+        }
         seen.push(shard);
     }
     seen.sort();
@@ -87,10 +93,12 @@ pub fn merge(mut shards: Vec<SweepOutput>) -> Result<SweepOutput, SweepError> {
         counts: SweepCounts {
             dropped_out_of_memory: dropped.len(),
             simulated: results.len(),
+            pruned: 0,
             ..first.counts
         },
         rejections: first.rejections,
         results,
         dropped,
+        pruned: Vec::new(),
     })
 }

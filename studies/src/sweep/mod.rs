@@ -12,7 +12,9 @@
 //!    survivors, in generation order, are the *candidates*, numbered 0, 1, …;
 //! 3. [`shard`]: `--shard i/n` keeps candidate k when k mod n = i;
 //! 4. [`run`]: the memory model drops layouts that do not fit (without
-//!    simulating them); the rest are simulated in parallel (rayon);
+//!    simulating them); the rest are simulated in parallel (rayon), or with
+//!    `--prune` only those whose lower bound could rank them in the top k
+//!    ([`prune`]);
 //! 5. [`ranking`]: results ordered by iteration time, ties broken by candidate
 //!    index, and a sentence on why the best beats the runner-up.
 //!
@@ -34,6 +36,7 @@ pub mod enumerate;
 pub mod memory_budget;
 pub mod merge;
 pub mod output;
+pub mod prune;
 pub mod ranking;
 pub mod run;
 pub mod shard;
@@ -44,15 +47,18 @@ mod dimensions_tests;
 #[cfg(test)]
 mod enumerate_tests;
 #[cfg(test)]
+mod prune_tests;
+#[cfg(test)]
 mod sweep_tests;
 
 pub use enumerate::{enumerate, Enumeration, ValidCandidate};
 pub use merge::merge;
 pub use output::{SweepCounts, SweepOutput, SWEEP_SCHEMA_VERSION};
+pub use prune::PrunedRecord;
 pub use ranking::{explain_best, rank};
 pub use run::{
-    run_candidates, run_candidates_with, DropReason, DroppedRecord, MemoryRule, RunOutcome,
-    SweepRecord,
+    run_candidates, run_candidates_pruned, run_candidates_with, DropReason, DroppedRecord,
+    MemoryRule, RunOutcome, SweepRecord,
 };
 pub use shard::Shard;
 pub use space::{Candidate, SweepSpace};

@@ -11,7 +11,7 @@ use super::run::{DropReason, RunOutcome};
 use super::shard::Shard;
 use super::space::{Candidate, SweepSpace};
 use super::SweepError;
-use crate::sweep::{DroppedRecord, SweepRecord};
+use crate::sweep::{DroppedRecord, PrunedRecord, SweepRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -35,6 +35,13 @@ pub struct SweepCounts {
     pub dropped_out_of_memory: usize,
     /// Candidates of this document simulated.
     pub simulated: usize,
+    /// Candidates `--prune` did not simulate (absent without it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pruned: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 /// A sweep's (or a shard's) results.
@@ -55,6 +62,10 @@ pub struct SweepOutput {
     pub results: Vec<SweepRecord>,
     /// Layouts that do not fit, in candidate order.
     pub dropped: Vec<DroppedRecord>,
+    /// Layouts `--prune` did not simulate (their lower bound is above the
+    /// k-th best time), in candidate order; absent without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pruned: Vec<PrunedRecord>,
 }
 
 impl SweepOutput {
@@ -68,9 +79,11 @@ impl SweepOutput {
         let RunOutcome {
             mut results,
             mut dropped,
+            mut pruned,
         } = outcome;
         rank(&mut results);
         dropped.sort_by_key(|d| d.index);
+        pruned.sort_by_key(|p| p.index);
         SweepOutput {
             schema_version: SWEEP_SCHEMA_VERSION,
             sweep: space.clone(),
@@ -81,10 +94,12 @@ impl SweepOutput {
                 valid: enumeration.candidates.len(),
                 dropped_out_of_memory: dropped.len(),
                 simulated: results.len(),
+                pruned: pruned.len(),
             },
             rejections: enumeration.rejections.clone(),
             results,
             dropped,
+            pruned,
         }
     }
 
@@ -183,7 +198,7 @@ impl SweepOutput {
     }
 
     /// CSV: a header, then one row per simulated layout (ranked), then one
-    /// per dropped layout. A `cp` column (then `ep` and `etp` columns) follows `tp`, and `zero_stage`,
+    /// per dropped layout, then one per pruned layout (`pruned`, no metrics). A `cp` column (then `ep` and `etp` columns) follows `tp`, and `zero_stage`,
     /// `precision` and `optimizer` columns follow `recompute`, only in sweeps that vary them.
     pub fn to_csv_string(&self) -> String {
         let space = &self.sweep;
@@ -293,6 +308,14 @@ impl SweepOutput {
                 d.peak_memory_bytes.to_string(),
                 d.memory_capacity_bytes.to_string(),
             ]);
+            out.push_str(&row.join(","));
+            out.push('\n');
+        }
+        for p in &self.pruned {
+            let l = &p.layout;
+            let mut row = vec![String::new(), p.index.to_string(), "pruned".to_string()];
+            row.extend(layout_columns(l, b / (l.microbatch_size * l.data_parallel)));
+            row.extend(std::iter::repeat_n(String::new(), 12));
             out.push_str(&row.join(","));
             out.push('\n');
         }

@@ -85,11 +85,13 @@ pub struct DroppedRecord {
     pub memory_capacity_bytes: u64,
 }
 
-/// Simulated and dropped layouts, each in candidate order.
+/// Simulated, dropped and pruned layouts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunOutcome {
     pub results: Vec<SweepRecord>,
     pub dropped: Vec<DroppedRecord>,
+    /// Layouts `--prune` did not simulate ([`super::prune`]).
+    pub pruned: Vec<super::prune::PrunedRecord>,
 }
 
 /// Drops what does not fit (as `memory` says), simulates the rest in
@@ -134,6 +136,78 @@ pub fn run_candidates_with(
     expansion: sim::Expansion,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
+    let (mut outcome, fitting) = fitting_candidates(candidates, memory)?;
+    let budget = MemoryBudget::new(sim::host_memory::available().map(|a| a.bytes));
+    let done = AtomicUsize::new(0);
+    outcome.results = simulate_all(&fitting, &budget, expansion, &|| {
+        on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len())
+    })?;
+    Ok(outcome)
+}
+
+/// [`run_candidates_with`] simulating only the layouts that could rank
+/// among the best `keep` by iteration time ([`super::prune`]): the rest are
+/// returned as pruned. The ranked best `keep` are the exhaustive run's.
+pub fn run_candidates_pruned(
+    candidates: &[ValidCandidate],
+    memory: MemoryRule,
+    expansion: sim::Expansion,
+    keep: usize,
+    on_simulated: &(dyn Fn(usize, usize) + Sync),
+) -> Result<RunOutcome, SweepError> {
+    let (mut outcome, fitting) = fitting_candidates(candidates, memory)?;
+    let mut bounded: Vec<(u64, &ValidCandidate)> = fitting
+        .par_iter()
+        .map(|&candidate| {
+            (
+                super::prune::iteration_lower_bound_ns(&candidate.scenario),
+                candidate,
+            )
+        })
+        .collect();
+    bounded.sort_by_key(|(bound, candidate)| (*bound, candidate.index));
+    let budget = MemoryBudget::new(sim::host_memory::available().map(|a| a.bytes));
+    let done = AtomicUsize::new(0);
+    // (iteration time, index) of every simulated layout, best first.
+    let mut best: Vec<(u64, u32)> = Vec::new();
+    let mut queue = bounded.into_iter().peekable();
+    while queue.peek().is_some() {
+        let batch: Vec<&ValidCandidate> = queue
+            .by_ref()
+            .take(super::prune::BATCH)
+            .map(|(_, candidate)| candidate)
+            .collect();
+        let records = simulate_all(&batch, &budget, expansion, &|| {
+            on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len())
+        })?;
+        best.extend(records.iter().map(|r| (r.iteration_time_ns, r.index)));
+        best.sort_unstable();
+        outcome.results.extend(records);
+        let Some(&(threshold_ns, _)) = best.get(keep.saturating_sub(1)) else {
+            continue;
+        };
+        while let Some((bound, candidate)) = queue.next_if(|(bound, _)| *bound > threshold_ns) {
+            outcome.pruned.push(super::prune::PrunedRecord {
+                index: candidate.index,
+                layout: candidate.candidate,
+                lower_bound_ns: bound,
+                top_k_time_ns: threshold_ns,
+            });
+            on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len());
+        }
+    }
+    outcome.results.sort_by_key(|r| r.index);
+    outcome.pruned.sort_by_key(|p| p.index);
+    Ok(outcome)
+}
+
+/// The memory model's verdict on every candidate: the dropped ones (in an
+/// outcome) and those that fit; refuses the sweep when one of those cannot
+/// be simulated on this machine at all.
+fn fitting_candidates(
+    candidates: &[ValidCandidate],
+    memory: MemoryRule,
+) -> Result<(RunOutcome, Vec<&ValidCandidate>), SweepError> {
     let checked: Vec<Option<DroppedRecord>> = match memory {
         MemoryRule::Ignore => vec![None; candidates.len()],
         MemoryRule::Fit { headroom_bytes } => candidates
@@ -167,21 +241,29 @@ pub fn run_candidates_with(
             message: error.to_string(),
         });
     }
-    let budget = MemoryBudget::new(available.map(|a| a.bytes));
-    let done = AtomicUsize::new(0);
-    let simulated: Vec<Result<SweepRecord, SweepError>> = fitting
+    Ok((outcome, fitting))
+}
+
+/// Simulates `candidates` in parallel within `budget`, in their order;
+/// `finished` is called after each.
+fn simulate_all(
+    candidates: &[&ValidCandidate],
+    budget: &MemoryBudget,
+    expansion: sim::Expansion,
+    finished: &(dyn Fn() + Sync),
+) -> Result<Vec<SweepRecord>, SweepError> {
+    let simulated: Vec<Result<SweepRecord, SweepError>> = candidates
         .par_iter()
         .with_max_len(1)
         .map(|candidate| {
             let _reservation =
                 budget.reserve(sim::host_memory::simulation_bytes(&candidate.scenario));
             let record = simulate_one(candidate, expansion);
-            on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len());
+            finished();
             record
         })
         .collect();
-    outcome.results = simulated.into_iter().collect::<Result<_, _>>()?;
-    Ok(outcome)
+    simulated.into_iter().collect()
 }
 
 /// `Some` when the layout does not fit on some stage with `headroom_bytes`

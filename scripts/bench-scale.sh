@@ -15,7 +15,7 @@
 # timeline), 3072-straggler, 3072-straggler-full and 100k-straggler (one GPU
 # 10 % slow: symmetry with exceptions, and 3,072 GPUs in full for
 # comparison), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
-# --ignore-memory). The engine's events per CPU-second come from criterion:
+# --ignore-memory), sweep-prune (the same with --prune: the top 10 only). The engine's events per CPU-second come from criterion:
 # `cargo bench -p sim --bench engine -- engine_cpu/3072`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,7 @@ case_command() {
     3072-straggler-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 6 --global-batch 3072 --slow-rank 1000:1.1 --no-symmetry ;;
     100k-straggler) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 ;;
     sweep) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --csv "$WORK/sweep.csv" ;;
+    sweep-prune) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --prune --csv "$WORK/sweep.csv" ;;
     *) echo "unknown case $1" >&2; exit 2 ;;
   esac
 }
@@ -63,7 +64,7 @@ for name in "${CASES[@]}"; do
   done
   printf '%-18s %5s %10.3f %10.3f %10.1f\n' "$name" "$RUNS" \
     "$(median < "$WORK/$name.wall")" "$(median < "$WORK/$name.cpu")" "$(median < "$WORK/$name.rss")"
-  if [ "$name" = sweep ]; then
+  if [ "$name" = sweep ] || [ "$name" = sweep-prune ]; then
     echo "  sweep layouts: $(($(wc -l < "$WORK/sweep.csv") - 1))"
   fi
   [ -n "${VERBOSE:-}" ] && cat "$WORK/$name.out"

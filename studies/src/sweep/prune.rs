@@ -45,7 +45,7 @@ use sim::task_graph::ComputePass;
 use super::space::Candidate;
 
 /// Layouts simulated between two prunings.
-pub const BATCH: usize = 8;
+pub const BATCH: usize = 16;
 
 /// A valid layout not simulated: its bound is above the top k's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -721,6 +721,7 @@ def sweep(
     tokens: Optional[Union[_Value, Sequence[_Value]]] = None,
     seq_len: Optional[Union[_Value, Sequence[_Value]]] = None,
     no_symmetry: Optional[bool] = None,
+    prune: Optional[bool] = None,
     fit: Optional[Union[_Value, Sequence[_Value]]] = None,
     tp: Optional[Union[_Value, Sequence[_Value]]] = None,
     pp: Optional[Union[_Value, Sequence[_Value]]] = None,
@@ -798,6 +799,11 @@ def sweep(
     seq_len: Training sequence length every layout runs at (default: the model's)
     no_symmetry: Simulate every data-parallel replica of each layout, even where one representative
         replica gives the same records (symmetry)
+    prune: Simulate only the layouts that could rank in the top --top: each layout's exact lower
+        bound (its schedule's critical path with every pass at its kernels' time and communication
+        free) is computed first, layouts are simulated from the lowest bound up, and those whose
+        bound exceeds the top's slowest time are listed as pruned, unsimulated. The ranked top
+        equals the full sweep's. Not with --shard or --tokens
     fit: Simulate every layout with the factors a `clustersim fit` learned (FIT.json); the sweep's
         header names the fit and its factors
     tp: Only this tensor-parallel degree

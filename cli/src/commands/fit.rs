@@ -170,8 +170,18 @@ pub fn applied_line(file: &str, record: &FitRecord) -> String {
         .collect();
     let runs = record.in_sample.runs;
     let left_out = if runs >= studies::validation::residuals::MIN_RANGE_RUNS {
+        // Say so when the fit does not carry beyond its own runs: each left
+        // out, its factors predict it no better than the calibrated ones.
+        let worse = if record.leave_one_out_beats_calibrated {
+            String::new()
+        } else {
+            format!(
+                " (no better than the calibrated simulator's {:.1}% on them: these runs do not carry a fit beyond themselves)",
+                record.in_sample.calibrated_mean_abs_error_percent
+            )
+        };
         format!(
-            ", {:.1}% mean |error| each left out",
+            ", {:.1}% mean |error| each left out{worse}",
             record.leave_one_out.mean_abs_error_percent
         )
     } else {

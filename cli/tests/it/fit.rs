@@ -68,6 +68,19 @@ fn fit_then_validate_and_simulate_with_it() {
         summary["expected_range"]["measured_over_predicted"],
         serde_json::json!([loo["ratio_low"], loo["ratio_high"]])
     );
+    // The summary says when the fit does not carry beyond its own runs: the
+    // same fit with the verdict flipped prints the other sentence.
+    let carried = record["leave_one_out_beats_calibrated"].as_bool().unwrap();
+    let flipped_path = dir.join("FIT-flipped.json");
+    let mut flipped = record.clone();
+    flipped["leave_one_out_beats_calibrated"] = (!carried).into();
+    std::fs::write(&flipped_path, flipped.to_string()).unwrap();
+    for (path, carries) in [(fit, carried), (flipped_path.to_str().unwrap(), !carried)] {
+        let out = clustersim(&["simulate", scenario_path.to_str().unwrap(), "--fit", path]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let warned = text(&out.stdout).contains("do not carry a fit beyond themselves");
+        assert_eq!(warned, !carries, "{}", text(&out.stdout));
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -23,8 +23,9 @@
 //!
 //! Each pass's bound is rounded down and less 1 ns, against floating-point
 //! summation order. Schedules with overlapped F&B pairs (DualPipe's), whose
-//! halves' kernels run beside each other's communication, get no bound (0):
-//! they are always simulated.
+//! halves' kernels run beside each other's communication, and DualPipe's two
+//! model copies (two chains of stages in opposite directions) get no bound
+//! (0): they are always simulated.
 //!
 //! **The pruning.** Layouts are taken in order of their bound (then index),
 //! simulated in fixed batches of [`BATCH`] (so which layouts are simulated
@@ -69,10 +70,12 @@ pub fn iteration_lower_bound_ns(scenario: &Scenario) -> u64 {
         .iter()
         .flatten()
         .any(|action| action.pass == Pass::ForwardBackward);
-    if paired {
+    let sharding = scenario.layout.sharding();
+    // DualPipe's two model copies run in opposite directions: their stage
+    // ids are not one chain, so the dependencies below do not hold.
+    if paired || sharding.map == models::stage_map::StageMap::DualPipe {
         return 0;
     }
-    let sharding = scenario.layout.sharding();
     let placement = sim::placement::Placement::of(scenario);
     let network = sim::cost::ClosedFormNetwork::for_scenario(scenario);
     let kernels = sim::cost::KernelCostModel::new(&scenario.topology.gpu, &scenario.profile)

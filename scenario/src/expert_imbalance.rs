@@ -79,18 +79,14 @@ impl ExpertImbalance {
         Ok(weights.iter().map(|w| w / total).collect())
     }
 
-    /// Each MoE layer's shares, when `self` is a histogram file of one line
-    /// of `experts` counts per MoE layer (`moe_layers` lines; lines that
-    /// start with `#` are comments); `None` for anything else, a file of
-    /// `experts` counts in all included (one routing for every layer, read by
-    /// [`ExpertImbalance::shares`]).
-    pub fn layer_shares(
-        &self,
-        experts: u64,
-        moe_layers: u64,
-    ) -> Result<Option<Vec<Vec<f64>>>, String> {
+    /// The routing's shares, read once: one set for every MoE layer, or,
+    /// when `self` is a histogram file of one line of `experts` counts per
+    /// MoE layer (`moe_layers` lines; lines that start with `#` are
+    /// comments), one set per layer. A file of `experts` counts in all keeps
+    /// one routing for every layer.
+    pub fn routing_shares(&self, experts: u64, moe_layers: u64) -> Result<RoutingShares, String> {
         let ExpertImbalance::Histogram(path) = self else {
-            return Ok(None);
+            return self.shares(experts).map(RoutingShares::Alike);
         };
         let text =
             input_file::read_to_string_capped(path, MAX_HISTOGRAM_BYTES).map_err(|error| {
@@ -109,7 +105,14 @@ impl ExpertImbalance {
             .map(|(_, line)| token_counts(line).map_or(0, |counts| counts.len()))
             .sum();
         if all as u64 == experts || lines.len() < 2 {
-            return Ok(None);
+            let counts: Vec<&str> = lines.iter().map(|(_, line)| *line).collect();
+            let counts =
+                token_counts(&counts.join("\n")).map_err(|error| format!("'{self}': {error}"))?;
+            let alike = ExpertImbalance::Counts {
+                counts,
+                written: self.to_string(),
+            };
+            return alike.shares(experts).map(RoutingShares::Alike);
         }
         if lines.len() as u64 != moe_layers {
             return Err(format!(
@@ -129,7 +132,7 @@ impl ExpertImbalance {
             };
             layers.push(layer.shares(experts)?);
         }
-        Ok(Some(layers))
+        Ok(RoutingShares::PerLayer(layers))
     }
 
     /// The histogram file's counts (one per expert, checked by the caller).
@@ -142,6 +145,15 @@ impl ExpertImbalance {
             })?;
         token_counts(&text).map_err(|error| format!("'{self}': {error}"))
     }
+}
+
+/// What a routing gives each expert.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RoutingShares {
+    /// The same shares in every MoE layer.
+    Alike(Vec<f64>),
+    /// Each MoE layer's shares, in layer order.
+    PerLayer(Vec<Vec<f64>>),
 }
 
 /// The token counts `text` lists (whitespace or commas between them), each

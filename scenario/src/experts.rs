@@ -48,7 +48,7 @@
 //! distributed optimizer's parameter all-gathers, overlapped or not, gather
 //! expert parameters over the expert-data group (`lowering::sharded`, `plan::shard_plan`).
 
-use crate::expert_imbalance::ExpertImbalance;
+use crate::expert_imbalance::{ExpertImbalance, RoutingShares};
 use crate::options::{TrainingOptions, ZeroStage};
 use crate::problem::Problem;
 use models::ModelSpec;
@@ -141,14 +141,8 @@ pub fn resolve(
             return None;
         }
     };
-    let per_layer = imbalance
-        .layer_shares(moe.experts, moe.moe_layers(model.layers))
-        .and_then(|layers| match layers {
-            Some(layers) => Ok(Some(layers)),
-            None => imbalance.shares(moe.experts).map(|_| None),
-        });
-    let per_layer = match per_layer {
-        Ok(per_layer) => per_layer,
+    let shares = match imbalance.routing_shares(moe.experts, moe.moe_layers(model.layers)) {
+        Ok(shares) => shares,
         Err(error) => {
             problems.push(Problem::new("expert_imbalance", error));
             return None;
@@ -172,9 +166,9 @@ pub fn resolve(
             layers: Vec::new(),
         }
     };
-    let Some(per_layer) = per_layer else {
-        let shares = imbalance.shares(moe.experts).expect("read above");
-        return Some(routed(imbalance, shares));
+    let per_layer = match shares {
+        RoutingShares::Alike(shares) => return Some(routed(imbalance, shares)),
+        RoutingShares::PerLayer(layers) => layers,
     };
     let layers: Vec<ExpertRouting> = per_layer
         .into_iter()

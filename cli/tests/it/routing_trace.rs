@@ -221,3 +221,39 @@ fn a_routing_per_moe_layer_is_named_layer_by_layer_and_follows_the_schema() {
     assert!(summary.contains("one per MoE layer"), "{summary}");
     assert!(summary.contains("in MoE layer 9"), "{summary}");
 }
+
+#[test]
+fn a_histogram_that_can_be_read_once_routes_as_its_file_would() {
+    // Standard input is read once: the per-layer file and a single routing
+    // both come through it as through a file.
+    let mut layers = vec![LINES[0]; 32];
+    layers[9] = LINES[2];
+    let per_layer = layers.join("\n");
+    for histogram in [per_layer.as_str(), LINES[2]] {
+        let file = scratch("read-once.txt");
+        std::fs::write(&file, histogram).unwrap();
+        let from_file = json(&["--expert-imbalance", path_str(&file)]);
+        let mut child = std::process::Command::new(common::clustersim_binary())
+            .args([&MIXTRAL_T1_P4_D16[..], &["--ep", "8", "--json"][..]].concat())
+            .args(["--expert-imbalance", "/dev/stdin"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(histogram.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        let from_stdin: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            from_stdin["iteration_time_s"],
+            from_file["iteration_time_s"]
+        );
+    }
+}

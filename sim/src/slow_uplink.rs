@@ -20,6 +20,14 @@
 //! of bandwidth, so a crossing flow gets the NIC's rate ÷ factor. Groups
 //! inside one block, and groups on other rails, keep their time.
 //!
+//! **Not alike in closed form and in flows:** traffic between GPUs of
+//! different local indices on different nodes (a pipeline send whose
+//! tensor groups do not line up with the nodes' rails, e.g. t = 2 on
+//! 8-GPU nodes with 3 replicas) leaves through one rail and arrives on
+//! another, so in the fabric it climbs above the leaf even inside one
+//! block; the closed form, which takes every hop as rail to rail, does not
+//! slow it there.
+//!
 //! **Under `--contention`** the leaf's a up and a down cables carry
 //! 1/factor of their capacity, and ECMP spreads the crossing flows over
 //! them.

@@ -400,7 +400,13 @@ fn plan_of(
                 / slowest_pcie,
         };
     }
-    plan.switches = leaf_switches(scenario, gpus / gpus_per_node);
+    let nodes = gpus / gpus_per_node;
+    plan.switches = leaf_switches(scenario, nodes);
+    // A job on one node sends nothing through its NICs: their links'
+    // failures do not stop it.
+    if nodes <= 1 {
+        plan.nics_per_node = 0;
+    }
     plan.reliability = match args.failures.as_str() {
         "none" => ReliabilitySpec::none(),
         name => {
@@ -490,7 +496,6 @@ pub struct SourcedInput {
     pub source: String,
 }
 
-/// Storage and restart values with their sources ("input" when a flag set them).
 /// The leaf switches a job of `nodes` nodes connects to: one per NIC rail
 /// for each block of radix ÷ 2 nodes under the rail-optimized placement
 /// ([`topologies::fat_tree::fat_tree_of`]); none on one node.
@@ -503,6 +508,7 @@ fn leaf_switches(scenario: &Scenario, nodes: u64) -> u64 {
     }
 }
 
+/// Storage and restart values with their sources ("input" when a flag set them).
 pub fn sources_used(args: &RunPlanArgs, degraded: Option<&DegradedRun>) -> Vec<SourcedInput> {
     use goodput::defaults as d;
     let entry = |flag: Option<f64>, default: &goodput::energy::Sourced, scale: f64| SourcedInput {

@@ -58,6 +58,9 @@ pub fn parse_interval(text: &str) -> Result<IntervalChoice, String> {
     Ok(IntervalChoice::EverySeconds(seconds))
 }
 
+/// The largest failure rate accepted per component-hour.
+const MAX_FAILURES_PER_COMPONENT_HOUR: f64 = 1.0;
+
 /// "software:2e-5" → failures per node-hour of software faults and hangs:
 /// a component as run-plan's report names it and its failures per
 /// component-hour (finite, ≥ 0).
@@ -82,9 +85,10 @@ pub fn parse_failure_rate(text: &str) -> Result<goodput::failure_rates::Componen
         .trim()
         .parse()
         .map_err(|_| format!("'{text}': the rate '{rate}' is not a number"))?;
-    if !(rate.is_finite() && rate >= 0.0) {
+    if !(rate.is_finite() && (0.0..=MAX_FAILURES_PER_COMPONENT_HOUR).contains(&rate)) {
         return Err(format!(
-            "'{text}': the rate must be a finite number of failures per component-hour, 0 or more"
+            "'{text}': the rate must be a number of failures per component-hour from 0 to \
+             {MAX_FAILURES_PER_COMPONENT_HOUR} (a part failing more than once an hour is broken, not unreliable)"
         ));
     }
     Ok(ComponentRate {

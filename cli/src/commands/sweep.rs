@@ -219,7 +219,8 @@ pub struct SweepFlags {
     pub no_symmetry: bool,
     /// Simulate only the layouts that could rank in the top --top: each
     /// layout's exact lower bound (its schedule's critical path with every
-    /// pass at its kernels' time and communication free) is computed first,
+    /// pass at its kernels' time plus its blocking tensor all-reduces, all
+    /// other communication free) is computed first,
     /// layouts are simulated from the lowest bound up, and those whose bound
     /// exceeds the top's slowest time are listed as pruned, unsimulated. The
     /// ranked top equals the full sweep's. Not with --shard or --tokens.
@@ -334,7 +335,9 @@ pub fn run(mut all: SweepArgs) -> anyhow::Result<()> {
             &candidates,
             memory,
             expansion,
-            args.output.top.max(1),
+            // The best and its runner-up at least: the summary explains the
+            // best against the runner-up.
+            args.output.top.max(2),
             &on_simulated,
         )
     } else {

@@ -268,7 +268,7 @@ fn bad_run_plan_input_is_exit_2_with_one_message() {
         ),
         (
             &["--tokens", "15T", "--failure-rate", "node:-1"],
-            "failures per component-hour, 0 or more",
+            "failures per component-hour from 0 to 1",
         ),
         (
             &["--tokens", "15T", "--failure-distribution", "weibull:0"],

@@ -19,6 +19,49 @@ fn space() -> SweepSpace {
     }
 }
 
+/// Mixtral 8x7B on 16 H100s over ep 1, 2 and 8, with asynchronous tensor
+/// all-reduces and the ZB and interleaved schedules: expert all-to-alls,
+/// host synchronizations and overlapped all-reduces in the passes.
+fn moe_space() -> SweepSpace {
+    let mut space = SweepSpace {
+        max_microbatch: 1,
+        max_chunks: 2,
+        schedules: vec![
+            ScheduleKind::OneFOneB,
+            ScheduleKind::Interleaved,
+            ScheduleKind::ZbH1,
+        ],
+        expert_parallel: vec![1, 2, 8],
+        ignore_memory: true,
+        stack: Some("megatron-core-2024".into()),
+        seq_len: Some(1024),
+        ..SweepSpace::new("mixtral-8x7b", "dgx-h100-superpod:2", 16, 32)
+    };
+    space.options.async_tensor_allreduce = Some(true);
+    space
+}
+
+#[test]
+fn every_moe_layout_s_bound_is_at_most_its_simulated_time() {
+    let enumeration = enumerate(&moe_space()).unwrap();
+    let outcome = run_candidates(&enumeration.candidates, MemoryRule::Ignore, &|_, _| {}).unwrap();
+    assert!(
+        outcome.results.len() > 10,
+        "{} layouts",
+        outcome.results.len()
+    );
+    for record in &outcome.results {
+        let candidate = &enumeration.candidates[record.index as usize];
+        let bound = iteration_lower_bound_ns(&candidate.scenario);
+        assert!(
+            0 < bound && bound <= record.iteration_time_ns,
+            "{}: bound {bound} ns against the simulated {} ns",
+            candidate.candidate.label(),
+            record.iteration_time_ns
+        );
+    }
+}
+
 #[test]
 fn every_layout_s_bound_is_at_most_its_simulated_time() {
     let enumeration = enumerate(&space()).unwrap();

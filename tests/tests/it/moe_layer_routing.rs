@@ -134,3 +134,38 @@ fn files_that_are_neither_one_routing_nor_one_per_layer_are_refused() {
     let narrow = problems(&lines.join("\n"), "narrow.txt");
     assert!(narrow.contains("has 7 counts"), "{narrow}");
 }
+
+#[test]
+fn moe_layers_are_counted_past_the_dense_ones() {
+    // Mixtral with its first 4 layers dense: 28 MoE layers, 8 layers a
+    // stage, so stage 0 holds MoE layers 0–3 and stage 1 MoE layers 4–11
+    // (model layers 8–15). A spike in MoE layer 4 slows stage 1 alone.
+    let mut model = models::preset("mixtral-8x7b").unwrap();
+    model.moe.as_mut().unwrap().first_dense_layers = 4;
+    let scenario = |imbalance: &str| {
+        ScenarioFile {
+            model: Some(serde_json::to_value(&model).unwrap()),
+            ..mixtral(4, 16, 8, Some(imbalance), false)
+        }
+        .resolve()
+        .expect("valid scenario")
+    };
+    let mut lines = vec![EVEN; 28];
+    let even = passes(&simulate(&scenario(&file_with(
+        "dense-even.txt",
+        &lines.join("\n"),
+    ))));
+    lines[4] = SPIKE;
+    let spiked = passes(&simulate(&scenario(&file_with(
+        "dense-spiked.txt",
+        &lines.join("\n"),
+    ))));
+    assert_eq!(even.len(), spiked.len());
+    let changed: std::collections::BTreeSet<u32> = even
+        .iter()
+        .zip(&spiked)
+        .filter(|(before, after)| before.2 != after.2)
+        .map(|(_, after)| after.0)
+        .collect();
+    assert_eq!(changed, [1].into_iter().collect());
+}

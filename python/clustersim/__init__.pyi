@@ -800,10 +800,10 @@ def sweep(
     no_symmetry: Simulate every data-parallel replica of each layout, even where one representative
         replica gives the same records (symmetry)
     prune: Simulate only the layouts that could rank in the top --top: each layout's exact lower
-        bound (its schedule's critical path with every pass at its kernels' time and communication
-        free) is computed first, layouts are simulated from the lowest bound up, and those whose
-        bound exceeds the top's slowest time are listed as pruned, unsimulated. The ranked top
-        equals the full sweep's. Not with --shard or --tokens
+        bound (its schedule's critical path with every pass at its kernels' time plus its blocking
+        tensor all-reduces, all other communication free) is computed first, layouts are simulated
+        from the lowest bound up, and those whose bound exceeds the top's slowest time are listed as
+        pruned, unsimulated. The ranked top equals the full sweep's. Not with --shard or --tokens
     fit: Simulate every layout with the factors a `clustersim fit` learned (FIT.json); the sweep's
         header names the fit and its factors
     tp: Only this tensor-parallel degree

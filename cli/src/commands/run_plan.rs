@@ -342,6 +342,7 @@ pub fn run(args: RunPlanArgs) -> anyhow::Result<()> {
         &sources,
         &notes,
         trace.as_ref(),
+        super::slow_ranks::slow_parts(&stragglers).as_deref(),
     )
 }
 

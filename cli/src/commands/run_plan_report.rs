@@ -134,6 +134,7 @@ pub fn write_summary(
     sources: &[super::run_plan::SourcedInput],
     notes: &[String],
     trace: Option<&super::run_plan_trace::PlannedTrace>,
+    slow_parts: Option<&str>,
 ) -> anyhow::Result<()> {
     let e = &report.expected;
     outln!("clustersim run-plan · {}", scenario.title())?;
@@ -145,6 +146,9 @@ pub fn write_summary(
         plan.gpus,
         report.nodes
     )?;
+    if let Some(slow) = slow_parts {
+        outln!("  slow parts          {slow}: every iteration at their pace")?;
+    }
     if let Some(trace) = trace {
         let (label, [times, second]) = trace.summary();
         outln!("  {label:<20}{times} (the run at its mean)")?;

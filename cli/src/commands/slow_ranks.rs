@@ -164,6 +164,27 @@ impl std::fmt::Display for SpreadSummary {
     }
 }
 
+/// Every slow part of `stragglers`, as the summaries name them ("rank 3
+/// ×1.2, NIC 3 (node 0, rank 3's) at 1/2 of its bandwidth"); `None`
+/// without any.
+pub fn slow_parts(stragglers: &Stragglers) -> Option<String> {
+    let items: Vec<String> = stragglers
+        .ranks()
+        .iter()
+        .map(ToString::to_string)
+        .chain(stragglers.nics().iter().map(ToString::to_string))
+        .chain(stragglers.nvlinks().iter().map(ToString::to_string))
+        .chain(stragglers.pcies().iter().map(ToString::to_string))
+        .chain(stragglers.uplinks().iter().map(ToString::to_string))
+        .chain(
+            stragglers
+                .spread()
+                .map(|drawn| SpreadSummary::of(drawn).to_string()),
+        )
+        .collect();
+    (!items.is_empty()).then(|| items.join(", "))
+}
+
 /// What slow ranks, NICs, NVLinks, PCIe links and uplinks cost one iteration: the same scenario's
 /// iteration time without them, and the difference.
 #[derive(Debug, Clone, PartialEq)]

@@ -669,3 +669,23 @@ fn fewer_replicas_run_at_the_simulated_rate_of_the_replicas_left() {
         text(&alone.stderr)
     );
 }
+
+#[test]
+fn the_summary_names_the_slow_parts_the_run_is_planned_with() {
+    // 32 GPUs on 4 nodes, all under one leaf per rail: the slow uplink
+    // changes nothing here; the summary still names what was given.
+    let summary = |extra: &[&str]| {
+        let plan_args = ["--tokens", "1B", "--node-training-w", "6500"];
+        let output = on_22b("run-plan", &[&plan_args[..], extra].concat());
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    assert!(!summary(&[]).contains("slow parts"));
+    let named = summary(&["--slow-rank", "5:1.1", "--slow-uplink", "3:2"]);
+    let line = named
+        .lines()
+        .find(|line| line.trim_start().starts_with("slow parts"))
+        .unwrap_or_else(|| panic!("{named}"));
+    assert!(line.contains("rank 5 ×1.1"), "{line}");
+    assert!(line.contains("uplinks of leaf"), "{line}");
+}

@@ -88,12 +88,7 @@ impl ExpertImbalance {
         let ExpertImbalance::Histogram(path) = self else {
             return self.shares(experts).map(RoutingShares::Alike);
         };
-        let text =
-            input_file::read_to_string_capped(path, MAX_HISTOGRAM_BYTES).map_err(|error| {
-                format!(
-                    "'{self}' is neither uniform, skew:X nor a readable histogram file: {error}"
-                )
-            })?;
+        let text = self.histogram_text(path)?;
         let lines: Vec<(usize, &str)> = text
             .lines()
             .enumerate()
@@ -135,14 +130,16 @@ impl ExpertImbalance {
         Ok(RoutingShares::PerLayer(layers))
     }
 
+    /// The histogram file's text, read once.
+    fn histogram_text(&self, path: &std::path::Path) -> Result<String, String> {
+        input_file::read_to_string_capped(path, MAX_HISTOGRAM_BYTES).map_err(|error| {
+            format!("'{self}' is neither uniform, skew:X nor a readable histogram file: {error}")
+        })
+    }
+
     /// The histogram file's counts (one per expert, checked by the caller).
     fn histogram(&self, path: &std::path::Path) -> Result<Vec<f64>, String> {
-        let text =
-            input_file::read_to_string_capped(path, MAX_HISTOGRAM_BYTES).map_err(|error| {
-                format!(
-                    "'{self}' is neither uniform, skew:X nor a readable histogram file: {error}"
-                )
-            })?;
+        let text = self.histogram_text(path)?;
         token_counts(&text).map_err(|error| format!("'{self}': {error}"))
     }
 }

@@ -56,7 +56,7 @@ pub use offload::{cpu_adam_host_seconds, cpu_adam_tile_seconds, pcie_seconds};
 pub use pass_steps::{
     compute_steps, host_syncs, moe_layer_options, moe_tokens_per_rank, pads_to_capacity,
     pass_steps, pass_steps_at, pass_steps_of, pass_steps_with, routes_per_layer, segment_steps,
-    work_first_layer, PassRouting,
+    work_first_layer, work_piece_steps, PassRouting,
 };
 pub use tile_fit::{fit_tile_model, SustainedFrom, TileFit};
 pub use tp_overlap::{exposed_with_tp_overlap, overlapping_gemms};
@@ -251,25 +251,11 @@ fn cost_work(
         }
         Work::TensorAllReduce {
             pass,
-            layers,
-            dense_layers,
-            first_layer,
-            embedding,
-            head,
             group_size,
             nodes,
-            segment,
+            ..
         } => {
-            let steps = segment_steps(
-                pass_steps_at(
-                    scenario,
-                    pass,
-                    (first_layer, layers, dense_layers),
-                    embedding,
-                    head,
-                ),
-                segment,
-            );
+            let steps = work_piece_steps(scenario, work).expect("a pass work");
             let mut duration = SimDuration::ZERO;
             let mut bytes = 0;
             for (index, step) in steps.iter().enumerate() {
@@ -313,29 +299,14 @@ fn cost_work(
             }
         }
         Work::ExpertAllToAll {
-            pass,
-            layers,
-            dense_layers,
-            first_layer,
-            embedding,
-            head,
             group_size,
             nodes,
             expert_tensor_group,
-            segment,
+            ..
         } => {
             let mut duration = SimDuration::ZERO;
             let mut bytes = 0;
-            for step in segment_steps(
-                pass_steps_at(
-                    scenario,
-                    pass,
-                    (first_layer, layers, dense_layers),
-                    embedding,
-                    head,
-                ),
-                segment,
-            ) {
+            for step in work_piece_steps(scenario, work).expect("a pass work") {
                 if let Step::ExpertAllToAll {
                     bytes: payload,
                     expert_tensor_bytes,

@@ -67,8 +67,9 @@ pub fn pass_steps_at(
     embedding: bool,
     head: bool,
 ) -> Vec<Step> {
-    // A work that stands for layers of no place (one layer of the busiest
-    // routing: activation offloading's per-layer time) routes alike.
+    // A work whose layer counts do not match its place (activation
+    // offloading's one layer standing for each, at layer 0, where layer 0
+    // is dense) routes alike.
     let placed = scenario.model.moe.as_ref().is_some_and(|moe| {
         moe.moe_layers_in(u64::from(first_layer), u64::from(layers))
             == u64::from(layers - dense_layers.min(layers))
@@ -374,6 +375,53 @@ pub fn moe_tokens_per_rank(scenario: &Scenario) -> u64 {
     )
 }
 
+/// The steps of the pass piece a compute, tensor all-reduce or expert
+/// all-to-all work covers: its segment of its pass's steps, from its first
+/// layer ([`pass_steps_at`]); `None` for any other work.
+pub fn work_piece_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
+    let (Work::Compute {
+        pass,
+        first_layer,
+        layers,
+        dense_layers,
+        embedding,
+        head,
+        segment,
+        ..
+    }
+    | Work::TensorAllReduce {
+        pass,
+        first_layer,
+        layers,
+        dense_layers,
+        embedding,
+        head,
+        segment,
+        ..
+    }
+    | Work::ExpertAllToAll {
+        pass,
+        first_layer,
+        layers,
+        dense_layers,
+        embedding,
+        head,
+        segment,
+        ..
+    }) = *work
+    else {
+        return None;
+    };
+    let pass_steps = pass_steps_at(
+        scenario,
+        pass,
+        (first_layer, layers, dense_layers),
+        embedding,
+        head,
+    );
+    Some(segment_steps(pass_steps, segment))
+}
+
 /// The steps a compute work runs, in order: an FP8 pass's weight casts
 /// first (in its first segment), then its segment of the pass's steps;
 /// `None` for a work that is not a computation.
@@ -381,12 +429,9 @@ pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
     let Work::Compute {
         pass,
         layers,
-        dense_layers,
-        first_layer,
-        embedding,
-        head,
         fp8_weight_cast,
         segment,
+        ..
     } = *work
     else {
         return None;
@@ -403,15 +448,6 @@ pub fn compute_steps(scenario: &Scenario, work: &Work) -> Option<Vec<Step>> {
             layers,
         ));
     }
-    steps.extend(segment_steps(
-        pass_steps_at(
-            scenario,
-            pass,
-            (first_layer, layers, dense_layers),
-            embedding,
-            head,
-        ),
-        segment,
-    ));
+    steps.extend(work_piece_steps(scenario, work)?);
     Some(steps)
 }

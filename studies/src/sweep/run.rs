@@ -136,8 +136,7 @@ pub fn run_candidates_with(
     expansion: sim::Expansion,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
-    let (mut outcome, fitting) = fitting_candidates(candidates, memory)?;
-    let budget = MemoryBudget::new(sim::host_memory::available().map(|a| a.bytes));
+    let (mut outcome, fitting, budget) = fitting_candidates(candidates, memory)?;
     let done = AtomicUsize::new(0);
     outcome.results = simulate_all(&fitting, &budget, expansion, &|| {
         on_simulated(done.fetch_add(1, Ordering::Relaxed) + 1, fitting.len())
@@ -155,7 +154,7 @@ pub fn run_candidates_pruned(
     keep: usize,
     on_simulated: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RunOutcome, SweepError> {
-    let (mut outcome, fitting) = fitting_candidates(candidates, memory)?;
+    let (mut outcome, fitting, budget) = fitting_candidates(candidates, memory)?;
     let mut bounded: Vec<(u64, &ValidCandidate)> = fitting
         .par_iter()
         .map(|&candidate| {
@@ -166,7 +165,6 @@ pub fn run_candidates_pruned(
         })
         .collect();
     bounded.sort_by_key(|(bound, candidate)| (*bound, candidate.index));
-    let budget = MemoryBudget::new(sim::host_memory::available().map(|a| a.bytes));
     let done = AtomicUsize::new(0);
     // (iteration time, index) of every simulated layout, best first.
     let mut best: Vec<(u64, u32)> = Vec::new();
@@ -202,12 +200,13 @@ pub fn run_candidates_pruned(
 }
 
 /// The memory model's verdict on every candidate: the dropped ones (in an
-/// outcome) and those that fit; refuses the sweep when one of those cannot
-/// be simulated on this machine at all.
+/// outcome) and those that fit, with the host memory the simulations may
+/// share; refuses the sweep when one of those cannot be simulated on this
+/// machine at all.
 fn fitting_candidates(
     candidates: &[ValidCandidate],
     memory: MemoryRule,
-) -> Result<(RunOutcome, Vec<&ValidCandidate>), SweepError> {
+) -> Result<(RunOutcome, Vec<&ValidCandidate>, MemoryBudget), SweepError> {
     let checked: Vec<Option<DroppedRecord>> = match memory {
         MemoryRule::Ignore => vec![None; candidates.len()],
         MemoryRule::Fit { headroom_bytes } => candidates
@@ -241,7 +240,11 @@ fn fitting_candidates(
             message: error.to_string(),
         });
     }
-    Ok((outcome, fitting))
+    Ok((
+        outcome,
+        fitting,
+        MemoryBudget::new(available.map(|a| a.bytes)),
+    ))
 }
 
 /// Simulates `candidates` in parallel within `budget`, in their order;

@@ -48,6 +48,14 @@ fn run(scenario: &Scenario, slow: &[SlowNic]) -> SimulationReport {
     sim::simulate_with_stragglers(scenario, Expansion::Full, &stragglers).expect("simulates")
 }
 
+/// `scenario` with every NIC's achieved rate divided by `factor`: what a
+/// slow part that caps a communication's NIC tier should equal.
+pub(super) fn with_nics_over(scenario: &Scenario, factor: f64) -> Scenario {
+    let mut slowed = scenario.clone();
+    slowed.profile.communication.nic_bandwidth_bytes_per_s.value /= factor;
+    slowed
+}
+
 /// (ranks, kind, bytes, duration) of every communication task (every
 /// task that is not a compute kernel: host copies too).
 pub(super) fn communication(report: &SimulationReport) -> Vec<(Vec<u32>, TaskKind, u64, u64)> {
@@ -301,13 +309,7 @@ fn a_pipeline_transfer_received_through_a_slow_nic_takes_its_rate() {
     let factor = 3.0;
     let nominal = communication(&run(&scenario, &[]));
     let slowed = communication(&run(&scenario, &[SlowNic { rank: 11, factor }]));
-    let mut everywhere = scenario.clone();
-    everywhere
-        .profile
-        .communication
-        .nic_bandwidth_bytes_per_s
-        .value /= factor;
-    let everywhere = communication(&run(&everywhere, &[]));
+    let everywhere = communication(&run(&with_nics_over(&scenario, factor), &[]));
     let mut received = 0;
     for ((before, after), all) in nominal.iter().zip(&slowed).zip(&everywhere) {
         let (ranks, kind, ..) = after;

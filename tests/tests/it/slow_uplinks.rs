@@ -7,12 +7,15 @@
 //! leaf's cables carry 1/F and the flows crossing them slow within that
 //! bound. A run with a slow uplink simulates every replica.
 
-use super::slow_links::communication;
+use super::slow_links::{communication, with_nics_over};
 use sim::scenario::{Scenario, ScenarioFile, TrainingOptionsFile};
 use sim::slow_uplink::SlowUplink;
 use sim::straggler::{StragglerError, Stragglers};
 use sim::task::TaskKind;
 use sim::{Expansion, SimulationReport};
+
+/// (ranks, kind, bytes, duration) of a communication task.
+type Communication = (Vec<u32>, TaskKind, u64, u64);
 
 /// The hand model at t = 4, p = 2, d = 4 on four DGX A100 nodes, whose fat
 /// tree is cut to switches of radix 4: a leaf serves one rail of two
@@ -45,6 +48,18 @@ fn run(scenario: &Scenario, slow: &[SlowUplink], expansion: Expansion) -> Simula
     sim::simulate_with_stragglers(scenario, expansion, &stragglers).expect("simulates")
 }
 
+/// Every communication task of `scenario` in full expansion, without and
+/// with rank 3's leaf uplinks at 1/`factor`.
+fn nominal_and_slowed(
+    scenario: &Scenario,
+    factor: f64,
+) -> (Vec<Communication>, Vec<Communication>) {
+    let slow = [SlowUplink { rank: 3, factor }];
+    let [nominal, slowed] =
+        [&[][..], &slow[..]].map(|slow| communication(&run(scenario, slow, Expansion::Full)));
+    (nominal, slowed)
+}
+
 /// Whether a communication of `kind` over `ranks` climbs through the leaf
 /// of rail 3 over nodes {0, 1}: its nodes span both blocks and a member is
 /// GPU 3 of node 0 or 1. Ranks are numbered tensor rank first, then data
@@ -68,19 +83,12 @@ fn crosses_rail_3_leaf_of_block_0(ranks: &[u32], kind: TaskKind) -> bool {
 fn groups_climbing_through_the_slow_leaf_run_at_the_nic_rate_over_f_and_no_others_change() {
     let scenario = four_nodes(false);
     let factor = 4.0;
-    let nominal = communication(&run(&scenario, &[], Expansion::Full));
-    let slowed = communication(&run(
-        &scenario,
-        &[SlowUplink { rank: 3, factor }],
+    let (nominal, slowed) = nominal_and_slowed(&scenario, factor);
+    let everywhere = communication(&run(
+        &with_nics_over(&scenario, factor),
+        &[],
         Expansion::Full,
     ));
-    let mut everywhere = scenario.clone();
-    everywhere
-        .profile
-        .communication
-        .nic_bandwidth_bytes_per_s
-        .value /= factor;
-    let everywhere = communication(&run(&everywhere, &[], Expansion::Full));
     assert_eq!(nominal.len(), slowed.len());
     let (mut crossing, mut inside) = (0, 0);
     for ((before, after), all) in nominal.iter().zip(&slowed).zip(&everywhere) {
@@ -158,12 +166,7 @@ fn a_leaf_whose_nodes_hold_every_group_slows_nothing() {
 fn under_contention_flows_through_the_slow_leaf_slow_within_its_capacity() {
     let scenario = four_nodes(true);
     let factor = 4.0;
-    let nominal = communication(&run(&scenario, &[], Expansion::Full));
-    let slowed = communication(&run(
-        &scenario,
-        &[SlowUplink { rank: 3, factor }],
-        Expansion::Full,
-    ));
+    let (nominal, slowed) = nominal_and_slowed(&scenario, factor);
     let mut checked = 0;
     for (before, after) in nominal.iter().zip(&slowed) {
         let (ranks, kind, ..) = after;

@@ -18,9 +18,14 @@
 //! flows (pipeline transfers, collectives and PCIe copies) share link bandwidth max-min fairly in
 //! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
 //! completes plus its fixed tail. Everything else keeps its fixed duration.
+//!
+//! [`replicated::run_replicated`] runs full expansion from one replica's
+//! graph without building the others' (fixed durations: longest paths in
+//! one topological pass).
 
 pub mod event_queue;
 pub mod network;
+pub mod replicated;
 
 use crate::event_queue::EventQueue;
 use crate::network::{FairShareNetwork, FlowPlan, LinkUtilization, RouteCache, SharedFabric};

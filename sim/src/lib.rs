@@ -43,6 +43,8 @@ pub mod network;
 pub mod placement;
 pub mod plan;
 pub mod rank_spread;
+mod replicated_run;
+mod replicated_view;
 /// The training scenario and its validation (the `scenario` crate).
 pub use scenario;
 pub use schedules as schedule;

@@ -11,6 +11,7 @@ use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::plan::Plan;
+use crate::replicated_run::Replicated;
 use crate::slow_link::SlowLinkCosts;
 use crate::straggler::Stragglers;
 use crate::symmetry::{Expansion, SimulationMode};
@@ -43,30 +44,34 @@ pub struct SimulationReport {
     /// Tasks the engine ran (`n_tasks` in full expansion).
     pub simulated_tasks: usize,
     /// What the engine computed, which the Timeline is a view of.
-    run: SimulatedRun,
+    pub(crate) run: SimulatedRun,
     /// Under symmetry: the scenario and its stragglers, expanded in full
     /// when the Timeline (every rank's records) is asked for and the
     /// replica map does not describe it.
-    expand: Option<Box<(Scenario, Stragglers)>>,
+    pub(crate) expand: Option<Box<(Scenario, Stragglers)>>,
+    /// Full expansion run from the representative's graph
+    /// ([`crate::replicated_run`]): full expansion's ids and groups, which
+    /// the engine's arrays are indexed by.
+    pub(crate) replicated: Option<Box<crate::replicated_run::ReplicatedRecords>>,
     /// The Timeline, built on first request.
-    timeline: OnceLock<Timeline>,
+    pub(crate) timeline: OnceLock<Timeline>,
     /// Under symmetry: full expansion's ids ([`taskgraph::replica_map`]), on
     /// first request; `None` inside if the layout is outside what the
     /// representative's loops describe.
-    expanded: OnceLock<Option<Expanded>>,
+    pub(crate) expanded: OnceLock<Option<Expanded>>,
 }
 
 /// The engine's result with what it takes to describe every task: the
 /// graph's task columns (its edges freed), the costs, start and end times.
 #[derive(Debug, Clone)]
-struct SimulatedRun {
-    header: TimelineHeader,
-    graph: TaskGraph,
-    costs: Vec<WorkCost>,
-    start: Vec<SimTime>,
-    end: Vec<SimTime>,
+pub(crate) struct SimulatedRun {
+    pub header: TimelineHeader,
+    pub graph: TaskGraph,
+    pub costs: Vec<WorkCost>,
+    pub start: Vec<SimTime>,
+    pub end: Vec<SimTime>,
     /// Records carry their iteration (several iterations were simulated).
-    iterations: bool,
+    pub iterations: bool,
 }
 
 impl Spans for SimulatedRun {
@@ -175,6 +180,20 @@ impl SimulationReport {
     pub fn timeline_of(&self, selection: &TimelineSelection) -> Timeline {
         let run = &self.run;
         let span = |index: usize| (run.start[index].as_nanos(), run.end[index].as_nanos());
+        if let Some(replicated) = &self.replicated {
+            // The engine's starts are full expansion's: a twin's at its full id.
+            return Timeline {
+                header: run.header.clone(),
+                tasks: timeline_view::expanded_records(
+                    &run.graph,
+                    &replicated.expanded,
+                    &run.costs,
+                    run.iterations,
+                    selection,
+                    |twin| replicated.span(&run.start, twin),
+                ),
+            };
+        }
         let Some(expand) = &self.expand else {
             return Timeline {
                 header: run.header.clone(),
@@ -203,7 +222,7 @@ impl SimulationReport {
                         &run.costs,
                         run.iterations,
                         selection,
-                        span,
+                        |twin| span(twin.representative as usize),
                     ),
                 }
             }
@@ -218,6 +237,9 @@ impl SimulationReport {
     /// Under symmetry, full expansion's task and group ids (`None` in full
     /// expansion, or where the replica map does not describe the layout).
     pub fn expanded(&self) -> Option<&Expanded> {
+        if let Some(replicated) = &self.replicated {
+            return Some(&replicated.expanded);
+        }
         let (scenario, _) = self.expand.as_deref()?;
         self.expanded
             .get_or_init(|| {
@@ -241,6 +263,9 @@ impl SimulationReport {
 
     /// The latest task end (the Timeline's makespan, without building it).
     pub fn makespan_ns(&self) -> u64 {
+        if let Some(replicated) = &self.replicated {
+            return replicated.makespan_ns(&self.run.start);
+        }
         self.run.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0)
     }
 
@@ -253,6 +278,12 @@ impl SimulationReport {
         rank: u32,
     ) -> crate::cost::class_time::KernelClassSeconds {
         crate::cost::class_time::kernel_class_seconds(scenario, &self.run.graph, rank)
+    }
+
+    /// Whether full expansion ran from the representative's graph
+    /// ([`crate::replicated_run`]) rather than every replica's built.
+    pub fn replicated(&self) -> bool {
+        self.replicated.is_some()
     }
 
     /// The peak over stages.
@@ -366,7 +397,7 @@ fn records(
 }
 
 /// The header every producer writes.
-fn timeline_header(
+pub(crate) fn timeline_header(
     scenario: &Scenario,
     graph: &TaskGraph,
     producer: Producer,
@@ -428,6 +459,9 @@ pub fn simulate_with_stragglers(
     stragglers: &Stragglers,
 ) -> Result<SimulationReport, SimulationError> {
     let plan = Plan::of(scenario);
+    if let Some(replicated) = Replicated::for_full_run(scenario, &plan, expansion, stragglers) {
+        return crate::replicated_run::simulate(scenario, &plan, replicated, stragglers);
+    }
     let lowered = LoweredRun::lower(scenario, &plan, expansion, stragglers);
     let original_stragglers = stragglers;
     let stragglers = lowered.stragglers(original_stragglers);
@@ -506,6 +540,7 @@ pub fn simulate_with_stragglers(
             SimulationMode::Full => None,
             _ => Some(Box::new((scenario.clone(), original_stragglers.clone()))),
         },
+        replicated: None,
         timeline: OnceLock::new(),
         expanded: OnceLock::new(),
     })

@@ -60,8 +60,13 @@ pub enum Expansion {
     /// One representative replica where that is exact, else every replica.
     #[default]
     Auto,
-    /// Every replica (`--no-symmetry`).
+    /// Every replica (`--no-symmetry`): from the representative's graph
+    /// where it stands for them ([`crate::replicated_run`]), else each
+    /// replica's tasks built.
     Full,
+    /// Every replica, each replica's tasks built and run by the event
+    /// engine: the reference a replicated run is tested against.
+    Built,
 }
 
 /// What ran.
@@ -148,7 +153,7 @@ pub(crate) fn planned_mode(
     if stragglers.is_empty() {
         return (mode_of(expansion, symmetric), None);
     }
-    if expansion == Expansion::Full {
+    if expansion != Expansion::Auto {
         return (SimulationMode::Full, None);
     }
     match crate::symmetry_exceptions::exception_replicas(scenario, symmetric, stragglers) {

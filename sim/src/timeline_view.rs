@@ -11,7 +11,7 @@
 
 use crate::cost::WorkCost;
 use taskgraph::ids::{Rank, TaskId};
-use taskgraph::replica_map::Expanded;
+use taskgraph::replica_map::{Expanded, Twin};
 use taskgraph::task::NO_MICROBATCH;
 use taskgraph::task_graph::TaskGraph;
 use timeline::TaskRecord;
@@ -108,14 +108,16 @@ pub(crate) fn full_records(
         .collect()
 }
 
-/// The chosen records of full expansion, from a representative's graph.
+/// The chosen records of full expansion, from a representative's graph;
+/// `span(twin)` is a twin's (start, end): its representative's under
+/// symmetry, its own in a replicated run ([`crate::replicated_run`]).
 pub(crate) fn expanded_records(
     graph: &TaskGraph,
     expanded: &Expanded,
     costs: &[WorkCost],
     iterations: bool,
     selection: &TimelineSelection,
-    span: impl Fn(usize) -> (u64, u64),
+    span: impl Fn(Twin) -> (u64, u64),
 ) -> Vec<TaskRecord> {
     let wanted = selection.groups_wanted(&expanded.groups);
     let mut records = Vec::new();
@@ -123,7 +125,7 @@ pub(crate) fn expanded_records(
         |task| graph.group_of(TaskId(task)),
         |group| wanted[group as usize],
         |twin| {
-            let span = span(twin.representative as usize);
+            let span = span(twin);
             if selection.in_window(span.0, span.1) {
                 records.push(record(
                     graph,

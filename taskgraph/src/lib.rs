@@ -6,9 +6,10 @@
 //! successor rows ([`task_columns`]) in a sealed [`task_graph::TaskGraph`]
 //! with its rank groups and interned works; and, for a graph of one
 //! representative replica, the map to full expansion's ids
-//! ([`replica_map`]). Knows no scenario, cost or time.
+//! ([`replica_map`]) and as arithmetic on its ids ([`replica_ids`]). Knows no scenario, cost or time.
 
 pub mod ids;
+pub mod replica_ids;
 pub mod replica_map;
 pub mod representative;
 pub mod task;

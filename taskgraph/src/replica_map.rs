@@ -23,6 +23,7 @@
 //! (`None`), and its Timeline comes from full expansion.
 
 use crate::ids::{GroupId, Rank};
+use crate::replica_ids::ReplicaIds;
 use crate::representative::Representative;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -231,6 +232,13 @@ pub struct Twin {
 }
 
 impl Expanded {
+    /// Full expansion's task ids as arithmetic on the representative's
+    /// ([`ReplicaIds`]); `None` past 32-bit ids.
+    pub fn replica_ids(&self) -> Option<ReplicaIds> {
+        let loops: Vec<Range<u32>> = self.loops.iter().map(|lp| lp.tasks.clone()).collect();
+        ReplicaIds::new(self.task_count, &loops, self.replicas)
+    }
+
     /// Visits, in full expansion's id order, every task whose full group
     /// `wanted` accepts; `task_groups(task)` is a representative task's group.
     pub fn for_each_twin(

@@ -25,11 +25,15 @@
 //! inside that window. `iteration_times_s` lists every iteration's span.
 
 mod rank_pass;
+mod rank_view;
+mod totals;
 
 use crate::kinds::{StreamKind, TaskKind};
 use crate::{TaskRecord, Timeline, TimelineHeader};
 use rank_pass::RankPass;
+pub use rank_view::{compute_rank_view, Interval, RankView};
 use serde::{Deserialize, Serialize};
+use totals::{FlopTotals, RankTotals};
 
 /// What metrics read of one task.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -268,9 +272,7 @@ pub fn compute_spans_weighted(
     let layout = &header.layout;
     let ranks_per_stage = layout.ranks_per_stage() as usize;
     let ends = iteration_ends_ns(timeline);
-    let n_iterations = ends.len();
     let (window_start, window_end) = steady_window_ns(&ends);
-    let iteration_ns = window_end - window_start;
     // Compute tasks run on one replica's ranks: under symmetry each stands
     // for its `replicas` twins, numbered replica by replica in full
     // expansion, so the sums repeat the same terms in the same order (the
@@ -346,97 +348,24 @@ pub fn compute_spans_weighted(
     }
     drop(fill);
 
-    let mut idle_sum_ns = 0u128;
-    let mut compute_sum_ns = 0u128;
-    let mut exposed_sum_ns = [0u128; 6];
-    let mut in_flight_sum_ns = [0u128; 6];
-    let mut stage_idle_ns = vec![0u128; layout.pipeline_parallel as usize];
-    let mut expert_stream_exposed_ns = 0u128;
     // Ranks in order, each reusing the previous one's sums when its
     // intervals are the same (checked in full; see `rank_pass`).
+    let mut totals = RankTotals::new(layout.pipeline_parallel as usize);
     let mut pass = RankPass::new(window_start, window_end);
     for rank in (0..n_ranks).filter(|&rank| simulated(rank as u32)) {
         let sums = pass.sums(timeline, &by_rank[counts[rank]..counts[rank + 1]]);
         // A simulated rank stands for its replica's weight in ranks (its twins).
-        let weight = weight_of(rank as u32);
-        idle_sum_ns += sums.idle_ns as u128 * weight;
-        stage_idle_ns[rank / ranks_per_stage] += sums.idle_ns as u128 * weight;
-        compute_sum_ns += sums.compute_ns * weight;
-        for class in 0..6 {
-            exposed_sum_ns[class] += sums.exposed_ns[class] * weight;
-            in_flight_sum_ns[class] += sums.in_flight_ns[class] * weight;
-        }
-        expert_stream_exposed_ns += sums.expert_stream_exposed_ns * weight;
+        totals.add(&sums, rank / ranks_per_stage, weight_of(rank as u32));
     }
-    // Work totals are per iteration; the TP all-reduce sum counts every iteration too.
-    total_flops /= n_iterations as f64;
-    model_flops /= n_iterations as f64;
-    compute_sum_ns /= n_iterations as u128;
-    exposed_sum_ns[0] /= n_iterations as u128;
-    exposed_sum_ns[5] /= n_iterations as u128;
-    // The steady-state window's exposure of the stream's all-to-alls (as
-    // the other windowed classes), beside the per-iteration sum above.
-    exposed_sum_ns[5] += expert_stream_exposed_ns;
-    let iteration_s = iteration_ns as f64 * 1e-9;
-    let per_rank = |sum: u128| sum as f64 * 1e-9 / n_ranks.max(1) as f64;
-    let tflops_per_gpu = if iteration_s > 0.0 {
-        total_flops / (iteration_s * n_ranks as f64) / 1e12
-    } else {
-        0.0
-    };
-    let fraction = |idle: u128, ranks: usize| {
-        if iteration_ns == 0 {
-            0.0
-        } else {
-            idle as f64 / (ranks as f64 * iteration_ns as f64)
-        }
-    };
-    Metrics {
-        iteration_time_s: iteration_s,
-        iterations: n_iterations as u32,
-        iteration_times_s: ends
-            .iter()
-            .scan(0u64, |previous, &end| {
-                let span = end.saturating_sub(*previous);
-                *previous = end;
-                Some(span as f64 * 1e-9)
-            })
-            .collect(),
-        samples_per_s: if iteration_s > 0.0 {
-            layout.global_batch as f64 / iteration_s
-        } else {
-            0.0
+    totals.metrics(
+        header,
+        &ends,
+        FlopTotals {
+            total: total_flops,
+            model: model_flops,
         },
-        tflops_per_gpu,
-        model_tflops_per_gpu: if iteration_s > 0.0 {
-            model_flops / (iteration_s * n_ranks as f64) / 1e12
-        } else {
-            0.0
-        },
-        percent_of_peak: 100.0 * tflops_per_gpu * 1e12 / peak_flops_per_s,
-        bubble_fraction: fraction(idle_sum_ns, n_ranks),
-        bubble_fraction_per_stage: stage_idle_ns
-            .iter()
-            .map(|&idle| fraction(idle, ranks_per_stage))
-            .collect(),
-        compute_time_s: per_rank(compute_sum_ns),
-        exposed_communication: ExposedCommunication {
-            tensor_s: per_rank(exposed_sum_ns[0]),
-            pipeline_s: per_rank(exposed_sum_ns[1]),
-            data_parallel_s: per_rank(exposed_sum_ns[2]),
-            offload_s: per_rank(exposed_sum_ns[3]),
-            host_s: per_rank(exposed_sum_ns[4]),
-            expert_parallel_s: per_rank(exposed_sum_ns[5]),
-        },
-        communication: ExposedCommunication {
-            tensor_s: per_rank(exposed_sum_ns[0]),
-            pipeline_s: per_rank(in_flight_sum_ns[1]),
-            data_parallel_s: per_rank(in_flight_sum_ns[2]),
-            offload_s: per_rank(in_flight_sum_ns[3]),
-            host_s: per_rank(in_flight_sum_ns[4]),
-            expert_parallel_s: per_rank(exposed_sum_ns[5]),
-        },
-    }
+        peak_flops_per_s,
+    )
 }
 
 /// [`compute`] on a timeline that is first checked, for timelines from outside.

@@ -110,7 +110,7 @@ fn its_states_are_adams_with_both_compression_errors_and_its_step_unfused() {
 #[test]
 fn onebit_adam_stays_exact_under_symmetry() {
     let scenario = file(Optimizer::OneBitAdam).resolve().unwrap();
-    let full = sim::simulate_with(&scenario, Expansion::Full).unwrap();
+    let full = sim::simulate_with(&scenario, Expansion::Built).unwrap();
     let auto = sim::simulate_with(&scenario, Expansion::Auto).unwrap();
     assert_eq!(auto.mode, SimulationMode::Symmetric { replicas: D });
     assert_eq!(auto.metrics, full.metrics);

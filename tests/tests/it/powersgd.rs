@@ -108,7 +108,7 @@ fn a_matrix_that_would_not_shrink_twice_is_sent_whole() {
 #[test]
 fn powersgd_stays_exact_under_symmetry() {
     let scenario = file(Some(4)).resolve().unwrap();
-    let full = sim::simulate_with(&scenario, Expansion::Full).unwrap();
+    let full = sim::simulate_with(&scenario, Expansion::Built).unwrap();
     let auto = sim::simulate_with(&scenario, Expansion::Auto).unwrap();
     assert_eq!(auto.mode, SimulationMode::Symmetric { replicas: D });
     assert_eq!(auto.metrics, full.metrics);

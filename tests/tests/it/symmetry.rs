@@ -60,12 +60,23 @@ pub(super) fn scenario(
     }
 }
 
-/// Simulates both ways; returns the mode the automatic run chose.
+/// Simulates every way (symmetric where it applies, every replica from
+/// the representative's graph, every replica built); returns the mode the
+/// automatic run chose.
 fn compare(scenario: &Scenario) -> SimulationMode {
     let title = scenario.title();
-    let full = sim::simulate_with(scenario, Expansion::Full).unwrap();
+    let full = sim::simulate_with(scenario, Expansion::Built).unwrap();
     let auto = sim::simulate_with(scenario, Expansion::Auto).unwrap();
     assert_eq!(full.mode, SimulationMode::Full);
+    assert!(!full.replicated());
+    let replicated = sim::simulate_with(scenario, Expansion::Full).unwrap();
+    super::replicated_run::assert_same_run(&replicated, &full, &title);
+    // A run that can go symmetric keeps one replica's graph in full expansion too.
+    assert_eq!(
+        replicated.replicated(),
+        matches!(auto.mode, SimulationMode::Symmetric { .. }),
+        "{title}"
+    );
     assert_eq!(auto.metrics, full.metrics, "{title}");
     assert_eq!(
         auto.metrics.iteration_time_s.to_bits(),
@@ -423,7 +434,7 @@ fn large_flop_totals_keep_their_bits() {
         ));
         // The full run's FLOP total is not the representative's times d·cp:
         // only the repeated order gives its bits.
-        let full = sim::simulate_with(&scenario, Expansion::Full).unwrap();
+        let full = sim::simulate_with(&scenario, Expansion::Built).unwrap();
         let m = &full.metrics;
         let total = m.tflops_per_gpu * 1e12 * m.iteration_time_s * scenario.layout.gpus() as f64;
         inexact += usize::from(total > 2f64.powi(53));

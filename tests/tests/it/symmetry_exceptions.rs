@@ -30,7 +30,7 @@ fn stragglers(scenario: &Scenario, slow: &[(u32, f64)]) -> Stragglers {
 
 fn compare_with(scenario: &Scenario, stragglers: &Stragglers) -> SimulationMode {
     let title = scenario.title();
-    let full = sim::simulate_with_stragglers(scenario, Expansion::Full, stragglers).unwrap();
+    let full = sim::simulate_with_stragglers(scenario, Expansion::Built, stragglers).unwrap();
     let auto = sim::simulate_with_stragglers(scenario, Expansion::Auto, stragglers).unwrap();
     assert_eq!(full.mode, SimulationMode::Full);
     assert_eq!(auto.metrics, full.metrics, "{title}");

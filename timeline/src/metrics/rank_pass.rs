@@ -10,7 +10,7 @@
 //! full, never assumed; the sums are integers, so adding a reused rank's sums
 //! is exactly what adding its recomputed sums would be.
 
-use super::Spans;
+use super::{Interval, Spans};
 use crate::kinds::{CommClass, StreamKind};
 
 /// One rank's sums, integer nanoseconds. Classes are indexed as the metrics
@@ -45,6 +45,8 @@ pub(crate) struct RankPass<'a> {
     /// Clipped intervals per windowed class: pipeline, data parallel,
     /// offload, host, and expert all-to-alls on their own stream.
     windowed: [Vec<(u64, u64)>; 5],
+    /// The last rank measured by [`RankPass::sums_of_intervals`]: its intervals.
+    last_intervals: Vec<Interval>,
     /// Ranks whose sums were reused (for tests).
     reused: usize,
 }
@@ -59,6 +61,7 @@ impl<'a> RankPass<'a> {
             last_sums: None,
             busy: Vec::new(),
             windowed: Default::default(),
+            last_intervals: Vec::new(),
             reused: 0,
         }
     }
@@ -84,16 +87,36 @@ impl<'a> RankPass<'a> {
         sums
     }
 
+    /// The sums of the rank whose tasks run over `intervals` (any order):
+    /// the previous call's when they are the same sequence.
+    pub fn sums_of_intervals(&mut self, intervals: &[Interval]) -> RankSums {
+        if let Some(sums) = self.last_sums {
+            if intervals == self.last_intervals.as_slice() {
+                self.reused += 1;
+                return sums;
+            }
+        }
+        let sums = self.measure_intervals(intervals.iter().copied());
+        self.last_intervals.clear();
+        self.last_intervals.extend_from_slice(intervals);
+        self.last_sums = Some(sums);
+        sums
+    }
+
     /// Measures the rank running `tasks`.
     fn measure(&mut self, timeline: &impl Spans, tasks: &[u32]) -> RankSums {
+        self.measure_intervals(tasks.iter().map(|&index| timeline.interval(index as usize)))
+    }
+
+    /// Measures the rank whose tasks run over `intervals`.
+    fn measure_intervals(&mut self, intervals: impl Iterator<Item = Interval>) -> RankSums {
         let (window_start, window_end) = (self.window_start_ns, self.window_end_ns);
         let mut sums = RankSums::default();
         self.busy.clear();
         for intervals in &mut self.windowed {
             intervals.clear();
         }
-        for &index in tasks {
-            let (kind, stream, start_ns, end_ns) = timeline.interval(index as usize);
+        for (kind, stream, start_ns, end_ns) in intervals {
             let duration_ns = (end_ns - start_ns) as u128;
             let (clipped_start, clipped_end) = (start_ns.max(window_start), end_ns.min(window_end));
             let in_window = (clipped_end > clipped_start).then_some((clipped_start, clipped_end));

@@ -1,0 +1,324 @@
+//! Full expansion kept as one replica's graph: every replica simulated, in
+//! a fraction of the memory and time building them all would take.
+//!
+//! **When.** A run in full expansion (`--no-symmetry`, or stragglers the
+//! exceptions of [`crate::symmetry_exceptions`] do not cover, such as a
+//! spread of GPU speeds) whose replicas are alike in structure and
+//! placement, which is what [`crate::symmetry::symmetric_replicas`] checks:
+//! no `--contention` (flows need the fabric and its event loop), no
+//! ZeRO-Offload, HSDP or hpZ, replicas on their nodes alike. Slow links
+//! (`--slow-nic`, `--slow-nvlink`, `--slow-pcie`, `--slow-uplink`) price a
+//! task by the ranks of its group and are not carried over yet: such runs
+//! build every replica, as does a layout the representative's replica map
+//! does not describe. Slow ranks and spreads are: their factor is a rank's.
+//!
+//! **How.** Lowering builds the representative replica
+//! ([`crate::lowering::lower_representative`]); its replica map gives full
+//! expansion's ids as arithmetic ([`taskgraph::replica_ids`]); the engine
+//! runs every replica's twins over the representative's edges
+//! ([`engine::replicated`]) with each twin's own duration (its rank's
+//! factor); metrics read each rank's tasks from its twin rank's in replica 0
+//! ([`timeline::metrics::RankView`]). Times, metrics, counts and the
+//! Timeline are full expansion's, which `tests/tests/it/replicated_run.rs`
+//! checks task by task against full expansion built and run.
+//!
+//! **What it checks first** (else every replica is built): the
+//! representative's loops hold exactly the tasks whose groups lie inside
+//! replica 0 (the twins copies move), and every other group holds, with
+//! each of its ranks in replica 0, that rank's twin in every replica and
+//! nothing else (a collective joining all replicas alike).
+
+use crate::cost::WorkCost;
+use crate::cost::{cost_works, ClosedFormNetwork};
+use crate::plan::Plan;
+use crate::replicated_view::ReplicatedView;
+use crate::simulate::{SimulatedRun, SimulationError, SimulationReport, MAX_TOTAL_TASK_NS};
+use crate::straggler::Stragglers;
+use crate::symmetry::{Expansion, FullCounts, Representative, SimulationMode};
+use scenario::Scenario;
+use std::sync::OnceLock;
+use taskgraph::ids::{Rank, TaskId};
+use taskgraph::replica_ids::ReplicaIds;
+use taskgraph::replica_map::{Expanded, Twin};
+use taskgraph::task_graph::TaskGraph;
+use timeline::time::{SimDuration, SimTime};
+use timeline::Producer;
+
+/// The representative's graph with full expansion's ids and groups.
+pub(crate) struct Replicated {
+    pub graph: TaskGraph,
+    pub expanded: Expanded,
+    pub ids: ReplicaIds,
+    pub representative: Representative,
+    /// Full expansion's task and edge counts.
+    pub full: FullCounts,
+}
+
+impl Replicated {
+    /// The representative, where a run `expansion` asks for goes in full
+    /// expansion and one replica's graph can stand for it.
+    pub fn for_full_run(
+        scenario: &Scenario,
+        plan: &Plan,
+        expansion: Expansion,
+        stragglers: &Stragglers,
+    ) -> Option<Replicated> {
+        if expansion == Expansion::Built {
+            return None;
+        }
+        let symmetric = crate::symmetry::symmetric_replicas_in(scenario, plan);
+        let (mode, _) = crate::symmetry::planned_mode(scenario, symmetric, expansion, stragglers);
+        if mode != SimulationMode::Full {
+            return None;
+        }
+        Replicated::lower(scenario, plan, stragglers)
+    }
+
+    /// The representative of a run of every replica, where one replica's
+    /// graph can stand for full expansion (see the module header); `None`
+    /// where every replica must be built.
+    pub fn lower(scenario: &Scenario, plan: &Plan, stragglers: &Stragglers) -> Option<Replicated> {
+        crate::symmetry::symmetric_replicas_in(scenario, plan).ok()?;
+        if !stragglers.links().is_empty() {
+            return None;
+        }
+        let representative = plan.representative;
+        let graph = crate::lowering::lower_representative(scenario, plan);
+        let full = FullCounts::of(&graph, representative, &[representative.replicas]);
+        let expanded = graph.replica_map()?.expand(
+            graph.groups(),
+            |task| graph.group_of(TaskId(task)),
+            graph.task_count() as u32,
+            representative,
+            full.tasks,
+        )?;
+        let ids = expanded.replica_ids()?;
+        (ids.full_tasks() as usize == full.tasks && copies_are_twins(&graph, &ids, representative))
+            .then_some(Replicated {
+                graph,
+                expanded,
+                ids,
+                representative,
+                full,
+            })
+    }
+
+    /// Each twin's duration: its representative task's priced one, a
+    /// compute kernel's stretched by its own rank's factor.
+    pub fn durations(&self, costs: &[WorkCost], stragglers: &Stragglers) -> TwinDurations {
+        let graph = &self.graph;
+        let priced = graph
+            .task_works()
+            .iter()
+            .map(|work| costs[work.index()].duration)
+            .collect();
+        let kernel_rank = if stragglers.is_empty() {
+            Vec::new()
+        } else {
+            (0..graph.task_count() as u32)
+                .map(|task| {
+                    let id = TaskId(task);
+                    match graph.group_ranks(graph.group_of(id)) {
+                        [rank] if graph.kind_of(id).is_compute() => Some(rank.0),
+                        _ => None,
+                    }
+                })
+                .collect()
+        };
+        TwinDurations {
+            priced,
+            kernel_rank,
+            stragglers: stragglers.clone(),
+            tensor_parallel: self.representative.tensor_parallel,
+        }
+    }
+
+    /// The sum of every full task's priced duration (each loop task once per copy).
+    pub fn total_ns(&self, costs: &[WorkCost]) -> u128 {
+        (0..self.graph.task_count() as u32)
+            .map(|task| {
+                let copies = if self.ids.is_shared(task) {
+                    1
+                } else {
+                    self.ids.copies()
+                };
+                costs[self.graph.work_of(TaskId(task)).index()].duration.0 as u128 * copies as u128
+            })
+            .sum()
+    }
+}
+
+/// Simulates every replica of `scenario` from `replicated`: full
+/// expansion's report, byte for byte.
+pub(crate) fn simulate(
+    scenario: &Scenario,
+    plan: &Plan,
+    replicated: Replicated,
+    stragglers: &Stragglers,
+) -> Result<SimulationReport, SimulationError> {
+    let network = ClosedFormNetwork::for_scenario(scenario);
+    let costs = cost_works(scenario, replicated.graph.works(), &network);
+    let total_ns = replicated.total_ns(&costs);
+    // Slow ranks stretch some of it: bounded by the largest factor.
+    let total_ns = if stragglers.is_empty() {
+        total_ns
+    } else {
+        (total_ns as f64 * stragglers.max_factor()).ceil() as u128
+    };
+    if total_ns > MAX_TOTAL_TASK_NS {
+        return Err(SimulationError::OutOfRange {
+            total_s: total_ns as f64 * 1e-9,
+            limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
+        });
+    }
+    let durations = replicated.durations(&costs, stragglers);
+    let start =
+        engine::replicated::run_replicated(&replicated.graph, &replicated.ids, |task, copy| {
+            durations.of(&replicated.ids, task, copy)
+        })?;
+    let mut header =
+        crate::simulate::timeline_header(scenario, &replicated.graph, Producer::Sim, None);
+    header.groups = replicated
+        .expanded
+        .groups
+        .iter()
+        .map(|ranks| ranks.iter().map(|r| r.0).collect())
+        .collect();
+    let iterations = scenario.iterations > 1;
+    let metrics = timeline::metrics::compute_rank_view(
+        &ReplicatedView::new(&header, &replicated, &costs, &durations, &start, iterations),
+        scenario
+            .options
+            .precision
+            .peak_flops_per_s(&scenario.topology.gpu.peak),
+    );
+    let Replicated {
+        mut graph,
+        expanded,
+        ids,
+        full,
+        ..
+    } = replicated;
+    graph.release_edges();
+    Ok(SimulationReport {
+        metrics,
+        memory: crate::memory::memory_per_stage(scenario, plan),
+        n_tasks: full.tasks,
+        n_edges: full.edges,
+        // Each task starts and finishes once (`engine::replicated`).
+        n_events: 2 * full.tasks as u64,
+        busiest_links: Vec::new(),
+        mode: SimulationMode::Full,
+        simulated_tasks: full.tasks,
+        run: SimulatedRun {
+            header,
+            graph,
+            costs,
+            start,
+            end: Vec::new(),
+            iterations,
+        },
+        expand: None,
+        replicated: Some(Box::new(ReplicatedRecords {
+            expanded,
+            ids,
+            durations,
+        })),
+        timeline: OnceLock::new(),
+        expanded: OnceLock::new(),
+    })
+}
+
+/// Each twin's duration ([`Replicated::durations`]).
+#[derive(Debug, Clone)]
+pub(crate) struct TwinDurations {
+    /// Each representative task's priced duration.
+    priced: Vec<SimDuration>,
+    /// With stragglers: each representative task's rank when it is a
+    /// compute kernel on one rank (empty without stragglers).
+    kernel_rank: Vec<Option<u32>>,
+    stragglers: Stragglers,
+    tensor_parallel: u32,
+}
+
+impl TwinDurations {
+    /// The duration of representative task `task`'s twin in copy `copy`.
+    #[inline]
+    pub fn of(&self, ids: &ReplicaIds, task: u32, copy: u32) -> SimDuration {
+        let priced = self.priced[task as usize];
+        let Some(Some(rank)) = self.kernel_rank.get(task as usize) else {
+            return priced;
+        };
+        let rank = if ids.is_shared(task) {
+            *rank
+        } else {
+            rank + copy * self.tensor_parallel
+        };
+        let factor = self.stragglers.rank_factor(rank);
+        if factor == 1.0 {
+            priced
+        } else {
+            SimDuration((priced.0 as f64 * factor).ceil() as u64)
+        }
+    }
+}
+
+/// What a replicated run's report keeps to give full expansion's records:
+/// its ids, groups and each twin's duration (the engine keeps starts only).
+#[derive(Debug, Clone)]
+pub(crate) struct ReplicatedRecords {
+    pub expanded: Expanded,
+    pub ids: ReplicaIds,
+    pub durations: TwinDurations,
+}
+
+impl ReplicatedRecords {
+    /// Full task `twin.id`'s (start, end) in ns.
+    pub fn span(&self, start: &[SimTime], twin: Twin) -> (u64, u64) {
+        let copy = self.ids.copy_of(twin.representative, twin.id);
+        let start = start[twin.id as usize];
+        let end = start + self.durations.of(&self.ids, twin.representative, copy);
+        (start.as_nanos(), end.as_nanos())
+    }
+
+    /// The latest end of any full task.
+    pub fn makespan_ns(&self, start: &[SimTime]) -> u64 {
+        let mut latest = 0;
+        self.ids.for_each_in_order(|task, copy| {
+            let id = self.ids.full_id(task, copy) as usize;
+            latest = latest.max((start[id] + self.durations.of(&self.ids, task, copy)).as_nanos());
+        });
+        latest
+    }
+}
+
+/// Whether the loops hold exactly the tasks on replica 0's ranks alone, and
+/// every shared task's group holds each of its replica-0 ranks' twins in
+/// every replica and nothing else.
+fn copies_are_twins(graph: &TaskGraph, ids: &ReplicaIds, representative: Representative) -> bool {
+    let in_replica_0 = |rank: &Rank| representative.data_index(*rank) == 0;
+    let t = representative.tensor_parallel;
+    let mut checked = vec![false; graph.groups().len()];
+    (0..graph.task_count() as u32).all(|task| {
+        let group = graph.group_of(TaskId(task));
+        let ranks = graph.group_ranks(group);
+        let inside = ranks.iter().all(in_replica_0);
+        if ids.is_shared(task) == inside {
+            return false;
+        }
+        if inside || std::mem::replace(&mut checked[group.index()], true) {
+            return true;
+        }
+        let mut firsts: Vec<u32> = ranks
+            .iter()
+            .filter(|r| in_replica_0(r))
+            .map(|r| r.0)
+            .collect();
+        firsts.sort_unstable();
+        ranks.len() == firsts.len() * ids.copies() as usize
+            && ranks.iter().all(|rank| {
+                let copy = representative.data_index(*rank);
+                firsts.binary_search(&(rank.0 - copy * t)).is_ok()
+            })
+    })
+}

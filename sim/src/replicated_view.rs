@@ -1,0 +1,148 @@
+//! Metrics' view of a replicated run ([`crate::replicated_run`]): each
+//! rank's tasks are its twin rank's in replica 0 at the twins' full ids,
+//! the FLOP terms a loop's tasks give once per copy, in full expansion's id
+//! order ([`timeline::metrics::RankView`]).
+
+use crate::cost::WorkCost;
+use crate::replicated_run::{Replicated, TwinDurations};
+use taskgraph::ids::{Rank, TaskId};
+use timeline::metrics::{Interval, RankView};
+use timeline::time::SimTime;
+use timeline::TimelineHeader;
+
+/// Metrics' view of a replicated run: each rank's tasks are its twin rank's
+/// in replica 0, at the twins' full ids.
+pub(crate) struct ReplicatedView<'a> {
+    header: &'a TimelineHeader,
+    replicated: &'a Replicated,
+    costs: &'a [WorkCost],
+    durations: &'a TwinDurations,
+    /// Every full task's start, by full id.
+    start: &'a [SimTime],
+    iterations: bool,
+    /// Replica 0's ranks' representative tasks, in id order (CSR rows by rank).
+    rank_offsets: Vec<usize>,
+    rank_tasks: Vec<u32>,
+}
+
+impl<'a> ReplicatedView<'a> {
+    pub fn new(
+        header: &'a TimelineHeader,
+        replicated: &'a Replicated,
+        costs: &'a [WorkCost],
+        durations: &'a TwinDurations,
+        start: &'a [SimTime],
+        iterations: bool,
+    ) -> ReplicatedView<'a> {
+        let graph = &replicated.graph;
+        let ranks = header.n_gpus as usize;
+        let mut counts = vec![0usize; ranks + 1];
+        let members = |task: u32| {
+            graph
+                .group_ranks(graph.group_of(TaskId(task)))
+                .iter()
+                .filter(|rank| replicated.representative.data_index(**rank) == 0)
+        };
+        for task in 0..graph.task_count() as u32 {
+            for rank in members(task) {
+                counts[rank.index() + 1] += 1;
+            }
+        }
+        for i in 0..ranks {
+            counts[i + 1] += counts[i];
+        }
+        let mut fill = counts[..ranks].to_vec();
+        let mut rank_tasks = vec![0u32; counts[ranks]];
+        for task in 0..graph.task_count() as u32 {
+            for rank in members(task) {
+                rank_tasks[fill[rank.index()]] = task;
+                fill[rank.index()] += 1;
+            }
+        }
+        ReplicatedView {
+            header,
+            replicated,
+            costs,
+            durations,
+            start,
+            iterations,
+            rank_offsets: counts,
+            rank_tasks,
+        }
+    }
+}
+
+impl ReplicatedView<'_> {
+    /// Full task (task, copy)'s (start, end) in ns.
+    #[inline]
+    fn span(&self, task: u32, copy: u32) -> (u64, u64) {
+        let ids = &self.replicated.ids;
+        let start = self.start[ids.full_id(task, copy) as usize];
+        let end = start + self.durations.of(ids, task, copy);
+        (start.as_nanos(), end.as_nanos())
+    }
+}
+
+impl RankView for ReplicatedView<'_> {
+    fn header(&self) -> &TimelineHeader {
+        self.header
+    }
+
+    fn iteration_ends_ns(&self) -> Vec<u64> {
+        let graph = &self.replicated.graph;
+        let mut ends: Vec<Option<u64>> = Vec::new();
+        self.replicated.ids.for_each_in_order(|task, copy| {
+            let iteration = if self.iterations {
+                graph.iteration_of(TaskId(task)) as usize
+            } else {
+                0
+            };
+            if ends.len() <= iteration {
+                ends.resize(iteration + 1, None);
+            }
+            let end = ends[iteration].get_or_insert(0);
+            *end = (*end).max(self.span(task, copy).1);
+        });
+        let ends: Vec<u64> = ends.into_iter().flatten().collect();
+        if ends.is_empty() {
+            return vec![0];
+        }
+        ends
+    }
+
+    fn for_each_compute_flops(&self, mut visit: impl FnMut(timeline::TaskKind, f64)) {
+        let graph = &self.replicated.graph;
+        // A segment's compute tasks' terms, gathered once, visited per copy.
+        let mut terms: Vec<(timeline::TaskKind, f64)> = Vec::new();
+        for segment in self.replicated.ids.segments() {
+            terms.clear();
+            for task in segment.tasks.clone() {
+                let id = TaskId(task);
+                let kind = graph.kind_of(id);
+                if kind.is_compute() {
+                    let size = graph.group_ranks(graph.group_of(id)).len() as f64;
+                    terms.push((kind, self.costs[graph.work_of(id).index()].flops * size));
+                }
+            }
+            for _ in 0..segment.copies {
+                for &(kind, term) in &terms {
+                    visit(kind, term);
+                }
+            }
+        }
+    }
+
+    fn rank_intervals(&self, rank: u32, out: &mut Vec<Interval>) {
+        out.clear();
+        let representative = self.replicated.representative;
+        let copy = representative.data_index(Rank(rank));
+        let twin = (rank - copy * representative.tensor_parallel) as usize;
+        let graph = &self.replicated.graph;
+        let tasks = &self.rank_tasks[self.rank_offsets[twin]..self.rank_offsets[twin + 1]];
+        out.extend(tasks.iter().map(|&task| {
+            let id = TaskId(task);
+            let (start_ns, end_ns) = self.span(task, copy);
+            (graph.kind_of(id), graph.stream_of(id), start_ns, end_ns)
+        }));
+    }
+}

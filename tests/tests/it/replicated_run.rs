@@ -1,0 +1,168 @@
+//! Full expansion from one replica's graph (issue 37, item 2;
+//! `sim::replicated_run`): a run of every replica that keeps the
+//! representative's graph must give what building every replica's tasks
+//! gives — every metric's bits, memory, counts, the whole Timeline record
+//! for record. The symmetry grid (`symmetry.rs`'s `compare`) checks it on
+//! every layout there; here the stragglers, which only full expansion runs
+//! exactly, and the runs that must still build every replica.
+
+use sim::rank_spread::RankSpread;
+use sim::scenario::{ScheduleKind, TrainingOptionsFile};
+use sim::slow_link::SlowNic;
+use sim::straggler::{SlowRank, Stragglers};
+use sim::{Expansion, SimulationMode, SimulationReport};
+
+/// `replicated` (a run of every replica) equals `built` (every replica's
+/// tasks built): metrics to the bit, memory, counts, makespan, the
+/// Timeline and some ranks' records in a window.
+pub(super) fn assert_same_run(
+    replicated: &SimulationReport,
+    built: &SimulationReport,
+    title: &str,
+) {
+    assert_eq!(replicated.mode, SimulationMode::Full, "{title}");
+    assert_eq!(replicated.metrics, built.metrics, "{title}");
+    for (a, b) in [
+        (
+            replicated.metrics.iteration_time_s,
+            built.metrics.iteration_time_s,
+        ),
+        (
+            replicated.metrics.tflops_per_gpu,
+            built.metrics.tflops_per_gpu,
+        ),
+        (
+            replicated.metrics.bubble_fraction,
+            built.metrics.bubble_fraction,
+        ),
+    ] {
+        assert_eq!(a.to_bits(), b.to_bits(), "{title}");
+    }
+    assert_eq!(replicated.memory, built.memory, "{title}");
+    assert_eq!(replicated.n_tasks, built.n_tasks, "{title}: tasks");
+    assert_eq!(replicated.n_edges, built.n_edges, "{title}: edges");
+    assert_eq!(replicated.n_events, built.n_events, "{title}: events");
+    assert_eq!(replicated.simulated_tasks, built.simulated_tasks, "{title}");
+    assert_eq!(replicated.makespan_ns(), built.makespan_ns(), "{title}");
+    assert_eq!(replicated.timeline(), built.timeline(), "{title}");
+    let gpus = built.timeline().header.n_gpus;
+    let makespan = built.makespan_ns();
+    let selection = sim::TimelineSelection {
+        ranks: Some(vec![gpus / 2, gpus - 1]),
+        window_ns: Some((makespan / 3, 2 * makespan / 3)),
+    };
+    assert_eq!(
+        replicated.timeline_of(&selection),
+        built.timeline_of(&selection),
+        "{title}"
+    );
+}
+
+fn both(
+    scenario: &sim::scenario::Scenario,
+    stragglers: &Stragglers,
+) -> (SimulationReport, SimulationReport) {
+    let replicated = sim::simulate_with_stragglers(scenario, Expansion::Full, stragglers).unwrap();
+    let built = sim::simulate_with_stragglers(scenario, Expansion::Built, stragglers).unwrap();
+    assert!(!built.replicated());
+    (replicated, built)
+}
+
+fn layouts() -> Vec<sim::scenario::Scenario> {
+    [
+        ((2, 2, 4), ScheduleKind::OneFOneB, 1),
+        ((1, 4, 4), ScheduleKind::Interleaved, 2),
+    ]
+    .into_iter()
+    .enumerate()
+    .filter_map(|(variant, (layout, schedule, chunks))| {
+        super::symmetry::scenario(
+            layout,
+            (schedule, chunks),
+            1,
+            "megatron-core-2024",
+            super::symmetry::options(variant + 1),
+            4,
+        )
+    })
+    .collect()
+}
+
+#[test]
+fn slow_ranks_and_spreads_in_every_replica_agree_with_every_replica_built() {
+    let scenarios = layouts();
+    assert_eq!(scenarios.len(), 2);
+    for scenario in &scenarios {
+        let title = scenario.title();
+        let gpus = scenario.layout.gpus();
+        // A slow rank in replica 0, one in a later replica, both; and a
+        // spread of every rank's speed (which exceptions cannot take).
+        let slow = |ranks: &[(u32, f64)]| {
+            Stragglers::new(
+                ranks
+                    .iter()
+                    .map(|&(rank, factor)| SlowRank { rank, factor })
+                    .collect(),
+                gpus,
+            )
+            .unwrap()
+        };
+        let cases = [
+            slow(&[(0, 1.3)]),
+            slow(&[(gpus - 1, 1.25)]),
+            slow(&[(1, 1.1), (gpus / 2 + 1, 1.5)]),
+            Stragglers::none().with_spread(Some(RankSpread::lognormal(0.1).unwrap()), 7, gpus),
+        ];
+        let nominal = sim::simulate_with(scenario, Expansion::Full).unwrap();
+        for stragglers in &cases {
+            let (replicated, built) = both(scenario, stragglers);
+            assert!(replicated.replicated(), "{title}");
+            assert_same_run(&replicated, &built, &title);
+            // The slow kernels took longer (the tiny model's host lane
+            // may hide it from the iteration time).
+            assert_ne!(replicated.timeline(), nominal.timeline(), "{title}");
+            // Without --no-symmetry a spread has no exceptions to run: every replica, from one graph.
+            if stragglers.spread().is_some() {
+                let auto =
+                    sim::simulate_with_stragglers(scenario, Expansion::Auto, stragglers).unwrap();
+                assert!(
+                    auto.replicated() && auto.mode == SimulationMode::Full,
+                    "{title}"
+                );
+                assert_eq!(auto.metrics, built.metrics, "{title}");
+            }
+        }
+    }
+}
+
+#[test]
+fn contention_and_slow_links_still_build_every_replica() {
+    let scenario = &layouts()[0];
+    let gpus = scenario.layout.gpus();
+    let nic = Stragglers::none()
+        .with_slow_nics(
+            &[SlowNic {
+                rank: gpus - 1,
+                factor: 4.0,
+            }],
+            scenario,
+        )
+        .unwrap();
+    let (replicated, built) = both(scenario, &nic);
+    assert!(!replicated.replicated());
+    assert_eq!(replicated.metrics, built.metrics);
+    let contention = super::symmetry::scenario(
+        (2, 2, 4),
+        (ScheduleKind::OneFOneB, 1),
+        1,
+        "megatron-core-2024",
+        TrainingOptionsFile {
+            network_contention: Some(true),
+            ..Default::default()
+        },
+        4,
+    )
+    .unwrap();
+    let contended = sim::simulate_with(&contention, Expansion::Full).unwrap();
+    assert!(!contended.replicated());
+}

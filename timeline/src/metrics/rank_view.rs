@@ -1,0 +1,66 @@
+//! Metrics of a run that lists each rank's tasks itself: a run of every
+//! replica kept as one replica's graph (`sim::replicated_run`), whose
+//! per-rank task lists come from the representative's, so no per-rank index
+//! over every task (about 14 bytes a task) is built.
+//!
+//! The arithmetic is [`super::compute_spans_weighted`]'s without weights:
+//! the FLOP total adds every compute task's term in id order, each rank's
+//! integer sums come from the same per-rank pass ([`RankPass`]), added in
+//! rank order, and the same [`RankTotals::metrics`] divides them. A view
+//! that gives the same tasks, intervals and order as a Timeline therefore
+//! gives the same metrics, bit for bit.
+
+use super::rank_pass::RankPass;
+use super::steady_window_ns;
+use super::totals::{FlopTotals, RankTotals};
+use crate::kinds::{StreamKind, TaskKind};
+use crate::TimelineHeader;
+
+/// One task as the per-rank pass reads it: kind, stream, start and end (ns).
+pub type Interval = (TaskKind, StreamKind, u64, u64);
+
+/// A run as [`compute_rank_view`] reads it.
+pub trait RankView {
+    fn header(&self) -> &TimelineHeader;
+    /// Each iteration's latest end, in iteration order (one entry, 0, for
+    /// an empty run), as [`super::iteration_ends_ns`] gives them.
+    fn iteration_ends_ns(&self) -> Vec<u64>;
+    /// Visits every compute task in id order with its kind and FLOPs (per
+    /// rank times its group's size).
+    fn for_each_compute_flops(&self, visit: impl FnMut(TaskKind, f64));
+    /// Rank `rank`'s tasks' intervals into `out` (cleared first), in an
+    /// order that is the same for two ranks whose tasks run alike.
+    fn rank_intervals(&self, rank: u32, out: &mut Vec<Interval>);
+}
+
+/// The metrics of `view`; `peak_flops_per_s` is the GPU's dense peak.
+pub fn compute_rank_view(view: &impl RankView, peak_flops_per_s: f64) -> crate::metrics::Metrics {
+    let header = view.header();
+    let ends = view.iteration_ends_ns();
+    let (window_start, window_end) = steady_window_ns(&ends);
+    // Two independent chains in id order, as the Timeline's computation
+    // adds them: |term| and max(term, 0), a recomputation's term negated.
+    let mut flops = FlopTotals {
+        total: 0.0,
+        model: 0.0,
+    };
+    view.for_each_compute_flops(|kind, term| {
+        let term = if kind == TaskKind::Recompute {
+            -term
+        } else {
+            term
+        };
+        flops.total += term.abs();
+        flops.model += term.max(0.0);
+    });
+    let ranks_per_stage = header.layout.ranks_per_stage() as usize;
+    let mut totals = RankTotals::new(header.layout.pipeline_parallel as usize);
+    let mut pass = RankPass::new(window_start, window_end);
+    let mut intervals = Vec::new();
+    for rank in 0..header.n_gpus {
+        view.rank_intervals(rank, &mut intervals);
+        let sums = pass.sums_of_intervals(&intervals);
+        totals.add(&sums, rank as usize / ranks_per_stage, 1);
+    }
+    totals.metrics(header, &ends, flops, peak_flops_per_s)
+}

@@ -32,16 +32,16 @@ pub fn simulation_error(error: sim::SimulationError) -> anyhow::Error {
 }
 
 /// Exit 2 when a simulation of `scenario` run as `expansion` asks, with
-/// `stragglers` (in the mode they leave it:
-/// [`sim::symmetry::mode_with_stragglers`]), would not fit this machine's
+/// `stragglers` (in the mode they leave it, or kept as the representative's
+/// graph: [`sim::host_memory::Footprint`]), would not fit this machine's
 /// memory.
 pub fn check_host_memory_of(
     scenario: &sim::scenario::Scenario,
     expansion: sim::Expansion,
     stragglers: &sim::straggler::Stragglers,
 ) -> anyhow::Result<()> {
-    let mode = sim::symmetry::mode_with_stragglers(scenario, expansion, stragglers);
-    sim::host_memory::check_fits_this_machine_in(scenario, mode).map_err(user_error)
+    let footprint = sim::host_memory::Footprint::of(scenario, expansion, stragglers);
+    sim::host_memory::check_fits_this_machine_for(scenario, footprint).map_err(user_error)
 }
 
 /// A command line clap refused (an unknown flag, a missing value): exit 2

@@ -28,6 +28,26 @@ pub const MAX_TASKS: u64 = u32::MAX as u64;
 /// engine with its eager Timeline peaked at 1,275,208 KiB on 3,072 GPUs, 201 B).
 pub const BYTES_PER_TASK: u64 = 72;
 
+/// Peak resident bytes per task of [`estimated_task_count`] in full
+/// expansion kept as the representative's graph (`sim::replicated_run`),
+/// beyond that graph (the representative's share at [`BYTES_PER_TASK`]) and
+/// [`BYTES_PER_GPU`]: every task's start (8 B) and the allocator's slack.
+/// `/usr/bin/time` peak RSS of the 1T model (t=8 p=64, B = 512 d,
+/// `--no-symmetry`): 569,508 KiB on 24,576 GPUs (d=48, 51,904,512
+/// estimated tasks) less 77.9 MB and 20.9 MB = 9.3 B; 1,988,688 KiB on
+/// 100,352 (d=196, 211,943,424) less 77.9 MB and 85.3 MB = 8.8 B; rounded
+/// up to 10.
+pub const BYTES_PER_REPLICATED_TASK: u64 = 10;
+
+/// Peak address space per task in full expansion kept as the
+/// representative's graph, beyond that graph and [`ADDRESS_BYTES_PER_GPU`]
+/// (as [`BYTES_PER_REPLICATED_TASK`]): the 1T model above on 24,576 GPUs
+/// runs under `ulimit -v 600000` (614.4 MB) and aborts under 560,000 KiB:
+/// (614.4 MB − 1,081,345 × 111 B − 24,576 × 1,040 B) ÷ 51,904,512 = 9.0 B;
+/// on 100,352 GPUs it runs under `ulimit -v 2050000` (2,099 MB): 8.9 B;
+/// rounded up to 12 (mappings come in pages).
+pub const ADDRESS_BYTES_PER_REPLICATED_TASK: u64 = 12;
+
 /// Peak resident bytes per GPU beyond [`BYTES_PER_TASK`] (rank groups,
 /// placement, per-rank metrics), which matter where tasks per GPU are few:
 /// the tiny model on 1,000,000 GPUs (t=1 p=2 d=500,000, B=1,000,000,

@@ -14,8 +14,10 @@
 //! the cgroup v2 limit (`/sys/fs/cgroup/memory.max` less `memory.current`).
 //! Where none is readable nothing is refused.
 
+use crate::symmetry::SimulationMode;
 use scenario::{
-    Scenario, ADDRESS_BYTES_PER_GPU, ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU, BYTES_PER_TASK,
+    Scenario, ADDRESS_BYTES_PER_GPU, ADDRESS_BYTES_PER_REPLICATED_TASK, ADDRESS_BYTES_PER_TASK,
+    BYTES_PER_GPU, BYTES_PER_REPLICATED_TASK, BYTES_PER_TASK,
 };
 
 /// About how many bytes simulating `scenario` keeps resident at its peak (saturating).
@@ -132,6 +134,92 @@ pub fn check_fits_in(
     }
 }
 
+/// What a simulation holds while it runs, for the estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Footprint {
+    /// A graph of `mode`'s share of the tasks.
+    Graph(SimulationMode),
+    /// Full expansion kept as the representative's graph
+    /// ([`crate::replicated_run`]): that graph, a replica's share, plus a
+    /// few bytes per task of every replica.
+    Replicated { replicas: u32 },
+}
+
+impl Footprint {
+    /// The footprint of a run `expansion` asks for with `stragglers`.
+    pub fn of(
+        scenario: &Scenario,
+        expansion: crate::symmetry::Expansion,
+        stragglers: &crate::straggler::Stragglers,
+    ) -> Footprint {
+        let symmetric = crate::symmetry::symmetric_replicas(scenario);
+        if crate::replicated_run::applies(scenario, symmetric, expansion, stragglers) {
+            return Footprint::Replicated {
+                replicas: scenario.layout.replicas(),
+            };
+        }
+        Footprint::Graph(crate::symmetry::mode_with_stragglers(
+            scenario, expansion, stragglers,
+        ))
+    }
+}
+
+/// [`check_fits_in`] for a run of `footprint`.
+pub fn check_fits_footprint(
+    scenario: &Scenario,
+    available: Option<AvailableMemory>,
+    footprint: Footprint,
+) -> Result<(), DoesNotFit> {
+    let replicas = match footprint {
+        Footprint::Graph(mode) => return check_fits_in(scenario, available, mode),
+        Footprint::Replicated { replicas } => replicas,
+    };
+    let tasks = scenario.estimated_tasks();
+    let address = matches!(
+        available,
+        Some(AvailableMemory {
+            limit: "ulimit -v",
+            ..
+        })
+    );
+    let (per_task, per_graph_task, per_gpu) = match address {
+        true => (
+            ADDRESS_BYTES_PER_REPLICATED_TASK,
+            ADDRESS_BYTES_PER_TASK,
+            ADDRESS_BYTES_PER_GPU,
+        ),
+        false => (BYTES_PER_REPLICATED_TASK, BYTES_PER_TASK, BYTES_PER_GPU),
+    };
+    let needed_bytes = bytes_of(
+        tasks.div_ceil(u64::from(replicas)),
+        scenario,
+        per_graph_task,
+        per_gpu,
+    )
+    .saturating_add(tasks.saturating_mul(per_task));
+    match available {
+        Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
+            tasks,
+            per_task,
+            per_gpu,
+            needed_bytes,
+            available_bytes: available.bytes,
+            limit: available.limit,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// [`check_fits_footprint`] against every limit this machine reports.
+pub fn check_fits_this_machine_for(
+    scenario: &Scenario,
+    footprint: Footprint,
+) -> Result<(), DoesNotFit> {
+    limits()
+        .into_iter()
+        .try_for_each(|limit| check_fits_footprint(scenario, Some(limit), footprint))
+}
+
 /// [`check_fits_with`] against every limit this machine reports, each with
 /// its own kind of bytes (what `simulate` refuses before building anything).
 pub fn check_fits_this_machine(
@@ -244,5 +332,44 @@ mod tests {
             message.contains("ulimit -v") && message.contains("GB"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn full_expansion_from_one_replicas_graph_is_estimated_at_its_own_bytes() {
+        use crate::straggler::Stragglers;
+        use crate::symmetry::Expansion;
+        let scenario = scenario::ScenarioFile::embedded_default()
+            .resolve()
+            .unwrap();
+        let none = Stragglers::none();
+        let replicated = Footprint::of(&scenario, Expansion::Full, &none);
+        assert_eq!(replicated, Footprint::Replicated { replicas: 8 });
+        assert_eq!(
+            Footprint::of(&scenario, Expansion::Built, &none),
+            Footprint::Graph(SimulationMode::Full)
+        );
+        assert_eq!(
+            Footprint::of(&scenario, Expansion::Auto, &none),
+            Footprint::Graph(SimulationMode::Symmetric { replicas: 8 })
+        );
+        let tasks = scenario.estimated_tasks();
+        let needed = |footprint| {
+            let nothing = AvailableMemory {
+                bytes: 0,
+                limit: "free memory",
+            };
+            check_fits_footprint(&scenario, Some(nothing), footprint)
+                .unwrap_err()
+                .needed_bytes
+        };
+        let gpus = u64::from(scenario.layout.gpus());
+        assert_eq!(
+            needed(replicated),
+            tasks * BYTES_PER_REPLICATED_TASK
+                + tasks.div_ceil(8) * BYTES_PER_TASK
+                + gpus * BYTES_PER_GPU
+        );
+        // 10 + 72 ÷ 8 bytes a task against 72.
+        assert!(needed(replicated) < needed(Footprint::Graph(SimulationMode::Full)) / 3);
     }
 }

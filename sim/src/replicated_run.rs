@@ -63,25 +63,16 @@ impl Replicated {
         expansion: Expansion,
         stragglers: &Stragglers,
     ) -> Option<Replicated> {
-        if expansion == Expansion::Built {
-            return None;
-        }
         let symmetric = crate::symmetry::symmetric_replicas_in(scenario, plan);
-        let (mode, _) = crate::symmetry::planned_mode(scenario, symmetric, expansion, stragglers);
-        if mode != SimulationMode::Full {
-            return None;
-        }
-        Replicated::lower(scenario, plan, stragglers)
+        applies(scenario, symmetric, expansion, stragglers)
+            .then(|| Replicated::lower(scenario, plan))
+            .flatten()
     }
 
     /// The representative of a run of every replica, where one replica's
     /// graph can stand for full expansion (see the module header); `None`
     /// where every replica must be built.
-    pub fn lower(scenario: &Scenario, plan: &Plan, stragglers: &Stragglers) -> Option<Replicated> {
-        crate::symmetry::symmetric_replicas_in(scenario, plan).ok()?;
-        if !stragglers.links().is_empty() {
-            return None;
-        }
+    fn lower(scenario: &Scenario, plan: &Plan) -> Option<Replicated> {
         let representative = plan.representative;
         let graph = crate::lowering::lower_representative(scenario, plan);
         let full = FullCounts::of(&graph, representative, &[representative.replicas]);
@@ -146,6 +137,24 @@ impl Replicated {
             })
             .sum()
     }
+}
+
+/// Whether a run `expansion` asks for goes in full expansion from the
+/// representative's graph, given what [`crate::symmetry::symmetric_replicas`]
+/// says of it (`symmetric`): full expansion, replicas alike, no slow link,
+/// and not [`Expansion::Built`]. (Lowering may still find the replica map
+/// does not describe the layout, and build every replica.)
+pub(crate) fn applies(
+    scenario: &Scenario,
+    symmetric: Result<u32, &'static str>,
+    expansion: Expansion,
+    stragglers: &Stragglers,
+) -> bool {
+    expansion != Expansion::Built
+        && symmetric.is_ok()
+        && stragglers.links().is_empty()
+        && crate::symmetry::planned_mode(scenario, symmetric, expansion, stragglers).0
+            == SimulationMode::Full
 }
 
 /// Simulates every replica of `scenario` from `replicated`: full

@@ -14,7 +14,10 @@
 # the selene preset has 560), 100k-timeline (the same with a few ranks'
 # timeline), 3072-straggler, 3072-straggler-full and 100k-straggler (one GPU
 # 10 % slow: symmetry with exceptions, and 3,072 GPUs in full for
-# comparison), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
+# comparison), 100k-full (--no-symmetry: every replica, kept as one
+# replica's graph), 100k-straggler-full (the same with rank 50000 10 %
+# slow), 100k-spread (every rank's speed drawn, lognormal:0.05), 100k-uplink
+# (one leaf's uplinks at half rate: both run every replica), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
 # --ignore-memory), sweep-prune (the same with --prune: the top 10 only). The engine's events per CPU-second come from criterion:
 # `cargo bench -p sim --bench engine -- engine_cpu/3072`.
 set -euo pipefail
@@ -41,6 +44,10 @@ case_command() {
     100k-timeline) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --timeline "$WORK/ranks.timeline.jsonl" --timeline-ranks 0,5,100-107,100351 ;;
     3072-straggler) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 6 --global-batch 3072 --slow-rank 1000:1.1 ;;
     3072-straggler-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 6 --global-batch 3072 --slow-rank 1000:1.1 --no-symmetry ;;
+    100k-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --no-symmetry ;;
+    100k-straggler-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 --no-symmetry ;;
+    100k-spread) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --rank-spread lognormal:0.05 ;;
+    100k-uplink) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-uplink 50000:2 ;;
     100k-straggler) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 ;;
     sweep) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --csv "$WORK/sweep.csv" ;;
     sweep-prune) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --prune --csv "$WORK/sweep.csv" ;;

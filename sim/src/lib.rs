@@ -50,6 +50,7 @@ pub use scenario;
 pub use schedules as schedule;
 mod simulate;
 pub mod slow_link;
+mod slow_link_twins;
 pub mod slow_uplink;
 pub mod straggler;
 pub mod symmetry;

@@ -3,21 +3,21 @@
 //!
 //! **When.** A run in full expansion (`--no-symmetry`, or stragglers the
 //! exceptions of [`crate::symmetry_exceptions`] do not cover, such as a
-//! spread of GPU speeds) whose replicas are alike in structure and
-//! placement, which is what [`crate::symmetry::symmetric_replicas`] checks:
-//! no `--contention` (flows need the fabric and its event loop), no
-//! ZeRO-Offload, HSDP or hpZ, replicas on their nodes alike. Slow links
-//! (`--slow-nic`, `--slow-nvlink`, `--slow-pcie`, `--slow-uplink`) price a
-//! task by the ranks of its group and are not carried over yet: such runs
-//! build every replica, as does a layout the representative's replica map
-//! does not describe. Slow ranks and spreads are: their factor is a rank's.
+//! spread of GPU speeds or a slow leaf uplink) whose replicas are alike in
+//! structure and placement, which is what
+//! [`crate::symmetry::symmetric_replicas`] checks: no `--contention` (flows
+//! need the fabric and its event loop), no ZeRO-Offload, HSDP or hpZ,
+//! replicas on their nodes alike. Those, and a layout the representative's
+//! replica map does not describe, build every replica. Slow ranks and
+//! spreads stretch a twin by its own rank's factor; slow NICs, NVLinks, PCIe
+//! links and uplinks price it by its own group's links
+//! ([`crate::slow_link_twins`]).
 //!
 //! **How.** Lowering builds the representative replica
 //! ([`crate::lowering::lower_representative`]); its replica map gives full
 //! expansion's ids as arithmetic ([`taskgraph::replica_ids`]); the engine
 //! runs every replica's twins over the representative's edges
-//! ([`engine::replicated`]) with each twin's own duration (its rank's
-//! factor); metrics read each rank's tasks from its twin rank's in replica 0
+//! ([`engine::replicated`]) with each twin's own duration; metrics read each rank's tasks from its twin rank's in replica 0
 //! ([`timeline::metrics::RankView`]). Times, metrics, counts and the
 //! Timeline are full expansion's, which `tests/tests/it/replicated_run.rs`
 //! checks task by task against full expansion built and run.
@@ -33,6 +33,7 @@ use crate::cost::{cost_works, ClosedFormNetwork};
 use crate::plan::Plan;
 use crate::replicated_view::ReplicatedView;
 use crate::simulate::{SimulatedRun, SimulationError, SimulationReport, MAX_TOTAL_TASK_NS};
+use crate::slow_link_twins::TwinLinkCosts;
 use crate::straggler::Stragglers;
 use crate::symmetry::{Expansion, FullCounts, Representative, SimulationMode};
 use scenario::Scenario;
@@ -96,7 +97,12 @@ impl Replicated {
 
     /// Each twin's duration: its representative task's priced one, a
     /// compute kernel's stretched by its own rank's factor.
-    pub fn durations(&self, costs: &[WorkCost], stragglers: &Stragglers) -> TwinDurations {
+    pub fn durations(
+        &self,
+        scenario: &Scenario,
+        costs: &[WorkCost],
+        stragglers: &Stragglers,
+    ) -> TwinDurations {
         let graph = &self.graph;
         let priced = graph
             .task_works()
@@ -116,8 +122,12 @@ impl Replicated {
                 })
                 .collect()
         };
+        let links = stragglers.links();
         TwinDurations {
             priced,
+            links: (!links.is_empty()).then(|| {
+                TwinLinkCosts::new(scenario, graph, &self.ids, self.representative, links)
+            }),
             kernel_rank,
             stragglers: stragglers.clone(),
             tensor_parallel: self.representative.tensor_parallel,
@@ -141,8 +151,7 @@ impl Replicated {
 
 /// Whether a run `expansion` asks for goes in full expansion from the
 /// representative's graph, given what [`crate::symmetry::symmetric_replicas`]
-/// says of it (`symmetric`): full expansion, replicas alike, no slow link,
-/// and not [`Expansion::Built`]. (Lowering may still find the replica map
+/// says of it (`symmetric`): full expansion, replicas alike, and not [`Expansion::Built`]. (Lowering may still find the replica map
 /// does not describe the layout, and build every replica.)
 pub(crate) fn applies(
     scenario: &Scenario,
@@ -152,7 +161,6 @@ pub(crate) fn applies(
 ) -> bool {
     expansion != Expansion::Built
         && symmetric.is_ok()
-        && stragglers.links().is_empty()
         && crate::symmetry::planned_mode(scenario, symmetric, expansion, stragglers).0
             == SimulationMode::Full
 }
@@ -180,7 +188,7 @@ pub(crate) fn simulate(
             limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
         });
     }
-    let durations = replicated.durations(&costs, stragglers);
+    let durations = replicated.durations(scenario, &costs, stragglers);
     let start =
         engine::replicated::run_replicated(&replicated.graph, &replicated.ids, |task, copy| {
             durations.of(&replicated.ids, task, copy)
@@ -243,6 +251,8 @@ pub(crate) fn simulate(
 pub(crate) struct TwinDurations {
     /// Each representative task's priced duration.
     priced: Vec<SimDuration>,
+    /// With slow links: their closed-form costs for each twin.
+    links: Option<TwinLinkCosts>,
     /// With stragglers: each representative task's rank when it is a
     /// compute kernel on one rank (empty without stragglers).
     kernel_rank: Vec<Option<u32>>,
@@ -255,6 +265,10 @@ impl TwinDurations {
     #[inline]
     pub fn of(&self, ids: &ReplicaIds, task: u32, copy: u32) -> SimDuration {
         let priced = self.priced[task as usize];
+        let priced = match &self.links {
+            Some(links) => links.duration(task, copy, priced),
+            None => priced,
+        };
         let Some(Some(rank)) = self.kernel_rank.get(task as usize) else {
             return priced;
         };

@@ -260,7 +260,11 @@ impl SlowLinks<'_> {
     /// members' NICs, NVLinks and PCIe links (1 where none is slow), the
     /// NIC's also the largest of the slow uplinks it climbs through
     /// ([`crate::slow_uplink::uplink_factor`]).
-    fn factors_of(&self, ranks: &[taskgraph::ids::Rank], scenario: &Scenario) -> LinkFactors {
+    pub(crate) fn factors_of(
+        &self,
+        ranks: &[taskgraph::ids::Rank],
+        scenario: &Scenario,
+    ) -> LinkFactors {
         let gpus_per_node = scenario.topology.node.gpus_per_node;
         let nics_per_node = scenario.topology.fabric.nics_per_node;
         let mut factors = LinkFactors::NOMINAL;
@@ -283,7 +287,7 @@ impl SlowLinks<'_> {
 
 /// What slows one group's communication: its NIC, NVLink and PCIe factor.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct LinkFactors {
+pub(crate) struct LinkFactors {
     nic: f64,
     nvlink: f64,
     pcie: f64,
@@ -296,7 +300,7 @@ impl LinkFactors {
         pcie: 1.0,
     };
 
-    fn is_nominal(&self) -> bool {
+    pub(crate) fn is_nominal(&self) -> bool {
         *self == LinkFactors::NOMINAL
     }
 }
@@ -325,32 +329,10 @@ impl SlowLinkCosts {
             .map(|ranks| links.factors_of(ranks, scenario))
             .collect();
         let transfer_factors = receivers_factors(scenario, graph, links, &group_factors);
-        let mut distinct: Vec<LinkFactors> = Vec::new();
         let every = group_factors
             .iter()
             .chain(transfer_factors.iter().map(|(_, f)| f));
-        for factors in every.filter(|f| !f.is_nominal()) {
-            if !distinct.contains(factors) {
-                distinct.push(*factors);
-            }
-        }
-        distinct.sort_by(|a, b| {
-            a.nic
-                .total_cmp(&b.nic)
-                .then(a.nvlink.total_cmp(&b.nvlink))
-                .then(a.pcie.total_cmp(&b.pcie))
-        });
-        let network = ClosedFormNetwork::for_scenario(scenario);
-        let tables = distinct
-            .iter()
-            .map(|f| {
-                let slowed = network
-                    .with_nic_slowed(f.nic)
-                    .with_nvlink_slowed(f.nvlink)
-                    .with_pcie_slowed(f.pcie);
-                cost_works(scenario, graph.works(), &slowed)
-            })
-            .collect();
+        let (distinct, tables) = factor_tables(scenario, graph.works(), every);
         let table_of = |f: &LinkFactors| distinct.iter().position(|d| d == f);
         SlowLinkCosts {
             group_table: group_factors.iter().map(table_of).collect(),
@@ -378,6 +360,39 @@ impl SlowLinkCosts {
             None => nominal,
         }
     }
+}
+
+/// The distinct slowed sets among `factors`, in a fixed order, and for each
+/// the closed-form costs of `works` at its rates.
+pub(crate) fn factor_tables<'f>(
+    scenario: &Scenario,
+    works: &[Work],
+    factors: impl Iterator<Item = &'f LinkFactors>,
+) -> (Vec<LinkFactors>, Vec<Vec<WorkCost>>) {
+    let mut distinct: Vec<LinkFactors> = Vec::new();
+    for factors in factors.filter(|f| !f.is_nominal()) {
+        if !distinct.contains(factors) {
+            distinct.push(*factors);
+        }
+    }
+    distinct.sort_by(|a, b| {
+        a.nic
+            .total_cmp(&b.nic)
+            .then(a.nvlink.total_cmp(&b.nvlink))
+            .then(a.pcie.total_cmp(&b.pcie))
+    });
+    let network = ClosedFormNetwork::for_scenario(scenario);
+    let tables = distinct
+        .iter()
+        .map(|f| {
+            let slowed = network
+                .with_nic_slowed(f.nic)
+                .with_nvlink_slowed(f.nvlink)
+                .with_pcie_slowed(f.pcie);
+            cost_works(scenario, works, &slowed)
+        })
+        .collect();
+    (distinct, tables)
 }
 
 /// The pipeline transfers of `graph` whose factors differ from their

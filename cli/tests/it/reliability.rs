@@ -227,8 +227,25 @@ fn layouts_larger_than_the_memory_left_are_refused_not_aborted() {
     let layout = format!(
         "simulate --model tiny --topology {topology} --tp 1 --pp 2 --dp 500000 --global-batch 4000000"
     );
-    let simulate = limited(&format!("{layout} --no-symmetry"));
+    // Twenty times the microbatches: 1.92 G tasks in every replica, past
+    // even the few bytes a task full expansion from one replica's graph takes.
+    let simulate = limited(&format!(
+        "simulate --model tiny --topology {topology} --tp 1 --pp 2 --dp 500000 --global-batch 80000000 --no-symmetry"
+    ));
     assert_refused(&simulate, &["needs about", "ulimit -v"]);
+    // Every one of the 500,000 replicas (92.5 M tasks) fits, kept as one
+    // replica's graph (`sim::replicated_run`; built, it was refused here).
+    let full = limited(&format!("{layout} --no-symmetry"));
+    assert!(
+        full.status.success(),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&full.stdout);
+    assert!(
+        stdout.contains("full (every replica): --no-symmetry"),
+        "{stdout}"
+    );
     // One representative of the 500,000 identical replicas fits (symmetry).
     let symmetric = limited(&layout);
     let stdout = String::from_utf8_lossy(&symmetric.stdout);

@@ -8,7 +8,8 @@
 
 use sim::rank_spread::RankSpread;
 use sim::scenario::{ScheduleKind, TrainingOptionsFile};
-use sim::slow_link::SlowNic;
+use sim::slow_link::{SlowNic, SlowNvlink, SlowPcie};
+use sim::slow_uplink::SlowUplink;
 use sim::straggler::{SlowRank, Stragglers};
 use sim::{Expansion, SimulationMode, SimulationReport};
 
@@ -136,21 +137,61 @@ fn slow_ranks_and_spreads_in_every_replica_agree_with_every_replica_built() {
 }
 
 #[test]
-fn contention_and_slow_links_still_build_every_replica() {
-    let scenario = &layouts()[0];
-    let gpus = scenario.layout.gpus();
-    let nic = Stragglers::none()
-        .with_slow_nics(
+fn slow_nics_nvlinks_pcie_links_and_uplinks_price_each_twin_by_its_own_links() {
+    // Four DGX A100 nodes in two blocks of a radix-4 tree, t4 p2 d4
+    // (`slow_uplinks.rs`): every kind of slow link, on a rank of replica 0
+    // and of a later replica.
+    let scenario = super::slow_uplinks::four_nodes(false);
+    let cases = [
+        Stragglers::none().with_slow_nics(
             &[SlowNic {
-                rank: gpus - 1,
+                rank: 21,
                 factor: 4.0,
             }],
-            scenario,
-        )
-        .unwrap();
-    let (replicated, built) = both(scenario, &nic);
-    assert!(!replicated.replicated());
-    assert_eq!(replicated.metrics, built.metrics);
+            &scenario,
+        ),
+        Stragglers::none().with_slow_nvlinks(
+            &[SlowNvlink {
+                rank: 2,
+                factor: 3.0,
+            }],
+            &scenario,
+        ),
+        Stragglers::none().with_slow_pcies(
+            &[SlowPcie {
+                rank: 13,
+                factor: 2.0,
+            }],
+            &scenario,
+        ),
+        Stragglers::none().with_slow_uplinks(
+            &[SlowUplink {
+                rank: 3,
+                factor: 4.0,
+            }],
+            &scenario,
+        ),
+        Stragglers::none().with_slow_uplinks(
+            &[SlowUplink {
+                rank: 27,
+                factor: 2.0,
+            }],
+            &scenario,
+        ),
+    ];
+    let nominal = sim::simulate_with(&scenario, Expansion::Full).unwrap();
+    for stragglers in cases {
+        let stragglers = stragglers.unwrap();
+        let (replicated, built) = both(&scenario, &stragglers);
+        let title = format!("{:?}", stragglers.links());
+        assert!(replicated.replicated(), "{title}");
+        assert_same_run(&replicated, &built, &title);
+        assert_ne!(replicated.timeline(), nominal.timeline(), "{title}");
+    }
+}
+
+#[test]
+fn contention_still_builds_every_replica() {
     let contention = super::symmetry::scenario(
         (2, 2, 4),
         (ScheduleKind::OneFOneB, 1),
@@ -165,4 +206,5 @@ fn contention_and_slow_links_still_build_every_replica() {
     .unwrap();
     let contended = sim::simulate_with(&contention, Expansion::Full).unwrap();
     assert!(!contended.replicated());
+    assert_eq!(contended.mode, SimulationMode::Full);
 }

@@ -20,7 +20,7 @@ type Communication = (Vec<u32>, TaskKind, u64, u64);
 /// The hand model at t = 4, p = 2, d = 4 on four DGX A100 nodes, whose fat
 /// tree is cut to switches of radix 4: a leaf serves one rail of two
 /// nodes, so nodes {0, 1} and {2, 3} are the two blocks.
-fn four_nodes(contention: bool) -> Scenario {
+pub(super) fn four_nodes(contention: bool) -> Scenario {
     let mut scenario = ScenarioFile {
         topology: Some("dgx-a100:4".into()),
         ..tests::hand_model_file(

@@ -168,6 +168,9 @@ fn deadlock(graph: &TaskGraph, ids: &ReplicaIds, remaining: &[u32]) -> DeadlockE
     DeadlockError {
         stuck,
         total: ids.full_tasks() as usize,
-        first: format!("{} (in every replica)", graph.describe(TaskId(first))),
+        first: match ids.is_shared(first) {
+            true => graph.describe(TaskId(first)),
+            false => format!("{} (in every replica)", graph.describe(TaskId(first))),
+        },
     }
 }

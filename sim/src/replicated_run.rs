@@ -85,18 +85,18 @@ impl Replicated {
             full.tasks,
         )?;
         let ids = expanded.replica_ids()?;
-        (ids.full_tasks() as usize == full.tasks && copies_are_twins(&graph, &ids, representative))
-            .then_some(Replicated {
-                graph,
-                expanded,
-                ids,
-                representative,
-                full,
-            })
+        copies_are_twins(&graph, &ids, representative).then_some(Replicated {
+            graph,
+            expanded,
+            ids,
+            representative,
+            full,
+        })
     }
 
-    /// Each twin's duration: its representative task's priced one, a
-    /// compute kernel's stretched by its own rank's factor.
+    /// Each twin's duration: its representative task's priced one, or its
+    /// slow links' closed form where one touches its group, a compute
+    /// kernel's then stretched by its own rank's factor.
     pub fn durations(
         &self,
         scenario: &Scenario,
@@ -109,7 +109,7 @@ impl Replicated {
             .iter()
             .map(|work| costs[work.index()].duration)
             .collect();
-        let kernel_rank = if stragglers.is_empty() {
+        let kernel_rank = if stragglers.ranks().is_empty() && stragglers.spread().is_none() {
             Vec::new()
         } else {
             (0..graph.task_count() as u32)
@@ -253,8 +253,9 @@ pub(crate) struct TwinDurations {
     priced: Vec<SimDuration>,
     /// With slow links: their closed-form costs for each twin.
     links: Option<TwinLinkCosts>,
-    /// With stragglers: each representative task's rank when it is a
-    /// compute kernel on one rank (empty without stragglers).
+    /// With slow ranks or a spread: each representative task's rank when it
+    /// is a compute kernel on one rank (a task of replica 0: shared tasks
+    /// run on several ranks); empty without.
     kernel_rank: Vec<Option<u32>>,
     stragglers: Stragglers,
     tensor_parallel: u32,
@@ -264,6 +265,8 @@ impl TwinDurations {
     /// The duration of representative task `task`'s twin in copy `copy`.
     #[inline]
     pub fn of(&self, ids: &ReplicaIds, task: u32, copy: u32) -> SimDuration {
+        // A shared task is one task, whatever copy asks.
+        let copy = if ids.is_shared(task) { 0 } else { copy };
         let priced = self.priced[task as usize];
         let priced = match &self.links {
             Some(links) => links.duration(task, copy, priced),
@@ -272,11 +275,7 @@ impl TwinDurations {
         let Some(Some(rank)) = self.kernel_rank.get(task as usize) else {
             return priced;
         };
-        let rank = if ids.is_shared(task) {
-            *rank
-        } else {
-            rank + copy * self.tensor_parallel
-        };
+        let rank = rank + copy * self.tensor_parallel;
         let factor = self.stragglers.rank_factor(rank);
         if factor == 1.0 {
             priced

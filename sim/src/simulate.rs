@@ -234,8 +234,10 @@ impl SimulationReport {
         }
     }
 
-    /// Under symmetry, full expansion's task and group ids (`None` in full
-    /// expansion, or where the replica map does not describe the layout).
+    /// Full expansion's task and group ids from the representative's: under
+    /// symmetry (`None` where the replica map does not describe the
+    /// layout) and in full expansion kept as its graph; `None` where every
+    /// replica was built.
     pub fn expanded(&self) -> Option<&Expanded> {
         if let Some(replicated) = &self.replicated {
             return Some(&replicated.expanded);
@@ -271,12 +273,22 @@ impl SimulationReport {
 
     /// The GPU time `rank` spends in each kernel class per iteration
     /// ([`crate::cost::class_time`]); under symmetry, a rank of the
-    /// representative replica (rank 0's replica) or its twin's.
+    /// representative replica (rank 0's replica) or its twin's; in full
+    /// expansion kept as the representative's graph, its twin's in replica
+    /// 0 (which runs the same kernels).
     pub fn kernel_class_seconds(
         &self,
         scenario: &Scenario,
         rank: u32,
     ) -> crate::cost::class_time::KernelClassSeconds {
+        let rank = match &self.replicated {
+            Some(_) => {
+                let representative = crate::placement::representative(scenario);
+                let copy = representative.data_index(taskgraph::ids::Rank(rank));
+                rank - copy * representative.tensor_parallel
+            }
+            None => rank,
+        };
         crate::cost::class_time::kernel_class_seconds(scenario, &self.run.graph, rank)
     }
 

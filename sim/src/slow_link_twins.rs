@@ -56,12 +56,23 @@ impl TwinLinkCosts {
                 ranks.to_vec()
             }
         };
-        let group_factors: Vec<LinkFactors> = graph
-            .groups()
-            .iter()
-            .flat_map(|ranks| (0..copies).map(move |copy| (ranks, copy)))
-            .map(|(ranks, copy)| links.factors_of(&moved(ranks, copy), scenario))
-            .collect();
+        // A group inside replica 0 moves with its copy; a shared one (up to
+        // d·cp ranks) is the same group in every copy: priced once.
+        let mut group_factors: Vec<LinkFactors> =
+            Vec::with_capacity(graph.groups().len() * copies as usize);
+        for ranks in graph.groups() {
+            if ranks
+                .iter()
+                .all(|&rank| representative.data_index(rank) == 0)
+            {
+                group_factors.extend(
+                    (0..copies).map(|copy| links.factors_of(&moved(ranks, copy), scenario)),
+                );
+            } else {
+                let factors = links.factors_of(ranks, scenario);
+                group_factors.extend((0..copies).map(|_| factors));
+            }
+        }
         let mut transfers: Vec<(u64, LinkFactors)> = Vec::new();
         for task in 0..graph.task_count() as u32 {
             let id = TaskId(task);

@@ -119,18 +119,6 @@ impl ReplicaIds {
             }
         }
     }
-
-    /// The (representative task, copy) of full task `id` (a linear search:
-    /// for error messages).
-    pub fn twin_of(&self, id: u32) -> Option<(u32, u32)> {
-        let mut found = None;
-        self.for_each_in_order(|task, copy| {
-            if found.is_none() && self.full_id(task, copy) == id {
-                found = Some((task, copy));
-            }
-        });
-        found
-    }
 }
 
 /// Numbers the tasks of `range`, outside loops, from `full` on.
@@ -182,12 +170,10 @@ mod tests {
         assert_eq!(ids.full_tasks(), 12);
         assert!(ids.is_shared(3) && !ids.is_shared(4));
         assert_eq!(ids.full_id(3, 2), 7);
-        assert_eq!(ids.twin_of(9), Some((4, 1)));
         assert_eq!(
             (ids.copy_of(4, 9), ids.copy_of(2, 6), ids.copy_of(3, 7)),
             (1, 2, 0)
         );
-        assert_eq!(ids.twin_of(12), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! exactly, and the runs that must still build every replica.
 
 use sim::rank_spread::RankSpread;
-use sim::scenario::{ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{Recompute, ScenarioFile, ScheduleKind, TrainingOptionsFile};
 use sim::slow_link::{SlowNic, SlowNvlink, SlowPcie};
 use sim::slow_uplink::SlowUplink;
 use sim::straggler::{SlowRank, Stragglers};
@@ -187,6 +187,93 @@ fn slow_nics_nvlinks_pcie_links_and_uplinks_price_each_twin_by_its_own_links() {
         assert!(replicated.replicated(), "{title}");
         assert_same_run(&replicated, &built, &title);
         assert_ne!(replicated.timeline(), nominal.timeline(), "{title}");
+    }
+}
+
+/// Mixtral at ep 4 on d 8 (expert gathers and reductions over the whole
+/// data group) and context parallelism at cp 2 with ZeRO-3, each with a slow
+/// rank in a later replica and a slow NIC: where a missing cross-replica
+/// edge would show (alike replicas hide it).
+#[test]
+fn experts_and_context_parallelism_with_a_straggler_in_a_later_replica_agree() {
+    let moe = ScenarioFile {
+        model: Some("mixtral-8x7b".into()),
+        seq_len: Some(512),
+        topology: Some("dgx-h100-superpod".into()),
+        tp: Some(1),
+        pp: Some(2),
+        dp: Some(8),
+        ep: Some(4),
+        expert_imbalance: Some("skew:1.5".into()),
+        microbatch_size: Some(1),
+        global_batch: Some(32),
+        recompute: Some(Recompute::Full),
+        options: TrainingOptionsFile {
+            distributed_optimizer: Some(true),
+            overlap_grad_reduce: Some(true),
+            ..Default::default()
+        },
+        ..ScenarioFile::default()
+    }
+    .resolve()
+    .unwrap();
+    let cp = super::symmetry::scenario(
+        (2, 2, 2),
+        (ScheduleKind::Interleaved, 2),
+        2,
+        "megatron-core-2024",
+        TrainingOptionsFile {
+            zero_stage: Some(3),
+            ..Default::default()
+        },
+        8,
+    )
+    .unwrap();
+    for scenario in [&moe, &cp] {
+        let title = scenario.title();
+        let gpus = scenario.layout.gpus();
+        let stragglers = Stragglers::new(
+            vec![SlowRank {
+                rank: gpus - 3,
+                factor: 1.4,
+            }],
+            gpus,
+        )
+        .unwrap()
+        .with_slow_nics(
+            &[SlowNic {
+                rank: gpus / 2 + 1,
+                factor: 3.0,
+            }],
+            scenario,
+        )
+        .unwrap();
+        let (replicated, built) = both(scenario, &stragglers);
+        assert!(replicated.replicated(), "{title}");
+        assert_same_run(&replicated, &built, &title);
+    }
+}
+
+/// The host-memory check estimates the run that happens: kept as one
+/// replica's graph exactly where the simulation runs that way.
+#[test]
+fn the_memory_estimate_follows_the_path_the_run_takes() {
+    use sim::host_memory::Footprint;
+    let mut scenarios = layouts();
+    scenarios.push(super::slow_uplinks::four_nodes(false));
+    scenarios.push(super::slow_uplinks::four_nodes(true));
+    for scenario in &scenarios {
+        for expansion in [Expansion::Auto, Expansion::Full, Expansion::Built] {
+            let none = Stragglers::none();
+            let report = sim::simulate_with(scenario, expansion).unwrap();
+            let footprint = Footprint::of(scenario, expansion, &none);
+            assert_eq!(
+                matches!(footprint, Footprint::Replicated { .. }),
+                report.replicated(),
+                "{} {expansion:?}",
+                scenario.title()
+            );
+        }
     }
 }
 

@@ -45,8 +45,11 @@ pub(crate) struct RankPass<'a> {
     /// Clipped intervals per windowed class: pipeline, data parallel,
     /// offload, host, and expert all-to-alls on their own stream.
     windowed: [Vec<(u64, u64)>; 5],
-    /// The last rank measured by [`RankPass::sums_of_intervals`]: its intervals.
+    /// The last rank measured by [`RankPass::sums_of_intervals`]: its
+    /// intervals and sums (apart from `last_tasks`' and `last_sums`, so a
+    /// pass may use either way).
     last_intervals: Vec<Interval>,
+    last_interval_sums: Option<RankSums>,
     /// Ranks whose sums were reused (for tests).
     reused: usize,
 }
@@ -62,6 +65,7 @@ impl<'a> RankPass<'a> {
             busy: Vec::new(),
             windowed: Default::default(),
             last_intervals: Vec::new(),
+            last_interval_sums: None,
             reused: 0,
         }
     }
@@ -90,7 +94,7 @@ impl<'a> RankPass<'a> {
     /// The sums of the rank whose tasks run over `intervals` (any order):
     /// the previous call's when they are the same sequence.
     pub fn sums_of_intervals(&mut self, intervals: &[Interval]) -> RankSums {
-        if let Some(sums) = self.last_sums {
+        if let Some(sums) = self.last_interval_sums {
             if intervals == self.last_intervals.as_slice() {
                 self.reused += 1;
                 return sums;
@@ -99,7 +103,7 @@ impl<'a> RankPass<'a> {
         let sums = self.measure_intervals(intervals.iter().copied());
         self.last_intervals.clear();
         self.last_intervals.extend_from_slice(intervals);
-        self.last_sums = Some(sums);
+        self.last_interval_sums = Some(sums);
         sums
     }
 

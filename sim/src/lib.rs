@@ -49,6 +49,7 @@ mod replicated_view;
 pub use scenario;
 pub use schedules as schedule;
 mod simulate;
+mod simulated_run;
 pub mod slow_link;
 mod slow_link_twins;
 pub mod slow_uplink;

@@ -11,6 +11,7 @@ use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::network::{Fabric, FabricError};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::plan::Plan;
+pub(crate) use crate::simulated_run::SimulatedRun;
 use crate::replicated_run::Replicated;
 use crate::slow_link::SlowLinkCosts;
 use crate::straggler::Stragglers;
@@ -22,8 +23,8 @@ use schedules::PipelineSchedule;
 use std::sync::OnceLock;
 use taskgraph::replica_map::Expanded;
 use taskgraph::task_graph::TaskGraph;
-use timeline::metrics::{self, Metrics, Span, Spans};
-use timeline::time::{SimDuration, SimTime};
+use timeline::metrics::{self, Metrics};
+use timeline::time::SimDuration;
 use timeline::{
     Producer, TaskRecord, Timeline, TimelineHeader, TimelineLayout, TIMELINE_FORMAT_VERSION,
 };
@@ -59,84 +60,6 @@ pub struct SimulationReport {
     /// first request; `None` inside if the layout is outside what the
     /// representative's loops describe.
     pub(crate) expanded: OnceLock<Option<Expanded>>,
-}
-
-/// The engine's result with what it takes to describe every task: the
-/// graph's task columns (its edges freed), the costs, start and end times.
-#[derive(Debug, Clone)]
-pub(crate) struct SimulatedRun {
-    pub header: TimelineHeader,
-    pub graph: TaskGraph,
-    pub costs: Vec<WorkCost>,
-    pub start: Vec<SimTime>,
-    pub end: Vec<SimTime>,
-    /// Records carry their iteration (several iterations were simulated).
-    pub iterations: bool,
-}
-
-impl Spans for SimulatedRun {
-    fn header(&self) -> &TimelineHeader {
-        &self.header
-    }
-
-    fn len(&self) -> usize {
-        self.start.len()
-    }
-
-    #[inline]
-    fn span(&self, index: usize) -> Span {
-        let task = self.graph.task(taskgraph::ids::TaskId(index as u32));
-        Span {
-            kind: task.kind,
-            stream: task.stream,
-            group: task.group.0,
-            start_ns: self.start[index].as_nanos(),
-            end_ns: self.end[index].as_nanos(),
-            flops: self.costs[task.work.index()].flops,
-            iteration: if self.iterations {
-                task.iteration as u32
-            } else {
-                0
-            },
-        }
-    }
-
-    #[inline]
-    fn group(&self, index: usize) -> u32 {
-        self.graph.group_of(taskgraph::ids::TaskId(index as u32)).0
-    }
-
-    #[inline]
-    fn flops(&self, index: usize) -> (timeline::TaskKind, u32, f64) {
-        let id = taskgraph::ids::TaskId(index as u32);
-        (
-            self.graph.kind_of(id),
-            self.graph.group_of(id).0,
-            self.costs[self.graph.work_of(id).index()].flops,
-        )
-    }
-
-    #[inline]
-    fn iteration_end(&self, index: usize) -> (u32, u64) {
-        let iteration = if self.iterations {
-            self.graph
-                .iteration_of(taskgraph::ids::TaskId(index as u32)) as u32
-        } else {
-            0
-        };
-        (iteration, self.end[index].as_nanos())
-    }
-
-    #[inline]
-    fn interval(&self, index: usize) -> (timeline::TaskKind, timeline::StreamKind, u64, u64) {
-        let id = taskgraph::ids::TaskId(index as u32);
-        (
-            self.graph.kind_of(id),
-            self.graph.stream_of(id),
-            self.start[index].as_nanos(),
-            self.end[index].as_nanos(),
-        )
-    }
 }
 
 /// How much one link carried over the iteration.

@@ -16,8 +16,9 @@
 # 10 % slow: symmetry with exceptions, and 3,072 GPUs in full for
 # comparison), 100k-full (--no-symmetry: every replica, kept as one
 # replica's graph), 100k-straggler-full (the same with rank 50000 10 %
-# slow), 100k-spread (every rank's speed drawn, lognormal:0.05), 100k-uplink
-# (one leaf's uplinks at half rate: both run every replica), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
+# slow), 100k-spread (every rank's speed drawn, lognormal:0.05: every
+# replica), 100k-nic-full (--no-symmetry with rank 50000's NIC at half
+# rate), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
 # --ignore-memory), sweep-prune (the same with --prune: the top 10 only). The engine's events per CPU-second come from criterion:
 # `cargo bench -p sim --bench engine -- engine_cpu/3072`.
 set -euo pipefail
@@ -47,7 +48,7 @@ case_command() {
     100k-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --no-symmetry ;;
     100k-straggler-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 --no-symmetry ;;
     100k-spread) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --rank-spread lognormal:0.05 ;;
-    100k-uplink) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-uplink 50000:2 ;;
+    100k-nic-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-nic 50000:2 --no-symmetry ;;
     100k-straggler) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 ;;
     sweep) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --csv "$WORK/sweep.csv" ;;
     sweep-prune) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --prune --csv "$WORK/sweep.csv" ;;

@@ -33,16 +33,16 @@ use crate::cost::{cost_works, ClosedFormNetwork};
 use crate::plan::Plan;
 use crate::replicated_view::ReplicatedView;
 use crate::simulate::{SimulatedRun, SimulationError, SimulationReport, MAX_TOTAL_TASK_NS};
-use crate::slow_link_twins::TwinLinkCosts;
 use crate::straggler::Stragglers;
 use crate::symmetry::{Expansion, FullCounts, Representative, SimulationMode};
+pub(crate) use crate::twin_durations::TwinDurations;
 use scenario::Scenario;
 use std::sync::OnceLock;
 use taskgraph::ids::{Rank, TaskId};
 use taskgraph::replica_ids::ReplicaIds;
 use taskgraph::replica_map::{Expanded, Twin};
 use taskgraph::task_graph::TaskGraph;
-use timeline::time::{SimDuration, SimTime};
+use timeline::time::SimTime;
 use timeline::Producer;
 
 /// The representative's graph with full expansion's ids and groups.
@@ -94,44 +94,21 @@ impl Replicated {
         })
     }
 
-    /// Each twin's duration: its representative task's priced one, or its
-    /// slow links' closed form where one touches its group, a compute
-    /// kernel's then stretched by its own rank's factor.
+    /// Each twin's duration ([`TwinDurations`]).
     pub fn durations(
         &self,
         scenario: &Scenario,
         costs: &[WorkCost],
         stragglers: &Stragglers,
     ) -> TwinDurations {
-        let graph = &self.graph;
-        let priced = graph
-            .task_works()
-            .iter()
-            .map(|work| costs[work.index()].duration)
-            .collect();
-        let kernel_rank = if stragglers.ranks().is_empty() && stragglers.spread().is_none() {
-            Vec::new()
-        } else {
-            (0..graph.task_count() as u32)
-                .map(|task| {
-                    let id = TaskId(task);
-                    match graph.group_ranks(graph.group_of(id)) {
-                        [rank] if graph.kind_of(id).is_compute() => Some(rank.0),
-                        _ => None,
-                    }
-                })
-                .collect()
-        };
-        let links = stragglers.links();
-        TwinDurations {
-            priced,
-            links: (!links.is_empty()).then(|| {
-                TwinLinkCosts::new(scenario, graph, &self.ids, self.representative, links)
-            }),
-            kernel_rank,
-            stragglers: stragglers.clone(),
-            tensor_parallel: self.representative.tensor_parallel,
-        }
+        TwinDurations::new(
+            scenario,
+            &self.graph,
+            &self.ids,
+            self.representative,
+            costs,
+            stragglers,
+        )
     }
 
     /// The sum of every full task's priced duration (each loop task once per copy).
@@ -244,45 +221,6 @@ pub(crate) fn simulate(
         timeline: OnceLock::new(),
         expanded: OnceLock::new(),
     })
-}
-
-/// Each twin's duration ([`Replicated::durations`]).
-#[derive(Debug, Clone)]
-pub(crate) struct TwinDurations {
-    /// Each representative task's priced duration.
-    priced: Vec<SimDuration>,
-    /// With slow links: their closed-form costs for each twin.
-    links: Option<TwinLinkCosts>,
-    /// With slow ranks or a spread: each representative task's rank when it
-    /// is a compute kernel on one rank (a task of replica 0: shared tasks
-    /// run on several ranks); empty without.
-    kernel_rank: Vec<Option<u32>>,
-    stragglers: Stragglers,
-    tensor_parallel: u32,
-}
-
-impl TwinDurations {
-    /// The duration of representative task `task`'s twin in copy `copy`.
-    #[inline]
-    pub fn of(&self, ids: &ReplicaIds, task: u32, copy: u32) -> SimDuration {
-        // A shared task is one task, whatever copy asks.
-        let copy = if ids.is_shared(task) { 0 } else { copy };
-        let priced = self.priced[task as usize];
-        let priced = match &self.links {
-            Some(links) => links.duration(task, copy, priced),
-            None => priced,
-        };
-        let Some(Some(rank)) = self.kernel_rank.get(task as usize) else {
-            return priced;
-        };
-        let rank = rank + copy * self.tensor_parallel;
-        let factor = self.stragglers.rank_factor(rank);
-        if factor == 1.0 {
-            priced
-        } else {
-            SimDuration((priced.0 as f64 * factor).ceil() as u64)
-        }
-    }
 }
 
 /// What a replicated run's report keeps to give full expansion's records:

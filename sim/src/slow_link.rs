@@ -260,6 +260,24 @@ impl SlowLinks<'_> {
     /// members' NICs, NVLinks and PCIe links (1 where none is slow), the
     /// NIC's also the largest of the slow uplinks it climbs through
     /// ([`crate::slow_uplink::uplink_factor`]).
+    /// Whether one of these slow links is `rank`'s own: its NIC, NVLink or
+    /// PCIe link, or the leaf above its NIC. A group none of whose members
+    /// is touched has nominal factors ([`SlowLinks::factors_of`]).
+    pub(crate) fn touches(&self, rank: u32, scenario: &Scenario) -> bool {
+        let nic = nic_of(
+            rank,
+            scenario.topology.node.gpus_per_node,
+            scenario.topology.fabric.nics_per_node,
+        );
+        self.nics.iter().any(|slow| slow.nic == nic)
+            || self.nvlinks.iter().any(|slow| slow.rank == rank)
+            || self.pcies.iter().any(|slow| slow.rank == rank)
+            || self
+                .uplinks
+                .iter()
+                .any(|leaf| crate::slow_uplink::under_leaf(leaf, rank))
+    }
+
     pub(crate) fn factors_of(
         &self,
         ranks: &[taskgraph::ids::Rank],
@@ -294,7 +312,7 @@ pub(crate) struct LinkFactors {
 }
 
 impl LinkFactors {
-    const NOMINAL: LinkFactors = LinkFactors {
+    pub(crate) const NOMINAL: LinkFactors = LinkFactors {
         nic: 1.0,
         nvlink: 1.0,
         pcie: 1.0,

@@ -31,9 +31,11 @@ pub(crate) struct TwinLinkCosts {
     /// `task << 32 | copy`, sorted: their table.
     transfer_table: Vec<(u64, Option<u32>)>,
     tables: Vec<Vec<WorkCost>>,
-    /// Each representative task's group and work.
+    /// Each representative task's group and work, and whether it has an
+    /// entry in `transfer_table`.
     task_group: Vec<u32>,
     task_work: Vec<u32>,
+    transferred: Vec<bool>,
 }
 
 impl TwinLinkCosts {
@@ -56,6 +58,14 @@ impl TwinLinkCosts {
                 ranks.to_vec()
             }
         };
+        // Copies none of whose ranks a slow link touches keep nominal factors
+        // (every loop task's ranks are its copy's).
+        let mut touched = vec![false; copies as usize];
+        for rank in 0..scenario.layout.gpus() {
+            if links.touches(rank, scenario) {
+                touched[representative.data_index(Rank(rank)) as usize] = true;
+            }
+        }
         // A group inside replica 0 moves with its copy; a shared one (up to
         // d·cp ranks) is the same group in every copy: priced once.
         let mut group_factors: Vec<LinkFactors> =
@@ -65,9 +75,10 @@ impl TwinLinkCosts {
                 .iter()
                 .all(|&rank| representative.data_index(rank) == 0)
             {
-                group_factors.extend(
-                    (0..copies).map(|copy| links.factors_of(&moved(ranks, copy), scenario)),
-                );
+                group_factors.extend((0..copies).map(|copy| match touched[copy as usize] {
+                    true => links.factors_of(&moved(ranks, copy), scenario),
+                    false => LinkFactors::NOMINAL,
+                }));
             } else {
                 let factors = links.factors_of(ranks, scenario);
                 group_factors.extend((0..copies).map(|_| factors));
@@ -81,7 +92,13 @@ impl TwinLinkCosts {
             }
             let own = graph.group_of(id);
             let copies_of_task = if ids.is_shared(task) { 1 } else { copies };
+            // Fed only by and feeding its copy's tasks: untouched copies are nominal.
+            let local =
+                !ids.is_shared(task) && graph.successors(id).all(|next| !ids.is_shared(next.0));
             for copy in 0..copies_of_task {
+                if local && !touched[copy as usize] {
+                    continue;
+                }
                 let senders = moved(graph.group_ranks(own), copy);
                 let mut ranks = senders.clone();
                 for next in graph.successors(id) {
@@ -113,7 +130,25 @@ impl TwinLinkCosts {
                 .map(|task| graph.group_of(TaskId(task)).0)
                 .collect(),
             task_work: graph.task_works().iter().map(|work| work.0).collect(),
+            transferred: {
+                let mut transferred = vec![false; graph.task_count()];
+                for (key, _) in &transfers {
+                    transferred[(key >> 32) as usize] = true;
+                }
+                transferred
+            },
         }
+    }
+
+    /// Whether some twin of representative task `task` may take a slow
+    /// table's duration.
+    pub fn varies(&self, task: u32) -> bool {
+        let group = self.task_group[task as usize] as usize;
+        let copies = self.copies as usize;
+        self.group_table[group * copies..(group + 1) * copies]
+            .iter()
+            .any(Option::is_some)
+            || self.transferred[task as usize]
     }
 
     /// The duration of representative task `task`'s twin in copy `copy`

@@ -178,14 +178,15 @@ pub fn uplink_factor(uplinks: &[ResolvedSlowUplink], ranks: &[Rank]) -> f64 {
     }
     uplinks
         .iter()
-        .filter(|leaf| {
-            let block = leaf.first_node / geometry.nodes_per_leaf;
-            ranks
-                .iter()
-                .any(|rank| geometry.rail_and_block(rank.0) == (leaf.rail, block))
-        })
+        .filter(|leaf| ranks.iter().any(|rank| under_leaf(leaf, rank.0)))
         .map(|leaf| leaf.factor)
         .fold(1.0, f64::max)
+}
+
+/// Whether `rank`'s NIC climbs through `leaf` (its rail, in its block of nodes).
+pub(crate) fn under_leaf(leaf: &ResolvedSlowUplink, rank: u32) -> bool {
+    let geometry = leaf.geometry;
+    geometry.rail_and_block(rank) == (leaf.rail, leaf.first_node / geometry.nodes_per_leaf)
 }
 
 impl fmt::Display for ResolvedSlowUplink {

@@ -1,13 +1,15 @@
 //! The event engine: a deterministic discrete-event simulation in integer
 //! nanoseconds.
 //!
-//! Task finishes live in a radix heap ([`crate::event_queue`]) ordered by
+//! A task starts the moment its last predecessor finishes (stream exclusivity
+//! is already in the graph as program-order edges) and finishes `duration`
+//! later. With fixed durations ([`run`]) that makes the times the graph's
+//! longest paths, whatever order tasks finish in: one pass over a
+//! topological order finds them, without an event queue. With a fabric,
+//! task finishes live in a radix heap ([`crate::event_queue`]) ordered by
 //! time: equal times pop in the order they were pushed (FIFO tie-break, as
 //! NeXosim does), so the run is a pure function of the task graph and the
-//! durations.
-//! A task starts the moment its last predecessor finishes (stream exclusivity
-//! is already in the graph as program-order edges), without a trip through the
-//! heap, and finishes `duration` later. `events` counts starts, finishes and
+//! durations. `events` counts starts, finishes and
 //! (with a fabric) flow completions. The engine reads the graph's CSR
 //! successor rows and its work column (one `u32` per task, the duration
 //! through the work's cost) and owns its state in dense `Vec`s indexed by
@@ -120,16 +122,14 @@ impl RunState {
         }
         self.plan = plan;
     }
-
-    /// Starts `task` at `now` with its fixed duration (no fabric).
-    #[inline]
-    fn start_fixed(&mut self, task: u32, now: SimTime, duration: SimDuration) {
-        self.start[task as usize] = now;
-        self.queue.push(now + duration, task);
-    }
 }
 
-/// The fixed-duration loop: no fabric, so no flow can finish between queue events.
+/// The fixed-duration run: no fabric, so a task starts at the latest end of
+/// its predecessors whatever order they finish in, and the times are the
+/// graph's longest paths, found in one pass over a topological order
+/// (Kahn's algorithm, a stack of ready tasks) without the event queue. Each
+/// task counts two events, its start and its finish, as the event loop
+/// counts them.
 fn run_fixed(
     graph: &TaskGraph,
     duration_of: &impl Fn(TaskId) -> SimDuration,
@@ -137,29 +137,27 @@ fn run_fixed(
     remaining: &mut [u32],
     end: &mut [SimTime],
 ) -> (u64, usize) {
-    let mut events = 0u64;
-    for (index, &left) in remaining.iter().enumerate() {
-        if left == 0 {
-            let task = index as u32;
-            state.start_fixed(task, SimTime::ZERO, duration_of(TaskId(task)));
-            events += 1;
-        }
-    }
+    let mut ready: Vec<u32> = (0..remaining.len() as u32)
+        .filter(|&task| remaining[task as usize] == 0)
+        .collect();
+    let start = &mut state.start;
     let mut finished = 0usize;
-    while let Some((time, task)) = state.queue.pop() {
-        events += 1;
-        end[task as usize] = time;
+    while let Some(task) = ready.pop() {
+        let finish = start[task as usize] + duration_of(TaskId(task));
+        end[task as usize] = finish;
         finished += 1;
         for &successor in graph.successor_slice(task as usize) {
-            let slot = &mut remaining[successor as usize];
-            *slot -= 1;
-            if *slot == 0 {
-                state.start_fixed(successor, time, duration_of(TaskId(successor)));
-                events += 1;
+            let at = successor as usize;
+            if start[at] < finish {
+                start[at] = finish;
+            }
+            remaining[at] -= 1;
+            if remaining[at] == 0 {
+                ready.push(successor);
             }
         }
     }
-    (events, finished)
+    (2 * finished as u64, finished)
 }
 
 /// Runs the graph with a fixed duration per task.

@@ -115,13 +115,34 @@ pub fn check_fits_in(
     mode: crate::symmetry::SimulationMode,
 ) -> Result<(), DoesNotFit> {
     let tasks = mode.lowered_tasks(scenario.estimated_tasks());
-    // `ulimit -v` limits address space; the others, resident memory.
-    let (per_task, per_gpu) = match available {
-        Some(AvailableMemory {
-            limit: "ulimit -v", ..
-        }) => (ADDRESS_BYTES_PER_TASK, ADDRESS_BYTES_PER_GPU),
-        _ => (BYTES_PER_TASK, BYTES_PER_GPU),
+    let (per_task, per_gpu) = match limits_address_space(available) {
+        true => (ADDRESS_BYTES_PER_TASK, ADDRESS_BYTES_PER_GPU),
+        false => (BYTES_PER_TASK, BYTES_PER_GPU),
     };
+    refuse_past(scenario, available, tasks, per_task, per_gpu)
+}
+
+/// Whether `available` is `ulimit -v`, which limits address space (the
+/// others limit resident memory).
+fn limits_address_space(available: Option<AvailableMemory>) -> bool {
+    matches!(
+        available,
+        Some(AvailableMemory {
+            limit: "ulimit -v",
+            ..
+        })
+    )
+}
+
+/// `Err` when `tasks` at `per_task` bytes and the GPUs at `per_gpu` bytes
+/// need more than `available`.
+fn refuse_past(
+    scenario: &Scenario,
+    available: Option<AvailableMemory>,
+    tasks: u64,
+    per_task: u64,
+    per_gpu: u64,
+) -> Result<(), DoesNotFit> {
     let needed_bytes = bytes_of(tasks, scenario, per_task, per_gpu);
     match available {
         Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
@@ -179,15 +200,7 @@ pub fn check_fits_footprint(
         Footprint::Graph(mode) => return check_fits_in(scenario, available, mode),
         Footprint::Replicated { replicas } => replicas,
     };
-    let tasks = scenario.estimated_tasks();
-    let address = matches!(
-        available,
-        Some(AvailableMemory {
-            limit: "ulimit -v",
-            ..
-        })
-    );
-    let (per_full_task, per_graph_task, per_gpu) = match address {
+    let (per_full_task, per_graph_task, per_gpu) = match limits_address_space(available) {
         true => (
             ADDRESS_BYTES_PER_REPLICATED_TASK,
             ADDRESS_BYTES_PER_TASK,
@@ -198,18 +211,8 @@ pub fn check_fits_footprint(
     // Every task's own bytes and its share of the representative's graph,
     // rounded up to whole bytes (the figure the refusal names).
     let per_task = per_full_task + per_graph_task.div_ceil(u64::from(replicas));
-    let needed_bytes = bytes_of(tasks, scenario, per_task, per_gpu);
-    match available {
-        Some(available) if needed_bytes > available.bytes => Err(DoesNotFit {
-            tasks,
-            per_task,
-            per_gpu,
-            needed_bytes,
-            available_bytes: available.bytes,
-            limit: available.limit,
-        }),
-        _ => Ok(()),
-    }
+    let tasks = scenario.estimated_tasks();
+    refuse_past(scenario, available, tasks, per_task, per_gpu)
 }
 
 /// [`check_fits_footprint`] against every limit this machine reports.

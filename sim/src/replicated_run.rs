@@ -32,7 +32,7 @@ use crate::cost::WorkCost;
 use crate::cost::{cost_works, ClosedFormNetwork};
 use crate::plan::Plan;
 use crate::replicated_view::ReplicatedView;
-use crate::simulate::{SimulatedRun, SimulationError, SimulationReport, MAX_TOTAL_TASK_NS};
+use crate::simulate::{SimulatedRun, SimulationError, SimulationReport};
 use crate::straggler::Stragglers;
 use crate::symmetry::{Expansion, FullCounts, Representative, SimulationMode};
 pub(crate) use crate::twin_durations::TwinDurations;
@@ -152,19 +152,7 @@ pub(crate) fn simulate(
 ) -> Result<SimulationReport, SimulationError> {
     let network = ClosedFormNetwork::for_scenario(scenario);
     let costs = cost_works(scenario, replicated.graph.works(), &network);
-    let total_ns = replicated.total_ns(&costs);
-    // Slow ranks stretch some of it: bounded by the largest factor.
-    let total_ns = if stragglers.is_empty() {
-        total_ns
-    } else {
-        (total_ns as f64 * stragglers.max_factor()).ceil() as u128
-    };
-    if total_ns > MAX_TOTAL_TASK_NS {
-        return Err(SimulationError::OutOfRange {
-            total_s: total_ns as f64 * 1e-9,
-            limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
-        });
-    }
+    crate::simulate::check_total_ns(replicated.total_ns(&costs), stragglers)?;
     let durations = replicated.durations(scenario, &costs, stragglers);
     let start =
         engine::replicated::run_replicated(&replicated.graph, &replicated.ids, |task, copy| {
@@ -257,7 +245,6 @@ impl ReplicatedRecords {
 /// every replica and nothing else.
 fn copies_are_twins(graph: &TaskGraph, ids: &ReplicaIds, representative: Representative) -> bool {
     let in_replica_0 = |rank: &Rank| representative.data_index(*rank) == 0;
-    let t = representative.tensor_parallel;
     let mut checked = vec![false; graph.groups().len()];
     (0..graph.task_count() as u32).all(|task| {
         let group = graph.group_of(TaskId(task));
@@ -277,8 +264,8 @@ fn copies_are_twins(graph: &TaskGraph, ids: &ReplicaIds, representative: Represe
         firsts.sort_unstable();
         ranks.len() == firsts.len() * ids.copies() as usize
             && ranks.iter().all(|rank| {
-                let copy = representative.data_index(*rank);
-                firsts.binary_search(&(rank.0 - copy * t)).is_ok()
+                let (_, twin) = representative.twin_in_replica_0(*rank);
+                firsts.binary_search(&twin.0).is_ok()
             })
     })
 }

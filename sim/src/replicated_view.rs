@@ -6,7 +6,7 @@
 use crate::cost::WorkCost;
 use crate::replicated_run::{Replicated, TwinDurations};
 use taskgraph::ids::{Rank, TaskId};
-use timeline::metrics::{Interval, RankView};
+use timeline::metrics::{Interval, IterationEnds, RankView};
 use timeline::time::SimTime;
 use timeline::TimelineHeader;
 
@@ -90,24 +90,15 @@ impl RankView for ReplicatedView<'_> {
 
     fn iteration_ends_ns(&self) -> Vec<u64> {
         let graph = &self.replicated.graph;
-        let mut ends: Vec<Option<u64>> = Vec::new();
+        let mut ends = IterationEnds::default();
         self.replicated.ids.for_each_in_order(|task, copy| {
-            let iteration = if self.iterations {
-                graph.iteration_of(TaskId(task)) as usize
-            } else {
-                0
+            let iteration = match self.iterations {
+                true => u32::from(graph.iteration_of(TaskId(task))),
+                false => 0,
             };
-            if ends.len() <= iteration {
-                ends.resize(iteration + 1, None);
-            }
-            let end = ends[iteration].get_or_insert(0);
-            *end = (*end).max(self.span(task, copy).1);
+            ends.add(iteration, self.span(task, copy).1);
         });
-        let ends: Vec<u64> = ends.into_iter().flatten().collect();
-        if ends.is_empty() {
-            return vec![0];
-        }
-        ends
+        ends.finish()
     }
 
     fn for_each_compute_flops(&self, mut visit: impl FnMut(timeline::TaskKind, f64)) {
@@ -135,8 +126,8 @@ impl RankView for ReplicatedView<'_> {
     fn rank_intervals(&self, rank: u32, out: &mut Vec<Interval>) {
         out.clear();
         let representative = self.replicated.representative;
-        let copy = representative.data_index(Rank(rank));
-        let twin = (rank - copy * representative.tensor_parallel) as usize;
+        let (copy, twin) = representative.twin_in_replica_0(Rank(rank));
+        let twin = twin.index();
         let graph = &self.replicated.graph;
         let tasks = &self.rank_tasks[self.rank_offsets[twin]..self.rank_offsets[twin + 1]];
         out.extend(tasks.iter().map(|&task| {

@@ -207,8 +207,10 @@ impl SimulationReport {
         let rank = match &self.replicated {
             Some(_) => {
                 let representative = crate::placement::representative(scenario);
-                let copy = representative.data_index(taskgraph::ids::Rank(rank));
-                rank - copy * representative.tensor_parallel
+                representative
+                    .twin_in_replica_0(taskgraph::ids::Rank(rank))
+                    .1
+                     .0
             }
             None => rank,
         };
@@ -408,18 +410,7 @@ pub fn simulate_with_stragglers(
         .iter()
         .map(|work| costs[work.index()].duration.0 as u128)
         .sum();
-    // Slow ranks stretch some of it: bounded by the largest factor.
-    let total_ns = if stragglers.is_empty() {
-        total_ns
-    } else {
-        (total_ns as f64 * stragglers.max_factor()).ceil() as u128
-    };
-    if total_ns > MAX_TOTAL_TASK_NS {
-        return Err(SimulationError::OutOfRange {
-            total_s: total_ns as f64 * 1e-9,
-            limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
-        });
-    }
+    check_total_ns(total_ns, stragglers)?;
     let duration_of = perturbed_durations(scenario, graph, &costs, stragglers);
     let (outcome, busiest_links) = if scenario.options.network_contention {
         run_on_fabric(
@@ -479,6 +470,28 @@ pub fn simulate_with_stragglers(
         timeline: OnceLock::new(),
         expanded: OnceLock::new(),
     })
+}
+
+/// `OutOfRange` when every task's priced duration, `total_ns`, stretched by
+/// the largest slow factor of `stragglers`, passes [`MAX_TOTAL_TASK_NS`]:
+/// then some start or end could overflow.
+pub(crate) fn check_total_ns(
+    total_ns: u128,
+    stragglers: &Stragglers,
+) -> Result<(), SimulationError> {
+    // Slow ranks stretch some of it: bounded by the largest factor.
+    let total_ns = if stragglers.is_empty() {
+        total_ns
+    } else {
+        (total_ns as f64 * stragglers.max_factor()).ceil() as u128
+    };
+    if total_ns > MAX_TOTAL_TASK_NS {
+        return Err(SimulationError::OutOfRange {
+            total_s: total_ns as f64 * 1e-9,
+            limit_s: MAX_TOTAL_TASK_NS as f64 * 1e-9,
+        });
+    }
+    Ok(())
 }
 
 /// Runs `graph` with its communication as flows over the fabric

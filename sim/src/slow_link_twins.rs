@@ -52,8 +52,10 @@ impl TwinLinkCosts {
                 .iter()
                 .all(|&rank| representative.data_index(rank) == 0)
             {
-                let shift = copy * representative.tensor_parallel;
-                ranks.iter().map(|rank| Rank(rank.0 + shift)).collect()
+                ranks
+                    .iter()
+                    .map(|&rank| representative.in_copy(rank, copy))
+                    .collect()
             } else {
                 ranks.to_vec()
             }

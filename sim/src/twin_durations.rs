@@ -14,7 +14,7 @@ use crate::slow_link_twins::TwinLinkCosts;
 use crate::straggler::Stragglers;
 use crate::symmetry::Representative;
 use scenario::Scenario;
-use taskgraph::ids::TaskId;
+use taskgraph::ids::{Rank, TaskId};
 use taskgraph::replica_ids::ReplicaIds;
 use taskgraph::task_graph::TaskGraph;
 use timeline::time::SimDuration;
@@ -34,7 +34,7 @@ pub(crate) struct TwinDurations {
     /// run on several), and every rank's factor; empty without.
     kernel_rank: Vec<Option<u32>>,
     rank_factors: Vec<f64>,
-    tensor_parallel: u32,
+    representative: Representative,
 }
 
 impl TwinDurations {
@@ -84,7 +84,7 @@ impl TwinDurations {
             links,
             kernel_rank,
             rank_factors,
-            tensor_parallel: representative.tensor_parallel,
+            representative,
         }
     }
 
@@ -104,7 +104,7 @@ impl TwinDurations {
         let Some(Some(rank)) = self.kernel_rank.get(task as usize) else {
             return priced;
         };
-        let factor = self.rank_factors[(rank + copy * self.tensor_parallel) as usize];
+        let factor = self.rank_factors[self.representative.in_copy(Rank(*rank), copy).index()];
         if factor == 1.0 {
             priced
         } else {

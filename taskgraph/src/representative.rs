@@ -31,4 +31,18 @@ impl Representative {
     pub fn data_index(self, rank: Rank) -> u32 {
         (rank.0 / self.tensor_parallel) % self.replicas
     }
+
+    /// The twin in replica `copy` of `rank`, a rank of replica 0.
+    #[inline]
+    pub fn in_copy(self, rank: Rank, copy: u32) -> Rank {
+        Rank(rank.0 + copy * self.tensor_parallel)
+    }
+
+    /// `rank`'s replica and its twin in replica 0 (the rank
+    /// [`Representative::in_copy`] moves there).
+    #[inline]
+    pub fn twin_in_replica_0(self, rank: Rank) -> (u32, Rank) {
+        let copy = self.data_index(rank);
+        (copy, Rank(rank.0 - copy * self.tensor_parallel))
+    }
 }

@@ -130,22 +130,41 @@ pub fn steady_window_ns(ends: &[u64]) -> (u64, u64) {
 /// Latest end of each iteration present, in iteration order (one entry,
 /// 0, when there are no tasks): [`Timeline::iteration_ends_ns`] on any [`Spans`].
 pub fn iteration_ends_ns(spans: &impl Spans) -> Vec<u64> {
-    // Indexed by iteration (a handful): `None` for an iteration without tasks.
-    let mut ends: Vec<Option<u64>> = Vec::new();
+    let mut ends = IterationEnds::default();
     for index in 0..spans.len() {
         let (iteration, end_ns) = spans.iteration_end(index);
+        ends.add(iteration, end_ns);
+    }
+    ends.finish()
+}
+
+/// Each iteration's latest end, gathered task by task ([`iteration_ends_ns`]).
+#[derive(Debug, Default)]
+pub struct IterationEnds {
+    /// Indexed by iteration (a handful): `None` for an iteration without tasks.
+    ends: Vec<Option<u64>>,
+}
+
+impl IterationEnds {
+    /// A task of `iteration` ending at `end_ns`.
+    pub fn add(&mut self, iteration: u32, end_ns: u64) {
         let iteration = iteration as usize;
-        if ends.len() <= iteration {
-            ends.resize(iteration + 1, None);
+        if self.ends.len() <= iteration {
+            self.ends.resize(iteration + 1, None);
         }
-        let end = ends[iteration].get_or_insert(0);
+        let end = self.ends[iteration].get_or_insert(0);
         *end = (*end).max(end_ns);
     }
-    let ends: Vec<u64> = ends.into_iter().flatten().collect();
-    if ends.is_empty() {
-        return vec![0];
+
+    /// The latest end of each iteration present, in iteration order (one
+    /// entry, 0, when no task was added).
+    pub fn finish(self) -> Vec<u64> {
+        let ends: Vec<u64> = self.ends.into_iter().flatten().collect();
+        if ends.is_empty() {
+            return vec![0];
+        }
+        ends
     }
-    ends
 }
 
 /// Latest end over all tasks: [`Timeline::makespan_ns`] on any [`Spans`].

@@ -1,5 +1,5 @@
 //! The engine's event queue: a radix heap of task finishes keyed by time,
-//! first in, first out among equal times.
+//! lowest task id first among equal times.
 //!
 //! A radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, "Faster algorithms for
 //! the shortest path problem", J. ACM 37(2), 1990) holds keys no smaller than
@@ -10,18 +10,26 @@
 //! emptied, in order, into lower ones around its smallest key. Pushes and
 //! pops are amortised O(bits) with no comparisons between entries.
 //!
-//! FIFO among equal times, exactly as the binary heap with a sequence number
-//! it replaces: entries of one key always share a bucket (the bucket is a
-//! function of the key and the last key, and moving a bucket keeps every
-//! other key's bucket), every bucket keeps insertion order (appends, moves in
-//! order into empty buckets), so equal keys leave in the order they came.
+//! **Equal times leave in task-id order**, exactly as a binary heap keyed by
+//! (time, task) would give them: entries of one time always share a bucket
+//! (the bucket is a function of the time and the last time, and moving a
+//! bucket keeps every other time's bucket), so when a bucket is emptied into
+//! bucket 0 every entry of the new last time is there, and bucket 0 is
+//! sorted by task; an entry pushed at the last time itself (a task of no
+//! duration) is inserted in task order among those not yet popped. The
+//! order is a function of the times alone, not of the order events were
+//! pushed in: a run of full expansion from one replica's graph
+//! (`engine::replicated`), which meets the same events in another order,
+//! pops them exactly as the run of the built graph does. (It was first in,
+//! first out until the replicated run under `--contention` needed an order
+//! both could give.)
 
 use timeline::time::SimTime;
 
 /// Buckets: keys equal to the last, then one per differing bit of a `u64`.
 const BUCKETS: usize = 65;
 
-/// A monotone min-queue of (time, task) with FIFO tie-break.
+/// A monotone min-queue of (time, task), lowest task first among equal times.
 #[derive(Debug)]
 pub struct EventQueue {
     /// Every entry's time is at least this (the last time popped).
@@ -76,6 +84,15 @@ impl EventQueue {
         let time = time.as_nanos();
         debug_assert!(time >= self.last, "event at {time} before {}", self.last);
         let bucket = self.bucket_of(time);
+        if bucket == 0 {
+            // Among the entries of this time not yet popped, in task order.
+            let waiting = &self.buckets[0][self.front..];
+            let at = self.front + waiting.partition_point(|&(_, other)| other < task);
+            self.buckets[0].insert(at, (time, task));
+            self.minimum[0] = time;
+            self.len += 1;
+            return;
+        }
         self.buckets[bucket].push((time, task));
         if time < self.minimum[bucket] {
             self.minimum[bucket] = time;
@@ -84,7 +101,7 @@ impl EventQueue {
         self.len += 1;
     }
 
-    /// The earliest entry, first pushed among equal times.
+    /// The earliest entry, the lowest task among equal times.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, u32)> {
         if self.front == self.buckets[0].len() {
@@ -134,6 +151,10 @@ impl EventQueue {
             self.mark_occupied(bucket);
         }
         self.spare.clear();
+        let equal_times = &mut self.buckets[0];
+        if !equal_times.is_sorted_by_key(|&(_, task)| task) {
+            equal_times.sort_unstable_by_key(|&(_, task)| task);
+        }
         Some(())
     }
 
@@ -162,21 +183,26 @@ mod tests {
     use std::collections::BinaryHeap;
 
     #[test]
-    fn equal_times_pop_in_insertion_order() {
+    fn equal_times_pop_in_task_order() {
         let mut queue = EventQueue::with_capacity(4);
         for task in [7, 3, 9, 1] {
             queue.push(SimTime(5), task);
         }
         queue.push(SimTime(2), 42);
-        let order: Vec<u32> = std::iter::from_fn(|| queue.pop()).map(|e| e.1).collect();
-        assert_eq!(order, vec![42, 7, 3, 9, 1]);
+        let mut order: Vec<u32> = vec![queue.pop().unwrap().1, queue.pop().unwrap().1];
+        // Pushed at the time being popped: among those left, in task order.
+        queue.push(SimTime(5), 8);
+        queue.push(SimTime(5), 2);
+        order.extend(std::iter::from_fn(|| queue.pop()).map(|e| e.1));
+        assert_eq!(order, vec![42, 1, 2, 3, 7, 8, 9]);
     }
 
-    /// Against the binary heap with a sequence number it replaced, on a
-    /// simulation-like stream: pops interleaved with pushes at or after the
-    /// last time popped, many equal times, keys spanning all 64 bits.
+    /// Against a binary heap keyed by (time, task), on a simulation-like
+    /// stream: pops interleaved with pushes at or after the last time
+    /// popped, many equal times, keys spanning all 64 bits, each task
+    /// pushed once (as the engine pushes each task's finish once).
     #[test]
-    fn pops_exactly_what_a_sequenced_binary_heap_pops() {
+    fn pops_exactly_what_a_binary_heap_of_time_and_task_pops() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let mut random = move || {
             state ^= state << 13;
@@ -186,9 +212,9 @@ mod tests {
         };
         let mut queue = EventQueue::default();
         let mut heap = BinaryHeap::new();
-        let mut sequence = 0u64;
+        let mut next_task = 0u32;
         let mut now = 0u64;
-        for step in 0..200_000u32 {
+        for _ in 0..200_000u32 {
             let pushes = random() % 3;
             for _ in 0..pushes {
                 let delay = match random() % 4 {
@@ -198,16 +224,18 @@ mod tests {
                     _ => random() >> (random() % 64).max(2),
                 };
                 let time = now.saturating_add(delay);
-                queue.push(SimTime(time), step);
-                heap.push(Reverse((time, sequence, step)));
-                sequence += 1;
+                // Task ids in scrambled order, each once.
+                let task = next_task.wrapping_mul(0x9E37_79B9);
+                next_task += 1;
+                queue.push(SimTime(time), task);
+                heap.push(Reverse((time, task)));
             }
             assert_eq!(
                 queue.peek_time().map(|t| t.as_nanos()),
-                heap.peek().map(|Reverse((t, ..))| *t)
+                heap.peek().map(|Reverse((t, _))| *t)
             );
             if random() % 2 == 0 {
-                let expected = heap.pop().map(|Reverse((t, _, task))| (SimTime(t), task));
+                let expected = heap.pop().map(|Reverse((t, task))| (SimTime(t), task));
                 let got = queue.pop();
                 assert_eq!(got, expected);
                 if let Some((time, _)) = got {
@@ -216,7 +244,7 @@ mod tests {
             }
             assert_eq!(queue.len(), heap.len());
         }
-        while let Some(Reverse((t, _, task))) = heap.pop() {
+        while let Some(Reverse((t, task))) = heap.pop() {
             assert_eq!(queue.pop(), Some((SimTime(t), task)));
         }
         assert!(queue.pop().is_none() && queue.is_empty());

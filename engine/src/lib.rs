@@ -7,9 +7,11 @@
 //! longest paths, whatever order tasks finish in: one pass over a
 //! topological order finds them, without an event queue. With a fabric,
 //! task finishes live in a radix heap ([`crate::event_queue`]) ordered by
-//! time: equal times pop in the order they were pushed (FIFO tie-break, as
-//! NeXosim does), so the run is a pure function of the task graph and the
-//! durations. `events` counts starts, finishes and
+//! time, the lowest task id first among equal times, and the successors a
+//! finish makes ready start lowest id first: the order of events is a
+//! function of the graph's edges and the durations, not of the order
+//! lowering added the edges in, so a run of full expansion from one
+//! replica's graph ([`replicated`]) meets them in the same order. `events` counts starts, finishes and
 //! (with a fabric) flow completions. The engine reads the graph's CSR
 //! successor rows and its work column (one `u32` per task, the duration
 //! through the work's cost) and owns its state in dense `Vec`s indexed by
@@ -75,6 +77,8 @@ struct RunState {
     routes: RouteCache,
     /// The plan of the flow task being started (one buffer for every task).
     plan: FlowPlan,
+    /// The successors a finish makes ready (one buffer for every finish).
+    ready: Vec<u32>,
 }
 
 impl RunState {
@@ -188,6 +192,7 @@ pub fn run_with_fabric(
         free_flow_tasks: Vec::new(),
         routes: RouteCache::default(),
         plan: FlowPlan::default(),
+        ready: Vec::new(),
     };
     let mut end = vec![SimTime::ZERO; n];
     let (events, finished) = if fabric.is_none() {
@@ -264,16 +269,24 @@ fn run_flows(
         events += 1;
         end[task as usize] = time;
         finished += 1;
-        // Successors whose last predecessor this was start now, in successor order
-        // (each start counts as an event; it needs no trip through the queue).
+        // Successors whose last predecessor this was start now, lowest id
+        // first (each start counts as an event; it needs no trip through
+        // the queue).
+        let mut ready = std::mem::take(&mut state.ready);
+        ready.clear();
         for &successor in graph.successor_slice(task as usize) {
             let slot = &mut remaining[successor as usize];
             *slot -= 1;
             if *slot == 0 {
-                state.start_task(successor, time, fabric, duration_of);
-                events += 1;
+                ready.push(successor);
             }
         }
+        ready.sort_unstable();
+        for &successor in &ready {
+            state.start_task(successor, time, fabric, duration_of);
+            events += 1;
+        }
+        state.ready = ready;
     }
     (events, finished)
 }

@@ -2,11 +2,11 @@
 //! (schedules, tensor/pipeline/data degrees, ZeRO, the host lane) with and
 //! without `--contention`:
 //!
-//! - the engine it replaced, verbatim in its logic: a `BinaryHeap` keyed by
-//!   (time, sequence number), successors walked in the graph's order, flows
-//!   driven through the same fair-share network; every task's start and end
-//!   must be identical (the FIFO tie-break decides flow order, so this checks
-//!   the radix queue's tie-break too);
+//! - the engine it replaced, in its logic: a `BinaryHeap` keyed by (time,
+//!   task), the successors a finish makes ready started lowest id first,
+//!   flows driven through the same fair-share network; every task's start
+//!   and end must be identical (the tie-break among equal times decides
+//!   flow order, so this checks the radix queue's tie-break too);
 //! - without a fabric, an order-free definition: each task starts at the
 //!   latest end of its predecessors (0 with none) and lasts its duration;
 //! - metrics read through the engine's view equal metrics of the
@@ -23,7 +23,8 @@ use sim::time::{SimDuration, SimTime};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-/// The engine before the compact one (binary heap with a sequence number).
+/// The engine before the compact one (a binary heap), with its tie-break
+/// among equal times: lowest task first.
 fn reference_run(
     graph: &TaskGraph,
     duration_of: impl Fn(TaskId) -> SimDuration,
@@ -34,8 +35,7 @@ fn reference_run(
     for (_, to, _) in graph.edges() {
         remaining[to.index()] += 1;
     }
-    let mut heap: BinaryHeap<Reverse<(SimTime, u64, u32)>> = BinaryHeap::new();
-    let mut sequence = 0u64;
+    let mut heap: BinaryHeap<Reverse<(SimTime, u32)>> = BinaryHeap::new();
     let mut network = fabric
         .as_ref()
         .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s()));
@@ -71,9 +71,8 @@ fn reference_run(
             (None, _, _) => Some(now + duration_of(TaskId(task))),
         }
     };
-    let mut push = |heap: &mut BinaryHeap<Reverse<(SimTime, u64, u32)>>, time, task| {
-        heap.push(Reverse((time, sequence, task)));
-        sequence += 1;
+    let push = |heap: &mut BinaryHeap<Reverse<(SimTime, u32)>>, time, task| {
+        heap.push(Reverse((time, task)));
     };
     for (index, &left) in remaining.iter().enumerate() {
         if left == 0 {
@@ -107,14 +106,21 @@ fn reference_run(
                 }
             }
         }
-        let Some(Reverse((time, _, task))) = heap.pop() else {
+        let Some(Reverse((time, task))) = heap.pop() else {
             break;
         };
         events += 1;
         end[task as usize] = time;
-        for successor in graph.successors(TaskId(task)) {
-            remaining[successor.index()] -= 1;
-            if remaining[successor.index()] == 0 {
+        let mut ready: Vec<TaskId> = graph
+            .successors(TaskId(task))
+            .filter(|successor| {
+                remaining[successor.index()] -= 1;
+                remaining[successor.index()] == 0
+            })
+            .collect();
+        ready.sort();
+        for successor in ready {
+            {
                 if let Some(finish) = start_task(
                     successor.0,
                     time,

@@ -22,17 +22,20 @@
 //! flows (pipeline transfers, collectives and PCIe copies) share link bandwidth max-min fairly in
 //! [`crate::network::FairShareNetwork`]: a flow task ends when its last flow
 //! completes plus its fixed tail. Everything else keeps its fixed duration.
+//! The event loop (`flow_loop.rs`) runs any graph that names its tasks by
+//! full expansion's ids.
 //!
 //! [`replicated::run_replicated`] runs full expansion from one replica's
 //! graph without building the others' (fixed durations: longest paths in
 //! one topological pass).
 
 pub mod event_queue;
+mod flow_loop;
 pub mod network;
 pub mod replicated;
 
-use crate::event_queue::EventQueue;
-use crate::network::{FairShareNetwork, FlowPlan, LinkUtilization, RouteCache, SharedFabric};
+use crate::flow_loop::{EventGraph, FlowLoop};
+use crate::network::{FlowPlan, FlowPlanner, LinkUtilization, SharedFabric};
 use taskgraph::ids::TaskId;
 use taskgraph::task_graph::TaskGraph;
 use timeline::time::{SimDuration, SimTime};
@@ -55,76 +58,29 @@ pub struct DeadlockError {
     pub first: String,
 }
 
-/// A running flow task: its flows still running and the fixed tail after them.
-#[derive(Debug, Clone, Copy)]
-struct FlowTask {
-    task: u32,
-    flows_left: u32,
-    tail: SimDuration,
+/// The built graph as the event loop sees it.
+struct BuiltGraph<'a, D> {
+    graph: &'a TaskGraph,
+    duration_of: &'a D,
+    planner: &'a dyn FlowPlanner,
 }
 
-/// The engine's mutable state while it runs.
-struct RunState {
-    start: Vec<SimTime>,
-    queue: EventQueue,
-    network: Option<FairShareNetwork>,
-    /// Per running flow task, in a slot reused once it ends: the task, its
-    /// flows still running and the fixed tail after them.
-    flow_tasks: Vec<FlowTask>,
-    /// Slots of `flow_tasks` free for the next flow task.
-    free_flow_tasks: Vec<u32>,
-    /// Each pair of flow ends' route, computed once.
-    routes: RouteCache,
-    /// The plan of the flow task being started (one buffer for every task).
-    plan: FlowPlan,
-    /// The successors a finish makes ready (one buffer for every finish).
-    ready: Vec<u32>,
-}
-
-impl RunState {
-    /// Starts `task` at `now`: its flows join the fabric, or its finish is scheduled.
-    fn start_task(
-        &mut self,
-        task: u32,
-        now: SimTime,
-        fabric: Option<&SharedFabric<'_>>,
-        duration_of: &impl Fn(TaskId) -> SimDuration,
-    ) {
-        self.start[task as usize] = now;
-        let Some(shared) = fabric else {
-            self.queue.push(now + duration_of(TaskId(task)), task);
-            return;
-        };
-        let mut plan = std::mem::take(&mut self.plan);
-        let planned = shared.planner.plan_into(TaskId(task), &mut plan);
-        match self.network.as_mut() {
-            Some(network) if planned && !plan.flows.is_empty() => {
-                let entry = FlowTask {
-                    task,
-                    flows_left: plan.flows.len() as u32,
-                    tail: plan.tail,
-                };
-                let owner = match self.free_flow_tasks.pop() {
-                    Some(free) => {
-                        self.flow_tasks[free as usize] = entry;
-                        free
-                    }
-                    None => {
-                        self.flow_tasks.push(entry);
-                        (self.flow_tasks.len() - 1) as u32
-                    }
-                };
-                network.begin_group();
-                for &(ends, bytes) in &plan.flows {
-                    let links = self.routes.route(shared.fabric, ends);
-                    network.start_flow_for(now, links, bytes, owner);
-                }
-                network.end_group();
-            }
-            _ if planned => self.queue.push(now + plan.tail, task),
-            _ => self.queue.push(now + duration_of(TaskId(task)), task),
+impl<D: Fn(TaskId) -> SimDuration> EventGraph for BuiltGraph<'_, D> {
+    #[inline]
+    fn for_each_successor(&self, task: u32, mut visit: impl FnMut(u32)) {
+        for &successor in self.graph.successor_slice(task as usize) {
+            visit(successor);
         }
-        self.plan = plan;
+    }
+
+    #[inline]
+    fn duration(&self, task: u32) -> SimDuration {
+        (self.duration_of)(TaskId(task))
+    }
+
+    #[inline]
+    fn plan_into(&self, task: u32, plan: &mut FlowPlan) -> bool {
+        self.planner.plan_into(TaskId(task), plan)
     }
 }
 
@@ -137,14 +93,13 @@ impl RunState {
 fn run_fixed(
     graph: &TaskGraph,
     duration_of: &impl Fn(TaskId) -> SimDuration,
-    state: &mut RunState,
+    start: &mut [SimTime],
     remaining: &mut [u32],
     end: &mut [SimTime],
 ) -> (u64, usize) {
     let mut ready: Vec<u32> = (0..remaining.len() as u32)
         .filter(|&task| remaining[task as usize] == 0)
         .collect();
-    let start = &mut state.start;
     let mut finished = 0usize;
     while let Some(task) = ready.pop() {
         let finish = start[task as usize] + duration_of(TaskId(task));
@@ -182,30 +137,33 @@ pub fn run_with_fabric(
 ) -> Result<(TaskTimes, Option<LinkUtilization>), DeadlockError> {
     let n = graph.task_count();
     let mut remaining = graph.in_degrees();
-    let mut state = RunState {
-        start: vec![SimTime::ZERO; n],
-        queue: EventQueue::with_capacity(1024),
-        network: fabric
-            .as_ref()
-            .map(|f| FairShareNetwork::new(f.fabric.capacities_bytes_per_s())),
-        flow_tasks: Vec::new(),
-        free_flow_tasks: Vec::new(),
-        routes: RouteCache::default(),
-        plan: FlowPlan::default(),
-        ready: Vec::new(),
-    };
+    let mut start = vec![SimTime::ZERO; n];
     let mut end = vec![SimTime::ZERO; n];
-    let (events, finished) = if fabric.is_none() {
-        run_fixed(graph, &duration_of, &mut state, &mut remaining, &mut end)
-    } else {
-        run_flows(
-            graph,
-            &duration_of,
-            fabric.as_ref(),
-            &mut state,
-            &mut remaining,
-            &mut end,
-        )
+    let (events, finished, utilization) = match fabric {
+        None => {
+            let (events, finished) =
+                run_fixed(graph, &duration_of, &mut start, &mut remaining, &mut end);
+            (events, finished, None)
+        }
+        Some(shared) => {
+            let built = BuiltGraph {
+                graph,
+                duration_of: &duration_of,
+                planner: shared.planner,
+            };
+            let mut flow_loop = FlowLoop::new(shared.fabric);
+            for (index, &left) in remaining.iter().enumerate() {
+                if left == 0 {
+                    flow_loop.start_task(&built, index as u32, SimTime::ZERO, &mut start);
+                }
+            }
+            flow_loop.run(&built, &mut start, &mut remaining, |task, time| {
+                end[task as usize] = time;
+            });
+            let (events, finished) = (flow_loop.events, flow_loop.finished);
+            let utilization = flow_loop.into_network().link_utilization();
+            (events, finished, Some(utilization))
+        }
     };
     if finished < n {
         let first = remaining
@@ -218,75 +176,5 @@ pub fn run_with_fabric(
             first: graph.describe(TaskId(first as u32)),
         });
     }
-    Ok((
-        TaskTimes {
-            start: state.start,
-            end,
-            events,
-        },
-        state.network.map(|network| network.link_utilization()),
-    ))
-}
-
-/// The loop with a fabric: network completions at an instant are processed
-/// before other events at that instant.
-fn run_flows(
-    graph: &TaskGraph,
-    duration_of: &impl Fn(TaskId) -> SimDuration,
-    fabric: Option<&SharedFabric<'_>>,
-    state: &mut RunState,
-    remaining: &mut [u32],
-    end: &mut [SimTime],
-) -> (u64, usize) {
-    let mut events = 0u64;
-    for (index, &left) in remaining.iter().enumerate() {
-        if left == 0 {
-            state.start_task(index as u32, SimTime::ZERO, fabric, duration_of);
-            events += 1;
-        }
-    }
-    let mut finished = 0usize;
-    loop {
-        if let Some(network) = state.network.as_mut() {
-            if let Some(due) = network.next_due() {
-                if state.queue.peek_time().is_none_or(|next| due <= next) {
-                    let (due, owner) = network.complete_next().expect("a flow is pending");
-                    events += 1;
-                    let entry = &mut state.flow_tasks[owner as usize];
-                    entry.flows_left -= 1;
-                    if entry.flows_left == 0 {
-                        let (task, tail) = (entry.task, entry.tail);
-                        state.free_flow_tasks.push(owner);
-                        state.queue.push(due + tail, task);
-                    }
-                    continue;
-                }
-            }
-        }
-        let Some((time, task)) = state.queue.pop() else {
-            break;
-        };
-        events += 1;
-        end[task as usize] = time;
-        finished += 1;
-        // Successors whose last predecessor this was start now, lowest id
-        // first (each start counts as an event; it needs no trip through
-        // the queue).
-        let mut ready = std::mem::take(&mut state.ready);
-        ready.clear();
-        for &successor in graph.successor_slice(task as usize) {
-            let slot = &mut remaining[successor as usize];
-            *slot -= 1;
-            if *slot == 0 {
-                ready.push(successor);
-            }
-        }
-        ready.sort_unstable();
-        for &successor in &ready {
-            state.start_task(successor, time, fabric, duration_of);
-            events += 1;
-        }
-        state.ready = ready;
-    }
-    (events, finished)
+    Ok((TaskTimes { start, end, events }, utilization))
 }

@@ -158,6 +158,7 @@ impl<'a> FabricFlowPlanner<'a> {
     fn pipeline_flows(
         &self,
         task: TaskId,
+        ranks: &[Rank],
         bytes: u64,
         tensor_parallel: u32,
         scatter_gather: bool,
@@ -168,13 +169,20 @@ impl<'a> FabricFlowPlanner<'a> {
         } else {
             bytes
         };
-        self.pipeline_pairs(task, per_rank_bytes, &mut plan.flows);
+        self.pipeline_pairs(task, ranks, per_rank_bytes, &mut plan.flows);
         plan.tail = self.pipeline_tails[self.graph.work_of(task).index()];
     }
 
     /// Appends one flow of `bytes` per tensor rank of a pipeline transfer
-    /// task: from the sender to the receiver with the same coordinates.
-    fn pipeline_pairs(&self, task: TaskId, bytes: u64, flows: &mut Vec<(FlowEnds, u64)>) {
+    /// task on `ranks`: from the sender to the receiver with the same
+    /// coordinates.
+    fn pipeline_pairs(
+        &self,
+        task: TaskId,
+        ranks: &[Rank],
+        bytes: u64,
+        flows: &mut Vec<(FlowEnds, u64)>,
+    ) {
         let (stage, chunk) = self.graph.stage_and_chunk_of(task);
         let p = self.placement.layout.pipeline_parallel.get();
         let map = self.placement.layout.stage_map;
@@ -189,28 +197,23 @@ impl<'a> FabricFlowPlanner<'a> {
         // the stage is the rank's outermost digit (t·d ranks a stage).
         let ranks_per_stage =
             self.placement.layout.tensor_parallel.get() * self.placement.layout.replicas();
-        flows.extend(
-            self.graph
-                .group_ranks(self.graph.group_of(task))
-                .iter()
-                .map(|&rank| {
-                    let peer = peer_stage * ranks_per_stage + rank.0 % ranks_per_stage;
-                    debug_assert_eq!(
-                        Rank(peer),
-                        self.placement.rank(Coordinates {
-                            stage: peer_stage,
-                            ..self.placement.coordinates(rank)
-                        })
-                    );
-                    (FlowEnds::Gpus(rank.0, peer), bytes)
-                }),
-        );
+        flows.extend(ranks.iter().map(|&rank| {
+            let peer = peer_stage * ranks_per_stage + rank.0 % ranks_per_stage;
+            debug_assert_eq!(
+                Rank(peer),
+                self.placement.rank(Coordinates {
+                    stage: peer_stage,
+                    ..self.placement.coordinates(rank)
+                })
+            );
+            (FlowEnds::Gpus(rank.0, peer), bytes)
+        }));
     }
 
     /// A pipeline transfer between stages on one node: every tensor rank sends
     /// the whole activation to its peer through the NVSwitch.
-    fn nvlink_pipeline_flows(&self, task: TaskId, bytes: u64, plan: &mut FlowPlan) {
-        self.pipeline_pairs(task, bytes, &mut plan.flows);
+    fn nvlink_pipeline_flows(&self, task: TaskId, ranks: &[Rank], bytes: u64, plan: &mut FlowPlan) {
+        self.pipeline_pairs(task, ranks, bytes, &mut plan.flows);
         plan.tail = SimDuration::from_seconds_ceil(self.rates.nvlink_step_latency_ns * 1e-9);
     }
 
@@ -235,10 +238,12 @@ impl<'a> FabricFlowPlanner<'a> {
         plan.tail = tail;
     }
 
-    /// A collective task's rings: across nodes over the NIC rails, or inside one node.
+    /// A collective task's rings over `ranks`: across nodes over the NIC
+    /// rails, or inside one node.
     fn collective_flows(
         &self,
         task: TaskId,
+        ranks: &[Rank],
         op: CollectiveOp,
         group_size: u32,
         nodes: u32,
@@ -249,7 +254,6 @@ impl<'a> FabricFlowPlanner<'a> {
             return false;
         }
         let work = self.graph.work_of(task);
-        let ranks = self.graph.group_ranks(self.graph.group_of(task));
         if nodes > 1 {
             *plan = self.ring_flows(op, ranks, cost.bytes, cost.duration);
         } else if let Some(rings) =
@@ -265,17 +269,22 @@ impl<'a> FabricFlowPlanner<'a> {
         true
     }
 
-    /// A pass's expert all-to-alls: each of the task's ranks sends 1/ep of
-    /// the bytes to every other rank of its expert-parallel group.
-    fn all_to_all_flows(&self, task: TaskId, group_size: u32, nodes: u32) -> Option<FlowPlan> {
-        let t = self.graph.task(task);
-        let cost = self.costs[t.work.index()];
+    /// A pass's expert all-to-alls: each of the task's `ranks` sends 1/ep
+    /// of the bytes to every other rank of its expert-parallel group.
+    fn all_to_all_flows(
+        &self,
+        task: TaskId,
+        ranks: &[Rank],
+        group_size: u32,
+        nodes: u32,
+    ) -> Option<FlowPlan> {
+        let cost = self.costs[self.graph.work_of(task).index()];
         if group_size <= 1 || cost.bytes == 0 {
             return None;
         }
         let per_peer = cost.bytes.div_ceil(group_size as u64);
         let mut flows = Vec::new();
-        for &rank in self.graph.group_ranks(t.group) {
+        for &rank in ranks {
             let c = self.placement.coordinates(rank);
             for peer in self
                 .placement
@@ -352,6 +361,20 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
     }
 
     fn plan_into(&self, task: TaskId, plan: &mut FlowPlan) -> bool {
+        self.plan_on_ranks(
+            task,
+            self.graph.group_ranks(self.graph.group_of(task)),
+            plan,
+        )
+    }
+}
+
+impl FabricFlowPlanner<'_> {
+    /// [`FlowPlanner::plan_into`] of `task` run on `ranks` instead of its
+    /// group's (its twin in another replica, `engine::replicated_flows`):
+    /// the work, kind and stage are the task's, the flows' ends are
+    /// `ranks`'.
+    pub fn plan_on_ranks(&self, task: TaskId, ranks: &[Rank], plan: &mut FlowPlan) -> bool {
         plan.flows.clear();
         plan.tail = SimDuration::ZERO;
         // The work alone decides (one column read: most tasks are not flows).
@@ -362,7 +385,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                 crosses_nodes: true,
                 scatter_gather,
             } => {
-                self.pipeline_flows(task, bytes, tensor_parallel, scatter_gather, plan);
+                self.pipeline_flows(task, ranks, bytes, tensor_parallel, scatter_gather, plan);
                 true
             }
             Work::PipelineTransfer {
@@ -370,7 +393,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                 crosses_nodes: false,
                 ..
             } => {
-                self.nvlink_pipeline_flows(task, bytes, plan);
+                self.nvlink_pipeline_flows(task, ranks, bytes, plan);
                 true
             }
             Work::TensorAllReduce {
@@ -382,6 +405,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                 spread, group_size, ..
             } => self.collective_flows(
                 task,
+                ranks,
                 CollectiveOp::AllReduce,
                 group_size,
                 spread.nodes,
@@ -389,7 +413,14 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             ),
             Work::TensorAllReduce {
                 nodes, group_size, ..
-            } => self.collective_flows(task, CollectiveOp::AllReduce, group_size, nodes, plan),
+            } => self.collective_flows(
+                task,
+                ranks,
+                CollectiveOp::AllReduce,
+                group_size,
+                nodes,
+                plan,
+            ),
             // ZeRO-2 (the cost model charges both as an all-gather of the buffer).
             Work::DataParallelReduceScatter {
                 spread, group_size, ..
@@ -398,6 +429,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
                 spread, group_size, ..
             } => self.collective_flows(
                 task,
+                ranks,
                 CollectiveOp::AllGather,
                 group_size,
                 spread.nodes,
@@ -405,7 +437,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             ),
             Work::ExpertAllToAll {
                 group_size, nodes, ..
-            } => match self.all_to_all_flows(task, group_size, nodes) {
+            } => match self.all_to_all_flows(task, ranks, group_size, nodes) {
                 Some(planned) => {
                     *plan = planned;
                     true
@@ -415,7 +447,7 @@ impl FlowPlanner for FabricFlowPlanner<'_> {
             Work::PcieTransfer {
                 direction, bytes, ..
             } if bytes > 0 => {
-                let gpu = self.graph.group_ranks(self.graph.group_of(task))[0].0;
+                let gpu = ranks[0].0;
                 let ends = match direction {
                     PcieDirection::DeviceToHost => FlowEnds::ToHost(gpu),
                     PcieDirection::HostToDevice => FlowEnds::FromHost(gpu),

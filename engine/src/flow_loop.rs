@@ -1,0 +1,173 @@
+//! The event loop of a run with a fabric (`--contention`): task finishes in
+//! the event queue, flows in the fair-share network, network completions
+//! at an instant before other events at that instant.
+//!
+//! It runs any [`EventGraph`]: the built graph ([`crate::run_with_fabric`])
+//! or full expansion kept as one replica's graph
+//! ([`crate::replicated_flows`]). Both name tasks by full expansion's ids,
+//! and the order of events depends on the ids alone (the queue pops equal
+//! times lowest task first; the successors a finish makes ready start
+//! lowest id first), so two graphs with the same tasks, edges, durations
+//! and plans run exactly alike.
+
+use crate::event_queue::EventQueue;
+use crate::network::{Fabric, FairShareNetwork, FlowPlan, RouteCache};
+use timeline::time::{SimDuration, SimTime};
+
+/// What the event loop asks of the graph it runs, by task id.
+pub(crate) trait EventGraph {
+    /// Calls `visit` with each successor of `task` (any order).
+    fn for_each_successor(&self, task: u32, visit: impl FnMut(u32));
+
+    /// The task's duration when it does not run as flows.
+    fn duration(&self, task: u32) -> SimDuration;
+
+    /// The task's flows and tail into `plan`; false when its duration is
+    /// fixed (`plan` is then unspecified).
+    fn plan_into(&self, task: u32, plan: &mut FlowPlan) -> bool;
+}
+
+/// A running flow task: its flows still running and the fixed tail after them.
+#[derive(Debug, Clone, Copy)]
+struct FlowTask {
+    task: u32,
+    flows_left: u32,
+    tail: SimDuration,
+}
+
+/// The loop's mutable state.
+pub(crate) struct FlowLoop<'f> {
+    fabric: &'f Fabric,
+    queue: EventQueue,
+    network: FairShareNetwork,
+    /// Per running flow task, in a slot reused once it ends: the task, its
+    /// flows still running and the fixed tail after them.
+    flow_tasks: Vec<FlowTask>,
+    /// Slots of `flow_tasks` free for the next flow task.
+    free_flow_tasks: Vec<u32>,
+    /// Each pair of flow ends' route, computed once.
+    routes: RouteCache,
+    /// The plan of the flow task being started (one buffer for every task).
+    plan: FlowPlan,
+    /// The successors a finish makes ready (one buffer for every finish).
+    ready: Vec<u32>,
+    /// Starts, finishes and flow completions.
+    pub events: u64,
+    /// Tasks finished.
+    pub finished: usize,
+}
+
+impl<'f> FlowLoop<'f> {
+    pub fn new(fabric: &'f Fabric) -> FlowLoop<'f> {
+        FlowLoop {
+            fabric,
+            queue: EventQueue::with_capacity(1024),
+            network: FairShareNetwork::new(fabric.capacities_bytes_per_s()),
+            flow_tasks: Vec::new(),
+            free_flow_tasks: Vec::new(),
+            routes: RouteCache::default(),
+            plan: FlowPlan::default(),
+            ready: Vec::new(),
+            events: 0,
+            finished: 0,
+        }
+    }
+
+    /// The network, once the run is over (its link utilization).
+    pub fn into_network(self) -> FairShareNetwork {
+        self.network
+    }
+
+    /// Starts `task` at `now` (one event): its flows join the fabric, or
+    /// its finish is queued.
+    pub fn start_task(
+        &mut self,
+        graph: &impl EventGraph,
+        task: u32,
+        now: SimTime,
+        start: &mut [SimTime],
+    ) {
+        start[task as usize] = now;
+        self.events += 1;
+        let mut plan = std::mem::take(&mut self.plan);
+        let planned = graph.plan_into(task, &mut plan);
+        if planned && !plan.flows.is_empty() {
+            let entry = FlowTask {
+                task,
+                flows_left: plan.flows.len() as u32,
+                tail: plan.tail,
+            };
+            let owner = match self.free_flow_tasks.pop() {
+                Some(free) => {
+                    self.flow_tasks[free as usize] = entry;
+                    free
+                }
+                None => {
+                    self.flow_tasks.push(entry);
+                    (self.flow_tasks.len() - 1) as u32
+                }
+            };
+            self.network.begin_group();
+            for &(ends, bytes) in &plan.flows {
+                let links = self.routes.route(self.fabric, ends);
+                self.network.start_flow_for(now, links, bytes, owner);
+            }
+            self.network.end_group();
+        } else if planned {
+            self.queue.push(now + plan.tail, task);
+        } else {
+            self.queue.push(now + graph.duration(task), task);
+        }
+        self.plan = plan;
+    }
+
+    /// Runs until nothing is left: `remaining` is each task's predecessors
+    /// not yet finished (the tasks with none already started);
+    /// `finished_at(task, time)` hears each finish.
+    pub fn run(
+        &mut self,
+        graph: &impl EventGraph,
+        start: &mut [SimTime],
+        remaining: &mut [u32],
+        mut finished_at: impl FnMut(u32, SimTime),
+    ) {
+        loop {
+            if let Some(due) = self.network.next_due() {
+                if self.queue.peek_time().is_none_or(|next| due <= next) {
+                    let (due, owner) = self.network.complete_next().expect("a flow is pending");
+                    self.events += 1;
+                    let entry = &mut self.flow_tasks[owner as usize];
+                    entry.flows_left -= 1;
+                    if entry.flows_left == 0 {
+                        let (task, tail) = (entry.task, entry.tail);
+                        self.free_flow_tasks.push(owner);
+                        self.queue.push(due + tail, task);
+                    }
+                    continue;
+                }
+            }
+            let Some((time, task)) = self.queue.pop() else {
+                break;
+            };
+            self.events += 1;
+            self.finished += 1;
+            finished_at(task, time);
+            // Successors whose last predecessor this was start now, lowest
+            // id first (each start needs no trip through the queue).
+            let mut ready = std::mem::take(&mut self.ready);
+            ready.clear();
+            graph.for_each_successor(task, |successor| {
+                let slot = &mut remaining[successor as usize];
+                *slot -= 1;
+                if *slot == 0 {
+                    ready.push(successor);
+                }
+            });
+            ready.sort_unstable();
+            for &successor in &ready {
+                self.start_task(graph, successor, time, start);
+            }
+            self.ready = ready;
+        }
+    }
+}

@@ -27,12 +27,14 @@
 //!
 //! [`replicated::run_replicated`] runs full expansion from one replica's
 //! graph without building the others' (fixed durations: longest paths in
-//! one topological pass).
+//! one topological pass); [`replicated_flows::run_replicated_with_fabric`]
+//! does so with a fabric, in the event loop.
 
 pub mod event_queue;
 mod flow_loop;
 pub mod network;
 pub mod replicated;
+pub mod replicated_flows;
 
 use crate::flow_loop::{EventGraph, FlowLoop};
 use crate::network::{FlowPlan, FlowPlanner, LinkUtilization, SharedFabric};

@@ -179,7 +179,8 @@ impl Footprint {
         stragglers: &crate::straggler::Stragglers,
     ) -> Footprint {
         let symmetric = crate::symmetry::symmetric_replicas(scenario);
-        if crate::replicated_run::applies(scenario, symmetric, expansion, stragglers) {
+        let alike = crate::symmetry::replicas_alike(scenario).is_ok();
+        if crate::replicated_run::applies(scenario, symmetric, alike, expansion, stragglers) {
             return Footprint::Replicated {
                 replicas: scenario.layout.replicas(),
             };

@@ -58,6 +58,7 @@ pub mod symmetry;
 pub mod symmetry_exceptions;
 pub mod throughput;
 mod twin_durations;
+mod twin_ends;
 /// The task DAG (the `taskgraph` crate): ids, tasks, columns, the graph, the replica map.
 pub use taskgraph::{ids, replica_map, task, task_columns, task_graph};
 #[cfg(test)]

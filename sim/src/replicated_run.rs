@@ -1,23 +1,26 @@
 //! Full expansion kept as one replica's graph: every replica simulated, in
 //! a fraction of the memory and time building them all would take.
 //!
-//! **When.** A run in full expansion (`--no-symmetry`, or stragglers the
-//! exceptions of [`crate::symmetry_exceptions`] do not cover, such as a
-//! spread of GPU speeds or a slow leaf uplink) whose replicas are alike in
-//! structure and placement, which is what
-//! [`crate::symmetry::symmetric_replicas`] checks: no `--contention` (flows
-//! need the fabric and its event loop), no ZeRO-Offload, HSDP or hpZ,
-//! replicas on their nodes alike. Those, and a layout the representative's
-//! replica map does not describe, build every replica. Slow ranks and
-//! spreads stretch a twin by its own rank's factor; slow NICs, NVLinks, PCIe
-//! links and uplinks price it by its own group's links
-//! ([`crate::slow_link_twins`]).
+//! **When.** A run in full expansion (`--no-symmetry`, `--contention`, or
+//! stragglers the exceptions of [`crate::symmetry_exceptions`] do not
+//! cover, such as a spread of GPU speeds or a slow leaf uplink) whose
+//! replicas are alike in structure and placement, which is what
+//! [`crate::symmetry::replicas_alike_in`] checks: no ZeRO-Offload, HSDP or
+//! hpZ, replicas on their nodes alike. Those, and a layout the
+//! representative's replica map does not describe, build every replica.
+//! Slow ranks and spreads stretch a twin by its own rank's factor; slow
+//! NICs, NVLinks, PCIe links and uplinks price it by its own group's links
+//! ([`crate::slow_link_twins`]) and, under `--contention`, slow the
+//! fabric's links as they do for the built graph.
 //!
 //! **How.** Lowering builds the representative replica
 //! ([`crate::lowering::lower_representative`]); its replica map gives full
 //! expansion's ids as arithmetic ([`taskgraph::replica_ids`]); the engine
 //! runs every replica's twins over the representative's edges
-//! ([`engine::replicated`]) with each twin's own duration; metrics read each rank's tasks from its twin rank's in replica 0
+//! ([`engine::replicated`]) with each twin's own duration, or under
+//! `--contention` in its event loop with each twin's own flows
+//! ([`engine::replicated_flows`], [`crate::network::TwinPlanner`]); metrics
+//! read each rank's tasks from its twin rank's in replica 0
 //! ([`timeline::metrics::RankView`]). Times, metrics, counts and the
 //! Timeline are full expansion's, which `tests/tests/it/replicated_run.rs`
 //! checks task by task against full expansion built and run.
@@ -30,19 +33,22 @@
 
 use crate::cost::WorkCost;
 use crate::cost::{cost_works, ClosedFormNetwork};
+use crate::network::{FabricFlowPlanner, TwinPlanner};
 use crate::plan::Plan;
 use crate::replicated_view::ReplicatedView;
 use crate::simulate::{SimulatedRun, SimulationError, SimulationReport};
 use crate::straggler::Stragglers;
 use crate::symmetry::{Expansion, FullCounts, Representative, SimulationMode};
 pub(crate) use crate::twin_durations::TwinDurations;
+use crate::twin_ends::TwinEnds;
+use engine::replicated_flows::PlannedEnds;
 use scenario::Scenario;
 use std::sync::OnceLock;
 use taskgraph::ids::{Rank, TaskId};
 use taskgraph::replica_ids::ReplicaIds;
 use taskgraph::replica_map::{Expanded, Twin};
 use taskgraph::task_graph::TaskGraph;
-use timeline::time::SimTime;
+use timeline::time::{SimDuration, SimTime};
 use timeline::Producer;
 
 /// The representative's graph with full expansion's ids and groups.
@@ -65,7 +71,8 @@ impl Replicated {
         stragglers: &Stragglers,
     ) -> Option<Replicated> {
         let symmetric = crate::symmetry::symmetric_replicas_in(scenario, plan);
-        applies(scenario, symmetric, expansion, stragglers)
+        let alike = crate::symmetry::replicas_alike_in(scenario, plan).is_ok();
+        applies(scenario, symmetric, alike, expansion, stragglers)
             .then(|| Replicated::lower(scenario, plan))
             .flatten()
     }
@@ -128,16 +135,19 @@ impl Replicated {
 
 /// Whether a run `expansion` asks for goes in full expansion from the
 /// representative's graph, given what [`crate::symmetry::symmetric_replicas`]
-/// says of it (`symmetric`): full expansion, replicas alike, and not [`Expansion::Built`]. (Lowering may still find the replica map
+/// says of it (`symmetric`) and whether its replicas lower alike (`alike`,
+/// [`crate::symmetry::replicas_alike_in`]): full expansion, replicas alike,
+/// and not [`Expansion::Built`]. (Lowering may still find the replica map
 /// does not describe the layout, and build every replica.)
 pub(crate) fn applies(
     scenario: &Scenario,
     symmetric: Result<u32, &'static str>,
+    alike: bool,
     expansion: Expansion,
     stragglers: &Stragglers,
 ) -> bool {
     expansion != Expansion::Built
-        && symmetric.is_ok()
+        && alike
         && crate::symmetry::planned_mode(scenario, symmetric, expansion, stragglers).0
             == SimulationMode::Full
 }
@@ -154,10 +164,13 @@ pub(crate) fn simulate(
     let costs = cost_works(scenario, replicated.graph.works(), &network);
     crate::simulate::check_total_ns(replicated.total_ns(&costs), stragglers)?;
     let durations = replicated.durations(scenario, &costs, stragglers);
-    let start =
-        engine::replicated::run_replicated(&replicated.graph, &replicated.ids, |task, copy| {
-            durations.of(&replicated.ids, task, copy)
-        })?;
+    let twins = Twins {
+        replicated: &replicated,
+        costs: &costs,
+        durations: &durations,
+    };
+    let run = run_twins(scenario, plan, &network, twins, stragglers)?;
+    let start = run.start;
     let mut header =
         crate::simulate::timeline_header(scenario, &replicated.graph, Producer::Sim, None);
     header.groups = replicated
@@ -167,8 +180,12 @@ pub(crate) fn simulate(
         .map(|ranks| ranks.iter().map(|r| r.0).collect())
         .collect();
     let iterations = scenario.iterations > 1;
+    let ends = TwinEnds {
+        durations,
+        planned: run.planned,
+    };
     let metrics = timeline::metrics::compute_rank_view(
-        &ReplicatedView::new(&header, &replicated, &costs, &durations, &start, iterations),
+        &ReplicatedView::new(&header, &replicated, &costs, &ends, &start, iterations),
         scenario
             .options
             .precision
@@ -182,14 +199,26 @@ pub(crate) fn simulate(
         ..
     } = replicated;
     graph.release_edges();
+    let records = ReplicatedRecords {
+        expanded,
+        ids,
+        ends,
+    };
+    let busiest_links = match run.links {
+        Some((fabric, utilization)) => crate::simulate::busiest_links(
+            &fabric,
+            &utilization,
+            SimDuration(records.makespan_ns(&start)),
+        ),
+        None => Vec::new(),
+    };
     Ok(SimulationReport {
         metrics,
         memory: crate::memory::memory_per_stage(scenario, plan),
         n_tasks: full.tasks,
         n_edges: full.edges,
-        // Each task starts and finishes once (`engine::replicated`).
-        n_events: 2 * full.tasks as u64,
-        busiest_links: Vec::new(),
+        n_events: run.events,
+        busiest_links,
         mode: SimulationMode::Full,
         simulated_tasks: full.tasks,
         run: SimulatedRun {
@@ -201,23 +230,89 @@ pub(crate) fn simulate(
             iterations,
         },
         expand: None,
-        replicated: Some(Box::new(ReplicatedRecords {
-            expanded,
-            ids,
-            durations,
-        })),
+        replicated: Some(Box::new(records)),
         timeline: OnceLock::new(),
         expanded: OnceLock::new(),
     })
 }
 
+/// The representative's graph with its works' costs and twins' durations.
+#[derive(Clone, Copy)]
+struct Twins<'a> {
+    replicated: &'a Replicated,
+    costs: &'a [WorkCost],
+    durations: &'a TwinDurations,
+}
+
+/// What the engine gives of a replicated run.
+struct TwinRun {
+    /// Every full task's start, by full id.
+    start: Vec<SimTime>,
+    /// Under `--contention`: the flow tasks' ends.
+    planned: Option<PlannedEnds>,
+    /// Starts, finishes and flow completions.
+    events: u64,
+    /// Under `--contention`: the fabric and what its links carried.
+    links: Option<(crate::network::Fabric, crate::network::LinkUtilization)>,
+}
+
+/// Runs every twin: fixed durations as longest paths
+/// ([`engine::replicated`]), or under `--contention` with each twin's flows
+/// on the fabric ([`engine::replicated_flows`]).
+fn run_twins(
+    scenario: &Scenario,
+    plan: &Plan,
+    network: &ClosedFormNetwork,
+    twins: Twins<'_>,
+    stragglers: &Stragglers,
+) -> Result<TwinRun, SimulationError> {
+    let Twins {
+        replicated,
+        costs,
+        durations,
+    } = twins;
+    let ids = &replicated.ids;
+    let duration_of = |task, copy| durations.of(ids, task, copy);
+    if !scenario.options.network_contention {
+        let start = engine::replicated::run_replicated(&replicated.graph, ids, duration_of)?;
+        return Ok(TwinRun {
+            start,
+            planned: None,
+            // Each task starts and finishes once (`engine::replicated`).
+            events: 2 * replicated.full.tasks as u64,
+            links: None,
+        });
+    }
+    let fabric = crate::simulate::fabric_for(scenario, stragglers)?;
+    let planner = TwinPlanner::new(
+        FabricFlowPlanner::new(scenario, &plan.placement, &replicated.graph, network, costs),
+        &replicated.graph,
+        ids,
+        replicated.representative,
+    );
+    let times = engine::replicated_flows::run_replicated_with_fabric(
+        &replicated.graph,
+        ids,
+        duration_of,
+        &fabric,
+        &planner,
+    )?;
+    Ok(TwinRun {
+        start: times.start,
+        planned: Some(times.planned),
+        events: times.events,
+        links: Some((fabric, times.utilization)),
+    })
+}
+
 /// What a replicated run's report keeps to give full expansion's records:
-/// its ids, groups and each twin's duration (the engine keeps starts only).
+/// its ids, groups and each twin's end (the engine keeps starts, and under
+/// `--contention` the flow tasks' ends).
 #[derive(Debug, Clone)]
 pub(crate) struct ReplicatedRecords {
     pub expanded: Expanded,
     pub ids: ReplicaIds,
-    pub durations: TwinDurations,
+    pub ends: TwinEnds,
 }
 
 impl ReplicatedRecords {
@@ -225,7 +320,7 @@ impl ReplicatedRecords {
     pub fn span(&self, start: &[SimTime], twin: Twin) -> (u64, u64) {
         let copy = self.ids.copy_of(twin.representative, twin.id);
         let start = start[twin.id as usize];
-        let end = start + self.durations.of(&self.ids, twin.representative, copy);
+        let end = self.ends.end(&self.ids, twin.representative, copy, start);
         (start.as_nanos(), end.as_nanos())
     }
 
@@ -234,7 +329,7 @@ impl ReplicatedRecords {
         let mut latest = 0;
         self.ids.for_each_in_order(|task, copy| {
             let id = self.ids.full_id(task, copy) as usize;
-            latest = latest.max((start[id] + self.durations.of(&self.ids, task, copy)).as_nanos());
+            latest = latest.max(self.ends.end(&self.ids, task, copy, start[id]).as_nanos());
         });
         latest
     }

@@ -4,7 +4,8 @@
 //! order ([`timeline::metrics::RankView`]).
 
 use crate::cost::WorkCost;
-use crate::replicated_run::{Replicated, TwinDurations};
+use crate::replicated_run::Replicated;
+use crate::twin_ends::TwinEnds;
 use taskgraph::ids::{Rank, TaskId};
 use timeline::metrics::{Interval, IterationEnds, RankView};
 use timeline::time::SimTime;
@@ -16,7 +17,7 @@ pub(crate) struct ReplicatedView<'a> {
     header: &'a TimelineHeader,
     replicated: &'a Replicated,
     costs: &'a [WorkCost],
-    durations: &'a TwinDurations,
+    ends: &'a TwinEnds,
     /// Every full task's start, by full id.
     start: &'a [SimTime],
     iterations: bool,
@@ -30,7 +31,7 @@ impl<'a> ReplicatedView<'a> {
         header: &'a TimelineHeader,
         replicated: &'a Replicated,
         costs: &'a [WorkCost],
-        durations: &'a TwinDurations,
+        ends: &'a TwinEnds,
         start: &'a [SimTime],
         iterations: bool,
     ) -> ReplicatedView<'a> {
@@ -63,7 +64,7 @@ impl<'a> ReplicatedView<'a> {
             header,
             replicated,
             costs,
-            durations,
+            ends,
             start,
             iterations,
             rank_offsets: counts,
@@ -78,7 +79,7 @@ impl ReplicatedView<'_> {
     fn span(&self, task: u32, copy: u32) -> (u64, u64) {
         let ids = &self.replicated.ids;
         let start = self.start[ids.full_id(task, copy) as usize];
-        let end = start + self.durations.of(ids, task, copy);
+        let end = self.ends.end(ids, task, copy, start);
         (start.as_nanos(), end.as_nanos())
     }
 }

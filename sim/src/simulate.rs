@@ -8,7 +8,7 @@ use crate::cost::{cost_works, ClosedFormNetwork, WorkCost};
 use crate::lowered_run::LoweredRun;
 use crate::lowering::lower;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
-use crate::network::{Fabric, FabricError};
+use crate::network::{Fabric, FabricError, LinkUtilization};
 use crate::network::{FabricFlowPlanner, SharedFabric};
 use crate::plan::Plan;
 use crate::replicated_run::Replicated;
@@ -494,18 +494,12 @@ pub(crate) fn check_total_ns(
     Ok(())
 }
 
-/// Runs `graph` with its communication as flows over the fabric
-/// (`--contention`), slow NICs, NVLinks, PCIe links and leaf uplinks slowing their links; the engine's
-/// times and the busiest links.
-fn run_on_fabric(
+/// The fabric of `scenario` (`--contention`), with the slow NICs, NVLinks,
+/// PCIe links and leaf uplinks of `stragglers` slowing their links.
+pub(crate) fn fabric_for(
     scenario: &Scenario,
-    plan: &Plan,
-    graph: &TaskGraph,
-    network: &ClosedFormNetwork,
-    costs: &[WorkCost],
     stragglers: &Stragglers,
-    duration_of: impl Fn(taskgraph::ids::TaskId) -> SimDuration,
-) -> Result<(engine::TaskTimes, Vec<LinkLoad>), SimulationError> {
+) -> Result<Fabric, SimulationError> {
     let mut fabric = Fabric::new(&scenario.topology, &scenario.profile)?;
     for slow in stragglers.nics() {
         fabric.slow_nic(slow.nic, slow.factor);
@@ -519,6 +513,39 @@ fn run_on_fabric(
     for slow in stragglers.uplinks() {
         fabric.slow_leaf_uplinks(slow.leaf, slow.factor);
     }
+    Ok(fabric)
+}
+
+/// The busiest links of a run that lasted `elapsed`, described.
+pub(crate) fn busiest_links(
+    fabric: &Fabric,
+    utilization: &LinkUtilization,
+    elapsed: SimDuration,
+) -> Vec<LinkLoad> {
+    utilization
+        .busiest(BUSIEST_LINKS, elapsed)
+        .into_iter()
+        .map(|busy| LinkLoad {
+            link: fabric.describe(busy.link),
+            carried_bytes: busy.carried_bytes,
+            utilization: busy.utilization,
+        })
+        .collect()
+}
+
+/// Runs `graph` with its communication as flows over the fabric
+/// (`--contention`), slow NICs, NVLinks, PCIe links and leaf uplinks slowing their links; the engine's
+/// times and the busiest links.
+fn run_on_fabric(
+    scenario: &Scenario,
+    plan: &Plan,
+    graph: &TaskGraph,
+    network: &ClosedFormNetwork,
+    costs: &[WorkCost],
+    stragglers: &Stragglers,
+    duration_of: impl Fn(taskgraph::ids::TaskId) -> SimDuration,
+) -> Result<(engine::TaskTimes, Vec<LinkLoad>), SimulationError> {
+    let fabric = fabric_for(scenario, stragglers)?;
     let planner = FabricFlowPlanner::new(scenario, &plan.placement, graph, network, costs);
     let (outcome, utilization) = engine::run_with_fabric(
         graph,
@@ -530,15 +557,8 @@ fn run_on_fabric(
     )?;
     let elapsed = SimDuration(outcome.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0));
     let busiest = utilization
-        .map(|u| u.busiest(BUSIEST_LINKS, elapsed))
-        .unwrap_or_default()
-        .into_iter()
-        .map(|busy| LinkLoad {
-            link: fabric.describe(busy.link),
-            carried_bytes: busy.carried_bytes,
-            utilization: busy.utilization,
-        })
-        .collect();
+        .map(|u| busiest_links(&fabric, &u, elapsed))
+        .unwrap_or_default();
     Ok((outcome, busiest))
 }
 

@@ -192,12 +192,34 @@ fn symmetric_replicas_with(
     shard_plan: Option<ShardPlan>,
     placement: &Placement,
 ) -> Result<u32, &'static str> {
+    if scenario.layout.replicas() >= 2 && scenario.options.network_contention {
+        return Err("--contention shares links between replicas");
+    }
+    replicas_alike_with(scenario, shard_plan, placement)
+}
+
+/// Whether the replicas (d·cp ≥ 2) lower alike, twin for twin, with every
+/// task joining them over groups holding the representative's ranks: what
+/// symmetry asks but that their flows run apart (`--contention`). Full
+/// expansion can then keep one replica's graph ([`crate::replicated_run`]),
+/// under contention too.
+pub(crate) fn replicas_alike_in(scenario: &Scenario, plan: &Plan) -> Result<u32, &'static str> {
+    replicas_alike_with(scenario, plan.shard_plan, &plan.placement)
+}
+
+/// [`replicas_alike_in`] without a plan.
+pub(crate) fn replicas_alike(scenario: &Scenario) -> Result<u32, &'static str> {
+    replicas_alike_with(scenario, ShardPlan::new(scenario), &Placement::of(scenario))
+}
+
+fn replicas_alike_with(
+    scenario: &Scenario,
+    shard_plan: Option<ShardPlan>,
+    placement: &Placement,
+) -> Result<u32, &'static str> {
     let replicas = scenario.layout.replicas();
     if replicas < 2 {
         return Err("a single replica");
-    }
-    if scenario.options.network_contention {
-        return Err("--contention shares links between replicas");
     }
     if scenario.options.offload.is_some() {
         return Err("ZeRO-Offload interleaves replicas and shares PCIe links");

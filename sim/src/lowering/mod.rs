@@ -53,9 +53,10 @@ pub fn lower(scenario: &Scenario, plan: &Plan) -> TaskGraph {
 /// Builds the task graph of replica 0 alone (data index 0 of the dp-cp
 /// group), its collectives across replicas still over their whole groups:
 /// the graph [`crate::symmetry`] simulates in place of every replica. Only
-/// for scenarios [`crate::symmetry::symmetric_replicas`] accepts.
+/// for scenarios whose replicas lower alike
+/// ([`crate::symmetry::replicas_alike_in`]).
 pub fn lower_representative(scenario: &Scenario, plan: &Plan) -> TaskGraph {
-    debug_assert!(crate::symmetry::symmetric_replicas(scenario).is_ok());
+    debug_assert!(crate::symmetry::replicas_alike_in(scenario, plan).is_ok());
     lower_replicas(scenario, plan, Some(plan.representative))
 }
 

@@ -39,6 +39,7 @@ mod pair_overlap;
 mod post_validation;
 mod powersgd;
 mod qwen3_moe;
+mod replicated_contention;
 mod replicated_run;
 mod ring_step_flows;
 mod scenario_validation;

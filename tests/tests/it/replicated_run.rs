@@ -45,6 +45,7 @@ pub(super) fn assert_same_run(
     assert_eq!(replicated.n_events, built.n_events, "{title}: events");
     assert_eq!(replicated.simulated_tasks, built.simulated_tasks, "{title}");
     assert_eq!(replicated.makespan_ns(), built.makespan_ns(), "{title}");
+    assert_eq!(replicated.busiest_links, built.busiest_links, "{title}");
     assert_eq!(replicated.timeline(), built.timeline(), "{title}");
     let gpus = built.timeline().header.n_gpus;
     let makespan = built.makespan_ns();
@@ -59,7 +60,7 @@ pub(super) fn assert_same_run(
     );
 }
 
-fn both(
+pub(super) fn both(
     scenario: &sim::scenario::Scenario,
     stragglers: &Stragglers,
 ) -> (SimulationReport, SimulationReport) {
@@ -275,23 +276,4 @@ fn the_memory_estimate_follows_the_path_the_run_takes() {
             );
         }
     }
-}
-
-#[test]
-fn contention_still_builds_every_replica() {
-    let contention = super::symmetry::scenario(
-        (2, 2, 4),
-        (ScheduleKind::OneFOneB, 1),
-        1,
-        "megatron-core-2024",
-        TrainingOptionsFile {
-            network_contention: Some(true),
-            ..Default::default()
-        },
-        4,
-    )
-    .unwrap();
-    let contended = sim::simulate_with(&contention, Expansion::Full).unwrap();
-    assert!(!contended.replicated());
-    assert_eq!(contended.mode, SimulationMode::Full);
 }

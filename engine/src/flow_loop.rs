@@ -14,17 +14,29 @@ use crate::event_queue::EventQueue;
 use crate::network::{Fabric, FairShareNetwork, FlowPlan, RouteCache};
 use timeline::time::{SimDuration, SimTime};
 
-/// What the event loop asks of the graph it runs, by task id.
+/// What the event loop asks of the graph it runs.
 pub(crate) trait EventGraph {
+    /// A task as the graph locates it (at least its id).
+    type Task: Copy;
+
+    /// The task's id (full expansion's): the order among equal times.
+    fn id(&self, task: Self::Task) -> u32;
+
+    /// The task named by `id` (a queued finish).
+    fn task(&self, id: u32) -> Self::Task;
+
+    /// Where the run keeps the task's start and predecessors left.
+    fn slot(&self, task: Self::Task) -> usize;
+
     /// Calls `visit` with each successor of `task` (any order).
-    fn for_each_successor(&self, task: u32, visit: impl FnMut(u32));
+    fn for_each_successor(&self, task: Self::Task, visit: impl FnMut(Self::Task));
 
     /// The task's duration when it does not run as flows.
-    fn duration(&self, task: u32) -> SimDuration;
+    fn duration(&self, task: Self::Task) -> SimDuration;
 
     /// The task's flows and tail into `plan`; false when its duration is
     /// fixed (`plan` is then unspecified).
-    fn plan_into(&self, task: u32, plan: &mut FlowPlan) -> bool;
+    fn plan_into(&self, task: Self::Task, plan: &mut FlowPlan) -> bool;
 }
 
 /// A running flow task: its flows still running and the fixed tail after them.
@@ -35,8 +47,8 @@ struct FlowTask {
     tail: SimDuration,
 }
 
-/// The loop's mutable state.
-pub(crate) struct FlowLoop<'f> {
+/// The loop's mutable state, for a graph whose tasks are `T`s.
+pub(crate) struct FlowLoop<'f, T> {
     fabric: &'f Fabric,
     queue: EventQueue,
     network: FairShareNetwork,
@@ -49,16 +61,17 @@ pub(crate) struct FlowLoop<'f> {
     routes: RouteCache,
     /// The plan of the flow task being started (one buffer for every task).
     plan: FlowPlan,
-    /// The successors a finish makes ready (one buffer for every finish).
-    ready: Vec<u32>,
+    /// The successors a finish makes ready, with their ids (one buffer for
+    /// every finish).
+    ready: Vec<(u32, T)>,
     /// Starts, finishes and flow completions.
     pub events: u64,
     /// Tasks finished.
     pub finished: usize,
 }
 
-impl<'f> FlowLoop<'f> {
-    pub fn new(fabric: &'f Fabric) -> FlowLoop<'f> {
+impl<'f, T: Copy> FlowLoop<'f, T> {
+    pub fn new(fabric: &'f Fabric) -> FlowLoop<'f, T> {
         FlowLoop {
             fabric,
             queue: EventQueue::with_capacity(1024),
@@ -80,20 +93,21 @@ impl<'f> FlowLoop<'f> {
 
     /// Starts `task` at `now` (one event): its flows join the fabric, or
     /// its finish is queued.
-    pub fn start_task(
+    pub fn start_task<G: EventGraph<Task = T>>(
         &mut self,
-        graph: &impl EventGraph,
-        task: u32,
+        graph: &G,
+        task: T,
         now: SimTime,
         start: &mut [SimTime],
     ) {
-        start[task as usize] = now;
+        start[graph.slot(task)] = now;
         self.events += 1;
+        let id = graph.id(task);
         let mut plan = std::mem::take(&mut self.plan);
         let planned = graph.plan_into(task, &mut plan);
         if planned && !plan.flows.is_empty() {
             let entry = FlowTask {
-                task,
+                task: id,
                 flows_left: plan.flows.len() as u32,
                 tail: plan.tail,
             };
@@ -109,27 +123,27 @@ impl<'f> FlowLoop<'f> {
             };
             self.network.begin_group();
             for &(ends, bytes) in &plan.flows {
-                let links = self.routes.route(self.fabric, ends);
-                self.network.start_flow_for(now, links, bytes, owner);
+                let route = self.routes.route(self.fabric, &mut self.network, ends);
+                self.network.start_flow_on(now, route, bytes, owner);
             }
             self.network.end_group();
         } else if planned {
-            self.queue.push(now + plan.tail, task);
+            self.queue.push(now + plan.tail, id);
         } else {
-            self.queue.push(now + graph.duration(task), task);
+            self.queue.push(now + graph.duration(task), id);
         }
         self.plan = plan;
     }
 
     /// Runs until nothing is left: `remaining` is each task's predecessors
-    /// not yet finished (the tasks with none already started);
+    /// not yet finished, by slot (the tasks with none already started);
     /// `finished_at(task, time)` hears each finish.
-    pub fn run(
+    pub fn run<G: EventGraph<Task = T>>(
         &mut self,
-        graph: &impl EventGraph,
+        graph: &G,
         start: &mut [SimTime],
         remaining: &mut [u32],
-        mut finished_at: impl FnMut(u32, SimTime),
+        mut finished_at: impl FnMut(T, SimTime),
     ) {
         loop {
             if let Some(due) = self.network.next_due() {
@@ -146,25 +160,26 @@ impl<'f> FlowLoop<'f> {
                     continue;
                 }
             }
-            let Some((time, task)) = self.queue.pop() else {
+            let Some((time, id)) = self.queue.pop() else {
                 break;
             };
             self.events += 1;
             self.finished += 1;
+            let task = graph.task(id);
             finished_at(task, time);
             // Successors whose last predecessor this was start now, lowest
             // id first (each start needs no trip through the queue).
             let mut ready = std::mem::take(&mut self.ready);
             ready.clear();
             graph.for_each_successor(task, |successor| {
-                let slot = &mut remaining[successor as usize];
-                *slot -= 1;
-                if *slot == 0 {
-                    ready.push(successor);
+                let left = &mut remaining[graph.slot(successor)];
+                *left -= 1;
+                if *left == 0 {
+                    ready.push((graph.id(successor), successor));
                 }
             });
-            ready.sort_unstable();
-            for &successor in &ready {
+            ready.sort_unstable_by_key(|&(id, _)| id);
+            for &(_, successor) in &ready {
                 self.start_task(graph, successor, time, start);
             }
             self.ready = ready;

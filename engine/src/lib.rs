@@ -68,6 +68,23 @@ struct BuiltGraph<'a, D> {
 }
 
 impl<D: Fn(TaskId) -> SimDuration> EventGraph for BuiltGraph<'_, D> {
+    type Task = u32;
+
+    #[inline]
+    fn id(&self, task: u32) -> u32 {
+        task
+    }
+
+    #[inline]
+    fn task(&self, id: u32) -> u32 {
+        id
+    }
+
+    #[inline]
+    fn slot(&self, task: u32) -> usize {
+        task as usize
+    }
+
     #[inline]
     fn for_each_successor(&self, task: u32, mut visit: impl FnMut(u32)) {
         for &successor in self.graph.successor_slice(task as usize) {

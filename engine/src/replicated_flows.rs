@@ -20,8 +20,12 @@
 //!
 //! **State.** Per full task, its start (8 bytes) and its predecessors not
 //! yet finished (4 bytes); per flow task, its end (8 bytes; any other
-//! task's end is its start plus its duration). Per representative task,
-//! where its twins' ends are kept ([`PlannedEnds`]).
+//! task's end is its start plus its duration). All by twin slot while it
+//! runs ([`ReplicaIds::twin_slot`]: a representative task's twins side by
+//! side, which replicas running in step touch together); the starts are
+//! then laid out by full id for the readers, who walk a rank's tasks copy
+//! by copy (8 bytes a task more at the end, once the 4 are freed). Per
+//! representative task, where its twins' ends are kept ([`PlannedEnds`]).
 
 use crate::flow_loop::{EventGraph, FlowLoop};
 use crate::network::{Fabric, FlowPlan, LinkUtilization};
@@ -43,14 +47,15 @@ pub trait TwinFlowPlanner {
 /// Representative task of no flow plan in [`PlannedEnds`]'s `base`.
 const NOT_PLANNED: u32 = u32::MAX;
 
-/// The ends of the flow tasks' twins (the fabric decides them), laid out
-/// as [`ReplicaIds`] lays out full ids, flow tasks only.
+/// The ends of the flow tasks' twins (the fabric decides them): a flow
+/// task's twins side by side, representative tasks in order (as
+/// [`ReplicaIds::twin_slot`] keeps every task's start).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedEnds {
     /// Per representative task: its copy-0 twin's slot, or `NOT_PLANNED`.
     base: Vec<u32>,
-    /// Distance between consecutive copies' slots (0 for a shared task).
-    stride: Vec<u32>,
+    /// Per representative task: outside loops (one slot, whatever the copy).
+    shared: Vec<bool>,
     end: Vec<SimTime>,
 }
 
@@ -58,28 +63,22 @@ impl PlannedEnds {
     /// Slots for the tasks `planned` accepts (no more than full tasks,
     /// whose ids are 32-bit).
     fn new(ids: &ReplicaIds, mut planned: impl FnMut(u32) -> bool) -> PlannedEnds {
-        let tasks = ids.segments().last().map_or(0, |s| s.tasks.end) as usize;
-        let mut base = vec![NOT_PLANNED; tasks];
-        let mut stride = vec![0u32; tasks];
         let mut slots = 0u32;
-        for segment in ids.segments() {
-            let mut in_segment = 0u32;
-            for task in segment.tasks.clone() {
-                if planned(task) {
-                    base[task as usize] = slots + in_segment;
-                    in_segment += 1;
+        let base = (0..ids.representative_tasks())
+            .map(|task| {
+                if !planned(task) {
+                    return NOT_PLANNED;
                 }
-            }
-            if segment.copies > 1 {
-                for task in segment.tasks.clone() {
-                    stride[task as usize] = in_segment;
-                }
-            }
-            slots += in_segment * segment.copies;
-        }
+                let first = slots;
+                slots += if ids.is_shared(task) { 1 } else { ids.copies() };
+                first
+            })
+            .collect();
         PlannedEnds {
             base,
-            stride,
+            shared: (0..ids.representative_tasks())
+                .map(|task| ids.is_shared(task))
+                .collect(),
             end: vec![SimTime::ZERO; slots as usize],
         }
     }
@@ -88,7 +87,8 @@ impl PlannedEnds {
     fn slot(&self, task: u32, copy: u32) -> Option<usize> {
         match self.base[task as usize] {
             NOT_PLANNED => None,
-            base => Some((base + copy * self.stride[task as usize]) as usize),
+            base if self.shared[task as usize] => Some(base as usize),
+            base => Some((base + copy) as usize),
         }
     }
 
@@ -121,6 +121,15 @@ pub struct ReplicatedFlowTimes {
     pub utilization: LinkUtilization,
 }
 
+/// A full task as the replicated run locates it: its full id, its
+/// representative task and its copy (copy 0 for a shared task).
+#[derive(Debug, Clone, Copy)]
+struct Twin {
+    id: u32,
+    task: u32,
+    copy: u32,
+}
+
 /// Full expansion as the event loop sees it.
 struct ReplicatedGraph<'a, D> {
     graph: &'a TaskGraph,
@@ -132,47 +141,70 @@ struct ReplicatedGraph<'a, D> {
     planned: &'a PlannedEnds,
 }
 
-impl<D: Fn(u32, u32) -> SimDuration> ReplicatedGraph<'_, D> {
-    /// (representative task, copy) of full task `id`.
+impl<D> ReplicatedGraph<'_, D> {
     #[inline]
-    fn twin(&self, id: u32) -> (u32, u32) {
-        let segment = self.segment_starts.partition_point(|&first| first <= id) - 1;
-        let tasks = &self.ids.segments()[segment].tasks;
-        let offset = id - self.segment_starts[segment];
-        let len = tasks.end - tasks.start;
-        (tasks.start + offset % len, offset / len)
+    fn twin(&self, task: u32, copy: u32) -> Twin {
+        Twin {
+            id: self.ids.full_id(task, copy),
+            task,
+            copy,
+        }
     }
 }
 
 impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
+    type Task = Twin;
+
     #[inline]
-    fn for_each_successor(&self, id: u32, mut visit: impl FnMut(u32)) {
-        let (task, copy) = self.twin(id);
+    fn id(&self, twin: Twin) -> u32 {
+        twin.id
+    }
+
+    /// The twin of full task `id`: its segment by a binary search.
+    #[inline]
+    fn task(&self, id: u32) -> Twin {
+        let segment = self.segment_starts.partition_point(|&first| first <= id) - 1;
+        let tasks = &self.ids.segments()[segment].tasks;
+        let offset = id - self.segment_starts[segment];
+        let len = tasks.end - tasks.start;
+        Twin {
+            id,
+            task: tasks.start + offset % len,
+            copy: offset / len,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, twin: Twin) -> usize {
+        self.ids.twin_slot(twin.task, twin.copy) as usize
+    }
+
+    #[inline]
+    fn for_each_successor(&self, twin: Twin, mut visit: impl FnMut(Twin)) {
         let ids = self.ids;
-        let from_shared = ids.is_shared(task);
-        for &successor in self.graph.successor_slice(task as usize) {
+        let from_shared = ids.is_shared(twin.task);
+        for &successor in self.graph.successor_slice(twin.task as usize) {
             if ids.is_shared(successor) {
-                visit(ids.full_id(successor, 0));
+                visit(self.twin(successor, 0));
             } else if from_shared {
                 for copy in 0..ids.copies() {
-                    visit(ids.full_id(successor, copy));
+                    visit(self.twin(successor, copy));
                 }
             } else {
-                visit(ids.full_id(successor, copy));
+                visit(self.twin(successor, twin.copy));
             }
         }
     }
 
     #[inline]
-    fn duration(&self, id: u32) -> SimDuration {
-        let (task, copy) = self.twin(id);
-        (self.duration_of)(task, copy)
+    fn duration(&self, twin: Twin) -> SimDuration {
+        (self.duration_of)(twin.task, twin.copy)
     }
 
     #[inline]
-    fn plan_into(&self, id: u32, plan: &mut FlowPlan) -> bool {
-        let (task, copy) = self.twin(id);
-        self.planned.slot(task, copy).is_some() && self.planner.plan_twin_into(task, copy, plan)
+    fn plan_into(&self, twin: Twin, plan: &mut FlowPlan) -> bool {
+        self.planned.slot(twin.task, twin.copy).is_some()
+            && self.planner.plan_twin_into(twin.task, twin.copy, plan)
     }
 }
 
@@ -201,14 +233,14 @@ pub fn run_replicated_with_fabric(
         planned: &planned,
     };
     let mut flow_loop = FlowLoop::new(fabric);
-    for (id, &left) in remaining.iter().enumerate() {
-        if left == 0 {
-            flow_loop.start_task(&replicated, id as u32, SimTime::ZERO, &mut start);
+    ids.for_each_in_order(|task, copy| {
+        let twin = replicated.twin(task, copy);
+        if remaining[replicated.slot(twin)] == 0 {
+            flow_loop.start_task(&replicated, twin, SimTime::ZERO, &mut start);
         }
-    }
-    flow_loop.run(&replicated, &mut start, &mut remaining, |id, time| {
-        let (task, copy) = replicated.twin(id);
-        if let Some(slot) = replicated.planned.slot(task, copy) {
+    });
+    flow_loop.run(&replicated, &mut start, &mut remaining, |twin, time| {
+        if let Some(slot) = replicated.planned.slot(twin.task, twin.copy) {
             planned_ends[slot] = time;
         }
     });
@@ -219,12 +251,26 @@ pub fn run_replicated_with_fabric(
     if finished < start.len() {
         return Err(deadlock(graph, ids, &remaining, finished));
     }
+    drop(remaining);
     Ok(ReplicatedFlowTimes {
-        start,
+        start: by_full_id(ids, &start),
         planned,
         events,
         utilization,
     })
+}
+
+/// `by_slot` (indexed by twin slot) indexed by full id, for readers that
+/// walk a rank's tasks copy by copy (metrics, the Timeline).
+fn by_full_id(ids: &ReplicaIds, by_slot: &[SimTime]) -> Vec<SimTime> {
+    let mut by_id = vec![SimTime::ZERO; by_slot.len()];
+    for task in 0..ids.representative_tasks() {
+        let copies = if ids.is_shared(task) { 1 } else { ids.copies() };
+        for copy in 0..copies {
+            by_id[ids.full_id(task, copy) as usize] = by_slot[ids.twin_slot(task, copy) as usize];
+        }
+    }
+    by_id
 }
 
 /// Full id of each segment's first task.
@@ -240,7 +286,7 @@ fn segment_starts(ids: &ReplicaIds) -> Vec<u32> {
         .collect()
 }
 
-/// Each full task's in-degree: a loop task's twin has its representative's
+/// Each full task's in-degree, by twin slot: a loop task's twin has its representative's
 /// (its loop predecessors in its own copy, each shared one once); a shared
 /// task has each shared predecessor once and each loop predecessor once
 /// per copy.
@@ -260,29 +306,26 @@ fn full_in_degrees(graph: &TaskGraph, ids: &ReplicaIds) -> Vec<u32> {
     }
     let mut full = vec![0u32; ids.full_tasks() as usize];
     ids.for_each_in_order(|task, copy| {
-        full[ids.full_id(task, copy) as usize] = per_task[task as usize];
+        full[ids.twin_slot(task, copy) as usize] = per_task[task as usize];
     });
     full
 }
 
-/// The deadlock of a run that finished `finished` full tasks.
+/// The deadlock of a run that finished `finished` full tasks: the first
+/// full task (by id) with predecessors left.
 fn deadlock(
     graph: &TaskGraph,
     ids: &ReplicaIds,
     remaining: &[u32],
     finished: usize,
 ) -> DeadlockError {
-    let first = remaining
-        .iter()
-        .position(|&left| left > 0)
-        .expect("some task is stuck") as u32;
-    let mut twin = (0, 0);
+    let mut first = None;
     ids.for_each_in_order(|task, copy| {
-        if ids.full_id(task, copy) == first {
-            twin = (task, copy);
+        if first.is_none() && remaining[ids.twin_slot(task, copy) as usize] > 0 {
+            first = Some((task, copy));
         }
     });
-    let (task, copy) = twin;
+    let (task, copy) = first.expect("some task is stuck");
     DeadlockError {
         stuck: remaining.len() - finished,
         total: remaining.len(),

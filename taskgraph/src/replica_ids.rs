@@ -9,6 +9,13 @@
 //! `base[v] + c · stride[v]`, with `stride` the loop's length (0 for a task
 //! outside loops: its one full task is `base[v]` whatever the copy), and
 //! full expansion's id order is the [`ReplicaIds::segments`] walked in order.
+//!
+//! **Where a run keeps a twin's state** is another order, the *twin slot*
+//! ([`ReplicaIds::twin_slot`]): a representative task's twins side by side,
+//! representative tasks in order. Replicas run in step, so the tasks a run
+//! touches at one instant are twins of a few representative tasks, which
+//! this order keeps in a few cache lines where full ids scatter them a
+//! loop's length apart.
 
 use std::ops::Range;
 
@@ -26,6 +33,9 @@ pub struct ReplicaIds {
     /// (outside loops) or `copies` times (a loop's), in order.
     segments: Vec<Segment>,
     full_tasks: u32,
+    /// Twin slot of each representative task's copy-0 twin (its twins
+    /// follow it, one per copy).
+    first_slot: Vec<u32>,
 }
 
 /// Representative tasks `tasks`, repeated `copies` times in full expansion.
@@ -62,12 +72,22 @@ impl ReplicaIds {
             cursor = tasks.end;
         }
         place_outside(cursor..task_count, &mut base, &mut full, &mut segments)?;
+        let mut next_slot = 0u32;
+        let first_slot = stride
+            .iter()
+            .map(|&stride| {
+                let first = next_slot;
+                next_slot += if stride == 0 { 1 } else { copies };
+                first
+            })
+            .collect();
         Some(ReplicaIds {
             base,
             stride,
             copies,
             segments,
             full_tasks: full,
+            first_slot,
         })
     }
 
@@ -76,6 +96,18 @@ impl ReplicaIds {
     #[inline]
     pub fn full_id(&self, task: u32, copy: u32) -> u32 {
         self.base[task as usize] + copy * self.stride[task as usize]
+    }
+
+    /// Twin slot of representative task `task`'s twin in copy `copy` (any
+    /// copy of a shared task: its one full task): where a run keeps its
+    /// state, twins side by side (see the module header). A bijection onto
+    /// `0..full_tasks`.
+    #[inline]
+    pub fn twin_slot(&self, task: u32, copy: u32) -> u32 {
+        match self.stride[task as usize] {
+            0 => self.first_slot[task as usize],
+            _ => self.first_slot[task as usize] + copy,
+        }
     }
 
     /// The copy full task `id` is of, given its representative `task`.
@@ -92,6 +124,11 @@ impl ReplicaIds {
     #[inline]
     pub fn is_shared(&self, task: u32) -> bool {
         self.stride[task as usize] == 0
+    }
+
+    /// The representative's task count.
+    pub fn representative_tasks(&self) -> u32 {
+        self.base.len() as u32
     }
 
     /// Copies of every loop (d·cp).
@@ -174,6 +211,11 @@ mod tests {
             (ids.copy_of(4, 9), ids.copy_of(2, 6), ids.copy_of(3, 7)),
             (1, 2, 0)
         );
+        // Twin slots: task 0 | 1 ×3 | 2 ×3 | 3 | 4 ×3 | 5.
+        let mut slots = Vec::new();
+        ids.for_each_in_order(|task, copy| slots.push(ids.twin_slot(task, copy)));
+        assert_eq!(slots, [0, 1, 4, 2, 5, 3, 6, 7, 8, 9, 10, 11]);
+        assert_eq!(ids.twin_slot(3, 2), 7);
     }
 
     #[test]

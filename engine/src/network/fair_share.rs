@@ -14,6 +14,9 @@
 //! - A flow that starts on links no other flow uses is its own component: it
 //!   takes its slowest link's capacity without a search. Which flows cross each
 //!   link is kept in `link_flows.rs`.
+//! - A flow names its route, interned once (`route_table.rs`), which keeps
+//!   the route's slowest capacity and the bytes completed over it (the
+//!   per-link traffic is summed from the routes at the end).
 //! - Nothing is kept per flow ever started, only per running flow (slots reused),
 //!   and the caller's tag for each flow (the engine's task entry) rides in its slot.
 //! - Remaining bytes are `f64`; a completion time is `last change + ceil(remaining ÷
@@ -29,6 +32,7 @@
 use super::ids::{FlowId, LinkId};
 use super::link_flows::LinkFlows;
 use super::pending::PendingCompletions;
+use super::route_table::{RouteId, RouteTable};
 use super::utilization::LinkUtilization;
 use super::water_fill::WaterFill;
 use timeline::time::{SimDuration, SimTime};
@@ -36,14 +40,13 @@ use timeline::time::{SimDuration, SimTime};
 /// A completion that never comes (no flow is ever due then).
 const NEVER: SimTime = SimTime(u64::MAX);
 
-/// A running flow, in a slot that the next flow reuses once it completes
-/// (its route's buffer too): memory follows the flows running, not the
-/// flows ever started.
+/// A running flow, in a slot that the next flow reuses once it completes:
+/// memory follows the flows running, not the flows ever started.
 #[derive(Debug, Clone)]
 struct Flow {
     /// Start order: completion ties and the water-filling order.
     id: FlowId,
-    route: Vec<LinkId>,
+    route: RouteId,
     bytes: u64,
     remaining_bytes: f64,
     rate_bytes_per_s: f64,
@@ -71,7 +74,8 @@ pub struct FairShareNetwork {
     /// Slots of the active flows on each link.
     flows_on_link: LinkFlows,
     pending: PendingCompletions,
-    carried_bytes: Vec<u64>,
+    /// Every route a flow ran on, with the bytes completed over it.
+    routes: RouteTable,
     water_fill: WaterFill,
     link_mark: Vec<u64>,
     epoch: u64,
@@ -102,7 +106,7 @@ impl FairShareNetwork {
             started: 0,
             flows_on_link: LinkFlows::new(links),
             pending: PendingCompletions::default(),
-            carried_bytes: vec![0; links],
+            routes: RouteTable::default(),
             water_fill: WaterFill::new(links),
             link_mark: vec![0; links],
             epoch: 0,
@@ -126,6 +130,9 @@ impl FairShareNetwork {
 
     /// [`FairShareNetwork::start_flow`] for `owner`, which
     /// [`FairShareNetwork::complete_next`] gives back when the flow ends.
+    /// (Interns `route` anew: a caller starting many flows on few routes
+    /// interns each once, [`FairShareNetwork::intern_route`], and starts
+    /// them with [`FairShareNetwork::start_flow_on`].)
     pub fn start_flow_for(
         &mut self,
         now: SimTime,
@@ -133,12 +140,12 @@ impl FairShareNetwork {
         bytes: u64,
         owner: u32,
     ) -> FlowId {
-        self.set_now(now);
-        let id = FlowId(self.started);
-        self.started = self
-            .started
-            .checked_add(1)
-            .expect("fewer than 2^32 flows in one run");
+        let route = self.intern_route(route);
+        self.start_flow_on(now, route, bytes, owner)
+    }
+
+    /// Interns `route` (distinct links) for [`FairShareNetwork::start_flow_on`].
+    pub fn intern_route(&mut self, route: &[LinkId]) -> RouteId {
         debug_assert!(
             {
                 let mut links = route.to_vec();
@@ -148,12 +155,34 @@ impl FairShareNetwork {
             },
             "a route crosses each link once"
         );
+        self.routes.intern(route, &self.capacities_bytes_per_s)
+    }
+
+    /// The links of interned `route`.
+    pub fn route_links(&self, route: RouteId) -> &[LinkId] {
+        self.routes.links(route)
+    }
+
+    /// Starts a flow of `bytes` over interned `route` at `now` for `owner`.
+    pub fn start_flow_on(
+        &mut self,
+        now: SimTime,
+        route: RouteId,
+        bytes: u64,
+        owner: u32,
+    ) -> FlowId {
+        self.set_now(now);
+        let id = FlowId(self.started);
+        self.started = self
+            .started
+            .checked_add(1)
+            .expect("fewer than 2^32 flows in one run");
         let slot = match self.free_slots.pop() {
             Some(slot) => slot,
             None => {
                 self.slots.push(Flow {
                     id,
-                    route: Vec::new(),
+                    route,
                     bytes: 0,
                     remaining_bytes: 0.0,
                     rate_bytes_per_s: 0.0,
@@ -168,8 +197,7 @@ impl FairShareNetwork {
         };
         let flow = &mut self.slots[slot as usize];
         flow.id = id;
-        flow.route.clear();
-        flow.route.extend_from_slice(route);
+        flow.route = route;
         flow.bytes = bytes;
         flow.remaining_bytes = bytes as f64;
         flow.rate_bytes_per_s = 0.0;
@@ -179,12 +207,11 @@ impl FairShareNetwork {
         flow.active = true;
         self.active += 1;
         let mut alone = true;
-        let mut rate_bytes_per_s = f64::INFINITY;
-        for &link in route {
+        for &link in self.routes.links(route) {
             alone &= self.flows_on_link.is_empty(link.index());
             self.flows_on_link.add(link.index(), slot);
-            rate_bytes_per_s = rate_bytes_per_s.min(self.capacities_bytes_per_s[link.index()]);
         }
+        let rate_bytes_per_s = self.routes.slowest_bytes_per_s(route);
         if alone {
             // Its own component: what `recompute` would do, without the
             // search (a lone flow takes its slowest link's capacity).
@@ -295,15 +322,14 @@ impl FairShareNetwork {
         self.active -= 1;
         self.pending.remove(slot);
         let flow = &self.slots[slot as usize];
-        let bytes = flow.bytes;
+        let (route, bytes) = (flow.route, flow.bytes);
+        self.routes.carry(route, bytes);
         let mut neighbours = std::mem::take(&mut self.neighbours);
         neighbours.clear();
-        for &link in &flow.route {
-            self.carried_bytes[link.index()] += bytes;
+        for &link in self.routes.links(route) {
             self.flows_on_link.remove(link.index(), slot);
             neighbours.extend_from_slice(self.flows_on_link.on(link.index()));
         }
-        self.slots[slot as usize].route.clear();
         self.free_slots.push(slot);
         self.recompute(now, &neighbours);
         self.neighbours = neighbours;
@@ -336,7 +362,9 @@ impl FairShareNetwork {
     /// Bytes per link of the completed flows.
     pub fn link_utilization(&self) -> LinkUtilization {
         LinkUtilization {
-            carried_bytes: self.carried_bytes.clone(),
+            carried_bytes: self
+                .routes
+                .carried_per_link(self.capacities_bytes_per_s.len()),
             capacity_bytes_per_s: self.capacities_bytes_per_s.clone(),
         }
     }
@@ -375,18 +403,16 @@ impl FairShareNetwork {
             // One flow alone: water-filling freezes it at its first
             // bottleneck's share, capacity ÷ 1, i.e. its slowest link's
             // capacity (+∞ with no link), exactly as `rates_into` computes.
-            let rate_bytes_per_s = self.slots[only as usize]
-                .route
-                .iter()
-                .map(|link| self.capacities_bytes_per_s[link.index()])
-                .fold(f64::INFINITY, f64::min);
+            let rate_bytes_per_s = self
+                .routes
+                .slowest_bytes_per_s(self.slots[only as usize].route);
             self.rates.clear();
             self.rates.push(rate_bytes_per_s);
         } else {
-            let (slots, sharing) = (&self.slots, &self.sharing);
+            let (slots, sharing, routes) = (&self.slots, &self.sharing, &self.routes);
             self.water_fill.rates_into(
                 sharing.len(),
-                |index| slots[sharing[index] as usize].route.as_slice(),
+                |index| routes.links(slots[sharing[index] as usize].route),
                 &self.capacities_bytes_per_s,
                 &mut self.rates,
             );
@@ -418,8 +444,8 @@ impl FairShareNetwork {
         }
         while let Some(slot) = self.stack.pop() {
             self.component.push((self.slots[slot as usize].id, slot));
-            for hop in 0..self.slots[slot as usize].route.len() {
-                let link = self.slots[slot as usize].route[hop];
+            let route = self.slots[slot as usize].route;
+            for &link in self.routes.links(route) {
                 if self.link_mark[link.index()] == epoch {
                     continue;
                 }

@@ -3,27 +3,25 @@
 //!
 //! Most links carry no flow or one (the 1T model on 3,072 GPUs under
 //! `--contention` runs about 186 flows at a time over tens of thousands of
-//! links), so a link's count and its sole flow sit in two dense arrays that
-//! stay in cache, and only a link with two or more flows keeps them in a
-//! list of its own (a separate allocation, one more cache miss, as every
-//! link's list was before). The order of a link's flows is never read: the
+//! links), so a link's count and its sole flow sit side by side in one
+//! dense array (one cache line per link touched), and only a link with two
+//! or more flows keeps them in a list of its own (a separate allocation,
+//! one more cache miss, as every link's list was before). The order of a link's flows is never read: the
 //! component search sorts what it finds by flow id.
 
 /// Running flows per link: counts, sole flows, and lists of two or more.
 #[derive(Debug, Clone)]
 pub struct LinkFlows {
-    count: Vec<u32>,
-    /// The link's flow while `count` is 1.
-    sole: Vec<u32>,
-    /// The link's flows while `count` is 2 or more (empty otherwise).
+    /// Per link: (flows crossing it, its flow while that count is 1).
+    count_and_sole: Vec<(u32, u32)>,
+    /// The link's flows while its count is 2 or more (empty otherwise).
     many: Vec<Vec<u32>>,
 }
 
 impl LinkFlows {
     pub fn new(links: usize) -> LinkFlows {
         LinkFlows {
-            count: vec![0; links],
-            sole: vec![0; links],
+            count_and_sole: vec![(0, 0); links],
             many: vec![Vec::new(); links],
         }
     }
@@ -31,15 +29,15 @@ impl LinkFlows {
     /// Whether no flow crosses `link`.
     #[inline]
     pub fn is_empty(&self, link: usize) -> bool {
-        self.count[link] == 0
+        self.count_and_sole[link].0 == 0
     }
 
     /// The flows crossing `link`.
     #[inline]
     pub fn on(&self, link: usize) -> &[u32] {
-        match self.count[link] {
+        match self.count_and_sole[link].0 {
             0 => &[],
-            1 => std::slice::from_ref(&self.sole[link]),
+            1 => std::slice::from_ref(&self.count_and_sole[link].1),
             _ => &self.many[link],
         }
     }
@@ -47,27 +45,26 @@ impl LinkFlows {
     /// Lists `slot` on `link`.
     #[inline]
     pub fn add(&mut self, link: usize, slot: u32) {
-        match self.count[link] {
-            0 => self.sole[link] = slot,
+        let (count, sole) = &mut self.count_and_sole[link];
+        match *count {
+            0 => *sole = slot,
             1 => {
                 let many = &mut self.many[link];
-                many.push(self.sole[link]);
+                many.push(*sole);
                 many.push(slot);
             }
             _ => self.many[link].push(slot),
         }
-        self.count[link] += 1;
+        *count += 1;
     }
 
     /// Takes `slot` off `link`, where it is listed.
     #[inline]
     pub fn remove(&mut self, link: usize, slot: u32) {
-        match self.count[link] {
+        let (count, sole) = &mut self.count_and_sole[link];
+        match *count {
             0 => panic!("flow slot {slot} is not listed on link {link}"),
-            1 => assert_eq!(
-                self.sole[link], slot,
-                "a running flow is listed on its links"
-            ),
+            1 => assert_eq!(*sole, slot, "a running flow is listed on its links"),
             _ => {
                 let many = &mut self.many[link];
                 let at = many
@@ -76,12 +73,12 @@ impl LinkFlows {
                     .expect("a running flow is listed on its links");
                 many.swap_remove(at);
                 if many.len() == 1 {
-                    self.sole[link] = many[0];
+                    *sole = many[0];
                     many.clear();
                 }
             }
         }
-        self.count[link] -= 1;
+        *count -= 1;
     }
 }
 

@@ -34,6 +34,7 @@ mod link_flows;
 mod pending;
 mod reference;
 mod route_cache;
+mod route_table;
 mod utilization;
 mod water_fill;
 
@@ -43,6 +44,7 @@ pub use flow_plan::{FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
 pub use ids::{FlowId, LinkId};
 pub use reference::ReferenceNetwork;
 pub use route_cache::RouteCache;
+pub use route_table::{RouteId, RouteTable};
 pub use topologies::fat_tree::{splitmix64, FatTree, TreeHop};
 pub use utilization::{BusyLink, LinkUtilization};
 pub use water_fill::WaterFill;

@@ -2,23 +2,26 @@
 //! flow start (7.8 M times for the 1T model on 3,072 GPUs under
 //! `--contention`), while the pairs of endpoints that exchange data are few
 //! (pipeline peers, ring neighbours: tens of thousands). Each pair's route is
-//! computed by [`Fabric`] the first time and then read from a flat buffer.
+//! computed by [`Fabric`] the first time and interned in the network
+//! ([`FairShareNetwork::intern_route`]); later flows between the pair name it.
 //!
-//! Memory is one entry and the route's links per distinct pair.
+//! Memory is one entry per distinct pair here, and the route's links there.
 
 use super::fabric::Fabric;
+use super::fair_share::FairShareNetwork;
 use super::flow_plan::FlowEnds;
-use super::ids::LinkId;
+use super::route_table::RouteId;
 
-/// Routes by flow ends, as ranges of one buffer of links.
+/// Routes by flow ends, interned in the network.
 #[derive(Debug, Default)]
 pub struct RouteCache {
-    /// Per source GPU: (destination, first link in `links`, link count) of
-    /// each destination it has sent to. A GPU sends to a handful of peers
-    /// (its ring neighbours, pipeline peers, its host), so a scan of its
-    /// short list is cheaper than hashing.
-    by_source: Vec<Vec<(u32, u32, u32)>>,
-    links: Vec<LinkId>,
+    /// Per source GPU: (destination, route) of each destination it has
+    /// sent to. A GPU sends to a handful of peers (its ring neighbours,
+    /// pipeline peers, its host), so a scan of its short list is cheaper
+    /// than hashing.
+    by_source: Vec<Vec<(u32, RouteId)>>,
+    /// The route being computed (one buffer for every new pair).
+    scratch: Vec<super::ids::LinkId>,
 }
 
 /// Destinations standing for the GPU's host, in a source's list.
@@ -26,8 +29,13 @@ const TO_HOST: u32 = u32::MAX;
 const FROM_HOST: u32 = u32::MAX - 1;
 
 impl RouteCache {
-    /// The links of a flow between `ends` on `fabric`.
-    pub fn route(&mut self, fabric: &Fabric, ends: FlowEnds) -> &[LinkId] {
+    /// The route of a flow between `ends` on `fabric`, interned in `network`.
+    pub fn route(
+        &mut self,
+        fabric: &Fabric,
+        network: &mut FairShareNetwork,
+        ends: FlowEnds,
+    ) -> RouteId {
         let (source, destination) = match ends {
             FlowEnds::Gpus(source, destination) => (source, destination),
             FlowEnds::ToHost(gpu) => (gpu, TO_HOST),
@@ -37,37 +45,24 @@ impl RouteCache {
         if self.by_source.len() <= source_index {
             self.by_source.resize_with(source_index + 1, Vec::new);
         }
-        let known = self.by_source[source_index]
+        if let Some(&(_, route)) = self.by_source[source_index]
             .iter()
             .find(|entry| entry.0 == destination)
-            .copied();
-        let (_, first, count) = match known {
-            Some(entry) => entry,
-            None => {
-                let first = self.links.len();
-                match ends {
-                    FlowEnds::Gpus(source, destination) => {
-                        let mut route = Vec::new();
-                        fabric.route_into(source, destination, &mut route);
-                        self.links.extend_from_slice(&route);
-                    }
-                    FlowEnds::ToHost(gpu) => {
-                        self.links.extend(fabric.route_to_host(gpu).links);
-                    }
-                    FlowEnds::FromHost(gpu) => {
-                        self.links.extend(fabric.route_from_host(gpu).links);
-                    }
-                }
-                let entry = (
-                    destination,
-                    u32::try_from(first).expect("fewer than 2^32 cached links"),
-                    (self.links.len() - first) as u32,
-                );
-                self.by_source[source_index].push(entry);
-                entry
+        {
+            return route;
+        }
+        let links = &mut self.scratch;
+        links.clear();
+        match ends {
+            FlowEnds::Gpus(source, destination) => {
+                fabric.route_into(source, destination, links);
             }
-        };
-        &self.links[first as usize..(first + count) as usize]
+            FlowEnds::ToHost(gpu) => links.extend(fabric.route_to_host(gpu).links),
+            FlowEnds::FromHost(gpu) => links.extend(fabric.route_from_host(gpu).links),
+        }
+        let route = network.intern_route(links);
+        self.by_source[source_index].push((destination, route));
+        route
     }
 
     /// Distinct pairs of ends cached.
@@ -90,20 +85,24 @@ mod tests {
         let profile = profile::Profile::builtin("a100-80gb").unwrap();
         let fabric = Fabric::new(&topology, &profile).unwrap();
         let mut cache = RouteCache::default();
+        let mut network = FairShareNetwork::new(fabric.capacities_bytes_per_s());
         let pairs = [(0, 1), (0, 8), (8, 0), (3, 4000), (0, 8), (0, 1), (5, 5)];
         for _ in 0..2 {
             for &(source, destination) in &pairs {
+                let route = cache.route(&fabric, &mut network, FlowEnds::Gpus(source, destination));
                 assert_eq!(
-                    cache.route(&fabric, FlowEnds::Gpus(source, destination)),
+                    network.route_links(route),
                     fabric.route(source, destination).links.as_slice()
                 );
             }
+            let route = cache.route(&fabric, &mut network, FlowEnds::ToHost(9));
             assert_eq!(
-                cache.route(&fabric, FlowEnds::ToHost(9)),
+                network.route_links(route),
                 fabric.route_to_host(9).links.as_slice()
             );
+            let route = cache.route(&fabric, &mut network, FlowEnds::FromHost(9));
             assert_eq!(
-                cache.route(&fabric, FlowEnds::FromHost(9)),
+                network.route_links(route),
                 fabric.route_from_host(9).links.as_slice()
             );
         }

@@ -34,7 +34,7 @@ const BUCKETS: usize = 65;
 pub struct EventQueue {
     /// Every entry's time is at least this (the last time popped).
     last: u64,
-    buckets: Vec<Vec<(u64, u32)>>,
+    buckets: Vec<Vec<(u64, u64)>>,
     /// The smallest time in each bucket (`u64::MAX` when empty).
     minimum: [u64; BUCKETS],
     /// Bit `b − 1` set iff bucket `b` (1 ≤ b ≤ 64) is non-empty: the lowest
@@ -44,7 +44,7 @@ pub struct EventQueue {
     front: usize,
     len: usize,
     /// Reused while a bucket is emptied into lower ones.
-    spare: Vec<(u64, u32)>,
+    spare: Vec<(u64, u64)>,
 }
 
 impl Default for EventQueue {
@@ -55,7 +55,7 @@ impl Default for EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(capacity: usize) -> EventQueue {
-        let mut buckets: Vec<Vec<(u64, u32)>> = (0..BUCKETS).map(|_| Vec::new()).collect();
+        let mut buckets: Vec<Vec<(u64, u64)>> = (0..BUCKETS).map(|_| Vec::new()).collect();
         buckets[0].reserve(capacity);
         EventQueue {
             last: 0,
@@ -78,9 +78,11 @@ impl EventQueue {
     }
 
     /// Queues `task` finishing at `time`, which must not precede the last
-    /// time popped (debug builds check).
+    /// time popped (debug builds check). `task` is the caller's key: equal
+    /// times pop lowest key first (the engine's keys hold the task id in
+    /// their high bits, whatever locates the task in their low bits).
     #[inline]
-    pub fn push(&mut self, time: SimTime, task: u32) {
+    pub fn push(&mut self, time: SimTime, task: u64) {
         let time = time.as_nanos();
         debug_assert!(time >= self.last, "event at {time} before {}", self.last);
         let bucket = self.bucket_of(time);
@@ -103,7 +105,7 @@ impl EventQueue {
 
     /// The earliest entry, the lowest task among equal times.
     #[inline]
-    pub fn pop(&mut self) -> Option<(SimTime, u32)> {
+    pub fn pop(&mut self) -> Option<(SimTime, u64)> {
         if self.front == self.buckets[0].len() {
             self.refill()?;
         }
@@ -189,7 +191,7 @@ mod tests {
             queue.push(SimTime(5), task);
         }
         queue.push(SimTime(2), 42);
-        let mut order: Vec<u32> = vec![queue.pop().unwrap().1, queue.pop().unwrap().1];
+        let mut order: Vec<u64> = vec![queue.pop().unwrap().1, queue.pop().unwrap().1];
         // Pushed at the time being popped: among those left, in task order.
         queue.push(SimTime(5), 8);
         queue.push(SimTime(5), 2);
@@ -225,7 +227,7 @@ mod tests {
                 };
                 let time = now.saturating_add(delay);
                 // Task ids in scrambled order, each once.
-                let task = next_task.wrapping_mul(0x9E37_79B9);
+                let task = u64::from(next_task.wrapping_mul(0x9E37_79B9)) << 32;
                 next_task += 1;
                 queue.push(SimTime(time), task);
                 heap.push(Reverse((time, task)));

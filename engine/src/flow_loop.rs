@@ -19,11 +19,13 @@ pub(crate) trait EventGraph {
     /// A task as the graph locates it (at least its id).
     type Task: Copy;
 
-    /// The task's id (full expansion's): the order among equal times.
-    fn id(&self, task: Self::Task) -> u32;
+    /// The task's queue key: its id (full expansion's) in the high 32 bits,
+    /// so keys order as ids do (the order among equal times), and whatever
+    /// else locates it in the low 32.
+    fn key(&self, task: Self::Task) -> u64;
 
-    /// The task named by `id` (a queued finish).
-    fn task(&self, id: u32) -> Self::Task;
+    /// The task whose key is `key` (a queued finish).
+    fn task(&self, key: u64) -> Self::Task;
 
     /// Where the run keeps the task's start and predecessors left.
     fn slot(&self, task: Self::Task) -> usize;
@@ -42,7 +44,8 @@ pub(crate) trait EventGraph {
 /// A running flow task: its flows still running and the fixed tail after them.
 #[derive(Debug, Clone, Copy)]
 struct FlowTask {
-    task: u32,
+    /// The task's queue key.
+    task: u64,
     flows_left: u32,
     tail: SimDuration,
 }
@@ -61,9 +64,9 @@ pub(crate) struct FlowLoop<'f, T> {
     routes: RouteCache,
     /// The plan of the flow task being started (one buffer for every task).
     plan: FlowPlan,
-    /// The successors a finish makes ready, with their ids (one buffer for
-    /// every finish).
-    ready: Vec<(u32, T)>,
+    /// The successors a finish makes ready, with their keys (one buffer
+    /// for every finish).
+    ready: Vec<(u64, T)>,
     /// Starts, finishes and flow completions.
     pub events: u64,
     /// Tasks finished.
@@ -102,12 +105,12 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
     ) {
         start[graph.slot(task)] = now;
         self.events += 1;
-        let id = graph.id(task);
+        let key = graph.key(task);
         let mut plan = std::mem::take(&mut self.plan);
         let planned = graph.plan_into(task, &mut plan);
         if planned && !plan.flows.is_empty() {
             let entry = FlowTask {
-                task: id,
+                task: key,
                 flows_left: plan.flows.len() as u32,
                 tail: plan.tail,
             };
@@ -128,9 +131,9 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
             }
             self.network.end_group();
         } else if planned {
-            self.queue.push(now + plan.tail, id);
+            self.queue.push(now + plan.tail, key);
         } else {
-            self.queue.push(now + graph.duration(task), id);
+            self.queue.push(now + graph.duration(task), key);
         }
         self.plan = plan;
     }
@@ -160,12 +163,12 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
                     continue;
                 }
             }
-            let Some((time, id)) = self.queue.pop() else {
+            let Some((time, key)) = self.queue.pop() else {
                 break;
             };
             self.events += 1;
             self.finished += 1;
-            let task = graph.task(id);
+            let task = graph.task(key);
             finished_at(task, time);
             // Successors whose last predecessor this was start now, lowest
             // id first (each start needs no trip through the queue).
@@ -175,10 +178,10 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
                 let left = &mut remaining[graph.slot(successor)];
                 *left -= 1;
                 if *left == 0 {
-                    ready.push((graph.id(successor), successor));
+                    ready.push((graph.key(successor), successor));
                 }
             });
-            ready.sort_unstable_by_key(|&(id, _)| id);
+            ready.sort_unstable_by_key(|&(key, _)| key);
             for &(_, successor) in &ready {
                 self.start_task(graph, successor, time, start);
             }

@@ -71,13 +71,13 @@ impl<D: Fn(TaskId) -> SimDuration> EventGraph for BuiltGraph<'_, D> {
     type Task = u32;
 
     #[inline]
-    fn id(&self, task: u32) -> u32 {
-        task
+    fn key(&self, task: u32) -> u64 {
+        u64::from(task) << 32
     }
 
     #[inline]
-    fn task(&self, id: u32) -> u32 {
-        id
+    fn task(&self, key: u64) -> u32 {
+        (key >> 32) as u32
     }
 
     #[inline]

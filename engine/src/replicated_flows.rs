@@ -134,8 +134,6 @@ struct Twin {
 struct ReplicatedGraph<'a, D> {
     graph: &'a TaskGraph,
     ids: &'a ReplicaIds,
-    /// Full id of each segment's first task (segments in order).
-    segment_starts: Vec<u32>,
     duration_of: D,
     planner: &'a dyn TwinFlowPlanner,
     planned: &'a PlannedEnds,
@@ -155,22 +153,19 @@ impl<D> ReplicatedGraph<'_, D> {
 impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
     type Task = Twin;
 
+    /// The full id, then the representative task.
     #[inline]
-    fn id(&self, twin: Twin) -> u32 {
-        twin.id
+    fn key(&self, twin: Twin) -> u64 {
+        (u64::from(twin.id) << 32) | u64::from(twin.task)
     }
 
-    /// The twin of full task `id`: its segment by a binary search.
     #[inline]
-    fn task(&self, id: u32) -> Twin {
-        let segment = self.segment_starts.partition_point(|&first| first <= id) - 1;
-        let tasks = &self.ids.segments()[segment].tasks;
-        let offset = id - self.segment_starts[segment];
-        let len = tasks.end - tasks.start;
+    fn task(&self, key: u64) -> Twin {
+        let (id, task) = ((key >> 32) as u32, key as u32);
         Twin {
             id,
-            task: tasks.start + offset % len,
-            copy: offset / len,
+            task,
+            copy: self.ids.copy_of(task, id),
         }
     }
 
@@ -222,23 +217,33 @@ pub fn run_replicated_with_fabric(
     let mut scratch = FlowPlan::default();
     let mut planned = PlannedEnds::new(ids, |task| planner.plan_twin_into(task, 0, &mut scratch));
     let mut start = vec![SimTime::ZERO; ids.full_tasks() as usize];
-    let mut remaining = full_in_degrees(graph, ids);
+    let in_degrees = twin_in_degrees(graph, ids);
+    let mut remaining = by_twin_slot(ids, &in_degrees);
     let mut planned_ends = std::mem::take(&mut planned.end);
     let replicated = ReplicatedGraph {
         graph,
         ids,
-        segment_starts: segment_starts(ids),
         duration_of,
         planner,
         planned: &planned,
     };
     let mut flow_loop = FlowLoop::new(fabric);
-    ids.for_each_in_order(|task, copy| {
-        let twin = replicated.twin(task, copy);
-        if remaining[replicated.slot(twin)] == 0 {
-            flow_loop.start_task(&replicated, twin, SimTime::ZERO, &mut start);
+    // The tasks without predecessors, in full id order (a twin has its
+    // representative's in-degree, a shared task none only if its
+    // representative has none): each segment's, copy by copy.
+    for segment in ids.segments() {
+        let sources: Vec<u32> = segment
+            .tasks
+            .clone()
+            .filter(|&task| in_degrees[task as usize] == 0)
+            .collect();
+        for copy in 0..segment.copies {
+            for &task in &sources {
+                let twin = replicated.twin(task, copy);
+                flow_loop.start_task(&replicated, twin, SimTime::ZERO, &mut start);
+            }
         }
-    });
+    }
     flow_loop.run(&replicated, &mut start, &mut remaining, |twin, time| {
         if let Some(slot) = replicated.planned.slot(twin.task, twin.copy) {
             planned_ends[slot] = time;
@@ -273,24 +278,11 @@ fn by_full_id(ids: &ReplicaIds, by_slot: &[SimTime]) -> Vec<SimTime> {
     by_id
 }
 
-/// Full id of each segment's first task.
-fn segment_starts(ids: &ReplicaIds) -> Vec<u32> {
-    let mut first = 0u32;
-    ids.segments()
-        .iter()
-        .map(|segment| {
-            let at = first;
-            first += (segment.tasks.end - segment.tasks.start) * segment.copies;
-            at
-        })
-        .collect()
-}
-
-/// Each full task's in-degree, by twin slot: a loop task's twin has its representative's
-/// (its loop predecessors in its own copy, each shared one once); a shared
-/// task has each shared predecessor once and each loop predecessor once
-/// per copy.
-fn full_in_degrees(graph: &TaskGraph, ids: &ReplicaIds) -> Vec<u32> {
+/// Each representative task's twins' in-degree: a loop task's twin has
+/// its representative's (its loop predecessors in its own copy, each
+/// shared one once); a shared task has each shared predecessor once and
+/// each loop predecessor once per copy.
+fn twin_in_degrees(graph: &TaskGraph, ids: &ReplicaIds) -> Vec<u32> {
     let mut per_task = vec![0u32; graph.task_count()];
     for task in 0..graph.task_count() as u32 {
         let weight = match ids.is_shared(task) {
@@ -304,11 +296,24 @@ fn full_in_degrees(graph: &TaskGraph, ids: &ReplicaIds) -> Vec<u32> {
             };
         }
     }
-    let mut full = vec![0u32; ids.full_tasks() as usize];
-    ids.for_each_in_order(|task, copy| {
-        full[ids.twin_slot(task, copy) as usize] = per_task[task as usize];
-    });
-    full
+    per_task
+}
+
+/// Each full task's value from its representative task's, by twin slot
+/// (representative task by task, each task's copies in a row).
+fn by_twin_slot(ids: &ReplicaIds, per_task: &[u32]) -> Vec<u32> {
+    per_task
+        .iter()
+        .enumerate()
+        .flat_map(|(task, &value)| {
+            let copies = if ids.is_shared(task as u32) {
+                1
+            } else {
+                ids.copies()
+            };
+            std::iter::repeat_n(value, copies as usize)
+        })
+        .collect()
 }
 
 /// The deadlock of a run that finished `finished` full tasks: the first

@@ -15,11 +15,15 @@ use super::route_table::RouteId;
 /// Routes by flow ends, interned in the network.
 #[derive(Debug, Default)]
 pub struct RouteCache {
-    /// Per source GPU: (destination, route) of each destination it has
-    /// sent to. A GPU sends to a handful of peers (its ring neighbours,
-    /// pipeline peers, its host), so a scan of its short list is cheaper
-    /// than hashing.
-    by_source: Vec<Vec<(u32, RouteId)>>,
+    /// Per source GPU: (destination, route) of the first [`INLINE`]
+    /// destinations it has sent to, in one cache line (a GPU sends to a
+    /// handful of peers: its ring neighbours, pipeline peers, its host),
+    /// so a lookup is one scan of one line; `EMPTY` destinations are free.
+    by_source: Vec<Inline>,
+    /// Per source GPU past its inline entries: the others, in a list.
+    overflow: Vec<Vec<(u32, RouteId)>>,
+    /// Distinct pairs cached.
+    pairs: usize,
     /// The route being computed (one buffer for every new pair).
     scratch: Vec<super::ids::LinkId>,
 }
@@ -27,6 +31,16 @@ pub struct RouteCache {
 /// Destinations standing for the GPU's host, in a source's list.
 const TO_HOST: u32 = u32::MAX;
 const FROM_HOST: u32 = u32::MAX - 1;
+/// A free inline entry's destination (no GPU is numbered so).
+const EMPTY: u32 = u32::MAX - 2;
+
+/// Destinations kept inline per source: 8 × 8 bytes, one cache line.
+const INLINE: usize = 8;
+
+/// A source's inline entries, on a cache line of their own.
+#[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
+struct Inline([(u32, RouteId); INLINE]);
 
 impl RouteCache {
     /// The route of a flow between `ends` on `fabric`, interned in `network`.
@@ -43,13 +57,22 @@ impl RouteCache {
         };
         let source_index = source as usize;
         if self.by_source.len() <= source_index {
-            self.by_source.resize_with(source_index + 1, Vec::new);
+            self.by_source
+                .resize(source_index + 1, Inline([(EMPTY, RouteId(0)); INLINE]));
         }
-        if let Some(&(_, route)) = self.by_source[source_index]
-            .iter()
-            .find(|entry| entry.0 == destination)
-        {
-            return route;
+        let inline = &self.by_source[source_index].0;
+        for &(known, route) in inline {
+            if known == destination {
+                return route;
+            }
+        }
+        if inline[INLINE - 1].0 != EMPTY {
+            let overflow = self.overflow.get(source_index).into_iter().flatten();
+            for &(known, route) in overflow {
+                if known == destination {
+                    return route;
+                }
+            }
         }
         let links = &mut self.scratch;
         links.clear();
@@ -61,13 +84,23 @@ impl RouteCache {
             FlowEnds::FromHost(gpu) => links.extend(fabric.route_from_host(gpu).links),
         }
         let route = network.intern_route(links);
-        self.by_source[source_index].push((destination, route));
+        let inline = &mut self.by_source[source_index].0;
+        match inline.iter_mut().find(|entry| entry.0 == EMPTY) {
+            Some(free) => *free = (destination, route),
+            None => {
+                if self.overflow.len() <= source_index {
+                    self.overflow.resize_with(source_index + 1, Vec::new);
+                }
+                self.overflow[source_index].push((destination, route));
+            }
+        }
+        self.pairs += 1;
         route
     }
 
     /// Distinct pairs of ends cached.
     pub fn len(&self) -> usize {
-        self.by_source.iter().map(Vec::len).sum()
+        self.pairs
     }
 
     pub fn is_empty(&self) -> bool {

@@ -17,12 +17,19 @@ pub struct RouteId(pub u32);
 #[derive(Debug, Clone, Default)]
 pub struct RouteTable {
     links: Vec<LinkId>,
-    /// Per route: its first link in `links` and its link count.
-    spans: Vec<(u32, u32)>,
-    /// Per route: its slowest link's capacity (+∞ with no link).
-    slowest_bytes_per_s: Vec<f64>,
+    /// Per route, what a flow start reads, in one cache line's quarter.
+    spans: Vec<Span>,
     /// Per route: bytes of the flows completed over it.
     carried_bytes: Vec<u64>,
+}
+
+/// A route's links in [`RouteTable::links`] and its slowest capacity.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    first: u32,
+    count: u32,
+    /// +∞ with no link.
+    slowest_bytes_per_s: f64,
 }
 
 impl RouteTable {
@@ -35,13 +42,14 @@ impl RouteTable {
         let id = u32::try_from(self.spans.len()).expect("fewer than 2^32 routes");
         let first = u32::try_from(self.links.len()).expect("fewer than 2^32 route links");
         self.links.extend_from_slice(route);
-        self.spans.push((first, route.len() as u32));
-        self.slowest_bytes_per_s.push(
-            route
+        self.spans.push(Span {
+            first,
+            count: route.len() as u32,
+            slowest_bytes_per_s: route
                 .iter()
                 .map(|link| capacities_bytes_per_s[link.index()])
                 .fold(f64::INFINITY, f64::min),
-        );
+        });
         self.carried_bytes.push(0);
         RouteId(id)
     }
@@ -49,14 +57,14 @@ impl RouteTable {
     /// The route's links.
     #[inline]
     pub fn links(&self, route: RouteId) -> &[LinkId] {
-        let (first, count) = self.spans[route.0 as usize];
-        &self.links[first as usize..(first + count) as usize]
+        let span = self.spans[route.0 as usize];
+        &self.links[span.first as usize..(span.first + span.count) as usize]
     }
 
     /// The capacity of the route's slowest link (+∞ with no link).
     #[inline]
     pub fn slowest_bytes_per_s(&self, route: RouteId) -> f64 {
-        self.slowest_bytes_per_s[route.0 as usize]
+        self.spans[route.0 as usize].slowest_bytes_per_s
     }
 
     /// Counts a completed flow's `bytes` over `route`.

@@ -59,7 +59,8 @@ pub use schedules::ScheduleKind;
 pub use stack::{HostCosts, LocalDdpKernels, NotModeled, Stack, StackError, DEFAULT_STACK};
 pub use task_count::{
     estimated_task_count, task_limit, GradientSplits, ADDRESS_BYTES_PER_GPU,
-    ADDRESS_BYTES_PER_REPLICATED_TASK, ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU,
+    ADDRESS_BYTES_PER_REPLICATED_FLOW_TASK, ADDRESS_BYTES_PER_REPLICATED_TASK,
+    ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU, BYTES_PER_REPLICATED_FLOW_TASK,
     BYTES_PER_REPLICATED_TASK, BYTES_PER_TASK, MAX_TASKS, TASK_LIMIT_VARIABLE,
 };
 pub use userbuffers::UserbuffersConfig;

@@ -48,6 +48,23 @@ pub const BYTES_PER_REPLICATED_TASK: u64 = 10;
 /// rounded up to 12 (mappings come in pages).
 pub const ADDRESS_BYTES_PER_REPLICATED_TASK: u64 = 12;
 
+/// [`BYTES_PER_REPLICATED_TASK`] under `--contention` (the event loop over
+/// the representative's graph, `engine::replicated_flows`): every task's
+/// start and predecessors left, each flow task's end, the starts laid out
+/// again by full id at the end, the fabric and the route cache.
+/// `/usr/bin/time` peak RSS of the 1T model on `selene:12544`: 1,163,232
+/// KiB on 24,576 GPUs (d=48) less 77.9 MB and 20.9 MB = 21.0 B; 4,244,032
+/// KiB on 100,352 (d=196) less 77.9 MB and 85.3 MB = 19.7 B; rounded up
+/// to 22.
+pub const BYTES_PER_REPLICATED_FLOW_TASK: u64 = 22;
+
+/// [`ADDRESS_BYTES_PER_REPLICATED_TASK`] under `--contention`: the 1T
+/// model on `selene:12544` at 24,576 GPUs runs under `ulimit -v 1200000`
+/// (1,228.8 MB) and aborts under 1,100,000 KiB: (1,228.8 MB − 120.0 MB −
+/// 25.6 MB) ÷ 51,904,512 = 20.9 B; rounded up to 24 (mappings come in
+/// pages).
+pub const ADDRESS_BYTES_PER_REPLICATED_FLOW_TASK: u64 = 24;
+
 /// Peak resident bytes per GPU beyond [`BYTES_PER_TASK`] (rank groups,
 /// placement, per-rank metrics), which matter where tasks per GPU are few:
 /// the tiny model on 1,000,000 GPUs (t=1 p=2 d=500,000, B=1,000,000,

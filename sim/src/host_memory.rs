@@ -16,8 +16,9 @@
 
 use crate::symmetry::SimulationMode;
 use scenario::{
-    Scenario, ADDRESS_BYTES_PER_GPU, ADDRESS_BYTES_PER_REPLICATED_TASK, ADDRESS_BYTES_PER_TASK,
-    BYTES_PER_GPU, BYTES_PER_REPLICATED_TASK, BYTES_PER_TASK,
+    Scenario, ADDRESS_BYTES_PER_GPU, ADDRESS_BYTES_PER_REPLICATED_FLOW_TASK,
+    ADDRESS_BYTES_PER_REPLICATED_TASK, ADDRESS_BYTES_PER_TASK, BYTES_PER_GPU,
+    BYTES_PER_REPLICATED_FLOW_TASK, BYTES_PER_REPLICATED_TASK, BYTES_PER_TASK,
 };
 
 /// About how many bytes simulating `scenario` keeps resident at its peak (saturating).
@@ -167,8 +168,10 @@ pub enum Footprint {
     Graph(SimulationMode),
     /// Full expansion kept as the representative's graph
     /// ([`crate::replicated_run`]): that graph, a replica's share, plus a
-    /// few bytes per task of every replica.
-    Replicated { replicas: u32 },
+    /// few bytes per task of every replica (more under `--contention`,
+    /// whose event loop keeps each task's predecessors left and each flow
+    /// task's end).
+    Replicated { replicas: u32, contention: bool },
 }
 
 impl Footprint {
@@ -183,6 +186,7 @@ impl Footprint {
         if crate::replicated_run::applies(scenario, symmetric, alike, expansion, stragglers) {
             return Footprint::Replicated {
                 replicas: scenario.layout.replicas(),
+                contention: scenario.options.network_contention,
             };
         }
         Footprint::Graph(crate::symmetry::mode_with_stragglers(
@@ -197,18 +201,32 @@ pub fn check_fits_footprint(
     available: Option<AvailableMemory>,
     footprint: Footprint,
 ) -> Result<(), DoesNotFit> {
-    let replicas = match footprint {
+    let (replicas, contention) = match footprint {
         Footprint::Graph(mode) => return check_fits_in(scenario, available, mode),
-        Footprint::Replicated { replicas } => replicas,
+        Footprint::Replicated {
+            replicas,
+            contention,
+        } => (replicas, contention),
     };
-    let (per_full_task, per_graph_task, per_gpu) = match limits_address_space(available) {
-        true => (
-            ADDRESS_BYTES_PER_REPLICATED_TASK,
-            ADDRESS_BYTES_PER_TASK,
-            ADDRESS_BYTES_PER_GPU,
-        ),
-        false => (BYTES_PER_REPLICATED_TASK, BYTES_PER_TASK, BYTES_PER_GPU),
-    };
+    let (per_full_task, per_graph_task, per_gpu) =
+        match (limits_address_space(available), contention) {
+            (true, false) => (
+                ADDRESS_BYTES_PER_REPLICATED_TASK,
+                ADDRESS_BYTES_PER_TASK,
+                ADDRESS_BYTES_PER_GPU,
+            ),
+            (true, true) => (
+                ADDRESS_BYTES_PER_REPLICATED_FLOW_TASK,
+                ADDRESS_BYTES_PER_TASK,
+                ADDRESS_BYTES_PER_GPU,
+            ),
+            (false, false) => (BYTES_PER_REPLICATED_TASK, BYTES_PER_TASK, BYTES_PER_GPU),
+            (false, true) => (
+                BYTES_PER_REPLICATED_FLOW_TASK,
+                BYTES_PER_TASK,
+                BYTES_PER_GPU,
+            ),
+        };
     // Every task's own bytes and its share of the representative's graph,
     // rounded up to whole bytes (the figure the refusal names).
     let per_task = per_full_task + per_graph_task.div_ceil(u64::from(replicas));
@@ -339,7 +357,13 @@ mod tests {
             .unwrap();
         let none = Stragglers::none();
         let replicated = Footprint::of(&scenario, Expansion::Full, &none);
-        assert_eq!(replicated, Footprint::Replicated { replicas: 8 });
+        assert_eq!(
+            replicated,
+            Footprint::Replicated {
+                replicas: 8,
+                contention: false
+            }
+        );
         assert_eq!(
             Footprint::of(&scenario, Expansion::Built, &none),
             Footprint::Graph(SimulationMode::Full)
@@ -367,5 +391,20 @@ mod tests {
         );
         // 10 + 72 ÷ 8 bytes a task against 72.
         assert!(needed(replicated) < needed(Footprint::Graph(SimulationMode::Full)) / 3);
+        // Under contention, its own bytes a task.
+        let mut contended = scenario.clone();
+        contended.options.network_contention = true;
+        let footprint = Footprint::of(&contended, Expansion::Auto, &none);
+        assert_eq!(
+            footprint,
+            Footprint::Replicated {
+                replicas: 8,
+                contention: true
+            }
+        );
+        assert_eq!(
+            needed(footprint) - needed(replicated),
+            tasks * (BYTES_PER_REPLICATED_FLOW_TASK - BYTES_PER_REPLICATED_TASK)
+        );
     }
 }

@@ -18,7 +18,9 @@
 # replica's graph), 100k-straggler-full (the same with rank 50000 10 %
 # slow), 100k-spread (every rank's speed drawn, lognormal:0.05: every
 # replica), 100k-nic-full (--no-symmetry with rank 50000's NIC at half
-# rate), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
+# rate), 100k-contention (--contention on selene:12544, the preset grown to
+# 12,544 nodes with the fat-tree levels its NICs need: the synthetic file's
+# three levels cannot hold them), sweep (GPT-3 175B on 1,024 GPUs, every valid layout,
 # --ignore-memory), sweep-prune (the same with --prune: the top 10 only). The engine's events per CPU-second come from criterion:
 # `cargo bench -p sim --bench engine -- engine_cpu/3072`.
 set -euo pipefail
@@ -49,6 +51,7 @@ case_command() {
     100k-straggler-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 --no-symmetry ;;
     100k-spread) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --rank-spread lognormal:0.05 ;;
     100k-nic-full) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-nic 50000:2 --no-symmetry ;;
+    100k-contention) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology selene:12544 --contention ;;
     100k-straggler) echo taskset -c 0 "$BIN" simulate "${ONE_T[@]}" --dp 196 --global-batch 100352 --topology "$WORK/selene-12544.json" --slow-rank 50000:1.1 ;;
     sweep) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --csv "$WORK/sweep.csv" ;;
     sweep-prune) echo "$BIN" sweep --model gpt3-175b --gpus 1024 --global-batch 1536 --ignore-memory --prune --csv "$WORK/sweep.csv" ;;

@@ -5,7 +5,7 @@
 //! run that builds every replica's tasks.
 
 use super::replicated_run::{assert_same_run, both};
-use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind, TrainingOptionsFile};
+use sim::scenario::{Scenario, ScheduleKind, TrainingOptionsFile};
 use sim::slow_link::{SlowNic, SlowNvlink};
 use sim::slow_uplink::SlowUplink;
 use sim::straggler::{SlowRank, Stragglers};
@@ -126,27 +126,7 @@ fn contention_with_slow_ranks_and_links_in_later_replicas_agrees_with_every_repl
 /// replica. (Context parallelism is not modeled under contention.)
 #[test]
 fn experts_and_zero_3_under_contention_agree_with_every_replica_built() {
-    let moe = ScenarioFile {
-        model: Some("mixtral-8x7b".into()),
-        seq_len: Some(512),
-        topology: Some("dgx-h100-superpod".into()),
-        tp: Some(1),
-        pp: Some(2),
-        dp: Some(8),
-        ep: Some(4),
-        expert_imbalance: Some("skew:1.5".into()),
-        microbatch_size: Some(1),
-        global_batch: Some(32),
-        recompute: Some(Recompute::Full),
-        options: contended(TrainingOptionsFile {
-            distributed_optimizer: Some(true),
-            overlap_grad_reduce: Some(true),
-            ..Default::default()
-        }),
-        ..ScenarioFile::default()
-    }
-    .resolve()
-    .unwrap();
+    let moe = super::replicated_run::mixtral_ep_4(contended(TrainingOptionsFile::default()));
     let zero_3 = super::symmetry::scenario(
         (2, 2, 4),
         (ScheduleKind::Interleaved, 2),

@@ -191,13 +191,11 @@ fn slow_nics_nvlinks_pcie_links_and_uplinks_price_each_twin_by_its_own_links() {
     }
 }
 
-/// Mixtral at ep 4 on d 8 (expert gathers and reductions over the whole
-/// data group) and context parallelism at cp 2 with ZeRO-3, each with a slow
-/// rank in a later replica and a slow NIC: where a missing cross-replica
-/// edge would show (alike replicas hide it).
-#[test]
-fn experts_and_context_parallelism_with_a_straggler_in_a_later_replica_agree() {
-    let moe = ScenarioFile {
+/// Mixtral at ep 4 on d 8 (t1 p2, 512 tokens, skewed routing, full
+/// recompute) with the distributed optimizer and overlapped gradient
+/// reduction, plus `options`.
+pub(super) fn mixtral_ep_4(options: TrainingOptionsFile) -> sim::scenario::Scenario {
+    ScenarioFile {
         model: Some("mixtral-8x7b".into()),
         seq_len: Some(512),
         topology: Some("dgx-h100-superpod".into()),
@@ -212,12 +210,21 @@ fn experts_and_context_parallelism_with_a_straggler_in_a_later_replica_agree() {
         options: TrainingOptionsFile {
             distributed_optimizer: Some(true),
             overlap_grad_reduce: Some(true),
-            ..Default::default()
+            ..options
         },
         ..ScenarioFile::default()
     }
     .resolve()
-    .unwrap();
+    .unwrap()
+}
+
+/// Mixtral at ep 4 on d 8 (expert gathers and reductions over the whole
+/// data group) and context parallelism at cp 2 with ZeRO-3, each with a slow
+/// rank in a later replica and a slow NIC: where a missing cross-replica
+/// edge would show (alike replicas hide it).
+#[test]
+fn experts_and_context_parallelism_with_a_straggler_in_a_later_replica_agree() {
+    let moe = mixtral_ep_4(TrainingOptionsFile::default());
     let cp = super::symmetry::scenario(
         (2, 2, 2),
         (ScheduleKind::Interleaved, 2),

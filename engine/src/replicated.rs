@@ -154,13 +154,7 @@ fn deadlock(graph: &TaskGraph, ids: &ReplicaIds, remaining: &[u32]) -> DeadlockE
     let stuck_tasks = (0..graph.task_count() as u32).filter(|&task| remaining[task as usize] > 0);
     let stuck = stuck_tasks
         .clone()
-        .map(|task| {
-            if ids.is_shared(task) {
-                1
-            } else {
-                ids.copies() as usize
-            }
-        })
+        .map(|task| ids.twins_of(task) as usize)
         .sum();
     let first = stuck_tasks
         .min_by_key(|&task| ids.full_id(task, 0))

@@ -54,8 +54,6 @@ const NOT_PLANNED: u32 = u32::MAX;
 pub struct PlannedEnds {
     /// Per representative task: its copy-0 twin's slot, or `NOT_PLANNED`.
     base: Vec<u32>,
-    /// Per representative task: outside loops (one slot, whatever the copy).
-    shared: Vec<bool>,
     end: Vec<SimTime>,
 }
 
@@ -70,42 +68,33 @@ impl PlannedEnds {
                     return NOT_PLANNED;
                 }
                 let first = slots;
-                slots += if ids.is_shared(task) { 1 } else { ids.copies() };
+                slots += ids.twins_of(task);
                 first
             })
             .collect();
         PlannedEnds {
             base,
-            shared: (0..ids.representative_tasks())
-                .map(|task| ids.is_shared(task))
-                .collect(),
             end: vec![SimTime::ZERO; slots as usize],
         }
     }
 
+    /// The slot of representative task `task`'s twin in copy `copy` (any
+    /// copy of a shared task: its one full task) in the layout `ids`.
     #[inline]
-    fn slot(&self, task: u32, copy: u32) -> Option<usize> {
+    fn slot(&self, ids: &ReplicaIds, task: u32, copy: u32) -> Option<usize> {
         match self.base[task as usize] {
             NOT_PLANNED => None,
-            base if self.shared[task as usize] => Some(base as usize),
+            base if ids.is_shared(task) => Some(base as usize),
             base => Some((base + copy) as usize),
         }
     }
 
-    /// The end of representative task `task`'s twin in copy `copy`, if it
-    /// ran as a flow task.
+    /// The end of representative task `task`'s twin in copy `copy` (any
+    /// copy of a shared task), if it ran as a flow task; `ids` is the
+    /// layout the run had.
     #[inline]
-    pub fn end(&self, task: u32, copy: u32) -> Option<SimTime> {
-        self.slot(task, copy).map(|slot| self.end[slot])
-    }
-
-    /// Flow tasks' twins kept.
-    pub fn len(&self) -> usize {
-        self.end.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.end.is_empty()
+    pub fn end(&self, ids: &ReplicaIds, task: u32, copy: u32) -> Option<SimTime> {
+        self.slot(ids, task, copy).map(|slot| self.end[slot])
     }
 }
 
@@ -198,7 +187,7 @@ impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
 
     #[inline]
     fn plan_into(&self, twin: Twin, plan: &mut FlowPlan) -> bool {
-        self.planned.slot(twin.task, twin.copy).is_some()
+        self.planned.slot(self.ids, twin.task, twin.copy).is_some()
             && self.planner.plan_twin_into(twin.task, twin.copy, plan)
     }
 }
@@ -245,7 +234,7 @@ pub fn run_replicated_with_fabric(
         }
     }
     flow_loop.run(&replicated, &mut start, &mut remaining, |twin, time| {
-        if let Some(slot) = replicated.planned.slot(twin.task, twin.copy) {
+        if let Some(slot) = replicated.planned.slot(ids, twin.task, twin.copy) {
             planned_ends[slot] = time;
         }
     });
@@ -270,8 +259,7 @@ pub fn run_replicated_with_fabric(
 fn by_full_id(ids: &ReplicaIds, by_slot: &[SimTime]) -> Vec<SimTime> {
     let mut by_id = vec![SimTime::ZERO; by_slot.len()];
     for task in 0..ids.representative_tasks() {
-        let copies = if ids.is_shared(task) { 1 } else { ids.copies() };
-        for copy in 0..copies {
+        for copy in 0..ids.twins_of(task) {
             by_id[ids.full_id(task, copy) as usize] = by_slot[ids.twin_slot(task, copy) as usize];
         }
     }
@@ -285,10 +273,7 @@ fn by_full_id(ids: &ReplicaIds, by_slot: &[SimTime]) -> Vec<SimTime> {
 fn twin_in_degrees(graph: &TaskGraph, ids: &ReplicaIds) -> Vec<u32> {
     let mut per_task = vec![0u32; graph.task_count()];
     for task in 0..graph.task_count() as u32 {
-        let weight = match ids.is_shared(task) {
-            true => 1,
-            false => ids.copies(),
-        };
+        let weight = ids.twins_of(task);
         for &successor in graph.successor_slice(task as usize) {
             per_task[successor as usize] += match ids.is_shared(successor) {
                 true => weight,
@@ -305,14 +290,7 @@ fn by_twin_slot(ids: &ReplicaIds, per_task: &[u32]) -> Vec<u32> {
     per_task
         .iter()
         .enumerate()
-        .flat_map(|(task, &value)| {
-            let copies = if ids.is_shared(task as u32) {
-                1
-            } else {
-                ids.copies()
-            };
-            std::iter::repeat_n(value, copies as usize)
-        })
+        .flat_map(|(task, &value)| std::iter::repeat_n(value, ids.twins_of(task as u32) as usize))
         .collect()
 }
 

@@ -122,12 +122,8 @@ impl Replicated {
     pub fn total_ns(&self, costs: &[WorkCost]) -> u128 {
         (0..self.graph.task_count() as u32)
             .map(|task| {
-                let copies = if self.ids.is_shared(task) {
-                    1
-                } else {
-                    self.ids.copies()
-                };
-                costs[self.graph.work_of(TaskId(task)).index()].duration.0 as u128 * copies as u128
+                costs[self.graph.work_of(TaskId(task)).index()].duration.0 as u128
+                    * self.ids.twins_of(task) as u128
             })
             .sum()
     }

@@ -21,7 +21,7 @@ impl TwinEnds {
     /// started at `start`.
     #[inline]
     pub fn end(&self, ids: &ReplicaIds, task: u32, copy: u32, start: SimTime) -> SimTime {
-        if let Some(end) = self.planned.as_ref().and_then(|p| p.end(task, copy)) {
+        if let Some(end) = self.planned.as_ref().and_then(|p| p.end(ids, task, copy)) {
             return end;
         }
         start + self.durations.of(ids, task, copy)

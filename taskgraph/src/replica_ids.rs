@@ -77,7 +77,7 @@ impl ReplicaIds {
             .iter()
             .map(|&stride| {
                 let first = next_slot;
-                next_slot += if stride == 0 { 1 } else { copies };
+                next_slot += twins_of(stride, copies);
                 first
             })
             .collect();
@@ -119,6 +119,13 @@ impl ReplicaIds {
         }
     }
 
+    /// How many full tasks representative task `task` stands for: one
+    /// outside loops, one per copy in a loop.
+    #[inline]
+    pub fn twins_of(&self, task: u32) -> u32 {
+        twins_of(self.stride[task as usize], self.copies)
+    }
+
     /// Whether `task` is outside loops: one task in full expansion, shared
     /// by every copy.
     #[inline]
@@ -155,6 +162,16 @@ impl ReplicaIds {
                 }
             }
         }
+    }
+}
+
+/// Full tasks of a representative task whose twins are `stride` apart
+/// (0: outside loops, one full task) in a layout of `copies` copies.
+fn twins_of(stride: u32, copies: u32) -> u32 {
+    if stride == 0 {
+        1
+    } else {
+        copies
     }
 }
 

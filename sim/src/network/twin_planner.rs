@@ -16,10 +16,10 @@ use taskgraph::task_graph::TaskGraph;
 /// expansion gives it, `taskgraph::replica_map`), a shared task on its own
 /// group.
 pub(crate) struct TwinPlanner<'a> {
-    pub planner: FabricFlowPlanner<'a>,
-    pub graph: &'a TaskGraph,
-    pub ids: &'a ReplicaIds,
-    pub representative: Representative,
+    planner: FabricFlowPlanner<'a>,
+    graph: &'a TaskGraph,
+    ids: &'a ReplicaIds,
+    representative: Representative,
     /// The moved ranks (one buffer for every plan).
     ranks: RefCell<Vec<Rank>>,
 }

@@ -151,10 +151,13 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
         loop {
             if let Some(due) = self.network.next_due() {
                 if self.queue.peek_time().is_none_or(|next| due <= next) {
-                    let (due, owner) = self.network.complete_next().expect("a flow is pending");
-                    self.events += 1;
+                    let (due, owner, ended) = self
+                        .network
+                        .complete_next_of_owner()
+                        .expect("a flow is pending");
+                    self.events += u64::from(ended);
                     let entry = &mut self.flow_tasks[owner as usize];
-                    entry.flows_left -= 1;
+                    entry.flows_left -= ended;
                     if entry.flows_left == 0 {
                         let (task, tail) = (entry.task, entry.tail);
                         self.free_flow_tasks.push(owner);

@@ -292,6 +292,30 @@ impl FairShareNetwork {
         Some((due, owner))
     }
 
+    /// [`FairShareNetwork::complete_next`], then every flow of the same
+    /// owner due at the same time that is next in line, one after another
+    /// (a group's members, `pending.rs`): the same completions, in the same
+    /// order, as calling it once per flow, since nothing the caller does
+    /// between them for one owner touches the network. Returns the time,
+    /// the owner and how many flows ended.
+    pub fn complete_next_of_owner(&mut self) -> Option<(SimTime, u32, u32)> {
+        let (due, _, mut slot) = self.pending.peek()?;
+        let owner = self.slots[slot as usize].owner;
+        let mut ended = 0;
+        loop {
+            self.complete_slot(due, slot);
+            ended += 1;
+            match self.pending.peek() {
+                Some((next_due, _, next))
+                    if next_due == due && self.slots[next as usize].owner == owner =>
+                {
+                    slot = next;
+                }
+                _ => return Some((due, owner, ended)),
+            }
+        }
+    }
+
     /// The slot of running flow `id`, by a search of the slots (the engine
     /// completes flows by [`FairShareNetwork::complete_next`]).
     fn slot_of(&self, id: FlowId) -> Option<u32> {
@@ -464,141 +488,5 @@ impl FairShareNetwork {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn links(ids: &[u32]) -> Vec<LinkId> {
-        ids.iter().map(|&l| LinkId(l)).collect()
-    }
-
-    #[test]
-    fn two_flows_sharing_a_link_each_get_half_and_finish_together() {
-        let mut net = FairShareNetwork::new(vec![1e9]);
-        let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
-        let b = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
-        assert_eq!(net.rate_bytes_per_s(a), 0.5e9);
-        assert_eq!(net.rate_bytes_per_s(b), 0.5e9);
-        let done = net.advance(SimTime(u64::MAX - 1));
-        assert_eq!(done, [(SimTime(2_000_000), a), (SimTime(2_000_000), b)]);
-    }
-
-    #[test]
-    fn a_finished_flow_releases_its_share() {
-        // 1 GB/s link: A (1 MB) and B (3 MB) share it until A ends at 2 ms,
-        // then B alone: 2 MB left at 1 GB/s → done at 4 ms.
-        let mut net = FairShareNetwork::new(vec![1e9]);
-        let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
-        let b = net.start_flow(SimTime(0), &links(&[0]), 3_000_000);
-        assert_eq!(net.next_completion(), Some((SimTime(2_000_000), a)));
-        net.complete(SimTime(2_000_000), a);
-        assert_eq!(net.rate_bytes_per_s(b), 1e9);
-        assert_eq!(net.advance(SimTime(10_000_000)), [(SimTime(4_000_000), b)]);
-    }
-
-    #[test]
-    fn a_flow_bottlenecked_elsewhere_releases_capacity_to_others() {
-        // Link 0: 10 GB/s, shared by A and B. Link 1: 2 GB/s, B only.
-        // Max-min: B = 2 (its bottleneck is link 1), A = 8, not 5.
-        let mut net = FairShareNetwork::new(vec![10e9, 2e9]);
-        let a = net.start_flow(SimTime(0), &links(&[0]), 8_000_000);
-        let b = net.start_flow(SimTime(0), &links(&[0, 1]), 8_000_000);
-        assert_eq!(net.rate_bytes_per_s(a), 8e9);
-        assert_eq!(net.rate_bytes_per_s(b), 2e9);
-        // A: 8 MB at 8 GB/s = 1 ms; B: 8 MB at 2 GB/s = 4 ms.
-        let done = net.advance(SimTime(u64::MAX - 1));
-        assert_eq!(done, [(SimTime(1_000_000), a), (SimTime(4_000_000), b)]);
-    }
-
-    #[test]
-    fn unconnected_flows_keep_their_pending_completion() {
-        let mut net = FairShareNetwork::new(vec![1e9, 1e9]);
-        let a = net.start_flow(SimTime(0), &links(&[0]), 1_000_000);
-        let slot = net.slot_of(a).unwrap() as usize;
-        let due = net.slots[slot].due;
-        net.start_flow(SimTime(10), &links(&[1]), 1_000_000);
-        assert_eq!(net.slots[slot].due, due);
-        assert_eq!(net.slots[slot].updated, SimTime(0));
-    }
-
-    /// The same flows started one by one and in groups (a ring's hops
-    /// alone on their links, a group broken by a later flow on one of its
-    /// links, a group whose second flow is not alone) end at the same times
-    /// in the same order.
-    #[test]
-    fn groups_change_nothing_but_the_bookkeeping() {
-        let capacities = vec![1e9, 1e9, 1e9, 2e9, 1e9, 1e9];
-        // (start ns, route, bytes, group): flows of one group start together.
-        let flows: [(u64, &[u32], u64, u32); 10] = [
-            (0, &[0], 1_000_000, 0),
-            (0, &[1], 1_000_000, 0),
-            (0, &[2], 1_000_000, 0),
-            (10, &[3], 4_000_000, 1),
-            (10, &[4], 2_000_000, 1),
-            (500_000, &[1, 5], 1_000_000, 2),
-            (500_000, &[4], 500_000, 2),
-            (600_000, &[5], 700_000, 3),
-            (600_000, &[0], 300_000, 3),
-            (600_000, &[3, 5], 100_000, 3),
-        ];
-        let run = |grouped: bool| {
-            let mut net = FairShareNetwork::new(capacities.clone());
-            let mut done = Vec::new();
-            let mut index = 0;
-            while index < flows.len() {
-                let (start, _, _, group) = flows[index];
-                done.extend(net.advance(SimTime(start)));
-                if grouped {
-                    net.begin_group();
-                }
-                while index < flows.len() && flows[index].3 == group {
-                    let (_, route, bytes, _) = flows[index];
-                    net.start_flow(SimTime(start), &links(route), bytes);
-                    index += 1;
-                }
-                if grouped {
-                    net.end_group();
-                }
-            }
-            done.extend(net.advance(SimTime(u64::MAX - 1)));
-            (done, net.pending.groups_made())
-        };
-        let (one_by_one, none) = run(false);
-        assert_eq!(one_by_one.len(), flows.len());
-        assert_eq!(none, 0);
-        let (grouped, made) = run(true);
-        assert_eq!(grouped, one_by_one);
-        // Only groups whose every flow starts alone are made: 0 and 1 (group
-        // 2's first flow shares link 1 with group 0's, group 3's first link 5
-        // with group 2's).
-        assert_eq!(made, 2);
-    }
-
-    #[test]
-    fn empty_routes_and_empty_flows_finish_at_once() {
-        let mut net = FairShareNetwork::new(vec![1e9]);
-        let local = net.start_flow(SimTime(5), &[], 1_000);
-        let empty = net.start_flow(SimTime(5), &links(&[0]), 0);
-        assert_eq!(
-            net.advance(SimTime(5)),
-            [(SimTime(5), local), (SimTime(5), empty)]
-        );
-        assert_eq!(net.active_flows(), 0);
-    }
-
-    #[test]
-    fn utilization_counts_completed_bytes_per_link() {
-        let mut net = FairShareNetwork::new(vec![1e9, 2e9, 1e9]);
-        net.start_flow(SimTime(0), &links(&[0, 1]), 1_000);
-        net.start_flow(SimTime(0), &links(&[1, 2]), 3_000);
-        net.advance(SimTime(u64::MAX - 1));
-        let utilization = net.link_utilization();
-        assert_eq!(utilization.carried_bytes, [1_000, 4_000, 3_000]);
-        // Ranked by busy time: link 2 carried 3 µs of traffic at 1 GB/s, link 1
-        // 2 µs at 2 GB/s (though more bytes).
-        let busiest = utilization.busiest(2, SimDuration(4_000));
-        assert_eq!(busiest[0].link, LinkId(2));
-        assert!((busiest[0].utilization - 0.75).abs() < 1e-12);
-        assert_eq!(busiest[1].link, LinkId(1));
-        assert!((busiest[1].utilization - 0.5).abs() < 1e-12);
-    }
-}
+#[path = "fair_share_tests.rs"]
+mod tests;

@@ -5,16 +5,22 @@
 //!
 //! The arithmetic is [`super::compute_spans_weighted`]'s without weights:
 //! the FLOP total adds every compute task's term in id order, each rank's
-//! integer sums come from the same per-rank pass ([`RankPass`]), added in
-//! rank order, and the same [`RankTotals::metrics`] divides them. A view
-//! that gives the same tasks, intervals and order as a Timeline therefore
-//! gives the same metrics, bit for bit.
+//! integer sums come from the same per-rank pass ([`RankPass`]), and the
+//! same [`RankTotals::metrics`] divides them. A view that gives the same
+//! tasks, intervals and order as a Timeline therefore gives the same
+//! metrics, bit for bit.
+//!
+//! The ranks are measured in parallel (rayon), beside the FLOP total: the
+//! per-rank sums are integers, so adding them in any grouping gives the
+//! same totals; the FLOP total, a floating-point sum, stays one chain in
+//! id order on one thread.
 
 use super::rank_pass::RankPass;
 use super::steady_window_ns;
 use super::totals::{FlopTotals, RankTotals};
 use crate::kinds::{StreamKind, TaskKind};
 use crate::TimelineHeader;
+use rayon::prelude::*;
 
 /// One task as the per-rank pass reads it: kind, stream, start and end (ns).
 pub type Interval = (TaskKind, StreamKind, u64, u64);
@@ -34,12 +40,56 @@ pub trait RankView {
 }
 
 /// The metrics of `view`; `peak_flops_per_s` is the GPU's dense peak.
-pub fn compute_rank_view(view: &impl RankView, peak_flops_per_s: f64) -> crate::metrics::Metrics {
+pub fn compute_rank_view(
+    view: &(impl RankView + Sync),
+    peak_flops_per_s: f64,
+) -> crate::metrics::Metrics {
     let header = view.header();
     let ends = view.iteration_ends_ns();
-    let (window_start, window_end) = steady_window_ns(&ends);
-    // Two independent chains in id order, as the Timeline's computation
-    // adds them: |term| and max(term, 0), a recomputation's term negated.
+    let (flops, totals) = rayon::join(
+        || flop_totals(view),
+        || rank_totals(view, steady_window_ns(&ends)),
+    );
+    totals.metrics(header, &ends, flops, peak_flops_per_s)
+}
+
+/// Ranks measured one after another by one thread, before a thread takes
+/// the next ones (consecutive ranks often run alike: the pass then reuses
+/// the previous rank's sums).
+const RANKS_PER_THREAD_TURN: usize = 64;
+
+/// Every rank's sums added over ranks, the ranks measured in parallel;
+/// `window` is the steady-state window (start, end) in ns.
+fn rank_totals(view: &(impl RankView + Sync), window: (u64, u64)) -> RankTotals {
+    let header = view.header();
+    let ranks_per_stage = header.layout.ranks_per_stage() as usize;
+    let stages = header.layout.pipeline_parallel as usize;
+    (0..header.n_gpus)
+        .into_par_iter()
+        .with_min_len(RANKS_PER_THREAD_TURN)
+        .fold(
+            || {
+                (
+                    RankTotals::new(stages),
+                    RankPass::new(window.0, window.1),
+                    Vec::new(),
+                )
+            },
+            |(mut totals, mut pass, mut intervals), rank| {
+                view.rank_intervals(rank, &mut intervals);
+                let sums = pass.sums_of_intervals(&intervals);
+                totals.add(&sums, rank as usize / ranks_per_stage, 1);
+                (totals, pass, intervals)
+            },
+        )
+        .map(|(totals, ..)| totals)
+        .reduce(|| RankTotals::new(stages), RankTotals::merged)
+}
+
+/// The FLOP totals: two independent chains in id order, as the Timeline's
+/// computation adds them: |term| and max(term, 0), a recomputation's term
+/// negated.
+fn flop_totals(view: &impl RankView) -> FlopTotals {
     let mut flops = FlopTotals {
         total: 0.0,
         model: 0.0,
@@ -53,14 +103,5 @@ pub fn compute_rank_view(view: &impl RankView, peak_flops_per_s: f64) -> crate::
         flops.total += term.abs();
         flops.model += term.max(0.0);
     });
-    let ranks_per_stage = header.layout.ranks_per_stage() as usize;
-    let mut totals = RankTotals::new(header.layout.pipeline_parallel as usize);
-    let mut pass = RankPass::new(window_start, window_end);
-    let mut intervals = Vec::new();
-    for rank in 0..header.n_gpus {
-        view.rank_intervals(rank, &mut intervals);
-        let sums = pass.sums_of_intervals(&intervals);
-        totals.add(&sums, rank as usize / ranks_per_stage, 1);
-    }
-    totals.metrics(header, &ends, flops, peak_flops_per_s)
+    flops
 }

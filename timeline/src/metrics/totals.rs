@@ -50,6 +50,22 @@ impl RankTotals {
         self.expert_stream_exposed_ns += sums.expert_stream_exposed_ns * weight;
     }
 
+    /// The sums of `self`'s ranks and `other`'s (integers: the same
+    /// whatever the grouping).
+    pub fn merged(mut self, other: RankTotals) -> RankTotals {
+        self.idle_sum_ns += other.idle_sum_ns;
+        for (stage, idle_ns) in self.stage_idle_ns.iter_mut().zip(other.stage_idle_ns) {
+            *stage += idle_ns;
+        }
+        self.compute_sum_ns += other.compute_sum_ns;
+        for class in 0..6 {
+            self.exposed_sum_ns[class] += other.exposed_sum_ns[class];
+            self.in_flight_sum_ns[class] += other.in_flight_sum_ns[class];
+        }
+        self.expert_stream_exposed_ns += other.expert_stream_exposed_ns;
+        self
+    }
+
     /// The headline numbers of a run of `header`'s layout whose iterations
     /// end at `ends`, with every rank added.
     pub fn metrics(

@@ -184,7 +184,9 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
                     ready.push((graph.key(successor), successor));
                 }
             });
-            ready.sort_unstable_by_key(|&(key, _)| key);
+            if ready.len() > 1 {
+                ready.sort_unstable_by_key(|&(key, _)| key);
+            }
             for &(_, successor) in &ready {
                 self.start_task(graph, successor, time, start);
             }

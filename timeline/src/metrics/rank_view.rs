@@ -10,10 +10,11 @@
 //! tasks, intervals and order as a Timeline therefore gives the same
 //! metrics, bit for bit.
 //!
-//! The ranks are measured in parallel (rayon), beside the FLOP total: the
-//! per-rank sums are integers, so adding them in any grouping gives the
-//! same totals; the FLOP total, a floating-point sum, stays one chain in
-//! id order on one thread.
+//! The ranks are measured in parallel (rayon), beside the FLOP total, when
+//! the caller is not already one of the pool's workers: the per-rank sums
+//! are integers, so adding them in any grouping gives the same totals; the
+//! FLOP total, a floating-point sum, stays one chain in id order on one
+//! thread.
 
 use super::rank_pass::RankPass;
 use super::steady_window_ns;
@@ -46,11 +47,31 @@ pub fn compute_rank_view(
 ) -> crate::metrics::Metrics {
     let header = view.header();
     let ends = view.iteration_ends_ns();
-    let (flops, totals) = rayon::join(
-        || flop_totals(view),
-        || rank_totals(view, steady_window_ns(&ends)),
-    );
+    let window = steady_window_ns(&ends);
+    // Called from a pool's worker (a sweep's layouts, a validation's
+    // cases, already in parallel) it stays on that thread: a worker waiting
+    // on its halves could take another job of the pool meanwhile, and a
+    // sweep's job may block on host memory the waiting one holds.
+    let (flops, totals) = match rayon::current_thread_index() {
+        Some(_) => (flop_totals(view), rank_totals_in_turn(view, window)),
+        None => rayon::join(|| flop_totals(view), || rank_totals(view, window)),
+    };
     totals.metrics(header, &ends, flops, peak_flops_per_s)
+}
+
+/// [`rank_totals`] on this thread alone.
+fn rank_totals_in_turn(view: &impl RankView, window: (u64, u64)) -> RankTotals {
+    let header = view.header();
+    let ranks_per_stage = header.layout.ranks_per_stage() as usize;
+    let mut totals = RankTotals::new(header.layout.pipeline_parallel as usize);
+    let mut pass = RankPass::new(window.0, window.1);
+    let mut intervals = Vec::new();
+    for rank in 0..header.n_gpus {
+        view.rank_intervals(rank, &mut intervals);
+        let sums = pass.sums_of_intervals(&intervals);
+        totals.add(&sums, rank as usize / ranks_per_stage, 1);
+    }
+    totals
 }
 
 /// Ranks measured one after another by one thread, before a thread takes

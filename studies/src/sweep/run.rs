@@ -247,26 +247,38 @@ fn fitting_candidates(
     ))
 }
 
-/// Simulates `candidates` in parallel within `budget`, in their order;
-/// `finished` is called after each.
+/// Simulates `candidates` in parallel within `budget`, returned in their
+/// order; `finished` is called after each. The largest start first (by
+/// estimated tasks per data-parallel replica: a run builds one replica's
+/// graph where replicas are alike), so that the last ones each thread runs
+/// are small and the threads finish close together; the order changes no
+/// record.
 fn simulate_all(
     candidates: &[&ValidCandidate],
     budget: &MemoryBudget,
     expansion: sim::Expansion,
     finished: &(dyn Fn() + Sync),
 ) -> Result<Vec<SweepRecord>, SweepError> {
-    let simulated: Vec<Result<SweepRecord, SweepError>> = candidates
+    let mut largest_first: Vec<usize> = (0..candidates.len()).collect();
+    largest_first.sort_by_key(|&index| {
+        let scenario = &candidates[index].scenario;
+        std::cmp::Reverse(scenario.estimated_tasks() / u64::from(scenario.layout.replicas()))
+    });
+    let mut simulated: Vec<(usize, Result<SweepRecord, SweepError>)> = largest_first
         .par_iter()
         .with_max_len(1)
-        .map(|candidate| {
+        .map(|&index| {
+            let candidate = candidates[index];
             let _reservation =
                 budget.reserve(sim::host_memory::simulation_bytes(&candidate.scenario));
             let record = simulate_one(candidate, expansion);
             finished();
-            record
+            (index, record)
         })
         .collect();
-    simulated.into_iter().collect()
+    // Back in the candidates' order.
+    simulated.sort_unstable_by_key(|&(index, _)| index);
+    simulated.into_iter().map(|(_, record)| record).collect()
 }
 
 /// `Some` when the layout does not fit on some stage with `headroom_bytes`

@@ -26,6 +26,7 @@
 
 mod rank_pass;
 mod rank_view;
+mod repeated_sum;
 mod totals;
 
 use crate::kinds::{StreamKind, TaskKind};
@@ -325,14 +326,9 @@ pub fn compute_spans_weighted(
             });
         }
     }
-    let mut total_flops = 0.0;
-    let mut model_flops = 0.0;
-    for _ in 0..replicas {
-        for &term in &terms {
-            total_flops += term.abs();
-            model_flops += term.max(0.0);
-        }
-    }
+    // Every replica's terms again, in full expansion's order: the same
+    // bits as adding them replica by replica (`repeated_sum.rs`).
+    let (total_flops, model_flops) = repeated_sum::repeated_flop_sums(&terms, replicas);
     drop(terms);
 
     // Each group's simulated members, once, in CSR form (a division per

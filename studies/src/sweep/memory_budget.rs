@@ -4,7 +4,8 @@
 //! had free when the sweep started. Every reservation fits the budget on its
 //! own (larger layouts are refused before the sweep runs), so a waiting
 //! worker always proceeds once the others release theirs (a simulation runs
-//! no parallel work of its own, so no worker waits while holding one).
+//! no parallel work of its own on a pool's worker, so no worker waits while
+//! holding one: `timeline::metrics::compute_rank_view` stays on the thread).
 
 use std::sync::{Condvar, Mutex};
 

@@ -59,19 +59,45 @@ pub fn compute_rank_view(
     totals.metrics(header, &ends, flops, peak_flops_per_s)
 }
 
+/// What one thread keeps while it measures ranks one after another: the
+/// sums so far, its pass (which reuses the previous rank's sums when the
+/// next one runs alike) and an interval buffer.
+struct RankTurn<'a> {
+    totals: RankTotals,
+    pass: RankPass<'a>,
+    intervals: Vec<Interval>,
+    ranks_per_stage: usize,
+}
+
+impl RankTurn<'_> {
+    /// `window` is the steady-state window (start, end) in ns.
+    fn new(header: &TimelineHeader, window: (u64, u64)) -> Self {
+        RankTurn {
+            totals: RankTotals::new(header.layout.pipeline_parallel as usize),
+            pass: RankPass::new(window.0, window.1),
+            intervals: Vec::new(),
+            ranks_per_stage: header.layout.ranks_per_stage() as usize,
+        }
+    }
+
+    /// Adds rank `rank`'s sums.
+    fn measure(mut self, view: &impl RankView, rank: u32) -> Self {
+        view.rank_intervals(rank, &mut self.intervals);
+        let sums = self.pass.sums_of_intervals(&self.intervals);
+        self.totals
+            .add(&sums, rank as usize / self.ranks_per_stage, 1);
+        self
+    }
+}
+
 /// [`rank_totals`] on this thread alone.
 fn rank_totals_in_turn(view: &impl RankView, window: (u64, u64)) -> RankTotals {
     let header = view.header();
-    let ranks_per_stage = header.layout.ranks_per_stage() as usize;
-    let mut totals = RankTotals::new(header.layout.pipeline_parallel as usize);
-    let mut pass = RankPass::new(window.0, window.1);
-    let mut intervals = Vec::new();
-    for rank in 0..header.n_gpus {
-        view.rank_intervals(rank, &mut intervals);
-        let sums = pass.sums_of_intervals(&intervals);
-        totals.add(&sums, rank as usize / ranks_per_stage, 1);
-    }
-    totals
+    (0..header.n_gpus)
+        .fold(RankTurn::new(header, window), |turn, rank| {
+            turn.measure(view, rank)
+        })
+        .totals
 }
 
 /// Ranks measured one after another by one thread, before a thread takes
@@ -83,27 +109,15 @@ const RANKS_PER_THREAD_TURN: usize = 64;
 /// `window` is the steady-state window (start, end) in ns.
 fn rank_totals(view: &(impl RankView + Sync), window: (u64, u64)) -> RankTotals {
     let header = view.header();
-    let ranks_per_stage = header.layout.ranks_per_stage() as usize;
     let stages = header.layout.pipeline_parallel as usize;
     (0..header.n_gpus)
         .into_par_iter()
         .with_min_len(RANKS_PER_THREAD_TURN)
         .fold(
-            || {
-                (
-                    RankTotals::new(stages),
-                    RankPass::new(window.0, window.1),
-                    Vec::new(),
-                )
-            },
-            |(mut totals, mut pass, mut intervals), rank| {
-                view.rank_intervals(rank, &mut intervals);
-                let sums = pass.sums_of_intervals(&intervals);
-                totals.add(&sums, rank as usize / ranks_per_stage, 1);
-                (totals, pass, intervals)
-            },
+            || RankTurn::new(header, window),
+            |turn, rank| turn.measure(view, rank),
         )
-        .map(|(totals, ..)| totals)
+        .map(|turn| turn.totals)
         .reduce(|| RankTotals::new(stages), RankTotals::merged)
 }
 

@@ -107,7 +107,8 @@ impl<F: Fn(f64) -> f64> RepeatedSum<F> {
     ) -> Option<f64> {
         let bits = sum.to_bits();
         let exponent = bits >> MANTISSA_BITS;
-        // Zero, subnormal sums, and binades whose spacing is subnormal.
+        // Zero and subnormal sums (no implicit bit), and sums so small
+        // that their binades hold few passes anyway.
         if exponent <= u64::from(MANTISSA_BITS) + 1 {
             return None;
         }

@@ -108,7 +108,22 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
         let key = graph.key(task);
         let mut plan = std::mem::take(&mut self.plan);
         let planned = graph.plan_into(task, &mut plan);
-        if planned && !plan.flows.is_empty() {
+        if planned && plan.alone && !plan.flows.is_empty() {
+            // Each flow has its links to itself until it ends (the planner's
+            // proof, `FlowPlan::alone`): its end is known now. The finish is
+            // queued now instead of at the last flow's end; the queue pops by
+            // (time, task) whenever an entry came, and the shared run queues
+            // it before any pop at that time (the network's completions at an
+            // instant come first), so the order of events is the same.
+            let mut last_end = now;
+            for &(ends, bytes) in &plan.flows {
+                let route = self.routes.route(self.fabric, &mut self.network, ends);
+                last_end = last_end.max(self.network.run_alone(now, route, bytes));
+            }
+            // Each flow's end is an event, as when it is shared.
+            self.events += plan.flows.len() as u64;
+            self.queue.push(last_end + plan.tail, key);
+        } else if planned && !plan.flows.is_empty() {
             let entry = FlowTask {
                 task: key,
                 flows_left: plan.flows.len() as u32,

@@ -280,8 +280,10 @@ fn run_twins(
         });
     }
     let fabric = crate::simulate::fabric_for(scenario, stragglers)?;
+    let moved_by = replicated.representative.in_copy(Rank(0), 1).0;
     let planner = TwinPlanner::new(
-        FabricFlowPlanner::new(scenario, &plan.placement, &replicated.graph, network, costs),
+        FabricFlowPlanner::new(scenario, &plan.placement, &replicated.graph, network, costs)
+            .for_twins_moved_by(moved_by),
         &replicated.graph,
         ids,
         replicated.representative,

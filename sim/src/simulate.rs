@@ -421,6 +421,7 @@ pub fn simulate_with_stragglers(
             &costs,
             stragglers,
             duration_of,
+            expansion,
         )?
     } else {
         (engine::run(graph, duration_of)?, Vec::new())
@@ -535,7 +536,9 @@ pub(crate) fn busiest_links(
 
 /// Runs `graph` with its communication as flows over the fabric
 /// (`--contention`), slow NICs, NVLinks, PCIe links and leaf uplinks slowing their links; the engine's
-/// times and the busiest links.
+/// times and the busiest links. `Expansion::Built`, the reference, shares
+/// every flow (`network::lone_rings`).
+#[allow(clippy::too_many_arguments)]
 fn run_on_fabric(
     scenario: &Scenario,
     plan: &Plan,
@@ -544,9 +547,13 @@ fn run_on_fabric(
     costs: &[WorkCost],
     stragglers: &Stragglers,
     duration_of: impl Fn(taskgraph::ids::TaskId) -> SimDuration,
+    expansion: Expansion,
 ) -> Result<(engine::TaskTimes, Vec<LinkLoad>), SimulationError> {
     let fabric = fabric_for(scenario, stragglers)?;
-    let planner = FabricFlowPlanner::new(scenario, &plan.placement, graph, network, costs);
+    let mut planner = FabricFlowPlanner::new(scenario, &plan.placement, graph, network, costs);
+    if expansion == Expansion::Built {
+        planner = planner.sharing_every_flow();
+    }
     let (outcome, utilization) = engine::run_with_fabric(
         graph,
         duration_of,

@@ -12,7 +12,11 @@
 //!   ([`FairShareNetwork::begin_group`]: the engine's flows of one task) that all
 //!   start alone and end together share one entry.
 //! - A flow that starts on links no other flow uses is its own component: it
-//!   takes its slowest link's capacity without a search. Which flows cross each
+//!   takes its slowest link's capacity without a search. One the caller
+//!   knows will keep its links to itself until it ends
+//!   ([`FairShareNetwork::run_alone`], a planner's `FlowPlan::alone`) is
+//!   timed at its start and never enters the sharing (debug builds check
+//!   the promise). Which flows cross each
 //!   link is kept in `link_flows.rs`.
 //! - A flow names its route, interned once (`route_table.rs`), which keeps
 //!   the route's slowest capacity and the bytes completed over it (the
@@ -93,6 +97,11 @@ pub struct FairShareNetwork {
     grouping: bool,
     deferred: Vec<(u32, FlowId, SimTime)>,
     group_slots: Vec<u32>,
+    /// Debug builds: by link, when the last flow run alone on it
+    /// ([`FairShareNetwork::run_alone`]) ends; a flow starting on the link
+    /// before then breaks the caller's promise.
+    #[cfg(debug_assertions)]
+    lone_until: Vec<SimTime>,
 }
 
 impl FairShareNetwork {
@@ -120,6 +129,8 @@ impl FairShareNetwork {
             grouping: false,
             deferred: Vec::new(),
             group_slots: Vec::new(),
+            #[cfg(debug_assertions)]
+            lone_until: vec![SimTime::ZERO; links],
         }
     }
 
@@ -206,6 +217,14 @@ impl FairShareNetwork {
         flow.owner = owner;
         flow.active = true;
         self.active += 1;
+        #[cfg(debug_assertions)]
+        for &link in self.routes.links(route) {
+            assert!(
+                self.lone_until[link.index()] <= now,
+                "a flow starts beside one said to run alone on link {}",
+                link.index()
+            );
+        }
         let mut alone = true;
         for &link in self.routes.links(route) {
             alone &= self.flows_on_link.is_empty(link.index());
@@ -235,6 +254,28 @@ impl FairShareNetwork {
         self.recompute(now, &seeds);
         self.neighbours = seeds;
         id
+    }
+
+    /// A flow of `bytes` over interned `route` from `now` that the caller
+    /// knows has the route's links to itself until it ends
+    /// ([`super::FlowPlan::alone`]): its end, as [`FairShareNetwork::start_flow_on`]
+    /// gives a flow that starts alone and is never re-shared, and its bytes
+    /// carried over the route. It takes no slot, no `FlowId` and no pending
+    /// entry: the flows that do keep their order among themselves.
+    pub fn run_alone(&mut self, now: SimTime, route: RouteId, bytes: u64) -> SimTime {
+        self.routes.carry(route, bytes);
+        let end = now
+            + SimDuration::from_seconds_ceil(bytes as f64 / self.routes.slowest_bytes_per_s(route));
+        #[cfg(debug_assertions)]
+        for &link in self.routes.links(route) {
+            let link = link.index();
+            assert!(
+                self.flows_on_link.is_empty(link) && self.lone_until[link] <= now,
+                "a flow said to run alone starts beside another on link {link}"
+            );
+            self.lone_until[link] = end;
+        }
+        end
     }
 
     /// Starts a group: the flows started until [`FairShareNetwork::end_group`]

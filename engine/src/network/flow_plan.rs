@@ -24,6 +24,14 @@ pub struct FlowPlan {
     /// (where, bytes).
     pub flows: Vec<(FlowEnds, u64)>,
     pub tail: SimDuration,
+    /// The planner's guarantee that, from the task's start until each of
+    /// these flows ends, no other flow uses any of its links (nor do two of
+    /// them share one): each then runs at its route's slowest capacity
+    /// throughout, which is what the fair-share network would give it, so
+    /// the engine times them when they start and keeps them out of the
+    /// sharing (`flow_loop.rs`). False unless the planner proves it
+    /// (`sim::network::lone_rings`).
+    pub alone: bool,
 }
 
 /// Tasks that contend for a fabric: the engine asks for each task's plan when it

@@ -23,7 +23,9 @@
 //!   groups that fit in a node): the ring's hops GPU i → GPU i+1 over the
 //!   NVSwitch, each carrying 2(n−1)/n of the bytes; tail = the closed-form
 //!   time minus that transfer alone (the per-step latencies of every
-//!   all-reduce the task stands for);
+//!   all-reduce the task stands for); a tensor group's ring is marked
+//!   `alone` where `lone_rings.rs` proves nothing else uses its ports while
+//!   it runs (the engine then times it at its start);
 //! - ZeRO-2's reduce-scatter and all-gather: the same rings with the bus
 //!   factor (n−1)/n of the full buffer;
 //! - a mixture of experts' all-to-alls (one task per pass and tensor group,
@@ -76,6 +78,10 @@ pub struct FabricFlowPlanner<'a> {
     /// as (all-reduce, all-gather), computed once per work; `None` for
     /// other works.
     nvlink_rings: Vec<Option<[(u64, SimDuration); 2]>>,
+    /// Tensor all-reduce rings inside a node have their NVSwitch ports to
+    /// themselves while they run, and their plans say so
+    /// ([`super::lone_rings`]).
+    lone_tensor_rings: bool,
 }
 
 impl<'a> FabricFlowPlanner<'a> {
@@ -138,7 +144,7 @@ impl<'a> FabricFlowPlanner<'a> {
                 _ => None,
             })
             .collect();
-        FabricFlowPlanner {
+        let mut planner = FabricFlowPlanner {
             graph,
             placement,
             rates,
@@ -150,7 +156,47 @@ impl<'a> FabricFlowPlanner<'a> {
             async_tensor_allreduce: scenario.options.async_tensor_allreduce,
             tp_comm_overlap: scenario.options.tp_comm_overlap,
             costs,
+            lone_tensor_rings: false,
+        };
+        planner.lone_tensor_rings = super::lone_rings::tensor_rings_run_alone(&planner);
+        planner
+    }
+
+    /// The same planner sharing every flow in the fair-share network, even
+    /// rings that would run alone: the reference the shortcut is tested
+    /// against (`Expansion::Built`).
+    pub(crate) fn sharing_every_flow(mut self) -> Self {
+        self.lone_tensor_rings = false;
+        self
+    }
+
+    /// The planner of twins whose ranks are their representative's moved
+    /// by multiples of `ranks` (`TwinPlanner`): the lone-ring proof, made
+    /// on the representative's graph, holds for every twin only when such
+    /// a move keeps GPUs that share a node together (`ranks` a multiple of
+    /// the GPUs per node); otherwise every flow is shared.
+    pub(crate) fn for_twins_moved_by(mut self, ranks: u32) -> Self {
+        if ranks.checked_rem(self.placement.gpus_per_node) != Some(0) {
+            self.lone_tensor_rings = false;
         }
+        self
+    }
+
+    /// Whether tensor all-reduce rings inside a node run alone on their
+    /// ports, so their plans say so ([`super::lone_rings`]).
+    pub fn rings_run_alone(&self) -> bool {
+        self.lone_tensor_rings
+    }
+
+    /// The graph it plans.
+    pub(crate) fn graph(&self) -> &TaskGraph {
+        self.graph
+    }
+
+    /// GPUs per node (ranks `r` and `s` share a node when
+    /// `r / gpus_per_node == s / gpus_per_node`).
+    pub(crate) fn gpus_per_node(&self) -> u32 {
+        self.placement.gpus_per_node
     }
 
     /// A pipeline transfer between nodes: one flow per tensor rank, 1/t of
@@ -303,6 +349,7 @@ impl<'a> FabricFlowPlanner<'a> {
         Some(FlowPlan {
             flows,
             tail: SimDuration(cost.duration.0.saturating_sub(alone.0)),
+            alone: false,
         })
     }
 
@@ -350,6 +397,7 @@ impl<'a> FabricFlowPlanner<'a> {
         FlowPlan {
             flows,
             tail: SimDuration(duration.0.saturating_sub(alone.0)),
+            alone: false,
         }
     }
 }
@@ -377,6 +425,7 @@ impl FabricFlowPlanner<'_> {
     pub fn plan_on_ranks(&self, task: TaskId, ranks: &[Rank], plan: &mut FlowPlan) -> bool {
         plan.flows.clear();
         plan.tail = SimDuration::ZERO;
+        plan.alone = false;
         // The work alone decides (one column read: most tasks are not flows).
         match *self.graph.work(self.graph.work_of(task)) {
             Work::PipelineTransfer {
@@ -413,14 +462,18 @@ impl FabricFlowPlanner<'_> {
             ),
             Work::TensorAllReduce {
                 nodes, group_size, ..
-            } => self.collective_flows(
-                task,
-                ranks,
-                CollectiveOp::AllReduce,
-                group_size,
-                nodes,
-                plan,
-            ),
+            } => {
+                let planned = self.collective_flows(
+                    task,
+                    ranks,
+                    CollectiveOp::AllReduce,
+                    group_size,
+                    nodes,
+                    plan,
+                );
+                plan.alone = planned && nodes == 1 && self.lone_tensor_rings;
+                planned
+            }
             // ZeRO-2 (the cost model charges both as an all-gather of the buffer).
             Work::DataParallelReduceScatter {
                 spread, group_size, ..

@@ -7,6 +7,7 @@
 pub use engine::network::*;
 
 mod flows;
+mod lone_rings;
 mod twin_planner;
 
 pub use flows::FabricFlowPlanner;

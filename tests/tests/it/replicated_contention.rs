@@ -44,10 +44,30 @@ fn grid() -> Vec<Scenario> {
     all
 }
 
+/// Whether the flow planner of `scenario`'s built graph proves its tensor
+/// rings alone on their NVLink ports (`sim::network::lone_rings`): a run
+/// other than `Expansion::Built` then times them at their start.
+fn rings_run_alone(scenario: &Scenario) -> bool {
+    let plan = sim::plan::Plan::of(scenario);
+    let (_, graph) = sim::build_graph(scenario);
+    let network = sim::cost::ClosedFormNetwork::for_scenario(scenario);
+    let costs = sim::cost::cost_works(scenario, graph.works(), &network);
+    sim::network::FabricFlowPlanner::new(scenario, &plan.placement, &graph, &network, &costs)
+        .rings_run_alone()
+}
+
 #[test]
 fn every_replicas_flows_from_one_replicas_graph_agree_with_every_replica_built() {
     let scenarios = grid();
     assert!(scenarios.len() >= 12, "{} layouts", scenarios.len());
+    // Built shares every flow; the replicated run times lone tensor rings
+    // at their start where t is a multiple of the node's 4 GPUs.
+    let lone = scenarios
+        .iter()
+        .filter(|scenario| scenario.layout.tensor_parallel.get() == 4)
+        .filter(|scenario| rings_run_alone(scenario))
+        .count();
+    assert!(lone >= 2, "{lone} layouts with lone rings");
     for scenario in &scenarios {
         let title = scenario.title();
         let (replicated, built) = both(scenario, &Stragglers::none());
@@ -157,5 +177,41 @@ fn experts_and_zero_3_under_contention_agree_with_every_replica_built() {
             assert!(replicated.replicated(), "{title}");
             assert_same_run(&replicated, &built, &title);
         }
+    }
+}
+
+/// Tensor groups of a whole 4-GPU node: their rings run alone on the
+/// NVLink ports and are timed at their start, also with one GPU's NVLink
+/// slow in a later replica (the twins' own link rates), and equal every
+/// flow shared in every replica built.
+#[test]
+fn tensor_rings_timed_at_their_start_agree_with_every_flow_shared() {
+    let scenario = super::symmetry::scenario(
+        (4, 2, 2),
+        (ScheduleKind::Interleaved, 2),
+        1,
+        "megatron-core-2024",
+        contended(super::symmetry::options(1)),
+        4,
+    )
+    .unwrap();
+    assert!(rings_run_alone(&scenario));
+    let slow_nvlink = Stragglers::none()
+        .with_slow_nvlinks(
+            &[SlowNvlink {
+                rank: 13,
+                factor: 3.0,
+            }],
+            &scenario,
+        )
+        .unwrap();
+    for (title, stragglers) in [
+        ("nominal", Stragglers::none()),
+        ("slow NVLink", slow_nvlink),
+    ] {
+        let (replicated, built) = both(&scenario, &stragglers);
+        assert!(replicated.replicated(), "{title}");
+        assert_same_run(&replicated, &built, title);
+        assert!(built.n_events > 2 * built.n_tasks as u64, "{title}");
     }
 }

@@ -186,6 +186,7 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
             };
             self.events += 1;
             self.finished += 1;
+            crate::progress::finished(self.finished as u64);
             let task = graph.task(key);
             finished_at(task, time);
             // Successors whose last predecessor this was start now, lowest

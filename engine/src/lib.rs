@@ -33,6 +33,7 @@
 pub mod event_queue;
 mod flow_loop;
 pub mod network;
+pub mod progress;
 pub mod replicated;
 pub mod replicated_flows;
 
@@ -124,6 +125,7 @@ fn run_fixed(
         let finish = start[task as usize] + duration_of(TaskId(task));
         end[task as usize] = finish;
         finished += 1;
+        progress::finished(finished as u64);
         for &successor in graph.successor_slice(task as usize) {
             let at = successor as usize;
             if start[at] < finish {

@@ -49,9 +49,12 @@ pub fn run_replicated(
 ) -> Result<Vec<SimTime>, DeadlockError> {
     let order = representative_order(graph, ids)?;
     let mut start = vec![SimTime::ZERO; ids.full_tasks() as usize];
+    let mut finished = 0u64;
     let mut run = |task: u32, copy: u32| {
         let id = ids.full_id(task, copy) as usize;
         let finish = start[id] + duration_of(task, copy);
+        finished += 1;
+        crate::progress::finished(finished);
         let mut arrive = |successor: u32, copy: u32| {
             let id = ids.full_id(successor, copy) as usize;
             if start[id] < finish {

@@ -195,6 +195,18 @@ impl Footprint {
     }
 }
 
+impl Footprint {
+    /// The tasks the engine finishes in such a run, from the scenario's
+    /// estimate: every replica's kept as one replica's graph, or the
+    /// lowered replicas' (a progress bar's length).
+    pub fn engine_tasks(self, scenario: &Scenario) -> u64 {
+        match self {
+            Footprint::Graph(mode) => mode.lowered_tasks(scenario.estimated_tasks()),
+            Footprint::Replicated { .. } => scenario.estimated_tasks(),
+        }
+    }
+}
+
 /// [`check_fits_in`] for a run of `footprint`.
 pub fn check_fits_footprint(
     scenario: &Scenario,

@@ -35,6 +35,7 @@ pub mod sweep;
 pub mod sweep_base;
 pub mod sweep_post_validation;
 pub mod sweep_report;
+mod task_progress;
 pub mod timeline;
 pub mod validate;
 pub mod validate_attention;

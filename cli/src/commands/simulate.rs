@@ -13,7 +13,7 @@ use std::time::Instant;
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  clustersim simulate\n  clustersim simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072\n  clustersim simulate --model gpt3-175b --pp 8 --dp 1 --schedule interleaved --chunks 3 --global-batch 64 --json\n  clustersim simulate scenario.json --timeline run.timeline.json\n  clustersim simulate --model gpt2-10b --topology dgx2-v100 --tp 1 --pp 1 --dp 1 --microbatch-size 10 --global-batch 10 --zero-offload --delayed-update\n  clustersim simulate --model gpt2-10b --topology dgx2-v100 --tp 1 --pp 1 --dp 1 --microbatch-size 10 --global-batch 10 --zero-offload --max-model-size"
+    after_help = "Examples:\n  clustersim simulate\n  clustersim simulate --model gpt-1t --tp 8 --pp 64 --dp 6 --global-batch 3072\n  clustersim simulate --model gpt3-175b --pp 8 --dp 1 --schedule interleaved --chunks 3 --global-batch 64 --json\n  clustersim simulate scenario.json --timeline run.timeline.json\n  clustersim simulate --model gpt2-10b --topology dgx2-v100 --tp 1 --pp 1 --dp 1 --microbatch-size 10 --global-batch 10 --zero-offload --delayed-update\n  clustersim simulate --model gpt2-10b --topology dgx2-v100 --tp 1 --pp 1 --dp 1 --microbatch-size 10 --global-batch 10 --zero-offload --max-model-size\n\nA run that takes over a second (every rank of a large cluster: --no-symmetry, --contention, a spread) shows its tasks done on standard error when it is a terminal."
 )]
 pub struct SimulateArgs {
     #[command(flatten)]
@@ -174,9 +174,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<()> {
         args.rank_spread,
     )?;
     crate::exit::check_host_memory_of(&scenario, expansion, &stragglers)?;
+    let footprint = sim::host_memory::Footprint::of(&scenario, expansion, &stragglers);
+    let progress = super::task_progress::TaskProgress::start(footprint.engine_tasks(&scenario));
     let started = Instant::now();
     let report = sim::simulate_with_stragglers(&scenario, expansion, &stragglers)
         .map_err(crate::exit::simulation_error)?;
+    progress.finish();
     let slow_cost = super::slow_ranks::SlowRankCost::measured(
         &scenario,
         &stragglers,

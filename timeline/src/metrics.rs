@@ -318,12 +318,15 @@ pub fn compute_spans_weighted(
         let (kind, group, flops) = timeline.flops(index);
         tasks_of_group[group as usize] += 1;
         if kind.is_compute() && (lowered == 1 || counted_group[group as usize]) {
-            let term = flops * header.groups[group as usize].len() as f64;
-            terms.push(if kind == TaskKind::Recompute {
-                -term
+            // Once per rank of its group, as that many one-rank tasks with
+            // consecutive ids add it (a merged summary run's tasks).
+            let term = if kind == TaskKind::Recompute {
+                -flops
             } else {
-                term
-            });
+                flops
+            };
+            let ranks = header.groups[group as usize].len();
+            terms.extend(std::iter::repeat_n(term, ranks));
         }
     }
     // Every replica's terms again, in full expansion's order: the same

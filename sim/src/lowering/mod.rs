@@ -42,12 +42,13 @@ mod walk_context;
 mod zeropp;
 
 use crate::plan::Plan;
+use program::TensorRanks;
 use scenario::Scenario;
 use taskgraph::task_graph::{TaskGraph, TaskGraphBuilder};
 
 /// Builds the task graph of a scenario's iteration (or iterations): every replica.
 pub fn lower(scenario: &Scenario, plan: &Plan) -> TaskGraph {
-    lower_replicas(scenario, plan, None)
+    lower_replicas(scenario, plan, None, TensorRanks::Each).0
 }
 
 /// Builds the task graph of replica 0 alone (data index 0 of the dp-cp
@@ -57,7 +58,7 @@ pub fn lower(scenario: &Scenario, plan: &Plan) -> TaskGraph {
 /// ([`crate::symmetry::replicas_alike_in`]).
 pub fn lower_representative(scenario: &Scenario, plan: &Plan) -> TaskGraph {
     debug_assert!(crate::symmetry::replicas_alike_in(scenario, plan).is_ok());
-    lower_replicas(scenario, plan, Some(plan.representative))
+    lower_replicas(scenario, plan, Some(plan.representative), TensorRanks::Each).0
 }
 
 /// Builds the task graph of the first `lowered.lowered` replicas (data
@@ -72,14 +73,31 @@ pub fn lower_with_exceptions(
     lowered: crate::symmetry::Representative,
 ) -> TaskGraph {
     debug_assert!(lowered.lowered < scenario.layout.replicas());
-    lower_replicas(scenario, plan, Some(lowered))
+    lower_replicas(scenario, plan, Some(lowered), TensorRanks::Each).0
+}
+
+/// The representative replica ([`lower_representative`]) with each tensor
+/// group's per-rank tasks merged into one task on the group
+/// ([`program::TensorRanks::Merged`]), and how many merged tasks it holds
+/// (each stands for t): for a run that reports only its summary
+/// (`crate::summary_run`). No replica map: its ids are not full expansion's.
+pub fn lower_representative_merged(scenario: &Scenario, plan: &Plan) -> (TaskGraph, usize) {
+    debug_assert!(crate::symmetry::replicas_alike_in(scenario, plan).is_ok());
+    debug_assert!(scenario.options.offload.is_none());
+    lower_replicas(
+        scenario,
+        plan,
+        Some(plan.representative),
+        TensorRanks::Merged,
+    )
 }
 
 fn lower_replicas(
     scenario: &Scenario,
     plan: &Plan,
     representative: Option<crate::symmetry::Representative>,
-) -> TaskGraph {
+    tensor_ranks: TensorRanks,
+) -> (TaskGraph, usize) {
     let lowered_replicas = match representative {
         Some(representative) => representative.lowered,
         None => scenario.layout.replicas(),
@@ -89,11 +107,13 @@ fn lower_replicas(
             / u64::from(scenario.layout.replicas())) as usize,
         0,
     );
-    if representative.is_some_and(|representative| representative.lowered == 1) {
+    if tensor_ranks == TensorRanks::Each
+        && representative.is_some_and(|representative| representative.lowered == 1)
+    {
         builder.log_replicas();
     }
     let mut program = match scenario.options.offload {
-        None => pipeline::program(scenario, plan, &mut builder, lowered_replicas),
+        None => pipeline::program(scenario, plan, &mut builder, lowered_replicas, tensor_ranks),
         Some(_) => offload::program(scenario, plan, &mut builder),
     };
     let steps = tasks::emit(&program, &mut builder);
@@ -105,6 +125,11 @@ fn lower_replicas(
                 .map_or(task_count, |tasks| tasks.head.first().0)
         })
     });
+    // Merged, each pass and per-rank kernels step is one task standing for t.
+    let merged = match tensor_ranks {
+        TensorRanks::Each => 0,
+        TensorRanks::Merged => program.rank_task_steps(),
+    };
     let dependencies = std::mem::take(&mut program.dependencies);
     drop(program);
     if builder.task_count() <= EDGE_LIST_MAX_TASKS {
@@ -122,7 +147,7 @@ fn lower_replicas(
     }
     let mut graph = builder.finish(scenario.layout.gpus());
     graph.set_replica_map(replica_map);
-    graph
+    (graph, merged)
 }
 
 /// Up to this many tasks, lowering generates the edges once into a list

@@ -36,7 +36,7 @@
 //! and ZeRO-2 collectives run as fabric flows (`crate::network::FabricFlowPlanner`).
 
 use super::passes::PassPiece;
-use super::program::{Program, StepId, TensorGroup, TensorGroupId};
+use super::program::{Program, StepId, TensorGroup, TensorGroupId, TensorRanks};
 use crate::placement::Placement;
 use crate::plan::offload_plan::{Bucket, OffloadPlan};
 use crate::plan::Plan;
@@ -280,7 +280,12 @@ pub fn program(scenario: &Scenario, plan: &Plan, builder: &mut TaskGraphBuilder)
     let mut program = Program::default();
     let tensor_groups = (0..layout.data_parallel.get())
         .map(|data_index| {
-            program.add_tensor_group(TensorGroup::new(builder, &placement, 0, data_index))
+            program.add_tensor_group(TensorGroup::new(
+                builder,
+                &placement,
+                (0, data_index),
+                TensorRanks::Each,
+            ))
         })
         .collect();
     let mut state = OffloadProgram {

@@ -62,8 +62,9 @@ pub fn program(
     plan: &Plan,
     builder: &mut TaskGraphBuilder,
     lowered_replicas: u32,
+    tensor_ranks: super::program::TensorRanks,
 ) -> Program {
-    let cx = Lowering::new(scenario, plan, lowered_replicas);
+    let cx = Lowering::new(scenario, plan, lowered_replicas, tensor_ranks);
     let mut program = Program::default();
     // With optimizer post-validation (`post_validation.rs`) several
     // iterations, each stage's next one after its own optimizer step; every

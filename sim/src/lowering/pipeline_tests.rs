@@ -17,7 +17,13 @@ fn one_f_one_b_on_two_stages_issues_passes_sends_and_optimizer_in_program_order(
     .unwrap();
     let plan = crate::plan::Plan::of(&scenario);
     let mut builder = TaskGraphBuilder::default();
-    let program = program(&scenario, &plan, &mut builder, scenario.layout.replicas());
+    let program = program(
+        &scenario,
+        &plan,
+        &mut builder,
+        scenario.layout.replicas(),
+        super::super::program::TensorRanks::Each,
+    );
     let kinds: Vec<&str> = (0..program.steps.len())
         .map(|i| program.first_kind(StepId(i as u32)))
         .filter(|&kind| kind != TaskKind::HostIssue)

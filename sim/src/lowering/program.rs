@@ -40,8 +40,12 @@ pub struct TensorGroupId(pub u32);
 /// The groups a tensor-parallel group's tasks run on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorGroup {
-    /// One single-rank group per tensor rank (its compute tasks), in rank order.
+    /// The groups of a pass's compute tasks: one single-rank group per
+    /// tensor rank in rank order, or the whole group once where its ranks'
+    /// tasks are merged ([`TensorRanks::Merged`]).
     pub rank_groups: Vec<GroupId>,
+    /// t: ranks in the group.
+    pub tensor_parallel: u32,
     /// The whole tensor group (its all-reduce task).
     pub tensor_group: GroupId,
     /// Nodes the tensor group spans.
@@ -57,17 +61,22 @@ pub struct TensorGroup {
 
 impl TensorGroup {
     /// The tensor group of pipeline stage `stage` in data-parallel replica
-    /// `data_index`; interns the whole group, then each rank's own group.
+    /// `data_index`; interns the whole group, then each rank's own group
+    /// (with `tensor_ranks` [`TensorRanks::Each`]).
     pub fn new(
         builder: &mut TaskGraphBuilder,
         placement: &Placement,
-        stage: u32,
-        data_index: u32,
+        (stage, data_index): (u32, u32),
+        tensor_ranks: TensorRanks,
     ) -> TensorGroup {
         let ranks = placement.tensor_group(stage, data_index);
         let tensor_group = builder.group(&ranks);
         TensorGroup {
-            rank_groups: ranks.iter().map(|&rank| builder.group(&[rank])).collect(),
+            rank_groups: match tensor_ranks {
+                TensorRanks::Each => ranks.iter().map(|&rank| builder.group(&[rank])).collect(),
+                TensorRanks::Merged => vec![tensor_group],
+            },
+            tensor_parallel: ranks.len() as u32,
             tensor_group,
             nodes: placement.nodes_spanned(&ranks),
             stage,
@@ -82,9 +91,20 @@ impl TensorGroup {
         }
     }
 
-    pub fn size(&self) -> u32 {
+    /// The compute tasks a pass of the group makes (t, or 1 merged).
+    pub fn rank_tasks(&self) -> u32 {
         self.rank_groups.len() as u32
     }
+}
+
+/// How a tensor group's per-rank kernels become tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TensorRanks {
+    /// A task per rank: every run that keeps its Timeline or its counts.
+    Each,
+    /// One task on the whole group standing for its ranks' tasks, which
+    /// without perturbations run at the same times (`crate::summary_run`).
+    Merged,
 }
 
 /// One step of a program.
@@ -170,7 +190,7 @@ impl Program {
         piece: PassPiece,
     ) -> StepId {
         let tensor_group = self.tensor_group(group);
-        let (t, nodes) = (tensor_group.size(), tensor_group.nodes);
+        let (t, nodes) = (tensor_group.tensor_parallel, tensor_group.nodes);
         let compute_work = builder.work(Work::Compute {
             pass: piece.pass,
             layers: piece.layers,
@@ -227,7 +247,7 @@ impl Program {
         compute: Work,
     ) -> StepId {
         let tensor_group = self.tensor_group(group);
-        let (t, nodes) = (tensor_group.size(), tensor_group.nodes);
+        let (t, nodes) = (tensor_group.tensor_parallel, tensor_group.nodes);
         let compute_work = builder.work(compute);
         let all_reduce_work = tensor_all_reduce_work(builder, &piece, t, nodes);
         self.push(Step::Pass {
@@ -313,14 +333,23 @@ impl Program {
                     all_to_all_work,
                     ..
                 } => {
-                    self.tensor_group(*group).size() as usize
+                    self.tensor_group(*group).rank_tasks() as usize
                         + all_reduce_work.is_some() as usize
                         + all_to_all_work.is_some() as usize
                 }
-                Step::RankKernels { group, .. } => self.tensor_group(*group).size() as usize,
+                Step::RankKernels { group, .. } => self.tensor_group(*group).rank_tasks() as usize,
                 Step::Task(_) => 1,
             })
             .sum()
+    }
+
+    /// Steps of a tensor group's per-rank tasks (passes and per-rank
+    /// kernels): one task each when its ranks are merged.
+    pub fn rank_task_steps(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|step| matches!(step, Step::Pass { .. } | Step::RankKernels { .. }))
+            .count()
     }
 
     /// The kind of task a step's first task is (for descriptions and tests).

@@ -43,8 +43,12 @@ pub(super) fn lower_tensor_group(
     stage: u32,
 ) {
     let tensor_ranks = cx.placement.tensor_group(stage, data_index);
-    let group =
-        program.add_tensor_group(TensorGroup::new(builder, &cx.placement, stage, data_index));
+    let group = program.add_tensor_group(TensorGroup::new(
+        builder,
+        &cx.placement,
+        (stage, data_index),
+        cx.tensor_ranks,
+    ));
     let mut walk = StageWalk {
         data_index,
         stage,

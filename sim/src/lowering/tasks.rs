@@ -99,7 +99,7 @@ pub fn emit(program: &Program, builder: &mut TaskGraphBuilder) -> Vec<StepTasks>
                     },
                     &group.rank_groups,
                 );
-                let head = TaskRange::new(first, group.size());
+                let head = TaskRange::new(first, group.rank_tasks());
                 let mut tail = head;
                 // The pass's blocking collectives, on the compute stream after
                 // its kernels: tensor all-reduces, then expert all-to-alls.
@@ -144,7 +144,7 @@ pub fn emit(program: &Program, builder: &mut TaskGraphBuilder) -> Vec<StepTasks>
                     },
                     &group.rank_groups,
                 );
-                let tasks = TaskRange::new(first, group.size());
+                let tasks = TaskRange::new(first, group.rank_tasks());
                 StepTasks {
                     head: tasks,
                     tail: tasks,
@@ -179,8 +179,8 @@ mod tests {
         let group = program.add_tensor_group(super::super::program::TensorGroup::new(
             &mut builder,
             &placement,
-            1,
-            0,
+            (1, 0),
+            super::super::program::TensorRanks::Each,
         ));
         let piece = super::super::passes::PassPiece {
             pass: taskgraph::task_graph::ComputePass::Backward,

@@ -45,6 +45,8 @@ pub(super) struct Lowering<'a> {
     pub placement: Placement,
     /// t: ranks per tensor-parallel group.
     pub tensor_parallel: u32,
+    /// A task per tensor rank, or one per tensor group (summary runs).
+    pub tensor_ranks: super::program::TensorRanks,
     /// p: pipeline stages.
     pub stages: u32,
     /// d: the replicas lowered (d·cp, or 1 for the representative).
@@ -84,6 +86,7 @@ impl<'a> Lowering<'a> {
         scenario: &'a Scenario,
         plan: &'a Plan,
         lowered_replicas: u32,
+        tensor_ranks: super::program::TensorRanks,
     ) -> Lowering<'a> {
         let schedule = &plan.schedule;
         let layout = scenario.layout;
@@ -107,6 +110,7 @@ impl<'a> Lowering<'a> {
             sharding,
             placement: plan.placement,
             tensor_parallel: layout.tensor_parallel.get(),
+            tensor_ranks,
             stages: p,
             replicas: lowered_replicas,
             microbatches: m,

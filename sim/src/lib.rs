@@ -54,6 +54,7 @@ pub mod slow_link;
 mod slow_link_twins;
 pub mod slow_uplink;
 pub mod straggler;
+mod summary_run;
 pub mod symmetry;
 pub mod symmetry_exceptions;
 pub mod throughput;
@@ -72,6 +73,7 @@ pub use collectives as collective;
 /// Simulated time (the `timeline` crate's integer nanoseconds).
 pub use timeline::time;
 
+pub use summary_run::{merges_tensor_ranks, simulate_summary, RunSummary};
 pub use symmetry::{Expansion, SimulationMode};
 pub use timeline_view::TimelineSelection;
 

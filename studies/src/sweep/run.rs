@@ -318,7 +318,9 @@ fn simulate_one(
     expansion: sim::Expansion,
 ) -> Result<SweepRecord, SweepError> {
     let scenario = &candidate.scenario;
-    let report = sim::simulate_with(scenario, expansion).map_err(|error| {
+    // The summary alone: tensor ranks merged where that is exact
+    // (`sim::simulate_summary`).
+    let report = sim::simulate_summary(scenario, expansion).map_err(|error| {
         let (layout, message) = (candidate.candidate.label(), error.to_string());
         match error {
             sim::SimulationError::Deadlock(_) => SweepError::Deadlock { layout, message },
@@ -332,7 +334,7 @@ fn simulate_one(
         index: candidate.index,
         layout: candidate.candidate,
         microbatches: scenario.layout.microbatches.get(),
-        iteration_time_ns: report.makespan_ns(),
+        iteration_time_ns: report.makespan_ns,
         iteration_time_s: m.iteration_time_s,
         samples_per_s: m.samples_per_s,
         tflops_per_gpu: m.tflops_per_gpu,
@@ -358,10 +360,10 @@ fn simulate_one(
 /// `goodput` crate's defaults (`goodput::defaults::default_plan`).
 fn expected_time_to_train_s(
     scenario: &sim::scenario::Scenario,
-    report: &sim::SimulationReport,
+    report: &sim::RunSummary,
     tokens: u64,
 ) -> Result<f64, SweepError> {
-    let run = crate::run_plan_input::simulated_run(scenario, report);
+    let run = crate::run_plan_input::simulated_run_of(scenario, report);
     let plan = goodput::defaults::default_plan(&run, goodput::TrainingTarget::Tokens(tokens));
     goodput::expected_time(&plan)
         .map(|expected| expected.wall_clock_s)

@@ -51,6 +51,7 @@ mod slow_pcie;
 mod slow_uplinks;
 mod split_backward_memory;
 mod stragglers;
+mod summary_run;
 mod symmetry;
 mod symmetry_exceptions;
 mod tp_comm_overlap;

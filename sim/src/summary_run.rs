@@ -8,9 +8,10 @@
 //! and host lane, all of which end alike on every rank of the group (by
 //! induction over the graph's order). So the lowering makes one task on the
 //! whole group per pass (`lowering::lower_representative_merged`), which
-//! starts and ends when each of them would; the metrics give every rank of a
-//! group its task's interval and add its FLOPs once per rank in its place,
-//! as the separate tasks' consecutive ids would. A t = 8 layout then runs
+//! starts and ends when each of them would; the metrics add its FLOPs once
+//! per rank in its place, as the separate tasks' consecutive ids would, and
+//! measure each group's first rank for all t (its intervals are theirs;
+//! `metrics::compute_spans_tensor_alike`). A t = 8 layout then runs
 //! about a third of the tasks. The counts are full expansion's: a merged
 //! task counts its t tasks (edges are not counted: the summary has none).
 //!
@@ -97,7 +98,7 @@ pub fn simulate_summary(
         end: outcome.end,
         iterations: scenario.iterations > 1,
     };
-    let metrics = metrics::compute_spans_weighted(
+    let metrics = metrics::compute_spans_tensor_alike(
         &run,
         scenario
             .options

@@ -276,18 +276,65 @@ pub fn compute_spans_weighted(
     peak_flops_per_s: f64,
     weights: Option<&[u32]>,
 ) -> Metrics {
+    compute_spans_with(
+        timeline,
+        peak_flops_per_s,
+        weights,
+        TensorRanks::EachMeasured,
+    )
+}
+
+/// [`compute_spans_weighted`] on a timeline whose tensor groups' ranks run
+/// at the same times (a summary run's merged tasks, `sim::summary_run`):
+/// each group's first rank is measured and counts t times. The per-rank
+/// sums are integers, so that is what measuring all t gives; the FLOP total
+/// is unchanged.
+pub fn compute_spans_tensor_alike(
+    timeline: &impl Spans,
+    peak_flops_per_s: f64,
+    weights: Option<&[u32]>,
+) -> Metrics {
+    compute_spans_with(timeline, peak_flops_per_s, weights, TensorRanks::Alike)
+}
+
+/// Whether every rank of a tensor group is measured, or its first for all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TensorRanks {
+    EachMeasured,
+    Alike,
+}
+
+fn compute_spans_with(
+    timeline: &impl Spans,
+    peak_flops_per_s: f64,
+    weights: Option<&[u32]>,
+    tensor_ranks: TensorRanks,
+) -> Metrics {
     let header = timeline.header();
     let n_ranks = header.n_gpus as usize;
     let replicas: u32 = weights.map_or(1, |weights| weights.iter().sum());
     let lowered = weights.map_or(1, |weights| weights.len() as u32);
     let tensor_parallel = header.layout.tensor_parallel.max(1);
     let data_index = |rank: u32| (rank / tensor_parallel) % replicas;
-    // Ranks whose tasks are in the timeline (all, without symmetry).
-    let simulated = |rank: u32| replicas == 1 || data_index(rank) < lowered;
+    let measured_tensor_rank = |rank: u32| match tensor_ranks {
+        TensorRanks::EachMeasured => true,
+        TensorRanks::Alike => rank % tensor_parallel == 0,
+    };
+    // Ranks whose tasks are in the timeline (all, without symmetry) and
+    // are measured.
+    let simulated =
+        |rank: u32| (replicas == 1 || data_index(rank) < lowered) && measured_tensor_rank(rank);
     // What a simulated rank's sums count for.
-    let weight_of = |rank: u32| match weights {
-        Some(weights) if replicas > 1 => weights[data_index(rank) as usize] as u128,
-        _ => 1,
+    let tensor_weight = match tensor_ranks {
+        TensorRanks::EachMeasured => 1,
+        TensorRanks::Alike => u128::from(tensor_parallel),
+    };
+    let weight_of = |rank: u32| {
+        tensor_weight
+            * match weights {
+                Some(weights) if replicas > 1 => weights[data_index(rank) as usize] as u128,
+                _ => 1,
+            }
     };
     let layout = &header.layout;
     let ranks_per_stage = layout.ranks_per_stage() as usize;

@@ -318,7 +318,7 @@ fn compute_spans_with(
     let data_index = |rank: u32| (rank / tensor_parallel) % replicas;
     let measured_tensor_rank = |rank: u32| match tensor_ranks {
         TensorRanks::EachMeasured => true,
-        TensorRanks::Alike => rank % tensor_parallel == 0,
+        TensorRanks::Alike => rank.is_multiple_of(tensor_parallel),
     };
     // Ranks whose tasks are in the timeline (all, without symmetry) and
     // are measured.

@@ -28,6 +28,9 @@
 /// fast path does not apply, it adds term by term (both sums in one loop,
 /// two independent chains).
 pub fn repeated_flop_sums(terms: &[f64], passes: u32) -> (f64, f64) {
+    if let Some(sums) = exact_integer_sums(terms, passes) {
+        return sums;
+    }
     let (mut total, mut model) = (0.0f64, 0.0f64);
     let finite = terms.iter().all(|t| t.is_finite());
     let mut fast_total = RepeatedSum::new(f64::abs);
@@ -59,6 +62,37 @@ pub fn repeated_flop_sums(terms: &[f64], passes: u32) -> (f64, f64) {
         }
     }
     (total, model)
+}
+
+/// The sums when no addition of the double loop rounds, computed in
+/// integers; `None` otherwise. Every term must be a whole number; with k the
+/// fewest trailing zero bits of any term, every partial sum is then a
+/// multiple of 2^k no larger than the final one (the terms added are not
+/// negative), and a multiple of 2^k below 2^(53+k) is a double: when the
+/// total is below that bound, each addition is exact and the double loop
+/// gives the exact sum, in any order. FLOP counts of GEMMs mostly are such
+/// numbers (a sweep's layouts' sums never round).
+fn exact_integer_sums(terms: &[f64], passes: u32) -> Option<(f64, f64)> {
+    const WHOLE_BELOW: f64 = 1.2676506002282294e30; // 2^100
+    let (mut total, mut model, mut bits) = (0u128, 0u128, 0u128);
+    for &term in terms {
+        let magnitude = term.abs();
+        // NaN and ±∞ fail both tests.
+        if magnitude.fract() != 0.0 || magnitude >= WHOLE_BELOW {
+            return None;
+        }
+        let whole = magnitude as u128;
+        bits |= whole;
+        total = total.checked_add(whole)?;
+        if term > 0.0 {
+            model += whole;
+        }
+    }
+    let total = total.checked_mul(u128::from(passes))?;
+    let model = model.checked_mul(u128::from(passes))?;
+    let spacing_bits = if bits == 0 { 0 } else { bits.trailing_zeros() };
+    let bound = 1u128.checked_shl(53 + spacing_bits).unwrap_or(u128::MAX);
+    (total < bound).then_some((total as f64, model as f64))
 }
 
 /// Working out a binade's increments costs about eight passes term by term
@@ -220,9 +254,6 @@ mod tests {
 
     /// The bits of the double loop on integer FLOP-like terms (which tie
     /// often once the sum's spacing exceeds 1), on fractions, on terms
-    /// spanning many magnitudes, with zeros and −0.0, for 1 to 600 passes.
-    /// The bits of the double loop on integer FLOP-like terms (which tie
-    /// often once the sum's spacing exceeds 1), on fractions, on terms
     /// spanning many magnitudes, with zeros, −0.0 and negative terms (a
     /// recomputation's), for 1 to 600 passes.
     #[test]
@@ -264,6 +295,54 @@ mod tests {
                 "case {case}: {passes} passes of {terms:?}"
             );
         }
+    }
+
+    /// Whole terms with many trailing zero bits (as GEMMs' FLOPs), their
+    /// sums below and above the bound where integer sums are exact: equal
+    /// to the double loop either way.
+    #[test]
+    fn whole_terms_sum_exactly_in_integers_within_the_bound() {
+        let mut random = Lcg(11);
+        for case in 0..300 {
+            let shift = (random.next() % 40) as i32;
+            let count = 1 + (random.next() % 60) as usize;
+            let terms: Vec<f64> = (0..count)
+                .map(|_| {
+                    // Up to 2^10 … 2^45 before the shift: totals on both
+                    // sides of the bound.
+                    let term =
+                        (1 + random.next() % (1 << (10 + case % 36))) as f64 * 2f64.powi(shift);
+                    if case % 4 == 3 && random.next().is_multiple_of(3) {
+                        -term
+                    } else {
+                        term
+                    }
+                })
+                .collect();
+            let passes = 1 + (random.next() % 5000) as u32;
+            assert_eq!(
+                fast(&terms, passes),
+                naive(&terms, passes),
+                "case {case}: {passes} passes of {terms:?}"
+            );
+        }
+        // Past the bound the additions round (2^53 + 1 ties to 2^53): the
+        // integer sum would be 2^53 + 2.
+        let rounding = [2f64.powi(53), 1.0, 1.0];
+        assert!(exact_integer_sums(&rounding, 1).is_none());
+        assert_eq!(fast(&rounding, 1), naive(&rounding, 1));
+        // Just inside and at the bound for k = 0: 2^53 − 1 and 2^53.
+        let ones = [2f64.powi(52) - 1.0, 2f64.powi(52), 1.0];
+        assert!(exact_integer_sums(&ones, 1).is_none());
+        let under = [2f64.powi(52) - 1.0, 2f64.powi(52)];
+        assert_eq!(
+            exact_integer_sums(&under, 1),
+            Some((2f64.powi(53) - 1.0, 2f64.powi(53) - 1.0))
+        );
+        assert_eq!(fast(&ones, 1), naive(&ones, 1));
+        // A fraction or an infinity takes the other paths.
+        assert!(exact_integer_sums(&[1.0, 0.5], 3).is_none());
+        assert!(exact_integer_sums(&[1.0, f64::INFINITY], 3).is_none());
     }
 
     /// Where the fast path must not apply, and the empty cases.

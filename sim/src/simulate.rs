@@ -404,13 +404,7 @@ pub fn simulate_with_stragglers(
     let stragglers = lowered.stragglers(original_stragglers);
     let graph = &lowered.graph;
     let network = ClosedFormNetwork::for_scenario(scenario);
-    let costs = cost_works(scenario, graph.works(), &network);
-    let total_ns: u128 = graph
-        .task_works()
-        .iter()
-        .map(|work| costs[work.index()].duration.0 as u128)
-        .sum();
-    check_total_ns(total_ns, stragglers)?;
+    let costs = priced_works(scenario, graph, &network, stragglers)?;
     let duration_of = perturbed_durations(scenario, graph, &costs, stragglers);
     let (outcome, busiest_links) = if scenario.options.network_contention {
         run_on_fabric(
@@ -437,20 +431,10 @@ pub fn simulate_with_stragglers(
     };
     let mut graph = lowered.graph;
     graph.release_edges();
-    let run = SimulatedRun {
-        header: timeline_header(scenario, &graph, Producer::Sim, None),
-        graph,
-        costs,
-        start: outcome.start,
-        end: outcome.end,
-        iterations: scenario.iterations > 1,
-    };
+    let run = SimulatedRun::of(scenario, graph, costs, outcome);
     let metrics = metrics::compute_spans_weighted(
         &run,
-        scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak),
+        SimulatedRun::peak_flops_per_s(scenario),
         weights.as_deref(),
     );
     Ok(SimulationReport {
@@ -471,6 +455,24 @@ pub fn simulate_with_stragglers(
         timeline: OnceLock::new(),
         expanded: OnceLock::new(),
     })
+}
+
+/// Each work of `graph` priced, checked that no start or end can overflow
+/// ([`check_total_ns`]).
+pub(crate) fn priced_works(
+    scenario: &Scenario,
+    graph: &TaskGraph,
+    network: &ClosedFormNetwork,
+    stragglers: &Stragglers,
+) -> Result<Vec<WorkCost>, SimulationError> {
+    let costs = cost_works(scenario, graph.works(), network);
+    let total_ns: u128 = graph
+        .task_works()
+        .iter()
+        .map(|work| costs[work.index()].duration.0 as u128)
+        .sum();
+    check_total_ns(total_ns, stragglers)?;
+    Ok(costs)
 }
 
 /// `OutOfRange` when every task's priced duration, `total_ns`, stretched by

@@ -22,6 +22,39 @@ pub(crate) struct SimulatedRun {
     pub iterations: bool,
 }
 
+impl SimulatedRun {
+    /// What `scenario`'s run of `graph` (its works' `costs`) keeps of
+    /// the engine's `outcome`.
+    pub fn of(
+        scenario: &scenario::Scenario,
+        graph: TaskGraph,
+        costs: Vec<WorkCost>,
+        outcome: engine::TaskTimes,
+    ) -> SimulatedRun {
+        SimulatedRun {
+            header: crate::simulate::timeline_header(
+                scenario,
+                &graph,
+                timeline::Producer::Sim,
+                None,
+            ),
+            graph,
+            costs,
+            start: outcome.start,
+            end: outcome.end,
+            iterations: scenario.iterations > 1,
+        }
+    }
+
+    /// The precision's dense peak the metrics measure against.
+    pub fn peak_flops_per_s(scenario: &scenario::Scenario) -> f64 {
+        scenario
+            .options
+            .precision
+            .peak_flops_per_s(&scenario.topology.gpu.peak)
+    }
+}
+
 impl Spans for SimulatedRun {
     fn header(&self) -> &TimelineHeader {
         &self.header

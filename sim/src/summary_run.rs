@@ -18,16 +18,15 @@
 //! Everywhere else the run is [`crate::simulate_with`]'s, summarized.
 //! `tests/tests/it/summary_run.rs` compares the two bit for bit.
 
-use crate::cost::{cost_works, ClosedFormNetwork};
+use crate::cost::ClosedFormNetwork;
 use crate::memory::{memory_per_stage, MemoryBreakdown};
 use crate::plan::Plan;
-use crate::simulate::{check_total_ns, timeline_header, SimulationError, SimulationReport};
+use crate::simulate::{priced_works, SimulationError, SimulationReport};
 use crate::simulated_run::SimulatedRun;
 use crate::straggler::Stragglers;
 use crate::symmetry::{Expansion, FullCounts, SimulationMode};
 use scenario::Scenario;
 use timeline::metrics::{self, Metrics};
-use timeline::Producer;
 
 /// What a sweep keeps of a simulation.
 #[derive(Debug, Clone)]
@@ -76,13 +75,7 @@ pub fn simulate_summary(
     };
     let (graph, merged) = crate::lowering::lower_representative_merged(scenario, &plan);
     let network = ClosedFormNetwork::for_scenario(scenario);
-    let costs = cost_works(scenario, graph.works(), &network);
-    let total_ns: u128 = graph
-        .task_works()
-        .iter()
-        .map(|work| costs[work.index()].duration.0 as u128)
-        .sum();
-    check_total_ns(total_ns, &Stragglers::none())?;
+    let costs = priced_works(scenario, &graph, &network, &Stragglers::none())?;
     let outcome = engine::run(&graph, |id| costs[graph.work_of(id).index()].duration)?;
     let weights = [replicas];
     // Each merged task stands for t tasks in each of the replicas.
@@ -90,20 +83,10 @@ pub fn simulate_summary(
     let n_tasks = FullCounts::of(&graph, plan.representative, &weights).tasks
         + (t - 1) * merged * replicas as usize;
     let makespan_ns = outcome.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0);
-    let run = SimulatedRun {
-        header: timeline_header(scenario, &graph, Producer::Sim, None),
-        graph,
-        costs,
-        start: outcome.start,
-        end: outcome.end,
-        iterations: scenario.iterations > 1,
-    };
+    let run = SimulatedRun::of(scenario, graph, costs, outcome);
     let metrics = metrics::compute_spans_tensor_alike(
         &run,
-        scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak),
+        SimulatedRun::peak_flops_per_s(scenario),
         Some(&weights),
     );
     Ok(RunSummary {

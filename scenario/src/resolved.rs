@@ -38,6 +38,16 @@ pub struct Scenario {
     pub iterations: u32,
 }
 
+impl Scenario {
+    /// One GPU's dense peak at the scenario's number format (FLOP/s), what
+    /// the metrics' percent of peak and MFU are measured against.
+    pub fn peak_flops_per_s(&self) -> f64 {
+        self.options
+            .precision
+            .peak_flops_per_s(&self.topology.gpu.peak)
+    }
+}
+
 /// Problems with a scenario, all reported together.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {

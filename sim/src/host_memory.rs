@@ -193,9 +193,7 @@ impl Footprint {
             scenario, expansion, stragglers,
         ))
     }
-}
 
-impl Footprint {
     /// The tasks the engine finishes in such a run, from the scenario's
     /// estimate: every replica's kept as one replica's graph, or the
     /// lowered replicas' (a progress bar's length).

@@ -211,6 +211,14 @@ pub fn recompute_kind(recompute: Recompute) -> RecomputeKind {
     }
 }
 
+/// The stage with the most memory (of equals, the first).
+pub fn peak_of(memory: &[MemoryBreakdown]) -> &MemoryBreakdown {
+    memory
+        .iter()
+        .max_by_key(|m| (m.total_bytes, std::cmp::Reverse(m.stage)))
+        .expect("at least one stage")
+}
+
 /// Peak memory of one rank of every stage.
 pub fn memory_per_stage(scenario: &Scenario, plan: &Plan) -> Vec<MemoryBreakdown> {
     let schedule = &plan.schedule;

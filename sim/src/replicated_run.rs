@@ -182,10 +182,7 @@ pub(crate) fn simulate(
     };
     let metrics = timeline::metrics::compute_rank_view(
         &ReplicatedView::new(&header, &replicated, &costs, &ends, &start, iterations),
-        scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak),
+        scenario.peak_flops_per_s(),
     );
     let Replicated {
         mut graph,

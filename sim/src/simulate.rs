@@ -191,7 +191,7 @@ impl SimulationReport {
         if let Some(replicated) = &self.replicated {
             return replicated.makespan_ns(&self.run.start);
         }
-        self.run.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0)
+        self.run.makespan_ns()
     }
 
     /// The GPU time `rank` spends in each kernel class per iteration
@@ -225,10 +225,7 @@ impl SimulationReport {
 
     /// The peak over stages.
     pub fn peak_memory(&self) -> &MemoryBreakdown {
-        self.memory
-            .iter()
-            .max_by_key(|m| (m.total_bytes, std::cmp::Reverse(m.stage)))
-            .expect("at least one stage")
+        crate::memory::peak_of(&self.memory)
     }
 }
 
@@ -432,11 +429,8 @@ pub fn simulate_with_stragglers(
     let mut graph = lowered.graph;
     graph.release_edges();
     let run = SimulatedRun::of(scenario, graph, costs, outcome);
-    let metrics = metrics::compute_spans_weighted(
-        &run,
-        SimulatedRun::peak_flops_per_s(scenario),
-        weights.as_deref(),
-    );
+    let metrics =
+        metrics::compute_spans_weighted(&run, scenario.peak_flops_per_s(), weights.as_deref());
     Ok(SimulationReport {
         metrics,
         memory: memory_per_stage(scenario, &plan),

@@ -46,12 +46,9 @@ impl SimulatedRun {
         }
     }
 
-    /// The precision's dense peak the metrics measure against.
-    pub fn peak_flops_per_s(scenario: &scenario::Scenario) -> f64 {
-        scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak)
+    /// The last task's end.
+    pub fn makespan_ns(&self) -> u64 {
+        self.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0)
     }
 }
 

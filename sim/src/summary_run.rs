@@ -54,12 +54,9 @@ impl RunSummary {
         }
     }
 
-    /// The stage with the most memory (the highest such stage's first).
+    /// The peak over stages.
     pub fn peak_memory(&self) -> &MemoryBreakdown {
-        self.memory
-            .iter()
-            .max_by_key(|m| (m.total_bytes, std::cmp::Reverse(m.stage)))
-            .expect("at least one stage")
+        crate::memory::peak_of(&self.memory)
     }
 }
 
@@ -82,17 +79,13 @@ pub fn simulate_summary(
     let t = scenario.layout.tensor_parallel.get() as usize;
     let n_tasks = FullCounts::of(&graph, plan.representative, &weights).tasks
         + (t - 1) * merged * replicas as usize;
-    let makespan_ns = outcome.end.iter().map(|t| t.as_nanos()).max().unwrap_or(0);
     let run = SimulatedRun::of(scenario, graph, costs, outcome);
-    let metrics = metrics::compute_spans_tensor_alike(
-        &run,
-        SimulatedRun::peak_flops_per_s(scenario),
-        Some(&weights),
-    );
+    let metrics =
+        metrics::compute_spans_tensor_alike(&run, scenario.peak_flops_per_s(), Some(&weights));
     Ok(RunSummary {
         metrics,
         memory: memory_per_stage(scenario, &plan),
-        makespan_ns,
+        makespan_ns: run.makespan_ns(),
         n_tasks,
         // Each task starts and finishes once.
         n_events: 2 * n_tasks as u64,

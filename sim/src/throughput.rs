@@ -21,10 +21,7 @@ pub struct Throughput {
 impl Throughput {
     pub fn of(scenario: &Scenario, metrics: &Metrics) -> Throughput {
         let seq_len = scenario.model.seq_len;
-        let peak_flops_per_s = scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak);
+        let peak_flops_per_s = scenario.peak_flops_per_s();
         Throughput {
             tokens_per_iteration: u64::from(scenario.layout.global_batch.get())
                 .saturating_mul(seq_len),

@@ -92,11 +92,7 @@ fn write_rates(
         "  TFLOP/s per GPU     {:.1} ({:.1}% of {:.0} peak); model TFLOP/s {:.1} (without recompute)",
         m.tflops_per_gpu,
         m.percent_of_peak,
-        scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak)
-            / 1e12,
+        scenario.peak_flops_per_s() / 1e12,
         m.model_tflops_per_gpu
     )?;
     writeln!(

@@ -65,6 +65,13 @@ struct Flow {
     active: bool,
 }
 
+/// When a flow of `bytes` starting at `now` alone on its links ends: at its
+/// route's slowest capacity, rounded up to a nanosecond. A lone start and
+/// [`FairShareNetwork::run_alone`] both take it, so the two agree.
+fn end_alone(now: SimTime, bytes: f64, rate_bytes_per_s: f64) -> SimTime {
+    now + SimDuration::from_seconds_ceil(bytes / rate_bytes_per_s)
+}
+
 /// Max-min fair sharing of link bandwidth among flows, updated incrementally.
 #[derive(Debug, Clone)]
 pub struct FairShareNetwork {
@@ -236,7 +243,7 @@ impl FairShareNetwork {
             // search (a lone flow takes its slowest link's capacity).
             let flow = &mut self.slots[slot as usize];
             flow.rate_bytes_per_s = rate_bytes_per_s;
-            let due = now + SimDuration::from_seconds_ceil(flow.remaining_bytes / rate_bytes_per_s);
+            let due = end_alone(now, flow.remaining_bytes, rate_bytes_per_s);
             if due != flow.due {
                 flow.due = due;
                 if self.grouping {
@@ -264,8 +271,7 @@ impl FairShareNetwork {
     /// entry: the flows that do keep their order among themselves.
     pub fn run_alone(&mut self, now: SimTime, route: RouteId, bytes: u64) -> SimTime {
         self.routes.carry(route, bytes);
-        let end = now
-            + SimDuration::from_seconds_ceil(bytes as f64 / self.routes.slowest_bytes_per_s(route));
+        let end = end_alone(now, bytes as f64, self.routes.slowest_bytes_per_s(route));
         #[cfg(debug_assertions)]
         for &link in self.routes.links(route) {
             let link = link.index();

@@ -88,10 +88,7 @@ pub(super) fn simulate_file(
         task_classes: task_classes.then(|| report.timeline_of(&rank_0).rank_class_seconds(0)),
         metrics: report.metrics,
         regime: regime::Regime::of(&scenario),
-        peak_flops_per_s: scenario
-            .options
-            .precision
-            .peak_flops_per_s(&scenario.topology.gpu.peak),
+        peak_flops_per_s: scenario.peak_flops_per_s(),
         gpus: scenario.layout.gpus(),
         seq_len: scenario.model.seq_len,
     })

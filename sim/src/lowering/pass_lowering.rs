@@ -8,9 +8,9 @@
 
 use super::end_context::GradientsReady;
 use super::passes::PassPiece;
-use super::program::{Program, StepId};
+use super::program::{IssueWorkKey, Program, StepId};
 use super::sharded::ShardedPiece;
-use super::walk_context::{host_task, IterationSteps, Lowering};
+use super::walk_context::{host_task_doing, IterationSteps, Lowering};
 use super::walk_context::{ChunkAt, StageWalk};
 use crate::plan::buckets::{backward_buckets, BucketLayers};
 use schedules::Action;
@@ -254,13 +254,12 @@ fn lower_piece(
     let mut gathered_into = None;
     let mut previous_segment: Option<StepId> = None;
     for segment in segments {
-        let issue = |first| Work::HostIssuePass {
+        let issue = IssueWorkKey {
             pass,
             layers: piece.layers,
             dense_layers,
             embedding: piece.embedding,
             head: piece.head,
-            first,
             segment,
         };
         let host_issue = cx
@@ -337,13 +336,13 @@ fn issue_on_host(
     builder: &mut TaskGraphBuilder,
     walk: &mut StageWalk,
     action: Action,
-    issue: impl Fn(bool) -> Work,
+    issue: IssueWorkKey,
     previous_segment: Option<StepId>,
 ) -> StepId {
     let (group, stage, iteration) = (walk.tensor_group, walk.stage, walk.iteration);
-    let host_task_of = |builder: &mut TaskGraphBuilder, work| {
-        host_task(
-            builder,
+    let [first_work, rest_work] = program.issue_works(builder, walk.group, issue);
+    let host_task_doing = |work| {
+        host_task_doing(
             group,
             stage,
             action.chunk,
@@ -352,7 +351,7 @@ fn issue_on_host(
             iteration,
         )
     };
-    let first = program.task(host_task_of(builder, issue(true)));
+    let first = program.task(host_task_doing(first_work));
     for wait in walk.host_waits.drain(..) {
         program.depend(wait, first, Dependency::Data);
     }
@@ -360,6 +359,6 @@ fn issue_on_host(
     if let Some(previous) = previous_segment {
         program.depend(previous, first, Dependency::Data);
     }
-    program.task(host_task_of(builder, issue(false)));
+    program.task(host_task_doing(rest_work));
     first
 }

@@ -148,6 +148,78 @@ pub struct Program {
     pub tensor_groups: Vec<TensorGroup>,
     pub steps: Vec<Step>,
     pub dependencies: Vec<StepDependency>,
+    /// Per tensor group, the works its passes interned so far, by what
+    /// tells them apart: a pass like one before (the next microbatch's)
+    /// takes their ids without hashing its works again.
+    pass_works: Vec<Vec<(PassWorkKey, PassWorks)>>,
+    /// Per tensor group, the host lane's issue works of its passes so far
+    /// (first launch, the rest), by what tells them apart.
+    issue_works: Vec<Vec<(IssueWorkKey, [WorkId; 2])>>,
+}
+
+/// What the host lane's issue of a pass segment depends on
+/// ([`Work::HostIssuePass`] without `first`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IssueWorkKey {
+    pub pass: ComputePass,
+    pub layers: u32,
+    pub dense_layers: u32,
+    pub embedding: bool,
+    pub head: bool,
+    pub segment: u16,
+}
+
+impl IssueWorkKey {
+    /// The issue of its first launch (`first`) or of the rest.
+    fn work(&self, first: bool) -> Work {
+        Work::HostIssuePass {
+            pass: self.pass,
+            layers: self.layers,
+            dense_layers: self.dense_layers,
+            embedding: self.embedding,
+            head: self.head,
+            first,
+            segment: self.segment,
+        }
+    }
+}
+
+/// What a pass's works depend on besides its tensor group (whose size,
+/// nodes and expert groups are the group's): a [`PassPiece`] without its
+/// chunk, microbatch and iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PassWorkKey {
+    pass: ComputePass,
+    layers: u32,
+    dense_layers: u32,
+    first_layer: u32,
+    embedding: bool,
+    head: bool,
+    fp8_weight_cast: bool,
+    segment: u16,
+}
+
+impl PassWorkKey {
+    fn of(piece: &PassPiece) -> PassWorkKey {
+        PassWorkKey {
+            pass: piece.pass,
+            layers: piece.layers,
+            dense_layers: piece.dense_layers,
+            first_layer: piece.first_layer,
+            embedding: piece.embedding,
+            head: piece.head,
+            fp8_weight_cast: piece.fp8_weight_cast,
+            segment: piece.segment,
+        }
+    }
+}
+
+/// A pass's works as [`Step::Pass`] holds them.
+#[derive(Debug, Clone, Copy)]
+struct PassWorks {
+    compute: WorkId,
+    all_reduce: Option<WorkId>,
+    all_to_all: Option<WorkId>,
 }
 
 impl Program {
@@ -175,6 +247,8 @@ impl Program {
 
     pub fn add_tensor_group(&mut self, group: TensorGroup) -> TensorGroupId {
         self.tensor_groups.push(group);
+        self.pass_works.push(Vec::new());
+        self.issue_works.push(Vec::new());
         TensorGroupId(self.tensor_groups.len() as u32 - 1)
     }
 
@@ -182,16 +256,61 @@ impl Program {
         &self.tensor_groups[id.0 as usize]
     }
 
-    /// Appends a pass of `group` (interning its works).
+    /// Appends a pass of `group` (interning its works, or taking those of
+    /// the group's pass like it).
     pub fn pass(
         &mut self,
         builder: &mut TaskGraphBuilder,
         group: TensorGroupId,
         piece: PassPiece,
     ) -> StepId {
+        let key = PassWorkKey::of(&piece);
+        let known = self.pass_works[group.0 as usize]
+            .iter()
+            .find(|(other, _)| *other == key)
+            .map(|&(_, works)| works);
+        let works = known.unwrap_or_else(|| {
+            let works = self.intern_pass_works(builder, group, &piece);
+            self.pass_works[group.0 as usize].push((key, works));
+            works
+        });
+        self.push(Step::Pass {
+            group,
+            piece,
+            compute_work: works.compute,
+            all_reduce_work: works.all_reduce,
+            all_to_all_work: works.all_to_all,
+        })
+    }
+
+    /// The host lane's works issuing a pass segment of `group` (first
+    /// launch, the rest), interned in that order the first time.
+    pub fn issue_works(
+        &mut self,
+        builder: &mut TaskGraphBuilder,
+        group: TensorGroupId,
+        key: IssueWorkKey,
+    ) -> [WorkId; 2] {
+        let known = &mut self.issue_works[group.0 as usize];
+        if let Some(&(_, works)) = known.iter().find(|(other, _)| *other == key) {
+            return works;
+        }
+        let works = [builder.work(key.work(true)), builder.work(key.work(false))];
+        known.push((key, works));
+        works
+    }
+
+    /// The works of a pass of `group`, interned in this order: its
+    /// computation, its tensor all-reduces, its expert all-to-alls.
+    fn intern_pass_works(
+        &self,
+        builder: &mut TaskGraphBuilder,
+        group: TensorGroupId,
+        piece: &PassPiece,
+    ) -> PassWorks {
         let tensor_group = self.tensor_group(group);
         let (t, nodes) = (tensor_group.tensor_parallel, tensor_group.nodes);
-        let compute_work = builder.work(Work::Compute {
+        let compute = builder.work(Work::Compute {
             pass: piece.pass,
             layers: piece.layers,
             dense_layers: piece.dense_layers,
@@ -201,14 +320,14 @@ impl Program {
             fp8_weight_cast: piece.fp8_weight_cast,
             segment: piece.segment,
         });
-        let all_reduce_work = tensor_all_reduce_work(builder, &piece, t, nodes);
+        let all_reduce = tensor_all_reduce_work(builder, piece, t, nodes);
         let (expert_group, expert_tensor_group) =
             (tensor_group.expert_group, tensor_group.expert_tensor_group);
         // A forward (or recompute) cut at host synchronizations has no
         // all-to-all in its segment 0: a MoE layer's dispatch follows its sync.
         let before_first_sync = piece.segment == 0
             && matches!(piece.pass, ComputePass::Forward | ComputePass::Recompute);
-        let all_to_all_work = ((expert_group.0 > 1 || expert_tensor_group.0 > 1)
+        let all_to_all = ((expert_group.0 > 1 || expert_tensor_group.0 > 1)
             && piece.pass != ComputePass::WeightGradient
             && !before_first_sync)
             .then(|| {
@@ -225,13 +344,11 @@ impl Program {
                     segment: piece.segment,
                 })
             });
-        self.push(Step::Pass {
-            group,
-            piece,
-            compute_work,
-            all_reduce_work,
-            all_to_all_work,
-        })
+        PassWorks {
+            compute,
+            all_reduce,
+            all_to_all,
+        }
     }
 
     /// Appends a piece of a pass whose computation is `compute` (a

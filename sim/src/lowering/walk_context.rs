@@ -330,6 +330,19 @@ pub(super) fn host_task(
     work: Work,
     iteration: u16,
 ) -> Task {
+    let work = builder.work(work);
+    host_task_doing(group, stage, chunk, microbatch, work, iteration)
+}
+
+/// [`host_task`] with its work already interned.
+pub(super) fn host_task_doing(
+    group: taskgraph::ids::GroupId,
+    stage: u32,
+    chunk: u32,
+    microbatch: u32,
+    work: taskgraph::ids::WorkId,
+    iteration: u16,
+) -> Task {
     Task {
         kind: TaskKind::HostIssue,
         stream: StreamKind::Host,
@@ -337,7 +350,7 @@ pub(super) fn host_task(
         stage,
         microbatch,
         group,
-        work: builder.work(work),
+        work,
         iteration,
     }
 }

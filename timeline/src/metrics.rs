@@ -349,7 +349,7 @@ fn compute_spans_with(
     // −0.0 for a recomputation, which leaves a sum of non-negative terms
     // (from +0.0) as it is. abs and max are exact. The same pass counts
     // each group's tasks, which sizes the per-rank index below.
-    let mut terms: Vec<f64> = Vec::new();
+    let mut terms = repeated_sum::TermRuns::default();
     let mut tasks_of_group = vec![0usize; header.groups.len()];
     // Replica 0's compute tasks stand for every replica's: with exceptions,
     // the other lowered replicas' are left out (once per group).
@@ -373,12 +373,12 @@ fn compute_spans_with(
                 flops
             };
             let ranks = header.groups[group as usize].len();
-            terms.extend(std::iter::repeat_n(term, ranks));
+            terms.push(term, ranks as u64);
         }
     }
     // Every replica's terms again, in full expansion's order: the same
     // bits as adding them replica by replica (`repeated_sum.rs`).
-    let (total_flops, model_flops) = repeated_sum::repeated_flop_sums(&terms, replicas);
+    let (total_flops, model_flops) = repeated_sum::repeated_flop_sums_of_runs(&terms, replicas);
     drop(terms);
 
     // Each group's simulated members, once, in CSR form (a division per

@@ -21,16 +21,47 @@
 //! stays inside the binade; a pass that would leave it runs term by term,
 //! as does any pass from zero or a subnormal sum.
 
-/// The FLOP totals of terms added `passes` times in order from 0.0: Σ |t|
-/// and Σ max(t, 0) (a recomputation's term is negative), with exactly the
-/// bits of `for _ in 0..passes { for t in terms { total += t.abs(); model
-/// += t.max(0.0) } }`. Terms must be finite; otherwise, and whenever the
-/// fast path does not apply, it adds term by term (both sums in one loop,
-/// two independent chains).
-pub fn repeated_flop_sums(terms: &[f64], passes: u32) -> (f64, f64) {
-    if let Some(sums) = exact_integer_sums(terms, passes) {
-        return sums;
+/// Terms in order, as runs of one value repeated: a merged task's FLOPs
+/// added once per rank it stands for are one run, not t terms.
+#[derive(Debug, Default)]
+pub struct TermRuns {
+    /// (term, how many times in a row).
+    runs: Vec<(f64, u64)>,
+}
+
+impl TermRuns {
+    /// Appends `term` `times` times.
+    #[inline]
+    pub fn push(&mut self, term: f64, times: u64) {
+        match self.runs.last_mut() {
+            Some((last, count)) if last.to_bits() == term.to_bits() => *count += times,
+            _ => self.runs.push((term, times)),
+        }
     }
+
+    /// Every term, one by one.
+    fn expanded(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .flat_map(|&(term, times)| std::iter::repeat_n(term, times as usize))
+            .collect()
+    }
+}
+
+/// The FLOP totals of the terms `runs` holds added `passes` times in
+/// order from 0.0: Σ |t| and Σ max(t, 0) (a recomputation's term is
+/// negative), with exactly the bits of `for _ in 0..passes { for t in
+/// terms { total += t.abs(); model += t.max(0.0) } }`. Terms must be
+/// finite; otherwise, and whenever the fast paths do not apply, it adds
+/// term by term (both sums in one loop, two independent chains).
+pub fn repeated_flop_sums_of_runs(runs: &TermRuns, passes: u32) -> (f64, f64) {
+    exact_integer_sums(runs.runs.iter().copied(), passes)
+        .unwrap_or_else(|| repeated_float_sums(&runs.expanded(), passes))
+}
+
+/// [`repeated_flop_sums_of_runs`] in floating point: whole passes at a time where
+/// [`RepeatedSum`] can take them, term by term elsewhere.
+fn repeated_float_sums(terms: &[f64], passes: u32) -> (f64, f64) {
     let (mut total, mut model) = (0.0f64, 0.0f64);
     let finite = terms.iter().all(|t| t.is_finite());
     let mut fast_total = RepeatedSum::new(f64::abs);
@@ -65,27 +96,31 @@ pub fn repeated_flop_sums(terms: &[f64], passes: u32) -> (f64, f64) {
 }
 
 /// The sums when no addition of the double loop rounds, computed in
-/// integers; `None` otherwise. Every term must be a whole number; with k the
+/// integers; `None` otherwise. `runs` are the terms in order, each
+/// `(term, times in a row)`. Every term must be a whole number; with k the
 /// fewest trailing zero bits of any term, every partial sum is then a
 /// multiple of 2^k no larger than the final one (the terms added are not
 /// negative), and a multiple of 2^k below 2^(53+k) is a double: when the
 /// total is below that bound, each addition is exact and the double loop
 /// gives the exact sum, in any order. FLOP counts of GEMMs mostly are such
 /// numbers (a sweep's layouts' sums never round).
-fn exact_integer_sums(terms: &[f64], passes: u32) -> Option<(f64, f64)> {
+fn exact_integer_sums(runs: impl Iterator<Item = (f64, u64)>, passes: u32) -> Option<(f64, f64)> {
     const WHOLE_BELOW: f64 = 1.2676506002282294e30; // 2^100
     let (mut total, mut model, mut bits) = (0u128, 0u128, 0u128);
-    for &term in terms {
+    for (term, times) in runs {
         let magnitude = term.abs();
         // NaN and ±∞ fail both tests.
         if magnitude.fract() != 0.0 || magnitude >= WHOLE_BELOW {
             return None;
         }
         let whole = magnitude as u128;
-        bits |= whole;
-        total = total.checked_add(whole)?;
+        if times > 0 {
+            bits |= whole;
+        }
+        let run = whole.checked_mul(u128::from(times))?;
+        total = total.checked_add(run)?;
         if term > 0.0 {
-            model += whole;
+            model += run;
         }
     }
     let total = total.checked_mul(u128::from(passes))?;
@@ -235,6 +270,19 @@ mod tests {
         (total.to_bits(), model.to_bits())
     }
 
+    /// Each term once, as runs.
+    fn ones_each(terms: &[f64]) -> impl Iterator<Item = (f64, u64)> + '_ {
+        terms.iter().map(|&term| (term, 1))
+    }
+
+    fn repeated_flop_sums(terms: &[f64], passes: u32) -> (f64, f64) {
+        let mut runs = TermRuns::default();
+        for &term in terms {
+            runs.push(term, 1);
+        }
+        repeated_flop_sums_of_runs(&runs, passes)
+    }
+
     fn fast(terms: &[f64], passes: u32) -> (u64, u64) {
         let (total, model) = repeated_flop_sums(terms, passes);
         (total.to_bits(), model.to_bits())
@@ -329,20 +377,49 @@ mod tests {
         // Past the bound the additions round (2^53 + 1 ties to 2^53): the
         // integer sum would be 2^53 + 2.
         let rounding = [2f64.powi(53), 1.0, 1.0];
-        assert!(exact_integer_sums(&rounding, 1).is_none());
+        assert!(exact_integer_sums(ones_each(&rounding), 1).is_none());
         assert_eq!(fast(&rounding, 1), naive(&rounding, 1));
         // Just inside and at the bound for k = 0: 2^53 − 1 and 2^53.
         let ones = [2f64.powi(52) - 1.0, 2f64.powi(52), 1.0];
-        assert!(exact_integer_sums(&ones, 1).is_none());
+        assert!(exact_integer_sums(ones_each(&ones), 1).is_none());
         let under = [2f64.powi(52) - 1.0, 2f64.powi(52)];
         assert_eq!(
-            exact_integer_sums(&under, 1),
+            exact_integer_sums(ones_each(&under), 1),
             Some((2f64.powi(53) - 1.0, 2f64.powi(53) - 1.0))
         );
         assert_eq!(fast(&ones, 1), naive(&ones, 1));
         // A fraction or an infinity takes the other paths.
-        assert!(exact_integer_sums(&[1.0, 0.5], 3).is_none());
-        assert!(exact_integer_sums(&[1.0, f64::INFINITY], 3).is_none());
+        assert!(exact_integer_sums(ones_each(&[1.0, 0.5]), 3).is_none());
+        assert!(exact_integer_sums(ones_each(&[1.0, f64::INFINITY]), 3).is_none());
+    }
+
+    /// Terms given as runs of a repeated value sum to the bits of the same
+    /// terms one by one, on both paths (integer sums, and terms with
+    /// fractions that round).
+    #[test]
+    fn runs_sum_as_their_terms_one_by_one() {
+        let mut random = Lcg(13);
+        for case in 0..300 {
+            let mut runs = TermRuns::default();
+            let mut terms = Vec::new();
+            for _ in 0..1 + random.next() % 30 {
+                let term = match case % 3 {
+                    0 => (random.next() % (1 << 40)) as f64 * 8.0,
+                    1 => (random.next() % 64) as f64 * 0.375,
+                    _ => -((random.next() % (1 << 20)) as f64),
+                };
+                let times = 1 + random.next() % 9;
+                runs.push(term, times);
+                terms.extend(std::iter::repeat_n(term, times as usize));
+            }
+            let passes = 1 + (random.next() % 300) as u32;
+            let (total, model) = repeated_flop_sums_of_runs(&runs, passes);
+            assert_eq!(
+                (total.to_bits(), model.to_bits()),
+                naive(&terms, passes),
+                "case {case}: {passes} passes of {terms:?}"
+            );
+        }
     }
 
     /// Where the fast path must not apply, and the empty cases.

@@ -77,7 +77,7 @@ pub fn simulate_summary(
     let weights = [replicas];
     // Each merged task stands for t tasks in each of the replicas.
     let t = scenario.layout.tensor_parallel.get() as usize;
-    let n_tasks = FullCounts::of(&graph, plan.representative, &weights).tasks
+    let n_tasks = FullCounts::tasks_of(&graph, plan.representative, &weights)
         + (t - 1) * merged * replicas as usize;
     let run = SimulatedRun::of(scenario, graph, costs, outcome);
     let metrics =

@@ -335,23 +335,7 @@ pub struct FullCounts {
 impl FullCounts {
     /// `weights[i]`: the replicas lowered replica i stands for.
     pub fn of(graph: &TaskGraph, lowered: Representative, weights: &[u32]) -> FullCounts {
-        debug_assert_eq!(weights.len() as u32, lowered.lowered);
-        // Per group: its replica's weight, or 0 for a group with ranks
-        // outside the lowered replicas (a collective standing for itself).
-        let group_weight: Vec<u32> = graph
-            .groups()
-            .iter()
-            .map(|ranks| {
-                if ranks.iter().all(|&rank| lowered.contains(rank)) {
-                    weights[lowered.data_index(ranks[0]) as usize]
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let task_weight: Vec<u32> = (0..graph.task_count())
-            .map(|index| group_weight[graph.group_of(taskgraph::ids::TaskId(index as u32)).index()])
-            .collect();
+        let task_weight = task_weights(graph, lowered, weights);
         let shared_tasks = task_weight.iter().filter(|&&w| w == 0).count();
         let mut tasks = shared_tasks;
         let mut edges = 0usize;
@@ -366,4 +350,37 @@ impl FullCounts {
         }
         FullCounts { tasks, edges }
     }
+
+    /// [`FullCounts::of`]'s tasks alone (the edges are not walked).
+    pub fn tasks_of(graph: &TaskGraph, lowered: Representative, weights: &[u32]) -> usize {
+        task_weights(graph, lowered, weights)
+            .iter()
+            .map(|&weight| match weight {
+                // A collective over several replicas: itself.
+                0 => 1,
+                weight => weight as usize,
+            })
+            .sum()
+    }
+}
+
+/// Per task of `graph`: the replicas it stands for (its replica's weight),
+/// or 0 for a task whose group has ranks outside the lowered replicas (a
+/// collective standing for itself).
+fn task_weights(graph: &TaskGraph, lowered: Representative, weights: &[u32]) -> Vec<u32> {
+    debug_assert_eq!(weights.len() as u32, lowered.lowered);
+    let group_weight: Vec<u32> = graph
+        .groups()
+        .iter()
+        .map(|ranks| {
+            if ranks.iter().all(|&rank| lowered.contains(rank)) {
+                weights[lowered.data_index(ranks[0]) as usize]
+            } else {
+                0
+            }
+        })
+        .collect();
+    (0..graph.task_count())
+        .map(|index| group_weight[graph.group_of(taskgraph::ids::TaskId(index as u32)).index()])
+        .collect()
 }

@@ -10,7 +10,7 @@
 //! (`IterationSteps::connect_receives`).
 
 use super::program::Program;
-use super::walk_context::{host_task, IterationSteps, Lowering};
+use super::walk_context::{host_task_doing, IterationSteps, Lowering};
 use super::walk_context::{ChunkAt, Send, StageWalk};
 use schedules::{Action, Pass};
 use taskgraph::task::{StreamKind, Task, TaskKind};
@@ -65,28 +65,24 @@ pub(super) fn lower_send(
         steps.pending_receives.push((tail, receiver));
         return;
     }
-    let peer_first = cx.placement.tensor_group(peer_stage, walk.data_index)[0];
-    let crosses_nodes = cx.placement.node(walk.tensor_ranks[0]) != cx.placement.node(peer_first);
-    // A context-parallel rank sends its own s/cp tokens.
-    let bytes = cx.layout.microbatch_size.get() as u64
-        * (cx.scenario.model.seq_len / cx.layout.context_parallel.get() as u64)
-        * cx.scenario.model.hidden
-        * models::ops::FP16_BYTES;
-    let t = cx.tensor_parallel;
-    let work = builder.work(Work::PipelineTransfer {
-        bytes,
-        tensor_parallel: t,
-        crosses_nodes,
-        scatter_gather: cx.scenario.options.pipeline_scatter_gather && crosses_nodes && t > 1,
+    let known = walk
+        .transfer_works
+        .iter()
+        .find(|&&(peer, _)| peer == peer_stage)
+        .map(|&(_, work)| work);
+    let work = known.unwrap_or_else(|| {
+        let work = builder.work(transfer_work(cx, walk, peer_stage));
+        walk.transfer_works.push((peer_stage, work));
+        work
     });
     let call = cx.host.map(|_| {
-        program.task(host_task(
-            builder,
+        let call = program.host_call_work(builder);
+        program.task(host_task_doing(
             walk.tensor_group,
             walk.stage,
             action.chunk,
             action.microbatch,
-            Work::HostCall,
+            call,
             walk.iteration,
         ))
     });
@@ -109,4 +105,22 @@ pub(super) fn lower_send(
     }
     walk.blocking_sends.push(transfer);
     steps.pending_receives.push((transfer, receiver));
+}
+
+/// The work of a send from `walk`'s tensor group to stage `peer_stage`'s.
+fn transfer_work(cx: &Lowering, walk: &StageWalk, peer_stage: u32) -> Work {
+    let peer_first = cx.placement.tensor_group(peer_stage, walk.data_index)[0];
+    let crosses_nodes = cx.placement.node(walk.tensor_ranks[0]) != cx.placement.node(peer_first);
+    // A context-parallel rank sends its own s/cp tokens.
+    let bytes = cx.layout.microbatch_size.get() as u64
+        * (cx.scenario.model.seq_len / cx.layout.context_parallel.get() as u64)
+        * cx.scenario.model.hidden
+        * models::ops::FP16_BYTES;
+    let t = cx.tensor_parallel;
+    Work::PipelineTransfer {
+        bytes,
+        tensor_parallel: t,
+        crosses_nodes,
+        scatter_gather: cx.scenario.options.pipeline_scatter_gather && crosses_nodes && t > 1,
+    }
 }

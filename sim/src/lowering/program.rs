@@ -155,6 +155,8 @@ pub struct Program {
     /// Per tensor group, the host lane's issue works of its passes so far
     /// (first launch, the rest), by what tells them apart.
     issue_works: Vec<Vec<(IssueWorkKey, [WorkId; 2])>>,
+    /// [`Work::HostCall`]'s id, once interned through [`Program::host_call_work`].
+    host_call: Option<WorkId>,
 }
 
 /// What the host lane's issue of a pass segment depends on
@@ -298,6 +300,14 @@ impl Program {
         let works = [builder.work(key.work(true)), builder.work(key.work(false))];
         known.push((key, works));
         works
+    }
+
+    /// [`Work::HostCall`] (the host's call of a collective or a send),
+    /// interned the first time.
+    pub fn host_call_work(&mut self, builder: &mut TaskGraphBuilder) -> WorkId {
+        *self
+            .host_call
+            .get_or_insert_with(|| builder.work(Work::HostCall))
     }
 
     /// The works of a pass of `group`, interned in this order: its

@@ -64,6 +64,7 @@ pub(super) fn lower_tensor_group(
         held_send: None,
         pair_forward_step: None,
         pair_overlapped: false,
+        transfer_works: Vec::new(),
     };
     // The actions in program order, an F&B pair as its two halves with
     // their place in the pair (`pair_half`: 0 or 1). Without `pair_overlap`

@@ -242,6 +242,9 @@ pub(super) struct StageWalk<'a> {
     pub pair_forward_step: Option<StepId>,
     /// Whether the current pair is lowered overlapped (`pair_overlap`).
     pub pair_overlapped: bool,
+    /// The transfer work of a send to each peer stage so far (its bytes
+    /// are the layout's; whether it crosses nodes, the peer's).
+    pub transfer_works: Vec<(u32, taskgraph::ids::WorkId)>,
 }
 
 /// Where an action's chunk sits in the model.

@@ -45,14 +45,17 @@ impl Stack {
             .map(|(_, text)| *text)
     }
 
-    /// An embedded stack by name.
+    /// An embedded stack by name (each parsed once per process: a sweep
+    /// resolves one scenario per layout).
     pub fn builtin(name: &str) -> Option<Stack> {
-        BUILTIN
-            .iter()
-            .find(|(builtin, _)| *builtin == name)
-            .map(|(_, text)| {
-                Stack::from_json_str(text, name).expect("embedded stacks are valid (tested)")
-            })
+        static PARSED: [std::sync::OnceLock<Stack>; BUILTIN.len()] =
+            [const { std::sync::OnceLock::new() }; BUILTIN.len()];
+        let index = BUILTIN.iter().position(|(builtin, _)| *builtin == name)?;
+        let stack = PARSED[index].get_or_init(|| {
+            Stack::from_json_str(BUILTIN[index].1, name)
+                .expect("embedded stacks are valid (tested)")
+        });
+        Some(stack.clone())
     }
 
     /// A built-in name, or a path to a stack JSON file.

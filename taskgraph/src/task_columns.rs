@@ -38,6 +38,18 @@ impl TaskColumns {
         }
     }
 
+    /// Makes room for exactly `additional` more tasks.
+    pub fn reserve_exact(&mut self, additional: usize) {
+        self.kind.reserve_exact(additional);
+        self.stream.reserve_exact(additional);
+        self.chunk.reserve_exact(additional);
+        self.iteration.reserve_exact(additional);
+        self.stage.reserve_exact(additional);
+        self.microbatch.reserve_exact(additional);
+        self.group.reserve_exact(additional);
+        self.work.reserve_exact(additional);
+    }
+
     /// Appends a task; its id is the previous length.
     ///
     /// # Panics

@@ -102,11 +102,7 @@ fn lower_replicas(
         Some(representative) => representative.lowered,
         None => scenario.layout.replicas(),
     };
-    let mut builder = TaskGraphBuilder::with_capacity(
-        (estimated_tasks(scenario) as u64 * u64::from(lowered_replicas)
-            / u64::from(scenario.layout.replicas())) as usize,
-        0,
-    );
+    let mut builder = TaskGraphBuilder::default();
     if tensor_ranks == TensorRanks::Each
         && representative.is_some_and(|representative| representative.lowered == 1)
     {
@@ -116,6 +112,8 @@ fn lower_replicas(
         None => pipeline::program(scenario, plan, &mut builder, lowered_replicas, tensor_ranks),
         Some(_) => offload::program(scenario, plan, &mut builder),
     };
+    // Tasks are added in `emit` alone, and the program counts them exactly.
+    builder.reserve_tasks(program.task_count());
     let steps = tasks::emit(&program, &mut builder);
     let replica_map = builder.take_replica_log().map(|log| {
         let task_count = builder.task_count() as u32;
@@ -166,8 +164,3 @@ const EDGE_LIST_MAX_TASKS: usize = 1 << 20;
 /// for Mixtral 8x7B at tp 2, ep 8, dp 32), so the list is not regrown
 /// (copied) as it fills.
 const EDGES_PER_TASK_RESERVED: usize = 4;
-
-/// About how many tasks the graph gets (to size it once; never past 32-bit ids).
-fn estimated_tasks(scenario: &Scenario) -> usize {
-    scenario.estimated_tasks().min(scenario::MAX_TASKS) as usize
-}

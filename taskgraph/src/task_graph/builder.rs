@@ -139,6 +139,13 @@ impl TaskGraphBuilder {
         id
     }
 
+    /// Makes room for exactly `additional` more tasks: a lowering that
+    /// knows its count sizes the columns once, and `finish` has no slack
+    /// to shrink away.
+    pub fn reserve_tasks(&mut self, additional: usize) {
+        self.tasks.reserve_exact(additional);
+    }
+
     pub fn add_task(&mut self, task: Task) -> TaskId {
         self.tasks.push(task)
     }

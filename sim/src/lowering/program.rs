@@ -145,7 +145,9 @@ pub struct StepDependency {
 /// Steps in issue order and the dependencies between them.
 #[derive(Debug, Default)]
 pub struct Program {
-    pub tensor_groups: Vec<TensorGroup>,
+    /// Added through [`Program::add_tensor_group`] alone, which keeps
+    /// `pass_works` and `issue_works` one entry per group.
+    tensor_groups: Vec<TensorGroup>,
     pub steps: Vec<Step>,
     pub dependencies: Vec<StepDependency>,
     /// Per tensor group, the works its passes interned so far, by what

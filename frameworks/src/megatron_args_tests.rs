@@ -3,6 +3,7 @@
 //! printed by `scripts/megatron-args-of.sh`).
 
 use super::*;
+use scenario::MoeDispatcher;
 
 fn fixture(name: &str) -> String {
     let path = format!(

@@ -57,7 +57,7 @@ pub fn degraded_run(
         u64::from(scenario.layout.global_batch.get()) * u64::from(remaining) / u64::from(replicas);
     // At most the global batch, a u32.
     file.global_batch = Some(global_batch as u32);
-    super::run_plan::grow_topology(&mut file, scenario, remaining);
+    super::run_plan_scale::grow_topology(&mut file, scenario, remaining);
     let mut smaller = file.resolve().map_err(|e| {
         user_error(format!(
             "--recovery fewer-replicas: the layout on {remaining} replicas is not valid: {e}"

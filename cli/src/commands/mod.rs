@@ -24,6 +24,7 @@ pub mod routing_trace;
 pub mod run_plan;
 pub mod run_plan_parse;
 pub mod run_plan_report;
+pub mod run_plan_scale;
 pub mod run_plan_trace;
 pub mod scenario_args;
 pub mod seq_len_trace;

@@ -336,11 +336,8 @@ impl FullCounts {
     /// `weights[i]`: the replicas lowered replica i stands for.
     pub fn of(graph: &TaskGraph, lowered: Representative, weights: &[u32]) -> FullCounts {
         let task_weight = task_weights(graph, lowered, weights);
-        let shared_tasks = task_weight.iter().filter(|&&w| w == 0).count();
-        let mut tasks = shared_tasks;
         let mut edges = 0usize;
         for (from, &from_weight) in task_weight.iter().enumerate() {
-            tasks += from_weight as usize;
             for &to in graph.successor_slice(from) {
                 edges += match (from_weight, task_weight[to as usize]) {
                     (0, 0) => 1,
@@ -348,20 +345,28 @@ impl FullCounts {
                 };
             }
         }
-        FullCounts { tasks, edges }
+        FullCounts {
+            tasks: tasks_standing_for(&task_weight),
+            edges,
+        }
     }
 
     /// [`FullCounts::of`]'s tasks alone (the edges are not walked).
     pub fn tasks_of(graph: &TaskGraph, lowered: Representative, weights: &[u32]) -> usize {
-        task_weights(graph, lowered, weights)
-            .iter()
-            .map(|&weight| match weight {
-                // A collective over several replicas: itself.
-                0 => 1,
-                weight => weight as usize,
-            })
-            .sum()
+        tasks_standing_for(&task_weights(graph, lowered, weights))
     }
+}
+
+/// How many full-expansion tasks the tasks of these weights ([`task_weights`]) stand for.
+fn tasks_standing_for(task_weight: &[u32]) -> usize {
+    task_weight
+        .iter()
+        .map(|&weight| match weight {
+            // A collective over several replicas: itself.
+            0 => 1,
+            weight => weight as usize,
+        })
+        .sum()
 }
 
 /// Per task of `graph`: the replicas it stands for (its replica's weight),

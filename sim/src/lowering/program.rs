@@ -153,7 +153,7 @@ pub struct Program {
     /// Per tensor group, the works its passes interned so far, by what
     /// tells them apart: a pass like one before (the next microbatch's)
     /// takes their ids without hashing its works again.
-    pass_works: Vec<Vec<(PassWorkKey, PassWorks)>>,
+    pass_works: Vec<Vec<(PassPiece, PassWorks)>>,
     /// Per tensor group, the host lane's issue works of its passes so far
     /// (first launch, the rest), by what tells them apart.
     issue_works: Vec<Vec<(IssueWorkKey, [WorkId; 2])>>,
@@ -189,32 +189,14 @@ impl IssueWorkKey {
 }
 
 /// What a pass's works depend on besides its tensor group (whose size,
-/// nodes and expert groups are the group's): a [`PassPiece`] without its
-/// chunk, microbatch and iteration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct PassWorkKey {
-    pass: ComputePass,
-    layers: u32,
-    dense_layers: u32,
-    first_layer: u32,
-    embedding: bool,
-    head: bool,
-    fp8_weight_cast: bool,
-    segment: u16,
-}
-
-impl PassWorkKey {
-    fn of(piece: &PassPiece) -> PassWorkKey {
-        PassWorkKey {
-            pass: piece.pass,
-            layers: piece.layers,
-            dense_layers: piece.dense_layers,
-            first_layer: piece.first_layer,
-            embedding: piece.embedding,
-            head: piece.head,
-            fp8_weight_cast: piece.fp8_weight_cast,
-            segment: piece.segment,
-        }
+/// nodes and expert groups are the group's): its piece without its chunk,
+/// microbatch and iteration.
+fn pass_work_key(piece: &PassPiece) -> PassPiece {
+    PassPiece {
+        chunk: 0,
+        microbatch: 0,
+        iteration: 0,
+        ..*piece
     }
 }
 
@@ -268,7 +250,7 @@ impl Program {
         group: TensorGroupId,
         piece: PassPiece,
     ) -> StepId {
-        let key = PassWorkKey::of(&piece);
+        let key = pass_work_key(&piece);
         let known = self.pass_works[group.0 as usize]
             .iter()
             .find(|(other, _)| *other == key)

@@ -11,7 +11,7 @@
 //! and plans run exactly alike.
 
 use crate::event_queue::EventQueue;
-use crate::network::{Fabric, FairShareNetwork, FlowPlan, RouteCache};
+use crate::network::{Fabric, FairShareNetwork, FlowEnds, FlowPlan, RouteCache, RouteId};
 use timeline::time::{SimDuration, SimTime};
 
 /// What the event loop asks of the graph it runs.
@@ -36,9 +36,23 @@ pub(crate) trait EventGraph {
     /// The task's duration when it does not run as flows.
     fn duration(&self, task: Self::Task) -> SimDuration;
 
-    /// The task's flows and tail into `plan`; false when its duration is
-    /// fixed (`plan` is then unspecified).
-    fn plan_into(&self, task: Self::Task, plan: &mut FlowPlan) -> bool;
+    /// How the task runs: its flows and tail into `plan` (unspecified
+    /// otherwise), its fixed duration, or alone at a duration known
+    /// before it starts.
+    fn plan_into(&self, task: Self::Task, plan: &mut FlowPlan) -> TaskPlan;
+}
+
+/// How a task runs, as its graph plans it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskPlan {
+    /// It takes its fixed duration ([`EventGraph::duration`]).
+    Fixed,
+    /// Its flows and tail are in the plan buffer.
+    Flows,
+    /// Its flows run alone ([`FlowPlan::alone`]) and it takes `duration`
+    /// in all, whenever it starts (`lone_twins.rs`); each of its `flows`
+    /// flows' ends counts as an event, as when it is planned.
+    Lone { duration: SimDuration, flows: u32 },
 }
 
 /// A running flow task: its flows still running and the fixed tail after them.
@@ -94,6 +108,21 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
         self.network
     }
 
+    /// The route between `ends`, interned in the run's network.
+    pub fn route(&mut self, ends: FlowEnds) -> RouteId {
+        self.routes.route(self.fabric, &mut self.network, ends)
+    }
+
+    /// The run's network.
+    pub fn network(&self) -> &FairShareNetwork {
+        &self.network
+    }
+
+    /// The run's network, to change.
+    pub fn network_mut(&mut self) -> &mut FairShareNetwork {
+        &mut self.network
+    }
+
     /// Starts `task` at `now` (one event): its flows join the fabric, or
     /// its finish is queued.
     pub fn start_task<G: EventGraph<Task = T>>(
@@ -107,7 +136,16 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
         self.events += 1;
         let key = graph.key(task);
         let mut plan = std::mem::take(&mut self.plan);
-        let planned = graph.plan_into(task, &mut plan);
+        let planned = match graph.plan_into(task, &mut plan) {
+            TaskPlan::Fixed => false,
+            TaskPlan::Flows => true,
+            TaskPlan::Lone { duration, flows } => {
+                self.events += u64::from(flows);
+                self.queue.push(now + duration, key);
+                self.plan = plan;
+                return;
+            }
+        };
         if planned && plan.alone && !plan.flows.is_empty() {
             // Each flow has its links to itself until it ends (the planner's
             // proof, `FlowPlan::alone`): its end is known now. The finish is

@@ -32,12 +32,13 @@
 
 pub mod event_queue;
 mod flow_loop;
+mod lone_twins;
 pub mod network;
 pub mod progress;
 pub mod replicated;
 pub mod replicated_flows;
 
-use crate::flow_loop::{EventGraph, FlowLoop};
+use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan};
 use crate::network::{FlowPlan, FlowPlanner, LinkUtilization, SharedFabric};
 use taskgraph::ids::TaskId;
 use taskgraph::task_graph::TaskGraph;
@@ -99,8 +100,11 @@ impl<D: Fn(TaskId) -> SimDuration> EventGraph for BuiltGraph<'_, D> {
     }
 
     #[inline]
-    fn plan_into(&self, task: u32, plan: &mut FlowPlan) -> bool {
-        self.planner.plan_into(TaskId(task), plan)
+    fn plan_into(&self, task: u32, plan: &mut FlowPlan) -> TaskPlan {
+        match self.planner.plan_into(TaskId(task), plan) {
+            true => TaskPlan::Flows,
+            false => TaskPlan::Fixed,
+        }
     }
 }
 

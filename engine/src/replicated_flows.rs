@@ -9,7 +9,9 @@
 //! names tasks by full id: a finish's successors are the representative's,
 //! moved to the finishing twin's copy (a shared task's reach every copy);
 //! a twin's duration and flows are its own ([`TwinFlowPlanner`]: its
-//! ranks are its copy's).
+//! ranks are its copy's). A task whose twins all run alone at one
+//! duration (tensor rings inside a node) is timed once before the run and
+//! not planned at its starts (`lone_twins.rs`).
 //!
 //! **Exact.** The event loop's order depends on task ids alone (equal
 //! times pop lowest id first, ready successors start lowest id first), so
@@ -27,7 +29,8 @@
 //! by copy (8 bytes a task more at the end, once the 4 are freed). Per
 //! representative task, where its twins' ends are kept ([`PlannedEnds`]).
 
-use crate::flow_loop::{EventGraph, FlowLoop};
+use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan};
+use crate::lone_twins::{LoneTask, LoneTwins};
 use crate::network::{Fabric, FlowPlan, LinkUtilization};
 use crate::DeadlockError;
 use taskgraph::ids::TaskId;
@@ -42,6 +45,18 @@ pub trait TwinFlowPlanner {
     /// duration is fixed. Whether a task is planned does not depend on
     /// the copy.
     fn plan_twin_into(&self, task: u32, copy: u32, plan: &mut FlowPlan) -> bool;
+
+    /// Where GPU `gpu`, an end of a flow of a copy-0 twin planned alone
+    /// ([`FlowPlan::alone`]), is in copy `copy`'s twin: a loop task planned
+    /// alone runs, in every copy, its copy-0 twin's flows (bytes, tail and
+    /// `alone`) with each GPU moved so. `None` (the default) when twins'
+    /// plans are not known to follow so: each twin is then planned when it
+    /// starts. With it, twins that run alone at one duration in every copy
+    /// are timed once (`lone_twins.rs`).
+    fn moved_gpu(&self, gpu: u32, copy: u32) -> Option<u32> {
+        let _ = (gpu, copy);
+        None
+    }
 }
 
 /// Representative task of no flow plan in [`PlannedEnds`]'s `base`.
@@ -126,6 +141,7 @@ struct ReplicatedGraph<'a, D> {
     duration_of: D,
     planner: &'a dyn TwinFlowPlanner,
     planned: &'a PlannedEnds,
+    lone: &'a LoneTwins,
 }
 
 impl<D> ReplicatedGraph<'_, D> {
@@ -186,9 +202,17 @@ impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
     }
 
     #[inline]
-    fn plan_into(&self, twin: Twin, plan: &mut FlowPlan) -> bool {
-        self.planned.slot(self.ids, twin.task, twin.copy).is_some()
-            && self.planner.plan_twin_into(twin.task, twin.copy, plan)
+    fn plan_into(&self, twin: Twin, plan: &mut FlowPlan) -> TaskPlan {
+        if self.planned.slot(self.ids, twin.task, twin.copy).is_none() {
+            return TaskPlan::Fixed;
+        }
+        if let Some(LoneTask { duration, flows }) = self.lone.of(twin.task) {
+            return TaskPlan::Lone { duration, flows };
+        }
+        match self.planner.plan_twin_into(twin.task, twin.copy, plan) {
+            true => TaskPlan::Flows,
+            false => TaskPlan::Fixed,
+        }
     }
 }
 
@@ -209,14 +233,16 @@ pub fn run_replicated_with_fabric(
     let in_degrees = twin_in_degrees(graph, ids);
     let mut remaining = by_twin_slot(ids, &in_degrees);
     let mut planned_ends = std::mem::take(&mut planned.end);
+    let mut flow_loop = FlowLoop::new(fabric);
+    let lone = LoneTwins::new(ids, planner, &mut flow_loop);
     let replicated = ReplicatedGraph {
         graph,
         ids,
         duration_of,
         planner,
         planned: &planned,
+        lone: &lone,
     };
-    let mut flow_loop = FlowLoop::new(fabric);
     // The tasks without predecessors, in full id order (a twin has its
     // representative's in-degree, a shared task none only if its
     // representative has none): each segment's, copy by copy.
@@ -239,6 +265,7 @@ pub fn run_replicated_with_fabric(
         }
     });
     let (events, finished) = (flow_loop.events, flow_loop.finished);
+    lone.carry_into(planner, &mut flow_loop);
     let utilization = flow_loop.into_network().link_utilization();
     drop(replicated);
     planned.end = planned_ends;

@@ -284,6 +284,19 @@ impl FairShareNetwork {
         end
     }
 
+    /// The capacity of `route`'s slowest link: the rate of a flow alone on
+    /// it (+∞ with no link).
+    pub fn slowest_bytes_per_s(&self, route: RouteId) -> f64 {
+        self.routes.slowest_bytes_per_s(route)
+    }
+
+    /// Counts `bytes` completed over `route` by flows that ran alone
+    /// without being started here (`engine::lone_twins`): the same
+    /// per-link traffic as [`FairShareNetwork::run_alone`] adds for them.
+    pub fn carry_alone(&mut self, route: RouteId, bytes: u64) {
+        self.routes.carry(route, bytes);
+    }
+
     /// Starts a group: the flows started until [`FairShareNetwork::end_group`]
     /// (at one instant: one task's flows) share one pending entry if every
     /// one of them starts alone on its links and all end at one time. The

@@ -7,7 +7,7 @@ use taskgraph::ids::TaskId;
 use timeline::time::SimDuration;
 
 /// Where a flow runs: between two GPUs, or between a GPU and its host's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FlowEnds {
     /// Source GPU, destination GPU.
     Gpus(u32, u32),

@@ -57,4 +57,13 @@ impl TwinFlowPlanner for TwinPlanner<'_> {
         );
         self.planner.plan_on_ranks(id, &moved, plan)
     }
+
+    /// A twin's ranks are its representative's moved by whole replicas
+    /// ([`Representative::in_copy`]), and a flow's GPUs are its ranks. The
+    /// only plans said to run alone are tensor rings inside a node
+    /// ([`super::lone_rings`]), whose hops, bytes and tail follow the
+    /// ranks and the work alone.
+    fn moved_gpu(&self, gpu: u32, copy: u32) -> Option<u32> {
+        Some(self.representative.in_copy(Rank(gpu), copy).0)
+    }
 }

@@ -215,3 +215,42 @@ fn tensor_rings_timed_at_their_start_agree_with_every_flow_shared() {
         assert!(built.n_events > 2 * built.n_tasks as u64, "{title}");
     }
 }
+
+/// Tensor rings alone on their NVLink ports, timed once for every
+/// replica (`engine::lone_twins`), carry their bytes on each replica's
+/// own ports: with one stage and many microbatches the NVLink ports are
+/// the busiest links, so the busiest links compared with every replica
+/// built (every flow shared) are theirs, both replicas' ports among them.
+#[test]
+fn tensor_rings_timed_once_carry_their_bytes_on_every_replicas_ports() {
+    use sim::scenario::{Recompute, ScenarioFile};
+    let scenario = ScenarioFile {
+        model: Some(super::symmetry::sixteen_layers()),
+        topology: Some(super::symmetry::small_cluster(4, 32)),
+        stack: Some("megatron-core-2024".into()),
+        tp: Some(4),
+        pp: Some(1),
+        dp: Some(2),
+        global_batch: Some(256),
+        schedule: Some(ScheduleKind::OneFOneB),
+        recompute: Some(Recompute::None),
+        options: contended(TrainingOptionsFile::default()),
+        ..ScenarioFile::default()
+    }
+    .resolve()
+    .unwrap();
+    assert!(rings_run_alone(&scenario));
+    let (replicated, built) = both(&scenario, &Stragglers::none());
+    assert!(replicated.replicated());
+    assert_same_run(&replicated, &built, "one stage, 128 microbatches");
+    let links: Vec<&str> = built
+        .busiest_links
+        .iter()
+        .map(|l| l.link.as_str())
+        .collect();
+    // GPUs 0–3 are replica 0's, 4–7 replica 1's.
+    assert!(
+        links.contains(&"nvlink_up[0]") && links.contains(&"nvlink_up[7]"),
+        "{links:?}"
+    );
+}

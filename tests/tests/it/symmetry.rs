@@ -11,7 +11,7 @@ use sim::scenario::{Recompute, Scenario, ScenarioFile, ScheduleKind, TrainingOpt
 use sim::{Expansion, SimulationMode};
 
 /// 4 nodes × 4 GPUs (as the engine reference's cluster).
-fn small_cluster(gpus_per_node: u32, nodes: u32) -> serde_json::Value {
+pub(super) fn small_cluster(gpus_per_node: u32, nodes: u32) -> serde_json::Value {
     let mut topology = serde_json::to_value(topologies::preset("selene").unwrap()).unwrap();
     topology["name"] = "small-nodes".into();
     topology["nodes"] = nodes.into();
@@ -20,7 +20,7 @@ fn small_cluster(gpus_per_node: u32, nodes: u32) -> serde_json::Value {
     topology
 }
 
-fn sixteen_layers() -> serde_json::Value {
+pub(super) fn sixteen_layers() -> serde_json::Value {
     serde_json::json!({
         "name": "sixteen-layers", "layers": 16, "hidden": 256, "heads": 4,
         "seq_len": 128, "vocab": 1000

@@ -25,7 +25,9 @@ pub(crate) struct TwinDurations {
     /// Each representative task's priced duration.
     priced: Vec<SimDuration>,
     /// Whether some twin of the task may take another duration (a slow
-    /// link in its group, or it is a compute kernel with rank factors).
+    /// link in its group, or it is a compute kernel with rank factors);
+    /// empty when no twin does (no slow rank, spread or slow link), so
+    /// that the engine's every start reads one array.
     varies: Vec<bool>,
     /// With slow links: their closed-form costs for each twin.
     links: Option<TwinLinkCosts>,
@@ -72,12 +74,15 @@ impl TwinDurations {
         let links = stragglers.links();
         let links = (!links.is_empty())
             .then(|| TwinLinkCosts::new(scenario, graph, ids, representative, links));
-        let varies = (0..graph.task_count() as u32)
-            .map(|task| {
-                kernel_rank.get(task as usize).is_some_and(Option::is_some)
-                    || links.as_ref().is_some_and(|links| links.varies(task))
-            })
-            .collect();
+        let varies = match stretched || links.is_some() {
+            true => (0..graph.task_count() as u32)
+                .map(|task| {
+                    kernel_rank.get(task as usize).is_some_and(Option::is_some)
+                        || links.as_ref().is_some_and(|links| links.varies(task))
+                })
+                .collect(),
+            false => Vec::new(),
+        };
         TwinDurations {
             priced,
             varies,
@@ -92,7 +97,7 @@ impl TwinDurations {
     #[inline]
     pub fn of(&self, ids: &ReplicaIds, task: u32, copy: u32) -> SimDuration {
         let priced = self.priced[task as usize];
-        if !self.varies[task as usize] {
+        if !self.varies.get(task as usize).copied().unwrap_or(false) {
             return priced;
         }
         // A shared task is one task, whatever copy asks.

@@ -180,10 +180,10 @@ pub(crate) fn simulate(
         durations,
         planned: run.planned,
     };
-    let metrics = timeline::metrics::compute_rank_view(
-        &ReplicatedView::new(&header, &replicated, &costs, &ends, &start, iterations),
-        scenario.peak_flops_per_s(),
-    );
+    let view = ReplicatedView::new(&header, &replicated, &costs, &ends, &start, iterations);
+    let metrics = timeline::metrics::compute_rank_view(&view, scenario.peak_flops_per_s());
+    let makespan_ns = view.makespan_ns();
+    drop(view);
     let Replicated {
         mut graph,
         expanded,
@@ -196,13 +196,12 @@ pub(crate) fn simulate(
         expanded,
         ids,
         ends,
+        makespan_ns,
     };
     let busiest_links = match run.links {
-        Some((fabric, utilization)) => crate::simulate::busiest_links(
-            &fabric,
-            &utilization,
-            SimDuration(records.makespan_ns(&start)),
-        ),
+        Some((fabric, utilization)) => {
+            crate::simulate::busiest_links(&fabric, &utilization, SimDuration(makespan_ns))
+        }
         None => Vec::new(),
     };
     Ok(SimulationReport {
@@ -308,6 +307,8 @@ pub(crate) struct ReplicatedRecords {
     pub expanded: Expanded,
     pub ids: ReplicaIds,
     pub ends: TwinEnds,
+    /// The latest end of any full task.
+    pub makespan_ns: u64,
 }
 
 impl ReplicatedRecords {
@@ -317,16 +318,6 @@ impl ReplicatedRecords {
         let start = start[twin.id as usize];
         let end = self.ends.end(&self.ids, twin.representative, copy, start);
         (start.as_nanos(), end.as_nanos())
-    }
-
-    /// The latest end of any full task.
-    pub fn makespan_ns(&self, start: &[SimTime]) -> u64 {
-        let mut latest = 0;
-        self.ids.for_each_in_order(|task, copy| {
-            let id = self.ids.full_id(task, copy) as usize;
-            latest = latest.max(self.ends.end(&self.ids, task, copy, start[id]).as_nanos());
-        });
-        latest
     }
 }
 

@@ -6,6 +6,7 @@
 use crate::cost::WorkCost;
 use crate::replicated_run::Replicated;
 use crate::twin_ends::TwinEnds;
+use std::sync::OnceLock;
 use taskgraph::ids::{Rank, TaskId};
 use timeline::metrics::{Interval, IterationEnds, RankView};
 use timeline::time::SimTime;
@@ -24,6 +25,9 @@ pub(crate) struct ReplicatedView<'a> {
     /// Replica 0's ranks' representative tasks, in id order (CSR rows by rank).
     rank_offsets: Vec<usize>,
     rank_tasks: Vec<u32>,
+    /// Each iteration's latest end, found on first use (a walk of every
+    /// full task, which the makespan then reuses).
+    iteration_ends: OnceLock<Vec<u64>>,
 }
 
 impl<'a> ReplicatedView<'a> {
@@ -69,7 +73,13 @@ impl<'a> ReplicatedView<'a> {
             iterations,
             rank_offsets: counts,
             rank_tasks,
+            iteration_ends: OnceLock::new(),
         }
+    }
+
+    /// The latest end of any full task: the latest iteration end.
+    pub fn makespan_ns(&self) -> u64 {
+        self.iteration_ends_ns().into_iter().max().unwrap_or(0)
     }
 }
 
@@ -91,15 +101,19 @@ impl RankView for ReplicatedView<'_> {
 
     fn iteration_ends_ns(&self) -> Vec<u64> {
         let graph = &self.replicated.graph;
-        let mut ends = IterationEnds::default();
-        self.replicated.ids.for_each_in_order(|task, copy| {
-            let iteration = match self.iterations {
-                true => u32::from(graph.iteration_of(TaskId(task))),
-                false => 0,
-            };
-            ends.add(iteration, self.span(task, copy).1);
-        });
-        ends.finish()
+        self.iteration_ends
+            .get_or_init(|| {
+                let mut ends = IterationEnds::default();
+                self.replicated.ids.for_each_in_order(|task, copy| {
+                    let iteration = match self.iterations {
+                        true => u32::from(graph.iteration_of(TaskId(task))),
+                        false => 0,
+                    };
+                    ends.add(iteration, self.span(task, copy).1);
+                });
+                ends.finish()
+            })
+            .clone()
     }
 
     fn for_each_compute_flops(&self, mut visit: impl FnMut(timeline::TaskKind, f64)) {

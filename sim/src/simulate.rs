@@ -189,7 +189,7 @@ impl SimulationReport {
     /// The latest task end (the Timeline's makespan, without building it).
     pub fn makespan_ns(&self) -> u64 {
         if let Some(replicated) = &self.replicated {
-            return replicated.makespan_ns(&self.run.start);
+            return replicated.makespan_ns;
         }
         self.run.makespan_ns()
     }

@@ -4,64 +4,44 @@
 //! A radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, "Faster algorithms for
 //! the shortest path problem", J. ACM 37(2), 1990) holds keys no smaller than
 //! the last one popped, which a discrete-event simulation guarantees (nothing
-//! finishes before now). This one takes a time's digits a byte at a time:
-//! bucket (ℓ, d) holds the keys whose highest byte differing from that last
-//! key is byte ℓ, of value d (greater than the last key's byte ℓ); keys
-//! equal to it wait apart, in task order. A lower level holds smaller keys,
-//! and so does a lower digit within a level, so the smallest key is in the
-//! lowest non-empty bucket (two bitmaps find it). A pop takes the waiting
-//! keys first; when none is left, the lowest non-empty bucket is emptied:
-//! at level 0 its keys are all one time, which becomes the last one, and
-//! they wait as they are; at a higher level they move, around their
-//! smallest key, into lower levels. Moving the last key to the smallest
-//! key of the lowest bucket keeps every other key's bucket, so a key moves
-//! at most once per level: a task finishing 2²⁰ ns ahead moves twice (it
-//! moved about six times a bit at a time, 29 M pushes and 175 M moves on
-//! the 1T model on 12,288 GPUs under `--contention`). No comparisons
-//! between entries but the sort of equal times by task.
+//! finishes before now). Bucket `b` holds the keys whose highest bit differing
+//! from that last key is bit `b − 1`; bucket 0 holds keys equal to it. A pop
+//! takes bucket 0 front first; when it is empty the lowest non-empty bucket is
+//! emptied, in order, into lower ones around its smallest key. Pushes and
+//! pops are amortised O(bits) with no comparisons between entries.
 //!
 //! **Equal times leave in task-id order**, exactly as a binary heap keyed by
 //! (time, task) would give them: entries of one time always share a bucket
-//! (the bucket is a function of the time and the last time, and moving the
-//! last time keeps every other time's bucket), so when a bucket is emptied
-//! every entry of the new last time is among its entries, and the waiting
-//! entries are sorted by task; an entry pushed at the last time itself (a
-//! task of no duration) is inserted in task order among those not yet
-//! popped. The order is a function of the times alone, not of the order
-//! events were pushed in: a run of full expansion from one replica's graph
+//! (the bucket is a function of the time and the last time, and moving a
+//! bucket keeps every other time's bucket), so when a bucket is emptied into
+//! bucket 0 every entry of the new last time is there, and bucket 0 is
+//! sorted by task; an entry pushed at the last time itself (a task of no
+//! duration) is inserted in task order among those not yet popped. The
+//! order is a function of the times alone, not of the order events were
+//! pushed in: a run of full expansion from one replica's graph
 //! (`engine::replicated`), which meets the same events in another order,
 //! pops them exactly as the run of the built graph does. (It was first in,
 //! first out until the replicated run under `--contention` needed an order
-//! both could give; it took a bit at a time until the moves showed in
-//! profiles.)
+//! both could give.)
 
 use timeline::time::SimTime;
 
-/// Bits of a digit: a byte.
-const DIGIT_BITS: u32 = 8;
-/// Values of a digit.
-const DIGITS: usize = 1 << DIGIT_BITS;
-/// Digits of a `u64` time.
-const LEVELS: usize = (u64::BITS / DIGIT_BITS) as usize;
-/// Words of one level's bitmap of non-empty digits.
-const WORDS: usize = DIGITS / 64;
+/// Buckets: keys equal to the last, then one per differing bit of a `u64`.
+const BUCKETS: usize = 65;
 
 /// A monotone min-queue of (time, task), lowest task first among equal times.
 #[derive(Debug)]
 pub struct EventQueue {
     /// Every entry's time is at least this (the last time popped).
     last: u64,
-    /// The entries at time `last` not yet popped (from `front` on), in task order.
-    waiting: Vec<(u64, u64)>,
-    front: usize,
-    /// `LEVELS · DIGITS` buckets, level-major.
     buckets: Vec<Vec<(u64, u64)>>,
     /// The smallest time in each bucket (`u64::MAX` when empty).
-    minimum: Vec<u64>,
-    /// Bit ℓ set iff some bucket of level ℓ is non-empty.
-    levels: u32,
-    /// Per level, bit d set iff bucket (ℓ, d) is non-empty.
-    digits: [[u64; WORDS]; LEVELS],
+    minimum: [u64; BUCKETS],
+    /// Bit `b − 1` set iff bucket `b` (1 ≤ b ≤ 64) is non-empty: the lowest
+    /// one is a `trailing_zeros` away instead of a scan of 64 buckets.
+    occupied: u64,
+    /// Entries of bucket 0 already popped.
+    front: usize,
     len: usize,
     /// Reused while a bucket is emptied into lower ones.
     spare: Vec<(u64, u64)>,
@@ -75,27 +55,26 @@ impl Default for EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(capacity: usize) -> EventQueue {
+        let mut buckets: Vec<Vec<(u64, u64)>> = (0..BUCKETS).map(|_| Vec::new()).collect();
+        buckets[0].reserve(capacity);
         EventQueue {
             last: 0,
-            waiting: Vec::with_capacity(capacity),
+            buckets,
+            minimum: [u64::MAX; BUCKETS],
+            occupied: 0,
             front: 0,
-            buckets: (0..LEVELS * DIGITS).map(|_| Vec::new()).collect(),
-            minimum: vec![u64::MAX; LEVELS * DIGITS],
-            levels: 0,
-            digits: [[0; WORDS]; LEVELS],
             len: 0,
             spare: Vec::new(),
         }
     }
 
-    /// The bucket of `time`, which is greater than the last time: its
-    /// highest byte differing from the last time's, and that byte's value.
     #[inline]
-    fn bucket_of(&self, time: u64) -> (usize, usize) {
-        let highest_bit = u64::BITS - 1 - (time ^ self.last).leading_zeros();
-        let level = (highest_bit / DIGIT_BITS) as usize;
-        let digit = (time >> (level as u32 * DIGIT_BITS)) as usize & (DIGITS - 1);
-        (level, digit)
+    fn bucket_of(&self, time: u64) -> usize {
+        if time == self.last {
+            0
+        } else {
+            (u64::BITS - (time ^ self.last).leading_zeros()) as usize
+        }
     }
 
     /// Queues `task` finishing at `time`, which must not precede the last
@@ -106,87 +85,77 @@ impl EventQueue {
     pub fn push(&mut self, time: SimTime, task: u64) {
         let time = time.as_nanos();
         debug_assert!(time >= self.last, "event at {time} before {}", self.last);
-        self.len += 1;
-        if time == self.last {
+        let bucket = self.bucket_of(time);
+        if bucket == 0 {
             // Among the entries of this time not yet popped, in task order.
-            let waiting = &self.waiting[self.front..];
+            let waiting = &self.buckets[0][self.front..];
             let at = self.front + waiting.partition_point(|&(_, other)| other < task);
-            self.waiting.insert(at, (time, task));
+            self.buckets[0].insert(at, (time, task));
+            self.minimum[0] = time;
+            self.len += 1;
             return;
         }
-        self.push_later(time, task);
-    }
-
-    /// Files an entry later than the last time into its bucket.
-    #[inline]
-    fn push_later(&mut self, time: u64, task: u64) {
-        let (level, digit) = self.bucket_of(time);
-        let bucket = level * DIGITS + digit;
         self.buckets[bucket].push((time, task));
         if time < self.minimum[bucket] {
             self.minimum[bucket] = time;
         }
-        self.levels |= 1 << level;
-        self.digits[level][digit / 64] |= 1 << (digit % 64);
+        self.mark_occupied(bucket);
+        self.len += 1;
     }
 
     /// The earliest entry, the lowest task among equal times.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, u64)> {
-        if self.front == self.waiting.len() {
+        if self.front == self.buckets[0].len() {
             self.refill()?;
         }
-        let (time, task) = self.waiting[self.front];
+        let (time, task) = self.buckets[0][self.front];
         self.front += 1;
         self.len -= 1;
+        if self.front == self.buckets[0].len() {
+            self.buckets[0].clear();
+            self.front = 0;
+            self.minimum[0] = u64::MAX;
+        }
         Some((SimTime(time), task))
     }
 
-    /// The lowest non-empty bucket: (level, digit).
     #[inline]
-    fn lowest_occupied(&self) -> Option<(usize, usize)> {
-        if self.levels == 0 {
-            return None;
+    fn mark_occupied(&mut self, bucket: usize) {
+        if bucket > 0 {
+            self.occupied |= 1 << (bucket - 1);
         }
-        let level = self.levels.trailing_zeros() as usize;
-        let words = &self.digits[level];
-        let word = words
-            .iter()
-            .position(|&w| w != 0)
-            .expect("a level marked non-empty has a digit");
-        Some((level, word * 64 + words[word].trailing_zeros() as usize))
     }
 
-    /// Empties the lowest non-empty bucket around its smallest time, which
-    /// becomes the last time; `None` when empty.
+    /// The lowest non-empty bucket above 0.
+    #[inline]
+    fn lowest_occupied(&self) -> Option<usize> {
+        (self.occupied != 0).then(|| self.occupied.trailing_zeros() as usize + 1)
+    }
+
+    /// Empties the lowest non-empty bucket into lower ones around its
+    /// smallest time, which becomes the last time; `None` when empty.
     fn refill(&mut self) -> Option<()> {
-        self.waiting.clear();
+        self.buckets[0].clear();
         self.front = 0;
-        let (level, digit) = self.lowest_occupied()?;
-        let bucket = level * DIGITS + digit;
-        self.last = self.minimum[bucket];
-        self.minimum[bucket] = u64::MAX;
-        self.digits[level][digit / 64] &= !(1 << (digit % 64));
-        if self.digits[level].iter().all(|&w| w == 0) {
-            self.levels &= !(1 << level);
-        }
-        if level == 0 {
-            // Every entry of a level-0 bucket has one time: the new last.
-            std::mem::swap(&mut self.waiting, &mut self.buckets[bucket]);
-        } else {
-            std::mem::swap(&mut self.spare, &mut self.buckets[bucket]);
-            for index in 0..self.spare.len() {
-                let (time, task) = self.spare[index];
-                if time == self.last {
-                    self.waiting.push((time, task));
-                } else {
-                    self.push_later(time, task);
-                }
+        let lowest = self.lowest_occupied()?;
+        self.last = self.minimum[lowest];
+        self.minimum[lowest] = u64::MAX;
+        self.occupied &= !(1 << (lowest - 1));
+        std::mem::swap(&mut self.spare, &mut self.buckets[lowest]);
+        for index in 0..self.spare.len() {
+            let (time, task) = self.spare[index];
+            let bucket = self.bucket_of(time);
+            self.buckets[bucket].push((time, task));
+            if time < self.minimum[bucket] {
+                self.minimum[bucket] = time;
             }
-            self.spare.clear();
+            self.mark_occupied(bucket);
         }
-        if !self.waiting.is_sorted_by_key(|&(_, task)| task) {
-            self.waiting.sort_unstable_by_key(|&(_, task)| task);
+        self.spare.clear();
+        let equal_times = &mut self.buckets[0];
+        if !equal_times.is_sorted_by_key(|&(_, task)| task) {
+            equal_times.sort_unstable_by_key(|&(_, task)| task);
         }
         Some(())
     }
@@ -194,11 +163,10 @@ impl EventQueue {
     /// The earliest time queued, without popping (nor moving anything, so
     /// pushes at any time from the last one popped stay valid).
     pub fn peek_time(&self) -> Option<SimTime> {
-        if self.front < self.waiting.len() {
+        if self.front < self.buckets[0].len() {
             return Some(SimTime(self.last));
         }
-        self.lowest_occupied()
-            .map(|(level, digit)| SimTime(self.minimum[level * DIGITS + digit]))
+        self.lowest_occupied().map(|b| SimTime(self.minimum[b]))
     }
 
     pub fn len(&self) -> usize {

@@ -55,6 +55,16 @@ pub(crate) enum TaskPlan {
     Lone { duration: SimDuration, flows: u32 },
 }
 
+impl TaskPlan {
+    /// A planner's answer: flows when it planned the task, else fixed.
+    pub fn planned_if(planned: bool) -> TaskPlan {
+        match planned {
+            true => TaskPlan::Flows,
+            false => TaskPlan::Fixed,
+        }
+    }
+}
+
 /// A running flow task: its flows still running and the fixed tail after them.
 #[derive(Debug, Clone, Copy)]
 struct FlowTask {

@@ -101,10 +101,7 @@ impl<D: Fn(TaskId) -> SimDuration> EventGraph for BuiltGraph<'_, D> {
 
     #[inline]
     fn plan_into(&self, task: u32, plan: &mut FlowPlan) -> TaskPlan {
-        match self.planner.plan_into(TaskId(task), plan) {
-            true => TaskPlan::Flows,
-            false => TaskPlan::Fixed,
-        }
+        TaskPlan::planned_if(self.planner.plan_into(TaskId(task), plan))
     }
 }
 

@@ -28,7 +28,7 @@
 //! every start, as before.
 
 use crate::flow_loop::FlowLoop;
-use crate::network::{FlowEnds, FlowPlan};
+use crate::network::{time_alone, FlowEnds, FlowPlan};
 use crate::replicated_flows::TwinFlowPlanner;
 use std::collections::BTreeMap;
 use taskgraph::replica_ids::ReplicaIds;
@@ -137,9 +137,7 @@ impl LoneTwins {
             for (&(_, bytes), &index) in plan.flows.iter().zip(&pairs.last) {
                 let pair = &pairs.pairs[index];
                 alike &= pair.alike;
-                longest = longest.max(SimDuration::from_seconds_ceil(
-                    bytes as f64 / pair.slowest_bytes_per_s,
-                ));
+                longest = longest.max(time_alone(bytes as f64, pair.slowest_bytes_per_s));
             }
             if !alike {
                 continue;

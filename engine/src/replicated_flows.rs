@@ -209,10 +209,7 @@ impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
         if let Some(LoneTask { duration, flows }) = self.lone.of(twin.task) {
             return TaskPlan::Lone { duration, flows };
         }
-        match self.planner.plan_twin_into(twin.task, twin.copy, plan) {
-            true => TaskPlan::Flows,
-            false => TaskPlan::Fixed,
-        }
+        TaskPlan::planned_if(self.planner.plan_twin_into(twin.task, twin.copy, plan))
     }
 }
 

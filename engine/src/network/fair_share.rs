@@ -65,11 +65,17 @@ struct Flow {
     active: bool,
 }
 
-/// When a flow of `bytes` starting at `now` alone on its links ends: at its
-/// route's slowest capacity, rounded up to a nanosecond. A lone start and
-/// [`FairShareNetwork::run_alone`] both take it, so the two agree.
+/// How long a flow of `bytes` alone on its links takes: at its route's
+/// slowest capacity, rounded up to a nanosecond. A lone start,
+/// [`FairShareNetwork::run_alone`] and tasks timed once before a run
+/// (`engine::lone_twins`) all take it, so they agree.
+pub fn time_alone(bytes: f64, rate_bytes_per_s: f64) -> SimDuration {
+    SimDuration::from_seconds_ceil(bytes / rate_bytes_per_s)
+}
+
+/// When a flow of `bytes` starting at `now` alone on its links ends.
 fn end_alone(now: SimTime, bytes: f64, rate_bytes_per_s: f64) -> SimTime {
-    now + SimDuration::from_seconds_ceil(bytes / rate_bytes_per_s)
+    now + time_alone(bytes, rate_bytes_per_s)
 }
 
 /// Max-min fair sharing of link bandwidth among flows, updated incrementally.

@@ -39,7 +39,7 @@ mod utilization;
 mod water_fill;
 
 pub use fabric::{Fabric, FabricError, Link, LinkKind, Route};
-pub use fair_share::FairShareNetwork;
+pub use fair_share::{time_alone, FairShareNetwork};
 pub use flow_plan::{FlowEnds, FlowPlan, FlowPlanner, SharedFabric};
 pub use ids::{FlowId, LinkId};
 pub use reference::ReferenceNetwork;

@@ -9,6 +9,28 @@
 //! times lowest task first; the successors a finish makes ready start
 //! lowest id first), so two graphs with the same tasks, edges, durations
 //! and plans run exactly alike.
+//!
+//! **Tasks run ahead.** Only the network needs events in time order: a
+//! flow task's rate depends on which flows run beside it. A task whose
+//! duration is known before it starts, is longer than zero, and shares no
+//! link (a fixed duration, or flows timed once: [`Timing::Ahead`]) is
+//! run as soon as its predecessors' ends are known: its start is their
+//! latest end, its end that plus its duration, and its successors run
+//! ahead learn of it at once (a stack, not the queue). Its finish goes
+//! through the queue only when an in-order successor waits for it, and
+//! pops there where it popped before. So every in-order task (flows, or
+//! a duration of zero) starts at the same pop as before: after its last
+//! predecessor's, at the same (time, task) position, with the same ready
+//! siblings; the network sees the same starts and completions in the same
+//! order, and every time is the same. Why the queue's order is kept: a
+//! task run ahead ends after the loop's now (its start is known, its
+//! duration not zero), so its queued finish is there before its time
+//! comes, as when it was queued at its start; the finishes left out of
+//! the queue (no in-order successor) only ever told successors run ahead,
+//! which touch nothing else. Zero-duration tasks stay in order because
+//! one started at its predecessor's pop pops right after it, ahead of
+//! lower ids queued earlier, which a finish queued ahead would not.
+//! `flow_loop_tests.rs` runs random graphs both ways.
 
 use crate::event_queue::EventQueue;
 use crate::network::{Fabric, FairShareNetwork, FlowEnds, FlowPlan, RouteCache, RouteId};
@@ -40,6 +62,27 @@ pub(crate) trait EventGraph {
     /// otherwise), its fixed duration, or alone at a duration known
     /// before it starts.
     fn plan_into(&self, task: Self::Task, plan: &mut FlowPlan) -> TaskPlan;
+
+    /// Whether the loop may run the task ahead of time (see the module
+    /// header); [`Timing::InOrder`] is always exact.
+    fn timing(&self, task: Self::Task) -> Timing;
+}
+
+/// When the loop runs a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timing {
+    /// Its duration, longer than zero, is known before it starts, and it
+    /// shares no link with another flow (a fixed duration, or flows timed
+    /// once, `lone_twins.rs`): it starts and finishes as soon as its
+    /// predecessors' ends are known, ahead of the loop's time. Each of its
+    /// `flow_events` flows' ends counts as an event.
+    Ahead {
+        duration: SimDuration,
+        flow_events: u32,
+    },
+    /// It starts in the loop's order of events, when the finish of its
+    /// last predecessor pops.
+    InOrder,
 }
 
 /// How a task runs, as its graph plans it.
@@ -91,6 +134,8 @@ pub(crate) struct FlowLoop<'f, T> {
     /// The successors a finish makes ready, with their keys (one buffer
     /// for every finish).
     ready: Vec<(u64, T)>,
+    /// Tasks run ahead whose predecessors have all ended, to run.
+    ahead: Vec<T>,
     /// Starts, finishes and flow completions.
     pub events: u64,
     /// Tasks finished.
@@ -108,6 +153,7 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
             routes: RouteCache::default(),
             plan: FlowPlan::default(),
             ready: Vec::new(),
+            ahead: Vec::new(),
             events: 0,
             finished: 0,
         }
@@ -135,7 +181,7 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
 
     /// Starts `task` at `now` (one event): its flows join the fabric, or
     /// its finish is queued.
-    pub fn start_task<G: EventGraph<Task = T>>(
+    fn start_task<G: EventGraph<Task = T>>(
         &mut self,
         graph: &G,
         task: T,
@@ -201,60 +247,173 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
         self.plan = plan;
     }
 
-    /// Runs until nothing is left: `remaining` is each task's predecessors
-    /// not yet finished, by slot (the tasks with none already started);
-    /// `finished_at(task, time)` hears each finish.
+    /// Starts `sources` (the tasks without predecessors) at zero, then runs
+    /// until nothing is left: `remaining` is each task's predecessors not
+    /// yet finished, by slot; `finished_at(task, time)` hears each finish
+    /// (a task run ahead's when it runs).
     pub fn run<G: EventGraph<Task = T>>(
         &mut self,
         graph: &G,
+        sources: impl IntoIterator<Item = T>,
         start: &mut [SimTime],
         remaining: &mut [u32],
         mut finished_at: impl FnMut(T, SimTime),
     ) {
+        for task in sources {
+            match graph.timing(task) {
+                Timing::InOrder => self.start_task(graph, task, SimTime::ZERO, start),
+                Timing::Ahead { .. } => {
+                    self.ahead.push(task);
+                    self.run_ahead(graph, start, remaining, &mut finished_at);
+                }
+            }
+        }
         loop {
             if let Some(due) = self.network.next_due() {
                 if self.queue.peek_time().is_none_or(|next| due <= next) {
-                    let (due, owner, ended) = self
-                        .network
-                        .complete_next_of_owner()
-                        .expect("a flow is pending");
-                    self.events += u64::from(ended);
-                    let entry = &mut self.flow_tasks[owner as usize];
-                    entry.flows_left -= ended;
-                    if entry.flows_left == 0 {
-                        let (task, tail) = (entry.task, entry.tail);
-                        self.free_flow_tasks.push(owner);
-                        self.queue.push(due + tail, task);
-                    }
+                    self.complete_next_flows();
                     continue;
                 }
             }
             let Some((time, key)) = self.queue.pop() else {
                 break;
             };
+            self.finish(
+                graph,
+                graph.task(key),
+                time,
+                start,
+                remaining,
+                &mut finished_at,
+            );
+        }
+    }
+
+    /// The network's next completion: the flows of one task that end
+    /// then; the task's finish queued once its last flow ends.
+    fn complete_next_flows(&mut self) {
+        let (due, owner, ended) = self
+            .network
+            .complete_next_of_owner()
+            .expect("a flow is pending");
+        self.events += u64::from(ended);
+        let entry = &mut self.flow_tasks[owner as usize];
+        entry.flows_left -= ended;
+        if entry.flows_left == 0 {
+            let (task, tail) = (entry.task, entry.tail);
+            self.free_flow_tasks.push(owner);
+            self.queue.push(due + tail, task);
+        }
+    }
+
+    /// The popped finish of `task` at `time`: an in-order task finishes
+    /// (one event) and its successors learn of it; a task run ahead
+    /// finished when it ran and told its successors run ahead then, so its
+    /// in-order successors learn of it now.
+    fn finish<G: EventGraph<Task = T>>(
+        &mut self,
+        graph: &G,
+        task: T,
+        time: SimTime,
+        start: &mut [SimTime],
+        remaining: &mut [u32],
+        finished_at: &mut impl FnMut(T, SimTime),
+    ) {
+        let ran_ahead = matches!(graph.timing(task), Timing::Ahead { .. });
+        if !ran_ahead {
             self.events += 1;
             self.finished += 1;
             crate::progress::finished(self.finished as u64);
-            let task = graph.task(key);
             finished_at(task, time);
-            // Successors whose last predecessor this was start now, lowest
-            // id first (each start needs no trip through the queue).
-            let mut ready = std::mem::take(&mut self.ready);
-            ready.clear();
-            graph.for_each_successor(task, |successor| {
-                let left = &mut remaining[graph.slot(successor)];
-                *left -= 1;
-                if *left == 0 {
-                    ready.push((graph.key(successor), successor));
+        }
+        // In-order successors whose last predecessor this was start now,
+        // lowest id first (each start needs no trip through the queue).
+        let mut ready = std::mem::take(&mut self.ready);
+        let mut ahead = std::mem::take(&mut self.ahead);
+        ready.clear();
+        graph.for_each_successor(task, |successor| {
+            let slot = graph.slot(successor);
+            match graph.timing(successor) {
+                Timing::InOrder => {
+                    remaining[slot] -= 1;
+                    if remaining[slot] == 0 {
+                        ready.push((graph.key(successor), successor));
+                    }
+                }
+                Timing::Ahead { .. } if !ran_ahead => {
+                    if start[slot] < time {
+                        start[slot] = time;
+                    }
+                    remaining[slot] -= 1;
+                    if remaining[slot] == 0 {
+                        ahead.push(successor);
+                    }
+                }
+                // Told when `task` ran ahead.
+                Timing::Ahead { .. } => {}
+            }
+        });
+        self.ahead = ahead;
+        self.run_ahead(graph, start, remaining, finished_at);
+        if ready.len() > 1 {
+            ready.sort_unstable_by_key(|&(key, _)| key);
+        }
+        for &(_, successor) in &ready {
+            self.start_task(graph, successor, time, start);
+        }
+        self.ready = ready;
+    }
+
+    /// Runs the tasks in `self.ahead` and those they make ready to run
+    /// ahead: each starts at its `start` (the latest end of its
+    /// predecessors, gathered there) and ends its duration later. Its
+    /// successors run ahead learn of its end now; if it has an in-order
+    /// successor, its finish is queued for them (at a time after the
+    /// loop's now: a task runs ahead only once its start is known, and
+    /// its duration is not zero).
+    fn run_ahead<G: EventGraph<Task = T>>(
+        &mut self,
+        graph: &G,
+        start: &mut [SimTime],
+        remaining: &mut [u32],
+        finished_at: &mut impl FnMut(T, SimTime),
+    ) {
+        let mut ahead = std::mem::take(&mut self.ahead);
+        while let Some(task) = ahead.pop() {
+            let Timing::Ahead {
+                duration,
+                flow_events,
+            } = graph.timing(task)
+            else {
+                unreachable!("only tasks run ahead are queued to run ahead");
+            };
+            let finish = start[graph.slot(task)] + duration;
+            self.events += 2 + u64::from(flow_events);
+            self.finished += 1;
+            crate::progress::finished(self.finished as u64);
+            finished_at(task, finish);
+            let mut in_order_successor = false;
+            graph.for_each_successor(task, |successor| match graph.timing(successor) {
+                Timing::InOrder => in_order_successor = true,
+                Timing::Ahead { .. } => {
+                    let slot = graph.slot(successor);
+                    if start[slot] < finish {
+                        start[slot] = finish;
+                    }
+                    remaining[slot] -= 1;
+                    if remaining[slot] == 0 {
+                        ahead.push(successor);
+                    }
                 }
             });
-            if ready.len() > 1 {
-                ready.sort_unstable_by_key(|&(key, _)| key);
+            if in_order_successor {
+                self.queue.push(finish, graph.key(task));
             }
-            for &(_, successor) in &ready {
-                self.start_task(graph, successor, time, start);
-            }
-            self.ready = ready;
         }
+        self.ahead = ahead;
     }
 }
+
+#[cfg(test)]
+#[path = "flow_loop_tests.rs"]
+mod tests;

@@ -38,7 +38,7 @@ pub mod progress;
 pub mod replicated;
 pub mod replicated_flows;
 
-use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan};
+use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan, Timing};
 use crate::network::{FlowPlan, FlowPlanner, LinkUtilization, SharedFabric};
 use taskgraph::ids::TaskId;
 use taskgraph::task_graph::TaskGraph;
@@ -102,6 +102,13 @@ impl<D: Fn(TaskId) -> SimDuration> EventGraph for BuiltGraph<'_, D> {
     #[inline]
     fn plan_into(&self, task: u32, plan: &mut FlowPlan) -> TaskPlan {
         TaskPlan::planned_if(self.planner.plan_into(TaskId(task), plan))
+    }
+
+    /// In order: which tasks the planner turns into flows is known only
+    /// by planning them.
+    #[inline]
+    fn timing(&self, _task: u32) -> Timing {
+        Timing::InOrder
     }
 }
 
@@ -174,12 +181,10 @@ pub fn run_with_fabric(
                 planner: shared.planner,
             };
             let mut flow_loop = FlowLoop::new(shared.fabric);
-            for (index, &left) in remaining.iter().enumerate() {
-                if left == 0 {
-                    flow_loop.start_task(&built, index as u32, SimTime::ZERO, &mut start);
-                }
-            }
-            flow_loop.run(&built, &mut start, &mut remaining, |task, time| {
+            let sources: Vec<u32> = (0..n as u32)
+                .filter(|&task| remaining[task as usize] == 0)
+                .collect();
+            flow_loop.run(&built, sources, &mut start, &mut remaining, |task, time| {
                 end[task as usize] = time;
             });
             let (events, finished) = (flow_loop.events, flow_loop.finished);

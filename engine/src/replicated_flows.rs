@@ -11,7 +11,9 @@
 //! a twin's duration and flows are its own ([`TwinFlowPlanner`]: its
 //! ranks are its copy's). A task whose twins all run alone at one
 //! duration (tensor rings inside a node) is timed once before the run and
-//! not planned at its starts (`lone_twins.rs`).
+//! not planned at its starts (`lone_twins.rs`). Such tasks and those of
+//! fixed durations (most of them) run ahead of the loop's time, off the
+//! queue (`flow_loop.rs`).
 //!
 //! **Exact.** The event loop's order depends on task ids alone (equal
 //! times pop lowest id first, ready successors start lowest id first), so
@@ -29,7 +31,7 @@
 //! by copy (8 bytes a task more at the end, once the 4 are freed). Per
 //! representative task, where its twins' ends are kept ([`PlannedEnds`]).
 
-use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan};
+use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan, Timing};
 use crate::lone_twins::{LoneTask, LoneTwins};
 use crate::network::{Fabric, FlowPlan, LinkUtilization};
 use crate::DeadlockError;
@@ -211,6 +213,25 @@ impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
         }
         TaskPlan::planned_if(self.planner.plan_twin_into(twin.task, twin.copy, plan))
     }
+
+    /// Ahead: a fixed duration, or a task timed once, longer than zero.
+    #[inline]
+    fn timing(&self, twin: Twin) -> Timing {
+        let (duration, flow_events) = if self.planned.base[twin.task as usize] == NOT_PLANNED {
+            ((self.duration_of)(twin.task, twin.copy), 0)
+        } else if let Some(LoneTask { duration, flows }) = self.lone.of(twin.task) {
+            (duration, flows)
+        } else {
+            return Timing::InOrder;
+        };
+        match duration > SimDuration::ZERO {
+            true => Timing::Ahead {
+                duration,
+                flow_events,
+            },
+            false => Timing::InOrder,
+        }
+    }
 }
 
 /// Runs full expansion of `graph` (the representative) as `ids` lays it
@@ -243,24 +264,28 @@ pub fn run_replicated_with_fabric(
     // The tasks without predecessors, in full id order (a twin has its
     // representative's in-degree, a shared task none only if its
     // representative has none): each segment's, copy by copy.
+    let mut sources = Vec::new();
     for segment in ids.segments() {
-        let sources: Vec<u32> = segment
+        let tasks: Vec<u32> = segment
             .tasks
             .clone()
             .filter(|&task| in_degrees[task as usize] == 0)
             .collect();
         for copy in 0..segment.copies {
-            for &task in &sources {
-                let twin = replicated.twin(task, copy);
-                flow_loop.start_task(&replicated, twin, SimTime::ZERO, &mut start);
-            }
+            sources.extend(tasks.iter().map(|&task| replicated.twin(task, copy)));
         }
     }
-    flow_loop.run(&replicated, &mut start, &mut remaining, |twin, time| {
-        if let Some(slot) = replicated.planned.slot(ids, twin.task, twin.copy) {
-            planned_ends[slot] = time;
-        }
-    });
+    flow_loop.run(
+        &replicated,
+        sources,
+        &mut start,
+        &mut remaining,
+        |twin, time| {
+            if let Some(slot) = replicated.planned.slot(ids, twin.task, twin.copy) {
+                planned_ends[slot] = time;
+            }
+        },
+    );
     let (events, finished) = (flow_loop.events, flow_loop.finished);
     lone.carry_into(planner, &mut flow_loop);
     let utilization = flow_loop.into_network().link_utilization();

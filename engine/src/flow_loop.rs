@@ -52,8 +52,12 @@ pub(crate) trait EventGraph {
     /// Where the run keeps the task's start and predecessors left.
     fn slot(&self, task: Self::Task) -> usize;
 
-    /// Calls `visit` with each successor of `task` (any order).
-    fn for_each_successor(&self, task: Self::Task, visit: impl FnMut(Self::Task));
+    /// Calls `visit` with each successor of `task` (any order) and the
+    /// gap between `task`'s end and the successor's earliest start: zero
+    /// for an edge of the graph, the fixed time of the tasks between them
+    /// for an edge that stands for them (`folded_twins.rs`). An in-order
+    /// successor's gap is zero (it starts at its last predecessor's pop).
+    fn for_each_successor(&self, task: Self::Task, visit: impl FnMut(Self::Task, SimDuration));
 
     /// The task's duration when it does not run as flows.
     fn duration(&self, task: Self::Task) -> SimDuration;
@@ -331,18 +335,20 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
         let mut ready = std::mem::take(&mut self.ready);
         let mut ahead = std::mem::take(&mut self.ahead);
         ready.clear();
-        graph.for_each_successor(task, |successor| {
+        graph.for_each_successor(task, |successor, gap| {
             let slot = graph.slot(successor);
             match graph.timing(successor) {
                 Timing::InOrder => {
+                    debug_assert_eq!(gap, SimDuration::ZERO, "an in-order task starts at a pop");
                     remaining[slot] -= 1;
                     if remaining[slot] == 0 {
                         ready.push((graph.key(successor), successor));
                     }
                 }
                 Timing::Ahead { .. } if !ran_ahead => {
-                    if start[slot] < time {
-                        start[slot] = time;
+                    let earliest = time + gap;
+                    if start[slot] < earliest {
+                        start[slot] = earliest;
                     }
                     remaining[slot] -= 1;
                     if remaining[slot] == 0 {
@@ -393,12 +399,13 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
             crate::progress::finished(self.finished as u64);
             finished_at(task, finish);
             let mut in_order_successor = false;
-            graph.for_each_successor(task, |successor| match graph.timing(successor) {
+            graph.for_each_successor(task, |successor, gap| match graph.timing(successor) {
                 Timing::InOrder => in_order_successor = true,
                 Timing::Ahead { .. } => {
                     let slot = graph.slot(successor);
-                    if start[slot] < finish {
-                        start[slot] = finish;
+                    let earliest = finish + gap;
+                    if start[slot] < earliest {
+                        start[slot] = earliest;
                     }
                     remaining[slot] -= 1;
                     if remaining[slot] == 0 {

@@ -36,10 +36,10 @@ impl EventGraph for TestGraph {
         task as usize
     }
 
-    fn for_each_successor(&self, task: u32, mut visit: impl FnMut(u32)) {
-        self.successors[task as usize]
-            .iter()
-            .for_each(|&s| visit(s));
+    fn for_each_successor(&self, task: u32, mut visit: impl FnMut(u32, SimDuration)) {
+        for &successor in &self.successors[task as usize] {
+            visit(successor, SimDuration::ZERO);
+        }
     }
 
     fn duration(&self, task: u32) -> SimDuration {

@@ -32,6 +32,7 @@
 
 pub mod event_queue;
 mod flow_loop;
+mod folded_twins;
 mod lone_twins;
 pub mod network;
 pub mod progress;
@@ -88,9 +89,9 @@ impl<D: Fn(TaskId) -> SimDuration> EventGraph for BuiltGraph<'_, D> {
     }
 
     #[inline]
-    fn for_each_successor(&self, task: u32, mut visit: impl FnMut(u32)) {
+    fn for_each_successor(&self, task: u32, mut visit: impl FnMut(u32, SimDuration)) {
         for &successor in self.graph.successor_slice(task as usize) {
-            visit(successor);
+            visit(successor, SimDuration::ZERO);
         }
     }
 

@@ -22,16 +22,25 @@
 //! gets the same id and rate (`tests/tests/it/replicated_run.rs` compares
 //! every task's times with the built graph's).
 //!
-//! **State.** Per full task, its start (8 bytes) and its predecessors not
-//! yet finished (4 bytes); per flow task, its end (8 bytes; any other
-//! task's end is its start plus its duration). All by twin slot while it
-//! runs ([`ReplicaIds::twin_slot`]: a representative task's twins side by
-//! side, which replicas running in step touch together); the starts are
-//! then laid out by full id for the readers, who walk a rank's tasks copy
-//! by copy (8 bytes a task more at the end, once the 4 are freed). Per
+//! **Folded.** Without stragglers (every twin at its copy-0 twin's
+//! duration), the tasks no flow waits for are folded out of the loop
+//! (`folded_twins.rs`): the loop runs the kept tasks over edges that carry
+//! the folded tasks' fixed time, and the folded twins' times follow in
+//! one pass per copy. The same times, events and traffic; the loop sees
+//! about a sixth of the tasks.
+//!
+//! **State.** Per twin the loop runs, its start (8 bytes) and its
+//! predecessors not yet finished (4 bytes), by twin slot
+//! ([`ReplicaIds::twin_slot`], or the kept tasks' slots: a representative
+//! task's twins side by side, which replicas running in step touch
+//! together); per flow task, its end (8 bytes; any other task's end is
+//! its start plus its duration). The starts are then laid out by full id
+//! for the readers, who walk a rank's tasks copy by copy (8 bytes every
+//! full task), where the folded pass adds the folded twins'. Per
 //! representative task, where its twins' ends are kept ([`PlannedEnds`]).
 
 use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan, Timing};
+use crate::folded_twins::{Fold, FoldedTwins};
 use crate::lone_twins::{LoneTask, LoneTwins};
 use crate::network::{Fabric, FlowPlan, LinkUtilization};
 use crate::DeadlockError;
@@ -144,6 +153,9 @@ struct ReplicatedGraph<'a, D> {
     planner: &'a dyn TwinFlowPlanner,
     planned: &'a PlannedEnds,
     lone: &'a LoneTwins,
+    /// The graph the loop runs when tasks are folded out of it; `None`:
+    /// the representative's, every task in the loop.
+    folded: Option<&'a FoldedTwins>,
 }
 
 impl<D> ReplicatedGraph<'_, D> {
@@ -153,6 +165,23 @@ impl<D> ReplicatedGraph<'_, D> {
             id: self.ids.full_id(task, copy),
             task,
             copy,
+        }
+    }
+
+    /// The twins of representative task `successor` that an edge from
+    /// `twin`'s task reaches: its own copy's, every copy's from a shared
+    /// task, a shared task itself.
+    #[inline]
+    fn visit_twins(&self, twin: Twin, successor: u32, mut visit: impl FnMut(Twin)) {
+        let ids = self.ids;
+        if ids.is_shared(successor) {
+            visit(self.twin(successor, 0));
+        } else if ids.is_shared(twin.task) {
+            for copy in 0..ids.copies() {
+                visit(self.twin(successor, copy));
+            }
+        } else {
+            visit(self.twin(successor, twin.copy));
         }
     }
 }
@@ -178,22 +207,26 @@ impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
 
     #[inline]
     fn slot(&self, twin: Twin) -> usize {
-        self.ids.twin_slot(twin.task, twin.copy) as usize
+        match self.folded {
+            Some(folded) => folded.slot(self.ids, twin.task, twin.copy),
+            None => self.ids.twin_slot(twin.task, twin.copy) as usize,
+        }
     }
 
     #[inline]
-    fn for_each_successor(&self, twin: Twin, mut visit: impl FnMut(Twin)) {
-        let ids = self.ids;
-        let from_shared = ids.is_shared(twin.task);
-        for &successor in self.graph.successor_slice(twin.task as usize) {
-            if ids.is_shared(successor) {
-                visit(self.twin(successor, 0));
-            } else if from_shared {
-                for copy in 0..ids.copies() {
-                    visit(self.twin(successor, copy));
+    fn for_each_successor(&self, twin: Twin, mut visit: impl FnMut(Twin, SimDuration)) {
+        match self.folded {
+            Some(folded) => {
+                for &(successor, gap) in folded.edges(twin.task) {
+                    self.visit_twins(twin, successor, |successor| visit(successor, gap));
                 }
-            } else {
-                visit(self.twin(successor, twin.copy));
+            }
+            None => {
+                for &successor in self.graph.successor_slice(twin.task as usize) {
+                    self.visit_twins(twin, successor, |successor| {
+                        visit(successor, SimDuration::ZERO)
+                    });
+                }
             }
         }
     }
@@ -237,29 +270,66 @@ impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
 /// Runs full expansion of `graph` (the representative) as `ids` lays it
 /// out, with the twins' flows on `fabric`: `duration_of(task, copy)` is
 /// the fixed duration of representative task `task`'s twin in copy `copy`
-/// (copy 0 for a shared task), `planner` its flows.
+/// (copy 0 for a shared task), `planner` its flows. `twins_alike`: every
+/// twin takes its copy-0 twin's duration, so the tasks no flow waits for
+/// are folded out of the loop (`folded_twins.rs`).
 pub fn run_replicated_with_fabric(
     graph: &TaskGraph,
     ids: &ReplicaIds,
     duration_of: impl Fn(u32, u32) -> SimDuration,
+    twins_alike: bool,
     fabric: &Fabric,
     planner: &dyn TwinFlowPlanner,
 ) -> Result<ReplicatedFlowTimes, DeadlockError> {
     let mut scratch = FlowPlan::default();
     let mut planned = PlannedEnds::new(ids, |task| planner.plan_twin_into(task, 0, &mut scratch));
-    let mut start = vec![SimTime::ZERO; ids.full_tasks() as usize];
-    let in_degrees = twin_in_degrees(graph, ids);
-    let mut remaining = by_twin_slot(ids, &in_degrees);
     let mut planned_ends = std::mem::take(&mut planned.end);
     let mut flow_loop = FlowLoop::new(fabric);
     let lone = LoneTwins::new(ids, planner, &mut flow_loop);
-    let replicated = ReplicatedGraph {
+    let mut replicated = ReplicatedGraph {
         graph,
         ids,
         duration_of,
         planner,
         planned: &planned,
         lone: &lone,
+        folded: None,
+    };
+    let folded = twins_alike
+        .then(|| {
+            FoldedTwins::new(graph, ids, |task| {
+                match replicated.timing(replicated.twin(task, 0)) {
+                    Timing::Ahead {
+                        duration,
+                        flow_events,
+                    } => Fold::Ahead {
+                        duration,
+                        flow_events,
+                    },
+                    Timing::InOrder => Fold::InOrder,
+                }
+            })
+        })
+        .flatten();
+    replicated.folded = folded.as_ref();
+    // Each twin the loop runs: its predecessors there and its start (the
+    // latest end of its predecessors so far, for a task run ahead).
+    let (mut remaining, mut start, in_degree) = match &folded {
+        Some(folded) => (
+            folded.in_degrees(ids),
+            folded.earliest_starts(ids),
+            (0..ids.representative_tasks())
+                .map(|task| match folded.is_kept(task) {
+                    true => folded.in_degree(task),
+                    false => u32::MAX,
+                })
+                .collect(),
+        ),
+        None => {
+            let in_degree = twin_in_degrees(graph, ids);
+            let start = vec![SimTime::ZERO; ids.full_tasks() as usize];
+            (by_twin_slot(ids, &in_degree), start, in_degree)
+        }
     };
     // The tasks without predecessors, in full id order (a twin has its
     // representative's in-degree, a shared task none only if its
@@ -269,56 +339,93 @@ pub fn run_replicated_with_fabric(
         let tasks: Vec<u32> = segment
             .tasks
             .clone()
-            .filter(|&task| in_degrees[task as usize] == 0)
+            .filter(|&task| in_degree[task as usize] == 0)
             .collect();
         for copy in 0..segment.copies {
             sources.extend(tasks.iter().map(|&task| replicated.twin(task, copy)));
         }
     }
+    drop(in_degree);
     flow_loop.run(
         &replicated,
         sources,
         &mut start,
         &mut remaining,
         |twin, time| {
-            if let Some(slot) = replicated.planned.slot(ids, twin.task, twin.copy) {
+            if let Some(slot) = planned.slot(ids, twin.task, twin.copy) {
                 planned_ends[slot] = time;
             }
         },
     );
-    let (events, finished) = (flow_loop.events, flow_loop.finished);
+    let (mut events, finished) = (flow_loop.events, flow_loop.finished);
     lone.carry_into(planner, &mut flow_loop);
     let utilization = flow_loop.into_network().link_utilization();
-    drop(replicated);
-    planned.end = planned_ends;
     if finished < start.len() {
-        return Err(deadlock(graph, ids, &remaining, finished));
+        return Err(match &folded {
+            Some(folded) => folded_deadlock(graph, ids, folded, &remaining, finished),
+            None => deadlock(graph, ids, &remaining, finished),
+        });
     }
     drop(remaining);
+    let start = match &folded {
+        None => by_full_id(ids, &start, |task| Some(ids.twin_slot(task, 0) as usize)),
+        Some(folded) => {
+            let mut by_id = by_full_id(ids, &start, |task| {
+                folded.is_kept(task).then(|| folded.slot(ids, task, 0))
+            });
+            drop(start);
+            let (folded_events, _) =
+                folded.run_folded(ids, &mut by_id, |task, copy, begin, duration| {
+                    let slot = planned.slot(ids, task, copy);
+                    match (duration, slot) {
+                        (Some(duration), Some(slot)) => {
+                            planned_ends[slot] = begin + duration;
+                            begin + duration
+                        }
+                        (Some(duration), None) => begin + duration,
+                        (None, Some(slot)) => planned_ends[slot],
+                        (None, None) => begin + (replicated.duration_of)(task, copy),
+                    }
+                });
+            events += folded_events;
+            by_id
+        }
+    };
+    drop(replicated);
+    planned.end = planned_ends;
     Ok(ReplicatedFlowTimes {
-        start: by_full_id(ids, &start),
+        start,
         planned,
         events,
         utilization,
     })
 }
 
-/// `by_slot` (indexed by twin slot) indexed by full id, for readers that
-/// walk a rank's tasks copy by copy (metrics, the Timeline).
+/// `by_slot` indexed by full id, for readers that walk a rank's tasks
+/// copy by copy (metrics, the Timeline): `first_slot(task)` is where
+/// representative task `task`'s twins are, side by side (`None`: not
+/// there, left zero).
 ///
 /// Within a loop segment this is a transpose (slots run task by task, each
 /// task's copies in a row; ids copy by copy, each copy's tasks in a row),
 /// done a block of copies at a time: each task's block of slots is one or
 /// two cache lines, read once, written to one run of ids per copy of the
 /// block, each run advancing a task at a time.
-fn by_full_id(ids: &ReplicaIds, by_slot: &[SimTime]) -> Vec<SimTime> {
+fn by_full_id(
+    ids: &ReplicaIds,
+    by_slot: &[SimTime],
+    first_slot: impl Fn(u32) -> Option<usize>,
+) -> Vec<SimTime> {
     const COPIES_PER_BLOCK: u32 = 8;
-    let mut by_id = vec![SimTime::ZERO; by_slot.len()];
+    let mut by_id = vec![SimTime::ZERO; ids.full_tasks() as usize];
     for segment in ids.segments() {
         for first_copy in (0..segment.copies).step_by(COPIES_PER_BLOCK as usize) {
             let copies = first_copy..segment.copies.min(first_copy + COPIES_PER_BLOCK);
             for task in segment.tasks.clone() {
-                let first_slot = ids.twin_slot(task, first_copy) as usize;
+                let Some(first_slot) = first_slot(task) else {
+                    continue;
+                };
+                let first_slot = first_slot + first_copy as usize;
                 let block = &by_slot[first_slot..first_slot + copies.len()];
                 for (copy, &start) in copies.clone().zip(block) {
                     by_id[ids.full_id(task, copy) as usize] = start;
@@ -379,5 +486,29 @@ fn deadlock(
             true => graph.describe(TaskId(task)),
             false => format!("{} (in replica {copy})", graph.describe(TaskId(task))),
         },
+    }
+}
+
+/// The deadlock of a run with tasks folded out: the first kept twin (by
+/// id) with predecessors left. (It does not come: the fold is built only
+/// for an acyclic representative, whose full expansion is acyclic.)
+fn folded_deadlock(
+    graph: &TaskGraph,
+    ids: &ReplicaIds,
+    folded: &FoldedTwins,
+    remaining: &[u32],
+    finished: usize,
+) -> DeadlockError {
+    let mut first = None;
+    ids.for_each_in_order(|task, copy| {
+        if first.is_none() && folded.is_kept(task) && remaining[folded.slot(ids, task, copy)] > 0 {
+            first = Some((task, copy));
+        }
+    });
+    let (task, copy) = first.expect("some task is stuck");
+    DeadlockError {
+        stuck: remaining.len() - finished,
+        total: ids.full_tasks() as usize,
+        first: format!("{} (in replica {copy})", graph.describe(TaskId(task))),
     }
 }

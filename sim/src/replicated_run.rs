@@ -288,6 +288,7 @@ fn run_twins(
         &replicated.graph,
         ids,
         duration_of,
+        durations.twins_alike(),
         &fabric,
         &planner,
     )?;

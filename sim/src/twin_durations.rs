@@ -93,6 +93,12 @@ impl TwinDurations {
         }
     }
 
+    /// Whether every twin takes its representative task's priced
+    /// duration (no slow rank, spread or slow link).
+    pub fn twins_alike(&self) -> bool {
+        self.varies.is_empty()
+    }
+
     /// The duration of representative task `task`'s twin in copy `copy`.
     #[inline]
     pub fn of(&self, ids: &ReplicaIds, task: u32, copy: u32) -> SimDuration {

@@ -1,0 +1,467 @@
+//! The replicated run under `--contention` with the tasks no flow waits
+//! for folded out of the event loop: the loop runs a graph of the tasks it
+//! must see, whose edges carry the fixed time of the tasks between them;
+//! the folded tasks' times follow in one pass per copy once it is over
+//! (`replicated_flows.rs`).
+//!
+//! **Which tasks the loop keeps.** Shared tasks; in-order tasks (flows
+//! planned at their start, or a duration of zero: `flow_loop.rs`); and the
+//! tasks run ahead that an in-order task waits for (their finish pops in
+//! the queue). Every other task (most: compute kernels, tensor rings
+//! timed once) is *folded*: it runs ahead and no in-order task waits for
+//! it, so it only ever tells other tasks run ahead when it ends.
+//!
+//! **Why it is exact.** A task run ahead starts at the latest end of its
+//! predecessors, and a folded task's end is its start plus a duration
+//! known before the run (every twin takes its copy-0 twin's: no
+//! stragglers). So a kept task's earliest start through folded tasks is
+//! the latest, over the paths from a kept predecessor through folded
+//! tasks, of that predecessor's end plus the paths' durations (longest
+//! paths: max-plus), or the paths' durations alone from a folded task
+//! with no predecessor. The folded edge from each kept task to each kept
+//! task it reaches through folded tasks only carries that longest sum
+//! (its *gap*; zero for an edge of the graph), and every kept task's
+//! start is as before. An in-order task's predecessors are all kept (a
+//! task run ahead that it waits for is kept), so it waits on the same
+//! pops, in the same order, and the network sees what it saw. Folded
+//! tasks' times are then their longest paths from kept tasks' ends, one
+//! pass over a topological order per copy: a folded task is a loop task
+//! (shared tasks are kept), so its paths stay in its copy.
+//!
+//! **When.** Twins take one duration (no slow rank, spread or slow link)
+//! and the representative is acyclic; the folded edges are found by a
+//! walk from each kept task through the folded tasks it reaches first, in
+//! topological order, and the fold is given up (every task run in the
+//! loop, as before) if the walks would visit more than
+//! [`WALK_VISITS_PER_TASK`] folded tasks per task of the representative.
+
+use std::collections::BinaryHeap;
+use taskgraph::replica_ids::ReplicaIds;
+use taskgraph::task_graph::TaskGraph;
+use timeline::time::{SimDuration, SimTime};
+
+/// The walks' budget, in folded tasks visited per representative task: a
+/// folded task is visited once per kept task that reaches it first, a few
+/// in a pipeline's streams.
+pub(crate) const WALK_VISITS_PER_TASK: usize = 8;
+
+/// Representative task folded out of the loop in [`FoldedTwins`]'s `slot`.
+const FOLDED: u32 = u32::MAX;
+
+/// How a representative task's twins run, as the fold sees them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fold {
+    /// Ahead of the loop at this duration, with this many flows' ends as
+    /// events (`flow_loop.rs`'s `Timing::Ahead`).
+    Ahead {
+        duration: SimDuration,
+        flow_events: u32,
+    },
+    /// In the loop's order.
+    InOrder,
+}
+
+/// The loop's graph of kept tasks and the folded tasks' order.
+pub(crate) struct FoldedTwins {
+    /// Per representative task: its kept twins' first slot (twins side
+    /// by side), or `FOLDED`.
+    slot: Vec<u32>,
+    /// Per representative task, its folded edges to kept tasks
+    /// (successor, gap), in `edges[edge_start[task]..edge_start[task + 1]]`
+    /// (none for a folded task).
+    edge_start: Vec<u32>,
+    edges: Vec<(u32, SimDuration)>,
+    /// Per kept representative task: the latest end of paths of folded
+    /// tasks from a folded task without predecessors (zero if none).
+    earliest: Vec<SimTime>,
+    /// Per kept representative task: its twins' predecessors in the
+    /// folded graph (a shared task counts each loop predecessor once per
+    /// copy).
+    in_degree: Vec<u32>,
+    /// What [`FoldedTwins::run_folded`] does in each copy, in a
+    /// topological order.
+    steps: Vec<Step>,
+    /// The folded successors of the steps' tasks: (full id of the copy-0
+    /// twin, distance between copies' twins).
+    step_successors: Vec<(u32, u32)>,
+}
+
+/// A representative task [`FoldedTwins::run_folded`] visits in each
+/// copy: a folded one, or a kept one with folded successors.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    task: u32,
+    /// Its copy-0 twin's full id, and the distance between copies' twins
+    /// (0 for a shared task).
+    base: u32,
+    stride: u32,
+    /// A folded task's duration and flows' ends; `KEPT` for a kept task.
+    duration: SimDuration,
+    flow_events: u32,
+    /// Its folded successors in `step_successors`.
+    successors_end: u32,
+}
+
+/// [`Step::flow_events`] of a kept task.
+const KEPT: u32 = u32::MAX;
+
+impl FoldedTwins {
+    /// The fold of `graph` (the representative, laid out by `ids`), whose
+    /// tasks run as `fold_of` says for every copy; `None` where it does
+    /// not apply (a cycle, or walks over budget).
+    pub fn new(
+        graph: &TaskGraph,
+        ids: &ReplicaIds,
+        fold_of: impl Fn(u32) -> Fold,
+    ) -> Option<FoldedTwins> {
+        let n = graph.task_count();
+        let folds: Vec<Fold> = (0..n as u32).map(&fold_of).collect();
+        let kept: Vec<bool> = (0..n as u32)
+            .map(|task| {
+                ids.is_shared(task)
+                    || folds[task as usize] == Fold::InOrder
+                    || graph
+                        .successor_slice(task as usize)
+                        .iter()
+                        .any(|&successor| folds[successor as usize] == Fold::InOrder)
+            })
+            .collect();
+        let order = lowest_first_order(graph)?;
+        let mut walk = Walk::new(&order, n * WALK_VISITS_PER_TASK);
+        let mut edge_start = Vec::with_capacity(n + 1);
+        let mut edges = Vec::new();
+        for task in 0..n as u32 {
+            edge_start.push(u32::try_from(edges.len()).ok()?);
+            if kept[task as usize] {
+                walk.edges_from(graph, &kept, &folds, &[task], &mut edges)?;
+            }
+        }
+        edge_start.push(u32::try_from(edges.len()).ok()?);
+        let mut earliest = vec![SimTime::ZERO; n];
+        let folded_sources: Vec<u32> = {
+            let in_degrees = graph.in_degrees();
+            (0..n as u32)
+                .filter(|&task| !kept[task as usize] && in_degrees[task as usize] == 0)
+                .collect()
+        };
+        let mut from_sources = Vec::new();
+        walk.reached_from_sources(graph, &kept, &folds, &folded_sources, &mut from_sources)?;
+        for (task, gap) in from_sources {
+            earliest[task as usize] = earliest[task as usize].max(SimTime::ZERO + gap);
+        }
+        let mut next = 0u32;
+        let slot = kept
+            .iter()
+            .enumerate()
+            .map(|(task, &kept)| {
+                if !kept {
+                    return Some(FOLDED);
+                }
+                let first = next;
+                next = next.checked_add(ids.twins_of(task as u32))?;
+                Some(first)
+            })
+            .collect::<Option<Vec<u32>>>()?;
+        let mut in_degree = vec![0u32; n];
+        for task in 0..n as u32 {
+            let edges =
+                &edges[edge_start[task as usize] as usize..edge_start[task as usize + 1] as usize];
+            for &(successor, _) in edges {
+                in_degree[successor as usize] += match ids.is_shared(successor) {
+                    true => ids.twins_of(task),
+                    false => 1,
+                };
+            }
+        }
+        let (steps, step_successors) = steps(graph, ids, &order, &kept, &folds);
+        Some(FoldedTwins {
+            slot,
+            edge_start,
+            edges,
+            earliest,
+            in_degree,
+            steps,
+            step_successors,
+        })
+    }
+}
+
+/// Longest-path walks through folded tasks, in topological order.
+struct Walk {
+    /// Each task's position in the topological order.
+    position: Vec<u32>,
+    /// Per task: the walk that last reached it, and its latest end then
+    /// (folded) or the longest gap to it (kept).
+    stamp: Vec<u32>,
+    longest: Vec<SimDuration>,
+    walks: u32,
+    /// Folded tasks the walks may still visit.
+    budget: usize,
+    /// Folded tasks reached, by topological position (a min-heap).
+    reached: BinaryHeap<std::cmp::Reverse<(u32, u32)>>,
+    kept_reached: Vec<u32>,
+}
+
+impl Walk {
+    fn new(order: &[u32], budget: usize) -> Walk {
+        let mut position = vec![0u32; order.len()];
+        for (at, &task) in order.iter().enumerate() {
+            position[task as usize] = at as u32;
+        }
+        Walk {
+            position,
+            stamp: vec![u32::MAX; order.len()],
+            longest: vec![SimDuration::ZERO; order.len()],
+            walks: 0,
+            budget,
+            reached: BinaryHeap::new(),
+            kept_reached: Vec::new(),
+        }
+    }
+
+    /// Appends to `edges` each kept task the successors of `starts` reach
+    /// through folded tasks only, with the longest gap; `None` over budget.
+    fn edges_from(
+        &mut self,
+        graph: &TaskGraph,
+        kept: &[bool],
+        folds: &[Fold],
+        starts: &[u32],
+        edges: &mut Vec<(u32, SimDuration)>,
+    ) -> Option<()> {
+        self.walks += 1;
+        self.kept_reached.clear();
+        for &start in starts {
+            for &successor in graph.successor_slice(start as usize) {
+                self.reach(successor, SimDuration::ZERO, kept);
+            }
+        }
+        self.walk(graph, kept, folds)?;
+        self.kept_reached.sort_unstable();
+        edges.extend(
+            self.kept_reached
+                .iter()
+                .map(|&task| (task, self.longest[task as usize])),
+        );
+        Some(())
+    }
+
+    /// [`Walk::edges_from`] the folded tasks `sources` (without predecessors,
+    /// starting at zero): the kept tasks they reach, with the latest end
+    /// of the paths to them.
+    fn reached_from_sources(
+        &mut self,
+        graph: &TaskGraph,
+        kept: &[bool],
+        folds: &[Fold],
+        sources: &[u32],
+        reached: &mut Vec<(u32, SimDuration)>,
+    ) -> Option<()> {
+        self.walks += 1;
+        self.kept_reached.clear();
+        for &source in sources {
+            self.reach(source, SimDuration::ZERO, kept);
+        }
+        self.walk(graph, kept, folds)?;
+        reached.extend(
+            self.kept_reached
+                .iter()
+                .map(|&task| (task, self.longest[task as usize])),
+        );
+        Some(())
+    }
+
+    /// `task` reached by a path whose folded tasks end at `gap`.
+    fn reach(&mut self, task: u32, gap: SimDuration, kept: &[bool]) {
+        let at = task as usize;
+        if self.stamp[at] != self.walks {
+            self.stamp[at] = self.walks;
+            self.longest[at] = gap;
+            match kept[at] {
+                true => self.kept_reached.push(task),
+                false => self
+                    .reached
+                    .push(std::cmp::Reverse((self.position[at], task))),
+            }
+        } else if self.longest[at] < gap {
+            self.longest[at] = gap;
+        }
+    }
+
+    /// Visits the folded tasks reached, each once all its reached
+    /// predecessors are (topological order), passing on its end.
+    fn walk(&mut self, graph: &TaskGraph, kept: &[bool], folds: &[Fold]) -> Option<()> {
+        while let Some(std::cmp::Reverse((_, task))) = self.reached.pop() {
+            self.budget = self.budget.checked_sub(1)?;
+            let Fold::Ahead { duration, .. } = folds[task as usize] else {
+                unreachable!("a folded task runs ahead");
+            };
+            let end = self.longest[task as usize] + duration;
+            for &successor in graph.successor_slice(task as usize) {
+                self.reach(successor, end, kept);
+            }
+        }
+        Some(())
+    }
+}
+
+impl FoldedTwins {
+    /// Whether representative task `task` is kept in the loop.
+    #[inline]
+    pub fn is_kept(&self, task: u32) -> bool {
+        self.slot[task as usize] != FOLDED
+    }
+
+    /// The slot of kept representative task `task`'s twin in copy `copy`.
+    #[inline]
+    pub fn slot(&self, ids: &ReplicaIds, task: u32, copy: u32) -> usize {
+        let first = self.slot[task as usize];
+        debug_assert_ne!(first, FOLDED);
+        match ids.is_shared(task) {
+            true => first as usize,
+            false => (first + copy) as usize,
+        }
+    }
+
+    /// Kept task `task`'s folded edges: (kept successor, gap).
+    #[inline]
+    pub fn edges(&self, task: u32) -> &[(u32, SimDuration)] {
+        let at = task as usize;
+        &self.edges[self.edge_start[at] as usize..self.edge_start[at + 1] as usize]
+    }
+
+    /// Kept representative task `task`'s twins' predecessors in the
+    /// folded graph.
+    pub fn in_degree(&self, task: u32) -> u32 {
+        self.in_degree[task as usize]
+    }
+
+    /// Each kept twin's predecessors in the folded graph, by slot.
+    pub fn in_degrees(&self, ids: &ReplicaIds) -> Vec<u32> {
+        self.by_slot(ids, &self.in_degree)
+    }
+
+    /// Each kept twin's earliest start through folded tasks alone, by slot.
+    pub fn earliest_starts(&self, ids: &ReplicaIds) -> Vec<SimTime> {
+        self.by_slot(ids, &self.earliest)
+    }
+
+    /// Each kept twin's value from its representative task's, by slot.
+    fn by_slot<V: Copy>(&self, ids: &ReplicaIds, per_task: &[V]) -> Vec<V> {
+        (0..self.slot.len() as u32)
+            .filter(|&task| self.is_kept(task))
+            .flat_map(|task| {
+                std::iter::repeat_n(per_task[task as usize], ids.twins_of(task) as usize)
+            })
+            .collect()
+    }
+
+    /// The folded twins' starts, written into `start` (by full id, the
+    /// kept twins' already there): each copy's in one pass over the
+    /// topological order, each task's end told to its folded successors.
+    /// `end_of(task, copy, start, folded)` is a twin's end: `folded` is a
+    /// folded twin's duration, `None` for a kept twin. Returns the events
+    /// the folded twins count (a start, a finish and each flow's end) and
+    /// how many there are.
+    pub fn run_folded(
+        &self,
+        ids: &ReplicaIds,
+        start: &mut [SimTime],
+        mut end_of: impl FnMut(u32, u32, SimTime, Option<SimDuration>) -> SimTime,
+    ) -> (u64, u64) {
+        let (mut events, mut folded) = (0u64, 0u64);
+        for copy in 0..ids.copies() {
+            let mut successors_start = 0usize;
+            for step in &self.steps {
+                let begin = start[(step.base + copy * step.stride) as usize];
+                let end = match step.flow_events {
+                    KEPT => end_of(step.task, copy, begin, None),
+                    0 => begin + step.duration,
+                    _ => end_of(step.task, copy, begin, Some(step.duration)),
+                };
+                if step.flow_events != KEPT {
+                    events += 2 + u64::from(step.flow_events);
+                    folded += 1;
+                }
+                let successors = successors_start..step.successors_end as usize;
+                successors_start = successors.end;
+                for &(base, stride) in &self.step_successors[successors] {
+                    let at = (base + copy * stride) as usize;
+                    if start[at] < end {
+                        start[at] = end;
+                    }
+                }
+            }
+        }
+        (events, folded)
+    }
+}
+
+/// The representative's tasks in a topological order, the lowest ready
+/// id first (lowering's order where edges allow: a copy's full ids run in
+/// it, so the folded pass reads them nearly in turn); `None` with a cycle.
+fn lowest_first_order(graph: &TaskGraph) -> Option<Vec<u32>> {
+    let mut remaining = graph.in_degrees();
+    let mut ready: BinaryHeap<std::cmp::Reverse<u32>> = (0..remaining.len() as u32)
+        .filter(|&task| remaining[task as usize] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(remaining.len());
+    while let Some(std::cmp::Reverse(task)) = ready.pop() {
+        order.push(task);
+        for &successor in graph.successor_slice(task as usize) {
+            remaining[successor as usize] -= 1;
+            if remaining[successor as usize] == 0 {
+                ready.push(std::cmp::Reverse(successor));
+            }
+        }
+    }
+    (order.len() == remaining.len()).then_some(order)
+}
+
+/// The folded pass's steps over `order`: each folded task, and each kept
+/// one with folded successors, with those successors.
+fn steps(
+    graph: &TaskGraph,
+    ids: &ReplicaIds,
+    order: &[u32],
+    kept: &[bool],
+    folds: &[Fold],
+) -> (Vec<Step>, Vec<(u32, u32)>) {
+    let stride = |task: u32| match ids.is_shared(task) {
+        true => 0,
+        false => ids.full_id(task, 1) - ids.full_id(task, 0),
+    };
+    let mut steps = Vec::new();
+    let mut step_successors = Vec::new();
+    for &task in order {
+        let before = step_successors.len();
+        step_successors.extend(
+            graph
+                .successor_slice(task as usize)
+                .iter()
+                .filter(|&&successor| !kept[successor as usize])
+                .map(|&successor| (ids.full_id(successor, 0), stride(successor))),
+        );
+        let (duration, flow_events) = match (kept[task as usize], folds[task as usize]) {
+            (
+                false,
+                Fold::Ahead {
+                    duration,
+                    flow_events,
+                },
+            ) => (duration, flow_events),
+            _ if step_successors.len() > before => (SimDuration::ZERO, KEPT),
+            _ => continue,
+        };
+        steps.push(Step {
+            task,
+            base: ids.full_id(task, 0),
+            stride: stride(task),
+            duration,
+            flow_events,
+            successors_end: step_successors.len() as u32,
+        });
+    }
+    (steps, step_successors)
+}

@@ -2,7 +2,8 @@
 //! for folded out of the event loop: the loop runs a graph of the tasks it
 //! must see, whose edges carry the fixed time of the tasks between them;
 //! the folded tasks' times follow in one pass per copy once it is over
-//! (`replicated_flows.rs`).
+//! (`folded_pass.rs`, the copies in parallel; `replicated_flows.rs` runs
+//! both).
 //!
 //! **Which tasks the loop keeps.** Shared tasks; in-order tasks (flows
 //! planned at their start, or a duration of zero: `flow_loop.rs`); and the
@@ -35,6 +36,7 @@
 //! loop, as before) if the walks would visit more than
 //! [`WALK_VISITS_PER_TASK`] folded tasks per task of the representative.
 
+pub(crate) use crate::folded_pass::FoldedPass;
 use std::collections::BinaryHeap;
 use taskgraph::replica_ids::ReplicaIds;
 use taskgraph::task_graph::TaskGraph;
@@ -78,32 +80,9 @@ pub(crate) struct FoldedTwins {
     /// folded graph (a shared task counts each loop predecessor once per
     /// copy).
     in_degree: Vec<u32>,
-    /// What [`FoldedTwins::run_folded`] does in each copy, in a
-    /// topological order.
-    steps: Vec<Step>,
-    /// The folded successors of the steps' tasks: (full id of the copy-0
-    /// twin, distance between copies' twins).
-    step_successors: Vec<(u32, u32)>,
+    /// The folded twins' times, after the loop.
+    pass: FoldedPass,
 }
-
-/// A representative task [`FoldedTwins::run_folded`] visits in each
-/// copy: a folded one, or a kept one with folded successors.
-#[derive(Debug, Clone, Copy)]
-struct Step {
-    task: u32,
-    /// Its copy-0 twin's full id, and the distance between copies' twins
-    /// (0 for a shared task).
-    base: u32,
-    stride: u32,
-    /// A folded task's duration and flows' ends; `KEPT` for a kept task.
-    duration: SimDuration,
-    flow_events: u32,
-    /// Its folded successors in `step_successors`.
-    successors_end: u32,
-}
-
-/// [`Step::flow_events`] of a kept task.
-const KEPT: u32 = u32::MAX;
 
 impl FoldedTwins {
     /// The fold of `graph` (the representative, laid out by `ids`), whose
@@ -173,15 +152,14 @@ impl FoldedTwins {
                 };
             }
         }
-        let (steps, step_successors) = steps(graph, ids, &order, &kept, &folds);
+        let pass = FoldedPass::new(graph, ids, &order, &kept, &folds);
         Some(FoldedTwins {
             slot,
             edge_start,
             edges,
             earliest,
             in_degree,
-            steps,
-            step_successors,
+            pass,
         })
     }
 }
@@ -346,6 +324,11 @@ impl FoldedTwins {
         self.by_slot(ids, &self.earliest)
     }
 
+    /// The pass that times the folded twins once the loop is over.
+    pub fn pass(&self) -> &FoldedPass {
+        &self.pass
+    }
+
     /// Each kept twin's value from its representative task's, by slot.
     fn by_slot<V: Copy>(&self, ids: &ReplicaIds, per_task: &[V]) -> Vec<V> {
         (0..self.slot.len() as u32)
@@ -354,46 +337,6 @@ impl FoldedTwins {
                 std::iter::repeat_n(per_task[task as usize], ids.twins_of(task) as usize)
             })
             .collect()
-    }
-
-    /// The folded twins' starts, written into `start` (by full id, the
-    /// kept twins' already there): each copy's in one pass over the
-    /// topological order, each task's end told to its folded successors.
-    /// `end_of(task, copy, start, folded)` is a twin's end: `folded` is a
-    /// folded twin's duration, `None` for a kept twin. Returns the events
-    /// the folded twins count (a start, a finish and each flow's end) and
-    /// how many there are.
-    pub fn run_folded(
-        &self,
-        ids: &ReplicaIds,
-        start: &mut [SimTime],
-        mut end_of: impl FnMut(u32, u32, SimTime, Option<SimDuration>) -> SimTime,
-    ) -> (u64, u64) {
-        let (mut events, mut folded) = (0u64, 0u64);
-        for copy in 0..ids.copies() {
-            let mut successors_start = 0usize;
-            for step in &self.steps {
-                let begin = start[(step.base + copy * step.stride) as usize];
-                let end = match step.flow_events {
-                    KEPT => end_of(step.task, copy, begin, None),
-                    0 => begin + step.duration,
-                    _ => end_of(step.task, copy, begin, Some(step.duration)),
-                };
-                if step.flow_events != KEPT {
-                    events += 2 + u64::from(step.flow_events);
-                    folded += 1;
-                }
-                let successors = successors_start..step.successors_end as usize;
-                successors_start = successors.end;
-                for &(base, stride) in &self.step_successors[successors] {
-                    let at = (base + copy * stride) as usize;
-                    if start[at] < end {
-                        start[at] = end;
-                    }
-                }
-            }
-        }
-        (events, folded)
     }
 }
 
@@ -417,51 +360,4 @@ fn lowest_first_order(graph: &TaskGraph) -> Option<Vec<u32>> {
         }
     }
     (order.len() == remaining.len()).then_some(order)
-}
-
-/// The folded pass's steps over `order`: each folded task, and each kept
-/// one with folded successors, with those successors.
-fn steps(
-    graph: &TaskGraph,
-    ids: &ReplicaIds,
-    order: &[u32],
-    kept: &[bool],
-    folds: &[Fold],
-) -> (Vec<Step>, Vec<(u32, u32)>) {
-    let stride = |task: u32| match ids.is_shared(task) {
-        true => 0,
-        false => ids.full_id(task, 1) - ids.full_id(task, 0),
-    };
-    let mut steps = Vec::new();
-    let mut step_successors = Vec::new();
-    for &task in order {
-        let before = step_successors.len();
-        step_successors.extend(
-            graph
-                .successor_slice(task as usize)
-                .iter()
-                .filter(|&&successor| !kept[successor as usize])
-                .map(|&successor| (ids.full_id(successor, 0), stride(successor))),
-        );
-        let (duration, flow_events) = match (kept[task as usize], folds[task as usize]) {
-            (
-                false,
-                Fold::Ahead {
-                    duration,
-                    flow_events,
-                },
-            ) => (duration, flow_events),
-            _ if step_successors.len() > before => (SimDuration::ZERO, KEPT),
-            _ => continue,
-        };
-        steps.push(Step {
-            task,
-            base: ids.full_id(task, 0),
-            stride: stride(task),
-            duration,
-            flow_events,
-            successors_end: step_successors.len() as u32,
-        });
-    }
-    (steps, step_successors)
 }

@@ -32,6 +32,7 @@
 
 pub mod event_queue;
 mod flow_loop;
+mod folded_pass;
 mod folded_twins;
 mod lone_twins;
 pub mod network;

@@ -276,7 +276,7 @@ impl<D: Fn(u32, u32) -> SimDuration> EventGraph for ReplicatedGraph<'_, D> {
 pub fn run_replicated_with_fabric(
     graph: &TaskGraph,
     ids: &ReplicaIds,
-    duration_of: impl Fn(u32, u32) -> SimDuration,
+    duration_of: impl Fn(u32, u32) -> SimDuration + Sync,
     twins_alike: bool,
     fabric: &Fabric,
     planner: &dyn TwinFlowPlanner,
@@ -374,19 +374,20 @@ pub fn run_replicated_with_fabric(
                 folded.is_kept(task).then(|| folded.slot(ids, task, 0))
             });
             drop(start);
-            let (folded_events, _) =
-                folded.run_folded(ids, &mut by_id, |task, copy, begin, duration| {
-                    let slot = planned.slot(ids, task, copy);
-                    match (duration, slot) {
-                        (Some(duration), Some(slot)) => {
-                            planned_ends[slot] = begin + duration;
-                            begin + duration
-                        }
-                        (Some(duration), None) => begin + duration,
-                        (None, Some(slot)) => planned_ends[slot],
-                        (None, None) => begin + (replicated.duration_of)(task, copy),
+            let duration_of = &replicated.duration_of;
+            let (folded_events, _, flow_ends) =
+                folded.pass().run(ids, &mut by_id, |task, copy, begin| {
+                    match planned.slot(ids, task, copy) {
+                        Some(slot) => planned_ends[slot],
+                        None => begin + duration_of(task, copy),
                     }
                 });
+            for (task, copy, end) in flow_ends {
+                let slot = planned
+                    .slot(ids, task, copy)
+                    .expect("a task timed once is planned");
+                planned_ends[slot] = end;
+            }
             events += folded_events;
             by_id
         }

@@ -6,6 +6,7 @@
 use crate::cost::WorkCost;
 use crate::replicated_run::Replicated;
 use crate::twin_ends::TwinEnds;
+use rayon::prelude::*;
 use std::sync::OnceLock;
 use taskgraph::ids::{Rank, TaskId};
 use timeline::metrics::{Interval, IterationEnds, RankView};
@@ -101,17 +102,28 @@ impl RankView for ReplicatedView<'_> {
 
     fn iteration_ends_ns(&self) -> Vec<u64> {
         let graph = &self.replicated.graph;
+        let ids = &self.replicated.ids;
+        // Each copy's tasks gathered apart, in parallel (a maximum does not
+        // depend on the order).
         self.iteration_ends
             .get_or_init(|| {
-                let mut ends = IterationEnds::default();
-                self.replicated.ids.for_each_in_order(|task, copy| {
-                    let iteration = match self.iterations {
-                        true => u32::from(graph.iteration_of(TaskId(task))),
-                        false => 0,
-                    };
-                    ends.add(iteration, self.span(task, copy).1);
-                });
-                ends.finish()
+                (0..ids.copies())
+                    .into_par_iter()
+                    .map(|copy| {
+                        let mut ends = IterationEnds::default();
+                        for segment in ids.segments().iter().filter(|s| copy < s.copies) {
+                            for task in segment.tasks.clone() {
+                                let iteration = match self.iterations {
+                                    true => u32::from(graph.iteration_of(TaskId(task))),
+                                    false => 0,
+                                };
+                                ends.add(iteration, self.span(task, copy).1);
+                            }
+                        }
+                        ends
+                    })
+                    .reduce(IterationEnds::default, IterationEnds::merge)
+                    .finish()
             })
             .clone()
     }

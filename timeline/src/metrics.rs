@@ -157,6 +157,21 @@ impl IterationEnds {
         *end = (*end).max(end_ns);
     }
 
+    /// Both gatherings' tasks in one (the latest end of each iteration
+    /// either saw): the same whichever order tasks were added in.
+    pub fn merge(mut self, other: IterationEnds) -> IterationEnds {
+        if self.ends.len() < other.ends.len() {
+            self.ends.resize(other.ends.len(), None);
+        }
+        for (mine, theirs) in self.ends.iter_mut().zip(other.ends) {
+            *mine = match (*mine, theirs) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        self
+    }
+
     /// The latest end of each iteration present, in iteration order (one
     /// entry, 0, when no task was added).
     pub fn finish(self) -> Vec<u64> {
@@ -441,4 +456,30 @@ pub fn checked(
 ) -> Result<Metrics, crate::TimelineError> {
     timeline.check(name)?;
     Ok(compute(timeline, peak_flops_per_s))
+}
+
+#[cfg(test)]
+mod iteration_ends_tests {
+    use super::IterationEnds;
+
+    /// Tasks split between two gatherings, merged, give one gathering's
+    /// ends: iterations only one side saw, and one neither saw.
+    #[test]
+    fn merged_gatherings_give_one_gatherings_ends() {
+        let tasks = [(0, 5), (2, 40), (0, 9), (3, 7), (2, 12), (0, 1)];
+        let mut whole = IterationEnds::default();
+        tasks.iter().for_each(|&(i, end)| whole.add(i, end));
+        for split in 0..=tasks.len() {
+            let (mut left, mut right) = (IterationEnds::default(), IterationEnds::default());
+            tasks[..split].iter().for_each(|&(i, end)| left.add(i, end));
+            tasks[split..]
+                .iter()
+                .for_each(|&(i, end)| right.add(i, end));
+            let expected = vec![9, 40, 7];
+            assert_eq!(left.merge(right).finish(), expected, "split at {split}");
+        }
+        assert_eq!(whole.finish(), vec![9, 40, 7]);
+        let empty = IterationEnds::default().merge(IterationEnds::default());
+        assert_eq!(empty.finish(), vec![0]);
+    }
 }

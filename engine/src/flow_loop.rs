@@ -346,12 +346,7 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
                     }
                 }
                 Timing::Ahead { .. } if !ran_ahead => {
-                    let earliest = time + gap;
-                    if start[slot] < earliest {
-                        start[slot] = earliest;
-                    }
-                    remaining[slot] -= 1;
-                    if remaining[slot] == 0 {
+                    if tell_ahead(start, remaining, slot, time + gap) {
                         ahead.push(successor);
                     }
                 }
@@ -402,13 +397,7 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
             graph.for_each_successor(task, |successor, gap| match graph.timing(successor) {
                 Timing::InOrder => in_order_successor = true,
                 Timing::Ahead { .. } => {
-                    let slot = graph.slot(successor);
-                    let earliest = finish + gap;
-                    if start[slot] < earliest {
-                        start[slot] = earliest;
-                    }
-                    remaining[slot] -= 1;
-                    if remaining[slot] == 0 {
+                    if tell_ahead(start, remaining, graph.slot(successor), finish + gap) {
                         ahead.push(successor);
                     }
                 }
@@ -419,6 +408,23 @@ impl<'f, T: Copy> FlowLoop<'f, T> {
         }
         self.ahead = ahead;
     }
+}
+
+/// Tells the task run ahead in `slot` that a predecessor lets it start at
+/// `earliest`: its start is the latest such time; true when that was its
+/// last predecessor.
+#[inline]
+fn tell_ahead(
+    start: &mut [SimTime],
+    remaining: &mut [u32],
+    slot: usize,
+    earliest: SimTime,
+) -> bool {
+    if start[slot] < earliest {
+        start[slot] = earliest;
+    }
+    remaining[slot] -= 1;
+    remaining[slot] == 0
 }
 
 #[cfg(test)]

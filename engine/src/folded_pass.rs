@@ -10,7 +10,7 @@
 //! segment of the full ids) and reading the shared tasks'. The results
 //! are gathered in copy order, so they do not depend on the threads.
 
-use crate::folded_twins::Fold;
+use crate::flow_loop::Timing;
 use rayon::prelude::*;
 use taskgraph::replica_ids::ReplicaIds;
 use taskgraph::task_graph::TaskGraph;
@@ -56,13 +56,13 @@ pub(crate) struct FoldedPass {
 
 impl FoldedPass {
     /// The steps over `order` (topological) of `graph`'s tasks, `kept` or
-    /// folded, running as `folds` says.
+    /// folded, running as `timings` says.
     pub fn new(
         graph: &TaskGraph,
         ids: &ReplicaIds,
         order: &[u32],
         kept: &[bool],
-        folds: &[Fold],
+        timings: &[Timing],
     ) -> FoldedPass {
         let places = places(ids, graph.task_count());
         let mut steps = Vec::new();
@@ -76,10 +76,10 @@ impl FoldedPass {
                     .filter(|&&successor| !kept[successor as usize])
                     .map(|&successor| places[successor as usize]),
             );
-            let (duration, flow_events) = match (kept[task as usize], folds[task as usize]) {
+            let (duration, flow_events) = match (kept[task as usize], timings[task as usize]) {
                 (
                     false,
-                    Fold::Ahead {
+                    Timing::Ahead {
                         duration,
                         flow_events,
                     },

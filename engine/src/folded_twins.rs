@@ -36,6 +36,7 @@
 //! loop, as before) if the walks would visit more than
 //! [`WALK_VISITS_PER_TASK`] folded tasks per task of the representative.
 
+use crate::flow_loop::Timing;
 pub(crate) use crate::folded_pass::FoldedPass;
 use std::collections::BinaryHeap;
 use taskgraph::replica_ids::ReplicaIds;
@@ -45,23 +46,10 @@ use timeline::time::{SimDuration, SimTime};
 /// The walks' budget, in folded tasks visited per representative task: a
 /// folded task is visited once per kept task that reaches it first, a few
 /// in a pipeline's streams.
-pub(crate) const WALK_VISITS_PER_TASK: usize = 8;
+const WALK_VISITS_PER_TASK: usize = 8;
 
 /// Representative task folded out of the loop in [`FoldedTwins`]'s `slot`.
 const FOLDED: u32 = u32::MAX;
-
-/// How a representative task's twins run, as the fold sees them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fold {
-    /// Ahead of the loop at this duration, with this many flows' ends as
-    /// events (`flow_loop.rs`'s `Timing::Ahead`).
-    Ahead {
-        duration: SimDuration,
-        flow_events: u32,
-    },
-    /// In the loop's order.
-    InOrder,
-}
 
 /// The loop's graph of kept tasks and the folded tasks' order.
 pub(crate) struct FoldedTwins {
@@ -86,23 +74,23 @@ pub(crate) struct FoldedTwins {
 
 impl FoldedTwins {
     /// The fold of `graph` (the representative, laid out by `ids`), whose
-    /// tasks run as `fold_of` says for every copy; `None` where it does
+    /// tasks run as `timing_of` says for every copy; `None` where it does
     /// not apply (a cycle, or walks over budget).
     pub fn new(
         graph: &TaskGraph,
         ids: &ReplicaIds,
-        fold_of: impl Fn(u32) -> Fold,
+        timing_of: impl Fn(u32) -> Timing,
     ) -> Option<FoldedTwins> {
         let n = graph.task_count();
-        let folds: Vec<Fold> = (0..n as u32).map(&fold_of).collect();
+        let timings: Vec<Timing> = (0..n as u32).map(&timing_of).collect();
         let kept: Vec<bool> = (0..n as u32)
             .map(|task| {
                 ids.is_shared(task)
-                    || folds[task as usize] == Fold::InOrder
+                    || timings[task as usize] == Timing::InOrder
                     || graph
                         .successor_slice(task as usize)
                         .iter()
-                        .any(|&successor| folds[successor as usize] == Fold::InOrder)
+                        .any(|&successor| timings[successor as usize] == Timing::InOrder)
             })
             .collect();
         let order = lowest_first_order(graph)?;
@@ -112,7 +100,8 @@ impl FoldedTwins {
         for task in 0..n as u32 {
             edge_start.push(u32::try_from(edges.len()).ok()?);
             if kept[task as usize] {
-                walk.edges_from(graph, &kept, &folds, &[task], &mut edges)?;
+                let successors = graph.successor_slice(task as usize).iter().copied();
+                edges.extend(walk.kept_reached(graph, &kept, &timings, successors)?);
             }
         }
         edge_start.push(u32::try_from(edges.len()).ok()?);
@@ -123,9 +112,7 @@ impl FoldedTwins {
                 .filter(|&task| !kept[task as usize] && in_degrees[task as usize] == 0)
                 .collect()
         };
-        let mut from_sources = Vec::new();
-        walk.reached_from_sources(graph, &kept, &folds, &folded_sources, &mut from_sources)?;
-        for (task, gap) in from_sources {
+        for (task, gap) in walk.kept_reached(graph, &kept, &timings, folded_sources)? {
             earliest[task as usize] = earliest[task as usize].max(SimTime::ZERO + gap);
         }
         let mut next = 0u32;
@@ -141,18 +128,18 @@ impl FoldedTwins {
                 Some(first)
             })
             .collect::<Option<Vec<u32>>>()?;
-        let mut in_degree = vec![0u32; n];
-        for task in 0..n as u32 {
-            let edges =
-                &edges[edge_start[task as usize] as usize..edge_start[task as usize + 1] as usize];
-            for &(successor, _) in edges {
-                in_degree[successor as usize] += match ids.is_shared(successor) {
-                    true => ids.twins_of(task),
-                    false => 1,
-                };
-            }
-        }
-        let pass = FoldedPass::new(graph, ids, &order, &kept, &folds);
+        let in_degree = crate::replicated_flows::twin_in_degrees(
+            ids,
+            n,
+            (0..n as u32).flat_map(|task| {
+                let range =
+                    edge_start[task as usize] as usize..edge_start[task as usize + 1] as usize;
+                edges[range]
+                    .iter()
+                    .map(move |&(successor, _)| (task, successor))
+            }),
+        );
+        let pass = FoldedPass::new(graph, ids, &order, &kept, &timings);
         Some(FoldedTwins {
             slot,
             edge_start,
@@ -197,56 +184,29 @@ impl Walk {
         }
     }
 
-    /// Appends to `edges` each kept task the successors of `starts` reach
-    /// through folded tasks only, with the longest gap; `None` over budget.
-    fn edges_from(
+    /// The kept tasks reached from `seeds` (each reached at gap zero)
+    /// through folded tasks only, by id, each with the longest gap: the
+    /// latest end of the folded tasks on a path to it. `None` over budget.
+    fn kept_reached(
         &mut self,
         graph: &TaskGraph,
         kept: &[bool],
-        folds: &[Fold],
-        starts: &[u32],
-        edges: &mut Vec<(u32, SimDuration)>,
-    ) -> Option<()> {
+        timings: &[Timing],
+        seeds: impl IntoIterator<Item = u32>,
+    ) -> Option<impl Iterator<Item = (u32, SimDuration)> + '_> {
         self.walks += 1;
         self.kept_reached.clear();
-        for &start in starts {
-            for &successor in graph.successor_slice(start as usize) {
-                self.reach(successor, SimDuration::ZERO, kept);
-            }
+        for seed in seeds {
+            self.reach(seed, SimDuration::ZERO, kept);
         }
-        self.walk(graph, kept, folds)?;
+        self.walk(graph, kept, timings)?;
         self.kept_reached.sort_unstable();
-        edges.extend(
+        let longest = &self.longest;
+        Some(
             self.kept_reached
                 .iter()
-                .map(|&task| (task, self.longest[task as usize])),
-        );
-        Some(())
-    }
-
-    /// [`Walk::edges_from`] the folded tasks `sources` (without predecessors,
-    /// starting at zero): the kept tasks they reach, with the latest end
-    /// of the paths to them.
-    fn reached_from_sources(
-        &mut self,
-        graph: &TaskGraph,
-        kept: &[bool],
-        folds: &[Fold],
-        sources: &[u32],
-        reached: &mut Vec<(u32, SimDuration)>,
-    ) -> Option<()> {
-        self.walks += 1;
-        self.kept_reached.clear();
-        for &source in sources {
-            self.reach(source, SimDuration::ZERO, kept);
-        }
-        self.walk(graph, kept, folds)?;
-        reached.extend(
-            self.kept_reached
-                .iter()
-                .map(|&task| (task, self.longest[task as usize])),
-        );
-        Some(())
+                .map(move |&task| (task, longest[task as usize])),
+        )
     }
 
     /// `task` reached by a path whose folded tasks end at `gap`.
@@ -268,10 +228,10 @@ impl Walk {
 
     /// Visits the folded tasks reached, each once all its reached
     /// predecessors are (topological order), passing on its end.
-    fn walk(&mut self, graph: &TaskGraph, kept: &[bool], folds: &[Fold]) -> Option<()> {
+    fn walk(&mut self, graph: &TaskGraph, kept: &[bool], timings: &[Timing]) -> Option<()> {
         while let Some(std::cmp::Reverse((_, task))) = self.reached.pop() {
             self.budget = self.budget.checked_sub(1)?;
-            let Fold::Ahead { duration, .. } = folds[task as usize] else {
+            let Timing::Ahead { duration, .. } = timings[task as usize] else {
                 unreachable!("a folded task runs ahead");
             };
             let end = self.longest[task as usize] + duration;
@@ -308,35 +268,19 @@ impl FoldedTwins {
         &self.edges[self.edge_start[at] as usize..self.edge_start[at + 1] as usize]
     }
 
-    /// Kept representative task `task`'s twins' predecessors in the
-    /// folded graph.
-    pub fn in_degree(&self, task: u32) -> u32 {
-        self.in_degree[task as usize]
-    }
-
     /// Each kept twin's predecessors in the folded graph, by slot.
     pub fn in_degrees(&self, ids: &ReplicaIds) -> Vec<u32> {
-        self.by_slot(ids, &self.in_degree)
+        crate::replicated_flows::by_twin_slot(ids, &self.in_degree, |task| self.is_kept(task))
     }
 
     /// Each kept twin's earliest start through folded tasks alone, by slot.
     pub fn earliest_starts(&self, ids: &ReplicaIds) -> Vec<SimTime> {
-        self.by_slot(ids, &self.earliest)
+        crate::replicated_flows::by_twin_slot(ids, &self.earliest, |task| self.is_kept(task))
     }
 
     /// The pass that times the folded twins once the loop is over.
     pub fn pass(&self) -> &FoldedPass {
         &self.pass
-    }
-
-    /// Each kept twin's value from its representative task's, by slot.
-    fn by_slot<V: Copy>(&self, ids: &ReplicaIds, per_task: &[V]) -> Vec<V> {
-        (0..self.slot.len() as u32)
-            .filter(|&task| self.is_kept(task))
-            .flat_map(|task| {
-                std::iter::repeat_n(per_task[task as usize], ids.twins_of(task) as usize)
-            })
-            .collect()
     }
 }
 

@@ -40,7 +40,7 @@
 //! representative task, where its twins' ends are kept ([`PlannedEnds`]).
 
 use crate::flow_loop::{EventGraph, FlowLoop, TaskPlan, Timing};
-use crate::folded_twins::{Fold, FoldedTwins};
+use crate::folded_twins::FoldedTwins;
 use crate::lone_twins::{LoneTask, LoneTwins};
 use crate::network::{Fabric, FlowPlan, LinkUtilization};
 use crate::DeadlockError;
@@ -298,54 +298,46 @@ pub fn run_replicated_with_fabric(
     let folded = twins_alike
         .then(|| {
             FoldedTwins::new(graph, ids, |task| {
-                match replicated.timing(replicated.twin(task, 0)) {
-                    Timing::Ahead {
-                        duration,
-                        flow_events,
-                    } => Fold::Ahead {
-                        duration,
-                        flow_events,
-                    },
-                    Timing::InOrder => Fold::InOrder,
-                }
+                replicated.timing(replicated.twin(task, 0))
             })
         })
         .flatten();
     replicated.folded = folded.as_ref();
+    // Where the loop keeps each twin it runs (`None`: folded out).
+    let slot_of = |task: u32, copy: u32| match &folded {
+        Some(folded) => folded.is_kept(task).then(|| folded.slot(ids, task, copy)),
+        None => Some(ids.twin_slot(task, copy) as usize),
+    };
     // Each twin the loop runs: its predecessors there and its start (the
     // latest end of its predecessors so far, for a task run ahead).
-    let (mut remaining, mut start, in_degree) = match &folded {
-        Some(folded) => (
-            folded.in_degrees(ids),
-            folded.earliest_starts(ids),
-            (0..ids.representative_tasks())
-                .map(|task| match folded.is_kept(task) {
-                    true => folded.in_degree(task),
-                    false => u32::MAX,
-                })
-                .collect(),
-        ),
+    let (mut remaining, mut start) = match &folded {
+        Some(folded) => (folded.in_degrees(ids), folded.earliest_starts(ids)),
         None => {
-            let in_degree = twin_in_degrees(graph, ids);
+            let in_degrees = twin_in_degrees(
+                ids,
+                graph.task_count(),
+                (0..graph.task_count() as u32).flat_map(|task| {
+                    let successors = graph.successor_slice(task as usize);
+                    successors.iter().map(move |&successor| (task, successor))
+                }),
+            );
             let start = vec![SimTime::ZERO; ids.full_tasks() as usize];
-            (by_twin_slot(ids, &in_degree), start, in_degree)
+            (by_twin_slot(ids, &in_degrees, |_| true), start)
         }
     };
     // The tasks without predecessors, in full id order (a twin has its
-    // representative's in-degree, a shared task none only if its
-    // representative has none): each segment's, copy by copy.
+    // copy-0 twin's in-degree): each segment's, copy by copy.
     let mut sources = Vec::new();
     for segment in ids.segments() {
         let tasks: Vec<u32> = segment
             .tasks
             .clone()
-            .filter(|&task| in_degree[task as usize] == 0)
+            .filter(|&task| slot_of(task, 0).is_some_and(|slot| remaining[slot] == 0))
             .collect();
         for copy in 0..segment.copies {
             sources.extend(tasks.iter().map(|&task| replicated.twin(task, copy)));
         }
     }
-    drop(in_degree);
     flow_loop.run(
         &replicated,
         sources,
@@ -361,18 +353,13 @@ pub fn run_replicated_with_fabric(
     lone.carry_into(planner, &mut flow_loop);
     let utilization = flow_loop.into_network().link_utilization();
     if finished < start.len() {
-        return Err(match &folded {
-            Some(folded) => folded_deadlock(graph, ids, folded, &remaining, finished),
-            None => deadlock(graph, ids, &remaining, finished),
-        });
+        return Err(deadlock(graph, ids, &remaining, finished, slot_of));
     }
     drop(remaining);
     let start = match &folded {
-        None => by_full_id(ids, &start, |task| Some(ids.twin_slot(task, 0) as usize)),
+        None => by_full_id(ids, &start, |task| slot_of(task, 0)),
         Some(folded) => {
-            let mut by_id = by_full_id(ids, &start, |task| {
-                folded.is_kept(task).then(|| folded.slot(ids, task, 0))
-            });
+            let mut by_id = by_full_id(ids, &start, |task| slot_of(task, 0));
             drop(start);
             let duration_of = &replicated.duration_of;
             let (folded_events, _, flow_ends) =
@@ -437,72 +424,54 @@ fn by_full_id(
     by_id
 }
 
-/// Each representative task's twins' in-degree: a loop task's twin has
-/// its representative's (its loop predecessors in its own copy, each
-/// shared one once); a shared task has each shared predecessor once and
-/// each loop predecessor once per copy.
-fn twin_in_degrees(graph: &TaskGraph, ids: &ReplicaIds) -> Vec<u32> {
-    let mut per_task = vec![0u32; graph.task_count()];
-    for task in 0..graph.task_count() as u32 {
-        let weight = ids.twins_of(task);
-        for &successor in graph.successor_slice(task as usize) {
-            per_task[successor as usize] += match ids.is_shared(successor) {
-                true => weight,
-                false => 1,
-            };
-        }
+/// Each representative task's twins' in-degree over `edges` (pairs of
+/// representative tasks, among `tasks`): a loop task's twin has its
+/// representative's (its loop predecessors in its own copy, each shared
+/// one once); a shared task has each shared predecessor once and each
+/// loop predecessor once per copy.
+pub(crate) fn twin_in_degrees(
+    ids: &ReplicaIds,
+    tasks: usize,
+    edges: impl IntoIterator<Item = (u32, u32)>,
+) -> Vec<u32> {
+    let mut per_task = vec![0u32; tasks];
+    for (task, successor) in edges {
+        per_task[successor as usize] += match ids.is_shared(successor) {
+            true => ids.twins_of(task),
+            false => 1,
+        };
     }
     per_task
 }
 
-/// Each full task's value from its representative task's, by twin slot
-/// (representative task by task, each task's copies in a row).
-fn by_twin_slot(ids: &ReplicaIds, per_task: &[u32]) -> Vec<u32> {
-    per_task
-        .iter()
-        .enumerate()
-        .flat_map(|(task, &value)| std::iter::repeat_n(value, ids.twins_of(task as u32) as usize))
+/// Each twin's value from its representative task's, by twin slot
+/// (representative task by task, each task's copies in a row), for the
+/// representative tasks `keep` accepts.
+pub(crate) fn by_twin_slot<V: Copy>(
+    ids: &ReplicaIds,
+    per_task: &[V],
+    keep: impl Fn(u32) -> bool,
+) -> Vec<V> {
+    (0..per_task.len() as u32)
+        .filter(|&task| keep(task))
+        .flat_map(|task| std::iter::repeat_n(per_task[task as usize], ids.twins_of(task) as usize))
         .collect()
 }
 
-/// The deadlock of a run that finished `finished` full tasks: the first
-/// full task (by id) with predecessors left.
+/// The deadlock of a run that finished `finished` of the twins the loop
+/// keeps (at `slot_of`): the first (by id) with predecessors left. (With
+/// tasks folded out it does not come: the fold is built only for an
+/// acyclic representative, whose full expansion is acyclic.)
 fn deadlock(
     graph: &TaskGraph,
     ids: &ReplicaIds,
     remaining: &[u32],
     finished: usize,
+    slot_of: impl Fn(u32, u32) -> Option<usize>,
 ) -> DeadlockError {
     let mut first = None;
     ids.for_each_in_order(|task, copy| {
-        if first.is_none() && remaining[ids.twin_slot(task, copy) as usize] > 0 {
-            first = Some((task, copy));
-        }
-    });
-    let (task, copy) = first.expect("some task is stuck");
-    DeadlockError {
-        stuck: remaining.len() - finished,
-        total: remaining.len(),
-        first: match ids.is_shared(task) {
-            true => graph.describe(TaskId(task)),
-            false => format!("{} (in replica {copy})", graph.describe(TaskId(task))),
-        },
-    }
-}
-
-/// The deadlock of a run with tasks folded out: the first kept twin (by
-/// id) with predecessors left. (It does not come: the fold is built only
-/// for an acyclic representative, whose full expansion is acyclic.)
-fn folded_deadlock(
-    graph: &TaskGraph,
-    ids: &ReplicaIds,
-    folded: &FoldedTwins,
-    remaining: &[u32],
-    finished: usize,
-) -> DeadlockError {
-    let mut first = None;
-    ids.for_each_in_order(|task, copy| {
-        if first.is_none() && folded.is_kept(task) && remaining[folded.slot(ids, task, copy)] > 0 {
+        if first.is_none() && slot_of(task, copy).is_some_and(|slot| remaining[slot] > 0) {
             first = Some((task, copy));
         }
     });
@@ -510,6 +479,9 @@ fn folded_deadlock(
     DeadlockError {
         stuck: remaining.len() - finished,
         total: ids.full_tasks() as usize,
-        first: format!("{} (in replica {copy})", graph.describe(TaskId(task))),
+        first: match ids.is_shared(task) {
+            true => graph.describe(TaskId(task)),
+            false => format!("{} (in replica {copy})", graph.describe(TaskId(task))),
+        },
     }
 }
